@@ -1,0 +1,98 @@
+/*
+ * model.h - the compact view of the cluster that gpuop keeps and analyses.
+ *
+ * The watch caches do not keep whole Kubernetes objects: a Node, an operand
+ * DaemonSet or an operand Pod is reduced on arrival to the few fields the
+ * analysis reads (labels that matter, taints, pod phase and readiness ...).
+ * This keeps a 5,000-node cluster in a few megabytes and makes the analysis
+ * a pure function over plain C structs (see analysis.h).
+ *
+ * Ownership: every char * and array in these structs is owned by the
+ * struct and released by the matching *_free(); *_from_json() borrow
+ * their json_t argument and fill a zeroed struct with new memory.
+ */
+#ifndef GPUOP_MODEL_H
+#define GPUOP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "gpuop/error.h"
+#include "gpuop/operand.h"
+
+/* State of one nvidia.com/gpu.deploy.* label on a node. */
+enum gpuop_label {
+    GPUOP_LABEL_ABSENT = 0, /* no such label */
+    GPUOP_LABEL_TRUE,       /* exactly "true" */
+    GPUOP_LABEL_FALSE,      /* exactly "false": excluded on purpose, host-provided */
+    GPUOP_LABEL_OTHER       /* any other value ("", "paused" ...): value kept */
+};
+
+struct gpuop_taint {
+    char *key;
+    char *value;  /* may be NULL */
+    char *effect; /* NoSchedule | PreferNoSchedule | NoExecute */
+};
+
+struct gpuop_toleration {
+    char *key;      /* may be NULL/empty (with Exists: tolerates everything) */
+    char *op;       /* "Exists" or "Equal" (NULL means Equal) */
+    char *value;    /* may be NULL */
+    char *effect;   /* may be NULL/empty: all effects */
+};
+
+struct gpuop_node {
+    char *name;
+    bool gpu;                               /* a GPU node per SPEC section 5 */
+    unsigned char operands_label;           /* enum gpuop_label of ...deploy.operands */
+    unsigned char deploy[GPUOP_OPERAND_MAX];/* enum gpuop_label per operand index */
+    char *deploy_other[GPUOP_OPERAND_MAX];  /* the value when deploy[i] == OTHER, else NULL */
+    struct gpuop_taint *taints;
+    size_t ntaints;
+};
+
+struct gpuop_pod {
+    char *name;
+    char *node;           /* spec.nodeName; NULL while unbound */
+    int operand;          /* operand index from the owning DaemonSet, -1 if unknown */
+    char *phase;          /* Pending | Running | Succeeded | Failed | Unknown */
+    bool ready;           /* condition Ready=True */
+    bool deleting;        /* metadata.deletionTimestamp set */
+    char *waiting_reason; /* first container's state.waiting.reason, or NULL */
+    char *waiting_message;/* its message, or NULL */
+    int restarts;         /* sum of containers' restartCount */
+    long long created;    /* metadata.creationTimestamp, seconds since epoch */
+};
+
+struct gpuop_ds {
+    char *name;
+    int operand; /* operand index, -1 if the name is not an operand's */
+    struct gpuop_toleration *tolerations; /* from spec.template.spec */
+    size_t ntolerations;
+    long long desired;     /* status.desiredNumberScheduled */
+    long long current;     /* status.currentNumberScheduled */
+    long long ready;       /* status.numberReady */
+    long long available;   /* status.numberAvailable */
+    long long generation;  /* metadata.generation */
+    long long observed;    /* status.observedGeneration */
+};
+
+int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out,
+                         struct gpuop_err *err);
+int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out,
+                        struct gpuop_err *err);
+int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
+
+void gpuop_node_free(struct gpuop_node *n);
+void gpuop_pod_free(struct gpuop_pod *p);
+void gpuop_ds_free(struct gpuop_ds *d);
+
+/* Kubernetes toleration matching, exactly as the scheduler does it for
+ * NoSchedule/NoExecute taints: true when t tolerates taint. */
+bool gpuop_toleration_matches(const struct gpuop_toleration *t, const struct gpuop_taint *taint);
+
+/* Parses an RFC 3339 timestamp ("2026-11-29T21:06:40Z"); -1 on error. */
+long long gpuop_parse_time(const char *s);
+
+#endif

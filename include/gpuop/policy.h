@@ -1,0 +1,67 @@
+/*
+ * policy.h - a GpuPolicy custom resource, parsed, defaulted and validated.
+ *
+ * gpuop_policy_parse() never fails on bad user input: every value it cannot
+ * use is recorded as a problem (field path + message) and replaced by its
+ * default, so the rest of the policy keeps working; the controller turns the
+ * problems into a Reconciled=False condition naming the field. It returns a
+ * negative code only for out-of-memory or a non-object argument.
+ */
+#ifndef GPUOP_POLICY_H
+#define GPUOP_POLICY_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "gpuop/error.h"
+#include "gpuop/operand.h"
+
+#define GPUOP_API_GROUP "gpuop.dev"
+#define GPUOP_API_VERSION "gpuop.dev/v1alpha1"
+#define GPUOP_KIND "GpuPolicy"
+#define GPUOP_PLURAL "gpupolicies"
+
+#define GPUOP_POLICY_PROBLEMS_MAX 32
+
+struct gpuop_operand_spec {
+    bool enabled;      /* default true */
+    char *image;       /* full reference; default from the operand table */
+    char *pull_policy; /* Always | IfNotPresent | Never; default IfNotPresent */
+    json_t *args;      /* array of strings (owned reference), never NULL */
+    json_t *env;       /* array of {name, value} (owned), never NULL */
+    json_t *resources; /* object (owned), NULL when unset */
+};
+
+struct gpuop_policy_problem {
+    char field[128];   /* e.g. "spec.driver.imagePullPolicy" */
+    char message[256]; /* what is wrong and what was used instead */
+};
+
+struct gpuop_policy {
+    /* metadata */
+    char *name;
+    char *uid;
+    long long generation;
+    long long created; /* creationTimestamp, seconds since epoch */
+    /* spec */
+    struct gpuop_operand_spec operands[GPUOP_OPERAND_MAX]; /* by operand index */
+    json_t *tolerations;    /* array (owned); default nvidia.com/gpu Exists NoSchedule */
+    char *priority_class;   /* default system-node-critical; "" means none */
+    json_t *labels;         /* object (owned), extra labels for DaemonSets and pods */
+    json_t *annotations;    /* object (owned) */
+    char *update_strategy;  /* RollingUpdate | OnDelete; default RollingUpdate */
+    /* validation */
+    struct gpuop_policy_problem problems[GPUOP_POLICY_PROBLEMS_MAX];
+    int nproblems;          /* may exceed the array: count of all problems */
+};
+
+/* Parses obj (borrowed; a whole GpuPolicy object, or one with only spec)
+ * into a zeroed *out. Returns 0 (problems, if any, in out->problems),
+ * GPUOP_ENOMEM, or GPUOP_EINVAL when obj is not an object. On failure *out
+ * is released. */
+int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err);
+
+/* Releases everything the policy owns and zeroes it. */
+void gpuop_policy_free(struct gpuop_policy *p);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * cli.c - subcommand dispatch and --help for every command.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpuop/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gpuop <command> [options]\n\n"
+               "commands:\n"
+               "  run      run the controller\n"
+               "  check    one-shot report of every GPU node\n"
+               "  render   print the DaemonSets a policy expands to\n"
+               "  version  print the version\n\n"
+               "Run 'gpuop <command> --help' for the options of a command.\n");
+}
+
+int gpuop_cli_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("gpuop %s\n", GPUOP_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "gpuop: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,67 @@
+/*
+ * operand.c - the operand table (SPEC section 2). This array is the single
+ * place that knows which operands exist and how they depend on each other.
+ */
+#include <string.h>
+
+#include "gpuop/operand.h"
+
+static const struct gpuop_operand operands[] = {
+    /* key           name (label suffix)       DaemonSet                      prerequisite
+       default image */
+    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia/driver:570.172.08-ubuntu22.04"},
+    {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver",
+     "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04"},
+    {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit",
+     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"},
+    {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin",
+     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"},
+    {"dcgmExporter", "dcgm-exporter", "gpuop-dcgm-exporter", "container-toolkit",
+     "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"},
+    {"validator", "operator-validator", "gpuop-operator-validator", "gpu-feature-discovery",
+     "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2"},
+};
+
+#define NOPERANDS ((int)(sizeof(operands) / sizeof(operands[0])))
+_Static_assert(sizeof(operands) / sizeof(operands[0]) <= GPUOP_OPERAND_MAX,
+               "raise GPUOP_OPERAND_MAX");
+
+const struct gpuop_operand *gpuop_operand_get(int idx)
+{
+    return (idx >= 0 && idx < NOPERANDS) ? &operands[idx] : NULL;
+}
+
+int gpuop_operand_count(void)
+{
+    return NOPERANDS;
+}
+
+int gpuop_operand_by_key(const char *key)
+{
+    for (int i = 0; key && i < NOPERANDS; i++)
+        if (strcmp(operands[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+int gpuop_operand_by_name(const char *name)
+{
+    for (int i = 0; name && i < NOPERANDS; i++)
+        if (strcmp(operands[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int gpuop_operand_by_ds(const char *ds_name)
+{
+    for (int i = 0; ds_name && i < NOPERANDS; i++)
+        if (strcmp(operands[i].ds_name, ds_name) == 0)
+            return i;
+    return -1;
+}
+
+int gpuop_operand_prereq(int idx)
+{
+    const struct gpuop_operand *o = gpuop_operand_get(idx);
+    return o ? gpuop_operand_by_name(o->prereq) : -1;
+}
