@@ -1,0 +1,77 @@
+/*
+ * kube.h - an asynchronous Kubernetes API client: libcurl's multi_socket
+ * interface driven by a libuv loop, so no thread ever blocks on the network.
+ *
+ * Every request completes exactly once through its done callback, also when
+ * it fails to connect, times out, or is cancelled (rc GPUOP_ECANCELED).
+ * Responses are bounded (GPUOP_KUBE_MAX_BODY); a Kubernetes Status in an
+ * error response is decoded into the gpuop_err (http_code, reason, message).
+ * The bearer token is re-read from its file about once a minute so rotated
+ * service-account tokens are picked up.
+ */
+#ifndef GPUOP_KUBE_H
+#define GPUOP_KUBE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "gpuop/error.h"
+#include "gpuop/kubeconfig.h"
+
+#define GPUOP_KUBE_MAX_BODY (64u << 20) /* largest response body accepted */
+#define GPUOP_CT_JSON "application/json"
+#define GPUOP_CT_APPLY "application/apply-patch+yaml"
+#define GPUOP_CT_MERGE "application/merge-patch+json"
+
+struct gpuop_kube;
+struct gpuop_kube_req;
+
+/* body: the parsed JSON response (borrowed, valid during the call; NULL when
+ * there was none or it was not JSON). err is borrowed; rc == 0 on 2xx. */
+typedef void (*gpuop_kube_done_cb)(void *arg, int rc, json_t *body, const struct gpuop_err *err);
+
+/* Streaming data of a 2xx response (a watch): raw transport chunks, borrowed.
+ * Return 0 to continue, negative to abort the transfer (done then gets that rc). */
+typedef int (*gpuop_kube_data_cb)(void *arg, const char *chunk, size_t len);
+
+/* Observes every finished request (for metrics): verb, HTTP code (0: none). */
+typedef void (*gpuop_kube_observe_cb)(void *arg, const char *verb, long http_code);
+
+/* Creates a client on loop with a copy of cfg. *out is new; close with
+ * gpuop_kube_close(). */
+int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct gpuop_kube **out,
+                   struct gpuop_err *err);
+
+void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, void *arg);
+
+/* Starts a request. path includes the query ("/api/v1/nodes?limit=500").
+ * body may be NULL; it is copied. timeout_ms 0 = default (30 s). *out (may
+ * be NULL) is a borrowed handle valid until done is called. */
+int gpuop_kube_request(struct gpuop_kube *k, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len,
+                       long timeout_ms, gpuop_kube_done_cb done, void *arg,
+                       struct gpuop_kube_req **out);
+
+/* Starts a streaming GET (watch). on_data receives the body of a 2xx
+ * response as it arrives; a non-2xx response is collected and reported to
+ * done as an error. timeout_ms bounds the whole transfer (0: none). */
+int gpuop_kube_stream(struct gpuop_kube *k, const char *path, long timeout_ms,
+                      gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
+                      struct gpuop_kube_req **out);
+
+/* Cancels a request that has not completed; its done callback runs with
+ * GPUOP_ECANCELED before this returns. Safe from inside on_data. */
+void gpuop_kube_cancel(struct gpuop_kube_req *r);
+
+/* Blocking convenience for one-shot commands and tests: runs the loop until
+ * the request completes. *out is the new response body (may be NULL). */
+int gpuop_kube_call(struct gpuop_kube *k, const char *method, const char *path,
+                    const char *content_type, const char *body, json_t **out,
+                    struct gpuop_err *err);
+
+/* Cancels everything in flight, closes all libuv handles; cb(arg) runs once
+ * everything is closed and the client is freed. */
+void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg);
+
+#endif
