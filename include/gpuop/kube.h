@@ -20,9 +20,9 @@
 #include "gpuop/kubeconfig.h"
 
 #define GPUOP_KUBE_MAX_BODY (64u << 20) /* largest response body accepted */
-#define GPUOP_CT_JSON "application/json"
-#define GPUOP_CT_APPLY "application/apply-patch+yaml"
-#define GPUOP_CT_MERGE "application/merge-patch+json"
+#define GPUOP_CT_JSON       "application/json"
+#define GPUOP_CT_APPLY      "application/apply-patch+yaml"
+#define GPUOP_CT_MERGE      "application/merge-patch+json"
 
 struct gpuop_kube;
 struct gpuop_kube_req;
@@ -49,9 +49,8 @@ void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, voi
  * body may be NULL; it is copied. timeout_ms 0 = default (30 s). *out (may
  * be NULL) is a borrowed handle valid until done is called. */
 int gpuop_kube_request(struct gpuop_kube *k, const char *method, const char *path,
-                       const char *content_type, const char *body, size_t body_len,
-                       long timeout_ms, gpuop_kube_done_cb done, void *arg,
-                       struct gpuop_kube_req **out);
+                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                       gpuop_kube_done_cb done, void *arg, struct gpuop_kube_req **out);
 
 /* Starts a streaming GET (watch). on_data receives the body of a 2xx
  * response as it arrives; a non-2xx response is collected and reported to

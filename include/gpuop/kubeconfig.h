@@ -26,13 +26,13 @@ struct gpuop_kubeconfig {
     struct gpuop_blob ca; /* certificate-authority-data, decoded */
     char *cert_file;      /* client-certificate */
     struct gpuop_blob cert;
-    char *key_file;       /* client-key */
+    char *key_file; /* client-key */
     struct gpuop_blob key;
-    char *token;          /* bearer token (static), or NULL */
-    char *token_file;     /* tokenFile / in-cluster token: re-read when it rotates */
-    bool insecure;        /* insecure-skip-tls-verify */
-    char *namespace;      /* the context's namespace or the pod's, or NULL */
-    char *source;         /* file path or "in-cluster", for messages */
+    char *token;      /* bearer token (static), or NULL */
+    char *token_file; /* tokenFile / in-cluster token: re-read when it rotates */
+    bool insecure;    /* insecure-skip-tls-verify */
+    char *namespace;  /* the context's namespace or the pod's, or NULL */
+    char *source;     /* file path or "in-cluster", for messages */
 };
 
 /* Loads path (NULL: $KUBECONFIG's first entry, else ~/.kube/config), using

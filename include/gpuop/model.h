@@ -36,52 +36,51 @@ struct gpuop_taint {
 };
 
 struct gpuop_toleration {
-    char *key;      /* may be NULL/empty (with Exists: tolerates everything) */
-    char *op;       /* "Exists" or "Equal" (NULL means Equal) */
-    char *value;    /* may be NULL */
-    char *effect;   /* may be NULL/empty: all effects */
+    char *key;    /* may be NULL/empty (with Exists: tolerates everything) */
+    char *op;     /* "Exists" or "Equal" (NULL means Equal) */
+    char *value;  /* may be NULL */
+    char *effect; /* may be NULL/empty: all effects */
 };
 
 struct gpuop_node {
     char *name;
-    bool gpu;                               /* a GPU node per SPEC section 5 */
-    unsigned char operands_label;           /* enum gpuop_label of ...deploy.operands */
-    unsigned char deploy[GPUOP_OPERAND_MAX];/* enum gpuop_label per operand index */
-    char *deploy_other[GPUOP_OPERAND_MAX];  /* the value when deploy[i] == OTHER, else NULL */
-    struct gpuop_taint *taints;
+    bool gpu;                                /* a GPU node per SPEC section 5 */
+    unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
+    unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
+    char *deploy_other[GPUOP_OPERAND_MAX];   /* the value when deploy[i] == OTHER, else NULL */
+    struct gpuop_taint *taints; /* NoSchedule/NoExecute/PreferNoSchedule as found */
     size_t ntaints;
+    long long created; /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
 };
 
 struct gpuop_pod {
     char *name;
-    char *node;           /* spec.nodeName; NULL while unbound */
-    int operand;          /* operand index from the owning DaemonSet, -1 if unknown */
-    char *phase;          /* Pending | Running | Succeeded | Failed | Unknown */
-    bool ready;           /* condition Ready=True */
-    bool deleting;        /* metadata.deletionTimestamp set */
-    char *waiting_reason; /* first container's state.waiting.reason, or NULL */
-    char *waiting_message;/* its message, or NULL */
-    int restarts;         /* sum of containers' restartCount */
-    long long created;    /* metadata.creationTimestamp, seconds since epoch */
+    char *node;            /* spec.nodeName; NULL while unbound */
+    int operand;           /* operand index from the owning DaemonSet, -1 if unknown */
+    char *phase;           /* Pending | Running | Succeeded | Failed | Unknown */
+    bool ready;            /* condition Ready=True */
+    bool deleting;         /* metadata.deletionTimestamp set */
+    char *waiting_reason;  /* first container's state.waiting.reason, or NULL */
+    char *waiting_message; /* its message, or NULL */
+    int restarts;          /* sum of containers' restartCount */
+    long long created;     /* metadata.creationTimestamp, seconds since epoch */
 };
 
 struct gpuop_ds {
     char *name;
-    int operand; /* operand index, -1 if the name is not an operand's */
+    int operand;                          /* operand index, -1 if the name is not an operand's */
     struct gpuop_toleration *tolerations; /* from spec.template.spec */
     size_t ntolerations;
-    long long desired;     /* status.desiredNumberScheduled */
-    long long current;     /* status.currentNumberScheduled */
-    long long ready;       /* status.numberReady */
-    long long available;   /* status.numberAvailable */
-    long long generation;  /* metadata.generation */
-    long long observed;    /* status.observedGeneration */
+    long long desired;    /* status.desiredNumberScheduled */
+    long long current;    /* status.currentNumberScheduled */
+    long long ready;      /* status.numberReady */
+    long long available;  /* status.numberAvailable */
+    long long generation; /* metadata.generation */
+    long long observed;   /* status.observedGeneration */
 };
 
-int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out,
-                         struct gpuop_err *err);
-int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out,
-                        struct gpuop_err *err);
+int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, struct gpuop_err *err);
+int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);
 int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
 void gpuop_node_free(struct gpuop_node *n);

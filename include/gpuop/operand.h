@@ -12,10 +12,10 @@
 /* Upper bound for per-operand arrays; the table holds at most this many. */
 #define GPUOP_OPERAND_MAX 16
 
-#define GPUOP_LABEL_PREFIX "nvidia.com/gpu.deploy."
-#define GPUOP_LABEL_OPERANDS "nvidia.com/gpu.deploy.operands"
+#define GPUOP_LABEL_PREFIX      "nvidia.com/gpu.deploy."
+#define GPUOP_LABEL_OPERANDS    "nvidia.com/gpu.deploy.operands"
 #define GPUOP_LABEL_GPU_PRESENT "nvidia.com/gpu.present"
-#define GPUOP_LABEL_NFD_NVIDIA "feature.node.kubernetes.io/pci-10de.present"
+#define GPUOP_LABEL_NFD_NVIDIA  "feature.node.kubernetes.io/pci-10de.present"
 
 struct gpuop_operand {
     const char *key;     /* spec key, e.g. "devicePlugin" */

@@ -16,10 +16,10 @@
 #include "gpuop/error.h"
 #include "gpuop/operand.h"
 
-#define GPUOP_API_GROUP "gpuop.dev"
+#define GPUOP_API_GROUP   "gpuop.dev"
 #define GPUOP_API_VERSION "gpuop.dev/v1alpha1"
-#define GPUOP_KIND "GpuPolicy"
-#define GPUOP_PLURAL "gpupolicies"
+#define GPUOP_KIND        "GpuPolicy"
+#define GPUOP_PLURAL      "gpupolicies"
 
 #define GPUOP_POLICY_PROBLEMS_MAX 32
 
@@ -45,14 +45,16 @@ struct gpuop_policy {
     long long created; /* creationTimestamp, seconds since epoch */
     /* spec */
     struct gpuop_operand_spec operands[GPUOP_OPERAND_MAX]; /* by operand index */
-    json_t *tolerations;    /* array (owned); default nvidia.com/gpu Exists NoSchedule */
-    char *priority_class;   /* default system-node-critical; "" means none */
-    json_t *labels;         /* object (owned), extra labels for DaemonSets and pods */
-    json_t *annotations;    /* object (owned) */
-    char *update_strategy;  /* RollingUpdate | OnDelete; default RollingUpdate */
+    json_t *tolerations;        /* array (owned); default nvidia.com/gpu Exists NoSchedule */
+    char *priority_class;       /* default system-node-critical; "" means none */
+    json_t *labels;             /* object (owned), extra labels for DaemonSets and pods */
+    json_t *annotations;        /* object (owned) */
+    char *update_strategy;      /* RollingUpdate | OnDelete; default RollingUpdate */
+    json_t *max_unavailable;    /* rollingUpdate.maxUnavailable: integer or "N%" (owned), or NULL */
+    json_t *image_pull_secrets; /* array of {name} (owned), never NULL */
     /* validation */
     struct gpuop_policy_problem problems[GPUOP_POLICY_PROBLEMS_MAX];
-    int nproblems;          /* may exceed the array: count of all problems */
+    int nproblems; /* may exceed the array: count of all problems */
 };
 
 /* Parses obj (borrowed; a whole GpuPolicy object, or one with only spec)

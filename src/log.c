@@ -1,0 +1,93 @@
+/*
+ * log.c - leveled logging to stderr, one line per call, text or JSON.
+ * The message is formatted into a bounded buffer (longer messages are cut),
+ * so a log call never allocates.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/time.h>
+
+#include "gpuop/error.h"
+#include "gpuop/log.h"
+
+static enum gpuop_log_level level = GPUOP_LOG_INFO;
+static int json_format;
+
+static const char *const names[] = {"debug", "info", "warn", "error"};
+
+int gpuop_log_set_level(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            level = (enum gpuop_log_level)i;
+            return 0;
+        }
+    return GPUOP_EINVAL;
+}
+
+int gpuop_log_set_format(const char *name)
+{
+    if (name && strcmp(name, "text") == 0)
+        json_format = 0;
+    else if (name && strcmp(name, "json") == 0)
+        json_format = 1;
+    else
+        return GPUOP_EINVAL;
+    return 0;
+}
+
+int gpuop_log_enabled(enum gpuop_log_level lvl)
+{
+    return lvl >= level;
+}
+
+/* Writes s as the inside of a JSON string. */
+static void put_json_string(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+}
+
+void gpuop_log(enum gpuop_log_level lvl, const char *obj, const char *fmt, ...)
+{
+    if (lvl < level)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char ts[40];
+    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, sizeof(ts) - n, ".%03dZ", (int)(tv.tv_usec / 1000));
+
+    if (json_format) {
+        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\"", ts, names[lvl]);
+        if (obj) {
+            fputs(",\"object\":\"", stderr);
+            put_json_string(stderr, obj);
+            fputc('"', stderr);
+        }
+        fputs(",\"msg\":\"", stderr);
+        put_json_string(stderr, msg);
+        fputs("\"}\n", stderr);
+    } else {
+        fprintf(stderr, "%s %-5s %s%s%s\n", ts, names[lvl], obj ? obj : "", obj ? ": " : "", msg);
+    }
+}
