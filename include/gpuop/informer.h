@@ -1,0 +1,87 @@
+/*
+ * informer.h - a watch cache for one kind of object: LIST (paged) then
+ * WATCH from the list's resourceVersion, kept in a store of compact items.
+ *
+ * Semantics follow client-go's reflector:
+ * - a watch that ends normally is re-opened from the last resourceVersion,
+ *   without a list; BOOKMARK events only advance the resourceVersion;
+ * - 410 Gone (an HTTP 410, or an ERROR event carrying a Status with code
+ *   410 inside a 200 response) forces a relist; after a relist, items the
+ *   list no longer has get synthetic deletes;
+ * - connection failures back off exponentially (0.8 s doubling to 30 s,
+ *   with jitter), reset once a watch has stayed healthy for a while;
+ * - watch timeouts are randomised (5-10 min) so watchers do not reconnect
+ *   at once; an event line is bounded (GPUOP_INFORMER_MAX_LINE).
+ *
+ * Items are whatever the convert op makes of an object (a compact struct,
+ * or the json_t itself); the store owns them. Event callbacks run after
+ * the store changed and must not keep old_item.
+ */
+#ifndef GPUOP_INFORMER_H
+#define GPUOP_INFORMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "gpuop/error.h"
+#include "gpuop/kube.h"
+#include "gpuop/map.h"
+
+#define GPUOP_INFORMER_MAX_LINE (8u << 20)
+#define GPUOP_INFORMER_PAGE     500
+
+struct gpuop_informer;
+
+struct gpuop_informer_config {
+    const char *name;           /* for logs and metrics: "nodes" */
+    const char *path;           /* collection path: "/api/v1/nodes" */
+    const char *label_selector; /* or NULL */
+    /* obj (borrowed) -> new item, or NULL on failure (err says why; the
+     * object is then skipped and logged). NULL op: the item is obj itself
+     * (a new reference). */
+    void *(*convert)(json_t *obj, struct gpuop_err *err);
+    void (*free_item)(void *item); /* NULL op: json_decref */
+    /* Optional: true when the change makes no difference to the operator
+     * (heartbeats); the item is replaced but on_event is not called. */
+    bool (*same)(const void *old_item, const void *new_item);
+    /* key: "name" or "namespace/name"; old_item NULL on add, new_item NULL
+     * on delete; both borrowed, valid during the call only. */
+    void (*on_event)(void *arg, const char *key, const void *old_item, const void *new_item);
+    /* Called once, after the first complete list. */
+    void (*on_synced)(void *arg);
+    void *arg;
+};
+
+struct gpuop_informer_stats {
+    uint64_t lists;    /* complete lists (the first one included) */
+    uint64_t relists;  /* lists forced by 410 Gone */
+    uint64_t watches;  /* watch streams opened */
+    uint64_t restarts; /* watch streams that ended in an error */
+    uint64_t events;   /* watch events applied */
+};
+
+/* cfg strings are copied. *out is new; close with gpuop_informer_close. */
+int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
+                       const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
+int gpuop_informer_start(struct gpuop_informer *inf);
+bool gpuop_informer_synced(const struct gpuop_informer *inf);
+/* Borrowed item or NULL. */
+void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key);
+/* The store (borrowed): iterate with gpuop_map_next. */
+const struct gpuop_map *gpuop_informer_store(const struct gpuop_informer *inf);
+const char *gpuop_informer_resource_version(const struct gpuop_informer *inf);
+void gpuop_informer_stats(const struct gpuop_informer *inf, struct gpuop_informer_stats *out);
+/* Test hook: backoff base and cap in ms (defaults 800 and 30000). */
+void gpuop_informer_set_backoff(struct gpuop_informer *inf, uint64_t base_ms, uint64_t max_ms);
+
+/* Cancels requests and timers; cb(arg) runs once everything is closed and
+ * freed (items too). */
+void gpuop_informer_close(struct gpuop_informer *inf, void (*cb)(void *arg), void *arg);
+
+/* The store key of a Kubernetes object (borrowed obj): "ns/name" or
+ * "name"; writes into buf, returns 0 or GPUOP_EINVAL without a name. */
+int gpuop_object_key(json_t *obj, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,534 @@
+/*
+ * informer.c - LIST+WATCH reflector and store (see informer.h).
+ *
+ * State machine, one request in flight at a time:
+ *
+ *   start ──> LIST (pages) ──> WATCH ──(ended normally)──> WATCH
+ *               ^   |            |  \──(410 / ERROR 410)──> LIST (relist)
+ *               |   v            v
+ *               └─ BACKOFF <──(transport or API error)──> WATCH (resume)
+ *
+ * A relist marks every listed item with the list's mark; at the end of the
+ * list, items with an older mark are deleted (synthetic deletes).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/informer.h"
+#include "gpuop/lines.h"
+#include "gpuop/log.h"
+
+enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
+
+enum verdict { V_OK = 0, V_RELIST, V_ERROR };
+
+struct entry {
+    void *item;
+    uint32_t mark;
+};
+
+struct gpuop_informer {
+    uv_loop_t *loop;
+    struct gpuop_kube *kube;
+    struct gpuop_informer_config cfg; /* strings owned (copied) */
+
+    struct gpuop_map store; /* key -> struct entry * */
+    uint32_t mark;          /* mark of the current/last list */
+    char *rv;               /* last resourceVersion seen */
+    char *cont;             /* continue token of the list in progress */
+
+    enum state state;
+    struct gpuop_kube_req *req;
+    struct gpuop_lines lines;
+    enum verdict verdict;
+    uint64_t watch_started; /* uv_now at open */
+    uint64_t watch_events;  /* events on the current stream */
+    bool synced;
+    bool after_gone; /* the next list is a relist forced by 410 */
+
+    uv_timer_t timer;
+    uint64_t backoff_ms, base_ms, max_ms;
+    uint64_t rng;
+
+    struct gpuop_informer_stats stats;
+    void (*close_cb)(void *);
+    void *close_arg;
+};
+
+static void start_list(struct gpuop_informer *inf);
+static void start_watch(struct gpuop_informer *inf);
+
+/* ---- store ---- */
+
+int gpuop_object_key(json_t *obj, char *buf, size_t len)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    if (!name || !*name)
+        return GPUOP_EINVAL;
+    int n = (ns && *ns) ? snprintf(buf, len, "%s/%s", ns, name) : snprintf(buf, len, "%s", name);
+    return (n < 0 || (size_t)n >= len) ? GPUOP_EINVAL : 0;
+}
+
+static void free_item(struct gpuop_informer *inf, void *item)
+{
+    if (!item)
+        return;
+    if (inf->cfg.free_item)
+        inf->cfg.free_item(item);
+    else
+        json_decref(item);
+}
+
+static void upsert(struct gpuop_informer *inf, json_t *obj)
+{
+    char key[512];
+    if (gpuop_object_key(obj, key, sizeof(key)) < 0) {
+        gpuop_warn(inf->cfg.name, "skipping an object without a usable name");
+        return;
+    }
+    struct gpuop_err err = {0};
+    void *item = inf->cfg.convert ? inf->cfg.convert(obj, &err) : json_incref(obj);
+    struct entry *e = gpuop_map_get(&inf->store, key);
+    if (!item) {
+        gpuop_warn(key, "cannot use this %s: %s", inf->cfg.name, err.message);
+        if (e)
+            e->mark = inf->mark; /* keep the last good version */
+        return;
+    }
+    if (e) {
+        void *old = e->item;
+        e->item = item;
+        e->mark = inf->mark;
+        if (!(inf->cfg.same && inf->cfg.same(old, item)) && inf->cfg.on_event)
+            inf->cfg.on_event(inf->cfg.arg, key, old, item);
+        free_item(inf, old);
+        return;
+    }
+    e = malloc(sizeof(*e));
+    if (!e || gpuop_map_put(&inf->store, key, e, NULL) < 0) {
+        free(e);
+        free_item(inf, item);
+        gpuop_error(key, "out of memory caching %s", inf->cfg.name);
+        return;
+    }
+    e->item = item;
+    e->mark = inf->mark;
+    if (inf->cfg.on_event)
+        inf->cfg.on_event(inf->cfg.arg, key, NULL, item);
+}
+
+static void remove_key(struct gpuop_informer *inf, const char *key)
+{
+    struct entry *e = gpuop_map_del(&inf->store, key);
+    if (!e)
+        return;
+    if (inf->cfg.on_event)
+        inf->cfg.on_event(inf->cfg.arg, key, e->item, NULL);
+    free_item(inf, e->item);
+    free(e);
+}
+
+/* Synthetic deletes for items the last list did not contain. */
+static void sweep(struct gpuop_informer *inf)
+{
+    size_t n = 0, it = 0;
+    const char *key;
+    void *v;
+    char **stale = NULL;
+    while (gpuop_map_next(&inf->store, &it, &key, &v))
+        if (((struct entry *)v)->mark != inf->mark)
+            n++;
+    if (!n)
+        return;
+    stale = calloc(n, sizeof(*stale));
+    if (!stale)
+        return; /* retried at the next relist */
+    size_t k = 0;
+    it = 0;
+    while (k < n && gpuop_map_next(&inf->store, &it, &key, &v))
+        if (((struct entry *)v)->mark != inf->mark)
+            stale[k++] = strdup(key);
+    for (size_t i = 0; i < k; i++) {
+        if (stale[i]) {
+            gpuop_debug(stale[i], "%s: gone after relist", inf->cfg.name);
+            remove_key(inf, stale[i]);
+        }
+        free(stale[i]);
+    }
+    free(stale);
+}
+
+static void set_str(char **dst, const char *s)
+{
+    char *d = (s && *s) ? strdup(s) : NULL;
+    free(*dst);
+    *dst = d;
+}
+
+static void set_rv_from(struct gpuop_informer *inf, json_t *obj)
+{
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    if (rv && *rv)
+        set_str(&inf->rv, rv);
+}
+
+/* ---- backoff ---- */
+
+static uint64_t jitter(struct gpuop_informer *inf, uint64_t ms)
+{
+    /* xorshift64; up to +50 % so many watchers spread out. */
+    inf->rng ^= inf->rng << 13;
+    inf->rng ^= inf->rng >> 7;
+    inf->rng ^= inf->rng << 17;
+    return ms + (ms ? inf->rng % (ms / 2 + 1) : 0);
+}
+
+static void backoff_fire(uv_timer_t *t)
+{
+    struct gpuop_informer *inf = t->data;
+    if (inf->rv && inf->synced)
+        start_watch(inf);
+    else
+        start_list(inf);
+}
+
+static void backoff(struct gpuop_informer *inf, const char *why)
+{
+    uint64_t d = jitter(inf, inf->backoff_ms);
+    gpuop_warn(inf->cfg.name, "%s; retrying in %.1f s", why, (double)d / 1000.0);
+    inf->backoff_ms = inf->backoff_ms * 2 > inf->max_ms ? inf->max_ms : inf->backoff_ms * 2;
+    inf->state = ST_BACKOFF;
+    uv_timer_start(&inf->timer, backoff_fire, d, 0);
+}
+
+/* ---- paths ---- */
+
+static void append_escaped(char *buf, size_t len, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(buf);
+    for (; *s && n + 4 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            buf[n++] = (char)c;
+        } else {
+            buf[n++] = '%';
+            buf[n++] = hex[c >> 4];
+            buf[n++] = hex[c & 15];
+        }
+    }
+    buf[n] = 0;
+}
+
+static void add_param(char *buf, size_t len, const char *name, const char *value)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, len - n, "%c%s=", strchr(buf, '?') ? '&' : '?', name);
+    append_escaped(buf, len, value);
+}
+
+/* ---- list ---- */
+
+static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct gpuop_informer *inf = arg;
+    inf->req = NULL;
+    if (inf->state == ST_CLOSED || rc == GPUOP_ECANCELED)
+        return;
+    if (rc == GPUOP_EGONE && inf->cont) {
+        /* The continue token expired: start the list over. */
+        set_str(&inf->cont, NULL);
+        start_list(inf);
+        return;
+    }
+    json_t *items = json_object_get(body, "items");
+    if (rc < 0 || !json_is_array(items)) {
+        char why[700];
+        snprintf(why, sizeof(why), "list failed: %s", rc < 0 ? err->message : "no items");
+        set_str(&inf->cont, NULL);
+        backoff(inf, why);
+        return;
+    }
+    size_t i;
+    json_t *obj;
+    json_array_foreach(items, i, obj) upsert(inf, obj);
+
+    json_t *md = json_object_get(body, "metadata");
+    const char *cont = json_string_value(json_object_get(md, "continue"));
+    if (cont && *cont) {
+        set_str(&inf->cont, cont);
+        start_list(inf);
+        return;
+    }
+    set_str(&inf->cont, NULL);
+    set_str(&inf->rv, json_string_value(json_object_get(md, "resourceVersion")));
+    sweep(inf);
+    inf->stats.lists++;
+    if (inf->after_gone)
+        inf->stats.relists++;
+    inf->after_gone = false;
+    inf->backoff_ms = inf->base_ms;
+    if (!inf->synced) {
+        inf->synced = true;
+        gpuop_debug(inf->cfg.name, "synced: %zu objects at resourceVersion %s", inf->store.len,
+                    inf->rv ? inf->rv : "?");
+        if (inf->cfg.on_synced)
+            inf->cfg.on_synced(inf->cfg.arg);
+    }
+    if (inf->state != ST_CLOSED)
+        start_watch(inf);
+}
+
+static void start_list(struct gpuop_informer *inf)
+{
+    char path[2048];
+    snprintf(path, sizeof(path), "%s?limit=%d", inf->cfg.path, GPUOP_INFORMER_PAGE);
+    if (inf->cfg.label_selector)
+        add_param(path, sizeof(path), "labelSelector", inf->cfg.label_selector);
+    if (inf->cont)
+        add_param(path, sizeof(path), "continue", inf->cont);
+    else
+        inf->mark++; /* a new list begins */
+    inf->state = ST_LISTING;
+    struct gpuop_err err = {0};
+    int rc =
+        gpuop_kube_request(inf->kube, "GET", path, NULL, NULL, 0, 0, list_done, inf, &inf->req);
+    if (rc < 0) {
+        inf->req = NULL;
+        backoff(inf, "cannot start list");
+    }
+    (void)err;
+}
+
+/* ---- watch ---- */
+
+static int on_line(void *arg, const char *line, size_t len)
+{
+    struct gpuop_informer *inf = arg;
+    json_error_t jerr;
+    json_t *ev = json_loadb(line, len, 0, &jerr);
+    if (!ev) {
+        gpuop_warn(inf->cfg.name, "malformed watch event: %s", jerr.text);
+        inf->verdict = V_ERROR;
+        return -1;
+    }
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    int ret = 0;
+    inf->stats.events++;
+    inf->watch_events++;
+    if (!type || !json_is_object(obj)) {
+        gpuop_warn(inf->cfg.name, "watch event without type or object");
+        inf->verdict = V_ERROR;
+        ret = -1;
+    } else if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED")) {
+        upsert(inf, obj);
+        set_rv_from(inf, obj);
+    } else if (!strcmp(type, "DELETED")) {
+        char key[512];
+        if (gpuop_object_key(obj, key, sizeof(key)) == 0)
+            remove_key(inf, key);
+        set_rv_from(inf, obj);
+    } else if (!strcmp(type, "BOOKMARK")) {
+        set_rv_from(inf, obj);
+    } else if (!strcmp(type, "ERROR")) {
+        json_int_t code = json_integer_value(json_object_get(obj, "code"));
+        const char *msg = json_string_value(json_object_get(obj, "message"));
+        if (code == 410) {
+            gpuop_info(inf->cfg.name, "watch expired (410: %s); relisting", msg ? msg : "gone");
+            inf->verdict = V_RELIST;
+        } else {
+            gpuop_warn(inf->cfg.name, "watch error %lld: %s", (long long)code,
+                       msg ? msg : "(no message)");
+            inf->verdict = V_ERROR;
+        }
+        ret = -1;
+    } else {
+        gpuop_warn(inf->cfg.name, "unknown watch event type %s", type);
+    }
+    json_decref(ev);
+    return ret;
+}
+
+static int on_data(void *arg, const char *chunk, size_t len)
+{
+    struct gpuop_informer *inf = arg;
+    int rc = gpuop_lines_feed(&inf->lines, chunk, len, on_line, inf);
+    if (rc == GPUOP_ETOOBIG) {
+        gpuop_warn(inf->cfg.name, "watch event over %u bytes", GPUOP_INFORMER_MAX_LINE);
+        inf->verdict = V_ERROR;
+    }
+    return rc < 0 ? GPUOP_EPARSE : 0;
+}
+
+static void watch_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct gpuop_informer *inf = arg;
+    inf->req = NULL;
+    if (inf->state == ST_CLOSED || rc == GPUOP_ECANCELED)
+        return;
+    uint64_t lasted = uv_now(inf->loop) - inf->watch_started;
+    if (inf->verdict == V_RELIST || rc == GPUOP_EGONE) {
+        inf->after_gone = true;
+        start_list(inf);
+        return;
+    }
+    if (rc == 0 && inf->verdict == V_OK && (lasted >= 1000 || inf->watch_events > 0)) {
+        /* The server closed the stream at its timeout: resume. */
+        if (lasted >= 60000)
+            inf->backoff_ms = inf->base_ms;
+        start_watch(inf);
+        return;
+    }
+    inf->stats.restarts++;
+    if (lasted >= 60000)
+        inf->backoff_ms = inf->base_ms;
+    char why[700];
+    snprintf(why, sizeof(why), "watch ended: %s",
+             rc < 0 && err ? err->message : "stream closed early or malformed");
+    backoff(inf, why);
+}
+
+static void start_watch(struct gpuop_informer *inf)
+{
+    char path[2048], tmo[16];
+    inf->rng ^= uv_hrtime();
+    uint64_t timeout_s = 300 + (jitter(inf, 1) ? inf->rng % 300 : 0);
+    snprintf(path, sizeof(path), "%s?watch=1&allowWatchBookmarks=true", inf->cfg.path);
+    snprintf(tmo, sizeof(tmo), "%llu", (unsigned long long)timeout_s);
+    add_param(path, sizeof(path), "timeoutSeconds", tmo);
+    if (inf->rv)
+        add_param(path, sizeof(path), "resourceVersion", inf->rv);
+    if (inf->cfg.label_selector)
+        add_param(path, sizeof(path), "labelSelector", inf->cfg.label_selector);
+    gpuop_lines_reset(&inf->lines);
+    inf->verdict = V_OK;
+    inf->watch_events = 0;
+    inf->watch_started = uv_now(inf->loop);
+    inf->state = ST_WATCHING;
+    inf->stats.watches++;
+    int rc = gpuop_kube_stream(inf->kube, path, (long)(timeout_s + 30) * 1000, on_data, watch_done,
+                               inf, &inf->req);
+    if (rc < 0) {
+        inf->req = NULL;
+        backoff(inf, "cannot start watch");
+    }
+}
+
+/* ---- lifecycle ---- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
+                       const struct gpuop_informer_config *cfg, struct gpuop_informer **out)
+{
+    struct gpuop_informer *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return GPUOP_ENOMEM;
+    inf->loop = loop;
+    inf->kube = kube;
+    inf->cfg = *cfg;
+    inf->cfg.name = dup_or_null(cfg->name ? cfg->name : cfg->path);
+    inf->cfg.path = dup_or_null(cfg->path);
+    inf->cfg.label_selector = dup_or_null(cfg->label_selector);
+    if (!inf->cfg.name || !inf->cfg.path || (cfg->label_selector && !inf->cfg.label_selector)) {
+        free((char *)inf->cfg.name);
+        free((char *)inf->cfg.path);
+        free((char *)inf->cfg.label_selector);
+        free(inf);
+        return GPUOP_ENOMEM;
+    }
+    gpuop_map_init(&inf->store);
+    gpuop_lines_init(&inf->lines, GPUOP_INFORMER_MAX_LINE);
+    uv_timer_init(loop, &inf->timer);
+    inf->timer.data = inf;
+    inf->base_ms = inf->backoff_ms = 800;
+    inf->max_ms = 30000;
+    inf->rng = uv_hrtime() | 1;
+    *out = inf;
+    return 0;
+}
+
+int gpuop_informer_start(struct gpuop_informer *inf)
+{
+    if (inf->state != ST_IDLE)
+        return GPUOP_EINVAL;
+    start_list(inf);
+    return 0;
+}
+
+bool gpuop_informer_synced(const struct gpuop_informer *inf)
+{
+    return inf->synced;
+}
+
+void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key)
+{
+    struct entry *e = gpuop_map_get(&inf->store, key);
+    return e ? e->item : NULL;
+}
+
+const struct gpuop_map *gpuop_informer_store(const struct gpuop_informer *inf)
+{
+    return &inf->store;
+}
+
+const char *gpuop_informer_resource_version(const struct gpuop_informer *inf)
+{
+    return inf->rv;
+}
+
+void gpuop_informer_stats(const struct gpuop_informer *inf, struct gpuop_informer_stats *out)
+{
+    *out = inf->stats;
+}
+
+void gpuop_informer_set_backoff(struct gpuop_informer *inf, uint64_t base_ms, uint64_t max_ms)
+{
+    inf->base_ms = inf->backoff_ms = base_ms;
+    inf->max_ms = max_ms;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    struct gpuop_informer *inf = h->data;
+    size_t it = 0;
+    void *v;
+    while (gpuop_map_next(&inf->store, &it, NULL, &v)) {
+        free_item(inf, ((struct entry *)v)->item);
+        free(v);
+    }
+    gpuop_map_free(&inf->store, NULL);
+    gpuop_lines_free(&inf->lines);
+    free(inf->rv);
+    free(inf->cont);
+    free((char *)inf->cfg.name);
+    free((char *)inf->cfg.path);
+    free((char *)inf->cfg.label_selector);
+    void (*cb)(void *) = inf->close_cb;
+    void *arg = inf->close_arg;
+    free(inf);
+    if (cb)
+        cb(arg);
+}
+
+void gpuop_informer_close(struct gpuop_informer *inf, void (*cb)(void *), void *arg)
+{
+    inf->state = ST_CLOSED;
+    inf->close_cb = cb;
+    inf->close_arg = arg;
+    if (inf->req) {
+        struct gpuop_kube_req *r = inf->req;
+        inf->req = NULL;
+        gpuop_kube_cancel(r);
+    }
+    uv_timer_stop(&inf->timer);
+    uv_close((uv_handle_t *)&inf->timer, timer_closed);
+}
