@@ -1,0 +1,148 @@
+/*
+ * lines.c - carry-over line framer for watch streams.
+ *
+ * Lines that lie wholly inside a chunk are handed to the callback straight
+ * from the chunk's bytes: no copy, no allocation. Only the partial line at
+ * the end of a chunk is copied into the carry-over buffer, which grows
+ * geometrically (so a long line arriving in many small chunks costs O(n),
+ * not O(n^2)) and never beyond max_line + 1 bytes (the extra byte is room
+ * for a '\r' that the '\n' of the next chunk will show to be a CRLF).
+ *
+ * Limits: a line is at most max_line bytes without its "\n" / "\r\n".
+ * A longer line returns GPUOP_ETOOBIG and discards the carry-over; the rest
+ * of that chunk is dropped too, and the caller is expected to restart the
+ * stream (a new connection calls gpuop_lines_reset). When the callback stops
+ * the feed, the rest of the chunk and the carry-over are dropped as well.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/lines.h"
+
+#define MIN_CAP 256
+
+void gpuop_lines_init(struct gpuop_lines *l, size_t max_line)
+{
+    l->buf = NULL;
+    l->len = 0;
+    l->cap = 0;
+    l->max_line = max_line;
+}
+
+void gpuop_lines_reset(struct gpuop_lines *l)
+{
+    l->len = 0; /* keep the buffer for the next connection */
+}
+
+size_t gpuop_lines_pending(const struct gpuop_lines *l)
+{
+    return l->len;
+}
+
+void gpuop_lines_free(struct gpuop_lines *l)
+{
+    free(l->buf);
+    l->buf = NULL;
+    l->len = 0;
+    l->cap = 0;
+}
+
+/* The carry-over may hold max_line bytes, plus one when that last byte is a
+ * '\r' (the line may turn out to end in "\r\n"). */
+static int over_limit(const struct gpuop_lines *l, const char *tail, size_t total)
+{
+    if (total <= l->max_line)
+        return 0;
+    return !(total == l->max_line + 1 && tail[0] == '\r');
+}
+
+/* Appends n bytes to the carry-over, growing it geometrically. */
+static int carry(struct gpuop_lines *l, const char *p, size_t n)
+{
+    size_t need = l->len + n;
+    if (need > l->cap) {
+        size_t cap = l->cap ? l->cap : MIN_CAP;
+        size_t limit = l->max_line + 1;
+        char *nb;
+        while (cap < need)
+            cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+        if (cap > limit)
+            cap = limit;
+        nb = realloc(l->buf, cap);
+        if (!nb) {
+            l->len = 0;
+            return GPUOP_ENOMEM;
+        }
+        l->buf = nb;
+        l->cap = cap;
+    }
+    memcpy(l->buf + l->len, p, n);
+    l->len = need;
+    return 0;
+}
+
+/* Delivers one line (without its '\n'); strips a trailing '\r'. */
+static int deliver(const char *line, size_t len, gpuop_lines_cb cb, void *arg)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len == 0)
+        return 0;
+    return cb(arg, line, len);
+}
+
+int gpuop_lines_feed(struct gpuop_lines *l, const char *chunk, size_t len, gpuop_lines_cb cb,
+                     void *arg)
+{
+    const char *p = chunk, *end = chunk + len;
+    const char *nl;
+    int rc;
+
+    if (len == 0)
+        return 0;
+
+    /* Finish the carried-over line first. */
+    if (l->len > 0) {
+        size_t n;
+        nl = memchr(p, '\n', len);
+        n = nl ? (size_t)(nl - p) : len;
+        if (n > 0 && over_limit(l, nl ? nl - 1 : end - 1, l->len + n)) {
+            l->len = 0;
+            return GPUOP_ETOOBIG;
+        }
+        if (n > 0 && (rc = carry(l, p, n)) != 0)
+            return rc;
+        if (!nl)
+            return 0;
+        /* a line may be one byte too long when that byte was not a '\r' */
+        if (l->len > l->max_line && l->buf[l->len - 1] != '\r') {
+            l->len = 0;
+            return GPUOP_ETOOBIG;
+        }
+        n = l->len;
+        l->len = 0;
+        if ((rc = deliver(l->buf, n, cb, arg)) != 0)
+            return rc;
+        p = nl + 1;
+    }
+
+    /* Whole lines inside the chunk: straight from its bytes. */
+    while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        size_t n = (size_t)(nl - p);
+        if (n > l->max_line && !(n == l->max_line + 1 && nl[-1] == '\r'))
+            return GPUOP_ETOOBIG;
+        if ((rc = deliver(p, n, cb, arg)) != 0)
+            return rc;
+        p = nl + 1;
+    }
+
+    /* The partial line at the end. */
+    if (p < end) {
+        size_t n = (size_t)(end - p);
+        if (over_limit(l, end - 1, n))
+            return GPUOP_ETOOBIG;
+        return carry(l, p, n);
+    }
+    return 0;
+}
