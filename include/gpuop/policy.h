@@ -42,7 +42,7 @@ struct gpuop_policy {
     char *name;
     char *uid;
     long long generation;
-    long long created; /* creationTimestamp, seconds since epoch */
+    long long created; /* creationTimestamp, seconds since epoch; 0 when unknown */
     /* spec */
     struct gpuop_operand_spec operands[GPUOP_OPERAND_MAX]; /* by operand index */
     json_t *tolerations;        /* array (owned); default nvidia.com/gpu Exists NoSchedule */

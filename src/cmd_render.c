@@ -1,0 +1,186 @@
+/*
+ * cmd_render.c - `gpuop render`: a GpuPolicy file in, the operand
+ * DaemonSets out, offline and deterministic (for review and GitOps).
+ *
+ * The first GpuPolicy document of the file is used (a file may hold other
+ * objects too, such as a kustomize bundle). Policy problems are printed as
+ * warnings on stderr, exactly as the controller would report them, and the
+ * DaemonSets still render with the defaults put in place; --strict turns
+ * warnings into exit code 1 for CI. The output carries no owner reference
+ * and no uid: the file is not a live object.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/cmd.h"
+#include "gpuop/policy.h"
+#include "gpuop/render.h"
+#include "gpuop/yaml.h"
+
+#define DEFAULT_NAMESPACE "gpuop-system"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpuop render -f FILE [--namespace NS] [--strict]\n\n"
+            "Prints the operand DaemonSets a GpuPolicy expands to, as YAML documents.\n\n"
+            "options:\n"
+            "  -f, --filename FILE   file holding a GpuPolicy (YAML or JSON; - for stdin);\n"
+            "                        the first GpuPolicy document is used\n"
+            "  -n, --namespace NS    namespace of the DaemonSets (default " DEFAULT_NAMESPACE ")\n"
+            "      --strict          exit 1 when the policy has problems (default: warn)\n"
+            "  -h, --help            show this help\n\n"
+            "exit status: 0 rendered, 1 unreadable or invalid input, 2 usage error\n");
+}
+
+/* DNS-1123 label, as Kubernetes requires of namespace names. */
+static int namespace_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* Matches "-x VALUE", "--long VALUE" and "--long=VALUE" at argv[*i];
+ * returns 1 and sets *val (borrowed from argv), 0 when argv[*i] is another
+ * option, -1 when the value is missing. */
+static int opt_value(int argc, char **argv, int *i, const char *shrt, const char *lng,
+                     const char **val)
+{
+    const char *a = argv[*i];
+    size_t ll = strlen(lng);
+    if (!strcmp(a, shrt) || !strcmp(a, lng)) {
+        if (*i + 1 >= argc)
+            return -1;
+        *val = argv[++*i];
+        return 1;
+    }
+    if (!strncmp(a, lng, ll) && a[ll] == '=') {
+        *val = a + ll + 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Borrowed: the first document of docs whose kind is GpuPolicy, or NULL. */
+static json_t *first_policy(json_t *docs)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(docs, i, d)
+    {
+        const char *kind = json_string_value(json_object_get(d, "kind"));
+        if (json_is_object(d) && kind && !strcmp(kind, GPUOP_KIND))
+            return d;
+    }
+    return NULL;
+}
+
+int gpuop_cmd_render(int argc, char **argv)
+{
+    const char *file = NULL, *ns = DEFAULT_NAMESPACE;
+    int strict = 0;
+    struct gpuop_err err = {0};
+    struct gpuop_policy pol;
+    json_t *docs = NULL, *dss = NULL;
+    int code = 1;
+
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--strict")) {
+            strict = 1;
+        } else if ((r = opt_value(argc, argv, &i, "-f", "--filename", &file)) != 0 ||
+                   (r = opt_value(argc, argv, &i, "-n", "--namespace", &ns)) != 0) {
+            if (r < 0) {
+                fprintf(stderr, "gpuop render: option %s needs a value\n", argv[i]);
+                usage(stderr);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "gpuop render: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!file || !*file) {
+        fprintf(stderr, "gpuop render: -f FILE is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (!namespace_ok(ns)) {
+        fprintf(stderr,
+                "gpuop render: '%s' is not a valid namespace name (lower-case letters, digits "
+                "and '-', at most 63)\n",
+                ns);
+        return 2;
+    }
+
+    if (gpuop_yaml_load_file(file, &docs, &err) < 0) {
+        fprintf(stderr, "gpuop render: %s: %s\n", file,
+                err.message[0] ? err.message : gpuop_strerror(err.rc));
+        return 1;
+    }
+    json_t *obj = first_policy(docs);
+    if (!obj) {
+        fprintf(stderr, "gpuop render: %s: no document with kind: %s\n", file, GPUOP_KIND);
+        goto out;
+    }
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    if (api && strcmp(api, GPUOP_API_VERSION))
+        fprintf(stderr, "warning: apiVersion: \"%s\" is not %s; reading it as %s\n", api,
+                GPUOP_API_VERSION, GPUOP_API_VERSION);
+    if (gpuop_policy_parse(obj, &pol, &err) < 0) {
+        fprintf(stderr, "gpuop render: %s: %s\n", file, err.message);
+        goto out;
+    }
+    for (int i = 0; i < pol.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        fprintf(stderr, "warning: %s: %s\n", pol.problems[i].field, pol.problems[i].message);
+    if (pol.nproblems > GPUOP_POLICY_PROBLEMS_MAX)
+        fprintf(stderr, "warning: %d more problems not shown\n",
+                pol.nproblems - GPUOP_POLICY_PROBLEMS_MAX);
+
+    dss = gpuop_render_all(&pol, ns);
+    if (!dss) {
+        fprintf(stderr, "gpuop render: out of memory\n");
+        gpuop_policy_free(&pol);
+        goto out;
+    }
+    size_t i;
+    json_t *ds;
+    code = 0;
+    json_array_foreach(dss, i, ds)
+    {
+        char *y = gpuop_yaml_dump(ds);
+        if (!y) {
+            fprintf(stderr, "gpuop render: out of memory\n");
+            code = 1;
+            break;
+        }
+        size_t len = strlen(y);
+        printf("---\n%s%s", y, (len && y[len - 1] == '\n') ? "" : "\n");
+        free(y);
+    }
+    if (json_array_size(dss) == 0)
+        fprintf(stderr, "gpuop render: every operand is disabled; nothing to render\n");
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "gpuop render: cannot write the output\n");
+        code = 1;
+    }
+    if (code == 0 && strict && pol.nproblems > 0) {
+        fprintf(stderr, "gpuop render: %d problem(s) in the policy (--strict)\n", pol.nproblems);
+        code = 1;
+    }
+    gpuop_policy_free(&pol);
+out:
+    json_decref(dss);
+    json_decref(docs);
+    return code;
+}

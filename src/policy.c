@@ -1,0 +1,1054 @@
+/*
+ * policy.c - GpuPolicy parsing, defaults and validation (SPEC section 3).
+ *
+ * The operator must survive a CRD installed without its schema, or with an
+ * older one, so nothing here trusts the API server's validation: every value
+ * is type-checked again. A value that cannot be used becomes a problem (the
+ * field path plus what is wrong and what was used instead) and is replaced by
+ * its default; parsing always goes on, so one bad field never takes the rest
+ * of the policy down. Unknown keys are problems too (a typo such as
+ * "spec.drvier" must not silently leave the driver enabled with defaults).
+ *
+ * Everything the policy keeps is sanitised into fresh memory: later stages
+ * (render, analysis) may trust the struct without re-checking. Lists Kubernetes
+ * merges by key under server-side apply (env by name) are de-duplicated here,
+ * because a duplicate key makes the whole apply fail.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/policy.h"
+
+#define IMAGE_MAX 512   /* longest accepted image reference */
+#define VALUE_MAX 32768 /* longest accepted env value / annotation value */
+#define ARGS_MAX  256   /* most container arguments or env entries per operand */
+
+/* ---- problems ---------------------------------------------------------- */
+
+#define FIELD_MAX 128 /* a field path; as long as gpuop_policy_problem.field */
+
+/* Formats a field path into dst[FIELD_MAX], truncating. */
+static void fieldf(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fieldf(char *dst, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, FIELD_MAX, fmt, ap);
+    va_end(ap);
+}
+
+static void problem(struct gpuop_policy *p, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void problem(struct gpuop_policy *p, const char *field, const char *fmt, ...)
+{
+    if (p->nproblems < GPUOP_POLICY_PROBLEMS_MAX) {
+        struct gpuop_policy_problem *pr = &p->problems[p->nproblems];
+        va_list ap;
+        snprintf(pr->field, sizeof(pr->field), "%s", field);
+        va_start(ap, fmt);
+        vsnprintf(pr->message, sizeof(pr->message), fmt, ap);
+        va_end(ap);
+    }
+    p->nproblems++;
+}
+
+/* What a JSON value is, for messages; static string. */
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "a list";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "unknown";
+}
+
+/* Edit distance of two short keys, capped; used for "did you mean". */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int row[64];
+    if (la >= 63 || lb >= 63)
+        return 99;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Reports key under path as unknown, suggesting the closest of known[]
+ * (NULL-terminated) when it looks like a typo. */
+static void unknown_field(struct gpuop_policy *p, const char *path, const char *key,
+                          const char *const *known)
+{
+    char field[FIELD_MAX];
+    const char *best = NULL;
+    int bestd = 3;
+    for (int i = 0; known[i]; i++) {
+        int d = distance(key, known[i]);
+        if (d < bestd) {
+            bestd = d;
+            best = known[i];
+        }
+    }
+    fieldf(field, "%s.%s", path, key);
+    if (best)
+        problem(p, field, "unknown field, ignored (did you mean \"%s\"?)", best);
+    else
+        problem(p, field, "unknown field, ignored");
+}
+
+/* ---- small validators --------------------------------------------------- */
+
+static bool is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Kubernetes label value / qualified-name part: <= 63, alphanumerics with
+ * '-', '_', '.' inside. empty_ok allows "" (values may be empty). */
+static bool label_name_ok(const char *s, size_t len, bool empty_ok)
+{
+    if (len == 0)
+        return empty_ok;
+    if (len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* DNS-1123 subdomain: <= 253, lower-case alphanumerics, '-' and '.'. */
+static bool subdomain_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > 253)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+        if (!ok)
+            return false;
+    }
+    return s[0] != '-' && s[0] != '.' && s[len - 1] != '-' && s[len - 1] != '.';
+}
+
+/* Label or annotation key: [prefix/]name. */
+static bool qualified_name_ok(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash)
+        return label_name_ok(s, strlen(s), false);
+    return subdomain_ok(s, (size_t)(slash - s)) &&
+           label_name_ok(slash + 1, strlen(slash + 1), false);
+}
+
+/* Container image reference: non-empty, no whitespace or control bytes. */
+static bool image_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > IMAGE_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* Resource quantity: a decimal number with an optional suffix (binary SI,
+ * decimal SI or exponent), as Kubernetes accepts it. */
+static bool quantity_ok(const char *s)
+{
+    const char *q = s;
+    static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u",
+                                           "m",  "k",  "M",  "G",  "T",  "P",  "E", NULL};
+    size_t digits = 0;
+    if (*q == '+')
+        q++;
+    while (*q >= '0' && *q <= '9')
+        q++, digits++;
+    if (*q == '.') {
+        q++;
+        while (*q >= '0' && *q <= '9')
+            q++, digits++;
+    }
+    if (digits == 0 || strlen(s) > 64)
+        return false;
+    if (*q == '\0')
+        return true;
+    for (int i = 0; suffixes[i]; i++)
+        if (strcmp(q, suffixes[i]) == 0)
+            return true;
+    if (*q == 'e' || *q == 'E') {
+        q++;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (!(*q >= '0' && *q <= '9'))
+            return false;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        return *q == '\0';
+    }
+    return false;
+}
+
+/* Replaces *dst by a copy of s. */
+static int set_str(char **dst, const char *s)
+{
+    char *c = strdup(s);
+    if (!c)
+        return GPUOP_ENOMEM;
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+/* Replaces *dst (owned) by v (steals; NULL means out of memory). */
+static int set_json(json_t **dst, json_t *v)
+{
+    if (!v)
+        return GPUOP_ENOMEM;
+    json_decref(*dst);
+    *dst = v;
+    return 0;
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static int digits(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static long long days_from_civil(int y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* RFC 3339 "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)" to epoch seconds; -1 on
+ * error. Kept local so the policy module stands on its own. */
+static long long parse_rfc3339(const char *s)
+{
+    if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+        return -1;
+    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+    int h = digits(s + 11, 2), mi = digits(s + 14, 2), se = digits(s + 17, 2);
+    if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+        se < 0 || se > 60)
+        return -1;
+    const char *z = s + 19;
+    if (*z == '.') {
+        z++;
+        if (*z < '0' || *z > '9')
+            return -1;
+        while (*z >= '0' && *z <= '9')
+            z++;
+    }
+    long long off = 0;
+    if (*z == 'Z' || *z == 'z') {
+        if (z[1])
+            return -1;
+    } else if ((*z == '+' || *z == '-') && strlen(z) == 6 && z[3] == ':') {
+        int oh = digits(z + 1, 2), om = digits(z + 4, 2);
+        if (oh < 0 || oh > 23 || om < 0 || om > 59)
+            return -1;
+        off = (oh * 3600LL + om * 60LL) * (*z == '-' ? -1 : 1);
+    } else {
+        return -1;
+    }
+    return days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + se - off;
+}
+
+/* ---- defaults ------------------------------------------------------------ */
+
+static json_t *default_tolerations(void)
+{
+    return json_pack("[{s:s, s:s, s:s}]", "key", "nvidia.com/gpu", "operator", "Exists", "effect",
+                     "NoSchedule");
+}
+
+static int set_defaults(struct gpuop_policy *p)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        struct gpuop_operand_spec *o = &p->operands[i];
+        o->enabled = true;
+        if (set_str(&o->image, gpuop_operand_get(i)->image) ||
+            set_str(&o->pull_policy, "IfNotPresent") || set_json(&o->args, json_array()) ||
+            set_json(&o->env, json_array()))
+            return GPUOP_ENOMEM;
+    }
+    if (set_json(&p->tolerations, default_tolerations()) ||
+        set_str(&p->priority_class, "system-node-critical") ||
+        set_json(&p->labels, json_object()) || set_json(&p->annotations, json_object()) ||
+        set_str(&p->update_strategy, "RollingUpdate") ||
+        set_json(&p->image_pull_secrets, json_array()))
+        return GPUOP_ENOMEM;
+    return 0;
+}
+
+/* ---- per operand --------------------------------------------------------- */
+
+static const char *const operand_fields[] = {"enabled",   "image", "imagePullPolicy", "args", "env",
+                                             "resources", NULL};
+
+static int parse_args(struct gpuop_policy *p, const char *path, json_t *v,
+                      struct gpuop_operand_spec *o)
+{
+    char field[FIELD_MAX];
+    size_t i;
+    json_t *e;
+    fieldf(field, "%s.args", path);
+    if (!json_is_array(v)) {
+        problem(p, field, "must be a list of strings, not %s; using the image's default arguments",
+                type_name(v));
+        return 0;
+    }
+    if (json_array_size(v) > ARGS_MAX) {
+        problem(p, field, "more than %d arguments; using the image's default arguments", ARGS_MAX);
+        return 0;
+    }
+    json_array_foreach(v, i, e)
+    {
+        if (!json_is_string(e) || json_string_length(e) > VALUE_MAX) {
+            fieldf(field, "%s.args[%zu]", path, i);
+            problem(p, field,
+                    "must be a string, not %s (quote it); all args ignored, using the "
+                    "image's default arguments",
+                    json_is_string(e) ? "an over-long string" : type_name(e));
+            return 0;
+        }
+    }
+    return set_json(&o->args, json_deep_copy(v));
+}
+
+/* Index of the env entry called name in arr, or -1. */
+static int env_find(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static int parse_env(struct gpuop_policy *p, const char *path, json_t *v,
+                     struct gpuop_operand_spec *o)
+{
+    char field[FIELD_MAX], buf[64];
+    size_t i;
+    json_t *e;
+    fieldf(field, "%s.env", path);
+    if (!json_is_array(v)) {
+        problem(p, field, "must be a list of {name, value}, not %s; no extra environment used",
+                type_name(v));
+        return 0;
+    }
+    json_t *out = json_array();
+    if (!out)
+        return GPUOP_ENOMEM;
+    json_array_foreach(v, i, e)
+    {
+        fieldf(field, "%s.env[%zu]", path, i);
+        if (i >= ARGS_MAX) {
+            problem(p, field, "more than %d entries; the rest are ignored", ARGS_MAX);
+            break;
+        }
+        if (!json_is_object(e)) {
+            problem(p, field, "must be an object {name, value}, not %s; entry ignored",
+                    type_name(e));
+            continue;
+        }
+        json_t *name = json_object_get(e, "name");
+        json_t *val = json_object_get(e, "value");
+        const char *key;
+        json_t *unused;
+        json_object_foreach(e, key, unused)
+        {
+            if (strcmp(key, "name") && strcmp(key, "value")) {
+                static const char *const known[] = {"name", "value", NULL};
+                unknown_field(p, field, key, known);
+            }
+        }
+        if (!json_is_string(name) || json_string_length(name) == 0 ||
+            json_string_length(name) > 255 || strchr(json_string_value(name), '=')) {
+            problem(p, field, "needs a non-empty string \"name\" without '='; entry ignored");
+            continue;
+        }
+        const char *sval;
+        if (!val || json_is_null(val)) {
+            sval = "";
+        } else if (json_is_string(val)) {
+            if (json_string_length(val) > VALUE_MAX) {
+                problem(p, field, "value longer than %d bytes; entry ignored", VALUE_MAX);
+                continue;
+            }
+            sval = json_string_value(val);
+        } else if (json_is_integer(val) || json_is_real(val) || json_is_boolean(val)) {
+            if (json_is_integer(val))
+                snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+            else if (json_is_real(val))
+                snprintf(buf, sizeof(buf), "%.17g", json_real_value(val));
+            else
+                snprintf(buf, sizeof(buf), "%s", json_is_true(val) ? "true" : "false");
+            char vfield[FIELD_MAX];
+            fieldf(vfield, "%s.value", field);
+            problem(p, vfield, "must be a string, not %s; using \"%s\" (quote the value)",
+                    type_name(val), buf);
+            sval = buf;
+        } else {
+            char vfield[FIELD_MAX];
+            fieldf(vfield, "%s.value", field);
+            problem(p, vfield, "must be a string, not %s; entry ignored", type_name(val));
+            continue;
+        }
+        json_t *entry = json_pack("{s:s, s:s}", "name", json_string_value(name), "value", sval);
+        if (!entry) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+        int at = env_find(out, json_string_value(name));
+        int rc;
+        if (at >= 0) {
+            problem(p, field, "duplicate name \"%s\"; the last entry is used",
+                    json_string_value(name));
+            rc = json_array_set_new(out, (size_t)at, entry);
+        } else {
+            rc = json_array_append_new(out, entry);
+        }
+        if (rc) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+    }
+    return set_json(&o->env, out);
+}
+
+/* Copies the valid quantities of one resources.limits/requests map. */
+static int parse_quantities(struct gpuop_policy *p, const char *path, json_t *v, json_t **out)
+{
+    const char *key;
+    json_t *q;
+    char field[FIELD_MAX];
+    *out = NULL;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be a map of resource name to quantity, not %s; ignored",
+                type_name(v));
+        return 0;
+    }
+    json_t *m = json_object();
+    if (!m)
+        return GPUOP_ENOMEM;
+    json_object_foreach(v, key, q)
+    {
+        fieldf(field, "%s.%s", path, key);
+        bool ok = json_is_string(q) ? quantity_ok(json_string_value(q))
+                                    : (json_is_integer(q) && json_integer_value(q) >= 0) ||
+                                          (json_is_real(q) && json_real_value(q) >= 0);
+        if (!qualified_name_ok(key)) {
+            problem(p, field, "not a valid resource name; ignored");
+            continue;
+        }
+        if (!ok) {
+            problem(p, field,
+                    "not a valid quantity (for example \"500m\", \"1Gi\", 2); this resource is "
+                    "ignored");
+            continue;
+        }
+        if (json_object_set_new(m, key, json_deep_copy(q))) {
+            json_decref(m);
+            return GPUOP_ENOMEM;
+        }
+    }
+    *out = m;
+    return 0;
+}
+
+static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
+                           struct gpuop_operand_spec *o)
+{
+    static const char *const known[] = {"limits", "requests", NULL};
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    fieldf(field, "%s.resources", path);
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {limits, requests}, not %s; no resources set",
+                type_name(v));
+        return 0;
+    }
+    json_t *out = json_object();
+    if (!out)
+        return GPUOP_ENOMEM;
+    for (int i = 0; known[i]; i++) {
+        json_t *m;
+        char sub[FIELD_MAX];
+        e = json_object_get(v, known[i]);
+        if (!e || json_is_null(e))
+            continue;
+        fieldf(sub, "%s.%s", field, known[i]);
+        if (parse_quantities(p, sub, e, &m) || (m && json_object_set_new(out, known[i], m))) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "limits") && strcmp(key, "requests"))
+            unknown_field(p, field, key, known);
+    }
+    if (json_object_size(out) == 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    json_decref(o->resources);
+    o->resources = out;
+    return 0;
+}
+
+static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(idx);
+    struct gpuop_operand_spec *o = &p->operands[idx];
+    char path[FIELD_MAX], field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+
+    fieldf(path, "spec.%s", op->key);
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; using the defaults (enabled)", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (json_is_null(e)) {
+            continue; /* an empty YAML key: keep the default, as the API server would */
+        } else if (!strcmp(key, "enabled")) {
+            if (json_is_boolean(e))
+                o->enabled = json_is_true(e);
+            else
+                problem(p, field, "must be true or false, not %s; using true (enabled)",
+                        type_name(e));
+        } else if (!strcmp(key, "image")) {
+            if (json_is_string(e) && image_ok(json_string_value(e)))
+                rc = set_str(&o->image, json_string_value(e));
+            else
+                problem(p, field,
+                        "must be a non-empty image reference without spaces, not %s; using %s",
+                        json_is_string(e) ? "this string" : type_name(e), op->image);
+        } else if (!strcmp(key, "imagePullPolicy")) {
+            const char *s = json_string_value(e);
+            if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
+                rc = set_str(&o->pull_policy, s);
+            else if (s)
+                problem(p, field,
+                        "must be Always, IfNotPresent or Never, not \"%.64s\"; using IfNotPresent",
+                        s);
+            else
+                problem(p, field,
+                        "must be Always, IfNotPresent or Never, not %s; using IfNotPresent",
+                        type_name(e));
+        } else if (!strcmp(key, "args")) {
+            rc = parse_args(p, path, e, o);
+        } else if (!strcmp(key, "env")) {
+            rc = parse_env(p, path, e, o);
+        } else if (!strcmp(key, "resources")) {
+            rc = parse_resources(p, path, e, o);
+        } else {
+            unknown_field(p, path, key, operand_fields);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- spec.daemonsets ------------------------------------------------------ */
+
+static const char *const daemonset_fields[] = {
+    "tolerations",    "priorityClassName", "labels",           "annotations",
+    "updateStrategy", "rollingUpdate",     "imagePullSecrets", NULL};
+
+static bool effect_ok(const char *s)
+{
+    return !strcmp(s, "") || !strcmp(s, "NoSchedule") || !strcmp(s, "PreferNoSchedule") ||
+           !strcmp(s, "NoExecute");
+}
+
+/* One toleration: 0 and *out = new sanitised object, or *out = NULL when
+ * the entry is dropped (problem recorded). */
+static int parse_toleration(struct gpuop_policy *p, const char *field, json_t *t, json_t **out)
+{
+    static const char *const known[] = {"key",    "operator",          "value",
+                                        "effect", "tolerationSeconds", NULL};
+    char sub[FIELD_MAX];
+    const char *k;
+    json_t *e;
+    *out = NULL;
+    if (!json_is_object(t)) {
+        problem(p, field, "must be an object {key, operator, value, effect}, not %s; ignored",
+                type_name(t));
+        return 0;
+    }
+    json_object_foreach(t, k, e)
+    {
+        bool ok = false;
+        for (int i = 0; known[i]; i++)
+            ok |= !strcmp(k, known[i]);
+        if (!ok)
+            unknown_field(p, field, k, known);
+    }
+    json_t *key = json_object_get(t, "key"), *op = json_object_get(t, "operator");
+    json_t *val = json_object_get(t, "value"), *eff = json_object_get(t, "effect");
+    json_t *secs = json_object_get(t, "tolerationSeconds");
+    const char *skey = "", *sop = "Equal", *sval = "", *seff = "";
+#define STRING_OR_DROP(j, name, dst)                                                               \
+    if (j && !json_is_null(j)) {                                                                   \
+        if (!json_is_string(j)) {                                                                  \
+            fieldf(sub, "%s." name, field);                                                        \
+            problem(p, sub, "must be a string, not %s; toleration ignored", type_name(j));         \
+            return 0;                                                                              \
+        }                                                                                          \
+        dst = json_string_value(j);                                                                \
+    }
+    STRING_OR_DROP(key, "key", skey);
+    STRING_OR_DROP(op, "operator", sop);
+    STRING_OR_DROP(val, "value", sval);
+    STRING_OR_DROP(eff, "effect", seff);
+#undef STRING_OR_DROP
+    if (strcmp(sop, "Exists") && strcmp(sop, "Equal")) {
+        fieldf(sub, "%s.operator", field);
+        problem(p, sub, "must be Exists or Equal, not \"%.64s\"; toleration ignored", sop);
+        return 0;
+    }
+    if (*skey && !qualified_name_ok(skey)) {
+        fieldf(sub, "%s.key", field);
+        problem(p, sub, "\"%.64s\" is not a valid taint key; toleration ignored", skey);
+        return 0;
+    }
+    if (!*skey && !strcmp(sop, "Equal")) {
+        fieldf(sub, "%s.key", field);
+        problem(p, sub, "must be set unless operator is Exists; toleration ignored");
+        return 0;
+    }
+    if (!strcmp(sop, "Exists") && *sval) {
+        fieldf(sub, "%s.value", field);
+        problem(p, sub, "must be empty when operator is Exists; value ignored (any value matches)");
+        sval = "";
+    }
+    if (*sval && !label_name_ok(sval, strlen(sval), true)) {
+        fieldf(sub, "%s.value", field);
+        problem(p, sub, "\"%.64s\" is not a valid taint value; toleration ignored", sval);
+        return 0;
+    }
+    if (!effect_ok(seff)) {
+        fieldf(sub, "%s.effect", field);
+        problem(p, sub,
+                "must be NoSchedule, PreferNoSchedule, NoExecute or empty, not \"%.64s\"; "
+                "toleration ignored",
+                seff);
+        return 0;
+    }
+    json_t *r = json_object();
+    if (!r)
+        return GPUOP_ENOMEM;
+    int rc = 0;
+    if (*skey)
+        rc |= json_object_set_new(r, "key", json_string(skey));
+    rc |= json_object_set_new(r, "operator", json_string(sop));
+    if (*sval)
+        rc |= json_object_set_new(r, "value", json_string(sval));
+    if (*seff)
+        rc |= json_object_set_new(r, "effect", json_string(seff));
+    if (secs && !json_is_null(secs)) {
+        fieldf(sub, "%s.tolerationSeconds", field);
+        if (!json_is_integer(secs))
+            problem(p, sub, "must be an integer, not %s; ignored", type_name(secs));
+        else if (strcmp(seff, "NoExecute"))
+            problem(p, sub, "only applies to effect NoExecute; ignored");
+        else
+            rc |=
+                json_object_set_new(r, "tolerationSeconds", json_integer(json_integer_value(secs)));
+    }
+    if (rc) {
+        json_decref(r);
+        return GPUOP_ENOMEM;
+    }
+    *out = r;
+    return 0;
+}
+
+static int parse_tolerations(struct gpuop_policy *p, json_t *v)
+{
+    const char *path = "spec.daemonsets.tolerations";
+    char field[FIELD_MAX];
+    size_t i;
+    json_t *t;
+    if (!json_is_array(v)) {
+        problem(p, path,
+                "must be a list of tolerations, not %s; using nvidia.com/gpu Exists "
+                "NoSchedule",
+                type_name(v));
+        return 0;
+    }
+    json_t *out = json_array();
+    if (!out)
+        return GPUOP_ENOMEM;
+    json_array_foreach(v, i, t)
+    {
+        json_t *r;
+        fieldf(field, "%s[%zu]", path, i);
+        if (i >= ARGS_MAX) {
+            problem(p, field, "more than %d tolerations; the rest are ignored", ARGS_MAX);
+            break;
+        }
+        if (parse_toleration(p, field, t, &r) || (r && json_array_append_new(out, r))) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+    }
+    return set_json(&p->tolerations, out);
+}
+
+/* Labels gpuop sets itself; a policy may not override them (selectors and
+ * the controller's pod mapping depend on them). */
+static bool reserved_label(const char *k)
+{
+    static const char *const reserved[] = {
+        "app.kubernetes.io/name",       "app.kubernetes.io/instance", "app.kubernetes.io/component",
+        "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of",  NULL};
+    for (int i = 0; reserved[i]; i++)
+        if (!strcmp(k, reserved[i]))
+            return true;
+    return false;
+}
+
+static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v, bool labels,
+                            json_t **dst)
+{
+    char field[FIELD_MAX];
+    const char *k;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be a map of strings, not %s; ignored", type_name(v));
+        return 0;
+    }
+    json_t *out = json_object();
+    if (!out)
+        return GPUOP_ENOMEM;
+    json_object_foreach(v, k, e)
+    {
+        fieldf(field, "%s.%s", path, k);
+        if (!json_is_string(e)) {
+            problem(p, field, "must be a string, not %s (quote it); ignored", type_name(e));
+            continue;
+        }
+        const char *s = json_string_value(e);
+        if (!qualified_name_ok(k)) {
+            problem(p, field, "not a valid %s key; ignored", labels ? "label" : "annotation");
+            continue;
+        }
+        if (labels && reserved_label(k)) {
+            problem(p, field, "set by gpuop itself and cannot be overridden; ignored");
+            continue;
+        }
+        if (labels && !label_name_ok(s, strlen(s), true)) {
+            problem(p, field,
+                    "\"%.64s\" is not a valid label value (63 characters at most: letters, "
+                    "digits, '-', '_', '.'); ignored",
+                    s);
+            continue;
+        }
+        if (!labels && strlen(s) > VALUE_MAX) {
+            problem(p, field, "longer than %d bytes; ignored", VALUE_MAX);
+            continue;
+        }
+        if (json_object_set_new(out, k, json_string(s))) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+    }
+    return set_json(dst, out);
+}
+
+static int parse_pull_secrets(struct gpuop_policy *p, json_t *v)
+{
+    const char *path = "spec.daemonsets.imagePullSecrets";
+    char field[FIELD_MAX];
+    size_t i;
+    json_t *e;
+    if (!json_is_array(v)) {
+        problem(p, path, "must be a list of secret names, not %s; ignored", type_name(v));
+        return 0;
+    }
+    json_t *out = json_array();
+    if (!out)
+        return GPUOP_ENOMEM;
+    json_array_foreach(v, i, e)
+    {
+        const char *name = json_is_object(e) ? json_string_value(json_object_get(e, "name"))
+                                             : json_string_value(e);
+        fieldf(field, "%s[%zu]", path, i);
+        if (i >= ARGS_MAX)
+            break;
+        if (!name || !subdomain_ok(name, strlen(name))) {
+            problem(p, field, "must be a secret name (or {name: ...}); ignored");
+            continue;
+        }
+        if (json_array_append_new(out, json_pack("{s:s}", "name", name))) {
+            json_decref(out);
+            return GPUOP_ENOMEM;
+        }
+    }
+    return set_json(&p->image_pull_secrets, out);
+}
+
+static int parse_rolling_update(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"maxUnavailable", NULL};
+    const char *path = "spec.daemonsets.rollingUpdate";
+    const char *k;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object {maxUnavailable}, not %s; ignored", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, k, e)
+    {
+        if (strcmp(k, "maxUnavailable"))
+            unknown_field(p, path, k, known);
+    }
+    json_t *mu = json_object_get(v, "maxUnavailable");
+    if (!mu || json_is_null(mu))
+        return 0;
+    const char *field = "spec.daemonsets.rollingUpdate.maxUnavailable";
+    if (json_is_integer(mu) && json_integer_value(mu) >= 1 && json_integer_value(mu) <= 1000000)
+        return set_json(&p->max_unavailable, json_integer(json_integer_value(mu)));
+    if (json_is_string(mu)) {
+        const char *s = json_string_value(mu);
+        size_t len = strlen(s);
+        if (len >= 2 && len <= 4 && s[len - 1] == '%') {
+            int pct = digits(s, (int)len - 1);
+            if (pct >= 1 && pct <= 100)
+                return set_json(&p->max_unavailable, json_string(s));
+        }
+    }
+    problem(p, field,
+            "must be a positive integer or a percentage such as \"10%%\"; using the "
+            "Kubernetes default (1)");
+    return 0;
+}
+
+static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
+{
+    const char *path = "spec.daemonsets";
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+    bool rolling_given = false;
+
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; using the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (json_is_null(e)) {
+            continue;
+        } else if (!strcmp(key, "tolerations")) {
+            rc = parse_tolerations(p, e);
+        } else if (!strcmp(key, "priorityClassName")) {
+            const char *s = json_string_value(e);
+            if (s && (!*s || subdomain_ok(s, strlen(s))))
+                rc = set_str(&p->priority_class, s);
+            else
+                problem(p, field,
+                        "must be a PriorityClass name or \"\", not %s; using "
+                        "system-node-critical",
+                        s ? "this string" : type_name(e));
+        } else if (!strcmp(key, "labels")) {
+            rc = parse_string_map(p, field, e, true, &p->labels);
+        } else if (!strcmp(key, "annotations")) {
+            rc = parse_string_map(p, field, e, false, &p->annotations);
+        } else if (!strcmp(key, "updateStrategy")) {
+            const char *s = json_string_value(e);
+            if (s && (!strcmp(s, "RollingUpdate") || !strcmp(s, "OnDelete")))
+                rc = set_str(&p->update_strategy, s);
+            else if (s)
+                problem(p, field,
+                        "must be RollingUpdate or OnDelete, not \"%.64s\"; using "
+                        "RollingUpdate",
+                        s);
+            else
+                problem(p, field,
+                        "must be RollingUpdate or OnDelete, not %s; using "
+                        "RollingUpdate",
+                        type_name(e));
+        } else if (!strcmp(key, "rollingUpdate")) {
+            rolling_given = true;
+            rc = parse_rolling_update(p, e);
+        } else if (!strcmp(key, "imagePullSecrets")) {
+            rc = parse_pull_secrets(p, e);
+        } else {
+            unknown_field(p, path, key, daemonset_fields);
+        }
+        if (rc)
+            return rc;
+    }
+    if (rolling_given && !strcmp(p->update_strategy, "OnDelete")) {
+        problem(p, "spec.daemonsets.rollingUpdate",
+                "has no effect with updateStrategy OnDelete; ignored");
+        json_decref(p->max_unavailable);
+        p->max_unavailable = NULL;
+    }
+    return 0;
+}
+
+/* ---- the whole object ------------------------------------------------------ */
+
+static int parse_metadata(struct gpuop_policy *p, json_t *md)
+{
+    const char *s;
+    int rc = 0;
+    if (!json_is_object(md))
+        return 0;
+    if ((s = json_string_value(json_object_get(md, "name"))) && *s)
+        rc = set_str(&p->name, s);
+    if (!rc && (s = json_string_value(json_object_get(md, "uid"))) && *s)
+        rc = set_str(&p->uid, s);
+    json_t *g = json_object_get(md, "generation");
+    if (json_is_integer(g))
+        p->generation = json_integer_value(g);
+    if ((s = json_string_value(json_object_get(md, "creationTimestamp")))) {
+        long long t = parse_rfc3339(s);
+        p->created = t > 0 ? t : 0; /* 0: unknown */
+    }
+    return rc;
+}
+
+static int parse_spec(struct gpuop_policy *p, json_t *spec)
+{
+    const char *known[GPUOP_OPERAND_MAX + 2];
+    const char *key;
+    json_t *e;
+    int n = 0, rc = 0;
+
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        known[n++] = gpuop_operand_get(i)->key;
+    known[n++] = "daemonsets";
+    known[n] = NULL;
+
+    if (!spec || json_is_null(spec))
+        return 0;
+    if (!json_is_object(spec)) {
+        problem(p, "spec", "must be an object, not %s; using the defaults", type_name(spec));
+        return 0;
+    }
+    json_object_foreach(spec, key, e)
+    {
+        int idx = gpuop_operand_by_key(key);
+        if (idx >= 0)
+            rc = parse_operand(p, idx, e);
+        else if (!strcmp(key, "daemonsets"))
+            rc = parse_daemonsets(p, e);
+        else
+            unknown_field(p, "spec", key, known);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err)
+{
+    int rc;
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(obj))
+        return gpuop_err_set(err, GPUOP_EINVAL, "", "a GpuPolicy must be an object, not %s",
+                             obj ? type_name(obj) : "nothing");
+    rc = set_defaults(out);
+    if (!rc)
+        rc = parse_metadata(out, json_object_get(obj, "metadata"));
+    if (!rc)
+        rc = parse_spec(out, json_object_get(obj, "spec"));
+    if (rc) {
+        gpuop_policy_free(out);
+        return gpuop_err_set(err, rc, "", "out of memory while parsing the GpuPolicy");
+    }
+    return 0;
+}
+
+void gpuop_policy_free(struct gpuop_policy *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->uid);
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++) {
+        struct gpuop_operand_spec *o = &p->operands[i];
+        free(o->image);
+        free(o->pull_policy);
+        json_decref(o->args);
+        json_decref(o->env);
+        json_decref(o->resources);
+    }
+    json_decref(p->tolerations);
+    free(p->priority_class);
+    json_decref(p->labels);
+    json_decref(p->annotations);
+    free(p->update_strategy);
+    json_decref(p->max_unavailable);
+    json_decref(p->image_pull_secrets);
+    memset(p, 0, sizeof(*p));
+}
