@@ -50,6 +50,11 @@ int gpuop_kubeconfig_in_cluster(const char *sa_dir, struct gpuop_kubeconfig *out
  * KUBERNETES_SERVICE_HOST is set, else the kubeconfig default. */
 int gpuop_kubeconfig_auto(const char *path, struct gpuop_kubeconfig *out, struct gpuop_err *err);
 
+/* Deep copy of src into dst (new memory; dst need not be zeroed). Returns 0
+ * or GPUOP_ENOMEM (dst is then zeroed). */
+int gpuop_kubeconfig_copy(const struct gpuop_kubeconfig *src, struct gpuop_kubeconfig *dst);
+
+/* Frees what *c owns (secrets are wiped first) and zeroes it. */
 void gpuop_kubeconfig_free(struct gpuop_kubeconfig *c);
 
 #endif
