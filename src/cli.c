@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpuop/cli.h"
+#include "gpuop/cmd.h"
 
 static void usage(FILE *f)
 {
@@ -32,6 +33,12 @@ int gpuop_cli_main(int argc, char **argv)
         printf("gpuop %s\n", GPUOP_VERSION);
         return 0;
     }
+    if (!strcmp(cmd, "run"))
+        return gpuop_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check"))
+        return gpuop_cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "render"))
+        return gpuop_cmd_render(argc - 1, argv + 1);
     fprintf(stderr, "gpuop: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

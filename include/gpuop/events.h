@@ -1,0 +1,34 @@
+/*
+ * events.h - Kubernetes Events on the GpuPolicy when a finding appears or
+ * clears. Deduplicated: the same finding (node, operand, reason) flapping
+ * posts at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
+ * observation posts at most GPUOP_EVENTS_BURST events plus one summary,
+ * so a cluster-wide change does not flood the event stream.
+ */
+#ifndef GPUOP_EVENTS_H
+#define GPUOP_EVENTS_H
+
+#include <stdint.h>
+
+#include "gpuop/analysis.h"
+#include "gpuop/kube.h"
+
+#define GPUOP_EVENTS_QUIET_S 600
+#define GPUOP_EVENTS_BURST   10
+
+struct gpuop_events;
+
+int gpuop_events_new(struct gpuop_kube *kube, const char *ns, struct gpuop_events **out);
+
+/* Compares f with the findings of the previous call for the same policy and
+ * posts Events for the differences. Steals f's contents (f is zeroed). The
+ * first call after start posts nothing: it only learns the current state. */
+void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
+                          struct gpuop_findings *f);
+
+uint64_t gpuop_events_posted(const struct gpuop_events *ev);
+
+/* Cancels posts in flight; cb(arg) runs when freed. */
+void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *arg), void *arg);
+
+#endif

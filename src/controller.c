@@ -1,0 +1,565 @@
+/*
+ * controller.c - reconcile(key) for GpuPolicies (see controller.h).
+ *
+ * One reconcile runs at a time; it is asynchronous because it talks to the
+ * API server:
+ *
+ *   begin: policy from cache -> active? -> parse/validate
+ *     -> apply each enabled operand's DaemonSet / delete disabled ones
+ *   ops done: findings from the caches -> status -> patch /status if changed
+ *   finish: forget or back off the key, take the next one.
+ *
+ * Drift detection without a request per reconcile: for each DaemonSet we
+ * remember the hash of the body last applied and the generation and
+ * metadata hash the server answered with. A reconcile applies again only
+ * when the desired body changed, or the cached DaemonSet's generation or
+ * metadata hash moved (someone edited it), or it is absent. A quiet cluster
+ * therefore sees no request at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/analysis.h"
+#include "gpuop/controller.h"
+#include "gpuop/events.h"
+#include "gpuop/log.h"
+#include "gpuop/policy.h"
+#include "gpuop/queue.h"
+#include "gpuop/render.h"
+#include "gpuop/status.h"
+#include "gpuop/world.h"
+
+struct applied {
+    uint64_t body_hash; /* 0: nothing applied yet */
+    long long generation;
+    uint64_t meta_hash;
+};
+
+enum op_kind { OP_APPLY, OP_DELETE, OP_STATUS };
+
+struct op {
+    struct gpuop_controller *c;
+    struct gpuop_kube_req *req;
+    enum op_kind kind;
+    int operand;
+    uint64_t body_hash;
+    struct op *next;
+};
+
+struct gpuop_controller {
+    uv_loop_t *loop;
+    struct gpuop_kube *kube;
+    char *ns;
+    bool write;
+    bool closing;
+    struct gpuop_world *world;
+    struct gpuop_queue *queue;
+    struct gpuop_events *events;
+
+    /* the reconcile in progress */
+    char *key;
+    struct gpuop_policy policy;
+    bool have_policy;
+    bool ignored;
+    int pending; /* API operations in flight */
+    int failed;  /* of which failed */
+    struct gpuop_err err;
+    uint64_t started_ns;
+
+    struct applied applied[GPUOP_OPERAND_MAX];
+    char applied_uid[64]; /* policy uid the applied[] records are for */
+    struct op *ops;       /* in flight */
+
+    struct gpuop_controller_stats stats;
+    int open; /* children still closing */
+    void (*close_cb)(void *);
+    void *close_arg;
+};
+
+static void next(struct gpuop_controller *c);
+static void finish(struct gpuop_controller *c, bool ok);
+static void after_ops(struct gpuop_controller *c);
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h ? h : 1;
+}
+
+static long long now_s(void)
+{
+    return (long long)time(NULL);
+}
+
+/* ---- operations in flight ---- */
+
+static struct op *op_new(struct gpuop_controller *c, enum op_kind kind, int operand)
+{
+    struct op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->c = c;
+    o->kind = kind;
+    o->operand = operand;
+    o->next = c->ops;
+    c->ops = o;
+    c->pending++;
+    return o;
+}
+
+static void op_end(struct op *o)
+{
+    struct gpuop_controller *c = o->c;
+    for (struct op **p = &c->ops; *p; p = &(*p)->next)
+        if (*p == o) {
+            *p = o->next;
+            break;
+        }
+    free(o);
+    c->pending--;
+}
+
+static void note_failure(struct gpuop_controller *c, const char *what, const struct gpuop_err *e)
+{
+    c->failed++;
+    if (c->err.rc == 0) {
+        c->err = *e;
+        c->err.rc = e->rc ? e->rc : GPUOP_EHTTP;
+        char buf[sizeof(c->err.message) + 128];
+        snprintf(buf, sizeof(buf), "%s: %s", what, e->message);
+        snprintf(c->err.message, sizeof(c->err.message), "%.*s", (int)sizeof(c->err.message) - 1,
+                 buf);
+    }
+}
+
+/* ---- DaemonSets ---- */
+
+static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct op *o = arg;
+    struct gpuop_controller *c = o->c;
+    const struct gpuop_operand *od = gpuop_operand_get(o->operand);
+    if (rc == 0) {
+        struct applied *a = &c->applied[o->operand];
+        a->body_hash = o->body_hash;
+        a->generation =
+            json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
+        a->meta_hash = gpuop_world_meta_hash(body);
+        gpuop_info(od->ds_name, "applied DaemonSet (generation %lld)", a->generation);
+    } else if (rc != GPUOP_ECANCELED) {
+        char what[128];
+        snprintf(what, sizeof(what), "apply of DaemonSet %s", od->ds_name);
+        gpuop_warn(od->ds_name, "apply failed: %s", err->message);
+        note_failure(c, what, err);
+    }
+    op_end(o);
+    if (!c->closing && c->pending == 0)
+        after_ops(c);
+}
+
+static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct op *o = arg;
+    struct gpuop_controller *c = o->c;
+    const struct gpuop_operand *od = gpuop_operand_get(o->operand);
+    if (rc == 0 || rc == GPUOP_ENOTFOUND) {
+        memset(&c->applied[o->operand], 0, sizeof(c->applied[0]));
+        gpuop_info(od->ds_name, "deleted DaemonSet (operand disabled)");
+    } else if (rc != GPUOP_ECANCELED) {
+        char what[128];
+        snprintf(what, sizeof(what), "delete of DaemonSet %s", od->ds_name);
+        note_failure(c, what, err);
+    }
+    op_end(o);
+    if (!c->closing && c->pending == 0)
+        after_ops(c);
+}
+
+static int apply_operand(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    json_t *ds = gpuop_render_daemonset(&c->policy, i, c->ns);
+    if (!ds)
+        return GPUOP_ENOMEM;
+    char *body = json_dumps(ds, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(ds);
+    if (!body)
+        return GPUOP_ENOMEM;
+    uint64_t h = hash_str(body);
+    const struct gpuop_world_ds *live = gpuop_world_ds(c->world, od->ds_name);
+    const struct applied *a = &c->applied[i];
+    if (live && a->body_hash == h && live->ds.generation == a->generation &&
+        live->meta_hash == a->meta_hash) {
+        free(body);
+        return 0; /* in line with the policy */
+    }
+    if (live && a->body_hash == h)
+        gpuop_info(od->ds_name, "DaemonSet changed outside the policy; putting it back");
+    struct op *o = op_new(c, OP_APPLY, i);
+    if (!o) {
+        free(body);
+        return GPUOP_ENOMEM;
+    }
+    o->body_hash = h;
+    char path[512];
+    snprintf(path, sizeof(path),
+             "/apis/apps/v1/namespaces/%s/daemonsets/%s?fieldManager=" GPUOP_MANAGER "&force=true",
+             c->ns, od->ds_name);
+    c->stats.applies++;
+    int rc = gpuop_kube_request(c->kube, "PATCH", path, GPUOP_CT_APPLY, body, strlen(body), 0,
+                                apply_done, o, &o->req);
+    free(body);
+    if (rc < 0)
+        op_end(o);
+    return rc;
+}
+
+static int delete_operand(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    if (!gpuop_world_ds(c->world, od->ds_name))
+        return 0;
+    struct op *o = op_new(c, OP_DELETE, i);
+    if (!o)
+        return GPUOP_ENOMEM;
+    char path[512];
+    snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/%s", c->ns, od->ds_name);
+    c->stats.deletes++;
+    int rc = gpuop_kube_request(c->kube, "DELETE", path, NULL, NULL, 0, 0, delete_done, o, &o->req);
+    if (rc < 0)
+        op_end(o);
+    return rc;
+}
+
+/* ---- status ---- */
+
+static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct op *o = arg;
+    struct gpuop_controller *c = o->c;
+    if (rc < 0 && rc != GPUOP_ECANCELED) {
+        gpuop_warn(c->key, "status update failed: %s", err->message);
+        note_failure(c, "status update", err);
+    }
+    op_end(o);
+    if (!c->closing && c->pending == 0) {
+        finish(c, c->failed == 0); /* status is the last step */
+        next(c);
+    }
+}
+
+static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */)
+{
+    json_t *prev = json_object_get(obj, "status");
+    if (prev && json_equal(prev, status)) {
+        json_decref(status);
+        return 0;
+    }
+    if (!c->write) {
+        json_decref(status);
+        return 0;
+    }
+    json_t *patch = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", GPUOP_API_VERSION, "kind",
+                              GPUOP_KIND, "metadata", "name", c->key, "status", status);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(patch);
+    if (!body)
+        return GPUOP_ENOMEM;
+    struct op *o = op_new(c, OP_STATUS, -1);
+    if (!o) {
+        free(body);
+        return GPUOP_ENOMEM;
+    }
+    char path[512];
+    snprintf(path, sizeof(path),
+             "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL "/%s/status?fieldManager=" GPUOP_MANAGER
+             "&force=true",
+             c->key);
+    c->stats.status_writes++;
+    gpuop_debug(c->key, "writing status");
+    int rc = gpuop_kube_request(c->kube, "PATCH", path, GPUOP_CT_APPLY, body, strlen(body), 0,
+                                status_done, o, &o->req);
+    free(body);
+    if (rc < 0)
+        op_end(o);
+    return rc;
+}
+
+/* ---- reconcile ---- */
+
+static void finish(struct gpuop_controller *c, bool ok)
+{
+    char *key = c->key;
+    c->key = NULL;
+    if (c->have_policy) {
+        gpuop_policy_free(&c->policy);
+        c->have_policy = false;
+    }
+    c->stats.last_reconcile_ms = (double)(uv_hrtime() - c->started_ns) / 1e6;
+    if (ok) {
+        gpuop_queue_forget(c->queue, key);
+    } else {
+        c->stats.reconcile_errors++;
+        int64_t d = gpuop_queue_add_rate_limited(c->queue, key);
+        gpuop_warn(key, "reconcile failed (%s); retrying in %lld ms", c->err.message, (long long)d);
+    }
+    gpuop_queue_done(c->queue, key);
+    free(key);
+}
+
+/* After the DaemonSet operations: findings and status. */
+static void after_ops(struct gpuop_controller *c)
+{
+    json_t *obj = gpuop_world_policy(c->world, c->key);
+    if (!obj) {
+        finish(c, c->failed == 0);
+        next(c);
+        return;
+    }
+    struct gpuop_status_input in = {.namespace = c->ns};
+    char reason[64] = "Applied", message[700] = "";
+    if (c->ignored) {
+        in.ignored = true;
+        in.active_policy = gpuop_world_active(c->world);
+    } else if (c->policy.nproblems > 0) {
+        const struct gpuop_policy_problem *pr = &c->policy.problems[0];
+        snprintf(reason, sizeof(reason), "InvalidSpec");
+        snprintf(message, sizeof(message), "%s: %s%s", pr->field, pr->message,
+                 c->policy.nproblems > 1 ? " (and more problems: see the operator log)" : "");
+        for (int i = 0; i < c->policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+            gpuop_warn(c->key, "invalid %s: %s", c->policy.problems[i].field,
+                       c->policy.problems[i].message);
+    } else if (c->failed) {
+        snprintf(reason, sizeof(reason), "%s", c->err.reason[0] ? c->err.reason : "ApplyFailed");
+        snprintf(message, sizeof(message), "%s", c->err.message);
+    } else {
+        snprintf(message, sizeof(message), "every operand DaemonSet is in line with the policy");
+    }
+    in.reconciled = !c->failed && c->policy.nproblems == 0;
+    in.reconcile_reason = reason;
+    in.reconcile_message = message;
+
+    struct gpuop_findings f = {0};
+    struct gpuop_world_view v;
+    int rc = gpuop_world_view(c->world, &v);
+    if (rc == 0 && !c->ignored)
+        rc =
+            gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
+    gpuop_world_view_free(&v);
+    json_t *status = NULL;
+    if (rc == 0)
+        status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
+                                    json_object_get(obj, "status"), &in, now_s());
+    if (rc == 0 && !c->ignored && c->write)
+        gpuop_events_observe(
+            c->events, c->key,
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")), &f);
+    gpuop_findings_free(&f);
+    if (!status) {
+        gpuop_err_set(&c->err, GPUOP_ENOMEM, NULL, "out of memory building the status");
+        c->failed++;
+        finish(c, false);
+        next(c);
+        return;
+    }
+    rc = write_status(c, obj, status);
+    if (rc < 0)
+        gpuop_err_set(&c->err, rc, NULL, "cannot send the status: %s", gpuop_strerror(rc));
+    if (c->pending > 0) {
+        /* status_done finishes; keep the policy until then. */
+        gpuop_policy_free(&c->policy);
+        c->have_policy = false;
+        return;
+    }
+    finish(c, rc == 0 && c->failed == 0);
+    next(c);
+}
+
+static void begin(struct gpuop_controller *c)
+{
+    c->started_ns = uv_hrtime();
+    c->stats.reconciles++;
+    c->pending = c->failed = 0;
+    gpuop_err_clear(&c->err);
+    c->ignored = false;
+    json_t *obj = gpuop_world_policy(c->world, c->key);
+    if (!obj) {
+        gpuop_debug(c->key, "policy gone; its DaemonSets go by garbage collection");
+        finish(c, true);
+        next(c);
+        return;
+    }
+    const char *active = gpuop_world_active(c->world);
+    struct gpuop_err perr = {0};
+    int rc = gpuop_policy_parse(obj, &c->policy, &perr);
+    if (rc < 0) {
+        c->err = perr;
+        c->failed++;
+        finish(c, false);
+        next(c);
+        return;
+    }
+    c->have_policy = true;
+    if (!active || strcmp(active, c->key) != 0) {
+        c->ignored = true;
+        after_ops(c);
+        return;
+    }
+    /* A different policy object (re-created, or another became active):
+     * what we applied before says nothing about this one. */
+    const char *uid = c->policy.uid ? c->policy.uid : "";
+    if (strcmp(uid, c->applied_uid) != 0) {
+        memset(c->applied, 0, sizeof(c->applied));
+        snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
+    }
+    if (c->write) {
+        for (int i = 0; i < gpuop_operand_count(); i++) {
+            rc = c->policy.operands[i].enabled ? apply_operand(c, i) : delete_operand(c, i);
+            if (rc < 0) {
+                struct gpuop_err e;
+                gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+                note_failure(c, gpuop_operand_get(i)->ds_name, &e);
+            }
+        }
+    }
+    if (c->pending == 0)
+        after_ops(c);
+}
+
+/* Takes the next key if idle. */
+static void next(struct gpuop_controller *c)
+{
+    if (c->closing || c->key || !gpuop_world_synced(c->world))
+        return;
+    c->key = gpuop_queue_get(c->queue);
+    if (c->key)
+        begin(c);
+}
+
+static void on_ready(void *arg)
+{
+    next(arg);
+}
+
+/* ---- wiring ---- */
+
+static void enqueue_all(struct gpuop_controller *c)
+{
+    const struct gpuop_map *m = gpuop_world_policies(c->world);
+    size_t it = 0;
+    const char *key;
+    while (gpuop_map_next(m, &it, &key, NULL))
+        gpuop_queue_add(c->queue, key);
+}
+
+static void on_change(void *arg, enum gpuop_world_kind kind, const char *key)
+{
+    struct gpuop_controller *c = arg;
+    gpuop_debug(key, "changed (%s)",
+                kind == GPUOP_WORLD_POLICY ? "gpupolicy"
+                : kind == GPUOP_WORLD_NODE ? "node"
+                : kind == GPUOP_WORLD_DS   ? "daemonset"
+                                           : "pod");
+    /* Every policy's state depends on the others (the oldest is active)
+     * and on every node: enqueue them all; the queue deduplicates. */
+    enqueue_all(c);
+}
+
+static void on_synced(void *arg)
+{
+    struct gpuop_controller *c = arg;
+    gpuop_info(NULL, "caches synced");
+    enqueue_all(c);
+    next(c);
+}
+
+int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
+                         const struct gpuop_controller_config *cfg, struct gpuop_controller **out)
+{
+    struct gpuop_controller *c = calloc(1, sizeof(*c));
+    if (!c)
+        return GPUOP_ENOMEM;
+    c->loop = loop;
+    c->kube = kube;
+    c->write = cfg->write;
+    c->ns = strdup(cfg->namespace);
+    struct gpuop_world_config wc = {
+        .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
+    int rc = c->ns ? gpuop_world_new(loop, kube, &wc, &c->world) : GPUOP_ENOMEM;
+    if (rc == 0)
+        rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
+    if (rc == 0)
+        rc = gpuop_events_new(kube, c->ns, &c->events);
+    if (rc < 0) {
+        /* Only reachable on out-of-memory at start-up; the process exits. */
+        free(c->ns);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int gpuop_controller_start(struct gpuop_controller *c)
+{
+    return gpuop_world_start(c->world);
+}
+
+bool gpuop_controller_synced(const struct gpuop_controller *c)
+{
+    return gpuop_world_synced(c->world);
+}
+
+void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
+{
+    bool was = c->write;
+    c->write = write;
+    if (write && !was && gpuop_world_synced(c->world))
+        enqueue_all(c);
+}
+
+void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_controller_stats *out)
+{
+    *out = c->stats;
+    out->events = gpuop_events_posted(c->events);
+}
+
+static void child_closed(void *arg)
+{
+    struct gpuop_controller *c = arg;
+    if (--c->open > 0)
+        return;
+    if (c->have_policy)
+        gpuop_policy_free(&c->policy);
+    free(c->key);
+    free(c->ns);
+    void (*cb)(void *) = c->close_cb;
+    void *carg = c->close_arg;
+    free(c);
+    if (cb)
+        cb(carg);
+}
+
+void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void *arg)
+{
+    c->closing = true;
+    c->close_cb = cb;
+    c->close_arg = arg;
+    /* Cancel what is in flight; their callbacks see closing and stop. */
+    while (c->ops) {
+        struct op *o = c->ops;
+        if (o->req)
+            gpuop_kube_cancel(o->req); /* calls op_end via the done cb */
+        else
+            op_end(o);
+    }
+    c->open = 3;
+    gpuop_events_close(c->events, child_closed, c);
+    gpuop_world_close(c->world, child_closed, c);
+    gpuop_queue_close(c->queue, child_closed, c);
+}

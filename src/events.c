@@ -1,0 +1,190 @@
+/*
+ * events.c - Events for findings that appear or clear (see events.h).
+ * The previous findings are kept (moved in by observe) and diffed against
+ * the new ones with gpuop_findings_diff; a small map of "key -> last post
+ * time" does the flap suppression.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuop/events.h"
+#include "gpuop/log.h"
+#include "gpuop/map.h"
+#include "gpuop/policy.h"
+
+struct post {
+    struct gpuop_events *ev;
+    struct gpuop_kube_req *req;
+    struct post *next;
+};
+
+struct gpuop_events {
+    struct gpuop_kube *kube;
+    char *ns;
+    char host[64];
+    struct gpuop_findings prev;
+    bool have_prev;
+    char *prev_policy;
+    struct gpuop_map last; /* "A|node|operand|reason" -> (void *)(intptr_t)time */
+    struct post *posts;
+    uint64_t posted;
+    bool closing;
+    /* during one observe */
+    const char *policy, *uid;
+    int burst;
+    int suppressed;
+};
+
+int gpuop_events_new(struct gpuop_kube *kube, const char *ns, struct gpuop_events **out)
+{
+    struct gpuop_events *ev = calloc(1, sizeof(*ev));
+    if (!ev || !(ev->ns = strdup(ns))) {
+        free(ev);
+        return GPUOP_ENOMEM;
+    }
+    ev->kube = kube;
+    if (gethostname(ev->host, sizeof(ev->host)) != 0)
+        snprintf(ev->host, sizeof(ev->host), "gpuop");
+    ev->host[sizeof(ev->host) - 1] = 0;
+    gpuop_map_init(&ev->last);
+    *out = ev;
+    return 0;
+}
+
+static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct post *p = arg;
+    struct gpuop_events *ev = p->ev;
+    if (rc < 0 && rc != GPUOP_ECANCELED)
+        gpuop_warn(NULL, "cannot post event: %s", err->message);
+    for (struct post **pp = &ev->posts; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    free(p);
+}
+
+static void post(struct gpuop_events *ev, const char *type, const char *reason, const char *msg)
+{
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char gen[300];
+    snprintf(gen, sizeof(gen), "%s.", ev->policy);
+    json_t *e = json_pack(
+        "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
+        "s:s, s:i, s:s, s:s}",
+        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", ev->ns,
+        "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", ev->policy,
+        "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type, "source",
+        "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts, "count",
+        1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
+    char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
+    if (!p) {
+        free(body);
+        return;
+    }
+    p->ev = ev;
+    char path[300];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ev->ns);
+    if (gpuop_kube_request(ev->kube, "POST", path, GPUOP_CT_JSON, body, strlen(body), 0, post_done,
+                           p, &p->req) < 0) {
+        free(p);
+    } else {
+        p->next = ev->posts;
+        ev->posts = p;
+        ev->posted++;
+    }
+    free(body);
+}
+
+static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
+                    bool appeared)
+{
+    struct gpuop_events *ev = ud;
+    const char *node = gpuop_finding_node(f, x);
+    const char *operand = gpuop_operand_get(x->operand)->name;
+    const char *reason = gpuop_reason_get(x->reason)->name;
+    char key[512];
+    snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
+    long long now = (long long)time(NULL);
+    intptr_t last = (intptr_t)gpuop_map_get(&ev->last, key);
+    if (last && now - last < GPUOP_EVENTS_QUIET_S) {
+        ev->suppressed++;
+        return; /* flapping: said recently */
+    }
+    gpuop_map_put(&ev->last, key, (void *)(intptr_t)now, NULL);
+    if (ev->burst >= GPUOP_EVENTS_BURST) {
+        ev->suppressed++;
+        return;
+    }
+    ev->burst++;
+    char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
+    if (appeared) {
+        char text[GPUOP_FINDING_MESSAGE_MAX];
+        gpuop_finding_message(f, x, text, sizeof(text));
+        snprintf(msg, sizeof(msg), "node %s, %s: %s", node, operand, text);
+        post(ev, "Warning", reason, msg);
+    } else {
+        snprintf(msg, sizeof(msg), "node %s, %s: %s cleared", node, operand, reason);
+        char creason[96];
+        snprintf(creason, sizeof(creason), "%sCleared", reason);
+        post(ev, "Normal", creason, msg);
+    }
+}
+
+void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
+                          struct gpuop_findings *f)
+{
+    if (ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0) {
+        ev->policy = policy;
+        ev->uid = uid;
+        ev->burst = 0;
+        ev->suppressed = 0;
+        gpuop_findings_diff(&ev->prev, f, on_diff, ev);
+        if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
+            char msg[128];
+            snprintf(msg, sizeof(msg),
+                     "%d more finding changes not posted as events; see the GpuPolicy status",
+                     ev->suppressed);
+            post(ev, "Normal", "FindingsSummarized", msg);
+        }
+    }
+    if (ev->have_prev)
+        gpuop_findings_free(&ev->prev);
+    ev->prev = *f;
+    memset(f, 0, sizeof(*f));
+    ev->have_prev = true;
+    if (!ev->prev_policy || strcmp(ev->prev_policy, policy) != 0) {
+        free(ev->prev_policy);
+        ev->prev_policy = strdup(policy);
+    }
+}
+
+uint64_t gpuop_events_posted(const struct gpuop_events *ev)
+{
+    return ev->posted;
+}
+
+void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
+{
+    ev->closing = true;
+    while (ev->posts)
+        gpuop_kube_cancel(ev->posts->req); /* post_done unlinks and frees */
+    if (ev->have_prev)
+        gpuop_findings_free(&ev->prev);
+    gpuop_map_free(&ev->last, NULL);
+    free(ev->prev_policy);
+    free(ev->ns);
+    free(ev);
+    if (cb)
+        cb(arg);
+}

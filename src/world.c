@@ -1,0 +1,365 @@
+/*
+ * world.c - the four informers gpuop watches, their converters into the
+ * compact model structs, and "no difference" filters so heartbeats and
+ * unrelated status churn do not wake the controller.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/log.h"
+#include "gpuop/policy.h"
+#include "gpuop/render.h"
+#include "gpuop/world.h"
+
+struct gpuop_world {
+    struct gpuop_informer *inf[GPUOP_WORLD_KINDS];
+    struct gpuop_world_config cfg;
+    char *ns;
+    int nsynced;
+    int open;
+    void (*close_cb)(void *);
+    void *close_arg;
+};
+
+/* One trampoline argument per informer, so events know their kind. */
+struct tramp {
+    struct gpuop_world *w;
+    enum gpuop_world_kind kind;
+};
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+uint64_t gpuop_world_meta_hash(json_t *obj)
+{
+    static const char *const keys[] = {"labels", "annotations", "ownerReferences"};
+    json_t *md = json_object_get(obj, "metadata");
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < 3; i++) {
+        char *s = json_dumps(json_object_get(md, keys[i]),
+                             JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        h = fnv(h, keys[i], strlen(keys[i]));
+        if (s) {
+            h = fnv(h, s, strlen(s));
+            free(s);
+        }
+    }
+    return h;
+}
+
+/* ---- converters ---- */
+
+static void *node_convert(json_t *obj, struct gpuop_err *err)
+{
+    struct gpuop_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    if (gpuop_node_from_json(obj, n, err) < 0) {
+        gpuop_node_free(n);
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static void node_free(void *p)
+{
+    gpuop_node_free(p);
+    free(p);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool node_same(const void *pa, const void *pb)
+{
+    const struct gpuop_node *a = pa, *b = pb;
+    if (a->gpu != b->gpu || a->operands_label != b->operands_label || a->ntaints != b->ntaints ||
+        memcmp(a->deploy, b->deploy, sizeof(a->deploy)))
+        return false;
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
+        if (!str_eq(a->deploy_other[i], b->deploy_other[i]))
+            return false;
+    for (size_t i = 0; i < a->ntaints; i++)
+        if (!str_eq(a->taints[i].key, b->taints[i].key) ||
+            !str_eq(a->taints[i].value, b->taints[i].value) ||
+            !str_eq(a->taints[i].effect, b->taints[i].effect))
+            return false;
+    return true;
+}
+
+static void *pod_convert(json_t *obj, struct gpuop_err *err)
+{
+    struct gpuop_pod *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    if (gpuop_pod_from_json(obj, p, err) < 0) {
+        gpuop_pod_free(p);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void pod_free(void *p)
+{
+    gpuop_pod_free(p);
+    free(p);
+}
+
+static bool pod_same(const void *pa, const void *pb)
+{
+    const struct gpuop_pod *a = pa, *b = pb;
+    return a->operand == b->operand && a->ready == b->ready && a->deleting == b->deleting &&
+           a->restarts == b->restarts && a->created == b->created && str_eq(a->node, b->node) &&
+           str_eq(a->phase, b->phase) && str_eq(a->waiting_reason, b->waiting_reason) &&
+           str_eq(a->waiting_message, b->waiting_message);
+}
+
+static void *ds_convert(json_t *obj, struct gpuop_err *err)
+{
+    struct gpuop_world_ds *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    if (gpuop_ds_from_json(obj, &d->ds, err) < 0) {
+        gpuop_ds_free(&d->ds);
+        free(d);
+        return NULL;
+    }
+    d->meta_hash = gpuop_world_meta_hash(obj);
+    return d;
+}
+
+static void ds_free(void *p)
+{
+    struct gpuop_world_ds *d = p;
+    gpuop_ds_free(&d->ds);
+    free(d);
+}
+
+static bool ds_same(const void *pa, const void *pb)
+{
+    const struct gpuop_world_ds *a = pa, *b = pb;
+    return a->meta_hash == b->meta_hash && a->ds.generation == b->ds.generation &&
+           a->ds.observed == b->ds.observed && a->ds.desired == b->ds.desired &&
+           a->ds.current == b->ds.current && a->ds.ready == b->ds.ready &&
+           a->ds.available == b->ds.available;
+}
+
+static bool policy_same(const void *pa, const void *pb)
+{
+    return json_equal((json_t *)pa, (json_t *)pb);
+}
+
+/* ---- events ---- */
+
+static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
+{
+    struct tramp *t = arg;
+    if (t->w->cfg.on_change)
+        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key);
+}
+
+static void on_synced(void *arg)
+{
+    struct tramp *t = arg;
+    if (++t->w->nsynced == GPUOP_WORLD_KINDS && t->w->cfg.on_synced)
+        t->w->cfg.on_synced(t->w->cfg.arg);
+}
+
+/* ---- lifecycle ---- */
+
+struct world_alloc {
+    struct gpuop_world w;
+    struct tramp tramps[GPUOP_WORLD_KINDS];
+};
+
+int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop_world_config *cfg,
+                    struct gpuop_world **out)
+{
+    struct world_alloc *a = calloc(1, sizeof(*a));
+    if (!a)
+        return GPUOP_ENOMEM;
+    struct gpuop_world *w = &a->w;
+    w->cfg = *cfg;
+    w->ns = strdup(cfg->namespace);
+    if (!w->ns) {
+        free(a);
+        return GPUOP_ENOMEM;
+    }
+    w->cfg.namespace = w->ns;
+
+    char ds_path[512], pod_path[512];
+    snprintf(ds_path, sizeof(ds_path), "/apis/apps/v1/namespaces/%s/daemonsets", w->ns);
+    snprintf(pod_path, sizeof(pod_path), "/api/v1/namespaces/%s/pods", w->ns);
+    const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
+    struct gpuop_informer_config ic[GPUOP_WORLD_KINDS] = {
+        [GPUOP_WORLD_POLICY] = {.name = "gpupolicies",
+                                .path = "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL,
+                                .same = policy_same},
+        [GPUOP_WORLD_NODE] = {.name = "nodes",
+                              .path = "/api/v1/nodes",
+                              .convert = node_convert,
+                              .free_item = node_free,
+                              .same = node_same},
+        [GPUOP_WORLD_DS] = {.name = "daemonsets",
+                            .path = ds_path,
+                            .label_selector = sel,
+                            .convert = ds_convert,
+                            .free_item = ds_free,
+                            .same = ds_same},
+        [GPUOP_WORLD_POD] = {.name = "pods",
+                             .path = pod_path,
+                             .label_selector = sel,
+                             .convert = pod_convert,
+                             .free_item = pod_free,
+                             .same = pod_same},
+    };
+    for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {
+        a->tramps[k] = (struct tramp){w, (enum gpuop_world_kind)k};
+        ic[k].on_event = on_event;
+        ic[k].on_synced = on_synced;
+        ic[k].arg = &a->tramps[k];
+        int rc = gpuop_informer_new(loop, kube, &ic[k], &w->inf[k]);
+        if (rc < 0) {
+            /* Informers never started: closing them frees synchronously
+             * enough once the loop runs; count them for the close cb. */
+            for (int j = 0; j < k; j++)
+                gpuop_informer_close(w->inf[j], NULL, NULL);
+            free(w->ns);
+            free(a);
+            return rc;
+        }
+    }
+    *out = w;
+    return 0;
+}
+
+int gpuop_world_start(struct gpuop_world *w)
+{
+    for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {
+        int rc = gpuop_informer_start(w->inf[k]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+bool gpuop_world_synced(const struct gpuop_world *w)
+{
+    return w->nsynced == GPUOP_WORLD_KINDS;
+}
+
+json_t *gpuop_world_policy(const struct gpuop_world *w, const char *name)
+{
+    return gpuop_informer_get(w->inf[GPUOP_WORLD_POLICY], name);
+}
+
+const struct gpuop_map *gpuop_world_policies(const struct gpuop_world *w)
+{
+    return gpuop_informer_store(w->inf[GPUOP_WORLD_POLICY]);
+}
+
+const char *gpuop_world_active(const struct gpuop_world *w)
+{
+    const struct gpuop_map *m = gpuop_world_policies(w);
+    const char *best = NULL, *best_ts = NULL, *key;
+    void *v;
+    size_t it = 0;
+    while (gpuop_map_next(m, &it, &key, &v)) {
+        const char *ts =
+            json_string_value(json_object_get(json_object_get(v, "metadata"), "creationTimestamp"));
+        if (!ts)
+            ts = "";
+        /* RFC 3339 UTC timestamps of one format compare as strings. */
+        int c = best ? strcmp(ts, best_ts) : -1;
+        if (!best || c < 0 || (c == 0 && strcmp(key, best) < 0)) {
+            best = key;
+            best_ts = ts;
+        }
+    }
+    return best;
+}
+
+const struct gpuop_world_ds *gpuop_world_ds(const struct gpuop_world *w, const char *name)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", w->ns, name);
+    return gpuop_informer_get(w->inf[GPUOP_WORLD_DS], key);
+}
+
+static void **collect(const struct gpuop_map *m, size_t *n, size_t offset)
+{
+    void **arr = malloc((m->len ? m->len : 1) * sizeof(*arr));
+    if (!arr)
+        return NULL;
+    size_t it = 0, k = 0;
+    void *v;
+    while (gpuop_map_next(m, &it, NULL, &v))
+        arr[k++] = (char *)v + offset;
+    *n = k;
+    return arr;
+}
+
+int gpuop_world_view(const struct gpuop_world *w, struct gpuop_world_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->nodes = (const struct gpuop_node **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_NODE]),
+                                                   &v->nnodes, 0);
+    v->ds = (const struct gpuop_ds **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_DS]), &v->nds,
+                                              offsetof(struct gpuop_world_ds, ds));
+    v->pods = (const struct gpuop_pod **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_POD]),
+                                                 &v->npods, 0);
+    if (!v->nodes || !v->ds || !v->pods) {
+        gpuop_world_view_free(v);
+        return GPUOP_ENOMEM;
+    }
+    return 0;
+}
+
+void gpuop_world_view_free(struct gpuop_world_view *v)
+{
+    free(v->nodes);
+    free(v->ds);
+    free(v->pods);
+    memset(v, 0, sizeof(*v));
+}
+
+void gpuop_world_stats(const struct gpuop_world *w, enum gpuop_world_kind kind,
+                       struct gpuop_informer_stats *out)
+{
+    gpuop_informer_stats(w->inf[kind], out);
+}
+
+static void informer_closed(void *arg)
+{
+    struct gpuop_world *w = arg;
+    if (--w->open > 0)
+        return;
+    void (*cb)(void *) = w->close_cb;
+    void *carg = w->close_arg;
+    free(w->ns);
+    free((struct world_alloc *)w);
+    if (cb)
+        cb(carg);
+}
+
+void gpuop_world_close(struct gpuop_world *w, void (*cb)(void *), void *arg)
+{
+    w->close_cb = cb;
+    w->close_arg = arg;
+    w->open = GPUOP_WORLD_KINDS;
+    w->cfg.on_change = NULL;
+    w->cfg.on_synced = NULL;
+    for (int k = 0; k < GPUOP_WORLD_KINDS; k++)
+        gpuop_informer_close(w->inf[k], informer_closed, w);
+}
