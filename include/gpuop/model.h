@@ -48,20 +48,26 @@ struct gpuop_node {
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
     unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
     char *deploy_other[GPUOP_OPERAND_MAX];   /* the value when deploy[i] == OTHER, else NULL */
-    struct gpuop_taint *taints; /* NoSchedule/NoExecute/PreferNoSchedule as found */
+    struct gpuop_taint *taints;              /* only NoSchedule and NoExecute taints are kept */
     size_t ntaints;
     long long created; /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
 };
 
 struct gpuop_pod {
     char *name;
-    char *node;            /* spec.nodeName; NULL while unbound */
-    int operand;           /* operand index from the owning DaemonSet, -1 if unknown */
+    char *node;            /* spec.nodeName; while unbound, the node a DaemonSet pod's
+                              required affinity (matchFields metadata.name) targets;
+                              NULL when neither is known */
+    bool bound;            /* spec.nodeName was set */
+    int operand;           /* operand index: label app.kubernetes.io/component, else
+                              the owning DaemonSet's name; -1 if unknown */
     char *phase;           /* Pending | Running | Succeeded | Failed | Unknown */
     bool ready;            /* condition Ready=True */
     bool deleting;         /* metadata.deletionTimestamp set */
-    char *waiting_reason;  /* first container's state.waiting.reason, or NULL */
-    char *waiting_message; /* its message, or NULL */
+    char *waiting_reason;  /* first waiting reason among init containers, then
+                              containers; else "Unschedulable" when condition
+                              PodScheduled=False; else NULL */
+    char *waiting_message; /* its message (at most GPUOP_MODEL_MESSAGE_MAX bytes), or NULL */
     int restarts;          /* sum of containers' restartCount */
     long long created;     /* metadata.creationTimestamp, seconds since epoch */
 };
@@ -77,7 +83,13 @@ struct gpuop_ds {
     long long available;  /* status.numberAvailable */
     long long generation; /* metadata.generation */
     long long observed;   /* status.observedGeneration */
+    long long created;    /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    bool host_network;    /* spec.template.spec.hostNetwork (the DaemonSet controller
+                             then also tolerates network-unavailable) */
 };
+
+/* Longest pod waiting message kept (bytes, cut on a UTF-8 boundary). */
+#define GPUOP_MODEL_MESSAGE_MAX 256
 
 int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, struct gpuop_err *err);
 int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);

@@ -1,0 +1,77 @@
+/*
+ * reasons.h - the finding kinds and their reasons, as data (src/reasons.c).
+ *
+ * A finding (see analysis.h) has a kind (Missing, NotScheduled, Unexpected,
+ * OrderingViolation) and a CamelCase reason that says why. The table holds,
+ * per reason, its kind, its name, a one-line summary and what to do; status
+ * messages, Events, metrics and docs/findings.md are all drawn from it.
+ */
+#ifndef GPUOP_REASONS_H
+#define GPUOP_REASONS_H
+
+enum gpuop_kind {
+    GPUOP_KIND_MISSING = 0,   /* expected but not running */
+    GPUOP_KIND_NOT_SCHEDULED, /* GPU node, operand enabled, label absent or not true/false */
+    GPUOP_KIND_UNEXPECTED,    /* running but not expected */
+    GPUOP_KIND_ORDERING, /* running while a prerequisite is neither running nor host-provided */
+    GPUOP_KIND_COUNT
+};
+
+enum gpuop_reason {
+    /* Missing, in the order an engineer checks */
+    GPUOP_REASON_DAEMONSET_ABSENT = 0,
+    GPUOP_REASON_TAINT_NOT_TOLERATED,
+    GPUOP_REASON_POD_NOT_CREATED,
+    GPUOP_REASON_POD_UNSCHEDULABLE,
+    GPUOP_REASON_IMAGE_PULL_FAILED,
+    GPUOP_REASON_CRASH_LOOP,
+    GPUOP_REASON_POD_PENDING,
+    GPUOP_REASON_POD_NOT_READY,
+    GPUOP_REASON_POD_FAILED,
+    GPUOP_REASON_POD_TERMINATING,
+    /* NotScheduled */
+    GPUOP_REASON_LABEL_ABSENT,
+    GPUOP_REASON_LABEL_EMPTY,
+    GPUOP_REASON_LABEL_PAUSED,
+    GPUOP_REASON_LABEL_INVALID,
+    /* Unexpected */
+    GPUOP_REASON_OPERAND_DISABLED,
+    GPUOP_REASON_NODE_OPTED_OUT,
+    GPUOP_REASON_LABEL_NOT_TRUE,
+    GPUOP_REASON_NOT_GPU_NODE,
+    /* OrderingViolation */
+    GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
+    GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+    GPUOP_REASON_COUNT
+};
+
+struct gpuop_reason_info {
+    int kind;            /* enum gpuop_kind */
+    const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */
+    const char *summary; /* what it means, one sentence */
+    const char *action;  /* what to do, one or two sentences */
+    /* For OrderingViolation reasons tied to one pair: the operand (running)
+     * and prerequisite (not satisfied) names; NULL for generic reasons. */
+    const char *operand;
+    const char *prereq;
+};
+
+/* Borrowed, static; NULL when out of range. */
+const struct gpuop_reason_info *gpuop_reason_get(int reason);
+
+/* "Missing", "NotScheduled", "Unexpected", "OrderingViolation"; "Unknown"
+ * when out of range. Static. */
+const char *gpuop_kind_name(int kind);
+
+/* One-sentence description of a kind. Static. */
+const char *gpuop_kind_summary(int kind);
+
+/* Index of a reason by CamelCase name; -1 if none. */
+int gpuop_reason_by_name(const char *name);
+
+/* The ordering reason for operand `op` running while prerequisite `prereq`
+ * (operand names) is unsatisfied: a specific one from the table, else
+ * GPUOP_REASON_PREREQUISITE_NOT_RUNNING. */
+int gpuop_reason_ordering(const char *op, const char *prereq);
+
+#endif

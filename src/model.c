@@ -1,0 +1,487 @@
+/*
+ * model.c - Kubernetes Node / Pod / DaemonSet JSON reduced to the compact
+ * structs of model.h, plus toleration matching and RFC 3339 parsing.
+ *
+ * Design: every accessor tolerates a missing or mistyped field (a label map
+ * that is not an object, a status that is a string ...) and falls back to
+ * "absent"; only a missing metadata.name is an error, because nothing can be
+ * keyed without it. Strings copied from the input are capped in length so a
+ * hostile object cannot blow up the cache; only what the analysis reads is
+ * kept (for instance PreferNoSchedule taints are dropped on arrival).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/model.h"
+
+#define NAME_MAX_LEN    512 /* Kubernetes names are <= 253, label values <= 63 */
+#define COMPONENT_LABEL "app.kubernetes.io/component"
+
+/* ---- small JSON helpers: all borrowed, all NULL-safe ---- */
+
+static json_t *jobj(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_object(v) ? v : NULL;
+}
+
+static json_t *jarr(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_array(v) ? v : NULL;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static long long jint(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+}
+
+static bool jtrue(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_true(v);
+}
+
+/* New copy of s cut at max bytes (on a UTF-8 boundary); NULL for NULL.
+ * *oom is set when allocation fails. */
+static char *dupcap(const char *s, size_t max, int *oom)
+{
+    if (!s)
+        return NULL;
+    size_t n = strnlen(s, max + 1);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    char *d = malloc(n + 1);
+    if (!d) {
+        *oom = 1;
+        return NULL;
+    }
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static char *sdup(const char *s, int *oom)
+{
+    return dupcap(s, NAME_MAX_LEN, oom);
+}
+
+static int no_name(struct gpuop_err *err, const char *kind)
+{
+    return gpuop_err_set(err, GPUOP_EINVAL, "metadata.name", "%s object without a name", kind);
+}
+
+/* ---- time ---- */
+
+static int digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static long long days_from_civil(int y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+long long gpuop_parse_time(const char *s)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, mo, d, h, mi, se;
+
+    if (!s || strnlen(s, 64) < 20)
+        return -1;
+    if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+        digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+        digits(s + 17, 2, &se))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+        return -1;
+    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+        return -1;
+    const char *p = s + 19;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    long long off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return -1;
+        off = (oh * 3600LL + om * 60LL) * (*p == '+' ? 1 : -1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p != '\0')
+        return -1;
+    if (se == 60)
+        se = 59; /* leap second: close enough */
+    return days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + se - off;
+}
+
+static long long jtime(json_t *o, const char *key)
+{
+    long long t = gpuop_parse_time(jstr(o, key));
+    return t < 0 ? 0 : t;
+}
+
+/* ---- tolerations ---- */
+
+static bool empty(const char *s)
+{
+    return !s || !*s;
+}
+
+static bool streq0(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Kubernetes' Toleration.ToleratesTaint: effect (empty = all), key (empty =
+ * all; validation allows that only with Exists), then the operator. */
+bool gpuop_toleration_matches(const struct gpuop_toleration *t, const struct gpuop_taint *taint)
+{
+    if (!t || !taint)
+        return false;
+    if (!empty(t->effect) && !streq0(t->effect, taint->effect))
+        return false;
+    if (!empty(t->key) && !streq0(t->key, taint->key))
+        return false;
+    if (empty(t->op) || strcmp(t->op, "Equal") == 0)
+        return streq0(t->value, taint->value);
+    if (strcmp(t->op, "Exists") == 0)
+        return true;
+    return false;
+}
+
+/* ---- Node ---- */
+
+static int node_labels(json_t *labels, struct gpuop_node *n, int *oom)
+{
+    const size_t plen = strlen(GPUOP_LABEL_PREFIX);
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(labels))
+        return 0;
+    json_object_foreach(labels, k, v)
+    {
+        const char *val = json_is_string(v) ? json_string_value(v) : NULL;
+        if (strcmp(k, GPUOP_LABEL_GPU_PRESENT) == 0 || strcmp(k, GPUOP_LABEL_NFD_NVIDIA) == 0) {
+            if (val && strcmp(val, "true") == 0)
+                n->gpu = true;
+            continue;
+        }
+        if (strncmp(k, GPUOP_LABEL_PREFIX, plen) != 0)
+            continue;
+        n->gpu = true; /* any nvidia.com/gpu.deploy.* label */
+        enum gpuop_label st = !val                        ? GPUOP_LABEL_OTHER
+                              : strcmp(val, "true") == 0  ? GPUOP_LABEL_TRUE
+                              : strcmp(val, "false") == 0 ? GPUOP_LABEL_FALSE
+                                                          : GPUOP_LABEL_OTHER;
+        if (strcmp(k, GPUOP_LABEL_OPERANDS) == 0) {
+            n->operands_label = (unsigned char)st;
+            continue;
+        }
+        int i = gpuop_operand_by_name(k + plen);
+        if (i < 0)
+            continue;
+        n->deploy[i] = (unsigned char)st;
+        free(n->deploy_other[i]);
+        n->deploy_other[i] = NULL;
+        if (st == GPUOP_LABEL_OTHER)
+            n->deploy_other[i] = sdup(val ? val : "", oom);
+    }
+    return 0;
+}
+
+static bool excluding_effect(const char *effect)
+{
+    return effect && (strcmp(effect, "NoSchedule") == 0 || strcmp(effect, "NoExecute") == 0);
+}
+
+static int node_taints(json_t *taints, struct gpuop_node *n, int *oom)
+{
+    size_t i, cnt = 0;
+    json_t *t;
+
+    json_array_foreach(taints, i, t)
+    {
+        if (jstr(t, "key") && excluding_effect(jstr(t, "effect")))
+            cnt++;
+    }
+    if (!cnt)
+        return 0;
+    n->taints = calloc(cnt, sizeof(*n->taints));
+    if (!n->taints) {
+        *oom = 1;
+        return 0;
+    }
+    json_array_foreach(taints, i, t)
+    {
+        if (!jstr(t, "key") || !excluding_effect(jstr(t, "effect")))
+            continue;
+        struct gpuop_taint *x = &n->taints[n->ntaints++];
+        x->key = sdup(jstr(t, "key"), oom);
+        x->value = sdup(jstr(t, "value"), oom);
+        x->effect = sdup(jstr(t, "effect"), oom);
+    }
+    return 0;
+}
+
+int gpuop_node_from_json(json_t *obj, struct gpuop_node *out, struct gpuop_err *err)
+{
+    int oom = 0;
+    json_t *meta = jobj(obj, "metadata");
+
+    memset(out, 0, sizeof(*out));
+    if (!jstr(meta, "name"))
+        return no_name(err, "Node");
+    out->name = sdup(jstr(meta, "name"), &oom);
+    out->created = jtime(meta, "creationTimestamp");
+    node_labels(jobj(meta, "labels"), out, &oom);
+    node_taints(jarr(jobj(obj, "spec"), "taints"), out, &oom);
+    if (oom) {
+        gpuop_node_free(out);
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+    }
+    return 0;
+}
+
+void gpuop_node_free(struct gpuop_node *n)
+{
+    if (!n)
+        return;
+    free(n->name);
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
+        free(n->deploy_other[i]);
+    for (size_t i = 0; i < n->ntaints; i++) {
+        free(n->taints[i].key);
+        free(n->taints[i].value);
+        free(n->taints[i].effect);
+    }
+    free(n->taints);
+    memset(n, 0, sizeof(*n));
+}
+
+/* ---- Pod ---- */
+
+static int pod_operand(json_t *meta)
+{
+    int i = gpuop_operand_by_name(jstr(jobj(meta, "labels"), COMPONENT_LABEL));
+    if (i >= 0)
+        return i;
+    size_t k;
+    json_t *ref;
+    json_array_foreach(jarr(meta, "ownerReferences"), k, ref)
+    {
+        const char *kind = jstr(ref, "kind");
+        if (kind && strcmp(kind, "DaemonSet") == 0)
+            return gpuop_operand_by_ds(jstr(ref, "name"));
+    }
+    return -1;
+}
+
+/* The node a not-yet-bound DaemonSet pod is meant for: the DaemonSet
+ * controller pins it with a required node affinity on metadata.name. */
+static const char *affinity_node(json_t *spec)
+{
+    json_t *req = jobj(jobj(jobj(spec, "affinity"), "nodeAffinity"),
+                       "requiredDuringSchedulingIgnoredDuringExecution");
+    size_t i, j;
+    json_t *term, *f;
+    json_array_foreach(jarr(req, "nodeSelectorTerms"), i, term)
+    {
+        json_array_foreach(jarr(term, "matchFields"), j, f)
+        {
+            const char *key = jstr(f, "key"), *op = jstr(f, "operator");
+            json_t *vals = jarr(f, "values");
+            if (key && op && strcmp(key, "metadata.name") == 0 && strcmp(op, "In") == 0 &&
+                json_array_size(vals) == 1 && json_is_string(json_array_get(vals, 0)))
+                return json_string_value(json_array_get(vals, 0));
+        }
+    }
+    return NULL;
+}
+
+static bool condition(json_t *status, const char *type, const char *want, json_t **found)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(jarr(status, "conditions"), i, c)
+    {
+        const char *t = jstr(c, "type"), *s = jstr(c, "status");
+        if (t && strcmp(t, type) == 0) {
+            if (found)
+                *found = c;
+            return s && strcmp(s, want) == 0;
+        }
+    }
+    return false;
+}
+
+/* First waiting container in list (borrowed state.waiting object) and the
+ * sum of restart counts. */
+static json_t *containers(json_t *list, json_t *first, long long *restarts)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        long long r = jint(c, "restartCount");
+        if (r > 0 && *restarts < INT_MAX)
+            *restarts += r;
+        json_t *w = jobj(jobj(c, "state"), "waiting");
+        if (!first && w && jstr(w, "reason"))
+            first = w;
+    }
+    return first;
+}
+
+int gpuop_pod_from_json(json_t *obj, struct gpuop_pod *out, struct gpuop_err *err)
+{
+    int oom = 0;
+    json_t *meta = jobj(obj, "metadata"), *spec = jobj(obj, "spec"), *status = jobj(obj, "status");
+
+    memset(out, 0, sizeof(*out));
+    out->operand = -1;
+    if (!jstr(meta, "name"))
+        return no_name(err, "Pod");
+    out->name = sdup(jstr(meta, "name"), &oom);
+    out->operand = pod_operand(meta);
+    out->created = jtime(meta, "creationTimestamp");
+    json_t *del = json_is_object(meta) ? json_object_get(meta, "deletionTimestamp") : NULL;
+    out->deleting = del && !json_is_null(del);
+
+    const char *node = jstr(spec, "nodeName");
+    out->bound = node && *node;
+    out->node = sdup(out->bound ? node : affinity_node(spec), &oom);
+
+    out->phase = sdup(jstr(status, "phase"), &oom);
+    out->ready = condition(status, "Ready", "True", NULL);
+
+    long long restarts = 0;
+    json_t *w = containers(jarr(status, "initContainerStatuses"), NULL, &restarts);
+    w = containers(jarr(status, "containerStatuses"), w, &restarts);
+    out->restarts = restarts > INT_MAX ? INT_MAX : (int)restarts;
+    json_t *sched = NULL;
+    if (w) {
+        out->waiting_reason = sdup(jstr(w, "reason"), &oom);
+        out->waiting_message = dupcap(jstr(w, "message"), GPUOP_MODEL_MESSAGE_MAX, &oom);
+    } else if (condition(status, "PodScheduled", "False", &sched)) {
+        out->waiting_reason = sdup("Unschedulable", &oom);
+        out->waiting_message = dupcap(jstr(sched, "message"), GPUOP_MODEL_MESSAGE_MAX, &oom);
+    }
+    if (oom) {
+        gpuop_pod_free(out);
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
+    }
+    return 0;
+}
+
+void gpuop_pod_free(struct gpuop_pod *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->node);
+    free(p->phase);
+    free(p->waiting_reason);
+    free(p->waiting_message);
+    memset(p, 0, sizeof(*p));
+    p->operand = -1;
+}
+
+/* ---- DaemonSet ---- */
+
+int gpuop_ds_from_json(json_t *obj, struct gpuop_ds *out, struct gpuop_err *err)
+{
+    int oom = 0;
+    json_t *meta = jobj(obj, "metadata"), *status = jobj(obj, "status");
+    json_t *pspec = jobj(jobj(jobj(obj, "spec"), "template"), "spec");
+
+    memset(out, 0, sizeof(*out));
+    out->operand = -1;
+    if (!jstr(meta, "name"))
+        return no_name(err, "DaemonSet");
+    out->name = sdup(jstr(meta, "name"), &oom);
+    out->operand = gpuop_operand_by_ds(out->name);
+    out->generation = jint(meta, "generation");
+    out->created = jtime(meta, "creationTimestamp");
+    out->host_network = jtrue(pspec, "hostNetwork");
+    out->desired = jint(status, "desiredNumberScheduled");
+    out->current = jint(status, "currentNumberScheduled");
+    out->ready = jint(status, "numberReady");
+    out->available = jint(status, "numberAvailable");
+    out->observed = jint(status, "observedGeneration");
+
+    json_t *tols = jarr(pspec, "tolerations");
+    size_t n = json_array_size(tols);
+    if (n && !oom) {
+        out->tolerations = calloc(n, sizeof(*out->tolerations));
+        if (!out->tolerations)
+            oom = 1;
+    }
+    for (size_t i = 0; out->tolerations && i < n; i++) {
+        json_t *t = json_array_get(tols, i);
+        if (!json_is_object(t))
+            continue;
+        struct gpuop_toleration *x = &out->tolerations[out->ntolerations++];
+        x->key = sdup(jstr(t, "key"), &oom);
+        x->op = sdup(jstr(t, "operator"), &oom);
+        x->value = sdup(jstr(t, "value"), &oom);
+        x->effect = sdup(jstr(t, "effect"), &oom);
+    }
+    if (oom) {
+        gpuop_ds_free(out);
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a DaemonSet");
+    }
+    return 0;
+}
+
+void gpuop_ds_free(struct gpuop_ds *d)
+{
+    if (!d)
+        return;
+    free(d->name);
+    for (size_t i = 0; i < d->ntolerations; i++) {
+        free(d->tolerations[i].key);
+        free(d->tolerations[i].op);
+        free(d->tolerations[i].value);
+        free(d->tolerations[i].effect);
+    }
+    free(d->tolerations);
+    memset(d, 0, sizeof(*d));
+    d->operand = -1;
+}

@@ -1,0 +1,190 @@
+/*
+ * reasons.c - the finding kinds and reasons (SPEC section 5) as one table.
+ *
+ * This is the only place that names a reason or says what to do about it:
+ * analysis.c picks the index, status/report/metrics print the strings, and
+ * docs/findings.md is written from the same rows. Adding a reason is one
+ * enum entry in reasons.h plus one row here (the static assert checks).
+ */
+#include <string.h>
+
+#include "gpuop/reasons.h"
+
+static const struct {
+    const char *name;
+    const char *summary;
+} kinds[GPUOP_KIND_COUNT] = {
+    [GPUOP_KIND_MISSING] = {"Missing", "The operand should run on the node but no Ready pod of it "
+                                       "runs there."},
+    [GPUOP_KIND_NOT_SCHEDULED] = {"NotScheduled",
+                                  "The operand is enabled and the node is a GPU node, but the "
+                                  "node's deploy label is not \"true\" (nor \"false\"), so "
+                                  "nothing happens here."},
+    [GPUOP_KIND_UNEXPECTED] = {"Unexpected", "A pod of the operand runs on a node where it is not "
+                                             "expected."},
+    [GPUOP_KIND_ORDERING] = {"OrderingViolation",
+                             "The operand runs while one of its prerequisites is neither "
+                             "running nor provided by the host."},
+};
+
+#define M GPUOP_KIND_MISSING
+#define N GPUOP_KIND_NOT_SCHEDULED
+#define U GPUOP_KIND_UNEXPECTED
+#define O GPUOP_KIND_ORDERING
+
+static const struct gpuop_reason_info reasons[] = {
+    [GPUOP_REASON_DAEMONSET_ABSENT] =
+        {M, "DaemonSetAbsent", "The operand's DaemonSet does not exist.",
+         "gpuop creates it when the policy is applied: check the GpuPolicy's Reconciled "
+         "condition and the operator's log.",
+         NULL, NULL},
+    [GPUOP_REASON_TAINT_NOT_TOLERATED] =
+        {M, "TaintNotTolerated",
+         "A NoSchedule or NoExecute taint on the node is not tolerated by the DaemonSet, so "
+         "the DaemonSet controller places no pod here (the node also drops out of "
+         "desiredNumberScheduled).",
+         "Add a matching toleration under spec.daemonsets.tolerations of the GpuPolicy, or "
+         "remove the taint from the node.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_NOT_CREATED] =
+        {M, "PodNotCreated", "The DaemonSet exists and should place a pod here, but none exists.",
+         "The DaemonSet controller normally adds the pod within seconds of the label; if this "
+         "lasts, look at the DaemonSet's events and the kube-controller-manager.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_UNSCHEDULABLE] =
+        {M, "PodUnschedulable", "The pod exists but the scheduler cannot bind it to the node.",
+         "Read the scheduler's message: usually the node lacks CPU or memory for the "
+         "requests under spec.<key>.resources, or a host port is taken.",
+         NULL, NULL},
+    [GPUOP_REASON_IMAGE_PULL_FAILED] =
+        {M, "ImagePullFailed", "The node cannot pull the operand's image.",
+         "Check the image reference under spec.<key>.image, the registry's reachability "
+         "from the node and any image pull secret.",
+         NULL, NULL},
+    [GPUOP_REASON_CRASH_LOOP] =
+        {M, "CrashLoopBackOff", "A container of the pod keeps exiting and is being restarted.",
+         "Read the container's log (kubectl logs --previous); for the driver, check the kernel "
+         "headers and that no driver is preinstalled on the host.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_PENDING] =
+        {M, "PodPending", "The pod is bound to the node but its containers have not started.",
+         "Usually transient (image download, volume mounts); if it lasts, describe the pod and "
+         "read its events.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_NOT_READY] =
+        {M, "PodNotReady", "The pod is Running but not Ready.",
+         "Its readiness probe fails or a container is still starting: read the pod's events and "
+         "logs.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_FAILED] =
+        {M, "PodFailed", "The pod ended (Failed or Succeeded) or its state is Unknown.",
+         "Describe the pod and read its logs; delete it to let the DaemonSet controller create "
+         "a new one.",
+         NULL, NULL},
+    [GPUOP_REASON_POD_TERMINATING] =
+        {M, "PodTerminating", "The pod is being deleted and no replacement runs yet.",
+         "Usually transient (rolling update); if the pod stays Terminating, the node's kubelet "
+         "may be unreachable.",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_ABSENT] =
+        {N, "LabelAbsent", "The node has no nvidia.com/gpu.deploy.<operand> label.",
+         "Label the node nvidia.com/gpu.deploy.<operand>=true to run the operand here, or "
+         "=false if the host provides it.",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_EMPTY] =
+        {N, "LabelEmpty", "The node's nvidia.com/gpu.deploy.<operand> label has an empty value.",
+         "An empty value selects nothing: set it to \"true\" to run the operand here, or "
+         "\"false\" if the host provides it.",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_PAUSED] =
+        {N, "LabelPaused",
+         "The node's nvidia.com/gpu.deploy.<operand> label is \"paused...\" (the GPU Operator "
+         "pauses operands this way during upgrades).",
+         "When the maintenance is over, set the label back to \"true\" (or \"false\" if the host "
+         "provides the operand).",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_INVALID] =
+        {N, "LabelInvalid",
+         "The node's nvidia.com/gpu.deploy.<operand> label has a value other than true or "
+         "false.",
+         "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it.",
+         NULL, NULL},
+    [GPUOP_REASON_OPERAND_DISABLED] =
+        {U, "OperandDisabled", "The operand is disabled in the policy but a pod of it still runs.",
+         "gpuop deletes the DaemonSet of a disabled operand; if the pod stays, delete it, or "
+         "enable the operand again.",
+         NULL, NULL},
+    [GPUOP_REASON_NODE_OPTED_OUT] =
+        {U, "NodeOptedOut",
+         "The node is labelled nvidia.com/gpu.deploy.operands=false but a pod of the operand "
+         "runs there (its own deploy label is still \"true\").",
+         "Remove or set to \"false\" the operand's deploy label on the node, or drop the "
+         "operands=false label if the node should run operands.",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_NOT_TRUE] =
+        {U, "LabelNotTrue",
+         "A pod of the operand runs although the node's deploy label is not \"true\" (a pod left "
+         "after its label went).",
+         "The DaemonSet controller removes such pods within seconds; if it stays, delete the pod "
+         "or set the label back to \"true\".",
+         NULL, NULL},
+    [GPUOP_REASON_NOT_GPU_NODE] =
+        {U, "NotGpuNode", "A pod of the operand runs on a node that is not a GPU node.",
+         "Delete the pod; label the node nvidia.com/gpu.present=true if it does have a GPU.", NULL,
+         NULL},
+    [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
+        {O, "DevicePluginWithoutToolkit",
+         "The device plugin runs while the container toolkit does not: the node advertises "
+         "nvidia.com/gpu, the scheduler places GPU pods here, and they fail to get a GPU.",
+         "Make the container toolkit run on the node (label "
+         "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it), or "
+         "stop the device plugin there until it does.",
+         "device-plugin", "container-toolkit"},
+    [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
+        {O, "PrerequisiteNotRunning",
+         "The operand runs while a direct or transitive prerequisite is neither running nor "
+         "provided by the host.",
+         "Make the prerequisite run on the node (deploy label \"true\"), or label it \"false\" "
+         "if the host provides it.",
+         NULL, NULL},
+};
+
+#undef M
+#undef N
+#undef U
+#undef O
+
+_Static_assert(sizeof(reasons) / sizeof(reasons[0]) == GPUOP_REASON_COUNT,
+               "one row per enum gpuop_reason");
+
+const struct gpuop_reason_info *gpuop_reason_get(int reason)
+{
+    return (reason >= 0 && reason < GPUOP_REASON_COUNT) ? &reasons[reason] : NULL;
+}
+
+const char *gpuop_kind_name(int kind)
+{
+    return (kind >= 0 && kind < GPUOP_KIND_COUNT) ? kinds[kind].name : "Unknown";
+}
+
+const char *gpuop_kind_summary(int kind)
+{
+    return (kind >= 0 && kind < GPUOP_KIND_COUNT) ? kinds[kind].summary : "";
+}
+
+int gpuop_reason_by_name(const char *name)
+{
+    for (int i = 0; name && i < GPUOP_REASON_COUNT; i++)
+        if (strcmp(reasons[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int gpuop_reason_ordering(const char *op, const char *prereq)
+{
+    for (int i = 0; op && prereq && i < GPUOP_REASON_COUNT; i++)
+        if (reasons[i].kind == GPUOP_KIND_ORDERING && reasons[i].operand &&
+            strcmp(reasons[i].operand, op) == 0 && strcmp(reasons[i].prereq, prereq) == 0)
+            return i;
+    return GPUOP_REASON_PREREQUISITE_NOT_RUNNING;
+}

@@ -1,0 +1,373 @@
+/*
+ * test_model.c - Kubernetes JSON -> model structs, toleration matching,
+ * RFC 3339 parsing. Real-looking objects live in test/data/analysis/;
+ * garbage is inline: every wrong type must be survived, not crashed on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/model.h"
+
+static json_t *load(const char *name)
+{
+    char path[512];
+    json_error_t e;
+    snprintf(path, sizeof(path), "%s/analysis/%s", TESTDATA, name);
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j)
+        fail_msg("%s: %s", path, e.text);
+    return j;
+}
+
+static void test_node_gpu(void **state)
+{
+    json_t *j = load("node-gpu.json");
+    struct gpuop_node n;
+    struct gpuop_err err = {0};
+    int drv = gpuop_operand_by_name("driver"), tk = gpuop_operand_by_name("container-toolkit");
+    int dp = gpuop_operand_by_name("device-plugin"),
+        gfd = gpuop_operand_by_name("gpu-feature-discovery");
+    int dcgm = gpuop_operand_by_name("dcgm-exporter");
+
+    assert_int_equal(gpuop_node_from_json(j, &n, &err), 0);
+    assert_string_equal(n.name, "gpu-node-1");
+    assert_true(n.gpu);
+    assert_int_equal(n.operands_label, GPUOP_LABEL_TRUE);
+    assert_int_equal(n.deploy[drv], GPUOP_LABEL_TRUE);
+    assert_null(n.deploy_other[drv]);
+    assert_int_equal(n.deploy[tk], GPUOP_LABEL_FALSE);
+    assert_int_equal(n.deploy[dp], GPUOP_LABEL_OTHER);
+    assert_string_equal(n.deploy_other[dp], "paused-for-upgrade");
+    assert_int_equal(n.deploy[gfd], GPUOP_LABEL_OTHER);
+    assert_string_equal(n.deploy_other[gfd], "");
+    assert_int_equal(n.deploy[dcgm], GPUOP_LABEL_ABSENT);
+    assert_int_equal(n.created, gpuop_parse_time("2026-11-29T21:06:40Z"));
+    /* PreferNoSchedule, key-less and non-object taints are dropped */
+    assert_int_equal(n.ntaints, 2);
+    assert_string_equal(n.taints[0].key, "nvidia.com/gpu");
+    assert_string_equal(n.taints[0].value, "present");
+    assert_string_equal(n.taints[0].effect, "NoSchedule");
+    assert_string_equal(n.taints[1].key, "node.kubernetes.io/unreachable");
+    assert_null(n.taints[1].value);
+    assert_string_equal(n.taints[1].effect, "NoExecute");
+    gpuop_node_free(&n);
+    assert_null(n.name);
+    json_decref(j);
+}
+
+static void test_node_kinds(void **state)
+{
+    struct gpuop_node n;
+    json_t *j = load("node-plain.json");
+    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
+    assert_false(n.gpu); /* gpu.present=false is not a GPU node */
+    assert_int_equal(n.ntaints, 0);
+    /* +01:00 offset: 20:06:40Z */
+    assert_int_equal(n.created, gpuop_parse_time("2026-11-29T20:06:40Z"));
+    gpuop_node_free(&n);
+    json_decref(j);
+
+    j = load("node-nfd.json");
+    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
+    assert_true(n.gpu);
+    gpuop_node_free(&n);
+    json_decref(j);
+
+    /* only a deploy label for an operand gpuop does not know: still a GPU node */
+    j = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "x", "labels",
+                  "nvidia.com/gpu.deploy.mig-manager", "false");
+    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
+    assert_true(n.gpu);
+    gpuop_node_free(&n);
+    json_decref(j);
+
+    /* a non-string deploy label value is "other" with value "" */
+    j = json_pack("{s:{s:s, s:{s:i}}}", "metadata", "name", "x", "labels",
+                  "nvidia.com/gpu.deploy.driver", 1);
+    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
+    assert_int_equal(n.deploy[0], GPUOP_LABEL_OTHER);
+    assert_string_equal(n.deploy_other[0], "");
+    gpuop_node_free(&n);
+    json_decref(j);
+}
+
+static void test_pod_crashloop(void **state)
+{
+    json_t *j = load("pod-crashloop.json");
+    struct gpuop_pod p;
+    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    assert_string_equal(p.name, "gpuop-driver-x7k2p");
+    assert_int_equal(p.operand, gpuop_operand_by_name("driver"));
+    assert_string_equal(p.node, "gpu-node-1");
+    assert_true(p.bound);
+    assert_string_equal(p.phase, "Running");
+    assert_false(p.ready);
+    assert_false(p.deleting);
+    assert_string_equal(p.waiting_reason, "CrashLoopBackOff");
+    assert_non_null(strstr(p.waiting_message, "back-off 2m40s"));
+    assert_int_equal(p.restarts, 6); /* init 1 + 0 + 5 */
+    assert_int_equal(p.created, gpuop_parse_time("2026-11-30T08:00:00Z"));
+    gpuop_pod_free(&p);
+    json_decref(j);
+}
+
+static void test_pod_unbound_and_deleting(void **state)
+{
+    json_t *j = load("pod-unbound.json");
+    struct gpuop_pod p;
+    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    /* unknown component label: falls back to the owning DaemonSet */
+    assert_int_equal(p.operand, gpuop_operand_by_name("device-plugin"));
+    assert_false(p.bound);
+    assert_string_equal(p.node, "gpu-node-2"); /* from the DaemonSet's node affinity */
+    assert_string_equal(p.phase, "Pending");
+    assert_string_equal(p.waiting_reason, "Unschedulable");
+    assert_string_equal(p.waiting_message, "0/3 nodes are available: 1 Insufficient cpu.");
+    assert_int_equal(p.restarts, 0);
+    gpuop_pod_free(&p);
+    json_decref(j);
+
+    j = load("pod-running.json");
+    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    assert_int_equal(p.operand, gpuop_operand_by_name("container-toolkit"));
+    assert_true(p.deleting);
+    assert_true(p.ready);
+    assert_int_equal(p.restarts, 2);
+    assert_null(p.waiting_reason);
+    gpuop_pod_free(&p);
+    json_decref(j);
+}
+
+static void test_ds(void **state)
+{
+    json_t *j = load("daemonset.json");
+    struct gpuop_ds d;
+    assert_int_equal(gpuop_ds_from_json(j, &d, NULL), 0);
+    assert_string_equal(d.name, "gpuop-device-plugin");
+    assert_int_equal(d.operand, gpuop_operand_by_name("device-plugin"));
+    assert_true(d.host_network);
+    assert_int_equal(d.ntolerations, 3); /* the number 42 is skipped */
+    assert_string_equal(d.tolerations[0].key, "nvidia.com/gpu");
+    assert_string_equal(d.tolerations[0].op, "Exists");
+    assert_string_equal(d.tolerations[0].effect, "NoSchedule");
+    assert_string_equal(d.tolerations[1].op, "Equal");
+    assert_string_equal(d.tolerations[1].value, "ml");
+    assert_null(d.tolerations[1].effect);
+    assert_null(d.tolerations[2].key);
+    assert_int_equal(d.desired, 5);
+    assert_int_equal(d.current, 4);
+    assert_int_equal(d.ready, 3);
+    assert_int_equal(d.available, 3);
+    assert_int_equal(d.generation, 3);
+    assert_int_equal(d.observed, 2);
+    assert_int_equal(d.created, gpuop_parse_time("2026-11-30T07:00:00Z"));
+    gpuop_ds_free(&d);
+    json_decref(j);
+}
+
+/* Wrong types everywhere: never crash, keep what can be kept. */
+static const char *const garbage[] = {
+    "[]",
+    "\"node\"",
+    "{}",
+    "{\"metadata\": 5}",
+    "{\"metadata\": {\"name\": 7}}",
+    "{\"metadata\": {\"name\": \"g\", \"labels\": [1,2], \"creationTimestamp\": 5,"
+    " \"ownerReferences\": {\"kind\": \"DaemonSet\"}, \"deletionTimestamp\": null},"
+    " \"spec\": [], \"status\": \"broken\"}",
+    "{\"metadata\": {\"name\": \"g\", \"labels\": \"x\", \"ownerReferences\": [1, {\"kind\": 3},"
+    " {\"kind\": \"DaemonSet\", \"name\": 4}]},"
+    " \"spec\": {\"taints\": {\"a\": 1}, \"nodeName\": 3, \"affinity\": {\"nodeAffinity\": 1},"
+    "  \"template\": {\"spec\": {\"tolerations\": \"all\", \"hostNetwork\": \"yes\"}}},"
+    " \"status\": {\"phase\": 1, \"conditions\": [1, null, {\"type\": 2}, {\"type\": \"Ready\"}],"
+    "  \"containerStatuses\": [null, {\"restartCount\": \"x\", \"state\": []},"
+    "   {\"state\": {\"waiting\": {\"reason\": 5}}}], \"initContainerStatuses\": 7,"
+    "  \"desiredNumberScheduled\": \"5\"}}",
+    "{\"metadata\": {\"name\": \"g\"}, \"spec\": {\"taints\": [{\"key\": 1, \"effect\": "
+    "\"NoSchedule\"}, {\"key\": \"k\", \"effect\": 2}, {\"key\": \"k\", \"effect\": \"NoExecute\","
+    " \"value\": 3}], \"affinity\": {\"nodeAffinity\": {\"requiredDuringSchedulingIgnored"
+    "DuringExecution\": {\"nodeSelectorTerms\": [{\"matchFields\": [{\"key\": \"metadata.name\","
+    " \"operator\": \"In\", \"values\": [1]}]}]}}}}}",
+};
+
+static void test_garbage(void **state)
+{
+    for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        json_error_t e;
+        json_t *j = json_loads(garbage[i], JSON_DECODE_ANY, &e);
+        assert_non_null(j);
+        bool named = i >= 5;
+        struct gpuop_node n;
+        struct gpuop_pod p;
+        struct gpuop_ds d;
+        struct gpuop_err err = {0};
+        int rc = gpuop_node_from_json(j, &n, &err);
+        assert_int_equal(rc, named ? 0 : GPUOP_EINVAL);
+        if (!named)
+            assert_string_equal(err.field, "metadata.name");
+        if (named) {
+            assert_string_equal(n.name, "g");
+            assert_false(n.gpu);
+        }
+        gpuop_node_free(&n);
+        assert_int_equal(gpuop_pod_from_json(j, &p, NULL), named ? 0 : GPUOP_EINVAL);
+        if (named) {
+            assert_int_equal(p.operand, -1);
+            assert_null(p.phase);
+            assert_false(p.ready);
+            assert_false(p.deleting); /* deletionTimestamp: null is not set */
+            assert_null(p.node);
+            assert_false(p.bound);
+        }
+        gpuop_pod_free(&p);
+        assert_int_equal(gpuop_ds_from_json(j, &d, NULL), named ? 0 : GPUOP_EINVAL);
+        if (named) {
+            assert_int_equal(d.ntolerations, 0);
+            assert_int_equal(d.desired, 0);
+            assert_false(d.host_network);
+        }
+        gpuop_ds_free(&d);
+        json_decref(j);
+    }
+}
+
+static void test_garbage_taint_fields(void **state)
+{
+    /* last garbage entry: only the taint with a string key and effect survives */
+    json_t *j = json_loads(garbage[7], 0, NULL);
+    struct gpuop_node n;
+    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
+    assert_int_equal(n.ntaints, 1);
+    assert_string_equal(n.taints[0].key, "k");
+    assert_null(n.taints[0].value);
+    gpuop_node_free(&n);
+    json_decref(j);
+}
+
+static void test_limits(void **state)
+{
+    char big[3000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    json_t *j = json_pack("{s:{s:s}, s:{s:s, s:[{s:s, s:{s:{s:s, s:s}}}]}}", "metadata", "name",
+                          big, "status", "phase", "Pending", "containerStatuses", "name", "c",
+                          "state", "waiting", "reason", "ErrImagePull", "message", big);
+    struct gpuop_pod p;
+    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    assert_true(strlen(p.name) < 1000);
+    assert_int_equal(strlen(p.waiting_message), GPUOP_MODEL_MESSAGE_MAX);
+    assert_string_equal(p.waiting_reason, "ErrImagePull");
+    gpuop_pod_free(&p);
+    json_decref(j);
+
+    /* a cut never splits a UTF-8 sequence: 2-byte characters, odd limit */
+    char utf[2 * GPUOP_MODEL_MESSAGE_MAX + 8] = "x";
+    for (size_t i = 1; i + 2 < sizeof(utf); i += 2)
+        memcpy(utf + i, "\xc3\xa9", 2), utf[i + 2] = '\0';
+    j = json_pack("{s:{s:s}, s:{s:[{s:{s:{s:s, s:s}}}]}}", "metadata", "name", "p", "status",
+                  "containerStatuses", "state", "waiting", "reason", "X", "message", utf);
+    assert_non_null(j);
+    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    size_t len = strlen(p.waiting_message);
+    assert_true(len <= GPUOP_MODEL_MESSAGE_MAX);
+    assert_int_equal(len % 2, 1); /* "x" + whole 2-byte characters */
+    gpuop_pod_free(&p);
+    json_decref(j);
+}
+
+static void test_parse_time(void **state)
+{
+    static const struct {
+        const char *s;
+        long long want;
+    } cases[] = {
+        {"1970-01-01T00:00:00Z", 0},
+        {"2026-11-29T21:06:40Z", 1795986400LL},
+        {"2026-11-29T21:06:40.5Z", 1795986400LL},
+        {"2026-11-29T21:06:40.123456789Z", 1795986400LL},
+        {"2026-11-29T22:06:40+01:00", 1795986400LL},
+        {"2026-11-29T16:36:40-04:30", 1795986400LL},
+        {"2024-02-29T00:00:00Z", 1709164800LL},
+        {"2000-03-01T00:00:00z", 951868800LL},
+        {"2026-11-29T21:06:40", -1},
+        {"2026-11-29 21:06", -1},
+        {"2026-13-01T00:00:00Z", -1},
+        {"2023-02-29T00:00:00Z", -1},
+        {"2026-11-29T24:00:00Z", -1},
+        {"2026-11-29T21:06:40.Z", -1},
+        {"2026-11-29T21:06:40Zjunk", -1},
+        {"2026-11-29T21:06:40+0100", -1},
+        {"", -1},
+        {NULL, -1},
+        {"abcd-ef-ghTij:kl:mnZ", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        long long got = gpuop_parse_time(cases[i].s);
+        if (got != cases[i].want)
+            fail_msg("case %zu (%s): got %lld want %lld", i, cases[i].s ? cases[i].s : "NULL", got,
+                     cases[i].want);
+    }
+}
+
+static void test_tolerations(void **state)
+{
+    static const struct {
+        struct gpuop_toleration t;
+        struct gpuop_taint taint;
+        bool want;
+    } cases[] = {
+        /* empty key + Exists tolerates every taint */
+        {{"", "Exists", NULL, NULL}, {"a", "b", "NoSchedule"}, true},
+        {{NULL, "Exists", NULL, NULL}, {"x", NULL, "NoExecute"}, true},
+        /* Exists ignores the value */
+        {{"a", "Exists", NULL, NULL}, {"a", "x", "NoExecute"}, true},
+        {{"a", "Exists", "other", NULL}, {"a", "x", "NoSchedule"}, true},
+        /* Equal (explicit, empty, or NULL operator) compares the value */
+        {{"a", "Equal", "x", NULL}, {"a", "x", "NoSchedule"}, true},
+        {{"a", "Equal", "y", NULL}, {"a", "x", "NoSchedule"}, false},
+        {{"a", NULL, "x", ""}, {"a", "x", "NoSchedule"}, true},
+        {{"a", "", "x", NULL}, {"a", "x", "NoSchedule"}, true},
+        {{"a", "Equal", NULL, NULL}, {"a", NULL, "NoSchedule"}, true},
+        {{"a", "Equal", "", NULL}, {"a", NULL, "NoSchedule"}, true},
+        {{"a", "Equal", NULL, NULL}, {"a", "x", "NoSchedule"}, false},
+        /* empty effect matches every effect, a set one only itself */
+        {{"a", "Exists", NULL, "NoSchedule"}, {"a", NULL, "NoExecute"}, false},
+        {{"a", "Exists", NULL, "NoExecute"}, {"a", NULL, "NoExecute"}, true},
+        {{"a", "Exists", NULL, ""}, {"a", NULL, "NoExecute"}, true},
+        /* keys compare exactly */
+        {{"A", "Exists", NULL, NULL}, {"a", NULL, "NoSchedule"}, false},
+        {{"b", "Exists", NULL, NULL}, {"a", NULL, "NoSchedule"}, false},
+        {{"a", "Exists", NULL, NULL}, {"ab", NULL, "NoSchedule"}, false},
+        /* unknown operator tolerates nothing */
+        {{"a", "Bogus", "x", NULL}, {"a", "x", "NoSchedule"}, false},
+        /* empty key with Equal: as the API server's code does, compares values */
+        {{"", "Equal", "x", NULL}, {"a", "x", "NoSchedule"}, true},
+        {{"", "Equal", "y", NULL}, {"a", "x", "NoSchedule"}, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (gpuop_toleration_matches(&cases[i].t, &cases[i].taint) != cases[i].want)
+            fail_msg("toleration case %zu: want %d", i, cases[i].want);
+    assert_false(gpuop_toleration_matches(NULL, &cases[0].taint));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_node_gpu),
+        cmocka_unit_test(test_node_kinds),
+        cmocka_unit_test(test_pod_crashloop),
+        cmocka_unit_test(test_pod_unbound_and_deleting),
+        cmocka_unit_test(test_ds),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_garbage_taint_fields),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_parse_time),
+        cmocka_unit_test(test_tolerations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
