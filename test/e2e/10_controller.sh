@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end: the controller against the lab (issue 3).
+#   sample policy -> six DaemonSets with the right selectors and owners;
+#   driver.enabled=false -> driver DaemonSet deleted, others untouched; back;
+#   a hand edit of a DaemonSet is put back; an invalid value -> Reconciled=False
+#   naming the field; an API server restart -> gpuop resumes and still
+#   reacts; deleting the policy removes every DaemonSet; clean shutdown.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gpuop.sh"
+trap 'gpuop_kill; gpuop_uninstall' EXIT
+
+OPERANDS=(driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator)
+
+gpuop_install
+gpuop_start
+
+kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
+POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+UID_=$(kc get gpupolicy "$POLICY" -o jsonpath='{.metadata.uid}')
+
+log "six DaemonSets appear, each selecting its deploy label, owned by the policy"
+for op in "${OPERANDS[@]}"; do
+	wait_for 30 kc -n "$GPUOP_NS" get ds "gpuop-$op"
+	ds=$(kc -n "$GPUOP_NS" get ds "gpuop-$op" -o json)
+	assert_eq "true" "$(jq -r --arg k "nvidia.com/gpu.deploy.$op" '.spec.template.spec.nodeSelector[$k]' <<<"$ds")" "nodeSelector of gpuop-$op"
+	assert_eq "1" "$(jq -r '.spec.template.spec.nodeSelector | length' <<<"$ds")" "gpuop-$op selects by exactly one label"
+	assert_eq "$UID_" "$(jq -r '.metadata.ownerReferences[0].uid' <<<"$ds")" "owner of gpuop-$op"
+	assert_eq "true" "$(jq -r '.metadata.ownerReferences[0].controller' <<<"$ds")" "controller owner ref"
+	assert_eq "true" "$(jq -r '.metadata.ownerReferences[0].blockOwnerDeletion' <<<"$ds")" "blockOwnerDeletion"
+	assert_eq "gpuop" "$(jq -r '.metadata.labels["app.kubernetes.io/managed-by"]' <<<"$ds")" "managed-by label"
+	assert_eq "gpuop" "$(jq -r '[.metadata.managedFields[] | select(.operation == "Apply")][0].manager' <<<"$ds")" "field manager"
+done
+assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "number of DaemonSets"
+
+log "status: observedGeneration and Reconciled=True"
+wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
+assert_eq "$(gp_jq "$POLICY" .metadata.generation)" "$(gp_jq "$POLICY" .status.observedGeneration)" "observedGeneration"
+
+log "driver.enabled=false deletes the driver DaemonSet and leaves the others alone"
+before=$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o jsonpath='{.metadata.generation}/{.metadata.uid}')
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":false}}}' >/dev/null
+wait_for 30 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-driver >/dev/null 2>&1"
+after=$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o jsonpath='{.metadata.generation}/{.metadata.uid}')
+assert_eq "$before" "$after" "device-plugin DaemonSet untouched"
+assert_eq "5" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "five DaemonSets left"
+
+log "driver.enabled=true brings it back"
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":true}}}' >/dev/null
+wait_for 30 kc -n "$GPUOP_NS" get ds gpuop-driver
+
+log "a hand edit of a DaemonSet's nodeSelector is put back"
+kc -n "$GPUOP_NS" patch ds gpuop-container-toolkit --type=merge \
+	-p '{"spec":{"template":{"spec":{"nodeSelector":{"nvidia.com/gpu.deploy.container-toolkit":"hacked"}}}}}' >/dev/null
+wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-container-toolkit -o jsonpath='{.spec.template.spec.nodeSelector.nvidia\.com/gpu\.deploy\.container-toolkit}')\" = true ]"
+
+log "a hand edit of an owned label is put back too"
+kc -n "$GPUOP_NS" label ds gpuop-dcgm-exporter app.kubernetes.io/managed-by=someone-else --overwrite >/dev/null
+wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-dcgm-exporter -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}')\" = gpuop ]"
+
+log "an invalid value only the operator can judge -> Reconciled=False naming the field"
+kc patch gpupolicy "$POLICY" --type=json \
+	-p '[{"op":"add","path":"/spec/daemonsets/tolerations","value":[{"key":"a","operator":"Exists","value":"b"}]}]' >/dev/null
+wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = False ]"
+msg=$(gp_cond "$POLICY" Reconciled message)
+case "$msg" in *"spec.daemonsets.tolerations[0]"*) ;; *) fail "Reconciled message does not name the field: $msg" ;; esac
+assert_eq "InvalidSpec" "$(gp_cond "$POLICY" Reconciled reason)" "Reconciled reason"
+# the rest keeps working: every DaemonSet is still there
+assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets kept while invalid"
+kc patch gpupolicy "$POLICY" --type=json -p '[{"op":"remove","path":"/spec/daemonsets/tolerations"}]' >/dev/null
+wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
+
+log "restart the API server while gpuop runs; gpuop resumes"
+"$GPUOP_SRC/test/lab/restart-apiserver"
+wait_for 60 kc get --raw /readyz
+kill -0 "$GPUOP_PID" || fail "gpuop died during the API server restart"
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"gfd":{"enabled":false}}}' >/dev/null
+wait_for 90 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-gpu-feature-discovery >/dev/null 2>&1"
+
+log "deleting the policy removes every DaemonSet (garbage collection)"
+kc delete gpupolicy "$POLICY" --wait=true >/dev/null
+wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name)\" ]"
+
+log "clean shutdown on SIGTERM"
+gpuop_stop
+log "PASS"

@@ -1,0 +1,62 @@
+# shellcheck shell=bash
+# Helpers for e2e tests that run gpuop against the lab. Sourced after
+# lib.sh. GPUOP_BIN and GPUOP_SRC come from CTest.
+
+GPUOP_BIN=${GPUOP_BIN:-$GPUOP_SRC/build/gpuop}
+GPUOP_NS=gpuop-system
+GPUOP_PID=
+
+# Installs the CRD, the namespace and the service accounts from deploy/.
+gpuop_install() {
+	kc apply -f "$GPUOP_SRC/crd/" >/dev/null
+	kc wait --for=condition=Established --timeout=60s crd/gpupolicies.gpuop.dev >/dev/null
+	kc apply -f "$GPUOP_SRC/deploy/namespace.yaml" >/dev/null
+	kc apply -f "$GPUOP_SRC/deploy/serviceaccount.yaml" >/dev/null
+	wait_for 30 kc -n "$GPUOP_NS" get serviceaccount default
+}
+
+# Starts gpuop run in the background; its log goes to $GPUOP_LOG.
+gpuop_start() {
+	GPUOP_LOG=${GPUOP_LOG:-$(mktemp -t gpuop-e2e.XXXXXX.log)}
+	log "gpuop log: $GPUOP_LOG"
+	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
+		"$@" >>"$GPUOP_LOG" 2>&1 &
+	GPUOP_PID=$!
+}
+
+# Stops gpuop with SIGTERM and fails unless it exits 0 (ASan reports leaks
+# and errors through the exit code).
+gpuop_stop() {
+	[ -n "$GPUOP_PID" ] || return 0
+	kill -TERM "$GPUOP_PID" 2>/dev/null || true
+	local rc=0
+	wait "$GPUOP_PID" || rc=$?
+	GPUOP_PID=
+	if [ "$rc" -ne 0 ]; then
+		tail -n 60 "$GPUOP_LOG" >&2
+		fail "gpuop exited with status $rc at shutdown"
+	fi
+}
+
+# Kills gpuop (cleanup path), without judging its exit.
+gpuop_kill() {
+	[ -n "$GPUOP_PID" ] && kill -KILL "$GPUOP_PID" 2>/dev/null
+	GPUOP_PID=
+	return 0
+}
+
+# Removes every GpuPolicy and waits until the operand DaemonSets are gone.
+gpuop_uninstall() {
+	kc delete gpupolicies --all --wait=true >/dev/null 2>&1 || true
+	wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name 2>/dev/null)\" ]" || true
+}
+
+# jq over one GpuPolicy: gp_jq NAME FILTER
+gp_jq() {
+	kc get gpupolicy "$1" -o json | jq -r "$2"
+}
+
+# Condition field: gp_cond NAME TYPE FIELD (status, reason, message)
+gp_cond() {
+	gp_jq "$1" ".status.conditions // [] | map(select(.type == \"$2\")) | .[0].$3 // \"\""
+}
