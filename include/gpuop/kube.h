@@ -13,6 +13,7 @@
 #define GPUOP_KUBE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <uv.h>
 
@@ -70,7 +71,40 @@ int gpuop_kube_call(struct gpuop_kube *k, const char *method, const char *path,
                     struct gpuop_err *err);
 
 /* Cancels everything in flight, closes all libuv handles; cb(arg) runs once
- * everything is closed and the client is freed. */
+ * everything is closed and the client is freed. Safe from inside any
+ * callback of the client. */
 void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg);
+
+/* Notes (kube.c):
+ * - gpuop_kube_request/_stream return 0 or a negative rc; when they fail,
+ *   done is never called. While the client is closing they fail with
+ *   GPUOP_ECANCELED.
+ * - Starting, cancelling or closing from inside on_data or a done callback
+ *   is allowed; a request started from inside on_data begins on the next
+ *   loop iteration.
+ * - The observer is not called for cancelled requests. verb is the HTTP
+ *   method, "WATCH" for streams.
+ * - Request bodies get Content-Type content_type (NULL: application/json). */
+
+/* Tuning for tests: the response body limit (0: GPUOP_KUBE_MAX_BODY; the
+ * error body of a stream is capped at 64 KiB) and how old the token read
+ * from the token file may get before it is read again (default 60000 ms;
+ * 0: before every request). */
+void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max);
+void gpuop_kube_set_token_ttl(struct gpuop_kube *k, uint64_t ms);
+
+/* Percent-encodes s for a query value or a path segment: everything but
+ * A-Z a-z 0-9 - . _ ~ becomes %XX. New string; NULL on out-of-memory. */
+char *gpuop_kube_escape(const char *s);
+
+/* Builds a resource path (new string; NULL on out-of-memory or when
+ * resource is empty). group_version "v1" (or "") is the core group under
+ * /api, anything else ("apps/v1") is under /apis. ns, name and subresource
+ * may be NULL; they are escaped. A subresource without a name is ignored.
+ *   ("apps/v1", "gpu", "daemonsets", "dcgm", NULL)
+ *     -> "/apis/apps/v1/namespaces/gpu/daemonsets/dcgm"
+ *   ("v1", NULL, "nodes", NULL, NULL) -> "/api/v1/nodes" */
+char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
+                      const char *name, const char *subresource);
 
 #endif

@@ -1,0 +1,951 @@
+/*
+ * kube.c - the Kubernetes API client: libcurl's multi_socket interface on a
+ * libuv loop.
+ *
+ * curl says which sockets to watch (socket callback) and when to wake it
+ * (timer callback). Each socket gets one uv_poll_t (a struct sock, attached
+ * to curl's socket with curl_multi_assign), and the client owns one
+ * uv_timer_t for curl's timeout. A poll error (UV_EBADF for a socket that
+ * went away) is handed to curl as CURL_CSELECT_ERR; a remove for a socket
+ * that was never announced is ignored. Every handle is freed only in its
+ * close callback.
+ *
+ * Re-entrancy. curl forbids calling curl_multi_add_handle/remove_handle
+ * from inside its callbacks, and on_data runs inside the write callback.
+ * So while curl is running (k->in_curl) starting a request only queues it,
+ * and cancelling one only marks it; a second timer, the "kick", then adds
+ * the queued requests and removes the cancelled ones on the next loop
+ * iteration. A cancelled request's done callback still runs before
+ * gpuop_kube_cancel returns, exactly once; its transfer is aborted by the
+ * write callback returning 0 or reaped by the kick, whichever comes first.
+ * Done callbacks of finished transfers run after curl_multi_socket_action
+ * has returned, so they may start, cancel or close freely.
+ *
+ * gpuop_kube_close cancels every request (each done gets GPUOP_ECANCELED),
+ * then the kick tears down: easy handles, the multi handle, every poll and
+ * both timers; the user's callback runs when the last close callback has.
+ *
+ * Limits: a response body is capped by max_body (GPUOP_KUBE_MAX_BODY,
+ * settable for tests); the bearer token file is read at most 64 KiB and
+ * re-read when its copy is older than token_ttl (60 s). The token lives in
+ * one header per request and is never logged.
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "gpuop/kube.h"
+
+#define DEFAULT_TIMEOUT_MS 30000L
+#define CONNECT_TIMEOUT_MS 10000L
+#define TOKEN_TTL_MS       60000u
+#define MAX_TOKEN          (64u << 10)
+#define MAX_ERROR_BODY     (64u << 10) /* an error response of a stream */
+#define ERROR_SNIPPET      200         /* bytes of a non-JSON error body quoted */
+
+struct sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct gpuop_kube *k;
+    struct sock *prev, *next;
+};
+
+struct gpuop_kube_req {
+    struct gpuop_kube *k;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *url;
+    char *body; /* request body copy */
+    const char *verb;
+    char method[16];
+    gpuop_kube_done_cb done;
+    gpuop_kube_data_cb on_data;
+    void *arg;
+    char *resp; /* collected response (non-stream, or a stream's error body) */
+    size_t resp_len, resp_cap, resp_max;
+    int abort_rc;   /* set by the write callback: why it stopped the transfer */
+    bool in_multi;  /* added to the multi handle */
+    bool finished;  /* done has been called */
+    bool stream_ok; /* stream with a 2xx status: bytes go to on_data */
+    bool status_seen;
+    char errbuf[CURL_ERROR_SIZE];
+    struct gpuop_kube_req *prev, *next;
+};
+
+struct gpuop_kube {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer; /* curl's timeout */
+    uv_timer_t kick;  /* deferred add/remove, and teardown */
+    struct gpuop_kubeconfig cfg;
+    char *token; /* current bearer token (from cfg.token or the file) */
+    uint64_t token_read_ms;
+    uint64_t token_ttl_ms;
+    size_t max_body;
+    gpuop_kube_observe_cb observe;
+    void *observe_arg;
+    struct gpuop_kube_req *reqs; /* every request not yet freed */
+    struct sock *socks;          /* every poll not yet closing */
+    int in_curl;                 /* > 0 while inside curl_multi_socket_action */
+    int open_handles;
+    bool closing, torn_down;
+    void (*close_cb)(void *arg);
+    void *close_arg;
+};
+
+static void check_multi_info(struct gpuop_kube *k);
+static void schedule_kick(struct gpuop_kube *k);
+
+/* ---- small helpers --------------------------------------------------- */
+
+static void wipe_free(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+static void req_link(struct gpuop_kube *k, struct gpuop_kube_req *r)
+{
+    r->next = k->reqs;
+    r->prev = NULL;
+    if (k->reqs)
+        k->reqs->prev = r;
+    k->reqs = r;
+}
+
+static void req_unlink(struct gpuop_kube *k, struct gpuop_kube_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        k->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Frees r: detaches it from curl. Never inside a curl callback. */
+static void req_free(struct gpuop_kube_req *r)
+{
+    struct gpuop_kube *k = r->k;
+    if (r->in_multi)
+        curl_multi_remove_handle(k->multi, r->easy);
+    r->in_multi = false;
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    if (r->headers) {
+        /* one of them carries the token: wipe before freeing */
+        for (struct curl_slist *h = r->headers; h; h = h->next)
+            explicit_bzero(h->data, strlen(h->data));
+        curl_slist_free_all(r->headers);
+    }
+    req_unlink(k, r);
+    free(r->url);
+    free(r->body);
+    free(r->resp);
+    free(r);
+}
+
+/* Frees r now when curl allows it, else on the next kick. */
+static void req_release(struct gpuop_kube_req *r)
+{
+    if (r->k->in_curl)
+        schedule_kick(r->k);
+    else
+        req_free(r);
+}
+
+static int append(struct gpuop_kube_req *r, const char *p, size_t n)
+{
+    if (n > r->resp_max - r->resp_len)
+        return GPUOP_ETOOBIG;
+    if (r->resp_len + n + 1 > r->resp_cap) {
+        size_t cap = r->resp_cap ? r->resp_cap : 4096;
+        while (cap < r->resp_len + n + 1)
+            cap *= 2;
+        char *nb = realloc(r->resp, cap);
+        if (!nb)
+            return GPUOP_ENOMEM;
+        r->resp = nb;
+        r->resp_cap = cap;
+    }
+    memcpy(r->resp + r->resp_len, p, n);
+    r->resp_len += n;
+    r->resp[r->resp_len] = '\0';
+    return 0;
+}
+
+/* Calls done once; r stays allocated (the caller releases it). */
+static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct gpuop_err *err,
+                   long http_code)
+{
+    if (r->finished)
+        return;
+    r->finished = true;
+    struct gpuop_kube *k = r->k;
+    if (k->observe && rc != GPUOP_ECANCELED)
+        k->observe(k->observe_arg, r->verb, http_code);
+    r->done(r->arg, rc, body, err);
+}
+
+/* ---- the response ----------------------------------------------------- */
+
+static int rc_for_http(long code)
+{
+    switch (code) {
+    case 400:
+    case 422:
+        return GPUOP_EINVAL;
+    case 401:
+    case 403:
+        return GPUOP_EFORBIDDEN;
+    case 404:
+        return GPUOP_ENOTFOUND;
+    case 409:
+        return GPUOP_ECONFLICT;
+    case 410:
+        return GPUOP_EGONE;
+    default:
+        return GPUOP_EHTTP;
+    }
+}
+
+/* Fills err from a non-2xx response: a Kubernetes Status when the body is
+ * one, else the first bytes of the body, printable characters only. */
+static void decode_error(struct gpuop_kube_req *r, long code, struct gpuop_err *err)
+{
+    int rc = rc_for_http(code);
+    gpuop_err_set(err, rc, NULL, "HTTP %ld", code);
+    err->http_code = code;
+    json_t *st = r->resp_len ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
+    const char *reason = json_string_value(json_object_get(st, "reason"));
+    const char *msg = json_string_value(json_object_get(st, "message"));
+    if (json_is_object(st) && (reason || msg)) {
+        snprintf(err->reason, sizeof(err->reason), "%s", reason ? reason : "");
+        if (msg)
+            snprintf(err->message, sizeof(err->message), "%s", msg);
+        json_t *fields = json_object_get(json_object_get(st, "details"), "causes");
+        const char *field = json_string_value(json_object_get(json_array_get(fields, 0), "field"));
+        if (field)
+            snprintf(err->field, sizeof(err->field), "%s", field);
+    } else if (r->resp_len) {
+        char snip[ERROR_SNIPPET + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < r->resp_len && n < ERROR_SNIPPET; i++) {
+            unsigned char c = (unsigned char)r->resp[i];
+            snip[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : ' ';
+        }
+        snip[n] = '\0';
+        snprintf(err->message, sizeof(err->message), "HTTP %ld: %s", code, snip);
+    }
+    json_decref(st);
+}
+
+/* A transfer curl reports finished. */
+static void complete(struct gpuop_kube_req *r, CURLcode res)
+{
+    struct gpuop_kube *k = r->k;
+    if (r->in_multi) {
+        curl_multi_remove_handle(k->multi, r->easy);
+        r->in_multi = false;
+    }
+    if (r->finished) { /* cancelled earlier from inside a callback */
+        req_free(r);
+        return;
+    }
+    struct gpuop_err err = {0};
+    long code = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    json_t *body = NULL;
+    int rc = 0;
+    if (r->abort_rc) {
+        rc = r->abort_rc;
+        if (rc == GPUOP_ETOOBIG)
+            gpuop_err_set(&err, rc, NULL, "response body over %zu bytes", r->resp_max);
+        else
+            gpuop_err_set(&err, rc, NULL, "transfer stopped: %s", gpuop_strerror(rc));
+        err.http_code = code;
+    } else if (res != CURLE_OK) {
+        rc = gpuop_err_set(&err, GPUOP_ETRANSPORT, NULL, "%s: %s", curl_easy_strerror(res),
+                           r->errbuf[0] ? r->errbuf : "no detail");
+        snprintf(err.reason, sizeof(err.reason), "%s",
+                 res == CURLE_OPERATION_TIMEDOUT ? "Timeout" : "Transport");
+        err.http_code = code;
+    } else if (code >= 200 && code < 300) {
+        if (!r->on_data && r->resp_len)
+            body = json_loadb(r->resp, r->resp_len, 0, NULL);
+        err.http_code = code;
+    } else {
+        decode_error(r, code, &err);
+        rc = err.rc;
+        if (r->resp_len)
+            body = json_loadb(r->resp, r->resp_len, 0, NULL);
+    }
+    finish(r, rc, body, &err, code);
+    json_decref(body);
+    req_free(r);
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userp)
+{
+    struct gpuop_kube_req *r = userp;
+    size_t n = size * nmemb;
+    if (r->finished)
+        return 0; /* cancelled: abort */
+    if (!r->status_seen) {
+        r->status_seen = true;
+        long code = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+        r->stream_ok = r->on_data && code >= 200 && code < 300;
+    }
+    if (r->stream_ok) {
+        int rc = r->on_data(r->arg, p, n);
+        if (rc < 0) {
+            if (!r->finished)
+                r->abort_rc = rc;
+            return 0;
+        }
+        return r->finished ? 0 : n;
+    }
+    int rc = append(r, p, n);
+    if (rc) {
+        r->abort_rc = rc;
+        return 0;
+    }
+    return n;
+}
+
+/* ---- curl <-> libuv --------------------------------------------------- */
+
+static void handle_gone(struct gpuop_kube *k);
+
+static void sock_closed(uv_handle_t *h)
+{
+    struct sock *s = h->data;
+    struct gpuop_kube *k = s->k;
+    free(s);
+    handle_gone(k);
+}
+
+static void sock_close(struct gpuop_kube *k, struct sock *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        k->socks = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, sock_closed);
+}
+
+static void run_socket_action(struct gpuop_kube *k, curl_socket_t fd, int flags)
+{
+    int running = 0;
+    k->in_curl++;
+    curl_multi_socket_action(k->multi, fd, flags, &running);
+    k->in_curl--;
+    check_multi_info(k);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct sock *s = h->data;
+    int flags = 0;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR; /* UV_EBADF and friends */
+    else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    run_socket_action(s->k, s->fd, flags); /* s may be closed after this */
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    struct gpuop_kube *k = userp;
+    struct sock *s = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (s) { /* curl may remove a socket it never announced: s is NULL then */
+            curl_multi_assign(k->multi, fd, NULL);
+            sock_close(k, s);
+        }
+        return 0;
+    }
+    if (k->torn_down)
+        return -1;
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s)
+            return -1;
+        if (uv_poll_init_socket(k->loop, &s->poll, fd) != 0) {
+            free(s);
+            return -1;
+        }
+        s->fd = fd;
+        s->k = k;
+        s->poll.data = s;
+        s->next = k->socks;
+        if (k->socks)
+            k->socks->prev = s;
+        k->socks = s;
+        k->open_handles++;
+        curl_multi_assign(k->multi, fd, s);
+    }
+    int ev = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        ev |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        ev |= UV_WRITABLE;
+    if (uv_poll_start(&s->poll, ev, on_poll) != 0)
+        return -1;
+    return 0;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    run_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct gpuop_kube *k = userp;
+    if (timeout_ms < 0)
+        uv_timer_stop(&k->timer);
+    else if (!k->torn_down)
+        uv_timer_start(&k->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+static void check_multi_info(struct gpuop_kube *k)
+{
+    CURLMsg *m;
+    int left;
+    while (!k->torn_down && (m = curl_multi_info_read(k->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct gpuop_kube_req *r = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (r)
+            complete(r, m->data.result);
+    }
+}
+
+/* ---- teardown --------------------------------------------------------- */
+
+/* One libuv handle finished closing; the last one after teardown frees k
+ * and runs the close callback. */
+static void handle_gone(struct gpuop_kube *k)
+{
+    if (--k->open_handles > 0 || !k->torn_down)
+        return;
+    void (*cb)(void *) = k->close_cb;
+    void *arg = k->close_arg;
+    wipe_free(k->token);
+    gpuop_kubeconfig_free(&k->cfg);
+    free(k);
+    curl_global_cleanup();
+    if (cb)
+        cb(arg);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    handle_gone(h->data);
+}
+
+static void teardown(struct gpuop_kube *k)
+{
+    while (k->reqs)
+        req_free(k->reqs); /* all finished by gpuop_kube_close */
+    /* close the polls first; curl's removes during cleanup then find NULL */
+    while (k->socks) {
+        struct sock *s = k->socks;
+        curl_multi_assign(k->multi, s->fd, NULL);
+        sock_close(k, s);
+    }
+    k->torn_down = true;
+    curl_multi_cleanup(k->multi);
+    k->multi = NULL;
+    uv_timer_stop(&k->timer);
+    uv_close((uv_handle_t *)&k->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&k->kick, on_handle_closed);
+}
+
+static void on_kick(uv_timer_t *t)
+{
+    struct gpuop_kube *k = t->data;
+    if (k->closing) {
+        teardown(k);
+        return;
+    }
+    struct gpuop_kube_req *r = k->reqs, *next;
+    for (; r; r = next) {
+        next = r->next;
+        if (r->finished) {
+            req_free(r);
+        } else if (!r->in_multi) {
+            CURLMcode mc = curl_multi_add_handle(k->multi, r->easy);
+            if (mc == CURLM_OK) {
+                r->in_multi = true;
+            } else {
+                struct gpuop_err err;
+                gpuop_err_set(&err, GPUOP_ETRANSPORT, NULL, "cannot start request: %s",
+                              curl_multi_strerror(mc));
+                err.http_code = 0;
+                finish(r, GPUOP_ETRANSPORT, NULL, &err, 0);
+                /* next may have been freed by a done callback that cancelled
+                 * it: restart from the head (freed ones are gone, added ones
+                 * are skipped) */
+                req_free(r);
+                next = k->closing ? NULL : k->reqs;
+            }
+        }
+    }
+}
+
+static void schedule_kick(struct gpuop_kube *k)
+{
+    if (!k->torn_down && !uv_is_active((uv_handle_t *)&k->kick))
+        uv_timer_start(&k->kick, on_kick, 0, 0);
+}
+
+/* ---- public API ------------------------------------------------------- */
+
+int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct gpuop_kube **out,
+                   struct gpuop_err *err)
+{
+    *out = NULL;
+    if (!cfg || !cfg->server)
+        return gpuop_err_set(err, GPUOP_EINVAL, "server", "no API server address");
+    struct gpuop_kube *k = calloc(1, sizeof(*k));
+    if (!k)
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    if (gpuop_kubeconfig_copy(cfg, &k->cfg)) {
+        free(k);
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        gpuop_kubeconfig_free(&k->cfg);
+        free(k);
+        return gpuop_err_set(err, GPUOP_ETRANSPORT, NULL, "curl_global_init failed");
+    }
+    signal(SIGPIPE, SIG_IGN);
+    k->multi = curl_multi_init();
+    if (!k->multi) {
+        curl_global_cleanup();
+        gpuop_kubeconfig_free(&k->cfg);
+        free(k);
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    }
+    k->loop = loop;
+    k->max_body = GPUOP_KUBE_MAX_BODY;
+    k->token_ttl_ms = TOKEN_TTL_MS;
+    curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
+    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
+    uv_timer_init(loop, &k->timer);
+    uv_timer_init(loop, &k->kick);
+    k->timer.data = k;
+    k->kick.data = k;
+    k->open_handles = 2;
+    *out = k;
+    return 0;
+}
+
+void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, void *arg)
+{
+    k->observe = cb;
+    k->observe_arg = arg;
+}
+
+void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max)
+{
+    k->max_body = max ? max : GPUOP_KUBE_MAX_BODY;
+}
+
+void gpuop_kube_set_token_ttl(struct gpuop_kube *k, uint64_t ms)
+{
+    k->token_ttl_ms = ms;
+    k->token_read_ms = 0;
+}
+
+/* The bearer token for a new request (borrowed; NULL: none). Re-reads the
+ * token file when the copy is older than token_ttl; keeps the old token if
+ * the file cannot be read for a moment. */
+static const char *current_token(struct gpuop_kube *k, struct gpuop_err *err, int *rc)
+{
+    *rc = 0;
+    if (k->cfg.token)
+        return k->cfg.token;
+    if (!k->cfg.token_file)
+        return NULL;
+    uint64_t now = uv_now(k->loop);
+    if (k->token && now - k->token_read_ms < k->token_ttl_ms && k->token_ttl_ms > 0)
+        return k->token;
+    FILE *f = fopen(k->cfg.token_file, "rb");
+    char *buf = malloc(MAX_TOKEN + 1);
+    size_t n = 0;
+    bool ok = f && buf;
+    if (ok) {
+        n = fread(buf, 1, MAX_TOKEN + 1, f);
+        ok = !ferror(f) && n <= MAX_TOKEN;
+    }
+    if (f)
+        fclose(f);
+    if (ok) {
+        while (n && strchr(" \t\r\n", buf[n - 1]))
+            n--;
+        size_t i = 0;
+        while (i < n && strchr(" \t\r\n", buf[i]))
+            i++;
+        memmove(buf, buf + i, n - i);
+        buf[n - i] = '\0';
+        ok = buf[0] != '\0' && !strpbrk(buf, "\r\n");
+    }
+    if (ok) {
+        wipe_free(k->token);
+        k->token = buf;
+        k->token_read_ms = now;
+        return k->token;
+    }
+    if (buf) {
+        explicit_bzero(buf, MAX_TOKEN + 1);
+        free(buf);
+    }
+    if (k->token)
+        return k->token; /* keep the last good one */
+    *rc = gpuop_err_set(err, GPUOP_ECONFIG, "tokenFile", "cannot read the token file %s",
+                        k->cfg.token_file);
+    return NULL;
+}
+
+static int add_header(struct curl_slist **l, const char *h)
+{
+    struct curl_slist *n = curl_slist_append(*l, h);
+    if (!n)
+        return GPUOP_ENOMEM;
+    *l = n;
+    return 0;
+}
+
+static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char *method,
+                      const char *content_type, size_t body_len, long timeout_ms,
+                      struct gpuop_err *err)
+{
+    CURL *e = r->easy;
+    int rc;
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+    if (r->on_data) {
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+    }
+
+    /* TLS */
+    const struct gpuop_kubeconfig *c = &k->cfg;
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca.data) {
+        struct curl_blob b = {.data = c->ca.data, .len = c->ca.len, .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    } else if (c->ca_file) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    }
+    if (c->cert.data) {
+        struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    } else if (c->cert_file) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (c->key.data) {
+        struct curl_blob b = {.data = c->key.data, .len = c->key.len, .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    } else if (c->key_file) {
+        curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+
+    /* method and body */
+    if (r->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    } else if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    }
+
+    /* headers */
+    char h[256];
+    if ((rc = add_header(&r->headers, "Accept: application/json")) ||
+        (rc = add_header(&r->headers, "User-Agent: gpuop/" GPUOP_VERSION)) ||
+        (rc = add_header(&r->headers, "Expect:")))
+        return gpuop_err_set(err, rc, NULL, NULL);
+    if (r->body) {
+        snprintf(h, sizeof(h), "Content-Type: %.200s", content_type ? content_type : GPUOP_CT_JSON);
+        if ((rc = add_header(&r->headers, h)))
+            return gpuop_err_set(err, rc, NULL, NULL);
+    }
+    const char *tok = current_token(k, err, &rc);
+    if (rc)
+        return rc;
+    if (tok) {
+        size_t n = strlen(tok) + sizeof("Authorization: Bearer ");
+        char *a = malloc(n);
+        if (!a)
+            return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+        snprintf(a, n, "Authorization: Bearer %s", tok);
+        rc = add_header(&r->headers, a);
+        explicit_bzero(a, n);
+        free(a);
+        if (rc)
+            return gpuop_err_set(err, rc, NULL, NULL);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    return 0;
+}
+
+static int start(struct gpuop_kube *k, const char *method, const char *path,
+                 const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                 gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
+                 struct gpuop_kube_req **out, struct gpuop_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (k->closing)
+        return gpuop_err_set(err, GPUOP_ECANCELED, NULL, "the client is closing");
+    if (!method || !*method || strlen(method) >= 16 || strpbrk(method, " \r\n") || !path ||
+        path[0] != '/' || strpbrk(path, " \r\n") || !done)
+        return gpuop_err_set(err, GPUOP_EINVAL, NULL, "bad request arguments");
+    struct gpuop_kube_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    r->k = k;
+    snprintf(r->method, sizeof(r->method), "%s", method);
+    r->verb = on_data ? "WATCH" : r->method;
+    r->done = done;
+    r->on_data = on_data;
+    r->arg = arg;
+    r->resp_max = on_data && k->max_body > MAX_ERROR_BODY ? MAX_ERROR_BODY : k->max_body;
+    size_t ulen = strlen(k->cfg.server) + strlen(path) + 1;
+    r->url = malloc(ulen);
+    r->easy = curl_easy_init();
+    if (body) {
+        r->body = malloc(body_len + 1);
+        if (r->body) {
+            memcpy(r->body, body, body_len);
+            r->body[body_len] = '\0';
+        }
+    }
+    req_link(k, r);
+    int rc;
+    if (!r->url || !r->easy || (body && !r->body)) {
+        rc = gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+        goto fail;
+    }
+    snprintf(r->url, ulen, "%s%s", k->cfg.server, path);
+    rc = setup_easy(k, r, method, content_type, body_len, timeout_ms, err);
+    if (rc)
+        goto fail;
+    if (k->in_curl) {
+        schedule_kick(k); /* added on the next loop iteration */
+    } else {
+        CURLMcode mc = curl_multi_add_handle(k->multi, r->easy);
+        if (mc != CURLM_OK) {
+            rc = gpuop_err_set(err, GPUOP_ETRANSPORT, NULL, "cannot start request: %s",
+                               curl_multi_strerror(mc));
+            goto fail;
+        }
+        r->in_multi = true;
+    }
+    if (out)
+        *out = r;
+    return 0;
+fail:
+    r->finished = true;
+    req_free(r); /* not in the multi: safe even inside a callback */
+    return rc;
+}
+
+int gpuop_kube_request(struct gpuop_kube *k, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                       gpuop_kube_done_cb done, void *arg, struct gpuop_kube_req **out)
+{
+    return start(k, method, path, content_type, body, body_len,
+                 timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, NULL, done, arg, out, NULL);
+}
+
+int gpuop_kube_stream(struct gpuop_kube *k, const char *path, long timeout_ms,
+                      gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
+                      struct gpuop_kube_req **out)
+{
+    if (!on_data)
+        return GPUOP_EINVAL;
+    return start(k, "GET", path, NULL, NULL, 0, timeout_ms > 0 ? timeout_ms : 0, on_data, done, arg,
+                 out, NULL);
+}
+
+void gpuop_kube_cancel(struct gpuop_kube_req *r)
+{
+    if (!r || r->finished)
+        return;
+    struct gpuop_err err;
+    gpuop_err_clear(&err);
+    gpuop_err_set(&err, GPUOP_ECANCELED, NULL, "request canceled");
+    finish(r, GPUOP_ECANCELED, NULL, &err, 0);
+    req_release(r);
+}
+
+struct call_state {
+    bool done;
+    int rc;
+    json_t *body;
+    struct gpuop_err err;
+};
+
+static void call_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct call_state *cs = arg;
+    cs->done = true;
+    cs->rc = rc;
+    cs->body = json_incref(body);
+    if (err)
+        cs->err = *err;
+}
+
+int gpuop_kube_call(struct gpuop_kube *k, const char *method, const char *path,
+                    const char *content_type, const char *body, json_t **out, struct gpuop_err *err)
+{
+    if (out)
+        *out = NULL;
+    struct call_state cs = {0};
+    struct gpuop_kube_req *r = NULL;
+    int rc = start(k, method, path, content_type, body, body ? strlen(body) : 0, DEFAULT_TIMEOUT_MS,
+                   NULL, call_done, &cs, &r, err);
+    if (rc)
+        return rc;
+    while (!cs.done) {
+        if (uv_run(k->loop, UV_RUN_ONCE) == 0 && !cs.done) {
+            gpuop_kube_cancel(r); /* nothing left to wait for: cannot happen */
+            break;
+        }
+    }
+    if (err)
+        *err = cs.err;
+    if (out)
+        *out = cs.body;
+    else
+        json_decref(cs.body);
+    return cs.rc;
+}
+
+void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg)
+{
+    if (!k || k->closing)
+        return;
+    k->closing = true;
+    k->close_cb = cb;
+    k->close_arg = arg;
+    struct gpuop_err err;
+    gpuop_err_clear(&err);
+    gpuop_err_set(&err, GPUOP_ECANCELED, NULL, "client closed");
+    /* done callbacks may cancel others: restart from the head each time */
+    for (;;) {
+        struct gpuop_kube_req *r = k->reqs;
+        while (r && r->finished)
+            r = r->next;
+        if (!r)
+            break;
+        finish(r, GPUOP_ECANCELED, NULL, &err, 0);
+    }
+    uv_timer_stop(&k->kick);
+    uv_timer_start(&k->kick, on_kick, 0, 0); /* teardown outside any callback */
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+char *gpuop_kube_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *o = malloc(n * 3 + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
+                      const char *name, const char *subresource)
+{
+    if (!group_version || !resource || !*resource)
+        return NULL;
+    const char *parts[4] = {ns, resource, name, subresource};
+    char *esc[4] = {0};
+    char *out = NULL;
+    for (int i = 0; i < 4; i++) {
+        if (parts[i] && *parts[i] && !(esc[i] = gpuop_kube_escape(parts[i])))
+            goto done;
+    }
+    bool core = !strcmp(group_version, "v1") || !*group_version;
+    size_t n = strlen(group_version) + 32;
+    for (int i = 0; i < 4; i++)
+        n += esc[i] ? strlen(esc[i]) + 16 : 0;
+    out = malloc(n);
+    if (!out)
+        goto done;
+    int len =
+        snprintf(out, n, "%s/%s", core ? "/api" : "/apis", *group_version ? group_version : "v1");
+    if (esc[0])
+        len += snprintf(out + len, n - (size_t)len, "/namespaces/%s", esc[0]);
+    len += snprintf(out + len, n - (size_t)len, "/%s", esc[1]);
+    if (esc[2]) {
+        len += snprintf(out + len, n - (size_t)len, "/%s", esc[2]);
+        if (esc[3])
+            snprintf(out + len, n - (size_t)len, "/%s", esc[3]);
+    }
+done:
+    for (int i = 0; i < 4; i++)
+        free(esc[i]);
+    return out;
+}
