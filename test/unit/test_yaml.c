@@ -149,7 +149,7 @@ static void test_scalars(void **state)
         snprintf(what, sizeof(what), "v: %s", scalars[i].yaml);
         assert_json_equal(json_object_get(doc, "v"), want, what);
         /* the scalar must not swallow the next key */
-        assert_json_equal(json_object_get(doc, "after"), json_integer(1), "after");
+        assert_int_equal(json_integer_value(json_object_get(doc, "after")), 1);
         json_decref(want);
         json_decref(doc);
     }
@@ -325,8 +325,10 @@ static void test_alias_bomb(void **state)
     assert_non_null(strstr(err.message, "nodes"));
     assert_non_null(strstr(err.message, "line 7,"));
     /* fails on the alias that would cross the limit, before copying it:
-     * fast, whatever the machine */
-    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0);
+     * a6 alone would be 1129312 nodes. The full 9^9 expansion would take
+     * hours; the bounded work takes well under a second (a minute even
+     * under valgrind). */
+    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 60.0);
 
     /* the same shape, three levels: 1 + 2 + 3*2 + ... nodes, well inside */
     n = (size_t)snprintf(text, sizeof(text), "a: &a [x, y]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n");
