@@ -1,0 +1,137 @@
+/*
+ * analysis.h - (policy, nodes, DaemonSets, pods) -> findings (SPEC section 5).
+ *
+ * gpuop_analyze() is a pure function shared by the controller and `gpuop
+ * check`: it reads only its arguments and `now`, allocates its result, and
+ * runs in O(nodes x operands + pods) (pods are indexed by node name with a
+ * hash table). Its inputs are arrays of pointers so the controller can pass
+ * what its hash-table caches hold without copying.
+ *
+ * Terms (per GPU node N and operand O):
+ *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
+ *                      not labelled nvidia.com/gpu.deploy.operands=false.
+ *   running(N,O)       a pod of O bound to N, phase Running, Ready, and not
+ *                      being deleted (a terminating pod is on its way out).
+ *   host-provided(N,O) O disabled in the policy, or N's label for O is "false".
+ *
+ * Findings are listed node by node (nodes sorted by name), and within a node
+ * in operand-table order, then kind order. At most one finding per (node,
+ * operand, kind). Non-GPU nodes get a finding only when an operand pod runs
+ * there (Unexpected/NotGpuNode); they count in no summary number and are
+ * listed in `nodes` only when they have a finding.
+ *
+ * Messages are not stored: gpuop_finding_message() builds them on demand
+ * from the finding's reason, operand and detail, so 5,000 nodes of findings
+ * stay small. Messages hold no relative times (only absolute timestamps), so
+ * an unchanged world yields byte-identical messages.
+ */
+#ifndef GPUOP_ANALYSIS_H
+#define GPUOP_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuop/model.h"
+#include "gpuop/operand.h"
+#include "gpuop/policy.h"
+#include "gpuop/reasons.h"
+
+/* State of one (node, operand) cell, for the check matrix. */
+enum gpuop_cell {
+    GPUOP_CELL_NA = 0,        /* nothing expected, nothing runs (operands=false, non-GPU) */
+    GPUOP_CELL_RUNNING,       /* running and expected, prerequisites satisfied */
+    GPUOP_CELL_MISSING,       /* finding Missing */
+    GPUOP_CELL_NOT_SCHEDULED, /* finding NotScheduled */
+    GPUOP_CELL_HOST_PROVIDED, /* label "false" */
+    GPUOP_CELL_DISABLED,      /* disabled in the policy (host-provided) */
+    GPUOP_CELL_UNEXPECTED,    /* finding Unexpected */
+    GPUOP_CELL_VIOLATION,     /* running, finding OrderingViolation */
+    GPUOP_CELL_COUNT
+};
+
+struct gpuop_finding {
+    uint32_t node;   /* index into gpuop_findings.nodes */
+    uint8_t operand; /* operand index */
+    uint8_t kind;    /* enum gpuop_kind */
+    uint8_t reason;  /* enum gpuop_reason */
+    int8_t prereq;   /* OrderingViolation: the unsatisfied prerequisite; else -1 */
+    long long since; /* PodNotCreated: later of DaemonSet and node creation;
+                        pod reasons: pod creation; else 0 (seconds since epoch) */
+    char *detail;    /* owned, may be NULL: "key=value:Effect" of a taint, a label
+                        value, or "<pod> is <phase>..." for pod reasons */
+};
+
+struct gpuop_node_result {
+    char *name;                      /* owned */
+    bool gpu;                        /* a GPU node */
+    uint32_t host_provided;          /* bit per operand index: host-provided (information) */
+    uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
+    size_t first;                    /* this node's findings: items[first .. first+nfindings) */
+    size_t nfindings;
+};
+
+struct gpuop_operand_result {
+    bool enabled;          /* in the policy */
+    bool ds_present;       /* its DaemonSet was among the inputs */
+    size_t expected_nodes; /* GPU nodes where expected(N,O) */
+    size_t running_nodes;  /* nodes (GPU or not) where running(N,O) */
+    long long desired;     /* DaemonSet status.desiredNumberScheduled (0 if absent) */
+    long long ready;       /* DaemonSet status.numberReady (0 if absent) */
+};
+
+struct gpuop_findings {
+    struct gpuop_node_result *nodes; /* every GPU node, plus non-GPU nodes with
+                                        findings; sorted by name */
+    size_t nnodes;
+    struct gpuop_finding *items; /* grouped by node, in node order */
+    size_t nitems;
+    struct gpuop_operand_result operands[GPUOP_OPERAND_MAX];
+    int noperands;
+    size_t gpu_nodes;                 /* GPU nodes */
+    size_t complete_nodes;            /* GPU nodes without any finding */
+    size_t violations;                /* GPU nodes with at least one OrderingViolation */
+    size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
+    size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
+    size_t by_reason[GPUOP_REASON_COUNT];
+};
+
+/* Computes the findings into a zeroed *out (new memory: release with
+ * gpuop_findings_free, also after a failure). All inputs borrowed; NULL
+ * entries in the arrays are skipped; p may be NULL (every operand enabled).
+ * A pod whose node is not among `nodes` is ignored (node removed). Among
+ * several DaemonSets of one operand the first is used. `now` (seconds since
+ * epoch) is reserved for time-based judgements; messages use absolute times.
+ * Returns 0 or GPUOP_ENOMEM. */
+int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                  const struct gpuop_pod *const *pods, size_t npods, long long now,
+                  struct gpuop_findings *out);
+
+void gpuop_findings_free(struct gpuop_findings *f);
+
+/* Longest message gpuop_finding_message writes (bytes, NUL included). */
+#define GPUOP_FINDING_MESSAGE_MAX 1024
+
+/* Writes the message a person can act on (what is wrong here, then what to
+ * do) for finding x of f into buf (NUL-terminated, truncated to size).
+ * Returns the length it wanted, like snprintf. */
+int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
+                          size_t size);
+
+/* Name of the node of finding x (borrowed from f). */
+const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x);
+
+/* Called by gpuop_findings_diff: x belongs to `f` (the current findings when
+ * appeared, the previous ones when cleared). */
+typedef void (*gpuop_findings_diff_cb)(void *ud, const struct gpuop_findings *f,
+                                       const struct gpuop_finding *x, bool appeared);
+
+/* Calls cb once for each finding in cur that is not in prev (appeared) and
+ * each in prev that is not in cur (cleared); the key is (node, operand,
+ * kind, reason), so a changed message alone is no event. prev may be NULL
+ * (everything appeared). Order: by node name, operand, kind. */
+void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
+                         gpuop_findings_diff_cb cb, void *ud);
+
+#endif

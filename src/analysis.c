@@ -1,0 +1,639 @@
+/*
+ * analysis.c - findings from (policy, nodes, DaemonSets, pods), SPEC section 5.
+ *
+ * One pass:
+ *   1. sort the nodes by name (pointer array, qsort);
+ *   2. index node names in a small open-addressing hash (borrowed keys) and
+ *      keep, per (node, operand), the most telling pod: running+ready beats
+ *      alive beats terminating, newer beats older;
+ *   3. walk the nodes once and, per operand in table order, derive expected /
+ *      running / host-provided, the findings and the matrix cell.
+ * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
+ * O(nodes x pods). Messages are built on demand by gpuop_finding_message().
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/analysis.h"
+
+/* The tolerations the DaemonSet controller adds to every daemon pod
+ * (AddOrUpdateDaemonPodTolerations); network-unavailable only with
+ * hostNetwork. */
+static const struct gpuop_toleration auto_tolerations[] = {
+    {"node.kubernetes.io/not-ready", "Exists", NULL, "NoExecute"},
+    {"node.kubernetes.io/unreachable", "Exists", NULL, "NoExecute"},
+    {"node.kubernetes.io/disk-pressure", "Exists", NULL, "NoSchedule"},
+    {"node.kubernetes.io/memory-pressure", "Exists", NULL, "NoSchedule"},
+    {"node.kubernetes.io/pid-pressure", "Exists", NULL, "NoSchedule"},
+    {"node.kubernetes.io/unschedulable", "Exists", NULL, "NoSchedule"},
+};
+static const struct gpuop_toleration hostnet_toleration = {"node.kubernetes.io/network-unavailable",
+                                                           "Exists", NULL, "NoSchedule"};
+
+/* ---- node name index ---- */
+
+struct nindex {
+    const char **keys; /* borrowed */
+    uint32_t *pos;
+    size_t mask;
+};
+
+static size_t hash(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int nindex_init(struct nindex *ix, const struct gpuop_node *const *sorted, size_t n)
+{
+    size_t cap = 16;
+    while (cap < n * 2)
+        cap <<= 1;
+    ix->mask = cap - 1;
+    ix->keys = calloc(cap, sizeof(*ix->keys));
+    ix->pos = calloc(cap, sizeof(*ix->pos));
+    if (!ix->keys || !ix->pos)
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        size_t h = hash(sorted[i]->name) & ix->mask;
+        while (ix->keys[h] && strcmp(ix->keys[h], sorted[i]->name) != 0)
+            h = (h + 1) & ix->mask;
+        if (!ix->keys[h]) { /* duplicate names: the first wins */
+            ix->keys[h] = sorted[i]->name;
+            ix->pos[h] = (uint32_t)i;
+        }
+    }
+    return 0;
+}
+
+static long nindex_get(const struct nindex *ix, const char *name)
+{
+    size_t h = hash(name) & ix->mask;
+    while (ix->keys[h]) {
+        if (strcmp(ix->keys[h], name) == 0)
+            return ix->pos[h];
+        h = (h + 1) & ix->mask;
+    }
+    return -1;
+}
+
+static void nindex_free(struct nindex *ix)
+{
+    free(ix->keys);
+    free(ix->pos);
+}
+
+/* ---- small predicates ---- */
+
+static bool streq(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static bool pod_running(const struct gpuop_pod *p)
+{
+    return p && p->bound && !p->deleting && p->ready && streq(p->phase, "Running");
+}
+
+/* 3 running, 2 alive, 1 terminating. */
+static int pod_rank(const struct gpuop_pod *p)
+{
+    return pod_running(p) ? 3 : p->deleting ? 1 : 2;
+}
+
+static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
+{
+    int ra = pod_rank(a), rb = pod_rank(b);
+    if (ra != rb)
+        return ra > rb;
+    if (a->created != b->created)
+        return a->created > b->created;
+    return strcmp(a->name ? a->name : "", b->name ? b->name : "") < 0;
+}
+
+static bool excluding(const struct gpuop_taint *t)
+{
+    return streq(t->effect, "NoSchedule") || streq(t->effect, "NoExecute");
+}
+
+/* First NoSchedule/NoExecute taint of n that ds's pods do not tolerate. */
+static const struct gpuop_taint *untolerated(const struct gpuop_node *n, const struct gpuop_ds *ds)
+{
+    for (size_t i = 0; i < n->ntaints; i++) {
+        const struct gpuop_taint *t = &n->taints[i];
+        bool ok = !excluding(t);
+        for (size_t k = 0; !ok && k < sizeof(auto_tolerations) / sizeof(auto_tolerations[0]); k++)
+            ok = gpuop_toleration_matches(&auto_tolerations[k], t);
+        if (!ok && ds->host_network)
+            ok = gpuop_toleration_matches(&hostnet_toleration, t);
+        for (size_t k = 0; !ok && k < ds->ntolerations; k++)
+            ok = gpuop_toleration_matches(&ds->tolerations[k], t);
+        if (!ok)
+            return t;
+    }
+    return NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const struct gpuop_node *x = *(const struct gpuop_node *const *)a;
+    const struct gpuop_node *y = *(const struct gpuop_node *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+/* ---- building the result ---- */
+
+static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
+                int prereq, long long since, char *detail /* steals */)
+{
+    if (f->nitems == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 64;
+        struct gpuop_finding *n = realloc(f->items, ncap * sizeof(*n));
+        if (!n) {
+            free(detail);
+            return GPUOP_ENOMEM;
+        }
+        f->items = n;
+        *cap = ncap;
+    }
+    const struct gpuop_reason_info *ri = gpuop_reason_get(reason);
+    struct gpuop_finding *x = &f->items[f->nitems++];
+    x->node = node;
+    x->operand = (uint8_t)op;
+    x->kind = (uint8_t)ri->kind;
+    x->reason = (uint8_t)reason;
+    x->prereq = (int8_t)prereq;
+    x->since = since;
+    x->detail = detail;
+    f->by_kind[ri->kind]++;
+    f->by_reason[reason]++;
+    return 0;
+}
+
+static char *fmtdup(int *oom, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static char *fmtdup(int *oom, const char *fmt, ...)
+{
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    char *s = strdup(buf);
+    if (!s)
+        *oom = 1;
+    return s;
+}
+
+static bool image_pull_reason(const char *r)
+{
+    static const char *const pulls[] = {"ImagePullBackOff",    "ErrImagePull",
+                                        "InvalidImageName",    "ErrImageNeverPull",
+                                        "RegistryUnavailable", "ErrImageInspect"};
+    for (size_t i = 0; r && i < sizeof(pulls) / sizeof(pulls[0]); i++)
+        if (strcmp(r, pulls[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
+static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
+                   const struct gpuop_node *n, const struct gpuop_ds *ds,
+                   const struct gpuop_pod *pod)
+{
+    int oom = 0;
+    if (!ds)
+        return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, NULL);
+    const struct gpuop_taint *t = untolerated(n, ds);
+    if (t) {
+        char *d = fmtdup(&oom, "%s%s%s:%s", t->key ? t->key : "", t->value && *t->value ? "=" : "",
+                         t->value && *t->value ? t->value : "", t->effect);
+        return oom ? GPUOP_ENOMEM
+                   : push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, d);
+    }
+    if (!pod) {
+        long long since = ds->created > n->created ? ds->created : n->created;
+        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, -1, since, NULL);
+    }
+
+    const char *wr = pod->waiting_reason;
+    int reason;
+    if (pod->deleting)
+        reason = GPUOP_REASON_POD_TERMINATING;
+    else if (streq(wr, "Unschedulable"))
+        reason = GPUOP_REASON_POD_UNSCHEDULABLE;
+    else if (image_pull_reason(wr))
+        reason = GPUOP_REASON_IMAGE_PULL_FAILED;
+    else if (streq(wr, "CrashLoopBackOff"))
+        reason = GPUOP_REASON_CRASH_LOOP;
+    else if (!pod->bound || !pod->phase || streq(pod->phase, "Pending"))
+        reason = GPUOP_REASON_POD_PENDING;
+    else if (streq(pod->phase, "Running"))
+        reason = GPUOP_REASON_POD_NOT_READY;
+    else
+        reason = GPUOP_REASON_POD_FAILED;
+
+    char *d =
+        fmtdup(&oom, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
+               pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
+               !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
+               pod->waiting_message && *pod->waiting_message ? " - " : "",
+               pod->waiting_message ? pod->waiting_message : "", pod->restarts,
+               pod->restarts == 1 ? "" : "s");
+    return oom ? GPUOP_ENOMEM : push(f, cap, ni, op, reason, -1, pod->created, d);
+}
+
+static void set_cell(uint8_t *cell, int v)
+{
+    *cell = (uint8_t)v;
+}
+
+int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                  const struct gpuop_pod *const *pods, size_t npods, long long now,
+                  struct gpuop_findings *out)
+{
+    const int nops = gpuop_operand_count();
+    const struct gpuop_ds *dsof[GPUOP_OPERAND_MAX] = {0};
+    const struct gpuop_node **sorted = NULL;
+    const struct gpuop_pod **best = NULL;
+    struct nindex ix = {0};
+    size_t n = 0, cap = 0;
+    int rc = GPUOP_ENOMEM;
+
+    (void)now;
+    memset(out, 0, sizeof(*out));
+    out->noperands = nops;
+
+    for (size_t i = 0; i < nds; i++) {
+        if (!ds || !ds[i])
+            continue;
+        int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
+        if (op >= 0 && op < nops && !dsof[op])
+            dsof[op] = ds[i];
+    }
+    for (int o = 0; o < nops; o++) {
+        out->operands[o].enabled = p ? p->operands[o].enabled : true;
+        out->operands[o].ds_present = dsof[o] != NULL;
+        out->operands[o].desired = dsof[o] ? dsof[o]->desired : 0;
+        out->operands[o].ready = dsof[o] ? dsof[o]->ready : 0;
+    }
+
+    sorted = malloc((nnodes ? nnodes : 1) * sizeof(*sorted));
+    if (!sorted)
+        goto done;
+    for (size_t i = 0; i < nnodes; i++)
+        if (nodes && nodes[i] && nodes[i]->name)
+            sorted[n++] = nodes[i];
+    qsort(sorted, n, sizeof(*sorted), by_name);
+    if (nindex_init(&ix, sorted, n) < 0)
+        goto done;
+    best = calloc(n * (size_t)nops + 1, sizeof(*best));
+    if (!best)
+        goto done;
+    for (size_t i = 0; i < npods; i++) {
+        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
+        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops)
+            continue;
+        long pos = nindex_get(&ix, pod->node);
+        if (pos < 0)
+            continue; /* node gone: nothing to say about it */
+        const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
+        if (!*slot || pod_better(pod, *slot))
+            *slot = pod;
+    }
+
+    out->nodes = calloc(n ? n : 1, sizeof(*out->nodes));
+    if (!out->nodes)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        const struct gpuop_node *nd = sorted[i];
+        const struct gpuop_pod **bp = &best[i * nops];
+        struct gpuop_node_result *r = &out->nodes[out->nnodes];
+        uint32_t ni = (uint32_t)out->nnodes;
+        bool optout = nd->operands_label == GPUOP_LABEL_FALSE;
+        bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
+        size_t first = out->nitems, nviol = 0;
+
+        memset(r, 0, sizeof(*r));
+        r->gpu = nd->gpu;
+        for (int o = 0; o < nops; o++) {
+            running[o] = pod_running(bp[o]);
+            host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
+            if (host[o])
+                r->host_provided |= 1u << o;
+            if (running[o])
+                out->operands[o].running_nodes++;
+        }
+        for (int o = 0; o < nops; o++) {
+            bool enabled = out->operands[o].enabled;
+            int label = nd->deploy[o];
+            bool expected = nd->gpu && enabled && label == GPUOP_LABEL_TRUE && !optout;
+            int cell = !enabled && nd->gpu                     ? GPUOP_CELL_DISABLED
+                       : label == GPUOP_LABEL_FALSE && nd->gpu ? GPUOP_CELL_HOST_PROVIDED
+                                                               : GPUOP_CELL_NA;
+            if (expected)
+                out->operands[o].expected_nodes++;
+
+            if (expected && !running[o]) {
+                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o])) < 0)
+                    goto done;
+                cell = GPUOP_CELL_MISSING;
+            } else if (nd->gpu && enabled && !optout && !running[o] &&
+                       (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
+                const char *v = nd->deploy_other[o];
+                int reason = label == GPUOP_LABEL_ABSENT    ? GPUOP_REASON_LABEL_ABSENT
+                             : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
+                             : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
+                                                            : GPUOP_REASON_LABEL_INVALID;
+                char *d = NULL;
+                if (label == GPUOP_LABEL_OTHER && !(d = strdup(v ? v : "")))
+                    goto done;
+                if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
+                    goto done;
+                cell = GPUOP_CELL_NOT_SCHEDULED;
+            }
+            if (running[o]) {
+                cell = GPUOP_CELL_RUNNING;
+                if (!expected) {
+                    int reason = !nd->gpu   ? GPUOP_REASON_NOT_GPU_NODE
+                                 : !enabled ? GPUOP_REASON_OPERAND_DISABLED
+                                 : optout && label == GPUOP_LABEL_TRUE
+                                     ? GPUOP_REASON_NODE_OPTED_OUT
+                                     : GPUOP_REASON_LABEL_NOT_TRUE;
+                    char *d = strdup(bp[o]->name ? bp[o]->name : "?");
+                    if (!d || (rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
+                        goto done;
+                    cell = GPUOP_CELL_UNEXPECTED;
+                }
+                /* Walk up past every satisfied prerequisite. */
+                int q = gpuop_operand_prereq(o);
+                for (int hops = 0; nd->gpu && q >= 0 && hops < nops; hops++) {
+                    if (!running[q] && !host[q]) {
+                        int reason = gpuop_reason_ordering(gpuop_operand_get(o)->name,
+                                                           gpuop_operand_get(q)->name);
+                        if ((rc = push(out, &cap, ni, o, reason, q, 0, NULL)) < 0)
+                            goto done;
+                        cell = GPUOP_CELL_VIOLATION;
+                        nviol++;
+                        break;
+                    }
+                    q = gpuop_operand_prereq(q);
+                }
+            }
+            set_cell(&r->cell[o], cell);
+        }
+        r->first = first;
+        r->nfindings = out->nitems - first;
+        if (!nd->gpu && r->nfindings == 0)
+            continue; /* non-GPU node with nothing to say: not listed */
+        if (!(r->name = strdup(nd->name)))
+            goto done;
+        out->nnodes++;
+        if (r->nfindings)
+            out->finding_nodes++;
+        if (nd->gpu) {
+            out->gpu_nodes++;
+            if (!r->nfindings)
+                out->complete_nodes++;
+            if (nviol)
+                out->violations++;
+        }
+    }
+    rc = 0;
+done:
+    free(sorted);
+    free(best);
+    nindex_free(&ix);
+    return rc;
+}
+
+void gpuop_findings_free(struct gpuop_findings *f)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->nnodes; i++)
+        free(f->nodes[i].name);
+    for (size_t i = 0; i < f->nitems; i++)
+        free(f->items[i].detail);
+    free(f->nodes);
+    free(f->items);
+    memset(f, 0, sizeof(*f));
+}
+
+const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
+{
+    return (f && x && x->node < f->nnodes) ? f->nodes[x->node].name : "";
+}
+
+/* ---- messages ---- */
+
+struct sbuf {
+    char *buf;
+    size_t size, len; /* len: wanted length, may exceed size */
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len < b->size) {
+        size_t room = b->size - 1 - b->len;
+        memcpy(b->buf + b->len, s, n < room ? n : room);
+        b->buf[b->len + (n < room ? n : room)] = '\0';
+    }
+    b->len += n;
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    char tmp[GPUOP_FINDING_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Appends text with "<operand>" and "<key>" replaced for operand op. */
+static void sb_subst(struct sbuf *b, const char *text, const struct gpuop_operand *op)
+{
+    while (*text) {
+        const char *lt = strchr(text, '<');
+        if (!lt) {
+            sb_add(b, text, strlen(text));
+            return;
+        }
+        sb_add(b, text, (size_t)(lt - text));
+        if (strncmp(lt, "<operand>", 9) == 0) {
+            sb_add(b, op->name, strlen(op->name));
+            text = lt + 9;
+        } else if (strncmp(lt, "<key>", 5) == 0) {
+            sb_add(b, op->key, strlen(op->key));
+            text = lt + 5;
+        } else {
+            sb_add(b, "<", 1);
+            text = lt + 1;
+        }
+    }
+}
+
+static void fmt_time(long long t, char *buf, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= 0 || !gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "an unknown time");
+}
+
+int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
+                          size_t size)
+{
+    struct sbuf b = {buf, size, 0};
+    const struct gpuop_reason_info *ri = x ? gpuop_reason_get(x->reason) : NULL;
+    const struct gpuop_operand *op = x ? gpuop_operand_get(x->operand) : NULL;
+    const char *d = x && x->detail ? x->detail : "";
+    char when[32];
+
+    if (size)
+        buf[0] = '\0';
+    if (!ri || !op)
+        return 0;
+    switch (x->reason) {
+    case GPUOP_REASON_DAEMONSET_ABSENT:
+        sb_printf(&b, "DaemonSet %s does not exist.", op->ds_name);
+        break;
+    case GPUOP_REASON_TAINT_NOT_TOLERATED:
+        sb_printf(&b,
+                  "Taint %s on the node is not tolerated by DaemonSet %s, so no %s pod runs here.",
+                  d, op->ds_name, op->name);
+        break;
+    case GPUOP_REASON_POD_NOT_CREATED:
+        fmt_time(x->since, when, sizeof(when));
+        sb_printf(&b, "DaemonSet %s has no pod on this node yet (expected at the latest since %s).",
+                  op->ds_name, when);
+        break;
+    case GPUOP_REASON_POD_UNSCHEDULABLE:
+    case GPUOP_REASON_IMAGE_PULL_FAILED:
+    case GPUOP_REASON_CRASH_LOOP:
+    case GPUOP_REASON_POD_PENDING:
+    case GPUOP_REASON_POD_NOT_READY:
+    case GPUOP_REASON_POD_FAILED:
+    case GPUOP_REASON_POD_TERMINATING:
+        sb_printf(&b, "Pod %s.", d);
+        break;
+    case GPUOP_REASON_LABEL_ABSENT:
+        sb_printf(&b, "Label %s%s is absent: nothing happens here.", GPUOP_LABEL_PREFIX, op->name);
+        break;
+    case GPUOP_REASON_LABEL_EMPTY:
+        sb_printf(&b, "Label %s%s is \"\" (empty): nothing happens here.", GPUOP_LABEL_PREFIX,
+                  op->name);
+        break;
+    case GPUOP_REASON_LABEL_PAUSED:
+        sb_printf(&b, "Label %s%s is \"%s\": %s is paused here, nothing runs.", GPUOP_LABEL_PREFIX,
+                  op->name, d, op->name);
+        break;
+    case GPUOP_REASON_LABEL_INVALID:
+        sb_printf(&b,
+                  "Label %s%s is \"%s\", which is neither \"true\" nor \"false\": nothing "
+                  "happens here.",
+                  GPUOP_LABEL_PREFIX, op->name, d);
+        break;
+    case GPUOP_REASON_OPERAND_DISABLED:
+        sb_printf(&b, "Pod %s runs although %s is disabled in the policy (spec.%s.enabled=false).",
+                  d, op->name, op->key);
+        break;
+    case GPUOP_REASON_NODE_OPTED_OUT:
+        sb_printf(&b, "Pod %s runs although the node is labelled %s=false.", d,
+                  GPUOP_LABEL_OPERANDS);
+        break;
+    case GPUOP_REASON_LABEL_NOT_TRUE: {
+        /* Enabled operand, so host-provided here means the label is "false". */
+        bool lfalse = x->node < f->nnodes && (f->nodes[x->node].host_provided >> x->operand) & 1;
+        sb_printf(&b, "Pod %s runs although label %s%s is %s.", d, GPUOP_LABEL_PREFIX, op->name,
+                  lfalse ? "\"false\"" : "not \"true\"");
+        break;
+    }
+    case GPUOP_REASON_NOT_GPU_NODE:
+        sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
+        break;
+    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
+        sb_printf(&b,
+                  "%s runs but %s neither runs nor is host-provided: the node advertises "
+                  "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
+                  op->name,
+                  gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?");
+        break;
+    default: {
+        const struct gpuop_operand *q = gpuop_operand_get(x->prereq);
+        int direct = gpuop_operand_prereq(x->operand);
+        sb_printf(&b, "%s runs but its prerequisite %s neither runs nor is host-provided here",
+                  op->name, q ? q->name : "?");
+        if (q && direct >= 0 && direct != x->prereq) {
+            sb_add(&b, " (chain:", 8);
+            for (int c = x->operand, hops = 0; c >= 0 && hops < GPUOP_OPERAND_MAX; hops++) {
+                sb_printf(&b, " %s", gpuop_operand_get(c)->name);
+                if (c == x->prereq)
+                    break;
+                sb_add(&b, " ->", 3);
+                c = gpuop_operand_prereq(c);
+            }
+            sb_add(&b, ")", 1);
+        }
+        sb_add(&b, ".", 1);
+        break;
+    }
+    }
+    sb_add(&b, " ", 1);
+    /* The action names the prerequisite for ordering findings. */
+    const struct gpuop_operand *subject =
+        ri->kind == GPUOP_KIND_ORDERING && gpuop_operand_get(x->prereq)
+            ? gpuop_operand_get(x->prereq)
+            : op;
+    sb_subst(&b, ri->action, subject);
+    return (int)b.len;
+}
+
+/* ---- diff ---- */
+
+static int key_cmp(const struct gpuop_findings *a, const struct gpuop_finding *x,
+                   const struct gpuop_findings *b, const struct gpuop_finding *y)
+{
+    int c = strcmp(gpuop_finding_node(a, x), gpuop_finding_node(b, y));
+    if (c)
+        return c;
+    if (x->operand != y->operand)
+        return x->operand < y->operand ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->reason != y->reason)
+        return x->reason < y->reason ? -1 : 1;
+    return 0;
+}
+
+void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
+                         gpuop_findings_diff_cb cb, void *ud)
+{
+    size_t i = 0, j = 0;
+    size_t np = prev ? prev->nitems : 0, nc = cur ? cur->nitems : 0;
+
+    if (!cb)
+        return;
+    while (i < np || j < nc) {
+        int c = i >= np ? 1 : j >= nc ? -1 : key_cmp(prev, &prev->items[i], cur, &cur->items[j]);
+        if (c < 0) {
+            cb(ud, prev, &prev->items[i++], false);
+        } else if (c > 0) {
+            cb(ud, cur, &cur->items[j++], true);
+        } else {
+            i++;
+            j++;
+        }
+    }
+}

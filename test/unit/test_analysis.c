@@ -1,0 +1,903 @@
+/*
+ * test_analysis.c - the findings engine, table-driven: every finding kind
+ * and reason, label states, toleration rules as the DaemonSet controller
+ * applies them, pod states, transitive prerequisites, node removal, and the
+ * appeared/cleared diff. The last test checks that every reason of the
+ * reasons table was produced by some case above it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/analysis.h"
+
+#define T0 1795986400LL /* 2026-11-29T21:06:40Z */
+
+static size_t seen[GPUOP_REASON_COUNT]; /* reasons produced by all tests */
+
+/* ---- a small world builder ---- */
+
+struct world {
+    struct gpuop_policy pol;
+    struct gpuop_node *nodes[64];
+    size_t nn;
+    struct gpuop_ds *ds[16];
+    size_t nds;
+    struct gpuop_pod *pods[128];
+    size_t np;
+    struct gpuop_findings f;
+};
+
+static int op(const char *name)
+{
+    int i = gpuop_operand_by_name(name);
+    if (i < 0)
+        fail_msg("no operand %s", name);
+    return i;
+}
+
+static void world_init(struct world *w)
+{
+    memset(w, 0, sizeof(*w));
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w->pol.operands[i].enabled = true;
+    w->pol.generation = 1;
+}
+
+/* labels: "present=true driver=true operands=false ..." (short names for the
+ * nvidia.com/gpu.* labels); taints: "key=value:Effect key:Effect". */
+static struct gpuop_node *add_node(struct world *w, const char *name, const char *labels,
+                                   const char *taints)
+{
+    struct gpuop_node *n = calloc(1, sizeof(*n));
+    char buf[512], *save = NULL;
+    n->name = strdup(name);
+    n->created = T0;
+    snprintf(buf, sizeof(buf), "%s", labels ? labels : "");
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        const char *v = eq + 1;
+        int st = strcmp(v, "true") == 0    ? GPUOP_LABEL_TRUE
+                 : strcmp(v, "false") == 0 ? GPUOP_LABEL_FALSE
+                                           : GPUOP_LABEL_OTHER;
+        if (strcmp(tok, "present") == 0) {
+            n->gpu = n->gpu || st == GPUOP_LABEL_TRUE;
+        } else if (strcmp(tok, "operands") == 0) {
+            n->gpu = true;
+            n->operands_label = (unsigned char)st;
+        } else {
+            int i = op(tok);
+            n->gpu = true;
+            n->deploy[i] = (unsigned char)st;
+            if (st == GPUOP_LABEL_OTHER)
+                n->deploy_other[i] = strdup(strcmp(v, "EMPTY") == 0 ? "" : v);
+        }
+    }
+    snprintf(buf, sizeof(buf), "%s", taints ? taints : "");
+    n->taints = calloc(8, sizeof(*n->taints));
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        struct gpuop_taint *t = &n->taints[n->ntaints++];
+        char *colon = strrchr(tok, ':');
+        assert_non_null(colon);
+        *colon = '\0';
+        t->effect = strdup(colon + 1);
+        char *eq = strchr(tok, '=');
+        if (eq) {
+            *eq = '\0';
+            t->value = strdup(eq + 1);
+        }
+        t->key = strdup(tok);
+    }
+    w->nodes[w->nn++] = n;
+    return n;
+}
+
+/* A DaemonSet for operand name with the default gpuop toleration. */
+static struct gpuop_ds *add_ds(struct world *w, const char *opname)
+{
+    struct gpuop_ds *d = calloc(1, sizeof(*d));
+    int i = op(opname);
+    d->name = strdup(gpuop_operand_get(i)->ds_name);
+    d->operand = i;
+    d->created = T0 + 100;
+    d->desired = 7;
+    d->ready = 5;
+    d->tolerations = calloc(4, sizeof(*d->tolerations));
+    d->tolerations[0].key = strdup("nvidia.com/gpu");
+    d->tolerations[0].op = strdup("Exists");
+    d->tolerations[0].effect = strdup("NoSchedule");
+    d->ntolerations = 1;
+    w->ds[w->nds++] = d;
+    return d;
+}
+
+static void add_all_ds(struct world *w)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        add_ds(w, gpuop_operand_get(i)->name);
+}
+
+static struct gpuop_pod *add_pod(struct world *w, const char *opname, const char *node,
+                                 const char *phase, bool ready)
+{
+    struct gpuop_pod *p = calloc(1, sizeof(*p));
+    char name[128];
+    snprintf(name, sizeof(name), "gpuop-%s-%s-%zu", opname, node, w->np);
+    p->name = strdup(name);
+    p->operand = op(opname);
+    p->node = strdup(node);
+    p->bound = true;
+    p->phase = phase ? strdup(phase) : NULL;
+    p->ready = ready;
+    p->created = T0 + 200;
+    w->pods[w->np++] = p;
+    return p;
+}
+
+static void run_pods(struct world *w, const char *node, const char *ops)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", ops);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        add_pod(w, tok, node, "Running", true);
+}
+
+static void analyze(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    assert_int_equal(gpuop_analyze(&w->pol, (const struct gpuop_node *const *)w->nodes, w->nn,
+                                   (const struct gpuop_ds *const *)w->ds, w->nds,
+                                   (const struct gpuop_pod *const *)w->pods, w->np, T0 + 1000,
+                                   &w->f),
+                     0);
+    /* invariants every result must keep */
+    size_t total = 0;
+    for (size_t i = 0; i < w->f.nnodes; i++) {
+        const struct gpuop_node_result *r = &w->f.nodes[i];
+        if (i)
+            assert_true(strcmp(w->f.nodes[i - 1].name, r->name) < 0);
+        assert_int_equal(r->first, total);
+        total += r->nfindings;
+        for (size_t k = 1; k < r->nfindings; k++) {
+            const struct gpuop_finding *a = &w->f.items[r->first + k - 1], *b = a + 1;
+            assert_true(a->operand < b->operand || (a->operand == b->operand && a->kind < b->kind));
+        }
+    }
+    assert_int_equal(total, w->f.nitems);
+    for (size_t i = 0; i < w->f.nitems; i++) {
+        char msg[GPUOP_FINDING_MESSAGE_MAX];
+        const struct gpuop_finding *x = &w->f.items[i];
+        int len = gpuop_finding_message(&w->f, x, msg, sizeof(msg));
+        assert_true(len > 20 && (size_t)len < sizeof(msg));
+        assert_int_equal(strlen(msg), (size_t)len);
+        assert_null(strstr(msg, "<operand>"));
+        assert_null(strstr(msg, "<key>"));
+        assert_int_equal(x->kind, gpuop_reason_get(x->reason)->kind);
+        seen[x->reason]++;
+    }
+}
+
+static void world_free(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    for (size_t i = 0; i < w->nn; i++) {
+        gpuop_node_free(w->nodes[i]);
+        free(w->nodes[i]);
+    }
+    for (size_t i = 0; i < w->nds; i++) {
+        gpuop_ds_free(w->ds[i]);
+        free(w->ds[i]);
+    }
+    for (size_t i = 0; i < w->np; i++) {
+        gpuop_pod_free(w->pods[i]);
+        free(w->pods[i]);
+    }
+}
+
+static const struct gpuop_node_result *node_res(const struct world *w, const char *name)
+{
+    for (size_t i = 0; i < w->f.nnodes; i++)
+        if (strcmp(w->f.nodes[i].name, name) == 0)
+            return &w->f.nodes[i];
+    return NULL;
+}
+
+/* The finding of (node, operand, kind), or NULL. */
+static const struct gpuop_finding *find(const struct world *w, const char *node, const char *opname,
+                                        int kind)
+{
+    const struct gpuop_node_result *r = node_res(w, node);
+    for (size_t k = 0; r && k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &w->f.items[r->first + k];
+        if (x->operand == op(opname) && x->kind == kind)
+            return x;
+    }
+    return NULL;
+}
+
+static const char *msg_of(const struct world *w, const struct gpuop_finding *x)
+{
+    static char buf[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w->f, x, buf, sizeof(buf));
+    return buf;
+}
+
+#define ALL_TRUE                                                                                   \
+    "present=true driver=true container-toolkit=true device-plugin=true "                          \
+    "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true"
+#define ALL_OPS                                                                                    \
+    "driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter "                  \
+    "operator-validator"
+
+/* ---- tests ---- */
+
+static void test_all_clean(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "gpu-b", ALL_TRUE, "nvidia.com/gpu=present:NoSchedule");
+    add_node(&w, "gpu-a", ALL_TRUE, NULL);
+    add_node(&w, "cpu-1", NULL, NULL);
+    run_pods(&w, "gpu-a", ALL_OPS);
+    run_pods(&w, "gpu-b", ALL_OPS);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.gpu_nodes, 2);
+    assert_int_equal(w.f.complete_nodes, 2);
+    assert_int_equal(w.f.violations, 0);
+    assert_int_equal(w.f.nnodes, 2); /* the CPU node without findings is not listed */
+    assert_string_equal(w.f.nodes[0].name, "gpu-a");
+    for (int o = 0; o < gpuop_operand_count(); o++) {
+        assert_int_equal(w.f.nodes[0].cell[o], GPUOP_CELL_RUNNING);
+        assert_int_equal(w.f.operands[o].expected_nodes, 2);
+        assert_int_equal(w.f.operands[o].running_nodes, 2);
+        assert_int_equal(w.f.operands[o].desired, 7);
+        assert_int_equal(w.f.operands[o].ready, 5);
+        assert_true(w.f.operands[o].enabled);
+        assert_true(w.f.operands[o].ds_present);
+    }
+    world_free(&w);
+}
+
+/* The seed case: two GPU nodes, only one got labels and a driver. */
+static void test_seed_not_scheduled(void **state)
+{
+    struct world w;
+    world_init(&w);
+    for (int o = 1; o < gpuop_operand_count(); o++)
+        w.pol.operands[o].enabled = false;
+    add_ds(&w, "driver");
+    add_node(&w, "gpu-1", "present=true driver=true", NULL);
+    add_node(&w, "gpu-2", "present=true", NULL);
+    run_pods(&w, "gpu-1", "driver");
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 1);
+    const struct gpuop_finding *x = find(&w, "gpu-2", "driver", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "nvidia.com/gpu.deploy.driver is absent"));
+    assert_non_null(strstr(msg_of(&w, x), "nothing happens here"));
+    assert_int_equal(node_res(&w, "gpu-2")->cell[op("driver")], GPUOP_CELL_NOT_SCHEDULED);
+    assert_int_equal(node_res(&w, "gpu-2")->cell[op("container-toolkit")], GPUOP_CELL_DISABLED);
+    assert_int_equal(w.f.gpu_nodes, 2);
+    assert_int_equal(w.f.complete_nodes, 1);
+    assert_int_equal(w.f.operands[op("driver")].expected_nodes, 1);
+    assert_false(w.f.operands[op("container-toolkit")].enabled);
+    world_free(&w);
+}
+
+static void test_label_values(void **state)
+{
+    static const struct {
+        const char *value;
+        int reason;
+        const char *in_message;
+    } cases[] = {
+        {NULL, GPUOP_REASON_LABEL_ABSENT, "is absent"},
+        {"EMPTY", GPUOP_REASON_LABEL_EMPTY, "is \"\" (empty)"},
+        {"paused", GPUOP_REASON_LABEL_PAUSED, "is \"paused\""},
+        {"paused-for-driver-upgrade", GPUOP_REASON_LABEL_PAUSED, "\"paused-for-driver-upgrade\""},
+        {"True", GPUOP_REASON_LABEL_INVALID, "is \"True\", which is neither"},
+        {"yes", GPUOP_REASON_LABEL_INVALID, "is \"yes\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        char labels[128];
+        world_init(&w);
+        add_all_ds(&w);
+        snprintf(labels, sizeof(labels), "present=true driver=true%s%s",
+                 cases[i].value ? " container-toolkit=" : "", cases[i].value ? cases[i].value : "");
+        add_node(&w, "n", labels, NULL);
+        run_pods(&w, "n", "driver");
+        analyze(&w);
+        const struct gpuop_finding *x =
+            find(&w, "n", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED);
+        assert_non_null(x);
+        assert_int_equal(x->reason, cases[i].reason);
+        if (!strstr(msg_of(&w, x), cases[i].in_message))
+            fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].in_message, msg_of(&w, x));
+        /* the same rule gives every other unlabelled operand LabelAbsent */
+        x = find(&w, "n", "dcgm-exporter", GPUOP_KIND_NOT_SCHEDULED);
+        assert_non_null(x);
+        assert_int_equal(x->reason, GPUOP_REASON_LABEL_ABSENT);
+        assert_null(find(&w, "n", "driver", GPUOP_KIND_NOT_SCHEDULED));
+        world_free(&w);
+    }
+}
+
+static void test_host_provided(void **state)
+{
+    /* driver disabled in the policy; toolkit label "false"; the rest runs */
+    struct world w;
+    world_init(&w);
+    w.pol.operands[op("driver")].enabled = false;
+    add_all_ds(&w);
+    add_node(&w, "n",
+             "present=true driver=true container-toolkit=false device-plugin=true "
+             "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true",
+             NULL);
+    run_pods(&w, "n", "device-plugin gpu-feature-discovery dcgm-exporter operator-validator");
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    const struct gpuop_node_result *r = node_res(&w, "n");
+    assert_int_equal(r->host_provided, (1u << op("driver")) | (1u << op("container-toolkit")));
+    assert_int_equal(r->cell[op("driver")], GPUOP_CELL_DISABLED);
+    assert_int_equal(r->cell[op("container-toolkit")], GPUOP_CELL_HOST_PROVIDED);
+    assert_int_equal(r->cell[op("device-plugin")], GPUOP_CELL_RUNNING);
+    assert_int_equal(w.f.complete_nodes, 1);
+    assert_int_equal(w.f.operands[op("driver")].expected_nodes, 0);
+    assert_int_equal(w.f.operands[op("container-toolkit")].expected_nodes, 0);
+    world_free(&w);
+}
+
+static void test_operands_false(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "quiet", "present=true operands=false", NULL);
+    add_node(&w, "opted", ALL_TRUE " operands=false", NULL);
+    add_node(&w, "leaky", ALL_TRUE " operands=false", NULL);
+    run_pods(&w, "leaky", "driver");
+    analyze(&w);
+    /* nothing expected, nothing not-scheduled on an opted-out node */
+    assert_int_equal(node_res(&w, "quiet")->nfindings, 0);
+    assert_int_equal(node_res(&w, "opted")->nfindings, 0);
+    assert_int_equal(node_res(&w, "opted")->cell[op("driver")], GPUOP_CELL_NA);
+    const struct gpuop_finding *x = find(&w, "leaky", "driver", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_NODE_OPTED_OUT);
+    assert_non_null(strstr(msg_of(&w, x), "nvidia.com/gpu.deploy.operands=false"));
+    assert_int_equal(node_res(&w, "leaky")->nfindings, 1);
+    assert_int_equal(node_res(&w, "leaky")->cell[op("driver")], GPUOP_CELL_UNEXPECTED);
+    assert_int_equal(w.f.operands[op("driver")].expected_nodes, 0);
+    assert_int_equal(w.f.operands[op("driver")].running_nodes, 1);
+    world_free(&w);
+}
+
+static void test_daemonset_absent(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_node(&w, "n", "driver=true", NULL);
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "n", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver does not exist"));
+    assert_false(w.f.operands[op("driver")].ds_present);
+    assert_int_equal(w.f.operands[op("driver")].desired, 0);
+    world_free(&w);
+}
+
+/* Taints as the DaemonSet controller sees them. */
+static void test_taints(void **state)
+{
+    static const struct {
+        const char *taint;
+        const char *tol_key, *tol_op, *tol_value, *tol_effect; /* extra DS toleration */
+        bool host_network;
+        int reason;
+        const char *detail;
+    } cases[] = {
+        /* gpuop's default toleration nvidia.com/gpu Exists NoSchedule */
+        {"nvidia.com/gpu=present:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"nvidia.com/gpu=present:NoExecute", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "nvidia.com/gpu=present:NoExecute"},
+        {"dedicated=ml:NoSchedule", NULL, NULL, NULL, NULL, false, GPUOP_REASON_TAINT_NOT_TOLERATED,
+         "dedicated=ml:NoSchedule"},
+        {"maintenance:NoExecute", NULL, NULL, NULL, NULL, false, GPUOP_REASON_TAINT_NOT_TOLERATED,
+         "maintenance:NoExecute"},
+        /* PreferNoSchedule never keeps a DaemonSet pod away */
+        {"dedicated=ml:PreferNoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        /* Equal compares values; empty effect matches all effects */
+        {"dedicated=ml:NoExecute", "dedicated", "Equal", "ml", NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"dedicated=ml:NoExecute", "dedicated", "Equal", "db", NULL, false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "dedicated=ml:NoExecute"},
+        {"dedicated=ml:NoExecute", "dedicated", "Exists", NULL, "NoSchedule", false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "dedicated=ml:NoExecute"},
+        {"dedicated=ml:NoExecute", "dedicated", "Exists", NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        /* empty key + Exists tolerates everything */
+        {"anything=at-all:NoExecute", "", "Exists", NULL, NULL, false, GPUOP_REASON_POD_NOT_CREATED,
+         NULL},
+        /* the DaemonSet controller's own tolerations */
+        {"node.kubernetes.io/not-ready:NoExecute", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/not-ready:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "node.kubernetes.io/not-ready:NoSchedule"},
+        {"node.kubernetes.io/unreachable:NoExecute", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/disk-pressure:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/memory-pressure:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/pid-pressure:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/unschedulable:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+        {"node.kubernetes.io/disk-pressure:NoExecute", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "node.kubernetes.io/disk-pressure:NoExecute"},
+        /* network-unavailable only for hostNetwork pods */
+        {"node.kubernetes.io/network-unavailable:NoSchedule", NULL, NULL, NULL, NULL, false,
+         GPUOP_REASON_TAINT_NOT_TOLERATED, "node.kubernetes.io/network-unavailable:NoSchedule"},
+        {"node.kubernetes.io/network-unavailable:NoSchedule", NULL, NULL, NULL, NULL, true,
+         GPUOP_REASON_POD_NOT_CREATED, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        struct gpuop_ds *d = add_ds(&w, "driver");
+        d->host_network = cases[i].host_network;
+        if (cases[i].tol_key) {
+            struct gpuop_toleration *t = &d->tolerations[d->ntolerations++];
+            t->key = strdup(cases[i].tol_key);
+            t->op = strdup(cases[i].tol_op);
+            t->value = cases[i].tol_value ? strdup(cases[i].tol_value) : NULL;
+            t->effect = cases[i].tol_effect ? strdup(cases[i].tol_effect) : NULL;
+        }
+        /* an untainted node next to it always gets PodNotCreated */
+        add_node(&w, "plain", "driver=true", NULL);
+        add_node(&w, "tainted", "driver=true", cases[i].taint);
+        analyze(&w);
+        const struct gpuop_finding *x = find(&w, "tainted", "driver", GPUOP_KIND_MISSING);
+        assert_non_null(x);
+        if (x->reason != cases[i].reason)
+            fail_msg("case %zu (%s): reason %s", i, cases[i].taint,
+                     gpuop_reason_get(x->reason)->name);
+        if (cases[i].detail) {
+            assert_string_equal(x->detail, cases[i].detail);
+            char want[256];
+            snprintf(want, sizeof(want), "Taint %s on the node is not tolerated", cases[i].detail);
+            assert_non_null(strstr(msg_of(&w, x), want));
+        }
+        assert_int_equal(find(&w, "plain", "driver", GPUOP_KIND_MISSING)->reason,
+                         GPUOP_REASON_POD_NOT_CREATED);
+        world_free(&w);
+    }
+}
+
+static void test_no_pod_yet(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_ds(&w, "driver")->created = T0 + 3600; /* 2026-11-29T22:06:40Z */
+    add_node(&w, "old", "driver=true", NULL);
+    add_node(&w, "new", "driver=true", NULL)->created = T0 + 7200;
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "old", "driver", GPUOP_KIND_MISSING);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED);
+    assert_int_equal(x->since, T0 + 3600);
+    assert_non_null(strstr(msg_of(&w, x), "no pod on this node yet"));
+    assert_non_null(strstr(msg_of(&w, x), "2026-11-29T22:06:40Z"));
+    x = find(&w, "new", "driver", GPUOP_KIND_MISSING);
+    assert_int_equal(x->since, T0 + 7200);
+    assert_non_null(strstr(msg_of(&w, x), "2026-11-29T23:06:40Z"));
+    world_free(&w);
+}
+
+static void test_pod_states(void **state)
+{
+    static const struct {
+        const char *phase;
+        bool ready, deleting, bound;
+        const char *waiting;
+        int restarts;
+        int reason;
+        const char *in_message;
+    } cases[] = {
+        {"Pending", false, false, true, "ImagePullBackOff", 0, GPUOP_REASON_IMAGE_PULL_FAILED,
+         "is Pending: ImagePullBackOff - details, 0 restarts"},
+        {"Pending", false, false, true, "ErrImagePull", 0, GPUOP_REASON_IMAGE_PULL_FAILED,
+         "ErrImagePull"},
+        {"Pending", false, false, true, "InvalidImageName", 0, GPUOP_REASON_IMAGE_PULL_FAILED,
+         "InvalidImageName"},
+        {"Running", false, false, true, "CrashLoopBackOff", 5, GPUOP_REASON_CRASH_LOOP,
+         "is Running: CrashLoopBackOff - details, 5 restarts"},
+        {"Pending", false, false, true, NULL, 0, GPUOP_REASON_POD_PENDING,
+         "is Pending, 0 restarts"},
+        {"Pending", false, false, true, "ContainerCreating", 0, GPUOP_REASON_POD_PENDING,
+         "ContainerCreating"},
+        {NULL, false, false, true, NULL, 0, GPUOP_REASON_POD_PENDING, "without phase"},
+        {"Pending", false, false, false, "Unschedulable", 0, GPUOP_REASON_POD_UNSCHEDULABLE,
+         "not bound to the node yet"},
+        {"Pending", false, false, false, NULL, 0, GPUOP_REASON_POD_PENDING, "not bound"},
+        {"Running", false, false, true, NULL, 1, GPUOP_REASON_POD_NOT_READY,
+         "is Running, 1 restart."},
+        {"Failed", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Failed"},
+        {"Succeeded", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Succeeded"},
+        {"Unknown", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Unknown"},
+        /* a terminating pod is not running, even when Running and Ready */
+        {"Running", true, true, true, NULL, 0, GPUOP_REASON_POD_TERMINATING, "is terminating"},
+        /* Running and Ready but not bound cannot happen; never counted as running */
+        {"Running", true, false, false, NULL, 0, GPUOP_REASON_POD_PENDING, "not bound"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        add_ds(&w, "driver");
+        add_node(&w, "n", "driver=true", NULL);
+        struct gpuop_pod *p = add_pod(&w, "driver", "n", cases[i].phase, cases[i].ready);
+        p->deleting = cases[i].deleting;
+        p->bound = cases[i].bound;
+        p->restarts = cases[i].restarts;
+        if (cases[i].waiting) {
+            p->waiting_reason = strdup(cases[i].waiting);
+            p->waiting_message = strdup("details");
+        }
+        analyze(&w);
+        const struct gpuop_finding *x = find(&w, "n", "driver", GPUOP_KIND_MISSING);
+        assert_non_null(x);
+        if (x->reason != cases[i].reason)
+            fail_msg("case %zu: reason %s", i, gpuop_reason_get(x->reason)->name);
+        if (!strstr(msg_of(&w, x), cases[i].in_message))
+            fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].in_message, msg_of(&w, x));
+        assert_non_null(strstr(msg_of(&w, x), p->name));
+        assert_int_equal(x->since, p->created);
+        assert_int_equal(w.f.operands[0].running_nodes, 0);
+        world_free(&w);
+    }
+}
+
+/* Several pods of one operand on one node: the most telling one counts. */
+static void test_pod_choice(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_ds(&w, "driver");
+    add_node(&w, "rolling", "driver=true", NULL);
+    add_node(&w, "stuck", "driver=true", NULL);
+    add_pod(&w, "driver", "rolling", "Running", true)->deleting = true;
+    add_pod(&w, "driver", "rolling", "Running", true);
+    add_pod(&w, "driver", "stuck", "Running", true)->deleting = true;
+    struct gpuop_pod *fresh = add_pod(&w, "driver", "stuck", "Pending", false);
+    fresh->waiting_reason = strdup("ErrImagePull");
+    struct gpuop_pod *older = add_pod(&w, "driver", "stuck", "Pending", false);
+    older->created -= 100;
+    analyze(&w);
+    assert_null(find(&w, "rolling", "driver", GPUOP_KIND_MISSING));
+    assert_int_equal(node_res(&w, "rolling")->cell[op("driver")], GPUOP_CELL_RUNNING);
+    const struct gpuop_finding *x = find(&w, "stuck", "driver", GPUOP_KIND_MISSING);
+    assert_int_equal(x->reason, GPUOP_REASON_IMAGE_PULL_FAILED); /* alive and newest */
+    assert_non_null(strstr(msg_of(&w, x), fresh->name));
+    world_free(&w);
+}
+
+static void test_ordering(void **state)
+{
+    static const struct {
+        const char *labels; /* besides present=true */
+        bool driver_disabled;
+        const char *running;
+        const char *op;     /* operand with the ordering finding (NULL: none at all) */
+        const char *prereq; /* expected unsatisfied prerequisite */
+        int reason;
+        const char *in_message;
+    } cases[] = {
+        /* the silent GPU-less scheduling case */
+        {"driver=true container-toolkit=true device-plugin=true", false, "driver device-plugin",
+         "device-plugin", "container-toolkit", GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
+         "GPU pods will be scheduled here and fail to get a GPU"},
+        /* toolkit label removed entirely: still the same reason */
+        {"driver=true device-plugin=true", false, "driver device-plugin", "device-plugin",
+         "container-toolkit", GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT, "container-toolkit"},
+        /* a running toolkit does not excuse a missing driver */
+        {"driver=true container-toolkit=true device-plugin=true", false,
+         "container-toolkit device-plugin", "device-plugin", "driver",
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+         "prerequisite driver neither runs nor is host-provided here (chain: device-plugin -> "
+         "container-toolkit -> driver)"},
+        /* a host-provided toolkit is walked past too */
+        {"driver=true container-toolkit=false device-plugin=true", false, "device-plugin",
+         "device-plugin", "driver", GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "driver"},
+        /* host-provided driver (policy) and toolkit (label): no violation */
+        {"container-toolkit=false device-plugin=true", true, "device-plugin", NULL, NULL, 0, NULL},
+        /* everything below the validator host-provided by labels */
+        {"driver=false container-toolkit=false device-plugin=false gpu-feature-discovery=false "
+         "operator-validator=true",
+         false, "operator-validator", NULL, NULL, 0, NULL},
+        /* gfd without device-plugin, toolkit also missing: the nearest is reported */
+        {"driver=true container-toolkit=true device-plugin=true gpu-feature-discovery=true", false,
+         "driver gpu-feature-discovery", "gpu-feature-discovery", "device-plugin",
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "prerequisite device-plugin"},
+        /* dcgm-exporter hangs off the toolkit */
+        {"driver=true container-toolkit=true dcgm-exporter=true", false, "driver dcgm-exporter",
+         "dcgm-exporter", "container-toolkit", GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+         "prerequisite container-toolkit"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        char labels[256];
+        world_init(&w);
+        w.pol.operands[op("driver")].enabled = !cases[i].driver_disabled;
+        add_all_ds(&w);
+        snprintf(labels, sizeof(labels), "present=true %s", cases[i].labels);
+        add_node(&w, "n", labels, NULL);
+        add_node(&w, "clean", "present=true driver=true", NULL);
+        run_pods(&w, "n", cases[i].running);
+        run_pods(&w, "clean", "driver");
+        analyze(&w);
+        size_t nord = w.f.by_kind[GPUOP_KIND_ORDERING];
+        if (!cases[i].op) {
+            if (nord)
+                fail_msg("case %zu: unexpected ordering finding", i);
+            assert_int_equal(w.f.violations, 0);
+            world_free(&w);
+            continue;
+        }
+        const struct gpuop_finding *x = find(&w, "n", cases[i].op, GPUOP_KIND_ORDERING);
+        if (!x)
+            fail_msg("case %zu: no ordering finding on %s", i, cases[i].op);
+        assert_int_equal(x->prereq, op(cases[i].prereq));
+        assert_int_equal(x->reason, cases[i].reason);
+        if (!strstr(msg_of(&w, x), cases[i].in_message))
+            fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].in_message, msg_of(&w, x));
+        assert_int_equal(node_res(&w, "n")->cell[op(cases[i].op)], GPUOP_CELL_VIOLATION);
+        assert_int_equal(w.f.violations, 1); /* nodes, not findings */
+        world_free(&w);
+    }
+}
+
+static void test_ordering_counts_nodes(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "a", ALL_TRUE, NULL);
+    add_node(&w, "b", ALL_TRUE, NULL);
+    /* on a: device-plugin, gfd and validator run without toolkit and driver */
+    run_pods(&w, "a", "device-plugin gpu-feature-discovery operator-validator");
+    run_pods(&w, "b", ALL_OPS);
+    analyze(&w);
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_ORDERING], 3);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT], 1);
+    /* gfd: device-plugin runs, so the walk goes on to the toolkit */
+    assert_int_equal(find(&w, "a", "gpu-feature-discovery", GPUOP_KIND_ORDERING)->prereq,
+                     op("container-toolkit"));
+    assert_int_equal(find(&w, "a", "gpu-feature-discovery", GPUOP_KIND_ORDERING)->reason,
+                     GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
+    assert_int_equal(w.f.violations, 1);
+    assert_int_equal(w.f.complete_nodes, 1);
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 3); /* driver, toolkit, dcgm */
+    world_free(&w);
+}
+
+static void test_unexpected(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.operands[op("dcgm-exporter")].enabled = false;
+    add_all_ds(&w);
+    add_node(&w, "unlabelled", "present=true driver=true", NULL); /* toolkit label went */
+    add_node(&w, "falsed", "present=true driver=true container-toolkit=false", NULL);
+    add_node(&w, "disabled", "present=true driver=true container-toolkit=true", NULL);
+    add_node(&w, "cpu", NULL, NULL);
+    run_pods(&w, "unlabelled", "driver container-toolkit");
+    run_pods(&w, "falsed", "driver container-toolkit");
+    run_pods(&w, "disabled", "driver container-toolkit dcgm-exporter");
+    run_pods(&w, "cpu", "driver");
+    analyze(&w);
+
+    const struct gpuop_finding *x =
+        find(&w, "unlabelled", "container-toolkit", GPUOP_KIND_UNEXPECTED);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_NOT_TRUE);
+    assert_non_null(strstr(msg_of(&w, x), "is not \"true\""));
+    /* a running pod is not "nothing happens here" */
+    assert_null(find(&w, "unlabelled", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
+    x = find(&w, "falsed", "container-toolkit", GPUOP_KIND_UNEXPECTED);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_NOT_TRUE);
+    assert_non_null(strstr(msg_of(&w, x), "is \"false\""));
+    x = find(&w, "disabled", "dcgm-exporter", GPUOP_KIND_UNEXPECTED);
+    assert_int_equal(x->reason, GPUOP_REASON_OPERAND_DISABLED);
+    assert_non_null(strstr(msg_of(&w, x), "spec.dcgmExporter.enabled=false"));
+    x = find(&w, "cpu", "driver", GPUOP_KIND_UNEXPECTED);
+    assert_int_equal(x->reason, GPUOP_REASON_NOT_GPU_NODE);
+    assert_false(node_res(&w, "cpu")->gpu);
+    assert_int_equal(node_res(&w, "cpu")->host_provided, 0);
+    /* the CPU node is listed (it has a finding) but counts in no GPU total */
+    assert_int_equal(w.f.gpu_nodes, 3);
+    assert_int_equal(w.f.finding_nodes, 4);
+    assert_int_equal(w.f.operands[op("driver")].running_nodes, 4);
+    assert_int_equal(w.f.operands[op("driver")].expected_nodes, 3);
+    world_free(&w);
+}
+
+struct diffrec {
+    char lines[16][160];
+    int n;
+};
+
+static void diff_cb(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
+                    bool appeared)
+{
+    struct diffrec *d = ud;
+    if (d->n < 16)
+        snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", appeared ? '+' : '-',
+                 gpuop_finding_node(f, x), gpuop_operand_get(x->operand)->name,
+                 gpuop_reason_get(x->reason)->name);
+}
+
+/* A node removed takes its findings (and its pods) with it; the diff says so. */
+static void test_node_removal_and_diff(void **state)
+{
+    struct world w;
+    world_init(&w);
+    for (int o = 1; o < gpuop_operand_count(); o++)
+        w.pol.operands[o].enabled = false;
+    add_ds(&w, "driver");
+    add_node(&w, "a", "driver=true", NULL);
+    add_node(&w, "b", "driver=true", NULL);
+    add_node(&w, "c", "driver=true", NULL);
+    struct gpuop_pod *pa = add_pod(&w, "driver", "a", "Pending", false);
+    pa->waiting_reason = strdup("ImagePullBackOff");
+    run_pods(&w, "c", "driver");
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 2); /* a: ImagePullFailed, b: PodNotCreated */
+
+    struct gpuop_findings prev = w.f;
+    memset(&w.f, 0, sizeof(w.f));
+    struct diffrec d = {0};
+
+    /* same world, restarts changed: same keys, no event */
+    pa->restarts = 3;
+    analyze(&w);
+    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    assert_int_equal(d.n, 0);
+
+    /* node b removed (pods and node gone); a's pod now crash-loops; c loses its pod */
+    gpuop_node_free(w.nodes[1]);
+    free(w.nodes[1]);
+    w.nodes[1] = NULL; /* NULL entries are skipped */
+    free(pa->waiting_reason);
+    pa->waiting_reason = strdup("CrashLoopBackOff");
+    gpuop_pod_free(w.pods[1]);
+    free(w.pods[1]);
+    w.pods[1] = NULL;
+    analyze(&w);
+    assert_null(node_res(&w, "b"));
+    assert_int_equal(w.f.gpu_nodes, 2);
+    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    assert_int_equal(d.n, 4);
+    assert_string_equal(d.lines[0], "- a driver ImagePullFailed");
+    assert_string_equal(d.lines[1], "+ a driver CrashLoopBackOff");
+    assert_string_equal(d.lines[2], "- b driver PodNotCreated");
+    assert_string_equal(d.lines[3], "+ c driver PodNotCreated");
+
+    /* from nothing: everything appeared */
+    d.n = 0;
+    gpuop_findings_diff(NULL, &w.f, diff_cb, &d);
+    assert_int_equal(d.n, 2);
+    assert_true(d.lines[0][0] == '+' && d.lines[1][0] == '+');
+    gpuop_findings_free(&prev);
+
+    /* pods on nodes that are not in the input are ignored */
+    w.nn = 0;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.nnodes, 0);
+    assert_int_equal(w.f.gpu_nodes, 0);
+    w.nn = 3;
+    world_free(&w);
+}
+
+static void test_robust_inputs(void **state)
+{
+    struct gpuop_findings f;
+    /* nothing at all */
+    assert_int_equal(gpuop_analyze(NULL, NULL, 0, NULL, 0, NULL, 0, 0, &f), 0);
+    assert_int_equal(f.nnodes, 0);
+    assert_int_equal(f.noperands, gpuop_operand_count());
+    assert_true(f.operands[0].enabled); /* no policy: every operand enabled */
+    gpuop_findings_free(&f);
+
+    /* odd pods: unknown operand, out-of-range operand, unbound without node,
+     * nameless pod and node, DaemonSet with an unknown name */
+    struct world w;
+    world_init(&w);
+    add_ds(&w, "driver")->operand = -1; /* found again by name */
+    add_node(&w, "n", "driver=true", NULL);
+    struct gpuop_node *nameless = add_node(&w, "x", "driver=true", NULL);
+    free(nameless->name);
+    nameless->name = NULL;
+    add_pod(&w, "driver", "n", "Running", true)->operand = -1;
+    add_pod(&w, "driver", "n", "Running", true)->operand = 99;
+    struct gpuop_pod *p = add_pod(&w, "driver", "n", "Running", true);
+    free(p->node);
+    p->node = NULL;
+    p = add_pod(&w, "driver", "n", "Pending", false);
+    free(p->name);
+    p->name = NULL;
+    analyze(&w);
+    assert_int_equal(w.f.nnodes, 1);
+    const struct gpuop_finding *x = find(&w, "n", "driver", GPUOP_KIND_MISSING);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_PENDING);
+    assert_true(w.f.operands[0].ds_present);
+    char small[16];
+    int len = gpuop_finding_message(&w.f, x, small, sizeof(small));
+    assert_true(len > 15);
+    assert_int_equal(strlen(small), 15); /* truncated, terminated */
+    world_free(&w);
+}
+
+/* Duplicated node names and many nodes: deterministic order. */
+static void test_sorting(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    const char *names[] = {"node-10", "node-2", "node-1", "alpha", "Zulu"};
+    for (size_t i = 0; i < 5; i++)
+        add_node(&w, names[i], "present=true", NULL);
+    analyze(&w);
+    assert_int_equal(w.f.nnodes, 5);
+    assert_string_equal(w.f.nodes[0].name, "Zulu");
+    assert_string_equal(w.f.nodes[1].name, "alpha");
+    assert_string_equal(w.f.nodes[2].name, "node-1");
+    assert_string_equal(w.f.nodes[3].name, "node-10");
+    assert_string_equal(w.f.nodes[4].name, "node-2");
+    assert_int_equal(w.f.nitems, 5 * (size_t)gpuop_operand_count());
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        assert_int_equal(w.f.items[o].operand, o);
+    world_free(&w);
+}
+
+static void test_every_reason_covered(void **state)
+{
+    for (int r = 0; r < GPUOP_REASON_COUNT; r++)
+        if (!seen[r])
+            fail_msg("reason %s is produced by no test", gpuop_reason_get(r)->name);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_clean),
+        cmocka_unit_test(test_seed_not_scheduled),
+        cmocka_unit_test(test_label_values),
+        cmocka_unit_test(test_host_provided),
+        cmocka_unit_test(test_operands_false),
+        cmocka_unit_test(test_daemonset_absent),
+        cmocka_unit_test(test_taints),
+        cmocka_unit_test(test_no_pod_yet),
+        cmocka_unit_test(test_pod_states),
+        cmocka_unit_test(test_pod_choice),
+        cmocka_unit_test(test_ordering),
+        cmocka_unit_test(test_ordering_counts_nodes),
+        cmocka_unit_test(test_unexpected),
+        cmocka_unit_test(test_node_removal_and_diff),
+        cmocka_unit_test(test_robust_inputs),
+        cmocka_unit_test(test_sorting),
+        cmocka_unit_test(test_every_reason_covered),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
