@@ -425,6 +425,7 @@ struct res {
     int cancel_after_chunks;      /* cancel own stream from on_data */
     int close_after_chunks;       /* close the client from on_data */
     int start_after_chunks;       /* start `chain` from on_data */
+    int abort_after_chunks;       /* return GPUOP_EPARSE from on_data */
     struct gpuop_kube_req *req;   /* own handle */
     struct gpuop_kube_req *other; /* cancel this one from done */
     struct res *chain;            /* start a request for this one from done */
@@ -470,6 +471,8 @@ static int on_data(void *arg, const char *p, size_t n)
     }
     if (r->close_after_chunks && r->chunks == r->close_after_chunks)
         gpuop_kube_close(r->f->k, on_closed, r->f);
+    if (r->abort_after_chunks && r->chunks == r->abort_after_chunks)
+        return GPUOP_EPARSE;
     return 0;
 }
 
@@ -518,7 +521,7 @@ static void test_methods_and_bodies(void **state)
     assert_string_equal(f->srv.ctype, GPUOP_CT_JSON);
     assert_string_equal(f->srv.body, "{}");
 
-    /* a body that is not NUL-free text-sized: sent whole, length intact */
+    /* a 3000-byte body arrives whole */
     char *large = malloc(3001);
     assert_non_null(large);
     memset(large, 'a', 3000);
@@ -728,6 +731,21 @@ static void test_cancel_in_on_data(void **state)
     assert_int_equal(r.chunks, chunks);
     assert_int_equal(r.calls, 1);
     assert_int_equal(r.data_after_done, 0);
+    res_free(&r);
+}
+
+static void test_abort_from_on_data(void **state)
+{
+    struct fx *f = *state;
+    struct res r = {.f = f, .abort_after_chunks = 2};
+    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &r, NULL), 0);
+    run_until(f, &r.finished, 5000);
+    assert_int_equal(r.rc, GPUOP_EPARSE); /* the callback's own rc */
+    assert_int_equal(r.chunks, 2);
+    assert_int_equal(r.err.http_code, 200);
+    run_for(f, 30);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.chunks, 2);
     res_free(&r);
 }
 
@@ -963,6 +981,7 @@ int main(void)
         T(test_token_file_rotation),
         T(test_token_file_unreadable),
         T(test_cancel_in_on_data),
+        T(test_abort_from_on_data),
         T(test_request_from_on_data),
         T(test_request_from_done),
         T(test_cancel_other_from_done),
