@@ -45,22 +45,34 @@ lab_pid() {
 	printf '%s\n' "$pid"
 }
 
-# lab_port_free PORT: true if nothing listens on 127.0.0.1:PORT or *:PORT.
+# lab_port_free PORT: true if no TCP socket (listening or connected) uses
+# PORT locally.
 lab_port_free() {
-	! ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+	! ss -Htan "sport = :$1" 2>/dev/null | grep -q .
 }
 
-# lab_free_port: prints a free TCP port in 20000..59999 not handed out
-# before by this shell (LAB_USED_PORTS).
+# lab_free_port VAR: sets VAR to a free TCP port below the kernel's ephemeral range
+# (outgoing connections take ports from that range and could steal a port
+# between this choice and the component's bind), not handed out before by
+# this shell (LAB_USED_PORTS).
 LAB_USED_PORTS=" "
 lab_free_port() {
-	local p i
+	local p i lo hi span range
+	range=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || range=
+	read -r lo hi <<<"$range" || true
+	[[ $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] || lo=32768 hi=60999
+	if ((lo > 12000)); then
+		span=$((lo - 11000)) # ports 11000 .. lo-1
+		lo=11000
+	else
+		lo=$((hi + 1)) span=$((65535 - hi))
+	fi
 	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((lo + (RANDOM * 32768 + RANDOM) % span))
 		[[ $LAB_USED_PORTS == *" $p "* ]] && continue
 		if lab_port_free "$p"; then
 			LAB_USED_PORTS+="$p "
-			printf '%s\n' "$p"
+			printf -v "$1" %s "$p"
 			return 0
 		fi
 	done
@@ -100,17 +112,18 @@ lab_start() {
 	lab_pid "$name" >/dev/null || lab_fail_component "$name" "did not start"
 }
 
-# lab_stop NAME [TIMEOUT_S]: TERM, then KILL after TIMEOUT_S (default 10).
+# lab_stop NAME [TIMEOUT_S]: TERM, then KILL after TIMEOUT_S (default 10;
+# 0 kills at once).
 lab_stop() {
 	local name=$1 timeout=${2:-10} pid i
 	if pid=$(lab_pid "$name"); then
-		kill -TERM "$pid" 2>/dev/null || true
+		((timeout > 0)) && kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < timeout * 10; i++)); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
 		if kill -0 "$pid" 2>/dev/null; then
-			lab_log "$name (pid $pid) ignored TERM, killing"
+			((timeout > 0)) && lab_log "$name (pid $pid) still runs ${timeout}s after TERM, killing"
 			kill -KILL "$pid" 2>/dev/null || true
 			for ((i = 0; i < 50; i++)); do
 				kill -0 "$pid" 2>/dev/null || break
