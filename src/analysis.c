@@ -488,8 +488,8 @@ static void fmt_time(long long t, char *buf, size_t size)
 {
     time_t tt = (time_t)t;
     struct tm tm;
-    if (t <= 0 || !gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "an unknown time");
+    if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "?");
 }
 
 int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
@@ -515,9 +515,12 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
                   d, op->ds_name, op->name);
         break;
     case GPUOP_REASON_POD_NOT_CREATED:
-        fmt_time(x->since, when, sizeof(when));
-        sb_printf(&b, "DaemonSet %s has no pod on this node yet (expected at the latest since %s).",
-                  op->ds_name, when);
+        sb_printf(&b, "DaemonSet %s has no pod on this node yet", op->ds_name);
+        if (x->since > 0) {
+            fmt_time(x->since, when, sizeof(when));
+            sb_printf(&b, " (the DaemonSet and the node both exist since %s)", when);
+        }
+        sb_add(&b, ".", 1);
         break;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
     case GPUOP_REASON_IMAGE_PULL_FAILED:

@@ -144,8 +144,8 @@ static const struct gpuop_reason_info reasons[] = {
         {O, "PrerequisiteNotRunning",
          "The operand runs while a direct or transitive prerequisite is neither running nor "
          "provided by the host.",
-         "Make the prerequisite run on the node (deploy label \"true\"), or label it \"false\" "
-         "if the host provides it.",
+         "Make <operand> run on the node (label nvidia.com/gpu.deploy.<operand>=true), or set "
+         "that label to \"false\" if the host provides it.",
          NULL, NULL},
 };
 

@@ -1,0 +1,332 @@
+/*
+ * status.c - GpuPolicy .status from the findings (SPEC section 6).
+ *
+ * Pure and deterministic: keys are inserted in one fixed order, node lists
+ * follow the findings' sorted order, messages hold counts and names but no
+ * clock, and a condition's lastTransitionTime is copied from the previous
+ * status unless its status flipped. So json_equal(old, new) is the
+ * controller's "nothing changed, do not write" test.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/status.h"
+
+void gpuop_status_time(long long t, char *buf, size_t size)
+{
+    time_t tt = (time_t)(t < 0 ? 0 : t);
+    struct tm tm;
+    if (!size)
+        return;
+    if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "1970-01-01T00:00:00Z");
+}
+
+/* ---- conditions ---- */
+
+static json_t *prev_condition(json_t *prev_status, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_t *conds = json_is_object(prev_status) ? json_object_get(prev_status, "conditions") : NULL;
+    json_array_foreach(conds, i, c)
+    {
+        json_t *t = json_object_get(c, "type");
+        if (json_is_string(t) && strcmp(json_string_value(t), type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Appends one condition (new object) to conds; 0 or -1. */
+static int add_condition(json_t *conds, json_t *prev_status, const char *type, const char *status,
+                         const char *reason, const char *message, long long gen, long long now)
+{
+    char ts[32];
+    const char *ltt = NULL;
+    json_t *pc = prev_condition(prev_status, type);
+    json_t *ps = pc ? json_object_get(pc, "status") : NULL;
+    json_t *pt = pc ? json_object_get(pc, "lastTransitionTime") : NULL;
+
+    if (json_is_string(ps) && strcmp(json_string_value(ps), status) == 0 && json_is_string(pt))
+        ltt = json_string_value(pt);
+    if (!ltt) {
+        gpuop_status_time(now, ts, sizeof(ts));
+        ltt = ts;
+    }
+    json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", type, "status", status,
+                          "reason", reason, "message", message, "lastTransitionTime", ltt,
+                          "observedGeneration", (json_int_t)gen);
+    return c ? json_array_append_new(conds, c) : -1;
+}
+
+/* "ImagePullFailed 2, PodNotCreated 1" for the reasons of kind. */
+static void reason_counts(const struct gpuop_findings *f, int kind, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < GPUOP_REASON_COUNT; r++) {
+        const struct gpuop_reason_info *ri = gpuop_reason_get(r);
+        if (ri->kind != kind || !f->by_reason[r] || len >= size)
+            continue;
+        int n =
+            snprintf(buf + len, size - len, "%s%s %zu", len ? ", " : "", ri->name, f->by_reason[r]);
+        if (n > 0)
+            len += (size_t)n;
+    }
+}
+
+static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
+                      json_t *prev, const struct gpuop_status_input *in, long long now)
+{
+    const long long gen = p ? p->generation : 0;
+    char msg[1024], a[400], b[400];
+
+    if (in->ignored) {
+        snprintf(msg, sizeof(msg),
+                 "GpuPolicy \"%s\" is active (the oldest GpuPolicy); this one is ignored. Delete "
+                 "it, or move its settings into \"%s\".",
+                 in->active_policy ? in->active_policy : "?",
+                 in->active_policy ? in->active_policy : "?");
+        if (add_condition(conds, prev, "Ready", "False", "Ignored", msg, gen, now) < 0)
+            return -1;
+        static const char *const others[] = {"OperandsComplete", "OrderingValid", "Reconciled"};
+        for (size_t i = 0; i < 3; i++)
+            if (add_condition(conds, prev, others[i], "Unknown", "Ignored",
+                              "This GpuPolicy is ignored; see the Ready condition.", gen, now) < 0)
+                return -1;
+        return 0;
+    }
+
+    /* Ready */
+    const char *st, *reason;
+    if (f->gpu_nodes == 0) {
+        st = "False";
+        reason = "NoGpuNodes";
+        snprintf(msg, sizeof(msg),
+                 "No node is a GPU node: none is labelled %s=true, %s=true or %s<operand>.%s",
+                 GPUOP_LABEL_GPU_PRESENT, GPUOP_LABEL_NFD_NVIDIA, GPUOP_LABEL_PREFIX,
+                 f->nitems ? " Operand pods run on non-GPU nodes: see status.nodes." : "");
+    } else if (f->nitems == 0) {
+        st = "True";
+        reason = "AllNodesComplete";
+        snprintf(msg, sizeof(msg), "All %zu GPU nodes run every expected operand, in order.",
+                 f->gpu_nodes);
+    } else {
+        st = "False";
+        reason = "FindingsPresent";
+        snprintf(msg, sizeof(msg),
+                 "%zu of %zu GPU nodes are complete; %zu node%s with findings (Missing %zu, "
+                 "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu): see status.nodes.",
+                 f->complete_nodes, f->gpu_nodes, f->finding_nodes,
+                 f->finding_nodes == 1 ? "" : "s", f->by_kind[GPUOP_KIND_MISSING],
+                 f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
+                 f->by_kind[GPUOP_KIND_ORDERING]);
+    }
+    if (add_condition(conds, prev, "Ready", st, reason, msg, gen, now) < 0)
+        return -1;
+
+    /* OperandsComplete */
+    size_t miss = f->by_kind[GPUOP_KIND_MISSING], nots = f->by_kind[GPUOP_KIND_NOT_SCHEDULED];
+    if (f->gpu_nodes == 0) {
+        st = "True";
+        reason = "NoGpuNodes";
+        snprintf(msg, sizeof(msg), "No GPU node, so no operand is expected anywhere.");
+    } else if (!miss && !nots) {
+        st = "True";
+        reason = "Complete";
+        snprintf(msg, sizeof(msg),
+                 "Every expected operand runs, and every GPU node is labelled for every enabled "
+                 "operand.");
+    } else {
+        st = "False";
+        reason = miss ? "OperandsMissing" : "OperandsNotScheduled";
+        reason_counts(f, GPUOP_KIND_MISSING, a, sizeof(a));
+        reason_counts(f, GPUOP_KIND_NOT_SCHEDULED, b, sizeof(b));
+        snprintf(msg, sizeof(msg), "Missing: %zu%s%s%s; NotScheduled: %zu%s%s%s.", miss,
+                 miss ? " (" : "", a, miss ? ")" : "", nots, nots ? " (" : "", b, nots ? ")" : "");
+    }
+    if (add_condition(conds, prev, "OperandsComplete", st, reason, msg, gen, now) < 0)
+        return -1;
+
+    /* OrderingValid */
+    size_t ord = f->by_kind[GPUOP_KIND_ORDERING];
+    if (!ord) {
+        st = "True";
+        reason = "ChainIntact";
+        snprintf(msg, sizeof(msg),
+                 "No operand runs without its prerequisites (running or host-provided).");
+    } else {
+        st = "False";
+        reason = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
+                     ? "DevicePluginWithoutToolkit"
+                     : "OrderingViolations";
+        reason_counts(f, GPUOP_KIND_ORDERING, a, sizeof(a));
+        snprintf(msg, sizeof(msg), "The operand chain is broken on %zu node%s (%s).%s",
+                 f->violations, f->violations == 1 ? "" : "s", a,
+                 f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
+                     ? " GPU pods scheduled on those nodes fail to get a GPU."
+                     : "");
+    }
+    if (add_condition(conds, prev, "OrderingValid", st, reason, msg, gen, now) < 0)
+        return -1;
+
+    /* Reconciled */
+    if (!in->reconciled) {
+        st = "False";
+        reason = in->reconcile_reason && *in->reconcile_reason ? in->reconcile_reason
+                                                               : "ReconcileFailed";
+        snprintf(msg, sizeof(msg), "%s",
+                 in->reconcile_message && *in->reconcile_message ? in->reconcile_message
+                                                                 : "The last reconcile failed.");
+    } else if (p && p->nproblems > 0) {
+        st = "False";
+        reason = "InvalidSpec";
+        int more = p->nproblems - 1;
+        if (more > 0)
+            snprintf(msg, sizeof(msg), "%s: %s (and %d more problem%s)", p->problems[0].field,
+                     p->problems[0].message, more, more == 1 ? "" : "s");
+        else
+            snprintf(msg, sizeof(msg), "%s: %s", p->problems[0].field, p->problems[0].message);
+    } else {
+        st = "True";
+        reason = "Applied";
+        snprintf(msg, sizeof(msg),
+                 "The DaemonSets of all enabled operands are applied in namespace %s.",
+                 in->namespace ? in->namespace : "?");
+    }
+    return add_condition(conds, prev, "Reconciled", st, reason, msg, gen, now);
+}
+
+/* ---- operands, nodes, summary ---- */
+
+json_t *gpuop_status_operands(const struct gpuop_findings *f)
+{
+    json_t *arr = json_array();
+    for (int o = 0; arr && o < f->noperands; o++) {
+        const struct gpuop_operand *op = gpuop_operand_get(o);
+        const struct gpuop_operand_result *r = &f->operands[o];
+        json_t *e = json_pack("{s:s, s:b, s:s, s:I, s:I, s:I, s:I}", "name", op->name, "enabled",
+                              r->enabled, "daemonSet", op->ds_name, "expectedNodes",
+                              (json_int_t)r->expected_nodes, "runningNodes",
+                              (json_int_t)r->running_nodes, "desiredNumberScheduled",
+                              (json_int_t)r->desired, "numberReady", (json_int_t)r->ready);
+        if (!e || json_array_append_new(arr, e) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+{
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    json_t *fs = json_array(), *hp = json_array();
+
+    for (size_t k = 0; fs && k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &f->items[r->first + k];
+        gpuop_finding_message(f, x, msg, sizeof(msg));
+        json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "operand",
+                              gpuop_operand_get(x->operand)->name, "kind", gpuop_kind_name(x->kind),
+                              "reason", gpuop_reason_get(x->reason)->name, "message", msg);
+        if (!e || json_array_append_new(fs, e) < 0)
+            goto fail;
+    }
+    for (int o = 0; hp && o < f->noperands; o++)
+        if ((r->host_provided >> o) & 1)
+            if (json_array_append_new(hp, json_string(gpuop_operand_get(o)->name)) < 0)
+                goto fail;
+    if (!fs || !hp)
+        goto fail;
+    return json_pack("{s:s, s:o, s:o}", "name", r->name, "findings", fs, "hostProvided", hp);
+fail:
+    json_decref(fs);
+    json_decref(hp);
+    return NULL;
+}
+
+json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted)
+{
+    json_t *arr = json_array();
+    size_t skipped = 0;
+
+    for (size_t i = 0; arr && i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!r->nfindings)
+            continue;
+        if (json_array_size(arr) >= max_nodes) {
+            skipped++;
+            continue;
+        }
+        json_t *e = node_json(f, r);
+        if (!e || json_array_append_new(arr, e) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    if (omitted)
+        *omitted = skipped;
+    return arr;
+}
+
+json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
+{
+    return json_pack("{s:I, s:I, s:I, s:b}", "gpuNodes", (json_int_t)f->gpu_nodes, "completeNodes",
+                     (json_int_t)f->complete_nodes, "violations", (json_int_t)f->violations,
+                     "truncated", truncated);
+}
+
+json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_findings *f,
+                           json_t *prev_status, const struct gpuop_status_input *in, long long now)
+{
+    static const struct gpuop_status_input none = {.reconciled = true};
+    if (!in)
+        in = &none;
+    if (!f && !in->ignored)
+        return NULL;
+
+    json_t *st = json_object(), *conds = json_array();
+    if (!st || !conds)
+        goto fail;
+    if (json_object_set_new(st, "observedGeneration", json_integer(p ? p->generation : 0)) < 0 ||
+        json_object_set_new(st, "state", json_string(in->ignored ? "ignored" : "notReady")) < 0 ||
+        json_object_set_new(st, "namespace", json_string(in->namespace ? in->namespace : "")) < 0)
+        goto fail;
+    if (conditions(conds, p, f, prev_status, in, now) < 0)
+        goto fail;
+    json_t *ready = json_array_get(conds, 0);
+    if (!in->ignored && strcmp(json_string_value(json_object_get(ready, "status")), "True") == 0 &&
+        json_object_set_new(st, "state", json_string("ready")) < 0)
+        goto fail;
+    if (json_object_set_new(st, "conditions", conds) < 0) {
+        conds = NULL;
+        goto fail;
+    }
+    conds = NULL;
+    if (in->ignored)
+        return st;
+
+    size_t omitted = 0, max = in->max_nodes ? in->max_nodes : GPUOP_STATUS_MAX_NODES;
+    json_t *ops = gpuop_status_operands(f);
+    json_t *nodes = gpuop_status_nodes(f, max, &omitted);
+    json_t *sum = nodes ? gpuop_status_summary(f, omitted > 0) : NULL;
+    if (!ops || !nodes || !sum) {
+        json_decref(ops);
+        json_decref(nodes);
+        json_decref(sum);
+        goto fail;
+    }
+    if (json_object_set_new(st, "operands", ops) < 0 ||
+        json_object_set_new(st, "nodes", nodes) < 0 ||
+        json_object_set_new(st, "nodesOmitted", json_integer((json_int_t)omitted)) < 0 ||
+        json_object_set_new(st, "summary", sum) < 0)
+        goto fail;
+    return st;
+fail:
+    json_decref(conds);
+    json_decref(st);
+    return NULL;
+}

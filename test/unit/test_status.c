@@ -1,0 +1,442 @@
+/*
+ * test_status.c - GpuPolicy status from findings: shape, conditions and
+ * their reasons, lastTransitionTime kept unless the status flips, the node
+ * cap, ignored policies, Reconciled inputs, determinism (json_equal).
+ * Worlds are built from Kubernetes-shaped JSON through the model parsers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/status.h"
+
+#define T0 1795986400LL /* 2026-11-29T21:06:40Z */
+
+struct world {
+    struct gpuop_policy pol;
+    struct gpuop_node nodes[80];
+    const struct gpuop_node *np[80];
+    size_t nn;
+    struct gpuop_ds ds[GPUOP_OPERAND_MAX];
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
+    size_t nds;
+    struct gpuop_pod pods[400];
+    const struct gpuop_pod *pp[400];
+    size_t npods;
+    struct gpuop_findings f;
+};
+
+static void world_init(struct world *w)
+{
+    memset(w, 0, sizeof(*w));
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w->pol.operands[i].enabled = true;
+    w->pol.name = "main";
+    w->pol.generation = 4;
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        json_t *j =
+            json_pack("{s:{s:s}, s:{s:i, s:i}}", "metadata", "name", gpuop_operand_get(i)->ds_name,
+                      "status", "desiredNumberScheduled", 3, "numberReady", 2);
+        assert_int_equal(gpuop_ds_from_json(j, &w->ds[w->nds], NULL), 0);
+        w->dp[w->nds] = &w->ds[w->nds];
+        w->nds++;
+        json_decref(j);
+    }
+}
+
+/* A GPU node with every deploy label "true", except `except` set to value. */
+static void add_node(struct world *w, const char *name, const char *except, const char *value)
+{
+    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        char key[128];
+        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", gpuop_operand_get(i)->name);
+        if (except && strcmp(except, gpuop_operand_get(i)->name) == 0) {
+            if (value)
+                json_object_set_new(labels, key, json_string(value));
+        } else {
+            json_object_set_new(labels, key, json_string("true"));
+        }
+    }
+    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", labels);
+    assert_int_equal(gpuop_node_from_json(j, &w->nodes[w->nn], NULL), 0);
+    w->np[w->nn] = &w->nodes[w->nn];
+    w->nn++;
+    json_decref(j);
+}
+
+/* Running, Ready pods of every operand not named in `skip` on node. */
+static void run_all(struct world *w, const char *node, const char *skip)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        const char *name = gpuop_operand_get(i)->name;
+        if (skip && strstr(skip, name))
+            continue;
+        char pod[128];
+        snprintf(pod, sizeof(pod), "%s-%s", name, node);
+        json_t *j = json_pack("{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "metadata",
+                              "name", pod, "labels", "app.kubernetes.io/component", name, "spec",
+                              "nodeName", node, "status", "phase", "Running", "conditions", "type",
+                              "Ready", "status", "True");
+        assert_int_equal(gpuop_pod_from_json(j, &w->pods[w->npods], NULL), 0);
+        w->pp[w->npods] = &w->pods[w->npods];
+        w->npods++;
+        json_decref(j);
+    }
+}
+
+static void analyze(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    assert_int_equal(
+        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, T0, &w->f), 0);
+}
+
+static void world_free(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    for (size_t i = 0; i < w->nn; i++)
+        gpuop_node_free(&w->nodes[i]);
+    for (size_t i = 0; i < w->nds; i++)
+        gpuop_ds_free(&w->ds[i]);
+    for (size_t i = 0; i < w->npods; i++)
+        gpuop_pod_free(&w->pods[i]);
+}
+
+static json_t *cond(json_t *st, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
+            return c;
+    }
+    fail_msg("no condition %s", type);
+    return NULL;
+}
+
+static const char *cstr(json_t *st, const char *type, const char *field)
+{
+    return json_string_value(json_object_get(cond(st, type), field));
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static long long num(json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+static const struct gpuop_status_input ok_in = {.namespace = "gpuop-system", .reconciled = true};
+
+static void test_ready(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_node(&w, "gpu-a", NULL, NULL);
+    run_all(&w, "gpu-a", NULL);
+    analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_non_null(st);
+    /* exact key order of SPEC section 6 */
+    static const char *const keys[] = {"observedGeneration", "state", "namespace",    "conditions",
+                                       "operands",           "nodes", "nodesOmitted", "summary"};
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(st, key, v)
+    {
+        assert_true(k < 8);
+        assert_string_equal(key, keys[k++]);
+    }
+    assert_int_equal(k, 8);
+    assert_int_equal(num(st, "observedGeneration"), 4);
+    assert_string_equal(str(st, "state"), "ready");
+    assert_string_equal(str(st, "namespace"), "gpuop-system");
+    assert_int_equal(json_array_size(json_object_get(st, "conditions")), 4);
+    static const char *const types[] = {"Ready", "OperandsComplete", "OrderingValid", "Reconciled"};
+    static const char *const reasons[] = {"AllNodesComplete", "Complete", "ChainIntact", "Applied"};
+    for (int i = 0; i < 4; i++) {
+        json_t *c = json_array_get(json_object_get(st, "conditions"), (size_t)i);
+        assert_string_equal(str(c, "type"), types[i]);
+        assert_string_equal(str(c, "status"), "True");
+        assert_string_equal(str(c, "reason"), reasons[i]);
+        assert_true(strlen(str(c, "message")) > 10);
+        assert_string_equal(str(c, "lastTransitionTime"), "2026-11-29T21:06:40Z");
+        assert_int_equal(num(c, "observedGeneration"), 4);
+        assert_int_equal(json_object_size(c), 6);
+    }
+    assert_non_null(strstr(cstr(st, "Reconciled", "message"), "gpuop-system"));
+    json_t *ops = json_object_get(st, "operands");
+    assert_int_equal(json_array_size(ops), (size_t)gpuop_operand_count());
+    json_t *o2 = json_array_get(ops, 2);
+    assert_string_equal(str(o2, "name"), "device-plugin");
+    assert_true(json_is_true(json_object_get(o2, "enabled")));
+    assert_string_equal(str(o2, "daemonSet"), "gpuop-device-plugin");
+    assert_int_equal(num(o2, "expectedNodes"), 1);
+    assert_int_equal(num(o2, "runningNodes"), 1);
+    assert_int_equal(num(o2, "desiredNumberScheduled"), 3);
+    assert_int_equal(num(o2, "numberReady"), 2);
+    assert_int_equal(json_array_size(json_object_get(st, "nodes")), 0);
+    json_t *sum = json_object_get(st, "summary");
+    assert_int_equal(num(sum, "gpuNodes"), 1);
+    assert_int_equal(num(sum, "completeNodes"), 1);
+    assert_int_equal(num(sum, "violations"), 0);
+    assert_true(json_is_false(json_object_get(sum, "truncated")));
+    json_decref(st);
+    world_free(&w);
+}
+
+static void test_no_gpu_nodes(void **state)
+{
+    struct world w;
+    world_init(&w);
+    analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_string_equal(str(st, "state"), "notReady");
+    assert_string_equal(cstr(st, "Ready", "status"), "False");
+    assert_string_equal(cstr(st, "Ready", "reason"), "NoGpuNodes");
+    assert_non_null(strstr(cstr(st, "Ready", "message"), "nvidia.com/gpu.present=true"));
+    assert_int_equal(num(json_object_get(st, "summary"), "gpuNodes"), 0);
+    json_decref(st);
+    world_free(&w);
+}
+
+static void test_findings(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.operands[0].enabled = false; /* driver host-provided everywhere */
+    add_node(&w, "gpu-b", "container-toolkit", "true");
+    run_all(&w, "gpu-b", "driver container-toolkit"); /* device plugin without toolkit */
+    add_node(&w, "gpu-a", "dcgm-exporter", "paused");
+    run_all(&w, "gpu-a", "driver dcgm-exporter");
+    add_node(&w, "gpu-c", NULL, NULL);
+    run_all(&w, "gpu-c", "driver");
+    analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    if (getenv("DUMP"))
+        json_dumpf(st, stderr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    assert_string_equal(str(st, "state"), "notReady");
+    assert_string_equal(cstr(st, "Ready", "reason"), "FindingsPresent");
+    assert_non_null(strstr(cstr(st, "Ready", "message"), "1 of 3 GPU nodes are complete"));
+    assert_string_equal(cstr(st, "OperandsComplete", "status"), "False");
+    assert_string_equal(cstr(st, "OperandsComplete", "reason"), "OperandsMissing");
+    assert_non_null(
+        strstr(cstr(st, "OperandsComplete", "message"), "Missing: 1 (PodNotCreated 1)"));
+    assert_non_null(
+        strstr(cstr(st, "OperandsComplete", "message"), "NotScheduled: 1 (LabelPaused 1)"));
+    assert_string_equal(cstr(st, "OrderingValid", "status"), "False");
+    assert_string_equal(cstr(st, "OrderingValid", "reason"), "DevicePluginWithoutToolkit");
+    assert_non_null(strstr(cstr(st, "OrderingValid", "message"), "fail to get a GPU"));
+
+    json_t *nodes = json_object_get(st, "nodes");
+    assert_int_equal(json_array_size(nodes), 2);
+    json_t *a = json_array_get(nodes, 0), *b = json_array_get(nodes, 1);
+    assert_string_equal(str(a, "name"), "gpu-a");
+    assert_string_equal(str(b, "name"), "gpu-b");
+    json_t *fa = json_array_get(json_object_get(a, "findings"), 0);
+    assert_string_equal(str(fa, "operand"), "dcgm-exporter");
+    assert_string_equal(str(fa, "kind"), "NotScheduled");
+    assert_string_equal(str(fa, "reason"), "LabelPaused");
+    assert_non_null(strstr(str(fa, "message"), "\"paused\""));
+    assert_int_equal(json_object_size(fa), 4);
+    json_t *fb = json_object_get(b, "findings");
+    /* toolkit missing; device-plugin, gfd, dcgm-exporter and validator all run above it */
+    assert_int_equal(json_array_size(fb), 5);
+    assert_string_equal(str(json_array_get(fb, 0), "reason"), "PodNotCreated");
+    assert_string_equal(str(json_array_get(fb, 1), "kind"), "OrderingViolation");
+    assert_string_equal(str(json_array_get(fb, 1), "reason"), "DevicePluginWithoutToolkit");
+    for (size_t i = 2; i < 5; i++)
+        assert_string_equal(str(json_array_get(fb, i), "reason"), "PrerequisiteNotRunning");
+    assert_string_equal(str(json_array_get(fb, 4), "operand"), "operator-validator");
+    json_t *hp = json_object_get(b, "hostProvided");
+    assert_int_equal(json_array_size(hp), 1);
+    assert_string_equal(json_string_value(json_array_get(hp, 0)), "driver");
+    json_t *sum = json_object_get(st, "summary");
+    assert_int_equal(num(sum, "gpuNodes"), 3);
+    assert_int_equal(num(sum, "completeNodes"), 1);
+    assert_int_equal(num(sum, "violations"), 1);
+    json_t *o0 = json_array_get(json_object_get(st, "operands"), 0);
+    assert_true(json_is_false(json_object_get(o0, "enabled")));
+    assert_int_equal(num(o0, "expectedNodes"), 0);
+    json_decref(st);
+    world_free(&w);
+}
+
+static void test_transition_times(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_node(&w, "gpu-a", NULL, NULL);
+    run_all(&w, "gpu-a", NULL);
+    analyze(&w);
+    json_t *s1 = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    /* later, same world: identical object, times kept */
+    json_t *s2 = gpuop_status_build(&w.pol, &w.f, s1, &ok_in, T0 + 600);
+    assert_true(json_equal(s1, s2));
+    char *d1 = json_dumps(s1, JSON_PRESERVE_ORDER), *d2 = json_dumps(s2, JSON_PRESERVE_ORDER);
+    assert_string_equal(d1, d2);
+    free(d1);
+    free(d2);
+
+    /* the toolkit pod goes: Ready, OperandsComplete and OrderingValid flip */
+    for (size_t i = 0; i < w.npods; i++)
+        if (w.pods[i].operand == gpuop_operand_by_name("container-toolkit"))
+            w.pp[i] = NULL;
+    analyze(&w);
+    json_t *s3 = gpuop_status_build(&w.pol, &w.f, s2, &ok_in, T0 + 1200);
+    assert_false(json_equal(s2, s3));
+    assert_string_equal(cstr(s3, "Ready", "status"), "False");
+    assert_string_equal(cstr(s3, "Ready", "lastTransitionTime"), "2026-11-29T21:26:40Z");
+    assert_string_equal(cstr(s3, "OrderingValid", "lastTransitionTime"), "2026-11-29T21:26:40Z");
+    assert_string_equal(cstr(s3, "Reconciled", "lastTransitionTime"), "2026-11-29T21:06:40Z");
+
+    /* still broken, message may change (another pod goes) but time stays */
+    for (size_t i = 0; i < w.npods; i++)
+        if (w.pods[i].operand == gpuop_operand_by_name("dcgm-exporter"))
+            w.pp[i] = NULL;
+    analyze(&w);
+    json_t *s4 = gpuop_status_build(&w.pol, &w.f, s3, &ok_in, T0 + 1800);
+    assert_string_equal(cstr(s4, "Ready", "lastTransitionTime"), "2026-11-29T21:26:40Z");
+    assert_string_not_equal(cstr(s4, "Ready", "message"), cstr(s3, "Ready", "message"));
+
+    /* a previous condition with a different status or a mistyped time is not copied */
+    json_t *bogus =
+        json_pack("{s:[{s:s, s:s, s:i}, {s:s, s:s, s:s}]}", "conditions", "type", "Reconciled",
+                  "status", "True", "lastTransitionTime", 5, "type", "Ready", "status", "True",
+                  "lastTransitionTime", "1999-01-01T00:00:00Z");
+    json_t *s5 = gpuop_status_build(&w.pol, &w.f, bogus, &ok_in, T0);
+    assert_string_equal(cstr(s5, "Reconciled", "lastTransitionTime"), "2026-11-29T21:06:40Z");
+    assert_string_equal(cstr(s5, "Ready", "lastTransitionTime"), "2026-11-29T21:06:40Z");
+    json_t *s6 = gpuop_status_build(&w.pol, &w.f, json_string("garbage"), &ok_in, T0);
+    assert_non_null(s6);
+
+    json_t *objs[] = {s1, s2, s3, s4, s5, s6, bogus};
+    for (size_t i = 0; i < 7; i++)
+        json_decref(objs[i]);
+    world_free(&w);
+}
+
+static void test_cap(void **state)
+{
+    struct world w;
+    world_init(&w);
+    for (int i = 0; i < 60; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%02d", 59 - i);
+        add_node(&w, name, "driver", NULL); /* driver label absent: NotScheduled */
+    }
+    analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    json_t *nodes = json_object_get(st, "nodes");
+    assert_int_equal(json_array_size(nodes), GPUOP_STATUS_MAX_NODES);
+    assert_string_equal(str(json_array_get(nodes, 0), "name"), "gpu-00");
+    assert_string_equal(str(json_array_get(nodes, 49), "name"), "gpu-49");
+    assert_int_equal(num(st, "nodesOmitted"), 10);
+    assert_true(json_is_true(json_object_get(json_object_get(st, "summary"), "truncated")));
+    assert_int_equal(num(json_object_get(st, "summary"), "gpuNodes"), 60);
+    json_decref(st);
+
+    struct gpuop_status_input all = ok_in;
+    all.max_nodes = SIZE_MAX;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &all, T0);
+    assert_int_equal(json_array_size(json_object_get(st, "nodes")), 60);
+    assert_int_equal(num(st, "nodesOmitted"), 0);
+    assert_true(json_is_false(json_object_get(json_object_get(st, "summary"), "truncated")));
+    json_decref(st);
+    world_free(&w);
+}
+
+static void test_ignored(void **state)
+{
+    struct world w;
+    world_init(&w);
+    struct gpuop_status_input in = {.namespace = "gpuop-system",
+                                    .reconciled = true,
+                                    .ignored = true,
+                                    .active_policy = "oldest"};
+    json_t *st = gpuop_status_build(&w.pol, NULL, NULL, &in, T0);
+    assert_non_null(st);
+    assert_string_equal(str(st, "state"), "ignored");
+    assert_string_equal(cstr(st, "Ready", "status"), "False");
+    assert_string_equal(cstr(st, "Ready", "reason"), "Ignored");
+    assert_non_null(strstr(cstr(st, "Ready", "message"), "\"oldest\" is active"));
+    assert_string_equal(cstr(st, "Reconciled", "status"), "Unknown");
+    assert_null(json_object_get(st, "nodes"));
+    assert_null(json_object_get(st, "operands"));
+    assert_null(json_object_get(st, "summary"));
+    json_decref(st);
+    /* not ignored and no findings: refused */
+    in.ignored = false;
+    assert_null(gpuop_status_build(&w.pol, NULL, NULL, &in, T0));
+    world_free(&w);
+}
+
+static void test_reconciled(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_node(&w, "gpu-a", NULL, NULL);
+    run_all(&w, "gpu-a", NULL);
+    analyze(&w);
+    struct gpuop_status_input in = {.namespace = "ns",
+                                    .reconciled = false,
+                                    .reconcile_reason = "ApplyFailed",
+                                    .reconcile_message = "DaemonSet gpuop-driver: 403 forbidden"};
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "Reconciled", "status"), "False");
+    assert_string_equal(cstr(st, "Reconciled", "reason"), "ApplyFailed");
+    assert_string_equal(cstr(st, "Reconciled", "message"), "DaemonSet gpuop-driver: 403 forbidden");
+    assert_string_equal(str(st, "state"), "ready"); /* Ready is about the nodes */
+    json_decref(st);
+
+    /* policy problems without an API error: InvalidSpec naming the field */
+    w.pol.nproblems = 3;
+    snprintf(w.pol.problems[0].field, sizeof(w.pol.problems[0].field),
+             "spec.driver.imagePullPolicy");
+    snprintf(w.pol.problems[0].message, sizeof(w.pol.problems[0].message),
+             "must be Always, IfNotPresent or Never; using IfNotPresent");
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_string_equal(cstr(st, "Reconciled", "reason"), "InvalidSpec");
+    assert_string_equal(cstr(st, "Reconciled", "message"),
+                        "spec.driver.imagePullPolicy: must be Always, IfNotPresent or Never; "
+                        "using IfNotPresent (and 2 more problems)");
+    json_decref(st);
+    /* NULL input: defaults to reconciled, no namespace */
+    w.pol.nproblems = 0;
+    st = gpuop_status_build(NULL, &w.f, NULL, NULL, T0);
+    assert_string_equal(cstr(st, "Reconciled", "status"), "True");
+    assert_int_equal(num(st, "observedGeneration"), 0);
+    json_decref(st);
+    world_free(&w);
+}
+
+static void test_time_format(void **state)
+{
+    char buf[32];
+    gpuop_status_time(T0, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-29T21:06:40Z");
+    gpuop_status_time(0, buf, sizeof(buf));
+    assert_string_equal(buf, "1970-01-01T00:00:00Z");
+    assert_int_equal(gpuop_parse_time("2026-11-29T21:06:40Z"), T0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ready),      cmocka_unit_test(test_no_gpu_nodes),
+        cmocka_unit_test(test_findings),   cmocka_unit_test(test_transition_times),
+        cmocka_unit_test(test_cap),        cmocka_unit_test(test_ignored),
+        cmocka_unit_test(test_reconciled), cmocka_unit_test(test_time_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
