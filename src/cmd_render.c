@@ -124,8 +124,11 @@ int gpuop_cmd_render(int argc, char **argv)
     }
 
     if (gpuop_yaml_load_file(file, &docs, &err) < 0) {
-        fprintf(stderr, "gpuop render: %s: %s\n", file,
-                err.message[0] ? err.message : gpuop_strerror(err.rc));
+        const char *msg = err.message[0] ? err.message : gpuop_strerror(err.rc);
+        if (strstr(msg, file))
+            fprintf(stderr, "gpuop render: %s\n", msg);
+        else
+            fprintf(stderr, "gpuop render: %s: %s\n", file, msg);
         return 1;
     }
     json_t *obj = first_policy(docs);

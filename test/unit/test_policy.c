@@ -1,0 +1,567 @@
+/*
+ * test_policy.c - GpuPolicy parsing: defaults, every validation problem with
+ * its exact field path, wrong types, unknown fields, disabled operands, and
+ * that the rest of a policy keeps working after a bad field. Inputs are JSON
+ * literals (what the API server sends); a type-swapping sweep feeds every
+ * field every wrong type and checks each is reported and defaulted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "gpuop/policy.h"
+
+/* Parses a JSON text (the test's own literal) into *p; asserts rc 0. */
+static void parse_json(const char *text, struct gpuop_policy *p)
+{
+    json_error_t jerr;
+    struct gpuop_err err = {0};
+    json_t *obj = json_loads(text, 0, &jerr);
+    if (!obj)
+        fail_msg("bad test JSON: %s: %s", jerr.text, text);
+    assert_int_equal(gpuop_policy_parse(obj, p, &err), 0);
+    json_decref(obj);
+}
+
+/* Index of the problem about field, or -1. */
+static int find_problem(const struct gpuop_policy *p, const char *field)
+{
+    for (int i = 0; i < p->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        if (!strcmp(p->problems[i].field, field))
+            return i;
+    return -1;
+}
+
+static void print_problems(const struct gpuop_policy *p)
+{
+    for (int i = 0; i < p->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        print_message("  problem %s: %s\n", p->problems[i].field, p->problems[i].message);
+}
+
+static void assert_problem(const struct gpuop_policy *p, const char *field, const char *substr)
+{
+    int i = find_problem(p, field);
+    if (i < 0) {
+        print_problems(p);
+        fail_msg("no problem reported for %s", field);
+    }
+    if (substr && !strstr(p->problems[i].message, substr))
+        fail_msg("problem for %s says \"%s\", expected it to mention \"%s\"", field,
+                 p->problems[i].message, substr);
+}
+
+static void assert_defaults(const struct gpuop_policy *p)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        const struct gpuop_operand_spec *o = &p->operands[i];
+        assert_true(o->enabled);
+        assert_string_equal(o->image, gpuop_operand_get(i)->image);
+        assert_string_equal(o->pull_policy, "IfNotPresent");
+        assert_true(json_is_array(o->args));
+        assert_int_equal(json_array_size(o->args), 0);
+        assert_true(json_is_array(o->env));
+        assert_int_equal(json_array_size(o->env), 0);
+        assert_null(o->resources);
+    }
+    assert_int_equal(json_array_size(p->tolerations), 1);
+    json_t *t = json_array_get(p->tolerations, 0);
+    assert_string_equal(json_string_value(json_object_get(t, "key")), "nvidia.com/gpu");
+    assert_string_equal(json_string_value(json_object_get(t, "operator")), "Exists");
+    assert_string_equal(json_string_value(json_object_get(t, "effect")), "NoSchedule");
+    assert_null(json_object_get(t, "value"));
+    assert_string_equal(p->priority_class, "system-node-critical");
+    assert_string_equal(p->update_strategy, "RollingUpdate");
+    assert_int_equal(json_object_size(p->labels), 0);
+    assert_int_equal(json_object_size(p->annotations), 0);
+    assert_int_equal(json_array_size(p->image_pull_secrets), 0);
+    assert_null(p->max_unavailable);
+}
+
+static void test_defaults(void **state)
+{
+    static const char *const inputs[] = {
+        "{}",
+        "{\"spec\": {}}",
+        "{\"spec\": null}",
+        "{\"apiVersion\": \"gpuop.dev/v1alpha1\", \"kind\": \"GpuPolicy\", \"spec\": {"
+        "\"driver\": {}, \"toolkit\": null, \"devicePlugin\": {\"image\": null},"
+        "\"daemonsets\": {}}}",
+    };
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        struct gpuop_policy p;
+        parse_json(inputs[i], &p);
+        if (p.nproblems)
+            print_problems(&p);
+        assert_int_equal(p.nproblems, 0);
+        assert_defaults(&p);
+        assert_null(p.name);
+        assert_null(p.uid);
+        assert_int_equal(p.created, 0);
+        gpuop_policy_free(&p);
+    }
+}
+
+static long long epoch(int y, int mo, int d, int h, int mi, int s)
+{
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+    return (long long)timegm(&tm);
+}
+
+static void test_metadata(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"metadata\": {\"name\": \"default\", \"uid\": \"0b8e-11\", \"generation\": 7,"
+               "\"creationTimestamp\": \"2026-11-29T21:06:40Z\"}, \"spec\": {}}",
+               &p);
+    assert_string_equal(p.name, "default");
+    assert_string_equal(p.uid, "0b8e-11");
+    assert_int_equal(p.generation, 7);
+    assert_int_equal(p.created, epoch(2026, 11, 29, 21, 6, 40));
+    gpuop_policy_free(&p);
+    assert_null(p.name);
+
+    /* offsets, fractions, leap years */
+    parse_json("{\"metadata\": {\"creationTimestamp\": \"2024-02-29T23:30:00.123+02:30\"}}", &p);
+    assert_int_equal(p.created, epoch(2024, 2, 29, 21, 0, 0));
+    gpuop_policy_free(&p);
+    parse_json("{\"metadata\": {\"creationTimestamp\": \"1999-12-31T20:00:00-05:00\"}}", &p);
+    assert_int_equal(p.created, epoch(2000, 1, 1, 1, 0, 0));
+    gpuop_policy_free(&p);
+    /* garbage times are "unknown", never a crash */
+    static const char *const bad[] = {"",
+                                      "yesterday",
+                                      "2026-13-01T00:00:00Z",
+                                      "2026-11-29T21:06:40",
+                                      "2026-11-29T21:06:40+0200",
+                                      "2026-11-29T21:06:40Zjunk"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[160];
+        snprintf(buf, sizeof(buf), "{\"metadata\": {\"creationTimestamp\": \"%s\"}}", bad[i]);
+        parse_json(buf, &p);
+        assert_int_equal(p.created, 0);
+        gpuop_policy_free(&p);
+    }
+}
+
+static void test_not_an_object(void **state)
+{
+    struct gpuop_policy p;
+    struct gpuop_err err = {0};
+    json_t *arr = json_array();
+    assert_int_equal(gpuop_policy_parse(arr, &p, &err), GPUOP_EINVAL);
+    assert_int_equal(err.rc, GPUOP_EINVAL);
+    assert_int_equal(gpuop_policy_parse(NULL, &p, NULL), GPUOP_EINVAL);
+    json_decref(arr);
+}
+
+/* One invalid input and the problem it must produce. */
+struct bad_case {
+    const char *spec;  /* JSON of spec */
+    const char *field; /* exact path */
+    const char *says;  /* substring of the message */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"{\"driver\": {\"enabled\": \"yes\"}}", "spec.driver.enabled", "using true"},
+    {"{\"driver\": {\"enabled\": 0}}", "spec.driver.enabled", "not a number"},
+    {"{\"toolkit\": {\"image\": \"\"}}", "spec.toolkit.image", "non-empty"},
+    {"{\"toolkit\": {\"image\": \"repo/img: v1\"}}", "spec.toolkit.image", "without spaces"},
+    {"{\"toolkit\": {\"image\": 5}}", "spec.toolkit.image", "a number"},
+    {"{\"driver\": {\"imagePullPolicy\": \"Sometimes\"}}", "spec.driver.imagePullPolicy",
+     "using IfNotPresent"},
+    {"{\"driver\": {\"imagePullPolicy\": \"always\"}}", "spec.driver.imagePullPolicy",
+     "\"always\""},
+    {"{\"gfd\": {\"args\": \"--oneshot\"}}", "spec.gfd.args", "list of strings"},
+    {"{\"gfd\": {\"args\": [\"--a\", 3]}}", "spec.gfd.args[1]", "must be a string"},
+    {"{\"gfd\": {\"env\": {\"A\": \"b\"}}}", "spec.gfd.env", "list of {name, value}"},
+    {"{\"gfd\": {\"env\": [\"A=b\"]}}", "spec.gfd.env[0]", "entry ignored"},
+    {"{\"gfd\": {\"env\": [{\"value\": \"x\"}]}}", "spec.gfd.env[0]", "name"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"\", \"value\": \"x\"}]}}", "spec.gfd.env[0]", "name"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A=B\"}]}}", "spec.gfd.env[0]", "'='"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"value\": true}]}}", "spec.gfd.env[0].value",
+     "using \"true\""},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"value\": 42}]}}", "spec.gfd.env[0].value",
+     "using \"42\""},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"value\": [1]}]}}", "spec.gfd.env[0].value",
+     "entry ignored"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"valeu\": \"1\"}]}}", "spec.gfd.env[0].valeu",
+     "did you mean \"value\""},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\"}, {\"name\": \"A\", \"value\": \"2\"}]}}",
+     "spec.gfd.env[1]", "duplicate"},
+    {"{\"dcgmExporter\": {\"resources\": \"big\"}}", "spec.dcgmExporter.resources", "no resources"},
+    {"{\"dcgmExporter\": {\"resources\": {\"limits\": {\"memory\": \"lots\"}}}}",
+     "spec.dcgmExporter.resources.limits.memory", "not a valid quantity"},
+    {"{\"dcgmExporter\": {\"resources\": {\"limits\": {\"cpu\": -1}}}}",
+     "spec.dcgmExporter.resources.limits.cpu", "not a valid quantity"},
+    {"{\"dcgmExporter\": {\"resources\": {\"limits\": [1]}}}", "spec.dcgmExporter.resources.limits",
+     "map of resource"},
+    {"{\"dcgmExporter\": {\"resources\": {\"limit\": {}}}}", "spec.dcgmExporter.resources.limit",
+     "did you mean \"limits\""},
+    {"{\"validator\": 3}", "spec.validator", "must be an object"},
+    {"{\"validator\": {\"enable\": false}}", "spec.validator.enable", "did you mean \"enabled\""},
+    {"{\"drvier\": {\"enabled\": false}}", "spec.drvier", "did you mean \"driver\""},
+    {"{\"migManager\": {}}", "spec.migManager", "unknown field"},
+    {"{\"daemonsets\": []}", "spec.daemonsets", "must be an object"},
+    {"{\"daemonsets\": {\"tolerations\": {}}}", "spec.daemonsets.tolerations", "nvidia.com/gpu"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"operator\": \"Exist\"}]}}",
+     "spec.daemonsets.tolerations[0].operator", "Exists or Equal"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"operator\": \"Exists\"}, {\"key\": \"a\", "
+     "\"operator\": \"Bogus\"}]}}",
+     "spec.daemonsets.tolerations[1].operator", "toleration ignored"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"operator\": \"Exists\", \"value\": "
+     "\"v\"}]}}",
+     "spec.daemonsets.tolerations[0].value", "value ignored"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"effect\": \"NoRun\"}]}}",
+     "spec.daemonsets.tolerations[0].effect", "NoSchedule"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"effect\": \"NoSchedule\"}]}}",
+     "spec.daemonsets.tolerations[0].key", "unless operator is Exists"},
+    {"{\"daemonsets\": {\"tolerations\": [\"nvidia.com/gpu\"]}}", "spec.daemonsets.tolerations[0]",
+     "must be an object"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": 1}]}}", "spec.daemonsets.tolerations[0].key",
+     "must be a string"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"bad key!\", \"operator\": \"Exists\"}]}}",
+     "spec.daemonsets.tolerations[0].key", "not a valid taint key"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"value\": \"x\", "
+     "\"tolerationSeconds\": 5}]}}",
+     "spec.daemonsets.tolerations[0].tolerationSeconds", "NoExecute"},
+    {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"operator\": \"Exists\", \"efect\": "
+     "\"NoExecute\"}]}}",
+     "spec.daemonsets.tolerations[0].efect", "did you mean \"effect\""},
+    {"{\"daemonsets\": {\"priorityClassName\": 1}}", "spec.daemonsets.priorityClassName",
+     "using system-node-critical"},
+    {"{\"daemonsets\": {\"priorityClassName\": \"Not Valid\"}}",
+     "spec.daemonsets.priorityClassName", "PriorityClass name"},
+    {"{\"daemonsets\": {\"updateStrategy\": \"Recreate\"}}", "spec.daemonsets.updateStrategy",
+     "using RollingUpdate"},
+    {"{\"daemonsets\": {\"updateStrategy\": {\"type\": \"OnDelete\"}}}",
+     "spec.daemonsets.updateStrategy", "not an object"},
+    {"{\"daemonsets\": {\"labels\": {\"team\": 7}}}", "spec.daemonsets.labels.team",
+     "must be a string"},
+    {"{\"daemonsets\": {\"labels\": {\"team\": \"a b\"}}}", "spec.daemonsets.labels.team",
+     "not a valid label value"},
+    {"{\"daemonsets\": {\"labels\": {\"app.kubernetes.io/name\": \"x\"}}}",
+     "spec.daemonsets.labels.app.kubernetes.io/name", "cannot be overridden"},
+    {"{\"daemonsets\": {\"labels\": {\"-bad\": \"x\"}}}", "spec.daemonsets.labels.-bad",
+     "not a valid label key"},
+    {"{\"daemonsets\": {\"labels\": []}}", "spec.daemonsets.labels", "map of strings"},
+    {"{\"daemonsets\": {\"annotations\": {\"note\": false}}}", "spec.daemonsets.annotations.note",
+     "must be a string"},
+    {"{\"daemonsets\": {\"imagePullSecrets\": [\"Bad_Name\"]}}",
+     "spec.daemonsets.imagePullSecrets[0]", "secret name"},
+    {"{\"daemonsets\": {\"imagePullSecrets\": \"regcred\"}}", "spec.daemonsets.imagePullSecrets",
+     "list of secret names"},
+    {"{\"daemonsets\": {\"rollingUpdate\": {\"maxUnavailable\": 0}}}",
+     "spec.daemonsets.rollingUpdate.maxUnavailable", "positive integer"},
+    {"{\"daemonsets\": {\"rollingUpdate\": {\"maxUnavailable\": \"150%\"}}}",
+     "spec.daemonsets.rollingUpdate.maxUnavailable", "percentage"},
+    {"{\"daemonsets\": {\"rollingUpdate\": {\"maxSurge\": 1}}}",
+     "spec.daemonsets.rollingUpdate.maxSurge", "unknown field"},
+    {"{\"daemonsets\": {\"updateStrategy\": \"OnDelete\", \"rollingUpdate\": "
+     "{\"maxUnavailable\": 2}}}",
+     "spec.daemonsets.rollingUpdate", "OnDelete"},
+    {"{\"daemonsets\": {\"tolerration\": []}}", "spec.daemonsets.tolerration",
+     "did you mean \"tolerations\""},
+    {"[]", "spec", "must be an object"},
+};
+
+static void test_bad_values(void **state)
+{
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        char buf[1024];
+        struct gpuop_policy p;
+        snprintf(buf, sizeof(buf), "{\"spec\": %s}", bad_cases[i].spec);
+        parse_json(buf, &p);
+        assert_problem(&p, bad_cases[i].field, bad_cases[i].says);
+        gpuop_policy_free(&p);
+    }
+}
+
+/* What was used instead of the bad values. */
+static void test_replacements(void **state)
+{
+    struct gpuop_policy p;
+    int drv = gpuop_operand_by_key("driver"), gfd = gpuop_operand_by_key("gfd");
+    int dcgm = gpuop_operand_by_key("dcgmExporter");
+    assert_true(drv >= 0 && gfd >= 0 && dcgm >= 0);
+
+    parse_json("{\"spec\": {\"driver\": {\"enabled\": \"false\", \"image\": \"a b\","
+               "\"imagePullPolicy\": \"Sometimes\"},"
+               "\"gfd\": {\"args\": [\"--x\", 1], \"env\": [{\"name\": \"A\", \"value\": 1},"
+               "{\"name\": \"B\", \"value\": {}}, {\"name\": \"A\", \"value\": \"2\"},"
+               "{\"name\": \"C\"}]},"
+               "\"dcgmExporter\": {\"resources\": {\"limits\": {\"cpu\": \"x\", \"memory\": "
+               "\"1Gi\", \"nvidia.com/gpu\": 1}, \"requests\": {\"cpu\": \"100m\"}, \"claims\": "
+               "[]}}}}",
+               &p);
+    /* a string "false" is not false: the default (enabled) is kept, and said so */
+    assert_true(p.operands[drv].enabled);
+    assert_string_equal(p.operands[drv].image, gpuop_operand_get(drv)->image);
+    assert_string_equal(p.operands[drv].pull_policy, "IfNotPresent");
+    assert_int_equal(json_array_size(p.operands[gfd].args), 0);
+    /* env: A converted then overridden by the later entry, B dropped, C empty */
+    json_t *env = p.operands[gfd].env;
+    assert_int_equal(json_array_size(env), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(env, 0), "name")), "A");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(env, 0), "value")), "2");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(env, 1), "name")), "C");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(env, 1), "value")), "");
+    /* resources: the bad quantity and the unknown key dropped, the rest kept */
+    json_t *res = p.operands[dcgm].resources;
+    assert_non_null(res);
+    assert_null(json_object_get(json_object_get(res, "limits"), "cpu"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "memory")), "1Gi");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res, "limits"), "nvidia.com/gpu")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "cpu")),
+                        "100m");
+    assert_null(json_object_get(res, "claims"));
+    assert_problem(&p, "spec.dcgmExporter.resources.claims", "unknown field");
+    gpuop_policy_free(&p);
+}
+
+static void test_tolerations(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\": {\"daemonsets\": {\"tolerations\": ["
+               "{\"key\": \"nvidia.com/gpu\", \"operator\": \"Exists\", \"value\": \"x\"},"
+               "{\"key\": \"a\", \"operator\": \"Nope\"},"
+               "{\"key\": \"dedicated\", \"value\": \"gpu\", \"effect\": \"NoExecute\","
+               " \"tolerationSeconds\": 30},"
+               "{\"operator\": \"Exists\"}]}}}",
+               &p);
+    assert_int_equal(json_array_size(p.tolerations), 3);
+    json_t *t0 = json_array_get(p.tolerations, 0), *t1 = json_array_get(p.tolerations, 1);
+    json_t *t2 = json_array_get(p.tolerations, 2);
+    assert_string_equal(json_string_value(json_object_get(t0, "key")), "nvidia.com/gpu");
+    assert_null(json_object_get(t0, "value"));
+    assert_string_equal(json_string_value(json_object_get(t1, "key")), "dedicated");
+    assert_string_equal(json_string_value(json_object_get(t1, "operator")), "Equal");
+    assert_int_equal(json_integer_value(json_object_get(t1, "tolerationSeconds")), 30);
+    assert_null(json_object_get(t2, "key"));
+    assert_string_equal(json_string_value(json_object_get(t2, "operator")), "Exists");
+    assert_int_equal(p.nproblems, 2);
+    assert_problem(&p, "spec.daemonsets.tolerations[0].value", NULL);
+    assert_problem(&p, "spec.daemonsets.tolerations[1].operator", NULL);
+    gpuop_policy_free(&p);
+
+    /* an explicit empty list means "tolerate nothing", not the default */
+    parse_json("{\"spec\": {\"daemonsets\": {\"tolerations\": []}}}", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(json_array_size(p.tolerations), 0);
+    gpuop_policy_free(&p);
+}
+
+static void test_valid_everything(void **state)
+{
+    struct gpuop_policy p;
+    parse_json(
+        "{\"metadata\": {\"name\": \"gpus\"}, \"spec\": {"
+        "\"driver\": {\"enabled\": false},"
+        "\"toolkit\": {\"enabled\": true, \"image\": \"localhost:5000/tk:1\", \"imagePullPolicy\":"
+        " \"Always\", \"args\": [\"--debug\"], \"env\": [{\"name\": \"CONTAINERD_CONFIG\","
+        " \"value\": \"/etc/k3s.toml\"}], \"resources\": {\"requests\": {\"cpu\": \"50m\"}}},"
+        "\"devicePlugin\": {}, \"gfd\": {\"enabled\": false}, \"dcgmExporter\": {},"
+        "\"validator\": {\"imagePullPolicy\": \"Never\"},"
+        "\"daemonsets\": {\"priorityClassName\": \"\", \"labels\": {\"team\": \"ml\"},"
+        " \"annotations\": {\"note\": \"hello world\"}, \"updateStrategy\": \"OnDelete\","
+        " \"imagePullSecrets\": [\"regcred\", {\"name\": \"other\"}]}}}",
+        &p);
+    if (p.nproblems)
+        print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    int tk = gpuop_operand_by_key("toolkit");
+    assert_false(p.operands[gpuop_operand_by_key("driver")].enabled);
+    assert_false(p.operands[gpuop_operand_by_key("gfd")].enabled);
+    assert_true(p.operands[gpuop_operand_by_key("devicePlugin")].enabled);
+    assert_string_equal(p.operands[tk].image, "localhost:5000/tk:1");
+    assert_string_equal(p.operands[tk].pull_policy, "Always");
+    assert_string_equal(json_string_value(json_array_get(p.operands[tk].args, 0)), "--debug");
+    assert_int_equal(json_array_size(p.operands[tk].env), 1);
+    assert_non_null(p.operands[tk].resources);
+    assert_string_equal(p.operands[gpuop_operand_by_key("validator")].pull_policy, "Never");
+    assert_string_equal(p.priority_class, "");
+    assert_string_equal(p.update_strategy, "OnDelete");
+    assert_string_equal(json_string_value(json_object_get(p.labels, "team")), "ml");
+    assert_string_equal(json_string_value(json_object_get(p.annotations, "note")), "hello world");
+    assert_int_equal(json_array_size(p.image_pull_secrets), 2);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(p.image_pull_secrets, 1), "name")),
+        "other");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"daemonsets\": {\"rollingUpdate\": {\"maxUnavailable\": \"25%\"}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(json_string_value(p.max_unavailable), "25%");
+    gpuop_policy_free(&p);
+    parse_json("{\"spec\": {\"daemonsets\": {\"rollingUpdate\": {\"maxUnavailable\": 3}}}}", &p);
+    assert_int_equal(json_integer_value(p.max_unavailable), 3);
+    gpuop_policy_free(&p);
+}
+
+/* A bad field never takes the rest of the policy down. */
+static void test_rest_keeps_working(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\": {\"drvier\": {\"enabled\": false},"
+               "\"driver\": {\"imagePullPolicy\": 3, \"image\": \"my/driver:1\"},"
+               "\"toolkit\": \"off\", \"devicePlugin\": {\"enabled\": false},"
+               "\"daemonsets\": {\"tolerations\": 5, \"priorityClassName\": \"high\","
+               " \"labels\": {\"a\": \"b\", \"c\": 1}}}}",
+               &p);
+    int drv = gpuop_operand_by_key("driver");
+    assert_int_equal(p.nproblems, 5);
+    assert_problem(&p, "spec.drvier", "did you mean \"driver\"");
+    assert_problem(&p, "spec.driver.imagePullPolicy", NULL);
+    assert_problem(&p, "spec.toolkit", NULL);
+    assert_problem(&p, "spec.daemonsets.tolerations", NULL);
+    assert_problem(&p, "spec.daemonsets.labels.c", NULL);
+    /* the typo leaves the driver enabled, as the message must say */
+    assert_true(p.operands[drv].enabled);
+    assert_string_equal(p.operands[drv].image, "my/driver:1");
+    assert_true(p.operands[gpuop_operand_by_key("toolkit")].enabled);
+    assert_false(p.operands[gpuop_operand_by_key("devicePlugin")].enabled);
+    assert_int_equal(json_array_size(p.tolerations), 1); /* the default */
+    assert_string_equal(p.priority_class, "high");
+    assert_int_equal(json_object_size(p.labels), 1);
+    gpuop_policy_free(&p);
+}
+
+static void test_many_problems(void **state)
+{
+    char buf[8192];
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "{\"spec\": {");
+    for (int i = 0; i < 50; i++)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"unknown%02d\": 1", i ? "," : "", i);
+    snprintf(buf + n, sizeof(buf) - n, "}}");
+    struct gpuop_policy p;
+    parse_json(buf, &p);
+    assert_int_equal(p.nproblems, 50);
+    assert_string_equal(p.problems[0].field, "spec.unknown00");
+    assert_string_equal(p.problems[GPUOP_POLICY_PROBLEMS_MAX - 1].field, "spec.unknown31");
+    assert_defaults(&p);
+    gpuop_policy_free(&p);
+}
+
+/* Swaps every field of a full policy for every JSON type in turn: no crash,
+ * and each swap that makes the field invalid is reported under that field
+ * (or one below it). */
+static const char full_policy[] =
+    "{\"spec\": {"
+    "\"driver\": {\"enabled\": true, \"image\": \"a/b:1\", \"imagePullPolicy\": \"Always\","
+    " \"args\": [\"x\"], \"env\": [{\"name\": \"N\", \"value\": \"v\"}],"
+    " \"resources\": {\"limits\": {\"cpu\": \"1\"}, \"requests\": {\"memory\": \"1Gi\"}}},"
+    "\"daemonsets\": {\"tolerations\": [{\"key\": \"k\", \"operator\": \"Equal\", \"value\":"
+    " \"v\", \"effect\": \"NoExecute\", \"tolerationSeconds\": 5}], \"priorityClassName\": \"p\","
+    " \"labels\": {\"l\": \"v\"}, \"annotations\": {\"a\": \"v\"}, \"updateStrategy\":"
+    " \"RollingUpdate\", \"rollingUpdate\": {\"maxUnavailable\": 1},"
+    " \"imagePullSecrets\": [\"s\"]}}}";
+
+static int sweep_count;
+
+static void sweep(json_t *root, json_t *node, const char *path)
+{
+    /* replacements that are wrong for every field of full_policy except where
+     * the field itself allows them (checked below by re-validation) */
+    json_t *wrong[] = {json_integer(-1), json_string("bad value!"), json_true(), json_array(),
+                       json_pack("{s:i}", "zz", 1)};
+    const char *key;
+    json_t *child;
+    size_t i;
+
+    if (json_is_object(node)) {
+        void *tmp;
+        json_object_foreach_safe(node, tmp, key, child)
+        {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s.%s", path, key);
+            json_incref(child);
+            for (size_t w = 0; w < sizeof(wrong) / sizeof(wrong[0]); w++) {
+                if (json_typeof(wrong[w]) == json_typeof(child))
+                    continue;
+                json_object_set(node, key, wrong[w]);
+                struct gpuop_policy p;
+                struct gpuop_err err = {0};
+                assert_int_equal(gpuop_policy_parse(root, &p, &err), 0);
+                /* every swap here makes the field's type wrong, except that
+                 * args/env/tolerations/imagePullSecrets accept [] and maps
+                 * accept {}: those are fine without problems */
+                bool may_be_ok = (json_is_array(wrong[w]) &&
+                                  (strstr(sub, ".args") || strstr(sub, ".env") ||
+                                   strstr(sub, ".tolerations") || strstr(sub, "PullSecrets"))) ||
+                                 (json_is_object(wrong[w]) && strstr(sub, ".resources."));
+                bool found = false;
+                for (int k = 0; k < p.nproblems && k < GPUOP_POLICY_PROBLEMS_MAX; k++) {
+                    const char *f = p.problems[k].field;
+                    /* the field itself, one below it, or the list entry
+                     * holding it ("spec.driver.env[0]" for its name) */
+                    found |= !strncmp(f, sub, strlen(sub)) ||
+                             (f[strlen(f) - 1] == ']' && !strncmp(sub, f, strlen(f)));
+                }
+                if (!found && !may_be_ok) {
+                    print_problems(&p);
+                    fail_msg("setting %s to a %s was not reported", sub,
+                             json_is_object(wrong[w])   ? "map"
+                             : json_is_array(wrong[w])  ? "list"
+                             : json_is_string(wrong[w]) ? "string"
+                                                        : "scalar");
+                }
+                sweep_count++;
+                gpuop_policy_free(&p);
+            }
+            json_object_set(node, key, child);
+            sweep(root, child, sub);
+            json_decref(child);
+        }
+    } else if (json_is_array(node)) {
+        json_array_foreach(node, i, child)
+        {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            sweep(root, child, sub);
+        }
+    }
+    for (size_t w = 0; w < sizeof(wrong) / sizeof(wrong[0]); w++)
+        json_decref(wrong[w]);
+}
+
+static void test_type_sweep(void **state)
+{
+    json_t *root = json_loads(full_policy, 0, NULL);
+    assert_non_null(root);
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(root, &p, NULL), 0);
+    if (p.nproblems)
+        print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    gpuop_policy_free(&p);
+    sweep_count = 0;
+    sweep(root, json_object_get(root, "spec"), "spec");
+    assert_true(sweep_count > 100);
+    json_decref(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_not_an_object),    cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_replacements),     cmocka_unit_test(test_tolerations),
+        cmocka_unit_test(test_valid_everything), cmocka_unit_test(test_rest_keeps_working),
+        cmocka_unit_test(test_many_problems),    cmocka_unit_test(test_type_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,600 @@
+/*
+ * test_render.c - policy -> DaemonSets. Golden files: every
+ * test/data/policy/NAME.yaml renders to test/data/golden/NAME.json
+ * (json_dumps, JSON_INDENT(2) | JSON_PRESERVE_ORDER); regenerate with
+ * GPUOP_UPDATE_GOLDEN=1 and review the diff. Structural checks on every
+ * rendered object hold whatever the golden files say: immutable selector,
+ * owner reference iff uid, one DaemonSet per enabled operand in table order,
+ * the deploy label as node selector, unique merge keys for server-side
+ * apply, mounts that name declared volumes. `gpuop render` is run end to end
+ * and its YAML read back.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpuop/cmd.h"
+#include "gpuop/policy.h"
+#include "gpuop/render.h"
+#include "gpuop/yaml.h"
+
+#define NS "gpuop-system"
+
+/* Loads the first GpuPolicy of test/data/policy/<name> into *p. */
+static void load_policy(const char *name, struct gpuop_policy *p)
+{
+    char path[512];
+    struct gpuop_err err = {0};
+    json_t *docs = NULL, *d;
+    size_t i;
+    snprintf(path, sizeof(path), "%s/policy/%s", TESTDATA, name);
+    if (gpuop_yaml_load_file(path, &docs, &err) < 0)
+        fail_msg("%s: %s", path, err.message);
+    json_array_foreach(docs, i, d)
+    {
+        const char *kind = json_string_value(json_object_get(d, "kind"));
+        if (kind && !strcmp(kind, "GpuPolicy"))
+            break;
+    }
+    assert_non_null(d);
+    assert_int_equal(gpuop_policy_parse(d, p, &err), 0);
+    json_decref(docs);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[4096];
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            assert_non_null(nb);
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!buf)
+        buf = calloc(1, 1);
+    else
+        buf[len] = '\0';
+    return buf;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* Sorted names of the test policies. */
+static int policy_names(char names[][128], int max)
+{
+    char dir[512];
+    int n = 0;
+    snprintf(dir, sizeof(dir), "%s/policy", TESTDATA);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && len < 128 && !strcmp(e->d_name + len - 5, ".yaml"))
+            memcpy(names[n++], e->d_name, len + 1);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, 128, cmp_name);
+    return n;
+}
+
+static void test_golden(void **state)
+{
+    char names[32][128];
+    int n = policy_names(names, 32);
+    bool update = getenv("GPUOP_UPDATE_GOLDEN") && !strcmp(getenv("GPUOP_UPDATE_GOLDEN"), "1");
+    int failed = 0;
+    assert_true(n >= 4);
+    for (int i = 0; i < n; i++) {
+        struct gpuop_policy p;
+        char golden[512];
+        load_policy(names[i], &p);
+        json_t *all = gpuop_render_all(&p, NS);
+        assert_non_null(all);
+        char *text = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        assert_non_null(text);
+        snprintf(golden, sizeof(golden), "%s/golden/%.*s.json", TESTDATA, (int)strlen(names[i]) - 5,
+                 names[i]);
+        if (update) {
+            FILE *f = fopen(golden, "w");
+            assert_non_null(f);
+            fprintf(f, "%s\n", text);
+            assert_int_equal(fclose(f), 0);
+            print_message("updated %s\n", golden);
+        } else {
+            char *want = read_file(golden);
+            if (!want) {
+                print_message("%s is missing; run with GPUOP_UPDATE_GOLDEN=1\n", golden);
+                failed++;
+            } else {
+                size_t wl = strlen(want);
+                if (wl && want[wl - 1] == '\n')
+                    want[wl - 1] = '\0';
+                if (strcmp(want, text)) {
+                    print_message("%s differs from the rendering of %s; review, then "
+                                  "regenerate with GPUOP_UPDATE_GOLDEN=1\n",
+                                  golden, names[i]);
+                    failed++;
+                }
+                free(want);
+            }
+        }
+        free(text);
+        json_decref(all);
+        gpuop_policy_free(&p);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* Every value of key in the objects of arr is present and distinct. */
+static void assert_unique(json_t *arr, const char *key, const char *what)
+{
+    size_t i, j;
+    json_t *a, *b;
+    json_array_foreach(arr, i, a)
+    {
+        json_t *ka = json_object_get(a, key);
+        assert_non_null(ka);
+        json_array_foreach(arr, j, b)
+        {
+            if (j > i && json_equal(ka, json_object_get(b, key)))
+                fail_msg("duplicate %s %s", what, json_string_value(ka));
+        }
+    }
+}
+
+static json_t *path_get(json_t *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *tok = strtok(buf, "/"); tok && o; tok = strtok(NULL, "/"))
+        o = json_is_array(o) ? json_array_get(o, (size_t)atoi(tok)) : json_object_get(o, tok);
+    return o;
+}
+
+static const char *str_at(json_t *o, const char *path)
+{
+    return json_string_value(path_get(o, path));
+}
+
+static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(idx);
+    const struct gpuop_operand_spec *o = &p->operands[idx];
+    char key[128];
+
+    assert_string_equal(str_at(ds, "apiVersion"), "apps/v1");
+    assert_string_equal(str_at(ds, "kind"), "DaemonSet");
+    assert_string_equal(str_at(ds, "metadata/name"), op->ds_name);
+    assert_string_equal(str_at(ds, "metadata/namespace"), NS);
+
+    /* selector: operand name and manager only, and matching the pods */
+    json_t *sel = path_get(ds, "spec/selector/matchLabels");
+    assert_int_equal(json_object_size(sel), 2);
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_NAME)), op->name);
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_MANAGED_BY)), "gpuop");
+    json_t *plabels = path_get(ds, "spec/template/metadata/labels");
+    const char *k;
+    json_t *v;
+    json_object_foreach(sel, k, v)
+    {
+        assert_true(json_equal(v, json_object_get(plabels, k)));
+    }
+    json_t *dlabels = path_get(ds, "metadata/labels");
+    assert_true(json_equal(dlabels, plabels));
+    assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_COMPONENT)),
+                        op->name);
+    assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_PART_OF)), "gpuop");
+    if (p->name && strlen(p->name) <= 63)
+        assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_INSTANCE)),
+                            p->name);
+    json_object_foreach(p->labels, k, v)
+    {
+        assert_true(json_equal(v, json_object_get(plabels, k)));
+    }
+
+    /* owner reference iff the policy came from the cluster */
+    json_t *owners = path_get(ds, "metadata/ownerReferences");
+    if (p->uid) {
+        assert_int_equal(json_array_size(owners), 1);
+        assert_string_equal(str_at(owners, "0/uid"), p->uid);
+        assert_string_equal(str_at(owners, "0/name"), p->name);
+        assert_string_equal(str_at(owners, "0/kind"), "GpuPolicy");
+        assert_string_equal(str_at(owners, "0/apiVersion"), "gpuop.dev/v1alpha1");
+        assert_true(json_is_true(path_get(owners, "0/controller")));
+        assert_true(json_is_true(path_get(owners, "0/blockOwnerDeletion")));
+    } else {
+        assert_null(owners);
+    }
+
+    json_t *pod = path_get(ds, "spec/template/spec");
+    json_t *nsel = json_object_get(pod, "nodeSelector");
+    snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op->name);
+    assert_int_equal(json_object_size(nsel), 1);
+    assert_string_equal(json_string_value(json_object_get(nsel, key)), "true");
+    assert_string_equal(json_string_value(json_object_get(pod, "serviceAccountName")),
+                        GPUOP_OPERAND_SA);
+    if (*p->priority_class)
+        assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")),
+                            p->priority_class);
+    else
+        assert_null(json_object_get(pod, "priorityClassName"));
+    if (json_array_size(p->tolerations))
+        assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
+    else
+        assert_null(json_object_get(pod, "tolerations"));
+    assert_string_equal(str_at(ds, "spec/updateStrategy/type"), p->update_strategy);
+
+    json_t *containers = json_object_get(pod, "containers");
+    assert_int_equal(json_array_size(containers), 1);
+    json_t *c = json_array_get(containers, 0);
+    assert_string_equal(str_at(c, "image"), o->image);
+    assert_string_equal(str_at(c, "imagePullPolicy"), o->pull_policy);
+    if (json_array_size(o->args))
+        assert_true(json_equal(json_object_get(c, "args"), o->args));
+    if (o->resources)
+        assert_true(json_equal(json_object_get(c, "resources"), o->resources));
+    else
+        assert_null(json_object_get(c, "resources"));
+
+    /* server-side apply merge keys are unique; mounts name real volumes */
+    json_t *env = json_object_get(c, "env"), *mounts = json_object_get(c, "volumeMounts");
+    json_t *vols = json_object_get(pod, "volumes");
+    size_t i, j;
+    json_t *e, *m;
+    assert_unique(env, "name", "env");
+    assert_unique(mounts, "mountPath", "mountPath");
+    assert_unique(vols, "name", "volume");
+    assert_unique(json_object_get(c, "ports"), "containerPort", "port");
+    json_array_foreach(o->env, i, e)
+    {
+        bool found = false;
+        json_array_foreach(env, j, v)
+        {
+            found |= json_equal(v, e);
+        }
+        assert_true(found);
+    }
+    json_array_foreach(mounts, i, m)
+    {
+        bool found = false;
+        json_array_foreach(vols, j, v)
+        {
+            found |= json_equal(json_object_get(v, "name"), json_object_get(m, "name"));
+        }
+        if (!found)
+            fail_msg("%s: mount %s has no volume", op->ds_name, str_at(m, "name"));
+    }
+}
+
+static void test_structure(void **state)
+{
+    char names[32][128];
+    int n = policy_names(names, 32);
+    for (int f = 0; f < n; f++) {
+        struct gpuop_policy p;
+        load_policy(names[f], &p);
+        json_t *all = gpuop_render_all(&p, NS);
+        assert_non_null(all);
+        size_t at = 0;
+        for (int i = 0; i < gpuop_operand_count(); i++) {
+            json_t *one = gpuop_render_daemonset(&p, i, NS);
+            assert_non_null(one);
+            if (!p.operands[i].enabled) {
+                json_t *ds;
+                size_t k;
+                json_array_foreach(all, k, ds)
+                {
+                    assert_string_not_equal(str_at(ds, "metadata/name"),
+                                            gpuop_operand_get(i)->ds_name);
+                }
+            } else {
+                json_t *ds = json_array_get(all, at++);
+                assert_non_null(ds);
+                assert_true(json_equal(ds, one)); /* table order */
+                check_daemonset(&p, i, ds);
+            }
+            json_decref(one);
+        }
+        assert_int_equal(json_array_size(all), at);
+        json_decref(all);
+        gpuop_policy_free(&p);
+    }
+}
+
+static json_t *find_env(json_t *ds, const char *name)
+{
+    json_t *env = path_get(ds, "spec/template/spec/containers/0/env"), *e;
+    size_t i;
+    json_array_foreach(env, i, e)
+    {
+        if (!strcmp(str_at(e, "name"), name))
+            return e;
+    }
+    return NULL;
+}
+
+static json_t *render_one(const struct gpuop_policy *p, const char *operand)
+{
+    int idx = gpuop_operand_by_name(operand);
+    assert_true(idx >= 0);
+    json_t *ds = gpuop_render_daemonset(p, idx, NS);
+    assert_non_null(ds);
+    return ds;
+}
+
+static void test_full_policy(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("full.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_non_null(p.uid);
+
+    /* env: overrides keep the template's position, new names come last */
+    json_t *tk = render_one(&p, "container-toolkit");
+    json_t *dflt_pol = json_pack("{}");
+    struct gpuop_policy d;
+    assert_int_equal(gpuop_policy_parse(dflt_pol, &d, NULL), 0);
+    json_t *tk0 = render_one(&d, "container-toolkit");
+    json_t *env = path_get(tk, "spec/template/spec/containers/0/env");
+    json_t *env0 = path_get(tk0, "spec/template/spec/containers/0/env");
+    assert_int_equal(json_array_size(env), json_array_size(env0) + 1);
+    for (size_t i = 0; i < json_array_size(env0); i++)
+        assert_string_equal(str_at(json_array_get(env, i), "name"),
+                            str_at(json_array_get(env0, i), "name"));
+    assert_string_equal(str_at(find_env(tk, "CONTAINERD_CONFIG"), "value"),
+                        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml");
+    assert_string_equal(str_at(json_array_get(env, json_array_size(env) - 1), "name"), "DEBUG");
+
+    /* args replace the template's; the rest of the policy shows up */
+    json_t *dp = render_one(&p, "device-plugin");
+    json_t *args = path_get(dp, "spec/template/spec/containers/0/args");
+    assert_int_equal(json_array_size(args), 1);
+    assert_string_equal(json_string_value(json_array_get(args, 0)), "--mig-strategy=mixed");
+    assert_string_equal(str_at(dp, "spec/updateStrategy/rollingUpdate/maxUnavailable"), "25%");
+    json_t *ann = path_get(dp, "metadata/annotations");
+    assert_string_equal(json_string_value(json_object_get(ann, "gpuop.dev/owner")), "gpu-team");
+    assert_true(json_equal(ann, path_get(dp, "spec/template/metadata/annotations")));
+    /* user maps come out sorted whatever the input order */
+    assert_string_equal(json_object_iter_key(json_object_iter(ann)), "a-note");
+    assert_string_equal(str_at(dp, "spec/template/spec/imagePullSecrets/0/name"), "regcred");
+    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), "/run/nvidia/driver");
+
+    json_t *drv = render_one(&p, "driver");
+    assert_true(json_is_true(path_get(drv, "spec/template/spec/hostPID")));
+    assert_true(json_is_true(path_get(drv, "spec/template/spec/containers/0/securityContext/"
+                                           "privileged")));
+    assert_string_equal(str_at(drv, "spec/template/spec/containers/0/resources/requests/memory"),
+                        "512Mi");
+    json_t *dcgm = render_one(&p, "dcgm-exporter");
+    assert_int_equal(
+        json_integer_value(path_get(dcgm, "spec/template/spec/containers/0/ports/0/containerPort")),
+        9400);
+    assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/ports/0/name"), "metrics");
+    assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/imagePullPolicy"), "Never");
+
+    json_decref(tk);
+    json_decref(tk0);
+    json_decref(dp);
+    json_decref(drv);
+    json_decref(dcgm);
+    json_decref(dflt_pol);
+    gpuop_policy_free(&d);
+    gpuop_policy_free(&p);
+}
+
+static void test_host_driver(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("host-driver.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    json_t *all = gpuop_render_all(&p, NS);
+    assert_int_equal(json_array_size(all), 3);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), "/");
+    assert_null(path_get(dp, "spec/template/spec/priorityClassName"));
+    assert_null(path_get(dp, "spec/template/spec/tolerations"));
+    assert_string_equal(str_at(dp, "spec/updateStrategy/type"), "OnDelete");
+    assert_null(path_get(dp, "spec/updateStrategy/rollingUpdate"));
+    json_decref(dp);
+    json_decref(all);
+    gpuop_policy_free(&p);
+}
+
+static void test_invalid_still_renders(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("invalid.yaml", &p);
+    assert_true(p.nproblems >= 8);
+    json_t *all = gpuop_render_all(&p, NS);
+    /* gfd disabled; the typo "drvier" leaves the driver in */
+    assert_int_equal(json_array_size(all), (size_t)gpuop_operand_count() - 1);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
+    assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
+    assert_string_equal(
+        json_string_value(json_object_get(path_get(dp, "metadata/labels"), GPUOP_LABEL_NAME)),
+        "device-plugin");
+    json_decref(dp);
+    json_decref(all);
+    gpuop_policy_free(&p);
+}
+
+static void test_deterministic(void **state)
+{
+    /* same policy, map keys in another order: byte-identical output */
+    const char *a =
+        "{\"metadata\": {\"name\": \"x\"}, \"spec\": {\"daemonsets\": {\"labels\": "
+        "{\"b\": \"1\", \"a\": \"2\"}, \"annotations\": {\"z\": \"1\", \"y\": \"2\"}}}}";
+    const char *b = "{\"spec\": {\"daemonsets\": {\"annotations\": {\"y\": \"2\", \"z\": \"1\"}, "
+                    "\"labels\": {\"a\": \"2\", \"b\": \"1\"}}}, \"metadata\": {\"name\": \"x\"}}";
+    json_t *ja = json_loads(a, 0, NULL), *jb = json_loads(b, 0, NULL);
+    struct gpuop_policy pa, pb;
+    assert_int_equal(gpuop_policy_parse(ja, &pa, NULL), 0);
+    assert_int_equal(gpuop_policy_parse(jb, &pb, NULL), 0);
+    json_t *ra = gpuop_render_all(&pa, NS), *rb = gpuop_render_all(&pb, NS);
+    json_t *ra2 = gpuop_render_all(&pa, NS);
+    char *sa = json_dumps(ra, JSON_PRESERVE_ORDER), *sb = json_dumps(rb, JSON_PRESERVE_ORDER);
+    char *sa2 = json_dumps(ra2, JSON_PRESERVE_ORDER);
+    assert_string_equal(sa, sb);
+    assert_string_equal(sa, sa2);
+    free(sa);
+    free(sb);
+    free(sa2);
+    json_decref(ra);
+    json_decref(rb);
+    json_decref(ra2);
+    json_decref(ja);
+    json_decref(jb);
+    gpuop_policy_free(&pa);
+    gpuop_policy_free(&pb);
+}
+
+static void test_edge_cases(void **state)
+{
+    struct gpuop_policy p;
+    json_t *obj = json_pack("{s:{s:s, s:s}}", "metadata", "name",
+                            "a-very-long-policy-name-that-is-fine-for-an-object-but-too-long-"
+                            "for-a-label-value",
+                            "uid", "u-1");
+    assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+    json_t *ds = gpuop_render_daemonset(&p, 0, "other-ns");
+    assert_non_null(ds);
+    assert_null(json_object_get(path_get(ds, "metadata/labels"), GPUOP_LABEL_INSTANCE));
+    assert_string_equal(str_at(ds, "metadata/ownerReferences/0/name"), p.name);
+    assert_string_equal(str_at(ds, "metadata/namespace"), "other-ns");
+    json_decref(ds);
+    assert_null(gpuop_render_daemonset(&p, -1, NS));
+    assert_null(gpuop_render_daemonset(&p, gpuop_operand_count(), NS));
+    assert_null(gpuop_render_daemonset(&p, 0, NULL));
+    /* all disabled: an empty list, not NULL */
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        p.operands[i].enabled = false;
+    json_t *all = gpuop_render_all(&p, NS);
+    assert_non_null(all);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    json_decref(obj);
+    gpuop_policy_free(&p);
+}
+
+/* Runs gpuop_cmd_render with stdout and stderr sent to files; returns the
+ * exit code, the captured stdout in *out and stderr in *errout (new,
+ * malloc'd). */
+static int run_render(char **argv, int argc, char **out, char **errout)
+{
+    char opath[] = "/tmp/gpuop-render-out-XXXXXX", epath[] = "/tmp/gpuop-render-err-XXXXXX";
+    int ofd = mkstemp(opath), efd = mkstemp(epath);
+    assert_true(ofd >= 0 && efd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    dup2(ofd, 1);
+    dup2(efd, 2);
+    int code = gpuop_cmd_render(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    close(ofd);
+    close(efd);
+    *out = read_file(opath);
+    *errout = read_file(epath);
+    assert_non_null(*out);
+    assert_non_null(*errout);
+    unlink(opath);
+    unlink(epath);
+    return code;
+}
+
+#define RUN(code_, ...)                                                                            \
+    do {                                                                                           \
+        char *argv_[] = {"render", __VA_ARGS__};                                                   \
+        free(out);                                                                                 \
+        free(err);                                                                                 \
+        assert_int_equal(run_render(argv_, sizeof(argv_) / sizeof(argv_[0]), &out, &err), code_);  \
+    } while (0)
+
+static void test_command(void **state)
+{
+    char full[512], invalid[512], crd[512], *out = NULL, *err = NULL;
+    snprintf(full, sizeof(full), "%s/policy/full.yaml", TESTDATA);
+    snprintf(invalid, sizeof(invalid), "%s/policy/invalid.yaml", TESTDATA);
+    snprintf(crd, sizeof(crd), "%s/crd/gpupolicy.yaml", SRCDIR);
+
+    RUN(0, "-f", full, "--namespace=gpu-ns");
+    assert_string_equal(err, "");
+    /* the YAML read back is exactly what render produces */
+    json_t *docs = NULL;
+    struct gpuop_err e = {0};
+    assert_int_equal(gpuop_yaml_load(out, strlen(out), &docs, &e), 0);
+    struct gpuop_policy p;
+    load_policy("full.yaml", &p);
+    json_t *want = gpuop_render_all(&p, "gpu-ns");
+    assert_true(json_equal(docs, want));
+    assert_int_equal(strncmp(out, "---\n", 4), 0);
+    json_decref(want);
+    json_decref(docs);
+    gpuop_policy_free(&p);
+
+    /* problems are warnings naming the field; --strict makes them fatal */
+    RUN(0, "-f", invalid);
+    assert_non_null(strstr(err, "warning: spec.drvier: unknown field"));
+    assert_non_null(strstr(err, "warning: spec.daemonsets.tolerations[1].operator: "));
+    assert_non_null(strstr(out, "kind: DaemonSet"));
+    RUN(1, "--strict", "-f", invalid);
+
+    RUN(0, "--help");
+    assert_non_null(strstr(out, "usage: gpuop render"));
+    RUN(2, "-n", "x");
+    assert_non_null(strstr(err, "-f FILE is required"));
+    RUN(2, "-f", full, "--bogus");
+    RUN(2, "-f");
+    RUN(2, "-f", full, "-n", "Bad_NS");
+    assert_string_equal(out, "");
+    RUN(1, "-f", "/nonexistent/policy.yaml");
+    assert_string_equal(out, "");
+    assert_non_null(strstr(err, "/nonexistent/policy.yaml"));
+    RUN(1, "-f", crd); /* a file without any GpuPolicy */
+    assert_non_null(strstr(err, "no document with kind: GpuPolicy"));
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_structure),
+        cmocka_unit_test(test_full_policy),
+        cmocka_unit_test(test_host_driver),
+        cmocka_unit_test(test_invalid_still_renders),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_command),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
