@@ -574,15 +574,24 @@ static void loader_reset_doc(struct loader *ld)
     anchors_clear(ld);
 }
 
-static int parser_error(struct loader *ld, yaml_parser_t *p)
+static int parser_error(struct loader *ld, yaml_parser_t *p, const char *buf, size_t len)
 {
     yaml_mark_t mark = p->problem_mark;
     const char *problem = p->problem ? p->problem : "syntax error";
     if (p->error == YAML_MEMORY_ERROR)
         return oom(ld);
     if (p->error == YAML_READER_ERROR) {
-        /* the reader reports a byte offset, not a line */
-        return gpuop_err_set(ld->err, GPUOP_EPARSE, NULL, "byte %zu: %s", p->problem_offset,
+        /* the reader reports a byte offset: count lines and characters */
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < p->problem_offset && i < len; i++) {
+            if (buf[i] == '\n') {
+                line++;
+                col = 1;
+            } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
+                col++;
+            }
+        }
+        return gpuop_err_set(ld->err, GPUOP_EPARSE, NULL, "line %zu, column %zu: %s", line, col,
                              problem);
     }
     if (p->context)
@@ -618,7 +627,7 @@ int gpuop_yaml_load(const char *buf, size_t len, json_t **out, struct gpuop_err 
     while (!done && rc == 0) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
-            rc = parser_error(&ld, &parser);
+            rc = parser_error(&ld, &parser, buf, len);
             break;
         }
         switch (ev.type) {
