@@ -33,7 +33,7 @@ static void load_policy(const char *name, struct gpuop_policy *p)
 {
     char path[512];
     struct gpuop_err err = {0};
-    json_t *docs = NULL, *d;
+    json_t *docs = NULL, *d, *found = NULL;
     size_t i;
     snprintf(path, sizeof(path), "%s/policy/%s", TESTDATA, name);
     if (gpuop_yaml_load_file(path, &docs, &err) < 0)
@@ -41,11 +41,11 @@ static void load_policy(const char *name, struct gpuop_policy *p)
     json_array_foreach(docs, i, d)
     {
         const char *kind = json_string_value(json_object_get(d, "kind"));
-        if (kind && !strcmp(kind, "GpuPolicy"))
-            break;
+        if (!found && kind && !strcmp(kind, "GpuPolicy"))
+            found = d;
     }
-    assert_non_null(d);
-    assert_int_equal(gpuop_policy_parse(d, p, &err), 0);
+    assert_non_null(found);
+    assert_int_equal(gpuop_policy_parse(found, p, &err), 0);
     json_decref(docs);
 }
 
