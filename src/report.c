@@ -1,0 +1,388 @@
+/*
+ * report.c - `gpuop check` output (see report.h).
+ *
+ * Text is built for a terminal a person reads: a matrix first (one symbol
+ * per node and operand, so a broken chain shows as a column of M or V), the
+ * findings with their messages under it, host-provided operands as
+ * information, and one summary line. Large clusters fold: identical rows
+ * become one row with a count, and many findings are grouped by operand and
+ * reason with example nodes. JSON and YAML reuse the status builder so the
+ * two outputs never disagree on shape.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/report.h"
+#include "gpuop/status.h"
+#include "gpuop/yaml.h"
+
+#define NAME_COL_MAX 48
+#define EXAMPLES     3
+
+static const struct {
+    const char *sym, *legend, *color;
+} cells[GPUOP_CELL_COUNT] = {
+    [GPUOP_CELL_NA] = {"-", "not applicable", ""},
+    [GPUOP_CELL_RUNNING] = {"+", "running", "\033[32m"},
+    [GPUOP_CELL_MISSING] = {"M", "missing", "\033[31m"},
+    [GPUOP_CELL_NOT_SCHEDULED] = {"N", "not scheduled (label not true/false)", "\033[33m"},
+    [GPUOP_CELL_HOST_PROVIDED] = {"h", "host-provided (label \"false\")", "\033[36m"},
+    [GPUOP_CELL_DISABLED] = {"d", "disabled in the policy (host-provided)", "\033[36m"},
+    [GPUOP_CELL_UNEXPECTED] = {"U", "running but not expected", "\033[35m"},
+    [GPUOP_CELL_VIOLATION] = {"V", "running without a prerequisite", "\033[1;31m"},
+};
+
+#define RESET "\033[0m"
+
+const char *gpuop_report_symbol(int cell)
+{
+    return cell >= 0 && cell < GPUOP_CELL_COUNT ? cells[cell].sym : "?";
+}
+
+const char *gpuop_report_legend(int cell)
+{
+    return cell >= 0 && cell < GPUOP_CELL_COUNT ? cells[cell].legend : "";
+}
+
+int gpuop_report_exit_code(const struct gpuop_findings *f)
+{
+    return !f || f->nitems > 0 || f->gpu_nodes == 0 ? 1 : 0;
+}
+
+static bool shown(const struct gpuop_report_opts *o, const char *name)
+{
+    return !o->node_filter || !*o->node_filter || strstr(name, o->node_filter);
+}
+
+/* ---- matrix ---- */
+
+struct row {
+    size_t node;  /* first node of the group */
+    size_t count; /* nodes in the group */
+};
+
+static void pad(FILE *out, size_t n)
+{
+    while (n-- > 0)
+        fputc(' ', out);
+}
+
+static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
+                  size_t nshown)
+{
+    const int nops = f->noperands;
+    struct row *rows = malloc((nshown ? nshown : 1) * sizeof(*rows));
+    size_t nrows = 0, namew = 4, colw[GPUOP_OPERAND_MAX];
+    bool group = nshown > o->max_rows;
+
+    if (!rows)
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!shown(o, r->name))
+            continue;
+        size_t g = nrows;
+        if (group)
+            for (g = 0; g < nrows; g++)
+                if (memcmp(f->nodes[rows[g].node].cell, r->cell, (size_t)nops) == 0 &&
+                    f->nodes[rows[g].node].gpu == r->gpu)
+                    break;
+        if (g == nrows)
+            rows[nrows++] = (struct row){i, 0};
+        rows[g].count++;
+    }
+    for (size_t g = 0; g < nrows; g++) {
+        char more[32] = "";
+        if (rows[g].count > 1)
+            snprintf(more, sizeof(more), " +%zu like it", rows[g].count - 1);
+        size_t w = strlen(f->nodes[rows[g].node].name) + strlen(more) +
+                   (f->nodes[rows[g].node].gpu ? 0 : strlen(" (no GPU)"));
+        if (w > namew)
+            namew = w;
+    }
+    if (namew > NAME_COL_MAX)
+        namew = NAME_COL_MAX;
+
+    fprintf(out, "%-*s", (int)namew, "NODE");
+    for (int c = 0; c < nops; c++) {
+        colw[c] = strlen(gpuop_operand_get(c)->key);
+        fprintf(out, "  %s", gpuop_operand_get(c)->key);
+    }
+    fputc('\n', out);
+    for (size_t g = 0; g < nrows; g++) {
+        const struct gpuop_node_result *r = &f->nodes[rows[g].node];
+        int w = fprintf(out, "%s%s", r->name, r->gpu ? "" : " (no GPU)");
+        if (rows[g].count > 1)
+            w += fprintf(out, " +%zu like it", rows[g].count - 1);
+        pad(out, w >= 0 && (size_t)w < namew ? namew - (size_t)w : 0);
+        for (int c = 0; c < nops; c++) {
+            int cell = r->cell[c] < GPUOP_CELL_COUNT ? r->cell[c] : GPUOP_CELL_NA;
+            bool col = o->color && *cells[cell].color;
+            fprintf(out, "  %s%s%s", col ? cells[cell].color : "", cells[cell].sym,
+                    col ? RESET : "");
+            if (c + 1 < nops)
+                pad(out, colw[c] - strlen(cells[cell].sym));
+        }
+        fputc('\n', out);
+    }
+    static const int order[] = {GPUOP_CELL_RUNNING,       GPUOP_CELL_MISSING,
+                                GPUOP_CELL_NOT_SCHEDULED, GPUOP_CELL_VIOLATION,
+                                GPUOP_CELL_UNEXPECTED,    GPUOP_CELL_HOST_PROVIDED,
+                                GPUOP_CELL_DISABLED,      GPUOP_CELL_NA};
+    fputs("\nlegend: ", out);
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+        fprintf(out, "%s%s %s",
+                k && k % 3 == 0 ? ";\n        "
+                : k             ? "; "
+                                : "",
+                cells[order[k]].sym, cells[order[k]].legend);
+    fputc('\n', out);
+    free(rows);
+    return 0;
+}
+
+/* ---- findings ---- */
+
+static void finding_head(FILE *out, const struct gpuop_finding *x,
+                         const struct gpuop_report_opts *o)
+{
+    bool red = x->kind == GPUOP_KIND_MISSING || x->kind == GPUOP_KIND_ORDERING;
+    fprintf(out, "%s%s/%s%s", o->color ? (red ? "\033[31m" : "\033[33m") : "",
+            gpuop_kind_name(x->kind), gpuop_reason_get(x->reason)->name, o->color ? RESET : "");
+}
+
+struct fgroup {
+    size_t count;
+    size_t ex[EXAMPLES]; /* item indexes */
+};
+
+static int findings(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
+                    size_t nitems)
+{
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+
+    if (!nitems)
+        return 0;
+    fprintf(out, "\nFindings (%zu):\n", nitems);
+    if (nitems <= o->max_findings) {
+        for (size_t i = 0; i < f->nitems; i++) {
+            const struct gpuop_finding *x = &f->items[i];
+            if (!shown(o, gpuop_finding_node(f, x)))
+                continue;
+            fprintf(out, "  %s  %s  ", gpuop_finding_node(f, x),
+                    gpuop_operand_get(x->operand)->name);
+            finding_head(out, x, o);
+            gpuop_finding_message(f, x, msg, sizeof(msg));
+            fprintf(out, "\n      %s\n", msg);
+        }
+        return 0;
+    }
+    /* Too many to list: group by (operand, reason), table order. */
+    size_t ng = (size_t)f->noperands * GPUOP_REASON_COUNT;
+    struct fgroup *g = calloc(ng, sizeof(*g));
+    if (!g)
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < f->nitems; i++) {
+        const struct gpuop_finding *x = &f->items[i];
+        if (!shown(o, gpuop_finding_node(f, x)))
+            continue;
+        struct fgroup *e = &g[(size_t)x->operand * GPUOP_REASON_COUNT + x->reason];
+        if (e->count < EXAMPLES)
+            e->ex[e->count] = i;
+        e->count++;
+    }
+    for (size_t k = 0; k < ng; k++) {
+        if (!g[k].count)
+            continue;
+        const struct gpuop_finding *x = &f->items[g[k].ex[0]];
+        fprintf(out, "  %zu x %s  ", g[k].count, gpuop_operand_get(x->operand)->name);
+        finding_head(out, x, o);
+        fputs("  (", out);
+        for (size_t e = 0; e < g[k].count && e < EXAMPLES; e++)
+            fprintf(out, "%s%s", e ? ", " : "", gpuop_finding_node(f, &f->items[g[k].ex[e]]));
+        fprintf(out, "%s)\n", g[k].count > EXAMPLES ? ", ..." : "");
+        gpuop_finding_message(f, x, msg, sizeof(msg));
+        fprintf(out, "      e.g. %s: %s\n", gpuop_finding_node(f, x), msg);
+    }
+    free(g);
+    return 0;
+}
+
+static void host_info(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o)
+{
+    bool any = false;
+    for (int c = 0; c < f->noperands; c++) {
+        size_t disabled = 0, labelled = 0;
+        for (size_t i = 0; i < f->nnodes; i++) {
+            const struct gpuop_node_result *r = &f->nodes[i];
+            if (!shown(o, r->name) || !((r->host_provided >> c) & 1))
+                continue;
+            if (r->cell[c] == GPUOP_CELL_DISABLED ||
+                (r->cell[c] != GPUOP_CELL_HOST_PROVIDED && !f->operands[c].enabled))
+                disabled++;
+            else
+                labelled++;
+        }
+        if (!disabled && !labelled)
+            continue;
+        if (!any)
+            fputs("\nHost-provided (information, not findings):\n", out);
+        any = true;
+        const char *name = gpuop_operand_get(c)->name;
+        if (disabled)
+            fprintf(out, "  %s on %zu node%s (spec.%s.enabled=false)\n", name, disabled,
+                    disabled == 1 ? "" : "s", gpuop_operand_get(c)->key);
+        if (labelled)
+            fprintf(out, "  %s on %zu node%s (label %s%s=false)\n", name, labelled,
+                    labelled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, name);
+    }
+}
+
+static void summary(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
+                    size_t nshown)
+{
+    fputc('\n', out);
+    if (f->gpu_nodes == 0) {
+        fprintf(out,
+                "No GPU node: no node is labelled %s=true, %s=true or %s<operand>. Nothing to "
+                "check.\n",
+                GPUOP_LABEL_GPU_PRESENT, GPUOP_LABEL_NFD_NVIDIA, GPUOP_LABEL_PREFIX);
+        if (!f->nitems)
+            return;
+    }
+    fprintf(out, "Summary: %zu GPU node%s, %zu complete", f->gpu_nodes,
+            f->gpu_nodes == 1 ? "" : "s", f->complete_nodes);
+    if (f->nitems)
+        fprintf(out,
+                ", %zu node%s with findings (Missing %zu, NotScheduled %zu, Unexpected %zu, "
+                "OrderingViolation %zu)",
+                f->finding_nodes, f->finding_nodes == 1 ? "" : "s", f->by_kind[GPUOP_KIND_MISSING],
+                f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
+                f->by_kind[GPUOP_KIND_ORDERING]);
+    if (f->violations)
+        fprintf(out, "; operand chain broken on %zu node%s", f->violations,
+                f->violations == 1 ? "" : "s");
+    fputs(".", out);
+    if (o->node_filter && *o->node_filter)
+        fprintf(out, " Shown: %zu node%s matching \"%s\".", nshown, nshown == 1 ? "" : "s",
+                o->node_filter);
+    fputc('\n', out);
+}
+
+static struct gpuop_report_opts defaults(const struct gpuop_report_opts *o)
+{
+    struct gpuop_report_opts d = {0};
+    if (o)
+        d = *o;
+    if (!d.max_rows)
+        d.max_rows = GPUOP_REPORT_MAX_ROWS;
+    if (!d.max_findings)
+        d.max_findings = GPUOP_REPORT_MAX_FINDINGS;
+    if (!d.now)
+        d.now = (long long)time(NULL);
+    return d;
+}
+
+int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_findings *f,
+                      const struct gpuop_report_opts *opts)
+{
+    struct gpuop_report_opts o = defaults(opts);
+    size_t nshown = 0, nitems = 0;
+    int rc;
+
+    if (!out || !f)
+        return GPUOP_EINVAL;
+    for (size_t i = 0; i < f->nnodes; i++)
+        if (shown(&o, f->nodes[i].name)) {
+            nshown++;
+            nitems += f->nodes[i].nfindings;
+        }
+    const char *pname = o.policy_name ? o.policy_name : p && p->name ? p->name : NULL;
+    fprintf(out, "GpuPolicy %s%s%s", pname ? "\"" : "", pname ? pname : "(none)",
+            pname ? "\"" : "");
+    if (o.namespace)
+        fprintf(out, ", operands in namespace %s", o.namespace);
+    fprintf(out, ": %zu GPU node%s\n\n", f->gpu_nodes, f->gpu_nodes == 1 ? "" : "s");
+    if (nshown && (rc = matrix(out, f, &o, nshown)) < 0)
+        return rc;
+    if ((rc = findings(out, f, &o, nitems)) < 0)
+        return rc;
+    host_info(out, f, &o);
+    summary(out, f, &o, nshown);
+    return ferror(out) ? GPUOP_EIO : 0;
+}
+
+/* ---- structured ---- */
+
+json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findings *f,
+                          const struct gpuop_report_opts *opts)
+{
+    struct gpuop_report_opts o = defaults(opts);
+    struct gpuop_status_input in = {
+        .namespace = o.namespace, .reconciled = true, .max_nodes = SIZE_MAX};
+
+    if (!f)
+        return NULL;
+    json_t *st = gpuop_status_build(p, f, NULL, &in, o.now);
+    json_t *doc = json_object();
+    if (!st || !doc)
+        goto fail;
+    const char *pname = o.policy_name ? o.policy_name : p && p->name ? p->name : "";
+    if (json_object_set_new(doc, "policy", json_string(pname)) < 0)
+        goto fail;
+    /* a one-shot check applies nothing: Reconciled does not apply */
+    json_t *conds = json_object_get(st, "conditions");
+    for (size_t i = json_array_size(conds); i-- > 0;) {
+        const char *t = json_string_value(json_object_get(json_array_get(conds, i), "type"));
+        if (t && strcmp(t, "Reconciled") == 0)
+            json_array_remove(conds, i);
+    }
+    if (o.node_filter && *o.node_filter) {
+        json_t *nodes = json_object_get(st, "nodes");
+        for (size_t i = json_array_size(nodes); i-- > 0;) {
+            const char *n = json_string_value(json_object_get(json_array_get(nodes, i), "name"));
+            if (!n || !strstr(n, o.node_filter))
+                json_array_remove(nodes, i);
+        }
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(st, key, v)
+    {
+        if (json_object_set(doc, key, v) < 0)
+            goto fail;
+    }
+    json_decref(st);
+    return doc;
+fail:
+    json_decref(st);
+    json_decref(doc);
+    return NULL;
+}
+
+int gpuop_report_structured(FILE *out, const struct gpuop_policy *p, const struct gpuop_findings *f,
+                            const struct gpuop_report_opts *o, bool yaml)
+{
+    json_t *doc = gpuop_report_json(p, f, o);
+    int rc = 0;
+    if (!doc)
+        return GPUOP_ENOMEM;
+    if (yaml) {
+        char *text = gpuop_yaml_dump(doc);
+        if (!text)
+            rc = GPUOP_ENOMEM;
+        else if (fputs(text, out) < 0)
+            rc = GPUOP_EIO;
+        free(text);
+    } else {
+        if (json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
+            fputc('\n', out) == EOF)
+            rc = GPUOP_EIO;
+    }
+    json_decref(doc);
+    if (!rc && ferror(out))
+        rc = GPUOP_EIO;
+    return rc;
+}

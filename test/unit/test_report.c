@@ -1,0 +1,334 @@
+/*
+ * test_report.c - `gpuop check` output: the text matrix (symbols, legend,
+ * colour only on request, grouping of identical rows and of many findings,
+ * node filter, summary line), the JSON/YAML document, and the exit code.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/report.h"
+
+#define T0 1795986400LL
+
+struct world {
+    struct gpuop_policy pol;
+    struct gpuop_node nodes[128];
+    const struct gpuop_node *np[128];
+    size_t nn;
+    struct gpuop_ds ds[GPUOP_OPERAND_MAX];
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
+    size_t nds;
+    struct gpuop_pod pods[800];
+    const struct gpuop_pod *pp[800];
+    size_t npods;
+    struct gpuop_findings f;
+};
+
+static void world_init(struct world *w)
+{
+    memset(w, 0, sizeof(*w));
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        w->pol.operands[i].enabled = true;
+        json_t *j = json_pack("{s:{s:s}}", "metadata", "name", gpuop_operand_get(i)->ds_name);
+        assert_int_equal(gpuop_ds_from_json(j, &w->ds[w->nds], NULL), 0);
+        w->dp[w->nds] = &w->ds[w->nds];
+        w->nds++;
+        json_decref(j);
+    }
+    w->pol.name = "main";
+}
+
+/* A GPU node labelled "true" for operands in `labels` (space separated). */
+static void add_node(struct world *w, const char *name, const char *labels)
+{
+    json_t *l = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        char key[128];
+        const char *op = gpuop_operand_get(i)->name;
+        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op);
+        if (strstr(labels, op))
+            json_object_set_new(l, key, json_string("true"));
+    }
+    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", l);
+    assert_int_equal(gpuop_node_from_json(j, &w->nodes[w->nn], NULL), 0);
+    w->np[w->nn] = &w->nodes[w->nn];
+    w->nn++;
+    json_decref(j);
+}
+
+static void run(struct world *w, const char *node, const char *ops)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        const char *name = gpuop_operand_get(i)->name;
+        if (!strstr(ops, name))
+            continue;
+        char pod[128];
+        snprintf(pod, sizeof(pod), "%s-%s", name, node);
+        json_t *j = json_pack("{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "metadata",
+                              "name", pod, "labels", "app.kubernetes.io/component", name, "spec",
+                              "nodeName", node, "status", "phase", "Running", "conditions", "type",
+                              "Ready", "status", "True");
+        assert_int_equal(gpuop_pod_from_json(j, &w->pods[w->npods], NULL), 0);
+        w->pp[w->npods] = &w->pods[w->npods];
+        w->npods++;
+        json_decref(j);
+    }
+}
+
+static void analyze(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    assert_int_equal(
+        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, T0, &w->f), 0);
+}
+
+static void world_free(struct world *w)
+{
+    gpuop_findings_free(&w->f);
+    for (size_t i = 0; i < w->nn; i++)
+        gpuop_node_free(&w->nodes[i]);
+    for (size_t i = 0; i < w->nds; i++)
+        gpuop_ds_free(&w->ds[i]);
+    for (size_t i = 0; i < w->npods; i++)
+        gpuop_pod_free(&w->pods[i]);
+}
+
+/* Renders the text report into a new string. */
+static char *text(struct world *w, const struct gpuop_report_opts *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gpuop_report_text(f, &w->pol, &w->f, o), 0);
+    fclose(f);
+    if (getenv("DUMP"))
+        fputs(buf, stderr);
+    return buf;
+}
+
+static char *structured(struct world *w, const struct gpuop_report_opts *o, bool yaml)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gpuop_report_structured(f, &w->pol, &w->f, o, yaml), 0);
+    fclose(f);
+    if (getenv("DUMP"))
+        fputs(buf, stderr);
+    return buf;
+}
+
+#define ALL                                                                                        \
+    "driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter "                  \
+    "operator-validator"
+
+/* The line of the matrix that starts with name. */
+static const char *line_of(const char *txt, const char *name, char *buf, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *p = txt; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, n) == 0 && (p[n] == ' ' || p[n] == '\n')) {
+            const char *e = strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            snprintf(buf, size, "%.*s", (int)l, p);
+            return buf;
+        }
+    }
+    fail_msg("no line for %s in:\n%s", name, txt);
+    return NULL;
+}
+
+static void test_text_matrix(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.operands[gpuop_operand_by_name("dcgm-exporter")].enabled = false;
+    add_node(&w, "gpu-ok", ALL);
+    run(&w, "gpu-ok",
+        "driver container-toolkit device-plugin gpu-feature-discovery "
+        "operator-validator");
+    add_node(&w, "gpu-broken", ALL);
+    run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
+    add_node(&w, "gpu-new", "driver");
+    analyze(&w);
+    struct gpuop_report_opts o = {.policy_name = "main", .namespace = "gpuop-system", .now = T0};
+    char *t = text(&w, &o), line[256];
+
+    assert_non_null(
+        strstr(t, "GpuPolicy \"main\", operands in namespace gpuop-system: 3 GPU nodes"));
+    assert_non_null(
+        strstr(t, "NODE        driver  toolkit  devicePlugin  gfd  dcgmExporter  validator\n"));
+    assert_string_equal(line_of(t, "gpu-ok", line, sizeof(line)),
+                        "gpu-ok      +       +        +             +    d             +");
+    assert_string_equal(line_of(t, "gpu-broken", line, sizeof(line)),
+                        "gpu-broken  +       M        V             V    d             M");
+    assert_string_equal(line_of(t, "gpu-new", line, sizeof(line)),
+                        "gpu-new     M       N        N             N    d             N");
+    assert_non_null(strstr(t, "legend: + running; M missing"));
+    assert_non_null(strstr(t, "\nFindings (9):\n"));
+    assert_non_null(
+        strstr(t, "  gpu-broken  device-plugin  OrderingViolation/DevicePluginWithoutToolkit\n"
+                  "      device-plugin runs but container-toolkit"));
+    assert_non_null(strstr(t, "  gpu-new  driver  Missing/PodNotCreated\n"));
+    assert_non_null(strstr(t, "Host-provided (information, not findings):\n"
+                              "  dcgm-exporter on 3 nodes (spec.dcgmExporter.enabled=false)\n"));
+    assert_non_null(strstr(t, "Summary: 3 GPU nodes, 1 complete, 2 nodes with findings (Missing "
+                              "3, NotScheduled 4, Unexpected 0, OrderingViolation 2); operand "
+                              "chain broken on 1 node.\n"));
+    assert_null(strchr(t, '\033')); /* no colour unless asked */
+    free(t);
+
+    o.color = true;
+    t = text(&w, &o);
+    assert_non_null(strstr(t, "\033[32m+\033[0m"));
+    assert_non_null(strstr(t, "\033[1;31mV\033[0m"));
+    free(t);
+
+    /* node filter */
+    o.color = false;
+    o.node_filter = "new";
+    t = text(&w, &o);
+    assert_non_null(strstr(t, "gpu-new "));
+    assert_null(strstr(t, "gpu-broken"));
+    assert_null(strstr(t, "gpu-ok"));
+    assert_non_null(strstr(t, "Findings (5):"));
+    assert_non_null(strstr(t, "Shown: 1 node matching \"new\"."));
+    free(t);
+    assert_int_equal(gpuop_report_exit_code(&w.f), 1);
+    world_free(&w);
+}
+
+static void test_text_grouping(void **state)
+{
+    struct world w;
+    world_init(&w);
+    for (int i = 0; i < 100; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%03d", i);
+        add_node(&w, name, i == 42 ? ALL : "driver");
+        run(&w, name, i == 42 ? ALL : "driver");
+    }
+    analyze(&w);
+    char *t = text(&w, NULL), line[256];
+    assert_non_null(strstr(t, "gpu-000 +98 like it"));
+    assert_string_equal(line_of(t, "gpu-042", line, sizeof(line)),
+                        "gpu-042              +       +        +             +    +             +");
+    /* 99 x 5 NotScheduled findings: grouped by operand and reason */
+    assert_non_null(strstr(t, "Findings (495):\n"));
+    assert_non_null(strstr(t, "  99 x container-toolkit  NotScheduled/LabelAbsent  (gpu-000, "
+                              "gpu-001, gpu-002, ...)\n      e.g. gpu-000: Label "
+                              "nvidia.com/gpu.deploy.container-toolkit is absent"));
+    assert_null(strstr(t, "gpu-099  container-toolkit"));
+    assert_null(strstr(t, "chain broken")); /* no violation, not mentioned */
+    free(t);
+
+    /* never group when asked */
+    struct gpuop_report_opts o = {.max_rows = SIZE_MAX, .max_findings = SIZE_MAX};
+    t = text(&w, &o);
+    assert_null(strstr(t, "like it"));
+    assert_non_null(strstr(t, "gpu-099  container-toolkit  NotScheduled/LabelAbsent"));
+    free(t);
+    world_free(&w);
+}
+
+static void test_clean_and_empty(void **state)
+{
+    struct world w;
+    world_init(&w);
+    analyze(&w);
+    char *t = text(&w, NULL);
+    assert_non_null(strstr(t, "No GPU node: no node is labelled nvidia.com/gpu.present=true"));
+    assert_null(strstr(t, "NODE"));
+    free(t);
+    assert_int_equal(gpuop_report_exit_code(&w.f), 1); /* nothing checked is not clean */
+
+    add_node(&w, "gpu-a", ALL);
+    run(&w, "gpu-a", ALL);
+    analyze(&w);
+    t = text(&w, NULL);
+    assert_non_null(strstr(t, "Summary: 1 GPU node, 1 complete.\n"));
+    assert_null(strstr(t, "Findings"));
+    free(t);
+    assert_int_equal(gpuop_report_exit_code(&w.f), 0);
+    world_free(&w);
+}
+
+static void test_json(void **state)
+{
+    struct world w;
+    world_init(&w);
+    for (int i = 0; i < 70; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%02d", i);
+        add_node(&w, name, "driver"); /* 5 NotScheduled each */
+        run(&w, name, "driver");
+    }
+    analyze(&w);
+    struct gpuop_report_opts o = {.namespace = "ns", .now = T0};
+    json_t *doc = gpuop_report_json(&w.pol, &w.f, &o);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "policy")), "main");
+    assert_string_equal(json_object_iter_key(json_object_iter(doc)), "policy");
+    assert_string_equal(json_string_value(json_object_get(doc, "namespace")), "ns");
+    /* no cap for check */
+    assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 70);
+    assert_int_equal(json_integer_value(json_object_get(doc, "nodesOmitted")), 0);
+    json_t *conds = json_object_get(doc, "conditions");
+    assert_int_equal(json_array_size(conds), 3); /* no Reconciled */
+    for (size_t i = 0; i < 3; i++)
+        assert_string_not_equal(
+            json_string_value(json_object_get(json_array_get(conds, i), "type")), "Reconciled");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(doc, "summary"), "gpuNodes")), 70);
+    json_decref(doc);
+
+    o.node_filter = "gpu-1";
+    doc = gpuop_report_json(&w.pol, &w.f, &o);
+    assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 10);
+    json_decref(doc);
+
+    char *s = structured(&w, &o, false);
+    json_error_t e;
+    doc = json_loads(s, 0, &e);
+    assert_non_null(doc);
+    assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 10);
+    json_decref(doc);
+    free(s);
+
+    s = structured(&w, &o, true);
+    assert_true(strncmp(s, "policy: main\n", 13) == 0);
+    assert_non_null(strstr(s, "gpuNodes: 70"));
+    assert_non_null(strstr(s, "reason: LabelAbsent"));
+    free(s);
+    world_free(&w);
+}
+
+static void test_symbols(void **state)
+{
+    /* every cell has a distinct one-character symbol and a legend */
+    for (int a = 0; a < GPUOP_CELL_COUNT; a++) {
+        assert_int_equal(strlen(gpuop_report_symbol(a)), 1);
+        assert_true(strlen(gpuop_report_legend(a)) > 3);
+        for (int b = a + 1; b < GPUOP_CELL_COUNT; b++)
+            assert_string_not_equal(gpuop_report_symbol(a), gpuop_report_symbol(b));
+    }
+    assert_string_equal(gpuop_report_symbol(99), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_matrix),     cmocka_unit_test(test_text_grouping),
+        cmocka_unit_test(test_clean_and_empty), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_symbols),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
