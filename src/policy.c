@@ -78,6 +78,26 @@ static const char *type_name(const json_t *v)
     return "unknown";
 }
 
+/* A value for messages: a string quoted (at most 48 bytes, unprintable
+ * bytes as '?'), anything else by its type. Returns buf or a static. */
+static const char *describe(const json_t *v, char *buf, size_t n)
+{
+    const char *s = json_string_value(v);
+    size_t i = 0, o = 0;
+    if (!s || n < 8)
+        return type_name(v);
+    buf[o++] = '"';
+    for (; s[i] && i < 48 && o + 5 < n; i++)
+        buf[o++] = ((unsigned char)s[i] < ' ' || s[i] == 0x7f) ? '?' : s[i];
+    if (s[i] && o + 4 < n) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
 /* Edit distance of two short keys, capped; used for "did you mean". */
 static int distance(const char *a, const char *b)
 {
@@ -551,6 +571,7 @@ static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
 
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
+    char vbuf[64];
     const struct gpuop_operand *op = gpuop_operand_get(idx);
     struct gpuop_operand_spec *o = &p->operands[idx];
     char path[FIELD_MAX], field[FIELD_MAX];
@@ -582,7 +603,7 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             else
                 problem(p, field,
                         "must be a non-empty image reference without spaces, not %s; using %s",
-                        json_is_string(e) ? "this string" : type_name(e), op->image);
+                        describe(e, vbuf, sizeof(vbuf)), op->image);
         } else if (!strcmp(key, "imagePullPolicy")) {
             const char *s = json_string_value(e);
             if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
@@ -888,6 +909,7 @@ static int parse_rolling_update(struct gpuop_policy *p, json_t *v)
 
 static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
 {
+    char vbuf[64];
     const char *path = "spec.daemonsets";
     char field[FIELD_MAX];
     const char *key;
@@ -916,7 +938,7 @@ static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
                 problem(p, field,
                         "must be a PriorityClass name or \"\", not %s; using "
                         "system-node-critical",
-                        s ? "this string" : type_name(e));
+                        describe(e, vbuf, sizeof(vbuf)));
         } else if (!strcmp(key, "labels")) {
             rc = parse_string_map(p, field, e, true, &p->labels);
         } else if (!strcmp(key, "annotations")) {
