@@ -317,8 +317,10 @@ static void test_transition_times(void **state)
     json_t *s5 = gpuop_status_build(&w.pol, &w.f, bogus, &ok_in, T0);
     assert_string_equal(cstr(s5, "Reconciled", "lastTransitionTime"), "2026-11-29T21:06:40Z");
     assert_string_equal(cstr(s5, "Ready", "lastTransitionTime"), "2026-11-29T21:06:40Z");
-    json_t *s6 = gpuop_status_build(&w.pol, &w.f, json_string("garbage"), &ok_in, T0);
+    json_t *garbage = json_string("garbage");
+    json_t *s6 = gpuop_status_build(&w.pol, &w.f, garbage, &ok_in, T0);
     assert_non_null(s6);
+    json_decref(garbage);
 
     json_t *objs[] = {s1, s2, s3, s4, s5, s6, bogus};
     for (size_t i = 0; i < 7; i++)
