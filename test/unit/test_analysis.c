@@ -878,6 +878,30 @@ static void test_every_reason_covered(void **state)
             fail_msg("reason %s is produced by no test", gpuop_reason_get(r)->name);
 }
 
+/* docs/findings.md documents every reason of the table, under its own heading. */
+static void test_docs_cover_every_reason(void **state)
+{
+    char path[512], *doc = malloc(1 << 20);
+    snprintf(path, sizeof(path), "%s/docs/findings.md", SRCDIR);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    size_t n = fread(doc, 1, (1 << 20) - 1, fp);
+    doc[n] = '\0';
+    fclose(fp);
+    for (int r = 0; r < GPUOP_REASON_COUNT; r++) {
+        char head[128];
+        snprintf(head, sizeof(head), "\n### %s\n", gpuop_reason_get(r)->name);
+        if (!strstr(doc, head))
+            fail_msg("docs/findings.md lacks a section for %s", gpuop_reason_get(r)->name);
+    }
+    for (int k = 0; k < GPUOP_KIND_COUNT; k++) {
+        char head[128];
+        snprintf(head, sizeof(head), "\n## %s\n", gpuop_kind_name(k));
+        assert_non_null(strstr(doc, head));
+    }
+    free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -898,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_robust_inputs),
         cmocka_unit_test(test_sorting),
         cmocka_unit_test(test_every_reason_covered),
+        cmocka_unit_test(test_docs_cover_every_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
