@@ -1,15 +1,14 @@
 /*
- * test_kube.c - the curl-on-libuv Kubernetes client against a small
- * fault-injecting HTTP/1.1 server that runs in this process, on the same
- * libuv loop, on 127.0.0.1 with an ephemeral port.
+ * test_kube.c - the curl-on-libuv Kubernetes client against the shared
+ * fault-injecting HTTP/1.1 server (test/unit/support/fakeapi.h) that runs
+ * in this process, on the same libuv loop, on 127.0.0.1 with an ephemeral
+ * port.
  *
- * The server reads one request per connection, records it, and answers by
- * path: /ok (200 JSON), /status/<code> (a Kubernetes Status), /plain/<code>
- * (text), /split (a chunked body written in odd-sized pieces), /forever (a
- * chunk every few ms until the client goes), /cut (closes mid-body), /stall
- * (never answers), /big (a 5000-byte body). Every test ends by closing the
- * client and the server and checking that uv_loop_close finds no handle
- * left open.
+ * The server records every request; the handler here answers by path: /ok (200 JSON),
+ * /status/<code> (a Kubernetes Status), /plain/<code> (text), /split (a chunked body written in
+ * odd-sized pieces), /forever (a chunk every few ms until the client goes), /cut (closes mid-body),
+ * /stall (never answers), /big (a 5000-byte body). Every test ends by closing the client and the
+ * server and checking that uv_loop_close finds no handle left open.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,208 +21,95 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fakeapi.h"
 #include "gpuop/kube.h"
 
-/* ---- the server ------------------------------------------------------- */
+/* ---- the server's routes --------------------------------------------- */
 
-struct srv;
-
-struct conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    struct srv *s;
-    char in[16384];
-    size_t in_len;
-    bool handled, closing;
-    int open;
-    char *wire; /* scripted output, sent in pieces */
-    size_t wire_len, off;
-    int piece;
-    int ticks;
-    struct conn *prev, *next;
-};
-
-struct srv {
-    uv_loop_t *loop;
-    uv_tcp_t tcp;
-    int port;
-    struct conn *conns;
-    int nreq;
-    char method[16], path[256], auth[256], ctype[128], ua[128], accept[128], expect[64];
-    char body[4096];
-    size_t body_len;
+struct routes {
     char payload[8192]; /* what /split sends, decoded */
     size_t payload_len;
+    int ticks;
 };
-
-struct wreq {
-    uv_write_t req;
-    struct conn *c;
-    bool close_after;
-    char data[];
-};
-
-static void conn_handle_closed(uv_handle_t *h)
-{
-    struct conn *c = h->data;
-    if (--c->open == 0) {
-        free(c->wire);
-        free(c);
-    }
-}
-
-static void conn_close(struct conn *c)
-{
-    if (c->closing)
-        return;
-    c->closing = true;
-    struct srv *s = c->s;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
-    uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
-}
-
-static void on_written(uv_write_t *w, int status)
-{
-    struct wreq *wr = (struct wreq *)w;
-    if ((status < 0 || wr->close_after) && !wr->c->closing)
-        conn_close(wr->c);
-    free(wr);
-}
-
-static void send_bytes(struct conn *c, const char *p, size_t n, bool close_after)
-{
-    if (c->closing)
-        return;
-    struct wreq *wr = malloc(sizeof(*wr) + n);
-    assert_non_null(wr);
-    wr->c = c;
-    wr->close_after = close_after;
-    memcpy(wr->data, p, n);
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)n);
-    if (uv_write(&wr->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
-        free(wr);
-        conn_close(c);
-    }
-}
-
-static void respond(struct conn *c, int code, const char *ctype, const char *body)
-{
-    char head[512];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     code, ctype, strlen(body));
-    send_bytes(c, head, (size_t)n, false);
-    send_bytes(c, body, strlen(body), true);
-}
 
 /* odd piece sizes: chunk framing and lines get split everywhere */
 static const size_t pieces[] = {1, 7, 3, 13, 2, 29, 5, 64, 11};
 
-static void on_piece(uv_timer_t *t)
-{
-    struct conn *c = t->data;
-    size_t n = pieces[c->piece++ % (sizeof(pieces) / sizeof(pieces[0]))];
-    if (n > c->wire_len - c->off)
-        n = c->wire_len - c->off;
-    bool last = c->off + n == c->wire_len;
-    send_bytes(c, c->wire + c->off, n, last);
-    c->off += n;
-    if (!last)
-        uv_timer_start(&c->timer, on_piece, 2, 0);
-}
-
-static void on_tick(uv_timer_t *t)
-{
-    struct conn *c = t->data;
-    char line[64], chunk[96];
-    int n = snprintf(line, sizeof(line), "{\"tick\":%d}\n", c->ticks++);
-    int m = snprintf(chunk, sizeof(chunk), "%x\r\n%s\r\n", n, line);
-    send_bytes(c, chunk, (size_t)m, false);
-}
-
 static const char chunked_head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                    "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
 
-static void header_value(const char *head, const char *name, char *out, size_t cap)
+static void on_tick(struct fakeapi_conn *c, void *arg)
 {
-    out[0] = '\0';
-    char pat[64];
-    snprintf(pat, sizeof(pat), "\r\n%s:", name);
-    const char *p = strcasestr(head, pat);
-    if (!p)
-        return;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    size_t n = strcspn(p, "\r\n");
-    snprintf(out, cap, "%.*s", (int)n, p);
+    struct routes *rt = arg;
+    char line[64];
+    int n = snprintf(line, sizeof(line), "{\"tick\":%d}\n", rt->ticks++);
+    fakeapi_write(c, line, (size_t)n);
 }
 
-static void handle(struct conn *c, const char *head, const char *body, size_t body_len)
+/* The split route: a chunked body of JSON lines (with a multi-byte UTF-8
+ * character), chunk sizes unrelated to line boundaries, written in odd
+ * pieces 2 ms apart. */
+static void route_split(struct routes *rt, struct fakeapi_conn *c)
 {
-    struct srv *s = c->s;
-    s->nreq++;
-    sscanf(head, "%15s %255s", s->method, s->path);
-    header_value(head, "Authorization", s->auth, sizeof(s->auth));
-    header_value(head, "Content-Type", s->ctype, sizeof(s->ctype));
-    header_value(head, "User-Agent", s->ua, sizeof(s->ua));
-    header_value(head, "Accept", s->accept, sizeof(s->accept));
-    header_value(head, "Expect", s->expect, sizeof(s->expect));
-    s->body_len = body_len < sizeof(s->body) ? body_len : sizeof(s->body) - 1;
-    memcpy(s->body, body, s->body_len);
-    s->body[s->body_len] = '\0';
+    rt->payload_len = 0;
+    for (int i = 0; i < 40; i++)
+        rt->payload_len +=
+            (size_t)snprintf(rt->payload + rt->payload_len, sizeof(rt->payload) - rt->payload_len,
+                             "{\"type\":\"ADDED\",\"n\":%d,\"s\":\"\xc3\xa9\"}\n", i);
+    size_t cap = rt->payload_len * 2 + 256;
+    char *wire = malloc(cap);
+    assert_non_null(wire);
+    size_t w = (size_t)snprintf(wire, cap, "%s", chunked_head);
+    for (size_t off = 0; off < rt->payload_len;) {
+        size_t n = rt->payload_len - off < 37 ? rt->payload_len - off : 37;
+        w += (size_t)snprintf(wire + w, cap - w, "%zx\r\n", n);
+        memcpy(wire + w, rt->payload + off, n);
+        w += n;
+        w += (size_t)snprintf(wire + w, cap - w, "\r\n");
+        off += n;
+    }
+    w += (size_t)snprintf(wire + w, cap - w, "0\r\n\r\n");
+    for (size_t off = 0, i = 0; off < w; i++) {
+        size_t n = pieces[i % (sizeof(pieces) / sizeof(pieces[0]))];
+        if (n > w - off)
+            n = w - off;
+        fakeapi_stream_raw(c, i ? 2 : 0, wire + off, n);
+        off += n;
+    }
+    fakeapi_cut(c, 0); /* the body is complete: just close */
+    free(wire);
+}
 
-    const char *p = s->path;
+/* Answers by path: /ok (200 JSON), /status/<code> (a Kubernetes Status),
+ * /plain/<code> (text), /split (see route_split), /forever (a chunk every
+ * few ms until the client goes), /cut (closes mid-body), /stall (never
+ * answers), /big (a 5000-byte body). */
+static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    struct routes *rt = arg;
+    const char *p = r->path;
     int code;
     char buf[512];
     if (!strncmp(p, "/ok", 3)) {
-        respond(c, 200, "application/json", "{\"kind\":\"Thing\",\"n\":42}");
+        fakeapi_respond(c, 200, "application/json", "{\"kind\":\"Thing\",\"n\":42}");
     } else if (sscanf(p, "/status/%d", &code) == 1) {
         snprintf(buf, sizeof(buf),
                  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                  "\"message\":\"msg %d\",\"reason\":\"Reason%d\",\"code\":%d,"
                  "\"details\":{\"causes\":[{\"field\":\"spec.f%d\"}]}}",
                  code, code, code, code);
-        respond(c, code, "application/json", buf);
+        fakeapi_respond(c, code, "application/json", buf);
     } else if (sscanf(p, "/plain/%d", &code) == 1) {
-        respond(c, code, "text/plain", "plain failure\x01\ttext");
+        fakeapi_respond(c, code, "text/plain", "plain failure\x01\ttext");
     } else if (!strcmp(p, "/split")) {
-        /* payload: JSON lines with a multi-byte UTF-8 character */
-        s->payload_len = 0;
-        for (int i = 0; i < 40; i++)
-            s->payload_len +=
-                (size_t)snprintf(s->payload + s->payload_len, sizeof(s->payload) - s->payload_len,
-                                 "{\"type\":\"ADDED\",\"n\":%d,\"s\":\"\xc3\xa9\"}\n", i);
-        size_t cap = s->payload_len * 2 + 256;
-        c->wire = malloc(cap);
-        assert_non_null(c->wire);
-        size_t w = (size_t)snprintf(c->wire, cap, "%s", chunked_head);
-        /* chunk sizes unrelated to line boundaries */
-        for (size_t off = 0; off < s->payload_len;) {
-            size_t n = s->payload_len - off < 37 ? s->payload_len - off : 37;
-            w += (size_t)snprintf(c->wire + w, cap - w, "%zx\r\n", n);
-            memcpy(c->wire + w, s->payload + off, n);
-            w += n;
-            w += (size_t)snprintf(c->wire + w, cap - w, "\r\n");
-            off += n;
-        }
-        w += (size_t)snprintf(c->wire + w, cap - w, "0\r\n\r\n");
-        c->wire_len = w;
-        uv_timer_start(&c->timer, on_piece, 0, 0);
+        route_split(rt, c);
     } else if (!strcmp(p, "/forever")) {
-        send_bytes(c, chunked_head, strlen(chunked_head), false);
-        uv_timer_start(&c->timer, on_tick, 0, 5);
+        fakeapi_stream_begin(c, 200, FAKEAPI_CHUNKED, 0);
+        fakeapi_every(c, 5, on_tick, rt);
     } else if (!strcmp(p, "/cut")) {
-        const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        "Content-Length: 1000\r\n\r\n{\"partial\":";
-        send_bytes(c, h, strlen(h), true);
+        fakeapi_stream_begin(c, 200, FAKEAPI_LENGTH, 1000);
+        fakeapi_stream_send(c, 0, "{\"partial\":", 11);
+        fakeapi_cut(c, 0);
     } else if (!strcmp(p, "/stall")) {
         /* say nothing */
     } else if (!strcmp(p, "/big")) {
@@ -233,97 +119,27 @@ static void handle(struct conn *c, const char *head, const char *body, size_t bo
         big[0] = '[';
         big[4999] = ']';
         big[5000] = '\0';
-        respond(c, 200, "application/json", big);
+        fakeapi_respond(c, 200, "application/json", big);
         free(big);
     } else {
-        respond(c, 404, "text/plain", "no route");
+        fakeapi_respond(c, 404, "text/plain", "no route");
     }
 }
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+/* The last request the server saw (never NULL in a test that made one). */
+static const struct fakeapi_request *last(const struct fakeapi *s)
 {
-    struct conn *c = h->data;
-    b->base = c->in + c->in_len;
-    b->len = sizeof(c->in) - 1 - c->in_len;
-}
-
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
-{
-    struct conn *c = st->data;
-    if (nread < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->handled)
-        return;
-    c->in_len += (size_t)nread;
-    c->in[c->in_len] = '\0';
-    char *end = strstr(c->in, "\r\n\r\n");
-    if (!end) {
-        assert_true(c->in_len < sizeof(c->in) - 1);
-        return;
-    }
-    *end = '\0';
-    char cl[32];
-    header_value(c->in, "Content-Length", cl, sizeof(cl));
-    size_t want = (size_t)atol(cl);
-    size_t have = c->in_len - (size_t)(end + 4 - c->in);
-    if (have < want) {
-        *end = '\r';
-        return;
-    }
-    c->handled = true;
-    handle(c, c->in, end + 4, want);
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-    struct srv *s = server->data;
-    assert_int_equal(status, 0);
-    struct conn *c = calloc(1, sizeof(*c));
-    assert_non_null(c);
-    c->s = s;
-    uv_tcp_init(s->loop, &c->tcp);
-    uv_timer_init(s->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
-    c->open = 2;
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
-    assert_int_equal(uv_accept(server, (uv_stream_t *)&c->tcp), 0);
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-}
-
-static void srv_start(struct srv *s, uv_loop_t *loop)
-{
-    memset(s, 0, sizeof(*s));
-    s->loop = loop;
-    uv_tcp_init(loop, &s->tcp);
-    s->tcp.data = s;
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    assert_int_equal(uv_tcp_bind(&s->tcp, (struct sockaddr *)&a, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t *)&s->tcp, 16, on_connection), 0);
-    struct sockaddr_in got;
-    int len = sizeof(got);
-    uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&got, &len);
-    s->port = ntohs(got.sin_port);
-    assert_true(s->port > 0);
-}
-
-static void srv_stop(struct srv *s)
-{
-    while (s->conns)
-        conn_close(s->conns);
-    uv_close((uv_handle_t *)&s->tcp, NULL);
+    const struct fakeapi_request *r = fakeapi_last(s);
+    assert_non_null(r);
+    return r;
 }
 
 /* ---- the fixture ------------------------------------------------------ */
 
 struct fx {
     uv_loop_t loop;
-    struct srv srv;
+    struct fakeapi *srv;
+    struct routes routes;
     struct gpuop_kube *k;
     uv_timer_t watchdog;
     bool expired;
@@ -379,8 +195,8 @@ static int setup(void **state)
     assert_int_equal(uv_loop_init(&f->loop), 0);
     uv_timer_init(&f->loop, &f->watchdog);
     f->watchdog.data = f;
-    srv_start(&f->srv, &f->loop);
-    make_client(f, "t0k3n", NULL, f->srv.port);
+    assert_int_equal(fakeapi_start(&f->loop, handle, &f->routes, &f->srv), 0);
+    make_client(f, "t0k3n", NULL, fakeapi_port(f->srv));
     *state = f;
     return 0;
 }
@@ -398,7 +214,7 @@ static int teardown(void **state)
         gpuop_kube_close(f->k, on_closed, f);
         run_until(f, &f->closed, 5000);
     }
-    srv_stop(&f->srv);
+    fakeapi_stop(f->srv);
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0); /* no handle left behind */
@@ -494,13 +310,13 @@ static void test_get_ok(void **state)
     assert_int_equal(json_integer_value(json_object_get(body, "n")), 42);
     assert_int_equal(err.http_code, 200);
     json_decref(body);
-    assert_string_equal(f->srv.method, "GET");
-    assert_string_equal(f->srv.path, "/ok?limit=5");
-    assert_string_equal(f->srv.auth, "Bearer t0k3n");
-    assert_string_equal(f->srv.accept, "application/json");
-    assert_string_equal(f->srv.ua, "gpuop/" GPUOP_VERSION);
-    assert_string_equal(f->srv.ctype, "");
-    assert_int_equal(f->srv.nreq, 1);
+    assert_string_equal(last(f->srv)->method, "GET");
+    assert_string_equal(last(f->srv)->path, "/ok?limit=5");
+    assert_string_equal(last(f->srv)->auth, "Bearer t0k3n");
+    assert_string_equal(last(f->srv)->accept, "application/json");
+    assert_string_equal(last(f->srv)->ua, "gpuop/" GPUOP_VERSION);
+    assert_string_equal(last(f->srv)->ctype, "");
+    assert_int_equal((int)fakeapi_nreq(f->srv), 1);
 }
 
 static void test_methods_and_bodies(void **state)
@@ -511,15 +327,15 @@ static void test_methods_and_bodies(void **state)
     assert_int_equal(gpuop_kube_call(f->k, "PATCH", "/ok/x?fieldManager=gpuop&force=true",
                                      GPUOP_CT_APPLY, doc, NULL, &err),
                      0);
-    assert_string_equal(f->srv.method, "PATCH");
-    assert_string_equal(f->srv.ctype, GPUOP_CT_APPLY);
-    assert_string_equal(f->srv.body, doc);
-    assert_string_equal(f->srv.expect, "");
+    assert_string_equal(last(f->srv)->method, "PATCH");
+    assert_string_equal(last(f->srv)->ctype, GPUOP_CT_APPLY);
+    assert_string_equal(last(f->srv)->body, doc);
+    assert_string_equal(last(f->srv)->expect, "");
 
     assert_int_equal(gpuop_kube_call(f->k, "POST", "/ok", NULL, "{}", NULL, &err), 0);
-    assert_string_equal(f->srv.method, "POST");
-    assert_string_equal(f->srv.ctype, GPUOP_CT_JSON);
-    assert_string_equal(f->srv.body, "{}");
+    assert_string_equal(last(f->srv)->method, "POST");
+    assert_string_equal(last(f->srv)->ctype, GPUOP_CT_JSON);
+    assert_string_equal(last(f->srv)->body, "{}");
 
     /* a 3000-byte body arrives whole */
     char *large = malloc(3001);
@@ -529,21 +345,21 @@ static void test_methods_and_bodies(void **state)
     large[2999] = '"';
     large[3000] = '\0';
     assert_int_equal(gpuop_kube_call(f->k, "PUT", "/ok/lease", NULL, large, NULL, &err), 0);
-    assert_string_equal(f->srv.method, "PUT");
-    assert_int_equal(f->srv.body_len, 3000);
-    assert_string_equal(f->srv.expect, "");
+    assert_string_equal(last(f->srv)->method, "PUT");
+    assert_int_equal(last(f->srv)->body_len, 3000);
+    assert_string_equal(last(f->srv)->expect, "");
     free(large);
 
     assert_int_equal(gpuop_kube_call(f->k, "DELETE", "/ok/y", NULL, NULL, NULL, &err), 0);
-    assert_string_equal(f->srv.method, "DELETE");
-    assert_int_equal(f->srv.body_len, 0);
+    assert_string_equal(last(f->srv)->method, "DELETE");
+    assert_int_equal(last(f->srv)->body_len, 0);
 
     /* bad arguments never reach the network */
-    int n = f->srv.nreq;
+    int n = (int)fakeapi_nreq(f->srv);
     assert_int_equal(gpuop_kube_call(f->k, "GET", "no-slash", NULL, NULL, NULL, &err),
                      GPUOP_EINVAL);
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/a b", NULL, NULL, NULL, &err), GPUOP_EINVAL);
-    assert_int_equal(f->srv.nreq, n);
+    assert_int_equal((int)fakeapi_nreq(f->srv), n);
 }
 
 static void test_status_errors(void **state)
@@ -598,9 +414,9 @@ static void test_stream_split(void **state)
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.calls, 1);
     assert_null(r.body);
-    assert_true(f->srv.payload_len > 1000);
-    assert_int_equal(r.data_len, f->srv.payload_len);
-    assert_memory_equal(r.data, f->srv.payload, r.data_len);
+    assert_true(f->routes.payload_len > 1000);
+    assert_int_equal(r.data_len, f->routes.payload_len);
+    assert_memory_equal(r.data, f->routes.payload, r.data_len);
     assert_true(r.chunks > 5); /* delivered as it arrived, not at the end */
     run_for(f, 20);
     assert_int_equal(r.calls, 1);
@@ -684,20 +500,20 @@ static void test_token_file_rotation(void **state)
     /* a second client on the same loop, authenticating from the file */
     struct gpuop_kube *first = f->k;
     gpuop_kube_close(first, NULL, NULL);
-    make_client(f, NULL, f->tokfile, f->srv.port);
+    make_client(f, NULL, f->tokfile, fakeapi_port(f->srv));
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
-    assert_string_equal(f->srv.auth, "Bearer one");
+    assert_string_equal(last(f->srv)->auth, "Bearer one");
     write_token(f->tokfile, "two\n");
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
-    assert_string_equal(f->srv.auth, "Bearer one"); /* younger than a minute */
+    assert_string_equal(last(f->srv)->auth, "Bearer one"); /* younger than a minute */
     gpuop_kube_set_token_ttl(f->k, 0);
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
-    assert_string_equal(f->srv.auth, "Bearer two");
+    assert_string_equal(last(f->srv)->auth, "Bearer two");
     /* a file that vanishes for a moment: the last good token stays */
     unlink(f->tokfile);
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
-    assert_string_equal(f->srv.auth, "Bearer two");
+    assert_string_equal(last(f->srv)->auth, "Bearer two");
     f->tokfile[0] = '\0';
 }
 
@@ -705,12 +521,12 @@ static void test_token_file_unreadable(void **state)
 {
     struct fx *f = *state;
     gpuop_kube_close(f->k, NULL, NULL);
-    make_client(f, NULL, "/nonexistent/gpuop/token", f->srv.port);
+    make_client(f, NULL, "/nonexistent/gpuop/token", fakeapi_port(f->srv));
     struct gpuop_err err = {0};
-    int n = f->srv.nreq;
+    int n = (int)fakeapi_nreq(f->srv);
     assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), GPUOP_ECONFIG);
     assert_non_null(strstr(err.message, "token file"));
-    assert_int_equal(f->srv.nreq, n);
+    assert_int_equal((int)fakeapi_nreq(f->srv), n);
 }
 
 static void test_cancel_in_on_data(void **state)
@@ -781,7 +597,7 @@ static void test_request_from_done(void **state)
     assert_int_equal(second.rc, GPUOP_ENOTFOUND);
     assert_int_equal(first.calls, 1);
     assert_int_equal(second.calls, 1);
-    assert_string_equal(f->srv.path, "/status/404");
+    assert_string_equal(last(f->srv)->path, "/status/404");
     res_free(&first);
     res_free(&second);
 }
