@@ -189,7 +189,9 @@ static uint64_t jitter(struct gpuop_informer *inf, uint64_t ms)
 static void backoff_fire(uv_timer_t *t)
 {
     struct gpuop_informer *inf = t->data;
-    if (inf->rv && inf->synced)
+    /* A relist that failed is retried as a list: the server already called
+     * the resourceVersion we have too old. */
+    if (inf->rv && inf->synced && !inf->after_gone)
         start_watch(inf);
     else
         start_list(inf);
@@ -255,7 +257,12 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     }
     size_t i;
     json_t *obj;
-    json_array_foreach(items, i, obj) upsert(inf, obj);
+    json_array_foreach(items, i, obj)
+    {
+        upsert(inf, obj);
+        if (inf->state == ST_CLOSED)
+            return; /* closed from on_event: no more callbacks */
+    }
 
     json_t *md = json_object_get(body, "metadata");
     const char *cont = json_string_value(json_object_get(md, "continue"));
@@ -310,6 +317,8 @@ static int on_line(void *arg, const char *line, size_t len)
 {
     struct gpuop_informer *inf = arg;
     json_error_t jerr;
+    if (inf->state == ST_CLOSED)
+        return -1; /* closed from on_event: the rest of the chunk is dropped */
     json_t *ev = json_loadb(line, len, 0, &jerr);
     if (!ev) {
         gpuop_warn(inf->cfg.name, "malformed watch event: %s", jerr.text);
