@@ -117,8 +117,20 @@ make_ns() {
 spawn() {
 	local name=$1
 	shift
-	"$@" </dev/null >>"$E2E_TMP/$name.log" 2>&1 &
-	printf '%s %s\n' "$name" "$!" >>"$E2E_TMP/.spawned"
+	# exec: the recorded pid is the command itself, not a bash subshell.
+	(
+		trap - ERR EXIT
+		exec "$@"
+	) </dev/null >>"$E2E_TMP/$name.log" 2>&1 &
+	local pid=$! i shell
+	printf '%s %s\n' "$name" "$pid" >>"$E2E_TMP/.spawned"
+	# Return once the child runs the command (a child still in bash when
+	# it is stopped would run the inherited traps).
+	shell=$(readlink "/proc/$$/exe")
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$shell" ]] || break
+		sleep 0.01
+	done
 }
 
 stop_spawned() {

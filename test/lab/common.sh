@@ -99,7 +99,7 @@ lab_start() {
 	local name=$1 args=() pid
 	mapfile -t args <"$LAB_DIR/run/$name.args"
 	printf '\n=== %s start %s ===\n' "$name" "$(date -u +%FT%TZ)" >>"$LAB_DIR/logs/$name.log"
-	setsid "$LAB_DIR/bin/$name" "${args[@]}" </dev/null >>"$LAB_DIR/logs/$name.log" 2>&1 &
+	setsid "$LAB_DIR/bin/$name" "${args[@]}" </dev/null >>"$LAB_DIR/logs/$name.log" 2>&1 8>&- &
 	pid=$!
 	printf '%s\n' "$pid" >"$LAB_DIR/run/$name.pid"
 	# Until setsid has exec'd, /proc/PID/exe is setsid itself.
@@ -164,6 +164,16 @@ lab_apiserver_port() {
 	local addr
 	addr=$(<"$LAB_DIR/apiserver.addr")
 	printf '%s\n' "${addr##*:}"
+}
+
+# lab_lock: serialises up/down/restart on one LAB_DIR (fd 8). Children of
+# a holder (up runs down) see LAB_LOCK_HELD and skip it.
+lab_lock() {
+	[[ -n ${LAB_LOCK_HELD:-} ]] && return 0
+	mkdir -p "$LAB_DIR"
+	exec 8>"$LAB_DIR/.lab.lock"
+	flock -w 300 8 || lab_die "another up/down on $LAB_DIR holds $LAB_DIR/.lab.lock"
+	export LAB_LOCK_HELD=1
 }
 
 lab_kubectl() { "$LAB_DIR/bin/kubectl" --kubeconfig "$LAB_DIR/kubeconfig" "$@"; }
