@@ -450,10 +450,9 @@ static void on_ready(void *arg)
 
 static void enqueue_all(struct gpuop_controller *c)
 {
-    const struct gpuop_map *m = gpuop_world_policies(c->world);
     size_t it = 0;
     const char *key;
-    while (gpuop_map_next(m, &it, &key, NULL))
+    while (gpuop_world_next_policy(c->world, &it, &key, NULL))
         gpuop_queue_add(c->queue, key);
 }
 

@@ -484,9 +484,20 @@ void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key)
     return e ? e->item : NULL;
 }
 
-const struct gpuop_map *gpuop_informer_store(const struct gpuop_informer *inf)
+size_t gpuop_informer_len(const struct gpuop_informer *inf)
 {
-    return &inf->store;
+    return inf->store.len;
+}
+
+int gpuop_informer_next(const struct gpuop_informer *inf, size_t *iter, const char **key,
+                        void **item)
+{
+    void *v;
+    if (!gpuop_map_next(&inf->store, iter, key, &v))
+        return 0;
+    if (item)
+        *item = ((struct entry *)v)->item;
+    return 1;
 }
 
 const char *gpuop_informer_resource_version(const struct gpuop_informer *inf)

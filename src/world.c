@@ -264,18 +264,18 @@ json_t *gpuop_world_policy(const struct gpuop_world *w, const char *name)
     return gpuop_informer_get(w->inf[GPUOP_WORLD_POLICY], name);
 }
 
-const struct gpuop_map *gpuop_world_policies(const struct gpuop_world *w)
+int gpuop_world_next_policy(const struct gpuop_world *w, size_t *iter, const char **name,
+                            json_t **obj)
 {
-    return gpuop_informer_store(w->inf[GPUOP_WORLD_POLICY]);
+    return gpuop_informer_next(w->inf[GPUOP_WORLD_POLICY], iter, name, (void **)obj);
 }
 
 const char *gpuop_world_active(const struct gpuop_world *w)
 {
-    const struct gpuop_map *m = gpuop_world_policies(w);
     const char *best = NULL, *best_ts = NULL, *key;
-    void *v;
+    json_t *v;
     size_t it = 0;
-    while (gpuop_map_next(m, &it, &key, &v)) {
+    while (gpuop_world_next_policy(w, &it, &key, &v)) {
         const char *ts =
             json_string_value(json_object_get(json_object_get(v, "metadata"), "creationTimestamp"));
         if (!ts)
@@ -297,14 +297,15 @@ const struct gpuop_world_ds *gpuop_world_ds(const struct gpuop_world *w, const c
     return gpuop_informer_get(w->inf[GPUOP_WORLD_DS], key);
 }
 
-static void **collect(const struct gpuop_map *m, size_t *n, size_t offset)
+static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)
 {
-    void **arr = malloc((m->len ? m->len : 1) * sizeof(*arr));
+    size_t len = gpuop_informer_len(inf);
+    void **arr = malloc((len ? len : 1) * sizeof(*arr));
     if (!arr)
         return NULL;
     size_t it = 0, k = 0;
     void *v;
-    while (gpuop_map_next(m, &it, NULL, &v))
+    while (gpuop_informer_next(inf, &it, NULL, &v))
         arr[k++] = (char *)v + offset;
     *n = k;
     return arr;
@@ -313,12 +314,10 @@ static void **collect(const struct gpuop_map *m, size_t *n, size_t offset)
 int gpuop_world_view(const struct gpuop_world *w, struct gpuop_world_view *v)
 {
     memset(v, 0, sizeof(*v));
-    v->nodes = (const struct gpuop_node **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_NODE]),
-                                                   &v->nnodes, 0);
-    v->ds = (const struct gpuop_ds **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_DS]), &v->nds,
+    v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_WORLD_NODE], &v->nnodes, 0);
+    v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_WORLD_DS], &v->nds,
                                               offsetof(struct gpuop_world_ds, ds));
-    v->pods = (const struct gpuop_pod **)collect(gpuop_informer_store(w->inf[GPUOP_WORLD_POD]),
-                                                 &v->npods, 0);
+    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_WORLD_POD], &v->npods, 0);
     if (!v->nodes || !v->ds || !v->pods) {
         gpuop_world_view_free(v);
         return GPUOP_ENOMEM;

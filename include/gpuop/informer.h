@@ -69,8 +69,12 @@ int gpuop_informer_start(struct gpuop_informer *inf);
 bool gpuop_informer_synced(const struct gpuop_informer *inf);
 /* Borrowed item or NULL. */
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key);
-/* The store (borrowed): iterate with gpuop_map_next. */
-const struct gpuop_map *gpuop_informer_store(const struct gpuop_informer *inf);
+/* Number of items in the store. */
+size_t gpuop_informer_len(const struct gpuop_informer *inf);
+/* Iterates the store: for (size_t i = 0; gpuop_informer_next(inf, &i, &k, &v);).
+ * key and item are borrowed; the store must not change meanwhile. */
+int gpuop_informer_next(const struct gpuop_informer *inf, size_t *iter, const char **key,
+                        void **item);
 const char *gpuop_informer_resource_version(const struct gpuop_informer *inf);
 void gpuop_informer_stats(const struct gpuop_informer *inf, struct gpuop_informer_stats *out);
 /* Test hook: backoff base and cap in ms (defaults 800 and 30000). */

@@ -63,8 +63,10 @@ json_t *gpuop_world_policy(const struct gpuop_world *w, const char *name);
 /* The active policy's name (borrowed): the oldest by creationTimestamp,
  * ties broken by name; NULL when there is none. */
 const char *gpuop_world_active(const struct gpuop_world *w);
-/* Policy store, for iteration (values are json_t *). */
-const struct gpuop_map *gpuop_world_policies(const struct gpuop_world *w);
+/* Iterates the GpuPolicies: for (size_t i = 0; gpuop_world_next_policy(w, &i, &n, &o);)
+ * name and obj are borrowed. */
+int gpuop_world_next_policy(const struct gpuop_world *w, size_t *iter, const char **name,
+                            json_t **obj);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */
 const struct gpuop_world_ds *gpuop_world_ds(const struct gpuop_world *w, const char *name);
 

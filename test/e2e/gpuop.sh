@@ -10,8 +10,7 @@ GPUOP_PID=
 gpuop_install() {
 	kc apply -f "$GPUOP_SRC/crd/" >/dev/null
 	kc wait --for=condition=Established --timeout=60s crd/gpupolicies.gpuop.dev >/dev/null
-	kc apply -f "$GPUOP_SRC/deploy/namespace.yaml" >/dev/null
-	kc apply -f "$GPUOP_SRC/deploy/serviceaccount.yaml" >/dev/null
+	kc apply -f "$GPUOP_SRC/deploy/00-namespace.yaml" -f "$GPUOP_SRC/deploy/10-rbac.yaml" >/dev/null
 	wait_for 30 kc -n "$GPUOP_NS" get serviceaccount default
 }
 

@@ -389,7 +389,7 @@ static void test_paged_list(void **state)
     assert_int_equal(f->synced_calls, 1);
     assert_true(gpuop_informer_synced(f->inf));
     assert_string_equal(f->log, "A:a=1 A:kube-system/b=1 A:c=1 | ");
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 3);
+    assert_int_equal(gpuop_informer_len(f->inf), 3);
     assert_string_equal(get(f, "kube-system/b")->v, "1");
     assert_null(get(f, "b"));
     assert_string_equal(rv(f), "100");
@@ -440,7 +440,7 @@ static void test_watch_events(void **state)
     start(f, route_events);
     RUN_UNTIL(f, !strcmp(rv(f), "14"), WAIT_MS);
     assert_string_equal(f->log, "A:a=1 A:b=1 | A:ns/c=1 M:a=1>2 D:b=1 ");
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 2);
+    assert_int_equal(gpuop_informer_len(f->inf), 2);
     assert_string_equal(get(f, "a")->v, "2");
     assert_string_equal(get(f, "ns/c")->v, "1");
     assert_null(get(f, "b"));
@@ -514,7 +514,7 @@ static void test_bookmark(void **state)
     start(f, route_bookmark);
     RUN_UNTIL(f, !strcmp(rv(f), "20"), WAIT_MS);
     assert_string_equal(f->log, "A:a=1 | "); /* no event */
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 1);
+    assert_int_equal(gpuop_informer_len(f->inf), 1);
     RUN_UNTIL(f, f->nwatch == 2, WAIT_MS);
     assert_watch_from(f, 2, "20");
     assert_string_equal(f->log, "A:a=1 | ");
@@ -559,7 +559,7 @@ static void test_gone_event_relist(void **state)
     assert_null(get(f, "b"));
     assert_null(get(f, "late"));
     assert_string_equal(get(f, "ns/d")->v, "1");
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 3);
+    assert_int_equal(gpuop_informer_len(f->inf), 3);
     assert_int_equal(live_items, 3);
     assert_int_equal(f->synced_calls, 1);
     struct gpuop_informer_stats s = stats(f);
@@ -640,7 +640,7 @@ static void test_expired_continue(void **state)
     assert_int_equal(f->synced_calls, 1);
     /* x was only in the abandoned list: gone at the end of the complete one */
     assert_string_equal(f->log, "A:a=1 A:x=1 M:a=1>2 A:b=1 D:x=1 | ");
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 2);
+    assert_int_equal(gpuop_informer_len(f->inf), 2);
     struct gpuop_informer_stats s = stats(f);
     assert_int_equal(s.lists, 1);
     assert_int_equal(s.relists, 0);
@@ -794,7 +794,7 @@ static void test_malformed_line(void **state)
     assert_null(get(f, "c"));
     assert_string_equal(get(f, "a")->v, "1");
     assert_string_equal(get(f, "b")->v, "1");
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 2);
+    assert_int_equal(gpuop_informer_len(f->inf), 2);
     struct gpuop_informer_stats s = stats(f);
     assert_int_equal(s.restarts, 4);
     assert_int_equal(s.lists, 1);
@@ -898,7 +898,7 @@ static void test_same_and_convert(void **state)
     assert_null(get(f, "worse"));
     assert_int_equal(get(f, "a")->hb, 2); /* replaced, silently */
     assert_int_equal(get(f, "b")->hb, 9);
-    assert_int_equal(gpuop_informer_store(f->inf)->len, 3);
+    assert_int_equal(gpuop_informer_len(f->inf), 3);
     assert_int_equal(live_items, 3);
     assert_int_equal(stats(f).restarts, 0);
 }
