@@ -87,4 +87,3 @@ wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS g
 
 log "clean shutdown on SIGTERM"
 gpuop_stop
-log "PASS"
