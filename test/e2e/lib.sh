@@ -28,6 +28,12 @@
 #   GPUOP_SRC (repo root), GPUOP_BIN (gpuop binary; set by CTest, else
 #   guessed from build/), E2E_NAME, E2E_TMP (removed on exit).
 
+# Run directly (CTest's e2e glob also matches this file): not a test.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	echo "lib.sh is sourced by the e2e tests; it is not a test itself"
+	exit 0
+fi
+
 set -euo pipefail
 set -E
 
