@@ -6,7 +6,7 @@
 # desiredNumberScheduled; kwok makes placed pods Running+Ready; and
 # test/lab/pod-state puts a pod into CrashLoopBackOff / ImagePullBackOff
 # without kwok or the DaemonSet controller undoing it.
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 LABEL=nvidia.com/gpu.deploy.driver
