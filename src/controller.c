@@ -131,9 +131,10 @@ static void note_failure(struct gpuop_controller *c, const char *what, const str
         c->err = *e;
         c->err.rc = e->rc ? e->rc : GPUOP_EHTTP;
         char buf[sizeof(c->err.message) + 128];
-        snprintf(buf, sizeof(buf), "%s: %s", what, e->message);
-        snprintf(c->err.message, sizeof(c->err.message), "%.*s", (int)sizeof(c->err.message) - 1,
-                 buf);
+        snprintf(buf, sizeof(buf), "%.120s: %s", what, e->message);
+        size_t n = strnlen(buf, sizeof(c->err.message) - 1);
+        memcpy(c->err.message, buf, n);
+        c->err.message[n] = '\0';
     }
 }
 
