@@ -24,6 +24,7 @@
 #include "gpuop/controller.h"
 #include "gpuop/events.h"
 #include "gpuop/log.h"
+#include "gpuop/map.h"
 #include "gpuop/policy.h"
 #include "gpuop/queue.h"
 #include "gpuop/render.h"
@@ -72,7 +73,15 @@ struct gpuop_controller {
     struct op *ops;       /* in flight */
 
     struct gpuop_controller_stats stats;
-    int open; /* children still closing */
+    struct gpuop_controller_summary summary;
+    gpuop_controller_reconciled_cb on_reconciled;
+    void *cb_arg;
+    /* key -> uint64_t * (uv_hrtime of the first event that dirtied it
+     * since its last successful reconcile) */
+    struct gpuop_map dirty_since;
+    uint64_t origin_ns; /* of the reconcile in progress; 0: none */
+    char kobj[300];     /* "gpupolicy/<key>" for logs */
+    int open;           /* children still closing */
     void (*close_cb)(void *);
     void *close_arg;
 };
@@ -94,6 +103,30 @@ static uint64_t hash_str(const char *s)
 static long long now_s(void)
 {
     return (long long)time(NULL);
+}
+
+/* "daemonset/<ns>/<name>" for logs. */
+static const char *ds_obj(const struct gpuop_controller *c, int operand, char *buf, size_t len)
+{
+    snprintf(buf, len, "daemonset/%s/%s", c->ns, gpuop_operand_get(operand)->ds_name);
+    return buf;
+}
+
+/* Remembers when key was first dirtied (keeps an earlier time). */
+static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
+{
+    uint64_t *v = gpuop_map_get(&c->dirty_since, key);
+    if (v) {
+        if (t < *v)
+            *v = t;
+        return;
+    }
+    v = malloc(sizeof(*v));
+    if (!v)
+        return;
+    *v = t;
+    if (gpuop_map_put(&c->dirty_since, key, v, NULL) < 0)
+        free(v);
 }
 
 /* ---- operations in flight ---- */
@@ -145,17 +178,19 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     struct op *o = arg;
     struct gpuop_controller *c = o->c;
     const struct gpuop_operand *od = gpuop_operand_get(o->operand);
+    char obj[300];
+    ds_obj(c, o->operand, obj, sizeof(obj));
     if (rc == 0) {
         struct applied *a = &c->applied[o->operand];
         a->body_hash = o->body_hash;
         a->generation =
             json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
         a->meta_hash = gpuop_world_meta_hash(body);
-        gpuop_info(od->ds_name, "applied DaemonSet (generation %lld)", a->generation);
+        gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
     } else if (rc != GPUOP_ECANCELED) {
         char what[128];
         snprintf(what, sizeof(what), "apply of DaemonSet %s", od->ds_name);
-        gpuop_warn(od->ds_name, "apply failed: %s", err->message);
+        gpuop_warn(obj, "apply failed: %s", err->message);
         note_failure(c, what, err);
     }
     op_end(o);
@@ -168,9 +203,10 @@ static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     struct op *o = arg;
     struct gpuop_controller *c = o->c;
     const struct gpuop_operand *od = gpuop_operand_get(o->operand);
+    char obj[300];
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
         memset(&c->applied[o->operand], 0, sizeof(c->applied[0]));
-        gpuop_info(od->ds_name, "deleted DaemonSet (operand disabled)");
+        gpuop_info(ds_obj(c, o->operand, obj, sizeof(obj)), "deleted DaemonSet (operand disabled)");
     } else if (rc != GPUOP_ECANCELED) {
         char what[128];
         snprintf(what, sizeof(what), "delete of DaemonSet %s", od->ds_name);
@@ -199,8 +235,10 @@ static int apply_operand(struct gpuop_controller *c, int i)
         free(body);
         return 0; /* in line with the policy */
     }
+    char obj[300];
     if (live && a->body_hash == h)
-        gpuop_info(od->ds_name, "DaemonSet changed outside the policy; putting it back");
+        gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
+                   "DaemonSet changed outside the policy; putting it back");
     struct op *o = op_new(c, OP_APPLY, i);
     if (!o) {
         free(body);
@@ -244,7 +282,7 @@ static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     struct op *o = arg;
     struct gpuop_controller *c = o->c;
     if (rc < 0 && rc != GPUOP_ECANCELED) {
-        gpuop_warn(c->key, "status update failed: %s", err->message);
+        gpuop_warn(c->kobj, "status update failed: %s", err->message);
         note_failure(c, "status update", err);
     }
     op_end(o);
@@ -282,7 +320,7 @@ static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status 
              "&force=true",
              c->key);
     c->stats.status_writes++;
-    gpuop_debug(c->key, "writing status");
+    gpuop_info(c->kobj, "writing status");
     int rc = gpuop_kube_request(c->kube, "PATCH", path, GPUOP_CT_APPLY, body, strlen(body), 0,
                                 status_done, o, &o->req);
     free(body);
@@ -301,14 +339,24 @@ static void finish(struct gpuop_controller *c, bool ok)
         gpuop_policy_free(&c->policy);
         c->have_policy = false;
     }
-    c->stats.last_reconcile_ms = (double)(uv_hrtime() - c->started_ns) / 1e6;
+    uint64_t end = uv_hrtime();
+    c->stats.last_reconcile_ms = (double)(end - c->started_ns) / 1e6;
+    double latency = -1;
+    if (ok && c->origin_ns)
+        latency = (double)(end - c->origin_ns) / 1e9;
+    else if (c->origin_ns)
+        mark_dirty(c, key, c->origin_ns); /* the retry still answers that event */
+    c->origin_ns = 0;
     if (ok) {
         gpuop_queue_forget(c->queue, key);
     } else {
         c->stats.reconcile_errors++;
         int64_t d = gpuop_queue_add_rate_limited(c->queue, key);
-        gpuop_warn(key, "reconcile failed (%s); retrying in %lld ms", c->err.message, (long long)d);
+        gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
+                   (long long)d);
     }
+    if (c->on_reconciled)
+        c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
 }
@@ -333,7 +381,7 @@ static void after_ops(struct gpuop_controller *c)
         snprintf(message, sizeof(message), "%s: %s%s", pr->field, pr->message,
                  c->policy.nproblems > 1 ? " (and more problems: see the operator log)" : "");
         for (int i = 0; i < c->policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
-            gpuop_warn(c->key, "invalid %s: %s", c->policy.problems[i].field,
+            gpuop_warn(c->kobj, "invalid %s: %s", c->policy.problems[i].field,
                        c->policy.problems[i].message);
     } else if (c->failed) {
         snprintf(reason, sizeof(reason), "%s", c->err.reason[0] ? c->err.reason : "ApplyFailed");
@@ -352,6 +400,25 @@ static void after_ops(struct gpuop_controller *c)
         rc =
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
     gpuop_world_view_free(&v);
+    if (rc == 0 && !c->ignored) {
+        struct gpuop_controller_summary *s = &c->summary;
+        memset(s, 0, sizeof(*s));
+        s->valid = true;
+        snprintf(s->policy, sizeof(s->policy), "%s", c->key);
+        s->gpu_nodes = f.gpu_nodes;
+        s->complete_nodes = f.complete_nodes;
+        s->violations = f.violations;
+        memcpy(s->by_kind, f.by_kind, sizeof(s->by_kind));
+        memcpy(s->by_reason, f.by_reason, sizeof(s->by_reason));
+        s->noperands = f.noperands;
+        for (int i = 0; i < f.noperands && i < GPUOP_OPERAND_MAX; i++) {
+            s->operands[i].enabled = f.operands[i].enabled;
+            s->operands[i].expected = f.operands[i].expected_nodes;
+            s->operands[i].running = f.operands[i].running_nodes;
+        }
+    } else if (c->ignored && strcmp(c->summary.policy, c->key) == 0) {
+        c->summary.valid = false; /* no longer the active policy */
+    }
     json_t *status = NULL;
     if (rc == 0)
         status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
@@ -388,9 +455,15 @@ static void begin(struct gpuop_controller *c)
     c->pending = c->failed = 0;
     gpuop_err_clear(&c->err);
     c->ignored = false;
+    snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->key);
+    uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
+    c->origin_ns = since ? *since : 0;
+    free(since);
     json_t *obj = gpuop_world_policy(c->world, c->key);
     if (!obj) {
-        gpuop_debug(c->key, "policy gone; its DaemonSets go by garbage collection");
+        if (strcmp(c->summary.policy, c->key) == 0)
+            c->summary.valid = false;
+        gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
         finish(c, true);
         next(c);
         return;
@@ -460,20 +533,30 @@ static void enqueue_all(struct gpuop_controller *c)
 static void on_change(void *arg, enum gpuop_world_kind kind, const char *key)
 {
     struct gpuop_controller *c = arg;
-    gpuop_debug(key, "changed (%s)",
-                kind == GPUOP_WORLD_POLICY ? "gpupolicy"
-                : kind == GPUOP_WORLD_NODE ? "node"
-                : kind == GPUOP_WORLD_DS   ? "daemonset"
-                                           : "pod");
+    const char *kname = kind == GPUOP_WORLD_POLICY ? "gpupolicy"
+                        : kind == GPUOP_WORLD_NODE ? "node"
+                        : kind == GPUOP_WORLD_DS   ? "daemonset"
+                                                   : "pod";
+    if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
+        char obj[300];
+        snprintf(obj, sizeof(obj), "%s/%s", kname, key);
+        gpuop_debug(obj, "changed");
+    }
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
-    enqueue_all(c);
+    uint64_t t = uv_hrtime();
+    size_t it = 0;
+    const char *pkey;
+    while (gpuop_world_next_policy(c->world, &it, &pkey, NULL)) {
+        mark_dirty(c, pkey, t);
+        gpuop_queue_add(c->queue, pkey);
+    }
 }
 
 static void on_synced(void *arg)
 {
     struct gpuop_controller *c = arg;
-    gpuop_info(NULL, "caches synced");
+    gpuop_info("controller", "caches synced");
     enqueue_all(c);
     next(c);
 }
@@ -487,6 +570,9 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     c->loop = loop;
     c->kube = kube;
     c->write = cfg->write;
+    c->on_reconciled = cfg->on_reconciled;
+    c->cb_arg = cfg->arg;
+    gpuop_map_init(&c->dirty_since);
     c->ns = strdup(cfg->namespace);
     struct gpuop_world_config wc = {
         .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
@@ -529,6 +615,16 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
     out->events = gpuop_events_posted(c->events);
 }
 
+const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)
+{
+    return &c->summary;
+}
+
+const struct gpuop_world *gpuop_controller_world(const struct gpuop_controller *c)
+{
+    return c->world;
+}
+
 static void child_closed(void *arg)
 {
     struct gpuop_controller *c = arg;
@@ -538,6 +634,7 @@ static void child_closed(void *arg)
         gpuop_policy_free(&c->policy);
     free(c->key);
     free(c->ns);
+    gpuop_map_free(&c->dirty_since, free);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;
     free(c);

@@ -15,10 +15,38 @@
 #include <uv.h>
 
 #include "gpuop/kube.h"
+#include "gpuop/operand.h"
+#include "gpuop/reasons.h"
+#include "gpuop/world.h"
+
+/* One finished reconcile, for metrics. ok: no error. seconds: its
+ * duration. latency: seconds from the first informer event that dirtied
+ * the key (since the last successful reconcile of it) to the end of this
+ * reconcile, status write included; negative when no event is pending (a
+ * resync, a retry after a failure still carries the original event). */
+typedef void (*gpuop_controller_reconciled_cb)(void *arg, const char *key, bool ok, double seconds,
+                                               double latency);
 
 struct gpuop_controller_config {
-    const char *namespace; /* where the operand DaemonSets live */
-    bool write;            /* false while not the leader: observe only */
+    const char *namespace;                        /* where the operand DaemonSets live */
+    bool write;                                   /* false while not the leader: observe only */
+    gpuop_controller_reconciled_cb on_reconciled; /* optional */
+    void *arg;
+};
+
+/* The numbers of the last analysis of the active policy (followers
+ * analyse too; they only do not write). */
+struct gpuop_controller_summary {
+    bool valid;       /* an active policy was analysed since it became active */
+    char policy[254]; /* its name */
+    size_t gpu_nodes, complete_nodes, violations;
+    size_t by_kind[GPUOP_KIND_COUNT];
+    size_t by_reason[GPUOP_REASON_COUNT];
+    int noperands;
+    struct {
+        bool enabled;
+        size_t expected, running;
+    } operands[GPUOP_OPERAND_MAX];
 };
 
 struct gpuop_controller_stats {
@@ -41,6 +69,10 @@ bool gpuop_controller_synced(const struct gpuop_controller *c);
 /* Allows or stops writes (leader election); enabling enqueues everything. */
 void gpuop_controller_set_write(struct gpuop_controller *c, bool write);
 void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_controller_stats *out);
+/* Borrowed; valid until the controller is closed. */
+const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c);
+/* The caches (borrowed), e.g. for informer statistics. */
+const struct gpuop_world *gpuop_controller_world(const struct gpuop_controller *c);
 /* Stops everything; cb(arg) runs when all is closed and freed. */
 void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *arg), void *arg);
 
