@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/model.h"
 #include "gpuop/policy.h"
 
 #define IMAGE_MAX 512   /* longest accepted image reference */
@@ -261,8 +262,6 @@ static int set_json(json_t **dst, json_t *v)
     return 0;
 }
 
-/* ---- time ---------------------------------------------------------------- */
-
 static int digits(const char *s, int n)
 {
     int v = 0;
@@ -272,52 +271,6 @@ static int digits(const char *s, int n)
         v = v * 10 + (s[i] - '0');
     }
     return v;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static long long days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* RFC 3339 "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)" to epoch seconds; -1 on
- * error. Kept local so the policy module stands on its own. */
-static long long parse_rfc3339(const char *s)
-{
-    if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' ||
-        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
-        return -1;
-    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
-    int h = digits(s + 11, 2), mi = digits(s + 14, 2), se = digits(s + 17, 2);
-    if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-        se < 0 || se > 60)
-        return -1;
-    const char *z = s + 19;
-    if (*z == '.') {
-        z++;
-        if (*z < '0' || *z > '9')
-            return -1;
-        while (*z >= '0' && *z <= '9')
-            z++;
-    }
-    long long off = 0;
-    if (*z == 'Z' || *z == 'z') {
-        if (z[1])
-            return -1;
-    } else if ((*z == '+' || *z == '-') && strlen(z) == 6 && z[3] == ':') {
-        int oh = digits(z + 1, 2), om = digits(z + 4, 2);
-        if (oh < 0 || oh > 23 || om < 0 || om > 59)
-            return -1;
-        off = (oh * 3600LL + om * 60LL) * (*z == '-' ? -1 : 1);
-    } else {
-        return -1;
-    }
-    return days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + se - off;
 }
 
 /* ---- defaults ------------------------------------------------------------ */
@@ -993,7 +946,7 @@ static int parse_metadata(struct gpuop_policy *p, json_t *md)
     if (json_is_integer(g))
         p->generation = json_integer_value(g);
     if ((s = json_string_value(json_object_get(md, "creationTimestamp")))) {
-        long long t = parse_rfc3339(s);
+        long long t = gpuop_parse_time(s);
         p->created = t > 0 ? t : 0; /* 0: unknown */
     }
     return rc;
