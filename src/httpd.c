@@ -162,7 +162,9 @@ struct conn {
     uv_shutdown_t sd;
     int open_handles;
     bool answered, closing;
-    char *out; /* response being written, owned */
+    bool shut;     /* our side is shut down: waiting for the client's EOF */
+    bool peer_eof; /* the client is done sending */
+    char *out;     /* response being written, owned */
     struct conn *prev, *next;
     size_t len;
     char buf[]; /* max_request bytes */
@@ -234,9 +236,15 @@ static void on_timeout(uv_timer_t *t)
     conn_close(c);
 }
 
+/* Lingering close: after our FIN, the connection closes on the client's
+ * EOF (or the timer), so unread request bytes never turn into an RST that
+ * would destroy the response before the client reads it. */
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-    conn_close(req->data);
+    struct conn *c = req->data;
+    c->shut = true;
+    if (status < 0 || c->peer_eof)
+        conn_close(c);
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -276,8 +284,7 @@ static const char *reason_phrase(int code)
 static void respond(struct conn *c, int code, const char *ctype, char *body, size_t len,
                     bool head_only)
 {
-    c->answered = true;
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->answered = true; /* further bytes are read and dropped */
     char head[256];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
@@ -311,6 +318,8 @@ static void respond_text(struct conn *c, int code, const char *text)
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 {
     struct conn *c = hd->data;
+    if (c->answered)
+        c->len = 0; /* draining */
     size_t room = c->h->max_request - c->len;
     *buf = uv_buf_init(c->buf + c->len, (unsigned)room);
 }
@@ -318,8 +327,17 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct conn *c = s->data;
-    if (c->closing || c->answered)
+    if (c->closing)
         return;
+    if (c->answered) {
+        if (nread < 0) {
+            c->peer_eof = true;
+            uv_read_stop(s);
+            if (c->shut)
+                conn_close(c);
+        }
+        return;
+    }
     if (nread < 0) {
         conn_close(c); /* EOF or error before a complete request */
         return;

@@ -194,13 +194,15 @@ static json_t *new_spec(struct gpuop_leader *l, json_t *old_spec, bool take)
     bool mine = old_holder && strcmp(old_holder, l->self) == 0;
     json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
     const char *acquired = json_string_value(json_object_get(old_spec, "acquireTime"));
+    /* As client-go: every acquisition by a replica that was not the holder
+     * counts as a transition, also after a release. */
     if (!take)
         return json_pack("{s:s, s:i, s:s, s:s, s:I}", "holderIdentity", "", "leaseDurationSeconds",
                          1, "acquireTime", now, "renewTime", now, "leaseTransitions", transitions);
     return json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", l->self, "leaseDurationSeconds",
                      (json_int_t)((l->lease_ms + 999) / 1000), "acquireTime",
                      mine && acquired ? acquired : now, "renewTime", now, "leaseTransitions",
-                     mine || !old_holder || !*old_holder ? transitions : transitions + 1);
+                     mine || !old_spec ? transitions : transitions + 1);
 }
 
 /* PUT of the cached lease with a new spec (take: hold it; else release). */

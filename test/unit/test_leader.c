@@ -1,0 +1,421 @@
+/*
+ * test_leader.c - Lease leader election against the shared scripted fake
+ * API server (test/unit/support/fakeapi.h). The handler here keeps one
+ * Lease with a resourceVersion and enforces optimistic concurrency like the
+ * API server (PUT with a stale resourceVersion -> 409, POST of an existing
+ * Lease -> 409); knobs inject failures. Timings are short (lease 600 ms,
+ * renew deadline 400 ms, retry 100 ms) so the tests run in seconds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fakeapi.h"
+#include "gpuop/kube.h"
+#include "gpuop/leader.h"
+
+#define LEASE_MS 600
+#define RENEW_MS 400
+#define RETRY_MS 100
+#define PATH     "/apis/coordination.k8s.io/v1/namespaces/ns1/leases"
+
+struct store {
+    json_t *lease; /* NULL: absent */
+    int rv;
+    int fail_code;     /* answer every request with this, 0: behave */
+    int conflict_puts; /* answer that many PUTs with 409 */
+    int gets, posts, puts, conflicts;
+};
+
+struct fx {
+    uv_loop_t loop;
+    uv_timer_t watchdog;
+    bool expired;
+    struct fakeapi *srv;
+    struct store st;
+    struct gpuop_kube *kube;
+    bool kube_closed;
+};
+
+struct elector {
+    struct gpuop_leader *l;
+    int started, stopped;
+    bool closed;
+};
+
+static void respond_json(struct fakeapi_conn *c, int code, json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    fakeapi_respond(c, code, "application/json", s);
+    free(s);
+}
+
+static void store_put(struct store *st, json_t *obj /* steals */)
+{
+    char rv[16];
+    snprintf(rv, sizeof(rv), "%d", ++st->rv);
+    json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
+    json_decref(st->lease);
+    st->lease = obj;
+}
+
+static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    struct store *st = arg;
+    if (st->fail_code) {
+        fakeapi_respond_status(c, st->fail_code, "InternalError", "injected");
+        return;
+    }
+    if (!strcmp(r->method, "GET") && !strcmp(r->path, PATH "/l1")) {
+        st->gets++;
+        if (!st->lease)
+            fakeapi_respond_status(c, 404, "NotFound", "leases \"l1\" not found");
+        else
+            respond_json(c, 200, st->lease);
+        return;
+    }
+    json_t *body = json_loads(r->body ? r->body : "", 0, NULL);
+    if (!strcmp(r->method, "POST") && !strcmp(r->path, PATH)) {
+        st->posts++;
+        if (st->lease) {
+            st->conflicts++;
+            fakeapi_respond_status(c, 409, "AlreadyExists", "exists");
+            json_decref(body);
+            return;
+        }
+        store_put(st, body);
+        respond_json(c, 201, st->lease);
+        return;
+    }
+    if (!strcmp(r->method, "PUT") && !strcmp(r->path, PATH "/l1")) {
+        st->puts++;
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(body, "metadata"), "resourceVersion"));
+        char cur[16];
+        snprintf(cur, sizeof(cur), "%d", st->rv);
+        if (!st->lease || !rv || strcmp(rv, cur) != 0 || st->conflict_puts > 0) {
+            if (st->conflict_puts > 0)
+                st->conflict_puts--;
+            st->conflicts++;
+            fakeapi_respond_status(c, 409, "Conflict", "the object has been modified");
+            json_decref(body);
+            return;
+        }
+        store_put(st, body);
+        respond_json(c, 200, st->lease);
+        return;
+    }
+    json_decref(body);
+    fakeapi_respond_status(c, 400, "BadRequest", "unexpected request");
+}
+
+static const char *holder(struct fx *f)
+{
+    return json_string_value(
+        json_object_get(json_object_get(f->st.lease, "spec"), "holderIdentity"));
+}
+
+static json_int_t spec_int(struct fx *f, const char *k)
+{
+    return json_integer_value(json_object_get(json_object_get(f->st.lease, "spec"), k));
+}
+
+/* Puts a Lease held by someone else into the store (as if written by it). */
+static void other_holds(struct fx *f, const char *who, const char *renew_time)
+{
+    json_t *obj =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s, s:s, s:i}}", "apiVersion",
+                  "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", "l1", "namespace",
+                  "ns1", "spec", "holderIdentity", who, "leaseDurationSeconds", 1, "acquireTime",
+                  renew_time, "renewTime", renew_time, "leaseTransitions", 3);
+    store_put(&f->st, obj);
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    ((struct fx *)t->data)->expired = true;
+}
+
+static void run_until_fn(struct fx *f, bool (*cond)(void *), void *arg, uint64_t ms)
+{
+    f->expired = false;
+    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    while (!cond(arg) && !f->expired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
+    if (!cond(arg))
+        fail_msg("timed out waiting");
+}
+
+static bool flag_set(void *arg)
+{
+    return *(bool *)arg;
+}
+
+static void run_until(struct fx *f, bool *flag, uint64_t ms)
+{
+    run_until_fn(f, flag_set, flag, ms);
+}
+
+static void run_for(struct fx *f, uint64_t ms)
+{
+    f->expired = false;
+    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    while (!f->expired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+}
+
+static void on_started(void *arg)
+{
+    struct elector *e = arg;
+    e->started++;
+}
+
+static void on_stopped(void *arg)
+{
+    ((struct elector *)arg)->stopped++;
+}
+
+static void elector_new(struct fx *f, struct elector *e, const char *id)
+{
+    memset(e, 0, sizeof(*e));
+    struct gpuop_leader_config cfg = {.namespace = "ns1",
+                                      .name = "l1",
+                                      .identity = id,
+                                      .lease_ms = LEASE_MS,
+                                      .renew_ms = RENEW_MS,
+                                      .retry_ms = RETRY_MS,
+                                      .on_started = on_started,
+                                      .on_stopped = on_stopped,
+                                      .arg = e};
+    assert_int_equal(gpuop_leader_new(&f->loop, f->kube, &cfg, &e->l), 0);
+    assert_int_equal(gpuop_leader_start(e->l), 0);
+}
+
+static void on_elector_closed(void *arg)
+{
+    ((struct elector *)arg)->closed = true;
+}
+
+static void elector_close(struct fx *f, struct elector *e)
+{
+    gpuop_leader_close(e->l, on_elector_closed, e);
+    run_until(f, &e->closed, 3000);
+    e->l = NULL;
+}
+
+static bool is_leader(void *arg)
+{
+    struct elector *e = arg;
+    return e->l && gpuop_leader_is_leader(e->l);
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    uv_timer_init(&f->loop, &f->watchdog);
+    f->watchdog.data = f;
+    assert_int_equal(fakeapi_start(&f->loop, handle, &f->st, &f->srv), 0);
+    struct gpuop_kubeconfig cfg = {0};
+    cfg.server = (char *)fakeapi_url(f->srv);
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->kube, &err), 0);
+    *state = f;
+    return 0;
+}
+
+static void on_kube_closed(void *arg)
+{
+    ((struct fx *)arg)->kube_closed = true;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    gpuop_kube_close(f->kube, on_kube_closed, f);
+    run_until(f, &f->kube_closed, 3000);
+    fakeapi_stop(f->srv);
+    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    json_decref(f->st.lease);
+    free(f);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_timing_rules(void **state)
+{
+    assert_int_equal(gpuop_leader_check_timing(15000, 10000, 2000), 0);
+    assert_int_equal(gpuop_leader_check_timing(10000, 10000, 2000), GPUOP_EINVAL);
+    assert_int_equal(gpuop_leader_check_timing(15000, 2400, 2000), GPUOP_EINVAL);
+    assert_int_equal(gpuop_leader_check_timing(15000, 10000, 0), GPUOP_EINVAL);
+    char id[GPUOP_LEADER_MAX_IDENT], id2[GPUOP_LEADER_MAX_IDENT];
+    gpuop_leader_identity(id, sizeof(id));
+    gpuop_leader_identity(id2, sizeof(id2));
+    assert_non_null(strchr(id, '_'));
+    assert_string_not_equal(id, id2); /* random suffix */
+}
+
+static void test_acquire_at_once_when_absent(void **state)
+{
+    struct fx *f = *state;
+    struct elector e;
+    uint64_t t0 = uv_now(&f->loop);
+    elector_new(f, &e, "me");
+    run_until_fn(f, is_leader, &e, 2000);
+    assert_true(uv_now(&f->loop) - t0 < RETRY_MS); /* no waiting at all */
+    assert_int_equal(e.started, 1);
+    assert_int_equal(f->st.gets, 1);
+    assert_int_equal(f->st.posts, 1);
+    assert_string_equal(holder(f), "me");
+    assert_int_equal(spec_int(f, "leaseDurationSeconds"), 1); /* 600 ms, rounded up */
+    assert_int_equal(spec_int(f, "leaseTransitions"), 0);
+    /* it renews every retry period */
+    int rv = f->st.rv;
+    run_for(f, 5 * RETRY_MS);
+    assert_true(f->st.rv - rv >= 3);
+    assert_true(gpuop_leader_writes(e.l) >= 4);
+    assert_true(gpuop_leader_is_leader(e.l));
+    /* release on close: holder emptied, duration 1 s */
+    elector_close(f, &e);
+    assert_string_equal(holder(f), "");
+    assert_int_equal(spec_int(f, "leaseDurationSeconds"), 1);
+    assert_int_equal(e.stopped, 0); /* a clean close is no loss */
+}
+
+static void test_two_candidates_then_handover(void **state)
+{
+    struct fx *f = *state;
+    struct elector a, b;
+    elector_new(f, &a, "a");
+    elector_new(f, &b, "b");
+    run_for(f, 4 * RETRY_MS);
+    assert_true(gpuop_leader_is_leader(a.l) != gpuop_leader_is_leader(b.l)); /* exactly one */
+    struct elector *lead = gpuop_leader_is_leader(a.l) ? &a : &b;
+    struct elector *wait = lead == &a ? &b : &a;
+    assert_string_equal(holder(f), gpuop_leader_self(lead->l));
+    assert_string_equal(gpuop_leader_holder(wait->l), gpuop_leader_self(lead->l));
+    run_for(f, 2 * LEASE_MS); /* the leader renews, so the other keeps waiting */
+    assert_false(gpuop_leader_is_leader(wait->l));
+    /* the leader goes cleanly: the other takes over well before the lease
+     * duration, and the transition is counted */
+    uint64_t t0 = uv_now(&f->loop);
+    elector_close(f, lead);
+    run_until_fn(f, is_leader, wait, 2000);
+    assert_true(uv_now(&f->loop) - t0 < LEASE_MS / 2);
+    assert_string_equal(holder(f), gpuop_leader_self(wait->l));
+    assert_int_equal(spec_int(f, "leaseTransitions"), 1);
+    elector_close(f, wait);
+}
+
+static void test_expiry_on_local_clock(void **state)
+{
+    struct fx *f = *state;
+    /* held by "other" with a renewTime from long ago: the holder's clock
+     * says nothing; we wait a full lease duration from our first look */
+    other_holds(f, "other", "2000-01-01T00:00:00.000000Z");
+    struct elector e;
+    uint64_t t0 = uv_now(&f->loop);
+    elector_new(f, &e, "me");
+    run_for(f, LEASE_MS / 2);
+    assert_false(gpuop_leader_is_leader(e.l));
+    assert_string_equal(gpuop_leader_holder(e.l), "other");
+    /* the holder renews (the record changes): the clock restarts */
+    other_holds(f, "other", "2000-01-01T00:00:01.000000Z");
+    uint64_t changed = uv_now(&f->loop);
+    run_until_fn(f, is_leader, &e, 3 * LEASE_MS);
+    uint64_t took = uv_now(&f->loop);
+    assert_true(took - changed >= LEASE_MS - RETRY_MS); /* seen up to one retry late */
+    assert_true(took - t0 >= LEASE_MS + LEASE_MS / 2 - RETRY_MS);
+    assert_string_equal(holder(f), "me");
+    assert_int_equal(spec_int(f, "leaseTransitions"), 4);
+    elector_close(f, &e);
+}
+
+static void test_lost_race_409(void **state)
+{
+    struct fx *f = *state;
+    other_holds(f, "other", "2000-01-01T00:00:00.000000Z");
+    json_object_set_new(json_object_get(f->st.lease, "spec"), "holderIdentity", json_string(""));
+    struct elector e;
+    f->st.conflict_puts = 1; /* someone else's write lands first */
+    elector_new(f, &e, "me");
+    run_for(f, RETRY_MS / 2);
+    assert_false(gpuop_leader_is_leader(e.l));
+    assert_int_equal(f->st.conflicts, 1);
+    run_until_fn(f, is_leader, &e, 2000); /* retries, then wins */
+    assert_int_equal(e.started, 1);
+    elector_close(f, &e);
+}
+
+static void test_renew_deadline_loses_for_good(void **state)
+{
+    struct fx *f = *state;
+    struct elector e;
+    elector_new(f, &e, "me");
+    run_until_fn(f, is_leader, &e, 2000);
+    f->st.fail_code = 500; /* the API server breaks */
+    uint64_t t0 = uv_now(&f->loop);
+    bool lost = false;
+    while (!lost && uv_now(&f->loop) - t0 < 3000) {
+        uv_run(&f->loop, UV_RUN_ONCE);
+        lost = e.stopped > 0;
+    }
+    assert_int_equal(e.stopped, 1);
+    assert_false(gpuop_leader_is_leader(e.l));
+    uint64_t took = uv_now(&f->loop) - t0;
+    assert_true(took >= RENEW_MS - RETRY_MS && took <= RENEW_MS + 2 * RETRY_MS);
+    /* the server recovers: a lost leader does not come back */
+    f->st.fail_code = 0;
+    int puts = f->st.puts;
+    run_for(f, 3 * RETRY_MS);
+    assert_int_equal(f->st.puts, puts);
+    assert_int_equal(e.started, 1);
+    elector_close(f, &e);
+    assert_string_equal(holder(f), "me"); /* no release after a loss */
+}
+
+static void test_taken_over_by_another(void **state)
+{
+    struct fx *f = *state;
+    struct elector e;
+    elector_new(f, &e, "me");
+    run_until_fn(f, is_leader, &e, 2000);
+    /* someone overwrites the lease (new resourceVersion) */
+    other_holds(f, "thief", "2030-01-01T00:00:00.000000Z");
+    bool lost = false;
+    uint64_t t0 = uv_now(&f->loop);
+    while (!lost && uv_now(&f->loop) - t0 < 2000) {
+        uv_run(&f->loop, UV_RUN_ONCE);
+        lost = e.stopped > 0;
+    }
+    assert_int_equal(e.stopped, 1);
+    assert_string_equal(gpuop_leader_holder(e.l), "thief");
+    elector_close(f, &e);
+    assert_string_equal(holder(f), "thief");
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timing_rules),
+        T(test_acquire_at_once_when_absent),
+        T(test_two_candidates_then_handover),
+        T(test_expiry_on_local_clock),
+        T(test_lost_race_409),
+        T(test_renew_deadline_loses_for_good),
+        T(test_taken_over_by_another),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
