@@ -1,7 +1,9 @@
 /*
  * log.c - leveled logging to stderr, one line per call, text or JSON.
  * The message is formatted into a bounded buffer (longer messages are cut),
- * so a log call never allocates.
+ * so a log call never allocates. Every line names an object: a caller
+ * that passes none gets "gpuop" (the process itself), so a log pipeline can
+ * always group by it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,6 +65,8 @@ void gpuop_log(enum gpuop_log_level lvl, const char *obj, const char *fmt, ...)
 {
     if (lvl < level)
         return;
+    if (!obj || !*obj)
+        obj = "gpuop";
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -78,16 +82,13 @@ void gpuop_log(enum gpuop_log_level lvl, const char *obj, const char *fmt, ...)
     snprintf(ts + n, sizeof(ts) - n, ".%03dZ", (int)(tv.tv_usec / 1000));
 
     if (json_format) {
-        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\"", ts, names[lvl]);
-        if (obj) {
-            fputs(",\"object\":\"", stderr);
-            put_json_string(stderr, obj);
-            fputc('"', stderr);
-        }
+        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"object\":\"", ts, names[lvl]);
+        put_json_string(stderr, obj);
+        fputc('"', stderr);
         fputs(",\"msg\":\"", stderr);
         put_json_string(stderr, msg);
         fputs("\"}\n", stderr);
     } else {
-        fprintf(stderr, "%s %-5s %s%s%s\n", ts, names[lvl], obj ? obj : "", obj ? ": " : "", msg);
+        fprintf(stderr, "%s %-5s %s: %s\n", ts, names[lvl], obj, msg);
     }
 }

@@ -1,6 +1,7 @@
 /*
  * log.h - one line per event, as text or JSON, to stderr. Every line can
- * name the object it is about ("gpupolicy/default", "node/gpu-1").
+ * name the object it is about ("gpupolicy/default", "node/gpu-1"); obj NULL
+ * means the process itself ("gpuop").
  * Nothing secret is ever passed here: callers log names, never tokens.
  */
 #ifndef GPUOP_LOG_H
