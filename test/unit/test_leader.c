@@ -42,6 +42,7 @@ struct fx {
     struct gpuop_kube *kube;
     bool kube_closed;
     struct elector *open[4]; /* electors to close if a test fails midway */
+    struct elector *all[4];  /* every elector, freed at teardown */
 };
 
 struct elector {
@@ -204,6 +205,11 @@ static struct elector *elector_new(struct fx *f, const char *id)
             f->open[i] = e;
             break;
         }
+    for (int i = 0; i < 4; i++)
+        if (!f->all[i]) {
+            f->all[i] = e;
+            break;
+        }
     return e;
 }
 
@@ -220,7 +226,6 @@ static void elector_close(struct fx *f, struct elector *e)
     gpuop_leader_close(e->l, on_elector_closed, e);
     run_until(f, &e->closed, 3000);
     e->l = NULL;
-    free(e);
 }
 
 static bool is_leader(void *arg)
@@ -256,6 +261,8 @@ static int teardown(void **state)
     for (int i = 0; i < 4; i++)
         if (f->open[i])
             elector_close(f, f->open[i]);
+    for (int i = 0; i < 4; i++)
+        free(f->all[i]);
     gpuop_kube_close(f->kube, on_kube_closed, f);
     run_until(f, &f->kube_closed, 3000);
     fakeapi_stop(f->srv);
