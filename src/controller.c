@@ -580,7 +580,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     if (rc == 0)
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
     if (rc == 0)
-        rc = gpuop_events_new(kube, c->ns, &c->events);
+        rc = gpuop_events_new(kube, &c->events);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);

@@ -15,6 +15,11 @@
 #include "gpuop/map.h"
 #include "gpuop/policy.h"
 
+/* The GpuPolicy is cluster-scoped, and the API server requires an Event's
+ * namespace to match its involvedObject's: events of cluster-scoped objects
+ * live in "default" (as the kubelet's Node events do). */
+#define EVENTS_NS "default"
+
 struct post {
     struct gpuop_events *ev;
     struct gpuop_kube_req *req;
@@ -23,7 +28,6 @@ struct post {
 
 struct gpuop_events {
     struct gpuop_kube *kube;
-    char *ns;
     char host[64];
     struct gpuop_findings prev;
     bool have_prev;
@@ -38,13 +42,11 @@ struct gpuop_events {
     int suppressed;
 };
 
-int gpuop_events_new(struct gpuop_kube *kube, const char *ns, struct gpuop_events **out)
+int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
 {
     struct gpuop_events *ev = calloc(1, sizeof(*ev));
-    if (!ev || !(ev->ns = strdup(ns))) {
-        free(ev);
+    if (!ev)
         return GPUOP_ENOMEM;
-    }
     ev->kube = kube;
     if (gethostname(ev->host, sizeof(ev->host)) != 0)
         snprintf(ev->host, sizeof(ev->host), "gpuop");
@@ -59,7 +61,7 @@ static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     struct post *p = arg;
     struct gpuop_events *ev = p->ev;
     if (rc < 0 && rc != GPUOP_ECANCELED)
-        gpuop_warn(NULL, "cannot post event: %s", err->message);
+        gpuop_warn("events", "cannot post event: %s", err->message);
     for (struct post **pp = &ev->posts; *pp; pp = &(*pp)->next)
         if (*pp == p) {
             *pp = p->next;
@@ -80,7 +82,7 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
     json_t *e = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
         "s:s, s:i, s:s, s:s}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", ev->ns,
+        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", EVENTS_NS,
         "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", ev->policy,
         "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type, "source",
         "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts, "count",
@@ -94,7 +96,7 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
     }
     p->ev = ev;
     char path[300];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ev->ns);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/" EVENTS_NS "/events");
     if (gpuop_kube_request(ev->kube, "POST", path, GPUOP_CT_JSON, body, strlen(body), 0, post_done,
                            p, &p->req) < 0) {
         free(p);
@@ -183,7 +185,6 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
         gpuop_findings_free(&ev->prev);
     gpuop_map_free(&ev->last, NULL);
     free(ev->prev_policy);
-    free(ev->ns);
     free(ev);
     if (cb)
         cb(arg);

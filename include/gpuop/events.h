@@ -18,7 +18,9 @@
 
 struct gpuop_events;
 
-int gpuop_events_new(struct gpuop_kube *kube, const char *ns, struct gpuop_events **out);
+/* Events go to namespace "default", where the API server wants the events of
+ * a cluster-scoped object. */
+int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out);
 
 /* Compares f with the findings of the previous call for the same policy and
  * posts Events for the differences. Steals f's contents (f is zeroed). The
