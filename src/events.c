@@ -82,11 +82,11 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
     json_t *e = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
         "s:s, s:i, s:s, s:s}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", EVENTS_NS,
-        "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", ev->policy,
-        "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type, "source",
-        "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts, "count",
-        1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
+        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace",
+        EVENTS_NS, "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name",
+        ev->policy, "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type,
+        "source", "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts,
+        "count", 1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
     char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
