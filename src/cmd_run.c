@@ -31,6 +31,7 @@
 #include "gpuop/kubeconfig.h"
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
+#include "gpuop/mem.h"
 #include "gpuop/metrics.h"
 
 #define HEARTBEAT_MS     1000
@@ -461,6 +462,7 @@ static bool disabled(const char *addr)
 int gpuop_cmd_run(int argc, char **argv)
 {
     enum { O_METRICS = 256, O_HEALTH, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NS, O_LE_ID };
+    gpuop_mem_tune();
     static const struct option opts[] = {
         {"kubeconfig", required_argument, NULL, 'k'},
         {"namespace", required_argument, NULL, 'n'},

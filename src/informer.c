@@ -17,6 +17,7 @@
 #include "gpuop/informer.h"
 #include "gpuop/lines.h"
 #include "gpuop/log.h"
+#include "gpuop/mem.h"
 
 enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
 
@@ -274,6 +275,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     set_str(&inf->cont, NULL);
     set_str(&inf->rv, json_string_value(json_object_get(md, "resourceVersion")));
     sweep(inf);
+    gpuop_mem_trim(); /* the pages parsed for this list are garbage now */
     inf->stats.lists++;
     if (inf->after_gone)
         inf->stats.relists++;

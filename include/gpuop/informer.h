@@ -30,7 +30,9 @@
 #include "gpuop/map.h"
 
 #define GPUOP_INFORMER_MAX_LINE (8u << 20)
-#define GPUOP_INFORMER_PAGE     500
+/* Objects per LIST page: a page is parsed whole, so its size sets the peak
+ * memory of a (re)list; 100 keeps that peak a few MB at 5,000 nodes. */
+#define GPUOP_INFORMER_PAGE 100
 
 struct gpuop_informer;
 

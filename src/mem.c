@@ -1,0 +1,25 @@
+/*
+ * mem.c - allocator tuning (see mem.h). With glibc: an mmap threshold and
+ * a trim threshold fixed at 256 KiB (setting them turns off glibc's dynamic
+ * raising of both after a large free), and malloc_trim() on demand.
+ */
+#include "gpuop/mem.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+void gpuop_mem_tune(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+#endif
+}
+
+void gpuop_mem_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
