@@ -25,6 +25,9 @@
 
 #include "fakeapi.h"
 #include "gpuop/informer.h"
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
 
@@ -339,7 +342,7 @@ static void assert_list(struct fx *f, size_t i, const char *cont)
     assert_false(is_watch(r));
     assert_string_equal(r->method, "GET");
     assert_true(fakeapi_query(r, "limit", v, sizeof(v)));
-    assert_string_equal(v, "500");
+    assert_int_equal(atoi(v), GPUOP_INFORMER_PAGE);
     assert_false(fakeapi_query(r, "resourceVersion", v, sizeof(v)));
     if (cont) {
         assert_true(fakeapi_query(r, "continue", v, sizeof(v)));
@@ -394,8 +397,10 @@ static void test_paged_list(void **state)
     assert_null(get(f, "b"));
     assert_string_equal(rv(f), "100");
 
-    assert_string_equal(req(f, 0)->path, "/api/v1/nodes?limit=500&labelSelector=app.kubernetes.io%"
-                                         "2Fmanaged-by%3Dgpuop");
+    assert_string_equal(
+        req(f, 0)->path,
+        "/api/v1/nodes?limit=" STR(GPUOP_INFORMER_PAGE) "&labelSelector=app.kubernetes.io%"
+                                                        "2Fmanaged-by%3Dgpuop");
     assert_list(f, 0, NULL);
     assert_list(f, 1, "p%2B2%2Fx%3D"); /* the token, escaped */
     char v[256];
