@@ -157,6 +157,23 @@ static void op_end(struct op *o)
     c->pending--;
 }
 
+/* Starts one API operation of the reconcile; body (may be NULL) is copied.
+ * The op ends in done, or here when the request cannot start. */
+static int send_op(struct gpuop_controller *c, enum op_kind kind, int operand, uint64_t body_hash,
+                   const char *method, const char *path, const char *ctype, const char *body,
+                   gpuop_kube_done_cb done)
+{
+    struct op *o = op_new(c, kind, operand);
+    if (!o)
+        return GPUOP_ENOMEM;
+    o->body_hash = body_hash;
+    int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
+                                done, o, &o->req);
+    if (rc < 0)
+        op_end(o);
+    return rc;
+}
+
 static void note_failure(struct gpuop_controller *c, const char *what, const struct gpuop_err *e)
 {
     c->failed++;
@@ -239,22 +256,13 @@ static int apply_operand(struct gpuop_controller *c, int i)
     if (live && a->body_hash == h)
         gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
                    "DaemonSet changed outside the policy; putting it back");
-    struct op *o = op_new(c, OP_APPLY, i);
-    if (!o) {
-        free(body);
-        return GPUOP_ENOMEM;
-    }
-    o->body_hash = h;
     char path[512];
     snprintf(path, sizeof(path),
              "/apis/apps/v1/namespaces/%s/daemonsets/%s?fieldManager=" GPUOP_MANAGER "&force=true",
              c->ns, od->ds_name);
     c->stats.applies++;
-    int rc = gpuop_kube_request(c->kube, "PATCH", path, GPUOP_CT_APPLY, body, strlen(body), 0,
-                                apply_done, o, &o->req);
+    int rc = send_op(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, apply_done);
     free(body);
-    if (rc < 0)
-        op_end(o);
     return rc;
 }
 
@@ -263,16 +271,10 @@ static int delete_operand(struct gpuop_controller *c, int i)
     const struct gpuop_operand *od = gpuop_operand_get(i);
     if (!gpuop_world_ds(c->world, od->ds_name))
         return 0;
-    struct op *o = op_new(c, OP_DELETE, i);
-    if (!o)
-        return GPUOP_ENOMEM;
     char path[512];
     snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/%s", c->ns, od->ds_name);
     c->stats.deletes++;
-    int rc = gpuop_kube_request(c->kube, "DELETE", path, NULL, NULL, 0, 0, delete_done, o, &o->req);
-    if (rc < 0)
-        op_end(o);
-    return rc;
+    return send_op(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, delete_done);
 }
 
 /* ---- status ---- */
@@ -309,11 +311,6 @@ static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status 
     json_decref(patch);
     if (!body)
         return GPUOP_ENOMEM;
-    struct op *o = op_new(c, OP_STATUS, -1);
-    if (!o) {
-        free(body);
-        return GPUOP_ENOMEM;
-    }
     char path[512];
     snprintf(path, sizeof(path),
              "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL "/%s/status?fieldManager=" GPUOP_MANAGER
@@ -321,11 +318,8 @@ static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status 
              c->key);
     c->stats.status_writes++;
     gpuop_info(c->kobj, "writing status");
-    int rc = gpuop_kube_request(c->kube, "PATCH", path, GPUOP_CT_APPLY, body, strlen(body), 0,
-                                status_done, o, &o->req);
+    int rc = send_op(c, OP_STATUS, -1, 0, "PATCH", path, GPUOP_CT_APPLY, body, status_done);
     free(body);
-    if (rc < 0)
-        op_end(o);
     return rc;
 }
 
