@@ -13,94 +13,12 @@
 #include <cmocka.h>
 
 #include "gpuop/report.h"
+#include "world_fixture.h"
 
-#define T0 1795986400LL
-
-struct world {
-    struct gpuop_policy pol;
-    struct gpuop_node nodes[128];
-    const struct gpuop_node *np[128];
-    size_t nn;
-    struct gpuop_ds ds[GPUOP_OPERAND_MAX];
-    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
-    size_t nds;
-    struct gpuop_pod pods[800];
-    const struct gpuop_pod *pp[800];
-    size_t npods;
-    struct gpuop_findings f;
-};
-
-static void world_init(struct world *w)
-{
-    memset(w, 0, sizeof(*w));
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        w->pol.operands[i].enabled = true;
-        json_t *j = json_pack("{s:{s:s}}", "metadata", "name", gpuop_operand_get(i)->ds_name);
-        assert_int_equal(gpuop_ds_from_json(j, &w->ds[w->nds], NULL), 0);
-        w->dp[w->nds] = &w->ds[w->nds];
-        w->nds++;
-        json_decref(j);
-    }
-    w->pol.name = "main";
-}
-
-/* A GPU node labelled "true" for operands in `labels` (space separated). */
-static void add_node(struct world *w, const char *name, const char *labels)
-{
-    json_t *l = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        char key[128];
-        const char *op = gpuop_operand_get(i)->name;
-        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op);
-        if (strstr(labels, op))
-            json_object_set_new(l, key, json_string("true"));
-    }
-    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", l);
-    assert_int_equal(gpuop_node_from_json(j, &w->nodes[w->nn], NULL), 0);
-    w->np[w->nn] = &w->nodes[w->nn];
-    w->nn++;
-    json_decref(j);
-}
-
-static void run(struct world *w, const char *node, const char *ops)
-{
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        const char *name = gpuop_operand_get(i)->name;
-        if (!strstr(ops, name))
-            continue;
-        char pod[128];
-        snprintf(pod, sizeof(pod), "%s-%s", name, node);
-        json_t *j = json_pack("{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "metadata",
-                              "name", pod, "labels", "app.kubernetes.io/component", name, "spec",
-                              "nodeName", node, "status", "phase", "Running", "conditions", "type",
-                              "Ready", "status", "True");
-        assert_int_equal(gpuop_pod_from_json(j, &w->pods[w->npods], NULL), 0);
-        w->pp[w->npods] = &w->pods[w->npods];
-        w->npods++;
-        json_decref(j);
-    }
-}
-
-static void analyze(struct world *w)
-{
-    gpuop_findings_free(&w->f);
-    assert_int_equal(
-        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, T0, &w->f), 0);
-}
-
-static void world_free(struct world *w)
-{
-    gpuop_findings_free(&w->f);
-    for (size_t i = 0; i < w->nn; i++)
-        gpuop_node_free(&w->nodes[i]);
-    for (size_t i = 0; i < w->nds; i++)
-        gpuop_ds_free(&w->ds[i]);
-    for (size_t i = 0; i < w->npods; i++)
-        gpuop_pod_free(&w->pods[i]);
-}
+#define T0 FX_T0
 
 /* Renders the text report into a new string. */
-static char *text(struct world *w, const struct gpuop_report_opts *o)
+static char *text(struct fx_world *w, const struct gpuop_report_opts *o)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -113,7 +31,7 @@ static char *text(struct world *w, const struct gpuop_report_opts *o)
     return buf;
 }
 
-static char *structured(struct world *w, const struct gpuop_report_opts *o, bool yaml)
+static char *structured(struct fx_world *w, const struct gpuop_report_opts *o, bool yaml)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -125,10 +43,6 @@ static char *structured(struct world *w, const struct gpuop_report_opts *o, bool
         fputs(buf, stderr);
     return buf;
 }
-
-#define ALL                                                                                        \
-    "driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter "                  \
-    "operator-validator"
 
 /* The line of the matrix that starts with name. */
 static const char *line_of(const char *txt, const char *name, char *buf, size_t size)
@@ -148,17 +62,17 @@ static const char *line_of(const char *txt, const char *name, char *buf, size_t 
 
 static void test_text_matrix(void **state)
 {
-    struct world w;
-    world_init(&w);
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
     w.pol.operands[gpuop_operand_by_name("dcgm-exporter")].enabled = false;
-    add_node(&w, "gpu-ok", ALL);
-    run(&w, "gpu-ok",
-        "driver container-toolkit device-plugin gpu-feature-discovery "
-        "operator-validator");
-    add_node(&w, "gpu-broken", ALL);
-    run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
-    add_node(&w, "gpu-new", "driver");
-    analyze(&w);
+    fx_add_node(&w, "gpu-ok", FX_ALL);
+    fx_run(&w, "gpu-ok",
+           "driver container-toolkit device-plugin gpu-feature-discovery "
+           "operator-validator");
+    fx_add_node(&w, "gpu-broken", FX_ALL);
+    fx_run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
+    fx_add_node(&w, "gpu-new", "driver");
+    fx_analyze(&w);
     struct gpuop_report_opts o = {.policy_name = "main", .namespace = "gpuop-system", .now = T0};
     char *t = text(&w, &o), line[256];
 
@@ -203,20 +117,20 @@ static void test_text_matrix(void **state)
     assert_non_null(strstr(t, "Shown: 1 node matching \"new\"."));
     free(t);
     assert_int_equal(gpuop_report_exit_code(&w.f), 1);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_text_grouping(void **state)
 {
-    struct world w;
-    world_init(&w);
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
     for (int i = 0; i < 100; i++) {
         char name[32];
         snprintf(name, sizeof(name), "gpu-%03d", i);
-        add_node(&w, name, i == 42 ? ALL : "driver");
-        run(&w, name, i == 42 ? ALL : "driver");
+        fx_add_node(&w, name, i == 42 ? FX_ALL : "driver");
+        fx_run(&w, name, i == 42 ? FX_ALL : "driver");
     }
-    analyze(&w);
+    fx_analyze(&w);
     char *t = text(&w, NULL), line[256];
     assert_non_null(strstr(t, "gpu-000 +98 like it"));
     assert_string_equal(line_of(t, "gpu-042", line, sizeof(line)),
@@ -236,42 +150,42 @@ static void test_text_grouping(void **state)
     assert_null(strstr(t, "like it"));
     assert_non_null(strstr(t, "gpu-099  container-toolkit  NotScheduled/LabelAbsent"));
     free(t);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_clean_and_empty(void **state)
 {
-    struct world w;
-    world_init(&w);
-    analyze(&w);
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
+    fx_analyze(&w);
     char *t = text(&w, NULL);
     assert_non_null(strstr(t, "No GPU node: no node is labelled nvidia.com/gpu.present=true"));
     assert_null(strstr(t, "NODE"));
     free(t);
     assert_int_equal(gpuop_report_exit_code(&w.f), 1); /* nothing checked is not clean */
 
-    add_node(&w, "gpu-a", ALL);
-    run(&w, "gpu-a", ALL);
-    analyze(&w);
+    fx_add_node(&w, "gpu-a", FX_ALL);
+    fx_run(&w, "gpu-a", FX_ALL);
+    fx_analyze(&w);
     t = text(&w, NULL);
     assert_non_null(strstr(t, "Summary: 1 GPU node, 1 complete.\n"));
     assert_null(strstr(t, "Findings"));
     free(t);
     assert_int_equal(gpuop_report_exit_code(&w.f), 0);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_json(void **state)
 {
-    struct world w;
-    world_init(&w);
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
     for (int i = 0; i < 70; i++) {
         char name[32];
         snprintf(name, sizeof(name), "gpu-%02d", i);
-        add_node(&w, name, "driver"); /* 5 NotScheduled each */
-        run(&w, name, "driver");
+        fx_add_node(&w, name, "driver"); /* 5 NotScheduled each */
+        fx_run(&w, name, "driver");
     }
-    analyze(&w);
+    fx_analyze(&w);
     struct gpuop_report_opts o = {.namespace = "ns", .now = T0};
     json_t *doc = gpuop_report_json(&w.pol, &w.f, &o);
     assert_non_null(doc);
@@ -308,7 +222,7 @@ static void test_json(void **state)
     assert_non_null(strstr(s, "gpuNodes: 70"));
     assert_non_null(strstr(s, "reason: LabelAbsent"));
     free(s);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_symbols(void **state)

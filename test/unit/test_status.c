@@ -13,98 +13,15 @@
 #include <cmocka.h>
 
 #include "gpuop/status.h"
+#include "world_fixture.h"
 
-#define T0 1795986400LL /* 2026-11-29T21:06:40Z */
+#define T0 FX_T0 /* 2026-11-29T21:06:40Z */
 
-struct world {
-    struct gpuop_policy pol;
-    struct gpuop_node nodes[80];
-    const struct gpuop_node *np[80];
-    size_t nn;
-    struct gpuop_ds ds[GPUOP_OPERAND_MAX];
-    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
-    size_t nds;
-    struct gpuop_pod pods[400];
-    const struct gpuop_pod *pp[400];
-    size_t npods;
-    struct gpuop_findings f;
-};
-
-static void world_init(struct world *w)
+/* Every test's world: DaemonSets 3 desired, 2 ready; generation 4. */
+static void world_init(struct fx_world *w)
 {
-    memset(w, 0, sizeof(*w));
-    for (int i = 0; i < gpuop_operand_count(); i++)
-        w->pol.operands[i].enabled = true;
-    w->pol.name = "main";
+    fx_world_init(w, 3, 2);
     w->pol.generation = 4;
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        json_t *j =
-            json_pack("{s:{s:s}, s:{s:i, s:i}}", "metadata", "name", gpuop_operand_get(i)->ds_name,
-                      "status", "desiredNumberScheduled", 3, "numberReady", 2);
-        assert_int_equal(gpuop_ds_from_json(j, &w->ds[w->nds], NULL), 0);
-        w->dp[w->nds] = &w->ds[w->nds];
-        w->nds++;
-        json_decref(j);
-    }
-}
-
-/* A GPU node with every deploy label "true", except `except` set to value. */
-static void add_node(struct world *w, const char *name, const char *except, const char *value)
-{
-    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        char key[128];
-        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", gpuop_operand_get(i)->name);
-        if (except && strcmp(except, gpuop_operand_get(i)->name) == 0) {
-            if (value)
-                json_object_set_new(labels, key, json_string(value));
-        } else {
-            json_object_set_new(labels, key, json_string("true"));
-        }
-    }
-    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", labels);
-    assert_int_equal(gpuop_node_from_json(j, &w->nodes[w->nn], NULL), 0);
-    w->np[w->nn] = &w->nodes[w->nn];
-    w->nn++;
-    json_decref(j);
-}
-
-/* Running, Ready pods of every operand not named in `skip` on node. */
-static void run_all(struct world *w, const char *node, const char *skip)
-{
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        const char *name = gpuop_operand_get(i)->name;
-        if (skip && strstr(skip, name))
-            continue;
-        char pod[128];
-        snprintf(pod, sizeof(pod), "%s-%s", name, node);
-        json_t *j = json_pack("{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "metadata",
-                              "name", pod, "labels", "app.kubernetes.io/component", name, "spec",
-                              "nodeName", node, "status", "phase", "Running", "conditions", "type",
-                              "Ready", "status", "True");
-        assert_int_equal(gpuop_pod_from_json(j, &w->pods[w->npods], NULL), 0);
-        w->pp[w->npods] = &w->pods[w->npods];
-        w->npods++;
-        json_decref(j);
-    }
-}
-
-static void analyze(struct world *w)
-{
-    gpuop_findings_free(&w->f);
-    assert_int_equal(
-        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, T0, &w->f), 0);
-}
-
-static void world_free(struct world *w)
-{
-    gpuop_findings_free(&w->f);
-    for (size_t i = 0; i < w->nn; i++)
-        gpuop_node_free(&w->nodes[i]);
-    for (size_t i = 0; i < w->nds; i++)
-        gpuop_ds_free(&w->ds[i]);
-    for (size_t i = 0; i < w->npods; i++)
-        gpuop_pod_free(&w->pods[i]);
 }
 
 static json_t *cond(json_t *st, const char *type)
@@ -139,11 +56,11 @@ static const struct gpuop_status_input ok_in = {.namespace = "gpuop-system", .re
 
 static void test_ready(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
-    add_node(&w, "gpu-a", NULL, NULL);
-    run_all(&w, "gpu-a", NULL);
-    analyze(&w);
+    fx_add_node_except(&w, "gpu-a", NULL, NULL);
+    fx_run_all(&w, "gpu-a", NULL);
+    fx_analyze(&w);
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     assert_non_null(st);
     /* exact key order of SPEC section 6 */
@@ -192,14 +109,14 @@ static void test_ready(void **state)
     assert_int_equal(num(sum, "violations"), 0);
     assert_true(json_is_false(json_object_get(sum, "truncated")));
     json_decref(st);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_no_gpu_nodes(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
-    analyze(&w);
+    fx_analyze(&w);
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     assert_string_equal(str(st, "state"), "notReady");
     assert_string_equal(cstr(st, "Ready", "status"), "False");
@@ -207,21 +124,21 @@ static void test_no_gpu_nodes(void **state)
     assert_non_null(strstr(cstr(st, "Ready", "message"), "nvidia.com/gpu.present=true"));
     assert_int_equal(num(json_object_get(st, "summary"), "gpuNodes"), 0);
     json_decref(st);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_findings(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
     w.pol.operands[0].enabled = false; /* driver host-provided everywhere */
-    add_node(&w, "gpu-b", "container-toolkit", "true");
-    run_all(&w, "gpu-b", "driver container-toolkit"); /* device plugin without toolkit */
-    add_node(&w, "gpu-a", "dcgm-exporter", "paused");
-    run_all(&w, "gpu-a", "driver dcgm-exporter");
-    add_node(&w, "gpu-c", NULL, NULL);
-    run_all(&w, "gpu-c", "driver");
-    analyze(&w);
+    fx_add_node_except(&w, "gpu-b", "container-toolkit", "true");
+    fx_run_all(&w, "gpu-b", "driver container-toolkit"); /* device plugin without toolkit */
+    fx_add_node_except(&w, "gpu-a", "dcgm-exporter", "paused");
+    fx_run_all(&w, "gpu-a", "driver dcgm-exporter");
+    fx_add_node_except(&w, "gpu-c", NULL, NULL);
+    fx_run_all(&w, "gpu-c", "driver");
+    fx_analyze(&w);
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     if (getenv("DUMP"))
         json_dumpf(st, stderr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -269,16 +186,16 @@ static void test_findings(void **state)
     assert_true(json_is_false(json_object_get(o0, "enabled")));
     assert_int_equal(num(o0, "expectedNodes"), 0);
     json_decref(st);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_transition_times(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
-    add_node(&w, "gpu-a", NULL, NULL);
-    run_all(&w, "gpu-a", NULL);
-    analyze(&w);
+    fx_add_node_except(&w, "gpu-a", NULL, NULL);
+    fx_run_all(&w, "gpu-a", NULL);
+    fx_analyze(&w);
     json_t *s1 = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     /* later, same world: identical object, times kept */
     json_t *s2 = gpuop_status_build(&w.pol, &w.f, s1, &ok_in, T0 + 600);
@@ -292,7 +209,7 @@ static void test_transition_times(void **state)
     for (size_t i = 0; i < w.npods; i++)
         if (w.pods[i].operand == gpuop_operand_by_name("container-toolkit"))
             w.pp[i] = NULL;
-    analyze(&w);
+    fx_analyze(&w);
     json_t *s3 = gpuop_status_build(&w.pol, &w.f, s2, &ok_in, T0 + 1200);
     assert_false(json_equal(s2, s3));
     assert_string_equal(cstr(s3, "Ready", "status"), "False");
@@ -304,7 +221,7 @@ static void test_transition_times(void **state)
     for (size_t i = 0; i < w.npods; i++)
         if (w.pods[i].operand == gpuop_operand_by_name("dcgm-exporter"))
             w.pp[i] = NULL;
-    analyze(&w);
+    fx_analyze(&w);
     json_t *s4 = gpuop_status_build(&w.pol, &w.f, s3, &ok_in, T0 + 1800);
     assert_string_equal(cstr(s4, "Ready", "lastTransitionTime"), "2026-11-29T21:26:40Z");
     assert_string_not_equal(cstr(s4, "Ready", "message"), cstr(s3, "Ready", "message"));
@@ -325,19 +242,19 @@ static void test_transition_times(void **state)
     json_t *objs[] = {s1, s2, s3, s4, s5, s6, bogus};
     for (size_t i = 0; i < 7; i++)
         json_decref(objs[i]);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_cap(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
     for (int i = 0; i < 60; i++) {
         char name[32];
         snprintf(name, sizeof(name), "gpu-%02d", 59 - i);
-        add_node(&w, name, "driver", NULL); /* driver label absent: NotScheduled */
+        fx_add_node_except(&w, name, "driver", NULL); /* driver label absent: NotScheduled */
     }
-    analyze(&w);
+    fx_analyze(&w);
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     json_t *nodes = json_object_get(st, "nodes");
     assert_int_equal(json_array_size(nodes), GPUOP_STATUS_MAX_NODES);
@@ -355,12 +272,12 @@ static void test_cap(void **state)
     assert_int_equal(num(st, "nodesOmitted"), 0);
     assert_true(json_is_false(json_object_get(json_object_get(st, "summary"), "truncated")));
     json_decref(st);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_ignored(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
     struct gpuop_status_input in = {.namespace = "gpuop-system",
                                     .reconciled = true,
@@ -380,16 +297,16 @@ static void test_ignored(void **state)
     /* not ignored and no findings: refused */
     in.ignored = false;
     assert_null(gpuop_status_build(&w.pol, NULL, NULL, &in, T0));
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_reconciled(void **state)
 {
-    struct world w;
+    struct fx_world w;
     world_init(&w);
-    add_node(&w, "gpu-a", NULL, NULL);
-    run_all(&w, "gpu-a", NULL);
-    analyze(&w);
+    fx_add_node_except(&w, "gpu-a", NULL, NULL);
+    fx_run_all(&w, "gpu-a", NULL);
+    fx_analyze(&w);
     struct gpuop_status_input in = {.namespace = "ns",
                                     .reconciled = false,
                                     .reconcile_reason = "ApplyFailed",
@@ -419,7 +336,7 @@ static void test_reconciled(void **state)
     assert_string_equal(cstr(st, "Reconciled", "status"), "True");
     assert_int_equal(num(st, "observedGeneration"), 0);
     json_decref(st);
-    world_free(&w);
+    fx_world_free(&w);
 }
 
 static void test_time_format(void **state)
