@@ -117,7 +117,7 @@ def cmd_complete(api, a):
         policy = json.load(f)
     name = policy["metadata"]["name"]
     cond = threading.Condition()
-    state = {"done": None, "first_status": None}
+    state = {"done": None, "first_status": None, "last": None}
 
     def on_event(t, typ, obj):
         if obj.get("metadata", {}).get("name") != name or typ not in ("ADDED", "MODIFIED"):
@@ -125,6 +125,9 @@ def cmd_complete(api, a):
         if obj.get("status") and state["first_status"] is None:
             state["first_status"] = t
         g, c = summary(obj)
+        ops = (obj.get("status") or {}).get("operands") or []
+        running = sum(o.get("runningNodes") or 0 for o in ops)
+        state["last"] = (g, c, running)
         if state["done"] is None and g == a.target and c == a.target:
             state["done"] = t
 
@@ -140,7 +143,9 @@ def cmd_complete(api, a):
             cond.wait(1)
             if time.monotonic() - last > 30:
                 last = time.monotonic()
-                print("benchwatch: waiting for %d complete nodes (%.0fs)" % (a.target, last - t0), file=sys.stderr)
+                g, c, r = state["last"] or (None, None, None)
+                print("benchwatch: %.0fs: %s of %s GPU nodes complete, %s operand pods running; waiting for %d"
+                      % (last - t0, c, g, r, a.target), file=sys.stderr)
     if w.error:
         raise w.error
     out = {
