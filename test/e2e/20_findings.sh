@@ -149,8 +149,19 @@ kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":false
 wait_for 60 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-driver >/dev/null 2>&1"
 wait_for 60 status_lacks_node "$D"
 eventually_check_clean "$D"
-row=$({ "$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$D" --color never || true; } | awk -v n="$D" '$1 == n')
-assert_eq "d +" "$(awk '{print $2, $3}' <<<"$row")" "matrix row of $D: driver host-provided (disabled), toolkit running"
+# the matrix row (the first line that starts with the node's name; the
+# findings under the matrix are indented): driver "d", toolkit "+". The
+# toolkit rolls to the host's driver root, so allow it a moment.
+matrix_cells() {
+	{ "$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$D" --color never || true; } |
+		awk -v n="$D" '$1 == n && /^[^ ]/ {print $2, $3; exit}'
+}
+for ((i = 0; i < 120; i++)); do
+	cells=$(matrix_cells)
+	[[ $cells == "d +" ]] && break
+	sleep 0.5
+done
+assert_eq "d +" "$cells" "matrix row of $D: driver host-provided (disabled), toolkit running"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":true}}}' >/dev/null
 wait_for 60 bash -c "[ \"\$(running_on $D driver)\" = 1 ]"
 
