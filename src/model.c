@@ -470,6 +470,53 @@ int gpuop_ds_from_json(json_t *obj, struct gpuop_ds *out, struct gpuop_err *err)
     return 0;
 }
 
+static bool str_eq(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
+{
+    if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
+        a->created != b->created || a->ntaints != b->ntaints ||
+        memcmp(a->deploy, b->deploy, sizeof(a->deploy)))
+        return false;
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
+        if (!str_eq(a->deploy_other[i], b->deploy_other[i]))
+            return false;
+    for (size_t i = 0; i < a->ntaints; i++)
+        if (!str_eq(a->taints[i].key, b->taints[i].key) ||
+            !str_eq(a->taints[i].value, b->taints[i].value) ||
+            !str_eq(a->taints[i].effect, b->taints[i].effect))
+            return false;
+    return true;
+}
+
+bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
+{
+    return a->operand == b->operand && a->bound == b->bound && a->ready == b->ready &&
+           a->deleting == b->deleting && a->restarts == b->restarts && a->created == b->created &&
+           str_eq(a->name, b->name) && str_eq(a->node, b->node) && str_eq(a->phase, b->phase) &&
+           str_eq(a->waiting_reason, b->waiting_reason) &&
+           str_eq(a->waiting_message, b->waiting_message);
+}
+
+bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
+{
+    if (!str_eq(a->name, b->name) || a->operand != b->operand || a->desired != b->desired ||
+        a->current != b->current || a->ready != b->ready || a->available != b->available ||
+        a->generation != b->generation || a->observed != b->observed || a->created != b->created ||
+        a->host_network != b->host_network || a->ntolerations != b->ntolerations)
+        return false;
+    for (size_t i = 0; i < a->ntolerations; i++) {
+        const struct gpuop_toleration *x = &a->tolerations[i], *y = &b->tolerations[i];
+        if (!str_eq(x->key, y->key) || !str_eq(x->op, y->op) || !str_eq(x->value, y->value) ||
+            !str_eq(x->effect, y->effect))
+            return false;
+    }
+    return true;
+}
+
 void gpuop_ds_free(struct gpuop_ds *d)
 {
     if (!d)

@@ -75,26 +75,9 @@ static void node_free(void *p)
     free(p);
 }
 
-static bool str_eq(const char *a, const char *b)
+static bool node_same(const void *a, const void *b)
 {
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static bool node_same(const void *pa, const void *pb)
-{
-    const struct gpuop_node *a = pa, *b = pb;
-    if (a->gpu != b->gpu || a->operands_label != b->operands_label || a->ntaints != b->ntaints ||
-        memcmp(a->deploy, b->deploy, sizeof(a->deploy)))
-        return false;
-    for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
-        if (!str_eq(a->deploy_other[i], b->deploy_other[i]))
-            return false;
-    for (size_t i = 0; i < a->ntaints; i++)
-        if (!str_eq(a->taints[i].key, b->taints[i].key) ||
-            !str_eq(a->taints[i].value, b->taints[i].value) ||
-            !str_eq(a->taints[i].effect, b->taints[i].effect))
-            return false;
-    return true;
+    return gpuop_node_equal(a, b);
 }
 
 static void *pod_convert(json_t *obj, struct gpuop_err *err)
@@ -116,13 +99,9 @@ static void pod_free(void *p)
     free(p);
 }
 
-static bool pod_same(const void *pa, const void *pb)
+static bool pod_same(const void *a, const void *b)
 {
-    const struct gpuop_pod *a = pa, *b = pb;
-    return a->operand == b->operand && a->ready == b->ready && a->deleting == b->deleting &&
-           a->restarts == b->restarts && a->created == b->created && str_eq(a->node, b->node) &&
-           str_eq(a->phase, b->phase) && str_eq(a->waiting_reason, b->waiting_reason) &&
-           str_eq(a->waiting_message, b->waiting_message);
+    return gpuop_pod_equal(a, b);
 }
 
 static void *ds_convert(json_t *obj, struct gpuop_err *err)
@@ -149,10 +128,7 @@ static void ds_free(void *p)
 static bool ds_same(const void *pa, const void *pb)
 {
     const struct gpuop_world_ds *a = pa, *b = pb;
-    return a->meta_hash == b->meta_hash && a->ds.generation == b->ds.generation &&
-           a->ds.observed == b->ds.observed && a->ds.desired == b->ds.desired &&
-           a->ds.current == b->ds.current && a->ds.ready == b->ds.ready &&
-           a->ds.available == b->ds.available;
+    return a->meta_hash == b->meta_hash && gpuop_ds_equal(&a->ds, &b->ds);
 }
 
 static bool policy_same(const void *pa, const void *pb)

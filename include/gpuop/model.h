@@ -95,6 +95,14 @@ int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, str
 int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);
 int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
+/* True when a and b (borrowed) hold the same values in every field above:
+ * an update that changes none of them (a heartbeat, a condition timestamp)
+ * makes no difference to the analysis. Kept beside the structs so a new
+ * field is compared as soon as it is added. */
+bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b);
+bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b);
+bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
+
 void gpuop_node_free(struct gpuop_node *n);
 void gpuop_pod_free(struct gpuop_pod *p);
 void gpuop_ds_free(struct gpuop_ds *d);

@@ -143,6 +143,54 @@ static void test_pod_unbound_and_deleting(void **state)
     json_decref(j);
 }
 
+/* The equality the caches use to drop no-op updates: equal for the same
+ * object, different as soon as one field the analysis reads moves. */
+static void test_equal(void **state)
+{
+    json_t *j = load("pod-unbound.json");
+    struct gpuop_pod a, b;
+    assert_int_equal(gpuop_pod_from_json(j, &a, NULL), 0);
+    assert_int_equal(gpuop_pod_from_json(j, &b, NULL), 0);
+    assert_true(gpuop_pod_equal(&a, &b));
+    /* bound to the node it already targeted: same node, still Pending */
+    json_object_set_new(json_object_get(j, "spec"), "nodeName", json_string("gpu-node-2"));
+    gpuop_pod_free(&b);
+    assert_int_equal(gpuop_pod_from_json(j, &b, NULL), 0);
+    assert_string_equal(a.node, b.node);
+    assert_false(gpuop_pod_equal(&a, &b));
+    gpuop_pod_free(&a);
+    gpuop_pod_free(&b);
+    json_decref(j);
+
+    j = load("node-gpu.json");
+    struct gpuop_node n1, n2;
+    assert_int_equal(gpuop_node_from_json(j, &n1, NULL), 0);
+    assert_int_equal(gpuop_node_from_json(j, &n2, NULL), 0);
+    assert_true(gpuop_node_equal(&n1, &n2));
+    json_t *taints =
+        json_pack("[{s:s, s:s, s:s}]", "key", "dedicated", "value", "ml", "effect", "NoSchedule");
+    json_object_set_new(json_object_get(j, "spec"), "taints", taints);
+    gpuop_node_free(&n2);
+    assert_int_equal(gpuop_node_from_json(j, &n2, NULL), 0);
+    assert_false(gpuop_node_equal(&n1, &n2));
+    gpuop_node_free(&n1);
+    gpuop_node_free(&n2);
+    json_decref(j);
+
+    j = load("daemonset.json");
+    struct gpuop_ds d1, d2;
+    assert_int_equal(gpuop_ds_from_json(j, &d1, NULL), 0);
+    assert_int_equal(gpuop_ds_from_json(j, &d2, NULL), 0);
+    assert_true(gpuop_ds_equal(&d1, &d2));
+    json_object_set_new(json_object_get(j, "status"), "numberReady", json_integer(d1.ready + 1));
+    gpuop_ds_free(&d2);
+    assert_int_equal(gpuop_ds_from_json(j, &d2, NULL), 0);
+    assert_false(gpuop_ds_equal(&d1, &d2));
+    gpuop_ds_free(&d1);
+    gpuop_ds_free(&d2);
+    json_decref(j);
+}
+
 static void test_ds(void **state)
 {
     json_t *j = load("daemonset.json");
@@ -363,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_pod_crashloop),
         cmocka_unit_test(test_pod_unbound_and_deleting),
         cmocka_unit_test(test_ds),
+        cmocka_unit_test(test_equal),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_garbage_taint_fields),
         cmocka_unit_test(test_limits),
