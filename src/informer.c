@@ -23,17 +23,13 @@ enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
 
 enum verdict { V_OK = 0, V_RELIST, V_ERROR };
 
-struct entry {
-    void *item;
-    uint32_t mark;
-};
-
 struct gpuop_informer {
     uv_loop_t *loop;
     struct gpuop_kube *kube;
     struct gpuop_informer_config cfg; /* strings owned (copied) */
 
-    struct gpuop_map store; /* key -> struct entry * */
+    struct gpuop_map store; /* key -> item; the key's tag is the mark of the
+                               list that last saw it */
     uint32_t mark;          /* mark of the current/last list */
     char *rv;               /* last resourceVersion seen */
     char *cont;             /* continue token of the list in progress */
@@ -91,44 +87,40 @@ static void upsert(struct gpuop_informer *inf, json_t *obj)
     }
     struct gpuop_err err = {0};
     void *item = inf->cfg.convert ? inf->cfg.convert(obj, &err) : json_incref(obj);
-    struct entry *e = gpuop_map_get(&inf->store, key);
+    uint32_t *mark = gpuop_map_tag(&inf->store, key);
     if (!item) {
         gpuop_warn(key, "cannot use this %s: %s", inf->cfg.name, err.message);
-        if (e)
-            e->mark = inf->mark; /* keep the last good version */
+        if (mark)
+            *mark = inf->mark; /* keep the last good version */
         return;
     }
-    if (e) {
-        void *old = e->item;
-        e->item = item;
-        e->mark = inf->mark;
+    if (mark) {
+        void *old = NULL;
+        *mark = inf->mark;
+        gpuop_map_put(&inf->store, key, item, &old); /* a replace: cannot fail */
         if (!(inf->cfg.same && inf->cfg.same(old, item)) && inf->cfg.on_event)
             inf->cfg.on_event(inf->cfg.arg, key, old, item);
         free_item(inf, old);
         return;
     }
-    e = malloc(sizeof(*e));
-    if (!e || gpuop_map_put(&inf->store, key, e, NULL) < 0) {
-        free(e);
+    if (gpuop_map_put(&inf->store, key, item, NULL) < 0) {
         free_item(inf, item);
         gpuop_error(key, "out of memory caching %s", inf->cfg.name);
         return;
     }
-    e->item = item;
-    e->mark = inf->mark;
+    *gpuop_map_tag(&inf->store, key) = inf->mark;
     if (inf->cfg.on_event)
         inf->cfg.on_event(inf->cfg.arg, key, NULL, item);
 }
 
 static void remove_key(struct gpuop_informer *inf, const char *key)
 {
-    struct entry *e = gpuop_map_del(&inf->store, key);
-    if (!e)
+    void *item = gpuop_map_del(&inf->store, key);
+    if (!item)
         return;
     if (inf->cfg.on_event)
-        inf->cfg.on_event(inf->cfg.arg, key, e->item, NULL);
-    free_item(inf, e->item);
-    free(e);
+        inf->cfg.on_event(inf->cfg.arg, key, item, NULL);
+    free_item(inf, item);
 }
 
 /* Synthetic deletes for items the last list did not contain. */
@@ -136,10 +128,10 @@ static void sweep(struct gpuop_informer *inf)
 {
     size_t n = 0, it = 0;
     const char *key;
-    void *v;
+    uint32_t mark;
     char **stale = NULL;
-    while (gpuop_map_next(&inf->store, &it, &key, &v))
-        if (((struct entry *)v)->mark != inf->mark)
+    while (gpuop_map_next_tag(&inf->store, &it, NULL, NULL, &mark))
+        if (mark != inf->mark)
             n++;
     if (!n)
         return;
@@ -148,8 +140,8 @@ static void sweep(struct gpuop_informer *inf)
         return; /* retried at the next relist */
     size_t k = 0;
     it = 0;
-    while (k < n && gpuop_map_next(&inf->store, &it, &key, &v))
-        if (((struct entry *)v)->mark != inf->mark)
+    while (k < n && gpuop_map_next_tag(&inf->store, &it, &key, NULL, &mark))
+        if (mark != inf->mark)
             stale[k++] = strdup(key);
     for (size_t i = 0; i < k; i++) {
         if (stale[i]) {
@@ -482,8 +474,7 @@ bool gpuop_informer_synced(const struct gpuop_informer *inf)
 
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key)
 {
-    struct entry *e = gpuop_map_get(&inf->store, key);
-    return e ? e->item : NULL;
+    return gpuop_map_get(&inf->store, key);
 }
 
 size_t gpuop_informer_len(const struct gpuop_informer *inf)
@@ -494,12 +485,7 @@ size_t gpuop_informer_len(const struct gpuop_informer *inf)
 int gpuop_informer_next(const struct gpuop_informer *inf, size_t *iter, const char **key,
                         void **item)
 {
-    void *v;
-    if (!gpuop_map_next(&inf->store, iter, key, &v))
-        return 0;
-    if (item)
-        *item = ((struct entry *)v)->item;
-    return 1;
+    return gpuop_map_next(&inf->store, iter, key, item);
 }
 
 const char *gpuop_informer_resource_version(const struct gpuop_informer *inf)
@@ -522,11 +508,9 @@ static void timer_closed(uv_handle_t *h)
 {
     struct gpuop_informer *inf = h->data;
     size_t it = 0;
-    void *v;
-    while (gpuop_map_next(&inf->store, &it, NULL, &v)) {
-        free_item(inf, ((struct entry *)v)->item);
-        free(v);
-    }
+    void *item;
+    while (gpuop_map_next(&inf->store, &it, NULL, &item))
+        free_item(inf, item);
     gpuop_map_free(&inf->store, NULL);
     gpuop_lines_free(&inf->lines);
     free(inf->rv);

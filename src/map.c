@@ -1,7 +1,9 @@
 /*
  * map.c - open-addressing string hash map (FNV-1a hash, linear probing,
- * backward-shift deletion so there are no tombstones). Small and fast
- * enough for the caches: 5,000 nodes and 30,000 pods.
+ * backward-shift deletion so there are no tombstones). A slot is a pointer
+ * to a node holding value, hash, tag and the key itself, so a key costs one
+ * allocation. Small and fast enough for the caches: 5,000 nodes and 30,000
+ * pods.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +11,19 @@
 #include "gpuop/error.h"
 #include "gpuop/map.h"
 
-static unsigned long hash_str(const char *s)
+struct gpuop_map_node {
+    void *value;
+    uint32_t hash;
+    uint32_t tag;
+    char key[];
+};
+
+static uint32_t hash_str(const char *s)
 {
-    unsigned long h = 1469598103934665603UL;
+    uint32_t h = 2166136261u;
     for (; *s; s++) {
         h ^= (unsigned char)*s;
-        h *= 1099511628211UL;
+        h *= 16777619u;
     }
     return h;
 }
@@ -24,37 +33,47 @@ void gpuop_map_init(struct gpuop_map *m)
     memset(m, 0, sizeof(*m));
 }
 
-static size_t find(const struct gpuop_map *m, const char *key, unsigned long h)
+/* The slot holding key, or the empty slot where it would go. */
+static size_t find(const struct gpuop_map *m, const char *key, uint32_t h)
 {
     size_t mask = m->cap - 1;
     size_t i = h & mask;
-    while (m->slots[i].key) {
-        if (m->slots[i].hash == h && strcmp(m->slots[i].key, key) == 0)
+    while (m->slots[i]) {
+        if (m->slots[i]->hash == h && strcmp(m->slots[i]->key, key) == 0)
             return i;
         i = (i + 1) & mask;
     }
-    return i; /* empty slot */
+    return i;
+}
+
+static struct gpuop_map_node *lookup(const struct gpuop_map *m, const char *key)
+{
+    return m->cap ? m->slots[find(m, key, hash_str(key))] : NULL;
 }
 
 void *gpuop_map_get(const struct gpuop_map *m, const char *key)
 {
-    if (!m->cap)
-        return NULL;
-    size_t i = find(m, key, hash_str(key));
-    return m->slots[i].key ? m->slots[i].value : NULL;
+    struct gpuop_map_node *n = lookup(m, key);
+    return n ? n->value : NULL;
+}
+
+uint32_t *gpuop_map_tag(const struct gpuop_map *m, const char *key)
+{
+    struct gpuop_map_node *n = lookup(m, key);
+    return n ? &n->tag : NULL;
 }
 
 static int grow(struct gpuop_map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 16;
-    struct gpuop_map_slot *ns = calloc(ncap, sizeof(*ns));
+    struct gpuop_map_node **ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return GPUOP_ENOMEM;
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i].key)
+        if (!m->slots[i])
             continue;
-        size_t j = m->slots[i].hash & (ncap - 1);
-        while (ns[j].key)
+        size_t j = m->slots[i]->hash & (ncap - 1);
+        while (ns[j])
             j = (j + 1) & (ncap - 1);
         ns[j] = m->slots[i];
     }
@@ -68,20 +87,28 @@ int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old)
 {
     if (old)
         *old = NULL;
-    if ((m->len + 1) * 10 > m->cap * 7 && grow(m) < 0)
-        return GPUOP_ENOMEM;
-    unsigned long h = hash_str(key);
-    size_t i = find(m, key, h);
-    if (m->slots[i].key) {
+    uint32_t h = hash_str(key);
+    size_t i = m->cap ? find(m, key, h) : 0;
+    if (m->cap && m->slots[i]) { /* a replace never allocates */
         if (old)
-            *old = m->slots[i].value;
-        m->slots[i].value = value;
+            *old = m->slots[i]->value;
+        m->slots[i]->value = value;
         return 0;
     }
-    char *k = strdup(key);
-    if (!k)
+    if ((m->len + 1) * 10 > m->cap * 7) {
+        if (grow(m) < 0)
+            return GPUOP_ENOMEM;
+        i = find(m, key, h);
+    }
+    size_t klen = strlen(key);
+    struct gpuop_map_node *n = malloc(sizeof(*n) + klen + 1);
+    if (!n)
         return GPUOP_ENOMEM;
-    m->slots[i] = (struct gpuop_map_slot){k, value, h};
+    n->value = value;
+    n->hash = h;
+    n->tag = 0;
+    memcpy(n->key, key, klen + 1);
+    m->slots[i] = n;
     m->len++;
     return 0;
 }
@@ -92,52 +119,60 @@ void *gpuop_map_del(struct gpuop_map *m, const char *key)
         return NULL;
     size_t mask = m->cap - 1;
     size_t i = find(m, key, hash_str(key));
-    if (!m->slots[i].key)
+    if (!m->slots[i])
         return NULL;
-    void *v = m->slots[i].value;
-    free(m->slots[i].key);
-    m->slots[i].key = NULL;
+    void *v = m->slots[i]->value;
+    free(m->slots[i]);
+    m->slots[i] = NULL;
     m->len--;
     /* Backward-shift: pull later members of the probe run into the hole. */
     size_t j = i;
     for (;;) {
         j = (j + 1) & mask;
-        if (!m->slots[j].key)
+        if (!m->slots[j])
             break;
-        size_t home = m->slots[j].hash & mask;
+        size_t home = m->slots[j]->hash & mask;
         /* Move j to i when its home is not in the cyclic range (i, j]. */
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
             m->slots[i] = m->slots[j];
-            m->slots[j].key = NULL;
+            m->slots[j] = NULL;
             i = j;
         }
     }
     return v;
 }
 
-int gpuop_map_next(const struct gpuop_map *m, size_t *iter, const char **key, void **value)
+int gpuop_map_next_tag(const struct gpuop_map *m, size_t *iter, const char **key, void **value,
+                       uint32_t *tag)
 {
     while (*iter < m->cap) {
-        size_t i = (*iter)++;
-        if (m->slots[i].key) {
+        const struct gpuop_map_node *n = m->slots[(*iter)++];
+        if (n) {
             if (key)
-                *key = m->slots[i].key;
+                *key = n->key;
             if (value)
-                *value = m->slots[i].value;
+                *value = n->value;
+            if (tag)
+                *tag = n->tag;
             return 1;
         }
     }
     return 0;
 }
 
+int gpuop_map_next(const struct gpuop_map *m, size_t *iter, const char **key, void **value)
+{
+    return gpuop_map_next_tag(m, iter, key, value, NULL);
+}
+
 void gpuop_map_free(struct gpuop_map *m, void (*free_value)(void *))
 {
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i].key)
+        if (!m->slots[i])
             continue;
         if (free_value)
-            free_value(m->slots[i].value);
-        free(m->slots[i].key);
+            free_value(m->slots[i]->value);
+        free(m->slots[i]);
     }
     free(m->slots);
     gpuop_map_init(m);

@@ -1,22 +1,26 @@
 /*
  * map.h - a string-keyed hash map of void * values (open addressing with
  * linear probing and backward-shift deletion, power-of-two capacity, load
- * factor <= 0.7). Keys are copied; values are borrowed: the map never frees
- * a value, the owner does (see gpuop_map_free's callback).
+ * factor <= 0.7).
+ *
+ * Memory: a slot is one pointer; each key lives in one allocation with its
+ * value, hash and a 32-bit tag the owner may use (the informer keeps its
+ * list mark there). At 30,000 keys of 40 bytes that is about 80 bytes a
+ * key, where a separate key copy and a 24-byte slot cost 100.
+ *
+ * Keys are copied; values are borrowed: the map never frees a value, the
+ * owner does (see gpuop_map_free's callback).
  */
 #ifndef GPUOP_MAP_H
 #define GPUOP_MAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-struct gpuop_map_slot {
-    char *key; /* owned copy; NULL = empty slot */
-    void *value;
-    unsigned long hash;
-};
+struct gpuop_map_node; /* map.c */
 
 struct gpuop_map {
-    struct gpuop_map_slot *slots;
+    struct gpuop_map_node **slots;
     size_t cap; /* 0 or a power of two */
     size_t len;
 };
@@ -27,15 +31,24 @@ void gpuop_map_init(struct gpuop_map *m);
 void *gpuop_map_get(const struct gpuop_map *m, const char *key);
 
 /* Inserts or replaces. When a value was replaced, *old gets it (may be NULL
- * arg when the caller knows the key is new). Returns 0 or GPUOP_ENOMEM. */
+ * arg when the caller knows the key is new). A new key's tag is 0; a
+ * replaced key keeps its tag. Returns 0 or GPUOP_ENOMEM (never when
+ * replacing: a replace allocates nothing). */
 int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old);
+
+/* The tag of key (borrowed pointer, valid until the map changes), or NULL
+ * when key is absent. */
+uint32_t *gpuop_map_tag(const struct gpuop_map *m, const char *key);
 
 /* Removes key; returns its value (the caller now owns it) or NULL. */
 void *gpuop_map_del(struct gpuop_map *m, const char *key);
 
 /* Iteration: for (size_t i = 0; gpuop_map_next(m, &i, &k, &v);) ...
- * The map must not be modified during iteration. */
+ * key, value and tag (each may be NULL) are borrowed. The map must not be
+ * modified during iteration. */
 int gpuop_map_next(const struct gpuop_map *m, size_t *iter, const char **key, void **value);
+int gpuop_map_next_tag(const struct gpuop_map *m, size_t *iter, const char **key, void **value,
+                       uint32_t *tag);
 
 /* Frees the table; calls free_value(value) on each value if not NULL. */
 void gpuop_map_free(struct gpuop_map *m, void (*free_value)(void *));

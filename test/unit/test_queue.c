@@ -161,13 +161,36 @@ static void test_map(void **state)
         else
             assert_ptr_equal(v, (void *)(i + 1));
     }
+    /* Tags: 0 for a new key, kept across a replace and a neighbour's
+     * deletion (nodes move between slots, not in memory), gone with the key. */
+    assert_null(gpuop_map_tag(&m, "node-0"));
+    assert_int_equal(*gpuop_map_tag(&m, "node-1"), 0);
+    *gpuop_map_tag(&m, "node-1") = 42;
+    *gpuop_map_tag(&m, "node-2") = 43;
     void *old;
     assert_int_equal(gpuop_map_put(&m, "node-1", (void *)7, &old), 0);
     assert_ptr_equal(old, (void *)2);
-    size_t it = 0, n = 0;
-    while (gpuop_map_next(&m, &it, NULL, NULL))
+    assert_int_equal(*gpuop_map_tag(&m, "node-1"), 42);
+    assert_ptr_equal(gpuop_map_del(&m, "node-4"), (void *)5);
+    assert_int_equal(*gpuop_map_tag(&m, "node-2"), 43);
+    size_t it = 0, n = 0, tagged = 0;
+    const char *k;
+    void *v;
+    uint32_t tag;
+    while (gpuop_map_next_tag(&m, &it, &k, &v, &tag)) {
         n++;
+        assert_ptr_equal(gpuop_map_get(&m, k), v);
+        if (tag) {
+            tagged++;
+            assert_int_equal(tag, strcmp(k, "node-1") == 0 ? 42 : 43);
+        }
+    }
     assert_int_equal(n, m.len);
+    assert_int_equal(tagged, 2);
+    assert_ptr_equal(gpuop_map_del(&m, "node-1"), (void *)7);
+    assert_null(gpuop_map_tag(&m, "node-1"));
+    assert_int_equal(gpuop_map_put(&m, "node-1", (void *)8, NULL), 0);
+    assert_int_equal(*gpuop_map_tag(&m, "node-1"), 0);
     gpuop_map_free(&m, NULL);
 }
 
