@@ -58,21 +58,7 @@ uint64_t gpuop_world_meta_hash(json_t *obj)
 
 static void *node_convert(json_t *obj, struct gpuop_err *err)
 {
-    struct gpuop_node *n = calloc(1, sizeof(*n));
-    if (!n)
-        return NULL;
-    if (gpuop_node_from_json(obj, n, err) < 0) {
-        gpuop_node_free(n);
-        free(n);
-        return NULL;
-    }
-    return n;
-}
-
-static void node_free(void *p)
-{
-    gpuop_node_free(p);
-    free(p);
+    return gpuop_node_new(obj, err); /* one allocation: free() */
 }
 
 static bool node_same(const void *a, const void *b)
@@ -82,21 +68,7 @@ static bool node_same(const void *a, const void *b)
 
 static void *pod_convert(json_t *obj, struct gpuop_err *err)
 {
-    struct gpuop_pod *p = calloc(1, sizeof(*p));
-    if (!p)
-        return NULL;
-    if (gpuop_pod_from_json(obj, p, err) < 0) {
-        gpuop_pod_free(p);
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static void pod_free(void *p)
-{
-    gpuop_pod_free(p);
-    free(p);
+    return gpuop_pod_new(obj, err); /* one allocation: free() */
 }
 
 static bool pod_same(const void *a, const void *b)
@@ -185,7 +157,7 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
         [GPUOP_WORLD_NODE] = {.name = "nodes",
                               .path = "/api/v1/nodes",
                               .convert = node_convert,
-                              .free_item = node_free,
+                              .free_item = free,
                               .same = node_same},
         [GPUOP_WORLD_DS] = {.name = "daemonsets",
                             .path = ds_path,
@@ -197,7 +169,7 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
                              .path = pod_path,
                              .label_selector = sel,
                              .convert = pod_convert,
-                             .free_item = pod_free,
+                             .free_item = free,
                              .same = pod_same},
     };
     for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {

@@ -9,7 +9,10 @@
  *
  * Ownership: every char * and array in these structs is owned by the
  * struct and released by the matching *_free(); *_from_json() borrow
- * their json_t argument and fill a zeroed struct with new memory.
+ * their json_t argument and fill a zeroed struct with new memory. A Node's
+ * or a Pod's strings (and a Node's taints) share one allocation;
+ * gpuop_node_new() and gpuop_pod_new() put the struct in it too, so a
+ * cached pod costs a single malloc (released with free()).
  */
 #ifndef GPUOP_MODEL_H
 #define GPUOP_MODEL_H
@@ -54,22 +57,22 @@ struct gpuop_node {
 };
 
 struct gpuop_pod {
-    char *name;
+    char *name;            /* first of the strings, which share one allocation */
     char *node;            /* spec.nodeName; while unbound, the node a DaemonSet pod's
                               required affinity (matchFields metadata.name) targets;
                               NULL when neither is known */
-    bool bound;            /* spec.nodeName was set */
-    int operand;           /* operand index: label app.kubernetes.io/component, else
-                              the owning DaemonSet's name; -1 if unknown */
-    char *phase;           /* Pending | Running | Succeeded | Failed | Unknown */
-    bool ready;            /* condition Ready=True */
-    bool deleting;         /* metadata.deletionTimestamp set */
+    const char *phase;     /* Pending | Running | Succeeded | Failed | Unknown */
     char *waiting_reason;  /* first waiting reason among init containers, then
                               containers; else "Unschedulable" when condition
                               PodScheduled=False; else NULL */
     char *waiting_message; /* its message (at most GPUOP_MODEL_MESSAGE_MAX bytes), or NULL */
-    int restarts;          /* sum of containers' restartCount */
     long long created;     /* metadata.creationTimestamp, seconds since epoch */
+    int operand;           /* operand index: label app.kubernetes.io/component, else
+                              the owning DaemonSet's name; -1 if unknown */
+    int restarts;          /* sum of containers' restartCount */
+    bool bound;            /* spec.nodeName was set */
+    bool ready;            /* condition Ready=True */
+    bool deleting;         /* metadata.deletionTimestamp set */
 };
 
 struct gpuop_ds {
@@ -94,6 +97,11 @@ struct gpuop_ds {
 int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, struct gpuop_err *err);
 int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);
 int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
+
+/* The same, as one new allocation holding the struct and all it points to:
+ * release with free(), not *_free(). NULL on error (err says why). */
+struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, struct gpuop_err *err);
+struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, struct gpuop_err *err);
 
 /* True when a and b (borrowed) hold the same values in every field above:
  * an update that changes none of them (a heartbeat, a condition timestamp)

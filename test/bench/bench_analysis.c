@@ -78,7 +78,7 @@ int main(int argc, char **argv)
             p->node = strdup(nodes[i].name);
             p->bound = true;
             p->operand = o;
-            p->phase = strdup(i % 89 == 0 && o == 0 ? "Pending" : "Running");
+            p->phase = i % 89 == 0 && o == 0 ? "Pending" : "Running";
             p->ready = !(i % 89 == 0 && o == 0);
             pp[npods] = p;
             npods++;
@@ -114,10 +114,19 @@ int main(int argc, char **argv)
     json_decref(st);
     gpuop_findings_free(&f1);
     gpuop_findings_free(&f2);
-    for (size_t i = 0; i < n; i++)
-        gpuop_node_free(&nodes[i]);
-    for (size_t i = 0; i < npods; i++)
-        gpuop_pod_free(&pods[i]);
+    /* built by hand, one allocation per string: freed by hand */
+    for (size_t i = 0; i < n; i++) {
+        free(nodes[i].name);
+        for (size_t t = 0; t < nodes[i].ntaints; t++) {
+            free(nodes[i].taints[t].key);
+            free(nodes[i].taints[t].effect);
+        }
+        free(nodes[i].taints);
+    }
+    for (size_t i = 0; i < npods; i++) {
+        free(pods[i].name);
+        free(pods[i].node);
+    }
     for (int o = 0; o < nops; o++)
         gpuop_ds_free(&ds[o]);
     free(nodes);

@@ -403,6 +403,66 @@ static void test_tolerations(void **state)
     assert_false(gpuop_toleration_matches(NULL, &cases[0].taint));
 }
 
+/* gpuop_*_new (what the caches keep: one allocation, released with free())
+ * reads exactly what gpuop_*_from_json reads, for every fixture, and its
+ * strings live inside that one block. */
+static void test_new_single_block(void **state)
+{
+    static const char *const pods[] = {"pod-crashloop.json", "pod-unbound.json",
+                                       "pod-running.json"};
+    for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+        json_t *j = load(pods[i]);
+        struct gpuop_pod a;
+        assert_int_equal(gpuop_pod_from_json(j, &a, NULL), 0);
+        struct gpuop_pod *b = gpuop_pod_new(j, NULL);
+        assert_non_null(b);
+        assert_true(gpuop_pod_equal(&a, b));
+        assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7));
+        assert_true(b->node > b->name);
+        if (b->waiting_message)
+            assert_true(b->waiting_message > b->node);
+        gpuop_pod_free(&a);
+        free(b);
+        json_decref(j);
+    }
+    /* a phase no kubelet reports is copied, not dropped */
+    json_t *j = load("pod-running.json");
+    json_object_set_new(json_object_get(j, "status"), "phase", json_string("Hibernating"));
+    struct gpuop_pod *p = gpuop_pod_new(j, NULL);
+    assert_string_equal(p->phase, "Hibernating");
+    free(p);
+    json_decref(j);
+
+    j = load("node-gpu.json");
+    json_t *taints = json_pack("[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "key", "dedicated",
+                               "value", "ml", "effect", "NoSchedule", "key", "soft", "effect",
+                               "PreferNoSchedule", "key", "evict", "effect", "NoExecute");
+    json_object_set_new(json_object_get(j, "spec"), "taints", taints);
+    json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                        "nvidia.com/gpu.deploy.dcgm-exporter", json_string("paused"));
+    struct gpuop_node n1;
+    assert_int_equal(gpuop_node_from_json(j, &n1, NULL), 0);
+    struct gpuop_node *n2 = gpuop_node_new(j, NULL);
+    assert_non_null(n2);
+    assert_true(gpuop_node_equal(&n1, n2));
+    assert_int_equal(n2->ntaints, 2); /* PreferNoSchedule is not kept */
+    assert_string_equal(n2->taints[1].key, "evict");
+    assert_null(n2->taints[1].value);
+    assert_int_equal(((uintptr_t)n2->taints) % sizeof(void *), 0);
+    assert_string_equal(n2->deploy_other[gpuop_operand_by_name("dcgm-exporter")], "paused");
+    gpuop_node_free(&n1);
+    free(n2);
+    json_decref(j);
+
+    /* no name: an error, nothing allocated */
+    j = json_pack("{s:{}}", "metadata");
+    struct gpuop_err err = {0};
+    assert_null(gpuop_pod_new(j, &err));
+    assert_int_equal(err.rc, GPUOP_EINVAL);
+    assert_null(gpuop_node_new(j, NULL));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_pod_unbound_and_deleting),
         cmocka_unit_test(test_ds),
         cmocka_unit_test(test_equal),
+        cmocka_unit_test(test_new_single_block),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_garbage_taint_fields),
         cmocka_unit_test(test_limits),
