@@ -15,9 +15,13 @@
 #include <string.h>
 
 #include "gpuop/informer.h"
+#include "gpuop/jsonlist.h"
 #include "gpuop/lines.h"
 #include "gpuop/log.h"
 #include "gpuop/mem.h"
+
+/* A LIST page is streamed: it may take this long before it is abandoned. */
+#define LIST_TIMEOUT_MS 60000
 
 enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
 
@@ -37,6 +41,8 @@ struct gpuop_informer {
     enum state state;
     struct gpuop_kube_req *req;
     struct gpuop_lines lines;
+    struct gpuop_jsonlist list; /* the LIST page streaming in */
+    char list_err[512];         /* why the splitter stopped a page */
     enum verdict verdict;
     uint64_t watch_started; /* uv_now at open */
     uint64_t watch_events;  /* events on the current stream */
@@ -240,24 +246,24 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         start_list(inf);
         return;
     }
-    json_t *items = json_object_get(body, "items");
-    if (rc < 0 || !json_is_array(items)) {
+    (void)body; /* a streamed response: the items went through on_list_item */
+    struct gpuop_err ferr = {0};
+    const char *fail = NULL;
+    if (rc < 0)
+        fail = inf->list_err[0] ? inf->list_err : err->message;
+    else if (gpuop_jsonlist_finish(&inf->list, &ferr) < 0)
+        fail = ferr.message;
+    else if (!inf->list.saw_items)
+        fail = "no items";
+    if (fail) {
         char why[700];
-        snprintf(why, sizeof(why), "list failed: %s", rc < 0 ? err->message : "no items");
+        snprintf(why, sizeof(why), "list failed: %s", fail);
         set_str(&inf->cont, NULL);
         backoff(inf, why);
         return;
     }
-    size_t i;
-    json_t *obj;
-    json_array_foreach(items, i, obj)
-    {
-        upsert(inf, obj);
-        if (inf->state == ST_CLOSED)
-            return; /* closed from on_event: no more callbacks */
-    }
 
-    json_t *md = json_object_get(body, "metadata");
+    json_t *md = inf->list.metadata;
     const char *cont = json_string_value(json_object_get(md, "continue"));
     if (cont && *cont) {
         set_str(&inf->cont, cont);
@@ -284,6 +290,33 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         start_watch(inf);
 }
 
+/* One element of the page's items, as soon as it has arrived. */
+static int on_list_item(void *arg, const char *json, size_t len)
+{
+    struct gpuop_informer *inf = arg;
+    json_error_t je;
+    json_t *obj = json_loadb(json, len, 0, &je);
+    if (!obj) {
+        snprintf(inf->list_err, sizeof(inf->list_err), "malformed object in the list: %s", je.text);
+        return GPUOP_EPARSE;
+    }
+    upsert(inf, obj);
+    json_decref(obj);
+    return inf->state == ST_CLOSED ? GPUOP_ECANCELED : 0; /* closed from on_event */
+}
+
+static int on_list_data(void *arg, const char *chunk, size_t len)
+{
+    struct gpuop_informer *inf = arg;
+    if (inf->state == ST_CLOSED)
+        return GPUOP_ECANCELED;
+    struct gpuop_err err = {0};
+    int rc = gpuop_jsonlist_feed(&inf->list, chunk, len, &err);
+    if (rc < 0 && !inf->list_err[0])
+        snprintf(inf->list_err, sizeof(inf->list_err), "%s", err.message);
+    return rc;
+}
+
 static void start_list(struct gpuop_informer *inf)
 {
     char path[2048];
@@ -295,14 +328,15 @@ static void start_list(struct gpuop_informer *inf)
     else
         inf->mark++; /* a new list begins */
     inf->state = ST_LISTING;
-    struct gpuop_err err = {0};
-    int rc =
-        gpuop_kube_request(inf->kube, "GET", path, NULL, NULL, 0, 0, list_done, inf, &inf->req);
+    gpuop_jsonlist_reset(&inf->list);
+    inf->list_err[0] = '\0';
+    /* Streamed, so a page is never held whole: see jsonlist.h. */
+    int rc = gpuop_kube_stream(inf->kube, path, LIST_TIMEOUT_MS, on_list_data, list_done, inf,
+                               &inf->req);
     if (rc < 0) {
         inf->req = NULL;
         backoff(inf, "cannot start list");
     }
-    (void)err;
 }
 
 /* ---- watch ---- */
@@ -450,6 +484,7 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
     }
     gpuop_map_init(&inf->store);
     gpuop_lines_init(&inf->lines, GPUOP_INFORMER_MAX_LINE);
+    gpuop_jsonlist_init(&inf->list, GPUOP_INFORMER_MAX_LINE, on_list_item, inf);
     uv_timer_init(loop, &inf->timer);
     inf->timer.data = inf;
     inf->base_ms = inf->backoff_ms = 800;
@@ -513,6 +548,7 @@ static void timer_closed(uv_handle_t *h)
         free_item(inf, item);
     gpuop_map_free(&inf->store, NULL);
     gpuop_lines_free(&inf->lines);
+    gpuop_jsonlist_free(&inf->list);
     free(inf->rv);
     free(inf->cont);
     free((char *)inf->cfg.name);

@@ -749,7 +749,9 @@ static int start(struct gpuop_kube *k, const char *method, const char *path,
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     r->k = k;
     snprintf(r->method, sizeof(r->method), "%s", method);
-    r->verb = on_data ? "WATCH" : r->method;
+    /* A streamed GET is a WATCH when it asks for one; a streamed LIST page
+     * (informer.c) counts as the GET it is. */
+    r->verb = on_data && strstr(path, "watch=") ? "WATCH" : r->method;
     r->done = done;
     r->on_data = on_data;
     r->arg = arg;

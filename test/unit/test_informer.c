@@ -691,6 +691,74 @@ static void test_http_500_backoff(void **state)
     assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
 }
 
+/* ---- broken LIST pages: each is abandoned with a backoff, then a good
+ * list (streamed in small chunks) syncs; nothing of the broken pages but
+ * the objects that arrived whole before the break is ever cached ---- */
+
+static void route_broken_lists(struct fx *f, struct fakeapi_conn *c,
+                               const struct fakeapi_request *r)
+{
+    char one[512];
+    if (is_watch(r))
+        return; /* held open */
+    switch (f->nlist) {
+    case 1: /* the second item is not JSON, though its brackets balance */
+        obj(one, sizeof(one), "a=1", "10");
+        fakeapi_stream_begin(c, 200, FAKEAPI_CHUNKED, 0);
+        fakeapi_stream_sendf(c, 0,
+                             "{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":"
+                             "\"10\"},\"items\":[%s,",
+                             one);
+        fakeapi_stream_sendf(c, 2, "{\"metadata\":{\"name\":\"b\" \"x\"}}]}");
+        fakeapi_stream_end(c, 2);
+        break;
+    case 2: /* a 200 that is no list */
+        fakeapi_respond(c, 200, "application/json", "{\"kind\":\"Status\",\"metadata\":{}}");
+        break;
+    case 3: /* ends cleanly in the middle of an object */
+        fakeapi_stream_begin(c, 200, FAKEAPI_CHUNKED, 0);
+        fakeapi_stream_sendf(c, 0,
+                             "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[{"
+                             "\"metadata\":{\"name\":\"d\"");
+        fakeapi_stream_end(c, 2);
+        break;
+    default: { /* good, in pieces that split objects and strings */
+        char body[2048], *p = body;
+        obj(one, sizeof(one), "a=1", "12");
+        p += snprintf(p, sizeof(body), "{\"metadata\":{\"resourceVersion\":\"12\"},\"items\":[%s,",
+                      one);
+        obj(one, sizeof(one), "c=1", "12");
+        snprintf(p, sizeof(body) - (size_t)(p - body), "%s]}", one);
+        size_t n = strlen(body);
+        fakeapi_stream_begin(c, 200, FAKEAPI_CHUNKED, 0);
+        for (size_t off = 0; off < n; off += 7)
+            fakeapi_stream_send(c, 1, body + off, n - off < 7 ? n - off : 7);
+        fakeapi_stream_end(c, 1);
+    }
+    }
+}
+
+static void test_broken_list_pages(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_broken_lists);
+    RUN_UNTIL(f, f->nwatch == 1, WAIT_MS);
+    assert_int_equal(f->nlist, 4);
+    assert_true(gpuop_informer_synced(f->inf));
+    assert_int_equal(f->synced_calls, 1);
+    assert_int_equal(gpuop_informer_len(f->inf), 2);
+    assert_non_null(get(f, "a"));
+    assert_non_null(get(f, "c"));
+    assert_null(get(f, "b"));
+    assert_null(get(f, "d"));
+    assert_string_equal(rv(f), "12");
+    assert_watch_from(f, 4, "12");
+    for (int i = 1; i < 4; i++)
+        assert_true(f->at[i] - f->at[i - 1] >= BACKOFF_MS); /* each failure backed off */
+    struct gpuop_informer_stats st = stats(f);
+    assert_int_equal(st.lists, 1);
+}
+
 /* ---- cut mid-line: backoff, resume; the partial line is not applied ---- */
 
 static void route_cut(struct fx *f, struct fakeapi_conn *c, const struct fakeapi_request *r)
@@ -1054,15 +1122,25 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_paged_list),          T(test_watch_events),
-        T(test_resume_after_end),    T(test_bookmark),
-        T(test_gone_event_relist),   T(test_gone_http_relist),
-        T(test_expired_continue),    T(test_http_500_backoff),
-        T(test_cut_mid_line),        T(test_refused),
-        T(test_malformed_line),      T(test_line_too_long),
-        T(test_same_and_convert),    T(test_close_in_flight),
-        T(test_close_from_on_event), T(test_close_from_on_event_in_list),
-        T(test_close_while_listing), T(test_close_during_backoff),
+        T(test_paged_list),
+        T(test_watch_events),
+        T(test_resume_after_end),
+        T(test_bookmark),
+        T(test_gone_event_relist),
+        T(test_gone_http_relist),
+        T(test_expired_continue),
+        T(test_http_500_backoff),
+        T(test_cut_mid_line),
+        T(test_refused),
+        T(test_broken_list_pages),
+        T(test_malformed_line),
+        T(test_line_too_long),
+        T(test_same_and_convert),
+        T(test_close_in_flight),
+        T(test_close_from_on_event),
+        T(test_close_from_on_event_in_list),
+        T(test_close_while_listing),
+        T(test_close_during_backoff),
         T(test_close_unstarted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -732,19 +732,25 @@ static void test_observer(void **state)
     struct res r = {.f = f};
     assert_int_equal(gpuop_kube_stream(f->k, "/split", 0, on_data, on_done, &r, NULL), 0);
     run_until(f, &r.finished, 5000);
+    struct res w = {.f = f};
+    assert_int_equal(gpuop_kube_stream(f->k, "/ok?watch=1", 0, on_data, on_done, &w, NULL), 0);
+    run_until(f, &w.finished, 5000);
     struct res c = {.f = f};
     assert_int_equal(
         gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 0, on_done, &c, &c.req), 0);
     gpuop_kube_cancel(c.req); /* not observed */
     assert_int_equal(c.rc, GPUOP_ECANCELED);
-    assert_int_equal(seen.n, 3);
+    assert_int_equal(seen.n, 4);
     assert_string_equal(seen.verbs[0], "GET");
     assert_int_equal(seen.codes[0], 200);
     assert_string_equal(seen.verbs[1], "DELETE");
     assert_int_equal(seen.codes[1], 404);
-    assert_string_equal(seen.verbs[2], "WATCH");
+    assert_string_equal(seen.verbs[2], "GET"); /* streamed, but not a watch: a LIST page */
     assert_int_equal(seen.codes[2], 200);
+    assert_string_equal(seen.verbs[3], "WATCH");
+    assert_int_equal(seen.codes[3], 200);
     res_free(&r);
+    res_free(&w);
     res_free(&c);
 }
 
