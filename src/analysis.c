@@ -346,7 +346,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                 cell = GPUOP_CELL_MISSING;
             } else if (nd->gpu && enabled && !optout && !running[o] &&
                        (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
-                const char *v = nd->deploy_other[o];
+                const char *v = gpuop_node_deploy_value(nd, o);
                 int reason = label == GPUOP_LABEL_ABSENT    ? GPUOP_REASON_LABEL_ABSENT
                              : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
                              : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED

@@ -224,7 +224,10 @@ bool gpuop_toleration_matches(const struct gpuop_toleration *t, const struct gpu
 
 /* ---- Node ---- */
 
-static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k)
+/* others: room for GPUOP_OPERAND_MAX values, or NULL (measuring, or no
+ * label has another value); *nother counts the values kept. */
+static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, char **others,
+                        size_t *nother)
 {
     const size_t plen = strlen(GPUOP_LABEL_PREFIX);
     const char *key;
@@ -255,8 +258,12 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k)
         if (i < 0 || n->deploy[i] != GPUOP_LABEL_ABSENT)
             continue; /* JSON objects have unique keys; keep the first */
         n->deploy[i] = (unsigned char)st;
-        if (st == GPUOP_LABEL_OTHER)
-            n->deploy_other[i] = pack(k, val ? val : "", NAME_MAX_LEN);
+        if (st == GPUOP_LABEL_OTHER) {
+            char *d = pack(k, val ? val : "", NAME_MAX_LEN);
+            if (others)
+                others[i] = d;
+            (*nother)++;
+        }
     }
 }
 
@@ -270,16 +277,19 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
-/* Fills n from obj; taints (room for every kept taint) is NULL while
- * measuring. */
+/* Fills n from obj; taints (room for every kept taint) and others (room
+ * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
+ * also when *nother was 0. */
 static void node_fields(json_t *obj, struct gpuop_node *n, struct packer *k,
-                        struct gpuop_taint *taints)
+                        struct gpuop_taint *taints, char **others, size_t *nother)
 {
     json_t *meta = jobj(obj, "metadata");
     memset(n, 0, sizeof(*n));
     n->name = pack(k, jstr(meta, "name"), NAME_MAX_LEN); /* first: the block's start */
     n->created = jtime(meta, "creationTimestamp");
-    node_labels(jobj(meta, "labels"), n, k);
+    *nother = 0;
+    node_labels(jobj(meta, "labels"), n, k, others, nother);
+    n->deploy_other = *nother ? others : NULL;
     size_t i;
     json_t *t;
     json_array_foreach(jarr(jobj(obj, "spec"), "taints"), i, t)
@@ -296,8 +306,8 @@ static void node_fields(json_t *obj, struct gpuop_node *n, struct packer *k,
     n->taints = n->ntaints ? taints : NULL;
 }
 
-/* One allocation: [head bytes][strings][taints], name first among the
- * strings. fill NULL: head is the struct itself (returned); else *fill is
+/* One allocation: [head bytes][strings][taints][other values], name
+ * first among the strings. fill NULL: head is the struct itself (returned); else *fill is
  * filled and the block starts at fill->name. */
 static int node_read(json_t *obj, struct gpuop_node *fill, struct gpuop_node **out,
                      struct gpuop_err *err)
@@ -306,15 +316,21 @@ static int node_read(json_t *obj, struct gpuop_node *fill, struct gpuop_node **o
         return no_name(err, "Node");
     struct gpuop_node tmp;
     struct packer k = {0};
-    node_fields(obj, &tmp, &k, NULL);
+    size_t nother;
+    node_fields(obj, &tmp, &k, NULL, NULL, &nother);
     size_t head = fill ? 0 : align8(sizeof(struct gpuop_node));
     size_t toff = head + align8(k.need);
-    char *blk = malloc(toff + tmp.ntaints * sizeof(struct gpuop_taint));
+    size_t ooff = toff + tmp.ntaints * sizeof(struct gpuop_taint);
+    size_t olen = nother ? GPUOP_OPERAND_MAX * sizeof(char *) : 0;
+    char *blk = malloc(ooff + olen);
     if (!blk)
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+    char **others = nother ? (char **)(void *)(blk + ooff) : NULL;
+    for (size_t i = 0; others && i < GPUOP_OPERAND_MAX; i++)
+        others[i] = NULL;
     struct gpuop_node *n = fill ? fill : (struct gpuop_node *)(void *)blk;
     k = (struct packer){.p = blk + head};
-    node_fields(obj, n, &k, (struct gpuop_taint *)(void *)(blk + toff));
+    node_fields(obj, n, &k, (struct gpuop_taint *)(void *)(blk + toff), others, &nother);
     *out = n;
     return 0;
 }
@@ -330,6 +346,11 @@ struct gpuop_node *gpuop_node_new(json_t *obj, struct gpuop_err *err)
 {
     struct gpuop_node *n = NULL;
     return node_read(obj, NULL, &n, err) < 0 ? NULL : n;
+}
+
+const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
+{
+    return n->deploy_other && i >= 0 && i < GPUOP_OPERAND_MAX ? n->deploy_other[i] : NULL;
 }
 
 void gpuop_node_free(struct gpuop_node *n)
@@ -560,7 +581,7 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         memcmp(a->deploy, b->deploy, sizeof(a->deploy)))
         return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
-        if (!str_eq(a->deploy_other[i], b->deploy_other[i]))
+        if (!str_eq(gpuop_node_deploy_value(a, i), gpuop_node_deploy_value(b, i)))
             return false;
     for (size_t i = 0; i < a->ntaints; i++)
         if (!str_eq(a->taints[i].key, b->taints[i].key) ||

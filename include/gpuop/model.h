@@ -50,7 +50,10 @@ struct gpuop_node {
     bool gpu;                                /* a GPU node per SPEC section 5 */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
     unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
-    char *deploy_other[GPUOP_OPERAND_MAX];   /* the value when deploy[i] == OTHER, else NULL */
+    char **deploy_other;                     /* NULL when no deploy label has another value;
+                                                else GPUOP_OPERAND_MAX entries, the value when
+                                                deploy[i] == OTHER, else NULL. Read it with
+                                                gpuop_node_deploy_value(). */
     struct gpuop_taint *taints;              /* only NoSchedule and NoExecute taints are kept */
     size_t ntaints;
     long long created; /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
@@ -110,6 +113,10 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, struct gpuop_err *er
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b);
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b);
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
+
+/* The value of operand i's deploy label when it is neither "true" nor
+ * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
+const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
 void gpuop_node_free(struct gpuop_node *n);
 void gpuop_pod_free(struct gpuop_pod *p);

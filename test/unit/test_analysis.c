@@ -75,8 +75,11 @@ static struct gpuop_node *add_node(struct world *w, const char *name, const char
             int i = op(tok);
             n->gpu = true;
             n->deploy[i] = (unsigned char)st;
-            if (st == GPUOP_LABEL_OTHER)
+            if (st == GPUOP_LABEL_OTHER) {
+                if (!n->deploy_other)
+                    n->deploy_other = calloc(GPUOP_OPERAND_MAX, sizeof(char *));
                 n->deploy_other[i] = strdup(strcmp(v, "EMPTY") == 0 ? "" : v);
+            }
         }
     }
     snprintf(buf, sizeof(buf), "%s", taints ? taints : "");
@@ -191,8 +194,9 @@ static void hand_node_free(struct gpuop_node *n)
     if (!n)
         return;
     free(n->name);
-    for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
+    for (int i = 0; n->deploy_other && i < GPUOP_OPERAND_MAX; i++)
         free(n->deploy_other[i]);
+    free(n->deploy_other);
     for (size_t i = 0; i < n->ntaints; i++) {
         free(n->taints[i].key);
         free(n->taints[i].value);

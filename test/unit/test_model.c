@@ -39,12 +39,12 @@ static void test_node_gpu(void **state)
     assert_true(n.gpu);
     assert_int_equal(n.operands_label, GPUOP_LABEL_TRUE);
     assert_int_equal(n.deploy[drv], GPUOP_LABEL_TRUE);
-    assert_null(n.deploy_other[drv]);
+    assert_null(gpuop_node_deploy_value(&n, drv));
     assert_int_equal(n.deploy[tk], GPUOP_LABEL_FALSE);
     assert_int_equal(n.deploy[dp], GPUOP_LABEL_OTHER);
-    assert_string_equal(n.deploy_other[dp], "paused-for-upgrade");
+    assert_string_equal(gpuop_node_deploy_value(&n, dp), "paused-for-upgrade");
     assert_int_equal(n.deploy[gfd], GPUOP_LABEL_OTHER);
-    assert_string_equal(n.deploy_other[gfd], "");
+    assert_string_equal(gpuop_node_deploy_value(&n, gfd), "");
     assert_int_equal(n.deploy[dcgm], GPUOP_LABEL_ABSENT);
     assert_int_equal(n.created, gpuop_parse_time("2026-11-29T21:06:40Z"));
     /* PreferNoSchedule, key-less and non-object taints are dropped */
@@ -91,7 +91,7 @@ static void test_node_kinds(void **state)
                   "nvidia.com/gpu.deploy.driver", 1);
     assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
     assert_int_equal(n.deploy[0], GPUOP_LABEL_OTHER);
-    assert_string_equal(n.deploy_other[0], "");
+    assert_string_equal(gpuop_node_deploy_value(&n, 0), "");
     gpuop_node_free(&n);
     json_decref(j);
 }
@@ -434,6 +434,14 @@ static void test_new_single_block(void **state)
     json_decref(j);
 
     j = load("node-gpu.json");
+    json_t *plainj = json_deep_copy(j),
+           *pl = json_object_get(json_object_get(plainj, "metadata"), "labels");
+    json_object_del(pl, "nvidia.com/gpu.deploy.device-plugin");
+    json_object_del(pl, "nvidia.com/gpu.deploy.gpu-feature-discovery");
+    struct gpuop_node *plain = gpuop_node_new(plainj, NULL);
+    assert_null(plain->deploy_other); /* no room spent when no label has another value */
+    free(plain);
+    json_decref(plainj);
     json_t *taints = json_pack("[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "key", "dedicated",
                                "value", "ml", "effect", "NoSchedule", "key", "soft", "effect",
                                "PreferNoSchedule", "key", "evict", "effect", "NoExecute");
@@ -449,7 +457,8 @@ static void test_new_single_block(void **state)
     assert_string_equal(n2->taints[1].key, "evict");
     assert_null(n2->taints[1].value);
     assert_int_equal(((uintptr_t)n2->taints) % sizeof(void *), 0);
-    assert_string_equal(n2->deploy_other[gpuop_operand_by_name("dcgm-exporter")], "paused");
+    assert_string_equal(gpuop_node_deploy_value(n2, gpuop_operand_by_name("dcgm-exporter")),
+                        "paused");
     gpuop_node_free(&n1);
     free(n2);
     json_decref(j);
