@@ -47,7 +47,8 @@ struct gpuop_informer {
     uint64_t watch_started; /* uv_now at open */
     uint64_t watch_events;  /* events on the current stream */
     bool synced;
-    bool after_gone; /* the next list is a relist forced by 410 */
+    bool after_gone;    /* the next list is a relist forced by 410 */
+    bool one_namespace; /* the path is one namespace's: keys are names */
 
     uv_timer_t timer;
     uint64_t backoff_ms, base_ms, max_ms;
@@ -74,6 +75,19 @@ int gpuop_object_key(json_t *obj, char *buf, size_t len)
     return (n < 0 || (size_t)n >= len) ? GPUOP_EINVAL : 0;
 }
 
+/* The store key: the name alone when every object comes from one namespace
+ * (30,000 pod keys without "gpuop-system/" are 0.5 MB less). */
+static int store_key(const struct gpuop_informer *inf, json_t *obj, char *buf, size_t len)
+{
+    if (!inf->one_namespace)
+        return gpuop_object_key(obj, buf, len);
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (!name || !*name)
+        return GPUOP_EINVAL;
+    int n = snprintf(buf, len, "%s", name);
+    return (n < 0 || (size_t)n >= len) ? GPUOP_EINVAL : 0;
+}
+
 static void free_item(struct gpuop_informer *inf, void *item)
 {
     if (!item)
@@ -87,7 +101,7 @@ static void free_item(struct gpuop_informer *inf, void *item)
 static void upsert(struct gpuop_informer *inf, json_t *obj)
 {
     char key[512];
-    if (gpuop_object_key(obj, key, sizeof(key)) < 0) {
+    if (store_key(inf, obj, key, sizeof(key)) < 0) {
         gpuop_warn(inf->cfg.name, "skipping an object without a usable name");
         return;
     }
@@ -367,7 +381,7 @@ static int on_line(void *arg, const char *line, size_t len)
         set_rv_from(inf, obj);
     } else if (!strcmp(type, "DELETED")) {
         char key[512];
-        if (gpuop_object_key(obj, key, sizeof(key)) == 0)
+        if (store_key(inf, obj, key, sizeof(key)) == 0)
             remove_key(inf, key);
         set_rv_from(inf, obj);
     } else if (!strcmp(type, "BOOKMARK")) {
@@ -482,6 +496,7 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         free(inf);
         return GPUOP_ENOMEM;
     }
+    inf->one_namespace = strstr(inf->cfg.path, "/namespaces/") != NULL;
     gpuop_map_init(&inf->store);
     gpuop_lines_init(&inf->lines, GPUOP_INFORMER_MAX_LINE);
     gpuop_jsonlist_init(&inf->list, GPUOP_INFORMER_MAX_LINE, on_list_item, inf);

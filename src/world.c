@@ -240,9 +240,7 @@ const char *gpuop_world_active(const struct gpuop_world *w)
 
 const struct gpuop_world_ds *gpuop_world_ds(const struct gpuop_world *w, const char *name)
 {
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", w->ns, name);
-    return gpuop_informer_get(w->inf[GPUOP_WORLD_DS], key);
+    return gpuop_informer_get(w->inf[GPUOP_WORLD_DS], name); /* one namespace: keyed by name */
 }
 
 static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)

@@ -48,8 +48,10 @@ struct gpuop_informer_config {
     /* Optional: true when the change makes no difference to the operator
      * (heartbeats); the item is replaced but on_event is not called. */
     bool (*same)(const void *old_item, const void *new_item);
-    /* key: "name" or "namespace/name"; old_item NULL on add, new_item NULL
-     * on delete; both borrowed, valid during the call only. */
+    /* key: the store key: "name" for cluster-scoped objects and for an
+     * informer of one namespace (a path with /namespaces/<ns>/), else
+     * "namespace/name"; old_item NULL on add, new_item NULL on delete; all
+     * borrowed, valid during the call only. */
     void (*on_event)(void *arg, const char *key, const void *old_item, const void *new_item);
     /* Called once, after the first complete list. */
     void (*on_synced)(void *arg);
@@ -69,7 +71,7 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);
 bool gpuop_informer_synced(const struct gpuop_informer *inf);
-/* Borrowed item or NULL. */
+/* Borrowed item or NULL; key as in on_event. */
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key);
 /* Number of items in the store. */
 size_t gpuop_informer_len(const struct gpuop_informer *inf);

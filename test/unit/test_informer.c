@@ -91,7 +91,8 @@ struct fx {
     const char *close_on_key; /* close the informer from on_event */
     bool use_same;
     const char *selector;
-    char *big; /* a buffer a test may fill */
+    const char *path; /* collection path; NULL: /api/v1/nodes */
+    char *big;        /* a buffer a test may fill */
 };
 
 static void on_watchdog(uv_timer_t *t)
@@ -200,13 +201,13 @@ static int setup(void **state)
     return 0;
 }
 
-/* Creates and starts the informer on "/api/v1/nodes". */
+/* Creates and starts the informer on f->path, by default "/api/v1/nodes". */
 static void start(struct fx *f, route_fn route)
 {
     f->route = route;
     struct gpuop_informer_config cfg = {
         .name = "nodes",
-        .path = "/api/v1/nodes",
+        .path = f->path ? f->path : "/api/v1/nodes",
         .label_selector = f->selector,
         .convert = convert,
         .free_item = free_item,
@@ -381,6 +382,20 @@ static void route_paged(struct fx *f, struct fakeapi_conn *c, const struct fakea
         respond_list(c, "", "p+2/x=", "a=1 kube-system/b=1");
     else
         respond_list(c, "100", NULL, "c=1");
+}
+
+/* An informer of one namespace keys its objects by name alone. */
+static void test_one_namespace_keys(void **state)
+{
+    struct fx *f = *state;
+    f->path = "/api/v1/namespaces/gpu/pods";
+    start(f, route_paged);
+    RUN_UNTIL(f, fakeapi_nreq(f->srv) >= 3, WAIT_MS);
+    assert_string_equal(req(f, 0)->path,
+                        "/api/v1/namespaces/gpu/pods?limit=" STR(GPUOP_INFORMER_PAGE));
+    assert_string_equal(f->log, "A:a=1 A:b=1 A:c=1 | ");
+    assert_string_equal(get(f, "b")->v, "1");
+    assert_null(get(f, "kube-system/b"));
 }
 
 static void test_paged_list(void **state)
@@ -1122,25 +1137,16 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_paged_list),
-        T(test_watch_events),
-        T(test_resume_after_end),
-        T(test_bookmark),
-        T(test_gone_event_relist),
-        T(test_gone_http_relist),
-        T(test_expired_continue),
-        T(test_http_500_backoff),
-        T(test_cut_mid_line),
-        T(test_refused),
-        T(test_broken_list_pages),
-        T(test_malformed_line),
-        T(test_line_too_long),
-        T(test_same_and_convert),
-        T(test_close_in_flight),
-        T(test_close_from_on_event),
-        T(test_close_from_on_event_in_list),
-        T(test_close_while_listing),
-        T(test_close_during_backoff),
+        T(test_paged_list),          T(test_watch_events),
+        T(test_resume_after_end),    T(test_bookmark),
+        T(test_gone_event_relist),   T(test_gone_http_relist),
+        T(test_expired_continue),    T(test_http_500_backoff),
+        T(test_cut_mid_line),        T(test_refused),
+        T(test_one_namespace_keys),  T(test_broken_list_pages),
+        T(test_malformed_line),      T(test_line_too_long),
+        T(test_same_and_convert),    T(test_close_in_flight),
+        T(test_close_from_on_event), T(test_close_from_on_event_in_list),
+        T(test_close_while_listing), T(test_close_during_backoff),
         T(test_close_unstarted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
