@@ -105,42 +105,51 @@ static void upsert(struct gpuop_informer *inf, json_t *obj)
         gpuop_warn(inf->cfg.name, "skipping an object without a usable name");
         return;
     }
-    struct gpuop_err err = {0};
-    void *item = inf->cfg.convert ? inf->cfg.convert(obj, &err) : json_incref(obj);
     uint32_t *mark = gpuop_map_tag(&inf->store, key);
+    bool added = !mark;
+    if (added) {
+        /* The key goes in first, so the converter gets the store's own copy
+         * (an item may point at it rather than copy the name). */
+        if (gpuop_map_put(&inf->store, key, NULL, NULL) < 0) {
+            gpuop_error(key, "out of memory caching %s", inf->cfg.name);
+            return;
+        }
+        mark = gpuop_map_tag(&inf->store, key);
+    }
+    const char *skey = gpuop_map_key(&inf->store, key);
+    struct gpuop_err err = {0};
+    void *item = inf->cfg.convert ? inf->cfg.convert(obj, skey, &err) : json_incref(obj);
     if (!item) {
         gpuop_warn(key, "cannot use this %s: %s", inf->cfg.name, err.message);
-        if (mark)
+        if (added)
+            gpuop_map_del(&inf->store, key);
+        else
             *mark = inf->mark; /* keep the last good version */
         return;
     }
-    if (mark) {
-        void *old = NULL;
-        *mark = inf->mark;
-        gpuop_map_put(&inf->store, key, item, &old); /* a replace: cannot fail */
-        if (!(inf->cfg.same && inf->cfg.same(old, item)) && inf->cfg.on_event)
-            inf->cfg.on_event(inf->cfg.arg, key, old, item);
-        free_item(inf, old);
+    *mark = inf->mark;
+    void *old = NULL;
+    gpuop_map_put(&inf->store, key, item, &old); /* a replace: cannot fail */
+    if (added) {
+        if (inf->cfg.on_event)
+            inf->cfg.on_event(inf->cfg.arg, skey, NULL, item);
         return;
     }
-    if (gpuop_map_put(&inf->store, key, item, NULL) < 0) {
-        free_item(inf, item);
-        gpuop_error(key, "out of memory caching %s", inf->cfg.name);
-        return;
-    }
-    *gpuop_map_tag(&inf->store, key) = inf->mark;
-    if (inf->cfg.on_event)
-        inf->cfg.on_event(inf->cfg.arg, key, NULL, item);
+    if (!(inf->cfg.same && inf->cfg.same(old, item)) && inf->cfg.on_event)
+        inf->cfg.on_event(inf->cfg.arg, skey, old, item);
+    free_item(inf, old);
 }
 
 static void remove_key(struct gpuop_informer *inf, const char *key)
 {
-    void *item = gpuop_map_del(&inf->store, key);
+    void *item = gpuop_map_get(&inf->store, key);
     if (!item)
         return;
+    /* The item may point at the store's key: the key goes last. */
     if (inf->cfg.on_event)
         inf->cfg.on_event(inf->cfg.arg, key, item, NULL);
     free_item(inf, item);
+    gpuop_map_del(&inf->store, key);
 }
 
 /* Synthetic deletes for items the last list did not contain. */

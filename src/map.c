@@ -51,6 +51,12 @@ static struct gpuop_map_node *lookup(const struct gpuop_map *m, const char *key)
     return m->cap ? m->slots[find(m, key, hash_str(key))] : NULL;
 }
 
+const char *gpuop_map_key(const struct gpuop_map *m, const char *key)
+{
+    struct gpuop_map_node *n = lookup(m, key);
+    return n ? n->key : NULL;
+}
+
 void *gpuop_map_get(const struct gpuop_map *m, const char *key)
 {
     struct gpuop_map_node *n = lookup(m, key);

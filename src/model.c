@@ -114,6 +114,19 @@ static size_t align8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
+/* The name a *_new() caller offers to lend, when it may be used: only for
+ * a block that holds its struct (fill NULL: *_free() frees the name) and
+ * only when it is the object's name (a store keyed "namespace/name" would
+ * offer its key, which is not). */
+static const char *borrowable(json_t *obj, const char *name, const void *fill)
+{
+    const char *own = jstr(jobj(obj, "metadata"), "name");
+    return !fill && name && own && strnlen(own, NAME_MAX_LEN + 1) <= NAME_MAX_LEN &&
+                   strcmp(name, own) == 0
+               ? name
+               : NULL;
+}
+
 static int no_name(struct gpuop_err *err, const char *kind)
 {
     return gpuop_err_set(err, GPUOP_EINVAL, "metadata.name", "%s object without a name", kind);
@@ -280,12 +293,13 @@ static bool kept_taint(json_t *t)
 /* Fills n from obj; taints (room for every kept taint) and others (room
  * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
  * also when *nother was 0. */
-static void node_fields(json_t *obj, struct gpuop_node *n, struct packer *k,
+static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, struct packer *k,
                         struct gpuop_taint *taints, char **others, size_t *nother)
 {
     json_t *meta = jobj(obj, "metadata");
     memset(n, 0, sizeof(*n));
-    n->name = pack(k, jstr(meta, "name"), NAME_MAX_LEN); /* first: the block's start */
+    /* first: the block's start, unless borrowed */
+    n->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
     n->created = jtime(meta, "creationTimestamp");
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
@@ -309,15 +323,16 @@ static void node_fields(json_t *obj, struct gpuop_node *n, struct packer *k,
 /* One allocation: [head bytes][strings][taints][other values], name
  * first among the strings. fill NULL: head is the struct itself (returned); else *fill is
  * filled and the block starts at fill->name. */
-static int node_read(json_t *obj, struct gpuop_node *fill, struct gpuop_node **out,
-                     struct gpuop_err *err)
+static int node_read(json_t *obj, const char *name, struct gpuop_node *fill,
+                     struct gpuop_node **out, struct gpuop_err *err)
 {
     if (!jstr(jobj(obj, "metadata"), "name"))
         return no_name(err, "Node");
+    name = borrowable(obj, name, fill);
     struct gpuop_node tmp;
     struct packer k = {0};
     size_t nother;
-    node_fields(obj, &tmp, &k, NULL, NULL, &nother);
+    node_fields(obj, name, &tmp, &k, NULL, NULL, &nother);
     size_t head = fill ? 0 : align8(sizeof(struct gpuop_node));
     size_t toff = head + align8(k.need);
     size_t ooff = toff + tmp.ntaints * sizeof(struct gpuop_taint);
@@ -330,7 +345,7 @@ static int node_read(json_t *obj, struct gpuop_node *fill, struct gpuop_node **o
         others[i] = NULL;
     struct gpuop_node *n = fill ? fill : (struct gpuop_node *)(void *)blk;
     k = (struct packer){.p = blk + head};
-    node_fields(obj, n, &k, (struct gpuop_taint *)(void *)(blk + toff), others, &nother);
+    node_fields(obj, name, n, &k, (struct gpuop_taint *)(void *)(blk + toff), others, &nother);
     *out = n;
     return 0;
 }
@@ -339,13 +354,13 @@ int gpuop_node_from_json(json_t *obj, struct gpuop_node *out, struct gpuop_err *
 {
     struct gpuop_node *n;
     memset(out, 0, sizeof(*out));
-    return node_read(obj, out, &n, err);
+    return node_read(obj, NULL, out, &n, err);
 }
 
-struct gpuop_node *gpuop_node_new(json_t *obj, struct gpuop_err *err)
+struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
     struct gpuop_node *n = NULL;
-    return node_read(obj, NULL, &n, err) < 0 ? NULL : n;
+    return node_read(obj, name, NULL, &n, err) < 0 ? NULL : n;
 }
 
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
@@ -446,12 +461,13 @@ static const char *pod_phase(const char *phase, struct packer *k)
     return pack(k, phase, NAME_MAX_LEN);
 }
 
-static void pod_fields(json_t *obj, struct gpuop_pod *out, struct packer *k)
+static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, struct packer *k)
 {
     json_t *meta = jobj(obj, "metadata"), *spec = jobj(obj, "spec"), *status = jobj(obj, "status");
 
     memset(out, 0, sizeof(*out));
-    out->name = pack(k, jstr(meta, "name"), NAME_MAX_LEN); /* first: the block's start */
+    /* first: the block's start, unless borrowed */
+    out->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
     out->operand = pod_operand(meta);
     out->created = jtime(meta, "creationTimestamp");
     json_t *del = json_is_object(meta) ? json_object_get(meta, "deletionTimestamp") : NULL;
@@ -480,21 +496,22 @@ static void pod_fields(json_t *obj, struct gpuop_pod *out, struct packer *k)
 
 /* One allocation: [head bytes][strings], name first. fill NULL: head is
  * the struct itself; else *fill is filled and the block is fill->name. */
-static int pod_read(json_t *obj, struct gpuop_pod *fill, struct gpuop_pod **out,
+static int pod_read(json_t *obj, const char *name, struct gpuop_pod *fill, struct gpuop_pod **out,
                     struct gpuop_err *err)
 {
     if (!jstr(jobj(obj, "metadata"), "name"))
         return no_name(err, "Pod");
+    name = borrowable(obj, name, fill);
     struct gpuop_pod tmp;
     struct packer k = {0};
-    pod_fields(obj, &tmp, &k);
+    pod_fields(obj, name, &tmp, &k);
     size_t head = fill ? 0 : align8(sizeof(struct gpuop_pod));
     char *blk = malloc(head + k.need);
     if (!blk)
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
     struct gpuop_pod *p = fill ? fill : (struct gpuop_pod *)(void *)blk;
     k = (struct packer){.p = blk + head};
-    pod_fields(obj, p, &k);
+    pod_fields(obj, name, p, &k);
     *out = p;
     return 0;
 }
@@ -504,13 +521,13 @@ int gpuop_pod_from_json(json_t *obj, struct gpuop_pod *out, struct gpuop_err *er
     struct gpuop_pod *p;
     memset(out, 0, sizeof(*out));
     out->operand = -1;
-    return pod_read(obj, out, &p, err);
+    return pod_read(obj, NULL, out, &p, err);
 }
 
-struct gpuop_pod *gpuop_pod_new(json_t *obj, struct gpuop_err *err)
+struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
     struct gpuop_pod *p = NULL;
-    return pod_read(obj, NULL, &p, err) < 0 ? NULL : p;
+    return pod_read(obj, name, NULL, &p, err) < 0 ? NULL : p;
 }
 
 void gpuop_pod_free(struct gpuop_pod *p)

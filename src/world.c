@@ -56,9 +56,11 @@ uint64_t gpuop_world_meta_hash(json_t *obj)
 
 /* ---- converters ---- */
 
-static void *node_convert(json_t *obj, struct gpuop_err *err)
+/* Nodes, pods and DaemonSets are keyed by name (cluster-scoped, or one
+ * namespace), so the cached structs borrow the store's key as their name. */
+static void *node_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
-    return gpuop_node_new(obj, err); /* one allocation: free() */
+    return gpuop_node_new(obj, key, err); /* one allocation: free() */
 }
 
 static bool node_same(const void *a, const void *b)
@@ -66,9 +68,9 @@ static bool node_same(const void *a, const void *b)
     return gpuop_node_equal(a, b);
 }
 
-static void *pod_convert(json_t *obj, struct gpuop_err *err)
+static void *pod_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
-    return gpuop_pod_new(obj, err); /* one allocation: free() */
+    return gpuop_pod_new(obj, key, err); /* one allocation: free() */
 }
 
 static bool pod_same(const void *a, const void *b)
@@ -76,8 +78,9 @@ static bool pod_same(const void *a, const void *b)
     return gpuop_pod_equal(a, b);
 }
 
-static void *ds_convert(json_t *obj, struct gpuop_err *err)
+static void *ds_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
+    (void)key; /* six of them: not worth borrowing */
     struct gpuop_world_ds *d = calloc(1, sizeof(*d));
     if (!d)
         return NULL;

@@ -42,8 +42,10 @@ struct gpuop_informer_config {
     const char *label_selector; /* or NULL */
     /* obj (borrowed) -> new item, or NULL on failure (err says why; the
      * object is then skipped and logged). NULL op: the item is obj itself
-     * (a new reference). */
-    void *(*convert)(json_t *obj, struct gpuop_err *err);
+     * (a new reference). key is the store's own copy of the object's key
+     * (see on_event), stable for as long as the object stays in the store:
+     * the item may point at it instead of copying the name. */
+    void *(*convert)(json_t *obj, const char *key, struct gpuop_err *err);
     void (*free_item)(void *item); /* NULL op: json_decref */
     /* Optional: true when the change makes no difference to the operator
      * (heartbeats); the item is replaced but on_event is not called. */

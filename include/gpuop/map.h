@@ -36,9 +36,13 @@ void *gpuop_map_get(const struct gpuop_map *m, const char *key);
  * replacing: a replace allocates nothing). */
 int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old);
 
-/* The tag of key (borrowed pointer, valid until the map changes), or NULL
- * when key is absent. */
+/* The tag of key (borrowed pointer, valid as long as key stays in the map),
+ * or NULL when key is absent. */
 uint32_t *gpuop_map_tag(const struct gpuop_map *m, const char *key);
+
+/* The map's own copy of key (borrowed: valid as long as key stays in the
+ * map, replaces included, so a value may point at it), or NULL. */
+const char *gpuop_map_key(const struct gpuop_map *m, const char *key);
 
 /* Removes key; returns its value (the caller now owns it) or NULL. */
 void *gpuop_map_del(struct gpuop_map *m, const char *key);

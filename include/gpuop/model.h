@@ -102,9 +102,13 @@ int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struc
 int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
 /* The same, as one new allocation holding the struct and all it points to:
- * release with free(), not *_free(). NULL on error (err says why). */
-struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, struct gpuop_err *err);
-struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, struct gpuop_err *err);
+ * release with free(), not *_free(). NULL on error (err says why). name:
+ * NULL, or a string equal to metadata.name that outlives the result (a
+ * cache's key): then ->name points at it instead of a copy. */
+struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
+                                  struct gpuop_err *err);
+struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
+                                struct gpuop_err *err);
 
 /* True when a and b (borrowed) hold the same values in every field above:
  * an update that changes none of them (a heartbeat, a condition timestamp)

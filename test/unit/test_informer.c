@@ -37,15 +37,17 @@
 /* ---- items ---- */
 
 struct item {
-    char v[32]; /* the value the operator cares about */
-    long hb;    /* a heartbeat it does not */
+    char v[32];      /* the value the operator cares about */
+    long hb;         /* a heartbeat it does not */
+    const char *key; /* the store's key, borrowed as the informer allows */
 };
 
 static int live_items; /* converted and not yet freed */
 
 /* obj borrowed -> new item; NULL for objects marked "bad". */
-static void *convert(json_t *obj, struct gpuop_err *err)
+static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
+    assert_non_null(key);
     if (json_is_true(json_object_get(obj, "bad"))) {
         gpuop_err_set(err, GPUOP_EINVAL, "bad", "marked bad");
         return NULL;
@@ -54,6 +56,7 @@ static void *convert(json_t *obj, struct gpuop_err *err)
     assert_non_null(it);
     snprintf(it->v, sizeof(it->v), "%s", json_string_value(json_object_get(obj, "v")));
     it->hb = (long)json_integer_value(json_object_get(obj, "hb"));
+    it->key = key;
     live_items++;
     return it;
 }
@@ -61,6 +64,8 @@ static void *convert(json_t *obj, struct gpuop_err *err)
 /* steals item */
 static void free_item(void *item)
 {
+    /* The key an item borrows outlives it (ASan and valgrind watch this). */
+    assert_true(strlen(((struct item *)item)->key) > 0);
     live_items--;
     free(item);
 }

@@ -414,7 +414,7 @@ static void test_new_single_block(void **state)
         json_t *j = load(pods[i]);
         struct gpuop_pod a;
         assert_int_equal(gpuop_pod_from_json(j, &a, NULL), 0);
-        struct gpuop_pod *b = gpuop_pod_new(j, NULL);
+        struct gpuop_pod *b = gpuop_pod_new(j, NULL, NULL);
         assert_non_null(b);
         assert_true(gpuop_pod_equal(&a, b));
         assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7));
@@ -428,7 +428,7 @@ static void test_new_single_block(void **state)
     /* a phase no kubelet reports is copied, not dropped */
     json_t *j = load("pod-running.json");
     json_object_set_new(json_object_get(j, "status"), "phase", json_string("Hibernating"));
-    struct gpuop_pod *p = gpuop_pod_new(j, NULL);
+    struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
     assert_string_equal(p->phase, "Hibernating");
     free(p);
     json_decref(j);
@@ -438,7 +438,7 @@ static void test_new_single_block(void **state)
            *pl = json_object_get(json_object_get(plainj, "metadata"), "labels");
     json_object_del(pl, "nvidia.com/gpu.deploy.device-plugin");
     json_object_del(pl, "nvidia.com/gpu.deploy.gpu-feature-discovery");
-    struct gpuop_node *plain = gpuop_node_new(plainj, NULL);
+    struct gpuop_node *plain = gpuop_node_new(plainj, NULL, NULL);
     assert_null(plain->deploy_other); /* no room spent when no label has another value */
     free(plain);
     json_decref(plainj);
@@ -450,7 +450,7 @@ static void test_new_single_block(void **state)
                         "nvidia.com/gpu.deploy.dcgm-exporter", json_string("paused"));
     struct gpuop_node n1;
     assert_int_equal(gpuop_node_from_json(j, &n1, NULL), 0);
-    struct gpuop_node *n2 = gpuop_node_new(j, NULL);
+    struct gpuop_node *n2 = gpuop_node_new(j, NULL, NULL);
     assert_non_null(n2);
     assert_true(gpuop_node_equal(&n1, n2));
     assert_int_equal(n2->ntaints, 2); /* PreferNoSchedule is not kept */
@@ -463,12 +463,37 @@ static void test_new_single_block(void **state)
     free(n2);
     json_decref(j);
 
+    /* a cache's key lent as the name: used when it is the name, else copied */
+    j = load("pod-crashloop.json");
+    char *key = strdup("gpuop-driver-x7k2p");
+    struct gpuop_pod *lent = gpuop_pod_new(j, key, NULL);
+    assert_ptr_equal(lent->name, key);
+    struct gpuop_pod *copied = gpuop_pod_new(j, "gpuop-system/gpuop-driver-x7k2p", NULL);
+    assert_string_equal(copied->name, "gpuop-driver-x7k2p");
+    struct gpuop_pod own;
+    assert_int_equal(gpuop_pod_from_json(j, &own, NULL), 0);
+    assert_true(gpuop_pod_equal(lent, &own));
+    assert_true(gpuop_pod_equal(copied, &own));
+    free(lent);
+    free(copied);
+    free(key); /* the lender outlives the borrower */
+    gpuop_pod_free(&own);
+    json_decref(j);
+    j = load("node-gpu.json");
+    const char *nname = json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
+    key = strdup(nname);
+    struct gpuop_node *nl = gpuop_node_new(j, key, NULL);
+    assert_ptr_equal(nl->name, key);
+    free(nl);
+    free(key);
+    json_decref(j);
+
     /* no name: an error, nothing allocated */
     j = json_pack("{s:{}}", "metadata");
     struct gpuop_err err = {0};
-    assert_null(gpuop_pod_new(j, &err));
+    assert_null(gpuop_pod_new(j, NULL, &err));
     assert_int_equal(err.rc, GPUOP_EINVAL);
-    assert_null(gpuop_node_new(j, NULL));
+    assert_null(gpuop_node_new(j, NULL, NULL));
     json_decref(j);
 }
 
