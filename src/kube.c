@@ -656,6 +656,9 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+    /* The smallest upload buffer curl allows (default 64 KB): an apply or
+     * status body is a few KB, and every request in flight holds one. */
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
     if (r->on_data) {
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
