@@ -32,7 +32,9 @@ struct gpuop_events {
     struct gpuop_findings prev;
     bool have_prev;
     char *prev_policy;
-    struct gpuop_map last; /* "A|node|operand|reason" -> (void *)(intptr_t)time */
+    struct gpuop_map last; /* "A|node|operand|reason" -> (void *)(intptr_t)time posted */
+    long long last_prune;
+    long long (*now)(void);
     struct post *posts;
     uint64_t posted;
     bool closing;
@@ -41,6 +43,11 @@ struct gpuop_events {
     int burst;
     int suppressed;
 };
+
+static long long wall_clock(void)
+{
+    return (long long)time(NULL);
+}
 
 int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
 {
@@ -52,6 +59,7 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
         snprintf(ev->host, sizeof(ev->host), "gpuop");
     ev->host[sizeof(ev->host) - 1] = 0;
     gpuop_map_init(&ev->last);
+    ev->now = wall_clock;
     *out = ev;
     return 0;
 }
@@ -108,6 +116,35 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
     free(body);
 }
 
+/* Forgets what was posted longer ago than the flap window. */
+static void prune(struct gpuop_events *ev, long long now)
+{
+    if (now - ev->last_prune < 60)
+        return;
+    ev->last_prune = now;
+    size_t it = 0, n = 0, k = 0;
+    const char *key;
+    void *v;
+    while (gpuop_map_next(&ev->last, &it, NULL, &v))
+        if (now - (long long)(intptr_t)v >= GPUOP_EVENTS_QUIET_S)
+            n++;
+    if (!n)
+        return;
+    char **old = calloc(n, sizeof(*old));
+    if (!old)
+        return; /* tried again in a minute */
+    it = 0;
+    while (k < n && gpuop_map_next(&ev->last, &it, &key, &v))
+        if (now - (long long)(intptr_t)v >= GPUOP_EVENTS_QUIET_S)
+            old[k++] = strdup(key);
+    for (size_t i = 0; i < k; i++) {
+        if (old[i])
+            gpuop_map_del(&ev->last, old[i]);
+        free(old[i]);
+    }
+    free(old);
+}
+
 static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
                     bool appeared)
 {
@@ -117,17 +154,17 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
     const char *reason = gpuop_reason_get(x->reason)->name;
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
-    long long now = (long long)time(NULL);
+    long long now = ev->now();
     intptr_t last = (intptr_t)gpuop_map_get(&ev->last, key);
     if (last && now - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;
         return; /* flapping: said recently */
     }
-    gpuop_map_put(&ev->last, key, (void *)(intptr_t)now, NULL);
     if (ev->burst >= GPUOP_EVENTS_BURST) {
         ev->suppressed++;
-        return;
+        return; /* not said, so not remembered either */
     }
+    gpuop_map_put(&ev->last, key, (void *)(intptr_t)now, NULL);
     ev->burst++;
     char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
     if (appeared) {
@@ -152,6 +189,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
         ev->burst = 0;
         ev->suppressed = 0;
         gpuop_findings_diff(&ev->prev, f, on_diff, ev);
+        prune(ev, ev->now());
         if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
             char msg[128];
             snprintf(msg, sizeof(msg),
@@ -174,6 +212,16 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
 uint64_t gpuop_events_posted(const struct gpuop_events *ev)
 {
     return ev->posted;
+}
+
+size_t gpuop_events_remembered(const struct gpuop_events *ev)
+{
+    return ev->last.len;
+}
+
+void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void))
+{
+    ev->now = now ? now : wall_clock;
 }
 
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)

@@ -4,6 +4,11 @@
  * posts at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
  * observation posts at most GPUOP_EVENTS_BURST events plus one summary,
  * so a cluster-wide change does not flood the event stream.
+ *
+ * Memory: only findings that were posted are remembered, and a memory older
+ * than GPUOP_EVENTS_QUIET_S is dropped (checked at most once a minute), so
+ * what is kept is bounded by the events posted in the last ten minutes,
+ * not by every finding the cluster ever had.
  */
 #ifndef GPUOP_EVENTS_H
 #define GPUOP_EVENTS_H
@@ -29,6 +34,12 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
                           struct gpuop_findings *f);
 
 uint64_t gpuop_events_posted(const struct gpuop_events *ev);
+
+/* Findings remembered for flap suppression now. */
+size_t gpuop_events_remembered(const struct gpuop_events *ev);
+
+/* Test hook: the clock (seconds since the epoch); NULL restores time(). */
+void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void));
 
 /* Cancels posts in flight; cb(arg) runs when freed. */
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *arg), void *arg);
