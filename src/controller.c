@@ -25,6 +25,7 @@
 #include "gpuop/events.h"
 #include "gpuop/log.h"
 #include "gpuop/map.h"
+#include "gpuop/mem.h"
 #include "gpuop/policy.h"
 #include "gpuop/queue.h"
 #include "gpuop/render.h"
@@ -353,6 +354,8 @@ static void finish(struct gpuop_controller *c, bool ok)
         c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
+    if (gpuop_queue_len(c->queue) == 0)
+        gpuop_mem_trim_sometimes(uv_now(c->loop)); /* the work's garbage, see mem.h */
 }
 
 /* After the DaemonSet operations: findings and status. */

@@ -23,3 +23,15 @@ void gpuop_mem_trim(void)
     malloc_trim(0);
 #endif
 }
+
+bool gpuop_mem_trim_sometimes(uint64_t now_ms)
+{
+    static bool ever;
+    static uint64_t last;
+    if (ever && now_ms - last < GPUOP_MEM_TRIM_EVERY_MS)
+        return false;
+    ever = true;
+    last = now_ms;
+    gpuop_mem_trim();
+    return true;
+}
