@@ -51,6 +51,7 @@ struct op {
 
 struct gpuop_controller {
     uv_loop_t *loop;
+    uv_timer_t trim; /* the heap trim a busy moment had to put off (mem.h) */
     struct gpuop_kube *kube;
     char *ns;
     bool write;
@@ -326,6 +327,12 @@ static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status 
 
 /* ---- reconcile ---- */
 
+static void on_trim(uv_timer_t *t)
+{
+    struct gpuop_controller *c = t->data;
+    gpuop_mem_trim_sometimes(uv_now(c->loop));
+}
+
 static void finish(struct gpuop_controller *c, bool ok)
 {
     char *key = c->key;
@@ -354,8 +361,11 @@ static void finish(struct gpuop_controller *c, bool ok)
         c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
-    if (gpuop_queue_len(c->queue) == 0)
-        gpuop_mem_trim_sometimes(uv_now(c->loop)); /* the work's garbage, see mem.h */
+    /* The work's garbage back to the kernel (mem.h). Trimmed too recently:
+     * later, or the last burst of a rollout would stay resident. */
+    if (gpuop_queue_len(c->queue) == 0 && !gpuop_mem_trim_sometimes(uv_now(c->loop)) &&
+        !uv_is_active((uv_handle_t *)&c->trim))
+        uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
 }
 
 /* After the DaemonSet operations: findings and status. */
@@ -584,6 +594,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         free(c);
         return rc;
     }
+    uv_timer_init(loop, &c->trim);
+    c->trim.data = c;
     *out = c;
     return 0;
 }
@@ -622,6 +634,13 @@ const struct gpuop_world *gpuop_controller_world(const struct gpuop_controller *
     return c->world;
 }
 
+static void child_closed(void *arg);
+
+static void trim_closed(uv_handle_t *h)
+{
+    child_closed(h->data);
+}
+
 static void child_closed(void *arg)
 {
     struct gpuop_controller *c = arg;
@@ -652,7 +671,9 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
         else
             op_end(o);
     }
-    c->open = 3;
+    c->open = 4;
+    uv_timer_stop(&c->trim);
+    uv_close((uv_handle_t *)&c->trim, trim_closed);
     gpuop_events_close(c->events, child_closed, c);
     gpuop_world_close(c->world, child_closed, c);
     gpuop_queue_close(c->queue, child_closed, c);
