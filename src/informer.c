@@ -506,7 +506,7 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_ENOMEM;
     }
     inf->one_namespace = strstr(inf->cfg.path, "/namespaces/") != NULL;
-    gpuop_map_init(&inf->store);
+    gpuop_map_init_pooled(&inf->store);
     gpuop_lines_init(&inf->lines, GPUOP_INFORMER_MAX_LINE);
     gpuop_jsonlist_init(&inf->list, GPUOP_INFORMER_MAX_LINE, on_list_item, inf);
     uv_timer_init(loop, &inf->timer);

@@ -10,6 +10,7 @@
 
 #include "gpuop/error.h"
 #include "gpuop/map.h"
+#include "gpuop/pool.h"
 
 struct gpuop_map_node {
     void *value;
@@ -31,6 +32,20 @@ static uint32_t hash_str(const char *s)
 void gpuop_map_init(struct gpuop_map *m)
 {
     memset(m, 0, sizeof(*m));
+}
+
+void gpuop_map_init_pooled(struct gpuop_map *m)
+{
+    gpuop_map_init(m);
+    m->pooled = true;
+}
+
+static void node_free(const struct gpuop_map *m, struct gpuop_map_node *n)
+{
+    if (m->pooled)
+        gpuop_pool_free(n);
+    else
+        free(n);
 }
 
 /* The slot holding key, or the empty slot where it would go. */
@@ -107,7 +122,8 @@ int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old)
         i = find(m, key, h);
     }
     size_t klen = strlen(key);
-    struct gpuop_map_node *n = malloc(sizeof(*n) + klen + 1);
+    size_t size = sizeof(struct gpuop_map_node) + klen + 1;
+    struct gpuop_map_node *n = m->pooled ? gpuop_pool_alloc(size) : malloc(size);
     if (!n)
         return GPUOP_ENOMEM;
     n->value = value;
@@ -128,7 +144,7 @@ void *gpuop_map_del(struct gpuop_map *m, const char *key)
     if (!m->slots[i])
         return NULL;
     void *v = m->slots[i]->value;
-    free(m->slots[i]);
+    node_free(m, m->slots[i]);
     m->slots[i] = NULL;
     m->len--;
     /* Backward-shift: pull later members of the probe run into the hole. */
@@ -178,8 +194,10 @@ void gpuop_map_free(struct gpuop_map *m, void (*free_value)(void *))
             continue;
         if (free_value)
             free_value(m->slots[i]->value);
-        free(m->slots[i]);
+        node_free(m, m->slots[i]);
     }
     free(m->slots);
+    bool pooled = m->pooled;
     gpuop_map_init(m);
+    m->pooled = pooled;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpuop/model.h"
+#include "gpuop/pool.h"
 
 #define NAME_MAX_LEN    512 /* Kubernetes names are <= 253, label values <= 63 */
 #define COMPONENT_LABEL "app.kubernetes.io/component"
@@ -337,7 +338,7 @@ static int node_read(json_t *obj, const char *name, struct gpuop_node *fill,
     size_t toff = head + align8(k.need);
     size_t ooff = toff + tmp.ntaints * sizeof(struct gpuop_taint);
     size_t olen = nother ? GPUOP_OPERAND_MAX * sizeof(char *) : 0;
-    char *blk = malloc(ooff + olen);
+    char *blk = fill ? malloc(ooff + olen) : gpuop_pool_alloc(ooff + olen);
     if (!blk)
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
     char **others = nother ? (char **)(void *)(blk + ooff) : NULL;
@@ -506,7 +507,7 @@ static int pod_read(json_t *obj, const char *name, struct gpuop_pod *fill, struc
     struct packer k = {0};
     pod_fields(obj, name, &tmp, &k);
     size_t head = fill ? 0 : align8(sizeof(struct gpuop_pod));
-    char *blk = malloc(head + k.need);
+    char *blk = fill ? malloc(head + k.need) : gpuop_pool_alloc(head + k.need);
     if (!blk)
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
     struct gpuop_pod *p = fill ? fill : (struct gpuop_pod *)(void *)blk;

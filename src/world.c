@@ -10,6 +10,7 @@
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
+#include "gpuop/pool.h"
 #include "gpuop/world.h"
 
 struct gpuop_world {
@@ -60,7 +61,7 @@ uint64_t gpuop_world_meta_hash(json_t *obj)
  * namespace), so the cached structs borrow the store's key as their name. */
 static void *node_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
-    return gpuop_node_new(obj, key, err); /* one allocation: free() */
+    return gpuop_node_new(obj, key, err); /* one pool block */
 }
 
 static bool node_same(const void *a, const void *b)
@@ -70,7 +71,7 @@ static bool node_same(const void *a, const void *b)
 
 static void *pod_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
-    return gpuop_pod_new(obj, key, err); /* one allocation: free() */
+    return gpuop_pod_new(obj, key, err); /* one pool block */
 }
 
 static bool pod_same(const void *a, const void *b)
@@ -160,7 +161,7 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
         [GPUOP_WORLD_NODE] = {.name = "nodes",
                               .path = "/api/v1/nodes",
                               .convert = node_convert,
-                              .free_item = free,
+                              .free_item = gpuop_pool_free,
                               .same = node_same},
         [GPUOP_WORLD_DS] = {.name = "daemonsets",
                             .path = ds_path,
@@ -172,7 +173,7 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
                              .path = pod_path,
                              .label_selector = sel,
                              .convert = pod_convert,
-                             .free_item = free,
+                             .free_item = gpuop_pool_free,
                              .same = pod_same},
     };
     for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {

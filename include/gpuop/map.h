@@ -8,12 +8,14 @@
  * list mark there). At 30,000 keys of 40 bytes that is about 80 bytes a
  * key, where a separate key copy and a 24-byte slot cost 100.
  *
- * Keys are copied; values are borrowed: the map never frees a value, the
+ * Keys are copied (malloc, or gpuop_pool for a pooled map); values are
+ * borrowed: the map never frees a value, the
  * owner does (see gpuop_map_free's callback).
  */
 #ifndef GPUOP_MAP_H
 #define GPUOP_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,9 +25,15 @@ struct gpuop_map {
     struct gpuop_map_node **slots;
     size_t cap; /* 0 or a power of two */
     size_t len;
+    bool pooled; /* keys live in gpuop_pool (see gpuop_map_init_pooled) */
 };
 
 void gpuop_map_init(struct gpuop_map *m);
+
+/* The same for a map that lives as long as the process and holds many keys
+ * (a watch cache): its keys come from gpuop_pool, away from short-lived
+ * heap blocks (see pool.h). Not for maps whose keys come and go quickly. */
+void gpuop_map_init_pooled(struct gpuop_map *m);
 
 /* Borrowed value, or NULL. */
 void *gpuop_map_get(const struct gpuop_map *m, const char *key);
@@ -54,7 +62,8 @@ int gpuop_map_next(const struct gpuop_map *m, size_t *iter, const char **key, vo
 int gpuop_map_next_tag(const struct gpuop_map *m, size_t *iter, const char **key, void **value,
                        uint32_t *tag);
 
-/* Frees the table; calls free_value(value) on each value if not NULL. */
+/* Frees the table; calls free_value(value) on each value if not NULL. The
+ * map is left empty, pooled if it was, ready for reuse. */
 void gpuop_map_free(struct gpuop_map *m, void (*free_value)(void *));
 
 #endif

@@ -12,7 +12,8 @@
  * their json_t argument and fill a zeroed struct with new memory. A Node's
  * or a Pod's strings (and a Node's taints) share one allocation;
  * gpuop_node_new() and gpuop_pod_new() put the struct in it too, so a
- * cached pod costs a single malloc (released with free()).
+ * cached pod is a single block, from gpuop_pool (see pool.h: cache entries
+ * live apart from short-lived heap memory), released with gpuop_pool_free().
  */
 #ifndef GPUOP_MODEL_H
 #define GPUOP_MODEL_H
@@ -102,7 +103,7 @@ int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struc
 int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
 /* The same, as one new allocation holding the struct and all it points to:
- * release with free(), not *_free(). NULL on error (err says why). name:
+ * release with gpuop_pool_free(), not free() or *_free(). NULL on error (err says why). name:
  * NULL, or a string equal to metadata.name that outlives the result (a
  * cache's key): then ->name points at it instead of a copy. */
 struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, const char *name /* borrowed */,

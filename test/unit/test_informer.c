@@ -25,6 +25,7 @@
 
 #include "fakeapi.h"
 #include "gpuop/informer.h"
+#include "gpuop/pool.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -243,6 +244,9 @@ static int teardown(void **state)
     if (f->inf)
         assert_int_equal(f->close_calls, 1);
     assert_int_equal(live_items, 0); /* every item freed, once */
+    struct gpuop_pool_stats ps;
+    gpuop_pool_stats(&ps);
+    assert_int_equal(ps.blocks, 0); /* and every store key */
     gpuop_kube_close(f->k, kube_closed, f);
     RUN_UNTIL(f, f->kube_closed, WAIT_MS);
     fakeapi_stop(f->srv);

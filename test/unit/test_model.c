@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpuop/model.h"
+#include "gpuop/pool.h"
 
 static json_t *load(const char *name)
 {
@@ -403,7 +404,7 @@ static void test_tolerations(void **state)
     assert_false(gpuop_toleration_matches(NULL, &cases[0].taint));
 }
 
-/* gpuop_*_new (what the caches keep: one allocation, released with free())
+/* gpuop_*_new (what the caches keep: one allocation, released with gpuop_pool_free())
  * reads exactly what gpuop_*_from_json reads, for every fixture, and its
  * strings live inside that one block. */
 static void test_new_single_block(void **state)
@@ -422,7 +423,7 @@ static void test_new_single_block(void **state)
         if (b->waiting_message)
             assert_true(b->waiting_message > b->node);
         gpuop_pod_free(&a);
-        free(b);
+        gpuop_pool_free(b);
         json_decref(j);
     }
     /* a phase no kubelet reports is copied, not dropped */
@@ -430,7 +431,7 @@ static void test_new_single_block(void **state)
     json_object_set_new(json_object_get(j, "status"), "phase", json_string("Hibernating"));
     struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
     assert_string_equal(p->phase, "Hibernating");
-    free(p);
+    gpuop_pool_free(p);
     json_decref(j);
 
     j = load("node-gpu.json");
@@ -440,7 +441,7 @@ static void test_new_single_block(void **state)
     json_object_del(pl, "nvidia.com/gpu.deploy.gpu-feature-discovery");
     struct gpuop_node *plain = gpuop_node_new(plainj, NULL, NULL);
     assert_null(plain->deploy_other); /* no room spent when no label has another value */
-    free(plain);
+    gpuop_pool_free(plain);
     json_decref(plainj);
     json_t *taints = json_pack("[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "key", "dedicated",
                                "value", "ml", "effect", "NoSchedule", "key", "soft", "effect",
@@ -460,7 +461,7 @@ static void test_new_single_block(void **state)
     assert_string_equal(gpuop_node_deploy_value(n2, gpuop_operand_by_name("dcgm-exporter")),
                         "paused");
     gpuop_node_free(&n1);
-    free(n2);
+    gpuop_pool_free(n2);
     json_decref(j);
 
     /* a cache's key lent as the name: used when it is the name, else copied */
@@ -474,8 +475,8 @@ static void test_new_single_block(void **state)
     assert_int_equal(gpuop_pod_from_json(j, &own, NULL), 0);
     assert_true(gpuop_pod_equal(lent, &own));
     assert_true(gpuop_pod_equal(copied, &own));
-    free(lent);
-    free(copied);
+    gpuop_pool_free(lent);
+    gpuop_pool_free(copied);
     free(key); /* the lender outlives the borrower */
     gpuop_pod_free(&own);
     json_decref(j);
@@ -484,7 +485,7 @@ static void test_new_single_block(void **state)
     key = strdup(nname);
     struct gpuop_node *nl = gpuop_node_new(j, key, NULL);
     assert_ptr_equal(nl->name, key);
-    free(nl);
+    gpuop_pool_free(nl);
     free(key);
     json_decref(j);
 

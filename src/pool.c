@@ -1,0 +1,230 @@
+/*
+ * pool.c - size-class slabs for the caches' long-lived blocks (see pool.h).
+ *
+ * A slab is SLAB bytes of anonymous memory aligned to SLAB, so the slab of
+ * a block is its address rounded down. Its header says the block size;
+ * blocks are carved from the slab in order (pages never touched are never
+ * resident) and freed blocks go on the slab's own free list. Each class
+ * keeps a list of the slabs that have room; allocation takes from the first.
+ * A slab with no live block is unmapped, unless it is its class's only one.
+ *
+ * Whether a pointer is a slab block or a large malloc() block is decided by
+ * looking its slab address up in a sorted array of the slabs mapped (a few
+ * hundred at most: 10 MB of cache is 160 slabs).
+ */
+#define _DEFAULT_SOURCE
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gpuop/pool.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_ASAN 1
+#endif
+
+#ifdef POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#define HIDE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define HIDE(p, n) ((void)(p), (void)(n))
+#define SHOW(p, n) ((void)(p), (void)(n))
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define POOL_VALGRIND 1
+#endif
+#endif
+#ifndef POOL_VALGRIND
+#define VALGRIND_MALLOCLIKE_BLOCK(p, n, rz, z) ((void)0)
+#define VALGRIND_FREELIKE_BLOCK(p, rz)         ((void)0)
+#define VALGRIND_MAKE_MEM_NOACCESS(p, n)       ((void)0)
+#define VALGRIND_MAKE_MEM_DEFINED(p, n)        ((void)0)
+#endif
+
+#define SLAB   ((size_t)64 * 1024)
+#define STEP   16
+#define NCLASS (GPUOP_POOL_MAX / STEP)
+
+struct slab {
+    struct slab *prev, *next; /* the class's slabs with room */
+    void *free;               /* freed blocks, linked through their first word */
+    uint32_t size;            /* block size */
+    uint32_t carved;          /* offset of the first block never handed out */
+    uint32_t live;            /* blocks handed out and not freed */
+    bool listed;              /* on its class's list */
+};
+
+#define FIRST (((sizeof(struct slab) + STEP - 1) / STEP) * STEP)
+
+static struct {
+    struct slab *room[NCLASS]; /* per class: slabs with a free or uncarved block */
+    size_t nslabs[NCLASS];
+    struct slab **all; /* sorted by address */
+    size_t nall, capall;
+    size_t blocks, bytes;
+} pool;
+
+static size_t find(const struct slab *s)
+{
+    size_t lo = 0, hi = pool.nall;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)pool.all[mid] < (uintptr_t)s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool is_slab(const struct slab *s)
+{
+    size_t i = find(s);
+    return i < pool.nall && pool.all[i] == s;
+}
+
+static void list_add(struct slab *s)
+{
+    struct slab **head = &pool.room[s->size / STEP - 1];
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+    s->listed = true;
+}
+
+static void list_del(struct slab *s)
+{
+    struct slab **head = &pool.room[s->size / STEP - 1];
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    s->listed = false;
+}
+
+static struct slab *slab_new(uint32_t size)
+{
+    if (pool.nall == pool.capall) {
+        size_t ncap = pool.capall ? pool.capall * 2 : 64;
+        struct slab **na = realloc(pool.all, ncap * sizeof(*na));
+        if (!na)
+            return NULL;
+        pool.all = na;
+        pool.capall = ncap;
+    }
+    /* Map twice the size and cut it down to one aligned slab. */
+    char *m = mmap(NULL, 2 * SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    char *a = (char *)(((uintptr_t)m + SLAB - 1) & ~(uintptr_t)(SLAB - 1));
+    if (a > m)
+        munmap(m, (size_t)(a - m));
+    if (a + SLAB < m + 2 * SLAB)
+        munmap(a + SLAB, (size_t)(m + 2 * SLAB - (a + SLAB)));
+    struct slab *s = (struct slab *)(void *)a;
+    memset(s, 0, sizeof(*s));
+    s->size = size;
+    s->carved = FIRST;
+    HIDE(a + FIRST, SLAB - FIRST);
+    VALGRIND_MAKE_MEM_NOACCESS(a + FIRST, SLAB - FIRST);
+    size_t i = find(s);
+    memmove(pool.all + i + 1, pool.all + i, (pool.nall - i) * sizeof(*pool.all));
+    pool.all[i] = s;
+    pool.nall++;
+    pool.nslabs[size / STEP - 1]++;
+    list_add(s);
+    return s;
+}
+
+static void slab_drop(struct slab *s)
+{
+    if (s->listed)
+        list_del(s);
+    size_t i = find(s);
+    memmove(pool.all + i, pool.all + i + 1, (pool.nall - i - 1) * sizeof(*pool.all));
+    pool.nall--;
+    pool.nslabs[s->size / STEP - 1]--;
+    SHOW(s, SLAB);
+    munmap(s, SLAB);
+}
+
+void *gpuop_pool_alloc(size_t size)
+{
+    if (size > GPUOP_POOL_MAX) {
+        void *p = malloc(size);
+        if (p)
+            pool.blocks++;
+        return p;
+    }
+    uint32_t bsize = size ? (uint32_t)((size + STEP - 1) / STEP * STEP) : STEP;
+    struct slab *s = pool.room[bsize / STEP - 1];
+    if (!s && !(s = slab_new(bsize)))
+        return NULL;
+    void *p;
+    if (s->free) {
+        p = s->free;
+        SHOW(p, sizeof(void *));
+        VALGRIND_MAKE_MEM_DEFINED(p, sizeof(void *));
+        memcpy(&s->free, p, sizeof(void *));
+    } else {
+        p = (char *)s + s->carved;
+        s->carved += bsize;
+    }
+    s->live++;
+    if (!s->free && s->carved + bsize > SLAB)
+        list_del(s); /* full */
+    SHOW(p, bsize);
+    VALGRIND_MALLOCLIKE_BLOCK(p, bsize, 0, 0);
+    pool.blocks++;
+    pool.bytes += bsize;
+    return p;
+}
+
+void gpuop_pool_free(void *p)
+{
+    if (!p)
+        return;
+    struct slab *s = (struct slab *)((uintptr_t)p & ~(uintptr_t)(SLAB - 1));
+    pool.blocks--;
+    if (!is_slab(s)) {
+        free(p);
+        return;
+    }
+    pool.bytes -= s->size;
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+    VALGRIND_MAKE_MEM_DEFINED(p, sizeof(void *));
+    memcpy(p, &s->free, sizeof(void *));
+    VALGRIND_MAKE_MEM_NOACCESS(p, s->size);
+    HIDE(p, s->size);
+    s->free = p;
+    s->live--;
+    if (s->live == 0 && pool.nslabs[s->size / STEP - 1] > 1) {
+        slab_drop(s);
+        return;
+    }
+    if (!s->listed)
+        list_add(s);
+}
+
+void gpuop_pool_stats(struct gpuop_pool_stats *out)
+{
+    out->blocks = pool.blocks;
+    out->bytes = pool.bytes;
+    out->slabs = pool.nall;
+}
