@@ -149,15 +149,13 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
-                int prereq, long long since, char *detail /* steals */)
+                int prereq, long long since, char *detail /* in f->details, or NULL */)
 {
     if (f->nitems == *cap) {
         size_t ncap = *cap ? *cap * 2 : 64;
         struct gpuop_finding *n = realloc(f->items, ncap * sizeof(*n));
-        if (!n) {
-            free(detail);
+        if (!n)
             return GPUOP_ENOMEM;
-        }
         f->items = n;
         *cap = ncap;
     }
@@ -175,16 +173,18 @@ static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, in
     return 0;
 }
 
-static char *fmtdup(int *oom, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A detail string, formatted into f->details (borrowed from f). */
+static char *fmtdup(struct gpuop_findings *f, int *oom, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static char *fmtdup(int *oom, const char *fmt, ...)
+static char *fmtdup(struct gpuop_findings *f, int *oom, const char *fmt, ...)
 {
     char buf[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    char *s = strdup(buf);
+    char *s = gpuop_arena_strdup(&f->details, buf);
     if (!s)
         *oom = 1;
     return s;
@@ -211,8 +211,9 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, NULL);
     const struct gpuop_taint *t = untolerated(n, ds);
     if (t) {
-        char *d = fmtdup(&oom, "%s%s%s:%s", t->key ? t->key : "", t->value && *t->value ? "=" : "",
-                         t->value && *t->value ? t->value : "", t->effect);
+        char *d =
+            fmtdup(f, &oom, "%s%s%s:%s", t->key ? t->key : "", t->value && *t->value ? "=" : "",
+                   t->value && *t->value ? t->value : "", t->effect);
         return oom ? GPUOP_ENOMEM
                    : push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, d);
     }
@@ -239,7 +240,7 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         reason = GPUOP_REASON_POD_FAILED;
 
     char *d =
-        fmtdup(&oom, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
+        fmtdup(f, &oom, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
                pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
                !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
                pod->waiting_message && *pod->waiting_message ? " - " : "",
@@ -352,7 +353,8 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                              : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
                                                             : GPUOP_REASON_LABEL_INVALID;
                 char *d = NULL;
-                if (label == GPUOP_LABEL_OTHER && !(d = strdup(v ? v : "")))
+                if (label == GPUOP_LABEL_OTHER &&
+                    !(d = gpuop_arena_strdup(&out->details, v ? v : "")))
                     goto done;
                 if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
                     goto done;
@@ -366,7 +368,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                                  : optout && label == GPUOP_LABEL_TRUE
                                      ? GPUOP_REASON_NODE_OPTED_OUT
                                      : GPUOP_REASON_LABEL_NOT_TRUE;
-                    char *d = strdup(bp[o]->name ? bp[o]->name : "?");
+                    char *d = gpuop_arena_strdup(&out->details, bp[o]->name ? bp[o]->name : "?");
                     if (!d || (rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
                         goto done;
                     cell = GPUOP_CELL_UNEXPECTED;
@@ -392,7 +394,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         r->nfindings = out->nitems - first;
         if (!nd->gpu && r->nfindings == 0)
             continue; /* non-GPU node with nothing to say: not listed */
-        if (!(r->name = strdup(nd->name)))
+        if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
             goto done;
         out->nnodes++;
         if (r->nfindings)
@@ -417,13 +419,18 @@ void gpuop_findings_free(struct gpuop_findings *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->nnodes; i++)
-        free(f->nodes[i].name);
-    for (size_t i = 0; i < f->nitems; i++)
-        free(f->items[i].detail);
+    gpuop_arena_free(&f->names);
+    gpuop_arena_free(&f->details);
     free(f->nodes);
     free(f->items);
     memset(f, 0, sizeof(*f));
+}
+
+void gpuop_findings_drop_details(struct gpuop_findings *f)
+{
+    for (size_t i = 0; i < f->nitems; i++)
+        f->items[i].detail = NULL;
+    gpuop_arena_free(&f->details);
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)

@@ -1,6 +1,6 @@
 /*
  * events.c - Events for findings that appear or clear (see events.h).
- * The previous findings are kept (moved in by observe) and diffed against
+ * The previous findings are kept (moved in by observe, details dropped) and diffed against
  * the new ones with gpuop_findings_diff; a small map of "key -> last post
  * time" does the flap suppression.
  */
@@ -202,6 +202,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
         gpuop_findings_free(&ev->prev);
     ev->prev = *f;
     memset(f, 0, sizeof(*f));
+    gpuop_findings_drop_details(&ev->prev); /* only diffed against, never printed */
     ev->have_prev = true;
     if (!ev->prev_policy || strcmp(ev->prev_policy, policy) != 0) {
         free(ev->prev_policy);

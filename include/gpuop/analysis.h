@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuop/arena.h"
 #include "gpuop/model.h"
 #include "gpuop/operand.h"
 #include "gpuop/policy.h"
@@ -58,12 +59,12 @@ struct gpuop_finding {
     int8_t prereq;   /* OrderingViolation: the unsatisfied prerequisite; else -1 */
     long long since; /* PodNotCreated: later of DaemonSet and node creation;
                         pod reasons: pod creation; else 0 (seconds since epoch) */
-    char *detail;    /* owned, may be NULL: "key=value:Effect" of a taint, a label
-                        value, or "<pod> is <phase>..." for pod reasons */
+    char *detail;    /* in the set's details arena, may be NULL: "key=value:Effect" of a
+                        taint, a label value, or "<pod> is <phase>..." for pod reasons */
 };
 
 struct gpuop_node_result {
-    char *name;                      /* owned */
+    char *name;                      /* in the set's names arena */
     bool gpu;                        /* a GPU node */
     uint32_t host_provided;          /* bit per operand index: host-provided (information) */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
@@ -94,6 +95,8 @@ struct gpuop_findings {
     size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
+    struct gpuop_arena names;   /* the nodes' names */
+    struct gpuop_arena details; /* the findings' details */
 };
 
 /* Computes the findings into a zeroed *out (new memory: release with
@@ -109,6 +112,12 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   struct gpuop_findings *out);
 
 void gpuop_findings_free(struct gpuop_findings *f);
+
+/* Frees every finding's detail (they become NULL), keeping what
+ * gpuop_findings_diff compares: for a set kept only to diff the next one
+ * against. At 5,000 nodes mid-rollout the details are most of a set's
+ * memory (30,000 "<pod> is Pending ..." strings). */
+void gpuop_findings_drop_details(struct gpuop_findings *f);
 
 /* Longest message gpuop_finding_message writes (bytes, NUL included). */
 #define GPUOP_FINDING_MESSAGE_MAX 1024

@@ -799,6 +799,14 @@ static void test_node_removal_and_diff(void **state)
     memset(&w.f, 0, sizeof(w.f));
     struct diffrec d = {0};
 
+    /* a set kept only to diff against loses its details, not its keys */
+    assert_non_null(prev.items[0].detail);
+    assert_true(prev.details.total > 0);
+    gpuop_findings_drop_details(&prev);
+    assert_null(prev.items[0].detail);
+    assert_int_equal(prev.details.total, 0);
+    assert_string_equal(gpuop_finding_node(&prev, &prev.items[0]), "a");
+
     /* same world, restarts changed: same keys, no event */
     pa->restarts = 3;
     analyze(&w);
