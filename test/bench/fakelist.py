@@ -65,6 +65,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     data = {}
     rollout = False
+    order = "pod"
+    rate = 0.0
     rollout_done = False
 
     def log_message(self, *a):
@@ -111,7 +113,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def pods_rollout(self, q):
         """--rollout: pods are not listed; they arrive on the watch as a
         rollout delivers them: ADDED unbound, MODIFIED bound, MODIFIED
-        Running, one node at a time."""
+        Running. --order pod: one pod at a time (all three steps); --order
+        phase: as the lab does it, every pod added, then every pod bound,
+        then every pod Running. --rate: events per second (0: at once), so
+        that gpuop reconciles between events as it does on the lab."""
         if q.get("watch") not in ("1", "true"):
             return self.send(200, '{"kind":"PodList","apiVersion":"v1","metadata":'
                                   '{"resourceVersion":"1000"},"items":[]}')
@@ -123,27 +128,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        rv = 1001
+        per_pod = []
         for s in self.data["pods"][2]:
             p = json.loads(s)
             status = p.get("status", {})
-            steps = []
             unbound = copy.deepcopy(p)
             node = unbound["spec"].pop("nodeName", None)
             unbound["status"] = {"phase": "Pending"}
-            steps.append(("ADDED", unbound))
             bound = copy.deepcopy(unbound)
             if node:
                 bound["spec"]["nodeName"] = node
-            steps.append(("MODIFIED", bound))
             p["status"] = status
-            steps.append(("MODIFIED", p))
-            for typ, o in steps:
-                rv += 1
-                o["metadata"]["resourceVersion"] = str(rv)
-                line = (json.dumps({"type": typ, "object": o}, separators=(",", ":")) + "\n").encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            per_pod.append([("ADDED", unbound), ("MODIFIED", bound), ("MODIFIED", p)])
+        if Handler.order == "phase":
+            steps = [st[k] for k in range(3) for st in per_pod]
+        else:
+            steps = [x for st in per_pod for x in st]
+        rv = 1001
+        t0 = time.monotonic()
+        for i, (typ, o) in enumerate(steps):
+            rv += 1
+            o["metadata"]["resourceVersion"] = str(rv)
+            line = (json.dumps({"type": typ, "object": o}, separators=(",", ":")) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            if Handler.rate and i % 10 == 9:
+                self.wfile.flush()
+                ahead = t0 + (i + 1) / Handler.rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
         self.wfile.flush()
+        print(f"fakelist: rollout delivered ({len(steps)} events) in "
+              f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
         time.sleep(3600)
 
     def write(self):
@@ -175,9 +190,15 @@ def main():
     ap.add_argument("--templates", required=True)
     ap.add_argument("--rollout", action="store_true",
                     help="pods arrive on the watch (added, bound, running) instead of the list")
+    ap.add_argument("--order", choices=("pod", "phase"), default="pod",
+                    help="rollout order: each pod's three steps together, or phase by phase")
+    ap.add_argument("--rate", type=float, default=0,
+                    help="rollout events per second (0: as fast as possible)")
     args = ap.parse_args()
     Handler.data = build(args)
     Handler.rollout = args.rollout
+    Handler.order = args.order
+    Handler.rate = args.rate
     print(f"fakelist: {args.nodes} nodes, {len(Handler.data['pods'][2])} pods on "
           f"http://127.0.0.1:{args.port}", file=sys.stderr, flush=True)
     Server(("127.0.0.1", args.port), Handler).serve_forever()
