@@ -149,7 +149,7 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
-                int prereq, long long since, char *detail /* in f->details, or NULL */)
+                int prereq, long long since, const void *ref /* borrowed from the inputs */)
 {
     if (f->nitems == *cap) {
         size_t ncap = *cap ? *cap * 2 : 64;
@@ -167,27 +167,10 @@ static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, in
     x->reason = (uint8_t)reason;
     x->prereq = (int8_t)prereq;
     x->since = since;
-    x->detail = detail;
+    x->ref = ref;
     f->by_kind[ri->kind]++;
     f->by_reason[reason]++;
     return 0;
-}
-
-/* A detail string, formatted into f->details (borrowed from f). */
-static char *fmtdup(struct gpuop_findings *f, int *oom, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static char *fmtdup(struct gpuop_findings *f, int *oom, const char *fmt, ...)
-{
-    char buf[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    char *s = gpuop_arena_strdup(&f->details, buf);
-    if (!s)
-        *oom = 1;
-    return s;
 }
 
 static bool image_pull_reason(const char *r)
@@ -206,17 +189,11 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
                    const struct gpuop_node *n, const struct gpuop_ds *ds,
                    const struct gpuop_pod *pod)
 {
-    int oom = 0;
     if (!ds)
         return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, NULL);
     const struct gpuop_taint *t = untolerated(n, ds);
-    if (t) {
-        char *d =
-            fmtdup(f, &oom, "%s%s%s:%s", t->key ? t->key : "", t->value && *t->value ? "=" : "",
-                   t->value && *t->value ? t->value : "", t->effect);
-        return oom ? GPUOP_ENOMEM
-                   : push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, d);
-    }
+    if (t)
+        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, t);
     if (!pod) {
         long long since = ds->created > n->created ? ds->created : n->created;
         return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, -1, since, NULL);
@@ -239,14 +216,7 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
     else
         reason = GPUOP_REASON_POD_FAILED;
 
-    char *d =
-        fmtdup(f, &oom, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
-               pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
-               !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
-               pod->waiting_message && *pod->waiting_message ? " - " : "",
-               pod->waiting_message ? pod->waiting_message : "", pod->restarts,
-               pod->restarts == 1 ? "" : "s");
-    return oom ? GPUOP_ENOMEM : push(f, cap, ni, op, reason, -1, pod->created, d);
+    return push(f, cap, ni, op, reason, -1, pod->created, pod);
 }
 
 static void set_cell(uint8_t *cell, int v)
@@ -352,10 +322,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                              : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
                              : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
                                                             : GPUOP_REASON_LABEL_INVALID;
-                char *d = NULL;
-                if (label == GPUOP_LABEL_OTHER &&
-                    !(d = gpuop_arena_strdup(&out->details, v ? v : "")))
-                    goto done;
+                const char *d = label == GPUOP_LABEL_OTHER ? v : NULL;
                 if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
                     goto done;
                 cell = GPUOP_CELL_NOT_SCHEDULED;
@@ -368,8 +335,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                                  : optout && label == GPUOP_LABEL_TRUE
                                      ? GPUOP_REASON_NODE_OPTED_OUT
                                      : GPUOP_REASON_LABEL_NOT_TRUE;
-                    char *d = gpuop_arena_strdup(&out->details, bp[o]->name ? bp[o]->name : "?");
-                    if (!d || (rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
+                    if ((rc = push(out, &cap, ni, o, reason, -1, 0, bp[o])) < 0)
                         goto done;
                     cell = GPUOP_CELL_UNEXPECTED;
                 }
@@ -420,7 +386,6 @@ void gpuop_findings_free(struct gpuop_findings *f)
     if (!f)
         return;
     gpuop_arena_free(&f->names);
-    gpuop_arena_free(&f->details);
     free(f->nodes);
     free(f->items);
     memset(f, 0, sizeof(*f));
@@ -429,8 +394,69 @@ void gpuop_findings_free(struct gpuop_findings *f)
 void gpuop_findings_drop_details(struct gpuop_findings *f)
 {
     for (size_t i = 0; i < f->nitems; i++)
-        f->items[i].detail = NULL;
-    gpuop_arena_free(&f->details);
+        f->items[i].ref = NULL;
+}
+
+/* What a finding's ref points at, by reason. */
+enum ref_type { REF_NONE, REF_TAINT, REF_LABEL, REF_POD_NAME, REF_POD_STATE };
+
+static enum ref_type ref_type(int reason)
+{
+    switch (reason) {
+    case GPUOP_REASON_TAINT_NOT_TOLERATED:
+        return REF_TAINT;
+    case GPUOP_REASON_LABEL_EMPTY:
+    case GPUOP_REASON_LABEL_PAUSED:
+    case GPUOP_REASON_LABEL_INVALID:
+        return REF_LABEL;
+    case GPUOP_REASON_OPERAND_DISABLED:
+    case GPUOP_REASON_NODE_OPTED_OUT:
+    case GPUOP_REASON_LABEL_NOT_TRUE:
+    case GPUOP_REASON_NOT_GPU_NODE:
+        return REF_POD_NAME;
+    case GPUOP_REASON_POD_UNSCHEDULABLE:
+    case GPUOP_REASON_IMAGE_PULL_FAILED:
+    case GPUOP_REASON_CRASH_LOOP:
+    case GPUOP_REASON_POD_PENDING:
+    case GPUOP_REASON_POD_NOT_READY:
+    case GPUOP_REASON_POD_FAILED:
+    case GPUOP_REASON_POD_TERMINATING:
+        return REF_POD_STATE;
+    default:
+        return REF_NONE;
+    }
+}
+
+int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
+{
+    if (size)
+        buf[0] = '\0';
+    if (!x || !x->ref)
+        return 0;
+    const struct gpuop_taint *t = x->ref;
+    const struct gpuop_pod *pod = x->ref;
+    const char *wr;
+    switch (ref_type(x->reason)) {
+    case REF_TAINT:
+        return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
+                        t->value && *t->value ? "=" : "", t->value && *t->value ? t->value : "",
+                        t->effect ? t->effect : "");
+    case REF_LABEL:
+        return snprintf(buf, size, "%s", (const char *)x->ref);
+    case REF_POD_NAME:
+        return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
+    case REF_POD_STATE:
+        wr = pod->waiting_reason;
+        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
+                        pod->name ? pod->name : "?", pod->deleting ? "terminating, " : "",
+                        pod->phase ? pod->phase : "without phase",
+                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
+                        wr ? wr : "", pod->waiting_message && *pod->waiting_message ? " - " : "",
+                        pod->waiting_message ? pod->waiting_message : "", pod->restarts,
+                        pod->restarts == 1 ? "" : "s");
+    default:
+        return 0;
+    }
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
@@ -505,7 +531,8 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
     struct sbuf b = {buf, size, 0};
     const struct gpuop_reason_info *ri = x ? gpuop_reason_get(x->reason) : NULL;
     const struct gpuop_operand *op = x ? gpuop_operand_get(x->operand) : NULL;
-    const char *d = x && x->detail ? x->detail : "";
+    char d[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_detail(x, d, sizeof(d));
     char when[32];
 
     if (size)

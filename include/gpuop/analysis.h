@@ -21,9 +21,14 @@
  * listed in `nodes` only when they have a finding.
  *
  * Messages are not stored: gpuop_finding_message() builds them on demand
- * from the finding's reason, operand and detail, so 5,000 nodes of findings
- * stay small. Messages hold no relative times (only absolute timestamps), so
- * an unchanged world yields byte-identical messages.
+ * from the finding's reason, operand and detail, and the detail from what
+ * the finding borrows from the inputs (the pod, the taint, the label value),
+ * so 5,000 nodes of findings stay small (mid-rollout they are 30,000, and
+ * copying their details was 2.4 MB per set). Messages and details of a set
+ * may therefore be read only while the inputs it was computed from are
+ * alive and unchanged: in the controller, within the reconcile. Messages
+ * hold no relative times (only absolute timestamps), so an unchanged world
+ * yields byte-identical messages.
  */
 #ifndef GPUOP_ANALYSIS_H
 #define GPUOP_ANALYSIS_H
@@ -59,8 +64,9 @@ struct gpuop_finding {
     int8_t prereq;   /* OrderingViolation: the unsatisfied prerequisite; else -1 */
     long long since; /* PodNotCreated: later of DaemonSet and node creation;
                         pod reasons: pod creation; else 0 (seconds since epoch) */
-    char *detail;    /* in the set's details arena, may be NULL: "key=value:Effect" of a
-                        taint, a label value, or "<pod> is <phase>..." for pod reasons */
+    const void *ref; /* borrowed from gpuop_analyze's inputs, may be NULL: what the
+                        detail is made of (the untolerated taint, the label value, the
+                        pod); read it with gpuop_finding_detail() */
 };
 
 struct gpuop_node_result {
@@ -95,8 +101,7 @@ struct gpuop_findings {
     size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
-    struct gpuop_arena names;   /* the nodes' names */
-    struct gpuop_arena details; /* the findings' details */
+    struct gpuop_arena names; /* the nodes' names */
 };
 
 /* Computes the findings into a zeroed *out (new memory: release with
@@ -113,11 +118,18 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
 
 void gpuop_findings_free(struct gpuop_findings *f);
 
-/* Frees every finding's detail (they become NULL), keeping what
- * gpuop_findings_diff compares: for a set kept only to diff the next one
- * against. At 5,000 nodes mid-rollout the details are most of a set's
- * memory (30,000 "<pod> is Pending ..." strings). */
+/* Forgets every finding's ref (details become ""), keeping what
+ * gpuop_findings_diff compares: for a set kept after its inputs may have
+ * changed, only to diff the next one against. */
 void gpuop_findings_drop_details(struct gpuop_findings *f);
+
+/* Writes finding x's detail into buf (NUL-terminated, truncated to size):
+ * "key=value:Effect" of an untolerated taint, a deploy label's value, the
+ * name of an unexpected pod, or "<pod> is <phase>..., N restarts" for pod
+ * reasons; "" for other reasons and after gpuop_findings_drop_details.
+ * Reads the inputs x->ref borrows from: call it only while they are alive
+ * and unchanged. Returns the length it wanted, like snprintf. */
+int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size);
 
 /* Longest message gpuop_finding_message writes (bytes, NUL included). */
 #define GPUOP_FINDING_MESSAGE_MAX 1024
