@@ -20,6 +20,7 @@ import copy
 import http.server
 import json
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -192,6 +193,8 @@ def main():
                     help="pods arrive on the watch (added, bound, running) instead of the list")
     ap.add_argument("--order", choices=("pod", "phase"), default="pod",
                     help="rollout order: each pod's three steps together, or phase by phase")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                    help="serve HTTPS with this certificate and key (PEM), as the API server does")
     ap.add_argument("--rate", type=float, default=0,
                     help="rollout events per second (0: as fast as possible)")
     args = ap.parse_args()
@@ -200,8 +203,13 @@ def main():
     Handler.order = args.order
     Handler.rate = args.rate
     print(f"fakelist: {args.nodes} nodes, {len(Handler.data['pods'][2])} pods on "
-          f"http://127.0.0.1:{args.port}", file=sys.stderr, flush=True)
-    Server(("127.0.0.1", args.port), Handler).serve_forever()
+          f"{'https' if args.tls else 'http'}://127.0.0.1:{args.port}", file=sys.stderr, flush=True)
+    srv = Server(("127.0.0.1", args.port), Handler)
+    if args.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*args.tls)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.serve_forever()
 
 
 if __name__ == "__main__":
