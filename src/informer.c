@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gpuop/informer.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/jsonlist.h"
 #include "gpuop/lines.h"
 #include "gpuop/log.h"
@@ -313,18 +314,36 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         start_watch(inf);
 }
 
+/* Kinds converted to structs are parsed in the JSON scratch arena: their
+ * trees never outlive the event (see jsonarena.h). A kind cached as JSON
+ * (convert NULL: the policies) is parsed from the heap. */
+static void scratch_begin(const struct gpuop_informer *inf)
+{
+    if (inf->cfg.convert)
+        gpuop_jsonarena_begin();
+}
+
+static void scratch_end(const struct gpuop_informer *inf)
+{
+    if (inf->cfg.convert)
+        gpuop_jsonarena_end();
+}
+
 /* One element of the page's items, as soon as it has arrived. */
 static int on_list_item(void *arg, const char *json, size_t len)
 {
     struct gpuop_informer *inf = arg;
     json_error_t je;
+    scratch_begin(inf);
     json_t *obj = json_loadb(json, len, 0, &je);
     if (!obj) {
+        scratch_end(inf);
         snprintf(inf->list_err, sizeof(inf->list_err), "malformed object in the list: %s", je.text);
         return GPUOP_EPARSE;
     }
     upsert(inf, obj);
     json_decref(obj);
+    scratch_end(inf);
     return inf->state == ST_CLOSED ? GPUOP_ECANCELED : 0; /* closed from on_event */
 }
 
@@ -370,8 +389,10 @@ static int on_line(void *arg, const char *line, size_t len)
     json_error_t jerr;
     if (inf->state == ST_CLOSED)
         return -1; /* closed from on_event: the rest of the chunk is dropped */
+    scratch_begin(inf);
     json_t *ev = json_loadb(line, len, 0, &jerr);
     if (!ev) {
+        scratch_end(inf);
         gpuop_warn(inf->cfg.name, "malformed watch event: %s", jerr.text);
         inf->verdict = V_ERROR;
         return -1;
@@ -411,6 +432,7 @@ static int on_line(void *arg, const char *line, size_t len)
         gpuop_warn(inf->cfg.name, "unknown watch event type %s", type);
     }
     json_decref(ev);
+    scratch_end(inf);
     return ret;
 }
 

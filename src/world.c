@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
@@ -49,7 +50,7 @@ uint64_t gpuop_world_meta_hash(json_t *obj)
         h = fnv(h, keys[i], strlen(keys[i]));
         if (s) {
             h = fnv(h, s, strlen(s));
-            free(s);
+            gpuop_json_free(s); /* may come from the JSON scratch arena */
         }
     }
     return h;
