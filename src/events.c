@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpuop/events.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/map.h"
 #include "gpuop/policy.h"
@@ -20,10 +21,11 @@
  * live in "default" (as the kubelet's Node events do). */
 #define EVENTS_NS "default"
 
+/* An Event waiting to be posted, or being posted (the head). */
 struct post {
-    struct gpuop_events *ev;
-    struct gpuop_kube_req *req;
     struct post *next;
+    size_t len;
+    char body[]; /* the Event, JSON */
 };
 
 struct gpuop_events {
@@ -35,8 +37,10 @@ struct gpuop_events {
     struct gpuop_map last; /* "A|node|operand|reason" -> (void *)(intptr_t)time posted */
     long long last_prune;
     long long (*now)(void);
-    struct post *posts;
-    uint64_t posted;
+    struct post *head, *tail; /* posted one at a time, in order */
+    size_t queued;
+    struct gpuop_kube_req *req; /* the head's POST in flight, or NULL */
+    uint64_t posted, dropped;
     bool closing;
     /* during one observe */
     const char *policy, *uid;
@@ -64,22 +68,53 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
     return 0;
 }
 
+static void send_next(struct gpuop_events *ev);
+
 static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
 {
-    struct post *p = arg;
-    struct gpuop_events *ev = p->ev;
+    struct gpuop_events *ev = arg;
+    (void)body;
+    ev->req = NULL;
     if (rc < 0 && rc != GPUOP_ECANCELED)
         gpuop_warn("events", "cannot post event: %s", err->message);
-    for (struct post **pp = &ev->posts; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    free(p);
+    struct post *p = ev->head;
+    if (p) {
+        ev->head = p->next;
+        if (!ev->head)
+            ev->tail = NULL;
+        ev->queued--;
+        free(p);
+    }
+    if (rc != GPUOP_ECANCELED && !ev->closing)
+        send_next(ev);
+}
+
+/* Starts the POST of the queue's head unless one is in flight: Events go
+ * out one at a time, as client-go's recorder sends them, so a burst is one
+ * connection, not one each. */
+static void send_next(struct gpuop_events *ev)
+{
+    while (ev->head && !ev->req) {
+        if (gpuop_kube_request(ev->kube, "POST", "/api/v1/namespaces/" EVENTS_NS "/events",
+                               GPUOP_CT_JSON, ev->head->body, ev->head->len, 0, post_done, ev,
+                               &ev->req) == 0)
+            return;
+        ev->req = NULL;
+        struct post *p = ev->head; /* cannot start: drop it, try the next */
+        ev->head = p->next;
+        if (!ev->head)
+            ev->tail = NULL;
+        ev->queued--;
+        free(p);
+    }
 }
 
 static void post(struct gpuop_events *ev, const char *type, const char *reason, const char *msg)
 {
+    if (ev->queued >= GPUOP_EVENTS_QUEUE_MAX) {
+        ev->dropped++;
+        return;
+    }
     char ts[32];
     time_t now = time(NULL);
     struct tm tm;
@@ -97,23 +132,22 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
         "count", 1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
     char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
-    struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
-    if (!p) {
-        free(body);
-        return;
-    }
-    p->ev = ev;
-    char path[300];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/" EVENTS_NS "/events");
-    if (gpuop_kube_request(ev->kube, "POST", path, GPUOP_CT_JSON, body, strlen(body), 0, post_done,
-                           p, &p->req) < 0) {
-        free(p);
-    } else {
-        p->next = ev->posts;
-        ev->posts = p;
+    size_t len = body ? strlen(body) : 0;
+    struct post *p = body ? malloc(sizeof(*p) + len + 1) : NULL;
+    if (p) {
+        p->next = NULL;
+        p->len = len;
+        memcpy(p->body, body, len + 1);
+        if (ev->tail)
+            ev->tail->next = p;
+        else
+            ev->head = p;
+        ev->tail = p;
+        ev->queued++;
         ev->posted++;
+        send_next(ev);
     }
-    free(body);
+    gpuop_json_free(body);
 }
 
 /* Forgets what was posted longer ago than the flap window. */
@@ -215,6 +249,16 @@ uint64_t gpuop_events_posted(const struct gpuop_events *ev)
     return ev->posted;
 }
 
+uint64_t gpuop_events_dropped(const struct gpuop_events *ev)
+{
+    return ev->dropped;
+}
+
+size_t gpuop_events_queued(const struct gpuop_events *ev)
+{
+    return ev->queued;
+}
+
 size_t gpuop_events_remembered(const struct gpuop_events *ev)
 {
     return ev->last.len;
@@ -228,8 +272,13 @@ void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void))
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
 {
     ev->closing = true;
-    while (ev->posts)
-        gpuop_kube_cancel(ev->posts->req); /* post_done unlinks and frees */
+    if (ev->req)
+        gpuop_kube_cancel(ev->req); /* post_done frees the head */
+    while (ev->head) {
+        struct post *p = ev->head;
+        ev->head = p->next;
+        free(p);
+    }
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
     gpuop_map_free(&ev->last, NULL);

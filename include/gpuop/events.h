@@ -21,6 +21,11 @@
 #define GPUOP_EVENTS_QUIET_S 600
 #define GPUOP_EVENTS_BURST   10
 
+/* Events wait in a queue and are posted one at a time; more than this many
+ * waiting (an API server that stopped answering) and new ones are dropped
+ * (counted in gpuop_events_dropped). */
+#define GPUOP_EVENTS_QUEUE_MAX 200
+
 struct gpuop_events;
 
 /* Events go to namespace "default", where the API server wants the events of
@@ -33,7 +38,11 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out);
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
                           struct gpuop_findings *f);
 
+/* Events queued to be posted (since start); Events dropped because the
+ * queue was full; Events waiting or in flight now. */
 uint64_t gpuop_events_posted(const struct gpuop_events *ev);
+uint64_t gpuop_events_dropped(const struct gpuop_events *ev);
+size_t gpuop_events_queued(const struct gpuop_events *ev);
 
 /* Findings remembered for flap suppression now. */
 size_t gpuop_events_remembered(const struct gpuop_events *ev);
