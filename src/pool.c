@@ -222,6 +222,18 @@ void gpuop_pool_free(void *p)
         list_add(s);
 }
 
+void gpuop_pool_trim(void)
+{
+    for (size_t i = pool.nall; i-- > 0;)
+        if (pool.all[i]->live == 0)
+            slab_drop(pool.all[i]);
+    if (pool.nall == 0) {
+        free(pool.all);
+        pool.all = NULL;
+        pool.capall = 0;
+    }
+}
+
 void gpuop_pool_stats(struct gpuop_pool_stats *out)
 {
     out->blocks = pool.blocks;

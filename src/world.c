@@ -299,6 +299,7 @@ static void informer_closed(void *arg)
     void *carg = w->close_arg;
     free(w->ns);
     free((struct world_alloc *)w);
+    gpuop_pool_trim(); /* the caches are gone: give their slabs back */
     if (cb)
         cb(carg);
 }

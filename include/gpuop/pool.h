@@ -36,6 +36,11 @@ void *gpuop_pool_alloc(size_t size);
 /* Releases a block from gpuop_pool_alloc (steals it). NULL is a no-op. */
 void gpuop_pool_free(void *p);
 
+/* Unmaps every slab with no live block (a class otherwise keeps its last
+ * one), and frees the pool's own bookkeeping when nothing is left: for when
+ * the caches have been freed. */
+void gpuop_pool_trim(void);
+
 struct gpuop_pool_stats {
     size_t blocks; /* live blocks (slab and large) */
     size_t bytes;  /* their rounded sizes */

@@ -83,6 +83,13 @@ static void test_empty_slabs_are_returned(void **state)
     gpuop_pool_stats(&st2);
     assert_true(st2.slabs <= st0.slabs + 1); /* a class keeps one slab */
     free(p);
+    gpuop_pool_trim(); /* nothing live: nothing kept */
+    gpuop_pool_stats(&st2);
+    assert_int_equal(st2.slabs, 0);
+    void *q = gpuop_pool_alloc(16); /* and it still works */
+    assert_non_null(q);
+    gpuop_pool_free(q);
+    gpuop_pool_trim();
 }
 
 static void test_large_and_null(void **state)
