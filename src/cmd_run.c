@@ -45,8 +45,8 @@ struct metrics {
     struct gpuop_metrics *reg;
     struct gpuop_metric *build, *leader, *synced, *gpu_nodes, *complete, *violations, *active,
         *op_enabled, *op_expected, *op_running, *findings, *reconciles, *reconcile_errors,
-        *reconcile_seconds, *latency, *status_writes, *applies, *deletes, *events, *api, *restarts,
-        *relists, *lists, *watches, *watch_events;
+        *reconcile_seconds, *latency, *status_writes, *applies, *deletes, *events, *events_dropped,
+        *api, *restarts, *relists, *lists, *watches, *watch_events;
 };
 
 struct run {
@@ -216,6 +216,9 @@ static int metrics_init(struct metrics *m)
         C("gpuop_daemonset_applies_total", "Operand DaemonSet server-side applies sent.", 0, NULL);
     m->deletes = C("gpuop_daemonset_deletes_total", "Operand DaemonSet deletes sent.", 0, NULL);
     m->events = C("gpuop_events_posted_total", "Kubernetes Events posted.", 0, NULL);
+    m->events_dropped =
+        C("gpuop_events_dropped_total",
+          "Kubernetes Events dropped because too many were waiting to be posted.", 0, NULL);
     m->api = C("gpuop_api_requests_total",
                "Finished API server requests by verb (WATCH for streams) and HTTP code (0: no "
                "response: connection error or timeout).",
@@ -258,6 +261,7 @@ static void metrics_refresh(struct run *r)
     gpuop_metric_set(m->applies, NULL, (double)st.applies);
     gpuop_metric_set(m->deletes, NULL, (double)st.deletes);
     gpuop_metric_set(m->events, NULL, (double)st.events);
+    gpuop_metric_set(m->events_dropped, NULL, (double)st.events_dropped);
 
     const struct gpuop_world *w = gpuop_controller_world(r->ctrl);
     for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {

@@ -622,6 +622,7 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
 {
     *out = c->stats;
     out->events = gpuop_events_posted(c->events);
+    out->events_dropped = gpuop_events_dropped(c->events);
 }
 
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)

@@ -52,10 +52,11 @@ struct gpuop_controller_summary {
 struct gpuop_controller_stats {
     uint64_t reconciles;
     uint64_t reconcile_errors;
-    uint64_t applies;       /* DaemonSet server-side applies sent */
-    uint64_t deletes;       /* DaemonSet deletes sent */
-    uint64_t status_writes; /* status patches sent */
-    uint64_t events;        /* Events posted */
+    uint64_t applies;        /* DaemonSet server-side applies sent */
+    uint64_t deletes;        /* DaemonSet deletes sent */
+    uint64_t status_writes;  /* status patches sent */
+    uint64_t events;         /* Events posted (queued to be posted) */
+    uint64_t events_dropped; /* Events dropped: too many waiting to be posted */
     double last_reconcile_ms;
 };
 

@@ -109,6 +109,7 @@ log "a finding appears (label paused on $B): the leader posts an Event"
 kc label node "$B" nvidia.com/gpu.deploy.container-toolkit=paused >/dev/null
 # (counted when sent: whether the API server takes it is events.c's business)
 wait_for 30 bash -c "[ \"\$(curl -sf http://127.0.0.1:$P1M/metrics | awk '\$1 == \"gpuop_events_posted_total\" {print \$2}')\" -ge 1 ]"
+assert_eq 0 "$(metric "$P1M" gpuop_events_dropped_total)" "events dropped by the leader"
 
 # metrics_match PORT: /metrics agrees with gpuop check -o json right now.
 metrics_match() {
