@@ -539,94 +539,92 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
         buf[0] = '\0';
     if (!ri || !op)
         return 0;
-    switch (x->reason) {
-    case GPUOP_REASON_DAEMONSET_ABSENT:
-        sb_printf(&b, "DaemonSet %s does not exist.", op->ds_name);
-        break;
-    case GPUOP_REASON_TAINT_NOT_TOLERATED:
-        sb_printf(&b,
-                  "Taint %s on the node is not tolerated by DaemonSet %s, so no %s pod runs here.",
-                  d, op->ds_name, op->name);
-        break;
-    case GPUOP_REASON_POD_NOT_CREATED:
-        sb_printf(&b, "DaemonSet %s has no pod on this node yet", op->ds_name);
-        if (x->since > 0) {
-            fmt_time(x->since, when, sizeof(when));
-            sb_printf(&b, " (the DaemonSet and the node both exist since %s)", when);
-        }
-        sb_add(&b, ".", 1);
-        break;
-    case GPUOP_REASON_POD_UNSCHEDULABLE:
-    case GPUOP_REASON_IMAGE_PULL_FAILED:
-    case GPUOP_REASON_CRASH_LOOP:
-    case GPUOP_REASON_POD_PENDING:
-    case GPUOP_REASON_POD_NOT_READY:
-    case GPUOP_REASON_POD_FAILED:
-    case GPUOP_REASON_POD_TERMINATING:
+    if (ref_type(x->reason) == REF_POD_STATE) /* every pod reason reads the same */
         sb_printf(&b, "Pod %s.", d);
-        break;
-    case GPUOP_REASON_LABEL_ABSENT:
-        sb_printf(&b, "Label %s%s is absent: nothing happens here.", GPUOP_LABEL_PREFIX, op->name);
-        break;
-    case GPUOP_REASON_LABEL_EMPTY:
-        sb_printf(&b, "Label %s%s is \"\" (empty): nothing happens here.", GPUOP_LABEL_PREFIX,
-                  op->name);
-        break;
-    case GPUOP_REASON_LABEL_PAUSED:
-        sb_printf(&b, "Label %s%s is \"%s\": %s is paused here, nothing runs.", GPUOP_LABEL_PREFIX,
-                  op->name, d, op->name);
-        break;
-    case GPUOP_REASON_LABEL_INVALID:
-        sb_printf(&b,
-                  "Label %s%s is \"%s\", which is neither \"true\" nor \"false\": nothing "
-                  "happens here.",
-                  GPUOP_LABEL_PREFIX, op->name, d);
-        break;
-    case GPUOP_REASON_OPERAND_DISABLED:
-        sb_printf(&b, "Pod %s runs although %s is disabled in the policy (spec.%s.enabled=false).",
-                  d, op->name, op->key);
-        break;
-    case GPUOP_REASON_NODE_OPTED_OUT:
-        sb_printf(&b, "Pod %s runs although the node is labelled %s=false.", d,
-                  GPUOP_LABEL_OPERANDS);
-        break;
-    case GPUOP_REASON_LABEL_NOT_TRUE: {
-        /* Enabled operand, so host-provided here means the label is "false". */
-        bool lfalse = x->node < f->nnodes && (f->nodes[x->node].host_provided >> x->operand) & 1;
-        sb_printf(&b, "Pod %s runs although label %s%s is %s.", d, GPUOP_LABEL_PREFIX, op->name,
-                  lfalse ? "\"false\"" : "not \"true\"");
-        break;
-    }
-    case GPUOP_REASON_NOT_GPU_NODE:
-        sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
-        break;
-    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
-        sb_printf(&b,
-                  "%s runs but %s neither runs nor is host-provided: the node advertises "
-                  "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
-                  op->name,
-                  gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?");
-        break;
-    default: {
-        const struct gpuop_operand *q = gpuop_operand_get(x->prereq);
-        int direct = gpuop_operand_prereq(x->operand);
-        sb_printf(&b, "%s runs but its prerequisite %s neither runs nor is host-provided here",
-                  op->name, q ? q->name : "?");
-        if (q && direct >= 0 && direct != x->prereq) {
-            sb_add(&b, " (chain:", 8);
-            for (int c = x->operand, hops = 0; c >= 0 && hops < GPUOP_OPERAND_MAX; hops++) {
-                sb_printf(&b, " %s", gpuop_operand_get(c)->name);
-                if (c == x->prereq)
-                    break;
-                sb_add(&b, " ->", 3);
-                c = gpuop_operand_prereq(c);
+    else
+        switch (x->reason) {
+        case GPUOP_REASON_DAEMONSET_ABSENT:
+            sb_printf(&b, "DaemonSet %s does not exist.", op->ds_name);
+            break;
+        case GPUOP_REASON_TAINT_NOT_TOLERATED:
+            sb_printf(
+                &b,
+                "Taint %s on the node is not tolerated by DaemonSet %s, so no %s pod runs here.", d,
+                op->ds_name, op->name);
+            break;
+        case GPUOP_REASON_POD_NOT_CREATED:
+            sb_printf(&b, "DaemonSet %s has no pod on this node yet", op->ds_name);
+            if (x->since > 0) {
+                fmt_time(x->since, when, sizeof(when));
+                sb_printf(&b, " (the DaemonSet and the node both exist since %s)", when);
             }
-            sb_add(&b, ")", 1);
+            sb_add(&b, ".", 1);
+            break;
+        case GPUOP_REASON_LABEL_ABSENT:
+            sb_printf(&b, "Label %s%s is absent: nothing happens here.", GPUOP_LABEL_PREFIX,
+                      op->name);
+            break;
+        case GPUOP_REASON_LABEL_EMPTY:
+            sb_printf(&b, "Label %s%s is \"\" (empty): nothing happens here.", GPUOP_LABEL_PREFIX,
+                      op->name);
+            break;
+        case GPUOP_REASON_LABEL_PAUSED:
+            sb_printf(&b, "Label %s%s is \"%s\": %s is paused here, nothing runs.",
+                      GPUOP_LABEL_PREFIX, op->name, d, op->name);
+            break;
+        case GPUOP_REASON_LABEL_INVALID:
+            sb_printf(&b,
+                      "Label %s%s is \"%s\", which is neither \"true\" nor \"false\": nothing "
+                      "happens here.",
+                      GPUOP_LABEL_PREFIX, op->name, d);
+            break;
+        case GPUOP_REASON_OPERAND_DISABLED:
+            sb_printf(&b,
+                      "Pod %s runs although %s is disabled in the policy (spec.%s.enabled=false).",
+                      d, op->name, op->key);
+            break;
+        case GPUOP_REASON_NODE_OPTED_OUT:
+            sb_printf(&b, "Pod %s runs although the node is labelled %s=false.", d,
+                      GPUOP_LABEL_OPERANDS);
+            break;
+        case GPUOP_REASON_LABEL_NOT_TRUE: {
+            /* Enabled operand, so host-provided here means the label is "false". */
+            bool lfalse =
+                x->node < f->nnodes && (f->nodes[x->node].host_provided >> x->operand) & 1;
+            sb_printf(&b, "Pod %s runs although label %s%s is %s.", d, GPUOP_LABEL_PREFIX, op->name,
+                      lfalse ? "\"false\"" : "not \"true\"");
+            break;
         }
-        sb_add(&b, ".", 1);
-        break;
-    }
-    }
+        case GPUOP_REASON_NOT_GPU_NODE:
+            sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
+            break;
+        case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
+            sb_printf(&b,
+                      "%s runs but %s neither runs nor is host-provided: the node advertises "
+                      "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
+                      op->name,
+                      gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?");
+            break;
+        default: {
+            const struct gpuop_operand *q = gpuop_operand_get(x->prereq);
+            int direct = gpuop_operand_prereq(x->operand);
+            sb_printf(&b, "%s runs but its prerequisite %s neither runs nor is host-provided here",
+                      op->name, q ? q->name : "?");
+            if (q && direct >= 0 && direct != x->prereq) {
+                sb_add(&b, " (chain:", 8);
+                for (int c = x->operand, hops = 0; c >= 0 && hops < GPUOP_OPERAND_MAX; hops++) {
+                    sb_printf(&b, " %s", gpuop_operand_get(c)->name);
+                    if (c == x->prereq)
+                        break;
+                    sb_add(&b, " ->", 3);
+                    c = gpuop_operand_prereq(c);
+                }
+                sb_add(&b, ")", 1);
+            }
+            sb_add(&b, ".", 1);
+            break;
+        }
+        }
     sb_add(&b, " ", 1);
     /* The action names the prerequisite for ordering findings. */
     const struct gpuop_operand *subject =

@@ -14,32 +14,7 @@
 
 #include "gpuop/jsonarena.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define JA_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define JA_ASAN 1
-#endif
-#ifdef JA_ASAN
-#include <sanitizer/asan_interface.h>
-#define HIDE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define HIDE(p, n) ((void)(p), (void)(n))
-#define SHOW(p, n) ((void)(p), (void)(n))
-#endif
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define JA_VALGRIND 1
-#endif
-#endif
-#ifndef JA_VALGRIND
-#define VALGRIND_MAKE_MEM_NOACCESS(p, n)  ((void)0)
-#define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)0)
-#endif
+#include "memcheck.h"
 
 static struct {
     char *base; /* NULL until the first window, or when the mapping failed */

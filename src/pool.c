@@ -21,36 +21,7 @@
 
 #include "gpuop/pool.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define POOL_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define POOL_ASAN 1
-#endif
-
-#ifdef POOL_ASAN
-#include <sanitizer/asan_interface.h>
-#define HIDE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define HIDE(p, n) ((void)(p), (void)(n))
-#define SHOW(p, n) ((void)(p), (void)(n))
-#endif
-
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define POOL_VALGRIND 1
-#endif
-#endif
-#ifndef POOL_VALGRIND
-#define VALGRIND_MALLOCLIKE_BLOCK(p, n, rz, z) ((void)0)
-#define VALGRIND_FREELIKE_BLOCK(p, rz)         ((void)0)
-#define VALGRIND_MAKE_MEM_NOACCESS(p, n)       ((void)0)
-#define VALGRIND_MAKE_MEM_DEFINED(p, n)        ((void)0)
-#endif
+#include "memcheck.h"
 
 #define SLAB   ((size_t)64 * 1024)
 #define STEP   16
