@@ -333,6 +333,23 @@ static void on_trim(uv_timer_t *t)
     gpuop_mem_trim_sometimes(uv_now(c->loop));
 }
 
+/* The work's garbage back to the kernel (mem.h), once nothing is queued.
+ * Trimmed too recently: later, or the last burst of a rollout would stay
+ * resident. */
+static void trim_after_work(struct gpuop_controller *c)
+{
+    if (gpuop_queue_len(c->queue) == 0 && !gpuop_mem_trim_sometimes(uv_now(c->loop)) &&
+        !uv_is_active((uv_handle_t *)&c->trim))
+        uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
+}
+
+/* The Events of the last reconciles have gone out after it: their bodies
+ * and responses are garbage too. */
+static void on_events_drained(void *arg)
+{
+    trim_after_work(arg);
+}
+
 static void finish(struct gpuop_controller *c, bool ok)
 {
     char *key = c->key;
@@ -361,11 +378,7 @@ static void finish(struct gpuop_controller *c, bool ok)
         c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
-    /* The work's garbage back to the kernel (mem.h). Trimmed too recently:
-     * later, or the last burst of a rollout would stay resident. */
-    if (gpuop_queue_len(c->queue) == 0 && !gpuop_mem_trim_sometimes(uv_now(c->loop)) &&
-        !uv_is_active((uv_handle_t *)&c->trim))
-        uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
+    trim_after_work(c);
 }
 
 /* After the DaemonSet operations: findings and status. */
@@ -594,6 +607,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         free(c);
         return rc;
     }
+    gpuop_events_set_on_drained(c->events, on_events_drained, c);
     uv_timer_init(loop, &c->trim);
     c->trim.data = c;
     *out = c;

@@ -41,6 +41,8 @@ struct gpuop_events {
     size_t queued;
     struct gpuop_kube_req *req; /* the head's POST in flight, or NULL */
     uint64_t posted, dropped;
+    void (*on_drained)(void *);
+    void *drained_arg;
     bool closing;
     /* during one observe */
     const char *policy, *uid;
@@ -85,8 +87,11 @@ static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         ev->queued--;
         free(p);
     }
-    if (rc != GPUOP_ECANCELED && !ev->closing)
+    if (rc != GPUOP_ECANCELED && !ev->closing) {
         send_next(ev);
+        if (!ev->head && ev->on_drained)
+            ev->on_drained(ev->drained_arg);
+    }
 }
 
 /* Starts the POST of the queue's head unless one is in flight: Events go
@@ -247,6 +252,12 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
 uint64_t gpuop_events_posted(const struct gpuop_events *ev)
 {
     return ev->posted;
+}
+
+void gpuop_events_set_on_drained(struct gpuop_events *ev, void (*cb)(void *), void *arg)
+{
+    ev->on_drained = cb;
+    ev->drained_arg = arg;
 }
 
 uint64_t gpuop_events_dropped(const struct gpuop_events *ev)

@@ -47,6 +47,10 @@ size_t gpuop_events_queued(const struct gpuop_events *ev);
 /* Findings remembered for flap suppression now. */
 size_t gpuop_events_remembered(const struct gpuop_events *ev);
 
+/* cb(arg) runs each time the queue empties (the last waiting Event has
+ * been posted): the controller trims the heap then, as after a reconcile. */
+void gpuop_events_set_on_drained(struct gpuop_events *ev, void (*cb)(void *arg), void *arg);
+
 /* Test hook: the clock (seconds since the epoch); NULL restores time(). */
 void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void));
 

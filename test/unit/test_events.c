@@ -135,6 +135,11 @@ static void slow_handler(void *arg, struct fakeapi_conn *c, const struct fakeapi
     fakeapi_stream_end(c, 0);
 }
 
+static void count_drained(void *arg)
+{
+    (*(int *)arg)++;
+}
+
 /* A burst goes out one POST at a time, in full: one connection, not eleven. */
 static void test_posted_one_at_a_time(void **state)
 {
@@ -159,10 +164,13 @@ static void test_posted_one_at_a_time(void **state)
     missing(&w, 20, &f1);
     gpuop_events_observe(f.ev, "main", "uid-1", &f1);
     fx_world_free(&w);
+    int drained = 0;
+    gpuop_events_set_on_drained(f.ev, count_drained, &drained);
     assert_int_equal(gpuop_events_queued(f.ev), GPUOP_EVENTS_BURST + 1);
     for (int i = 0; i < 2000 && gpuop_events_queued(f.ev) > 0; i++)
         uv_run(&f.loop, UV_RUN_ONCE);
     assert_int_equal(gpuop_events_queued(f.ev), 0);
+    assert_int_equal(drained, 1); /* once, when the last one went out */
     assert_int_equal(sl.events, GPUOP_EVENTS_BURST + 1);
     /* one at a time (the previous connection may still be closing) */
     assert_true(sl.max_open <= 2);
