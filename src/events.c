@@ -1,8 +1,9 @@
 /*
  * events.c - Events for findings that appear or clear (see events.h).
- * The previous findings are kept (moved in by observe, details dropped) and diffed against
- * the new ones with gpuop_findings_diff; a small map of "key -> last post
- * time" does the flap suppression.
+ * The previous findings are kept (moved in by observe, details dropped)
+ * and diffed against the new ones with gpuop_findings_diff; a small map of
+ * "key -> last post time" does the flap suppression. Events wait in a FIFO
+ * and are POSTed one at a time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,7 @@
 /* An Event waiting to be posted, or being posted (the head). */
 struct post {
     struct post *next;
-    size_t len;
-    char body[]; /* the Event, JSON */
+    char *body; /* the Event, JSON (json_dumps: release with gpuop_json_free) */
 };
 
 struct gpuop_events {
@@ -72,6 +72,18 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
 
 static void send_next(struct gpuop_events *ev);
 
+/* Drops the queue's head (posted, or it could not be). */
+static void pop(struct gpuop_events *ev)
+{
+    struct post *p = ev->head;
+    ev->head = p->next;
+    if (!ev->head)
+        ev->tail = NULL;
+    ev->queued--;
+    gpuop_json_free(p->body);
+    free(p);
+}
+
 static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
 {
     struct gpuop_events *ev = arg;
@@ -79,14 +91,8 @@ static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     ev->req = NULL;
     if (rc < 0 && rc != GPUOP_ECANCELED)
         gpuop_warn("events", "cannot post event: %s", err->message);
-    struct post *p = ev->head;
-    if (p) {
-        ev->head = p->next;
-        if (!ev->head)
-            ev->tail = NULL;
-        ev->queued--;
-        free(p);
-    }
+    if (ev->head)
+        pop(ev);
     if (rc != GPUOP_ECANCELED && !ev->closing) {
         send_next(ev);
         if (!ev->head && ev->on_drained)
@@ -101,16 +107,11 @@ static void send_next(struct gpuop_events *ev)
 {
     while (ev->head && !ev->req) {
         if (gpuop_kube_request(ev->kube, "POST", "/api/v1/namespaces/" EVENTS_NS "/events",
-                               GPUOP_CT_JSON, ev->head->body, ev->head->len, 0, post_done, ev,
-                               &ev->req) == 0)
+                               GPUOP_CT_JSON, ev->head->body, strlen(ev->head->body), 0, post_done,
+                               ev, &ev->req) == 0)
             return;
         ev->req = NULL;
-        struct post *p = ev->head; /* cannot start: drop it, try the next */
-        ev->head = p->next;
-        if (!ev->head)
-            ev->tail = NULL;
-        ev->queued--;
-        free(p);
+        pop(ev); /* cannot start: drop it, try the next */
     }
 }
 
@@ -137,22 +138,21 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
         "count", 1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
     char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
-    size_t len = body ? strlen(body) : 0;
-    struct post *p = body ? malloc(sizeof(*p) + len + 1) : NULL;
-    if (p) {
-        p->next = NULL;
-        p->len = len;
-        memcpy(p->body, body, len + 1);
-        if (ev->tail)
-            ev->tail->next = p;
-        else
-            ev->head = p;
-        ev->tail = p;
-        ev->queued++;
-        ev->posted++;
-        send_next(ev);
+    struct post *p = body ? malloc(sizeof(*p)) : NULL;
+    if (!p) {
+        gpuop_json_free(body);
+        return;
     }
-    gpuop_json_free(body);
+    p->next = NULL;
+    p->body = body;
+    if (ev->tail)
+        ev->tail->next = p;
+    else
+        ev->head = p;
+    ev->tail = p;
+    ev->queued++;
+    ev->posted++;
+    send_next(ev);
 }
 
 /* Forgets what was posted longer ago than the flap window. */
@@ -285,11 +285,8 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
     ev->closing = true;
     if (ev->req)
         gpuop_kube_cancel(ev->req); /* post_done frees the head */
-    while (ev->head) {
-        struct post *p = ev->head;
-        ev->head = p->next;
-        free(p);
-    }
+    while (ev->head)
+        pop(ev);
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
     gpuop_map_free(&ev->last, NULL);

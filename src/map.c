@@ -40,6 +40,11 @@ void gpuop_map_init_pooled(struct gpuop_map *m)
     m->pooled = true;
 }
 
+static struct gpuop_map_node *node_alloc(const struct gpuop_map *m, size_t size)
+{
+    return m->pooled ? gpuop_pool_alloc(size) : malloc(size);
+}
+
 static void node_free(const struct gpuop_map *m, struct gpuop_map_node *n)
 {
     if (m->pooled)
@@ -122,8 +127,7 @@ int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old)
         i = find(m, key, h);
     }
     size_t klen = strlen(key);
-    size_t size = sizeof(struct gpuop_map_node) + klen + 1;
-    struct gpuop_map_node *n = m->pooled ? gpuop_pool_alloc(size) : malloc(size);
+    struct gpuop_map_node *n = node_alloc(m, sizeof(*n) + klen + 1);
     if (!n)
         return GPUOP_ENOMEM;
     n->value = value;
