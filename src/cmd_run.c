@@ -18,7 +18,6 @@
  * the same chain (without the release) and exits 1.
  */
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +132,7 @@ static int parse_duration(const char *s, uint64_t *ms)
                                                        : -1;
     if (mul < 0)
         return GPUOP_EINVAL;
-    *ms = (uint64_t)llround(v * mul);
+    *ms = (uint64_t)(v * mul + 0.5); /* v > 0: rounds half up */
     return *ms > 0 ? 0 : GPUOP_EINVAL;
 }
 
