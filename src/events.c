@@ -1,8 +1,9 @@
 /*
  * events.c - Events for findings that appear or clear (see events.h).
  * The previous findings are kept (moved in by observe, details dropped)
- * and diffed against the new ones with gpuop_findings_diff; a small map of
- * "key -> last post time" does the flap suppression. Events wait in a FIFO
+ * and diffed against the new ones with gpuop_findings_diff; a set of
+ * "key -> last post time" (keys as 64-bit hashes, see stamps.h) does the
+ * flap suppression. Events wait in a FIFO
  * and are POSTed one at a time.
  */
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include "gpuop/events.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
-#include "gpuop/map.h"
+#include "gpuop/stamps.h"
 #include "gpuop/policy.h"
 
 /* The GpuPolicy is cluster-scoped, and the API server requires an Event's
@@ -34,7 +35,7 @@ struct gpuop_events {
     struct gpuop_findings prev;
     bool have_prev;
     char *prev_policy;
-    struct gpuop_map last; /* "A|node|operand|reason" -> (void *)(intptr_t)time posted */
+    struct gpuop_stamps last; /* hash of "A|node|operand|reason" -> time posted */
     long long last_prune;
     long long (*now)(void);
     struct post *head, *tail; /* posted one at a time, in order */
@@ -64,7 +65,7 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
     if (gethostname(ev->host, sizeof(ev->host)) != 0)
         snprintf(ev->host, sizeof(ev->host), "gpuop");
     ev->host[sizeof(ev->host) - 1] = 0;
-    gpuop_map_init(&ev->last);
+    ev->last = (struct gpuop_stamps)GPUOP_STAMPS_INIT;
     ev->now = wall_clock;
     *out = ev;
     return 0;
@@ -161,27 +162,7 @@ static void prune(struct gpuop_events *ev, long long now)
     if (now - ev->last_prune < 60)
         return;
     ev->last_prune = now;
-    size_t it = 0, n = 0, k = 0;
-    const char *key;
-    void *v;
-    while (gpuop_map_next(&ev->last, &it, NULL, &v))
-        if (now - (long long)(intptr_t)v >= GPUOP_EVENTS_QUIET_S)
-            n++;
-    if (!n)
-        return;
-    char **old = calloc(n, sizeof(*old));
-    if (!old)
-        return; /* tried again in a minute */
-    it = 0;
-    while (k < n && gpuop_map_next(&ev->last, &it, &key, &v))
-        if (now - (long long)(intptr_t)v >= GPUOP_EVENTS_QUIET_S)
-            old[k++] = strdup(key);
-    for (size_t i = 0; i < k; i++) {
-        if (old[i])
-            gpuop_map_del(&ev->last, old[i]);
-        free(old[i]);
-    }
-    free(old);
+    gpuop_stamps_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
 static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
@@ -194,7 +175,8 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
     long long now = ev->now();
-    intptr_t last = (intptr_t)gpuop_map_get(&ev->last, key);
+    uint64_t h = gpuop_stamps_hash(key);
+    long long last = gpuop_stamps_get(&ev->last, h);
     if (last && now - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;
         return; /* flapping: said recently */
@@ -203,7 +185,7 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
         ev->suppressed++;
         return; /* not said, so not remembered either */
     }
-    gpuop_map_put(&ev->last, key, (void *)(intptr_t)now, NULL);
+    (void)gpuop_stamps_put(&ev->last, h, now); /* ENOMEM: said, not remembered */
     ev->burst++;
     char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
     if (appeared) {
@@ -241,7 +223,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
         gpuop_findings_free(&ev->prev);
     ev->prev = *f;
     memset(f, 0, sizeof(*f));
-    gpuop_findings_drop_details(&ev->prev); /* only diffed against, never printed */
+    (void)gpuop_findings_keep_keys(&ev->prev); /* only diffed against, never printed */
     ev->have_prev = true;
     if (!ev->prev_policy || strcmp(ev->prev_policy, policy) != 0) {
         free(ev->prev_policy);
@@ -289,7 +271,7 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
         pop(ev);
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
-    gpuop_map_free(&ev->last, NULL);
+    gpuop_stamps_free(&ev->last);
     free(ev->prev_policy);
     free(ev);
     if (cb)

@@ -1,0 +1,125 @@
+/*
+ * stamps.c - hash -> time set (see stamps.h). Linear probing without
+ * deletion: entries only leave in gpuop_stamps_prune, which rebuilds the
+ * table from the survivors, so there are no tombstones to skip.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "gpuop/error.h"
+#include "gpuop/stamps.h"
+
+#define MIN_CAP 16
+
+uint64_t gpuop_stamps_hash(const char *key)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ULL;
+    }
+    /* splitmix64's finaliser */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
+/* The slot holding hash, or the empty slot where it would go. cap > 0 and
+ * the table is never full (load <= 3/4). */
+static size_t find(const struct gpuop_stamp *slots, size_t cap, uint64_t hash)
+{
+    size_t i = (size_t)hash & (cap - 1);
+    while (slots[i].hash && slots[i].hash != hash)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+long long gpuop_stamps_get(const struct gpuop_stamps *s, uint64_t hash)
+{
+    if (!s->cap)
+        return 0;
+    const struct gpuop_stamp *e = &s->slots[find(s->slots, s->cap, hash)];
+    return e->hash ? e->time : 0;
+}
+
+/* Moves the entries of s whose time is not before `before` into a new
+ * table of cap slots (0, or a power of two large enough for them at a load
+ * of at most 3/4), freeing the old one. */
+static int rebuild(struct gpuop_stamps *s, size_t cap, long long before)
+{
+    struct gpuop_stamp *slots = NULL;
+    if (cap) {
+        slots = calloc(cap, sizeof(*slots));
+        if (!slots)
+            return GPUOP_ENOMEM;
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < s->cap; i++) {
+        const struct gpuop_stamp *e = &s->slots[i];
+        if (!e->hash || e->time < before)
+            continue;
+        slots[find(slots, cap, e->hash)] = *e;
+        len++;
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    s->len = len;
+    return 0;
+}
+
+/* The capacity for n entries at a load of at most 3/4; 0 for none. */
+static size_t cap_for(size_t n)
+{
+    if (!n)
+        return 0;
+    size_t cap = MIN_CAP;
+    while (n > cap / 4 * 3)
+        cap *= 2;
+    return cap;
+}
+
+int gpuop_stamps_put(struct gpuop_stamps *s, uint64_t hash, long long time)
+{
+    if (!hash)
+        hash = 1; /* as gpuop_stamps_hash would have it */
+    if (s->cap) {
+        struct gpuop_stamp *e = &s->slots[find(s->slots, s->cap, hash)];
+        if (e->hash) {
+            e->time = time;
+            return 0;
+        }
+    }
+    if (s->len + 1 > s->cap / 4 * 3) {
+        int rc = rebuild(s, cap_for(s->len + 1), LLONG_MIN);
+        if (rc < 0)
+            return rc;
+    }
+    struct gpuop_stamp *e = &s->slots[find(s->slots, s->cap, hash)];
+    e->hash = hash;
+    e->time = time;
+    s->len++;
+    return 0;
+}
+
+size_t gpuop_stamps_prune(struct gpuop_stamps *s, long long before)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].hash && s->slots[i].time >= before)
+            keep++;
+    size_t dropped = s->len - keep;
+    if (!dropped || rebuild(s, cap_for(keep), before) < 0)
+        return 0;
+    return dropped;
+}
+
+void gpuop_stamps_free(struct gpuop_stamps *s)
+{
+    free(s->slots);
+    s->slots = NULL;
+    s->cap = s->len = 0;
+}
