@@ -391,10 +391,47 @@ void gpuop_findings_free(struct gpuop_findings *f)
     memset(f, 0, sizeof(*f));
 }
 
-void gpuop_findings_drop_details(struct gpuop_findings *f)
+int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
+    /* the nodes with findings, their names in a new arena, in name order */
+    size_t n = 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        if (f->nodes[i].nfindings)
+            n++;
+    if (n == f->nnodes)
+        return 0;
+    struct gpuop_node_result *nodes = n ? malloc(n * sizeof(*nodes)) : NULL;
+    if (n && !nodes)
+        return GPUOP_ENOMEM;
+    struct gpuop_arena names = GPUOP_ARENA_INIT;
+    size_t k = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!r->nfindings)
+            continue;
+        nodes[k] = *r;
+        if (!(nodes[k].name = gpuop_arena_strdup(&names, r->name))) {
+            gpuop_arena_free(&names);
+            free(nodes);
+            return GPUOP_ENOMEM;
+        }
+        for (size_t j = r->first; j < r->first + r->nfindings; j++)
+            f->items[j].node = (uint32_t)k;
+        k++;
+    }
+    gpuop_arena_free(&f->names);
+    free(f->nodes);
+    f->names = names;
+    f->nodes = nodes;
+    f->nnodes = n;
+    if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
+        struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
+        if (items)
+            f->items = items;
+    }
+    return 0;
 }
 
 /* What a finding's ref points at, by reason. */

@@ -805,8 +805,14 @@ static void test_node_removal_and_diff(void **state)
     char d0[256];
     gpuop_finding_detail(&prev.items[0], d0, sizeof(d0));
     assert_non_null(strstr(d0, "is Pending: ImagePullBackOff"));
-    gpuop_findings_drop_details(&prev);
+    assert_int_equal(prev.nnodes, 3);
+    assert_int_equal(gpuop_findings_keep_keys(&prev), 0);
     assert_null(prev.items[0].ref);
+    /* c is complete: its result and name are gone, a's and b's kept */
+    assert_int_equal(prev.nnodes, 2);
+    assert_string_equal(prev.nodes[0].name, "a");
+    assert_string_equal(prev.nodes[1].name, "b");
+    assert_string_equal(gpuop_finding_node(&prev, &prev.items[1]), "b");
     assert_int_equal(gpuop_finding_detail(&prev.items[0], d0, sizeof(d0)), 0);
     assert_string_equal(d0, "");
     assert_string_equal(gpuop_finding_node(&prev, &prev.items[0]), "a");
