@@ -148,6 +148,8 @@ static int by_name(const void *a, const void *b)
 
 /* ---- building the result ---- */
 
+_Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
+
 static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
                 int prereq, long long since, const void *ref /* borrowed from the inputs */)
 {
@@ -166,8 +168,10 @@ static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, in
     x->kind = (uint8_t)ri->kind;
     x->reason = (uint8_t)reason;
     x->prereq = (int8_t)prereq;
-    x->since = since;
-    x->ref = ref;
+    if (reason == GPUOP_REASON_POD_NOT_CREATED)
+        x->since = since;
+    else
+        x->ref = ref;
     f->by_kind[ri->kind]++;
     f->by_reason[reason]++;
     return 0;
@@ -216,7 +220,7 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
     else
         reason = GPUOP_REASON_POD_FAILED;
 
-    return push(f, cap, ni, op, reason, -1, pod->created, pod);
+    return push(f, cap, ni, op, reason, -1, 0, pod);
 }
 
 static void set_cell(uint8_t *cell, int v)
@@ -472,7 +476,7 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return 0;
     const struct gpuop_taint *t = x->ref;
     const struct gpuop_pod *pod = x->ref;
-    const char *wr;
+    const char *wr, *wm;
     switch (ref_type(x->reason)) {
     case REF_TAINT:
         return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
@@ -484,16 +488,26 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
     case REF_POD_STATE:
         wr = pod->waiting_reason;
-        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
-                        pod->name ? pod->name : "?", pod->deleting ? "terminating, " : "",
-                        pod->phase ? pod->phase : "without phase",
-                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
-                        wr ? wr : "", pod->waiting_message && *pod->waiting_message ? " - " : "",
-                        pod->waiting_message ? pod->waiting_message : "", pod->restarts,
-                        pod->restarts == 1 ? "" : "s");
+        wm = gpuop_pod_waiting_message(pod);
+        return snprintf(
+            buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
+            pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
+            !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
+            wm && *wm ? " - " : "", wm ? wm : "", pod->restarts, pod->restarts == 1 ? "" : "s");
     default:
         return 0;
     }
+}
+
+long long gpuop_finding_since(const struct gpuop_finding *x)
+{
+    if (!x)
+        return 0;
+    if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
+        return x->since;
+    if (x->ref && ref_type(x->reason) == REF_POD_STATE)
+        return ((const struct gpuop_pod *)x->ref)->created;
+    return 0;
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)

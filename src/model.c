@@ -451,6 +451,8 @@ static json_t *containers(json_t *list, json_t *first, long long *restarts)
     return first;
 }
 
+_Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
+
 /* The phases a kubelet reports are kept as these constants, not copies. */
 static const char *const PHASES[] = {"Pending", "Running", "Succeeded", "Failed", "Unknown"};
 
@@ -486,12 +488,18 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
     w = containers(jarr(status, "containerStatuses"), w, &restarts);
     out->restarts = restarts > INT_MAX ? INT_MAX : (int)restarts;
     json_t *sched = NULL;
+    /* the message right after the reason (gpuop_pod_waiting_message) */
+    const char *wr = NULL, *wm = NULL;
     if (w) {
-        out->waiting_reason = pack(k, jstr(w, "reason"), NAME_MAX_LEN);
-        out->waiting_message = pack(k, jstr(w, "message"), GPUOP_MODEL_MESSAGE_MAX);
+        wr = jstr(w, "reason");
+        wm = jstr(w, "message");
     } else if (condition(status, "PodScheduled", "False", &sched)) {
-        out->waiting_reason = pack(k, "Unschedulable", NAME_MAX_LEN);
-        out->waiting_message = pack(k, jstr(sched, "message"), GPUOP_MODEL_MESSAGE_MAX);
+        wr = "Unschedulable";
+        wm = jstr(sched, "message");
+    }
+    if (wr) {
+        out->waiting_reason = pack(k, wr, NAME_MAX_LEN);
+        pack(k, wm ? wm : "", GPUOP_MODEL_MESSAGE_MAX);
     }
 }
 
@@ -615,7 +623,7 @@ bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
            a->deleting == b->deleting && a->restarts == b->restarts && a->created == b->created &&
            str_eq(a->name, b->name) && str_eq(a->node, b->node) && str_eq(a->phase, b->phase) &&
            str_eq(a->waiting_reason, b->waiting_reason) &&
-           str_eq(a->waiting_message, b->waiting_message);
+           str_eq(gpuop_pod_waiting_message(a), gpuop_pod_waiting_message(b));
 }
 
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)

@@ -56,17 +56,20 @@ enum gpuop_cell {
     GPUOP_CELL_COUNT
 };
 
-struct gpuop_finding {
-    uint32_t node;   /* index into gpuop_findings.nodes */
-    uint8_t operand; /* operand index */
-    uint8_t kind;    /* enum gpuop_kind */
-    uint8_t reason;  /* enum gpuop_reason */
-    int8_t prereq;   /* OrderingViolation: the unsatisfied prerequisite; else -1 */
-    long long since; /* PodNotCreated: later of DaemonSet and node creation;
-                        pod reasons: pod creation; else 0 (seconds since epoch) */
-    const void *ref; /* borrowed from gpuop_analyze's inputs, may be NULL: what the
-                        detail is made of (the untolerated taint, the label value, the
-                        pod); read it with gpuop_finding_detail() */
+struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
+    uint32_t node;     /* index into gpuop_findings.nodes */
+    uint8_t operand;   /* operand index */
+    uint8_t kind;      /* enum gpuop_kind */
+    uint8_t reason;    /* enum gpuop_reason */
+    int8_t prereq;     /* OrderingViolation: the unsatisfied prerequisite; else -1 */
+    union {
+        const void *ref; /* every reason but PodNotCreated: borrowed from gpuop_analyze's
+                            inputs, may be NULL: what the detail is made of (the untolerated
+                            taint, the label value, the pod); read it with
+                            gpuop_finding_detail() */
+        long long since; /* PodNotCreated: later of DaemonSet and node creation (seconds
+                            since epoch), 0 when unknown; read it with gpuop_finding_since() */
+    };
 };
 
 struct gpuop_node_result {
@@ -134,6 +137,12 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f);
  * Reads the inputs x->ref borrows from: call it only while they are alive
  * and unchanged. Returns the length it wanted, like snprintf. */
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size);
+
+/* When the situation of finding x began, seconds since epoch, 0 when
+ * unknown: for PodNotCreated the later of DaemonSet and node creation, for
+ * pod reasons the pod's creation (read from the pod x->ref borrows: the same
+ * rule as gpuop_finding_detail). */
+long long gpuop_finding_since(const struct gpuop_finding *x);
 
 /* Longest message gpuop_finding_message writes (bytes, NUL included). */
 #define GPUOP_FINDING_MESSAGE_MAX 1024

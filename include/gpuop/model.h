@@ -20,6 +20,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <jansson.h>
 
 #include "gpuop/error.h"
@@ -60,24 +62,33 @@ struct gpuop_node {
     long long created; /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
 };
 
-struct gpuop_pod {
-    char *name;            /* first of the strings, which share one allocation */
-    char *node;            /* spec.nodeName; while unbound, the node a DaemonSet pod's
-                              required affinity (matchFields metadata.name) targets;
-                              NULL when neither is known */
-    const char *phase;     /* Pending | Running | Succeeded | Failed | Unknown */
-    char *waiting_reason;  /* first waiting reason among init containers, then
-                              containers; else "Unschedulable" when condition
-                              PodScheduled=False; else NULL */
-    char *waiting_message; /* its message (at most GPUOP_MODEL_MESSAGE_MAX bytes), or NULL */
-    long long created;     /* metadata.creationTimestamp, seconds since epoch */
-    int operand;           /* operand index: label app.kubernetes.io/component, else
-                              the owning DaemonSet's name; -1 if unknown */
-    int restarts;          /* sum of containers' restartCount */
-    bool bound;            /* spec.nodeName was set */
-    bool ready;            /* condition Ready=True */
-    bool deleting;         /* metadata.deletionTimestamp set */
+struct gpuop_pod {        /* 48 bytes: a cache holds one per operand per node */
+    char *name;           /* first of the strings, which share one allocation */
+    char *node;           /* spec.nodeName; while unbound, the node a DaemonSet pod's
+                             required affinity (matchFields metadata.name) targets;
+                             NULL when neither is known */
+    const char *phase;    /* Pending | Running | Succeeded | Failed | Unknown */
+    char *waiting_reason; /* first waiting reason among init containers, then
+                             containers; else "Unschedulable" when condition
+                             PodScheduled=False; else NULL. Its message follows it in
+                             memory: read it with gpuop_pod_waiting_message() */
+    long long created;    /* metadata.creationTimestamp, seconds since epoch */
+    int restarts;         /* sum of containers' restartCount */
+    int8_t operand;       /* operand index: label app.kubernetes.io/component, else
+                             the owning DaemonSet's name; -1 if unknown */
+    bool bound;           /* spec.nodeName was set */
+    bool ready;           /* condition Ready=True */
+    bool deleting;        /* metadata.deletionTimestamp set */
 };
+
+/* The message of p's waiting reason (at most GPUOP_MODEL_MESSAGE_MAX bytes,
+ * "" when it has none), borrowed from p; NULL when p has no waiting reason.
+ * A pod built by hand (tests) keeps the message right after the reason's
+ * NUL, in the reason's allocation. */
+static inline const char *gpuop_pod_waiting_message(const struct gpuop_pod *p)
+{
+    return p->waiting_reason ? p->waiting_reason + strlen(p->waiting_reason) + 1 : NULL;
+}
 
 struct gpuop_ds {
     char *name;

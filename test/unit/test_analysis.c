@@ -206,6 +206,18 @@ static void hand_node_free(struct gpuop_node *n)
     free(n);
 }
 
+/* A hand-built pod's waiting reason and message: one allocation, the
+ * message right after the reason (gpuop_pod_waiting_message). */
+static void set_waiting(struct gpuop_pod *p, const char *reason, const char *message)
+{
+    free(p->waiting_reason);
+    size_t r = strlen(reason), m = strlen(message);
+    p->waiting_reason = malloc(r + m + 2);
+    assert_non_null(p->waiting_reason);
+    memcpy(p->waiting_reason, reason, r + 1);
+    memcpy(p->waiting_reason + r + 1, message, m + 1);
+}
+
 static void hand_pod_free(struct gpuop_pod *p)
 {
     if (!p)
@@ -213,8 +225,7 @@ static void hand_pod_free(struct gpuop_pod *p)
     free(p->name);
     free(p->node);
     free((char *)p->phase);
-    free(p->waiting_reason);
-    free(p->waiting_message);
+    free(p->waiting_reason); /* its message too (set_waiting) */
     free(p);
 }
 
@@ -530,11 +541,11 @@ static void test_no_pod_yet(void **state)
     analyze(&w);
     const struct gpuop_finding *x = find(&w, "old", "driver", GPUOP_KIND_MISSING);
     assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED);
-    assert_int_equal(x->since, T0 + 3600);
+    assert_int_equal(gpuop_finding_since(x), T0 + 3600);
     assert_non_null(strstr(msg_of(&w, x), "no pod on this node yet"));
     assert_non_null(strstr(msg_of(&w, x), "2026-11-29T22:06:40Z"));
     x = find(&w, "new", "driver", GPUOP_KIND_MISSING);
-    assert_int_equal(x->since, T0 + 7200);
+    assert_int_equal(gpuop_finding_since(x), T0 + 7200);
     assert_non_null(strstr(msg_of(&w, x), "2026-11-29T23:06:40Z"));
     world_free(&w);
 }
@@ -585,8 +596,7 @@ static void test_pod_states(void **state)
         p->bound = cases[i].bound;
         p->restarts = cases[i].restarts;
         if (cases[i].waiting) {
-            p->waiting_reason = strdup(cases[i].waiting);
-            p->waiting_message = strdup("details");
+            set_waiting(p, cases[i].waiting, "details");
         }
         analyze(&w);
         const struct gpuop_finding *x = find(&w, "n", "driver", GPUOP_KIND_MISSING);
@@ -596,7 +606,7 @@ static void test_pod_states(void **state)
         if (!strstr(msg_of(&w, x), cases[i].in_message))
             fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].in_message, msg_of(&w, x));
         assert_non_null(strstr(msg_of(&w, x), p->name));
-        assert_int_equal(x->since, p->created);
+        assert_int_equal(gpuop_finding_since(x), p->created);
         assert_int_equal(w.f.operands[0].running_nodes, 0);
         world_free(&w);
     }
@@ -614,7 +624,7 @@ static void test_pod_choice(void **state)
     add_pod(&w, "driver", "rolling", "Running", true);
     add_pod(&w, "driver", "stuck", "Running", true)->deleting = true;
     struct gpuop_pod *fresh = add_pod(&w, "driver", "stuck", "Pending", false);
-    fresh->waiting_reason = strdup("ErrImagePull");
+    set_waiting(fresh, "ErrImagePull", "");
     struct gpuop_pod *older = add_pod(&w, "driver", "stuck", "Pending", false);
     older->created -= 100;
     analyze(&w);
@@ -792,7 +802,7 @@ static void test_node_removal_and_diff(void **state)
     add_node(&w, "b", "driver=true", NULL);
     add_node(&w, "c", "driver=true", NULL);
     struct gpuop_pod *pa = add_pod(&w, "driver", "a", "Pending", false);
-    pa->waiting_reason = strdup("ImagePullBackOff");
+    set_waiting(pa, "ImagePullBackOff", "");
     run_pods(&w, "c", "driver");
     analyze(&w);
     assert_int_equal(w.f.nitems, 2); /* a: ImagePullFailed, b: PodNotCreated */
@@ -826,8 +836,7 @@ static void test_node_removal_and_diff(void **state)
     /* node b removed (pods and node gone); a's pod now crash-loops; c loses its pod */
     hand_node_free(w.nodes[1]);
     w.nodes[1] = NULL; /* NULL entries are skipped */
-    free(pa->waiting_reason);
-    pa->waiting_reason = strdup("CrashLoopBackOff");
+    set_waiting(pa, "CrashLoopBackOff", "");
     hand_pod_free(w.pods[1]);
     w.pods[1] = NULL;
     analyze(&w);

@@ -110,7 +110,7 @@ static void test_pod_crashloop(void **state)
     assert_false(p.ready);
     assert_false(p.deleting);
     assert_string_equal(p.waiting_reason, "CrashLoopBackOff");
-    assert_non_null(strstr(p.waiting_message, "back-off 2m40s"));
+    assert_non_null(strstr(gpuop_pod_waiting_message(&p), "back-off 2m40s"));
     assert_int_equal(p.restarts, 6); /* init 1 + 0 + 5 */
     assert_int_equal(p.created, gpuop_parse_time("2026-11-30T08:00:00Z"));
     gpuop_pod_free(&p);
@@ -128,7 +128,8 @@ static void test_pod_unbound_and_deleting(void **state)
     assert_string_equal(p.node, "gpu-node-2"); /* from the DaemonSet's node affinity */
     assert_string_equal(p.phase, "Pending");
     assert_string_equal(p.waiting_reason, "Unschedulable");
-    assert_string_equal(p.waiting_message, "0/3 nodes are available: 1 Insufficient cpu.");
+    assert_string_equal(gpuop_pod_waiting_message(&p),
+                        "0/3 nodes are available: 1 Insufficient cpu.");
     assert_int_equal(p.restarts, 0);
     gpuop_pod_free(&p);
     json_decref(j);
@@ -140,6 +141,7 @@ static void test_pod_unbound_and_deleting(void **state)
     assert_true(p.ready);
     assert_int_equal(p.restarts, 2);
     assert_null(p.waiting_reason);
+    assert_null(gpuop_pod_waiting_message(&p));
     gpuop_pod_free(&p);
     json_decref(j);
 }
@@ -309,7 +311,7 @@ static void test_limits(void **state)
     struct gpuop_pod p;
     assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
     assert_true(strlen(p.name) < 1000);
-    assert_int_equal(strlen(p.waiting_message), GPUOP_MODEL_MESSAGE_MAX);
+    assert_int_equal(strlen(gpuop_pod_waiting_message(&p)), GPUOP_MODEL_MESSAGE_MAX);
     assert_string_equal(p.waiting_reason, "ErrImagePull");
     gpuop_pod_free(&p);
     json_decref(j);
@@ -322,7 +324,7 @@ static void test_limits(void **state)
                   "containerStatuses", "state", "waiting", "reason", "X", "message", utf);
     assert_non_null(j);
     assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    size_t len = strlen(p.waiting_message);
+    size_t len = strlen(gpuop_pod_waiting_message(&p));
     assert_true(len <= GPUOP_MODEL_MESSAGE_MAX);
     assert_int_equal(len % 2, 1); /* "x" + whole 2-byte characters */
     gpuop_pod_free(&p);
@@ -420,8 +422,8 @@ static void test_new_single_block(void **state)
         assert_true(gpuop_pod_equal(&a, b));
         assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7));
         assert_true(b->node > b->name);
-        if (b->waiting_message)
-            assert_true(b->waiting_message > b->node);
+        if (b->waiting_reason)
+            assert_true(b->waiting_reason > b->node);
         gpuop_pod_free(&a);
         gpuop_pool_free(b);
         json_decref(j);
