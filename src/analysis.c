@@ -399,6 +399,11 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
+    if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
+        struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
+        if (items)
+            f->items = items;
+    }
     /* the nodes with findings, their names in a new arena, in name order */
     size_t n = 0;
     for (size_t i = 0; i < f->nnodes; i++)
@@ -430,11 +435,6 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
     f->names = names;
     f->nodes = nodes;
     f->nnodes = n;
-    if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
-        struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
-        if (items)
-            f->items = items;
-    }
     return 0;
 }
 
