@@ -8,15 +8,15 @@
 #define GPUOP_CMD_H
 
 /* gpuop render -f FILE [--namespace NS] [--strict]: prints the operand
- * DaemonSets a GpuPolicy file expands to (src/cmd_render.c). */
+ * DaemonSets a GpuPolicy file expands to (src/cmd/cmd_render.c). */
 int gpuop_cmd_render(int argc, char **argv);
 
 /* gpuop run [--kubeconfig F] [--namespace NS] [--log-level L] [--log-format F]:
- * the controller (src/cmd_run.c). */
+ * the controller (src/cmd/cmd_run.c). */
 int gpuop_cmd_run(int argc, char **argv);
 
 /* gpuop check [--kubeconfig F] [--namespace NS] [--policy FILE] [-o text|json|yaml]:
- * one-shot report; exit 0 clean, 1 findings, 2 error (src/cmd_check.c). */
+ * one-shot report; exit 0 clean, 1 findings, 2 error (src/cmd/cmd_check.c). */
 int gpuop_cmd_check(int argc, char **argv);
 
 /* Shared by run and check: the namespace to use when --namespace is not

@@ -1,8 +1,8 @@
 /*
  * operand.h - the operand table: the six NVIDIA GPU operands gpuop manages,
  * their spec keys, node labels, DaemonSet names and direct prerequisites.
- * The table itself is data in src/operand.c; adding an operand is one row
- * there (plus, if it needs one, a pod template in src/render.c).
+ * The table itself is data in src/model/operand.c; adding an operand is one row
+ * there (plus, if it needs one, a pod template in src/policy/render.c).
  */
 #ifndef GPUOP_OPERAND_H
 #define GPUOP_OPERAND_H

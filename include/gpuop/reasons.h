@@ -1,5 +1,5 @@
 /*
- * reasons.h - the finding kinds and their reasons, as data (src/reasons.c).
+ * reasons.h - the finding kinds and their reasons, as data (src/findings/reasons.c).
  *
  * A finding (see analysis.h) has a kind (Missing, NotScheduled, Unexpected,
  * OrderingViolation) and a CamelCase reason that says why. The table holds,

@@ -10,7 +10,7 @@
  * Not part of the normal build. From the repository root:
  *
  *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_httpd.c src/httpd.c src/error.c src/log.c \
+ *       -Iinclude test/fuzz/fuzz_httpd.c src/ops/httpd.c src/base/error.c src/base/log.c \
  *       $(pkg-config --cflags --libs libuv) -o /tmp/fuzz_httpd
  *   /tmp/fuzz_httpd -max_total_time=60
  */

@@ -7,7 +7,7 @@
  * Not part of the normal build. From the repository root:
  *
  *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_lines.c src/lines.c src/error.c \
+ *       -Iinclude test/fuzz/fuzz_lines.c src/kube/lines.c src/base/error.c \
  *       -o /tmp/fuzz_lines
  *   /tmp/fuzz_lines -max_total_time=60
  */

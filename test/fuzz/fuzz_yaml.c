@@ -6,7 +6,7 @@
  * Not part of the normal build. From the repository root:
  *
  *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_yaml.c src/yaml.c src/error.c \
+ *       -Iinclude test/fuzz/fuzz_yaml.c src/base/yaml.c src/base/error.c \
  *       -ljansson -lyaml -lm -o /tmp/fuzz_yaml
  *   mkdir -p /tmp/yaml-corpus && cp test/data/yaml/\*.yaml /tmp/yaml-corpus/
  *   /tmp/fuzz_yaml -max_total_time=60 -rss_limit_mb=1024 /tmp/yaml-corpus

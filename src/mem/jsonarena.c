@@ -14,7 +14,7 @@
 
 #include "gpuop/jsonarena.h"
 
-#include "memcheck.h"
+#include "memcheck_int.h"
 
 static struct {
     char *base; /* NULL until the first window, or when the mapping failed */

@@ -21,7 +21,7 @@
 
 #include "gpuop/pool.h"
 
-#include "memcheck.h"
+#include "memcheck_int.h"
 
 #define SLAB   ((size_t)64 * 1024)
 #define STEP   16
