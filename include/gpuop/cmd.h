@@ -3,6 +3,8 @@
  * argv starting at the subcommand name (argv[0] == "render", ...). Each
  * returns the process exit code: 0 success, 1 failure or findings,
  * 2 usage error. Append new commands below.
+ *
+ * Layer: cmd
  */
 #ifndef GPUOP_CMD_H
 #define GPUOP_CMD_H

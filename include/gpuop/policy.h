@@ -14,12 +14,8 @@
 #include <jansson.h>
 
 #include "gpuop/error.h"
+#include "gpuop/names.h"
 #include "gpuop/operand.h"
-
-#define GPUOP_API_GROUP   "gpuop.dev"
-#define GPUOP_API_VERSION "gpuop.dev/v1alpha1"
-#define GPUOP_KIND        "GpuPolicy"
-#define GPUOP_PLURAL      "gpupolicies"
 
 #define GPUOP_POLICY_PROBLEMS_MAX 32
 

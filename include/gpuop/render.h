@@ -12,22 +12,8 @@
 
 #include <jansson.h>
 
+#include "gpuop/names.h"
 #include "gpuop/policy.h"
-
-/* Labels every operand DaemonSet and pod carries. The selector uses only
- * GPUOP_LABEL_NAME and GPUOP_LABEL_MANAGED_BY (selectors are immutable, so
- * they hold nothing that depends on the policy); the controller watches pods
- * by GPUOP_LABEL_MANAGED_BY=GPUOP_MANAGER and maps them to operands by
- * GPUOP_LABEL_COMPONENT (the operand name). */
-#define GPUOP_LABEL_NAME       "app.kubernetes.io/name"
-#define GPUOP_LABEL_INSTANCE   "app.kubernetes.io/instance"
-#define GPUOP_LABEL_COMPONENT  "app.kubernetes.io/component"
-#define GPUOP_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
-#define GPUOP_LABEL_PART_OF    "app.kubernetes.io/part-of"
-#define GPUOP_MANAGER          "gpuop"
-
-/* Service account every operand pod runs as (created by deploy/). */
-#define GPUOP_OPERAND_SA "gpuop-operand"
 
 /* The DaemonSet of operand index `operand` in namespace ns: new reference,
  * NULL on out-of-memory or a bad operand index. p and ns are borrowed.

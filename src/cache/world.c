@@ -9,8 +9,7 @@
 
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
-#include "gpuop/policy.h"
-#include "gpuop/render.h"
+#include "gpuop/names.h"
 #include "gpuop/pool.h"
 #include "gpuop/world.h"
 

@@ -117,9 +117,9 @@ int main(int argc, char **argv)
     /* built by hand, one allocation per string: freed by hand */
     for (size_t i = 0; i < n; i++) {
         free(nodes[i].name);
-        for (size_t t = 0; t < nodes[i].ntaints; t++) {
-            free(nodes[i].taints[t].key);
-            free(nodes[i].taints[t].effect);
+        for (size_t k = 0; k < nodes[i].ntaints; k++) {
+            free(nodes[i].taints[k].key);
+            free(nodes[i].taints[k].effect);
         }
         free(nodes[i].taints);
     }

@@ -1,0 +1,34 @@
+/*
+ * names.h - the well-known names gpuop writes and selects on: its API
+ * group and kind, the app.kubernetes.io labels every operand object
+ * carries, its server-side-apply field manager, and the operands'
+ * ServiceAccount. Data of the model layer, with no code: the caches select
+ * on these names, the renderer writes them, the controller applies with
+ * them, so none of those has to include another's header for a string.
+ *
+ * Layer: model
+ */
+#ifndef GPUOP_NAMES_H
+#define GPUOP_NAMES_H
+
+#define GPUOP_API_GROUP   "gpuop.dev"
+#define GPUOP_API_VERSION "gpuop.dev/v1alpha1"
+#define GPUOP_KIND        "GpuPolicy"
+#define GPUOP_PLURAL      "gpupolicies"
+
+/* Labels every operand DaemonSet and pod carries. The selector uses only
+ * GPUOP_LABEL_NAME and GPUOP_LABEL_MANAGED_BY (selectors are immutable, so
+ * they hold nothing that depends on the policy); the controller watches pods
+ * by GPUOP_LABEL_MANAGED_BY=GPUOP_MANAGER and maps them to operands by
+ * GPUOP_LABEL_COMPONENT (the operand name). */
+#define GPUOP_LABEL_NAME       "app.kubernetes.io/name"
+#define GPUOP_LABEL_INSTANCE   "app.kubernetes.io/instance"
+#define GPUOP_LABEL_COMPONENT  "app.kubernetes.io/component"
+#define GPUOP_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define GPUOP_LABEL_PART_OF    "app.kubernetes.io/part-of"
+#define GPUOP_MANAGER          "gpuop"
+
+/* Service account every operand pod runs as (created by deploy/). */
+#define GPUOP_OPERAND_SA "gpuop-operand"
+
+#endif
