@@ -17,7 +17,7 @@
 #include "gpuop/kube.h"
 #include "gpuop/operand.h"
 #include "gpuop/reasons.h"
-#include "gpuop/world.h"
+#include "gpuop/caches.h"
 
 /* One finished reconcile, for metrics. ok: no error. seconds: its
  * duration. latency: seconds from the first informer event that dirtied
@@ -73,7 +73,7 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
 /* Borrowed; valid until the controller is closed. */
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c);
 /* The caches (borrowed), e.g. for informer statistics. */
-const struct gpuop_world *gpuop_controller_world(const struct gpuop_controller *c);
+const struct gpuop_caches *gpuop_controller_world(const struct gpuop_controller *c);
 /* Stops everything; cb(arg) runs when all is closed and freed. */
 void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *arg), void *arg);
 

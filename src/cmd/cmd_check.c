@@ -18,7 +18,7 @@
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
 #include "gpuop/report.h"
-#include "gpuop/world.h"
+#include "gpuop/caches.h"
 #include "gpuop/yaml.h"
 
 #define CHECK_TIMEOUT_MS 30000
@@ -27,7 +27,7 @@ struct check {
     uv_loop_t loop;
     uv_timer_t timer;
     struct gpuop_kube *kube;
-    struct gpuop_world *world;
+    struct gpuop_caches *world;
     int synced;
     int timed_out;
 };
@@ -179,11 +179,11 @@ int gpuop_cmd_check(int argc, char **argv)
     struct check ck = {0};
     uv_loop_init(&ck.loop);
     int rc = gpuop_kube_new(&ck.loop, &cfg, &ck.kube, &err);
-    struct gpuop_world_config wc = {.namespace = ns, .on_synced = on_synced, .arg = &ck};
+    struct gpuop_caches_config wc = {.namespace = ns, .on_synced = on_synced, .arg = &ck};
     if (rc == 0)
-        rc = gpuop_world_new(&ck.loop, ck.kube, &wc, &ck.world);
+        rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.world);
     if (rc == 0)
-        rc = gpuop_world_start(ck.world);
+        rc = gpuop_caches_start(ck.world);
     int exit_code = 2;
     if (rc < 0) {
         fprintf(stderr, "gpuop check: %s\n", err.message[0] ? err.message : gpuop_strerror(rc));
@@ -203,12 +203,12 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     const char *active = NULL;
     if (!have_policy) {
-        active = gpuop_world_active(ck.world);
+        active = gpuop_caches_active(ck.world);
         if (!active) {
             fprintf(stderr, "gpuop check: no GpuPolicy in the cluster; pass --policy FILE\n");
             goto out;
         }
-        if (gpuop_policy_parse(gpuop_world_policy(ck.world, active), &policy, &err) < 0) {
+        if (gpuop_policy_parse(gpuop_caches_policy(ck.world, active), &policy, &err) < 0) {
             fprintf(stderr, "gpuop check: %s\n", err.message);
             goto out;
         }
@@ -217,13 +217,13 @@ int gpuop_cmd_check(int argc, char **argv)
     for (int i = 0; i < policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
         fprintf(stderr, "warning: %s: %s\n", policy.problems[i].field, policy.problems[i].message);
 
-    struct gpuop_world_view v;
+    struct gpuop_caches_view v;
     struct gpuop_findings f = {0};
-    rc = gpuop_world_view(ck.world, &v);
+    rc = gpuop_caches_view(ck.world, &v);
     if (rc == 0) {
         rc = gpuop_analyze(&policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
                            (long long)time(NULL), &f);
-        gpuop_world_view_free(&v);
+        gpuop_caches_view_free(&v);
     }
     if (rc < 0) {
         fprintf(stderr, "gpuop check: %s\n", gpuop_strerror(rc));
@@ -245,7 +245,7 @@ out:
     if (have_policy)
         gpuop_policy_free(&policy);
     if (ck.world)
-        gpuop_world_close(ck.world, world_closed, &ck);
+        gpuop_caches_close(ck.world, world_closed, &ck);
     else if (ck.kube)
         gpuop_kube_close(ck.kube, closed_cb, NULL);
     uv_run(&ck.loop, UV_RUN_DEFAULT);

@@ -30,7 +30,7 @@
 #include "gpuop/kubeconfig.h"
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
-#include "gpuop/mem.h"
+#include "gpuop/trim.h"
 #include "gpuop/metrics.h"
 
 #define HEARTBEAT_MS     1000
@@ -155,8 +155,8 @@ static const char *const L_API[] = {"verb", "code"};
 static const char *const L_RESOURCE[] = {"resource"};
 static const char *const L_VERSION[] = {"version"};
 static const char *const L_POLICY[] = {"policy"};
-static const char *const RESOURCES[GPUOP_WORLD_KINDS] = {"gpupolicies", "nodes", "daemonsets",
-                                                         "pods"};
+static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {"gpupolicies", "nodes", "daemonsets",
+                                                          "pods"};
 
 static int metrics_init(struct metrics *m)
 {
@@ -262,10 +262,10 @@ static void metrics_refresh(struct run *r)
     gpuop_metric_set(m->events, NULL, (double)st.events);
     gpuop_metric_set(m->events_dropped, NULL, (double)st.events_dropped);
 
-    const struct gpuop_world *w = gpuop_controller_world(r->ctrl);
-    for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {
+    const struct gpuop_caches *w = gpuop_controller_world(r->ctrl);
+    for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         struct gpuop_informer_stats is;
-        gpuop_world_stats(w, (enum gpuop_world_kind)k, &is);
+        gpuop_caches_stats(w, (enum gpuop_caches_kind)k, &is);
         const char *l[] = {RESOURCES[k]};
         gpuop_metric_set(m->lists, l, (double)is.lists);
         gpuop_metric_set(m->relists, l, (double)is.relists);
@@ -465,7 +465,7 @@ static bool disabled(const char *addr)
 int gpuop_cmd_run(int argc, char **argv)
 {
     enum { O_METRICS = 256, O_HEALTH, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NS, O_LE_ID };
-    gpuop_mem_tune();
+    gpuop_trim_tune();
     static const struct option opts[] = {
         {"kubeconfig", required_argument, NULL, 'k'},
         {"namespace", required_argument, NULL, 'n'},

@@ -25,12 +25,12 @@
 #include "gpuop/events.h"
 #include "gpuop/log.h"
 #include "gpuop/map.h"
-#include "gpuop/mem.h"
+#include "gpuop/trim.h"
 #include "gpuop/policy.h"
 #include "gpuop/queue.h"
 #include "gpuop/render.h"
 #include "gpuop/status.h"
-#include "gpuop/world.h"
+#include "gpuop/caches.h"
 
 struct applied {
     uint64_t body_hash; /* 0: nothing applied yet */
@@ -51,12 +51,12 @@ struct op {
 
 struct gpuop_controller {
     uv_loop_t *loop;
-    uv_timer_t trim; /* the heap trim a busy moment had to put off (mem.h) */
+    uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
     struct gpuop_kube *kube;
     char *ns;
     bool write;
     bool closing;
-    struct gpuop_world *world;
+    struct gpuop_caches *world;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
 
@@ -204,7 +204,7 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         a->body_hash = o->body_hash;
         a->generation =
             json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
-        a->meta_hash = gpuop_world_meta_hash(body);
+        a->meta_hash = gpuop_caches_meta_hash(body);
         gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
     } else if (rc != GPUOP_ECANCELED) {
         char what[128];
@@ -247,7 +247,7 @@ static int apply_operand(struct gpuop_controller *c, int i)
     if (!body)
         return GPUOP_ENOMEM;
     uint64_t h = hash_str(body);
-    const struct gpuop_world_ds *live = gpuop_world_ds(c->world, od->ds_name);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, od->ds_name);
     const struct applied *a = &c->applied[i];
     if (live && a->body_hash == h && live->ds.generation == a->generation &&
         live->meta_hash == a->meta_hash) {
@@ -271,7 +271,7 @@ static int apply_operand(struct gpuop_controller *c, int i)
 static int delete_operand(struct gpuop_controller *c, int i)
 {
     const struct gpuop_operand *od = gpuop_operand_get(i);
-    if (!gpuop_world_ds(c->world, od->ds_name))
+    if (!gpuop_caches_ds(c->world, od->ds_name))
         return 0;
     char path[512];
     snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/%s", c->ns, od->ds_name);
@@ -330,15 +330,15 @@ static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status 
 static void on_trim(uv_timer_t *t)
 {
     struct gpuop_controller *c = t->data;
-    gpuop_mem_trim_sometimes(uv_now(c->loop));
+    gpuop_trim_trim_sometimes(uv_now(c->loop));
 }
 
-/* The work's garbage back to the kernel (mem.h), once nothing is queued.
+/* The work's garbage back to the kernel (trim.h), once nothing is queued.
  * Trimmed too recently: later, or the last burst of a rollout would stay
  * resident. */
 static void trim_after_work(struct gpuop_controller *c)
 {
-    if (gpuop_queue_len(c->queue) == 0 && !gpuop_mem_trim_sometimes(uv_now(c->loop)) &&
+    if (gpuop_queue_len(c->queue) == 0 && !gpuop_trim_trim_sometimes(uv_now(c->loop)) &&
         !uv_is_active((uv_handle_t *)&c->trim))
         uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
 }
@@ -384,7 +384,7 @@ static void finish(struct gpuop_controller *c, bool ok)
 /* After the DaemonSet operations: findings and status. */
 static void after_ops(struct gpuop_controller *c)
 {
-    json_t *obj = gpuop_world_policy(c->world, c->key);
+    json_t *obj = gpuop_caches_policy(c->world, c->key);
     if (!obj) {
         finish(c, c->failed == 0);
         next(c);
@@ -394,7 +394,7 @@ static void after_ops(struct gpuop_controller *c)
     char reason[64] = "Applied", message[700] = "";
     if (c->ignored) {
         in.ignored = true;
-        in.active_policy = gpuop_world_active(c->world);
+        in.active_policy = gpuop_caches_active(c->world);
     } else if (c->policy.nproblems > 0) {
         const struct gpuop_policy_problem *pr = &c->policy.problems[0];
         snprintf(reason, sizeof(reason), "InvalidSpec");
@@ -414,12 +414,12 @@ static void after_ops(struct gpuop_controller *c)
     in.reconcile_message = message;
 
     struct gpuop_findings f = {0};
-    struct gpuop_world_view v;
-    int rc = gpuop_world_view(c->world, &v);
+    struct gpuop_caches_view v;
+    int rc = gpuop_caches_view(c->world, &v);
     if (rc == 0 && !c->ignored)
         rc =
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
-    gpuop_world_view_free(&v);
+    gpuop_caches_view_free(&v);
     if (rc == 0 && !c->ignored) {
         struct gpuop_controller_summary *s = &c->summary;
         memset(s, 0, sizeof(*s));
@@ -479,7 +479,7 @@ static void begin(struct gpuop_controller *c)
     uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
     c->origin_ns = since ? *since : 0;
     free(since);
-    json_t *obj = gpuop_world_policy(c->world, c->key);
+    json_t *obj = gpuop_caches_policy(c->world, c->key);
     if (!obj) {
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
@@ -488,7 +488,7 @@ static void begin(struct gpuop_controller *c)
         next(c);
         return;
     }
-    const char *active = gpuop_world_active(c->world);
+    const char *active = gpuop_caches_active(c->world);
     struct gpuop_err perr = {0};
     int rc = gpuop_policy_parse(obj, &c->policy, &perr);
     if (rc < 0) {
@@ -528,7 +528,7 @@ static void begin(struct gpuop_controller *c)
 /* Takes the next key if idle. */
 static void next(struct gpuop_controller *c)
 {
-    if (c->closing || c->key || !gpuop_world_synced(c->world))
+    if (c->closing || c->key || !gpuop_caches_synced(c->world))
         return;
     c->key = gpuop_queue_get(c->queue);
     if (c->key)
@@ -546,17 +546,17 @@ static void enqueue_all(struct gpuop_controller *c)
 {
     size_t it = 0;
     const char *key;
-    while (gpuop_world_next_policy(c->world, &it, &key, NULL))
+    while (gpuop_caches_next_policy(c->world, &it, &key, NULL))
         gpuop_queue_add(c->queue, key);
 }
 
-static void on_change(void *arg, enum gpuop_world_kind kind, const char *key)
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key)
 {
     struct gpuop_controller *c = arg;
-    const char *kname = kind == GPUOP_WORLD_POLICY ? "gpupolicy"
-                        : kind == GPUOP_WORLD_NODE ? "node"
-                        : kind == GPUOP_WORLD_DS   ? "daemonset"
-                                                   : "pod";
+    const char *kname = kind == GPUOP_CACHES_POLICY ? "gpupolicy"
+                        : kind == GPUOP_CACHES_NODE ? "node"
+                        : kind == GPUOP_CACHES_DS   ? "daemonset"
+                                                    : "pod";
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];
         snprintf(obj, sizeof(obj), "%s/%s", kname, key);
@@ -567,7 +567,7 @@ static void on_change(void *arg, enum gpuop_world_kind kind, const char *key)
     uint64_t t = uv_hrtime();
     size_t it = 0;
     const char *pkey;
-    while (gpuop_world_next_policy(c->world, &it, &pkey, NULL)) {
+    while (gpuop_caches_next_policy(c->world, &it, &pkey, NULL)) {
         mark_dirty(c, pkey, t);
         gpuop_queue_add(c->queue, pkey);
     }
@@ -594,9 +594,9 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     c->cb_arg = cfg->arg;
     gpuop_map_init(&c->dirty_since);
     c->ns = strdup(cfg->namespace);
-    struct gpuop_world_config wc = {
+    struct gpuop_caches_config wc = {
         .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
-    int rc = c->ns ? gpuop_world_new(loop, kube, &wc, &c->world) : GPUOP_ENOMEM;
+    int rc = c->ns ? gpuop_caches_new(loop, kube, &wc, &c->world) : GPUOP_ENOMEM;
     if (rc == 0)
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
     if (rc == 0)
@@ -616,19 +616,19 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
 
 int gpuop_controller_start(struct gpuop_controller *c)
 {
-    return gpuop_world_start(c->world);
+    return gpuop_caches_start(c->world);
 }
 
 bool gpuop_controller_synced(const struct gpuop_controller *c)
 {
-    return gpuop_world_synced(c->world);
+    return gpuop_caches_synced(c->world);
 }
 
 void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
 {
     bool was = c->write;
     c->write = write;
-    if (write && !was && gpuop_world_synced(c->world))
+    if (write && !was && gpuop_caches_synced(c->world))
         enqueue_all(c);
 }
 
@@ -644,7 +644,7 @@ const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpu
     return &c->summary;
 }
 
-const struct gpuop_world *gpuop_controller_world(const struct gpuop_controller *c)
+const struct gpuop_caches *gpuop_controller_world(const struct gpuop_controller *c)
 {
     return c->world;
 }
@@ -690,6 +690,6 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);
     gpuop_events_close(c->events, child_closed, c);
-    gpuop_world_close(c->world, child_closed, c);
+    gpuop_caches_close(c->world, child_closed, c);
     gpuop_queue_close(c->queue, child_closed, c);
 }

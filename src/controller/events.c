@@ -2,7 +2,7 @@
  * events.c - Events for findings that appear or clear (see events.h).
  * The previous findings are kept (moved in by observe, details dropped)
  * and diffed against the new ones with gpuop_findings_diff; a set of
- * "key -> last post time" (keys as 64-bit hashes, see stamps.h) does the
+ * "key -> last post time" (keys as 64-bit hashes, see flap.h) does the
  * flap suppression. Events wait in a FIFO
  * and are POSTed one at a time.
  */
@@ -15,7 +15,7 @@
 #include "gpuop/events.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
-#include "gpuop/stamps.h"
+#include "gpuop/flap.h"
 #include "gpuop/policy.h"
 
 /* The GpuPolicy is cluster-scoped, and the API server requires an Event's
@@ -35,7 +35,7 @@ struct gpuop_events {
     struct gpuop_findings prev;
     bool have_prev;
     char *prev_policy;
-    struct gpuop_stamps last; /* hash of "A|node|operand|reason" -> time posted */
+    struct gpuop_flap last; /* hash of "A|node|operand|reason" -> time posted */
     long long last_prune;
     long long (*now)(void);
     struct post *head, *tail; /* posted one at a time, in order */
@@ -65,7 +65,7 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
     if (gethostname(ev->host, sizeof(ev->host)) != 0)
         snprintf(ev->host, sizeof(ev->host), "gpuop");
     ev->host[sizeof(ev->host) - 1] = 0;
-    ev->last = (struct gpuop_stamps)GPUOP_STAMPS_INIT;
+    ev->last = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->now = wall_clock;
     *out = ev;
     return 0;
@@ -162,7 +162,7 @@ static void prune(struct gpuop_events *ev, long long now)
     if (now - ev->last_prune < 60)
         return;
     ev->last_prune = now;
-    gpuop_stamps_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
+    gpuop_flap_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
 static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
@@ -175,8 +175,8 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
     long long now = ev->now();
-    uint64_t h = gpuop_stamps_hash(key);
-    long long last = gpuop_stamps_get(&ev->last, h);
+    uint64_t h = gpuop_flap_hash(key);
+    long long last = gpuop_flap_get(&ev->last, h);
     if (last && now - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;
         return; /* flapping: said recently */
@@ -185,7 +185,7 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
         ev->suppressed++;
         return; /* not said, so not remembered either */
     }
-    (void)gpuop_stamps_put(&ev->last, h, now); /* ENOMEM: said, not remembered */
+    (void)gpuop_flap_put(&ev->last, h, now); /* ENOMEM: said, not remembered */
     ev->burst++;
     char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
     if (appeared) {
@@ -271,7 +271,7 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
         pop(ev);
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
-    gpuop_stamps_free(&ev->last);
+    gpuop_flap_free(&ev->last);
     free(ev->prev_policy);
     free(ev);
     if (cb)

@@ -19,7 +19,7 @@
 #include "gpuop/jsonlist.h"
 #include "gpuop/lines.h"
 #include "gpuop/log.h"
-#include "gpuop/mem.h"
+#include "gpuop/trim.h"
 
 /* A LIST page is streamed: it may take this long before it is abandoned. */
 #define LIST_TIMEOUT_MS 60000
@@ -297,7 +297,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     set_str(&inf->cont, NULL);
     set_str(&inf->rv, json_string_value(json_object_get(md, "resourceVersion")));
     sweep(inf);
-    gpuop_mem_trim(); /* the pages parsed for this list are garbage now */
+    gpuop_trim_trim(); /* the pages parsed for this list are garbage now */
     inf->stats.lists++;
     if (inf->after_gone)
         inf->stats.relists++;

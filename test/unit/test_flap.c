@@ -1,5 +1,5 @@
 /*
- * test_stamps.c - the hash -> time set behind flap suppression: what is put
+ * test_flap.c - the hash -> time set behind flap suppression: what is put
  * is got back through growth, a put replaces, prune drops exactly the old
  * entries and shrinks the table, hashes of similar keys differ, and the
  * memory per key stays far below a string map's.
@@ -13,35 +13,35 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuop/stamps.h"
+#include "gpuop/flap.h"
 
 static uint64_t key_hash(int i)
 {
     char key[96];
     snprintf(key, sizeof(key), "A|gpu-node-%05d|device-plugin|PodPending", i);
-    return gpuop_stamps_hash(key);
+    return gpuop_flap_hash(key);
 }
 
 static void test_put_get_through_growth(void **state)
 {
     (void)state;
-    struct gpuop_stamps s = GPUOP_STAMPS_INIT;
+    struct gpuop_flap s = GPUOP_FLAP_INIT;
     enum { N = 6000 };
-    assert_int_equal(gpuop_stamps_get(&s, key_hash(0)), 0);
+    assert_int_equal(gpuop_flap_get(&s, key_hash(0)), 0);
     for (int i = 0; i < N; i++)
-        assert_int_equal(gpuop_stamps_put(&s, key_hash(i), 1000 + i), 0);
+        assert_int_equal(gpuop_flap_put(&s, key_hash(i), 1000 + i), 0);
     assert_int_equal(s.len, N);
     for (int i = 0; i < N; i++)
-        assert_int_equal(gpuop_stamps_get(&s, key_hash(i)), 1000 + i);
-    assert_int_equal(gpuop_stamps_get(&s, key_hash(N)), 0);
+        assert_int_equal(gpuop_flap_get(&s, key_hash(i)), 1000 + i);
+    assert_int_equal(gpuop_flap_get(&s, key_hash(N)), 0);
     /* a power of two, at most 3/4 full: 8,192 slots of 16 bytes for 6,000 */
     assert_int_equal(s.cap, 8192);
     assert_true(s.cap * sizeof(*s.slots) / N < 24);
     /* replace: same length, new time */
-    assert_int_equal(gpuop_stamps_put(&s, key_hash(7), 5), 0);
+    assert_int_equal(gpuop_flap_put(&s, key_hash(7), 5), 0);
     assert_int_equal(s.len, N);
-    assert_int_equal(gpuop_stamps_get(&s, key_hash(7)), 5);
-    gpuop_stamps_free(&s);
+    assert_int_equal(gpuop_flap_get(&s, key_hash(7)), 5);
+    gpuop_flap_free(&s);
     assert_null(s.slots);
     assert_int_equal(s.len, 0);
 }
@@ -49,25 +49,25 @@ static void test_put_get_through_growth(void **state)
 static void test_prune_drops_the_old_and_shrinks(void **state)
 {
     (void)state;
-    struct gpuop_stamps s = GPUOP_STAMPS_INIT;
+    struct gpuop_flap s = GPUOP_FLAP_INIT;
     for (int i = 0; i < 1000; i++)
-        assert_int_equal(gpuop_stamps_put(&s, key_hash(i), i < 900 ? 100 : 200), 0);
+        assert_int_equal(gpuop_flap_put(&s, key_hash(i), i < 900 ? 100 : 200), 0);
     size_t cap = s.cap;
-    assert_int_equal(gpuop_stamps_prune(&s, 100), 0); /* nothing before 100 */
+    assert_int_equal(gpuop_flap_prune(&s, 100), 0); /* nothing before 100 */
     assert_int_equal(s.len, 1000);
-    assert_int_equal(gpuop_stamps_prune(&s, 150), 900);
+    assert_int_equal(gpuop_flap_prune(&s, 150), 900);
     assert_int_equal(s.len, 100);
     assert_true(s.cap < cap);
     for (int i = 0; i < 1000; i++)
-        assert_int_equal(gpuop_stamps_get(&s, key_hash(i)), i < 900 ? 0 : 200);
+        assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i < 900 ? 0 : 200);
     /* still usable after the rebuild, and empty frees the table */
-    assert_int_equal(gpuop_stamps_put(&s, key_hash(1), 300), 0);
-    assert_int_equal(gpuop_stamps_get(&s, key_hash(1)), 300);
-    assert_int_equal(gpuop_stamps_prune(&s, 1000), 101);
+    assert_int_equal(gpuop_flap_put(&s, key_hash(1), 300), 0);
+    assert_int_equal(gpuop_flap_get(&s, key_hash(1)), 300);
+    assert_int_equal(gpuop_flap_prune(&s, 1000), 101);
     assert_int_equal(s.len, 0);
     assert_null(s.slots);
-    assert_int_equal(gpuop_stamps_get(&s, key_hash(1)), 0);
-    gpuop_stamps_free(&s);
+    assert_int_equal(gpuop_flap_get(&s, key_hash(1)), 0);
+    gpuop_flap_free(&s);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -87,9 +87,9 @@ static void test_hashes_of_similar_keys_differ(void **state)
     char key[96];
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof(key), "A|gpu-node-%05d|container-toolkit|PodNotCreated", i);
-        h[i] = gpuop_stamps_hash(key);
+        h[i] = gpuop_flap_hash(key);
         key[0] = 'C';
-        h[N + i] = gpuop_stamps_hash(key);
+        h[N + i] = gpuop_flap_hash(key);
     }
     int buckets[64] = {0};
     for (int i = 0; i < 2 * N; i++) {

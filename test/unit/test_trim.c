@@ -1,5 +1,5 @@
 /*
- * test_mem.c - the allocator helpers: trimming after work is rate-limited
+ * test_trim.c - the allocator helpers: trimming after work is rate-limited
  * by the clock it is given, and a trim leaves live blocks intact.
  */
 #include <setjmp.h>
@@ -9,21 +9,21 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "gpuop/mem.h"
+#include "gpuop/trim.h"
 
 static void test_trim_sometimes(void **state)
 {
     (void)state;
-    assert_true(gpuop_mem_trim_sometimes(1000000));
-    assert_false(gpuop_mem_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS - 1));
-    assert_true(gpuop_mem_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS));
-    assert_false(gpuop_mem_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS + 1));
+    assert_true(gpuop_trim_trim_sometimes(1000000));
+    assert_false(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS - 1));
+    assert_true(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS));
+    assert_false(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS + 1));
 }
 
 static void test_trim_keeps_live_blocks(void **state)
 {
     (void)state;
-    gpuop_mem_tune();
+    gpuop_trim_tune();
     /* many small blocks, every other one kept: freed holes between live
      * ones, which only a trim gives back; it must not break the live ones */
     enum { N = 20000 };
@@ -38,7 +38,7 @@ static void test_trim_keeps_live_blocks(void **state)
         free(p[i]);
         p[i] = NULL;
     }
-    gpuop_mem_trim();
+    gpuop_trim_trim();
     for (int i = 1; i < N; i += 2) {
         assert_int_equal(p[i][0], (char)i);
         free(p[i]);

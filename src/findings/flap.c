@@ -1,17 +1,17 @@
 /*
- * stamps.c - hash -> time set (see stamps.h). Linear probing without
- * deletion: entries only leave in gpuop_stamps_prune, which rebuilds the
+ * flap.c - hash -> time set, the Events' flap memory (see flap.h). Linear probing without
+ * deletion: entries only leave in gpuop_flap_prune, which rebuilds the
  * table from the survivors, so there are no tombstones to skip.
  */
 #include <limits.h>
 #include <stdlib.h>
 
 #include "gpuop/error.h"
-#include "gpuop/stamps.h"
+#include "gpuop/flap.h"
 
 #define MIN_CAP 16
 
-uint64_t gpuop_stamps_hash(const char *key)
+uint64_t gpuop_flap_hash(const char *key)
 {
     uint64_t h = 14695981039346656037ULL;
     for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
@@ -37,7 +37,7 @@ static size_t find(const struct gpuop_stamp *slots, size_t cap, uint64_t hash)
     return i;
 }
 
-long long gpuop_stamps_get(const struct gpuop_stamps *s, uint64_t hash)
+long long gpuop_flap_get(const struct gpuop_flap *s, uint64_t hash)
 {
     if (!s->cap)
         return 0;
@@ -48,7 +48,7 @@ long long gpuop_stamps_get(const struct gpuop_stamps *s, uint64_t hash)
 /* Moves the entries of s whose time is not before `before` into a new
  * table of cap slots (0, or a power of two large enough for them at a load
  * of at most 3/4), freeing the old one. */
-static int rebuild(struct gpuop_stamps *s, size_t cap, long long before)
+static int rebuild(struct gpuop_flap *s, size_t cap, long long before)
 {
     struct gpuop_stamp *slots = NULL;
     if (cap) {
@@ -82,10 +82,10 @@ static size_t cap_for(size_t n)
     return cap;
 }
 
-int gpuop_stamps_put(struct gpuop_stamps *s, uint64_t hash, long long time)
+int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time)
 {
     if (!hash)
-        hash = 1; /* as gpuop_stamps_hash would have it */
+        hash = 1; /* as gpuop_flap_hash would have it */
     if (s->cap) {
         struct gpuop_stamp *e = &s->slots[find(s->slots, s->cap, hash)];
         if (e->hash) {
@@ -105,7 +105,7 @@ int gpuop_stamps_put(struct gpuop_stamps *s, uint64_t hash, long long time)
     return 0;
 }
 
-size_t gpuop_stamps_prune(struct gpuop_stamps *s, long long before)
+size_t gpuop_flap_prune(struct gpuop_flap *s, long long before)
 {
     size_t keep = 0;
     for (size_t i = 0; i < s->cap; i++)
@@ -117,7 +117,7 @@ size_t gpuop_stamps_prune(struct gpuop_stamps *s, long long before)
     return dropped;
 }
 
-void gpuop_stamps_free(struct gpuop_stamps *s)
+void gpuop_flap_free(struct gpuop_flap *s)
 {
     free(s->slots);
     s->slots = NULL;

@@ -1,5 +1,5 @@
 /*
- * world.c - the four informers gpuop watches, their converters into the
+ * caches.c - the four informers gpuop watches, their converters into the
  * compact model structs, and "no difference" filters so heartbeats and
  * unrelated status churn do not wake the controller.
  */
@@ -11,11 +11,11 @@
 #include "gpuop/log.h"
 #include "gpuop/names.h"
 #include "gpuop/pool.h"
-#include "gpuop/world.h"
+#include "gpuop/caches.h"
 
-struct gpuop_world {
-    struct gpuop_informer *inf[GPUOP_WORLD_KINDS];
-    struct gpuop_world_config cfg;
+struct gpuop_caches {
+    struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
+    struct gpuop_caches_config cfg;
     char *ns;
     int nsynced;
     int open;
@@ -25,8 +25,8 @@ struct gpuop_world {
 
 /* One trampoline argument per informer, so events know their kind. */
 struct tramp {
-    struct gpuop_world *w;
-    enum gpuop_world_kind kind;
+    struct gpuop_caches *w;
+    enum gpuop_caches_kind kind;
 };
 
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
@@ -38,7 +38,7 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
     return h;
 }
 
-uint64_t gpuop_world_meta_hash(json_t *obj)
+uint64_t gpuop_caches_meta_hash(json_t *obj)
 {
     static const char *const keys[] = {"labels", "annotations", "ownerReferences"};
     json_t *md = json_object_get(obj, "metadata");
@@ -82,7 +82,7 @@ static bool pod_same(const void *a, const void *b)
 static void *ds_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
     (void)key; /* six of them: not worth borrowing */
-    struct gpuop_world_ds *d = calloc(1, sizeof(*d));
+    struct gpuop_caches_ds *d = calloc(1, sizeof(*d));
     if (!d)
         return NULL;
     if (gpuop_ds_from_json(obj, &d->ds, err) < 0) {
@@ -90,20 +90,20 @@ static void *ds_convert(json_t *obj, const char *key, struct gpuop_err *err)
         free(d);
         return NULL;
     }
-    d->meta_hash = gpuop_world_meta_hash(obj);
+    d->meta_hash = gpuop_caches_meta_hash(obj);
     return d;
 }
 
 static void ds_free(void *p)
 {
-    struct gpuop_world_ds *d = p;
+    struct gpuop_caches_ds *d = p;
     gpuop_ds_free(&d->ds);
     free(d);
 }
 
 static bool ds_same(const void *pa, const void *pb)
 {
-    const struct gpuop_world_ds *a = pa, *b = pb;
+    const struct gpuop_caches_ds *a = pa, *b = pb;
     return a->meta_hash == b->meta_hash && gpuop_ds_equal(&a->ds, &b->ds);
 }
 
@@ -124,24 +124,24 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
 static void on_synced(void *arg)
 {
     struct tramp *t = arg;
-    if (++t->w->nsynced == GPUOP_WORLD_KINDS && t->w->cfg.on_synced)
+    if (++t->w->nsynced == GPUOP_CACHES_KINDS && t->w->cfg.on_synced)
         t->w->cfg.on_synced(t->w->cfg.arg);
 }
 
 /* ---- lifecycle ---- */
 
 struct world_alloc {
-    struct gpuop_world w;
-    struct tramp tramps[GPUOP_WORLD_KINDS];
+    struct gpuop_caches w;
+    struct tramp tramps[GPUOP_CACHES_KINDS];
 };
 
-int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop_world_config *cfg,
-                    struct gpuop_world **out)
+int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
+                     const struct gpuop_caches_config *cfg, struct gpuop_caches **out)
 {
     struct world_alloc *a = calloc(1, sizeof(*a));
     if (!a)
         return GPUOP_ENOMEM;
-    struct gpuop_world *w = &a->w;
+    struct gpuop_caches *w = &a->w;
     w->cfg = *cfg;
     w->ns = strdup(cfg->namespace);
     if (!w->ns) {
@@ -154,30 +154,30 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
     snprintf(ds_path, sizeof(ds_path), "/apis/apps/v1/namespaces/%s/daemonsets", w->ns);
     snprintf(pod_path, sizeof(pod_path), "/api/v1/namespaces/%s/pods", w->ns);
     const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
-    struct gpuop_informer_config ic[GPUOP_WORLD_KINDS] = {
-        [GPUOP_WORLD_POLICY] = {.name = "gpupolicies",
-                                .path = "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL,
-                                .same = policy_same},
-        [GPUOP_WORLD_NODE] = {.name = "nodes",
-                              .path = "/api/v1/nodes",
-                              .convert = node_convert,
-                              .free_item = gpuop_pool_free,
-                              .same = node_same},
-        [GPUOP_WORLD_DS] = {.name = "daemonsets",
-                            .path = ds_path,
-                            .label_selector = sel,
-                            .convert = ds_convert,
-                            .free_item = ds_free,
-                            .same = ds_same},
-        [GPUOP_WORLD_POD] = {.name = "pods",
-                             .path = pod_path,
+    struct gpuop_informer_config ic[GPUOP_CACHES_KINDS] = {
+        [GPUOP_CACHES_POLICY] = {.name = "gpupolicies",
+                                 .path = "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL,
+                                 .same = policy_same},
+        [GPUOP_CACHES_NODE] = {.name = "nodes",
+                               .path = "/api/v1/nodes",
+                               .convert = node_convert,
+                               .free_item = gpuop_pool_free,
+                               .same = node_same},
+        [GPUOP_CACHES_DS] = {.name = "daemonsets",
+                             .path = ds_path,
                              .label_selector = sel,
-                             .convert = pod_convert,
-                             .free_item = gpuop_pool_free,
-                             .same = pod_same},
+                             .convert = ds_convert,
+                             .free_item = ds_free,
+                             .same = ds_same},
+        [GPUOP_CACHES_POD] = {.name = "pods",
+                              .path = pod_path,
+                              .label_selector = sel,
+                              .convert = pod_convert,
+                              .free_item = gpuop_pool_free,
+                              .same = pod_same},
     };
-    for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {
-        a->tramps[k] = (struct tramp){w, (enum gpuop_world_kind)k};
+    for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
+        a->tramps[k] = (struct tramp){w, (enum gpuop_caches_kind)k};
         ic[k].on_event = on_event;
         ic[k].on_synced = on_synced;
         ic[k].arg = &a->tramps[k];
@@ -196,9 +196,9 @@ int gpuop_world_new(uv_loop_t *loop, struct gpuop_kube *kube, const struct gpuop
     return 0;
 }
 
-int gpuop_world_start(struct gpuop_world *w)
+int gpuop_caches_start(struct gpuop_caches *w)
 {
-    for (int k = 0; k < GPUOP_WORLD_KINDS; k++) {
+    for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         int rc = gpuop_informer_start(w->inf[k]);
         if (rc < 0)
             return rc;
@@ -206,28 +206,28 @@ int gpuop_world_start(struct gpuop_world *w)
     return 0;
 }
 
-bool gpuop_world_synced(const struct gpuop_world *w)
+bool gpuop_caches_synced(const struct gpuop_caches *w)
 {
-    return w->nsynced == GPUOP_WORLD_KINDS;
+    return w->nsynced == GPUOP_CACHES_KINDS;
 }
 
-json_t *gpuop_world_policy(const struct gpuop_world *w, const char *name)
+json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name)
 {
-    return gpuop_informer_get(w->inf[GPUOP_WORLD_POLICY], name);
+    return gpuop_informer_get(w->inf[GPUOP_CACHES_POLICY], name);
 }
 
-int gpuop_world_next_policy(const struct gpuop_world *w, size_t *iter, const char **name,
-                            json_t **obj)
+int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
+                             json_t **obj)
 {
-    return gpuop_informer_next(w->inf[GPUOP_WORLD_POLICY], iter, name, (void **)obj);
+    return gpuop_informer_next(w->inf[GPUOP_CACHES_POLICY], iter, name, (void **)obj);
 }
 
-const char *gpuop_world_active(const struct gpuop_world *w)
+const char *gpuop_caches_active(const struct gpuop_caches *w)
 {
     const char *best = NULL, *best_ts = NULL, *key;
     json_t *v;
     size_t it = 0;
-    while (gpuop_world_next_policy(w, &it, &key, &v)) {
+    while (gpuop_caches_next_policy(w, &it, &key, &v)) {
         const char *ts =
             json_string_value(json_object_get(json_object_get(v, "metadata"), "creationTimestamp"));
         if (!ts)
@@ -242,9 +242,9 @@ const char *gpuop_world_active(const struct gpuop_world *w)
     return best;
 }
 
-const struct gpuop_world_ds *gpuop_world_ds(const struct gpuop_world *w, const char *name)
+const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name)
 {
-    return gpuop_informer_get(w->inf[GPUOP_WORLD_DS], name); /* one namespace: keyed by name */
+    return gpuop_informer_get(w->inf[GPUOP_CACHES_DS], name); /* one namespace: keyed by name */
 }
 
 static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)
@@ -261,21 +261,21 @@ static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset
     return arr;
 }
 
-int gpuop_world_view(const struct gpuop_world *w, struct gpuop_world_view *v)
+int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
 {
     memset(v, 0, sizeof(*v));
-    v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_WORLD_NODE], &v->nnodes, 0);
-    v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_WORLD_DS], &v->nds,
-                                              offsetof(struct gpuop_world_ds, ds));
-    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_WORLD_POD], &v->npods, 0);
+    v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
+    v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_CACHES_DS], &v->nds,
+                                              offsetof(struct gpuop_caches_ds, ds));
+    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_CACHES_POD], &v->npods, 0);
     if (!v->nodes || !v->ds || !v->pods) {
-        gpuop_world_view_free(v);
+        gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;
     }
     return 0;
 }
 
-void gpuop_world_view_free(struct gpuop_world_view *v)
+void gpuop_caches_view_free(struct gpuop_caches_view *v)
 {
     free(v->nodes);
     free(v->ds);
@@ -283,15 +283,15 @@ void gpuop_world_view_free(struct gpuop_world_view *v)
     memset(v, 0, sizeof(*v));
 }
 
-void gpuop_world_stats(const struct gpuop_world *w, enum gpuop_world_kind kind,
-                       struct gpuop_informer_stats *out)
+void gpuop_caches_stats(const struct gpuop_caches *w, enum gpuop_caches_kind kind,
+                        struct gpuop_informer_stats *out)
 {
     gpuop_informer_stats(w->inf[kind], out);
 }
 
 static void informer_closed(void *arg)
 {
-    struct gpuop_world *w = arg;
+    struct gpuop_caches *w = arg;
     if (--w->open > 0)
         return;
     void (*cb)(void *) = w->close_cb;
@@ -303,13 +303,13 @@ static void informer_closed(void *arg)
         cb(carg);
 }
 
-void gpuop_world_close(struct gpuop_world *w, void (*cb)(void *), void *arg)
+void gpuop_caches_close(struct gpuop_caches *w, void (*cb)(void *), void *arg)
 {
     w->close_cb = cb;
     w->close_arg = arg;
-    w->open = GPUOP_WORLD_KINDS;
+    w->open = GPUOP_CACHES_KINDS;
     w->cfg.on_change = NULL;
     w->cfg.on_synced = NULL;
-    for (int k = 0; k < GPUOP_WORLD_KINDS; k++)
+    for (int k = 0; k < GPUOP_CACHES_KINDS; k++)
         gpuop_informer_close(w->inf[k], informer_closed, w);
 }

@@ -1,5 +1,5 @@
 /*
- * mem.h - keeping the resident set small with glibc's allocator.
+ * trim.h - keeping the resident set small with glibc's allocator.
  *
  * A LIST page is parsed into a large, short-lived jansson tree; glibc keeps
  * such freed memory in the process unless told otherwise, so the resident
@@ -12,22 +12,22 @@
  * meanwhile (1.2 MB of them at 5,000 nodes). All no-ops on other C
  * libraries.
  */
-#ifndef GPUOP_MEM_H
-#define GPUOP_MEM_H
+#ifndef GPUOP_TRIM_H
+#define GPUOP_TRIM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 /* Call once at start, before the first allocation of note. */
-void gpuop_mem_tune(void);
+void gpuop_trim_tune(void);
 
 /* Returns freed heap pages to the kernel (after a burst of parsing). */
-void gpuop_mem_trim(void);
+void gpuop_trim_trim(void);
 
 #define GPUOP_MEM_TRIM_EVERY_MS 10000
 
-/* gpuop_mem_trim() unless the last one ran less than GPUOP_MEM_TRIM_EVERY_MS
+/* gpuop_trim_trim() unless the last one ran less than GPUOP_MEM_TRIM_EVERY_MS
  * before now_ms (a monotonic clock, e.g. uv_now). True when it trimmed. */
-bool gpuop_mem_trim_sometimes(uint64_t now_ms);
+bool gpuop_trim_trim_sometimes(uint64_t now_ms);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * stamps.h - a set of keys, each with a time, kept as 64-bit hashes: what
+ * flap.h - a set of keys, each with a time, kept as 64-bit hashes: what
  * the events module remembers having posted, for flap suppression.
  *
  * Memory: 16 bytes a slot, open addressing with linear probing at a load
@@ -8,12 +8,12 @@
  * the events module remembers about 6,000 keys for ten minutes: 128 KB
  * instead of 0.6 MB.
  *
- * A key is its hash (gpuop_stamps_hash): two keys of equal 64-bit hash are
+ * A key is its hash (gpuop_flap_hash): two keys of equal 64-bit hash are
  * one. At 10,000 keys the chance of any such pair is about 3 in 10^12;
  * the cost of one would be an Event not posted.
  */
-#ifndef GPUOP_STAMPS_H
-#define GPUOP_STAMPS_H
+#ifndef GPUOP_FLAP_H
+#define GPUOP_FLAP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,34 +23,34 @@ struct gpuop_stamp {
     long long time;
 };
 
-struct gpuop_stamps {
+struct gpuop_flap {
     struct gpuop_stamp *slots; /* new memory, owned */
     size_t cap;                /* 0 or a power of two */
     size_t len;
 };
 
-#define GPUOP_STAMPS_INIT                                                                          \
+#define GPUOP_FLAP_INIT                                                                            \
     {                                                                                              \
         NULL, 0, 0                                                                                 \
     }
 
 /* The hash of key, never 0 (FNV-1a, then a 64-bit finaliser that spreads
  * FNV's similar outputs for similar keys over all bits). */
-uint64_t gpuop_stamps_hash(const char *key);
+uint64_t gpuop_flap_hash(const char *key);
 
 /* The time stored for hash, or 0 when there is none. */
-long long gpuop_stamps_get(const struct gpuop_stamps *s, uint64_t hash);
+long long gpuop_flap_get(const struct gpuop_flap *s, uint64_t hash);
 
 /* Stores time for hash (inserting or replacing). Returns 0 or GPUOP_ENOMEM
  * (the set is unchanged then). */
-int gpuop_stamps_put(struct gpuop_stamps *s, uint64_t hash, long long time);
+int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time);
 
 /* Drops every entry whose time is before `before`; the table is rebuilt at
  * the size the rest needs (freed when nothing is left). Returns how many
  * were dropped. On allocation failure nothing is dropped (tried again at
  * the next prune) and it returns 0. */
-size_t gpuop_stamps_prune(struct gpuop_stamps *s, long long before);
+size_t gpuop_flap_prune(struct gpuop_flap *s, long long before);
 
-void gpuop_stamps_free(struct gpuop_stamps *s);
+void gpuop_flap_free(struct gpuop_flap *s);
 
 #endif

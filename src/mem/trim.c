@@ -1,15 +1,15 @@
 /*
- * mem.c - allocator tuning (see mem.h). With glibc: an mmap threshold and
+ * trim.c - allocator tuning (see trim.h). With glibc: an mmap threshold and
  * a trim threshold fixed at 256 KiB (setting them turns off glibc's dynamic
  * raising of both after a large free), and malloc_trim() on demand.
  */
-#include "gpuop/mem.h"
+#include "gpuop/trim.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
-void gpuop_mem_tune(void)
+void gpuop_trim_tune(void)
 {
 #ifdef __GLIBC__
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
@@ -17,14 +17,14 @@ void gpuop_mem_tune(void)
 #endif
 }
 
-void gpuop_mem_trim(void)
+void gpuop_trim_trim(void)
 {
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
 }
 
-bool gpuop_mem_trim_sometimes(uint64_t now_ms)
+bool gpuop_trim_trim_sometimes(uint64_t now_ms)
 {
     static bool ever;
     static uint64_t last;
@@ -32,6 +32,6 @@ bool gpuop_mem_trim_sometimes(uint64_t now_ms)
         return false;
     ever = true;
     last = now_ms;
-    gpuop_mem_trim();
+    gpuop_trim_trim();
     return true;
 }

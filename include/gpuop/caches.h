@@ -1,0 +1,85 @@
+/*
+ * caches.h - gpuop's view of the cluster: four informers (GpuPolicies,
+ * Nodes, and the operand DaemonSets and Pods in the operator namespace,
+ * selected by app.kubernetes.io/managed-by=gpuop) whose stores hold the
+ * compact structs of model.h. Shared by the controller and `gpuop check`.
+ */
+#ifndef GPUOP_CACHES_H
+#define GPUOP_CACHES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "gpuop/informer.h"
+#include "gpuop/kube.h"
+#include "gpuop/model.h"
+
+enum gpuop_caches_kind {
+    GPUOP_CACHES_POLICY,
+    GPUOP_CACHES_NODE,
+    GPUOP_CACHES_DS,
+    GPUOP_CACHES_POD,
+    GPUOP_CACHES_KINDS
+};
+
+/* A cached operand DaemonSet: the model struct plus what drift detection
+ * needs (a hash of the metadata fields gpuop applies). */
+struct gpuop_caches_ds {
+    struct gpuop_ds ds;
+    uint64_t meta_hash;
+};
+
+struct gpuop_caches_config {
+    const char *namespace; /* operator namespace, where operands live */
+    /* Something changed (key of the object); borrowed strings. */
+    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key);
+    /* All four informers have listed once. */
+    void (*on_synced)(void *arg);
+    void *arg;
+};
+
+/* Arrays of borrowed pointers into the caches, valid until the loop runs
+ * again; the arrays themselves are new (gpuop_caches_view_free). */
+struct gpuop_caches_view {
+    const struct gpuop_node **nodes;
+    size_t nnodes;
+    const struct gpuop_ds **ds;
+    size_t nds;
+    const struct gpuop_pod **pods;
+    size_t npods;
+};
+
+struct gpuop_caches;
+
+int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
+                     const struct gpuop_caches_config *cfg, struct gpuop_caches **out);
+int gpuop_caches_start(struct gpuop_caches *w);
+bool gpuop_caches_synced(const struct gpuop_caches *w);
+
+/* The GpuPolicy object named name (borrowed), or NULL. */
+json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name);
+/* The active policy's name (borrowed): the oldest by creationTimestamp,
+ * ties broken by name; NULL when there is none. */
+const char *gpuop_caches_active(const struct gpuop_caches *w);
+/* Iterates the GpuPolicies: for (size_t i = 0; gpuop_caches_next_policy(w, &i, &n, &o);)
+ * name and obj are borrowed. */
+int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
+                             json_t **obj);
+/* The cached DaemonSet of that name in the operator namespace, or NULL. */
+const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name);
+
+int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v);
+void gpuop_caches_view_free(struct gpuop_caches_view *v);
+
+void gpuop_caches_stats(const struct gpuop_caches *w, enum gpuop_caches_kind kind,
+                        struct gpuop_informer_stats *out);
+
+/* Hash of the metadata gpuop applies to a DaemonSet (labels, annotations,
+ * ownerReferences) of obj (borrowed). */
+uint64_t gpuop_caches_meta_hash(json_t *obj);
+
+void gpuop_caches_close(struct gpuop_caches *w, void (*cb)(void *arg), void *arg);
+
+#endif
