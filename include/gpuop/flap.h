@@ -8,7 +8,7 @@
  * the events module remembers about 6,000 keys for ten minutes: 128 KB
  * instead of 0.6 MB.
  *
- * A key is its hash (gpuop_flap_hash): two keys of equal 64-bit hash are
+ * A key is its hash (gpuop_hash_str, base/hash.c): two keys of equal 64-bit hash are
  * one. At 10,000 keys the chance of any such pair is about 3 in 10^12;
  * the cost of one would be an Event not posted.
  */
@@ -33,10 +33,6 @@ struct gpuop_flap {
     {                                                                                              \
         NULL, 0, 0                                                                                 \
     }
-
-/* The hash of key, never 0 (FNV-1a, then a 64-bit finaliser that spreads
- * FNV's similar outputs for similar keys over all bits). */
-uint64_t gpuop_flap_hash(const char *key);
 
 /* The time stored for hash, or 0 when there is none. */
 long long gpuop_flap_get(const struct gpuop_flap *s, uint64_t hash);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
@@ -29,26 +30,17 @@ struct tramp {
     enum gpuop_caches_kind kind;
 };
 
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 uint64_t gpuop_caches_meta_hash(json_t *obj)
 {
     static const char *const keys[] = {"labels", "annotations", "ownerReferences"};
     json_t *md = json_object_get(obj, "metadata");
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = GPUOP_HASH_INIT;
     for (size_t i = 0; i < 3; i++) {
         char *s = json_dumps(json_object_get(md, keys[i]),
                              JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        h = fnv(h, keys[i], strlen(keys[i]));
+        h = gpuop_hash_bytes(h, keys[i], strlen(keys[i]));
         if (s) {
-            h = fnv(h, s, strlen(s));
+            h = gpuop_hash_bytes(h, s, strlen(s));
             gpuop_json_free(s); /* may come from the JSON scratch arena */
         }
     }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/analysis.h"
 #include "gpuop/controller.h"
 #include "gpuop/events.h"
@@ -94,12 +95,7 @@ static void after_ops(struct gpuop_controller *c);
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h ? h : 1;
+    return gpuop_hash_str(s);
 }
 
 static long long now_s(void)

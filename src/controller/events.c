@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/events.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
@@ -175,7 +176,7 @@ static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
     long long now = ev->now();
-    uint64_t h = gpuop_flap_hash(key);
+    uint64_t h = gpuop_hash_str(key);
     long long last = gpuop_flap_get(&ev->last, h);
     if (last && now - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/analysis.h"
 
 /* The tolerations the DaemonSet controller adds to every daemon pod
@@ -43,10 +44,7 @@ struct nindex {
 
 static size_t hash(const char *s)
 {
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return (size_t)gpuop_hash_str(s);
 }
 
 static int nindex_init(struct nindex *ix, const struct gpuop_node *const *sorted, size_t n)

@@ -11,22 +11,6 @@
 
 #define MIN_CAP 16
 
-uint64_t gpuop_flap_hash(const char *key)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ULL;
-    }
-    /* splitmix64's finaliser */
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    return h ? h : 1;
-}
-
 /* The slot holding hash, or the empty slot where it would go. cap > 0 and
  * the table is never full (load <= 3/4). */
 static size_t find(const struct gpuop_stamp *slots, size_t cap, uint64_t hash)
@@ -85,7 +69,7 @@ static size_t cap_for(size_t n)
 int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time)
 {
     if (!hash)
-        hash = 1; /* as gpuop_flap_hash would have it */
+        hash = 1; /* as gpuop_hash_str would have it */
     if (s->cap) {
         struct gpuop_stamp *e = &s->slots[find(s->slots, s->cap, hash)];
         if (e->hash) {

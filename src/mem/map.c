@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/error.h"
 #include "gpuop/map.h"
 #include "gpuop/pool.h"
@@ -21,12 +22,7 @@ struct gpuop_map_node {
 
 static uint32_t hash_str(const char *s)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 16777619u;
-    }
-    return h;
+    return (uint32_t)gpuop_hash_str(s);
 }
 
 void gpuop_map_init(struct gpuop_map *m)

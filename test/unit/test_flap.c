@@ -13,13 +13,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/flap.h"
 
 static uint64_t key_hash(int i)
 {
     char key[96];
     snprintf(key, sizeof(key), "A|gpu-node-%05d|device-plugin|PodPending", i);
-    return gpuop_flap_hash(key);
+    return gpuop_hash_str(key);
 }
 
 static void test_put_get_through_growth(void **state)
@@ -87,9 +88,9 @@ static void test_hashes_of_similar_keys_differ(void **state)
     char key[96];
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof(key), "A|gpu-node-%05d|container-toolkit|PodNotCreated", i);
-        h[i] = gpuop_flap_hash(key);
+        h[i] = gpuop_hash_str(key);
         key[0] = 'C';
-        h[N + i] = gpuop_flap_hash(key);
+        h[N + i] = gpuop_hash_str(key);
     }
     int buckets[64] = {0};
     for (int i = 0; i < 2 * N; i++) {
