@@ -135,7 +135,13 @@ grep -q '^    priorityClassName: ""$' "$tmp/int.yaml" || fail "daemonsets.priori
 "$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --set-json 'daemonsets.tolerations=[]' \
     >"$tmp/notol.yaml"
 grep -q '^    tolerations: \[\]$' "$tmp/notol.yaml" || fail "daemonsets.tolerations=[] is not written as []"
-ok "maxUnavailable, priorityClassName, updateStrategy and tolerations edge cases"
+# A key set to null (Helm's way to drop a default) leaves its defaults to
+# the GpuPolicy.
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --set daemonsets=null --set driver=null \
+    >"$tmp/null.yaml" || fail "daemonsets=null / driver=null do not render"
+grep -q '^  driver:$' "$tmp/null.yaml" || fail "driver=null dropped the driver from the GpuPolicy"
+grep -q '^  daemonsets: {}$' "$tmp/null.yaml" || fail "daemonsets=null is not written as daemonsets: {}"
+ok "maxUnavailable, priorityClassName, updateStrategy, tolerations and null edge cases"
 
 # One source for the RBAC: deploy/10-rbac.yaml (for kubectl users and the
 # e2e tests) is the chart's, rendered for gpuop-system without Helm's labels.

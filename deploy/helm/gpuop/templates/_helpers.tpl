@@ -38,7 +38,7 @@ and image come without a version (see gpuop.unversioned). Argument: a dict
 with "key" (the values key) and "v" (its values).
 */}}
 {{- define "gpuop.operandImage" -}}
-{{- $v := .v -}}
+{{- $v := .v | default dict -}}
 {{- $repo := toString ($v.repository | default "") | trimSuffix "/" -}}
 {{- $img := toString ($v.image | default "") -}}
 {{- $ver := toString ($v.version | default "") -}}
@@ -109,7 +109,7 @@ driver toolkit devicePlugin gfd dcgmExporter validator
 order; entries may be names or {name: ...}. A JSON list. */}}
 {{- define "gpuop.pullSecrets" -}}
 {{- $all := list -}}
-{{- $lists := list (.Values.daemonsets.imagePullSecrets | default list) -}}
+{{- $lists := list ((.Values.daemonsets | default dict).imagePullSecrets | default list) -}}
 {{- range $k := splitList " " (include "gpuop.operandKeys" .) -}}
 {{- $lists = append $lists ((get $.Values $k | default dict).imagePullSecrets | default list) -}}
 {{- end -}}
@@ -128,4 +128,44 @@ and a number as an integer); "25%" stays a string. */}}
 {{- define "gpuop.maxUnavailable" -}}
 {{- $s := toString . -}}
 {{- if regexMatch "^[0-9]+$" $s -}}{{ atoi $s }}{{- else -}}{{ quote $s }}{{- end -}}
+{{- end }}
+
+{{/* The GpuPolicy's spec.daemonsets from daemonsets.* (and every operand's
+imagePullSecrets); only what is given. */}}
+{{- define "gpuop.daemonsetsSpec" -}}
+{{- $ds := .Values.daemonsets | default dict }}
+{{- if hasKey $ds "tolerations" }}
+tolerations:
+  {{- if $ds.tolerations }}
+  {{- toYaml $ds.tolerations | nindent 2 }}
+  {{- else }} []
+  {{- end }}
+{{- end }}
+{{- if hasKey $ds "priorityClassName" }}
+priorityClassName: {{ $ds.priorityClassName | default "" | quote }}
+{{- end }}
+{{- with $ds.updateStrategy }}
+updateStrategy: {{ . }}
+{{- end }}
+{{- if ne (toString $ds.updateStrategy) "OnDelete" }}
+{{- with $ds.rollingUpdate }}
+{{- if hasKey . "maxUnavailable" }}
+rollingUpdate:
+  maxUnavailable: {{ include "gpuop.maxUnavailable" .maxUnavailable }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $ds.labels }}
+labels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $ds.annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $secrets := include "gpuop.pullSecrets" . | fromJsonArray }}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
