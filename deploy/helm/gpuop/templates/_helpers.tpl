@@ -99,8 +99,8 @@ resources:
 {{- end }}
 {{- end }}
 
-{{/* The values keys of the six operands, in gpuop's order, and a name for
-each that the GpuPolicy uses (the same here). */}}
+{{/* The six operands' keys, in gpuop's order: the same in the values and
+in the GpuPolicy's spec. */}}
 {{- define "gpuop.operandKeys" -}}
 driver toolkit devicePlugin gfd dcgmExporter validator
 {{- end }}
