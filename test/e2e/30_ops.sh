@@ -29,7 +29,8 @@ log "least privilege: what the gpuop ServiceAccount may and may not do"
 can() { kc auth can-i --as="$SA" "$@" 2>/dev/null || true; }
 for check in "get secrets -A" "list secrets -n $GPUOP_NS" "patch nodes" "update nodes" \
 	"delete nodes" "create pods -n $GPUOP_NS" "delete gpupolicies.gpuop.dev" \
-	"create daemonsets -n default" "delete leases -n $GPUOP_NS" "update gpupolicies.gpuop.dev"; do
+	"create daemonsets -n default" "delete leases -n $GPUOP_NS" "update gpupolicies.gpuop.dev" \
+	"create events -n kube-system" "create events -n $GPUOP_NS"; do
 	# shellcheck disable=SC2086
 	assert_eq no "$(can $check)" "can-i $check"
 done

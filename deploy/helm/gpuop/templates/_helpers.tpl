@@ -1,0 +1,171 @@
+{{/*
+Names are fixed ("gpuop", "gpuop-operand", "gpuop-metrics"): gpuop names its
+operands' ServiceAccount itself, its GpuPolicy is cluster-scoped and one gpuop
+serves a cluster, so a second release fails on the cluster-scoped RBAC
+instead of running two operators.
+*/}}
+
+{{- define "gpuop.labels" -}}
+app.kubernetes.io/name: gpuop
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: gpuop
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* The controller's pods; never matches an operand pod (those carry
+app.kubernetes.io/name=<operand>). */}}
+{{- define "gpuop.selectorLabels" -}}
+app.kubernetes.io/name: gpuop
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{/* gpuop's own image. */}}
+{{- define "gpuop.image" -}}
+{{- if .Values.image.reference -}}
+{{ .Values.image.reference }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{/*
+An operand's image reference from the GPU Operator's repository/image/version
+keys; "" when none is given (gpuop's built-in default) or when a repository
+and image come without a version (see gpuop.unversioned). Argument: a dict
+with "key" (the values key) and "v" (its values).
+*/}}
+{{- define "gpuop.operandImage" -}}
+{{- $v := .v | default dict -}}
+{{- $repo := toString ($v.repository | default "") | trimSuffix "/" -}}
+{{- $img := toString ($v.image | default "") -}}
+{{- $ver := toString ($v.version | default "") -}}
+{{- if and $repo (not $img) -}}
+{{- fail (printf "%s.repository is set but %s.image is not" .key .key) -}}
+{{- end -}}
+{{- if and $ver (not $img) -}}
+{{- fail (printf "%s.version is set but %s.image is not" .key .key) -}}
+{{- end -}}
+{{- $base := $img -}}
+{{- if $repo -}}{{- $base = printf "%s/%s" $repo $img -}}{{- end -}}
+{{- if $ver -}}
+{{- if hasPrefix "sha256:" $ver -}}
+{{ printf "%s@%s" $base $ver }}
+{{- else -}}
+{{ printf "%s:%s" $base $ver }}
+{{- end -}}
+{{- else if not $repo -}}
+{{ $base }}
+{{- end -}}
+{{- end }}
+
+{{/* "true" when an operand names repository and image but no version. */}}
+{{- define "gpuop.unversioned" -}}
+{{- if and .repository .image (not .version) -}}true{{- end -}}
+{{- end }}
+
+{{/* enabled: default true; false (or "false") turns it off. */}}
+{{- define "gpuop.enabled" -}}
+{{- if and (hasKey . "enabled") (eq (toString .enabled) "false") -}}false{{- else -}}true{{- end -}}
+{{- end }}
+
+{{/*
+One operand's GpuPolicy spec, from its values. Only what is given is
+written: an empty args list would replace the operand's default arguments
+with none, so [] means "keep them", as in the GPU Operator's chart.
+*/}}
+{{- define "gpuop.operandSpec" -}}
+{{- $v := .v | default dict -}}
+enabled: {{ include "gpuop.enabled" $v }}
+{{- with include "gpuop.operandImage" . }}
+image: {{ . | quote }}
+{{- end }}
+{{- with $v.imagePullPolicy }}
+imagePullPolicy: {{ . }}
+{{- end }}
+{{- with $v.args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.env }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The six operands' keys, in gpuop's order: the same in the values and
+in the GpuPolicy's spec. */}}
+{{- define "gpuop.operandKeys" -}}
+driver toolkit devicePlugin gfd dcgmExporter validator
+{{- end }}
+
+{{/* daemonsets.imagePullSecrets and every operand's, deduplicated, in
+order; entries may be names or {name: ...}. A JSON list. */}}
+{{- define "gpuop.pullSecrets" -}}
+{{- $all := list -}}
+{{- $lists := list ((.Values.daemonsets | default dict).imagePullSecrets | default list) -}}
+{{- range $k := splitList " " (include "gpuop.operandKeys" .) -}}
+{{- $lists = append $lists ((get $.Values $k | default dict).imagePullSecrets | default list) -}}
+{{- end -}}
+{{- range $l := $lists -}}
+{{- range $s := $l -}}
+{{- $n := $s -}}
+{{- if kindIs "map" $s -}}{{- $n = $s.name -}}{{- end -}}
+{{- if and $n (not (has (toString $n) $all)) -}}{{- $all = append $all (toString $n) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $all -}}
+{{- end }}
+
+{{/* maxUnavailable: "1" or 1 -> 1 (the CRD takes a percentage as a string
+and a number as an integer); "25%" stays a string. */}}
+{{- define "gpuop.maxUnavailable" -}}
+{{- $s := toString . -}}
+{{- if regexMatch "^[0-9]+$" $s -}}{{ atoi $s }}{{- else -}}{{ quote $s }}{{- end -}}
+{{- end }}
+
+{{/* The GpuPolicy's spec.daemonsets from daemonsets.* (and every operand's
+imagePullSecrets); only what is given. */}}
+{{- define "gpuop.daemonsetsSpec" -}}
+{{- $ds := .Values.daemonsets | default dict }}
+{{- if hasKey $ds "tolerations" }}
+tolerations:
+  {{- if $ds.tolerations }}
+  {{- toYaml $ds.tolerations | nindent 2 }}
+  {{- else }} []
+  {{- end }}
+{{- end }}
+{{- if hasKey $ds "priorityClassName" }}
+priorityClassName: {{ $ds.priorityClassName | default "" | quote }}
+{{- end }}
+{{- with $ds.updateStrategy }}
+updateStrategy: {{ . }}
+{{- end }}
+{{- if ne (toString $ds.updateStrategy) "OnDelete" }}
+{{- with $ds.rollingUpdate }}
+{{- if hasKey . "maxUnavailable" }}
+rollingUpdate:
+  maxUnavailable: {{ include "gpuop.maxUnavailable" .maxUnavailable }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $ds.labels }}
+labels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $ds.annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $secrets := include "gpuop.pullSecrets" . | fromJsonArray }}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
