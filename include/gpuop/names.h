@@ -30,5 +30,8 @@
 
 /* Service account every operand pod runs as (created by deploy/). */
 #define GPUOP_OPERAND_SA "gpuop-operand"
+/* The one operand that uses the API (MIG Manager relabels its node) runs
+ * as this one, with a token (deploy/10-rbac.yaml). */
+#define GPUOP_MIG_MANAGER_SA "gpuop-mig-manager"
 
 #endif

@@ -285,10 +285,12 @@ static int set_defaults(struct gpuop_policy *p)
 {
     for (int i = 0; i < gpuop_operand_count(); i++) {
         struct gpuop_operand_spec *o = &p->operands[i];
-        o->enabled = true;
-        if (set_str(&o->image, gpuop_operand_get(i)->image) ||
-            set_str(&o->pull_policy, "IfNotPresent") || set_json(&o->args, json_array()) ||
-            set_json(&o->env, json_array()))
+        const struct gpuop_operand *op = gpuop_operand_get(i);
+        o->enabled = op->enabled;
+        if (op->config && set_str(&o->config_name, op->config))
+            return GPUOP_ENOMEM;
+        if (set_str(&o->image, op->image) || set_str(&o->pull_policy, "IfNotPresent") ||
+            set_json(&o->args, json_array()) || set_json(&o->env, json_array()))
             return GPUOP_ENOMEM;
     }
     if (set_json(&p->tolerations, default_tolerations()) ||
@@ -297,13 +299,17 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->update_strategy, "RollingUpdate") ||
         set_json(&p->image_pull_secrets, json_array()))
         return GPUOP_ENOMEM;
+    p->ordering = GPUOP_ORDERING_REPORT;
+    p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
+    p->advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
+    p->event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
     return 0;
 }
 
 /* ---- per operand --------------------------------------------------------- */
 
-static const char *const operand_fields[] = {"enabled",   "image", "imagePullPolicy", "args", "env",
-                                             "resources", NULL};
+static const char *const operand_fields[] = {"enabled", "image",     "imagePullPolicy", "args",
+                                             "env",     "resources", "config",          NULL};
 
 static int parse_args(struct gpuop_policy *p, const char *path, json_t *v,
                       struct gpuop_operand_spec *o)
@@ -522,6 +528,38 @@ static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
     return 0;
 }
 
+/* config: {name: <ConfigMap>}, for operands whose table row names a
+ * default ConfigMap. */
+static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
+                        struct gpuop_operand_spec *o, const struct gpuop_operand *op)
+{
+    static const char *const known[] = {"name", NULL};
+    char field[FIELD_MAX], vbuf[64];
+    const char *key;
+    json_t *e;
+    fieldf(field, "%s.config", path);
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {name}, not %s; using the ConfigMap %s", type_name(v),
+                op->config);
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "name"))
+            unknown_field(p, field, key, known);
+    }
+    json_t *name = json_object_get(v, "name");
+    if (!name || json_is_null(name))
+        return 0;
+    const char *s = json_string_value(name);
+    fieldf(field, "%s.config.name", path);
+    if (s && subdomain_ok(s, strlen(s)))
+        return set_str(&o->config_name, s);
+    problem(p, field, "must be a ConfigMap name (lower-case DNS name), not %s; using %s",
+            describe(name, vbuf, sizeof(vbuf)), op->config);
+    return 0;
+}
+
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
     char vbuf[64];
@@ -536,7 +574,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
     if (json_is_null(v))
         return 0;
     if (!json_is_object(v)) {
-        problem(p, path, "must be an object, not %s; using the defaults (enabled)", type_name(v));
+        problem(p, path, "must be an object, not %s; using the defaults (%s)", type_name(v),
+                op->enabled ? "enabled" : "disabled");
         return 0;
     }
     json_object_foreach(v, key, e)
@@ -548,8 +587,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             if (json_is_boolean(e))
                 o->enabled = json_is_true(e);
             else
-                problem(p, field, "must be true or false, not %s; using true (enabled)",
-                        type_name(e));
+                problem(p, field, "must be true or false, not %s; using %s (%s)", type_name(e),
+                        op->enabled ? "true" : "false", op->enabled ? "enabled" : "disabled");
         } else if (!strcmp(key, "image")) {
             if (json_is_string(e) && image_ok(json_string_value(e)))
                 rc = set_str(&o->image, json_string_value(e));
@@ -575,6 +614,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_env(p, path, e, o);
         } else if (!strcmp(key, "resources")) {
             rc = parse_resources(p, path, e, o);
+        } else if (!strcmp(key, "config") && op->config) {
+            rc = parse_config(p, path, e, o, op);
         } else {
             unknown_field(p, path, key, operand_fields);
         }
@@ -952,9 +993,76 @@ static int parse_metadata(struct gpuop_policy *p, json_t *md)
     return rc;
 }
 
+/* A grace period in seconds: an integer 0..GPUOP_GRACE_MAX, else the
+ * default with a problem. */
+static void parse_grace(struct gpuop_policy *p, const char *field, json_t *v, long *dst, long dflt)
+{
+    char vbuf[64];
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= GPUOP_GRACE_MAX) {
+        *dst = (long)json_integer_value(v);
+        return;
+    }
+    if (json_is_integer(v))
+        snprintf(vbuf, sizeof(vbuf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(vbuf, sizeof(vbuf), "%g", json_real_value(v));
+    else
+        describe(v, vbuf, sizeof(vbuf));
+    problem(p, field, "must be a whole number of seconds from 0 to %d, not %s; using %ld",
+            GPUOP_GRACE_MAX, json_is_number(v) || json_is_string(v) ? vbuf : type_name(v), dflt);
+    *dst = dflt;
+}
+
+static int parse_findings(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"terminatingGracePeriodSeconds",
+                                        "advertiseGracePeriodSeconds", "eventGracePeriodSeconds",
+                                        NULL};
+    const char *key;
+    json_t *e;
+    char field[FIELD_MAX];
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, "spec.findings", "must be an object, not %s; using the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "spec.findings.%s", key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, known[0]))
+            parse_grace(p, field, e, &p->terminating_grace_s, GPUOP_TERMINATING_GRACE_DEFAULT);
+        else if (!strcmp(key, known[1]))
+            parse_grace(p, field, e, &p->advertise_grace_s, GPUOP_ADVERTISE_GRACE_DEFAULT);
+        else if (!strcmp(key, known[2]))
+            parse_grace(p, field, e, &p->event_grace_s, GPUOP_EVENT_GRACE_DEFAULT);
+        else
+            unknown_field(p, "spec.findings", key, known);
+    }
+    return 0;
+}
+
+static void parse_ordering(struct gpuop_policy *p, json_t *v)
+{
+    char vbuf[64];
+    const char *s = json_string_value(v);
+    if (json_is_null(v))
+        return;
+    if (s && !strcmp(s, "report"))
+        p->ordering = GPUOP_ORDERING_REPORT;
+    else if (s && !strcmp(s, "enforce"))
+        p->ordering = GPUOP_ORDERING_ENFORCE;
+    else
+        problem(p, "spec.ordering", "must be report or enforce, not %s; using report",
+                describe(v, vbuf, sizeof(vbuf)));
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 2];
+    const char *known[GPUOP_OPERAND_MAX + 4];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -962,6 +1070,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     for (int i = 0; i < gpuop_operand_count(); i++)
         known[n++] = gpuop_operand_get(i)->key;
     known[n++] = "daemonsets";
+    known[n++] = "ordering";
+    known[n++] = "findings";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -977,6 +1087,10 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             rc = parse_operand(p, idx, e);
         else if (!strcmp(key, "daemonsets"))
             rc = parse_daemonsets(p, e);
+        else if (!strcmp(key, "ordering"))
+            parse_ordering(p, e);
+        else if (!strcmp(key, "findings"))
+            rc = parse_findings(p, e);
         else
             unknown_field(p, "spec", key, known);
         if (rc)
@@ -1017,6 +1131,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
         json_decref(o->args);
         json_decref(o->env);
         json_decref(o->resources);
+        free(o->config_name);
     }
     json_decref(p->tolerations);
     free(p->priority_class);

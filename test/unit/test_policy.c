@@ -59,7 +59,12 @@ static void assert_defaults(const struct gpuop_policy *p)
 {
     for (int i = 0; i < gpuop_operand_count(); i++) {
         const struct gpuop_operand_spec *o = &p->operands[i];
-        assert_true(o->enabled);
+        const char *cfg = gpuop_operand_get(i)->config;
+        assert_int_equal(o->enabled, gpuop_operand_get(i)->enabled);
+        if (cfg)
+            assert_string_equal(o->config_name, cfg);
+        else
+            assert_null(o->config_name);
         assert_string_equal(o->image, gpuop_operand_get(i)->image);
         assert_string_equal(o->pull_policy, "IfNotPresent");
         assert_true(json_is_array(o->args));
@@ -80,6 +85,10 @@ static void assert_defaults(const struct gpuop_policy *p)
     assert_int_equal(json_object_size(p->annotations), 0);
     assert_int_equal(json_array_size(p->image_pull_secrets), 0);
     assert_null(p->max_unavailable);
+    assert_int_equal(p->ordering, GPUOP_ORDERING_REPORT);
+    assert_int_equal(p->terminating_grace_s, 300);
+    assert_int_equal(p->advertise_grace_s, 120);
+    assert_int_equal(p->event_grace_s, 60);
 }
 
 static void test_defaults(void **state)
@@ -211,7 +220,31 @@ static const struct bad_case bad_cases[] = {
     {"{\"validator\": 3}", "spec.validator", "must be an object"},
     {"{\"validator\": {\"enable\": false}}", "spec.validator.enable", "did you mean \"enabled\""},
     {"{\"drvier\": {\"enabled\": false}}", "spec.drvier", "did you mean \"driver\""},
-    {"{\"migManager\": {}}", "spec.migManager", "unknown field"},
+    {"{\"migManager\": {\"enabled\": \"on\"}}", "spec.migManager.enabled",
+     "using false (disabled)"},
+    {"{\"migManager\": 1}", "spec.migManager", "defaults (disabled)"},
+    {"{\"migManager\": {\"config\": \"cm\"}}", "spec.migManager.config", "object {name}"},
+    {"{\"migManager\": {\"config\": {\"name\": \"Bad_Name\"}}}", "spec.migManager.config.name",
+     "using default-mig-parted-config"},
+    {"{\"migManager\": {\"config\": {\"nam\": \"x\"}}}", "spec.migManager.config.nam",
+     "did you mean \"name\""},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\"}}}", "spec.devicePlugin.config",
+     "unknown field"},
+    {"{\"migManagr\": {}}", "spec.migManagr", "did you mean \"migManager\""},
+    {"{\"ordering\": \"strict\"}", "spec.ordering", "report or enforce"},
+    {"{\"ordering\": true}", "spec.ordering", "using report"},
+    {"{\"ordring\": \"enforce\"}", "spec.ordring", "did you mean \"ordering\""},
+    {"{\"findings\": 5}", "spec.findings", "must be an object"},
+    {"{\"findings\": {\"terminatingGracePeriodSeconds\": -1}}",
+     "spec.findings.terminatingGracePeriodSeconds", "not -1; using 300"},
+    {"{\"findings\": {\"advertiseGracePeriodSeconds\": \"2m\"}}",
+     "spec.findings.advertiseGracePeriodSeconds", "not \"2m\"; using 120"},
+    {"{\"findings\": {\"eventGracePeriodSeconds\": 1.5}}", "spec.findings.eventGracePeriodSeconds",
+     "using 60"},
+    {"{\"findings\": {\"eventGracePeriodSeconds\": 604801}}",
+     "spec.findings.eventGracePeriodSeconds", "0 to 604800"},
+    {"{\"findings\": {\"eventGracePeriodSecond\": 5}}", "spec.findings.eventGracePeriodSecond",
+     "did you mean \"eventGracePeriodSeconds\""},
     {"{\"daemonsets\": []}", "spec.daemonsets", "must be an object"},
     {"{\"daemonsets\": {\"tolerations\": {}}}", "spec.daemonsets.tolerations", "nvidia.com/gpu"},
     {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"operator\": \"Exist\"}]}}",
@@ -411,6 +444,44 @@ static void test_valid_everything(void **state)
     gpuop_policy_free(&p);
 }
 
+/* The fields the findings, the controller and the Events read. */
+static void test_ordering_and_findings(void **state)
+{
+    struct gpuop_policy p;
+    int mig = gpuop_operand_by_key("migManager");
+    assert_true(mig >= 0);
+    parse_json("{\"spec\": {\"ordering\": \"enforce\", \"findings\": {"
+               "\"terminatingGracePeriodSeconds\": 30, \"advertiseGracePeriodSeconds\": 0,"
+               "\"eventGracePeriodSeconds\": 604800},"
+               "\"migManager\": {\"enabled\": true, \"config\": {\"name\": \"my-mig\"}}}}",
+               &p);
+    if (p.nproblems)
+        print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_ENFORCE);
+    assert_int_equal(p.terminating_grace_s, 30);
+    assert_int_equal(p.advertise_grace_s, 0);
+    assert_int_equal(p.event_grace_s, 604800);
+    assert_true(p.operands[mig].enabled);
+    assert_string_equal(p.operands[mig].config_name, "my-mig");
+    gpuop_policy_free(&p);
+
+    /* a bad value keeps the default and leaves its neighbours alone */
+    parse_json("{\"spec\": {\"ordering\": \"report\", \"findings\": {"
+               "\"terminatingGracePeriodSeconds\": \"5\", \"eventGracePeriodSeconds\": 10,"
+               "\"advertiseGracePeriodSeconds\": null}, \"migManager\": {\"config\": {}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_problem(&p, "spec.findings.terminatingGracePeriodSeconds", "using 300");
+    assert_int_equal(p.terminating_grace_s, 300);
+    assert_int_equal(p.event_grace_s, 10);
+    assert_int_equal(p.advertise_grace_s, 120);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
+    assert_false(p.operands[mig].enabled);
+    assert_string_equal(p.operands[mig].config_name, "default-mig-parted-config");
+    gpuop_policy_free(&p);
+}
+
 /* A bad field never takes the rest of the policy down. */
 static void test_rest_keeps_working(void **state)
 {
@@ -557,11 +628,17 @@ static void test_type_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_metadata),
-        cmocka_unit_test(test_not_an_object),    cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_replacements),     cmocka_unit_test(test_tolerations),
-        cmocka_unit_test(test_valid_everything), cmocka_unit_test(test_rest_keeps_working),
-        cmocka_unit_test(test_many_problems),    cmocka_unit_test(test_type_sweep),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_not_an_object),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_replacements),
+        cmocka_unit_test(test_tolerations),
+        cmocka_unit_test(test_valid_everything),
+        cmocka_unit_test(test_rest_keeps_working),
+        cmocka_unit_test(test_many_problems),
+        cmocka_unit_test(test_type_sweep),
+        cmocka_unit_test(test_ordering_and_findings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

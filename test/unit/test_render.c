@@ -233,8 +233,16 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op->name);
     assert_int_equal(json_object_size(nsel), 1);
     assert_string_equal(json_string_value(json_object_get(nsel, key)), "true");
-    assert_string_equal(json_string_value(json_object_get(pod, "serviceAccountName")),
-                        GPUOP_OPERAND_SA);
+    /* the permissionless service account, without a token; or the one with
+     * rights, with a token */
+    const char *sa = json_string_value(json_object_get(pod, "serviceAccountName"));
+    assert_non_null(sa);
+    if (!strcmp(sa, GPUOP_OPERAND_SA))
+        assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
+    else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA))
+        assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
+    else
+        fail_msg("%s: unknown service account %s", op->ds_name, sa);
     if (*p->priority_class)
         assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")),
                             p->priority_class);
@@ -394,6 +402,31 @@ static void test_full_policy(void **state)
     assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/ports/0/name"), "metrics");
     assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/imagePullPolicy"), "Never");
 
+    /* mig-manager: enabled here, its ConfigMap from config.name, the API token it needs */
+    json_t *mig = render_one(&p, "mig-manager");
+    json_t *mpod = path_get(mig, "spec/template/spec");
+    assert_true(json_is_true(path_get(mpod, "containers/0/securityContext/privileged")));
+    assert_true(json_is_true(json_object_get(mpod, "hostPID")));
+    assert_true(json_is_true(json_object_get(mpod, "automountServiceAccountToken")));
+    assert_string_equal(str_at(mpod, "serviceAccountName"), GPUOP_MIG_MANAGER_SA);
+    bool cm = false;
+    json_t *vol;
+    size_t vi;
+    json_array_foreach(json_object_get(mpod, "volumes"), vi, vol)
+    {
+        if (json_object_get(vol, "configMap")) {
+            assert_string_equal(str_at(vol, "configMap/name"), "custom-mig-parted-config");
+            cm = true;
+        }
+    }
+    assert_true(cm);
+    assert_string_equal(str_at(find_env(mig, "CONFIG_FILE"), "value"),
+                        "/mig-parted-config/config.yaml");
+    assert_string_equal(str_at(find_env(mig, "WITH_REBOOT"), "value"), "true");
+    /* every other operand runs without a token */
+    assert_false(json_is_true(path_get(dp, "spec/template/spec/automountServiceAccountToken")));
+    json_decref(mig);
+
     json_decref(tk);
     json_decref(tk0);
     json_decref(dp);
@@ -429,7 +462,10 @@ static void test_invalid_still_renders(void **state)
     assert_true(p.nproblems >= 8);
     json_t *all = gpuop_render_all(&p, NS);
     /* gfd disabled; the typo "drvier" leaves the driver in */
-    assert_int_equal(json_array_size(all), (size_t)gpuop_operand_count() - 1);
+    size_t on = 0;
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        on += gpuop_operand_get(i)->enabled;
+    assert_int_equal(json_array_size(all), on - 1);
     json_t *dp = render_one(&p, "device-plugin");
     assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
     assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
