@@ -497,6 +497,36 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     return c;
 }
 
+/* spec.ordering: enforce. A required node affinity on every prerequisite up
+ * the operand's chain that the policy runs: its deploy label must be "true"
+ * (gpuop runs it there) or "false" (the host provides it). A prerequisite
+ * disabled in the policy is host-provided everywhere and adds no term; the
+ * walk goes on above it. The DaemonSet controller evaluates the affinity
+ * when it decides where the operand runs, so a node without its toolkit
+ * label gets no device plugin, and loses it when the label goes. Adds
+ * nothing when no prerequisite qualifies. Returns nonzero on ENOMEM. */
+static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
+{
+    char key[128];
+    json_t *exprs = json_array();
+    int rc = !exprs;
+    for (int c = gpuop_operand_prereq(idx), hops = 0; !rc && c >= 0 && hops < GPUOP_OPERAND_MAX;
+         c = gpuop_operand_prereq(c), hops++) {
+        if (!p->operands[c].enabled)
+            continue;
+        snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(c)->name);
+        rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s]}", "key", key, "operator",
+                                                     "In", "values", "true", "false"));
+    }
+    if (!rc && json_array_size(exprs))
+        rc |= json_object_set_new(spec, "affinity",
+                                  json_pack("{s:{s:{s:[{s:O}]}}}", "nodeAffinity",
+                                            "requiredDuringSchedulingIgnoredDuringExecution",
+                                            "nodeSelectorTerms", "matchExpressions", exprs));
+    json_decref(exprs);
+    return rc;
+}
+
 static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -514,6 +544,8 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
     if (!rc)
         rc |= json_object_set_new(s, "nodeSelector", json_pack("{s:s}", key, "true"));
+    if (!rc && p->ordering == GPUOP_ORDERING_ENFORCE)
+        rc |= put_affinity(s, p, idx);
     if (!rc && json_array_size(p->tolerations))
         rc |= put(s, "tolerations", json_deep_copy(p->tolerations)) ||
               !json_object_get(s, "tolerations");

@@ -248,6 +248,33 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
                             p->priority_class);
     else
         assert_null(json_object_get(pod, "priorityClassName"));
+    /* ordering: enforce -> one required term on each enabled prerequisite up
+     * the chain, walked from the table; report -> no affinity */
+    json_t *exprs =
+        path_get(pod, "affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+                      "nodeSelectorTerms/0/matchExpressions");
+    size_t want = 0;
+    for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
+        if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
+            continue;
+        json_t *ex = json_array_get(exprs, want++);
+        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", gpuop_operand_get(c)->name);
+        assert_non_null(ex);
+        assert_string_equal(str_at(ex, "key"), key);
+        assert_string_equal(str_at(ex, "operator"), "In");
+        assert_int_equal(json_array_size(json_object_get(ex, "values")), 2);
+        assert_string_equal(str_at(ex, "values/0"), "true");
+        assert_string_equal(str_at(ex, "values/1"), "false");
+    }
+    assert_int_equal(json_array_size(exprs), want);
+    if (!want)
+        assert_null(json_object_get(pod, "affinity"));
+    else
+        assert_int_equal(
+            json_array_size(path_get(pod, "affinity/nodeAffinity/"
+                                          "requiredDuringSchedulingIgnoredDuringExecution/"
+                                          "nodeSelectorTerms")),
+            1);
     if (json_array_size(p->tolerations))
         assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
     else
@@ -455,6 +482,46 @@ static void test_host_driver(void **state)
     gpuop_policy_free(&p);
 }
 
+/* spec.ordering: enforce, by name, beside the table-driven check above. */
+static void test_enforce(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("enforce.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_ENFORCE);
+    json_t *dp = render_one(&p, "device-plugin");
+    const char *ex = "spec/template/spec/affinity/nodeAffinity/"
+                     "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
+                     "matchExpressions";
+    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "key"),
+                        "nvidia.com/gpu.deploy.container-toolkit");
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 1), "key"),
+                        "nvidia.com/gpu.deploy.driver");
+    json_t *drv = render_one(&p, "driver");
+    assert_null(path_get(drv, "spec/template/spec/affinity"));
+    json_decref(dp);
+    json_decref(drv);
+    gpuop_policy_free(&p);
+
+    load_policy("enforce-host-driver.yaml", &p);
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_null(path_get(tk, "spec/template/spec/affinity")); /* its driver is the host's */
+    dp = render_one(&p, "device-plugin");
+    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    json_decref(tk);
+    json_decref(dp);
+    gpuop_policy_free(&p);
+
+    /* report (the default): no affinity anywhere */
+    load_policy("full.yaml", &p);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
+    dp = render_one(&p, "device-plugin");
+    assert_null(path_get(dp, "spec/template/spec/affinity"));
+    json_decref(dp);
+    gpuop_policy_free(&p);
+}
+
 static void test_invalid_still_renders(void **state)
 {
     struct gpuop_policy p;
@@ -628,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_full_policy),
         cmocka_unit_test(test_host_driver),
         cmocka_unit_test(test_invalid_still_renders),
+        cmocka_unit_test(test_enforce),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_command),
