@@ -146,7 +146,7 @@ render_policy '{"toolkit": {"env": [{"name": "my.var"}, {"name": "1ABC"}, {"name
 server_accepts "$E2E_TMP/out.yaml" || fail "the API server refused: $(cat "$E2E_TMP/apply.txt")"
 
 log "a running gpuop applies a policy with refused values: every DaemonSet exists, status names the fields"
-gpuop_start --leader-elect=false
+gpuop_start --leader-elect=false --metrics-addr=0 --health-addr=0
 kc apply -f - >/dev/null <<EOF
 apiVersion: gpuop.dev/v1alpha1
 kind: GpuPolicy
