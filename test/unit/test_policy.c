@@ -747,7 +747,10 @@ static const char full_policy[] =
     " \"v\", \"effect\": \"NoExecute\", \"tolerationSeconds\": 5}], \"priorityClassName\": \"p\","
     " \"labels\": {\"l\": \"v\"}, \"annotations\": {\"a\": \"v\"}, \"updateStrategy\":"
     " \"RollingUpdate\", \"rollingUpdate\": {\"maxUnavailable\": 1},"
-    " \"imagePullSecrets\": [\"s\"]}}}";
+    " \"imagePullSecrets\": [\"s\"]},"
+    "\"migManager\": {\"enabled\": true, \"config\": {\"name\": \"c\"}},"
+    "\"ordering\": \"enforce\", \"findings\": {\"terminatingGracePeriodSeconds\": 1,"
+    " \"advertiseGracePeriodSeconds\": 2, \"eventGracePeriodSeconds\": 3}}}";
 
 static int sweep_count;
 
