@@ -29,6 +29,9 @@ struct gpuop_operand {
     const char *config;  /* default ConfigMap of spec.<key>.config.name, or NULL
                             when the operand reads no ConfigMap (then
                             spec.<key>.config is an unknown field) */
+    const char *app;     /* the "app" label the NVIDIA GPU Operator gives its
+                            pods, which NVIDIA's tools select on (MIG Manager
+                            waits for the GPU clients by it) */
 };
 
 /* The table, in chain order; borrowed, static. */

@@ -904,9 +904,13 @@ static int parse_tolerations(struct gpuop_policy *p, json_t *v)
  * the controller's pod mapping depend on them). */
 static bool reserved_label(const char *k)
 {
-    static const char *const reserved[] = {
-        "app.kubernetes.io/name",       "app.kubernetes.io/instance", "app.kubernetes.io/component",
-        "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of",  NULL};
+    static const char *const reserved[] = {"app.kubernetes.io/name",
+                                           "app.kubernetes.io/instance",
+                                           "app.kubernetes.io/component",
+                                           "app.kubernetes.io/managed-by",
+                                           "app.kubernetes.io/part-of",
+                                           GPUOP_LABEL_APP,
+                                           NULL};
     for (int i = 0; reserved[i]; i++)
         if (!strcmp(k, reserved[i]))
             return true;

@@ -396,14 +396,16 @@ static bool label_value_ok(const char *s)
     return true;
 }
 
-/* New: the app.kubernetes.io labels of op, then the policy's labels. */
+/* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
+ * Manager and NVIDIA's tools select the operand pods by it), then the
+ * policy's labels. */
 static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op)
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
-    json_t *l =
-        json_pack("{s:s, s:s*, s:s, s:s, s:s}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_INSTANCE,
-                  inst, GPUOP_LABEL_COMPONENT, op->name, GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER,
-                  GPUOP_LABEL_PART_OF, GPUOP_MANAGER);
+    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name,
+                          GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
+                          GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
+                          GPUOP_LABEL_APP, op->app);
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;

@@ -286,6 +286,8 @@ static const struct bad_case bad_cases[] = {
      "not a valid label value"},
     {"{\"daemonsets\": {\"labels\": {\"app.kubernetes.io/name\": \"x\"}}}",
      "spec.daemonsets.labels.app.kubernetes.io/name", "cannot be overridden"},
+    {"{\"daemonsets\": {\"labels\": {\"app\": \"x\"}}}", "spec.daemonsets.labels.app",
+     "cannot be overridden"},
     {"{\"daemonsets\": {\"labels\": {\"-bad\": \"x\"}}}", "spec.daemonsets.labels.-bad",
      "not a valid label key"},
     {"{\"daemonsets\": {\"labels\": []}}", "spec.daemonsets.labels", "map of strings"},

@@ -206,6 +206,9 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_COMPONENT)),
                         op->name);
     assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_PART_OF)), "gpuop");
+    /* NVIDIA's app label, from the table: MIG Manager waits for GPU clients by it */
+    assert_non_null(op->app);
+    assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_APP)), op->app);
     if (p->name && strlen(p->name) <= 63)
         assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_INSTANCE)),
                             p->name);
