@@ -13,7 +13,8 @@
 #     quantities like "1e3") pass gpuop untouched.
 # Then one policy with several such values, MIG Manager enabled, applied to a
 # running gpuop: every enabled DaemonSet exists, status says InvalidSpec
-# naming the fields.
+# naming the fields. (An env name like ünï the CRD's schema already refuses
+# at kubectl apply, also checked.)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -147,6 +148,20 @@ server_accepts "$E2E_TMP/out.yaml" || fail "the API server refused: $(cat "$E2E_
 
 log "a running gpuop applies a policy with refused values: every DaemonSet exists, status names the fields"
 gpuop_start --leader-elect=false --metrics-addr=0 --health-addr=0
+# the CRD's schema refuses an env name the API server would (kubectl says so
+# at once); gpuop's own check is for a CRD installed without the schema
+if kc apply --dry-run=server -f - >/dev/null 2>"$E2E_TMP/crd.txt" <<EOF; then
+apiVersion: gpuop.dev/v1alpha1
+kind: GpuPolicy
+metadata:
+  name: refused-env
+spec:
+  devicePlugin:
+    env: [{name: "ünï"}]
+EOF
+	fail "the CRD accepts env name ünï"
+fi
+grep -qF 'spec.devicePlugin.env[0].name' "$E2E_TMP/crd.txt" || fail "the CRD's refusal does not name the field: $(cat "$E2E_TMP/crd.txt")"
 kc apply -f - >/dev/null <<EOF
 apiVersion: gpuop.dev/v1alpha1
 kind: GpuPolicy
@@ -154,7 +169,7 @@ metadata:
   name: refused-values
 spec:
   devicePlugin:
-    env: [{name: A}, {name: B}, {name: C}, {name: "ünï"}]
+    resources: {limits: {nvidia.com/gpu: "500m"}}
   toolkit:
     image: "UPPER/Case@@sha256:zz"
     resources: {limits: {cpu: "1"}, requests: {cpu: "8"}}
@@ -169,8 +184,8 @@ done
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy refused-values -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].reason}')\" = InvalidSpec ]"
 msg=$(gp_cond refused-values Reconciled message)
 # the API server sends spec keys sorted: devicePlugin's problem comes first
-grep -qF "spec.devicePlugin.env[3].name" <<<"$msg" || fail "Reconciled message does not name the field: $msg"
-for f in spec.devicePlugin.env[3].name spec.toolkit.image spec.toolkit.resources.requests.cpu spec.gfd.resources.requests.cpu; do
+grep -qF "spec.devicePlugin.resources.limits.nvidia.com/gpu" <<<"$msg" || fail "Reconciled message does not name the field: $msg"
+for f in spec.devicePlugin.resources.limits.nvidia.com/gpu spec.toolkit.image spec.toolkit.resources.requests.cpu spec.gfd.resources.requests.cpu; do
 	wait_for 30 grep -qF "invalid $f:" "$GPUOP_LOG" || fail "the log does not name $f"
 done
 assert_eq "1" "$(kc -n "$NS" get ds gpuop-container-toolkit -o json | jq -r "$C.resources.limits.cpu")" "toolkit limit kept"
