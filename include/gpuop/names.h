@@ -27,8 +27,13 @@
 #define GPUOP_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 #define GPUOP_LABEL_PART_OF    "app.kubernetes.io/part-of"
 #define GPUOP_MANAGER          "gpuop"
+/* NVIDIA's own pod label (operand table column "app"), beside the above. */
+#define GPUOP_LABEL_APP "app"
 
 /* Service account every operand pod runs as (created by deploy/). */
 #define GPUOP_OPERAND_SA "gpuop-operand"
+/* The one operand that uses the API (MIG Manager relabels its node) runs
+ * as this one, with a token (deploy/10-rbac.yaml). */
+#define GPUOP_MIG_MANAGER_SA "gpuop-mig-manager"
 
 #endif

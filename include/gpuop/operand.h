@@ -1,12 +1,14 @@
 /*
- * operand.h - the operand table: the six NVIDIA GPU operands gpuop manages,
- * their spec keys, node labels, DaemonSet names and direct prerequisites.
- * The table itself is data in src/model/operand.c; adding an operand is one row
- * there (plus, if it needs one, a pod template in src/policy/render.c).
+ * operand.h - the operand table: the NVIDIA GPU operands gpuop manages,
+ * their spec keys, node labels, DaemonSet names, direct prerequisites and
+ * defaults. The table itself is data in src/model/operand.c; adding an
+ * operand is one row there (plus, if it needs one, a pod template in
+ * src/policy/render.c and its block in crd/gpupolicy.yaml).
  */
 #ifndef GPUOP_OPERAND_H
 #define GPUOP_OPERAND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Upper bound for per-operand arrays; the table holds at most this many. */
@@ -23,6 +25,13 @@ struct gpuop_operand {
     const char *ds_name; /* DaemonSet name, e.g. "gpuop-device-plugin" */
     const char *prereq;  /* name of the direct prerequisite, or NULL */
     const char *image;   /* default image (full reference) */
+    bool enabled;        /* default of spec.<key>.enabled */
+    const char *config;  /* default ConfigMap of spec.<key>.config.name, or NULL
+                            when the operand reads no ConfigMap (then
+                            spec.<key>.config is an unknown field) */
+    const char *app;     /* the "app" label the NVIDIA GPU Operator gives its
+                            pods, which NVIDIA's tools select on (MIG Manager
+                            waits for the GPU clients by it) */
 };
 
 /* The table, in chain order; borrowed, static. */

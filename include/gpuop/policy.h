@@ -19,13 +19,27 @@
 
 #define GPUOP_POLICY_PROBLEMS_MAX 32
 
+/* spec.ordering */
+enum gpuop_ordering {
+    GPUOP_ORDERING_REPORT,  /* default: findings report a broken order */
+    GPUOP_ORDERING_ENFORCE, /* DaemonSets also carry node affinity on their prerequisites */
+};
+
+/* Defaults and bounds of spec.findings.* (seconds). */
+#define GPUOP_TERMINATING_GRACE_DEFAULT 300
+#define GPUOP_ADVERTISE_GRACE_DEFAULT   120
+#define GPUOP_EVENT_GRACE_DEFAULT       60
+#define GPUOP_GRACE_MAX                 604800 /* a week */
+
 struct gpuop_operand_spec {
-    bool enabled;      /* default true */
+    bool enabled;      /* default from the operand table */
     char *image;       /* full reference; default from the operand table */
     char *pull_policy; /* Always | IfNotPresent | Never; default IfNotPresent */
     json_t *args;      /* array of strings (owned reference), never NULL */
     json_t *env;       /* array of {name, value} (owned), never NULL */
     json_t *resources; /* object (owned), NULL when unset */
+    char *config_name; /* config.name: the ConfigMap the operand reads; default
+                          from the operand table; NULL when it reads none */
 };
 
 struct gpuop_policy_problem {
@@ -48,6 +62,14 @@ struct gpuop_policy {
     char *update_strategy;      /* RollingUpdate | OnDelete; default RollingUpdate */
     json_t *max_unavailable;    /* rollingUpdate.maxUnavailable: integer or "N%" (owned), or NULL */
     json_t *image_pull_secrets; /* array of {name} (owned), never NULL */
+    enum gpuop_ordering ordering; /* spec.ordering; default report */
+    /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
+    long terminating_grace_s; /* a pod deleting but still Running longer than
+                                 this is its own finding; default 300 */
+    long advertise_grace_s;   /* device plugin Running+Ready this long while the
+                                 node advertises 0 nvidia.com/gpu; default 120 */
+    long event_grace_s;       /* transient findings post an Event only after
+                                 lasting this long; default 60 */
     /* validation */
     struct gpuop_policy_problem problems[GPUOP_POLICY_PROBLEMS_MAX];
     int nproblems; /* may exceed the array: count of all problems */

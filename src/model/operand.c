@@ -7,19 +7,27 @@
 #include "gpuop/operand.h"
 
 static const struct gpuop_operand operands[] = {
-    /* key           name (label suffix)       DaemonSet                      prerequisite
-       default image */
-    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia/driver:570.172.08-ubuntu22.04"},
+    /* key, name (label suffix), DaemonSet, prerequisite,
+       default image, enabled by default, default ConfigMap, NVIDIA's app label */
+    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia/driver:570.172.08-ubuntu22.04", true,
+     NULL, "nvidia-driver-daemonset"},
     {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver",
-     "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04"},
+     "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04", true, NULL,
+     "nvidia-container-toolkit-daemonset"},
     {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit",
-     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"},
+     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4", true, NULL, "nvidia-device-plugin-daemonset"},
     {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin",
-     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"},
+     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4", true, NULL, "gpu-feature-discovery"},
     {"dcgmExporter", "dcgm-exporter", "gpuop-dcgm-exporter", "container-toolkit",
-     "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"},
+     "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04", true, NULL,
+     "nvidia-dcgm-exporter"},
     {"validator", "operator-validator", "gpuop-operator-validator", "gpu-feature-discovery",
-     "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2"},
+     "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2", true, NULL,
+     "nvidia-operator-validator"},
+    /* off by default: a fresh install without MIG GPUs does not want it */
+    {"migManager", "mig-manager", "gpuop-mig-manager", "container-toolkit",
+     "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.2-ubuntu20.04", false,
+     "default-mig-parted-config", "nvidia-mig-manager"},
 };
 
 #define NOPERANDS ((int)(sizeof(operands) / sizeof(operands[0])))

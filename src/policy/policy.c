@@ -21,10 +21,15 @@
 
 #include "gpuop/model.h"
 #include "gpuop/policy.h"
+#include "validate.h"
 
-#define IMAGE_MAX 512   /* longest accepted image reference */
-#define VALUE_MAX 32768 /* longest accepted env value / annotation value */
-#define ARGS_MAX  256   /* most container arguments or env entries per operand */
+#define IMAGE_MAX            512    /* longest accepted image reference */
+#define QUANTITY_MAX         64     /* longest accepted resource quantity */
+#define ENV_NAME_MAX         1024   /* longest accepted environment variable name */
+#define VALUE_MAX            32768  /* longest accepted env value / annotation value */
+#define ARGS_MAX             256    /* most container arguments or env entries per operand */
+#define ANNOTATIONS_MAX      262144 /* the API server's limit on all annotations of an object */
+#define ANNOTATIONS_RESERVED 1024   /* left for those the API server and controllers add */
 
 /* ---- problems ---------------------------------------------------------- */
 
@@ -79,8 +84,9 @@ static const char *type_name(const json_t *v)
     return "unknown";
 }
 
-/* A value for messages: a string quoted (at most 48 bytes, unprintable
- * bytes as '?'), anything else by its type. Returns buf or a static. */
+/* A value for messages: a string quoted (at most 48 bytes, bytes that are
+ * not printable ASCII as '?': no control or bidirectional characters reach
+ * a status message), anything else by its type. Returns buf or a static. */
 static const char *describe(const json_t *v, char *buf, size_t n)
 {
     const char *s = json_string_value(v);
@@ -89,7 +95,7 @@ static const char *describe(const json_t *v, char *buf, size_t n)
         return type_name(v);
     buf[o++] = '"';
     for (; s[i] && i < 48 && o + 5 < n; i++)
-        buf[o++] = ((unsigned char)s[i] < ' ' || s[i] == 0x7f) ? '?' : s[i];
+        buf[o++] = ((unsigned char)s[i] < ' ' || (unsigned char)s[i] >= 0x7f) ? '?' : s[i];
     if (s[i] && o + 4 < n) {
         memcpy(buf + o, "...", 3);
         o += 3;
@@ -192,55 +198,6 @@ static bool qualified_name_ok(const char *s)
            label_name_ok(slash + 1, strlen(slash + 1), false);
 }
 
-/* Container image reference: non-empty, no whitespace or control bytes. */
-static bool image_ok(const char *s)
-{
-    size_t len = strlen(s);
-    if (len == 0 || len > IMAGE_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
-            return false;
-    return true;
-}
-
-/* Resource quantity: a decimal number with an optional suffix (binary SI,
- * decimal SI or exponent), as Kubernetes accepts it. */
-static bool quantity_ok(const char *s)
-{
-    const char *q = s;
-    static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u",
-                                           "m",  "k",  "M",  "G",  "T",  "P",  "E", NULL};
-    size_t digits = 0;
-    if (*q == '+')
-        q++;
-    while (*q >= '0' && *q <= '9')
-        q++, digits++;
-    if (*q == '.') {
-        q++;
-        while (*q >= '0' && *q <= '9')
-            q++, digits++;
-    }
-    if (digits == 0 || strlen(s) > 64)
-        return false;
-    if (*q == '\0')
-        return true;
-    for (int i = 0; suffixes[i]; i++)
-        if (strcmp(q, suffixes[i]) == 0)
-            return true;
-    if (*q == 'e' || *q == 'E') {
-        q++;
-        if (*q == '+' || *q == '-')
-            q++;
-        if (!(*q >= '0' && *q <= '9'))
-            return false;
-        while (*q >= '0' && *q <= '9')
-            q++;
-        return *q == '\0';
-    }
-    return false;
-}
-
 /* Replaces *dst by a copy of s. */
 static int set_str(char **dst, const char *s)
 {
@@ -285,10 +242,12 @@ static int set_defaults(struct gpuop_policy *p)
 {
     for (int i = 0; i < gpuop_operand_count(); i++) {
         struct gpuop_operand_spec *o = &p->operands[i];
-        o->enabled = true;
-        if (set_str(&o->image, gpuop_operand_get(i)->image) ||
-            set_str(&o->pull_policy, "IfNotPresent") || set_json(&o->args, json_array()) ||
-            set_json(&o->env, json_array()))
+        const struct gpuop_operand *op = gpuop_operand_get(i);
+        o->enabled = op->enabled;
+        if (op->config && set_str(&o->config_name, op->config))
+            return GPUOP_ENOMEM;
+        if (set_str(&o->image, op->image) || set_str(&o->pull_policy, "IfNotPresent") ||
+            set_json(&o->args, json_array()) || set_json(&o->env, json_array()))
             return GPUOP_ENOMEM;
     }
     if (set_json(&p->tolerations, default_tolerations()) ||
@@ -297,13 +256,17 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->update_strategy, "RollingUpdate") ||
         set_json(&p->image_pull_secrets, json_array()))
         return GPUOP_ENOMEM;
+    p->ordering = GPUOP_ORDERING_REPORT;
+    p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
+    p->advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
+    p->event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
     return 0;
 }
 
 /* ---- per operand --------------------------------------------------------- */
 
-static const char *const operand_fields[] = {"enabled",   "image", "imagePullPolicy", "args", "env",
-                                             "resources", NULL};
+static const char *const operand_fields[] = {"enabled", "image",     "imagePullPolicy", "args",
+                                             "env",     "resources", "config",          NULL};
 
 static int parse_args(struct gpuop_policy *p, const char *path, json_t *v,
                       struct gpuop_operand_spec *o)
@@ -386,9 +349,21 @@ static int parse_env(struct gpuop_policy *p, const char *path, json_t *v,
                 unknown_field(p, field, key, known);
             }
         }
-        if (!json_is_string(name) || json_string_length(name) == 0 ||
-            json_string_length(name) > 255 || strchr(json_string_value(name), '=')) {
-            problem(p, field, "needs a non-empty string \"name\" without '='; entry ignored");
+        if (!json_is_string(name)) {
+            char nfield[FIELD_MAX];
+            fieldf(nfield, "%s.name", field);
+            problem(p, nfield, "needs a string \"name\"%s%s; entry ignored", name ? ", not " : "",
+                    name ? type_name(name) : "");
+            continue;
+        }
+        if (json_string_length(name) > ENV_NAME_MAX ||
+            !gpuop_validate_env_name(json_string_value(name), json_string_length(name))) {
+            char nfield[FIELD_MAX];
+            fieldf(nfield, "%s.name", field);
+            problem(p, nfield,
+                    "%s is not an environment variable name the API server accepts (printable "
+                    "ASCII without '=', 1 to %d characters); entry ignored",
+                    describe(name, buf, sizeof(buf)), ENV_NAME_MAX);
             continue;
         }
         const char *sval;
@@ -440,12 +415,88 @@ static int parse_env(struct gpuop_policy *p, const char *path, json_t *v,
     return set_json(&o->env, out);
 }
 
+/* What kind of container resource a name is, as the API server sorts them. */
+enum res_kind {
+    RES_INVALID,
+    RES_OVERCOMMIT, /* cpu, memory, ephemeral-storage, *kubernetes.io/...: requests <= limits */
+    RES_HUGEPAGES,  /* hugepages-<size>: requests == limits, multiples of the size */
+    RES_EXTENDED,   /* vendor.example/name (nvidia.com/gpu): whole numbers, requests == limits */
+};
+
+#define REQUESTS_PREFIX "requests."
+
+static enum res_kind res_kind(const char *name, unsigned __int128 *page)
+{
+    const char *slash = strchr(name, '/');
+    if (!slash) {
+        if (!strcmp(name, "cpu") || !strcmp(name, "memory") || !strcmp(name, "ephemeral-storage"))
+            return RES_OVERCOMMIT;
+        if (!strncmp(name, "hugepages-", 10) &&
+            gpuop_validate_quantity(name + 10, page) == GPUOP_QTY_OK && *page > 0)
+            return RES_HUGEPAGES;
+        return RES_INVALID;
+    }
+    if (!qualified_name_ok(name))
+        return RES_INVALID;
+    if (strstr(name, "kubernetes.io/"))
+        return RES_OVERCOMMIT;
+    if (!strncmp(name, REQUESTS_PREFIX, strlen(REQUESTS_PREFIX)) ||
+        (size_t)(slash - name) + strlen(REQUESTS_PREFIX) > 253)
+        return RES_INVALID;
+    return RES_EXTENDED;
+}
+
+/* A quantity given as a JSON string or number: its text in buf (at most
+ * n bytes), NULL when it is neither. */
+static const char *qty_text(const json_t *q, char *buf, size_t n)
+{
+    if (json_is_string(q))
+        return json_string_value(q);
+    if (json_is_integer(q))
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(q));
+    else if (json_is_real(q))
+        snprintf(buf, n, "%.15g", json_real_value(q));
+    else
+        return NULL;
+    return buf;
+}
+
+/* The value (thousandths) of a quantity the parser already accepted. */
+static unsigned __int128 qty_milli(const json_t *q)
+{
+    char buf[64];
+    unsigned __int128 v = 0;
+    const char *t = qty_text(q, buf, sizeof(buf));
+    if (t)
+        gpuop_validate_quantity(t, &v);
+    return v;
+}
+
+/* Prints a value in thousandths as a quantity, e.g. "1500m" or "2". */
+static const char *milli_str(unsigned __int128 v, char *buf, size_t n)
+{
+    char tmp[48];
+    size_t i = sizeof(tmp);
+    bool whole = v % 1000 == 0;
+    if (whole)
+        v /= 1000;
+    tmp[--i] = '\0';
+    if (!whole)
+        tmp[--i] = 'm';
+    do {
+        tmp[--i] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v && i > 0);
+    snprintf(buf, n, "%s", tmp + i);
+    return buf;
+}
+
 /* Copies the valid quantities of one resources.limits/requests map. */
 static int parse_quantities(struct gpuop_policy *p, const char *path, json_t *v, json_t **out)
 {
     const char *key;
     json_t *q;
-    char field[FIELD_MAX];
+    char field[FIELD_MAX], buf[64], vbuf[64];
     *out = NULL;
     if (!json_is_object(v)) {
         problem(p, path, "must be a map of resource name to quantity, not %s; ignored",
@@ -457,18 +508,37 @@ static int parse_quantities(struct gpuop_policy *p, const char *path, json_t *v,
         return GPUOP_ENOMEM;
     json_object_foreach(v, key, q)
     {
+        unsigned __int128 val, page;
+        enum res_kind kind = res_kind(key, &page);
+        const char *text = qty_text(q, buf, sizeof(buf));
+        enum gpuop_qty_error qe =
+            !text ? GPUOP_QTY_SYNTAX
+                  : (strlen(text) > QUANTITY_MAX ? GPUOP_QTY_SYNTAX
+                                                 : gpuop_validate_quantity(text, &val));
         fieldf(field, "%s.%s", path, key);
-        bool ok = json_is_string(q) ? quantity_ok(json_string_value(q))
-                                    : (json_is_integer(q) && json_integer_value(q) >= 0) ||
-                                          (json_is_real(q) && json_real_value(q) >= 0);
-        if (!qualified_name_ok(key)) {
-            problem(p, field, "not a valid resource name; ignored");
+        if (kind == RES_INVALID) {
+            problem(p, field,
+                    "not a resource a container can ask for (cpu, memory, ephemeral-storage, "
+                    "hugepages-<size>, or a name with a domain such as nvidia.com/gpu); "
+                    "ignored");
             continue;
         }
-        if (!ok) {
-            problem(p, field,
-                    "not a valid quantity (for example \"500m\", \"1Gi\", 2); this resource is "
-                    "ignored");
+        if (qe != GPUOP_QTY_OK) {
+            const char *shown = json_is_string(q) ? describe(q, vbuf, sizeof(vbuf))
+                                : text            ? text
+                                                  : type_name(q);
+            problem(p, field, "%s %s; this resource is ignored", shown,
+                    gpuop_validate_quantity_why(qe));
+            continue;
+        }
+        if (kind == RES_EXTENDED && val % 1000) {
+            problem(p, field, "%s must be a whole number (%s); this resource is ignored", key,
+                    milli_str(val, vbuf, sizeof(vbuf)));
+            continue;
+        }
+        if (kind == RES_HUGEPAGES && val % page) {
+            problem(p, field, "must be a multiple of the page size %s; this resource is ignored",
+                    key + 10);
             continue;
         }
         if (json_object_set_new(m, key, json_deep_copy(q))) {
@@ -478,6 +548,64 @@ static int parse_quantities(struct gpuop_policy *p, const char *path, json_t *v,
     }
     *out = m;
     return 0;
+}
+
+/* What the API server checks across limits and requests: a request above
+ * its limit, and for resources that cannot be overcommitted (extended,
+ * hugepages) a request without a limit or not equal to it. The request is
+ * the one dropped: the API server then defaults it to the limit. Hugepages
+ * need cpu or memory beside them. */
+static void cross_check(struct gpuop_policy *p, const char *field, json_t *out)
+{
+    json_t *lim = json_object_get(out, "limits"), *req = json_object_get(out, "requests");
+    char sub[FIELD_MAX], a[48], b[48];
+    const char *key;
+    json_t *q;
+    void *tmp;
+    json_object_foreach_safe(req, tmp, key, q)
+    {
+        unsigned __int128 page;
+        enum res_kind kind = res_kind(key, &page);
+        json_t *l = json_object_get(lim, key);
+        unsigned __int128 rv = qty_milli(q);
+        fieldf(sub, "%s.requests.%s", field, key);
+        if (!l && kind != RES_OVERCOMMIT) {
+            problem(p, sub,
+                    "%s cannot be overcommitted: set limits.%s (equal to the request) too; "
+                    "request ignored",
+                    key, key);
+            json_object_del(req, key);
+        } else if (l && kind != RES_OVERCOMMIT && rv != qty_milli(l)) {
+            problem(p, sub, "%s must equal limits.%s (%s), not %s; request ignored", key, key,
+                    milli_str(qty_milli(l), a, sizeof(a)), milli_str(rv, b, sizeof(b)));
+            json_object_del(req, key);
+        } else if (l && rv > qty_milli(l)) {
+            problem(p, sub,
+                    "%s is above limits.%s (%s); the API server would refuse the DaemonSet; "
+                    "request ignored (it defaults to the limit)",
+                    milli_str(rv, a, sizeof(a)), key, milli_str(qty_milli(l), b, sizeof(b)));
+            json_object_del(req, key);
+        }
+    }
+    bool cpu_mem = json_object_get(lim, "cpu") || json_object_get(lim, "memory") ||
+                   json_object_get(req, "cpu") || json_object_get(req, "memory");
+    json_t *maps[2] = {lim, req};
+    const char *names[2] = {"limits", "requests"};
+    for (int i = 0; i < 2 && !cpu_mem; i++) {
+        json_object_foreach_safe(maps[i], tmp, key, q)
+        {
+            unsigned __int128 page;
+            if (res_kind(key, &page) != RES_HUGEPAGES)
+                continue;
+            fieldf(sub, "%s.%s.%s", field, names[i], key);
+            problem(p, sub, "hugepages need a cpu or memory request or limit beside them; ignored");
+            json_object_del(maps[i], key);
+        }
+    }
+    if (lim && json_object_size(lim) == 0)
+        json_object_del(out, "limits");
+    if (req && json_object_size(req) == 0)
+        json_object_del(out, "requests");
 }
 
 static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
@@ -508,6 +636,7 @@ static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
             return GPUOP_ENOMEM;
         }
     }
+    cross_check(p, field, out);
     json_object_foreach(v, key, e)
     {
         if (strcmp(key, "limits") && strcmp(key, "requests"))
@@ -519,6 +648,38 @@ static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
     }
     json_decref(o->resources);
     o->resources = out;
+    return 0;
+}
+
+/* config: {name: <ConfigMap>}, for operands whose table row names a
+ * default ConfigMap. */
+static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
+                        struct gpuop_operand_spec *o, const struct gpuop_operand *op)
+{
+    static const char *const known[] = {"name", NULL};
+    char field[FIELD_MAX], vbuf[64];
+    const char *key;
+    json_t *e;
+    fieldf(field, "%s.config", path);
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {name}, not %s; using the ConfigMap %s", type_name(v),
+                op->config);
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "name"))
+            unknown_field(p, field, key, known);
+    }
+    json_t *name = json_object_get(v, "name");
+    if (!name || json_is_null(name))
+        return 0;
+    const char *s = json_string_value(name);
+    fieldf(field, "%s.config.name", path);
+    if (s && subdomain_ok(s, strlen(s)))
+        return set_str(&o->config_name, s);
+    problem(p, field, "must be a ConfigMap name (lower-case DNS name), not %s; using %s",
+            describe(name, vbuf, sizeof(vbuf)), op->config);
     return 0;
 }
 
@@ -536,7 +697,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
     if (json_is_null(v))
         return 0;
     if (!json_is_object(v)) {
-        problem(p, path, "must be an object, not %s; using the defaults (enabled)", type_name(v));
+        problem(p, path, "must be an object, not %s; using the defaults (%s)", type_name(v),
+                op->enabled ? "enabled" : "disabled");
         return 0;
     }
     json_object_foreach(v, key, e)
@@ -548,15 +710,20 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             if (json_is_boolean(e))
                 o->enabled = json_is_true(e);
             else
-                problem(p, field, "must be true or false, not %s; using true (enabled)",
-                        type_name(e));
+                problem(p, field, "must be true or false, not %s; using %s (%s)", type_name(e),
+                        op->enabled ? "true" : "false", op->enabled ? "enabled" : "disabled");
         } else if (!strcmp(key, "image")) {
-            if (json_is_string(e) && image_ok(json_string_value(e)))
+            const char *why = "is longer than 512 characters";
+            if (!json_is_string(e))
+                problem(p, field, "must be an image reference, not %s; using %s", type_name(e),
+                        op->image);
+            else if (json_string_length(e) <= IMAGE_MAX &&
+                     gpuop_validate_image(json_string_value(e), &why))
                 rc = set_str(&o->image, json_string_value(e));
             else
                 problem(p, field,
-                        "must be a non-empty image reference without spaces, not %s; using %s",
-                        describe(e, vbuf, sizeof(vbuf)), op->image);
+                        "%s %s, which the kubelet would refuse (InvalidImageName); using %s",
+                        describe(e, vbuf, sizeof(vbuf)), why, op->image);
         } else if (!strcmp(key, "imagePullPolicy")) {
             const char *s = json_string_value(e);
             if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
@@ -575,6 +742,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_env(p, path, e, o);
         } else if (!strcmp(key, "resources")) {
             rc = parse_resources(p, path, e, o);
+        } else if (!strcmp(key, "config") && op->config) {
+            rc = parse_config(p, path, e, o, op);
         } else {
             unknown_field(p, path, key, operand_fields);
         }
@@ -735,13 +904,71 @@ static int parse_tolerations(struct gpuop_policy *p, json_t *v)
  * the controller's pod mapping depend on them). */
 static bool reserved_label(const char *k)
 {
-    static const char *const reserved[] = {
-        "app.kubernetes.io/name",       "app.kubernetes.io/instance", "app.kubernetes.io/component",
-        "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of",  NULL};
+    static const char *const reserved[] = {"app.kubernetes.io/name",
+                                           "app.kubernetes.io/instance",
+                                           "app.kubernetes.io/component",
+                                           "app.kubernetes.io/managed-by",
+                                           "app.kubernetes.io/part-of",
+                                           GPUOP_LABEL_APP,
+                                           NULL};
     for (int i = 0; reserved[i]; i++)
         if (!strcmp(k, reserved[i]))
             return true;
     return false;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The API server refuses a DaemonSet whose annotations (keys and values)
+ * pass 256 KiB, in its metadata or its pod template; it and the DaemonSet
+ * controller add a few of their own to the metadata. Keeps the policy's
+ * annotations in key order while they fit, and reports each one that does
+ * not. */
+static int trim_annotations(struct gpuop_policy *p, const char *path, json_t *map)
+{
+    size_t n = json_object_size(map), i = 0, total = 0;
+    const char *k;
+    json_t *v;
+    char field[FIELD_MAX];
+    if (n == 0)
+        return 0;
+    const char **keys = malloc(n * sizeof(*keys));
+    if (!keys)
+        return GPUOP_ENOMEM;
+    json_object_foreach(map, k, v)
+    {
+        keys[i++] = k;
+        total += strlen(k) + json_string_length(v);
+    }
+    if (total > ANNOTATIONS_MAX - ANNOTATIONS_RESERVED) {
+        qsort(keys, n, sizeof(*keys), cmp_key);
+        total = 0;
+        for (i = 0; i < n; i++) {
+            size_t sz = strlen(keys[i]) + json_string_length(json_object_get(map, keys[i]));
+            if (total + sz <= ANNOTATIONS_MAX - ANNOTATIONS_RESERVED) {
+                total += sz;
+                continue;
+            }
+            fieldf(field, "%s.%s", path, keys[i]);
+            problem(p, field,
+                    "all annotations together would pass the API server's limit of %d bytes "
+                    "(less %d kept for its own); this one (%zu bytes) is ignored",
+                    ANNOTATIONS_MAX, ANNOTATIONS_RESERVED, sz);
+            /* keys[i] is the map's own copy: delete through a copy of it */
+            char *dup = strdup(keys[i]);
+            if (!dup) {
+                free(keys);
+                return GPUOP_ENOMEM;
+            }
+            json_object_del(map, dup);
+            free(dup);
+        }
+    }
+    free(keys);
+    return 0;
 }
 
 static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v, bool labels,
@@ -788,6 +1015,10 @@ static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v,
             json_decref(out);
             return GPUOP_ENOMEM;
         }
+    }
+    if (!labels && trim_annotations(p, path, out)) {
+        json_decref(out);
+        return GPUOP_ENOMEM;
     }
     return set_json(dst, out);
 }
@@ -952,9 +1183,76 @@ static int parse_metadata(struct gpuop_policy *p, json_t *md)
     return rc;
 }
 
+/* A grace period in seconds: an integer 0..GPUOP_GRACE_MAX, else the
+ * default with a problem. */
+static void parse_grace(struct gpuop_policy *p, const char *field, json_t *v, long *dst, long dflt)
+{
+    char vbuf[64];
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= GPUOP_GRACE_MAX) {
+        *dst = (long)json_integer_value(v);
+        return;
+    }
+    if (json_is_integer(v))
+        snprintf(vbuf, sizeof(vbuf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(vbuf, sizeof(vbuf), "%g", json_real_value(v));
+    else
+        describe(v, vbuf, sizeof(vbuf));
+    problem(p, field, "must be a whole number of seconds from 0 to %d, not %s; using %ld",
+            GPUOP_GRACE_MAX, json_is_number(v) || json_is_string(v) ? vbuf : type_name(v), dflt);
+    *dst = dflt;
+}
+
+static int parse_findings(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"terminatingGracePeriodSeconds",
+                                        "advertiseGracePeriodSeconds", "eventGracePeriodSeconds",
+                                        NULL};
+    const char *key;
+    json_t *e;
+    char field[FIELD_MAX];
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, "spec.findings", "must be an object, not %s; using the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "spec.findings.%s", key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, known[0]))
+            parse_grace(p, field, e, &p->terminating_grace_s, GPUOP_TERMINATING_GRACE_DEFAULT);
+        else if (!strcmp(key, known[1]))
+            parse_grace(p, field, e, &p->advertise_grace_s, GPUOP_ADVERTISE_GRACE_DEFAULT);
+        else if (!strcmp(key, known[2]))
+            parse_grace(p, field, e, &p->event_grace_s, GPUOP_EVENT_GRACE_DEFAULT);
+        else
+            unknown_field(p, "spec.findings", key, known);
+    }
+    return 0;
+}
+
+static void parse_ordering(struct gpuop_policy *p, json_t *v)
+{
+    char vbuf[64];
+    const char *s = json_string_value(v);
+    if (json_is_null(v))
+        return;
+    if (s && !strcmp(s, "report"))
+        p->ordering = GPUOP_ORDERING_REPORT;
+    else if (s && !strcmp(s, "enforce"))
+        p->ordering = GPUOP_ORDERING_ENFORCE;
+    else
+        problem(p, "spec.ordering", "must be report or enforce, not %s; using report",
+                describe(v, vbuf, sizeof(vbuf)));
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 2];
+    const char *known[GPUOP_OPERAND_MAX + 4];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -962,6 +1260,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     for (int i = 0; i < gpuop_operand_count(); i++)
         known[n++] = gpuop_operand_get(i)->key;
     known[n++] = "daemonsets";
+    known[n++] = "ordering";
+    known[n++] = "findings";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -977,6 +1277,10 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             rc = parse_operand(p, idx, e);
         else if (!strcmp(key, "daemonsets"))
             rc = parse_daemonsets(p, e);
+        else if (!strcmp(key, "ordering"))
+            parse_ordering(p, e);
+        else if (!strcmp(key, "findings"))
+            rc = parse_findings(p, e);
         else
             unknown_field(p, "spec", key, known);
         if (rc)
@@ -1017,6 +1321,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
         json_decref(o->args);
         json_decref(o->env);
         json_decref(o->resources);
+        free(o->config_name);
     }
     json_decref(p->tolerations);
     free(p->priority_class);

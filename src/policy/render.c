@@ -29,6 +29,9 @@
 struct tmpl {
     const char *container;
     bool host_pid;
+    bool host_ipc;
+    const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
+    bool api_token;              /* mount the service account token: the operand uses the API */
     json_t *command;
     json_t *args; /* default args, replaced by the policy's when non-empty */
     json_t *env;
@@ -290,6 +293,50 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
                           "/tmp/gpuop-validated", "initialDelaySeconds", 5, "periodSeconds", 10));
 }
 
+/* mig-manager: applies the MIG layout named by the node's
+ * nvidia.com/mig.config label from the config ConfigMap (spec.migManager.
+ * config.name, key config.yaml), pausing the GPU operands on the node
+ * through their deploy labels ("paused-for-mig-change") while it does; so it
+ * needs the API (its own service account, see deploy/10-rbac.yaml), full
+ * privileges, the host's PID and IPC namespaces (it stops host GPU clients
+ * through systemd), /sys and the host root. */
+static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
+{
+    int me = gpuop_operand_by_name("mig-manager");
+    const char *config = me >= 0 ? p->operands[me].config_name : NULL;
+    t->container = "nvidia-mig-manager";
+    t->host_pid = true;
+    t->host_ipc = true;
+    t->service_account = GPUOP_MIG_MANAGER_SA;
+    t->api_token = true;
+    t->env = need(
+        t,
+        json_pack("[o,o,o,o,o,o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                  env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
+                  env("HOST_ROOT_MOUNT", "/host"), env("HOST_NVIDIA_DIR", "/usr/local/nvidia"),
+                  env("HOST_MIG_MANAGER_STATE_FILE",
+                      "/etc/systemd/system/nvidia-mig-manager.service.d/override.conf"),
+                  env("HOST_KUBELET_SYSTEMD_SERVICE", "kubelet.service"),
+                  env_field("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+                  env("WITH_REBOOT", "false"), env("WITH_SHUTDOWN_HOST_GPU_CLIENTS", "false"),
+                  env("DRIVER_ROOT", driver_root(p)), env("DRIVER_ROOT_CTR_PATH", "/driver-root"),
+                  env("CDI_ENABLED", "false"), env("NVIDIA_VISIBLE_DEVICES", "all"),
+                  env("NVIDIA_DRIVER_CAPABILITIES", "all")));
+    t->security = need(t, privileged());
+    t->mounts = need(t, json_pack("[o,o,o,o,o]", mount("host-sys", "/sys", false, NULL),
+                                  mount("host-root", "/host", false, "HostToContainer"),
+                                  mount("driver-root", "/driver-root", true, "HostToContainer"),
+                                  mount("run-nvidia", "/run/nvidia", true, "HostToContainer"),
+                                  mount("mig-parted-config", "/mig-parted-config", true, NULL)));
+    t->volumes =
+        need(t, json_pack("[o,o,o,o,{s:s, s:{s:s}}]", hostpath("host-sys", "/sys", "Directory"),
+                          hostpath("host-root", "/", NULL),
+                          hostpath("driver-root", driver_root(p), NULL),
+                          hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"), "name",
+                          "mig-parted-config", "configMap", "name",
+                          config ? config : "default-mig-parted-config"));
+}
+
 static const struct {
     const char *operand; /* operand name (table column "name") */
     void (*fn)(const struct gpuop_policy *p, struct tmpl *t);
@@ -300,6 +347,7 @@ static const struct {
     {"gpu-feature-discovery", tmpl_gfd},
     {"dcgm-exporter", tmpl_dcgm},
     {"operator-validator", tmpl_validator},
+    {"mig-manager", tmpl_mig_manager},
 };
 
 /* ---- assembly ------------------------------------------------------------ */
@@ -348,14 +396,16 @@ static bool label_value_ok(const char *s)
     return true;
 }
 
-/* New: the app.kubernetes.io labels of op, then the policy's labels. */
+/* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
+ * Manager and NVIDIA's tools select the operand pods by it), then the
+ * policy's labels. */
 static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op)
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
-    json_t *l =
-        json_pack("{s:s, s:s*, s:s, s:s, s:s}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_INSTANCE,
-                  inst, GPUOP_LABEL_COMPONENT, op->name, GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER,
-                  GPUOP_LABEL_PART_OF, GPUOP_MANAGER);
+    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name,
+                          GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
+                          GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
+                          GPUOP_LABEL_APP, op->app);
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;
@@ -449,20 +499,55 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     return c;
 }
 
+/* spec.ordering: enforce. A required node affinity on every prerequisite up
+ * the operand's chain that the policy runs: its deploy label must be "true"
+ * (gpuop runs it there) or "false" (the host provides it). A prerequisite
+ * disabled in the policy is host-provided everywhere and adds no term; the
+ * walk goes on above it. The DaemonSet controller evaluates the affinity
+ * when it decides where the operand runs, so a node without its toolkit
+ * label gets no device plugin, and loses it when the label goes. Adds
+ * nothing when no prerequisite qualifies. Returns nonzero on ENOMEM. */
+static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
+{
+    char key[128];
+    json_t *exprs = json_array();
+    int rc = !exprs;
+    for (int c = gpuop_operand_prereq(idx), hops = 0; !rc && c >= 0 && hops < GPUOP_OPERAND_MAX;
+         c = gpuop_operand_prereq(c), hops++) {
+        if (!p->operands[c].enabled)
+            continue;
+        snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(c)->name);
+        rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s]}", "key", key, "operator",
+                                                     "In", "values", "true", "false"));
+    }
+    if (!rc && json_array_size(exprs))
+        rc |= json_object_set_new(spec, "affinity",
+                                  json_pack("{s:{s:{s:[{s:O}]}}}", "nodeAffinity",
+                                            "requiredDuringSchedulingIgnoredDuringExecution",
+                                            "nodeSelectorTerms", "matchExpressions", exprs));
+    json_decref(exprs);
+    return rc;
+}
+
 static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
     char key[128];
-    json_t *s = json_pack("{s:s, s:b}", "serviceAccountName", GPUOP_OPERAND_SA,
-                          "automountServiceAccountToken", 0);
+    json_t *s = json_pack("{s:s, s:b}", "serviceAccountName",
+                          t->service_account ? t->service_account : GPUOP_OPERAND_SA,
+                          "automountServiceAccountToken", t->api_token);
     int rc = !s;
     if (!rc && p->priority_class && *p->priority_class)
         rc |= json_object_set_new(s, "priorityClassName", json_string(p->priority_class));
     if (!rc && t->host_pid)
         rc |= json_object_set_new(s, "hostPID", json_true());
+    if (!rc && t->host_ipc)
+        rc |= json_object_set_new(s, "hostIPC", json_true());
     snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
     if (!rc)
         rc |= json_object_set_new(s, "nodeSelector", json_pack("{s:s}", key, "true"));
+    if (!rc && p->ordering == GPUOP_ORDERING_ENFORCE)
+        rc |= put_affinity(s, p, idx);
     if (!rc && json_array_size(p->tolerations))
         rc |= put(s, "tolerations", json_deep_copy(p->tolerations)) ||
               !json_object_get(s, "tolerations");

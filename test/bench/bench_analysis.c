@@ -1,7 +1,8 @@
 /*
  * bench_analysis.c - one analysis pass at scale (not a ctest: no timed
  * tests). Generates N GPU nodes (default 5,000) with every deploy label
- * "true" and a Running pod of each of the six operands (30,000 pods), with
+ * "true" and a Running pod of each operand enabled by default (the sample
+ * policy's six: 30,000 pods; MIG Manager is off), with
  * a sprinkle of broken nodes (missing toolkit, pending driver, tainted), then
  * times gpuop_analyze, gpuop_status_build and gpuop_findings_diff.
  *
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
     struct gpuop_policy pol;
     memset(&pol, 0, sizeof(pol));
     for (int o = 0; o < nops; o++)
-        pol.operands[o].enabled = true;
+        pol.operands[o].enabled = gpuop_operand_get(o)->enabled; /* as the sample policy */
 
     struct gpuop_node *nodes = calloc(n, sizeof(*nodes));
     const struct gpuop_node **np = calloc(n, sizeof(*np));
@@ -47,14 +48,17 @@ int main(int argc, char **argv)
     const struct gpuop_pod **pp = calloc(n * nops, sizeof(*pp));
     struct gpuop_ds ds[GPUOP_OPERAND_MAX];
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
-    size_t npods = 0;
+    size_t npods = 0, nds = 0;
     char buf[64];
 
     memset(ds, 0, sizeof(ds));
     for (int o = 0; o < nops; o++) {
-        ds[o].name = strdup(gpuop_operand_get(o)->ds_name);
-        ds[o].operand = o;
-        dp[o] = &ds[o];
+        if (!pol.operands[o].enabled)
+            continue; /* no DaemonSet */
+        ds[nds].name = strdup(gpuop_operand_get(o)->ds_name);
+        ds[nds].operand = o;
+        dp[nds] = &ds[nds];
+        nds++;
     }
     for (size_t i = 0; i < n; i++) {
         /* shuffled names so the sort has work to do */
@@ -62,7 +66,8 @@ int main(int argc, char **argv)
         nodes[i].name = strdup(buf);
         nodes[i].gpu = true;
         for (int o = 0; o < nops; o++)
-            nodes[i].deploy[o] = GPUOP_LABEL_TRUE;
+            if (pol.operands[o].enabled)
+                nodes[i].deploy[o] = GPUOP_LABEL_TRUE;
         if (i % 97 == 0) { /* tainted */
             nodes[i].taints = calloc(1, sizeof(*nodes[i].taints));
             nodes[i].taints[0].key = strdup("dedicated");
@@ -70,6 +75,8 @@ int main(int argc, char **argv)
             nodes[i].ntaints = 1;
         }
         for (int o = 0; o < nops; o++) {
+            if (!pol.operands[o].enabled)
+                continue;
             if (i % 101 == 0 && o == 1)
                 continue; /* toolkit missing: device-plugin without toolkit */
             struct gpuop_pod *p = &pods[npods];
@@ -90,7 +97,7 @@ int main(int argc, char **argv)
     double best = 1e9, t;
     for (int round = 0; round < 5; round++) {
         t = ms();
-        if (gpuop_analyze(&pol, np, n, dp, (size_t)nops, pp, npods, 0, &f1) < 0)
+        if (gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f1) < 0)
             return 2;
         t = ms() - t;
         if (t < best)
@@ -105,7 +112,7 @@ int main(int argc, char **argv)
     json_t *st = gpuop_status_build(&pol, &f1, NULL, NULL, 0);
     printf("status_build %.2f ms\n", ms() - t);
     pp[5] = NULL; /* node 1 loses its driver pod */
-    gpuop_analyze(&pol, np, n, dp, (size_t)nops, pp, npods, 0, &f2);
+    gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2);
     size_t events = 0;
     t = ms();
     gpuop_findings_diff(&f1, &f2, count, &events);

@@ -7,12 +7,8 @@
  * must report a head length within the input and the limit, and must give
  * the same answer for the same bytes.
  *
- * Not part of the normal build. From the repository root:
- *
- *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_httpd.c src/ops/httpd.c src/base/error.c src/base/log.c \
- *       $(pkg-config --cflags --libs libuv) -o /tmp/fuzz_httpd
- *   /tmp/fuzz_httpd -max_total_time=60
+ * Built by CMake with clang (test/fuzz/CMakeLists.txt) and run briefly by
+ * ctest (fuzz/fuzz_httpd); by hand: build/test/fuzz/fuzz_httpd -max_total_time=60
  */
 #include <stdint.h>
 #include <stdlib.h>

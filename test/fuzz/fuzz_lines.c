@@ -4,12 +4,8 @@
  * must be exactly those of a reference split of the whole input (or the
  * feed must report GPUOP_ETOOBIG when a line is over the limit).
  *
- * Not part of the normal build. From the repository root:
- *
- *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_lines.c src/kube/lines.c src/base/error.c \
- *       -o /tmp/fuzz_lines
- *   /tmp/fuzz_lines -max_total_time=60
+ * Built by CMake with clang (test/fuzz/CMakeLists.txt) and run briefly by
+ * ctest (fuzz/fuzz_lines); by hand: build/test/fuzz/fuzz_lines -max_total_time=60
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -3,13 +3,8 @@
  * whatever loads: every loaded document must dump, load back, and be equal
  * (json_equal; keys with a NUL byte are skipped, json_equal cannot see them).
  *
- * Not part of the normal build. From the repository root:
- *
- *   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
- *       -Iinclude test/fuzz/fuzz_yaml.c src/base/yaml.c src/base/error.c \
- *       -ljansson -lyaml -lm -o /tmp/fuzz_yaml
- *   mkdir -p /tmp/yaml-corpus && cp test/data/yaml/\*.yaml /tmp/yaml-corpus/
- *   /tmp/fuzz_yaml -max_total_time=60 -rss_limit_mb=1024 /tmp/yaml-corpus
+ * Built by CMake with clang (test/fuzz/CMakeLists.txt) and run briefly by
+ * ctest (fuzz/fuzz_yaml); by hand: build/test/fuzz/fuzz_yaml -max_total_time=60
  */
 #include <stdint.h>
 #include <stdlib.h>

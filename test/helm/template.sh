@@ -101,7 +101,7 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     [ "$n" = 6 ] || fail "defaults: $n DaemonSets, not 6"
     ds=$tmp/gpu-operator.ds
     n=$(grep -c '^kind: DaemonSet' "$ds" || true)
-    [ "$n" = 4 ] || fail "gpu-operator values: $n DaemonSets, not 4 (driver and gfd are disabled)"
+    [ "$n" = 5 ] || fail "gpu-operator values: $n DaemonSets, not 5 (driver and gfd are disabled, migManager on)"
     ! grep -q 'name: gpuop-driver$' "$ds" || fail "gpu-operator values: driver.enabled=false rendered a driver DaemonSet"
     for want in \
         'image: registry.example.internal/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04' \
@@ -109,7 +109,8 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         'image: registry.example.internal/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04' \
         'name: mirror-pull' 'name: other-pull' 'maxUnavailable: "25%"' 'tolerationSeconds: 300' \
         'value: /run/k3s/containerd/containerd.sock' 'team: gpu' 'example.com/owner: gpu-platform' \
-        'imagePullPolicy: Always' '- "--with-wait"'; do
+        'imagePullPolicy: Always' '- "--with-wait"' 'name: gpuop-mig-manager' \
+        'name: default-mig-parted-config'; do
         grep -qF -- "$want" "$ds" || fail "gpu-operator values: gpuop render output lacks '$want'"
     done
     ok "gpu-operator values: gpuop renders the operands the values describe"

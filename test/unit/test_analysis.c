@@ -272,10 +272,10 @@ static const char *msg_of(const struct world *w, const struct gpuop_finding *x)
 
 #define ALL_TRUE                                                                                   \
     "present=true driver=true container-toolkit=true device-plugin=true "                          \
-    "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true"
+    "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true mig-manager=true"
 #define ALL_OPS                                                                                    \
     "driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter "                  \
-    "operator-validator"
+    "operator-validator mig-manager"
 
 /* ---- tests ---- */
 
@@ -383,9 +383,11 @@ static void test_host_provided(void **state)
     add_all_ds(&w);
     add_node(&w, "n",
              "present=true driver=true container-toolkit=false device-plugin=true "
-             "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true",
+             "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true "
+             "mig-manager=true",
              NULL);
-    run_pods(&w, "n", "device-plugin gpu-feature-discovery dcgm-exporter operator-validator");
+    run_pods(&w, "n",
+             "device-plugin gpu-feature-discovery dcgm-exporter operator-validator mig-manager");
     analyze(&w);
     assert_int_equal(w.f.nitems, 0);
     const struct gpuop_node_result *r = node_res(&w, "n");
@@ -731,7 +733,7 @@ static void test_ordering_counts_nodes(void **state)
                      GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
     assert_int_equal(w.f.violations, 1);
     assert_int_equal(w.f.complete_nodes, 1);
-    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 3); /* driver, toolkit, dcgm */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 4); /* driver, toolkit, dcgm, mig-manager */
     world_free(&w);
 }
 

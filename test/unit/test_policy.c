@@ -59,7 +59,12 @@ static void assert_defaults(const struct gpuop_policy *p)
 {
     for (int i = 0; i < gpuop_operand_count(); i++) {
         const struct gpuop_operand_spec *o = &p->operands[i];
-        assert_true(o->enabled);
+        const char *cfg = gpuop_operand_get(i)->config;
+        assert_int_equal(o->enabled, gpuop_operand_get(i)->enabled);
+        if (cfg)
+            assert_string_equal(o->config_name, cfg);
+        else
+            assert_null(o->config_name);
         assert_string_equal(o->image, gpuop_operand_get(i)->image);
         assert_string_equal(o->pull_policy, "IfNotPresent");
         assert_true(json_is_array(o->args));
@@ -80,6 +85,10 @@ static void assert_defaults(const struct gpuop_policy *p)
     assert_int_equal(json_object_size(p->annotations), 0);
     assert_int_equal(json_array_size(p->image_pull_secrets), 0);
     assert_null(p->max_unavailable);
+    assert_int_equal(p->ordering, GPUOP_ORDERING_REPORT);
+    assert_int_equal(p->terminating_grace_s, 300);
+    assert_int_equal(p->advertise_grace_s, 120);
+    assert_int_equal(p->event_grace_s, 60);
 }
 
 static void test_defaults(void **state)
@@ -175,8 +184,8 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
     {"{\"driver\": {\"enabled\": \"yes\"}}", "spec.driver.enabled", "using true"},
     {"{\"driver\": {\"enabled\": 0}}", "spec.driver.enabled", "not a number"},
-    {"{\"toolkit\": {\"image\": \"\"}}", "spec.toolkit.image", "non-empty"},
-    {"{\"toolkit\": {\"image\": \"repo/img: v1\"}}", "spec.toolkit.image", "without spaces"},
+    {"{\"toolkit\": {\"image\": \"\"}}", "spec.toolkit.image", "is empty"},
+    {"{\"toolkit\": {\"image\": \"repo/img: v1\"}}", "spec.toolkit.image", "contains a space"},
     {"{\"toolkit\": {\"image\": 5}}", "spec.toolkit.image", "a number"},
     {"{\"driver\": {\"imagePullPolicy\": \"Sometimes\"}}", "spec.driver.imagePullPolicy",
      "using IfNotPresent"},
@@ -186,9 +195,10 @@ static const struct bad_case bad_cases[] = {
     {"{\"gfd\": {\"args\": [\"--a\", 3]}}", "spec.gfd.args[1]", "must be a string"},
     {"{\"gfd\": {\"env\": {\"A\": \"b\"}}}", "spec.gfd.env", "list of {name, value}"},
     {"{\"gfd\": {\"env\": [\"A=b\"]}}", "spec.gfd.env[0]", "entry ignored"},
-    {"{\"gfd\": {\"env\": [{\"value\": \"x\"}]}}", "spec.gfd.env[0]", "name"},
-    {"{\"gfd\": {\"env\": [{\"name\": \"\", \"value\": \"x\"}]}}", "spec.gfd.env[0]", "name"},
-    {"{\"gfd\": {\"env\": [{\"name\": \"A=B\"}]}}", "spec.gfd.env[0]", "'='"},
+    {"{\"gfd\": {\"env\": [{\"value\": \"x\"}]}}", "spec.gfd.env[0].name", "needs a string"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"\", \"value\": \"x\"}]}}", "spec.gfd.env[0].name",
+     "1 to 1024"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A=B\"}]}}", "spec.gfd.env[0].name", "'='"},
     {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"value\": true}]}}", "spec.gfd.env[0].value",
      "using \"true\""},
     {"{\"gfd\": {\"env\": [{\"name\": \"A\", \"value\": 42}]}}", "spec.gfd.env[0].value",
@@ -201,9 +211,9 @@ static const struct bad_case bad_cases[] = {
      "spec.gfd.env[1]", "duplicate"},
     {"{\"dcgmExporter\": {\"resources\": \"big\"}}", "spec.dcgmExporter.resources", "no resources"},
     {"{\"dcgmExporter\": {\"resources\": {\"limits\": {\"memory\": \"lots\"}}}}",
-     "spec.dcgmExporter.resources.limits.memory", "not a valid quantity"},
+     "spec.dcgmExporter.resources.limits.memory", "not a quantity"},
     {"{\"dcgmExporter\": {\"resources\": {\"limits\": {\"cpu\": -1}}}}",
-     "spec.dcgmExporter.resources.limits.cpu", "not a valid quantity"},
+     "spec.dcgmExporter.resources.limits.cpu", "-1 is negative"},
     {"{\"dcgmExporter\": {\"resources\": {\"limits\": [1]}}}", "spec.dcgmExporter.resources.limits",
      "map of resource"},
     {"{\"dcgmExporter\": {\"resources\": {\"limit\": {}}}}", "spec.dcgmExporter.resources.limit",
@@ -211,7 +221,31 @@ static const struct bad_case bad_cases[] = {
     {"{\"validator\": 3}", "spec.validator", "must be an object"},
     {"{\"validator\": {\"enable\": false}}", "spec.validator.enable", "did you mean \"enabled\""},
     {"{\"drvier\": {\"enabled\": false}}", "spec.drvier", "did you mean \"driver\""},
-    {"{\"migManager\": {}}", "spec.migManager", "unknown field"},
+    {"{\"migManager\": {\"enabled\": \"on\"}}", "spec.migManager.enabled",
+     "using false (disabled)"},
+    {"{\"migManager\": 1}", "spec.migManager", "defaults (disabled)"},
+    {"{\"migManager\": {\"config\": \"cm\"}}", "spec.migManager.config", "object {name}"},
+    {"{\"migManager\": {\"config\": {\"name\": \"Bad_Name\"}}}", "spec.migManager.config.name",
+     "using default-mig-parted-config"},
+    {"{\"migManager\": {\"config\": {\"nam\": \"x\"}}}", "spec.migManager.config.nam",
+     "did you mean \"name\""},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\"}}}", "spec.devicePlugin.config",
+     "unknown field"},
+    {"{\"migManagr\": {}}", "spec.migManagr", "did you mean \"migManager\""},
+    {"{\"ordering\": \"strict\"}", "spec.ordering", "report or enforce"},
+    {"{\"ordering\": true}", "spec.ordering", "using report"},
+    {"{\"ordring\": \"enforce\"}", "spec.ordring", "did you mean \"ordering\""},
+    {"{\"findings\": 5}", "spec.findings", "must be an object"},
+    {"{\"findings\": {\"terminatingGracePeriodSeconds\": -1}}",
+     "spec.findings.terminatingGracePeriodSeconds", "not -1; using 300"},
+    {"{\"findings\": {\"advertiseGracePeriodSeconds\": \"2m\"}}",
+     "spec.findings.advertiseGracePeriodSeconds", "not \"2m\"; using 120"},
+    {"{\"findings\": {\"eventGracePeriodSeconds\": 1.5}}", "spec.findings.eventGracePeriodSeconds",
+     "using 60"},
+    {"{\"findings\": {\"eventGracePeriodSeconds\": 604801}}",
+     "spec.findings.eventGracePeriodSeconds", "0 to 604800"},
+    {"{\"findings\": {\"eventGracePeriodSecond\": 5}}", "spec.findings.eventGracePeriodSecond",
+     "did you mean \"eventGracePeriodSeconds\""},
     {"{\"daemonsets\": []}", "spec.daemonsets", "must be an object"},
     {"{\"daemonsets\": {\"tolerations\": {}}}", "spec.daemonsets.tolerations", "nvidia.com/gpu"},
     {"{\"daemonsets\": {\"tolerations\": [{\"key\": \"a\", \"operator\": \"Exist\"}]}}",
@@ -252,6 +286,8 @@ static const struct bad_case bad_cases[] = {
      "not a valid label value"},
     {"{\"daemonsets\": {\"labels\": {\"app.kubernetes.io/name\": \"x\"}}}",
      "spec.daemonsets.labels.app.kubernetes.io/name", "cannot be overridden"},
+    {"{\"daemonsets\": {\"labels\": {\"app\": \"x\"}}}", "spec.daemonsets.labels.app",
+     "cannot be overridden"},
     {"{\"daemonsets\": {\"labels\": {\"-bad\": \"x\"}}}", "spec.daemonsets.labels.-bad",
      "not a valid label key"},
     {"{\"daemonsets\": {\"labels\": []}}", "spec.daemonsets.labels", "map of strings"},
@@ -273,18 +309,96 @@ static const struct bad_case bad_cases[] = {
     {"{\"daemonsets\": {\"tolerration\": []}}", "spec.daemonsets.tolerration",
      "did you mean \"tolerations\""},
     {"[]", "spec", "must be an object"},
+    /* issue 13 section 2: what the API server or the kubelet refuses, named by the policy's field
+     */
+    {"{\"devicePlugin\": {\"env\": [{\"name\": \"A\"}, {\"name\": \"B\"}, {\"name\": \"C\"}, "
+     "{\"name\": \"\u00fcn\u00ef\"}]}}",
+     "spec.devicePlugin.env[3].name", "printable ASCII"},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\\u0007B\"}]}}", "spec.gfd.env[0].name", "\"A?B\""},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\\u202eB\"}]}}", "spec.gfd.env[0].name", "\"A???B\""},
+    {"{\"gfd\": {\"env\": [{\"name\": \"A\\tB\"}]}}", "spec.gfd.env[0].name", "printable"},
+    {"{\"gfd\": {\"env\": [{\"name\": 7}]}}", "spec.gfd.env[0].name", "not a number"},
+    {"{\"toolkit\": {\"image\": \"UPPER/Case@@sha256:zz\"}}", "spec.toolkit.image",
+     "InvalidImageName"},
+    {"{\"toolkit\": {\"image\": \"Busybox\"}}", "spec.toolkit.image", "lower case"},
+    {"{\"toolkit\": {\"image\": \"a:b:c\"}}", "spec.toolkit.image", "invalid tag"},
+    {"{\"toolkit\": {\"image\": \"a/b:\"}}", "spec.toolkit.image", "invalid tag"},
+    {"{\"toolkit\": {\"image\": \"a@sha256:zz\"}}", "spec.toolkit.image", "hexadecimal"},
+    {"{\"toolkit\": {\"image\": \"a@sha256:abc\"}}", "spec.toolkit.image", "wrong length"},
+    {"{\"toolkit\": {\"image\": \"a@md5:d41d8cd98f00b204e9800998ecf8427e\"}}", "spec.toolkit.image",
+     "unknown algorithm"},
+    {"{\"toolkit\": {\"image\": \"a//b\"}}", "spec.toolkit.image", "repository name"},
+    {"{\"toolkit\": {\"image\": \"a___b\"}}", "spec.toolkit.image", "repository name"},
+    {"{\"toolkit\": {\"image\": \"-a/b\"}}", "spec.toolkit.image", "repository name"},
+    {"{\"toolkit\": {\"image\": \"reg-.io/a\"}}", "spec.toolkit.image", "registry"},
+    {"{\"toolkit\": {\"image\": \"reg.io:x/a\"}}", "spec.toolkit.image", "registry"},
+    {"{\"toolkit\": {\"image\": \"\u00fcber/a\"}}", "spec.toolkit.image", "non-ASCII"},
+    {"{\"toolkit\": {\"image\": "
+     "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
+     "spec.toolkit.image", "image ID"},
+    {"{\"toolkit\": {\"resources\": {\"limits\": {\"cpu\": \"1\"}, \"requests\": {\"cpu\": "
+     "\"8\"}}}}",
+     "spec.toolkit.resources.requests.cpu", "8 is above limits.cpu (1)"},
+    {"{\"toolkit\": {\"resources\": {\"limits\": {\"memory\": \"1000M\"}, \"requests\": "
+     "{\"memory\": \"1Gi\"}}}}",
+     "spec.toolkit.resources.requests.memory", "above limits.memory"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"cpu\": \"1e1000\"}}}}",
+     "spec.driver.resources.limits.cpu", "larger than Kubernetes keeps"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"memory\": \"99999999999999999999Ei\"}}}}",
+     "spec.driver.resources.limits.memory", "larger than Kubernetes keeps"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"memory\": \"8Ei\"}}}}",
+     "spec.driver.resources.requests.memory", "larger"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"cpu\": \"0.000000001n\"}}}}",
+     "spec.driver.resources.requests.cpu", "finer than 1m"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"cpu\": \"0.0001\"}}}}",
+     "spec.driver.resources.requests.cpu", "finer than 1m"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"cpu\": "
+     "\"1.0000000000000000000000000000001\"}}}}",
+     "spec.driver.resources.requests.cpu", "significant digits"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"cpu\": \"1e3.5\"}}}}",
+     "spec.driver.resources.requests.cpu", "not a quantity"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"nvidia.com/gpu\": \"500m\"}}}}",
+     "spec.driver.resources.limits.nvidia.com/gpu", "whole number"},
+    {"{\"driver\": {\"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}}",
+     "spec.driver.resources.requests.nvidia.com/gpu", "cannot be overcommitted"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"nvidia.com/gpu\": 2}, \"requests\": "
+     "{\"nvidia.com/gpu\": 1}}}}",
+     "spec.driver.resources.requests.nvidia.com/gpu",
+     "must equal limits.nvidia.com/gpu (2), not 1"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"foo\": 1}}}}",
+     "spec.driver.resources.limits.foo", "not a resource a container can ask for"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"pods\": 1}}}}",
+     "spec.driver.resources.limits.pods", "not a resource"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"requests.example.com/x\": 1}}}}",
+     "spec.driver.resources.limits.requests.example.com/x", "not a resource"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"hugepages-2Mi\": \"1Mi\", \"memory\": "
+     "\"1Gi\"}}}}",
+     "spec.driver.resources.limits.hugepages-2Mi", "multiple of the page size 2Mi"},
+    {"{\"driver\": {\"resources\": {\"limits\": {\"hugepages-2Mi\": \"2Mi\"}}}}",
+     "spec.driver.resources.limits.hugepages-2Mi", "need a cpu or memory"},
 };
 
 static void test_bad_values(void **state)
 {
+    int failed = 0;
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         char buf[1024];
         struct gpuop_policy p;
         snprintf(buf, sizeof(buf), "{\"spec\": %s}", bad_cases[i].spec);
         parse_json(buf, &p);
-        assert_problem(&p, bad_cases[i].field, bad_cases[i].says);
+        /* every case is checked, each miss printed, before failing */
+        int at = find_problem(&p, bad_cases[i].field);
+        if (at < 0 || !strstr(p.problems[at].message, bad_cases[i].says)) {
+            print_message("case %s: %s%s (want %s: ...%s...)\n", bad_cases[i].spec,
+                          at < 0 ? "no problem for the field" : "says: ",
+                          at < 0 ? "" : p.problems[at].message, bad_cases[i].field,
+                          bad_cases[i].says);
+            print_problems(&p);
+            failed++;
+        }
         gpuop_policy_free(&p);
     }
+    assert_int_equal(failed, 0);
 }
 
 /* What was used instead of the bad values. */
@@ -411,6 +525,173 @@ static void test_valid_everything(void **state)
     gpuop_policy_free(&p);
 }
 
+/* What the API server and the kubelet accept stays accepted (issue 13
+ * section 2: the validation follows the server, checked against the lab in
+ * test/e2e/50_policy_server.sh). */
+static void test_server_accepts(void **state)
+{
+    static const char *const images[] = {
+        "busybox",
+        "busybox:1.36",
+        "library/busybox:latest",
+        "localhost/a",
+        "localhost:5000/a/b:1",
+        "Registry.Example.COM:443/team/a_b__c-d--e.f:TAG_1.2-x",
+        "[::1]:5000/x:1",
+        "nvcr.io/nvidia/"
+        "driver@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "a:b@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    };
+    static const char *const env_names[] = {"A",   "1ABC",        "my.var", "my-var",
+                                            "A B", "~!@#$%^&*()", " A"};
+    static const char *const quantities[] = {"1e3",
+                                             "1E3",
+                                             "+1",
+                                             ".5",
+                                             "1.",
+                                             "0",
+                                             "-0",
+                                             "100m",
+                                             "1m",
+                                             "1.5Ki",
+                                             "0.5Gi",
+                                             "7.99Ei",
+                                             "1e-3",
+                                             "1000000n",
+                                             "1000u",
+                                             "2",
+                                             "9223372036854775807",
+                                             "1e18",
+                                             "0.001"};
+    char buf[512];
+    struct gpuop_policy p;
+    int tk = gpuop_operand_by_key("toolkit");
+    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+        snprintf(buf, sizeof(buf), "{\"spec\": {\"toolkit\": {\"image\": \"%s\"}}}", images[i]);
+        parse_json(buf, &p);
+        if (p.nproblems)
+            print_problems(&p);
+        assert_int_equal(p.nproblems, 0);
+        assert_string_equal(p.operands[tk].image, images[i]);
+        gpuop_policy_free(&p);
+    }
+    for (size_t i = 0; i < sizeof(env_names) / sizeof(env_names[0]); i++) {
+        snprintf(buf, sizeof(buf), "{\"spec\": {\"toolkit\": {\"env\": [{\"name\": \"%s\"}]}}}",
+                 env_names[i]);
+        parse_json(buf, &p);
+        if (p.nproblems)
+            print_problems(&p);
+        assert_int_equal(p.nproblems, 0);
+        assert_int_equal(json_array_size(p.operands[tk].env), 1);
+        gpuop_policy_free(&p);
+    }
+    for (size_t i = 0; i < sizeof(quantities) / sizeof(quantities[0]); i++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"spec\": {\"toolkit\": {\"resources\": {\"limits\": {\"cpu\": \"%s\"}, "
+                 "\"requests\": {\"memory\": \"%s\"}}}}}",
+                 quantities[i], quantities[i]);
+        parse_json(buf, &p);
+        if (p.nproblems)
+            print_problems(&p);
+        assert_int_equal(p.nproblems, 0);
+        gpuop_policy_free(&p);
+    }
+    /* the rules across limits and requests, where they hold */
+    parse_json("{\"spec\": {\"toolkit\": {\"resources\": {"
+               "\"limits\": {\"cpu\": \"1\", \"memory\": \"1Gi\", \"nvidia.com/gpu\": 2, "
+               "\"hugepages-2Mi\": \"4Mi\", \"example.com/X_y.z\": \"3\", \"kubernetes.io/foo\": "
+               "\"500m\"},"
+               "\"requests\": {\"cpu\": \"1000m\", \"memory\": \"1073741824\", \"nvidia.com/gpu\": "
+               "\"2\", \"hugepages-2Mi\": \"4194304\", \"ephemeral-storage\": \"1Gi\", "
+               "\"kubernetes.io/foo\": \"500m\"}}}}}",
+               &p);
+    if (p.nproblems)
+        print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(json_object_size(json_object_get(p.operands[tk].resources, "requests")), 6);
+    gpuop_policy_free(&p);
+
+    /* a refused request is dropped, its limit and the rest stay */
+    parse_json("{\"spec\": {\"toolkit\": {\"resources\": {\"limits\": {\"cpu\": \"1\"}, "
+               "\"requests\": {\"cpu\": \"8\", \"memory\": \"1Gi\"}}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 1);
+    json_t *res = p.operands[tk].resources;
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "limits"), "cpu")),
+                        "1");
+    assert_null(json_object_get(json_object_get(res, "requests"), "cpu"));
+    assert_non_null(json_object_get(json_object_get(res, "requests"), "memory"));
+    gpuop_policy_free(&p);
+}
+
+/* Annotations that together pass the API server's 256 KiB: those that fit,
+ * in key order, are kept; each of the others is a problem. */
+static void test_annotations_total(void **state)
+{
+    json_t *ann = json_object();
+    char key[32];
+    for (int i = 0; i < 10; i++) {
+        char *val = malloc(30001);
+        assert_non_null(val);
+        memset(val, 'a' + i, 30000);
+        val[30000] = '\0';
+        snprintf(key, sizeof(key), "note-%d", 9 - i); /* inserted out of order */
+        json_object_set_new(ann, key, json_string(val));
+        free(val);
+    }
+    json_t *pol = json_pack("{s:{s:{s:o}}}", "spec", "daemonsets", "annotations", ann);
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    /* 8 x 30006 bytes fit in 262144 - 1024; note-8 and note-9 do not */
+    assert_int_equal(json_object_size(p.annotations), 8);
+    assert_non_null(json_object_get(p.annotations, "note-0"));
+    assert_non_null(json_object_get(p.annotations, "note-7"));
+    assert_null(json_object_get(p.annotations, "note-8"));
+    assert_int_equal(p.nproblems, 2);
+    assert_problem(&p, "spec.daemonsets.annotations.note-8", "262144");
+    assert_problem(&p, "spec.daemonsets.annotations.note-9", "ignored");
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
+/* The fields the findings, the controller and the Events read. */
+static void test_ordering_and_findings(void **state)
+{
+    struct gpuop_policy p;
+    int mig = gpuop_operand_by_key("migManager");
+    assert_true(mig >= 0);
+    parse_json("{\"spec\": {\"ordering\": \"enforce\", \"findings\": {"
+               "\"terminatingGracePeriodSeconds\": 30, \"advertiseGracePeriodSeconds\": 0,"
+               "\"eventGracePeriodSeconds\": 604800},"
+               "\"migManager\": {\"enabled\": true, \"config\": {\"name\": \"my-mig\"}}}}",
+               &p);
+    if (p.nproblems)
+        print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_ENFORCE);
+    assert_int_equal(p.terminating_grace_s, 30);
+    assert_int_equal(p.advertise_grace_s, 0);
+    assert_int_equal(p.event_grace_s, 604800);
+    assert_true(p.operands[mig].enabled);
+    assert_string_equal(p.operands[mig].config_name, "my-mig");
+    gpuop_policy_free(&p);
+
+    /* a bad value keeps the default and leaves its neighbours alone */
+    parse_json("{\"spec\": {\"ordering\": \"report\", \"findings\": {"
+               "\"terminatingGracePeriodSeconds\": \"5\", \"eventGracePeriodSeconds\": 10,"
+               "\"advertiseGracePeriodSeconds\": null}, \"migManager\": {\"config\": {}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_problem(&p, "spec.findings.terminatingGracePeriodSeconds", "using 300");
+    assert_int_equal(p.terminating_grace_s, 300);
+    assert_int_equal(p.event_grace_s, 10);
+    assert_int_equal(p.advertise_grace_s, 120);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
+    assert_false(p.operands[mig].enabled);
+    assert_string_equal(p.operands[mig].config_name, "default-mig-parted-config");
+    gpuop_policy_free(&p);
+}
+
 /* A bad field never takes the rest of the policy down. */
 static void test_rest_keeps_working(void **state)
 {
@@ -468,7 +749,10 @@ static const char full_policy[] =
     " \"v\", \"effect\": \"NoExecute\", \"tolerationSeconds\": 5}], \"priorityClassName\": \"p\","
     " \"labels\": {\"l\": \"v\"}, \"annotations\": {\"a\": \"v\"}, \"updateStrategy\":"
     " \"RollingUpdate\", \"rollingUpdate\": {\"maxUnavailable\": 1},"
-    " \"imagePullSecrets\": [\"s\"]}}}";
+    " \"imagePullSecrets\": [\"s\"]},"
+    "\"migManager\": {\"enabled\": true, \"config\": {\"name\": \"c\"}},"
+    "\"ordering\": \"enforce\", \"findings\": {\"terminatingGracePeriodSeconds\": 1,"
+    " \"advertiseGracePeriodSeconds\": 2, \"eventGracePeriodSeconds\": 3}}}";
 
 static int sweep_count;
 
@@ -557,11 +841,19 @@ static void test_type_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_metadata),
-        cmocka_unit_test(test_not_an_object),    cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_replacements),     cmocka_unit_test(test_tolerations),
-        cmocka_unit_test(test_valid_everything), cmocka_unit_test(test_rest_keeps_working),
-        cmocka_unit_test(test_many_problems),    cmocka_unit_test(test_type_sweep),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_not_an_object),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_replacements),
+        cmocka_unit_test(test_tolerations),
+        cmocka_unit_test(test_valid_everything),
+        cmocka_unit_test(test_rest_keeps_working),
+        cmocka_unit_test(test_many_problems),
+        cmocka_unit_test(test_type_sweep),
+        cmocka_unit_test(test_ordering_and_findings),
+        cmocka_unit_test(test_server_accepts),
+        cmocka_unit_test(test_annotations_total),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,6 +206,9 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_COMPONENT)),
                         op->name);
     assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_PART_OF)), "gpuop");
+    /* NVIDIA's app label, from the table: MIG Manager waits for GPU clients by it */
+    assert_non_null(op->app);
+    assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_APP)), op->app);
     if (p->name && strlen(p->name) <= 63)
         assert_string_equal(json_string_value(json_object_get(plabels, GPUOP_LABEL_INSTANCE)),
                             p->name);
@@ -233,13 +236,48 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op->name);
     assert_int_equal(json_object_size(nsel), 1);
     assert_string_equal(json_string_value(json_object_get(nsel, key)), "true");
-    assert_string_equal(json_string_value(json_object_get(pod, "serviceAccountName")),
-                        GPUOP_OPERAND_SA);
+    /* the permissionless service account, without a token; or the one with
+     * rights, with a token */
+    const char *sa = json_string_value(json_object_get(pod, "serviceAccountName"));
+    assert_non_null(sa);
+    if (!strcmp(sa, GPUOP_OPERAND_SA))
+        assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
+    else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA))
+        assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
+    else
+        fail_msg("%s: unknown service account %s", op->ds_name, sa);
     if (*p->priority_class)
         assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")),
                             p->priority_class);
     else
         assert_null(json_object_get(pod, "priorityClassName"));
+    /* ordering: enforce -> one required term on each enabled prerequisite up
+     * the chain, walked from the table; report -> no affinity */
+    json_t *exprs =
+        path_get(pod, "affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+                      "nodeSelectorTerms/0/matchExpressions");
+    size_t want = 0;
+    for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
+        if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
+            continue;
+        json_t *ex = json_array_get(exprs, want++);
+        snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", gpuop_operand_get(c)->name);
+        assert_non_null(ex);
+        assert_string_equal(str_at(ex, "key"), key);
+        assert_string_equal(str_at(ex, "operator"), "In");
+        assert_int_equal(json_array_size(json_object_get(ex, "values")), 2);
+        assert_string_equal(str_at(ex, "values/0"), "true");
+        assert_string_equal(str_at(ex, "values/1"), "false");
+    }
+    assert_int_equal(json_array_size(exprs), want);
+    if (!want)
+        assert_null(json_object_get(pod, "affinity"));
+    else
+        assert_int_equal(
+            json_array_size(path_get(pod, "affinity/nodeAffinity/"
+                                          "requiredDuringSchedulingIgnoredDuringExecution/"
+                                          "nodeSelectorTerms")),
+            1);
     if (json_array_size(p->tolerations))
         assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
     else
@@ -394,6 +432,31 @@ static void test_full_policy(void **state)
     assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/ports/0/name"), "metrics");
     assert_string_equal(str_at(dcgm, "spec/template/spec/containers/0/imagePullPolicy"), "Never");
 
+    /* mig-manager: enabled here, its ConfigMap from config.name, the API token it needs */
+    json_t *mig = render_one(&p, "mig-manager");
+    json_t *mpod = path_get(mig, "spec/template/spec");
+    assert_true(json_is_true(path_get(mpod, "containers/0/securityContext/privileged")));
+    assert_true(json_is_true(json_object_get(mpod, "hostPID")));
+    assert_true(json_is_true(json_object_get(mpod, "automountServiceAccountToken")));
+    assert_string_equal(str_at(mpod, "serviceAccountName"), GPUOP_MIG_MANAGER_SA);
+    bool cm = false;
+    json_t *vol;
+    size_t vi;
+    json_array_foreach(json_object_get(mpod, "volumes"), vi, vol)
+    {
+        if (json_object_get(vol, "configMap")) {
+            assert_string_equal(str_at(vol, "configMap/name"), "custom-mig-parted-config");
+            cm = true;
+        }
+    }
+    assert_true(cm);
+    assert_string_equal(str_at(find_env(mig, "CONFIG_FILE"), "value"),
+                        "/mig-parted-config/config.yaml");
+    assert_string_equal(str_at(find_env(mig, "WITH_REBOOT"), "value"), "true");
+    /* every other operand runs without a token */
+    assert_false(json_is_true(path_get(dp, "spec/template/spec/automountServiceAccountToken")));
+    json_decref(mig);
+
     json_decref(tk);
     json_decref(tk0);
     json_decref(dp);
@@ -422,6 +485,46 @@ static void test_host_driver(void **state)
     gpuop_policy_free(&p);
 }
 
+/* spec.ordering: enforce, by name, beside the table-driven check above. */
+static void test_enforce(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("enforce.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_ENFORCE);
+    json_t *dp = render_one(&p, "device-plugin");
+    const char *ex = "spec/template/spec/affinity/nodeAffinity/"
+                     "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
+                     "matchExpressions";
+    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "key"),
+                        "nvidia.com/gpu.deploy.container-toolkit");
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 1), "key"),
+                        "nvidia.com/gpu.deploy.driver");
+    json_t *drv = render_one(&p, "driver");
+    assert_null(path_get(drv, "spec/template/spec/affinity"));
+    json_decref(dp);
+    json_decref(drv);
+    gpuop_policy_free(&p);
+
+    load_policy("enforce-host-driver.yaml", &p);
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_null(path_get(tk, "spec/template/spec/affinity")); /* its driver is the host's */
+    dp = render_one(&p, "device-plugin");
+    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    json_decref(tk);
+    json_decref(dp);
+    gpuop_policy_free(&p);
+
+    /* report (the default): no affinity anywhere */
+    load_policy("full.yaml", &p);
+    assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
+    dp = render_one(&p, "device-plugin");
+    assert_null(path_get(dp, "spec/template/spec/affinity"));
+    json_decref(dp);
+    gpuop_policy_free(&p);
+}
+
 static void test_invalid_still_renders(void **state)
 {
     struct gpuop_policy p;
@@ -429,7 +532,10 @@ static void test_invalid_still_renders(void **state)
     assert_true(p.nproblems >= 8);
     json_t *all = gpuop_render_all(&p, NS);
     /* gfd disabled; the typo "drvier" leaves the driver in */
-    assert_int_equal(json_array_size(all), (size_t)gpuop_operand_count() - 1);
+    size_t on = 0;
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        on += gpuop_operand_get(i)->enabled;
+    assert_int_equal(json_array_size(all), on - 1);
     json_t *dp = render_one(&p, "device-plugin");
     assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
     assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
@@ -592,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_full_policy),
         cmocka_unit_test(test_host_driver),
         cmocka_unit_test(test_invalid_still_renders),
+        cmocka_unit_test(test_enforce),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_command),

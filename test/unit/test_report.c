@@ -68,7 +68,7 @@ static void test_text_matrix(void **state)
     fx_add_node(&w, "gpu-ok", FX_ALL);
     fx_run(&w, "gpu-ok",
            "driver container-toolkit device-plugin gpu-feature-discovery "
-           "operator-validator");
+           "operator-validator mig-manager");
     fx_add_node(&w, "gpu-broken", FX_ALL);
     fx_run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
     fx_add_node(&w, "gpu-new", "driver");
@@ -78,16 +78,20 @@ static void test_text_matrix(void **state)
 
     assert_non_null(
         strstr(t, "GpuPolicy \"main\", operands in namespace gpuop-system: 3 GPU nodes"));
-    assert_non_null(
-        strstr(t, "NODE        driver  toolkit  devicePlugin  gfd  dcgmExporter  validator\n"));
-    assert_string_equal(line_of(t, "gpu-ok", line, sizeof(line)),
-                        "gpu-ok      +       +        +             +    d             +");
-    assert_string_equal(line_of(t, "gpu-broken", line, sizeof(line)),
-                        "gpu-broken  +       M        V             V    d             M");
-    assert_string_equal(line_of(t, "gpu-new", line, sizeof(line)),
-                        "gpu-new     M       N        N             N    d             N");
+    assert_non_null(strstr(
+        t,
+        "NODE        driver  toolkit  devicePlugin  gfd  dcgmExporter  validator  migManager\n"));
+    assert_string_equal(
+        line_of(t, "gpu-ok", line, sizeof(line)),
+        "gpu-ok      +       +        +             +    d             +          +");
+    assert_string_equal(
+        line_of(t, "gpu-broken", line, sizeof(line)),
+        "gpu-broken  +       M        V             V    d             M          M");
+    assert_string_equal(
+        line_of(t, "gpu-new", line, sizeof(line)),
+        "gpu-new     M       N        N             N    d             N          N");
     assert_non_null(strstr(t, "legend: + running; M missing"));
-    assert_non_null(strstr(t, "\nFindings (9):\n"));
+    assert_non_null(strstr(t, "\nFindings (11):\n"));
     assert_non_null(
         strstr(t, "  gpu-broken  device-plugin  OrderingViolation/DevicePluginWithoutToolkit\n"
                   "      device-plugin runs but container-toolkit"));
@@ -95,7 +99,7 @@ static void test_text_matrix(void **state)
     assert_non_null(strstr(t, "Host-provided (information, not findings):\n"
                               "  dcgm-exporter on 3 nodes (spec.dcgmExporter.enabled=false)\n"));
     assert_non_null(strstr(t, "Summary: 3 GPU nodes, 1 complete, 2 nodes with findings (Missing "
-                              "3, NotScheduled 4, Unexpected 0, OrderingViolation 2); operand "
+                              "4, NotScheduled 5, Unexpected 0, OrderingViolation 2); operand "
                               "chain broken on 1 node.\n"));
     assert_null(strchr(t, '\033')); /* no colour unless asked */
     free(t);
@@ -113,7 +117,7 @@ static void test_text_matrix(void **state)
     assert_non_null(strstr(t, "gpu-new "));
     assert_null(strstr(t, "gpu-broken"));
     assert_null(strstr(t, "gpu-ok"));
-    assert_non_null(strstr(t, "Findings (5):"));
+    assert_non_null(strstr(t, "Findings (6):"));
     assert_non_null(strstr(t, "Shown: 1 node matching \"new\"."));
     free(t);
     assert_int_equal(gpuop_report_exit_code(&w.f), 1);
@@ -133,10 +137,11 @@ static void test_text_grouping(void **state)
     fx_analyze(&w);
     char *t = text(&w, NULL), line[256];
     assert_non_null(strstr(t, "gpu-000 +98 like it"));
-    assert_string_equal(line_of(t, "gpu-042", line, sizeof(line)),
-                        "gpu-042              +       +        +             +    +             +");
-    /* 99 x 5 NotScheduled findings: grouped by operand and reason */
-    assert_non_null(strstr(t, "Findings (495):\n"));
+    assert_string_equal(
+        line_of(t, "gpu-042", line, sizeof(line)),
+        "gpu-042              +       +        +             +    +             +          +");
+    /* 99 x 6 NotScheduled findings: grouped by operand and reason */
+    assert_non_null(strstr(t, "Findings (594):\n"));
     assert_non_null(strstr(t, "  99 x container-toolkit  NotScheduled/LabelAbsent  (gpu-000, "
                               "gpu-001, gpu-002, ...)\n      e.g. gpu-000: Label "
                               "nvidia.com/gpu.deploy.container-toolkit is absent"));

@@ -167,14 +167,16 @@ static void test_findings(void **state)
     assert_non_null(strstr(str(fa, "message"), "\"paused\""));
     assert_int_equal(json_object_size(fa), 4);
     json_t *fb = json_object_get(b, "findings");
-    /* toolkit missing; device-plugin, gfd, dcgm-exporter and validator all run above it */
-    assert_int_equal(json_array_size(fb), 5);
+    /* toolkit missing; device-plugin, gfd, dcgm-exporter, validator and mig-manager all run
+     * above it */
+    assert_int_equal(json_array_size(fb), 6);
     assert_string_equal(str(json_array_get(fb, 0), "reason"), "PodNotCreated");
     assert_string_equal(str(json_array_get(fb, 1), "kind"), "OrderingViolation");
     assert_string_equal(str(json_array_get(fb, 1), "reason"), "DevicePluginWithoutToolkit");
-    for (size_t i = 2; i < 5; i++)
+    for (size_t i = 2; i < 6; i++)
         assert_string_equal(str(json_array_get(fb, i), "reason"), "PrerequisiteNotRunning");
     assert_string_equal(str(json_array_get(fb, 4), "operand"), "operator-validator");
+    assert_string_equal(str(json_array_get(fb, 5), "operand"), "mig-manager");
     json_t *hp = json_object_get(b, "hostProvided");
     assert_int_equal(json_array_size(hp), 1);
     assert_string_equal(json_string_value(json_array_get(hp, 0)), "driver");

@@ -97,12 +97,26 @@ env:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
+{{- with ($v.config | default dict).name }}
+config:
+  name: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 
-{{/* The six operands' keys, in gpuop's order: the same in the values and
-in the GpuPolicy's spec. */}}
+{{/* The operands' keys, in gpuop's order (src/model/operand.c): the same
+in the values and in the GpuPolicy's spec. */}}
 {{- define "gpuop.operandKeys" -}}
-driver toolkit devicePlugin gfd dcgmExporter validator
+driver toolkit devicePlugin gfd dcgmExporter validator migManager
+{{- end }}
+
+{{/* The operands whose GpuPolicy spec takes config.name (a ConfigMap):
+those whose operand-table row names a default ConfigMap. The GPU
+Operator's chart has config.name for others too, which gpuop does not
+read: not written. */}}
+{{- define "gpuop.configKeys" -}}
+migManager
 {{- end }}
 
 {{/* daemonsets.imagePullSecrets and every operand's, deduplicated, in
