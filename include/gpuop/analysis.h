@@ -10,8 +10,12 @@
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
  *                      not labelled nvidia.com/gpu.deploy.operands=false.
- *   running(N,O)       a pod of O bound to N, phase Running, Ready, and not
- *                      being deleted (a terminating pod is on its way out).
+ *   running(N,O)       a pod of O bound to N, phase Running, Ready. A pod
+ *                      being deleted that still reports Running and Ready
+ *                      still runs (it serves; a device plugin in it still
+ *                      advertises GPUs); its findings say since when it is
+ *                      terminating, and one terminating longer than the
+ *                      policy's grace is Unexpected/PodStuckTerminating.
  *   host-provided(N,O) O disabled in the policy, or N's label for O is "false".
  *
  * Findings are listed node by node (nodes sorted by name), and within a node
@@ -72,13 +76,14 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     };
 };
 
-struct gpuop_node_result {
+struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node */
     char *name;                      /* in the set's names arena */
     bool gpu;                        /* a GPU node */
     uint32_t host_provided;          /* bit per operand index: host-provided (information) */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
-    size_t first;                    /* this node's findings: items[first .. first+nfindings) */
-    size_t nfindings;
+    uint32_t first;                  /* this node's findings: items[first .. first+nfindings) */
+    uint32_t nfindings;
+    struct gpuop_gpu_counts gpus; /* what the node advertises (model.h) */
 };
 
 struct gpuop_operand_result {
@@ -102,9 +107,14 @@ struct gpuop_findings {
     size_t complete_nodes;            /* GPU nodes without any finding */
     size_t violations;                /* GPU nodes with at least one OrderingViolation */
     size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
+    size_t advertised_gpus;           /* GPU nodes' allocatable nvidia.com/gpu, summed */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
     struct gpuop_arena names; /* the nodes' names */
+    long terminating_grace_s; /* the policy's, for the messages */
+    long long next_change;    /* seconds since epoch: the first moment after `now` at which
+                                 the same inputs give other findings (a terminating pod's
+                                 grace ends ...); 0 never. Reconcile again then. */
 };
 
 /* Computes the findings into a zeroed *out (new memory: release with

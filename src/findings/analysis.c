@@ -93,15 +93,18 @@ static bool streq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
+/* running(N,O) of SPEC 5: bound, Running, Ready. A pod being deleted that
+ * still reports Running and Ready still runs: it serves, and a device
+ * plugin in it still advertises GPUs. */
 static bool pod_running(const struct gpuop_pod *p)
 {
-    return p && p->bound && !p->deleting && p->ready && streq(p->phase, "Running");
+    return p && p->bound && p->ready_since && p->phase == GPUOP_PHASE_RUNNING;
 }
 
-/* 3 running, 2 alive, 1 terminating. */
+/* 4 running, 3 running but being deleted, 2 alive, 1 terminating. */
 static int pod_rank(const struct gpuop_pod *p)
 {
-    return pod_running(p) ? 3 : p->deleting ? 1 : 2;
+    return pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
 }
 
 static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
@@ -112,6 +115,58 @@ static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
     if (a->created != b->created)
         return a->created > b->created;
     return strcmp(a->name ? a->name : "", b->name ? b->name : "") < 0;
+}
+
+/* The policy's grace periods (SPEC 5), or their defaults without a policy. */
+static long terminating_grace(const struct gpuop_policy *p)
+{
+    return p ? p->terminating_grace_s : GPUOP_TERMINATING_GRACE_DEFAULT;
+}
+
+static long advertise_grace(const struct gpuop_policy *p)
+{
+    return p ? p->advertise_grace_s : GPUOP_ADVERTISE_GRACE_DEFAULT;
+}
+
+/* Remembers t as the next time a judgement made with `now` changes. */
+static void change_at(struct gpuop_findings *f, long long t)
+{
+    if (!f->next_change || t < f->next_change)
+        f->next_change = t;
+}
+
+/* A pod being deleted for longer than the grace period (a finalizer nobody
+ * removes, a kubelet that stopped answering); else notes when it will be. */
+static bool stuck_terminating(struct gpuop_findings *f, const struct gpuop_pod *p, long long now)
+{
+    if (!p || !p->deleted || p->deleted == GPUOP_TIME_UNREADABLE)
+        return false;
+    long long at = (long long)p->deleted + f->terminating_grace_s;
+    if (now > at)
+        return true;
+    change_at(f, at + 1);
+    return false;
+}
+
+/* A device plugin Running and Ready for longer than the advertise grace
+ * (else notes when it will be); a Ready time that is unknown is never
+ * judged. */
+static bool ready_longer_than(struct gpuop_findings *f, const struct gpuop_pod *p, long grace,
+                              long long now)
+{
+    if (!p || p->deleted || p->ready_since <= GPUOP_TIME_UNREADABLE)
+        return false;
+    long long at = (long long)p->ready_since + grace;
+    if (now > at)
+        return true;
+    change_at(f, at + 1);
+    return false;
+}
+
+/* Devices the scheduler can hand out on the node: nvidia.com/gpu and MIG slices. */
+static unsigned advertised(const struct gpuop_node *n)
+{
+    return (unsigned)n->gpus.allocatable + n->gpus.mig_allocatable;
 }
 
 static bool excluding(const struct gpuop_taint *t)
@@ -203,7 +258,7 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
 
     const char *wr = pod->waiting_reason;
     int reason;
-    if (pod->deleting)
+    if (pod->deleted)
         reason = GPUOP_REASON_POD_TERMINATING;
     else if (streq(wr, "Unschedulable"))
         reason = GPUOP_REASON_POD_UNSCHEDULABLE;
@@ -211,9 +266,9 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         reason = GPUOP_REASON_IMAGE_PULL_FAILED;
     else if (streq(wr, "CrashLoopBackOff"))
         reason = GPUOP_REASON_CRASH_LOOP;
-    else if (!pod->bound || !pod->phase || streq(pod->phase, "Pending"))
+    else if (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING)
         reason = GPUOP_REASON_POD_PENDING;
-    else if (streq(pod->phase, "Running"))
+    else if (pod->phase == GPUOP_PHASE_RUNNING)
         reason = GPUOP_REASON_POD_NOT_READY;
     else
         reason = GPUOP_REASON_POD_FAILED;
@@ -239,9 +294,14 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     size_t n = 0, cap = 0;
     int rc = GPUOP_ENOMEM;
 
-    (void)now;
     memset(out, 0, sizeof(*out));
     out->noperands = nops;
+    out->terminating_grace_s = terminating_grace(p);
+    const long adv_grace = advertise_grace(p);
+    /* the operands the scheduler's view is judged on, from the reasons table */
+    const struct gpuop_reason_info *adv =
+        gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
+    const int dp = gpuop_operand_by_name(adv->operand), tk = gpuop_operand_by_name(adv->prereq);
 
     for (size_t i = 0; i < nds; i++) {
         if (!ds || !ds[i])
@@ -295,6 +355,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
 
         memset(r, 0, sizeof(*r));
         r->gpu = nd->gpu;
+        r->gpus = nd->gpus;
         for (int o = 0; o < nops; o++) {
             running[o] = pod_running(bp[o]);
             host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
@@ -331,8 +392,17 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             }
             if (running[o]) {
                 cell = GPUOP_CELL_RUNNING;
-                if (!expected) {
-                    int reason = !nd->gpu   ? GPUOP_REASON_NOT_GPU_NODE
+                if (o == dp && nd->gpu && !advertised(nd) &&
+                    ready_longer_than(out, bp[o], adv_grace, now)) {
+                    if ((rc = push(out, &cap, ni, o, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+                                   -1, 0, bp[o])) < 0)
+                        goto done;
+                    cell = GPUOP_CELL_MISSING;
+                }
+                bool stuck = stuck_terminating(out, bp[o], now);
+                if (!expected || stuck) {
+                    int reason = stuck      ? GPUOP_REASON_POD_STUCK_TERMINATING
+                                 : !nd->gpu ? GPUOP_REASON_NOT_GPU_NODE
                                  : !enabled ? GPUOP_REASON_OPERAND_DISABLED
                                  : optout && label == GPUOP_LABEL_TRUE
                                      ? GPUOP_REASON_NODE_OPTED_OUT
@@ -355,11 +425,19 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                     }
                     q = gpuop_operand_prereq(q);
                 }
+            } else if (o == dp && tk >= 0 && nd->gpu && advertised(nd) && !running[tk] &&
+                       !host[tk]) {
+                /* no device plugin runs, but the scheduler still sees its GPUs */
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, tk,
+                               0, NULL)) < 0)
+                    goto done;
+                cell = GPUOP_CELL_VIOLATION;
+                nviol++;
             }
             set_cell(&r->cell[o], cell);
         }
-        r->first = first;
-        r->nfindings = out->nitems - first;
+        r->first = (uint32_t)first;
+        r->nfindings = (uint32_t)(out->nitems - first);
         if (!nd->gpu && r->nfindings == 0)
             continue; /* non-GPU node with nothing to say: not listed */
         if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
@@ -369,6 +447,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             out->finding_nodes++;
         if (nd->gpu) {
             out->gpu_nodes++;
+            out->advertised_gpus += nd->gpus.allocatable;
             if (!r->nfindings)
                 out->complete_nodes++;
             if (nviol)
@@ -452,6 +531,8 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_NODE_OPTED_OUT:
     case GPUOP_REASON_LABEL_NOT_TRUE:
     case GPUOP_REASON_NOT_GPU_NODE:
+    case GPUOP_REASON_POD_STUCK_TERMINATING:
+    case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
     case GPUOP_REASON_IMAGE_PULL_FAILED:
@@ -466,6 +547,16 @@ static enum ref_type ref_type(int reason)
     }
 }
 
+static void fmt_time(long long t, char *buf, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= GPUOP_TIME_UNREADABLE)
+        snprintf(buf, size, "an unreadable time");
+    else if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "?");
+}
+
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
 {
     if (size)
@@ -474,7 +565,8 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return 0;
     const struct gpuop_taint *t = x->ref;
     const struct gpuop_pod *pod = x->ref;
-    const char *wr, *wm;
+    const char *wr, *wm, *phase;
+    char since[64] = "";
     switch (ref_type(x->reason)) {
     case REF_TAINT:
         return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
@@ -486,12 +578,18 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
     case REF_POD_STATE:
         wr = pod->waiting_reason;
-        wm = gpuop_pod_waiting_message(pod);
-        return snprintf(
-            buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
-            pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
-            !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
-            wm && *wm ? " - " : "", wm ? wm : "", pod->restarts, pod->restarts == 1 ? "" : "s");
+        wm = pod->waiting_message;
+        phase = gpuop_phase_name(pod->phase);
+        if (pod->deleted) {
+            char when[32];
+            fmt_time(pod->deleted, when, sizeof(when));
+            snprintf(since, sizeof(since), "terminating since %s, ", when);
+        }
+        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
+                        pod->name ? pod->name : "?", since, phase ? phase : "without phase",
+                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
+                        wr ? wr : "", wm && *wm ? " - " : "", wm ? wm : "", (int)pod->restarts,
+                        pod->restarts == 1 ? "" : "s");
     default:
         return 0;
     }
@@ -503,9 +601,18 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return 0;
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
         return x->since;
+    if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
+        return ((const struct gpuop_pod *)x->ref)->deleted;
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;
+}
+
+/* The pod a finding is about, when it is one (borrowed from the inputs). */
+static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x)
+{
+    int t = ref_type(x->reason);
+    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE) ? x->ref : NULL;
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
@@ -566,14 +673,6 @@ static void sb_subst(struct sbuf *b, const char *text, const struct gpuop_operan
     }
 }
 
-static void fmt_time(long long t, char *buf, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "?");
-}
-
 int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
                           size_t size)
 {
@@ -583,6 +682,9 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
     char d[GPUOP_FINDING_MESSAGE_MAX];
     gpuop_finding_detail(x, d, sizeof(d));
     char when[32];
+    static const struct gpuop_gpu_counts none;
+    const struct gpuop_gpu_counts *gpus =
+        x && f && x->node < f->nnodes ? &f->nodes[x->node].gpus : &none;
 
     if (size)
         buf[0] = '\0';
@@ -647,6 +749,27 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
         case GPUOP_REASON_NOT_GPU_NODE:
             sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
             break;
+        case GPUOP_REASON_POD_STUCK_TERMINATING:
+            fmt_time(gpuop_finding_since(x), when, sizeof(when));
+            sb_printf(&b, "Pod %s was deleted at %s, more than %ld s ago, and still runs.", d, when,
+                      f->terminating_grace_s);
+            break;
+        case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+            fmt_time(((const struct gpuop_pod *)x->ref)->ready_since, when, sizeof(when));
+            sb_printf(&b,
+                      "Pod %s is Running and Ready since %s, but the node advertises no "
+                      "nvidia.com/gpu (capacity %u, allocatable %u).",
+                      d, when, gpus->capacity, gpus->allocatable);
+            break;
+        case GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT:
+            sb_printf(&b,
+                      "The node advertises %u nvidia.com/gpu%s (allocatable) but %s neither runs "
+                      "nor is host-provided, and no %s pod runs: GPU pods will be scheduled here "
+                      "and fail to get a GPU.",
+                      gpus->allocatable, gpus->mig_allocatable ? " and MIG devices" : "",
+                      gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?",
+                      op->name);
+            break;
         case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
             sb_printf(&b,
                       "%s runs but %s neither runs nor is host-provided: the node advertises "
@@ -674,6 +797,12 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
             break;
         }
         }
+    const struct gpuop_pod *pod = finding_pod(x);
+    if (pod && pod->deleted && ref_type(x->reason) == REF_POD_NAME &&
+        x->reason != GPUOP_REASON_POD_STUCK_TERMINATING) {
+        fmt_time(pod->deleted, when, sizeof(when));
+        sb_printf(&b, " It is terminating since %s and still serves until it stops.", when);
+    }
     sb_add(&b, " ", 1);
     /* The action names the prerequisite for ordering findings. */
     const struct gpuop_operand *subject =

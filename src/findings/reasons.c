@@ -86,6 +86,15 @@ static const struct gpuop_reason_info reasons[] = {
          "Usually transient (rolling update); if the pod stays Terminating, the node's kubelet "
          "may be unreachable.",
          NULL, NULL},
+    [GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING] =
+        {M, "DevicePluginAdvertisesNothing",
+         "The device plugin has been Running and Ready for longer than the policy's advertise "
+         "grace (spec.findings.advertiseGracePeriodSeconds) and the node still advertises no "
+         "nvidia.com/gpu: GPU pods cannot be scheduled here.",
+         "Read the device plugin's log: it finds no GPU when the driver or the container "
+         "toolkit does not work on the node, or it cannot register with the kubelet "
+         "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
+         "device-plugin", NULL},
     [GPUOP_REASON_LABEL_ABSENT] =
         {N, "LabelAbsent", "The node has no nvidia.com/gpu.deploy.<operand> label.",
          "Label the node nvidia.com/gpu.deploy.<operand>=true to run the operand here, or "
@@ -132,6 +141,15 @@ static const struct gpuop_reason_info reasons[] = {
         {U, "NotGpuNode", "A pod of the operand runs on a node that is not a GPU node.",
          "Delete the pod; label the node nvidia.com/gpu.present=true if it does have a GPU.", NULL,
          NULL},
+    [GPUOP_REASON_POD_STUCK_TERMINATING] =
+        {U, "PodStuckTerminating",
+         "A pod of the operand was deleted longer ago than the policy's terminating grace "
+         "(spec.findings.terminatingGracePeriodSeconds) and still runs: something holds it.",
+         "Look at the pod's metadata.finalizers: a finalizer whose controller is gone keeps the "
+         "pod for ever (remove it with kubectl patch). If the node is NotReady, its kubelet "
+         "stopped answering: bring it back, or once the machine is known dead delete the pod "
+         "with --force --grace-period=0.",
+         NULL, NULL},
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
          "The device plugin runs while the container toolkit does not: the node advertises "
@@ -147,6 +165,15 @@ static const struct gpuop_reason_info reasons[] = {
          "Make <operand> run on the node (label nvidia.com/gpu.deploy.<operand>=true), or set "
          "that label to \"false\" if the host provides it.",
          NULL, NULL},
+    [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
+        {O, "GpusAdvertisedWithoutToolkit",
+         "The node advertises nvidia.com/gpu to the scheduler while the container toolkit "
+         "neither runs nor is host-provided (the capacity outlives the device plugin's pod for "
+         "a while): GPU pods are scheduled here and fail to get a GPU.",
+         "Make the container toolkit run on the node (label "
+         "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it); "
+         "until then cordon the node, or move the GPU pods bound here elsewhere.",
+         "device-plugin", "container-toolkit"},
 };
 
 #undef M

@@ -241,7 +241,17 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
                 goto fail;
     if (!fs || !hp)
         goto fail;
-    return json_pack("{s:s, s:o, s:o}", "name", r->name, "findings", fs, "hostProvided", hp);
+    json_t *e = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "name", r->name, "findings", fs,
+                          "hostProvided", hp, "gpus", "capacity", (int)r->gpus.capacity,
+                          "allocatable", (int)r->gpus.allocatable);
+    if (e && (r->gpus.mig_capacity || r->gpus.mig_allocatable) &&
+        json_object_set_new(e, "migDevices",
+                            json_pack("{s:i, s:i}", "capacity", (int)r->gpus.mig_capacity,
+                                      "allocatable", (int)r->gpus.mig_allocatable)) < 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
 fail:
     json_decref(fs);
     json_decref(hp);
@@ -274,8 +284,9 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
 
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
 {
-    return json_pack("{s:I, s:I, s:I, s:b}", "gpuNodes", (json_int_t)f->gpu_nodes, "completeNodes",
-                     (json_int_t)f->complete_nodes, "violations", (json_int_t)f->violations,
+    return json_pack("{s:I, s:I, s:I, s:I, s:b}", "gpuNodes", (json_int_t)f->gpu_nodes,
+                     "completeNodes", (json_int_t)f->complete_nodes, "violations",
+                     (json_int_t)f->violations, "advertisedGpus", (json_int_t)f->advertised_gpus,
                      "truncated", truncated);
 }
 

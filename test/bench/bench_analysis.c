@@ -85,8 +85,8 @@ int main(int argc, char **argv)
             p->node = strdup(nodes[i].name);
             p->bound = true;
             p->operand = o;
-            p->phase = i % 89 == 0 && o == 0 ? "Pending" : "Running";
-            p->ready = !(i % 89 == 0 && o == 0);
+            p->phase = i % 89 == 0 && o == 0 ? GPUOP_PHASE_PENDING : GPUOP_PHASE_RUNNING;
+            p->ready_since = i % 89 == 0 && o == 0 ? 0 : GPUOP_TIME_UNREADABLE;
             pp[npods] = p;
             npods++;
         }

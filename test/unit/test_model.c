@@ -56,6 +56,11 @@ static void test_node_gpu(void **state)
     assert_string_equal(n.taints[1].key, "node.kubernetes.io/unreachable");
     assert_null(n.taints[1].value);
     assert_string_equal(n.taints[1].effect, "NoExecute");
+    /* what it advertises: nvidia.com/gpu, the MIG slices summed */
+    assert_int_equal(n.gpus.capacity, 8);
+    assert_int_equal(n.gpus.allocatable, 6);
+    assert_int_equal(n.gpus.mig_capacity, 16);
+    assert_int_equal(n.gpus.mig_allocatable, 8);
     gpuop_node_free(&n);
     assert_null(n.name);
     json_decref(j);
@@ -106,11 +111,11 @@ static void test_pod_crashloop(void **state)
     assert_int_equal(p.operand, gpuop_operand_by_name("driver"));
     assert_string_equal(p.node, "gpu-node-1");
     assert_true(p.bound);
-    assert_string_equal(p.phase, "Running");
-    assert_false(p.ready);
-    assert_false(p.deleting);
+    assert_int_equal(p.phase, GPUOP_PHASE_RUNNING);
+    assert_int_equal(p.ready_since, 0);
+    assert_int_equal(p.deleted, 0);
     assert_string_equal(p.waiting_reason, "CrashLoopBackOff");
-    assert_non_null(strstr(gpuop_pod_waiting_message(&p), "back-off 2m40s"));
+    assert_non_null(strstr(p.waiting_message, "back-off 2m40s"));
     assert_int_equal(p.restarts, 6); /* init 1 + 0 + 5 */
     assert_int_equal(p.created, gpuop_parse_time("2026-11-30T08:00:00Z"));
     gpuop_pod_free(&p);
@@ -126,10 +131,9 @@ static void test_pod_unbound_and_deleting(void **state)
     assert_int_equal(p.operand, gpuop_operand_by_name("device-plugin"));
     assert_false(p.bound);
     assert_string_equal(p.node, "gpu-node-2"); /* from the DaemonSet's node affinity */
-    assert_string_equal(p.phase, "Pending");
+    assert_int_equal(p.phase, GPUOP_PHASE_PENDING);
     assert_string_equal(p.waiting_reason, "Unschedulable");
-    assert_string_equal(gpuop_pod_waiting_message(&p),
-                        "0/3 nodes are available: 1 Insufficient cpu.");
+    assert_string_equal(p.waiting_message, "0/3 nodes are available: 1 Insufficient cpu.");
     assert_int_equal(p.restarts, 0);
     gpuop_pod_free(&p);
     json_decref(j);
@@ -137,11 +141,12 @@ static void test_pod_unbound_and_deleting(void **state)
     j = load("pod-running.json");
     assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
     assert_int_equal(p.operand, gpuop_operand_by_name("container-toolkit"));
-    assert_true(p.deleting);
-    assert_true(p.ready);
+    /* deleted when asked: deletionTimestamp less the grace period */
+    assert_int_equal(p.deleted, gpuop_parse_time("2026-11-30T08:59:30Z"));
+    assert_int_equal(p.ready_since, gpuop_parse_time("2026-11-30T08:01:00Z"));
     assert_int_equal(p.restarts, 2);
     assert_null(p.waiting_reason);
-    assert_null(gpuop_pod_waiting_message(&p));
+    assert_null(p.waiting_message);
     gpuop_pod_free(&p);
     json_decref(j);
 }
@@ -269,9 +274,9 @@ static void test_garbage(void **state)
         assert_int_equal(gpuop_pod_from_json(j, &p, NULL), named ? 0 : GPUOP_EINVAL);
         if (named) {
             assert_int_equal(p.operand, -1);
-            assert_null(p.phase);
-            assert_false(p.ready);
-            assert_false(p.deleting); /* deletionTimestamp: null is not set */
+            assert_int_equal(p.phase, GPUOP_PHASE_NONE);
+            assert_int_equal(p.ready_since, 0);
+            assert_int_equal(p.deleted, 0); /* deletionTimestamp: null is not set */
             assert_null(p.node);
             assert_false(p.bound);
         }
@@ -311,7 +316,7 @@ static void test_limits(void **state)
     struct gpuop_pod p;
     assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
     assert_true(strlen(p.name) < 1000);
-    assert_int_equal(strlen(gpuop_pod_waiting_message(&p)), GPUOP_MODEL_MESSAGE_MAX);
+    assert_int_equal(strlen(p.waiting_message), GPUOP_MODEL_MESSAGE_MAX);
     assert_string_equal(p.waiting_reason, "ErrImagePull");
     gpuop_pod_free(&p);
     json_decref(j);
@@ -324,7 +329,7 @@ static void test_limits(void **state)
                   "containerStatuses", "state", "waiting", "reason", "X", "message", utf);
     assert_non_null(j);
     assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    size_t len = strlen(gpuop_pod_waiting_message(&p));
+    size_t len = strlen(p.waiting_message);
     assert_true(len <= GPUOP_MODEL_MESSAGE_MAX);
     assert_int_equal(len % 2, 1); /* "x" + whole 2-byte characters */
     gpuop_pod_free(&p);
@@ -428,11 +433,24 @@ static void test_new_single_block(void **state)
         gpuop_pool_free(b);
         json_decref(j);
     }
-    /* a phase no kubelet reports is copied, not dropped */
+    /* a phase no kubelet reports is Unknown; a deletion time that cannot be read
+       still means "being deleted"; a Ready condition without a time is Ready since the
+       pod's creation */
     json_t *j = load("pod-running.json");
+    json_t *meta = json_object_get(j, "metadata");
     json_object_set_new(json_object_get(j, "status"), "phase", json_string("Hibernating"));
+    json_object_set_new(meta, "deletionTimestamp", json_string("soon"));
+    json_object_del(json_array_get(json_object_get(json_object_get(j, "status"), "conditions"), 0),
+                    "lastTransitionTime");
     struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
-    assert_string_equal(p->phase, "Hibernating");
+    assert_int_equal(p->phase, GPUOP_PHASE_UNKNOWN);
+    assert_int_equal(p->deleted, GPUOP_TIME_UNREADABLE);
+    assert_int_equal(p->ready_since, gpuop_parse_time("2026-11-30T08:00:00Z"));
+    gpuop_pool_free(p);
+    json_object_del(meta, "creationTimestamp");
+    p = gpuop_pod_new(j, NULL, NULL);
+    assert_int_equal(p->ready_since, GPUOP_TIME_UNREADABLE); /* Ready, since unknown */
+    assert_int_equal(p->created, 0);
     gpuop_pool_free(p);
     json_decref(j);
 
