@@ -48,11 +48,23 @@ enum gpuop_reason {
     GPUOP_REASON_COUNT
 };
 
+/* Templates (message, action): "<name>" is replaced by a placeholder's
+ * value, "[name:text]" stands for text (which may hold placeholders) when
+ * name's value is not empty, else for nothing. Placeholders: operand, key
+ * (its spec key), ds (its DaemonSet), prereq (the unsatisfied prerequisite
+ * of an ordering finding), detail (gpuop_finding_detail), since
+ * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
+ * when the prerequisite is not the direct one, else empty), label-state
+ * ("\"false\"" or "not \"true\""), terminating (when the pod was deleted,
+ * empty when it is not), grace (the terminating grace, s), capacity and
+ * allocatable (nvidia.com/gpu of the node), mig (non-empty when the node
+ * advertises MIG devices). */
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */
+    const char *message; /* template: what is wrong here (status, Events, check) */
     const char *summary; /* what it means, one sentence */
-    const char *action;  /* what to do, one or two sentences */
+    const char *action;  /* template: what to do, one or two sentences */
     /* For OrderingViolation reasons tied to one pair: the operand (running)
      * and prerequisite (not satisfied) names; NULL for generic reasons. */
     const char *operand;

@@ -11,7 +11,6 @@
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
  * O(nodes x pods). Messages are built on demand by gpuop_finding_message().
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,6 +602,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return x->since;
     if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
         return ((const struct gpuop_pod *)x->ref)->deleted;
+    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
+        return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;
@@ -637,38 +638,94 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->len += n;
 }
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What a template's placeholders stand for, for one finding (reasons.h). */
+struct vars {
+    const struct gpuop_findings *f;
+    const struct gpuop_finding *x;
+    const struct gpuop_operand *op, *prereq;
+    char detail[GPUOP_FINDING_MESSAGE_MAX];
+};
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+/* Writes the value of placeholder name (n bytes) into buf; false when
+ * there is no such placeholder. */
+static bool var(const struct vars *v, const char *name, size_t n, char *buf, size_t size)
 {
-    char tmp[GPUOP_FINDING_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+#define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
+    const struct gpuop_node_result *r = v->x->node < v->f->nnodes ? &v->f->nodes[v->x->node] : NULL;
+    const struct gpuop_pod *pod = finding_pod(v->x);
+    buf[0] = '\0';
+    if (IS("operand"))
+        snprintf(buf, size, "%s", v->op->name);
+    else if (IS("key"))
+        snprintf(buf, size, "%s", v->op->key);
+    else if (IS("ds"))
+        snprintf(buf, size, "%s", v->op->ds_name);
+    else if (IS("prereq"))
+        snprintf(buf, size, "%s", v->prereq ? v->prereq->name : "?");
+    else if (IS("detail"))
+        snprintf(buf, size, "%s", v->detail);
+    else if (IS("since")) {
+        if (gpuop_finding_since(v->x) > 0)
+            fmt_time(gpuop_finding_since(v->x), buf, size);
+    } else if (IS("terminating")) {
+        if (pod && pod->deleted)
+            fmt_time(pod->deleted, buf, size);
+    } else if (IS("label-state")) /* enabled operand: host-provided here means "false" */
+        snprintf(buf, size, "%s",
+                 r && (r->host_provided >> v->x->operand) & 1 ? "\"false\"" : "not \"true\"");
+    else if (IS("chain")) {
+        int direct = gpuop_operand_prereq(v->x->operand);
+        size_t len = 0;
+        for (int c = v->x->operand, hops = 0; v->prereq && direct >= 0 && direct != v->x->prereq &&
+                                              c >= 0 && hops < GPUOP_OPERAND_MAX && len < size;
+             hops++, c = gpuop_operand_prereq(c)) {
+            int k = snprintf(buf + len, size - len, "%s%s", hops ? " -> " : "",
+                             gpuop_operand_get(c)->name);
+            len += k > 0 ? (size_t)k : 0;
+            if (c == v->x->prereq)
+                break;
+        }
+    } else if (IS("grace"))
+        snprintf(buf, size, "%ld", v->f->terminating_grace_s);
+    else if (IS("capacity"))
+        snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);
+    else if (IS("allocatable"))
+        snprintf(buf, size, "%u", r ? r->gpus.allocatable : 0u);
+    else if (IS("mig"))
+        snprintf(buf, size, "%s", r && r->gpus.mig_allocatable ? "yes" : "");
+    else
+        return false;
+    return true;
+#undef IS
 }
 
-/* Appends text with "<operand>" and "<key>" replaced for operand op. */
-static void sb_subst(struct sbuf *b, const char *text, const struct gpuop_operand *op)
+/* Appends template text (reasons.h), at most depth levels of [name:text]. */
+static void render(struct sbuf *b, const struct vars *v, const char *text, const char *end,
+                   int depth)
 {
-    while (*text) {
-        const char *lt = strchr(text, '<');
-        if (!lt) {
-            sb_add(b, text, strlen(text));
+    char val[GPUOP_FINDING_MESSAGE_MAX];
+    while (text < end) {
+        const char *lt = memchr(text, '<', (size_t)(end - text));
+        const char *br = depth ? memchr(text, '[', (size_t)(end - text)) : NULL;
+        const char *at = lt && (!br || lt < br) ? lt : br;
+        if (!at) {
+            sb_add(b, text, (size_t)(end - text));
             return;
         }
-        sb_add(b, text, (size_t)(lt - text));
-        if (strncmp(lt, "<operand>", 9) == 0) {
-            sb_add(b, op->name, strlen(op->name));
-            text = lt + 9;
-        } else if (strncmp(lt, "<key>", 5) == 0) {
-            sb_add(b, op->key, strlen(op->key));
-            text = lt + 5;
-        } else {
-            sb_add(b, "<", 1);
-            text = lt + 1;
+        sb_add(b, text, (size_t)(at - text));
+        const char *close = memchr(at, at == lt ? '>' : ']', (size_t)(end - at));
+        const char *colon = at == br && close ? memchr(at, ':', (size_t)(close - at)) : NULL;
+        if (at == lt && close && var(v, at + 1, (size_t)(close - at - 1), val, sizeof(val))) {
+            sb_add(b, val, strlen(val));
+            text = close + 1;
+        } else if (at == br && colon &&
+                   var(v, at + 1, (size_t)(colon - at - 1), val, sizeof(val))) {
+            if (*val)
+                render(b, v, colon + 1, close, depth - 1);
+            text = close + 1;
+        } else { /* not a placeholder: literal */
+            sb_add(b, at, 1);
+            text = at + 1;
         }
     }
 }
@@ -678,138 +735,17 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
 {
     struct sbuf b = {buf, size, 0};
     const struct gpuop_reason_info *ri = x ? gpuop_reason_get(x->reason) : NULL;
-    const struct gpuop_operand *op = x ? gpuop_operand_get(x->operand) : NULL;
-    char d[GPUOP_FINDING_MESSAGE_MAX];
-    gpuop_finding_detail(x, d, sizeof(d));
-    char when[32];
-    static const struct gpuop_gpu_counts none;
-    const struct gpuop_gpu_counts *gpus =
-        x && f && x->node < f->nnodes ? &f->nodes[x->node].gpus : &none;
+    struct vars v = {.f = f, .x = x, .op = x ? gpuop_operand_get(x->operand) : NULL};
 
     if (size)
         buf[0] = '\0';
-    if (!ri || !op)
+    if (!f || !ri || !v.op)
         return 0;
-    if (ref_type(x->reason) == REF_POD_STATE) /* every pod reason reads the same */
-        sb_printf(&b, "Pod %s.", d);
-    else
-        switch (x->reason) {
-        case GPUOP_REASON_DAEMONSET_ABSENT:
-            sb_printf(&b, "DaemonSet %s does not exist.", op->ds_name);
-            break;
-        case GPUOP_REASON_TAINT_NOT_TOLERATED:
-            sb_printf(
-                &b,
-                "Taint %s on the node is not tolerated by DaemonSet %s, so no %s pod runs here.", d,
-                op->ds_name, op->name);
-            break;
-        case GPUOP_REASON_POD_NOT_CREATED:
-            sb_printf(&b, "DaemonSet %s has no pod on this node yet", op->ds_name);
-            if (x->since > 0) {
-                fmt_time(x->since, when, sizeof(when));
-                sb_printf(&b, " (the DaemonSet and the node both exist since %s)", when);
-            }
-            sb_add(&b, ".", 1);
-            break;
-        case GPUOP_REASON_LABEL_ABSENT:
-            sb_printf(&b, "Label %s%s is absent: nothing happens here.", GPUOP_LABEL_PREFIX,
-                      op->name);
-            break;
-        case GPUOP_REASON_LABEL_EMPTY:
-            sb_printf(&b, "Label %s%s is \"\" (empty): nothing happens here.", GPUOP_LABEL_PREFIX,
-                      op->name);
-            break;
-        case GPUOP_REASON_LABEL_PAUSED:
-            sb_printf(&b, "Label %s%s is \"%s\": %s is paused here, nothing runs.",
-                      GPUOP_LABEL_PREFIX, op->name, d, op->name);
-            break;
-        case GPUOP_REASON_LABEL_INVALID:
-            sb_printf(&b,
-                      "Label %s%s is \"%s\", which is neither \"true\" nor \"false\": nothing "
-                      "happens here.",
-                      GPUOP_LABEL_PREFIX, op->name, d);
-            break;
-        case GPUOP_REASON_OPERAND_DISABLED:
-            sb_printf(&b,
-                      "Pod %s runs although %s is disabled in the policy (spec.%s.enabled=false).",
-                      d, op->name, op->key);
-            break;
-        case GPUOP_REASON_NODE_OPTED_OUT:
-            sb_printf(&b, "Pod %s runs although the node is labelled %s=false.", d,
-                      GPUOP_LABEL_OPERANDS);
-            break;
-        case GPUOP_REASON_LABEL_NOT_TRUE: {
-            /* Enabled operand, so host-provided here means the label is "false". */
-            bool lfalse =
-                x->node < f->nnodes && (f->nodes[x->node].host_provided >> x->operand) & 1;
-            sb_printf(&b, "Pod %s runs although label %s%s is %s.", d, GPUOP_LABEL_PREFIX, op->name,
-                      lfalse ? "\"false\"" : "not \"true\"");
-            break;
-        }
-        case GPUOP_REASON_NOT_GPU_NODE:
-            sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
-            break;
-        case GPUOP_REASON_POD_STUCK_TERMINATING:
-            fmt_time(gpuop_finding_since(x), when, sizeof(when));
-            sb_printf(&b, "Pod %s was deleted at %s, more than %ld s ago, and still runs.", d, when,
-                      f->terminating_grace_s);
-            break;
-        case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
-            fmt_time(((const struct gpuop_pod *)x->ref)->ready_since, when, sizeof(when));
-            sb_printf(&b,
-                      "Pod %s is Running and Ready since %s, but the node advertises no "
-                      "nvidia.com/gpu (capacity %u, allocatable %u).",
-                      d, when, gpus->capacity, gpus->allocatable);
-            break;
-        case GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT:
-            sb_printf(&b,
-                      "The node advertises %u nvidia.com/gpu%s (allocatable) but %s neither runs "
-                      "nor is host-provided, and no %s pod runs: GPU pods will be scheduled here "
-                      "and fail to get a GPU.",
-                      gpus->allocatable, gpus->mig_allocatable ? " and MIG devices" : "",
-                      gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?",
-                      op->name);
-            break;
-        case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
-            sb_printf(&b,
-                      "%s runs but %s neither runs nor is host-provided: the node advertises "
-                      "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
-                      op->name,
-                      gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?");
-            break;
-        default: {
-            const struct gpuop_operand *q = gpuop_operand_get(x->prereq);
-            int direct = gpuop_operand_prereq(x->operand);
-            sb_printf(&b, "%s runs but its prerequisite %s neither runs nor is host-provided here",
-                      op->name, q ? q->name : "?");
-            if (q && direct >= 0 && direct != x->prereq) {
-                sb_add(&b, " (chain:", 8);
-                for (int c = x->operand, hops = 0; c >= 0 && hops < GPUOP_OPERAND_MAX; hops++) {
-                    sb_printf(&b, " %s", gpuop_operand_get(c)->name);
-                    if (c == x->prereq)
-                        break;
-                    sb_add(&b, " ->", 3);
-                    c = gpuop_operand_prereq(c);
-                }
-                sb_add(&b, ")", 1);
-            }
-            sb_add(&b, ".", 1);
-            break;
-        }
-        }
-    const struct gpuop_pod *pod = finding_pod(x);
-    if (pod && pod->deleted && ref_type(x->reason) == REF_POD_NAME &&
-        x->reason != GPUOP_REASON_POD_STUCK_TERMINATING) {
-        fmt_time(pod->deleted, when, sizeof(when));
-        sb_printf(&b, " It is terminating since %s and still serves until it stops.", when);
-    }
+    v.prereq = gpuop_operand_get(x->prereq);
+    gpuop_finding_detail(x, v.detail, sizeof(v.detail));
+    render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
     sb_add(&b, " ", 1);
-    /* The action names the prerequisite for ordering findings. */
-    const struct gpuop_operand *subject =
-        ri->kind == GPUOP_KIND_ORDERING && gpuop_operand_get(x->prereq)
-            ? gpuop_operand_get(x->prereq)
-            : op;
-    sb_subst(&b, ri->action, subject);
+    render(&b, &v, ri->action, ri->action + strlen(ri->action), 1);
     return (int)b.len;
 }
 
