@@ -166,16 +166,34 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
 /* Name of the node of finding x (borrowed from f). */
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x);
 
-/* Called by gpuop_findings_diff: x belongs to `f` (the current findings when
- * appeared, the previous ones when cleared). */
-typedef void (*gpuop_findings_diff_cb)(void *ud, const struct gpuop_findings *f,
-                                       const struct gpuop_finding *x, bool appeared);
+/* One difference between two sets: a finding that appeared (in cur, not
+ * in prev) or cleared (in prev, not in cur). Everything borrowed from the
+ * set it comes from. */
+struct gpuop_finding_change {
+    bool appeared;
+    const struct gpuop_findings *set; /* cur when appeared, prev when cleared */
+    const struct gpuop_finding *item; /* in set: gpuop_finding_message(set, item) */
+    const char *node;
+    int operand, kind, reason;
+};
 
-/* Calls cb once for each finding in cur that is not in prev (appeared) and
- * each in prev that is not in cur (cleared); the key is (node, operand,
- * kind, reason), so a changed message alone is no event. prev may be NULL
- * (everything appeared). Order: by node name, operand, kind. */
-void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
-                         gpuop_findings_diff_cb cb, void *ud);
+/* Walks the differences of prev and cur (borrowed; they must outlive the
+ * walk): the key is (node, operand, kind, reason), so a changed message
+ * alone is no change. prev may be NULL (everything appeared). Order: by
+ * node name, operand, kind. Nothing is allocated: the caller drives it,
+ *   struct gpuop_findings_diff d;
+ *   struct gpuop_finding_change c;
+ *   gpuop_findings_diff_begin(&d, prev, cur);
+ *   while (gpuop_findings_diff_next(&d, &c)) ...
+ * and the analysis never calls back into its consumer. */
+struct gpuop_findings_diff {
+    const struct gpuop_findings *prev, *cur;
+    size_t i, j;
+};
+
+void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
+                               const struct gpuop_findings *cur);
+/* Fills *out with the next difference; false when there is none left. */
+bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out);
 
 #endif

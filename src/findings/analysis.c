@@ -766,23 +766,38 @@ static int key_cmp(const struct gpuop_findings *a, const struct gpuop_finding *x
     return 0;
 }
 
-void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
-                         gpuop_findings_diff_cb cb, void *ud)
+void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
+                               const struct gpuop_findings *cur)
 {
-    size_t i = 0, j = 0;
+    *d = (struct gpuop_findings_diff){prev, cur, 0, 0};
+}
+
+static void change(struct gpuop_finding_change *out, const struct gpuop_findings *set,
+                   const struct gpuop_finding *x, bool appeared)
+{
+    *out = (struct gpuop_finding_change){appeared,   set,     x,        gpuop_finding_node(set, x),
+                                         x->operand, x->kind, x->reason};
+}
+
+bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out)
+{
+    const struct gpuop_findings *prev = d->prev, *cur = d->cur;
     size_t np = prev ? prev->nitems : 0, nc = cur ? cur->nitems : 0;
 
-    if (!cb)
-        return;
-    while (i < np || j < nc) {
-        int c = i >= np ? 1 : j >= nc ? -1 : key_cmp(prev, &prev->items[i], cur, &cur->items[j]);
+    while (d->i < np || d->j < nc) {
+        int c = d->i >= np   ? 1
+                : d->j >= nc ? -1
+                             : key_cmp(prev, &prev->items[d->i], cur, &cur->items[d->j]);
         if (c < 0) {
-            cb(ud, prev, &prev->items[i++], false);
-        } else if (c > 0) {
-            cb(ud, cur, &cur->items[j++], true);
-        } else {
-            i++;
-            j++;
+            change(out, prev, &prev->items[d->i++], false);
+            return true;
         }
+        if (c > 0) {
+            change(out, cur, &cur->items[d->j++], true);
+            return true;
+        }
+        d->i++;
+        d->j++;
     }
+    return false;
 }

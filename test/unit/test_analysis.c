@@ -962,14 +962,24 @@ struct diffrec {
     int n;
 };
 
-static void diff_cb(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
-                    bool appeared)
+/* Records the differences of prev and cur as "+ node operand Reason". */
+static void diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
+                 struct diffrec *d)
 {
-    struct diffrec *d = ud;
-    if (d->n < 16)
-        snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", appeared ? '+' : '-',
-                 gpuop_finding_node(f, x), gpuop_operand_get(x->operand)->name,
-                 gpuop_reason_get(x->reason)->name);
+    struct gpuop_findings_diff it;
+    struct gpuop_finding_change c;
+    gpuop_findings_diff_begin(&it, prev, cur);
+    while (gpuop_findings_diff_next(&it, &c)) {
+        /* the change carries its key, and the finding in the set it is from */
+        assert_string_equal(c.node, gpuop_finding_node(c.set, c.item));
+        assert_int_equal(c.reason, c.item->reason);
+        assert_int_equal(c.kind, gpuop_reason_get(c.reason)->kind);
+        assert_ptr_equal(c.set, c.appeared ? cur : prev);
+        if (d->n < 16)
+            snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", c.appeared ? '+' : '-',
+                     c.node, gpuop_operand_get(c.operand)->name, gpuop_reason_get(c.reason)->name);
+    }
+    assert_false(gpuop_findings_diff_next(&it, &c)); /* stays done */
 }
 
 /* A node removed takes its findings (and its pods) with it; the diff says so. */
@@ -1012,7 +1022,7 @@ static void test_node_removal_and_diff(void **state)
     /* same world, restarts changed: same keys, no event */
     pa->restarts = 3;
     analyze(&w);
-    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    diff(&prev, &w.f, &d);
     assert_int_equal(d.n, 0);
 
     /* node b removed (pods and node gone); a's pod now crash-loops; c loses its pod */
@@ -1024,7 +1034,7 @@ static void test_node_removal_and_diff(void **state)
     analyze(&w);
     assert_null(node_res(&w, "b"));
     assert_int_equal(w.f.gpu_nodes, 2);
-    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    diff(&prev, &w.f, &d);
     assert_int_equal(d.n, 4);
     assert_string_equal(d.lines[0], "- a driver ImagePullFailed");
     assert_string_equal(d.lines[1], "+ a driver CrashLoopBackOff");
@@ -1033,7 +1043,7 @@ static void test_node_removal_and_diff(void **state)
 
     /* from nothing: everything appeared */
     d.n = 0;
-    gpuop_findings_diff(NULL, &w.f, diff_cb, &d);
+    diff(NULL, &w.f, &d);
     assert_int_equal(d.n, 2);
     assert_true(d.lines[0][0] == '+' && d.lines[1][0] == '+');
     gpuop_findings_free(&prev);
