@@ -7,13 +7,13 @@
  * This keeps a 5,000-node cluster in a few megabytes and makes the analysis
  * a pure function over plain C structs (see analysis.h).
  *
- * Ownership: every char * and array in these structs is owned by the
- * struct and released by the matching *_free(); *_from_json() borrow
- * their json_t argument and fill a zeroed struct with new memory. A Node's
- * or a Pod's strings (and a Node's taints) share one allocation;
- * gpuop_node_new() and gpuop_pod_new() put the struct in it too, so a
- * cached pod is a single block, from gpuop_pool (see pool.h: cache entries
- * live apart from short-lived heap memory), released with gpuop_pool_free().
+ * Ownership: a Node or a Pod is one allocation from gpuop_pool (see
+ * pool.h: cache entries live apart from short-lived heap memory) holding
+ * the struct and every string and array it points to, made by
+ * gpuop_node_new() / gpuop_pod_new() and released by gpuop_node_free() /
+ * gpuop_pod_free(); a cached pod is a single block. A DaemonSet (a handful
+ * exist) is filled into a caller's struct by gpuop_ds_from_json() and its
+ * strings released by gpuop_ds_free().
  */
 #ifndef GPUOP_MODEL_H
 #define GPUOP_MODEL_H
@@ -138,18 +138,15 @@ struct gpuop_ds {
 /* Most taints kept per node (NoSchedule and NoExecute ones; a node has a handful). */
 #define GPUOP_MODEL_TAINTS_MAX 1024
 
-int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, struct gpuop_err *err);
-int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);
-int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
-
-/* The same, as one new allocation holding the struct and all it points to:
- * release with gpuop_pool_free(), not free() or *_free(). NULL on error (err says why). name:
- * NULL, or a string equal to metadata.name that outlives the result (a
- * cache's key): then ->name points at it instead of a copy. */
+/* A new Node / Pod (see above) from obj (borrowed); NULL on error (err
+ * says why). name: NULL, or a string equal to metadata.name that outlives
+ * the result (a cache's key): then ->name points at it instead of a copy. */
 struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
                                   struct gpuop_err *err);
 struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
                                 struct gpuop_err *err);
+/* Fills a zeroed *out with new memory (release with gpuop_ds_free). */
+int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
 /* True when a and b (borrowed) hold the same values in every field above:
  * an update that changes none of them (a heartbeat, a condition timestamp)
@@ -163,6 +160,8 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
+/* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
+ * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);
 void gpuop_pod_free(struct gpuop_pod *p);
 void gpuop_ds_free(struct gpuop_ds *d);

@@ -115,15 +115,13 @@ static size_t align8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-/* The name a *_new() caller offers to lend, when it may be used: only for
- * a block that holds its struct (fill NULL: *_free() frees the name) and
- * only when it is the object's name (a store keyed "namespace/name" would
- * offer its key, which is not). */
-static const char *borrowable(json_t *obj, const char *name, const void *fill)
+/* The name a *_new() caller offers to lend, when it may be used: only when
+ * it is the object's name (a store keyed "namespace/name" would offer its
+ * key, which is not). */
+static const char *borrowable(json_t *obj, const char *name)
 {
     const char *own = jstr(jobj(obj, "metadata"), "name");
-    return !fill && name && own && strnlen(own, NAME_MAX_LEN + 1) <= NAME_MAX_LEN &&
-                   strcmp(name, own) == 0
+    return name && own && strnlen(own, NAME_MAX_LEN + 1) <= NAME_MAX_LEN && strcmp(name, own) == 0
                ? name
                : NULL;
 }
@@ -377,47 +375,35 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     n->taints = n->ntaints ? taints : NULL;
 }
 
-/* One allocation: [head bytes][strings][taints][other values], name
- * first among the strings. fill NULL: head is the struct itself (returned); else *fill is
- * filled and the block starts at fill->name. */
-static int node_read(json_t *obj, const char *name, struct gpuop_node *fill,
-                     struct gpuop_node **out, struct gpuop_err *err)
+/* One allocation from the pool: [struct][strings][taints][other values],
+ * name first among the strings (unless borrowed). */
+struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
-    if (!jstr(jobj(obj, "metadata"), "name"))
-        return no_name(err, "Node");
-    name = borrowable(obj, name, fill);
+    if (!jstr(jobj(obj, "metadata"), "name")) {
+        no_name(err, "Node");
+        return NULL;
+    }
+    name = borrowable(obj, name);
     struct gpuop_node tmp;
     struct packer k = {0};
     size_t nother;
     node_fields(obj, name, &tmp, &k, NULL, NULL, &nother);
-    size_t head = fill ? 0 : align8(sizeof(struct gpuop_node));
+    size_t head = align8(sizeof(struct gpuop_node));
     size_t toff = head + align8(k.need);
     size_t ooff = toff + tmp.ntaints * sizeof(struct gpuop_taint);
     size_t olen = nother ? GPUOP_OPERAND_MAX * sizeof(char *) : 0;
-    char *blk = fill ? malloc(ooff + olen) : gpuop_pool_alloc(ooff + olen);
-    if (!blk)
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+    char *blk = gpuop_pool_alloc(ooff + olen);
+    if (!blk) {
+        gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+        return NULL;
+    }
     char **others = nother ? (char **)(void *)(blk + ooff) : NULL;
     for (size_t i = 0; others && i < GPUOP_OPERAND_MAX; i++)
         others[i] = NULL;
-    struct gpuop_node *n = fill ? fill : (struct gpuop_node *)(void *)blk;
+    struct gpuop_node *n = (struct gpuop_node *)(void *)blk;
     k = (struct packer){.p = blk + head};
     node_fields(obj, name, n, &k, (struct gpuop_taint *)(void *)(blk + toff), others, &nother);
-    *out = n;
-    return 0;
-}
-
-int gpuop_node_from_json(json_t *obj, struct gpuop_node *out, struct gpuop_err *err)
-{
-    struct gpuop_node *n;
-    memset(out, 0, sizeof(*out));
-    return node_read(obj, NULL, out, &n, err);
-}
-
-struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_err *err)
-{
-    struct gpuop_node *n = NULL;
-    return node_read(obj, name, NULL, &n, err) < 0 ? NULL : n;
+    return n;
 }
 
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
@@ -427,10 +413,7 @@ const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
 
 void gpuop_node_free(struct gpuop_node *n)
 {
-    if (!n)
-        return;
-    free(n->name);
-    memset(n, 0, sizeof(*n));
+    gpuop_pool_free(n);
 }
 
 /* ---- Pod ---- */
@@ -590,49 +573,32 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
     }
 }
 
-/* One allocation: [head bytes][strings], name first. fill NULL: head is
- * the struct itself; else *fill is filled and the block is fill->name. */
-static int pod_read(json_t *obj, const char *name, struct gpuop_pod *fill, struct gpuop_pod **out,
-                    struct gpuop_err *err)
+/* One allocation from the pool: [struct][strings], name first (unless borrowed). */
+struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
-    if (!jstr(jobj(obj, "metadata"), "name"))
-        return no_name(err, "Pod");
-    name = borrowable(obj, name, fill);
+    if (!jstr(jobj(obj, "metadata"), "name")) {
+        no_name(err, "Pod");
+        return NULL;
+    }
+    name = borrowable(obj, name);
     struct gpuop_pod tmp;
     struct packer k = {0};
     pod_fields(obj, name, &tmp, &k);
-    size_t head = fill ? 0 : align8(sizeof(struct gpuop_pod));
-    char *blk = fill ? malloc(head + k.need) : gpuop_pool_alloc(head + k.need);
-    if (!blk)
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
-    struct gpuop_pod *p = fill ? fill : (struct gpuop_pod *)(void *)blk;
+    size_t head = align8(sizeof(struct gpuop_pod));
+    char *blk = gpuop_pool_alloc(head + k.need);
+    if (!blk) {
+        gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
+        return NULL;
+    }
+    struct gpuop_pod *p = (struct gpuop_pod *)(void *)blk;
     k = (struct packer){.p = blk + head};
     pod_fields(obj, name, p, &k);
-    *out = p;
-    return 0;
-}
-
-int gpuop_pod_from_json(json_t *obj, struct gpuop_pod *out, struct gpuop_err *err)
-{
-    struct gpuop_pod *p;
-    memset(out, 0, sizeof(*out));
-    out->operand = -1;
-    return pod_read(obj, NULL, out, &p, err);
-}
-
-struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
-{
-    struct gpuop_pod *p = NULL;
-    return pod_read(obj, name, NULL, &p, err) < 0 ? NULL : p;
+    return p;
 }
 
 void gpuop_pod_free(struct gpuop_pod *p)
 {
-    if (!p)
-        return;
-    free(p->name);
-    memset(p, 0, sizeof(*p));
-    p->operand = -1;
+    gpuop_pool_free(p);
 }
 
 /* ---- DaemonSet ---- */

@@ -212,8 +212,8 @@ static void analyze(struct world *w)
 }
 
 /* The structs here are built by hand, one allocation per string, so they
- * are freed by hand too (gpuop_*_free knows the packed layout of
- * gpuop_*_from_json). */
+ * are freed by hand too (gpuop_*_free releases the one block gpuop_*_new
+ * makes). */
 static void hand_node_free(struct gpuop_node *n)
 {
     if (!n)
