@@ -117,6 +117,11 @@ struct gpuop_findings {
                                  grace ends ...); 0 never. Reconcile again then. */
 };
 
+/* running(N,O) for the pod p (borrowed; NULL is not running): bound,
+ * Running, Ready; being deleted or not. The one definition, for whatever
+ * counts running pods. */
+bool gpuop_pod_running(const struct gpuop_pod *p);
+
 /* Computes the findings into a zeroed *out (new memory: release with
  * gpuop_findings_free, also after a failure). All inputs borrowed; NULL
  * entries in the arrays are skipped; p may be NULL (every operand enabled).

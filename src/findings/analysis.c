@@ -95,7 +95,7 @@ static bool streq(const char *a, const char *b)
 /* running(N,O) of SPEC 5: bound, Running, Ready. A pod being deleted that
  * still reports Running and Ready still runs: it serves, and a device
  * plugin in it still advertises GPUs. */
-static bool pod_running(const struct gpuop_pod *p)
+bool gpuop_pod_running(const struct gpuop_pod *p)
 {
     return p && p->bound && p->ready_since && p->phase == GPUOP_PHASE_RUNNING;
 }
@@ -103,7 +103,7 @@ static bool pod_running(const struct gpuop_pod *p)
 /* 4 running, 3 running but being deleted, 2 alive, 1 terminating. */
 static int pod_rank(const struct gpuop_pod *p)
 {
-    return pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
+    return gpuop_pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
 }
 
 static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
@@ -356,7 +356,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         r->gpu = nd->gpu;
         r->gpus = nd->gpus;
         for (int o = 0; o < nops; o++) {
-            running[o] = pod_running(bp[o]);
+            running[o] = gpuop_pod_running(bp[o]);
             host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
             if (host[o])
                 r->host_provided |= 1u << o;
