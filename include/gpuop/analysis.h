@@ -57,6 +57,7 @@ enum gpuop_cell {
     GPUOP_CELL_DISABLED,      /* disabled in the policy (host-provided) */
     GPUOP_CELL_UNEXPECTED,    /* finding Unexpected */
     GPUOP_CELL_VIOLATION,     /* running, finding OrderingViolation */
+    GPUOP_CELL_HELD,          /* finding Held (ordering: enforce) */
     GPUOP_CELL_COUNT
 };
 

@@ -2,7 +2,7 @@
  * reasons.h - the finding kinds and their reasons, as data (src/findings/reasons.c).
  *
  * A finding (see analysis.h) has a kind (Missing, NotScheduled, Unexpected,
- * OrderingViolation) and a CamelCase reason that says why. The table holds,
+ * OrderingViolation, Held) and a CamelCase reason that says why. The table holds,
  * per reason, its kind, its name, a one-line summary and what to do; status
  * messages, Events, metrics and docs/findings.md are all drawn from it.
  */
@@ -14,6 +14,7 @@ enum gpuop_kind {
     GPUOP_KIND_NOT_SCHEDULED, /* GPU node, operand enabled, label absent or not true/false */
     GPUOP_KIND_UNEXPECTED,    /* running but not expected */
     GPUOP_KIND_ORDERING, /* running while a prerequisite is neither running nor host-provided */
+    GPUOP_KIND_HELD,     /* ordering: enforce keeps it off: a prerequisite's label blocks it */
     GPUOP_KIND_COUNT
 };
 
@@ -45,6 +46,8 @@ enum gpuop_reason {
     GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
     GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
     GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT,
+    /* Held */
+    GPUOP_REASON_HELD_BY_PREREQUISITE,
     GPUOP_REASON_COUNT
 };
 
@@ -56,7 +59,8 @@ enum gpuop_reason {
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state
  * ("\"false\"" or "not \"true\""), terminating (when the pod was deleted,
- * empty when it is not), grace (the terminating grace, s), capacity and
+ * empty when it is not), grace (the terminating grace, s), prereq-label (the prerequisite's deploy
+ * label on the node: "absent", or its value quoted), capacity and
  * allocatable (nvidia.com/gpu of the node), mig (non-empty when the node
  * advertises MIG devices). */
 struct gpuop_reason_info {
@@ -74,7 +78,7 @@ struct gpuop_reason_info {
 /* Borrowed, static; NULL when out of range. */
 const struct gpuop_reason_info *gpuop_reason_get(int reason);
 
-/* "Missing", "NotScheduled", "Unexpected", "OrderingViolation"; "Unknown"
+/* "Missing", "NotScheduled", "Unexpected", "OrderingViolation", "Held"; "Unknown"
  * when out of range. Static. */
 const char *gpuop_kind_name(int kind);
 

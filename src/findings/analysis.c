@@ -240,6 +240,19 @@ static bool image_pull_reason(const char *r)
     return false;
 }
 
+/* With spec.ordering: enforce, operand o's DaemonSet requires every enabled
+ * prerequisite up its chain to be labelled "true" or "false" on the node:
+ * the nearest one that is not, or -1. */
+static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, int o)
+{
+    int q = gpuop_operand_prereq(o);
+    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = gpuop_operand_prereq(q))
+        if (f->operands[q].enabled && n->deploy[q] != GPUOP_LABEL_TRUE &&
+            n->deploy[q] != GPUOP_LABEL_FALSE)
+            return q;
+    return -1;
+}
+
 /* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
 static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
                    const struct gpuop_node *n, const struct gpuop_ds *ds,
@@ -297,6 +310,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
     const long adv_grace = advertise_grace(p);
+    const bool enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
     /* the operands the scheduler's view is judged on, from the reasons table */
     const struct gpuop_reason_info *adv =
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
@@ -373,7 +387,13 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             if (expected)
                 out->operands[o].expected_nodes++;
 
-            if (expected && !running[o]) {
+            int blocker = enforce && dsof[o] ? held_by(nd, out, o) : -1;
+            if (expected && !running[o] && blocker >= 0) {
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_HELD_BY_PREREQUISITE, blocker, 0,
+                               gpuop_node_deploy_value(nd, blocker))) < 0)
+                    goto done;
+                cell = GPUOP_CELL_HELD;
+            } else if (expected && !running[o]) {
                 if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o])) < 0)
                     goto done;
                 cell = GPUOP_CELL_MISSING;
@@ -525,6 +545,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_LABEL_EMPTY:
     case GPUOP_REASON_LABEL_PAUSED:
     case GPUOP_REASON_LABEL_INVALID:
+    case GPUOP_REASON_HELD_BY_PREREQUISITE:
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:
@@ -685,6 +706,11 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
             if (c == v->x->prereq)
                 break;
         }
+    } else if (IS("prereq-label")) { /* a Held finding's ref: the label's value, NULL absent */
+        if (v->x->ref)
+            snprintf(buf, size, "\"%.512s\"", v->detail);
+        else
+            snprintf(buf, size, "absent");
     } else if (IS("grace"))
         snprintf(buf, size, "%ld", v->f->terminating_grace_s);
     else if (IS("capacity"))

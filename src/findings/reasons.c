@@ -27,6 +27,11 @@ static const struct {
     [GPUOP_KIND_ORDERING] = {"OrderingViolation",
                              "The operand runs while one of its prerequisites is neither "
                              "running nor provided by the host."},
+    [GPUOP_KIND_HELD] = {"Held",
+                         "The operand is labelled to run on the node, but with spec.ordering: "
+                         "enforce its DaemonSet keeps off the node until every prerequisite's "
+                         "label says \"true\" or \"false\" (not a violation: the order is "
+                         "kept)."},
 };
 
 /* Message templates: every pod state reads the same ("<pod> is Pending:
@@ -40,6 +45,7 @@ static const struct {
 #define N GPUOP_KIND_NOT_SCHEDULED
 #define U GPUOP_KIND_UNEXPECTED
 #define O GPUOP_KIND_ORDERING
+#define H GPUOP_KIND_HELD
 
 static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_DAEMONSET_ABSENT] =
@@ -220,12 +226,24 @@ static const struct gpuop_reason_info reasons[] = {
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it); "
          "until then cordon the node, or move the GPU pods bound here elsewhere.",
          "device-plugin", "container-toolkit"},
+    [GPUOP_REASON_HELD_BY_PREREQUISITE] =
+        {H, "HeldByPrerequisite",
+         "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "
+         "requires label nvidia.com/gpu.deploy.<prereq> to be \"true\" or \"false\", and it is "
+         "<prereq-label>.",
+         "The operand's label is \"true\" but the label of a prerequisite up its chain is "
+         "neither \"true\" nor \"false\", so the enforced order keeps the operand off the "
+         "node.",
+         "Label the node nvidia.com/gpu.deploy.<prereq>=true to run <prereq> here (<operand> "
+         "follows once it runs), or =false if the host provides it.",
+         NULL, NULL},
 };
 
 #undef M
 #undef N
 #undef U
 #undef O
+#undef H
 
 _Static_assert(sizeof(reasons) / sizeof(reasons[0]) == GPUOP_REASON_COUNT,
                "one row per enum gpuop_reason");

@@ -117,13 +117,17 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
     } else {
         st = "False";
         reason = "FindingsPresent";
+        char held[32] = "";
+        if (f->by_kind[GPUOP_KIND_HELD])
+            snprintf(held, sizeof(held), ", Held %zu", f->by_kind[GPUOP_KIND_HELD]);
         snprintf(msg, sizeof(msg),
                  "%zu of %zu GPU nodes are complete; %zu node%s with findings (Missing %zu, "
-                 "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu): see status.nodes.",
+                 "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu%s): see "
+                 "status.nodes.",
                  f->complete_nodes, f->gpu_nodes, f->finding_nodes,
                  f->finding_nodes == 1 ? "" : "s", f->by_kind[GPUOP_KIND_MISSING],
                  f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
-                 f->by_kind[GPUOP_KIND_ORDERING]);
+                 f->by_kind[GPUOP_KIND_ORDERING], held);
     }
     if (add_condition(conds, prev, "Ready", st, reason, msg, gen, now) < 0)
         return -1;

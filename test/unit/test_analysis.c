@@ -818,6 +818,69 @@ static void test_scheduler_view(void **state)
     world_free(&w);
 }
 
+/* Issue 15 section 3: with ordering: enforce, an operand labelled true whose
+ * prerequisite's label is neither true nor false is Held (its own kind, not
+ * a violation), naming the prerequisite and its label; disabled
+ * prerequisites add no term; with report it is the usual Missing. */
+static void test_held(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.ordering = GPUOP_ORDERING_ENFORCE;
+    add_all_ds(&w);
+    add_node(&w, "seed", "present=true driver=true device-plugin=true", NULL);
+    add_node(&w, "paused", "present=true driver=true container-toolkit=paused device-plugin=true",
+             NULL);
+    add_node(&w, "deep", "present=true container-toolkit=true device-plugin=true", NULL);
+    add_node(&w, "hosted", "present=true driver=false container-toolkit=false device-plugin=true",
+             NULL);
+    run_pods(&w, "seed", "driver");
+    run_pods(&w, "paused", "driver");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "seed", "device-plugin", GPUOP_KIND_HELD);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_HELD_BY_PREREQUISITE);
+    assert_int_equal(x->prereq, op("container-toolkit"));
+    const char *m = msg_of(&w, x);
+    assert_non_null(strstr(m, "requires label nvidia.com/gpu.deploy.container-toolkit to be "
+                              "\"true\" or \"false\", and it is absent."));
+    assert_non_null(strstr(m, "Label the node nvidia.com/gpu.deploy.container-toolkit=true"));
+    assert_null(find(&w, "seed", "device-plugin", GPUOP_KIND_MISSING));
+    assert_int_equal(node_res(&w, "seed")->cell[op("device-plugin")], GPUOP_CELL_HELD);
+    assert_non_null(find(&w, "seed", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
+    assert_non_null(strstr(msg_of(&w, find(&w, "paused", "device-plugin", GPUOP_KIND_HELD)),
+                           "and it is \"paused\"."));
+    /* the nearest prerequisite that blocks, past one that is labelled */
+    for (int i = 0; i < 2; i++) {
+        x = find(&w, "deep", i ? "device-plugin" : "container-toolkit", GPUOP_KIND_HELD);
+        assert_non_null(x);
+        assert_int_equal(x->prereq, op("driver"));
+    }
+    /* host-provided prerequisites satisfy the affinity: the pod is just not there yet */
+    assert_int_equal(find(&w, "hosted", "device-plugin", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    assert_null(find(&w, "hosted", "device-plugin", GPUOP_KIND_HELD));
+    assert_int_equal(w.f.violations, 0); /* the order is kept: not a violation */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_HELD], 4);
+    assert_string_equal(gpuop_kind_name(GPUOP_KIND_HELD), "Held");
+
+    /* a disabled prerequisite adds no term */
+    w.pol.operands[op("driver")].enabled = false;
+    analyze(&w);
+    assert_null(find(&w, "deep", "container-toolkit", GPUOP_KIND_HELD));
+    assert_int_equal(find(&w, "deep", "container-toolkit", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    /* with report, nothing is held */
+    w.pol.operands[op("driver")].enabled = true;
+    w.pol.ordering = GPUOP_ORDERING_REPORT;
+    analyze(&w);
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_HELD], 0);
+    assert_int_equal(find(&w, "seed", "device-plugin", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    world_free(&w);
+}
+
 static void test_ordering(void **state)
 {
     static const struct {
@@ -1166,6 +1229,7 @@ int main(void)
         cmocka_unit_test(test_terminating_still_runs),
         cmocka_unit_test(test_stuck_terminating),
         cmocka_unit_test(test_scheduler_view),
+        cmocka_unit_test(test_held),
         cmocka_unit_test(test_ordering),
         cmocka_unit_test(test_ordering_counts_nodes),
         cmocka_unit_test(test_unexpected),
