@@ -2,7 +2,9 @@
  * analysis.h - (policy, nodes, DaemonSets, pods) -> findings (SPEC section 5).
  *
  * gpuop_analyze() is a pure function shared by the controller and `gpuop
- * check`: it reads only its arguments and `now`, allocates its result, and
+ * check`: it reads only its arguments and `now` (grace periods: a pod
+ * stuck terminating, a device plugin that advertises nothing; the result's
+ * next_change says when such a judgement would change), allocates its result, and
  * runs in O(nodes x operands + pods) (pods are indexed by node name with a
  * hash table). Its inputs are arrays of pointers so the controller can pass
  * what its hash-table caches hold without copying.
@@ -24,8 +26,14 @@
  * there (Unexpected/NotGpuNode); they count in no summary number and are
  * listed in `nodes` only when they have a finding.
  *
+ * Also judged: what the scheduler sees (the node's allocatable
+ * nvidia.com/gpu and MIG devices: GpusAdvertisedWithoutToolkit,
+ * DevicePluginAdvertisesNothing), and with spec.ordering: enforce, Held
+ * where a prerequisite's label keeps an operand off the node.
+ *
  * Messages are not stored: gpuop_finding_message() builds them on demand
- * from the finding's reason, operand and detail, and the detail from what
+ * from the reason's templates (reasons.c) filled with the finding's
+ * operand, prerequisite and detail, and the detail from what
  * the finding borrows from the inputs (the pod, the taint, the label value),
  * so 5,000 nodes of findings stay small (mid-rollout they are 30,000, and
  * copying their details was 2.4 MB per set). Messages and details of a set

@@ -4,12 +4,15 @@
  * One pass:
  *   1. sort the nodes by name (pointer array, qsort);
  *   2. index node names in a small open-addressing hash (borrowed keys) and
- *      keep, per (node, operand), the most telling pod: running+ready beats
- *      alive beats terminating, newer beats older;
+ *      keep, per (node, operand), the most telling pod: running beats
+ *      running-but-terminating beats alive beats terminating, newer beats
+ *      older;
  *   3. walk the nodes once and, per operand in table order, derive expected /
  *      running / host-provided, the findings and the matrix cell.
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). Messages are built on demand by gpuop_finding_message().
+ * O(nodes x pods). Messages are built on demand by gpuop_finding_message()
+ * from the reasons table's templates (no reason is worded here; only the
+ * detail of a pod, taint or label is).
  */
 #include <stdio.h>
 #include <stdlib.h>
