@@ -204,6 +204,8 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
+_Static_assert(sizeof(struct gpuop_node_result) <= 48,
+               "a node's result is 48 bytes: one per GPU node");
 
 static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
                 int prereq, long long since, const void *ref /* borrowed from the inputs */)
