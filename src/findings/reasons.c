@@ -271,6 +271,9 @@ int gpuop_reason_by_name(const char *name)
     return -1;
 }
 
+/* The first ordering row of the pair: DevicePluginWithoutToolkit (a
+ * running plugin) comes before GpusAdvertisedWithoutToolkit, which the
+ * analysis picks by index when no plugin runs. */
 int gpuop_reason_ordering(const char *op, const char *prereq)
 {
     for (int i = 0; op && prereq && i < GPUOP_REASON_COUNT; i++)
