@@ -441,7 +441,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                     if (!running[q] && !host[q]) {
                         int reason = gpuop_reason_ordering(gpuop_operand_get(o)->name,
                                                            gpuop_operand_get(q)->name);
-                        if ((rc = push(out, &cap, ni, o, reason, q, 0, NULL)) < 0)
+                        if ((rc = push(out, &cap, ni, o, reason, q, 0, bp[o])) < 0)
                             goto done;
                         cell = GPUOP_CELL_VIOLATION;
                         nviol++;
@@ -540,7 +540,14 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
 }
 
 /* What a finding's ref points at, by reason. */
-enum ref_type { REF_NONE, REF_TAINT, REF_LABEL, REF_POD_NAME, REF_POD_STATE };
+enum ref_type {
+    REF_NONE,
+    REF_TAINT,
+    REF_LABEL,
+    REF_POD_NAME,  /* the pod, its name the detail */
+    REF_POD_STATE, /* the pod, its state the detail */
+    REF_POD        /* the running pod, no detail (what the templates say of it) */
+};
 
 static enum ref_type ref_type(int reason)
 {
@@ -567,6 +574,9 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_POD_FAILED:
     case GPUOP_REASON_POD_TERMINATING:
         return REF_POD_STATE;
+    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
+    case GPUOP_REASON_PREREQUISITE_NOT_RUNNING:
+        return REF_POD;
     default:
         return REF_NONE;
     }
@@ -639,7 +649,7 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
 static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x)
 {
     int t = ref_type(x->reason);
-    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE) ? x->ref : NULL;
+    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)

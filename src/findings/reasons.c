@@ -198,7 +198,8 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
          "<operand> runs but <prereq> neither runs nor is host-provided: the node advertises "
-         "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
+         "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a "
+         "GPU." TERMINATING_NOTE,
          "The device plugin runs while the container toolkit does not: the node advertises "
          "nvidia.com/gpu, the scheduler places GPU pods here, and they fail to get a GPU.",
          "Make the container toolkit run on the node (label "
@@ -208,7 +209,7 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
          "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
-         "[chain: (chain: <chain>)].",
+         "[chain: (chain: <chain>)]." TERMINATING_NOTE,
          "The operand runs while a direct or transitive prerequisite is neither running nor "
          "provided by the host.",
          "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "

@@ -697,6 +697,19 @@ static void test_terminating_still_runs(void **state)
     assert_non_null(strstr(msg_of(&w, x), "terminating"));
     assert_int_equal(w.f.operands[op("container-toolkit")].running_nodes, 1);
     assert_int_equal(w.f.violations, 0);
+
+    /* a device plugin on its way out still runs, and still breaks the order */
+    add_node(&w, "dp", "present=true driver=true device-plugin=true", NULL);
+    run_pods(&w, "dp", "driver");
+    terminating(add_pod(&w, "device-plugin", "dp", "Running", true));
+    analyze(&w);
+    x = find(&w, "dp", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT);
+    assert_non_null(strstr(msg_of(&w, x), "fail to get a GPU. It is terminating since "
+                                          "2026-11-29T21:21:40Z and still serves"));
+    char d[64];
+    assert_int_equal(gpuop_finding_detail(x, d, sizeof(d)), 0); /* no detail of its own */
     world_free(&w);
 }
 
