@@ -59,10 +59,11 @@ enum gpuop_reason {
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state
  * ("\"false\"" or "not \"true\""), terminating (when the pod was deleted,
- * empty when it is not), grace (the terminating grace, s), prereq-label (the prerequisite's deploy
- * label on the node: "absent", or its value quoted), capacity and
- * allocatable (nvidia.com/gpu of the node), mig (non-empty when the node
- * advertises MIG devices). */
+ * empty when it is not), grace (the terminating grace, s), prereq-label
+ * (the prerequisite's deploy label on the node: "absent", or its value
+ * quoted), capacity and allocatable (nvidia.com/gpu of the node),
+ * advertised / unadvertised (non-empty when its allocatable is above 0 /
+ * is 0), mig (non-empty when the node advertises MIG devices). */
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */

@@ -732,6 +732,8 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);
     else if (IS("allocatable"))
         snprintf(buf, size, "%u", r ? r->gpus.allocatable : 0u);
+    else if (IS("advertised") || IS("unadvertised")) /* the node's nvidia.com/gpu: some, none */
+        snprintf(buf, size, "%s", (r && r->gpus.allocatable) == IS("advertised") ? "yes" : "");
     else if (IS("mig"))
         snprintf(buf, size, "%s", r && r->gpus.mig_allocatable ? "yes" : "");
     else

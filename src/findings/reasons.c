@@ -197,9 +197,10 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL},
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
-         "<operand> runs but <prereq> neither runs nor is host-provided: the node advertises "
-         "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a "
-         "GPU." TERMINATING_NOTE,
+         "<operand> runs but <prereq> neither runs nor is host-provided: the node "
+         "[advertised:advertises <allocatable> nvidia.com/gpu][unadvertised:will advertise "
+         "nvidia.com/gpu once the plugin registers], so GPU pods will be scheduled here and fail "
+         "to get a GPU." TERMINATING_NOTE,
          "The device plugin runs while the container toolkit does not: the node advertises "
          "nvidia.com/gpu, the scheduler places GPU pods here, and they fail to get a GPU.",
          "Make the container toolkit run on the node (label "

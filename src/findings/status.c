@@ -164,15 +164,17 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                  "No operand runs without its prerequisites (running or host-provided).");
     } else {
         st = "False";
+        bool gpuless = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] ||
+                       f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT];
         reason = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
                      ? "DevicePluginWithoutToolkit"
+                 : f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT]
+                     ? "GpusAdvertisedWithoutToolkit"
                      : "OrderingViolations";
         reason_counts(f, GPUOP_KIND_ORDERING, a, sizeof(a));
         snprintf(msg, sizeof(msg), "The operand chain is broken on %zu node%s (%s).%s",
                  f->violations, f->violations == 1 ? "" : "s", a,
-                 f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
-                     ? " GPU pods scheduled on those nodes fail to get a GPU."
-                     : "");
+                 gpuless ? " GPU pods scheduled on those nodes fail to get a GPU." : "");
     }
     if (add_condition(conds, prev, "OrderingValid", st, reason, msg, gen, now) < 0)
         return -1;

@@ -706,6 +706,7 @@ static void test_terminating_still_runs(void **state)
     x = find(&w, "dp", "device-plugin", GPUOP_KIND_ORDERING);
     assert_non_null(x);
     assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT);
+    assert_non_null(strstr(msg_of(&w, x), "the node advertises 8 nvidia.com/gpu, so GPU pods"));
     assert_non_null(strstr(msg_of(&w, x), "fail to get a GPU. It is terminating since "
                                           "2026-11-29T21:21:40Z and still serves"));
     char d[64];
