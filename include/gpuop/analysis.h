@@ -2,7 +2,9 @@
  * analysis.h - (policy, nodes, DaemonSets, pods) -> findings (SPEC section 5).
  *
  * gpuop_analyze() is a pure function shared by the controller and `gpuop
- * check`: it reads only its arguments and `now`, allocates its result, and
+ * check`: it reads only its arguments and `now` (grace periods: a pod
+ * stuck terminating, a device plugin that advertises nothing; the result's
+ * next_change says when such a judgement would change), allocates its result, and
  * runs in O(nodes x operands + pods) (pods are indexed by node name with a
  * hash table). Its inputs are arrays of pointers so the controller can pass
  * what its hash-table caches hold without copying.
@@ -10,8 +12,12 @@
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
  *                      not labelled nvidia.com/gpu.deploy.operands=false.
- *   running(N,O)       a pod of O bound to N, phase Running, Ready, and not
- *                      being deleted (a terminating pod is on its way out).
+ *   running(N,O)       a pod of O bound to N, phase Running, Ready. A pod
+ *                      being deleted that still reports Running and Ready
+ *                      still runs (it serves; a device plugin in it still
+ *                      advertises GPUs); its findings say since when it is
+ *                      terminating, and one terminating longer than the
+ *                      policy's grace is Unexpected/PodStuckTerminating.
  *   host-provided(N,O) O disabled in the policy, or N's label for O is "false".
  *
  * Findings are listed node by node (nodes sorted by name), and within a node
@@ -20,8 +26,14 @@
  * there (Unexpected/NotGpuNode); they count in no summary number and are
  * listed in `nodes` only when they have a finding.
  *
+ * Also judged: what the scheduler sees (the node's allocatable
+ * nvidia.com/gpu and MIG devices: GpusAdvertisedWithoutToolkit,
+ * DevicePluginAdvertisesNothing), and with spec.ordering: enforce, Held
+ * where a prerequisite's label keeps an operand off the node.
+ *
  * Messages are not stored: gpuop_finding_message() builds them on demand
- * from the finding's reason, operand and detail, and the detail from what
+ * from the reason's templates (reasons.c) filled with the finding's
+ * operand, prerequisite and detail, and the detail from what
  * the finding borrows from the inputs (the pod, the taint, the label value),
  * so 5,000 nodes of findings stay small (mid-rollout they are 30,000, and
  * copying their details was 2.4 MB per set). Messages and details of a set
@@ -53,6 +65,7 @@ enum gpuop_cell {
     GPUOP_CELL_DISABLED,      /* disabled in the policy (host-provided) */
     GPUOP_CELL_UNEXPECTED,    /* finding Unexpected */
     GPUOP_CELL_VIOLATION,     /* running, finding OrderingViolation */
+    GPUOP_CELL_HELD,          /* finding Held (ordering: enforce) */
     GPUOP_CELL_COUNT
 };
 
@@ -72,13 +85,14 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     };
 };
 
-struct gpuop_node_result {
+struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node */
     char *name;                      /* in the set's names arena */
     bool gpu;                        /* a GPU node */
     uint32_t host_provided;          /* bit per operand index: host-provided (information) */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
-    size_t first;                    /* this node's findings: items[first .. first+nfindings) */
-    size_t nfindings;
+    uint32_t first;                  /* this node's findings: items[first .. first+nfindings) */
+    uint32_t nfindings;
+    struct gpuop_gpu_counts gpus; /* what the node advertises (model.h) */
 };
 
 struct gpuop_operand_result {
@@ -102,10 +116,20 @@ struct gpuop_findings {
     size_t complete_nodes;            /* GPU nodes without any finding */
     size_t violations;                /* GPU nodes with at least one OrderingViolation */
     size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
+    size_t advertised_gpus;           /* GPU nodes' allocatable nvidia.com/gpu, summed */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
     struct gpuop_arena names; /* the nodes' names */
+    long terminating_grace_s; /* the policy's, for the messages */
+    long long next_change;    /* seconds since epoch: the first moment after `now` at which
+                                 the same inputs give other findings (a terminating pod's
+                                 grace ends ...); 0 never. Reconcile again then. */
 };
+
+/* running(N,O) for the pod p (borrowed; NULL is not running): bound,
+ * Running, Ready; being deleted or not. The one definition, for whatever
+ * counts running pods. */
+bool gpuop_pod_running(const struct gpuop_pod *p);
 
 /* Computes the findings into a zeroed *out (new memory: release with
  * gpuop_findings_free, also after a failure). All inputs borrowed; NULL
@@ -156,16 +180,34 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
 /* Name of the node of finding x (borrowed from f). */
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x);
 
-/* Called by gpuop_findings_diff: x belongs to `f` (the current findings when
- * appeared, the previous ones when cleared). */
-typedef void (*gpuop_findings_diff_cb)(void *ud, const struct gpuop_findings *f,
-                                       const struct gpuop_finding *x, bool appeared);
+/* One difference between two sets: a finding that appeared (in cur, not
+ * in prev) or cleared (in prev, not in cur). Everything borrowed from the
+ * set it comes from. */
+struct gpuop_finding_change {
+    bool appeared;
+    const struct gpuop_findings *set; /* cur when appeared, prev when cleared */
+    const struct gpuop_finding *item; /* in set: gpuop_finding_message(set, item) */
+    const char *node;
+    int operand, kind, reason;
+};
 
-/* Calls cb once for each finding in cur that is not in prev (appeared) and
- * each in prev that is not in cur (cleared); the key is (node, operand,
- * kind, reason), so a changed message alone is no event. prev may be NULL
- * (everything appeared). Order: by node name, operand, kind. */
-void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
-                         gpuop_findings_diff_cb cb, void *ud);
+/* Walks the differences of prev and cur (borrowed; they must outlive the
+ * walk): the key is (node, operand, kind, reason), so a changed message
+ * alone is no change. prev may be NULL (everything appeared). Order: by
+ * node name, operand, kind. Nothing is allocated: the caller drives it,
+ *   struct gpuop_findings_diff d;
+ *   struct gpuop_finding_change c;
+ *   gpuop_findings_diff_begin(&d, prev, cur);
+ *   while (gpuop_findings_diff_next(&d, &c)) ...
+ * and the analysis never calls back into its consumer. */
+struct gpuop_findings_diff {
+    const struct gpuop_findings *prev, *cur;
+    size_t i, j;
+};
+
+void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
+                               const struct gpuop_findings *cur);
+/* Fills *out with the next difference; false when there is none left. */
+bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out);
 
 #endif

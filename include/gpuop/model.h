@@ -7,13 +7,13 @@
  * This keeps a 5,000-node cluster in a few megabytes and makes the analysis
  * a pure function over plain C structs (see analysis.h).
  *
- * Ownership: every char * and array in these structs is owned by the
- * struct and released by the matching *_free(); *_from_json() borrow
- * their json_t argument and fill a zeroed struct with new memory. A Node's
- * or a Pod's strings (and a Node's taints) share one allocation;
- * gpuop_node_new() and gpuop_pod_new() put the struct in it too, so a
- * cached pod is a single block, from gpuop_pool (see pool.h: cache entries
- * live apart from short-lived heap memory), released with gpuop_pool_free().
+ * Ownership: a Node or a Pod is one allocation from gpuop_pool (see
+ * pool.h: cache entries live apart from short-lived heap memory) holding
+ * the struct and every string and array it points to, made by
+ * gpuop_node_new() / gpuop_pod_new() and released by gpuop_node_free() /
+ * gpuop_pod_free(); a cached pod is a single block. A DaemonSet (a handful
+ * exist) is filled into a caller's struct by gpuop_ds_from_json() and its
+ * strings released by gpuop_ds_free().
  */
 #ifndef GPUOP_MODEL_H
 #define GPUOP_MODEL_H
@@ -21,7 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 #include <jansson.h>
 
 #include "gpuop/error.h"
@@ -48,47 +47,75 @@ struct gpuop_toleration {
     char *effect; /* may be NULL/empty: all effects */
 };
 
-struct gpuop_node {
+#define GPUOP_RESOURCE_GPU        "nvidia.com/gpu"
+#define GPUOP_RESOURCE_MIG_PREFIX "nvidia.com/mig-"
+
+/* What a node advertises to the scheduler (status.capacity and
+ * status.allocatable): nvidia.com/gpu, and the nvidia.com/mig-* resources
+ * summed (the MIG slices of a "mixed" strategy). Saturating at 65535. */
+struct gpuop_gpu_counts {
+    uint16_t capacity;        /* capacity["nvidia.com/gpu"] */
+    uint16_t allocatable;     /* allocatable["nvidia.com/gpu"]: what the scheduler hands out */
+    uint16_t mig_capacity;    /* sum of capacity["nvidia.com/mig-*"] */
+    uint16_t mig_allocatable; /* sum of allocatable["nvidia.com/mig-*"] */
+};
+
+struct gpuop_node { /* 64 bytes, its strings and taints after it */
     char *name;
+    char **deploy_other;        /* NULL when no deploy label has another value;
+                                   else GPUOP_OPERAND_MAX entries, the value when
+                                   deploy[i] == OTHER, else NULL. Read it with
+                                   gpuop_node_deploy_value(). */
+    struct gpuop_taint *taints; /* only NoSchedule and NoExecute taints are kept */
+    long long created;          /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
     bool gpu;                                /* a GPU node per SPEC section 5 */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
-    unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
-    char **deploy_other;                     /* NULL when no deploy label has another value;
-                                                else GPUOP_OPERAND_MAX entries, the value when
-                                                deploy[i] == OTHER, else NULL. Read it with
-                                                gpuop_node_deploy_value(). */
-    struct gpuop_taint *taints;              /* only NoSchedule and NoExecute taints are kept */
-    size_t ntaints;
-    long long created; /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    uint16_t ntaints;                        /* at most GPUOP_MODEL_TAINTS_MAX are kept */
+    struct gpuop_gpu_counts gpus;            /* what the node advertises */
 };
 
-struct gpuop_pod {        /* 48 bytes: a cache holds one per operand per node */
-    char *name;           /* first of the strings, which share one allocation */
-    char *node;           /* spec.nodeName; while unbound, the node a DaemonSet pod's
-                             required affinity (matchFields metadata.name) targets;
-                             NULL when neither is known */
-    const char *phase;    /* Pending | Running | Succeeded | Failed | Unknown */
-    char *waiting_reason; /* first waiting reason among init containers, then
-                             containers; else "Unschedulable" when condition
-                             PodScheduled=False; else NULL. Its message follows it in
-                             memory: read it with gpuop_pod_waiting_message() */
-    long long created;    /* metadata.creationTimestamp, seconds since epoch */
-    int restarts;         /* sum of containers' restartCount */
-    int8_t operand;       /* operand index: label app.kubernetes.io/component, else
-                             the owning DaemonSet's name; -1 if unknown */
-    bool bound;           /* spec.nodeName was set */
-    bool ready;           /* condition Ready=True */
-    bool deleting;        /* metadata.deletionTimestamp set */
+/* status.phase. A value no kubelet reports is kept as UNKNOWN. */
+enum gpuop_phase {
+    GPUOP_PHASE_NONE = 0, /* no phase (yet) */
+    GPUOP_PHASE_PENDING,
+    GPUOP_PHASE_RUNNING,
+    GPUOP_PHASE_SUCCEEDED,
+    GPUOP_PHASE_FAILED,
+    GPUOP_PHASE_UNKNOWN,
 };
 
-/* The message of p's waiting reason (at most GPUOP_MODEL_MESSAGE_MAX bytes,
- * "" when it has none), borrowed from p; NULL when p has no waiting reason.
- * A pod built by hand (tests) keeps the message right after the reason's
- * NUL, in the reason's allocation. */
-static inline const char *gpuop_pod_waiting_message(const struct gpuop_pod *p)
-{
-    return p->waiting_reason ? p->waiting_reason + strlen(p->waiting_reason) + 1 : NULL;
-}
+/* "Pending", "Running" ...; NULL for GPUOP_PHASE_NONE. Static. */
+const char *gpuop_phase_name(int phase);
+
+/* A pod's times are 32-bit seconds since the epoch (until 2106): three of
+ * them fit where one long long and two flags were. 0 means "no such time";
+ * GPUOP_TIME_UNREADABLE that the field is set but could not be parsed. */
+#define GPUOP_TIME_UNREADABLE 1u
+
+struct gpuop_pod {         /* 48 bytes: a cache holds one per operand per node */
+    char *name;            /* first of the strings, which share one allocation */
+    char *node;            /* spec.nodeName; while unbound, the node a DaemonSet pod's
+                              required affinity (matchFields metadata.name) targets;
+                              NULL when neither is known */
+    char *waiting_reason;  /* first waiting reason among init containers, then
+                              containers; else "Unschedulable" when condition
+                              PodScheduled=False; else NULL */
+    char *waiting_message; /* that reason's message, at most GPUOP_MODEL_MESSAGE_MAX
+                              bytes; "" when it has none; NULL iff waiting_reason is */
+    uint32_t created;      /* metadata.creationTimestamp; 0 unknown */
+    uint32_t deleted;      /* being deleted (metadata.deletionTimestamp set) since:
+                              deletionTimestamp - deletionGracePeriodSeconds, when the
+                              deletion was asked for; 0 when not being deleted */
+    uint32_t ready_since;  /* condition Ready=True since (its lastTransitionTime, else
+                              the creation time; GPUOP_TIME_UNREADABLE when neither is
+                              known); 0 when not Ready */
+    uint16_t restarts;     /* sum of containers' restartCount, saturating */
+    int8_t operand;        /* operand index: label app.kubernetes.io/component, else
+                              the owning DaemonSet's name; -1 if unknown */
+    uint8_t phase : 4;     /* enum gpuop_phase */
+    bool bound : 1;        /* spec.nodeName was set */
+};
 
 struct gpuop_ds {
     char *name;
@@ -108,19 +135,18 @@ struct gpuop_ds {
 
 /* Longest pod waiting message kept (bytes, cut on a UTF-8 boundary). */
 #define GPUOP_MODEL_MESSAGE_MAX 256
+/* Most taints kept per node (NoSchedule and NoExecute ones; a node has a handful). */
+#define GPUOP_MODEL_TAINTS_MAX 1024
 
-int gpuop_node_from_json(json_t *obj /* borrowed */, struct gpuop_node *out, struct gpuop_err *err);
-int gpuop_pod_from_json(json_t *obj /* borrowed */, struct gpuop_pod *out, struct gpuop_err *err);
-int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
-
-/* The same, as one new allocation holding the struct and all it points to:
- * release with gpuop_pool_free(), not free() or *_free(). NULL on error (err says why). name:
- * NULL, or a string equal to metadata.name that outlives the result (a
- * cache's key): then ->name points at it instead of a copy. */
+/* A new Node / Pod (see above) from obj (borrowed); NULL on error (err
+ * says why). name: NULL, or a string equal to metadata.name that outlives
+ * the result (a cache's key): then ->name points at it instead of a copy. */
 struct gpuop_node *gpuop_node_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
                                   struct gpuop_err *err);
 struct gpuop_pod *gpuop_pod_new(json_t *obj /* borrowed */, const char *name /* borrowed */,
                                 struct gpuop_err *err);
+/* Fills a zeroed *out with new memory (release with gpuop_ds_free). */
+int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct gpuop_err *err);
 
 /* True when a and b (borrowed) hold the same values in every field above:
  * an update that changes none of them (a heartbeat, a condition timestamp)
@@ -134,6 +160,8 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
+/* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
+ * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);
 void gpuop_pod_free(struct gpuop_pod *p);
 void gpuop_ds_free(struct gpuop_ds *d);

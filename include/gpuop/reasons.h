@@ -2,7 +2,7 @@
  * reasons.h - the finding kinds and their reasons, as data (src/findings/reasons.c).
  *
  * A finding (see analysis.h) has a kind (Missing, NotScheduled, Unexpected,
- * OrderingViolation) and a CamelCase reason that says why. The table holds,
+ * OrderingViolation, Held) and a CamelCase reason that says why. The table holds,
  * per reason, its kind, its name, a one-line summary and what to do; status
  * messages, Events, metrics and docs/findings.md are all drawn from it.
  */
@@ -14,6 +14,7 @@ enum gpuop_kind {
     GPUOP_KIND_NOT_SCHEDULED, /* GPU node, operand enabled, label absent or not true/false */
     GPUOP_KIND_UNEXPECTED,    /* running but not expected */
     GPUOP_KIND_ORDERING, /* running while a prerequisite is neither running nor host-provided */
+    GPUOP_KIND_HELD,     /* ordering: enforce keeps it off: a prerequisite's label blocks it */
     GPUOP_KIND_COUNT
 };
 
@@ -29,6 +30,7 @@ enum gpuop_reason {
     GPUOP_REASON_POD_NOT_READY,
     GPUOP_REASON_POD_FAILED,
     GPUOP_REASON_POD_TERMINATING,
+    GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
     /* NotScheduled */
     GPUOP_REASON_LABEL_ABSENT,
     GPUOP_REASON_LABEL_EMPTY,
@@ -39,17 +41,35 @@ enum gpuop_reason {
     GPUOP_REASON_NODE_OPTED_OUT,
     GPUOP_REASON_LABEL_NOT_TRUE,
     GPUOP_REASON_NOT_GPU_NODE,
+    GPUOP_REASON_POD_STUCK_TERMINATING,
     /* OrderingViolation */
     GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
     GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+    GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT,
+    /* Held */
+    GPUOP_REASON_HELD_BY_PREREQUISITE,
     GPUOP_REASON_COUNT
 };
 
+/* Templates (message, action): "<name>" is replaced by a placeholder's
+ * value, "[name:text]" stands for text (which may hold placeholders) when
+ * name's value is not empty, else for nothing. Placeholders: operand, key
+ * (its spec key), ds (its DaemonSet), prereq (the unsatisfied prerequisite
+ * of an ordering finding), detail (gpuop_finding_detail), since
+ * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
+ * when the prerequisite is not the direct one, else empty), label-state
+ * ("\"false\"" or "not \"true\""), terminating (when the pod was deleted,
+ * empty when it is not), grace (the terminating grace, s), prereq-label
+ * (the prerequisite's deploy label on the node: "absent", or its value
+ * quoted), capacity and allocatable (nvidia.com/gpu of the node),
+ * advertised / unadvertised (non-empty when its allocatable is above 0 /
+ * is 0), mig (non-empty when the node advertises MIG devices). */
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */
+    const char *message; /* template: what is wrong here (status, Events, check) */
     const char *summary; /* what it means, one sentence */
-    const char *action;  /* what to do, one or two sentences */
+    const char *action;  /* template: what to do, one or two sentences */
     /* For OrderingViolation reasons tied to one pair: the operand (running)
      * and prerequisite (not satisfied) names; NULL for generic reasons. */
     const char *operand;
@@ -59,7 +79,7 @@ struct gpuop_reason_info {
 /* Borrowed, static; NULL when out of range. */
 const struct gpuop_reason_info *gpuop_reason_get(int reason);
 
-/* "Missing", "NotScheduled", "Unexpected", "OrderingViolation"; "Unknown"
+/* "Missing", "NotScheduled", "Unexpected", "OrderingViolation", "Held"; "Unknown"
  * when out of range. Static. */
 const char *gpuop_kind_name(int kind);
 

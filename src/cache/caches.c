@@ -56,6 +56,11 @@ static void *node_convert(json_t *obj, const char *key, struct gpuop_err *err)
     return gpuop_node_new(obj, key, err); /* one pool block */
 }
 
+static void node_free(void *n)
+{
+    gpuop_node_free(n);
+}
+
 static bool node_same(const void *a, const void *b)
 {
     return gpuop_node_equal(a, b);
@@ -64,6 +69,11 @@ static bool node_same(const void *a, const void *b)
 static void *pod_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
     return gpuop_pod_new(obj, key, err); /* one pool block */
+}
+
+static void pod_free(void *p)
+{
+    gpuop_pod_free(p);
 }
 
 static bool pod_same(const void *a, const void *b)
@@ -153,7 +163,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
         [GPUOP_CACHES_NODE] = {.name = "nodes",
                                .path = "/api/v1/nodes",
                                .convert = node_convert,
-                               .free_item = gpuop_pool_free,
+                               .free_item = node_free,
                                .same = node_same},
         [GPUOP_CACHES_DS] = {.name = "daemonsets",
                              .path = ds_path,
@@ -165,7 +175,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                               .path = pod_path,
                               .label_selector = sel,
                               .convert = pod_convert,
-                              .free_item = gpuop_pool_free,
+                              .free_item = pod_free,
                               .same = pod_same},
     };
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {

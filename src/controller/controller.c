@@ -416,6 +416,8 @@ static void after_ops(struct gpuop_controller *c)
         rc =
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
     gpuop_caches_view_free(&v);
+    if (rc == 0 && !c->ignored && f.next_change > now_s()) /* a grace period ends: judge again */
+        (void)gpuop_queue_add_after(c->queue, c->key, (uint64_t)(f.next_change - now_s()) * 1000);
     if (rc == 0 && !c->ignored) {
         struct gpuop_controller_summary *s = &c->summary;
         memset(s, 0, sizeof(*s));

@@ -1,7 +1,7 @@
 /*
  * events.c - Events for findings that appear or clear (see events.h).
  * The previous findings are kept (moved in by observe, details dropped)
- * and diffed against the new ones with gpuop_findings_diff; a set of
+ * and walked against the new ones with gpuop_findings_diff_next; a set of
  * "key -> last post time" (keys as 64-bit hashes, see flap.h) does the
  * flap suppression. Events wait in a FIFO
  * and are POSTed one at a time.
@@ -166,11 +166,12 @@ static void prune(struct gpuop_events *ev, long long now)
     gpuop_flap_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
-static void on_diff(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
-                    bool appeared)
+static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change *c)
 {
-    struct gpuop_events *ev = ud;
-    const char *node = gpuop_finding_node(f, x);
+    const struct gpuop_findings *f = c->set;
+    const struct gpuop_finding *x = c->item;
+    bool appeared = c->appeared;
+    const char *node = c->node;
     const char *operand = gpuop_operand_get(x->operand)->name;
     const char *reason = gpuop_reason_get(x->reason)->name;
     char key[512];
@@ -210,7 +211,11 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
         ev->uid = uid;
         ev->burst = 0;
         ev->suppressed = 0;
-        gpuop_findings_diff(&ev->prev, f, on_diff, ev);
+        struct gpuop_findings_diff d;
+        struct gpuop_finding_change c;
+        gpuop_findings_diff_begin(&d, &ev->prev, f);
+        while (gpuop_findings_diff_next(&d, &c))
+            on_change(ev, &c);
         prune(ev, ev->now());
         if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
             char msg[128];

@@ -4,14 +4,16 @@
  * One pass:
  *   1. sort the nodes by name (pointer array, qsort);
  *   2. index node names in a small open-addressing hash (borrowed keys) and
- *      keep, per (node, operand), the most telling pod: running+ready beats
- *      alive beats terminating, newer beats older;
+ *      keep, per (node, operand), the most telling pod: running beats
+ *      running-but-terminating beats alive beats terminating, newer beats
+ *      older;
  *   3. walk the nodes once and, per operand in table order, derive expected /
  *      running / host-provided, the findings and the matrix cell.
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). Messages are built on demand by gpuop_finding_message().
+ * O(nodes x pods). Messages are built on demand by gpuop_finding_message()
+ * from the reasons table's templates (no reason is worded here; only the
+ * detail of a pod, taint or label is).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,15 +95,18 @@ static bool streq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-static bool pod_running(const struct gpuop_pod *p)
+/* running(N,O) of SPEC 5: bound, Running, Ready. A pod being deleted that
+ * still reports Running and Ready still runs: it serves, and a device
+ * plugin in it still advertises GPUs. */
+bool gpuop_pod_running(const struct gpuop_pod *p)
 {
-    return p && p->bound && !p->deleting && p->ready && streq(p->phase, "Running");
+    return p && p->bound && p->ready_since && p->phase == GPUOP_PHASE_RUNNING;
 }
 
-/* 3 running, 2 alive, 1 terminating. */
+/* 4 running, 3 running but being deleted, 2 alive, 1 terminating. */
 static int pod_rank(const struct gpuop_pod *p)
 {
-    return pod_running(p) ? 3 : p->deleting ? 1 : 2;
+    return gpuop_pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
 }
 
 static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
@@ -112,6 +117,58 @@ static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
     if (a->created != b->created)
         return a->created > b->created;
     return strcmp(a->name ? a->name : "", b->name ? b->name : "") < 0;
+}
+
+/* The policy's grace periods (SPEC 5), or their defaults without a policy. */
+static long terminating_grace(const struct gpuop_policy *p)
+{
+    return p ? p->terminating_grace_s : GPUOP_TERMINATING_GRACE_DEFAULT;
+}
+
+static long advertise_grace(const struct gpuop_policy *p)
+{
+    return p ? p->advertise_grace_s : GPUOP_ADVERTISE_GRACE_DEFAULT;
+}
+
+/* Remembers t as the next time a judgement made with `now` changes. */
+static void change_at(struct gpuop_findings *f, long long t)
+{
+    if (!f->next_change || t < f->next_change)
+        f->next_change = t;
+}
+
+/* A pod being deleted for longer than the grace period (a finalizer nobody
+ * removes, a kubelet that stopped answering); else notes when it will be. */
+static bool stuck_terminating(struct gpuop_findings *f, const struct gpuop_pod *p, long long now)
+{
+    if (!p || !p->deleted || p->deleted == GPUOP_TIME_UNREADABLE)
+        return false;
+    long long at = (long long)p->deleted + f->terminating_grace_s;
+    if (now > at)
+        return true;
+    change_at(f, at + 1);
+    return false;
+}
+
+/* A device plugin Running and Ready for longer than the advertise grace
+ * (else notes when it will be); a Ready time that is unknown is never
+ * judged. */
+static bool ready_longer_than(struct gpuop_findings *f, const struct gpuop_pod *p, long grace,
+                              long long now)
+{
+    if (!p || p->deleted || p->ready_since <= GPUOP_TIME_UNREADABLE)
+        return false;
+    long long at = (long long)p->ready_since + grace;
+    if (now > at)
+        return true;
+    change_at(f, at + 1);
+    return false;
+}
+
+/* Devices the scheduler can hand out on the node: nvidia.com/gpu and MIG slices. */
+static unsigned advertised(const struct gpuop_node *n)
+{
+    return (unsigned)n->gpus.allocatable + n->gpus.mig_allocatable;
 }
 
 static bool excluding(const struct gpuop_taint *t)
@@ -147,6 +204,8 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
+_Static_assert(sizeof(struct gpuop_node_result) <= 48,
+               "a node's result is 48 bytes: one per GPU node");
 
 static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
                 int prereq, long long since, const void *ref /* borrowed from the inputs */)
@@ -186,6 +245,19 @@ static bool image_pull_reason(const char *r)
     return false;
 }
 
+/* With spec.ordering: enforce, operand o's DaemonSet requires every enabled
+ * prerequisite up its chain to be labelled "true" or "false" on the node:
+ * the nearest one that is not, or -1. */
+static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, int o)
+{
+    int q = gpuop_operand_prereq(o);
+    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = gpuop_operand_prereq(q))
+        if (f->operands[q].enabled && n->deploy[q] != GPUOP_LABEL_TRUE &&
+            n->deploy[q] != GPUOP_LABEL_FALSE)
+            return q;
+    return -1;
+}
+
 /* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
 static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
                    const struct gpuop_node *n, const struct gpuop_ds *ds,
@@ -203,7 +275,7 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
 
     const char *wr = pod->waiting_reason;
     int reason;
-    if (pod->deleting)
+    if (pod->deleted)
         reason = GPUOP_REASON_POD_TERMINATING;
     else if (streq(wr, "Unschedulable"))
         reason = GPUOP_REASON_POD_UNSCHEDULABLE;
@@ -211,9 +283,9 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         reason = GPUOP_REASON_IMAGE_PULL_FAILED;
     else if (streq(wr, "CrashLoopBackOff"))
         reason = GPUOP_REASON_CRASH_LOOP;
-    else if (!pod->bound || !pod->phase || streq(pod->phase, "Pending"))
+    else if (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING)
         reason = GPUOP_REASON_POD_PENDING;
-    else if (streq(pod->phase, "Running"))
+    else if (pod->phase == GPUOP_PHASE_RUNNING)
         reason = GPUOP_REASON_POD_NOT_READY;
     else
         reason = GPUOP_REASON_POD_FAILED;
@@ -239,9 +311,15 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     size_t n = 0, cap = 0;
     int rc = GPUOP_ENOMEM;
 
-    (void)now;
     memset(out, 0, sizeof(*out));
     out->noperands = nops;
+    out->terminating_grace_s = terminating_grace(p);
+    const long adv_grace = advertise_grace(p);
+    const bool enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
+    /* the operands the scheduler's view is judged on, from the reasons table */
+    const struct gpuop_reason_info *adv =
+        gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
+    const int dp = gpuop_operand_by_name(adv->operand), tk = gpuop_operand_by_name(adv->prereq);
 
     for (size_t i = 0; i < nds; i++) {
         if (!ds || !ds[i])
@@ -295,8 +373,9 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
 
         memset(r, 0, sizeof(*r));
         r->gpu = nd->gpu;
+        r->gpus = nd->gpus;
         for (int o = 0; o < nops; o++) {
-            running[o] = pod_running(bp[o]);
+            running[o] = gpuop_pod_running(bp[o]);
             host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
             if (host[o])
                 r->host_provided |= 1u << o;
@@ -313,7 +392,13 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             if (expected)
                 out->operands[o].expected_nodes++;
 
-            if (expected && !running[o]) {
+            int blocker = enforce && dsof[o] ? held_by(nd, out, o) : -1;
+            if (expected && !running[o] && blocker >= 0) {
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_HELD_BY_PREREQUISITE, blocker, 0,
+                               gpuop_node_deploy_value(nd, blocker))) < 0)
+                    goto done;
+                cell = GPUOP_CELL_HELD;
+            } else if (expected && !running[o]) {
                 if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o])) < 0)
                     goto done;
                 cell = GPUOP_CELL_MISSING;
@@ -331,8 +416,17 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             }
             if (running[o]) {
                 cell = GPUOP_CELL_RUNNING;
-                if (!expected) {
-                    int reason = !nd->gpu   ? GPUOP_REASON_NOT_GPU_NODE
+                if (o == dp && nd->gpu && !advertised(nd) &&
+                    ready_longer_than(out, bp[o], adv_grace, now)) {
+                    if ((rc = push(out, &cap, ni, o, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+                                   -1, 0, bp[o])) < 0)
+                        goto done;
+                    cell = GPUOP_CELL_MISSING;
+                }
+                bool stuck = stuck_terminating(out, bp[o], now);
+                if (!expected || stuck) {
+                    int reason = stuck      ? GPUOP_REASON_POD_STUCK_TERMINATING
+                                 : !nd->gpu ? GPUOP_REASON_NOT_GPU_NODE
                                  : !enabled ? GPUOP_REASON_OPERAND_DISABLED
                                  : optout && label == GPUOP_LABEL_TRUE
                                      ? GPUOP_REASON_NODE_OPTED_OUT
@@ -347,7 +441,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                     if (!running[q] && !host[q]) {
                         int reason = gpuop_reason_ordering(gpuop_operand_get(o)->name,
                                                            gpuop_operand_get(q)->name);
-                        if ((rc = push(out, &cap, ni, o, reason, q, 0, NULL)) < 0)
+                        if ((rc = push(out, &cap, ni, o, reason, q, 0, bp[o])) < 0)
                             goto done;
                         cell = GPUOP_CELL_VIOLATION;
                         nviol++;
@@ -355,11 +449,19 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                     }
                     q = gpuop_operand_prereq(q);
                 }
+            } else if (o == dp && tk >= 0 && nd->gpu && advertised(nd) && !running[tk] &&
+                       !host[tk]) {
+                /* no device plugin runs, but the scheduler still sees its GPUs */
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, tk,
+                               0, NULL)) < 0)
+                    goto done;
+                cell = GPUOP_CELL_VIOLATION;
+                nviol++;
             }
             set_cell(&r->cell[o], cell);
         }
-        r->first = first;
-        r->nfindings = out->nitems - first;
+        r->first = (uint32_t)first;
+        r->nfindings = (uint32_t)(out->nitems - first);
         if (!nd->gpu && r->nfindings == 0)
             continue; /* non-GPU node with nothing to say: not listed */
         if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
@@ -369,6 +471,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             out->finding_nodes++;
         if (nd->gpu) {
             out->gpu_nodes++;
+            out->advertised_gpus += nd->gpus.allocatable;
             if (!r->nfindings)
                 out->complete_nodes++;
             if (nviol)
@@ -437,7 +540,14 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
 }
 
 /* What a finding's ref points at, by reason. */
-enum ref_type { REF_NONE, REF_TAINT, REF_LABEL, REF_POD_NAME, REF_POD_STATE };
+enum ref_type {
+    REF_NONE,
+    REF_TAINT,
+    REF_LABEL,
+    REF_POD_NAME,  /* the pod, its name the detail */
+    REF_POD_STATE, /* the pod, its state the detail */
+    REF_POD        /* the running pod, no detail (what the templates say of it) */
+};
 
 static enum ref_type ref_type(int reason)
 {
@@ -447,11 +557,14 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_LABEL_EMPTY:
     case GPUOP_REASON_LABEL_PAUSED:
     case GPUOP_REASON_LABEL_INVALID:
+    case GPUOP_REASON_HELD_BY_PREREQUISITE:
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:
     case GPUOP_REASON_LABEL_NOT_TRUE:
     case GPUOP_REASON_NOT_GPU_NODE:
+    case GPUOP_REASON_POD_STUCK_TERMINATING:
+    case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
     case GPUOP_REASON_IMAGE_PULL_FAILED:
@@ -461,9 +574,22 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_POD_FAILED:
     case GPUOP_REASON_POD_TERMINATING:
         return REF_POD_STATE;
+    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
+    case GPUOP_REASON_PREREQUISITE_NOT_RUNNING:
+        return REF_POD;
     default:
         return REF_NONE;
     }
+}
+
+static void fmt_time(long long t, char *buf, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= GPUOP_TIME_UNREADABLE)
+        snprintf(buf, size, "an unreadable time");
+    else if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "?");
 }
 
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
@@ -474,7 +600,8 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return 0;
     const struct gpuop_taint *t = x->ref;
     const struct gpuop_pod *pod = x->ref;
-    const char *wr, *wm;
+    const char *wr, *wm, *phase;
+    char since[64] = "";
     switch (ref_type(x->reason)) {
     case REF_TAINT:
         return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
@@ -486,12 +613,18 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
         return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
     case REF_POD_STATE:
         wr = pod->waiting_reason;
-        wm = gpuop_pod_waiting_message(pod);
-        return snprintf(
-            buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s", pod->name ? pod->name : "?",
-            pod->deleting ? "terminating, " : "", pod->phase ? pod->phase : "without phase",
-            !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "", wr ? wr : "",
-            wm && *wm ? " - " : "", wm ? wm : "", pod->restarts, pod->restarts == 1 ? "" : "s");
+        wm = pod->waiting_message;
+        phase = gpuop_phase_name(pod->phase);
+        if (pod->deleted) {
+            char when[32];
+            fmt_time(pod->deleted, when, sizeof(when));
+            snprintf(since, sizeof(since), "terminating since %s, ", when);
+        }
+        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
+                        pod->name ? pod->name : "?", since, phase ? phase : "without phase",
+                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
+                        wr ? wr : "", wm && *wm ? " - " : "", wm ? wm : "", (int)pod->restarts,
+                        pod->restarts == 1 ? "" : "s");
     default:
         return 0;
     }
@@ -503,9 +636,20 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return 0;
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
         return x->since;
+    if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
+        return ((const struct gpuop_pod *)x->ref)->deleted;
+    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
+        return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;
+}
+
+/* The pod a finding is about, when it is one (borrowed from the inputs). */
+static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x)
+{
+    int t = ref_type(x->reason);
+    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
 }
 
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
@@ -530,48 +674,103 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->len += n;
 }
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What a template's placeholders stand for, for one finding (reasons.h). */
+struct vars {
+    const struct gpuop_findings *f;
+    const struct gpuop_finding *x;
+    const struct gpuop_operand *op, *prereq;
+    char detail[GPUOP_FINDING_MESSAGE_MAX];
+};
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+/* Writes the value of placeholder name (n bytes) into buf; false when
+ * there is no such placeholder. */
+static bool var(const struct vars *v, const char *name, size_t n, char *buf, size_t size)
 {
-    char tmp[GPUOP_FINDING_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+#define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
+    const struct gpuop_node_result *r = v->x->node < v->f->nnodes ? &v->f->nodes[v->x->node] : NULL;
+    const struct gpuop_pod *pod = finding_pod(v->x);
+    buf[0] = '\0';
+    if (IS("operand"))
+        snprintf(buf, size, "%s", v->op->name);
+    else if (IS("key"))
+        snprintf(buf, size, "%s", v->op->key);
+    else if (IS("ds"))
+        snprintf(buf, size, "%s", v->op->ds_name);
+    else if (IS("prereq"))
+        snprintf(buf, size, "%s", v->prereq ? v->prereq->name : "?");
+    else if (IS("detail"))
+        snprintf(buf, size, "%s", v->detail);
+    else if (IS("since")) {
+        if (gpuop_finding_since(v->x) > 0)
+            fmt_time(gpuop_finding_since(v->x), buf, size);
+    } else if (IS("terminating")) {
+        if (pod && pod->deleted)
+            fmt_time(pod->deleted, buf, size);
+    } else if (IS("label-state")) /* enabled operand: host-provided here means "false" */
+        snprintf(buf, size, "%s",
+                 r && (r->host_provided >> v->x->operand) & 1 ? "\"false\"" : "not \"true\"");
+    else if (IS("chain")) {
+        int direct = gpuop_operand_prereq(v->x->operand);
+        size_t len = 0;
+        for (int c = v->x->operand, hops = 0; v->prereq && direct >= 0 && direct != v->x->prereq &&
+                                              c >= 0 && hops < GPUOP_OPERAND_MAX && len < size;
+             hops++, c = gpuop_operand_prereq(c)) {
+            int k = snprintf(buf + len, size - len, "%s%s", hops ? " -> " : "",
+                             gpuop_operand_get(c)->name);
+            len += k > 0 ? (size_t)k : 0;
+            if (c == v->x->prereq)
+                break;
+        }
+    } else if (IS("prereq-label")) { /* a Held finding's ref: the label's value, NULL absent */
+        if (v->x->ref)
+            snprintf(buf, size, "\"%.512s\"", v->detail);
+        else
+            snprintf(buf, size, "absent");
+    } else if (IS("grace"))
+        snprintf(buf, size, "%ld", v->f->terminating_grace_s);
+    else if (IS("capacity"))
+        snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);
+    else if (IS("allocatable"))
+        snprintf(buf, size, "%u", r ? r->gpus.allocatable : 0u);
+    else if (IS("advertised") || IS("unadvertised")) /* the node's nvidia.com/gpu: some, none */
+        snprintf(buf, size, "%s", (r && r->gpus.allocatable) == IS("advertised") ? "yes" : "");
+    else if (IS("mig"))
+        snprintf(buf, size, "%s", r && r->gpus.mig_allocatable ? "yes" : "");
+    else
+        return false;
+    return true;
+#undef IS
 }
 
-/* Appends text with "<operand>" and "<key>" replaced for operand op. */
-static void sb_subst(struct sbuf *b, const char *text, const struct gpuop_operand *op)
+/* Appends template text (reasons.h), at most depth levels of [name:text]. */
+static void render(struct sbuf *b, const struct vars *v, const char *text, const char *end,
+                   int depth)
 {
-    while (*text) {
-        const char *lt = strchr(text, '<');
-        if (!lt) {
-            sb_add(b, text, strlen(text));
+    char val[GPUOP_FINDING_MESSAGE_MAX];
+    while (text < end) {
+        const char *lt = memchr(text, '<', (size_t)(end - text));
+        const char *br = depth ? memchr(text, '[', (size_t)(end - text)) : NULL;
+        const char *at = lt && (!br || lt < br) ? lt : br;
+        if (!at) {
+            sb_add(b, text, (size_t)(end - text));
             return;
         }
-        sb_add(b, text, (size_t)(lt - text));
-        if (strncmp(lt, "<operand>", 9) == 0) {
-            sb_add(b, op->name, strlen(op->name));
-            text = lt + 9;
-        } else if (strncmp(lt, "<key>", 5) == 0) {
-            sb_add(b, op->key, strlen(op->key));
-            text = lt + 5;
-        } else {
-            sb_add(b, "<", 1);
-            text = lt + 1;
+        sb_add(b, text, (size_t)(at - text));
+        const char *close = memchr(at, at == lt ? '>' : ']', (size_t)(end - at));
+        const char *colon = at == br && close ? memchr(at, ':', (size_t)(close - at)) : NULL;
+        if (at == lt && close && var(v, at + 1, (size_t)(close - at - 1), val, sizeof(val))) {
+            sb_add(b, val, strlen(val));
+            text = close + 1;
+        } else if (at == br && colon &&
+                   var(v, at + 1, (size_t)(colon - at - 1), val, sizeof(val))) {
+            if (*val)
+                render(b, v, colon + 1, close, depth - 1);
+            text = close + 1;
+        } else { /* not a placeholder: literal */
+            sb_add(b, at, 1);
+            text = at + 1;
         }
     }
-}
-
-static void fmt_time(long long t, char *buf, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "?");
 }
 
 int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
@@ -579,108 +778,17 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
 {
     struct sbuf b = {buf, size, 0};
     const struct gpuop_reason_info *ri = x ? gpuop_reason_get(x->reason) : NULL;
-    const struct gpuop_operand *op = x ? gpuop_operand_get(x->operand) : NULL;
-    char d[GPUOP_FINDING_MESSAGE_MAX];
-    gpuop_finding_detail(x, d, sizeof(d));
-    char when[32];
+    struct vars v = {.f = f, .x = x, .op = x ? gpuop_operand_get(x->operand) : NULL};
 
     if (size)
         buf[0] = '\0';
-    if (!ri || !op)
+    if (!f || !ri || !v.op)
         return 0;
-    if (ref_type(x->reason) == REF_POD_STATE) /* every pod reason reads the same */
-        sb_printf(&b, "Pod %s.", d);
-    else
-        switch (x->reason) {
-        case GPUOP_REASON_DAEMONSET_ABSENT:
-            sb_printf(&b, "DaemonSet %s does not exist.", op->ds_name);
-            break;
-        case GPUOP_REASON_TAINT_NOT_TOLERATED:
-            sb_printf(
-                &b,
-                "Taint %s on the node is not tolerated by DaemonSet %s, so no %s pod runs here.", d,
-                op->ds_name, op->name);
-            break;
-        case GPUOP_REASON_POD_NOT_CREATED:
-            sb_printf(&b, "DaemonSet %s has no pod on this node yet", op->ds_name);
-            if (x->since > 0) {
-                fmt_time(x->since, when, sizeof(when));
-                sb_printf(&b, " (the DaemonSet and the node both exist since %s)", when);
-            }
-            sb_add(&b, ".", 1);
-            break;
-        case GPUOP_REASON_LABEL_ABSENT:
-            sb_printf(&b, "Label %s%s is absent: nothing happens here.", GPUOP_LABEL_PREFIX,
-                      op->name);
-            break;
-        case GPUOP_REASON_LABEL_EMPTY:
-            sb_printf(&b, "Label %s%s is \"\" (empty): nothing happens here.", GPUOP_LABEL_PREFIX,
-                      op->name);
-            break;
-        case GPUOP_REASON_LABEL_PAUSED:
-            sb_printf(&b, "Label %s%s is \"%s\": %s is paused here, nothing runs.",
-                      GPUOP_LABEL_PREFIX, op->name, d, op->name);
-            break;
-        case GPUOP_REASON_LABEL_INVALID:
-            sb_printf(&b,
-                      "Label %s%s is \"%s\", which is neither \"true\" nor \"false\": nothing "
-                      "happens here.",
-                      GPUOP_LABEL_PREFIX, op->name, d);
-            break;
-        case GPUOP_REASON_OPERAND_DISABLED:
-            sb_printf(&b,
-                      "Pod %s runs although %s is disabled in the policy (spec.%s.enabled=false).",
-                      d, op->name, op->key);
-            break;
-        case GPUOP_REASON_NODE_OPTED_OUT:
-            sb_printf(&b, "Pod %s runs although the node is labelled %s=false.", d,
-                      GPUOP_LABEL_OPERANDS);
-            break;
-        case GPUOP_REASON_LABEL_NOT_TRUE: {
-            /* Enabled operand, so host-provided here means the label is "false". */
-            bool lfalse =
-                x->node < f->nnodes && (f->nodes[x->node].host_provided >> x->operand) & 1;
-            sb_printf(&b, "Pod %s runs although label %s%s is %s.", d, GPUOP_LABEL_PREFIX, op->name,
-                      lfalse ? "\"false\"" : "not \"true\"");
-            break;
-        }
-        case GPUOP_REASON_NOT_GPU_NODE:
-            sb_printf(&b, "Pod %s runs on a node that has none of the GPU node labels.", d);
-            break;
-        case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
-            sb_printf(&b,
-                      "%s runs but %s neither runs nor is host-provided: the node advertises "
-                      "nvidia.com/gpu, so GPU pods will be scheduled here and fail to get a GPU.",
-                      op->name,
-                      gpuop_operand_get(x->prereq) ? gpuop_operand_get(x->prereq)->name : "?");
-            break;
-        default: {
-            const struct gpuop_operand *q = gpuop_operand_get(x->prereq);
-            int direct = gpuop_operand_prereq(x->operand);
-            sb_printf(&b, "%s runs but its prerequisite %s neither runs nor is host-provided here",
-                      op->name, q ? q->name : "?");
-            if (q && direct >= 0 && direct != x->prereq) {
-                sb_add(&b, " (chain:", 8);
-                for (int c = x->operand, hops = 0; c >= 0 && hops < GPUOP_OPERAND_MAX; hops++) {
-                    sb_printf(&b, " %s", gpuop_operand_get(c)->name);
-                    if (c == x->prereq)
-                        break;
-                    sb_add(&b, " ->", 3);
-                    c = gpuop_operand_prereq(c);
-                }
-                sb_add(&b, ")", 1);
-            }
-            sb_add(&b, ".", 1);
-            break;
-        }
-        }
+    v.prereq = gpuop_operand_get(x->prereq);
+    gpuop_finding_detail(x, v.detail, sizeof(v.detail));
+    render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
     sb_add(&b, " ", 1);
-    /* The action names the prerequisite for ordering findings. */
-    const struct gpuop_operand *subject =
-        ri->kind == GPUOP_KIND_ORDERING && gpuop_operand_get(x->prereq)
-            ? gpuop_operand_get(x->prereq)
-            : op;
-    sb_subst(&b, ri->action, subject);
+    render(&b, &v, ri->action, ri->action + strlen(ri->action), 1);
     return (int)b.len;
 }
 
@@ -701,23 +809,38 @@ static int key_cmp(const struct gpuop_findings *a, const struct gpuop_finding *x
     return 0;
 }
 
-void gpuop_findings_diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
-                         gpuop_findings_diff_cb cb, void *ud)
+void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
+                               const struct gpuop_findings *cur)
 {
-    size_t i = 0, j = 0;
+    *d = (struct gpuop_findings_diff){prev, cur, 0, 0};
+}
+
+static void change(struct gpuop_finding_change *out, const struct gpuop_findings *set,
+                   const struct gpuop_finding *x, bool appeared)
+{
+    *out = (struct gpuop_finding_change){appeared,   set,     x,        gpuop_finding_node(set, x),
+                                         x->operand, x->kind, x->reason};
+}
+
+bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out)
+{
+    const struct gpuop_findings *prev = d->prev, *cur = d->cur;
     size_t np = prev ? prev->nitems : 0, nc = cur ? cur->nitems : 0;
 
-    if (!cb)
-        return;
-    while (i < np || j < nc) {
-        int c = i >= np ? 1 : j >= nc ? -1 : key_cmp(prev, &prev->items[i], cur, &cur->items[j]);
+    while (d->i < np || d->j < nc) {
+        int c = d->i >= np   ? 1
+                : d->j >= nc ? -1
+                             : key_cmp(prev, &prev->items[d->i], cur, &cur->items[d->j]);
         if (c < 0) {
-            cb(ud, prev, &prev->items[i++], false);
-        } else if (c > 0) {
-            cb(ud, cur, &cur->items[j++], true);
-        } else {
-            i++;
-            j++;
+            change(out, prev, &prev->items[d->i++], false);
+            return true;
         }
+        if (c > 0) {
+            change(out, cur, &cur->items[d->j++], true);
+            return true;
+        }
+        d->i++;
+        d->j++;
     }
+    return false;
 }

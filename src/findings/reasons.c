@@ -1,10 +1,12 @@
 /*
  * reasons.c - the finding kinds and reasons (SPEC section 5) as one table.
  *
- * This is the only place that names a reason or says what to do about it:
- * analysis.c picks the index, status/report/metrics print the strings, and
- * docs/findings.md is written from the same rows. Adding a reason is one
- * enum entry in reasons.h plus one row here (the static assert checks).
+ * This is the only place that names a reason, words its message or says
+ * what to do about it: analysis.c picks the index and fills the template's
+ * placeholders (reasons.h lists them), status/report/metrics/Events print
+ * the strings, and docs/findings.md is written from the same rows. Adding
+ * a reason is one enum entry in reasons.h plus one row here (the static
+ * assert checks).
  */
 #include <string.h>
 
@@ -25,21 +27,37 @@ static const struct {
     [GPUOP_KIND_ORDERING] = {"OrderingViolation",
                              "The operand runs while one of its prerequisites is neither "
                              "running nor provided by the host."},
+    [GPUOP_KIND_HELD] = {"Held",
+                         "The operand is labelled to run on the node, but with spec.ordering: "
+                         "enforce its DaemonSet keeps off the node until every prerequisite's "
+                         "label says \"true\" or \"false\" (not a violation: the order is "
+                         "kept)."},
 };
+
+/* Message templates: every pod state reads the same ("<pod> is Pending:
+ * ImagePullBackOff - ..., 2 restarts"); a pod left running where it is not
+ * expected may be on its way out. */
+#define POD_STATE_MESSAGE "Pod <detail>."
+#define TERMINATING_NOTE                                                                           \
+    "[terminating: It is terminating since <terminating> and still serves until it stops.]"
 
 #define M GPUOP_KIND_MISSING
 #define N GPUOP_KIND_NOT_SCHEDULED
 #define U GPUOP_KIND_UNEXPECTED
 #define O GPUOP_KIND_ORDERING
+#define H GPUOP_KIND_HELD
 
 static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_DAEMONSET_ABSENT] =
-        {M, "DaemonSetAbsent", "The operand's DaemonSet does not exist.",
+        {M, "DaemonSetAbsent", "DaemonSet <ds> does not exist.",
+         "The operand's DaemonSet does not exist.",
          "gpuop creates it when the policy is applied: check the GpuPolicy's Reconciled "
          "condition and the operator's log.",
          NULL, NULL},
     [GPUOP_REASON_TAINT_NOT_TOLERATED] =
         {M, "TaintNotTolerated",
+         "Taint <detail> on the node is not tolerated by DaemonSet <ds>, so no <operand> pod "
+         "runs here.",
          "A NoSchedule or NoExecute taint on the node is not tolerated by the DaemonSet, so "
          "the DaemonSet controller places no pod here (the node also drops out of "
          "desiredNumberScheduled).",
@@ -47,57 +65,81 @@ static const struct gpuop_reason_info reasons[] = {
          "remove the taint from the node.",
          NULL, NULL},
     [GPUOP_REASON_POD_NOT_CREATED] =
-        {M, "PodNotCreated", "The DaemonSet exists and should place a pod here, but none exists.",
+        {M, "PodNotCreated",
+         "DaemonSet <ds> has no pod on this node yet[since: (the DaemonSet and the node both exist "
+         "since <since>)].",
+         "The DaemonSet exists and should place a pod here, but none exists.",
          "The DaemonSet controller normally adds the pod within seconds of the label; if this "
          "lasts, look at the DaemonSet's events and the kube-controller-manager.",
          NULL, NULL},
     [GPUOP_REASON_POD_UNSCHEDULABLE] =
-        {M, "PodUnschedulable", "The pod exists but the scheduler cannot bind it to the node.",
+        {M, "PodUnschedulable", POD_STATE_MESSAGE,
+         "The pod exists but the scheduler cannot bind it to the node.",
          "Read the scheduler's message: usually the node lacks CPU or memory for the "
          "requests under spec.<key>.resources, or a host port is taken.",
          NULL, NULL},
     [GPUOP_REASON_IMAGE_PULL_FAILED] =
-        {M, "ImagePullFailed", "The node cannot pull the operand's image.",
+        {M, "ImagePullFailed", POD_STATE_MESSAGE, "The node cannot pull the operand's image.",
          "Check the image reference under spec.<key>.image, the registry's reachability "
          "from the node and any image pull secret.",
          NULL, NULL},
     [GPUOP_REASON_CRASH_LOOP] =
-        {M, "CrashLoopBackOff", "A container of the pod keeps exiting and is being restarted.",
+        {M, "CrashLoopBackOff", POD_STATE_MESSAGE,
+         "A container of the pod keeps exiting and is being restarted.",
          "Read the container's log (kubectl logs --previous); for the driver, check the kernel "
          "headers and that no driver is preinstalled on the host.",
          NULL, NULL},
     [GPUOP_REASON_POD_PENDING] =
-        {M, "PodPending", "The pod is bound to the node but its containers have not started.",
+        {M, "PodPending", POD_STATE_MESSAGE,
+         "The pod is bound to the node but its containers have not started.",
          "Usually transient (image download, volume mounts); if it lasts, describe the pod and "
          "read its events.",
          NULL, NULL},
     [GPUOP_REASON_POD_NOT_READY] =
-        {M, "PodNotReady", "The pod is Running but not Ready.",
+        {M, "PodNotReady", POD_STATE_MESSAGE, "The pod is Running but not Ready.",
          "Its readiness probe fails or a container is still starting: read the pod's events and "
          "logs.",
          NULL, NULL},
     [GPUOP_REASON_POD_FAILED] =
-        {M, "PodFailed", "The pod ended (Failed or Succeeded) or its state is Unknown.",
+        {M, "PodFailed", POD_STATE_MESSAGE,
+         "The pod ended (Failed or Succeeded) or its state is Unknown.",
          "Describe the pod and read its logs; delete it to let the DaemonSet controller create "
          "a new one.",
          NULL, NULL},
     [GPUOP_REASON_POD_TERMINATING] =
-        {M, "PodTerminating", "The pod is being deleted and no replacement runs yet.",
+        {M, "PodTerminating", POD_STATE_MESSAGE,
+         "The pod is being deleted and no replacement runs yet.",
          "Usually transient (rolling update); if the pod stays Terminating, the node's kubelet "
          "may be unreachable.",
          NULL, NULL},
+    [GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING] =
+        {M, "DevicePluginAdvertisesNothing",
+         "Pod <detail> is Running and Ready since <since>, but the node advertises no "
+         "nvidia.com/gpu (capacity <capacity>, allocatable <allocatable>).",
+         "The device plugin has been Running and Ready for longer than the policy's advertise "
+         "grace (spec.findings.advertiseGracePeriodSeconds) and the node still advertises no "
+         "nvidia.com/gpu: GPU pods cannot be scheduled here.",
+         "Read the device plugin's log: it finds no GPU when the driver or the container "
+         "toolkit does not work on the node, or it cannot register with the kubelet "
+         "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
+         "device-plugin", NULL},
     [GPUOP_REASON_LABEL_ABSENT] =
-        {N, "LabelAbsent", "The node has no nvidia.com/gpu.deploy.<operand> label.",
+        {N, "LabelAbsent", "Label nvidia.com/gpu.deploy.<operand> is absent: nothing happens here.",
+         "The node has no nvidia.com/gpu.deploy.<operand> label.",
          "Label the node nvidia.com/gpu.deploy.<operand>=true to run the operand here, or "
          "=false if the host provides it.",
          NULL, NULL},
     [GPUOP_REASON_LABEL_EMPTY] =
-        {N, "LabelEmpty", "The node's nvidia.com/gpu.deploy.<operand> label has an empty value.",
+        {N, "LabelEmpty",
+         "Label nvidia.com/gpu.deploy.<operand> is \"\" (empty): nothing happens here.",
+         "The node's nvidia.com/gpu.deploy.<operand> label has an empty value.",
          "An empty value selects nothing: set it to \"true\" to run the operand here, or "
          "\"false\" if the host provides it.",
          NULL, NULL},
     [GPUOP_REASON_LABEL_PAUSED] =
         {N, "LabelPaused",
+         "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\": <operand> is paused here, nothing "
+         "runs.",
          "The node's nvidia.com/gpu.deploy.<operand> label is \"paused...\" (the GPU Operator "
          "pauses operands this way during upgrades).",
          "When the maintenance is over, set the label back to \"true\" (or \"false\" if the host "
@@ -105,17 +147,24 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL},
     [GPUOP_REASON_LABEL_INVALID] =
         {N, "LabelInvalid",
+         "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\", which is neither \"true\" nor "
+         "\"false\": nothing happens here.",
          "The node's nvidia.com/gpu.deploy.<operand> label has a value other than true or "
          "false.",
          "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it.",
          NULL, NULL},
     [GPUOP_REASON_OPERAND_DISABLED] =
-        {U, "OperandDisabled", "The operand is disabled in the policy but a pod of it still runs.",
+        {U, "OperandDisabled",
+         "Pod <detail> runs although <operand> is disabled in the policy "
+         "(spec.<key>.enabled=false)." TERMINATING_NOTE,
+         "The operand is disabled in the policy but a pod of it still runs.",
          "gpuop deletes the DaemonSet of a disabled operand; if the pod stays, delete it, or "
          "enable the operand again.",
          NULL, NULL},
     [GPUOP_REASON_NODE_OPTED_OUT] =
         {U, "NodeOptedOut",
+         "Pod <detail> runs although the node is labelled "
+         "nvidia.com/gpu.deploy.operands=false." TERMINATING_NOTE,
          "The node is labelled nvidia.com/gpu.deploy.operands=false but a pod of the operand "
          "runs there (its own deploy label is still \"true\").",
          "Remove or set to \"false\" the operand's deploy label on the node, or drop the "
@@ -123,17 +172,35 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL},
     [GPUOP_REASON_LABEL_NOT_TRUE] =
         {U, "LabelNotTrue",
+         "Pod <detail> runs although label nvidia.com/gpu.deploy.<operand> is "
+         "<label-state>." TERMINATING_NOTE,
          "A pod of the operand runs although the node's deploy label is not \"true\" (a pod left "
          "after its label went).",
          "The DaemonSet controller removes such pods within seconds; if it stays, delete the pod "
          "or set the label back to \"true\".",
          NULL, NULL},
     [GPUOP_REASON_NOT_GPU_NODE] =
-        {U, "NotGpuNode", "A pod of the operand runs on a node that is not a GPU node.",
+        {U, "NotGpuNode",
+         "Pod <detail> runs on a node that has none of the GPU node labels." TERMINATING_NOTE,
+         "A pod of the operand runs on a node that is not a GPU node.",
          "Delete the pod; label the node nvidia.com/gpu.present=true if it does have a GPU.", NULL,
          NULL},
+    [GPUOP_REASON_POD_STUCK_TERMINATING] =
+        {U, "PodStuckTerminating",
+         "Pod <detail> was deleted at <since>, more than <grace> s ago, and still runs.",
+         "A pod of the operand was deleted longer ago than the policy's terminating grace "
+         "(spec.findings.terminatingGracePeriodSeconds) and still runs: something holds it.",
+         "Look at the pod's metadata.finalizers: a finalizer whose controller is gone keeps the "
+         "pod for ever (remove it with kubectl patch). If the node is NotReady, its kubelet "
+         "stopped answering: bring it back, or once the machine is known dead delete the pod "
+         "with --force --grace-period=0.",
+         NULL, NULL},
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
+         "<operand> runs but <prereq> neither runs nor is host-provided: the node "
+         "[advertised:advertises <allocatable> nvidia.com/gpu][unadvertised:will advertise "
+         "nvidia.com/gpu once the plugin registers], so GPU pods will be scheduled here and fail "
+         "to get a GPU." TERMINATING_NOTE,
          "The device plugin runs while the container toolkit does not: the node advertises "
          "nvidia.com/gpu, the scheduler places GPU pods here, and they fail to get a GPU.",
          "Make the container toolkit run on the node (label "
@@ -142,10 +209,35 @@ static const struct gpuop_reason_info reasons[] = {
          "device-plugin", "container-toolkit"},
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
+         "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
+         "[chain: (chain: <chain>)]." TERMINATING_NOTE,
          "The operand runs while a direct or transitive prerequisite is neither running nor "
          "provided by the host.",
-         "Make <operand> run on the node (label nvidia.com/gpu.deploy.<operand>=true), or set "
+         "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "
          "that label to \"false\" if the host provides it.",
+         NULL, NULL},
+    [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
+        {O, "GpusAdvertisedWithoutToolkit",
+         "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "
+         "<prereq> neither runs nor is host-provided, and no <operand> pod runs: GPU pods will be "
+         "scheduled here and fail to get a GPU.",
+         "The node advertises nvidia.com/gpu to the scheduler while the container toolkit "
+         "neither runs nor is host-provided (the capacity outlives the device plugin's pod for "
+         "a while): GPU pods are scheduled here and fail to get a GPU.",
+         "Make the container toolkit run on the node (label "
+         "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it); "
+         "until then cordon the node, or move the GPU pods bound here elsewhere.",
+         "device-plugin", "container-toolkit"},
+    [GPUOP_REASON_HELD_BY_PREREQUISITE] =
+        {H, "HeldByPrerequisite",
+         "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "
+         "requires label nvidia.com/gpu.deploy.<prereq> to be \"true\" or \"false\", and it is "
+         "<prereq-label>.",
+         "The operand's label is \"true\" but the label of a prerequisite up its chain is "
+         "neither \"true\" nor \"false\", so the enforced order keeps the operand off the "
+         "node.",
+         "Label the node nvidia.com/gpu.deploy.<prereq>=true to run <prereq> here (<operand> "
+         "follows once it runs), or =false if the host provides it.",
          NULL, NULL},
 };
 
@@ -153,6 +245,7 @@ static const struct gpuop_reason_info reasons[] = {
 #undef N
 #undef U
 #undef O
+#undef H
 
 _Static_assert(sizeof(reasons) / sizeof(reasons[0]) == GPUOP_REASON_COUNT,
                "one row per enum gpuop_reason");
@@ -180,6 +273,9 @@ int gpuop_reason_by_name(const char *name)
     return -1;
 }
 
+/* The first ordering row of the pair: DevicePluginWithoutToolkit (a
+ * running plugin) comes before GpusAdvertisedWithoutToolkit, which the
+ * analysis picks by index when no plugin runs. */
 int gpuop_reason_ordering(const char *op, const char *prereq)
 {
     for (int i = 0; op && prereq && i < GPUOP_REASON_COUNT; i++)

@@ -31,7 +31,9 @@ static const struct {
     [GPUOP_CELL_HOST_PROVIDED] = {"h", "host-provided (label \"false\")", "\033[36m"},
     [GPUOP_CELL_DISABLED] = {"d", "disabled in the policy (host-provided)", "\033[36m"},
     [GPUOP_CELL_UNEXPECTED] = {"U", "running but not expected", "\033[35m"},
-    [GPUOP_CELL_VIOLATION] = {"V", "running without a prerequisite", "\033[1;31m"},
+    [GPUOP_CELL_VIOLATION] = {"V", "running (or advertising GPUs) without a prerequisite",
+                              "\033[1;31m"},
+    [GPUOP_CELL_HELD] = {"H", "held by a prerequisite's label (ordering: enforce)", "\033[33m"},
 };
 
 #define RESET "\033[0m"
@@ -127,10 +129,12 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
         }
         fputc('\n', out);
     }
-    static const int order[] = {GPUOP_CELL_RUNNING,       GPUOP_CELL_MISSING,
-                                GPUOP_CELL_NOT_SCHEDULED, GPUOP_CELL_VIOLATION,
-                                GPUOP_CELL_UNEXPECTED,    GPUOP_CELL_HOST_PROVIDED,
-                                GPUOP_CELL_DISABLED,      GPUOP_CELL_NA};
+    static const int order[] = {
+        GPUOP_CELL_RUNNING,       GPUOP_CELL_MISSING,    GPUOP_CELL_NOT_SCHEDULED,
+        GPUOP_CELL_VIOLATION,     GPUOP_CELL_UNEXPECTED, GPUOP_CELL_HELD,
+        GPUOP_CELL_HOST_PROVIDED, GPUOP_CELL_DISABLED,   GPUOP_CELL_NA};
+    _Static_assert(sizeof(order) / sizeof(order[0]) == GPUOP_CELL_COUNT,
+                   "every cell in the legend");
     fputs("\nlegend: ", out);
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
         fprintf(out, "%s%s %s",
@@ -252,15 +256,18 @@ static void summary(FILE *out, const struct gpuop_findings *f, const struct gpuo
         if (!f->nitems)
             return;
     }
+    char held[32] = "";
+    if (f->by_kind[GPUOP_KIND_HELD])
+        snprintf(held, sizeof(held), ", Held %zu", f->by_kind[GPUOP_KIND_HELD]);
     fprintf(out, "Summary: %zu GPU node%s, %zu complete", f->gpu_nodes,
             f->gpu_nodes == 1 ? "" : "s", f->complete_nodes);
     if (f->nitems)
         fprintf(out,
                 ", %zu node%s with findings (Missing %zu, NotScheduled %zu, Unexpected %zu, "
-                "OrderingViolation %zu)",
+                "OrderingViolation %zu%s)",
                 f->finding_nodes, f->finding_nodes == 1 ? "" : "s", f->by_kind[GPUOP_KIND_MISSING],
                 f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
-                f->by_kind[GPUOP_KIND_ORDERING]);
+                f->by_kind[GPUOP_KIND_ORDERING], held);
     if (f->violations)
         fprintf(out, "; operand chain broken on %zu node%s", f->violations,
                 f->violations == 1 ? "" : "s");

@@ -117,13 +117,17 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
     } else {
         st = "False";
         reason = "FindingsPresent";
+        char held[32] = "";
+        if (f->by_kind[GPUOP_KIND_HELD])
+            snprintf(held, sizeof(held), ", Held %zu", f->by_kind[GPUOP_KIND_HELD]);
         snprintf(msg, sizeof(msg),
                  "%zu of %zu GPU nodes are complete; %zu node%s with findings (Missing %zu, "
-                 "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu): see status.nodes.",
+                 "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu%s): see "
+                 "status.nodes.",
                  f->complete_nodes, f->gpu_nodes, f->finding_nodes,
                  f->finding_nodes == 1 ? "" : "s", f->by_kind[GPUOP_KIND_MISSING],
                  f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
-                 f->by_kind[GPUOP_KIND_ORDERING]);
+                 f->by_kind[GPUOP_KIND_ORDERING], held);
     }
     if (add_condition(conds, prev, "Ready", st, reason, msg, gen, now) < 0)
         return -1;
@@ -160,15 +164,17 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                  "No operand runs without its prerequisites (running or host-provided).");
     } else {
         st = "False";
+        bool gpuless = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] ||
+                       f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT];
         reason = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
                      ? "DevicePluginWithoutToolkit"
+                 : f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT]
+                     ? "GpusAdvertisedWithoutToolkit"
                      : "OrderingViolations";
         reason_counts(f, GPUOP_KIND_ORDERING, a, sizeof(a));
         snprintf(msg, sizeof(msg), "The operand chain is broken on %zu node%s (%s).%s",
                  f->violations, f->violations == 1 ? "" : "s", a,
-                 f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
-                     ? " GPU pods scheduled on those nodes fail to get a GPU."
-                     : "");
+                 gpuless ? " GPU pods scheduled on those nodes fail to get a GPU." : "");
     }
     if (add_condition(conds, prev, "OrderingValid", st, reason, msg, gen, now) < 0)
         return -1;
@@ -241,7 +247,17 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
                 goto fail;
     if (!fs || !hp)
         goto fail;
-    return json_pack("{s:s, s:o, s:o}", "name", r->name, "findings", fs, "hostProvided", hp);
+    json_t *e = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "name", r->name, "findings", fs,
+                          "hostProvided", hp, "gpus", "capacity", (int)r->gpus.capacity,
+                          "allocatable", (int)r->gpus.allocatable);
+    if (e && (r->gpus.mig_capacity || r->gpus.mig_allocatable) &&
+        json_object_set_new(e, "migDevices",
+                            json_pack("{s:i, s:i}", "capacity", (int)r->gpus.mig_capacity,
+                                      "allocatable", (int)r->gpus.mig_allocatable)) < 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
 fail:
     json_decref(fs);
     json_decref(hp);
@@ -274,8 +290,9 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
 
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
 {
-    return json_pack("{s:I, s:I, s:I, s:b}", "gpuNodes", (json_int_t)f->gpu_nodes, "completeNodes",
-                     (json_int_t)f->complete_nodes, "violations", (json_int_t)f->violations,
+    return json_pack("{s:I, s:I, s:I, s:I, s:b}", "gpuNodes", (json_int_t)f->gpu_nodes,
+                     "completeNodes", (json_int_t)f->complete_nodes, "violations",
+                     (json_int_t)f->violations, "advertisedGpus", (json_int_t)f->advertised_gpus,
                      "truncated", truncated);
 }
 

@@ -115,15 +115,13 @@ static size_t align8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-/* The name a *_new() caller offers to lend, when it may be used: only for
- * a block that holds its struct (fill NULL: *_free() frees the name) and
- * only when it is the object's name (a store keyed "namespace/name" would
- * offer its key, which is not). */
-static const char *borrowable(json_t *obj, const char *name, const void *fill)
+/* The name a *_new() caller offers to lend, when it may be used: only when
+ * it is the object's name (a store keyed "namespace/name" would offer its
+ * key, which is not). */
+static const char *borrowable(json_t *obj, const char *name)
 {
     const char *own = jstr(jobj(obj, "metadata"), "name");
-    return !fill && name && own && strnlen(own, NAME_MAX_LEN + 1) <= NAME_MAX_LEN &&
-                   strcmp(name, own) == 0
+    return name && own && strnlen(own, NAME_MAX_LEN + 1) <= NAME_MAX_LEN && strcmp(name, own) == 0
                ? name
                : NULL;
 }
@@ -207,6 +205,15 @@ static long long jtime(json_t *o, const char *key)
     return t < 0 ? 0 : t;
 }
 
+/* A pod's 32-bit time (model.h): 0 stays "none", anything before the
+ * epoch's second second or unreadable becomes GPUOP_TIME_UNREADABLE. */
+static uint32_t time32(long long t)
+{
+    if (t <= (long long)GPUOP_TIME_UNREADABLE)
+        return GPUOP_TIME_UNREADABLE;
+    return t > (long long)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
 /* ---- tolerations ---- */
 
 static bool empty(const char *s)
@@ -286,6 +293,50 @@ static bool excluding_effect(const char *effect)
     return effect && (strcmp(effect, "NoSchedule") == 0 || strcmp(effect, "NoExecute") == 0);
 }
 
+/* A quantity of an extended resource ("8"; "1k" is legal too) as a count,
+ * saturating at UINT16_MAX; 0 for what is not a whole number. */
+static unsigned long quantity(json_t *v)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v) > 0 ? (unsigned long)json_integer_value(v) : 0;
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    unsigned long n = 0;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        if ((n = n * 10 + (unsigned long)(*s - '0')) > UINT16_MAX)
+            return UINT16_MAX;
+    static const struct {
+        const char *suffix;
+        unsigned long mult;
+    } si[] = {{"", 1}, {"k", 1000}, {"M", 1000000}, {"G", 1000000000}};
+    for (size_t i = 0; i < sizeof(si) / sizeof(si[0]); i++)
+        if (strcmp(s, si[i].suffix) == 0)
+            return n && si[i].mult > UINT16_MAX / n ? UINT16_MAX : n * si[i].mult;
+    return 0;
+}
+
+static uint16_t sat_add(uint16_t a, unsigned long b)
+{
+    return b >= (unsigned long)(UINT16_MAX - a) ? UINT16_MAX : (uint16_t)(a + b);
+}
+
+/* nvidia.com/gpu into *gpu, the nvidia.com/mig-* resources summed into *mig. */
+static void gpu_resources(json_t *list, uint16_t *gpu, uint16_t *mig)
+{
+    const char *key;
+    json_t *v;
+    if (!json_is_object(list))
+        return;
+    json_object_foreach(list, key, v)
+    {
+        if (strcmp(key, GPUOP_RESOURCE_GPU) == 0)
+            *gpu = sat_add(0, quantity(v));
+        else if (strncmp(key, GPUOP_RESOURCE_MIG_PREFIX, strlen(GPUOP_RESOURCE_MIG_PREFIX)) == 0)
+            *mig = sat_add(*mig, quantity(v));
+    }
+}
+
 static bool kept_taint(json_t *t)
 {
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
@@ -307,9 +358,12 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     n->deploy_other = *nother ? others : NULL;
     size_t i;
     json_t *t;
+    json_t *status = jobj(obj, "status");
+    gpu_resources(jobj(status, "capacity"), &n->gpus.capacity, &n->gpus.mig_capacity);
+    gpu_resources(jobj(status, "allocatable"), &n->gpus.allocatable, &n->gpus.mig_allocatable);
     json_array_foreach(jarr(jobj(obj, "spec"), "taints"), i, t)
     {
-        if (!kept_taint(t))
+        if (!kept_taint(t) || n->ntaints >= GPUOP_MODEL_TAINTS_MAX)
             continue;
         char *key = pack(k, jstr(t, "key"), NAME_MAX_LEN);
         char *value = pack(k, jstr(t, "value"), NAME_MAX_LEN);
@@ -321,47 +375,35 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     n->taints = n->ntaints ? taints : NULL;
 }
 
-/* One allocation: [head bytes][strings][taints][other values], name
- * first among the strings. fill NULL: head is the struct itself (returned); else *fill is
- * filled and the block starts at fill->name. */
-static int node_read(json_t *obj, const char *name, struct gpuop_node *fill,
-                     struct gpuop_node **out, struct gpuop_err *err)
+/* One allocation from the pool: [struct][strings][taints][other values],
+ * name first among the strings (unless borrowed). */
+struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
-    if (!jstr(jobj(obj, "metadata"), "name"))
-        return no_name(err, "Node");
-    name = borrowable(obj, name, fill);
+    if (!jstr(jobj(obj, "metadata"), "name")) {
+        no_name(err, "Node");
+        return NULL;
+    }
+    name = borrowable(obj, name);
     struct gpuop_node tmp;
     struct packer k = {0};
     size_t nother;
     node_fields(obj, name, &tmp, &k, NULL, NULL, &nother);
-    size_t head = fill ? 0 : align8(sizeof(struct gpuop_node));
+    size_t head = align8(sizeof(struct gpuop_node));
     size_t toff = head + align8(k.need);
     size_t ooff = toff + tmp.ntaints * sizeof(struct gpuop_taint);
     size_t olen = nother ? GPUOP_OPERAND_MAX * sizeof(char *) : 0;
-    char *blk = fill ? malloc(ooff + olen) : gpuop_pool_alloc(ooff + olen);
-    if (!blk)
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+    char *blk = gpuop_pool_alloc(ooff + olen);
+    if (!blk) {
+        gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Node");
+        return NULL;
+    }
     char **others = nother ? (char **)(void *)(blk + ooff) : NULL;
     for (size_t i = 0; others && i < GPUOP_OPERAND_MAX; i++)
         others[i] = NULL;
-    struct gpuop_node *n = fill ? fill : (struct gpuop_node *)(void *)blk;
+    struct gpuop_node *n = (struct gpuop_node *)(void *)blk;
     k = (struct packer){.p = blk + head};
     node_fields(obj, name, n, &k, (struct gpuop_taint *)(void *)(blk + toff), others, &nother);
-    *out = n;
-    return 0;
-}
-
-int gpuop_node_from_json(json_t *obj, struct gpuop_node *out, struct gpuop_err *err)
-{
-    struct gpuop_node *n;
-    memset(out, 0, sizeof(*out));
-    return node_read(obj, NULL, out, &n, err);
-}
-
-struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_err *err)
-{
-    struct gpuop_node *n = NULL;
-    return node_read(obj, name, NULL, &n, err) < 0 ? NULL : n;
+    return n;
 }
 
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
@@ -371,10 +413,7 @@ const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
 
 void gpuop_node_free(struct gpuop_node *n)
 {
-    if (!n)
-        return;
-    free(n->name);
-    memset(n, 0, sizeof(*n));
+    gpuop_pool_free(n);
 }
 
 /* ---- Pod ---- */
@@ -452,16 +491,42 @@ static json_t *containers(json_t *list, json_t *first, long long *restarts)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
+_Static_assert(sizeof(struct gpuop_node) <= 64, "a node is 64 bytes before its strings");
 
-/* The phases a kubelet reports are kept as these constants, not copies. */
-static const char *const PHASES[] = {"Pending", "Running", "Succeeded", "Failed", "Unknown"};
+static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
+                                     [GPUOP_PHASE_RUNNING] = "Running",
+                                     [GPUOP_PHASE_SUCCEEDED] = "Succeeded",
+                                     [GPUOP_PHASE_FAILED] = "Failed",
+                                     [GPUOP_PHASE_UNKNOWN] = "Unknown"};
 
-static const char *pod_phase(const char *phase, struct packer *k)
+const char *gpuop_phase_name(int phase)
 {
-    for (size_t i = 0; phase && i < sizeof(PHASES) / sizeof(PHASES[0]); i++)
+    return phase > GPUOP_PHASE_NONE && phase <= GPUOP_PHASE_UNKNOWN ? PHASES[phase] : NULL;
+}
+
+static enum gpuop_phase pod_phase(json_t *status)
+{
+    json_t *v = json_is_object(status) ? json_object_get(status, "phase") : NULL;
+    const char *phase = json_is_string(v) ? json_string_value(v) : NULL;
+    if (!phase)
+        return GPUOP_PHASE_NONE;
+    for (int i = GPUOP_PHASE_PENDING; i <= GPUOP_PHASE_UNKNOWN; i++)
         if (strcmp(phase, PHASES[i]) == 0)
-            return PHASES[i];
-    return pack(k, phase, NAME_MAX_LEN);
+            return (enum gpuop_phase)i;
+    return GPUOP_PHASE_UNKNOWN; /* a phase no kubelet reports */
+}
+
+/* When the deletion of a pod being deleted was asked for (model.h). */
+static uint32_t deletion_time(json_t *meta)
+{
+    json_t *del = json_is_object(meta) ? json_object_get(meta, "deletionTimestamp") : NULL;
+    if (!del || json_is_null(del))
+        return 0;
+    long long t = gpuop_parse_time(json_string_value(del));
+    if (t < 0)
+        return GPUOP_TIME_UNREADABLE;
+    long long grace = jint(meta, "deletionGracePeriodSeconds");
+    return time32(grace > 0 && grace < t ? t - grace : t);
 }
 
 static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, struct packer *k)
@@ -471,24 +536,29 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
     memset(out, 0, sizeof(*out));
     /* first: the block's start, unless borrowed */
     out->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
-    out->operand = pod_operand(meta);
-    out->created = jtime(meta, "creationTimestamp");
-    json_t *del = json_is_object(meta) ? json_object_get(meta, "deletionTimestamp") : NULL;
-    out->deleting = del && !json_is_null(del);
+    out->operand = (int8_t)pod_operand(meta);
+    long long created = jtime(meta, "creationTimestamp");
+    out->created = created ? time32(created) : 0;
+    out->deleted = deletion_time(meta);
 
     const char *node = jstr(spec, "nodeName");
     out->bound = node && *node;
     out->node = pack(k, out->bound ? node : affinity_node(spec), NAME_MAX_LEN);
 
-    out->phase = pod_phase(jstr(status, "phase"), k);
-    out->ready = condition(status, "Ready", "True", NULL);
+    out->phase = pod_phase(status);
+    json_t *ready = NULL;
+    if (condition(status, "Ready", "True", &ready)) {
+        long long since = jtime(ready, "lastTransitionTime");
+        out->ready_since = since          ? time32(since)
+                           : out->created ? out->created
+                                          : GPUOP_TIME_UNREADABLE;
+    }
 
     long long restarts = 0;
     json_t *w = containers(jarr(status, "initContainerStatuses"), NULL, &restarts);
     w = containers(jarr(status, "containerStatuses"), w, &restarts);
-    out->restarts = restarts > INT_MAX ? INT_MAX : (int)restarts;
+    out->restarts = restarts > UINT16_MAX ? UINT16_MAX : (uint16_t)restarts;
     json_t *sched = NULL;
-    /* the message right after the reason (gpuop_pod_waiting_message) */
     const char *wr = NULL, *wm = NULL;
     if (w) {
         wr = jstr(w, "reason");
@@ -499,53 +569,36 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
     }
     if (wr) {
         out->waiting_reason = pack(k, wr, NAME_MAX_LEN);
-        pack(k, wm ? wm : "", GPUOP_MODEL_MESSAGE_MAX);
+        out->waiting_message = pack(k, wm ? wm : "", GPUOP_MODEL_MESSAGE_MAX);
     }
 }
 
-/* One allocation: [head bytes][strings], name first. fill NULL: head is
- * the struct itself; else *fill is filled and the block is fill->name. */
-static int pod_read(json_t *obj, const char *name, struct gpuop_pod *fill, struct gpuop_pod **out,
-                    struct gpuop_err *err)
+/* One allocation from the pool: [struct][strings], name first (unless borrowed). */
+struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
-    if (!jstr(jobj(obj, "metadata"), "name"))
-        return no_name(err, "Pod");
-    name = borrowable(obj, name, fill);
+    if (!jstr(jobj(obj, "metadata"), "name")) {
+        no_name(err, "Pod");
+        return NULL;
+    }
+    name = borrowable(obj, name);
     struct gpuop_pod tmp;
     struct packer k = {0};
     pod_fields(obj, name, &tmp, &k);
-    size_t head = fill ? 0 : align8(sizeof(struct gpuop_pod));
-    char *blk = fill ? malloc(head + k.need) : gpuop_pool_alloc(head + k.need);
-    if (!blk)
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
-    struct gpuop_pod *p = fill ? fill : (struct gpuop_pod *)(void *)blk;
+    size_t head = align8(sizeof(struct gpuop_pod));
+    char *blk = gpuop_pool_alloc(head + k.need);
+    if (!blk) {
+        gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
+        return NULL;
+    }
+    struct gpuop_pod *p = (struct gpuop_pod *)(void *)blk;
     k = (struct packer){.p = blk + head};
     pod_fields(obj, name, p, &k);
-    *out = p;
-    return 0;
-}
-
-int gpuop_pod_from_json(json_t *obj, struct gpuop_pod *out, struct gpuop_err *err)
-{
-    struct gpuop_pod *p;
-    memset(out, 0, sizeof(*out));
-    out->operand = -1;
-    return pod_read(obj, NULL, out, &p, err);
-}
-
-struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
-{
-    struct gpuop_pod *p = NULL;
-    return pod_read(obj, name, NULL, &p, err) < 0 ? NULL : p;
+    return p;
 }
 
 void gpuop_pod_free(struct gpuop_pod *p)
 {
-    if (!p)
-        return;
-    free(p->name);
-    memset(p, 0, sizeof(*p));
-    p->operand = -1;
+    gpuop_pool_free(p);
 }
 
 /* ---- DaemonSet ---- */
@@ -604,7 +657,8 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
         a->created != b->created || a->ntaints != b->ntaints ||
-        memcmp(a->deploy, b->deploy, sizeof(a->deploy)))
+        memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
+        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)))
         return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
         if (!str_eq(gpuop_node_deploy_value(a, i), gpuop_node_deploy_value(b, i)))
@@ -619,11 +673,11 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
 {
-    return a->operand == b->operand && a->bound == b->bound && a->ready == b->ready &&
-           a->deleting == b->deleting && a->restarts == b->restarts && a->created == b->created &&
-           str_eq(a->name, b->name) && str_eq(a->node, b->node) && str_eq(a->phase, b->phase) &&
-           str_eq(a->waiting_reason, b->waiting_reason) &&
-           str_eq(gpuop_pod_waiting_message(a), gpuop_pod_waiting_message(b));
+    return a->operand == b->operand && a->bound == b->bound && a->phase == b->phase &&
+           a->ready_since == b->ready_since && a->deleted == b->deleted &&
+           a->restarts == b->restarts && a->created == b->created && str_eq(a->name, b->name) &&
+           str_eq(a->node, b->node) && str_eq(a->waiting_reason, b->waiting_reason) &&
+           str_eq(a->waiting_message, b->waiting_message);
 }
 
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)

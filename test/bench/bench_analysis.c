@@ -26,13 +26,6 @@ static double ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void count(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
-                  bool appeared)
-{
-    (void)f, (void)x, (void)appeared;
-    (*(size_t *)ud)++;
-}
-
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 5000;
@@ -85,8 +78,8 @@ int main(int argc, char **argv)
             p->node = strdup(nodes[i].name);
             p->bound = true;
             p->operand = o;
-            p->phase = i % 89 == 0 && o == 0 ? "Pending" : "Running";
-            p->ready = !(i % 89 == 0 && o == 0);
+            p->phase = i % 89 == 0 && o == 0 ? GPUOP_PHASE_PENDING : GPUOP_PHASE_RUNNING;
+            p->ready_since = i % 89 == 0 && o == 0 ? 0 : GPUOP_TIME_UNREADABLE;
             pp[npods] = p;
             npods++;
         }
@@ -115,7 +108,11 @@ int main(int argc, char **argv)
     gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2);
     size_t events = 0;
     t = ms();
-    gpuop_findings_diff(&f1, &f2, count, &events);
+    struct gpuop_findings_diff d;
+    struct gpuop_finding_change c;
+    gpuop_findings_diff_begin(&d, &f1, &f2);
+    while (gpuop_findings_diff_next(&d, &c))
+        events++;
     printf("findings_diff %.2f ms (%zu events)\n", ms() - t, events);
 
     json_decref(st);

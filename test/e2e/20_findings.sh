@@ -16,7 +16,7 @@ on_exit 'gpuop_kill; gpuop_uninstall'
 
 OPERANDS=(driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator)
 labels_all() {
-	local out="--label nvidia.com/gpu.present=true" op
+	local out="--label nvidia.com/gpu.present=true --capacity nvidia.com/gpu=8" op
 	for op in "${OPERANDS[@]}"; do
 		case " $* " in *" $op "*) continue ;; esac
 		out="$out --label nvidia.com/gpu.deploy.$op=true"

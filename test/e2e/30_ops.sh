@@ -54,7 +54,7 @@ log "GPU nodes: one complete, one with only a driver label"
 A=$(unique ops-a)
 B=$(unique ops-b)
 all_labels() {
-	local l="--label nvidia.com/gpu.present=true" op
+	local l="--label nvidia.com/gpu.present=true --capacity nvidia.com/gpu=8" op
 	for op in driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator; do
 		[[ " $* " == *" $op "* ]] || l+=" --label nvidia.com/gpu.deploy.$op=true"
 	done

@@ -2,10 +2,9 @@
  * fuzz_model.c - libFuzzer target for the converters of Kubernetes JSON
  * into the compact model (src/model/model.c): node, pod and DaemonSet. The
  * input is parsed with jansson and handed to each converter; none may
- * crash or leak, an error must come with a terminated message, and the two
- * forms of the node and pod converters (*_from_json into a struct, *_new as
- * one pooled block) must agree: both succeed with equal results, or both
- * fail.
+ * crash or leak, an error must come with a terminated message, and a node
+ * or pod read twice (gpuop_*_new, one pooled block each) must be equal to
+ * itself: both reads succeed with equal results, or both fail.
  *
  * Built by CMake with clang (test/fuzz/CMakeLists.txt) and run briefly by
  * ctest (fuzz/fuzz_model); by hand:
@@ -16,7 +15,6 @@
 #include <string.h>
 
 #include "gpuop/model.h"
-#include "gpuop/pool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,28 +31,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!obj)
         return 0;
 
-    struct gpuop_node n;
-    memset(&n, 0, sizeof(n));
-    int rc = gpuop_node_from_json(obj, &n, &err);
-    check_err(rc, &err);
-    struct gpuop_node *nn = gpuop_node_new(obj, NULL, &err);
-    if ((rc == 0) != (nn != NULL) || (nn && !gpuop_node_equal(&n, nn)))
+    struct gpuop_node *n1 = gpuop_node_new(obj, NULL, &err);
+    check_err(n1 ? 0 : err.rc ? err.rc : -1, &err);
+    struct gpuop_node *n2 = gpuop_node_new(obj, NULL, &err);
+    if (!n1 != !n2 || (n1 && !gpuop_node_equal(n1, n2)))
         abort();
-    if (rc == 0)
-        gpuop_node_free(&n);
-    gpuop_pool_free(nn);
+    gpuop_node_free(n1);
+    gpuop_node_free(n2);
 
-    struct gpuop_pod p;
-    memset(&p, 0, sizeof(p));
-    rc = gpuop_pod_from_json(obj, &p, &err);
-    check_err(rc, &err);
-    struct gpuop_pod *pn = gpuop_pod_new(obj, NULL, &err);
-    if ((rc == 0) != (pn != NULL) || (pn && !gpuop_pod_equal(&p, pn)))
+    struct gpuop_pod *p1 = gpuop_pod_new(obj, NULL, &err);
+    check_err(p1 ? 0 : err.rc ? err.rc : -1, &err);
+    struct gpuop_pod *p2 = gpuop_pod_new(obj, NULL, &err);
+    if (!p1 != !p2 || (p1 && !gpuop_pod_equal(p1, p2)))
         abort();
-    if (rc == 0)
-        gpuop_pod_free(&p);
-    gpuop_pool_free(pn);
+    gpuop_pod_free(p1);
+    gpuop_pod_free(p2);
 
+    int rc;
     struct gpuop_ds d;
     memset(&d, 0, sizeof(d));
     rc = gpuop_ds_from_json(obj, &d, &err);

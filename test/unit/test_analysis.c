@@ -46,6 +46,8 @@ static void world_init(struct world *w)
     for (int i = 0; i < gpuop_operand_count(); i++)
         w->pol.operands[i].enabled = true;
     w->pol.generation = 1;
+    w->pol.terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
+    w->pol.advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
 }
 
 /* labels: "present=true driver=true operands=false ..." (short names for the
@@ -126,6 +128,24 @@ static void add_all_ds(struct world *w)
         add_ds(w, gpuop_operand_get(i)->name);
 }
 
+static int phase_of(const char *phase)
+{
+    for (int i = GPUOP_PHASE_PENDING; phase && i <= GPUOP_PHASE_UNKNOWN; i++)
+        if (strcmp(gpuop_phase_name(i), phase) == 0)
+            return i;
+    return GPUOP_PHASE_NONE;
+}
+
+/* now (T0 + 1000) is 100 s into the deletion of a pod this marks: within
+ * the default terminating grace of 300 s. */
+#define DELETED_AT (T0 + 900)
+
+static struct gpuop_pod *terminating(struct gpuop_pod *p)
+{
+    p->deleted = DELETED_AT;
+    return p;
+}
+
 static struct gpuop_pod *add_pod(struct world *w, const char *opname, const char *node,
                                  const char *phase, bool ready)
 {
@@ -136,10 +156,14 @@ static struct gpuop_pod *add_pod(struct world *w, const char *opname, const char
     p->operand = op(opname);
     p->node = strdup(node);
     p->bound = true;
-    p->phase = phase ? strdup(phase) : NULL;
-    p->ready = ready;
+    p->phase = phase_of(phase);
     p->created = T0 + 200;
+    p->ready_since = ready ? p->created : 0;
     w->pods[w->np++] = p;
+    /* as on a real node, a running device plugin makes the kubelet advertise GPUs */
+    for (size_t i = 0; i < w->nn && p->operand == op("device-plugin") && ready; i++)
+        if (strcmp(w->nodes[i]->name, node) == 0)
+            w->nodes[i]->gpus.capacity = w->nodes[i]->gpus.allocatable = 8;
     return p;
 }
 
@@ -179,16 +203,17 @@ static void analyze(struct world *w)
         int len = gpuop_finding_message(&w->f, x, msg, sizeof(msg));
         assert_true(len > 20 && (size_t)len < sizeof(msg));
         assert_int_equal(strlen(msg), (size_t)len);
-        assert_null(strstr(msg, "<operand>"));
-        assert_null(strstr(msg, "<key>"));
+        /* every placeholder of the reason's templates was filled */
+        if (strchr(msg, '<') || strchr(msg, '[') || strchr(msg, ']'))
+            fail_msg("unfilled template in \"%s\"", msg);
         assert_int_equal(x->kind, gpuop_reason_get(x->reason)->kind);
         seen[x->reason]++;
     }
 }
 
 /* The structs here are built by hand, one allocation per string, so they
- * are freed by hand too (gpuop_*_free knows the packed layout of
- * gpuop_*_from_json). */
+ * are freed by hand too (gpuop_*_free releases the one block gpuop_*_new
+ * makes). */
 static void hand_node_free(struct gpuop_node *n)
 {
     if (!n)
@@ -206,16 +231,12 @@ static void hand_node_free(struct gpuop_node *n)
     free(n);
 }
 
-/* A hand-built pod's waiting reason and message: one allocation, the
- * message right after the reason (gpuop_pod_waiting_message). */
 static void set_waiting(struct gpuop_pod *p, const char *reason, const char *message)
 {
     free(p->waiting_reason);
-    size_t r = strlen(reason), m = strlen(message);
-    p->waiting_reason = malloc(r + m + 2);
-    assert_non_null(p->waiting_reason);
-    memcpy(p->waiting_reason, reason, r + 1);
-    memcpy(p->waiting_reason + r + 1, message, m + 1);
+    free(p->waiting_message);
+    p->waiting_reason = strdup(reason);
+    p->waiting_message = strdup(message);
 }
 
 static void hand_pod_free(struct gpuop_pod *p)
@@ -224,8 +245,8 @@ static void hand_pod_free(struct gpuop_pod *p)
         return;
     free(p->name);
     free(p->node);
-    free((char *)p->phase);
-    free(p->waiting_reason); /* its message too (set_waiting) */
+    free(p->waiting_reason);
+    free(p->waiting_message);
     free(p);
 }
 
@@ -583,8 +604,12 @@ static void test_pod_states(void **state)
         {"Failed", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Failed"},
         {"Succeeded", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Succeeded"},
         {"Unknown", false, false, true, NULL, 0, GPUOP_REASON_POD_FAILED, "is Unknown"},
-        /* a terminating pod is not running, even when Running and Ready */
-        {"Running", true, true, true, NULL, 0, GPUOP_REASON_POD_TERMINATING, "is terminating"},
+        /* a terminating pod that no longer serves (a Running and Ready one still runs:
+           test_terminating_still_runs) */
+        {"Running", false, true, true, NULL, 0, GPUOP_REASON_POD_TERMINATING,
+         "is terminating since 2026-11-29T21:21:40Z, Running"},
+        {"Failed", false, true, true, NULL, 0, GPUOP_REASON_POD_TERMINATING,
+         "is terminating since 2026-11-29T21:21:40Z, Failed"},
         /* Running and Ready but not bound cannot happen; never counted as running */
         {"Running", true, false, false, NULL, 0, GPUOP_REASON_POD_PENDING, "not bound"},
     };
@@ -594,7 +619,8 @@ static void test_pod_states(void **state)
         add_ds(&w, "driver");
         add_node(&w, "n", "driver=true", NULL);
         struct gpuop_pod *p = add_pod(&w, "driver", "n", cases[i].phase, cases[i].ready);
-        p->deleting = cases[i].deleting;
+        if (cases[i].deleting)
+            terminating(p);
         p->bound = cases[i].bound;
         p->restarts = cases[i].restarts;
         if (cases[i].waiting) {
@@ -622,9 +648,9 @@ static void test_pod_choice(void **state)
     add_ds(&w, "driver");
     add_node(&w, "rolling", "driver=true", NULL);
     add_node(&w, "stuck", "driver=true", NULL);
-    add_pod(&w, "driver", "rolling", "Running", true)->deleting = true;
+    terminating(add_pod(&w, "driver", "rolling", "Running", true));
     add_pod(&w, "driver", "rolling", "Running", true);
-    add_pod(&w, "driver", "stuck", "Running", true)->deleting = true;
+    terminating(add_pod(&w, "driver", "stuck", "Running", false));
     struct gpuop_pod *fresh = add_pod(&w, "driver", "stuck", "Pending", false);
     set_waiting(fresh, "ErrImagePull", "");
     struct gpuop_pod *older = add_pod(&w, "driver", "stuck", "Pending", false);
@@ -635,6 +661,237 @@ static void test_pod_choice(void **state)
     const struct gpuop_finding *x = find(&w, "stuck", "driver", GPUOP_KIND_MISSING);
     assert_int_equal(x->reason, GPUOP_REASON_IMAGE_PULL_FAILED); /* alive and newest */
     assert_non_null(strstr(msg_of(&w, x), fresh->name));
+    world_free(&w);
+}
+
+/* Issue 13 section 0: a pod being deleted that still reports Running and
+ * Ready still runs (SPEC 5): Unexpected where its label went, it satisfies
+ * its dependents' prerequisites, it counts in runningNodes, and the
+ * finding says it is terminating. */
+static void test_terminating_still_runs(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    /* the driver label went while a finalizer holds the driver pod */
+    add_node(&w, "held", "present=true", NULL);
+    terminating(add_pod(&w, "driver", "held", "Running", true));
+    /* the toolkit label went; the toolkit pod is terminating, still runs */
+    add_node(&w, "tk", "present=true driver=true device-plugin=true", NULL);
+    run_pods(&w, "tk", "driver device-plugin");
+    terminating(add_pod(&w, "container-toolkit", "tk", "Running", true));
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "held", "driver", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_NOT_TRUE);
+    assert_non_null(strstr(msg_of(&w, x), "terminating since 2026-11-29T21:21:40Z"));
+    assert_null(find(&w, "held", "driver", GPUOP_KIND_NOT_SCHEDULED));
+    assert_int_equal(node_res(&w, "held")->cell[op("driver")], GPUOP_CELL_UNEXPECTED);
+    assert_int_equal(w.f.operands[op("driver")].running_nodes, 2);
+
+    assert_null(find(&w, "tk", "device-plugin", GPUOP_KIND_ORDERING));
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT], 0);
+    x = find(&w, "tk", "container-toolkit", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(x);
+    assert_non_null(strstr(msg_of(&w, x), "terminating"));
+    assert_int_equal(w.f.operands[op("container-toolkit")].running_nodes, 1);
+    assert_int_equal(w.f.violations, 0);
+
+    /* a device plugin on its way out still runs, and still breaks the order */
+    add_node(&w, "dp", "present=true driver=true device-plugin=true", NULL);
+    run_pods(&w, "dp", "driver");
+    terminating(add_pod(&w, "device-plugin", "dp", "Running", true));
+    analyze(&w);
+    x = find(&w, "dp", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT);
+    assert_non_null(strstr(msg_of(&w, x), "the node advertises 8 nvidia.com/gpu, so GPU pods"));
+    assert_non_null(strstr(msg_of(&w, x), "fail to get a GPU. It is terminating since "
+                                          "2026-11-29T21:21:40Z and still serves"));
+    char d[64];
+    assert_int_equal(gpuop_finding_detail(x, d, sizeof(d)), 0); /* no detail of its own */
+    world_free(&w);
+}
+
+/* A pod terminating longer than the policy's grace is a finding of its own,
+ * whether its label is still true or went; the grace ending is the next
+ * change the caller must reconcile at. */
+static void test_stuck_terminating(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "labelled", "present=true driver=true", NULL);
+    add_node(&w, "unlabelled", "present=true", NULL);
+    add_node(&w, "fresh", "present=true driver=true", NULL);
+    struct gpuop_pod *a = add_pod(&w, "driver", "labelled", "Running", true);
+    struct gpuop_pod *b = add_pod(&w, "driver", "unlabelled", "Running", true);
+    a->deleted = b->deleted = T0 + 600;                           /* 400 s ago, grace 300 s */
+    terminating(add_pod(&w, "driver", "fresh", "Running", true)); /* 100 s ago */
+    analyze(&w);
+    for (int i = 0; i < 2; i++) {
+        const char *node = i ? "unlabelled" : "labelled";
+        const struct gpuop_finding *x = find(&w, node, "driver", GPUOP_KIND_UNEXPECTED);
+        assert_non_null(x);
+        assert_int_equal(x->reason, GPUOP_REASON_POD_STUCK_TERMINATING);
+        assert_int_equal(gpuop_finding_since(x), T0 + 600);
+        const char *m = msg_of(&w, x);
+        assert_non_null(strstr(m, "was deleted at 2026-11-29T21:16:40Z, more than 300 s ago"));
+        assert_non_null(strstr(m, "finalizers"));
+        assert_null(find(&w, node, "driver", GPUOP_KIND_NOT_SCHEDULED));
+        assert_null(find(&w, node, "driver", GPUOP_KIND_MISSING));
+    }
+    assert_null(find(&w, "fresh", "driver", GPUOP_KIND_UNEXPECTED));
+    assert_int_equal(node_res(&w, "fresh")->cell[op("driver")], GPUOP_CELL_RUNNING);
+    assert_int_equal(w.f.next_change, DELETED_AT + 300 + 1);
+    assert_int_equal(w.f.operands[op("driver")].running_nodes, 3);
+
+    /* a longer grace in the policy: not stuck yet */
+    w.pol.terminating_grace_s = 500;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_POD_STUCK_TERMINATING], 0);
+    assert_int_equal(find(&w, "unlabelled", "driver", GPUOP_KIND_UNEXPECTED)->reason,
+                     GPUOP_REASON_LABEL_NOT_TRUE);
+    assert_int_equal(w.f.next_change, T0 + 600 + 500 + 1);
+    world_free(&w);
+}
+
+/* Issue 15 section 1: what the scheduler sees. GPUs advertised while the
+ * toolkit is unsatisfied are an OrderingViolation whether or not a device
+ * plugin pod is still there; a device plugin Ready past the advertise grace
+ * on a node advertising nothing is Missing-like. */
+static void test_scheduler_view(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    /* the device plugin went; its GPUs did not, the toolkit never ran */
+    add_node(&w, "stale", "present=true driver=true device-plugin=true", NULL)->gpus =
+        (struct gpuop_gpu_counts){8, 8, 0, 0};
+    run_pods(&w, "stale", "driver");
+    /* the same with the toolkit host-provided, or running: no harm */
+    add_node(&w, "hosttk", "present=true driver=true container-toolkit=false", NULL)->gpus =
+        (struct gpuop_gpu_counts){8, 8, 0, 0};
+    run_pods(&w, "hosttk", "driver");
+    add_node(&w, "tkruns", "present=true driver=true container-toolkit=true", NULL)->gpus =
+        (struct gpuop_gpu_counts){8, 8, 0, 0};
+    run_pods(&w, "tkruns", "driver container-toolkit");
+    /* only MIG slices advertised */
+    add_node(&w, "mig", "present=true driver=true", NULL)->gpus =
+        (struct gpuop_gpu_counts){0, 0, 14, 7};
+    run_pods(&w, "mig", "driver");
+    /* a device plugin Ready for 800 s, nothing advertised; one Ready for 50 s */
+    add_node(&w, "empty", "present=true driver=true container-toolkit=true device-plugin=true",
+             NULL);
+    add_node(&w, "young", "present=true driver=true container-toolkit=true device-plugin=true",
+             NULL);
+    run_pods(&w, "empty", "driver container-toolkit");
+    run_pods(&w, "young", "driver container-toolkit");
+    add_pod(&w, "device-plugin", "empty", "Running", true);
+    add_pod(&w, "device-plugin", "young", "Running", true)->ready_since = T0 + 950;
+    w.nodes[4]->gpus = w.nodes[5]->gpus = (struct gpuop_gpu_counts){0, 0, 0, 0};
+    /* a non-GPU node with GPUs is no concern of the chain */
+    add_node(&w, "cpu", NULL, NULL)->gpus = (struct gpuop_gpu_counts){2, 2, 0, 0};
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "stale", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
+    assert_int_equal(x->prereq, op("container-toolkit"));
+    assert_non_null(strstr(msg_of(&w, x), "advertises 8 nvidia.com/gpu (allocatable) but "
+                                          "container-toolkit neither runs nor is host-provided"));
+    assert_non_null(strstr(msg_of(&w, x), "cordon"));
+    assert_int_equal(node_res(&w, "stale")->cell[op("device-plugin")], GPUOP_CELL_VIOLATION);
+    assert_non_null(find(&w, "stale", "device-plugin", GPUOP_KIND_MISSING)); /* and no pod */
+    assert_int_equal(node_res(&w, "stale")->gpus.allocatable, 8);
+    assert_null(find(&w, "hosttk", "device-plugin", GPUOP_KIND_ORDERING));
+    assert_null(find(&w, "tkruns", "device-plugin", GPUOP_KIND_ORDERING));
+    x = find(&w, "mig", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_non_null(strstr(msg_of(&w, x), "advertises 0 nvidia.com/gpu and MIG devices"));
+    assert_int_equal(w.f.violations, 2); /* stale, mig */
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT], 2);
+
+    x = find(&w, "empty", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING);
+    assert_non_null(strstr(msg_of(&w, x), "Running and Ready since 2026-11-29T21:10:00Z, but the "
+                                          "node advertises no nvidia.com/gpu"));
+    assert_int_equal(node_res(&w, "empty")->cell[op("device-plugin")], GPUOP_CELL_MISSING);
+    assert_null(find(&w, "young", "device-plugin", GPUOP_KIND_MISSING));
+    assert_int_equal(node_res(&w, "young")->cell[op("device-plugin")], GPUOP_CELL_RUNNING);
+    assert_int_equal(w.f.next_change, T0 + 950 + 120 + 1);
+    assert_int_equal(w.f.advertised_gpus, 8 * 3); /* GPU nodes only */
+    assert_null(node_res(&w, "cpu"));
+
+    /* the plugin's GPUs appear: the finding goes */
+    w.nodes[4]->gpus = (struct gpuop_gpu_counts){4, 4, 0, 0};
+    analyze(&w);
+    assert_null(find(&w, "empty", "device-plugin", GPUOP_KIND_MISSING));
+    world_free(&w);
+}
+
+/* Issue 15 section 3: with ordering: enforce, an operand labelled true whose
+ * prerequisite's label is neither true nor false is Held (its own kind, not
+ * a violation), naming the prerequisite and its label; disabled
+ * prerequisites add no term; with report it is the usual Missing. */
+static void test_held(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.ordering = GPUOP_ORDERING_ENFORCE;
+    add_all_ds(&w);
+    add_node(&w, "seed", "present=true driver=true device-plugin=true", NULL);
+    add_node(&w, "paused", "present=true driver=true container-toolkit=paused device-plugin=true",
+             NULL);
+    add_node(&w, "deep", "present=true container-toolkit=true device-plugin=true", NULL);
+    add_node(&w, "hosted", "present=true driver=false container-toolkit=false device-plugin=true",
+             NULL);
+    run_pods(&w, "seed", "driver");
+    run_pods(&w, "paused", "driver");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "seed", "device-plugin", GPUOP_KIND_HELD);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_HELD_BY_PREREQUISITE);
+    assert_int_equal(x->prereq, op("container-toolkit"));
+    const char *m = msg_of(&w, x);
+    assert_non_null(strstr(m, "requires label nvidia.com/gpu.deploy.container-toolkit to be "
+                              "\"true\" or \"false\", and it is absent."));
+    assert_non_null(strstr(m, "Label the node nvidia.com/gpu.deploy.container-toolkit=true"));
+    assert_null(find(&w, "seed", "device-plugin", GPUOP_KIND_MISSING));
+    assert_int_equal(node_res(&w, "seed")->cell[op("device-plugin")], GPUOP_CELL_HELD);
+    assert_non_null(find(&w, "seed", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
+    assert_non_null(strstr(msg_of(&w, find(&w, "paused", "device-plugin", GPUOP_KIND_HELD)),
+                           "and it is \"paused\"."));
+    /* the nearest prerequisite that blocks, past one that is labelled */
+    for (int i = 0; i < 2; i++) {
+        x = find(&w, "deep", i ? "device-plugin" : "container-toolkit", GPUOP_KIND_HELD);
+        assert_non_null(x);
+        assert_int_equal(x->prereq, op("driver"));
+    }
+    /* host-provided prerequisites satisfy the affinity: the pod is just not there yet */
+    assert_int_equal(find(&w, "hosted", "device-plugin", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    assert_null(find(&w, "hosted", "device-plugin", GPUOP_KIND_HELD));
+    assert_int_equal(w.f.violations, 0); /* the order is kept: not a violation */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_HELD], 4);
+    assert_string_equal(gpuop_kind_name(GPUOP_KIND_HELD), "Held");
+
+    /* a disabled prerequisite adds no term */
+    w.pol.operands[op("driver")].enabled = false;
+    analyze(&w);
+    assert_null(find(&w, "deep", "container-toolkit", GPUOP_KIND_HELD));
+    assert_int_equal(find(&w, "deep", "container-toolkit", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    /* with report, nothing is held */
+    w.pol.operands[op("driver")].enabled = true;
+    w.pol.ordering = GPUOP_ORDERING_REPORT;
+    analyze(&w);
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_HELD], 0);
+    assert_int_equal(find(&w, "seed", "device-plugin", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
     world_free(&w);
 }
 
@@ -782,14 +1039,24 @@ struct diffrec {
     int n;
 };
 
-static void diff_cb(void *ud, const struct gpuop_findings *f, const struct gpuop_finding *x,
-                    bool appeared)
+/* Records the differences of prev and cur as "+ node operand Reason". */
+static void diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
+                 struct diffrec *d)
 {
-    struct diffrec *d = ud;
-    if (d->n < 16)
-        snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", appeared ? '+' : '-',
-                 gpuop_finding_node(f, x), gpuop_operand_get(x->operand)->name,
-                 gpuop_reason_get(x->reason)->name);
+    struct gpuop_findings_diff it;
+    struct gpuop_finding_change c;
+    gpuop_findings_diff_begin(&it, prev, cur);
+    while (gpuop_findings_diff_next(&it, &c)) {
+        /* the change carries its key, and the finding in the set it is from */
+        assert_string_equal(c.node, gpuop_finding_node(c.set, c.item));
+        assert_int_equal(c.reason, c.item->reason);
+        assert_int_equal(c.kind, gpuop_reason_get(c.reason)->kind);
+        assert_ptr_equal(c.set, c.appeared ? cur : prev);
+        if (d->n < 16)
+            snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", c.appeared ? '+' : '-',
+                     c.node, gpuop_operand_get(c.operand)->name, gpuop_reason_get(c.reason)->name);
+    }
+    assert_false(gpuop_findings_diff_next(&it, &c)); /* stays done */
 }
 
 /* A node removed takes its findings (and its pods) with it; the diff says so. */
@@ -832,7 +1099,7 @@ static void test_node_removal_and_diff(void **state)
     /* same world, restarts changed: same keys, no event */
     pa->restarts = 3;
     analyze(&w);
-    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    diff(&prev, &w.f, &d);
     assert_int_equal(d.n, 0);
 
     /* node b removed (pods and node gone); a's pod now crash-loops; c loses its pod */
@@ -844,7 +1111,7 @@ static void test_node_removal_and_diff(void **state)
     analyze(&w);
     assert_null(node_res(&w, "b"));
     assert_int_equal(w.f.gpu_nodes, 2);
-    gpuop_findings_diff(&prev, &w.f, diff_cb, &d);
+    diff(&prev, &w.f, &d);
     assert_int_equal(d.n, 4);
     assert_string_equal(d.lines[0], "- a driver ImagePullFailed");
     assert_string_equal(d.lines[1], "+ a driver CrashLoopBackOff");
@@ -853,7 +1120,7 @@ static void test_node_removal_and_diff(void **state)
 
     /* from nothing: everything appeared */
     d.n = 0;
-    gpuop_findings_diff(NULL, &w.f, diff_cb, &d);
+    diff(NULL, &w.f, &d);
     assert_int_equal(d.n, 2);
     assert_true(d.lines[0][0] == '+' && d.lines[1][0] == '+');
     gpuop_findings_free(&prev);
@@ -973,6 +1240,10 @@ int main(void)
         cmocka_unit_test(test_no_pod_yet),
         cmocka_unit_test(test_pod_states),
         cmocka_unit_test(test_pod_choice),
+        cmocka_unit_test(test_terminating_still_runs),
+        cmocka_unit_test(test_stuck_terminating),
+        cmocka_unit_test(test_scheduler_view),
+        cmocka_unit_test(test_held),
         cmocka_unit_test(test_ordering),
         cmocka_unit_test(test_ordering_counts_nodes),
         cmocka_unit_test(test_unexpected),

@@ -12,7 +12,6 @@
 #include <cmocka.h>
 
 #include "gpuop/model.h"
-#include "gpuop/pool.h"
 
 static json_t *load(const char *name)
 {
@@ -28,121 +27,125 @@ static json_t *load(const char *name)
 static void test_node_gpu(void **state)
 {
     json_t *j = load("node-gpu.json");
-    struct gpuop_node n;
+    struct gpuop_node *n;
     struct gpuop_err err = {0};
     int drv = gpuop_operand_by_name("driver"), tk = gpuop_operand_by_name("container-toolkit");
     int dp = gpuop_operand_by_name("device-plugin"),
         gfd = gpuop_operand_by_name("gpu-feature-discovery");
     int dcgm = gpuop_operand_by_name("dcgm-exporter");
 
-    assert_int_equal(gpuop_node_from_json(j, &n, &err), 0);
-    assert_string_equal(n.name, "gpu-node-1");
-    assert_true(n.gpu);
-    assert_int_equal(n.operands_label, GPUOP_LABEL_TRUE);
-    assert_int_equal(n.deploy[drv], GPUOP_LABEL_TRUE);
-    assert_null(gpuop_node_deploy_value(&n, drv));
-    assert_int_equal(n.deploy[tk], GPUOP_LABEL_FALSE);
-    assert_int_equal(n.deploy[dp], GPUOP_LABEL_OTHER);
-    assert_string_equal(gpuop_node_deploy_value(&n, dp), "paused-for-upgrade");
-    assert_int_equal(n.deploy[gfd], GPUOP_LABEL_OTHER);
-    assert_string_equal(gpuop_node_deploy_value(&n, gfd), "");
-    assert_int_equal(n.deploy[dcgm], GPUOP_LABEL_ABSENT);
-    assert_int_equal(n.created, gpuop_parse_time("2026-11-29T21:06:40Z"));
+    assert_non_null(n = gpuop_node_new(j, NULL, &err));
+    assert_string_equal(n->name, "gpu-node-1");
+    assert_true(n->gpu);
+    assert_int_equal(n->operands_label, GPUOP_LABEL_TRUE);
+    assert_int_equal(n->deploy[drv], GPUOP_LABEL_TRUE);
+    assert_null(gpuop_node_deploy_value(n, drv));
+    assert_int_equal(n->deploy[tk], GPUOP_LABEL_FALSE);
+    assert_int_equal(n->deploy[dp], GPUOP_LABEL_OTHER);
+    assert_string_equal(gpuop_node_deploy_value(n, dp), "paused-for-upgrade");
+    assert_int_equal(n->deploy[gfd], GPUOP_LABEL_OTHER);
+    assert_string_equal(gpuop_node_deploy_value(n, gfd), "");
+    assert_int_equal(n->deploy[dcgm], GPUOP_LABEL_ABSENT);
+    assert_int_equal(n->created, gpuop_parse_time("2026-11-29T21:06:40Z"));
     /* PreferNoSchedule, key-less and non-object taints are dropped */
-    assert_int_equal(n.ntaints, 2);
-    assert_string_equal(n.taints[0].key, "nvidia.com/gpu");
-    assert_string_equal(n.taints[0].value, "present");
-    assert_string_equal(n.taints[0].effect, "NoSchedule");
-    assert_string_equal(n.taints[1].key, "node.kubernetes.io/unreachable");
-    assert_null(n.taints[1].value);
-    assert_string_equal(n.taints[1].effect, "NoExecute");
-    gpuop_node_free(&n);
-    assert_null(n.name);
+    assert_int_equal(n->ntaints, 2);
+    assert_string_equal(n->taints[0].key, "nvidia.com/gpu");
+    assert_string_equal(n->taints[0].value, "present");
+    assert_string_equal(n->taints[0].effect, "NoSchedule");
+    assert_string_equal(n->taints[1].key, "node.kubernetes.io/unreachable");
+    assert_null(n->taints[1].value);
+    assert_string_equal(n->taints[1].effect, "NoExecute");
+    /* what it advertises: nvidia.com/gpu, the MIG slices summed */
+    assert_int_equal(n->gpus.capacity, 8);
+    assert_int_equal(n->gpus.allocatable, 6);
+    assert_int_equal(n->gpus.mig_capacity, 16);
+    assert_int_equal(n->gpus.mig_allocatable, 8);
+    gpuop_node_free(n);
     json_decref(j);
 }
 
 static void test_node_kinds(void **state)
 {
-    struct gpuop_node n;
+    struct gpuop_node *n;
     json_t *j = load("node-plain.json");
-    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
-    assert_false(n.gpu); /* gpu.present=false is not a GPU node */
-    assert_int_equal(n.ntaints, 0);
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    assert_false(n->gpu); /* gpu.present=false is not a GPU node */
+    assert_int_equal(n->ntaints, 0);
     /* +01:00 offset: 20:06:40Z */
-    assert_int_equal(n.created, gpuop_parse_time("2026-11-29T20:06:40Z"));
-    gpuop_node_free(&n);
+    assert_int_equal(n->created, gpuop_parse_time("2026-11-29T20:06:40Z"));
+    gpuop_node_free(n);
     json_decref(j);
 
     j = load("node-nfd.json");
-    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
-    assert_true(n.gpu);
-    gpuop_node_free(&n);
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    assert_true(n->gpu);
+    gpuop_node_free(n);
     json_decref(j);
 
     /* only a deploy label for an operand gpuop does not know: still a GPU node */
     j = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "x", "labels",
                   "nvidia.com/gpu.deploy.mig-manager", "false");
-    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
-    assert_true(n.gpu);
-    gpuop_node_free(&n);
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    assert_true(n->gpu);
+    gpuop_node_free(n);
     json_decref(j);
 
     /* a non-string deploy label value is "other" with value "" */
     j = json_pack("{s:{s:s, s:{s:i}}}", "metadata", "name", "x", "labels",
                   "nvidia.com/gpu.deploy.driver", 1);
-    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
-    assert_int_equal(n.deploy[0], GPUOP_LABEL_OTHER);
-    assert_string_equal(gpuop_node_deploy_value(&n, 0), "");
-    gpuop_node_free(&n);
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    assert_int_equal(n->deploy[0], GPUOP_LABEL_OTHER);
+    assert_string_equal(gpuop_node_deploy_value(n, 0), "");
+    gpuop_node_free(n);
     json_decref(j);
 }
 
 static void test_pod_crashloop(void **state)
 {
     json_t *j = load("pod-crashloop.json");
-    struct gpuop_pod p;
-    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    assert_string_equal(p.name, "gpuop-driver-x7k2p");
-    assert_int_equal(p.operand, gpuop_operand_by_name("driver"));
-    assert_string_equal(p.node, "gpu-node-1");
-    assert_true(p.bound);
-    assert_string_equal(p.phase, "Running");
-    assert_false(p.ready);
-    assert_false(p.deleting);
-    assert_string_equal(p.waiting_reason, "CrashLoopBackOff");
-    assert_non_null(strstr(gpuop_pod_waiting_message(&p), "back-off 2m40s"));
-    assert_int_equal(p.restarts, 6); /* init 1 + 0 + 5 */
-    assert_int_equal(p.created, gpuop_parse_time("2026-11-30T08:00:00Z"));
-    gpuop_pod_free(&p);
+    struct gpuop_pod *p;
+    assert_non_null(p = gpuop_pod_new(j, NULL, NULL));
+    assert_string_equal(p->name, "gpuop-driver-x7k2p");
+    assert_int_equal(p->operand, gpuop_operand_by_name("driver"));
+    assert_string_equal(p->node, "gpu-node-1");
+    assert_true(p->bound);
+    assert_int_equal(p->phase, GPUOP_PHASE_RUNNING);
+    assert_int_equal(p->ready_since, 0);
+    assert_int_equal(p->deleted, 0);
+    assert_string_equal(p->waiting_reason, "CrashLoopBackOff");
+    assert_non_null(strstr(p->waiting_message, "back-off 2m40s"));
+    assert_int_equal(p->restarts, 6); /* init 1 + 0 + 5 */
+    assert_int_equal(p->created, gpuop_parse_time("2026-11-30T08:00:00Z"));
+    gpuop_pod_free(p);
     json_decref(j);
 }
 
 static void test_pod_unbound_and_deleting(void **state)
 {
     json_t *j = load("pod-unbound.json");
-    struct gpuop_pod p;
-    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
+    struct gpuop_pod *p;
+    assert_non_null(p = gpuop_pod_new(j, NULL, NULL));
     /* unknown component label: falls back to the owning DaemonSet */
-    assert_int_equal(p.operand, gpuop_operand_by_name("device-plugin"));
-    assert_false(p.bound);
-    assert_string_equal(p.node, "gpu-node-2"); /* from the DaemonSet's node affinity */
-    assert_string_equal(p.phase, "Pending");
-    assert_string_equal(p.waiting_reason, "Unschedulable");
-    assert_string_equal(gpuop_pod_waiting_message(&p),
-                        "0/3 nodes are available: 1 Insufficient cpu.");
-    assert_int_equal(p.restarts, 0);
-    gpuop_pod_free(&p);
+    assert_int_equal(p->operand, gpuop_operand_by_name("device-plugin"));
+    assert_false(p->bound);
+    assert_string_equal(p->node, "gpu-node-2"); /* from the DaemonSet's node affinity */
+    assert_int_equal(p->phase, GPUOP_PHASE_PENDING);
+    assert_string_equal(p->waiting_reason, "Unschedulable");
+    assert_string_equal(p->waiting_message, "0/3 nodes are available: 1 Insufficient cpu.");
+    assert_int_equal(p->restarts, 0);
+    gpuop_pod_free(p);
     json_decref(j);
 
     j = load("pod-running.json");
-    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    assert_int_equal(p.operand, gpuop_operand_by_name("container-toolkit"));
-    assert_true(p.deleting);
-    assert_true(p.ready);
-    assert_int_equal(p.restarts, 2);
-    assert_null(p.waiting_reason);
-    assert_null(gpuop_pod_waiting_message(&p));
-    gpuop_pod_free(&p);
+    assert_non_null(p = gpuop_pod_new(j, NULL, NULL));
+    assert_int_equal(p->operand, gpuop_operand_by_name("container-toolkit"));
+    /* deleted when asked: deletionTimestamp less the grace period */
+    assert_int_equal(p->deleted, gpuop_parse_time("2026-11-30T08:59:30Z"));
+    assert_int_equal(p->ready_since, gpuop_parse_time("2026-11-30T08:01:00Z"));
+    assert_int_equal(p->restarts, 2);
+    assert_null(p->waiting_reason);
+    assert_null(p->waiting_message);
+    gpuop_pod_free(p);
     json_decref(j);
 }
 
@@ -151,33 +154,33 @@ static void test_pod_unbound_and_deleting(void **state)
 static void test_equal(void **state)
 {
     json_t *j = load("pod-unbound.json");
-    struct gpuop_pod a, b;
-    assert_int_equal(gpuop_pod_from_json(j, &a, NULL), 0);
-    assert_int_equal(gpuop_pod_from_json(j, &b, NULL), 0);
-    assert_true(gpuop_pod_equal(&a, &b));
+    struct gpuop_pod *a, *b;
+    assert_non_null(a = gpuop_pod_new(j, NULL, NULL));
+    assert_non_null(b = gpuop_pod_new(j, NULL, NULL));
+    assert_true(gpuop_pod_equal(a, b));
     /* bound to the node it already targeted: same node, still Pending */
     json_object_set_new(json_object_get(j, "spec"), "nodeName", json_string("gpu-node-2"));
-    gpuop_pod_free(&b);
-    assert_int_equal(gpuop_pod_from_json(j, &b, NULL), 0);
-    assert_string_equal(a.node, b.node);
-    assert_false(gpuop_pod_equal(&a, &b));
-    gpuop_pod_free(&a);
-    gpuop_pod_free(&b);
+    gpuop_pod_free(b);
+    assert_non_null(b = gpuop_pod_new(j, NULL, NULL));
+    assert_string_equal(a->node, b->node);
+    assert_false(gpuop_pod_equal(a, b));
+    gpuop_pod_free(a);
+    gpuop_pod_free(b);
     json_decref(j);
 
     j = load("node-gpu.json");
-    struct gpuop_node n1, n2;
-    assert_int_equal(gpuop_node_from_json(j, &n1, NULL), 0);
-    assert_int_equal(gpuop_node_from_json(j, &n2, NULL), 0);
-    assert_true(gpuop_node_equal(&n1, &n2));
+    struct gpuop_node *n1, *n2;
+    assert_non_null(n1 = gpuop_node_new(j, NULL, NULL));
+    assert_non_null(n2 = gpuop_node_new(j, NULL, NULL));
+    assert_true(gpuop_node_equal(n1, n2));
     json_t *taints =
         json_pack("[{s:s, s:s, s:s}]", "key", "dedicated", "value", "ml", "effect", "NoSchedule");
     json_object_set_new(json_object_get(j, "spec"), "taints", taints);
-    gpuop_node_free(&n2);
-    assert_int_equal(gpuop_node_from_json(j, &n2, NULL), 0);
-    assert_false(gpuop_node_equal(&n1, &n2));
-    gpuop_node_free(&n1);
-    gpuop_node_free(&n2);
+    gpuop_node_free(n2);
+    assert_non_null(n2 = gpuop_node_new(j, NULL, NULL));
+    assert_false(gpuop_node_equal(n1, n2));
+    gpuop_node_free(n1);
+    gpuop_node_free(n2);
     json_decref(j);
 
     j = load("daemonset.json");
@@ -253,29 +256,30 @@ static void test_garbage(void **state)
         json_t *j = json_loads(garbage[i], JSON_DECODE_ANY, &e);
         assert_non_null(j);
         bool named = i >= 5;
-        struct gpuop_node n;
-        struct gpuop_pod p;
+        struct gpuop_node *n;
+        struct gpuop_pod *p;
         struct gpuop_ds d;
         struct gpuop_err err = {0};
-        int rc = gpuop_node_from_json(j, &n, &err);
-        assert_int_equal(rc, named ? 0 : GPUOP_EINVAL);
+        n = gpuop_node_new(j, NULL, &err);
+        assert_int_equal(n != NULL, named);
         if (!named)
             assert_string_equal(err.field, "metadata.name");
         if (named) {
-            assert_string_equal(n.name, "g");
-            assert_false(n.gpu);
+            assert_string_equal(n->name, "g");
+            assert_false(n->gpu);
         }
-        gpuop_node_free(&n);
-        assert_int_equal(gpuop_pod_from_json(j, &p, NULL), named ? 0 : GPUOP_EINVAL);
+        gpuop_node_free(n);
+        p = gpuop_pod_new(j, NULL, NULL);
+        assert_int_equal(p != NULL, named);
         if (named) {
-            assert_int_equal(p.operand, -1);
-            assert_null(p.phase);
-            assert_false(p.ready);
-            assert_false(p.deleting); /* deletionTimestamp: null is not set */
-            assert_null(p.node);
-            assert_false(p.bound);
+            assert_int_equal(p->operand, -1);
+            assert_int_equal(p->phase, GPUOP_PHASE_NONE);
+            assert_int_equal(p->ready_since, 0);
+            assert_int_equal(p->deleted, 0); /* deletionTimestamp: null is not set */
+            assert_null(p->node);
+            assert_false(p->bound);
         }
-        gpuop_pod_free(&p);
+        gpuop_pod_free(p);
         assert_int_equal(gpuop_ds_from_json(j, &d, NULL), named ? 0 : GPUOP_EINVAL);
         if (named) {
             assert_int_equal(d.ntolerations, 0);
@@ -291,12 +295,12 @@ static void test_garbage_taint_fields(void **state)
 {
     /* last garbage entry: only the taint with a string key and effect survives */
     json_t *j = json_loads(garbage[7], 0, NULL);
-    struct gpuop_node n;
-    assert_int_equal(gpuop_node_from_json(j, &n, NULL), 0);
-    assert_int_equal(n.ntaints, 1);
-    assert_string_equal(n.taints[0].key, "k");
-    assert_null(n.taints[0].value);
-    gpuop_node_free(&n);
+    struct gpuop_node *n;
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    assert_int_equal(n->ntaints, 1);
+    assert_string_equal(n->taints[0].key, "k");
+    assert_null(n->taints[0].value);
+    gpuop_node_free(n);
     json_decref(j);
 }
 
@@ -308,12 +312,12 @@ static void test_limits(void **state)
     json_t *j = json_pack("{s:{s:s}, s:{s:s, s:[{s:s, s:{s:{s:s, s:s}}}]}}", "metadata", "name",
                           big, "status", "phase", "Pending", "containerStatuses", "name", "c",
                           "state", "waiting", "reason", "ErrImagePull", "message", big);
-    struct gpuop_pod p;
-    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    assert_true(strlen(p.name) < 1000);
-    assert_int_equal(strlen(gpuop_pod_waiting_message(&p)), GPUOP_MODEL_MESSAGE_MAX);
-    assert_string_equal(p.waiting_reason, "ErrImagePull");
-    gpuop_pod_free(&p);
+    struct gpuop_pod *p;
+    assert_non_null(p = gpuop_pod_new(j, NULL, NULL));
+    assert_true(strlen(p->name) < 1000);
+    assert_int_equal(strlen(p->waiting_message), GPUOP_MODEL_MESSAGE_MAX);
+    assert_string_equal(p->waiting_reason, "ErrImagePull");
+    gpuop_pod_free(p);
     json_decref(j);
 
     /* a cut never splits a UTF-8 sequence: 2-byte characters, odd limit */
@@ -323,11 +327,11 @@ static void test_limits(void **state)
     j = json_pack("{s:{s:s}, s:{s:[{s:{s:{s:s, s:s}}}]}}", "metadata", "name", "p", "status",
                   "containerStatuses", "state", "waiting", "reason", "X", "message", utf);
     assert_non_null(j);
-    assert_int_equal(gpuop_pod_from_json(j, &p, NULL), 0);
-    size_t len = strlen(gpuop_pod_waiting_message(&p));
+    assert_non_null(p = gpuop_pod_new(j, NULL, NULL));
+    size_t len = strlen(p->waiting_message);
     assert_true(len <= GPUOP_MODEL_MESSAGE_MAX);
     assert_int_equal(len % 2, 1); /* "x" + whole 2-byte characters */
-    gpuop_pod_free(&p);
+    gpuop_pod_free(p);
     json_decref(j);
 }
 
@@ -406,34 +410,47 @@ static void test_tolerations(void **state)
     assert_false(gpuop_toleration_matches(NULL, &cases[0].taint));
 }
 
-/* gpuop_*_new (what the caches keep: one allocation, released with gpuop_pool_free())
- * reads exactly what gpuop_*_from_json reads, for every fixture, and its
- * strings live inside that one block. */
+/* gpuop_*_new makes what the caches keep: one allocation holding the
+ * struct and its strings (released with gpuop_*_free), the same values for
+ * the same object. */
 static void test_new_single_block(void **state)
 {
     static const char *const pods[] = {"pod-crashloop.json", "pod-unbound.json",
                                        "pod-running.json"};
     for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
         json_t *j = load(pods[i]);
-        struct gpuop_pod a;
-        assert_int_equal(gpuop_pod_from_json(j, &a, NULL), 0);
+        struct gpuop_pod *a;
+        assert_non_null(a = gpuop_pod_new(j, NULL, NULL));
         struct gpuop_pod *b = gpuop_pod_new(j, NULL, NULL);
         assert_non_null(b);
-        assert_true(gpuop_pod_equal(&a, b));
+        assert_true(gpuop_pod_equal(a, b));
         assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7));
         assert_true(b->node > b->name);
         if (b->waiting_reason)
             assert_true(b->waiting_reason > b->node);
-        gpuop_pod_free(&a);
-        gpuop_pool_free(b);
+        gpuop_pod_free(a);
+        gpuop_pod_free(b);
         json_decref(j);
     }
-    /* a phase no kubelet reports is copied, not dropped */
+    /* a phase no kubelet reports is Unknown; a deletion time that cannot be read
+       still means "being deleted"; a Ready condition without a time is Ready since the
+       pod's creation */
     json_t *j = load("pod-running.json");
+    json_t *meta = json_object_get(j, "metadata");
     json_object_set_new(json_object_get(j, "status"), "phase", json_string("Hibernating"));
+    json_object_set_new(meta, "deletionTimestamp", json_string("soon"));
+    json_object_del(json_array_get(json_object_get(json_object_get(j, "status"), "conditions"), 0),
+                    "lastTransitionTime");
     struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
-    assert_string_equal(p->phase, "Hibernating");
-    gpuop_pool_free(p);
+    assert_int_equal(p->phase, GPUOP_PHASE_UNKNOWN);
+    assert_int_equal(p->deleted, GPUOP_TIME_UNREADABLE);
+    assert_int_equal(p->ready_since, gpuop_parse_time("2026-11-30T08:00:00Z"));
+    gpuop_pod_free(p);
+    json_object_del(meta, "creationTimestamp");
+    p = gpuop_pod_new(j, NULL, NULL);
+    assert_int_equal(p->ready_since, GPUOP_TIME_UNREADABLE); /* Ready, since unknown */
+    assert_int_equal(p->created, 0);
+    gpuop_pod_free(p);
     json_decref(j);
 
     j = load("node-gpu.json");
@@ -443,7 +460,7 @@ static void test_new_single_block(void **state)
     json_object_del(pl, "nvidia.com/gpu.deploy.gpu-feature-discovery");
     struct gpuop_node *plain = gpuop_node_new(plainj, NULL, NULL);
     assert_null(plain->deploy_other); /* no room spent when no label has another value */
-    gpuop_pool_free(plain);
+    gpuop_node_free(plain);
     json_decref(plainj);
     json_t *taints = json_pack("[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "key", "dedicated",
                                "value", "ml", "effect", "NoSchedule", "key", "soft", "effect",
@@ -451,19 +468,19 @@ static void test_new_single_block(void **state)
     json_object_set_new(json_object_get(j, "spec"), "taints", taints);
     json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
                         "nvidia.com/gpu.deploy.dcgm-exporter", json_string("paused"));
-    struct gpuop_node n1;
-    assert_int_equal(gpuop_node_from_json(j, &n1, NULL), 0);
+    struct gpuop_node *n1;
+    assert_non_null(n1 = gpuop_node_new(j, NULL, NULL));
     struct gpuop_node *n2 = gpuop_node_new(j, NULL, NULL);
     assert_non_null(n2);
-    assert_true(gpuop_node_equal(&n1, n2));
+    assert_true(gpuop_node_equal(n1, n2));
     assert_int_equal(n2->ntaints, 2); /* PreferNoSchedule is not kept */
     assert_string_equal(n2->taints[1].key, "evict");
     assert_null(n2->taints[1].value);
     assert_int_equal(((uintptr_t)n2->taints) % sizeof(void *), 0);
     assert_string_equal(gpuop_node_deploy_value(n2, gpuop_operand_by_name("dcgm-exporter")),
                         "paused");
-    gpuop_node_free(&n1);
-    gpuop_pool_free(n2);
+    gpuop_node_free(n1);
+    gpuop_node_free(n2);
     json_decref(j);
 
     /* a cache's key lent as the name: used when it is the name, else copied */
@@ -473,21 +490,21 @@ static void test_new_single_block(void **state)
     assert_ptr_equal(lent->name, key);
     struct gpuop_pod *copied = gpuop_pod_new(j, "gpuop-system/gpuop-driver-x7k2p", NULL);
     assert_string_equal(copied->name, "gpuop-driver-x7k2p");
-    struct gpuop_pod own;
-    assert_int_equal(gpuop_pod_from_json(j, &own, NULL), 0);
-    assert_true(gpuop_pod_equal(lent, &own));
-    assert_true(gpuop_pod_equal(copied, &own));
-    gpuop_pool_free(lent);
-    gpuop_pool_free(copied);
+    struct gpuop_pod *own;
+    assert_non_null(own = gpuop_pod_new(j, NULL, NULL));
+    assert_true(gpuop_pod_equal(lent, own));
+    assert_true(gpuop_pod_equal(copied, own));
+    gpuop_pod_free(lent);
+    gpuop_pod_free(copied);
     free(key); /* the lender outlives the borrower */
-    gpuop_pod_free(&own);
+    gpuop_pod_free(own);
     json_decref(j);
     j = load("node-gpu.json");
     const char *nname = json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
     key = strdup(nname);
     struct gpuop_node *nl = gpuop_node_new(j, key, NULL);
     assert_ptr_equal(nl->name, key);
-    gpuop_pool_free(nl);
+    gpuop_node_free(nl);
     free(key);
     json_decref(j);
 

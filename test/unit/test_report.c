@@ -242,12 +242,68 @@ static void test_symbols(void **state)
     assert_string_equal(gpuop_report_symbol(99), "?");
 }
 
+/* What the scheduler sees and the enforced order, in check's matrix and
+ * document: per node gpus, summary advertisedGpus, violations counting
+ * nodes (not findings), Held as H with its own count. */
+static void test_gpus_violations_held(void **state)
+{
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
+    w.pol.ordering = GPUOP_ORDERING_ENFORCE;
+    /* three operands run above a missing toolkit: three violations, one node */
+    fx_add_node(&w, "gpu-a", FX_ALL);
+    fx_run_all(&w, "gpu-a", "container-toolkit");
+    w.nodes[0]->gpus = (struct gpuop_gpu_counts){8, 7, 14, 7};
+    /* the device plugin held: the toolkit is not labelled */
+    fx_add_node(&w, "gpu-h", "driver device-plugin");
+    fx_run(&w, "gpu-h", "driver");
+    w.nodes[1]->gpus = (struct gpuop_gpu_counts){2, 0, 0, 0}; /* none allocatable */
+    fx_analyze(&w);
+    assert_true(w.f.by_kind[GPUOP_KIND_ORDERING] >= 3);
+    assert_int_equal(w.f.violations, 1);
+
+    struct gpuop_report_opts o = {.now = T0};
+    char *t = text(&w, &o), line[256];
+    assert_string_equal(line_of(t, "gpu-h", line, sizeof(line)),
+                        "gpu-h  +       N        H             N    N             N          N");
+    assert_non_null(strstr(t, "  gpu-h  device-plugin  Held/HeldByPrerequisite\n"
+                              "      device-plugin is labelled to run here, but with "
+                              "spec.ordering: enforce"));
+    assert_non_null(strstr(t, ", Held 1); operand chain broken on 1 node.\n"));
+    assert_non_null(strstr(t, "H held by a prerequisite's label"));
+    free(t);
+
+    json_t *doc = gpuop_report_json(&w.pol, &w.f, &o);
+    json_t *sum = json_object_get(doc, "summary");
+    assert_int_equal(json_integer_value(json_object_get(sum, "violations")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sum, "advertisedGpus")), 7);
+    json_t *a = json_array_get(json_object_get(doc, "nodes"), 0);
+    assert_string_equal(json_string_value(json_object_get(a, "name")), "gpu-a");
+    json_t *g = json_object_get(a, "gpus");
+    assert_int_equal(json_integer_value(json_object_get(g, "capacity")), 8);
+    assert_int_equal(json_integer_value(json_object_get(g, "allocatable")), 7);
+    json_t *mig = json_object_get(a, "migDevices");
+    assert_int_equal(json_integer_value(json_object_get(mig, "capacity")), 14);
+    assert_int_equal(json_integer_value(json_object_get(mig, "allocatable")), 7);
+    json_t *h = json_array_get(json_object_get(doc, "nodes"), 1);
+    assert_null(json_object_get(h, "migDevices")); /* only where there are any */
+    bool held = false;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(h, "findings"), i, x) held |=
+        strcmp(json_string_value(json_object_get(x, "kind")), "Held") == 0;
+    assert_true(held);
+    json_decref(doc);
+    assert_int_equal(gpuop_report_exit_code(&w.f), 1);
+    fx_world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_matrix),     cmocka_unit_test(test_text_grouping),
         cmocka_unit_test(test_clean_and_empty), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_symbols),         cmocka_unit_test(test_gpus_violations_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,7 +209,7 @@ static void test_transition_times(void **state)
 
     /* the toolkit pod goes: Ready, OperandsComplete and OrderingValid flip */
     for (size_t i = 0; i < w.npods; i++)
-        if (w.pods[i].operand == gpuop_operand_by_name("container-toolkit"))
+        if (w.pods[i]->operand == gpuop_operand_by_name("container-toolkit"))
             w.pp[i] = NULL;
     fx_analyze(&w);
     json_t *s3 = gpuop_status_build(&w.pol, &w.f, s2, &ok_in, T0 + 1200);
@@ -221,7 +221,7 @@ static void test_transition_times(void **state)
 
     /* still broken, message may change (another pod goes) but time stays */
     for (size_t i = 0; i < w.npods; i++)
-        if (w.pods[i].operand == gpuop_operand_by_name("dcgm-exporter"))
+        if (w.pods[i]->operand == gpuop_operand_by_name("dcgm-exporter"))
             w.pp[i] = NULL;
     fx_analyze(&w);
     json_t *s4 = gpuop_status_build(&w.pol, &w.f, s3, &ok_in, T0 + 1800);

@@ -42,8 +42,8 @@ static void add_node(struct fx_world *w, const char *name, json_t *labels)
     assert_true(w->nn < FX_MAX_NODES);
     json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", labels);
     assert_non_null(j);
-    assert_int_equal(gpuop_node_from_json(j, &w->nodes[w->nn], NULL), 0);
-    w->np[w->nn] = &w->nodes[w->nn];
+    assert_non_null(w->nodes[w->nn] = gpuop_node_new(j, NULL, NULL));
+    w->np[w->nn] = w->nodes[w->nn];
     w->nn++;
     json_decref(j);
 }
@@ -93,8 +93,8 @@ static void add_pod(struct fx_world *w, const char *node, int i)
                   "labels", "app.kubernetes.io/component", name, "spec", "nodeName", node, "status",
                   "phase", "Running", "conditions", "type", "Ready", "status", "True");
     assert_non_null(j);
-    assert_int_equal(gpuop_pod_from_json(j, &w->pods[w->npods], NULL), 0);
-    w->pp[w->npods] = &w->pods[w->npods];
+    assert_non_null(w->pods[w->npods] = gpuop_pod_new(j, NULL, NULL));
+    w->pp[w->npods] = w->pods[w->npods];
     w->npods++;
     json_decref(j);
 }
@@ -124,9 +124,9 @@ void fx_world_free(struct fx_world *w)
 {
     gpuop_findings_free(&w->f);
     for (size_t i = 0; i < w->nn; i++)
-        gpuop_node_free(&w->nodes[i]);
+        gpuop_node_free(w->nodes[i]);
     for (size_t i = 0; i < w->nds; i++)
         gpuop_ds_free(&w->ds[i]);
     for (size_t i = 0; i < w->npods; i++)
-        gpuop_pod_free(&w->pods[i]);
+        gpuop_pod_free(w->pods[i]);
 }

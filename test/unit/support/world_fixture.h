@@ -5,8 +5,8 @@
  * built from Kubernetes-shaped JSON through the model parsers, then
  * analysed at FX_T0.
  *
- * Everything lives inside struct fx_world (fixed arrays, no heap of its
- * own); the parsed objects own heap memory that fx_world_free releases.
+ * Everything lives inside struct fx_world (fixed arrays); the nodes and
+ * pods are the model's own blocks, which fx_world_free releases.
  * The helpers assert with cmocka, so only cmocka programs may call them
  * (the archive member is linked only into the tests that do).
  */
@@ -29,13 +29,13 @@
 
 struct fx_world {
     struct gpuop_policy pol;
-    struct gpuop_node nodes[FX_MAX_NODES];
+    struct gpuop_node *nodes[FX_MAX_NODES]; /* gpuop_node_new */
     const struct gpuop_node *np[FX_MAX_NODES];
     size_t nn;
     struct gpuop_ds ds[GPUOP_OPERAND_MAX];
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
     size_t nds;
-    struct gpuop_pod pods[FX_MAX_PODS];
+    struct gpuop_pod *pods[FX_MAX_PODS]; /* gpuop_pod_new */
     const struct gpuop_pod *pp[FX_MAX_PODS];
     size_t npods;
     struct gpuop_findings f; /* of the last fx_analyze */
