@@ -7,7 +7,8 @@
  * Responses are bounded (GPUOP_KUBE_MAX_BODY); a Kubernetes Status in an
  * error response is decoded into the gpuop_err (http_code, reason, message).
  * The bearer token is re-read from its file about once a minute so rotated
- * service-account tokens are picked up.
+ * service-account tokens are picked up; a token for a plain http:// server
+ * gets a warning, once per process.
  */
 #ifndef GPUOP_KUBE_H
 #define GPUOP_KUBE_H
@@ -45,6 +46,14 @@ int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct g
                    struct gpuop_err *err);
 
 void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, void *arg);
+
+/* Called with the request's error (borrowed) just before the done callback
+ * of every request that failed in a way no retry can fix (rc GPUOP_ETLS:
+ * the server's certificate is not trusted, or a certificate of ours is
+ * unusable). The informers back off and retry whatever the error; a
+ * one-shot command sets this to stop at the first such failure. */
+typedef void (*gpuop_kube_fatal_cb)(void *arg, const struct gpuop_err *err);
+void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg);
 
 /* Starts a request. path includes the query ("/api/v1/nodes?limit=500").
  * body may be NULL; it is copied. timeout_ms 0 = default (30 s). *out (may

@@ -36,10 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
 #include "gpuop/kube.h"
+#include "gpuop/log.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 10000L
@@ -90,6 +92,8 @@ struct gpuop_kube {
     size_t max_body;
     gpuop_kube_observe_cb observe;
     void *observe_arg;
+    gpuop_kube_fatal_cb fatal;
+    void *fatal_arg;
     struct gpuop_kube_req *reqs; /* every request not yet freed */
     struct sock *socks;          /* every poll not yet closing */
     int in_curl;                 /* > 0 while inside curl_multi_socket_action */
@@ -183,6 +187,25 @@ static int append(struct gpuop_kube_req *r, const char *p, size_t n)
     return 0;
 }
 
+/* A failure no retry can fix: the server's certificate is not trusted
+ * (wrong CA, wrong name), or a certificate or CA file of ours is unusable. A
+ * failed handshake (CURLE_SSL_CONNECT_ERROR) is not among them: a server
+ * that is starting or overloaded can cause it. */
+static bool tls_verification_failed(CURLcode res)
+{
+    switch (res) {
+    case CURLE_PEER_FAILED_VERIFICATION: /* also CURLE_SSL_CACERT */
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_CRL_BADFILE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Calls done once; r stays allocated (the caller releases it). */
 static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct gpuop_err *err,
                    long http_code)
@@ -193,6 +216,8 @@ static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct 
     struct gpuop_kube *k = r->k;
     if (k->observe && rc != GPUOP_ECANCELED)
         k->observe(k->observe_arg, r->verb, http_code);
+    if (k->fatal && rc == GPUOP_ETLS)
+        k->fatal(k->fatal_arg, err);
     r->done(r->arg, rc, body, err);
 }
 
@@ -274,10 +299,13 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
             gpuop_err_set(&err, rc, NULL, "transfer stopped: %s", gpuop_strerror(rc));
         err.http_code = code;
     } else if (res != CURLE_OK) {
-        rc = gpuop_err_set(&err, GPUOP_ETRANSPORT, NULL, "%s: %s", curl_easy_strerror(res),
-                           r->errbuf[0] ? r->errbuf : "no detail");
+        bool tls = tls_verification_failed(res);
+        rc = gpuop_err_set(&err, tls ? GPUOP_ETLS : GPUOP_ETRANSPORT, NULL, "%s: %s",
+                           curl_easy_strerror(res), r->errbuf[0] ? r->errbuf : "no detail");
         snprintf(err.reason, sizeof(err.reason), "%s",
-                 res == CURLE_OPERATION_TIMEDOUT ? "Timeout" : "Transport");
+                 tls                               ? "TLSVerification"
+                 : res == CURLE_OPERATION_TIMEDOUT ? "Timeout"
+                                                   : "Transport");
         err.http_code = code;
     } else if (code >= 200 && code < 300) {
         if (!r->on_data && r->resp_len)
@@ -522,6 +550,21 @@ static void schedule_kick(struct gpuop_kube *k)
 
 /* ---- public API ------------------------------------------------------- */
 
+/* Once per process: every request would show the token to anyone on the
+ * path. Not refused: a lab or a local proxy on loopback may do it on
+ * purpose. */
+static void warn_plain_token(const char *server)
+{
+    static bool warned;
+    if (warned)
+        return;
+    warned = true;
+    gpuop_warn(NULL,
+               "the API server %s is plain http://: the bearer token goes out unencrypted with "
+               "every request",
+               server);
+}
+
 int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct gpuop_kube **out,
                    struct gpuop_err *err)
 {
@@ -548,6 +591,8 @@ int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct g
         free(k);
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     }
+    if ((cfg->token || cfg->token_file) && !strncasecmp(cfg->server, "http://", 7))
+        warn_plain_token(cfg->server);
     k->loop = loop;
     k->max_body = GPUOP_KUBE_MAX_BODY;
     k->token_ttl_ms = TOKEN_TTL_MS;
@@ -573,6 +618,12 @@ void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, voi
 {
     k->observe = cb;
     k->observe_arg = arg;
+}
+
+void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg)
+{
+    k->fatal = cb;
+    k->fatal_arg = arg;
 }
 
 void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max)

@@ -754,6 +754,51 @@ static void test_observer(void **state)
     res_free(&c);
 }
 
+static void on_closed_flag(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* A bearer token for a plain http:// server gets one warning in the
+ * process, however many clients: the first test, before any other client. */
+static void test_plain_http_token_warns_once(void **state)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *log = tmpfile();
+    assert_true(saved >= 0 && log);
+    dup2(fileno(log), 2);
+    const char *servers[] = {"https://127.0.0.1:1", "http://127.0.0.1:1", "HTTP://127.0.0.1:2"};
+    for (int i = 0; i < 3; i++) {
+        struct gpuop_kubeconfig cfg = {.server = (char *)servers[i], .token = "t0k3n"};
+        struct gpuop_kube *k = NULL;
+        struct gpuop_err err = {0};
+        assert_int_equal(gpuop_kube_new(&loop, &cfg, &k, &err), 0);
+        bool closed = false;
+        gpuop_kube_close(k, on_closed_flag, &closed);
+        while (!closed)
+            uv_run(&loop, UV_RUN_ONCE);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int warnings = 0, https = 0;
+    char line[1024];
+    rewind(log);
+    while (fgets(line, sizeof(line), log)) {
+        warnings += strstr(line, "plain http://") != NULL;
+        https += strstr(line, "https://") != NULL;
+        assert_null(strstr(line, "t0k3n")); /* never the token itself */
+    }
+    fclose(log);
+    assert_int_equal(warnings, 1);
+    assert_int_equal(https, 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void test_escape_and_path(void **state)
 {
     char *s = gpuop_kube_escape("app.kubernetes.io/name in (dcgm,x)~_-");
@@ -791,6 +836,7 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_http_token_warns_once),
         T(test_get_ok),
         T(test_methods_and_bodies),
         T(test_status_errors),
