@@ -165,10 +165,11 @@ exec 8<>"/dev/tcp/127.0.0.1/$P1M"
 printf 'GET /metrics HTTP/1.1\r\nX-Huge: ' >&8
 (head -c 200000 /dev/zero | tr '\0' a >&8) 2>/dev/null &
 HUGE=$!
+# Answered while the slow ones still hold their connections: a server they
+# blocked would answer only after its 5 s read timeout dropped them. (No
+# bound on one request's time: the machine may be loaded.)
 for _ in 1 2 3 4 5; do
-	t0=$(date +%s%N)
-	curl -sf --max-time 2 "http://127.0.0.1:$P1M/metrics" >/dev/null || fail "/metrics blocked by a slow client"
-	(($(date +%s%N) - t0 < 1000000000)) || fail "/metrics took over a second with slow clients around"
+	curl -sf --max-time 4 "http://127.0.0.1:$P1M/metrics" >/dev/null || fail "/metrics blocked by a slow client"
 done
 kill "$HUGE" 2>/dev/null || true
 wait "$HUGE" 2>/dev/null || true
@@ -185,10 +186,11 @@ ID2=$(jq -r 'select(.msg | startswith("trying to become leader as")) | .msg' "$E
 kill -KILL "$(pid_of r1)"
 t0=$(date +%s)
 kc patch gpupolicy ops-policy --type=merge -p '{"spec":{"gfd":{"enabled":false}}}' >/dev/null
-wait_for 30 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-gpu-feature-discovery >/dev/null 2>&1"
+wait_for 60 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-gpu-feature-discovery >/dev/null 2>&1"
 took=$(($(date +%s) - t0))
 log "took over and reconciled in ${took}s (lease duration 15s)"
-((took <= 15 + 5)) || fail "takeover took ${took}s, more than lease duration + 5s"
+# a lease duration, a retry period, a reconcile: generous for a loaded machine
+((took <= 15 + 30)) || fail "takeover took ${took}s, more than lease duration + 30s"
 assert_eq "$ID2" "$(kc -n "$GPUOP_NS" get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}')" "lease names r2"
 assert_eq 1 "$(metric "$P2M" gpuop_leader_is_leader)" "r2 leads"
 [[ $(metric "$P2M" gpuop_daemonset_deletes_total) -ge 1 ]] || fail "r2 deleted nothing"
@@ -202,11 +204,16 @@ assert_eq "" "$(kc -n "$GPUOP_NS" get lease "$LEASE" -o jsonpath='{.spec.holderI
 
 log "a new replica acquires a released Lease at once"
 P3M=$(free_port) P3H=$(free_port)
-t0=$(date +%s%N)
 start_replica r3 "$P3M" "$P3H" --leader-elect-lease-duration=4s --leader-elect-renew-deadline=3s \
 	--leader-elect-retry-period=500ms
-wait_for 5 bash -c "grep -q 'became leader' '$E2E_TMP/r3.log'"
-(($(date +%s%N) - t0 < 5000000000)) || fail "acquiring a released lease was slow"
+wait_for 60 bash -c "grep -q 'became leader' '$E2E_TMP/r3.log'"
+# "at once": from its first try, by its own log's clock, well within the
+# lease duration a held Lease would make it wait (not process start-up,
+# which a loaded machine stretches)
+log_ms() { date -d "$(grep -m1 "$1" "$E2E_TMP/r3.log" | awk '{print $1}')" +%s%3N; }
+waited=$(($(log_ms 'became leader') - $(log_ms 'trying to become leader')))
+log "r3 acquired the released Lease ${waited} ms after its first try"
+((waited < 4000)) || fail "acquiring a released lease waited ${waited} ms, a lease duration (4 s)"
 
 log "a leader whose Lease is taken stops writing and exits non-zero"
 kc -n "$GPUOP_NS" patch lease "$LEASE" --type=merge \
