@@ -106,14 +106,34 @@ void gpuop_kube_set_token_ttl(struct gpuop_kube *k, uint64_t ms);
  * A-Z a-z 0-9 - . _ ~ becomes %XX. New string; NULL on out-of-memory. */
 char *gpuop_kube_escape(const char *s);
 
-/* Builds a resource path (new string; NULL on out-of-memory or when
- * resource is empty). group_version "v1" (or "") is the core group under
- * /api, anything else ("apps/v1") is under /apis. ns, name and subresource
- * may be NULL; they are escaped. A subresource without a name is ignored.
- *   ("apps/v1", "gpu", "daemonsets", "dcgm", NULL)
- *     -> "/apis/apps/v1/namespaces/gpu/daemonsets/dcgm"
- *   ("v1", NULL, "nodes", NULL, NULL) -> "/api/v1/nodes" */
-char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
-                      const char *name, const char *subresource);
+/* A resource, or a collection of them, as gpuop_kube_path names it. */
+struct gpuop_kube_ref {
+    const char *group_version; /* "v1" (NULL, ""): core, under /api; "apps/v1": under /apis */
+    const char *ns;            /* NULL: cluster-scoped, or the collection in every namespace */
+    const char *resource;      /* plural, required: "daemonsets" */
+    const char *name;          /* NULL: the collection */
+    const char *subresource;   /* "status", or NULL; ignored without a name */
+};
+
+/* A query parameter; a NULL value leaves it out (an optional one). */
+struct gpuop_kube_param {
+    const char *key;
+    const char *value;
+};
+
+/* The one function that builds a request path: every resource path and
+ * query of gpuop comes from here, escaped (ns, resource, name,
+ * subresource and each key and value go through gpuop_kube_escape; the
+ * group_version is written as it is). Returns a new string (free()), or
+ * NULL on out-of-memory or without a resource.
+ *   ({"apps/v1", "gpu", "daemonsets", "dcgm"},
+ *    {{"fieldManager", "gpuop"}, {"force", "true"}}, 2)
+ *     -> "/apis/apps/v1/namespaces/gpu/daemonsets/dcgm?fieldManager=gpuop&force=true"
+ *   ({"gpuop.dev/v1alpha1", NULL, "gpupolicies", "default", "status"}, NULL, 0)
+ *     -> "/apis/gpuop.dev/v1alpha1/gpupolicies/default/status"
+ *   ({"v1", NULL, "nodes"}, {{"labelSelector", "a in (b)"}}, 1)
+ *     -> "/api/v1/nodes?labelSelector=a%20in%20%28b%29" */
+char *gpuop_kube_path(const struct gpuop_kube_ref *ref, const struct gpuop_kube_param *params,
+                      size_t nparams);
 
 #endif

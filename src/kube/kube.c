@@ -953,61 +953,92 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-char *gpuop_kube_escape(const char *s)
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+/* Writes s at out + n, percent-encoded when esc, and returns the length
+ * after it; with out NULL it only counts (the first of two passes). */
+static size_t put(char *out, size_t n, const char *s, bool esc)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *o = malloc(n * 3 + 1), *p = o;
-    if (!o)
-        return NULL;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            *p++ = (char)c;
+        if (!esc || unreserved(c)) {
+            if (out)
+                out[n] = (char)c;
+            n++;
         } else {
-            *p++ = '%';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 15];
+            if (out) {
+                out[n] = '%';
+                out[n + 1] = hex[c >> 4];
+                out[n + 2] = hex[c & 15];
+            }
+            n += 3;
         }
     }
-    *p = '\0';
+    return n;
+}
+
+char *gpuop_kube_escape(const char *s)
+{
+    if (strlen(s) > (SIZE_MAX - 1) / 3)
+        return NULL;
+    size_t n = put(NULL, 0, s, true);
+    char *o = malloc(n + 1);
+    if (!o)
+        return NULL;
+    put(o, 0, s, true);
+    o[n] = '\0';
     return o;
 }
 
-char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
-                      const char *name, const char *subresource)
+/* One pass of gpuop_kube_path: see put. */
+static size_t put_path(char *out, const struct gpuop_kube_ref *ref,
+                       const struct gpuop_kube_param *params, size_t nparams)
 {
-    if (!group_version || !resource || !*resource)
+    const char *gv = ref->group_version && *ref->group_version ? ref->group_version : "v1";
+    size_t n = put(out, 0, strcmp(gv, "v1") ? "/apis/" : "/api/", false);
+    n = put(out, n, gv, false); /* "group/version": its slash is the path's */
+    if (ref->ns && *ref->ns) {
+        n = put(out, n, "/namespaces/", false);
+        n = put(out, n, ref->ns, true);
+    }
+    n = put(out, n, "/", false);
+    n = put(out, n, ref->resource, true);
+    if (ref->name && *ref->name) {
+        n = put(out, n, "/", false);
+        n = put(out, n, ref->name, true);
+        if (ref->subresource && *ref->subresource) {
+            n = put(out, n, "/", false);
+            n = put(out, n, ref->subresource, true);
+        }
+    }
+    const char *sep = "?";
+    for (size_t i = 0; i < nparams; i++) {
+        if (!params[i].key || !params[i].value)
+            continue;
+        n = put(out, n, sep, false);
+        n = put(out, n, params[i].key, true);
+        n = put(out, n, "=", false);
+        n = put(out, n, params[i].value, true);
+        sep = "&";
+    }
+    return n;
+}
+
+char *gpuop_kube_path(const struct gpuop_kube_ref *ref, const struct gpuop_kube_param *params,
+                      size_t nparams)
+{
+    if (!ref || !ref->resource || !*ref->resource)
         return NULL;
-    const char *parts[4] = {ns, resource, name, subresource};
-    char *esc[4] = {0};
-    char *out = NULL;
-    for (int i = 0; i < 4; i++) {
-        if (parts[i] && *parts[i] && !(esc[i] = gpuop_kube_escape(parts[i])))
-            goto done;
-    }
-    bool core = !strcmp(group_version, "v1") || !*group_version;
-    size_t n = strlen(group_version) + 32;
-    for (int i = 0; i < 4; i++)
-        n += esc[i] ? strlen(esc[i]) + 16 : 0;
-    out = malloc(n);
+    size_t n = put_path(NULL, ref, params, nparams);
+    char *out = malloc(n + 1);
     if (!out)
-        goto done;
-    int len =
-        snprintf(out, n, "%s/%s", core ? "/api" : "/apis", *group_version ? group_version : "v1");
-    if (esc[0])
-        len += snprintf(out + len, n - (size_t)len, "/namespaces/%s", esc[0]);
-    len += snprintf(out + len, n - (size_t)len, "/%s", esc[1]);
-    if (esc[2]) {
-        len += snprintf(out + len, n - (size_t)len, "/%s", esc[2]);
-        if (esc[3])
-            snprintf(out + len, n - (size_t)len, "/%s", esc[3]);
-    }
-done:
-    for (int i = 0; i < 4; i++)
-        free(esc[i]);
+        return NULL;
+    put_path(out, ref, params, nparams);
+    out[n] = '\0';
     return out;
 }

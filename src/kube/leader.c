@@ -343,9 +343,13 @@ int gpuop_leader_new(uv_loop_t *loop, struct gpuop_kube *kube,
         gpuop_leader_identity(l->self, sizeof(l->self));
     l->ns = strdup(cfg->namespace);
     l->name = strdup(cfg->name);
-    l->path_coll = gpuop_kube_path("coordination.k8s.io/v1", cfg->namespace, "leases", NULL, NULL);
-    l->path_obj =
-        gpuop_kube_path("coordination.k8s.io/v1", cfg->namespace, "leases", cfg->name, NULL);
+    struct gpuop_kube_ref lease = {.group_version = "coordination.k8s.io/v1",
+                                   .ns = cfg->namespace,
+                                   .resource = "leases",
+                                   .name = cfg->name};
+    l->path_obj = gpuop_kube_path(&lease, NULL, 0);
+    lease.name = NULL;
+    l->path_coll = gpuop_kube_path(&lease, NULL, 0);
     if (!l->ns || !l->name || !l->path_coll || !l->path_obj) {
         free(l->ns);
         free(l->name);

@@ -811,25 +811,41 @@ static void test_escape_and_path(void **state)
     assert_string_equal(s, "");
     free(s);
 
-    s = gpuop_kube_path("v1", NULL, "nodes", NULL, NULL);
-    assert_string_equal(s, "/api/v1/nodes");
-    free(s);
-    s = gpuop_kube_path("", "ns", "pods", "p-1", NULL);
-    assert_string_equal(s, "/api/v1/namespaces/ns/pods/p-1");
-    free(s);
-    s = gpuop_kube_path("apps/v1", "gpu-operator", "daemonsets", "nvidia-dcgm", NULL);
-    assert_string_equal(s, "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm");
-    free(s);
-    s = gpuop_kube_path("gpuop.io/v1alpha1", NULL, "gpupolicies", "default", "status");
-    assert_string_equal(s, "/apis/gpuop.io/v1alpha1/gpupolicies/default/status");
-    free(s);
-    s = gpuop_kube_path("v1", NULL, "nodes", NULL, "status"); /* no name: ignored */
-    assert_string_equal(s, "/api/v1/nodes");
-    free(s);
-    s = gpuop_kube_path("v1", NULL, "nodes", "a/b", NULL);
-    assert_string_equal(s, "/api/v1/nodes/a%2Fb");
-    free(s);
-    assert_null(gpuop_kube_path("v1", NULL, "", NULL, NULL));
+#define PATH_IS(want, params, n, ...)                                                              \
+    do {                                                                                           \
+        char *p_ = gpuop_kube_path(&(struct gpuop_kube_ref){__VA_ARGS__}, params, n);              \
+        assert_non_null(p_);                                                                       \
+        assert_string_equal(p_, want);                                                             \
+        free(p_);                                                                                  \
+    } while (0)
+    PATH_IS("/api/v1/nodes", NULL, 0, .group_version = "v1", .resource = "nodes");
+    PATH_IS("/api/v1/namespaces/ns/pods/p-1", NULL, 0, .ns = "ns", .resource = "pods",
+            .name = "p-1"); /* no group_version: core */
+    PATH_IS("/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm", NULL, 0,
+            .group_version = "apps/v1", .ns = "gpu-operator", .resource = "daemonsets",
+            .name = "nvidia-dcgm");
+    /* a cluster-scoped custom resource's status */
+    PATH_IS("/apis/gpuop.io/v1alpha1/gpupolicies/default/status", NULL, 0,
+            .group_version = "gpuop.io/v1alpha1", .resource = "gpupolicies", .name = "default",
+            .subresource = "status");
+    PATH_IS("/api/v1/nodes", NULL, 0, .resource = "nodes", .subresource = "status"); /* no name */
+    PATH_IS("/api/v1/nodes/a%2Fb", NULL, 0, .resource = "nodes", .name = "a/b");
+    PATH_IS("/api/v1/namespaces/a%20b/pods", NULL, 0, .ns = "a b", .resource = "pods");
+    /* query parameters: escaped, in order, NULL values left out */
+    struct gpuop_kube_param apply[] = {{.key = "fieldManager", .value = "gpuop"},
+                                       {.key = "dryRun", .value = NULL},
+                                       {.key = "force", .value = "true"}};
+    PATH_IS("/apis/apps/v1/namespaces/gpu/daemonsets/dcgm?fieldManager=gpuop&force=true", apply, 3,
+            .group_version = "apps/v1", .ns = "gpu", .resource = "daemonsets", .name = "dcgm");
+    struct gpuop_kube_param sel[] = {{.key = "labelSelector", .value = "a in (b,c)"},
+                                     {.key = "continue", .value = "x=&y"}};
+    PATH_IS("/api/v1/pods?labelSelector=a%20in%20%28b%2Cc%29&continue=x%3D%26y", sel, 2,
+            .resource = "pods");
+    struct gpuop_kube_param none[] = {{.key = "continue", .value = NULL}};
+    PATH_IS("/api/v1/pods", none, 1, .resource = "pods");
+#undef PATH_IS
+    assert_null(gpuop_kube_path(&(struct gpuop_kube_ref){.resource = ""}, NULL, 0));
+    assert_null(gpuop_kube_path(NULL, NULL, 0));
 }
 
 int main(void)
