@@ -50,6 +50,12 @@
 #define MAX_ERROR_BODY     (64u << 10) /* an error response of a stream */
 #define ERROR_SNIPPET      200         /* bytes of a non-JSON error body quoted */
 #define MAX_CONNECTIONS    8           /* kept open for reuse; more may be open meanwhile */
+#define UPLOAD_BUFFER      16384L      /* curl's smallest upload buffer (default 64 KB) */
+#define RESP_INITIAL_CAP   4096u       /* a response buffer's first size; doubles as it grows */
+/* A watch stream's TCP keepalive, so a dead peer is noticed within about
+ * KEEPALIVE_IDLE_S + 9 probes x KEEPALIVE_INTVL_S (Linux's default count). */
+#define KEEPALIVE_IDLE_S  30L
+#define KEEPALIVE_INTVL_S 15L
 
 struct sock {
     uv_poll_t poll;
@@ -172,7 +178,7 @@ static int append(struct gpuop_kube_req *r, const char *p, size_t n)
     if (n > r->resp_max - r->resp_len)
         return GPUOP_ETOOBIG;
     if (r->resp_len + n + 1 > r->resp_cap) {
-        size_t cap = r->resp_cap ? r->resp_cap : 4096;
+        size_t cap = r->resp_cap ? r->resp_cap : RESP_INITIAL_CAP;
         while (cap < r->resp_len + n + 1)
             cap *= 2;
         char *nb = realloc(r->resp, cap);
@@ -715,11 +721,11 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
     /* The smallest upload buffer curl allows (default 64 KB): an apply or
      * status body is a few KB, and every request in flight holds one. */
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
     if (r->on_data) {
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
     }
 
     /* TLS */

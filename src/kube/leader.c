@@ -25,6 +25,17 @@
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
 
+/* client-go's JitterFactor: renewDeadline must exceed retryPeriod times
+ * it, and a candidate waits retryPeriod plus up to (JITTER_FACTOR - 1)
+ * of it between tries, so that candidates spread out. */
+#define JITTER_FACTOR 1.2
+/* While a request is out, the leader looks at its renew deadline this
+ * many times per retry period. */
+#define DEADLINE_CHECKS_PER_RETRY 2
+/* A release that meets 409 (our last renewal landed after all) reads the
+ * Lease and tries again, this many tries in all. */
+#define RELEASE_TRIES 2
+
 struct gpuop_leader {
     uv_loop_t *loop;
     struct gpuop_kube *kube;
@@ -57,7 +68,7 @@ static void release(struct gpuop_leader *l);
 int gpuop_leader_check_timing(uint64_t lease_ms, uint64_t renew_ms, uint64_t retry_ms)
 {
     if (retry_ms == 0 || renew_ms == 0 || lease_ms <= renew_ms ||
-        (double)renew_ms <= 1.2 * (double)retry_ms)
+        (double)renew_ms <= JITTER_FACTOR * (double)retry_ms)
         return GPUOP_EINVAL;
     return 0;
 }
@@ -101,7 +112,7 @@ static uint64_t jittered(const struct gpuop_leader *l)
     unsigned char r = 0;
     if (uv_random(NULL, NULL, &r, 1, 0, NULL) < 0)
         r = 0;
-    return l->retry_ms + l->retry_ms * r / 255 / 5; /* + up to 20 % */
+    return l->retry_ms + (uint64_t)((double)l->retry_ms * (JITTER_FACTOR - 1.0) * r / 255.0);
 }
 
 /* Records what the Lease says; a changed spec restarts the expiry clock. */
@@ -315,7 +326,7 @@ static void on_tick(uv_timer_t *t)
         if (l->leader && uv_now(l->loop) - l->renewed_ms > l->renew_ms)
             lose(l, "lease renewal did not complete within the renew deadline");
         else
-            schedule_in(l, l->retry_ms / 2 + 1);
+            schedule_in(l, l->retry_ms / DEADLINE_CHECKS_PER_RETRY + 1);
         return;
     }
     try_once(l);
@@ -430,7 +441,7 @@ static void release_done(void *arg, int rc, json_t *body, const struct gpuop_err
     l->req = NULL;
     if (rc == 0) {
         gpuop_info(l->obj, "released the lease");
-    } else if (rc == GPUOP_ECONFLICT && l->release_tries < 2) {
+    } else if (rc == GPUOP_ECONFLICT && l->release_tries < RELEASE_TRIES) {
         /* Our last renewal may have landed after all: read and retry. */
         if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
                                release_get_done, l, &l->req) == 0)

@@ -33,6 +33,8 @@
 #include "gpuop/httpd.h"
 #include "gpuop/log.h"
 
+#define LISTEN_BACKLOG 128 /* kept short: past the connection bounds, clients are closed */
+
 /* ---- parser ---- */
 
 static bool is_tchar(unsigned char c)
@@ -565,7 +567,7 @@ int gpuop_httpd_new(uv_loop_t *loop, const struct gpuop_httpd_config *cfg, struc
     h->open_handles = 2;
     int rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&sa, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&h->listener, 128, on_connection);
+        rc = uv_listen((uv_stream_t *)&h->listener, LISTEN_BACKLOG, on_connection);
     if (rc < 0) {
         gpuop_err_set(err, GPUOP_EIO, NULL, "cannot listen on %s: %s", cfg->addr, uv_strerror(rc));
         gpuop_httpd_close(h, NULL, NULL);
