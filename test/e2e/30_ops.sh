@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: gpuop run like a production operator (issue 5), in-cluster.
 #   - deploy/ RBAC is least privilege: the gpuop ServiceAccount cannot read
-#     Secrets or write Nodes, and can do what gpuop needs;
+#     Secrets or write Nodes, creates Events only in "default", and can do
+#     what gpuop needs;
 #   - two replicas run in in-cluster mode (service host/port of the lab,
 #     a token of the gpuop ServiceAccount, the lab's CA): exactly one holds
 #     the Lease and writes (applies, status); the follower's writes stay 0;
@@ -30,13 +31,14 @@ can() { kc auth can-i --as="$SA" "$@" 2>/dev/null || true; }
 for check in "get secrets -A" "list secrets -n $GPUOP_NS" "patch nodes" "update nodes" \
 	"delete nodes" "create pods -n $GPUOP_NS" "delete gpupolicies.gpuop.dev" \
 	"create daemonsets -n default" "delete leases -n $GPUOP_NS" "update gpupolicies.gpuop.dev" \
-	"create events -n kube-system" "create events -n $GPUOP_NS"; do
+	"create events -n kube-system" "create events -n $GPUOP_NS" "patch events -A"; do
 	# shellcheck disable=SC2086
 	assert_eq no "$(can $check)" "can-i $check"
 done
 for check in "list nodes" "watch gpupolicies.gpuop.dev" "patch gpupolicies.gpuop.dev --subresource=status" \
 	"patch daemonsets -n $GPUOP_NS" "delete daemonsets -n $GPUOP_NS" "watch pods -n $GPUOP_NS" \
-	"create leases -n $GPUOP_NS" "update leases -n $GPUOP_NS" "create events -n default"; do
+	"create leases -n $GPUOP_NS" "update leases -n $GPUOP_NS" "create events -n default" \
+	"patch events -n default" "create events.events.k8s.io -n default"; do
 	# shellcheck disable=SC2086
 	assert_eq yes "$(can $check)" "can-i $check"
 done
