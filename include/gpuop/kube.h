@@ -102,6 +102,11 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg);
 void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max);
 void gpuop_kube_set_token_ttl(struct gpuop_kube *k, uint64_t ms);
 
+/* The libcurl and the TLS library linked in, as they report themselves at
+ * run time (curl_version_info: "7.88.1" and "OpenSSL/3.0.20", the version
+ * OpenSSL_version gives): static strings. */
+void gpuop_kube_lib_versions(const char **curl, const char **tls);
+
 /* Percent-encodes s for a query value or a path segment: everything but
  * A-Z a-z 0-9 - . _ ~ becomes %XX. New string; NULL on out-of-memory. */
 char *gpuop_kube_escape(const char *s);

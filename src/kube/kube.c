@@ -626,6 +626,13 @@ void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, voi
     k->observe_arg = arg;
 }
 
+void gpuop_kube_lib_versions(const char **curl, const char **tls)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    *curl = v && v->version ? v->version : "unknown";
+    *tls = v && v->ssl_version ? v->ssl_version : "none";
+}
+
 void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg)
 {
     k->fatal = cb;
