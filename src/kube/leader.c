@@ -100,6 +100,17 @@ static void micro_time(char *buf, size_t len)
 
 static void on_tick(uv_timer_t *t);
 
+/* A request's timeout: the leader's are bounded by the renew deadline (a
+ * renewal still out past it is cancelled and leadership is lost anyway);
+ * a candidate's carry none of their own beyond the client's default, as in
+ * client-go: a slow answer costs a candidate nothing but time, and a short
+ * bound only made it retry on a loaded machine. Closing (release) is
+ * bounded too. */
+static long request_timeout(const struct gpuop_leader *l)
+{
+    return l->leader || l->closing ? (long)l->renew_ms : 0;
+}
+
 static void schedule_in(struct gpuop_leader *l, uint64_t ms)
 {
     if (l->closing || l->lost)
@@ -230,7 +241,7 @@ static int put_lease(struct gpuop_leader *l, bool take, gpuop_kube_done_cb done)
     if (!body)
         return GPUOP_ENOMEM;
     int rc = gpuop_kube_request(l->kube, "PUT", l->path_obj, GPUOP_CT_JSON, body, strlen(body),
-                                (long)l->renew_ms, done, l, &l->req);
+                                request_timeout(l), done, l, &l->req);
     free(body);
     return rc;
 }
@@ -245,7 +256,7 @@ static void create(struct gpuop_leader *l)
     char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     int rc = body ? gpuop_kube_request(l->kube, "POST", l->path_coll, GPUOP_CT_JSON, body,
-                                       strlen(body), (long)l->renew_ms, write_done, l, &l->req)
+                                       strlen(body), request_timeout(l), write_done, l, &l->req)
                   : GPUOP_ENOMEM;
     free(body);
     if (rc < 0) {
@@ -308,7 +319,7 @@ static void try_once(struct gpuop_leader *l)
         schedule_in(l, l->retry_ms);
         return;
     }
-    int rc = gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+    int rc = gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                 get_done, l, &l->req);
     if (rc < 0) {
         gpuop_warn(l->obj, "cannot read the lease: %s", gpuop_strerror(rc));
@@ -443,7 +454,7 @@ static void release_done(void *arg, int rc, json_t *body, const struct gpuop_err
         gpuop_info(l->obj, "released the lease");
     } else if (rc == GPUOP_ECONFLICT && l->release_tries < RELEASE_TRIES) {
         /* Our last renewal may have landed after all: read and retry. */
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                release_get_done, l, &l->req) == 0)
             return;
     } else {
@@ -495,7 +506,7 @@ void gpuop_leader_close(struct gpuop_leader *l, void (*cb)(void *), void *arg)
         release(l);
     } else if (l->leader) {
         l->release_tries++;
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                release_get_done, l, &l->req) < 0)
             finish_close(l);
     } else {
