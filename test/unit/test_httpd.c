@@ -123,6 +123,7 @@ struct fx {
     uv_loop_t loop;
     uv_timer_t watchdog;
     bool expired;
+    uint64_t deadline; /* of the wait in progress (uv_now) */
     struct gpuop_httpd *h;
     int port;
     int handled;
@@ -156,15 +157,34 @@ static void handler(void *arg, const struct gpuop_http_request *req,
     }
 }
 
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog could leave
+ * the wait blocked for good. The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
+#define WAIT_MS 30000 /* generous: a loaded machine, valgrind */
+
 static void on_watchdog(uv_timer_t *t)
 {
-    ((struct fx *)t->data)->expired = true;
+    struct fx *f = t->data;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!*flag && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -208,7 +228,7 @@ static int teardown(void **state)
     struct fx *f = *state;
     if (f->h) {
         gpuop_httpd_close(f->h, on_server_closed, f);
-        run_until(f, &f->closed, 2000);
+        run_until(f, &f->closed, WAIT_MS);
     }
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
@@ -300,7 +320,7 @@ static void client_free(struct fx *f, struct client *c)
         c->eof = true;
         uv_close((uv_handle_t *)&c->tcp, c_closed);
     }
-    run_until(f, &c->closed, 2000);
+    run_until(f, &c->closed, WAIT_MS);
     free(c->out);
     free(c);
 }
@@ -308,7 +328,7 @@ static void client_free(struct fx *f, struct client *c)
 static struct client *get(struct fx *f, const char *req)
 {
     struct client *c = client_new(f, req, strlen(req));
-    run_until(f, &c->eof, 3000);
+    run_until(f, &c->eof, WAIT_MS);
     return c;
 }
 
@@ -357,7 +377,7 @@ static void test_serve_errors(void **state)
     memset(big + h, 'a', n - (size_t)h);
     c = client_new(f, big, n);
     free(big);
-    run_until(f, &c->eof, 3000);
+    run_until(f, &c->eof, WAIT_MS);
     assert_non_null(strstr(c->in, "HTTP/1.1 431 "));
     client_free(f, c);
     assert_int_equal(f->handled, 0); /* none reached the handler */
@@ -387,32 +407,6 @@ static void wait_ms(struct fx *f, uint64_t ms)
     uv_run(&f->loop, UV_RUN_NOWAIT);
 }
 
-static void test_slow_clients(void **state)
-{
-    struct fx *f = *state;
-    start_server(f, 0, 300, 0);
-    uint64_t t0 = uv_now(&f->loop);
-    /* one connects and says nothing; one sends half a request */
-    struct client *idle = client_new(f, NULL, 0);
-    struct client *half = client_new(f, "GET /hello HTTP/1.1\r\nHo", 23);
-    wait_ms(f, 50);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
-    /* meanwhile another client is served at once */
-    struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
-    assert_non_null(strstr(c->in, "200 OK"));
-    assert_false(idle->eof);
-    client_free(f, c);
-    /* the slow ones are dropped after the read timeout, without an answer */
-    run_until(f, &idle->eof, 3000);
-    run_until(f, &half->eof, 3000);
-    assert_true(idle->eof_ms - t0 >= 290);
-    assert_int_equal(idle->in_len, 0);
-    assert_int_equal(half->in_len, 0);
-    assert_int_equal(gpuop_httpd_conns(f->h), 0);
-    client_free(f, idle);
-    client_free(f, half);
-}
-
 /* Runs the loop until the server holds n connections (accepts are
  * asynchronous), or fails after a generous deadline. */
 static void wait_conns(struct fx *f, size_t n)
@@ -421,6 +415,35 @@ static void wait_conns(struct fx *f, size_t n)
     while (gpuop_httpd_conns(f->h) != n && uv_now(&f->loop) < until)
         wait_ms(f, 5);
     assert_int_equal(gpuop_httpd_conns(f->h), n);
+}
+
+/* Long enough that the other client is served before the slow ones are
+ * dropped, on a loaded machine too. */
+#define SLOW_TIMEOUT_MS 3000
+
+static void test_slow_clients(void **state)
+{
+    struct fx *f = *state;
+    start_server(f, 0, SLOW_TIMEOUT_MS, 0);
+    uint64_t t0 = uv_now(&f->loop);
+    /* one connects and says nothing; one sends half a request */
+    struct client *idle = client_new(f, NULL, 0);
+    struct client *half = client_new(f, "GET /hello HTTP/1.1\r\nHo", 23);
+    wait_conns(f, 2);
+    /* meanwhile another client is served at once */
+    struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(c->in, "200 OK"));
+    assert_false(idle->eof);
+    client_free(f, c);
+    /* the slow ones are dropped after the read timeout, without an answer */
+    run_until(f, &idle->eof, WAIT_MS);
+    run_until(f, &half->eof, WAIT_MS);
+    assert_true(idle->eof_ms - t0 >= SLOW_TIMEOUT_MS - 10);
+    assert_int_equal(idle->in_len, 0);
+    assert_int_equal(half->in_len, 0);
+    assert_int_equal(gpuop_httpd_conns(f->h), 0);
+    client_free(f, idle);
+    client_free(f, half);
 }
 
 static void test_connection_cap(void **state)
@@ -436,7 +459,7 @@ static void test_connection_cap(void **state)
     struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
     assert_non_null(strstr(c->in, "200 OK"));
     client_free(f, c);
-    run_until(f, &a->eof, 10000);
+    run_until(f, &a->eof, WAIT_MS);
     assert_int_equal(a->in_len, 0); /* dropped without an answer */
     assert_false(b->eof);
     wait_conns(f, 1);
@@ -471,7 +494,7 @@ static void test_per_peer_cap(void **state)
         assert_int_equal(idle[i]->in_len, 0); /* dropped without an answer */
     /* from the same address as the slow ones, a probe is still served */
     struct client *probe = client_from(f, "127.0.0.2", "GET /hello HTTP/1.1\r\n\r\n", 23);
-    run_until(f, &probe->eof, 10000);
+    run_until(f, &probe->eof, WAIT_MS);
     assert_non_null(strstr(probe->in, "200 OK"));
     client_free(f, probe);
     /* and from another address */
@@ -661,9 +684,10 @@ static void test_slow_storm(void **state)
     uv_timer_start(&s->end, on_storm_end, STORM_MS, 0);
     /* the storm ends by itself; wait for every client to be done, however
      * slowly a loaded machine runs it */
-    uint64_t until = uv_now(&f->loop) + STORM_MS + 60000;
-    while (!storm_settled(s) && uv_now(&f->loop) < until)
+    wait_begin(f, STORM_MS + 60000);
+    while (!storm_settled(s) && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
 
     fflush(stderr);
     dup2(saved, 2);
@@ -703,13 +727,12 @@ static void test_close_with_open_connections(void **state)
     struct fx *f = *state;
     start_server(f, 0, 5000, 0);
     struct client *a = client_new(f, NULL, 0), *b = client_new(f, "GET /he", 7);
-    wait_ms(f, 50);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
+    wait_conns(f, 2);
     gpuop_httpd_close(f->h, on_server_closed, f);
     f->h = NULL;
-    run_until(f, &f->closed, 2000);
-    run_until(f, &a->eof, 2000);
-    run_until(f, &b->eof, 2000);
+    run_until(f, &f->closed, WAIT_MS);
+    run_until(f, &a->eof, WAIT_MS);
+    run_until(f, &b->eof, WAIT_MS);
     client_free(f, a);
     client_free(f, b);
 }

@@ -143,21 +143,39 @@ struct fx {
     struct gpuop_kube *k;
     uv_timer_t watchdog;
     bool expired;
-    bool closed; /* the client's close callback ran */
+    uint64_t deadline; /* of the wait in progress (uv_now) */
+    bool closed;       /* the client's close callback ran */
     char tokfile[64];
 };
+
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog could leave
+ * the wait blocked for good. The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
 
 static void on_watchdog(uv_timer_t *t)
 {
     struct fx *f = t->data;
-    f->expired = true;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 /* Runs the loop until *flag or ms elapse; fails the test on expiry. */
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!*flag && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -168,11 +186,10 @@ static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 /* Runs the loop for about ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-    bool never = false;
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
-    while (!never && !f->expired)
+    wait_begin(f, ms);
+    while (!f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
 }
 
 static void make_client(struct fx *f, const char *token, const char *token_file, int port)

@@ -43,6 +43,7 @@ struct fx {
     uv_loop_t loop;
     uv_timer_t watchdog;
     bool expired;
+    uint64_t deadline; /* of the wait in progress (uv_now) */
     struct fakeapi *srv;
     struct store st;
     struct gpuop_kube *kube;
@@ -145,15 +146,34 @@ static void other_holds(struct fx *f, const char *who, const char *renew_time)
     store_put(&f->st, obj);
 }
 
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog, or a
+ * condition set by the last timer, could leave the wait blocked for good.
+ * The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
+
 static void on_watchdog(uv_timer_t *t)
 {
-    ((struct fx *)t->data)->expired = true;
+    struct fx *f = t->data;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 static void run_until_fn(struct fx *f, bool (*cond)(void *), void *arg, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!cond(arg) && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -173,10 +193,10 @@ static void run_until(struct fx *f, bool *flag, uint64_t ms)
 
 static void run_for(struct fx *f, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
 }
 
 static void on_started(void *arg)
@@ -232,6 +252,11 @@ static void elector_close(struct fx *f, struct elector *e)
     gpuop_leader_close(e->l, on_elector_closed, e);
     run_until(f, &e->closed, WAIT_MS);
     e->l = NULL;
+}
+
+static bool stopped(void *arg)
+{
+    return ((struct elector *)arg)->stopped > 0;
 }
 
 static bool is_leader(void *arg)
@@ -421,12 +446,9 @@ static void test_renew_deadline_loses_for_good(void **state)
     e = elector_new(f, "me");
     run_until_fn(f, is_leader, e, WAIT_MS);
     f->st.fail_code = 500; /* the API server breaks */
+    uv_update_time(&f->loop);
     uint64_t t0 = uv_now(&f->loop);
-    bool lost = false;
-    while (!lost && uv_now(&f->loop) - t0 < WAIT_MS) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        lost = e->stopped > 0;
-    }
+    run_until_fn(f, stopped, e, WAIT_MS);
     assert_int_equal(e->stopped, 1);
     assert_false(gpuop_leader_is_leader(e->l));
     /* not before the renew deadline (less the retry it was last renewed
@@ -452,12 +474,7 @@ static void test_taken_over_by_another(void **state)
     run_until_fn(f, is_leader, e, WAIT_MS);
     /* someone overwrites the lease (new resourceVersion) */
     other_holds(f, "thief", "2030-01-01T00:00:00.000000Z");
-    bool lost = false;
-    uint64_t t0 = uv_now(&f->loop);
-    while (!lost && uv_now(&f->loop) - t0 < WAIT_MS) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        lost = e->stopped > 0;
-    }
+    run_until_fn(f, stopped, e, WAIT_MS);
     assert_int_equal(e->stopped, 1);
     assert_string_equal(gpuop_leader_holder(e->l), "thief");
     elector_close(f, e);
