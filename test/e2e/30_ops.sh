@@ -77,7 +77,7 @@ start_replica() {
 		KUBERNETES_SERVICE_PORT="$LAB_API_PORT" GPUOP_SA_DIR="$SADIR" \
 		"$GPUOP_BIN" run --metrics-addr "127.0.0.1:$mp" --health-addr "127.0.0.1:$hp" \
 		--log-level debug "$@"
-	wait_for 20 curl -sf "http://127.0.0.1:$hp/readyz"
+	wait_for 60 curl -sf "http://127.0.0.1:$hp/readyz"
 }
 pid_of() { awk -v n="$1" '$1 == n {print $2}' "$E2E_TMP/.spawned" | tail -n 1; }
 metric() { # metric PORT NAME_AND_LABELS -> value (empty when absent)
@@ -88,7 +88,7 @@ P1M=$(free_port) P1H=$(free_port) P2M=$(free_port) P2H=$(free_port)
 
 log "two replicas in-cluster (one with JSON logs)"
 start_replica r1 "$P1M" "$P1H"
-wait_for 10 bash -c "grep -q 'became leader' '$E2E_TMP/r1.log'"
+wait_for 60 bash -c "grep -q 'became leader' '$E2E_TMP/r1.log'"
 start_replica r2 "$P2M" "$P2H" --log-format json
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P2H/healthz")" "healthz"
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P2H/readyz")" "readyz"
@@ -200,7 +200,7 @@ assert_eq 1 "$(metric "$P2M" gpuop_leader_is_leader)" "r2 leads"
 
 log "clean shutdown releases the Lease"
 kill -TERM "$(pid_of r2)"
-wait_for 15 grep -q 'stopped (exit 0)' "$E2E_TMP/r2.log"
+wait_for 60 grep -q 'stopped (exit 0)' "$E2E_TMP/r2.log"
 grep -q '"released the lease"' "$E2E_TMP/r2.log" || fail "r2 did not release"
 assert_eq "" "$(kc -n "$GPUOP_NS" get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}')" "released holder"
 
@@ -221,7 +221,7 @@ log "a leader whose Lease is taken stops writing and exits non-zero"
 kc -n "$GPUOP_NS" patch lease "$LEASE" --type=merge \
 	-p '{"spec":{"holderIdentity":"someone-else","renewTime":"2030-01-01T00:00:00.000000Z"}}' >/dev/null
 pid3=$(pid_of r3)
-wait_for 10 grep -q 'stopped (exit' "$E2E_TMP/r3.log"
+wait_for 60 grep -q 'stopped (exit' "$E2E_TMP/r3.log"
 rc=0
 wait "$pid3" 2>/dev/null || rc=$?
 assert_eq 1 "$rc" "exit status of the replica that lost the lease"
