@@ -61,6 +61,31 @@ if(GPUOP_CURL_PKGCONFIG)
   find_package(Threads REQUIRED)
   target_link_libraries(gpuop_curl INTERFACE ${_link} Threads::Threads)
   message(STATUS "libcurl: static, ${_libdir}/libcurl.a with ${_link}")
+  # scripts/lean-curl records what it built in the prefix's BUILDINFO
+  # ("curl V", "openssl V" built, "openssl-wanted V" apt's candidate): an
+  # OpenSSL older than the one wanted (its source could not be fetched) is
+  # said at every configure, until a rerun of scripts/lean-curl builds it.
+  get_filename_component(GPUOP_CURL_PREFIX "${_libdir}/.." ABSOLUTE)
+  set(GPUOP_CURL_BUILDINFO "${GPUOP_CURL_PREFIX}/BUILDINFO")
+  if(EXISTS "${GPUOP_CURL_BUILDINFO}")
+    file(STRINGS "${GPUOP_CURL_BUILDINFO}" _bi)
+    set(_ossl "")
+    set(_ossl_wanted "")
+    foreach(_l IN LISTS _bi)
+      if(_l MATCHES "^openssl ([^ ]+)$")
+        set(_ossl "${CMAKE_MATCH_1}")
+      elseif(_l MATCHES "^openssl-wanted ([^ ]+)$")
+        set(_ossl_wanted "${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    message(STATUS "libcurl: lean build of ${GPUOP_CURL_PREFIX}: OpenSSL ${_ossl} (wanted ${_ossl_wanted})")
+    if(NOT _ossl STREQUAL _ossl_wanted)
+      message(WARNING "the lean OpenSSL is ${_ossl}, not ${_ossl_wanted}, the version apt "
+                      "would install (its source could not be fetched when it was built): rerun "
+                      "scripts/lean-curl, which builds ${_ossl_wanted} once it can be fetched, and "
+                      "configure with the directory it prints")
+    endif()
+  endif()
 else()
   pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
   target_link_libraries(gpuop_curl INTERFACE PkgConfig::CURL)

@@ -11,19 +11,20 @@
 
 enum gpuop_rc {
     GPUOP_OK = 0,
-    GPUOP_ENOMEM = -1,     /* allocation failed */
-    GPUOP_EINVAL = -2,     /* bad argument or invalid value (field named in err) */
-    GPUOP_EPARSE = -3,     /* malformed JSON / YAML / input */
-    GPUOP_ETOOBIG = -4,    /* a size or depth limit was hit */
-    GPUOP_EIO = -5,        /* file or socket I/O failed */
-    GPUOP_ETRANSPORT = -6, /* connection, TLS or timeout (curl) */
-    GPUOP_EHTTP = -7,      /* the API server answered with an error status */
-    GPUOP_ENOTFOUND = -8,  /* 404 or missing key */
-    GPUOP_ECONFLICT = -9,  /* 409 */
-    GPUOP_EGONE = -10,     /* 410: resourceVersion too old, relist */
-    GPUOP_ECONFIG = -11,   /* kubeconfig / in-cluster configuration unusable */
-    GPUOP_ECANCELED = -12, /* the operation was stopped (shutdown) */
-    GPUOP_EFORBIDDEN = -13 /* 401 / 403 */
+    GPUOP_ENOMEM = -1,      /* allocation failed */
+    GPUOP_EINVAL = -2,      /* bad argument or invalid value (field named in err) */
+    GPUOP_EPARSE = -3,      /* malformed JSON / YAML / input */
+    GPUOP_ETOOBIG = -4,     /* a size or depth limit was hit */
+    GPUOP_EIO = -5,         /* file or socket I/O failed */
+    GPUOP_ETRANSPORT = -6,  /* connection, TLS or timeout (curl) */
+    GPUOP_EHTTP = -7,       /* the API server answered with an error status */
+    GPUOP_ENOTFOUND = -8,   /* 404 or missing key */
+    GPUOP_ECONFLICT = -9,   /* 409 */
+    GPUOP_EGONE = -10,      /* 410: resourceVersion too old, relist */
+    GPUOP_ECONFIG = -11,    /* kubeconfig / in-cluster configuration unusable */
+    GPUOP_ECANCELED = -12,  /* the operation was stopped (shutdown) */
+    GPUOP_EFORBIDDEN = -13, /* 401 / 403 */
+    GPUOP_ETLS = -14        /* TLS verification failed: a retry cannot help (wrong CA, bad cert) */
 };
 
 /* Details of the last failure. Fixed-size so it can live on the stack and

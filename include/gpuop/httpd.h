@@ -8,8 +8,14 @@
  * - a connection has read_timeout_ms to send its whole head and then as
  *   long again to take the response; after that it is closed (a client
  *   that connects and sends nothing, or trickles bytes, is dropped);
- * - at most max_conns connections are open; more are accepted and closed
- *   at once, so the listen backlog never fills up with idle clients.
+ * - at most max_conns connections are open, and at most
+ *   max_conns_per_peer from one client address; a connection past either
+ *   bound takes the place of the oldest unanswered connection of the
+ *   address holding the most (its own, past the per-address bound), so
+ *   slow clients cannot starve a probe; when there is none to evict, the
+ *   new connection is accepted and closed at once, so the listen backlog
+ *   never fills up with idle clients. Evictions and refusals are logged
+ *   once per GPUOP_HTTPD_WARN_INTERVAL_MS with their count.
  *
  * The handler runs on the loop thread and answers synchronously.
  */
@@ -22,11 +28,13 @@
 
 #include "gpuop/error.h"
 
-#define GPUOP_HTTPD_MAX_REQUEST     8192 /* default request head limit, bytes */
-#define GPUOP_HTTPD_MAX_HEADERS     64
-#define GPUOP_HTTPD_MAX_PATH        1024
-#define GPUOP_HTTPD_MAX_CONNS       64
-#define GPUOP_HTTPD_READ_TIMEOUT_MS 5000
+#define GPUOP_HTTPD_MAX_REQUEST        8192 /* default request head limit, bytes */
+#define GPUOP_HTTPD_MAX_HEADERS        64
+#define GPUOP_HTTPD_MAX_PATH           1024
+#define GPUOP_HTTPD_MAX_CONNS          64
+#define GPUOP_HTTPD_MAX_CONNS_PER_PEER 16    /* from one client address */
+#define GPUOP_HTTPD_READ_TIMEOUT_MS    5000  /* to send the whole head, and to take the response */
+#define GPUOP_HTTPD_WARN_INTERVAL_MS   10000 /* at most one eviction/refusal warning per interval */
 
 struct gpuop_http_request {
     char method[8];                   /* "GET" */
@@ -66,6 +74,7 @@ struct gpuop_httpd_config {
     size_t max_request;       /* 0: GPUOP_HTTPD_MAX_REQUEST */
     uint64_t read_timeout_ms; /* 0: GPUOP_HTTPD_READ_TIMEOUT_MS */
     int max_conns;            /* 0: GPUOP_HTTPD_MAX_CONNS */
+    int max_conns_per_peer;   /* 0: GPUOP_HTTPD_MAX_CONNS_PER_PEER; at most max_conns */
 };
 
 struct gpuop_httpd;

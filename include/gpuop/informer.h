@@ -11,7 +11,11 @@
  * - connection failures back off exponentially (0.8 s doubling to 30 s,
  *   with jitter), reset once a watch has stayed healthy for a while;
  * - watch timeouts are randomised (5-10 min) so watchers do not reconnect
- *   at once; an event line is bounded (GPUOP_INFORMER_MAX_LINE).
+ *   at once; an event line, and an item of a LIST page, is bounded
+ *   (max_line, default GPUOP_INFORMER_MAX_LINE);
+ * - neither a LIST page nor a watch is held whole: a page streams through
+ *   the jsonlist splitter and each item is parsed alone as it arrives, so
+ *   the memory of a (re)list is one item, whatever the page size.
  *
  * Items are whatever the convert op makes of an object (a compact struct,
  * or the json_t itself); the store owns them. Event callbacks run after
@@ -30,16 +34,20 @@
 #include "gpuop/map.h"
 
 #define GPUOP_INFORMER_MAX_LINE (8u << 20)
-/* Objects per LIST page: a page is parsed whole, so its size sets the peak
- * memory of a (re)list; 100 keeps that peak a few MB at 5,000 nodes. */
+/* Objects per LIST page (limit=): a page streams in item by item, so this
+ * sets how much one request carries and how often a list round-trips,
+ * not the memory a list needs. */
 #define GPUOP_INFORMER_PAGE 100
 
 struct gpuop_informer;
 
 struct gpuop_informer_config {
-    const char *name;           /* for logs and metrics: "nodes" */
-    const char *path;           /* collection path: "/api/v1/nodes" */
+    const char *name; /* for logs and metrics: "nodes"; NULL: res.resource */
+    /* The collection, as gpuop_kube_path takes it (name and subresource
+     * NULL): {"v1", NULL, "nodes"}, {"apps/v1", "gpu", "daemonsets"}. */
+    struct gpuop_kube_ref res;
     const char *label_selector; /* or NULL */
+    size_t max_line; /* bytes of one watch event or list item; 0: GPUOP_INFORMER_MAX_LINE */
     /* obj (borrowed) -> new item, or NULL on failure (err says why; the
      * object is then skipped and logged). NULL op: the item is obj itself
      * (a new reference). key is the store's own copy of the object's key
@@ -51,8 +59,8 @@ struct gpuop_informer_config {
      * (heartbeats); the item is replaced but on_event is not called. */
     bool (*same)(const void *old_item, const void *new_item);
     /* key: the store key: "name" for cluster-scoped objects and for an
-     * informer of one namespace (a path with /namespaces/<ns>/), else
-     * "namespace/name"; old_item NULL on add, new_item NULL on delete; all
+     * informer of one namespace (res.ns set), else "namespace/name";
+     * old_item NULL on add, new_item NULL on delete; all
      * borrowed, valid during the call only. */
     void (*on_event)(void *arg, const char *key, const void *old_item, const void *new_item);
     /* Called once, after the first complete list. */
@@ -68,7 +76,8 @@ struct gpuop_informer_stats {
     uint64_t events;   /* watch events applied */
 };
 
-/* cfg strings are copied. *out is new; close with gpuop_informer_close. */
+/* cfg strings are copied. *out is new; close with gpuop_informer_close.
+ * GPUOP_EINVAL without res.resource or with a res.name. */
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);
@@ -83,7 +92,8 @@ int gpuop_informer_next(const struct gpuop_informer *inf, size_t *iter, const ch
                         void **item);
 const char *gpuop_informer_resource_version(const struct gpuop_informer *inf);
 void gpuop_informer_stats(const struct gpuop_informer *inf, struct gpuop_informer_stats *out);
-/* Test hook: backoff base and cap in ms (defaults 800 and 30000). */
+/* Test hook: backoff base and cap in ms (defaults: client-go's 800 ms and
+ * 30 s). */
 void gpuop_informer_set_backoff(struct gpuop_informer *inf, uint64_t base_ms, uint64_t max_ms);
 
 /* Cancels requests and timers; cb(arg) runs once everything is closed and

@@ -7,7 +7,8 @@
  * Responses are bounded (GPUOP_KUBE_MAX_BODY); a Kubernetes Status in an
  * error response is decoded into the gpuop_err (http_code, reason, message).
  * The bearer token is re-read from its file about once a minute so rotated
- * service-account tokens are picked up.
+ * service-account tokens are picked up; a token for a plain http:// server
+ * gets a warning, once per process.
  */
 #ifndef GPUOP_KUBE_H
 #define GPUOP_KUBE_H
@@ -45,6 +46,14 @@ int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct g
                    struct gpuop_err *err);
 
 void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, void *arg);
+
+/* Called with the request's error (borrowed) just before the done callback
+ * of every request that failed in a way no retry can fix (rc GPUOP_ETLS:
+ * the server's certificate is not trusted, or a certificate of ours is
+ * unusable). The informers back off and retry whatever the error; a
+ * one-shot command sets this to stop at the first such failure. */
+typedef void (*gpuop_kube_fatal_cb)(void *arg, const struct gpuop_err *err);
+void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg);
 
 /* Starts a request. path includes the query ("/api/v1/nodes?limit=500").
  * body may be NULL; it is copied. timeout_ms 0 = default (30 s). *out (may
@@ -93,18 +102,43 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg);
 void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max);
 void gpuop_kube_set_token_ttl(struct gpuop_kube *k, uint64_t ms);
 
+/* The libcurl and the TLS library linked in, as they report themselves at
+ * run time (curl_version_info: "7.88.1" and "OpenSSL/3.0.20", the version
+ * OpenSSL_version gives): static strings. */
+void gpuop_kube_lib_versions(const char **curl, const char **tls);
+
 /* Percent-encodes s for a query value or a path segment: everything but
  * A-Z a-z 0-9 - . _ ~ becomes %XX. New string; NULL on out-of-memory. */
 char *gpuop_kube_escape(const char *s);
 
-/* Builds a resource path (new string; NULL on out-of-memory or when
- * resource is empty). group_version "v1" (or "") is the core group under
- * /api, anything else ("apps/v1") is under /apis. ns, name and subresource
- * may be NULL; they are escaped. A subresource without a name is ignored.
- *   ("apps/v1", "gpu", "daemonsets", "dcgm", NULL)
- *     -> "/apis/apps/v1/namespaces/gpu/daemonsets/dcgm"
- *   ("v1", NULL, "nodes", NULL, NULL) -> "/api/v1/nodes" */
-char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
-                      const char *name, const char *subresource);
+/* A resource, or a collection of them, as gpuop_kube_path names it. */
+struct gpuop_kube_ref {
+    const char *group_version; /* "v1" (NULL, ""): core, under /api; "apps/v1": under /apis */
+    const char *ns;            /* NULL: cluster-scoped, or the collection in every namespace */
+    const char *resource;      /* plural, required: "daemonsets" */
+    const char *name;          /* NULL: the collection */
+    const char *subresource;   /* "status", or NULL; ignored without a name */
+};
+
+/* A query parameter; a NULL value leaves it out (an optional one). */
+struct gpuop_kube_param {
+    const char *key;
+    const char *value;
+};
+
+/* The one function that builds a request path: every resource path and
+ * query of gpuop comes from here, escaped (ns, resource, name,
+ * subresource and each key and value go through gpuop_kube_escape; the
+ * group_version is written as it is). Returns a new string (free()), or
+ * NULL on out-of-memory or without a resource.
+ *   ({"apps/v1", "gpu", "daemonsets", "dcgm"},
+ *    {{"fieldManager", "gpuop"}, {"force", "true"}}, 2)
+ *     -> "/apis/apps/v1/namespaces/gpu/daemonsets/dcgm?fieldManager=gpuop&force=true"
+ *   ({"gpuop.dev/v1alpha1", NULL, "gpupolicies", "default", "status"}, NULL, 0)
+ *     -> "/apis/gpuop.dev/v1alpha1/gpupolicies/default/status"
+ *   ({"v1", NULL, "nodes"}, {{"labelSelector", "a in (b)"}}, 1)
+ *     -> "/api/v1/nodes?labelSelector=a%20in%20%28b%29" */
+char *gpuop_kube_path(const struct gpuop_kube_ref *ref, const struct gpuop_kube_param *params,
+                      size_t nparams);
 
 #endif

@@ -38,6 +38,8 @@ const char *gpuop_strerror(int rc)
         return "canceled";
     case GPUOP_EFORBIDDEN:
         return "unauthorized or forbidden";
+    case GPUOP_ETLS:
+        return "TLS verification failed";
     }
     return "unknown error";
 }

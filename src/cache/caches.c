@@ -152,27 +152,27 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     }
     w->cfg.namespace = w->ns;
 
-    char ds_path[512], pod_path[512];
-    snprintf(ds_path, sizeof(ds_path), "/apis/apps/v1/namespaces/%s/daemonsets", w->ns);
-    snprintf(pod_path, sizeof(pod_path), "/api/v1/namespaces/%s/pods", w->ns);
     const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
     struct gpuop_informer_config ic[GPUOP_CACHES_KINDS] = {
         [GPUOP_CACHES_POLICY] = {.name = "gpupolicies",
-                                 .path = "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL,
+                                 .res = {.group_version = GPUOP_API_VERSION,
+                                         .resource = GPUOP_PLURAL},
                                  .same = policy_same},
         [GPUOP_CACHES_NODE] = {.name = "nodes",
-                               .path = "/api/v1/nodes",
+                               .res = {.group_version = "v1", .resource = "nodes"},
                                .convert = node_convert,
                                .free_item = node_free,
                                .same = node_same},
         [GPUOP_CACHES_DS] = {.name = "daemonsets",
-                             .path = ds_path,
+                             .res = {.group_version = "apps/v1",
+                                     .ns = w->ns,
+                                     .resource = "daemonsets"},
                              .label_selector = sel,
                              .convert = ds_convert,
                              .free_item = ds_free,
                              .same = ds_same},
         [GPUOP_CACHES_POD] = {.name = "pods",
-                              .path = pod_path,
+                              .res = {.group_version = "v1", .ns = w->ns, .resource = "pods"},
                               .label_selector = sel,
                               .convert = pod_convert,
                               .free_item = pod_free,

@@ -6,6 +6,7 @@
 
 #include "gpuop/cli.h"
 #include "gpuop/cmd.h"
+#include "gpuop/kube.h"
 
 static void usage(FILE *f)
 {
@@ -14,7 +15,7 @@ static void usage(FILE *f)
                "  run      run the controller\n"
                "  check    one-shot report of every GPU node\n"
                "  render   print the DaemonSets a policy expands to\n"
-               "  version  print the version\n\n"
+               "  version  print the version, and the libcurl and TLS library linked in\n\n"
                "Run 'gpuop <command> --help' for the options of a command.\n");
 }
 
@@ -30,7 +31,9 @@ int gpuop_cli_main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("gpuop %s\n", GPUOP_VERSION);
+        const char *curl, *tls;
+        gpuop_kube_lib_versions(&curl, &tls);
+        printf("gpuop %s\nlibcurl %s\nTLS %s\n", GPUOP_VERSION, curl, tls);
         return 0;
     }
     if (!strcmp(cmd, "run"))

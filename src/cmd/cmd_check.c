@@ -2,7 +2,9 @@
  * cmd_check.c - `gpuop check`: a one-shot report. Lists the cluster with
  * the same informers the controller uses (no watch is kept: the loop stops
  * once every cache has listed), judges it against the active GpuPolicy or
- * a policy file, and prints the report. Exit 0 clean, 1 findings, 2 error.
+ * a policy file, and prints the report. Exit 0 clean, 1 findings, 2 error;
+ * a TLS verification failure is an error at once (no retry can fix it),
+ * anything else is retried by the informers until CHECK_TIMEOUT_MS.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -30,6 +32,8 @@ struct check {
     struct gpuop_caches *world;
     int synced;
     int timed_out;
+    bool fatal; /* a request failed in a way no retry can fix */
+    struct gpuop_err fatal_err;
 };
 
 static void usage(FILE *f)
@@ -62,6 +66,17 @@ static void on_timeout(uv_timer_t *t)
 {
     struct check *ck = t->data;
     ck->timed_out = 1;
+    uv_stop(&ck->loop);
+}
+
+/* A wrong CA or an unusable certificate: waiting for the informers' retries
+ * cannot help, so the check stops at the first one. */
+static void on_fatal(void *arg, const struct gpuop_err *err)
+{
+    struct check *ck = arg;
+    if (!ck->fatal)
+        ck->fatal_err = *err;
+    ck->fatal = true;
     uv_stop(&ck->loop);
 }
 
@@ -179,6 +194,8 @@ int gpuop_cmd_check(int argc, char **argv)
     struct check ck = {0};
     uv_loop_init(&ck.loop);
     int rc = gpuop_kube_new(&ck.loop, &cfg, &ck.kube, &err);
+    if (rc == 0)
+        gpuop_kube_set_fatal(ck.kube, on_fatal, &ck);
     struct gpuop_caches_config wc = {.namespace = ns, .on_synced = on_synced, .arg = &ck};
     if (rc == 0)
         rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.world);
@@ -194,6 +211,11 @@ int gpuop_cmd_check(int argc, char **argv)
     uv_timer_start(&ck.timer, on_timeout, CHECK_TIMEOUT_MS, 0);
     uv_run(&ck.loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&ck.timer, NULL);
+    if (ck.fatal) {
+        fprintf(stderr, "gpuop check: cannot talk to the API server at %s: %s\n", cfg.server,
+                ck.fatal_err.message);
+        goto out;
+    }
     if (!ck.synced) {
         fprintf(stderr,
                 "gpuop check: could not read the cluster at %s within %d s (see the "

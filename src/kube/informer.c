@@ -10,6 +10,13 @@
  *
  * A relist marks every listed item with the list's mark; at the end of the
  * list, items with an older mark are deleted (synthetic deletes).
+ *
+ * Neither a LIST page nor a watch stream is ever held whole: a page is
+ * streamed through the jsonlist splitter, each item parsed alone as it
+ * arrives; a watch is split into lines, each event parsed alone. Either is
+ * bounded by max_line per item or event. Every request path comes from
+ * gpuop_kube_path (escaped), and every timing is a named constant below
+ * (client-go's reflector's names and values where it has them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +30,20 @@
 
 /* A LIST page is streamed: it may take this long before it is abandoned. */
 #define LIST_TIMEOUT_MS 60000
+/* client-go's reflector: watch timeouts are minWatchTimeout to twice that
+ * (random), so watchers do not all reconnect at once; the client waits a
+ * little longer than the server before it gives up on the stream. */
+#define MIN_WATCH_TIMEOUT_S  300
+#define WATCH_CLIENT_SLACK_S 30
+/* client-go's reflector backoff (initial, max, resetDuration; jitter here
+ * up to +50 %): a watch or list that stayed healthy for BACKOFF_RESET_MS
+ * resets the backoff to its initial value. */
+#define BACKOFF_INITIAL_MS 800
+#define BACKOFF_MAX_MS     30000
+#define BACKOFF_RESET_MS   60000
+/* client-go: a watch that ends cleanly this soon without one event is "very
+ * short": the server or a proxy is cutting it, so it is backed off. */
+#define VERY_SHORT_WATCH_MS 1000
 
 enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
 
@@ -31,7 +52,8 @@ enum verdict { V_OK = 0, V_RELIST, V_ERROR };
 struct gpuop_informer {
     uv_loop_t *loop;
     struct gpuop_kube *kube;
-    struct gpuop_informer_config cfg; /* strings owned (copied) */
+    struct gpuop_informer_config cfg; /* strings owned (copied), res's too */
+    size_t max_line;
 
     struct gpuop_map store; /* key -> item; the key's tag is the mark of the
                                list that last saw it */
@@ -49,7 +71,7 @@ struct gpuop_informer {
     uint64_t watch_events;  /* events on the current stream */
     bool synced;
     bool after_gone;    /* the next list is a relist forced by 410 */
-    bool one_namespace; /* the path is one namespace's: keys are names */
+    bool one_namespace; /* cfg.res.ns set: keys are names */
 
     uv_timer_t timer;
     uint64_t backoff_ms, base_ms, max_ms;
@@ -200,13 +222,19 @@ static void set_rv_from(struct gpuop_informer *inf, json_t *obj)
 
 /* ---- backoff ---- */
 
-static uint64_t jitter(struct gpuop_informer *inf, uint64_t ms)
+/* xorshift64: spreads many watchers' retries and timeouts apart. */
+static uint64_t next_random(struct gpuop_informer *inf)
 {
-    /* xorshift64; up to +50 % so many watchers spread out. */
     inf->rng ^= inf->rng << 13;
     inf->rng ^= inf->rng >> 7;
     inf->rng ^= inf->rng << 17;
-    return ms + (ms ? inf->rng % (ms / 2 + 1) : 0);
+    return inf->rng;
+}
+
+/* ms plus up to 50 %. */
+static uint64_t jitter(struct gpuop_informer *inf, uint64_t ms)
+{
+    return ms + (ms ? next_random(inf) % (ms / 2 + 1) : 0);
 }
 
 static void backoff_fire(uv_timer_t *t)
@@ -231,29 +259,14 @@ static void backoff(struct gpuop_informer *inf, const char *why)
 
 /* ---- paths ---- */
 
-static void append_escaped(char *buf, size_t len, const char *s)
+/* The path of a list or watch of cfg.res with params (NULL values left
+ * out) and the label selector: new string, or NULL on out-of-memory. */
+static char *request_path(const struct gpuop_informer *inf, struct gpuop_kube_param *params,
+                          size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(buf);
-    for (; *s && n + 4 < len; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            buf[n++] = (char)c;
-        } else {
-            buf[n++] = '%';
-            buf[n++] = hex[c >> 4];
-            buf[n++] = hex[c & 15];
-        }
-    }
-    buf[n] = 0;
-}
-
-static void add_param(char *buf, size_t len, const char *name, const char *value)
-{
-    size_t n = strlen(buf);
-    snprintf(buf + n, len - n, "%c%s=", strchr(buf, '?') ? '&' : '?', name);
-    append_escaped(buf, len, value);
+    params[n++] =
+        (struct gpuop_kube_param){.key = "labelSelector", .value = inf->cfg.label_selector};
+    return gpuop_kube_path(&inf->cfg.res, params, n);
 }
 
 /* ---- list ---- */
@@ -361,20 +374,21 @@ static int on_list_data(void *arg, const char *chunk, size_t len)
 
 static void start_list(struct gpuop_informer *inf)
 {
-    char path[2048];
-    snprintf(path, sizeof(path), "%s?limit=%d", inf->cfg.path, GPUOP_INFORMER_PAGE);
-    if (inf->cfg.label_selector)
-        add_param(path, sizeof(path), "labelSelector", inf->cfg.label_selector);
-    if (inf->cont)
-        add_param(path, sizeof(path), "continue", inf->cont);
-    else
+    char limit[16];
+    snprintf(limit, sizeof(limit), "%d", GPUOP_INFORMER_PAGE);
+    struct gpuop_kube_param params[3] = {{.key = "limit", .value = limit},
+                                         {.key = "continue", .value = inf->cont}};
+    char *path = request_path(inf, params, 2);
+    if (!inf->cont)
         inf->mark++; /* a new list begins */
     inf->state = ST_LISTING;
     gpuop_jsonlist_reset(&inf->list);
     inf->list_err[0] = '\0';
     /* Streamed, so a page is never held whole: see jsonlist.h. */
-    int rc = gpuop_kube_stream(inf->kube, path, LIST_TIMEOUT_MS, on_list_data, list_done, inf,
-                               &inf->req);
+    int rc = path ? gpuop_kube_stream(inf->kube, path, LIST_TIMEOUT_MS, on_list_data, list_done,
+                                      inf, &inf->req)
+                  : GPUOP_ENOMEM;
+    free(path);
     if (rc < 0) {
         inf->req = NULL;
         backoff(inf, "cannot start list");
@@ -441,7 +455,7 @@ static int on_data(void *arg, const char *chunk, size_t len)
     struct gpuop_informer *inf = arg;
     int rc = gpuop_lines_feed(&inf->lines, chunk, len, on_line, inf);
     if (rc == GPUOP_ETOOBIG) {
-        gpuop_warn(inf->cfg.name, "watch event over %u bytes", GPUOP_INFORMER_MAX_LINE);
+        gpuop_warn(inf->cfg.name, "watch event over %zu bytes", inf->max_line);
         inf->verdict = V_ERROR;
     }
     return rc < 0 ? GPUOP_EPARSE : 0;
@@ -459,15 +473,16 @@ static void watch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         start_list(inf);
         return;
     }
-    if (rc == 0 && inf->verdict == V_OK && (lasted >= 1000 || inf->watch_events > 0)) {
+    if (rc == 0 && inf->verdict == V_OK &&
+        (lasted >= VERY_SHORT_WATCH_MS || inf->watch_events > 0)) {
         /* The server closed the stream at its timeout: resume. */
-        if (lasted >= 60000)
+        if (lasted >= BACKOFF_RESET_MS)
             inf->backoff_ms = inf->base_ms;
         start_watch(inf);
         return;
     }
     inf->stats.restarts++;
-    if (lasted >= 60000)
+    if (lasted >= BACKOFF_RESET_MS)
         inf->backoff_ms = inf->base_ms;
     char why[700];
     snprintf(why, sizeof(why), "watch ended: %s",
@@ -477,24 +492,26 @@ static void watch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
 
 static void start_watch(struct gpuop_informer *inf)
 {
-    char path[2048], tmo[16];
+    char tmo[24];
     inf->rng ^= uv_hrtime();
-    uint64_t timeout_s = 300 + (jitter(inf, 1) ? inf->rng % 300 : 0);
-    snprintf(path, sizeof(path), "%s?watch=1&allowWatchBookmarks=true", inf->cfg.path);
+    uint64_t timeout_s = MIN_WATCH_TIMEOUT_S + next_random(inf) % MIN_WATCH_TIMEOUT_S;
     snprintf(tmo, sizeof(tmo), "%llu", (unsigned long long)timeout_s);
-    add_param(path, sizeof(path), "timeoutSeconds", tmo);
-    if (inf->rv)
-        add_param(path, sizeof(path), "resourceVersion", inf->rv);
-    if (inf->cfg.label_selector)
-        add_param(path, sizeof(path), "labelSelector", inf->cfg.label_selector);
+    struct gpuop_kube_param params[5] = {{.key = "watch", .value = "1"},
+                                         {.key = "allowWatchBookmarks", .value = "true"},
+                                         {.key = "timeoutSeconds", .value = tmo},
+                                         {.key = "resourceVersion", .value = inf->rv}};
+    char *path = request_path(inf, params, 4);
     gpuop_lines_reset(&inf->lines);
     inf->verdict = V_OK;
     inf->watch_events = 0;
     inf->watch_started = uv_now(inf->loop);
     inf->state = ST_WATCHING;
     inf->stats.watches++;
-    int rc = gpuop_kube_stream(inf->kube, path, (long)(timeout_s + 30) * 1000, on_data, watch_done,
-                               inf, &inf->req);
+    int rc =
+        path ? gpuop_kube_stream(inf->kube, path, (long)(timeout_s + WATCH_CLIENT_SLACK_S) * 1000,
+                                 on_data, watch_done, inf, &inf->req)
+             : GPUOP_ENOMEM;
+    free(path);
     if (rc < 0) {
         inf->req = NULL;
         backoff(inf, "cannot start watch");
@@ -508,33 +525,48 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The strings of cfg the informer owns. */
+static void free_cfg(struct gpuop_informer_config *c)
+{
+    free((char *)c->name);
+    free((char *)c->res.group_version);
+    free((char *)c->res.ns);
+    free((char *)c->res.resource);
+    free((char *)c->label_selector);
+}
+
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out)
 {
+    if (!cfg->res.resource || !*cfg->res.resource || cfg->res.name)
+        return GPUOP_EINVAL; /* a collection */
     struct gpuop_informer *inf = calloc(1, sizeof(*inf));
     if (!inf)
         return GPUOP_ENOMEM;
     inf->loop = loop;
     inf->kube = kube;
     inf->cfg = *cfg;
-    inf->cfg.name = dup_or_null(cfg->name ? cfg->name : cfg->path);
-    inf->cfg.path = dup_or_null(cfg->path);
-    inf->cfg.label_selector = dup_or_null(cfg->label_selector);
-    if (!inf->cfg.name || !inf->cfg.path || (cfg->label_selector && !inf->cfg.label_selector)) {
-        free((char *)inf->cfg.name);
-        free((char *)inf->cfg.path);
-        free((char *)inf->cfg.label_selector);
+    struct gpuop_informer_config *c = &inf->cfg;
+    c->name = dup_or_null(cfg->name ? cfg->name : cfg->res.resource);
+    c->res = (struct gpuop_kube_ref){.group_version = dup_or_null(cfg->res.group_version),
+                                     .ns = dup_or_null(cfg->res.ns),
+                                     .resource = dup_or_null(cfg->res.resource)};
+    c->label_selector = dup_or_null(cfg->label_selector);
+    if (!c->name || !c->res.resource || (cfg->res.group_version && !c->res.group_version) ||
+        (cfg->res.ns && !c->res.ns) || (cfg->label_selector && !c->label_selector)) {
+        free_cfg(c);
         free(inf);
         return GPUOP_ENOMEM;
     }
-    inf->one_namespace = strstr(inf->cfg.path, "/namespaces/") != NULL;
+    inf->one_namespace = c->res.ns && *c->res.ns;
+    inf->max_line = cfg->max_line ? cfg->max_line : GPUOP_INFORMER_MAX_LINE;
     gpuop_map_init_pooled(&inf->store);
-    gpuop_lines_init(&inf->lines, GPUOP_INFORMER_MAX_LINE);
-    gpuop_jsonlist_init(&inf->list, GPUOP_INFORMER_MAX_LINE, on_list_item, inf);
+    gpuop_lines_init(&inf->lines, inf->max_line);
+    gpuop_jsonlist_init(&inf->list, inf->max_line, on_list_item, inf);
     uv_timer_init(loop, &inf->timer);
     inf->timer.data = inf;
-    inf->base_ms = inf->backoff_ms = 800;
-    inf->max_ms = 30000;
+    inf->base_ms = inf->backoff_ms = BACKOFF_INITIAL_MS;
+    inf->max_ms = BACKOFF_MAX_MS;
     inf->rng = uv_hrtime() | 1;
     *out = inf;
     return 0;
@@ -597,9 +629,7 @@ static void timer_closed(uv_handle_t *h)
     gpuop_jsonlist_free(&inf->list);
     free(inf->rv);
     free(inf->cont);
-    free((char *)inf->cfg.name);
-    free((char *)inf->cfg.path);
-    free((char *)inf->cfg.label_selector);
+    free_cfg(&inf->cfg);
     void (*cb)(void *) = inf->close_cb;
     void *arg = inf->close_arg;
     free(inf);

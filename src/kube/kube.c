@@ -36,10 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
 #include "gpuop/kube.h"
+#include "gpuop/log.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 10000L
@@ -48,6 +50,12 @@
 #define MAX_ERROR_BODY     (64u << 10) /* an error response of a stream */
 #define ERROR_SNIPPET      200         /* bytes of a non-JSON error body quoted */
 #define MAX_CONNECTIONS    8           /* kept open for reuse; more may be open meanwhile */
+#define UPLOAD_BUFFER      16384L      /* curl's smallest upload buffer (default 64 KB) */
+#define RESP_INITIAL_CAP   4096u       /* a response buffer's first size; doubles as it grows */
+/* A watch stream's TCP keepalive, so a dead peer is noticed within about
+ * KEEPALIVE_IDLE_S + 9 probes x KEEPALIVE_INTVL_S (Linux's default count). */
+#define KEEPALIVE_IDLE_S  30L
+#define KEEPALIVE_INTVL_S 15L
 
 struct sock {
     uv_poll_t poll;
@@ -90,6 +98,8 @@ struct gpuop_kube {
     size_t max_body;
     gpuop_kube_observe_cb observe;
     void *observe_arg;
+    gpuop_kube_fatal_cb fatal;
+    void *fatal_arg;
     struct gpuop_kube_req *reqs; /* every request not yet freed */
     struct sock *socks;          /* every poll not yet closing */
     int in_curl;                 /* > 0 while inside curl_multi_socket_action */
@@ -168,7 +178,7 @@ static int append(struct gpuop_kube_req *r, const char *p, size_t n)
     if (n > r->resp_max - r->resp_len)
         return GPUOP_ETOOBIG;
     if (r->resp_len + n + 1 > r->resp_cap) {
-        size_t cap = r->resp_cap ? r->resp_cap : 4096;
+        size_t cap = r->resp_cap ? r->resp_cap : RESP_INITIAL_CAP;
         while (cap < r->resp_len + n + 1)
             cap *= 2;
         char *nb = realloc(r->resp, cap);
@@ -183,6 +193,25 @@ static int append(struct gpuop_kube_req *r, const char *p, size_t n)
     return 0;
 }
 
+/* A failure no retry can fix: the server's certificate is not trusted
+ * (wrong CA, wrong name), or a certificate or CA file of ours is unusable. A
+ * failed handshake (CURLE_SSL_CONNECT_ERROR) is not among them: a server
+ * that is starting or overloaded can cause it. */
+static bool tls_verification_failed(CURLcode res)
+{
+    switch (res) {
+    case CURLE_PEER_FAILED_VERIFICATION: /* also CURLE_SSL_CACERT */
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_CRL_BADFILE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Calls done once; r stays allocated (the caller releases it). */
 static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct gpuop_err *err,
                    long http_code)
@@ -193,6 +222,8 @@ static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct 
     struct gpuop_kube *k = r->k;
     if (k->observe && rc != GPUOP_ECANCELED)
         k->observe(k->observe_arg, r->verb, http_code);
+    if (k->fatal && rc == GPUOP_ETLS)
+        k->fatal(k->fatal_arg, err);
     r->done(r->arg, rc, body, err);
 }
 
@@ -274,10 +305,13 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
             gpuop_err_set(&err, rc, NULL, "transfer stopped: %s", gpuop_strerror(rc));
         err.http_code = code;
     } else if (res != CURLE_OK) {
-        rc = gpuop_err_set(&err, GPUOP_ETRANSPORT, NULL, "%s: %s", curl_easy_strerror(res),
-                           r->errbuf[0] ? r->errbuf : "no detail");
+        bool tls = tls_verification_failed(res);
+        rc = gpuop_err_set(&err, tls ? GPUOP_ETLS : GPUOP_ETRANSPORT, NULL, "%s: %s",
+                           curl_easy_strerror(res), r->errbuf[0] ? r->errbuf : "no detail");
         snprintf(err.reason, sizeof(err.reason), "%s",
-                 res == CURLE_OPERATION_TIMEDOUT ? "Timeout" : "Transport");
+                 tls                               ? "TLSVerification"
+                 : res == CURLE_OPERATION_TIMEDOUT ? "Timeout"
+                                                   : "Transport");
         err.http_code = code;
     } else if (code >= 200 && code < 300) {
         if (!r->on_data && r->resp_len)
@@ -522,6 +556,21 @@ static void schedule_kick(struct gpuop_kube *k)
 
 /* ---- public API ------------------------------------------------------- */
 
+/* Once per process: every request would show the token to anyone on the
+ * path. Not refused: a lab or a local proxy on loopback may do it on
+ * purpose. */
+static void warn_plain_token(const char *server)
+{
+    static bool warned;
+    if (warned)
+        return;
+    warned = true;
+    gpuop_warn(NULL,
+               "the API server %s is plain http://: the bearer token goes out unencrypted with "
+               "every request",
+               server);
+}
+
 int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct gpuop_kube **out,
                    struct gpuop_err *err)
 {
@@ -548,6 +597,8 @@ int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct g
         free(k);
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     }
+    if ((cfg->token || cfg->token_file) && !strncasecmp(cfg->server, "http://", 7))
+        warn_plain_token(cfg->server);
     k->loop = loop;
     k->max_body = GPUOP_KUBE_MAX_BODY;
     k->token_ttl_ms = TOKEN_TTL_MS;
@@ -573,6 +624,19 @@ void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, voi
 {
     k->observe = cb;
     k->observe_arg = arg;
+}
+
+void gpuop_kube_lib_versions(const char **curl, const char **tls)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    *curl = v && v->version ? v->version : "unknown";
+    *tls = v && v->ssl_version ? v->ssl_version : "none";
+}
+
+void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg)
+{
+    k->fatal = cb;
+    k->fatal_arg = arg;
 }
 
 void gpuop_kube_set_max_body(struct gpuop_kube *k, size_t max)
@@ -664,11 +728,11 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
     /* The smallest upload buffer curl allows (default 64 KB): an apply or
      * status body is a few KB, and every request in flight holds one. */
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
     if (r->on_data) {
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
     }
 
     /* TLS */
@@ -902,61 +966,92 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-char *gpuop_kube_escape(const char *s)
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+/* Writes s at out + n, percent-encoded when esc, and returns the length
+ * after it; with out NULL it only counts (the first of two passes). */
+static size_t put(char *out, size_t n, const char *s, bool esc)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *o = malloc(n * 3 + 1), *p = o;
-    if (!o)
-        return NULL;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            *p++ = (char)c;
+        if (!esc || unreserved(c)) {
+            if (out)
+                out[n] = (char)c;
+            n++;
         } else {
-            *p++ = '%';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 15];
+            if (out) {
+                out[n] = '%';
+                out[n + 1] = hex[c >> 4];
+                out[n + 2] = hex[c & 15];
+            }
+            n += 3;
         }
     }
-    *p = '\0';
+    return n;
+}
+
+char *gpuop_kube_escape(const char *s)
+{
+    if (strlen(s) > (SIZE_MAX - 1) / 3)
+        return NULL;
+    size_t n = put(NULL, 0, s, true);
+    char *o = malloc(n + 1);
+    if (!o)
+        return NULL;
+    put(o, 0, s, true);
+    o[n] = '\0';
     return o;
 }
 
-char *gpuop_kube_path(const char *group_version, const char *ns, const char *resource,
-                      const char *name, const char *subresource)
+/* One pass of gpuop_kube_path: see put. */
+static size_t put_path(char *out, const struct gpuop_kube_ref *ref,
+                       const struct gpuop_kube_param *params, size_t nparams)
 {
-    if (!group_version || !resource || !*resource)
+    const char *gv = ref->group_version && *ref->group_version ? ref->group_version : "v1";
+    size_t n = put(out, 0, strcmp(gv, "v1") ? "/apis/" : "/api/", false);
+    n = put(out, n, gv, false); /* "group/version": its slash is the path's */
+    if (ref->ns && *ref->ns) {
+        n = put(out, n, "/namespaces/", false);
+        n = put(out, n, ref->ns, true);
+    }
+    n = put(out, n, "/", false);
+    n = put(out, n, ref->resource, true);
+    if (ref->name && *ref->name) {
+        n = put(out, n, "/", false);
+        n = put(out, n, ref->name, true);
+        if (ref->subresource && *ref->subresource) {
+            n = put(out, n, "/", false);
+            n = put(out, n, ref->subresource, true);
+        }
+    }
+    const char *sep = "?";
+    for (size_t i = 0; i < nparams; i++) {
+        if (!params[i].key || !params[i].value)
+            continue;
+        n = put(out, n, sep, false);
+        n = put(out, n, params[i].key, true);
+        n = put(out, n, "=", false);
+        n = put(out, n, params[i].value, true);
+        sep = "&";
+    }
+    return n;
+}
+
+char *gpuop_kube_path(const struct gpuop_kube_ref *ref, const struct gpuop_kube_param *params,
+                      size_t nparams)
+{
+    if (!ref || !ref->resource || !*ref->resource)
         return NULL;
-    const char *parts[4] = {ns, resource, name, subresource};
-    char *esc[4] = {0};
-    char *out = NULL;
-    for (int i = 0; i < 4; i++) {
-        if (parts[i] && *parts[i] && !(esc[i] = gpuop_kube_escape(parts[i])))
-            goto done;
-    }
-    bool core = !strcmp(group_version, "v1") || !*group_version;
-    size_t n = strlen(group_version) + 32;
-    for (int i = 0; i < 4; i++)
-        n += esc[i] ? strlen(esc[i]) + 16 : 0;
-    out = malloc(n);
+    size_t n = put_path(NULL, ref, params, nparams);
+    char *out = malloc(n + 1);
     if (!out)
-        goto done;
-    int len =
-        snprintf(out, n, "%s/%s", core ? "/api" : "/apis", *group_version ? group_version : "v1");
-    if (esc[0])
-        len += snprintf(out + len, n - (size_t)len, "/namespaces/%s", esc[0]);
-    len += snprintf(out + len, n - (size_t)len, "/%s", esc[1]);
-    if (esc[2]) {
-        len += snprintf(out + len, n - (size_t)len, "/%s", esc[2]);
-        if (esc[3])
-            snprintf(out + len, n - (size_t)len, "/%s", esc[3]);
-    }
-done:
-    for (int i = 0; i < 4; i++)
-        free(esc[i]);
+        return NULL;
+    put_path(out, ref, params, nparams);
+    out[n] = '\0';
     return out;
 }

@@ -25,6 +25,17 @@
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
 
+/* client-go's JitterFactor: renewDeadline must exceed retryPeriod times
+ * it, and a candidate waits retryPeriod plus up to (JITTER_FACTOR - 1)
+ * of it between tries, so that candidates spread out. */
+#define JITTER_FACTOR 1.2
+/* While a request is out, the leader looks at its renew deadline this
+ * many times per retry period. */
+#define DEADLINE_CHECKS_PER_RETRY 2
+/* A release that meets 409 (our last renewal landed after all) reads the
+ * Lease and tries again, this many tries in all. */
+#define RELEASE_TRIES 2
+
 struct gpuop_leader {
     uv_loop_t *loop;
     struct gpuop_kube *kube;
@@ -57,7 +68,7 @@ static void release(struct gpuop_leader *l);
 int gpuop_leader_check_timing(uint64_t lease_ms, uint64_t renew_ms, uint64_t retry_ms)
 {
     if (retry_ms == 0 || renew_ms == 0 || lease_ms <= renew_ms ||
-        (double)renew_ms <= 1.2 * (double)retry_ms)
+        (double)renew_ms <= JITTER_FACTOR * (double)retry_ms)
         return GPUOP_EINVAL;
     return 0;
 }
@@ -89,6 +100,17 @@ static void micro_time(char *buf, size_t len)
 
 static void on_tick(uv_timer_t *t);
 
+/* A request's timeout: the leader's are bounded by the renew deadline (a
+ * renewal still out past it is cancelled and leadership is lost anyway);
+ * a candidate's carry none of their own beyond the client's default, as in
+ * client-go: a slow answer costs a candidate nothing but time, and a short
+ * bound only made it retry on a loaded machine. Closing (release) is
+ * bounded too. */
+static long request_timeout(const struct gpuop_leader *l)
+{
+    return l->leader || l->closing ? (long)l->renew_ms : 0;
+}
+
 static void schedule_in(struct gpuop_leader *l, uint64_t ms)
 {
     if (l->closing || l->lost)
@@ -101,7 +123,7 @@ static uint64_t jittered(const struct gpuop_leader *l)
     unsigned char r = 0;
     if (uv_random(NULL, NULL, &r, 1, 0, NULL) < 0)
         r = 0;
-    return l->retry_ms + l->retry_ms * r / 255 / 5; /* + up to 20 % */
+    return l->retry_ms + (uint64_t)((double)l->retry_ms * (JITTER_FACTOR - 1.0) * r / 255.0);
 }
 
 /* Records what the Lease says; a changed spec restarts the expiry clock. */
@@ -219,7 +241,7 @@ static int put_lease(struct gpuop_leader *l, bool take, gpuop_kube_done_cb done)
     if (!body)
         return GPUOP_ENOMEM;
     int rc = gpuop_kube_request(l->kube, "PUT", l->path_obj, GPUOP_CT_JSON, body, strlen(body),
-                                (long)l->renew_ms, done, l, &l->req);
+                                request_timeout(l), done, l, &l->req);
     free(body);
     return rc;
 }
@@ -234,7 +256,7 @@ static void create(struct gpuop_leader *l)
     char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     int rc = body ? gpuop_kube_request(l->kube, "POST", l->path_coll, GPUOP_CT_JSON, body,
-                                       strlen(body), (long)l->renew_ms, write_done, l, &l->req)
+                                       strlen(body), request_timeout(l), write_done, l, &l->req)
                   : GPUOP_ENOMEM;
     free(body);
     if (rc < 0) {
@@ -297,7 +319,7 @@ static void try_once(struct gpuop_leader *l)
         schedule_in(l, l->retry_ms);
         return;
     }
-    int rc = gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+    int rc = gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                 get_done, l, &l->req);
     if (rc < 0) {
         gpuop_warn(l->obj, "cannot read the lease: %s", gpuop_strerror(rc));
@@ -315,7 +337,7 @@ static void on_tick(uv_timer_t *t)
         if (l->leader && uv_now(l->loop) - l->renewed_ms > l->renew_ms)
             lose(l, "lease renewal did not complete within the renew deadline");
         else
-            schedule_in(l, l->retry_ms / 2 + 1);
+            schedule_in(l, l->retry_ms / DEADLINE_CHECKS_PER_RETRY + 1);
         return;
     }
     try_once(l);
@@ -343,9 +365,13 @@ int gpuop_leader_new(uv_loop_t *loop, struct gpuop_kube *kube,
         gpuop_leader_identity(l->self, sizeof(l->self));
     l->ns = strdup(cfg->namespace);
     l->name = strdup(cfg->name);
-    l->path_coll = gpuop_kube_path("coordination.k8s.io/v1", cfg->namespace, "leases", NULL, NULL);
-    l->path_obj =
-        gpuop_kube_path("coordination.k8s.io/v1", cfg->namespace, "leases", cfg->name, NULL);
+    struct gpuop_kube_ref lease = {.group_version = "coordination.k8s.io/v1",
+                                   .ns = cfg->namespace,
+                                   .resource = "leases",
+                                   .name = cfg->name};
+    l->path_obj = gpuop_kube_path(&lease, NULL, 0);
+    lease.name = NULL;
+    l->path_coll = gpuop_kube_path(&lease, NULL, 0);
     if (!l->ns || !l->name || !l->path_coll || !l->path_obj) {
         free(l->ns);
         free(l->name);
@@ -426,9 +452,9 @@ static void release_done(void *arg, int rc, json_t *body, const struct gpuop_err
     l->req = NULL;
     if (rc == 0) {
         gpuop_info(l->obj, "released the lease");
-    } else if (rc == GPUOP_ECONFLICT && l->release_tries < 2) {
+    } else if (rc == GPUOP_ECONFLICT && l->release_tries < RELEASE_TRIES) {
         /* Our last renewal may have landed after all: read and retry. */
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                release_get_done, l, &l->req) == 0)
             return;
     } else {
@@ -480,7 +506,7 @@ void gpuop_leader_close(struct gpuop_leader *l, void (*cb)(void *), void *arg)
         release(l);
     } else if (l->leader) {
         l->release_tries++;
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, (long)l->renew_ms,
+        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
                                release_get_done, l, &l->req) < 0)
             finish_close(l);
     } else {

@@ -11,6 +11,17 @@
  * is answered with 400/405/431 and the connection closes; anything after
  * the head (a body, a pipelined request) is ignored.
  *
+ * Slow clients cannot starve a new one: the table of connections is
+ * bounded twice, in all (max_conns) and per client address
+ * (max_conns_per_peer), and a new connection that finds a bound reached
+ * takes the place of the oldest connection of the address that holds the
+ * most (its own address when that is the bound reached). A kubelet probe
+ * from the node's address thus always finds room while a pod trickles
+ * bytes from hundreds of connections; only when every connection of the
+ * heaviest address is already answered is the new one refused. Evictions
+ * and refusals are counted and logged at most once per
+ * GPUOP_HTTPD_WARN_INTERVAL_MS, with the count.
+ *
  * The parser (gpuop_httpd_parse) is a pure function over a byte range so
  * that the fuzz target can drive it without sockets.
  */
@@ -21,6 +32,8 @@
 
 #include "gpuop/httpd.h"
 #include "gpuop/log.h"
+
+#define LISTEN_BACKLOG 128 /* kept short: past the connection bounds, clients are closed */
 
 /* ---- parser ---- */
 
@@ -154,8 +167,16 @@ int gpuop_httpd_parse_addr(const char *addr, struct sockaddr_storage *out)
 
 /* ---- server ---- */
 
+/* A client address without its port: what the per-address bound counts. */
+struct peer {
+    int family; /* AF_INET, AF_INET6; 0: unknown (never matches) */
+    unsigned char addr[16];
+};
+
 struct conn {
     struct gpuop_httpd *h;
+    struct peer peer;
+    uint64_t accepted_ms;
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wr;
@@ -178,9 +199,11 @@ struct gpuop_httpd {
     void *arg;
     size_t max_request;
     uint64_t timeout_ms;
-    int max_conns;
+    int max_conns, max_per_peer;
     size_t nconns;
-    struct conn *conns;
+    struct conn *conns; /* newest first */
+    uv_timer_t warn_timer;
+    uint64_t evicted, refused; /* since the last warning */
     bool closing;
     int open_handles; /* listener + connections' handles */
     void (*close_cb)(void *);
@@ -365,12 +388,100 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     respond(c, resp.code ? resp.code : 200, resp.content_type, resp.body, resp.len, head);
 }
 
-static void on_reject_closed(uv_handle_t *hd)
+static void warn_drops(struct gpuop_httpd *h)
 {
-    struct gpuop_httpd *h = hd->data;
-    free(hd);
-    h->open_handles--;
-    maybe_freed(h);
+    gpuop_warn(h->name,
+               "%llu slow connection(s) evicted and %llu refused (at most %d open, %d per "
+               "client address); the next count in %d s at the earliest",
+               (unsigned long long)h->evicted, (unsigned long long)h->refused, h->max_conns,
+               h->max_per_peer, GPUOP_HTTPD_WARN_INTERVAL_MS / 1000);
+    h->evicted = h->refused = 0;
+}
+
+static void on_warn_timer(uv_timer_t *t)
+{
+    struct gpuop_httpd *h = t->data;
+    if (h->evicted || h->refused) {
+        warn_drops(h);
+        uv_timer_start(&h->warn_timer, on_warn_timer, GPUOP_HTTPD_WARN_INTERVAL_MS, 0);
+    }
+}
+
+/* Counts an eviction or a refusal: the first one of a quiet spell is
+ * logged at once, the rest once per interval with their count. */
+static void note_drop(struct gpuop_httpd *h, bool refused)
+{
+    if (refused)
+        h->refused++;
+    else
+        h->evicted++;
+    if (!uv_is_active((uv_handle_t *)&h->warn_timer)) {
+        warn_drops(h);
+        uv_timer_start(&h->warn_timer, on_warn_timer, GPUOP_HTTPD_WARN_INTERVAL_MS, 0);
+    }
+}
+
+static void peer_of(uv_tcp_t *tcp, struct peer *p)
+{
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    memset(p, 0, sizeof(*p));
+    if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) < 0)
+        return;
+    if (sa.ss_family == AF_INET) {
+        p->family = AF_INET;
+        memcpy(p->addr, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+    } else if (sa.ss_family == AF_INET6) {
+        p->family = AF_INET6;
+        memcpy(p->addr, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+    }
+}
+
+static bool same_peer(const struct peer *a, const struct peer *b)
+{
+    return a->family && a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+/* The connection a new one from peer p replaces, or NULL when it fits (or
+ * when nothing can be evicted: *refuse then says so). Candidates are the
+ * unanswered connections (still sending their head) of p when p holds its
+ * bound, else of the address holding the most; the oldest goes. O(n^2) in
+ * max_conns, which is small. */
+static struct conn *victim(struct gpuop_httpd *h, const struct conn *newc, bool *refuse)
+{
+    *refuse = false;
+    size_t own = 0;
+    for (struct conn *c = h->conns; c; c = c->next)
+        if (c != newc && same_peer(&c->peer, &newc->peer))
+            own++;
+    const struct conn *of = NULL; /* a connection of the address to evict from */
+    if (own >= (size_t)h->max_per_peer) {
+        of = newc;
+    } else if (h->nconns > (size_t)h->max_conns) {
+        size_t most = 0;
+        for (struct conn *c = h->conns; c; c = c->next) {
+            if (c == newc)
+                continue;
+            size_t n = 0;
+            for (struct conn *d = h->conns; d; d = d->next)
+                if (d != newc && (d == c || same_peer(&d->peer, &c->peer)))
+                    n++;
+            if (n >= most) { /* >=: the list runs newest first, so ties go to the older */
+                most = n;
+                of = c;
+            }
+        }
+    } else {
+        return NULL;
+    }
+    struct conn *v = NULL;
+    for (struct conn *c = h->conns; c; c = c->next) {
+        bool mine = of == c || same_peer(&c->peer, &of->peer);
+        if (c != newc && mine && !c->answered)
+            v = c; /* the last one found is the oldest */
+    }
+    *refuse = !v;
+    return v;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -378,22 +489,9 @@ static void on_connection(uv_stream_t *server, int status)
     struct gpuop_httpd *h = server->data;
     if (status < 0 || h->closing)
         return;
-    if (h->nconns >= (size_t)h->max_conns) {
-        /* Take it off the backlog and close it at once. */
-        uv_tcp_t *t = malloc(sizeof(*t));
-        if (!t)
-            return;
-        uv_tcp_init(h->loop, t);
-        t->data = h;
-        h->open_handles++;
-        if (uv_accept(server, (uv_stream_t *)t) == 0)
-            gpuop_warn(h->name, "connection limit (%d) reached: refusing a client", h->max_conns);
-        uv_close((uv_handle_t *)t, on_reject_closed);
-        return;
-    }
     struct conn *c = calloc(1, sizeof(*c) + h->max_request);
     if (!c)
-        return;
+        return; /* left in the backlog: the next connection retries */
     c->h = h;
     uv_tcp_init(h->loop, &c->tcp);
     uv_timer_init(h->loop, &c->timer);
@@ -409,12 +507,28 @@ static void on_connection(uv_stream_t *server, int status)
         conn_close(c);
         return;
     }
+    c->accepted_ms = uv_now(h->loop);
+    peer_of(&c->tcp, &c->peer);
+    bool refuse;
+    struct conn *v = victim(h, c, &refuse);
+    if (refuse) {
+        /* Every connection of the heaviest address is being answered. */
+        note_drop(h, true);
+        conn_close(c);
+        return;
+    }
+    if (v) {
+        gpuop_debug(h->name, "evicting a connection %.1f s old that has sent %zu bytes",
+                    (double)(c->accepted_ms - v->accepted_ms) / 1000.0, v->len);
+        note_drop(h, false);
+        conn_close(v);
+    }
     uv_timer_start(&c->timer, on_timeout, h->timeout_ms, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
         conn_close(c);
 }
 
-static void on_listener_closed(uv_handle_t *hd)
+static void on_server_handle_closed(uv_handle_t *hd)
 {
     struct gpuop_httpd *h = hd->data;
     h->open_handles--;
@@ -442,12 +556,18 @@ int gpuop_httpd_new(uv_loop_t *loop, const struct gpuop_httpd_config *cfg, struc
     h->max_request = cfg->max_request ? cfg->max_request : GPUOP_HTTPD_MAX_REQUEST;
     h->timeout_ms = cfg->read_timeout_ms ? cfg->read_timeout_ms : GPUOP_HTTPD_READ_TIMEOUT_MS;
     h->max_conns = cfg->max_conns > 0 ? cfg->max_conns : GPUOP_HTTPD_MAX_CONNS;
+    h->max_per_peer =
+        cfg->max_conns_per_peer > 0 ? cfg->max_conns_per_peer : GPUOP_HTTPD_MAX_CONNS_PER_PEER;
+    if (h->max_per_peer > h->max_conns)
+        h->max_per_peer = h->max_conns;
     uv_tcp_init(loop, &h->listener);
     h->listener.data = h;
-    h->open_handles = 1;
+    uv_timer_init(loop, &h->warn_timer);
+    h->warn_timer.data = h;
+    h->open_handles = 2;
     int rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&sa, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&h->listener, 128, on_connection);
+        rc = uv_listen((uv_stream_t *)&h->listener, LISTEN_BACKLOG, on_connection);
     if (rc < 0) {
         gpuop_err_set(err, GPUOP_EIO, NULL, "cannot listen on %s: %s", cfg->addr, uv_strerror(rc));
         gpuop_httpd_close(h, NULL, NULL);
@@ -480,5 +600,6 @@ void gpuop_httpd_close(struct gpuop_httpd *h, void (*cb)(void *), void *arg)
     h->close_arg = arg;
     while (h->conns)
         conn_close(h->conns);
-    uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+    uv_close((uv_handle_t *)&h->warn_timer, on_server_handle_closed);
+    uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
 }

@@ -100,7 +100,7 @@ crash_ok() {
 		and .status.containerStatuses[0].restartCount > 0
 		and .status.podIP != null'
 }
-wait_for 10 crash_ok
+wait_for 30 crash_ok
 wait_for 30 ds_is 1 1 0
 sleep 3
 crash_ok >/dev/null || fail "the CrashLoopBackOff state did not hold for 3 s: $(pod_on "$A" | jq -c .status)"
@@ -112,7 +112,7 @@ pull_ok() {
 		and .status.phase == "Pending"
 		and .status.containerStatuses[0].state.waiting.reason == "ImagePullBackOff"'
 }
-wait_for 10 pull_ok
+wait_for 30 pull_ok
 sleep 2
 pull_ok >/dev/null || fail "the ImagePullBackOff state did not hold for 2 s"
 "$GPUOP_SRC/test/lab/pod-state" "$A" "$NS" driver running >/dev/null

@@ -14,9 +14,10 @@ gpuop_install() {
 	wait_for 30 kc -n "$GPUOP_NS" get serviceaccount default
 }
 
-# Starts gpuop run in the background; its log goes to $GPUOP_LOG.
+# Starts gpuop run in the background; its log goes to $GPUOP_LOG (default:
+# in the test's $E2E_TMP, removed on exit; its tail is shown on failure).
 gpuop_start() {
-	GPUOP_LOG=${GPUOP_LOG:-$(mktemp -t gpuop-e2e.XXXXXX.log)}
+	GPUOP_LOG=${GPUOP_LOG:-$E2E_TMP/gpuop.log}
 	log "gpuop log: $GPUOP_LOG"
 	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
 		"$@" >>"$GPUOP_LOG" 2>&1 &

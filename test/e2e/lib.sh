@@ -19,6 +19,7 @@
 #   track_ns NS                deletes namespace NS on exit (made elsewhere)
 #   spawn NAME CMD...          runs CMD in the background, log in
 #                              $E2E_TMP/NAME.log, stopped on exit
+#                              (every $E2E_TMP/*.log is shown on failure)
 #   stop_spawned NAME          stops it now (TERM, KILL after 10 s)
 #   lab_sa_dir NS SA           prints a folder laid out like a pod's
 #                              service-account mount (token, ca.crt,
@@ -26,7 +27,8 @@
 #   on_exit CMD                runs CMD (eval'd) first during cleanup
 # Variables: LAB_DIR, KUBECONFIG, LAB_API_HOST, LAB_API_PORT, LAB_CA,
 #   GPUOP_SRC (repo root), GPUOP_BIN (gpuop binary; set by CTest, else
-#   guessed from build/), E2E_NAME, E2E_TMP (removed on exit).
+#   guessed from build/), E2E_NAME, E2E_TMP (removed on exit; TMPDIR
+#   points into it, so a run leaves nothing in the temporary folder).
 
 # Run directly (CTest's e2e glob also matches this file): not a test.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
@@ -70,7 +72,10 @@ kc get --raw /readyz >/dev/null 2>&1 ||
 	fail "the lab API server ($LAB_API_HOST:$LAB_API_PORT) does not answer: run test/lab/up"
 
 E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpuop-e2e-$E2E_NAME.XXXXXX")
-export E2E_TMP
+# Whatever the test or a tool it runs puts in the temporary folder lands
+# in E2E_TMP, so the run leaves nothing behind.
+TMPDIR=$E2E_TMP
+export E2E_TMP TMPDIR
 : >"$E2E_TMP/.nodes"
 : >"$E2E_TMP/.namespaces"
 : >"$E2E_TMP/.spawned"
@@ -165,17 +170,19 @@ lab_sa_dir() {
 on_exit() { E2E_ON_EXIT+=("$1"); }
 
 e2e_cleanup() {
-	local rc=$? c name pid nss nodes
+	local rc=$? c f name pid nss nodes
 	set +e
 	trap - EXIT ERR
 	for c in "${E2E_ON_EXIT[@]}"; do
 		eval "$c"
 	done
 	if ((rc != 0)); then
-		while read -r name pid; do
-			printf -- '--- last 30 lines of %s (%s) ---\n' "$name" "$E2E_TMP/$name.log" >&2
-			tail -n 30 "$E2E_TMP/$name.log" >&2
-		done <"$E2E_TMP/.spawned"
+		# every log of the test: the spawned processes' and gpuop_start's
+		for f in "$E2E_TMP"/*.log; do
+			[[ -f $f ]] || continue
+			printf -- '--- last 30 lines of %s ---\n' "$f" >&2
+			tail -n 30 "$f" >&2
+		done
 		while read -r name; do
 			printf -- '--- namespace %s ---\n' "$name" >&2
 			kc -n "$name" get daemonsets,pods -o wide >&2 2>&1

@@ -2,7 +2,9 @@
  * test_httpd.c - the small HTTP server: its request parser (pure), and the
  * server on a real socket with clients on the same libuv loop: answers,
  * HEAD, 405/400/431, a client that sends nothing is dropped after the read
- * timeout while other clients are served meanwhile, the connection cap,
+ * timeout while other clients are served meanwhile, the connection caps
+ * (a new client takes the place of the oldest slow one), a bounded storm
+ * of slow clients from other addresses while probes keep being answered,
  * and close with connections open. Every test ends with no handle open.
  */
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "gpuop/httpd.h"
@@ -120,6 +123,7 @@ struct fx {
     uv_loop_t loop;
     uv_timer_t watchdog;
     bool expired;
+    uint64_t deadline; /* of the wait in progress (uv_now) */
     struct gpuop_httpd *h;
     int port;
     int handled;
@@ -153,15 +157,34 @@ static void handler(void *arg, const struct gpuop_http_request *req,
     }
 }
 
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog could leave
+ * the wait blocked for good. The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
+#define WAIT_MS 30000 /* generous: a loaded machine, valgrind */
+
 static void on_watchdog(uv_timer_t *t)
 {
-    ((struct fx *)t->data)->expired = true;
+    struct fx *f = t->data;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!*flag && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -205,7 +228,7 @@ static int teardown(void **state)
     struct fx *f = *state;
     if (f->h) {
         gpuop_httpd_close(f->h, on_server_closed, f);
-        run_until(f, &f->closed, 2000);
+        run_until(f, &f->closed, WAIT_MS);
     }
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
@@ -259,8 +282,9 @@ static void c_connected(uv_connect_t *req, int status)
     }
 }
 
-/* Connects and sends data (may be NULL: sends nothing); data is copied. */
-static struct client *client_new(struct fx *f, const char *data, size_t len)
+/* Connects from the address src (NULL: the kernel's choice, 127.0.0.1) and
+ * sends data (may be NULL: sends nothing); data is copied. */
+static struct client *client_from(struct fx *f, const char *src, const char *data, size_t len)
 {
     struct client *c = calloc(1, sizeof(*c));
     assert_non_null(c);
@@ -274,10 +298,20 @@ static struct client *client_new(struct fx *f, const char *data, size_t len)
     uv_tcp_init(&f->loop, &c->tcp);
     c->tcp.data = c;
     c->conn.data = c;
+    if (src) {
+        struct sockaddr_in me;
+        uv_ip4_addr(src, 0, &me);
+        assert_int_equal(uv_tcp_bind(&c->tcp, (struct sockaddr *)&me, 0), 0);
+    }
     struct sockaddr_in sa;
     uv_ip4_addr("127.0.0.1", f->port, &sa);
     assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp, (struct sockaddr *)&sa, c_connected), 0);
     return c;
+}
+
+static struct client *client_new(struct fx *f, const char *data, size_t len)
+{
+    return client_from(f, NULL, data, len);
 }
 
 static void client_free(struct fx *f, struct client *c)
@@ -286,7 +320,7 @@ static void client_free(struct fx *f, struct client *c)
         c->eof = true;
         uv_close((uv_handle_t *)&c->tcp, c_closed);
     }
-    run_until(f, &c->closed, 2000);
+    run_until(f, &c->closed, WAIT_MS);
     free(c->out);
     free(c);
 }
@@ -294,7 +328,7 @@ static void client_free(struct fx *f, struct client *c)
 static struct client *get(struct fx *f, const char *req)
 {
     struct client *c = client_new(f, req, strlen(req));
-    run_until(f, &c->eof, 3000);
+    run_until(f, &c->eof, WAIT_MS);
     return c;
 }
 
@@ -343,7 +377,7 @@ static void test_serve_errors(void **state)
     memset(big + h, 'a', n - (size_t)h);
     c = client_new(f, big, n);
     free(big);
-    run_until(f, &c->eof, 3000);
+    run_until(f, &c->eof, WAIT_MS);
     assert_non_null(strstr(c->in, "HTTP/1.1 431 "));
     client_free(f, c);
     assert_int_equal(f->handled, 0); /* none reached the handler */
@@ -373,25 +407,38 @@ static void wait_ms(struct fx *f, uint64_t ms)
     uv_run(&f->loop, UV_RUN_NOWAIT);
 }
 
+/* Runs the loop until the server holds n connections (accepts are
+ * asynchronous), or fails after a generous deadline. */
+static void wait_conns(struct fx *f, size_t n)
+{
+    uint64_t until = uv_now(&f->loop) + 10000;
+    while (gpuop_httpd_conns(f->h) != n && uv_now(&f->loop) < until)
+        wait_ms(f, 5);
+    assert_int_equal(gpuop_httpd_conns(f->h), n);
+}
+
+/* Long enough that the other client is served before the slow ones are
+ * dropped, on a loaded machine too. */
+#define SLOW_TIMEOUT_MS 3000
+
 static void test_slow_clients(void **state)
 {
     struct fx *f = *state;
-    start_server(f, 0, 300, 0);
+    start_server(f, 0, SLOW_TIMEOUT_MS, 0);
     uint64_t t0 = uv_now(&f->loop);
     /* one connects and says nothing; one sends half a request */
     struct client *idle = client_new(f, NULL, 0);
     struct client *half = client_new(f, "GET /hello HTTP/1.1\r\nHo", 23);
-    wait_ms(f, 50);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
+    wait_conns(f, 2);
     /* meanwhile another client is served at once */
     struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
     assert_non_null(strstr(c->in, "200 OK"));
     assert_false(idle->eof);
     client_free(f, c);
     /* the slow ones are dropped after the read timeout, without an answer */
-    run_until(f, &idle->eof, 3000);
-    run_until(f, &half->eof, 3000);
-    assert_true(idle->eof_ms - t0 >= 290);
+    run_until(f, &idle->eof, WAIT_MS);
+    run_until(f, &half->eof, WAIT_MS);
+    assert_true(idle->eof_ms - t0 >= SLOW_TIMEOUT_MS - 10);
     assert_int_equal(idle->in_len, 0);
     assert_int_equal(half->in_len, 0);
     assert_int_equal(gpuop_httpd_conns(f->h), 0);
@@ -402,23 +449,277 @@ static void test_slow_clients(void **state)
 static void test_connection_cap(void **state)
 {
     struct fx *f = *state;
-    start_server(f, 2, 400, 0);
-    struct client *a = client_new(f, NULL, 0), *b = client_new(f, NULL, 0);
-    wait_ms(f, 50);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
-    /* the third is closed at once, not queued */
+    start_server(f, 2, 5000, 0);
+    /* two idle clients from two addresses fill the table */
+    struct client *a = client_from(f, "127.0.0.2", NULL, 0);
+    wait_conns(f, 1);
+    struct client *b = client_from(f, "127.0.0.3", NULL, 0);
+    wait_conns(f, 2);
+    /* a third takes the place of the oldest idle one and is served */
     struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
-    assert_int_equal(c->in_len, 0);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
-    client_free(f, c);
-    /* once the idle ones time out, clients are served again */
-    run_until(f, &a->eof, 3000);
-    run_until(f, &b->eof, 3000);
-    c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
     assert_non_null(strstr(c->in, "200 OK"));
     client_free(f, c);
+    run_until(f, &a->eof, WAIT_MS);
+    assert_int_equal(a->in_len, 0); /* dropped without an answer */
+    assert_false(b->eof);
+    wait_conns(f, 1);
     client_free(f, a);
     client_free(f, b);
+}
+
+/* One client address may hold at most max_conns_per_peer connections: its
+ * new connection evicts its own oldest unanswered one, not another's. */
+static void test_per_peer_cap(void **state)
+{
+    struct fx *f = *state;
+    enum { IDLE = 100 }; /* more than GPUOP_HTTPD_MAX_CONNS */
+    start_server(f, 0, 30000, 0);
+    struct client *other = client_from(f, "127.0.0.3", "GET /he", 7);
+    wait_conns(f, 1);
+    struct client *idle[IDLE];
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = client_from(f, "127.0.0.2", "GET /hel", 8);
+    /* all but the newest GPUOP_HTTPD_MAX_CONNS_PER_PEER are evicted */
+    int dropped = 0;
+    uint64_t until = uv_now(&f->loop) + 20000;
+    while (dropped < IDLE - GPUOP_HTTPD_MAX_CONNS_PER_PEER && uv_now(&f->loop) < until) {
+        wait_ms(f, 5);
+        dropped = 0;
+        for (int i = 0; i < IDLE; i++)
+            dropped += idle[i]->eof;
+    }
+    assert_int_equal(dropped, IDLE - GPUOP_HTTPD_MAX_CONNS_PER_PEER);
+    wait_conns(f, 1 + GPUOP_HTTPD_MAX_CONNS_PER_PEER);
+    for (int i = 0; i < IDLE; i++)
+        assert_int_equal(idle[i]->in_len, 0); /* dropped without an answer */
+    /* from the same address as the slow ones, a probe is still served */
+    struct client *probe = client_from(f, "127.0.0.2", "GET /hello HTTP/1.1\r\n\r\n", 23);
+    run_until(f, &probe->eof, WAIT_MS);
+    assert_non_null(strstr(probe->in, "200 OK"));
+    client_free(f, probe);
+    /* and from another address */
+    struct client *c = get(f, "GET /hello HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(c->in, "200 OK"));
+    client_free(f, c);
+    assert_false(other->eof); /* never the victim of 127.0.0.2's excess */
+    for (int i = 0; i < IDLE; i++)
+        client_free(f, idle[i]);
+    client_free(f, other);
+}
+
+/* ---- a storm of slow clients ---- */
+
+/* Bounded in clients, connects and time, so it stops by itself: */
+#define STORM_CLIENTS      200  /* at once, from 127.0.0.2 and 127.0.0.3 */
+#define STORM_MAX_CONNECTS 1000 /* a dropped client reconnects until these are used */
+#define STORM_MS           3000
+#define TRICKLE_MS         500 /* one header byte per client per tick */
+#define PROBE_EVERY_MS     100
+#define MAX_PROBES         (STORM_MS / PROBE_EVERY_MS + 8)
+
+struct storm;
+
+struct slow {
+    struct storm *s;
+    int idx;
+    uv_tcp_t tcp;
+    uv_connect_t conn;
+    uv_write_t wr;
+    bool connected, writing, closed;
+    size_t sent;
+    char rbuf[512];
+};
+
+struct storm {
+    struct fx *f;
+    uv_timer_t tick, probe_timer, end;
+    bool over;
+    int connects, closed_tick;
+    struct slow slow[STORM_CLIENTS];
+    struct client *probes[MAX_PROBES];
+    int nprobes;
+};
+
+static const char TRICKLE[] = "GET /hello HTTP/1.1\r\nX-Slow: ";
+
+static void slow_connect(struct slow *c);
+
+static void slow_alloc(uv_handle_t *h, size_t n, uv_buf_t *b)
+{
+    struct slow *c = h->data;
+    *b = uv_buf_init(c->rbuf, sizeof(c->rbuf));
+}
+
+static void slow_closed(uv_handle_t *h)
+{
+    struct slow *c = h->data;
+    c->connected = false;
+    if (!c->s->over && c->s->connects < STORM_MAX_CONNECTS)
+        slow_connect(c);
+    else
+        c->closed = true;
+}
+
+static void slow_drop(struct slow *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, slow_closed);
+}
+
+static void slow_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    if (n < 0)
+        slow_drop(s->data); /* evicted or timed out: come back */
+}
+
+static void slow_connected(uv_connect_t *req, int status)
+{
+    struct slow *c = req->data;
+    if (status < 0 || c->s->over) {
+        slow_drop(c);
+        return;
+    }
+    c->connected = true;
+    uv_read_start((uv_stream_t *)&c->tcp, slow_alloc, slow_read);
+}
+
+static void slow_connect(struct slow *c)
+{
+    struct storm *s = c->s;
+    s->connects++;
+    c->closed = c->connected = c->writing = false;
+    c->sent = 0;
+    uv_tcp_init(&s->f->loop, &c->tcp);
+    c->tcp.data = c->conn.data = c->wr.data = c;
+    struct sockaddr_in me, sa;
+    uv_ip4_addr(c->idx % 2 ? "127.0.0.3" : "127.0.0.2", 0, &me);
+    uv_ip4_addr("127.0.0.1", s->f->port, &sa);
+    if (uv_tcp_bind(&c->tcp, (struct sockaddr *)&me, 0) < 0 ||
+        uv_tcp_connect(&c->conn, &c->tcp, (struct sockaddr *)&sa, slow_connected) < 0) {
+        s->connects = STORM_MAX_CONNECTS; /* out of ports: no more */
+        slow_drop(c);
+    }
+}
+
+static void slow_written(uv_write_t *w, int status)
+{
+    struct slow *c = w->data;
+    c->writing = false;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct storm *s = t->data;
+    static const char a = 'a';
+    for (int i = 0; i < STORM_CLIENTS; i++) {
+        struct slow *c = &s->slow[i];
+        if (!c->connected || c->writing || uv_is_closing((uv_handle_t *)&c->tcp))
+            continue;
+        const char *p = c->sent < sizeof(TRICKLE) - 1 ? TRICKLE + c->sent : &a;
+        uv_buf_t b = uv_buf_init((char *)p, 1);
+        if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, slow_written) == 0) {
+            c->writing = true;
+            c->sent++;
+        }
+    }
+}
+
+static void on_probe(uv_timer_t *t)
+{
+    struct storm *s = t->data;
+    if (s->nprobes < MAX_PROBES)
+        s->probes[s->nprobes++] = client_new(s->f, "GET /hello HTTP/1.1\r\n\r\n", 23);
+}
+
+static void on_storm_end(uv_timer_t *t)
+{
+    struct storm *s = t->data;
+    s->over = true;
+    uv_timer_stop(&s->tick);
+    uv_timer_stop(&s->probe_timer);
+    for (int i = 0; i < STORM_CLIENTS; i++)
+        if (!s->slow[i].closed)
+            slow_drop(&s->slow[i]);
+}
+
+static bool storm_settled(struct storm *s)
+{
+    if (!s->over)
+        return false;
+    for (int i = 0; i < STORM_CLIENTS; i++)
+        if (!s->slow[i].closed)
+            return false;
+    for (int i = 0; i < s->nprobes; i++)
+        if (!s->probes[i]->eof)
+            return false;
+    return true;
+}
+
+static void test_slow_storm(void **state)
+{
+    struct fx *f = *state;
+    start_server(f, 0, 0, 0);
+    struct storm *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    s->f = f;
+    uv_timer_init(&f->loop, &s->tick);
+    uv_timer_init(&f->loop, &s->probe_timer);
+    uv_timer_init(&f->loop, &s->end);
+    s->tick.data = s->probe_timer.data = s->end.data = s;
+
+    /* the warnings go to stderr: count them there */
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *log = tmpfile();
+    assert_true(saved >= 0 && log);
+    dup2(fileno(log), 2);
+
+    for (int i = 0; i < STORM_CLIENTS; i++) {
+        s->slow[i].s = s;
+        s->slow[i].idx = i;
+        slow_connect(&s->slow[i]);
+    }
+    uv_timer_start(&s->tick, on_tick, TRICKLE_MS, TRICKLE_MS);
+    uv_timer_start(&s->probe_timer, on_probe, PROBE_EVERY_MS, PROBE_EVERY_MS);
+    uv_timer_start(&s->end, on_storm_end, STORM_MS, 0);
+    /* the storm ends by itself; wait for every client to be done, however
+     * slowly a loaded machine runs it */
+    wait_begin(f, STORM_MS + 60000);
+    while (!storm_settled(s) && !f->expired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
+
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_true(storm_settled(s));
+
+    int ok = 0;
+    for (int i = 0; i < s->nprobes; i++) {
+        ok += strstr(s->probes[i]->in, "200 OK") != NULL;
+        client_free(f, s->probes[i]);
+    }
+    int lines = 0;
+    char line[512];
+    rewind(log);
+    while (fgets(line, sizeof(line), log))
+        lines += strstr(line, "evicted") != NULL || strstr(line, "refus") != NULL;
+    fclose(log);
+    print_message("storm: %d connects, %d of %d probes answered, %d warning line(s)\n", s->connects,
+                  ok, s->nprobes, lines);
+    uv_close((uv_handle_t *)&s->tick, NULL);
+    uv_close((uv_handle_t *)&s->probe_timer, NULL);
+    uv_close((uv_handle_t *)&s->end, NULL);
+    uv_run(&f->loop, UV_RUN_NOWAIT);
+    /* every probe is answered, however many slow clients there are */
+    assert_true(s->nprobes >= 2);
+    assert_int_equal(ok, s->nprobes);
+    /* the evictions happened (the storm outnumbers the table), and were
+     * logged once per interval, not once each */
+    assert_true(s->connects > STORM_CLIENTS);
+    assert_true(lines >= 1);
+    assert_true(lines <= 1 + (STORM_MS + 60000) / GPUOP_HTTPD_WARN_INTERVAL_MS);
+    free(s);
 }
 
 static void test_close_with_open_connections(void **state)
@@ -426,13 +727,12 @@ static void test_close_with_open_connections(void **state)
     struct fx *f = *state;
     start_server(f, 0, 5000, 0);
     struct client *a = client_new(f, NULL, 0), *b = client_new(f, "GET /he", 7);
-    wait_ms(f, 50);
-    assert_int_equal(gpuop_httpd_conns(f->h), 2);
+    wait_conns(f, 2);
     gpuop_httpd_close(f->h, on_server_closed, f);
     f->h = NULL;
-    run_until(f, &f->closed, 2000);
-    run_until(f, &a->eof, 2000);
-    run_until(f, &b->eof, 2000);
+    run_until(f, &f->closed, WAIT_MS);
+    run_until(f, &a->eof, WAIT_MS);
+    run_until(f, &b->eof, WAIT_MS);
     client_free(f, a);
     client_free(f, b);
 }
@@ -467,6 +767,8 @@ int main(void)
         T(test_serve_errors),
         T(test_slow_clients),
         T(test_connection_cap),
+        T(test_per_peer_cap),
+        T(test_slow_storm),
         T(test_close_with_open_connections),
         T(test_bind_error),
     };

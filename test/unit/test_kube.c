@@ -143,21 +143,39 @@ struct fx {
     struct gpuop_kube *k;
     uv_timer_t watchdog;
     bool expired;
-    bool closed; /* the client's close callback ran */
+    uint64_t deadline; /* of the wait in progress (uv_now) */
+    bool closed;       /* the client's close callback ran */
     char tokfile[64];
 };
+
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog could leave
+ * the wait blocked for good. The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
 
 static void on_watchdog(uv_timer_t *t)
 {
     struct fx *f = t->data;
-    f->expired = true;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 /* Runs the loop until *flag or ms elapse; fails the test on expiry. */
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!*flag && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -168,11 +186,10 @@ static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 /* Runs the loop for about ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-    bool never = false;
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
-    while (!never && !f->expired)
+    wait_begin(f, ms);
+    while (!f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
 }
 
 static void make_client(struct fx *f, const char *token, const char *token_file, int port)
@@ -754,6 +771,51 @@ static void test_observer(void **state)
     res_free(&c);
 }
 
+static void on_closed_flag(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* A bearer token for a plain http:// server gets one warning in the
+ * process, however many clients: the first test, before any other client. */
+static void test_plain_http_token_warns_once(void **state)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *log = tmpfile();
+    assert_true(saved >= 0 && log);
+    dup2(fileno(log), 2);
+    const char *servers[] = {"https://127.0.0.1:1", "http://127.0.0.1:1", "HTTP://127.0.0.1:2"};
+    for (int i = 0; i < 3; i++) {
+        struct gpuop_kubeconfig cfg = {.server = (char *)servers[i], .token = "t0k3n"};
+        struct gpuop_kube *k = NULL;
+        struct gpuop_err err = {0};
+        assert_int_equal(gpuop_kube_new(&loop, &cfg, &k, &err), 0);
+        bool closed = false;
+        gpuop_kube_close(k, on_closed_flag, &closed);
+        while (!closed)
+            uv_run(&loop, UV_RUN_ONCE);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int warnings = 0, https = 0;
+    char line[1024];
+    rewind(log);
+    while (fgets(line, sizeof(line), log)) {
+        warnings += strstr(line, "plain http://") != NULL;
+        https += strstr(line, "https://") != NULL;
+        assert_null(strstr(line, "t0k3n")); /* never the token itself */
+    }
+    fclose(log);
+    assert_int_equal(warnings, 1);
+    assert_int_equal(https, 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void test_escape_and_path(void **state)
 {
     char *s = gpuop_kube_escape("app.kubernetes.io/name in (dcgm,x)~_-");
@@ -766,31 +828,48 @@ static void test_escape_and_path(void **state)
     assert_string_equal(s, "");
     free(s);
 
-    s = gpuop_kube_path("v1", NULL, "nodes", NULL, NULL);
-    assert_string_equal(s, "/api/v1/nodes");
-    free(s);
-    s = gpuop_kube_path("", "ns", "pods", "p-1", NULL);
-    assert_string_equal(s, "/api/v1/namespaces/ns/pods/p-1");
-    free(s);
-    s = gpuop_kube_path("apps/v1", "gpu-operator", "daemonsets", "nvidia-dcgm", NULL);
-    assert_string_equal(s, "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm");
-    free(s);
-    s = gpuop_kube_path("gpuop.io/v1alpha1", NULL, "gpupolicies", "default", "status");
-    assert_string_equal(s, "/apis/gpuop.io/v1alpha1/gpupolicies/default/status");
-    free(s);
-    s = gpuop_kube_path("v1", NULL, "nodes", NULL, "status"); /* no name: ignored */
-    assert_string_equal(s, "/api/v1/nodes");
-    free(s);
-    s = gpuop_kube_path("v1", NULL, "nodes", "a/b", NULL);
-    assert_string_equal(s, "/api/v1/nodes/a%2Fb");
-    free(s);
-    assert_null(gpuop_kube_path("v1", NULL, "", NULL, NULL));
+#define PATH_IS(want, params, n, ...)                                                              \
+    do {                                                                                           \
+        char *p_ = gpuop_kube_path(&(struct gpuop_kube_ref){__VA_ARGS__}, params, n);              \
+        assert_non_null(p_);                                                                       \
+        assert_string_equal(p_, want);                                                             \
+        free(p_);                                                                                  \
+    } while (0)
+    PATH_IS("/api/v1/nodes", NULL, 0, .group_version = "v1", .resource = "nodes");
+    PATH_IS("/api/v1/namespaces/ns/pods/p-1", NULL, 0, .ns = "ns", .resource = "pods",
+            .name = "p-1"); /* no group_version: core */
+    PATH_IS("/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm", NULL, 0,
+            .group_version = "apps/v1", .ns = "gpu-operator", .resource = "daemonsets",
+            .name = "nvidia-dcgm");
+    /* a cluster-scoped custom resource's status */
+    PATH_IS("/apis/gpuop.io/v1alpha1/gpupolicies/default/status", NULL, 0,
+            .group_version = "gpuop.io/v1alpha1", .resource = "gpupolicies", .name = "default",
+            .subresource = "status");
+    PATH_IS("/api/v1/nodes", NULL, 0, .resource = "nodes", .subresource = "status"); /* no name */
+    PATH_IS("/api/v1/nodes/a%2Fb", NULL, 0, .resource = "nodes", .name = "a/b");
+    PATH_IS("/api/v1/namespaces/a%20b/pods", NULL, 0, .ns = "a b", .resource = "pods");
+    /* query parameters: escaped, in order, NULL values left out */
+    struct gpuop_kube_param apply[] = {{.key = "fieldManager", .value = "gpuop"},
+                                       {.key = "dryRun", .value = NULL},
+                                       {.key = "force", .value = "true"}};
+    PATH_IS("/apis/apps/v1/namespaces/gpu/daemonsets/dcgm?fieldManager=gpuop&force=true", apply, 3,
+            .group_version = "apps/v1", .ns = "gpu", .resource = "daemonsets", .name = "dcgm");
+    struct gpuop_kube_param sel[] = {{.key = "labelSelector", .value = "a in (b,c)"},
+                                     {.key = "continue", .value = "x=&y"}};
+    PATH_IS("/api/v1/pods?labelSelector=a%20in%20%28b%2Cc%29&continue=x%3D%26y", sel, 2,
+            .resource = "pods");
+    struct gpuop_kube_param none[] = {{.key = "continue", .value = NULL}};
+    PATH_IS("/api/v1/pods", none, 1, .resource = "pods");
+#undef PATH_IS
+    assert_null(gpuop_kube_path(&(struct gpuop_kube_ref){.resource = ""}, NULL, 0));
+    assert_null(gpuop_kube_path(NULL, NULL, 0));
 }
 
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_http_token_warns_once),
         T(test_get_ok),
         T(test_methods_and_bodies),
         T(test_status_errors),

@@ -3,8 +3,13 @@
  * API server (test/unit/support/fakeapi.h). The handler here keeps one
  * Lease with a resourceVersion and enforces optimistic concurrency like the
  * API server (PUT with a stale resourceVersion -> 409, POST of an existing
- * Lease -> 409); knobs inject failures. Timings are short (lease 600 ms,
- * renew deadline 400 ms, retry 100 ms) so the tests run in seconds.
+ * Lease -> 409); knobs inject failures. Timings are short (lease 4 s,
+ * renew deadline 2 s, retry 500 ms) so the tests run in seconds, yet long
+ * enough that a request on a loaded machine (load average 10 on 2 cores,
+ * valgrind) finishes within the renew deadline, which is also the request
+ * timeout. Tests wait for conditions with WAIT_MS deadlines; what they
+ * assert on time is a lower bound, or the bound the protocol promises (a
+ * leader that cannot renew stops before its lease could expire).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,9 +25,10 @@
 #include "gpuop/kube.h"
 #include "gpuop/leader.h"
 
-#define LEASE_MS 600
-#define RENEW_MS 400
-#define RETRY_MS 100
+#define LEASE_MS 4000
+#define RENEW_MS 2000
+#define RETRY_MS 500
+#define WAIT_MS  30000 /* generous: a loaded machine, valgrind */
 #define PATH     "/apis/coordination.k8s.io/v1/namespaces/ns1/leases"
 
 struct store {
@@ -37,6 +43,7 @@ struct fx {
     uv_loop_t loop;
     uv_timer_t watchdog;
     bool expired;
+    uint64_t deadline; /* of the wait in progress (uv_now) */
     struct fakeapi *srv;
     struct store st;
     struct gpuop_kube *kube;
@@ -139,15 +146,34 @@ static void other_holds(struct fx *f, const char *who, const char *renew_time)
     store_put(&f->st, obj);
 }
 
+/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
+ * after each iteration. The wait's timer repeats every WAKE_MS and stops
+ * the iteration it fires in: libuv polls without a timeout when the only
+ * timer has already fired at the top of an iteration (which happens when
+ * a loaded machine runs the loop late), so a one-shot watchdog, or a
+ * condition set by the last timer, could leave the wait blocked for good.
+ * The deadline is a time, checked at each wake. */
+#define WAKE_MS 10
+
 static void on_watchdog(uv_timer_t *t)
 {
-    ((struct fx *)t->data)->expired = true;
+    struct fx *f = t->data;
+    if (uv_now(t->loop) >= f->deadline)
+        f->expired = true;
+    uv_stop(t->loop);
+}
+
+static void wait_begin(struct fx *f, uint64_t ms)
+{
+    uv_update_time(&f->loop);
+    f->expired = false;
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
 }
 
 static void run_until_fn(struct fx *f, bool (*cond)(void *), void *arg, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!cond(arg) && !f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
     uv_timer_stop(&f->watchdog);
@@ -167,10 +193,10 @@ static void run_until(struct fx *f, bool *flag, uint64_t ms)
 
 static void run_for(struct fx *f, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    wait_begin(f, ms);
     while (!f->expired)
         uv_run(&f->loop, UV_RUN_ONCE);
+    uv_timer_stop(&f->watchdog);
 }
 
 static void on_started(void *arg)
@@ -224,14 +250,43 @@ static void elector_close(struct fx *f, struct elector *e)
         if (f->open[i] == e)
             f->open[i] = NULL;
     gpuop_leader_close(e->l, on_elector_closed, e);
-    run_until(f, &e->closed, 3000);
+    run_until(f, &e->closed, WAIT_MS);
     e->l = NULL;
+}
+
+static bool stopped(void *arg)
+{
+    return ((struct elector *)arg)->stopped > 0;
 }
 
 static bool is_leader(void *arg)
 {
     struct elector *e = arg;
     return e->l && gpuop_leader_is_leader(e->l);
+}
+
+/* One leads and the other has seen it hold the lease. */
+static bool settled(void *arg)
+{
+    struct elector **e = arg;
+    for (int i = 0; i < 2; i++) {
+        struct elector *me = e[i], *other = e[1 - i];
+        if (is_leader(me) && !is_leader(other) &&
+            !strcmp(gpuop_leader_holder(other->l), gpuop_leader_self(me->l)))
+            return true;
+    }
+    return false;
+}
+
+static bool wrote_4(void *arg)
+{
+    struct elector *e = arg;
+    return gpuop_leader_writes(e->l) >= 4;
+}
+
+static bool conflicted(void *arg)
+{
+    return ((struct store *)arg)->conflicts > 0;
 }
 
 static int setup(void **state)
@@ -264,7 +319,7 @@ static int teardown(void **state)
     for (int i = 0; i < 4; i++)
         free(f->all[i]);
     gpuop_kube_close(f->kube, on_kube_closed, f);
-    run_until(f, &f->kube_closed, 3000);
+    run_until(f, &f->kube_closed, WAIT_MS);
     fakeapi_stop(f->srv);
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
@@ -295,7 +350,7 @@ static void test_acquire_at_once_when_absent(void **state)
     struct elector *e;
     uint64_t t0 = uv_now(&f->loop);
     e = elector_new(f, "me");
-    run_until_fn(f, is_leader, e, 2000);
+    run_until_fn(f, is_leader, e, WAIT_MS);
     /* no waiting: one GET (404), then the POST at once (a wait would show
      * as another GET); wall time is not asserted (valgrind is slow) */
     (void)t0;
@@ -303,14 +358,14 @@ static void test_acquire_at_once_when_absent(void **state)
     assert_int_equal(f->st.gets, 1);
     assert_int_equal(f->st.posts, 1);
     assert_string_equal(holder(f), "me");
-    assert_int_equal(spec_int(f, "leaseDurationSeconds"), 1); /* 600 ms, rounded up */
+    assert_int_equal(spec_int(f, "leaseDurationSeconds"), LEASE_MS / 1000);
     assert_int_equal(spec_int(f, "leaseTransitions"), 0);
-    /* it renews every retry period */
+    /* it renews every retry period, and stays leader meanwhile */
     int rv = f->st.rv;
-    run_for(f, 10 * RETRY_MS);
+    run_until_fn(f, wrote_4, e, WAIT_MS); /* the create and three renewals */
     assert_true(f->st.rv - rv >= 3);
-    assert_true(gpuop_leader_writes(e->l) >= 4);
     assert_true(gpuop_leader_is_leader(e->l));
+    assert_int_equal(e->stopped, 0);
     /* release on close: holder emptied, duration 1 s */
     elector_close(f, e);
     assert_string_equal(holder(f), "");
@@ -324,7 +379,8 @@ static void test_two_candidates_then_handover(void **state)
     struct elector *a, *b;
     a = elector_new(f, "a");
     b = elector_new(f, "b");
-    run_for(f, 4 * RETRY_MS);
+    struct elector *both[2] = {a, b};
+    run_until_fn(f, settled, both, WAIT_MS);
     assert_true(gpuop_leader_is_leader(a->l) != gpuop_leader_is_leader(b->l)); /* exactly one */
     struct elector *lead = gpuop_leader_is_leader(a->l) ? a : b;
     struct elector *wait = lead == a ? b : a;
@@ -336,8 +392,8 @@ static void test_two_candidates_then_handover(void **state)
      * duration, and the transition is counted */
     uint64_t t0 = uv_now(&f->loop);
     elector_close(f, lead);
-    run_until_fn(f, is_leader, wait, 2000);
-    assert_true(uv_now(&f->loop) - t0 < LEASE_MS / 2);
+    run_until_fn(f, is_leader, wait, WAIT_MS);
+    assert_true(uv_now(&f->loop) - t0 < LEASE_MS);
     assert_string_equal(holder(f), gpuop_leader_self(wait->l));
     assert_int_equal(spec_int(f, "leaseTransitions"), 1);
     elector_close(f, wait);
@@ -358,7 +414,7 @@ static void test_expiry_on_local_clock(void **state)
     /* the holder renews (the record changes): the clock restarts */
     other_holds(f, "other", "2000-01-01T00:00:01.000000Z");
     uint64_t changed = uv_now(&f->loop);
-    run_until_fn(f, is_leader, e, 3 * LEASE_MS);
+    run_until_fn(f, is_leader, e, WAIT_MS);
     uint64_t took = uv_now(&f->loop);
     assert_true(took - changed >= LEASE_MS - RETRY_MS); /* seen up to one retry late */
     assert_true(took - t0 >= LEASE_MS + LEASE_MS / 2 - RETRY_MS);
@@ -375,10 +431,10 @@ static void test_lost_race_409(void **state)
     struct elector *e;
     f->st.conflict_puts = 1; /* someone else's write lands first */
     e = elector_new(f, "me");
-    run_for(f, RETRY_MS / 2);
+    run_until_fn(f, conflicted, &f->st, WAIT_MS);
     assert_false(gpuop_leader_is_leader(e->l));
     assert_int_equal(f->st.conflicts, 1);
-    run_until_fn(f, is_leader, e, 2000); /* retries, then wins */
+    run_until_fn(f, is_leader, e, WAIT_MS); /* retries, then wins */
     assert_int_equal(e->started, 1);
     elector_close(f, e);
 }
@@ -388,18 +444,18 @@ static void test_renew_deadline_loses_for_good(void **state)
     struct fx *f = *state;
     struct elector *e;
     e = elector_new(f, "me");
-    run_until_fn(f, is_leader, e, 2000);
+    run_until_fn(f, is_leader, e, WAIT_MS);
     f->st.fail_code = 500; /* the API server breaks */
+    uv_update_time(&f->loop);
     uint64_t t0 = uv_now(&f->loop);
-    bool lost = false;
-    while (!lost && uv_now(&f->loop) - t0 < 3000) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        lost = e->stopped > 0;
-    }
+    run_until_fn(f, stopped, e, WAIT_MS);
     assert_int_equal(e->stopped, 1);
     assert_false(gpuop_leader_is_leader(e->l));
+    /* not before the renew deadline (less the retry it was last renewed
+     * within), and before the lease could expire for the others */
     uint64_t took = uv_now(&f->loop) - t0;
-    assert_true(took >= RENEW_MS - RETRY_MS && took <= RENEW_MS + 2 * RETRY_MS);
+    assert_true(took >= RENEW_MS - RETRY_MS);
+    assert_true(took < LEASE_MS);
     /* the server recovers: a lost leader does not come back */
     f->st.fail_code = 0;
     int puts = f->st.puts;
@@ -415,15 +471,10 @@ static void test_taken_over_by_another(void **state)
     struct fx *f = *state;
     struct elector *e;
     e = elector_new(f, "me");
-    run_until_fn(f, is_leader, e, 2000);
+    run_until_fn(f, is_leader, e, WAIT_MS);
     /* someone overwrites the lease (new resourceVersion) */
     other_holds(f, "thief", "2030-01-01T00:00:00.000000Z");
-    bool lost = false;
-    uint64_t t0 = uv_now(&f->loop);
-    while (!lost && uv_now(&f->loop) - t0 < 2000) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        lost = e->stopped > 0;
-    }
+    run_until_fn(f, stopped, e, WAIT_MS);
     assert_int_equal(e->stopped, 1);
     assert_string_equal(gpuop_leader_holder(e->l), "thief");
     elector_close(f, e);
