@@ -36,7 +36,6 @@
 #include "gpuop/queue.h"
 
 #define GPUOP_EVENTS_QUIET_S         600
-#define GPUOP_EVENTS_GRACE_DEFAULT_S 60
 #define GPUOP_EVENTS_BURST           10
 
 /* Events wait in a queue and are posted one at a time; more than this many

@@ -445,7 +445,7 @@ static void after_ops(struct gpuop_controller *c)
         gpuop_events_observe(
             c->events, c->key,
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")),
-            GPUOP_EVENTS_GRACE_DEFAULT_S, &f);
+            c->policy.event_grace_s, &f);
     gpuop_findings_free(&f);
     if (!status) {
         gpuop_err_set(&c->err, GPUOP_ENOMEM, NULL, "out of memory building the status");
