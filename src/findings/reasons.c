@@ -209,7 +209,7 @@ static const struct gpuop_reason_info reasons[] = {
          "Make the container toolkit run on the node (label "
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it), or "
          "stop the device plugin there until it does.",
-         "device-plugin", "container-toolkit"},
+         "device-plugin", "container-toolkit", true},
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
          "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
@@ -218,7 +218,7 @@ static const struct gpuop_reason_info reasons[] = {
          "provided by the host.",
          "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "
          "that label to \"false\" if the host provides it.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
         {O, "GpusAdvertisedWithoutToolkit",
          "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "

@@ -30,7 +30,7 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 
 gpuop_install
-gpuop_start
+gpuop_start --metrics-addr 0 --health-addr 0
 POLICY=$(unique events)
 sed -e "s/^  name: default$/  name: $POLICY/" "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" |
 	sed -e "s/^spec:$/spec:\n  findings:\n    eventGracePeriodSeconds: $GRACE/" >"$E2E_TMP/policy.yaml"

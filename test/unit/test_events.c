@@ -11,6 +11,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,7 +77,7 @@ static void test_bounded_memory(void **state)
     gpuop_events_observe(f.ev, "main", "uid-1", 0, &none);
     assert_int_equal(gpuop_events_posted(f.ev), 0);
 
-    /* 20 nodes x 6 operands appear: 10 posted plus a summary; only the 10
+    /* 20 nodes x every operand appear: 10 posted plus a summary; only the 10
      * are remembered, not the 110 suppressed by the burst limit */
     missing(&w, 20, &f1);
     assert_true(f1.nitems >= 120);
@@ -302,9 +303,22 @@ static struct got gx_got(struct gx *g)
 
 enum { W_NOT_CREATED = 1, W_RUNNING = 2, W_LABELLESS = 4 };
 
-/* Observes a world: gpu-00 with every label and no pod (six PodNotCreated,
- * transient) or its six pods running, and with W_LABELLESS gpu-01 without
- * any deploy label (six LabelAbsent, not transient). */
+/* Operands: one finding of each per broken node. */
+#define NOPS gpuop_operand_count()
+
+/* "R R ... R", NOPS times (static buffer). */
+static const char *repeat(const char *r)
+{
+    static char buf[512];
+    buf[0] = '\0';
+    for (int i = 0; i < NOPS; i++)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i ? " " : "", r);
+    return buf;
+}
+
+/* Observes a world: gpu-00 with every label and no pod (a PodNotCreated per
+ * operand, transient) or its pods running, and with W_LABELLESS gpu-01
+ * without any deploy label (a LabelAbsent per operand, not transient). */
 static void gx_observe(struct gx *g, int what, long long grace)
 {
     struct fx_world w;
@@ -334,7 +348,7 @@ static void test_transient_waits_out_the_grace(void **state)
     gx_observe(&g, W_NOT_CREATED, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals + got.patches, 0);
-    assert_int_equal(gpuop_events_pending(g.fx.ev), 6);
+    assert_int_equal(gpuop_events_pending(g.fx.ev), NOPS);
     assert_int_equal(gpuop_queue_delayed(g.queue), 1);
     /* pods come up within the grace: no Warning, no Cleared, nothing left */
     fake_now += 30;
@@ -349,10 +363,9 @@ static void test_transient_waits_out_the_grace(void **state)
     /* a non-transient finding is posted at once, grace or not */
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
-    assert_int_equal(got.warnings, 6);
-    assert_string_equal(got.reasons, "LabelAbsent LabelAbsent LabelAbsent LabelAbsent "
-                                     "LabelAbsent LabelAbsent");
-    assert_int_equal(gpuop_events_shown(g.fx.ev), 6);
+    assert_int_equal(got.warnings, NOPS);
+    assert_string_equal(got.reasons, repeat("LabelAbsent"));
+    assert_int_equal(gpuop_events_shown(g.fx.ev), NOPS);
 
     /* PodNotCreated again, and it lasts: posted when the grace has passed
      * (one second short: not yet) */
@@ -365,12 +378,11 @@ static void test_transient_waits_out_the_grace(void **state)
     fake_now += 1;
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
     got = gx_got(&g);
-    assert_int_equal(got.warnings, 6);
+    assert_int_equal(got.warnings, NOPS);
     assert_int_equal(got.normals, 0);
-    assert_string_equal(got.reasons, "PodNotCreated PodNotCreated PodNotCreated PodNotCreated "
-                                     "PodNotCreated PodNotCreated");
+    assert_string_equal(got.reasons, repeat("PodNotCreated"));
     assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
-    assert_int_equal(gpuop_events_shown(g.fx.ev), 12);
+    assert_int_equal(gpuop_events_shown(g.fx.ev), 2 * NOPS);
     /* nothing more while it stays */
     fake_now += 100;
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
@@ -392,8 +404,8 @@ static void test_transient_waits_out_the_grace(void **state)
     fake_now += 1000;
     gx_observe(&g, W_NOT_CREATED, 0);
     got = gx_got(&g);
-    assert_int_equal(got.warnings + got.patches, 6); /* the same six Events: counted up */
-    assert_int_equal(got.patches, 6);
+    assert_int_equal(got.warnings + got.patches, NOPS); /* the same Events: counted up */
+    assert_int_equal(got.patches, NOPS);
     assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
     gx_stop(&g);
 }
@@ -407,7 +419,7 @@ static void test_requeued_when_the_grace_ends(void **state)
     gx_start(&g, false);
     gx_observe(&g, W_RUNNING, 1);
     gx_observe(&g, W_NOT_CREATED, 1);
-    assert_int_equal(gpuop_events_pending(g.fx.ev), 6);
+    assert_int_equal(gpuop_events_pending(g.fx.ev), NOPS);
     assert_int_equal(gpuop_queue_delayed(g.queue), 1);
     uint64_t start = uv_hrtime();
     while (!g.ready && uv_hrtime() - start < 20000000000ull)
@@ -421,7 +433,7 @@ static void test_requeued_when_the_grace_ends(void **state)
     gpuop_queue_done(g.queue, key);
     free(key);
     struct got got = gx_got(&g);
-    assert_int_equal(got.warnings, 6);
+    assert_int_equal(got.warnings, NOPS);
     assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
     assert_int_equal(gpuop_queue_delayed(g.queue), 0); /* nothing left to wait for */
     gx_stop(&g);
@@ -439,7 +451,7 @@ static void test_same_event_is_counted_up(void **state)
     gx_observe(&g, W_RUNNING, 60);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     struct got got = gx_got(&g);
-    assert_int_equal(got.warnings, 6);
+    assert_int_equal(got.warnings, NOPS);
     assert_int_equal(got.last_count, 1);
     char name[300];
     snprintf(name, sizeof(name), "%s", got.last_name);
@@ -448,12 +460,12 @@ static void test_same_event_is_counted_up(void **state)
     fake_now += 10;
     gx_observe(&g, W_RUNNING, 60);
     got = gx_got(&g);
-    assert_int_equal(got.normals, 6);
+    assert_int_equal(got.normals, NOPS);
     fake_now += GPUOP_EVENTS_QUIET_S + 1;
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals, 0);
-    assert_int_equal(got.patches, 6);
+    assert_int_equal(got.patches, NOPS);
     assert_string_equal(got.last_name, name);
     const struct fakeapi_request *r = fakeapi_last(g.rec.srv);
     assert_non_null(strstr(r->body, "\"count\":2"));
@@ -466,11 +478,42 @@ static void test_same_event_is_counted_up(void **state)
     (void)gx_got(&g);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
-    assert_int_equal(got.patches, 6);
-    assert_int_equal(got.warnings, 6);
+    assert_int_equal(got.patches, NOPS);
+    assert_int_equal(got.warnings, NOPS);
     assert_int_equal(got.last_count, 3);
     assert_string_equal(got.last_name, name);
     gx_stop(&g);
+}
+
+/* docs/findings.md's Event reasons section lists exactly the reasons the
+ * table marks transient, on its "Transient reasons" line. */
+static void test_docs_list_the_transient_reasons(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/docs/findings.md", SRCDIR);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char line[4096];
+    bool in_section = false, found = false;
+    while (fgets(line, sizeof(line), fp)) {
+        if (!strncmp(line, "## ", 3))
+            in_section = !strncmp(line, "## Event reasons", 16);
+        if (in_section && !strncmp(line, "Transient reasons", 17)) {
+            found = true;
+            break;
+        }
+    }
+    fclose(fp);
+    assert_true(found);
+    for (int r = 0; r < GPUOP_REASON_COUNT; r++) {
+        const struct gpuop_reason_info *ri = gpuop_reason_get(r);
+        char quoted[96];
+        snprintf(quoted, sizeof(quoted), "`%s`", ri->name);
+        if ((strstr(line, quoted) != NULL) != ri->transient)
+            fail_msg("docs/findings.md: %s is %stransient in the table", ri->name,
+                     ri->transient ? "" : "not ");
+    }
 }
 
 int main(void)
@@ -481,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_transient_waits_out_the_grace),
         cmocka_unit_test(test_requeued_when_the_grace_ends),
         cmocka_unit_test(test_same_event_is_counted_up),
+        cmocka_unit_test(test_docs_list_the_transient_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
