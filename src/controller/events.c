@@ -381,6 +381,8 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f)
         long long wait_s = first + ev->grace - ev->tnow;
         uint64_t ms = (uint64_t)(wait_s > 0 ? wait_s : 0) * 1000 + RECHECK_SLACK_MS;
         (void)gpuop_queue_add_after(ev->queue, ev->policy, ms); /* ENOMEM: at the next change */
+        gpuop_debug("events", "%zu findings in their grace period; next recheck in %llu ms",
+                    ev->pending.len, (unsigned long long)ms);
     }
 }
 

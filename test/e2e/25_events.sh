@@ -32,11 +32,11 @@ for p in "${pids[@]}"; do wait "$p"; done
 gpuop_install
 gpuop_start --metrics-addr 0 --health-addr 0
 POLICY=$(unique events)
-sed -e "s/^  name: default$/  name: $POLICY/" "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" |
-	sed -e "s/^spec:$/spec:\n  findings:\n    eventGracePeriodSeconds: $GRACE/" >"$E2E_TMP/policy.yaml"
-grep -q "eventGracePeriodSeconds: $GRACE" "$E2E_TMP/policy.yaml" || fail "policy: no grace set"
+kc create --dry-run=client -o json -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" |
+	jq --arg n "$POLICY" --argjson g "$GRACE" \
+		'.metadata.name = $n | .spec.findings.eventGracePeriodSeconds = $g' >"$E2E_TMP/policy.json"
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-kc apply -f "$E2E_TMP/policy.yaml" >/dev/null
+kc apply -f "$E2E_TMP/policy.json" >/dev/null
 export POLICY
 
 # events TYPE: the Events of the policy of that type, one JSON per line
@@ -89,6 +89,9 @@ wait_for $((GRACE + 120)) bash -c "[ -n \"\$(kubectl --kubeconfig '$KUBECONFIG' 
 posted_at=$(date +%s)
 (($(date +%s) - broke_at >= GRACE)) || fail "Warning came before the grace of $GRACE s"
 log "Warning posted $((posted_at - broke_at)) s after the break"
+# ... and soon after it: the policy was reconciled again when the grace
+# ended (nothing else changed), not at some later event
+((posted_at - broke_at < GRACE + 60)) || fail "Warning only $((posted_at - broke_at)) s after the break"
 # Nothing more comes: wait another grace and then some.
 while (($(date +%s) < posted_at + GRACE + 10)); do sleep 1; done
 warnings=$(events Warning)
