@@ -35,8 +35,8 @@
 #include "gpuop/kube.h"
 #include "gpuop/queue.h"
 
-#define GPUOP_EVENTS_QUIET_S         600
-#define GPUOP_EVENTS_BURST           10
+#define GPUOP_EVENTS_QUIET_S 600
+#define GPUOP_EVENTS_BURST   10
 
 /* Events wait in a queue and are posted one at a time; more than this many
  * waiting (an API server that stopped answering) and new ones are dropped
@@ -59,7 +59,9 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
 /* Compares f with the findings of the previous call for the same policy and
  * posts Events for the differences, transient ones after grace_s (0: at
  * once). Steals f's contents (f is zeroed). The first call after start, or
- * after another policy, posts nothing: it only learns the current state. */
+ * after another policy, cannot tell new findings from old: it posts
+ * nothing at once, and each of its findings that lasts grace_s is posted
+ * then (a restart re-announces what is still wrong, once). */
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
                           long long grace_s, struct gpuop_findings *f);
 

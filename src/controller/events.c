@@ -7,8 +7,9 @@
  * (node, operand, reason), kept as 64-bit hashes in hash -> time sets
  * (flap.h, 16 bytes a slot):
  *   pending  a finding of a transient reason (the reasons table's column)
- *            that appeared less than the grace period ago: when it was
- *            first seen. The policy's key is requeued for the moment the
+ *            that appeared less than the grace period ago, or any finding
+ *            of the first observation of a policy (new or old, it cannot
+ *            tell): when it was first seen. The policy's key is requeued for the moment the
  *            earliest grace ends (gpuop_queue_add_after), so the reconcile
  *            that posts it comes even when nothing else changes; its
  *            message is then built from that reconcile's findings, as for
@@ -92,6 +93,7 @@ struct gpuop_events {
     /* during one observe */
     const char *policy, *uid;
     long long grace, tnow;
+    bool learning; /* the first observation of this policy */
     int burst;
     int suppressed;
 };
@@ -345,7 +347,8 @@ static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change
     const struct gpuop_finding *x = c->item;
     uint64_t k = finding_key(f, x);
     if (c->appeared) {
-        if (ev->grace > 0 && transient(x) && gpuop_flap_put(&ev->pending, k, ev->tnow) == 0)
+        if ((ev->learning || (ev->grace > 0 && transient(x))) &&
+            gpuop_flap_put(&ev->pending, k, ev->tnow) == 0)
             return; /* said when it outlasts the grace (ENOMEM: said now) */
         say(ev, f, x, true, k);
     } else if (gpuop_flap_del(&ev->pending, k)) {
@@ -363,8 +366,6 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f)
     if (first && first + ev->grace <= ev->tnow) {
         for (size_t i = 0; i < f->nitems; i++) {
             const struct gpuop_finding *x = &f->items[i];
-            if (!transient(x))
-                continue;
             uint64_t k = finding_key(f, x);
             long long seen = gpuop_flap_get(&ev->pending, k);
             if (seen && seen + ev->grace <= ev->tnow) {
@@ -390,32 +391,36 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
                           long long grace_s, struct gpuop_findings *f)
 {
     bool same = ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
-    if (same) {
-        ev->policy = policy;
-        ev->uid = uid;
-        ev->grace = grace_s;
-        ev->tnow = ev->now();
-        ev->burst = 0;
-        ev->suppressed = 0;
-        struct gpuop_findings_diff d;
-        struct gpuop_finding_change c;
-        gpuop_findings_diff_begin(&d, &ev->prev, f);
-        while (gpuop_findings_diff_next(&d, &c))
-            on_change(ev, &c);
-        post_due(ev, f);
-        prune(ev, ev->tnow);
-        if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
-            char msg[128];
-            snprintf(msg, sizeof(msg),
-                     "%d more finding changes not posted as events; see the GpuPolicy status",
-                     ev->suppressed);
-            post(ev, "Normal", "FindingsSummarized", msg);
-        }
-    } else {
+    if (!same) {
         /* another policy (or the first): what was pending or shown was
          * about the old one */
         gpuop_flap_free(&ev->pending);
         gpuop_flap_free(&ev->shown);
+    }
+    ev->policy = policy;
+    ev->uid = uid;
+    ev->grace = grace_s;
+    ev->tnow = ev->now();
+    ev->burst = 0;
+    ev->suppressed = 0;
+    /* The first observation of a policy cannot tell new findings from old
+     * ones (gpuop restarted, or the policy became active): every one
+     * waits out the grace, and what lasts is said once. */
+    ev->learning = !same;
+    struct gpuop_findings_diff d;
+    struct gpuop_finding_change c;
+    gpuop_findings_diff_begin(&d, same ? &ev->prev : NULL, f);
+    while (gpuop_findings_diff_next(&d, &c))
+        on_change(ev, &c);
+    ev->learning = false;
+    post_due(ev, f);
+    prune(ev, ev->tnow);
+    if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg),
+                 "%d more finding changes not posted as events; see the GpuPolicy status",
+                 ev->suppressed);
+        post(ev, "Normal", "FindingsSummarized", msg);
     }
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);

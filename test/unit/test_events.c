@@ -3,7 +3,8 @@
  * suppression, and that what is remembered for it stays bounded (only what
  * was posted, forgotten after the quiet window); the grace period of
  * transient findings (pending -> posted -> cleared, or pending -> gone
- * without a word), the requeue when a grace ends, and aggregation (the
+ * without a word), the first observation (everything waits out the grace),
+ * the requeue when a grace ends, and aggregation (the
  * same Event again counts up its object). The first tests post to a port
  * nobody listens on (only what gpuop decides to post is checked); the
  * later ones to fakeapi, which records what arrived. The e2e tests read
@@ -410,6 +411,29 @@ static void test_transient_waits_out_the_grace(void **state)
     gx_stop(&g);
 }
 
+/* The first observation cannot tell old findings from new: nothing at
+ * once, and what lasts the grace is said once, whatever its reason. */
+static void test_first_observation_waits_out_the_grace(void **state)
+{
+    (void)state;
+    struct gx g;
+    gx_start(&g, true);
+    fake_now = 5000000;
+    gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
+    struct got got = gx_got(&g);
+    assert_int_equal(got.warnings + got.normals + got.patches, 0);
+    assert_int_equal(gpuop_events_pending(g.fx.ev), NOPS);
+    assert_int_equal(gpuop_queue_delayed(g.queue), 1);
+    fake_now += 60;
+    gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
+    got = gx_got(&g);
+    assert_int_equal(got.warnings, NOPS);
+    assert_string_equal(got.reasons, repeat("LabelAbsent"));
+    assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
+    assert_int_equal(gpuop_events_shown(g.fx.ev), NOPS);
+    gx_stop(&g);
+}
+
 /* With the real clock: the queue hands the policy's key back once the
  * grace has passed, and that reconcile posts the Warnings. */
 static void test_requeued_when_the_grace_ends(void **state)
@@ -522,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_bounded_memory),
         cmocka_unit_test(test_posted_one_at_a_time),
         cmocka_unit_test(test_transient_waits_out_the_grace),
+        cmocka_unit_test(test_first_observation_waits_out_the_grace),
         cmocka_unit_test(test_requeued_when_the_grace_ends),
         cmocka_unit_test(test_same_event_is_counted_up),
         cmocka_unit_test(test_docs_list_the_transient_reasons),
