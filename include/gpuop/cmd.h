@@ -26,6 +26,11 @@ int gpuop_cmd_check(int argc, char **argv);
  * command table (src/cmd/completion.c). */
 int gpuop_cmd_completion(int argc, char **argv);
 
+/* gpuop __complete WORDS... CURRENT (also run as kubectl_complete-gpuop):
+ * cobra's completion answer for kubectl, from the command table
+ * (src/cmd/completion.c). Hidden from the help. */
+int gpuop_cmd_complete(int argc, char **argv);
+
 /* Shared by run and check: the namespace to use when --namespace is not
  * given: $POD_NAMESPACE, else the in-cluster namespace file, else
  * "gpuop-system". Returns a static or borrowed string. */

@@ -200,6 +200,11 @@ int gpuop_cli_main(int argc, char **argv)
     base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
     if (strcmp(base, "kubectl-gpuop") == 0)
         program = "kubectl gpuop";
+    if (strcmp(base, "kubectl_complete-gpuop") == 0) {
+        /* kubectl's completion of the plugin: the words after "gpuop" */
+        argv[0] = "__complete";
+        return gpuop_cmd_complete(argc, argv);
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -211,6 +216,8 @@ int gpuop_cli_main(int argc, char **argv)
     }
     if (!strcmp(cmd, "--version"))
         cmd = "version";
+    if (!strcmp(cmd, "__complete"))
+        return gpuop_cmd_complete(argc - 1, argv + 1);
     const struct gpuop_cli_command *c = gpuop_cli_command(cmd);
     if (c)
         return c->run(argc - 1, argv + 1);

@@ -7,13 +7,23 @@
  *   bash: source <(gpuop completion bash)
  *   zsh:  gpuop completion zsh > "${fpath[1]}/_gpuop"   (or source it)
  *
+ * kubectl's own completion of a plugin (kubectl 1.26+) runs an executable
+ * named kubectl_complete-gpuop with the words after `kubectl gpuop` and
+ * reads cobra's __complete answer: one candidate a line, then
+ * ":<directive>". The same binary under that name (or `gpuop __complete
+ * WORDS...`) answers from the same table (gpuop_cmd_complete).
+ *
  * Values: a word list completes from the list, GPUOP_CLI_FILE a file name,
  * GPUOP_CLI_CONTEXT the contexts of `kubectl config get-contexts`,
  * GPUOP_CLI_NAMESPACE the cluster's namespaces (through kubectl, with the
  * --kubeconfig and --context already on the line).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpuop/cli.h"
 #include "gpuop/cmd.h"
@@ -241,6 +251,155 @@ static void zsh_script(FILE *o)
           "    compdef _gpuop gpuop kubectl-gpuop\n"
           "fi\n",
           o);
+}
+
+/* ---- cobra's __complete protocol, for kubectl ---- */
+
+/* cobra's ShellCompDirective values */
+#define DIRECTIVE_DEFAULT  0 /* and files */
+#define DIRECTIVE_NO_SPACE 2
+#define DIRECTIVE_NO_FILES 4
+#define KUBECTL_OUTPUT_MAX (64u << 10) /* contexts or namespaces read from kubectl */
+
+/* Runs kubectl with the --kubeconfig/--context of words[0..n) and args;
+ * prints each whitespace-separated word of its output that starts with
+ * prefix, after pre (e.g. "--context="). */
+static void kubectl_words(char **words, int n, const char *const *args, const char *pre,
+                          const char *prefix)
+{
+    char *argv[16];
+    int k = 0;
+    argv[k++] = "kubectl";
+    for (int i = 0; i < n && k < 6; i++)
+        if ((!strcmp(words[i], "--kubeconfig") || !strcmp(words[i], "--context")) && i + 1 < n) {
+            argv[k++] = words[i];
+            argv[k++] = words[++i];
+        } else if (!strncmp(words[i], "--kubeconfig=", 13) || !strncmp(words[i], "--context=", 10))
+            argv[k++] = words[i];
+    for (; *args && k < 15; args++)
+        argv[k++] = (char *)*args;
+    argv[k] = NULL;
+    int fd[2];
+    if (pipe(fd) < 0)
+        return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execvp("kubectl", argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    if (pid < 0) {
+        close(fd[0]);
+        return;
+    }
+    char *buf = malloc(KUBECTL_OUTPUT_MAX + 1);
+    size_t len = 0;
+    ssize_t r;
+    while (buf && len < KUBECTL_OUTPUT_MAX &&
+           (r = read(fd[0], buf + len, KUBECTL_OUTPUT_MAX - len)) > 0)
+        len += (size_t)r;
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    if (!buf)
+        return;
+    buf[len] = '\0';
+    for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w;
+         w = strtok_r(NULL, " \t\n", &save))
+        if (!strncmp(w, prefix, strlen(prefix)))
+            printf("%s%s\n", pre, w);
+    free(buf);
+}
+
+/* Prints the candidates of a value spec for flag fl that start with
+ * prefix; returns the directive. */
+static int complete_value(const struct gpuop_cli_flag *fl, char **words, int n, const char *pre,
+                          const char *prefix)
+{
+    static const char *const contexts[] = {"config", "get-contexts", "-o", "name", NULL};
+    static const char *const namespaces[] = {"get", "namespaces", "-o",
+                                             "jsonpath={.items[*].metadata.name}", NULL};
+    if (!fl->values)
+        return DIRECTIVE_NO_FILES;
+    if (!strcmp(fl->values, GPUOP_CLI_FILE))
+        return DIRECTIVE_DEFAULT;
+    if (!strcmp(fl->values, GPUOP_CLI_CONTEXT) || !strcmp(fl->values, GPUOP_CLI_NAMESPACE)) {
+        kubectl_words(words, n, !strcmp(fl->values, GPUOP_CLI_CONTEXT) ? contexts : namespaces, pre,
+                      prefix);
+        return DIRECTIVE_NO_FILES;
+    }
+    const char *v = fl->values;
+    while (*v) {
+        size_t len = strcspn(v, " ");
+        if (len >= strlen(prefix) && !strncmp(v, prefix, strlen(prefix)))
+            printf("%s%.*s\n", pre, (int)len, v);
+        v += len + (v[len] == ' ');
+    }
+    return DIRECTIVE_NO_FILES;
+}
+
+/* The flag of c that word names ("--output", "-o"), or NULL. */
+static const struct gpuop_cli_flag *named(const struct gpuop_cli_command *c, const char *word,
+                                          size_t len)
+{
+    for (const struct gpuop_cli_flag *fl = c->flags; fl && fl->name; fl++)
+        if ((len == strlen(fl->name) + 2 && !strncmp(word, "--", 2) &&
+             !strncmp(word + 2, fl->name, len - 2)) ||
+            (fl->shrt && len == 2 && word[0] == '-' && word[1] == fl->shrt))
+            return fl;
+    return NULL;
+}
+
+int gpuop_cmd_complete(int argc, char **argv)
+{
+    /* argv[0] is "__complete"; the last word is the one being completed */
+    char **words = argv + 1;
+    int n = argc - 1;
+    const char *cur = n > 0 ? words[n - 1] : "";
+    int directive = DIRECTIVE_NO_FILES;
+    if (n <= 1) {
+        size_t nc;
+        const struct gpuop_cli_command *cmds = gpuop_cli_commands(&nc);
+        for (size_t i = 0; i < nc; i++)
+            if (!strncmp(cmds[i].name, cur, strlen(cur)))
+                printf("%s\t%s\n", cmds[i].name, cmds[i].summary);
+        printf(":%d\n", directive);
+        return 0;
+    }
+    const struct gpuop_cli_command *c = gpuop_cli_command(words[0]);
+    const struct gpuop_cli_flag *prev =
+        c && n >= 3 ? named(c, words[n - 2], strlen(words[n - 2])) : NULL;
+    const char *eq = strchr(cur, '=');
+    if (!c) {
+        /* nothing to offer */
+    } else if (prev && prev->arg == required_argument) {
+        directive = complete_value(prev, words, n - 1, "", cur);
+    } else if (!strncmp(cur, "--", 2) && eq) {
+        const struct gpuop_cli_flag *fl = named(c, cur, (size_t)(eq - cur));
+        char pre[96];
+        snprintf(pre, sizeof(pre), "%.*s", (int)(eq - cur + 1), cur);
+        if (fl && fl->arg != no_argument)
+            directive = complete_value(fl, words, n - 1, pre, eq + 1);
+    } else if (cur[0] == '-') {
+        for (const struct gpuop_cli_flag *fl = c->flags; fl && fl->name; fl++) {
+            char word[96];
+            snprintf(word, sizeof(word), "--%s%s", fl->name,
+                     fl->arg == optional_argument ? "=" : "");
+            if (!strncmp(word, cur, strlen(cur)))
+                printf("%s\t%.*s\n", word, (int)strcspn(fl->help, "\n"), fl->help);
+        }
+    } else if (c->args) {
+        const struct gpuop_cli_flag pos = {"", 0, required_argument, NULL, c->args, ""};
+        directive = complete_value(&pos, words, n - 1, "", cur);
+    }
+    printf(":%d\n", directive);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 static void usage(FILE *f)

@@ -7,7 +7,10 @@
 #     server: gives up after it, exit 2);
 #   -o wide adds the PODS and TAINTS columns (a tainted node shows its taint);
 #   the bash completion script, sourced in bash, completes commands, flags,
-#     -o values and --context from `kubectl config get-contexts`.
+#     -o values and --context from `kubectl config get-contexts`;
+#   kubectl's own completion of the plugin (kubectl __complete gpuop ...,
+#     what kubectl's bash/zsh completion calls) answers through
+#     kubectl_complete-gpuop.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -15,6 +18,7 @@ source "$(dirname "$0")/gpuop.sh"
 BIN=$E2E_TMP/bin
 mkdir -p "$BIN"
 ln -s "$(readlink -f "$GPUOP_BIN")" "$BIN/kubectl-gpuop"
+ln -s "$(readlink -f "$GPUOP_BIN")" "$BIN/kubectl_complete-gpuop"
 ln -s "$LAB_DIR/bin/kubectl" "$BIN/kubectl"
 export PATH=$BIN:$PATH
 
@@ -109,6 +113,13 @@ got=$(complete_words gpuop completion "")
 grep -qx "bash " <<<"$got" && grep -qx "zsh " <<<"$got" || fail "completion's shells: $got"
 got=$(complete_words gpuop run --leader-elect = "")
 assert_eq "true false" "$(tr -d ' ' <<<"$got" | tr '\n' ' ' | sed 's/ $//')" "--leader-elect= values"
+log "kubectl's completion of the plugin, through kubectl_complete-gpuop"
+kcomp() { KUBECONFIG=$KCFG kubectl __complete gpuop "$@" 2>/dev/null; }
+assert_eq "$(printf 'text\nwide\njson\nyaml\n:4')" "$(kcomp check -o "")" "kubectl __complete gpuop check -o"
+kcomp "" | grep -q "^check	" || fail "kubectl __complete gpuop: $(kcomp "")"
+kcomp check --context "" | grep -qx lab || fail "kubectl __complete gpuop check --context: $(kcomp check --context "")"
+KUBECONFIG=$LAB_DIR/kubeconfig kubectl __complete gpuop check -n "$GPUOP_NS" 2>/dev/null | grep -qx "$GPUOP_NS" ||
+	fail "namespaces not completed through kubectl"
 if command -v zsh >/dev/null; then
 	kubectl gpuop completion zsh >"$E2E_TMP/_gpuop"
 	zsh -n "$E2E_TMP/_gpuop" || fail "zsh script does not parse"

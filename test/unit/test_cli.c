@@ -2,7 +2,8 @@
  * test_cli.c - the command table (cli.h): the getopt options it builds
  * parse every flag of check and completion, run and render accept every
  * flag their rows list (so the completion scripts offer nothing they
- * reject), durations parse as documented, and the plugin name is seen.
+ * reject), durations parse as documented, the plugin name is seen, and
+ * the __complete answer kubectl reads from kubectl_complete-gpuop.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "gpuop/cli.h"
+#include "gpuop/cmd.h"
 #include "gpuop/error.h"
 
 static void test_getopt_from_the_table(void **state)
@@ -147,6 +149,50 @@ static void test_plugin_name(void **state)
     stderr = saved_err;
 }
 
+/* gpuop __complete WORDS...: what kubectl_complete-gpuop prints. */
+static char *complete(int n, char **words)
+{
+    static char out[4096];
+    char *argv[16];
+    argv[0] = "__complete";
+    for (int i = 0; i < n; i++)
+        argv[i + 1] = words[i];
+    argv[n + 1] = NULL;
+    FILE *saved = stdout, *tmp = tmpfile();
+    assert_non_null(tmp);
+    stdout = tmp;
+    assert_int_equal(gpuop_cmd_complete(n + 1, argv), 0);
+    stdout = saved;
+    rewind(tmp);
+    size_t len = fread(out, 1, sizeof(out) - 1, tmp);
+    out[len] = '\0';
+    fclose(tmp);
+    return out;
+}
+
+static void test_complete_protocol(void **state)
+{
+    (void)state;
+    char *w1[] = {"ch"};
+    assert_string_equal(complete(1, w1), "check\tone-shot report of every GPU node\n:4\n");
+    char *w2[] = {"check", "-o", ""};
+    assert_string_equal(complete(3, w2), "text\nwide\njson\nyaml\n:4\n");
+    char *w3[] = {"check", "--output=j"};
+    assert_string_equal(complete(2, w3), "--output=json\n:4\n");
+    char *w4[] = {"check", "--req"};
+    assert_non_null(strstr(complete(2, w4), "--request-timeout\t"));
+    char *w5[] = {"check", "--policy", ""};
+    assert_string_equal(complete(3, w5), ":0\n"); /* files: the shell's own */
+    char *w6[] = {"completion", ""};
+    assert_string_equal(complete(2, w6), "bash\nzsh\n:4\n");
+    char *w7[] = {"run", "--leader-elect=f"};
+    assert_string_equal(complete(2, w7), "--leader-elect=false\n:4\n");
+    char *w8[] = {"nosuch", ""};
+    assert_string_equal(complete(2, w8), ":4\n");
+    char *w9[] = {"check", "--nodes", ""}; /* free text */
+    assert_string_equal(complete(3, w9), ":4\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_every_listed_flag_is_parsed),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_plugin_name),
+        cmocka_unit_test(test_complete_protocol),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
