@@ -52,10 +52,15 @@ static void usage(FILE *f)
  * been listed so far, redrawn in place every PROGRESS_MS. */
 static void progress_draw(struct check *ck, bool done)
 {
-    fprintf(stderr, "\r\033[Klisting the cluster: %zu nodes, %zu operand pods, %zu DaemonSets",
-            ck->seen[GPUOP_CACHES_NODE], ck->seen[GPUOP_CACHES_POD], ck->seen[GPUOP_CACHES_DS]);
-    if (done)
+    if (done) {
         fputs("\r\033[K", stderr); /* the report follows on a clean line */
+    } else {
+        /* The cursor goes back to the line's start: a warning logged
+         * meanwhile writes over the line instead of after it. */
+        fprintf(stderr,
+                "\r\033[Klisting the cluster: %zu nodes, %zu operand pods, %zu DaemonSets\r",
+                ck->seen[GPUOP_CACHES_NODE], ck->seen[GPUOP_CACHES_POD], ck->seen[GPUOP_CACHES_DS]);
+    }
     fflush(stderr);
 }
 
