@@ -10,7 +10,9 @@
 #     -o values and --context from `kubectl config get-contexts`;
 #   kubectl's own completion of the plugin (kubectl __complete gpuop ...,
 #     what kubectl's bash/zsh completion calls) answers through
-#     kubectl_complete-gpuop.
+#     kubectl_complete-gpuop;
+#   with zsh installed: the zsh script, loaded by compinit in a zsh on a
+#     pseudo-terminal, completes --output=, the -o values and the commands.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -121,7 +123,25 @@ kcomp check --context "" | grep -qx lab || fail "kubectl __complete gpuop check 
 KUBECONFIG=$LAB_DIR/kubeconfig kubectl __complete gpuop check -n "$GPUOP_NS" 2>/dev/null | grep -qx "$GPUOP_NS" ||
 	fail "namespaces not completed through kubectl"
 if command -v zsh >/dev/null; then
-	kubectl gpuop completion zsh >"$E2E_TMP/_gpuop"
-	zsh -n "$E2E_TMP/_gpuop" || fail "zsh script does not parse"
+	log "zsh completion, driven through a pseudo-terminal (zsh/zpty)"
+	mkdir -p "$E2E_TMP/zfunc"
+	kubectl gpuop completion zsh >"$E2E_TMP/zfunc/_gpuop"
+	zsh -n "$E2E_TMP/zfunc/_gpuop" || fail "zsh script does not parse"
+	# zcomplete LINE: what zsh shows after LINE and a TAB (escapes removed)
+	cat >"$E2E_TMP/zcomplete.zsh" <<'ZSH'
+zmodload zsh/zpty
+zpty z 'zsh -f -i'
+drain() { local c; REPLY=; sleep 1.5; while zpty -rt z c 2>/dev/null; do REPLY+=$c; done; }
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; gpuop() { :; }; setopt nobeep"
+drain
+zpty -w -n z "$2"$'\t'
+drain
+print -r -- "$REPLY" | sed -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's/\r//g'
+zpty -d z
+ZSH
+	zcomplete() { timeout 30 zsh -f "$E2E_TMP/zcomplete.zsh" "$E2E_TMP/zfunc" "$1"; }
+	zcomplete "gpuop check --outp" | grep -q -- "--output=" || fail "zsh: --outp: $(zcomplete "gpuop check --outp")"
+	zcomplete "gpuop check -o " | grep -q "json *text *wide *yaml" || fail "zsh: -o: $(zcomplete "gpuop check -o ")"
+	zcomplete "gpuop " | grep -q "check *-- one-shot report" || fail "zsh: commands: $(zcomplete "gpuop ")"
 fi
 log "ok"
