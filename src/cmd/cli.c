@@ -45,7 +45,8 @@ static const struct gpuop_cli_flag check_flags[] = {
     {"namespace", 'n', required_argument, "NS", GPUOP_CLI_NAMESPACE,
      "namespace of the operand DaemonSets (default: the pod's\nnamespace, else gpuop-system)"},
     {"request-timeout", 0, required_argument, "D", NULL,
-     "give up reading the cluster after D (\"30s\", \"2m\"; \"0\": never;\ndefault 30s)"},
+     "give up when the cluster has sent nothing for D (\"30s\",\n\"2m\"; \"0\": never; default "
+     "30s)"},
     {"policy", 0, required_argument, "FILE", F,
      "judge against this GpuPolicy file instead of the active\npolicy in the cluster"},
     {"nodes", 0, required_argument, "SUBSTRING", NULL,

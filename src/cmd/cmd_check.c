@@ -22,8 +22,12 @@
 #include "gpuop/caches.h"
 #include "gpuop/yaml.h"
 
-#define CHECK_TIMEOUT_MS 30000 /* reading the cluster: default of --request-timeout */
-#define PROGRESS_MS      250   /* how often the progress line is redrawn */
+/* --request-timeout's default: reading the cluster gives up when nothing
+ * has arrived for this long (a LIST page is one request: a cluster of any
+ * size that keeps answering is read to the end, a dead one is left). */
+#define CHECK_TIMEOUT_MS 30000
+#define TIMEOUT_TICK_MS  250 /* how often the silence is measured */
+#define PROGRESS_MS      250 /* how often the progress line is redrawn */
 
 struct check {
     uv_loop_t loop;
@@ -33,6 +37,8 @@ struct check {
     uv_timer_t progress;
     bool show_progress;
     size_t seen[GPUOP_CACHES_KINDS]; /* objects listed so far, by kind */
+    uint64_t timeout_ms;             /* 0: none */
+    uint64_t last_arrival;           /* uv_now of the last object listed, or of the start */
     int synced;
     int timed_out;
 };
@@ -75,6 +81,7 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key)
     (void)key;
     if (kind >= 0 && kind < GPUOP_CACHES_KINDS)
         ck->seen[kind]++;
+    ck->last_arrival = uv_now(&ck->loop);
 }
 
 static void on_synced(void *arg)
@@ -87,6 +94,8 @@ static void on_synced(void *arg)
 static void on_timeout(uv_timer_t *t)
 {
     struct check *ck = t->data;
+    if (uv_now(&ck->loop) - ck->last_arrival < ck->timeout_ms)
+        return;
     ck->timed_out = 1;
     uv_stop(&ck->loop);
 }
@@ -223,8 +232,11 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     uv_timer_init(&ck.loop, &ck.timer);
     ck.timer.data = &ck;
+    ck.timeout_ms = timeout_ms;
+    uv_update_time(&ck.loop);
+    ck.last_arrival = uv_now(&ck.loop);
     if (timeout_ms)
-        uv_timer_start(&ck.timer, on_timeout, timeout_ms, 0);
+        uv_timer_start(&ck.timer, on_timeout, TIMEOUT_TICK_MS, TIMEOUT_TICK_MS);
     uv_timer_init(&ck.loop, &ck.progress);
     ck.progress.data = &ck;
     ck.show_progress = isatty(STDERR_FILENO);
@@ -237,7 +249,7 @@ int gpuop_cmd_check(int argc, char **argv)
         progress_draw(&ck, true);
     if (!ck.synced) {
         fprintf(stderr,
-                "%s check: could not read the cluster at %s within %.1f s (see the "
+                "%s check: the cluster at %s sent nothing for %.1f s (see the "
                 "warnings above; --request-timeout sets the limit)\n",
                 gpuop_cli_program(), cfg.server, (double)timeout_ms / 1000);
         goto out;

@@ -67,7 +67,7 @@ start=$(date +%s)
 KUBECONFIG=$KCFG run_check --request-timeout 3s
 took=$(($(date +%s) - start))
 assert_eq 2 "$RC" "exit against a dead server: $OUT"
-grep -q 'within 3.0 s' <<<"$OUT" || fail "no timeout message: $OUT"
+grep -q 'nothing for 3.0 s' <<<"$OUT" || fail "no timeout message: $OUT"
 ((took < 25)) || fail "--request-timeout 3s took ${took}s"
 KUBECONFIG=$KCFG run_check --request-timeout 3parsecs
 assert_eq 2 "$RC" "bad --request-timeout"
