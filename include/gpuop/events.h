@@ -23,7 +23,8 @@
  * suppression, and a memory older than GPUOP_EVENTS_QUIET_S is dropped
  * (checked at most once a minute); findings in their grace period cost 16
  * bytes a slot until they are posted or clear (mid-rollout on 5,000 nodes,
- * up to 30,000: 1 MiB of slots, freed as they pass); the aggregation
+ * up to 30,000: 1 MiB of slots, freed as they pass; at start, every
+ * finding present waits once); the aggregation
  * memory is at most GPUOP_EVENTS_AGG_MAX records of 24 bytes.
  */
 #ifndef GPUOP_EVENTS_H
