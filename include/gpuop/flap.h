@@ -53,7 +53,9 @@ int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time);
  * the next prune) and it returns 0. */
 size_t gpuop_flap_prune(struct gpuop_flap *s, long long before);
 
-/* Removes hash; returns whether it was there. Never allocates. */
+/* Removes hash; returns whether it was there. The table shrinks as the set
+ * empties: freed when empty, rebuilt at the size the rest needs when at
+ * most 1/8 full (if that allocation fails, the table stays as it is). */
 bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash);
 
 /* The smallest time stored, 0 when the set is empty. O(capacity). */

@@ -123,6 +123,16 @@ bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash)
     }
     s->slots[i] = (struct gpuop_stamp){0, 0};
     s->len--;
+    /* Give the memory back as the set empties (after a rollout, 30,000
+     * findings leave their grace one by one): freed when empty, rebuilt
+     * smaller when at most 1/8 full (a failed rebuild keeps the table). */
+    if (!s->len) {
+        free(s->slots);
+        s->slots = NULL;
+        s->cap = 0;
+    } else if (s->cap > MIN_CAP && s->len <= s->cap / 8) {
+        (void)rebuild(s, cap_for(s->len), LLONG_MIN);
+    }
     return true;
 }
 

@@ -89,6 +89,24 @@ static void test_del_keeps_the_rest_reachable(void **state)
         assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i % 3 ? 10 + i : 0);
     assert_int_equal(gpuop_flap_min(&s), 11);
     assert_false(gpuop_flap_del(&s, key_hash(0)));
+    /* deleting most of them gives the memory back: the table shrinks to
+     * what the rest needs, and is freed when empty */
+    size_t big = s.cap;
+    for (int i = 0; i < N - 10; i++)
+        if (i % 3)
+            assert_true(gpuop_flap_del(&s, key_hash(i)));
+    assert_int_equal(s.len, 7);
+    assert_true(s.cap <= 16 && s.cap < big);
+    for (int i = N - 10; i < N; i++)
+        assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i % 3 ? 10 + i : 0);
+    for (int i = N - 10; i < N; i++)
+        if (i % 3)
+            assert_true(gpuop_flap_del(&s, key_hash(i)));
+    assert_int_equal(s.len, 0);
+    assert_null(s.slots);
+    assert_int_equal(gpuop_flap_min(&s), 0);
+    assert_int_equal(gpuop_flap_put(&s, key_hash(1), 5), 0); /* usable again */
+    assert_int_equal(gpuop_flap_get(&s, key_hash(1)), 5);
     /* hashes sharing one home slot (a long run that wraps the table's
      * end): delete from its middle, the rest stays reachable */
     struct gpuop_flap r = GPUOP_FLAP_INIT;
