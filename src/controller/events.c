@@ -289,13 +289,15 @@ static void prune(struct gpuop_events *ev, long long now)
     gpuop_flap_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
-/* The hash of a finding's identity, "node|operand|reason". */
+/* The hash of a finding's identity (node, operand, reason), without
+ * formatting a string: it runs for every finding of a reconcile in which
+ * some grace ends (30,000 of them mid-rollout on 5,000 nodes). */
 static uint64_t finding_key(const struct gpuop_findings *f, const struct gpuop_finding *x)
 {
-    char key[512];
-    snprintf(key, sizeof(key), "%s|%s|%s", gpuop_finding_node(f, x),
-             gpuop_operand_get(x->operand)->name, gpuop_reason_get(x->reason)->name);
-    return gpuop_hash_str(key);
+    const char *node = gpuop_finding_node(f, x);
+    const uint8_t what[2] = {x->operand, x->reason};
+    uint64_t h = gpuop_hash_bytes(GPUOP_HASH_INIT, node, strlen(node) + 1); /* NUL separates */
+    return gpuop_hash_mix(gpuop_hash_bytes(h, what, sizeof(what)));
 }
 
 /* Posts the Warning of an appeared finding or the Normal "...Cleared" of a
