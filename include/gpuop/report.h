@@ -9,9 +9,9 @@
  * max_findings, findings are grouped by (operand, reason) with a count and
  * example nodes. Colour only when opts->color (the caller decides isatty).
  * Wide (`-o wide`) adds two columns per node, from the model structs the
- * findings were computed from: PODS (operand pods on the node, Ready of
- * all) and TAINTS (its NoSchedule and NoExecute taints); rows fold only
- * when those agree too.
+ * findings were computed from: PODS (operand pods on the node running as
+ * the analysis counts it, gpuop_pod_running, of all) and TAINTS (its NoSchedule and NoExecute
+ * taints); rows fold only when those agree too.
  *
  * Structured: gpuop_status_build's shape without a node cap and without the
  * Reconciled condition (a one-shot check applies nothing), plus "policy".

@@ -100,7 +100,7 @@ static struct wide *wide_columns(const struct gpuop_findings *f, const struct gp
         if (ni < 0)
             continue;
         count[2 * ni]++;
-        if (p->ready && !p->deleting && p->phase && !strcmp(p->phase, "Running"))
+        if (gpuop_pod_running(p))
             count[2 * ni + 1]++;
     }
     for (size_t i = 0; i < f->nnodes; i++) {
