@@ -17,9 +17,19 @@ int gpuop_cmd_render(int argc, char **argv);
  * the controller (src/cmd/cmd_run.c). */
 int gpuop_cmd_run(int argc, char **argv);
 
-/* gpuop check [--kubeconfig F] [--namespace NS] [--policy FILE] [-o text|json|yaml]:
- * one-shot report; exit 0 clean, 1 findings, 2 error (src/cmd/cmd_check.c). */
+/* gpuop check [--kubeconfig F] [--context C] [--namespace NS] [--request-timeout D]
+ * [--policy FILE] [-o text|wide|json|yaml]: one-shot report; exit 0 clean,
+ * 1 findings, 2 error (src/cmd/cmd_check.c). Flags: the table in cli.c. */
 int gpuop_cmd_check(int argc, char **argv);
+
+/* gpuop completion bash|zsh: prints a completion script written from the
+ * command table (src/cmd/completion.c). */
+int gpuop_cmd_completion(int argc, char **argv);
+
+/* gpuop __complete WORDS... CURRENT (also run as kubectl_complete-gpuop):
+ * cobra's completion answer for kubectl, from the command table
+ * (src/cmd/completion.c). Hidden from the help. */
+int gpuop_cmd_complete(int argc, char **argv);
 
 /* Shared by run and check: the namespace to use when --namespace is not
  * given: $POD_NAMESPACE, else the in-cluster namespace file, else

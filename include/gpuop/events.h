@@ -1,14 +1,31 @@
 /*
  * events.h - Kubernetes Events on the GpuPolicy when a finding appears or
- * clears. Deduplicated: the same finding (node, operand, reason) flapping
- * posts at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
- * observation posts at most GPUOP_EVENTS_BURST events plus one summary,
- * so a cluster-wide change does not flood the event stream.
+ * clears (docs/findings.md, "Event reasons").
  *
- * Memory: only findings that were posted are remembered, and a memory older
- * than GPUOP_EVENTS_QUIET_S is dropped (checked at most once a minute), so
- * what is kept is bounded by the events posted in the last ten minutes,
- * not by every finding the cluster ever had.
+ * - A Warning, reason = the finding's reason, when a finding appears; a
+ *   Normal "<Reason>Cleared" when a finding whose Warning was posted goes.
+ * - Grace: a finding whose reason is transient (the reasons table's
+ *   column: DaemonSet just applied, pod not created yet, pending, pulling,
+ *   starting, terminating) is posted only once it has lasted grace_s
+ *   seconds (the policy's spec.findings.eventGracePeriodSeconds); one that
+ *   passes sooner posts nothing, Cleared included. The status shows it at
+ *   once. When the grace of a waiting finding ends, the policy's key is
+ *   requeued on the controller's queue, so it is posted on time even when
+ *   nothing else changes.
+ * - Deduplicated: the same finding (node, operand, reason) flapping posts
+ *   at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
+ *   observation posts at most GPUOP_EVENTS_BURST events plus one summary,
+ *   so a cluster-wide change does not flood the event stream.
+ * - Aggregated as client-go's recorder does: one Event object per (type,
+ *   reason, message); the same Event again raises its count.
+ *
+ * Memory: only findings that were posted are remembered for flap
+ * suppression, and a memory older than GPUOP_EVENTS_QUIET_S is dropped
+ * (checked at most once a minute); findings in their grace period cost 16
+ * bytes a slot until they are posted or clear (mid-rollout on 5,000 nodes,
+ * up to 30,000: 1 MiB of slots, freed as they pass; at start, every
+ * finding present waits once); the aggregation
+ * memory is at most GPUOP_EVENTS_AGG_MAX records of 24 bytes.
  */
 #ifndef GPUOP_EVENTS_H
 #define GPUOP_EVENTS_H
@@ -17,6 +34,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/kube.h"
+#include "gpuop/queue.h"
 
 #define GPUOP_EVENTS_QUIET_S 600
 #define GPUOP_EVENTS_BURST   10
@@ -26,17 +44,27 @@
  * (counted in gpuop_events_dropped). */
 #define GPUOP_EVENTS_QUEUE_MAX 200
 
+/* Aggregation: Event objects remembered to count up (client-go's
+ * correlator keeps 4,096), and for how long: the API server's default
+ * --event-ttl, after which the object is gone anyway. */
+#define GPUOP_EVENTS_AGG_MAX   1024
+#define GPUOP_EVENTS_AGG_TTL_S 3600
+
 struct gpuop_events;
 
 /* Events go to namespace "default", where the API server wants the events of
- * a cluster-scoped object. */
-int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out);
+ * a cluster-scoped object. queue (borrowed, may be NULL) is where the
+ * policy's key is requeued when a grace period ends. */
+int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct gpuop_events **out);
 
 /* Compares f with the findings of the previous call for the same policy and
- * posts Events for the differences. Steals f's contents (f is zeroed). The
- * first call after start posts nothing: it only learns the current state. */
+ * posts Events for the differences, transient ones after grace_s (0: at
+ * once). Steals f's contents (f is zeroed). The first call after start, or
+ * after another policy, cannot tell new findings from old: it posts
+ * nothing at once, and each of its findings that lasts grace_s is posted
+ * then (a restart re-announces what is still wrong, once). */
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
-                          struct gpuop_findings *f);
+                          long long grace_s, struct gpuop_findings *f);
 
 /* Events queued to be posted (since start); Events dropped because the
  * queue was full; Events waiting or in flight now. */
@@ -44,8 +72,11 @@ uint64_t gpuop_events_posted(const struct gpuop_events *ev);
 uint64_t gpuop_events_dropped(const struct gpuop_events *ev);
 size_t gpuop_events_queued(const struct gpuop_events *ev);
 
-/* Findings remembered for flap suppression now. */
+/* Findings remembered for flap suppression now; findings waiting out their
+ * grace; present findings whose Warning was posted. */
 size_t gpuop_events_remembered(const struct gpuop_events *ev);
+size_t gpuop_events_pending(const struct gpuop_events *ev);
+size_t gpuop_events_shown(const struct gpuop_events *ev);
 
 /* cb(arg) runs each time the queue empties (the last waiting Event has
  * been posted): the controller trims the heap then, as after a reconcile. */

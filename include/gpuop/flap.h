@@ -8,6 +8,11 @@
  * the events module remembers about 6,000 keys for ten minutes: 128 KB
  * instead of 0.6 MB.
  *
+ * The events module keeps three: what it posted (for flap suppression),
+ * which present findings it posted a Warning for (so only those get a
+ * "...Cleared"), and when it first saw each transient finding still in
+ * its grace period.
+ *
  * A key is its hash (gpuop_hash_str, base/hash.c): two keys of equal 64-bit hash are
  * one. At 10,000 keys the chance of any such pair is about 3 in 10^12;
  * the cost of one would be an Event not posted.
@@ -15,6 +20,7 @@
 #ifndef GPUOP_FLAP_H
 #define GPUOP_FLAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +52,14 @@ int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time);
  * were dropped. On allocation failure nothing is dropped (tried again at
  * the next prune) and it returns 0. */
 size_t gpuop_flap_prune(struct gpuop_flap *s, long long before);
+
+/* Removes hash; returns whether it was there. The table shrinks as the set
+ * empties: freed when empty, rebuilt at the size the rest needs when at
+ * most 1/8 full (if that allocation fails, the table stays as it is). */
+bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash);
+
+/* The smallest time stored, 0 when the set is empty. O(capacity). */
+long long gpuop_flap_min(const struct gpuop_flap *s);
 
 void gpuop_flap_free(struct gpuop_flap *s);
 

@@ -9,6 +9,8 @@
 #ifndef GPUOP_REASONS_H
 #define GPUOP_REASONS_H
 
+#include <stdbool.h>
+
 enum gpuop_kind {
     GPUOP_KIND_MISSING = 0,   /* expected but not running */
     GPUOP_KIND_NOT_SCHEDULED, /* GPU node, operand enabled, label absent or not true/false */
@@ -74,6 +76,11 @@ struct gpuop_reason_info {
      * and prerequisite (not satisfied) names; NULL for generic reasons. */
     const char *operand;
     const char *prereq;
+    /* Usually passes on its own while things start or stop (a rollout, a
+     * label change): an Event is posted only once the finding has lasted
+     * longer than the policy's spec.findings.eventGracePeriodSeconds
+     * (events.h); the status shows it at once. */
+    bool transient;
 };
 
 /* Borrowed, static; NULL when out of range. */

@@ -8,6 +8,10 @@
  * are grouped ("gpu-0001 +1199 like it"); with more findings than
  * max_findings, findings are grouped by (operand, reason) with a count and
  * example nodes. Colour only when opts->color (the caller decides isatty).
+ * Wide (`-o wide`) adds two columns per node, from the model structs the
+ * findings were computed from: PODS (operand pods on the node running as
+ * the analysis counts it, gpuop_pod_running, of all) and TAINTS (its NoSchedule and NoExecute
+ * taints); rows fold only when those agree too.
  *
  * Structured: gpuop_status_build's shape without a node cap and without the
  * Reconciled condition (a one-shot check applies nothing), plus "policy".
@@ -34,6 +38,13 @@ struct gpuop_report_opts {
     size_t max_rows;         /* 0: GPUOP_REPORT_MAX_ROWS; SIZE_MAX: never group */
     size_t max_findings;     /* 0: GPUOP_REPORT_MAX_FINDINGS; SIZE_MAX: never group */
     long long now;           /* for condition times; 0: the current time */
+    /* text only: the PODS and TAINTS columns, from the analysis's inputs
+     * (borrowed; NULL entries skipped) */
+    bool wide;
+    const struct gpuop_node *const *nodes;
+    size_t nnodes;
+    const struct gpuop_pod *const *pods;
+    size_t npods;
 };
 
 /* Symbol of a matrix cell ("+", "M", ...) and its legend text; static. */

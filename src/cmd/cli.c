@@ -1,26 +1,215 @@
 /*
- * cli.c - subcommand dispatch and --help for every command.
+ * cli.c - the table of commands and flags (cli.h), subcommand dispatch and
+ * the top-level help. Everything that names a flag of check or completion
+ * is drawn from here: their getopt_long options and --help, and the
+ * completion scripts of every command. run and render parse by hand; their
+ * rows must list what they parse (test/unit/test_cli.c runs each flag of
+ * their rows through them).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpuop/cli.h"
 #include "gpuop/cmd.h"
 #include "gpuop/kube.h"
+#include "gpuop/error.h"
+
+#define F GPUOP_CLI_FILE
+
+static const struct gpuop_cli_flag kubeconfig_flag = {
+    "kubeconfig", 0, required_argument,
+    "FILE",       F, "kubeconfig to use (default: $KUBECONFIG, in-cluster,\n~/.kube/config)"};
+
+static const struct gpuop_cli_flag run_flags[] = {
+    kubeconfig_flag,
+    {"namespace", 'n', required_argument, "NS", GPUOP_CLI_NAMESPACE,
+     "namespace of the operand DaemonSets"},
+    {"log-level", 0, required_argument, "LEVEL", "debug info warn error", "log level"},
+    {"log-format", 0, required_argument, "FMT", "text json", "log format"},
+    {"metrics-addr", 0, required_argument, "ADDR", NULL, "host:port serving /metrics"},
+    {"health-addr", 0, required_argument, "ADDR", NULL, "host:port serving the probes"},
+    {"leader-elect", 0, optional_argument, "BOOL", "true false", "elect a leader on a Lease"},
+    {"leader-elect-lease-duration", 0, required_argument, "D", NULL, "lease duration"},
+    {"leader-elect-renew-deadline", 0, required_argument, "D", NULL, "renew deadline"},
+    {"leader-elect-retry-period", 0, required_argument, "D", NULL, "retry period"},
+    {"leader-elect-namespace", 0, required_argument, "NS", GPUOP_CLI_NAMESPACE,
+     "namespace of the Lease"},
+    {"leader-elect-id", 0, required_argument, "NAME", NULL, "Lease name"},
+    {"help", 'h', no_argument, NULL, NULL, "this help"},
+    {NULL, 0, 0, NULL, NULL, NULL}};
+
+static const struct gpuop_cli_flag check_flags[] = {
+    kubeconfig_flag,
+    {"context", 0, required_argument, "NAME", GPUOP_CLI_CONTEXT,
+     "kubeconfig context to use (default: its current-context)"},
+    {"namespace", 'n', required_argument, "NS", GPUOP_CLI_NAMESPACE,
+     "namespace of the operand DaemonSets (default: the pod's\nnamespace, else gpuop-system)"},
+    {"request-timeout", 0, required_argument, "D", NULL,
+     "give up when the cluster has sent nothing for D (\"30s\",\n\"2m\"; \"0\": never; default "
+     "30s)"},
+    {"policy", 0, required_argument, "FILE", F,
+     "judge against this GpuPolicy file instead of the active\npolicy in the cluster"},
+    {"nodes", 0, required_argument, "SUBSTRING", NULL,
+     "show only nodes whose name contains SUBSTRING"},
+    {"output", 'o', required_argument, "FMT", "text wide json yaml",
+     "text | wide | json | yaml (default text; wide adds each\nnode's taints and operand pods)"},
+    {"color", 0, required_argument, "WHEN", "auto always never",
+     "auto | always | never (default auto: on a terminal)"},
+    {"help", 'h', no_argument, NULL, NULL, "this help"},
+    {NULL, 0, 0, NULL, NULL, NULL}};
+
+static const struct gpuop_cli_flag render_flags[] = {
+    {"filename", 'f', required_argument, "FILE", F, "the GpuPolicy file"},
+    {"namespace", 'n', required_argument, "NS", GPUOP_CLI_NAMESPACE, "namespace of the DaemonSets"},
+    {"strict", 0, no_argument, NULL, NULL, "fail on any problem in the policy"},
+    {"help", 'h', no_argument, NULL, NULL, "this help"},
+    {NULL, 0, 0, NULL, NULL, NULL}};
+
+static const struct gpuop_cli_flag completion_flags[] = {
+    {"help", 'h', no_argument, NULL, NULL, "this help"}, {NULL, 0, 0, NULL, NULL, NULL}};
+
+#undef F
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *curl, *tls;
+    gpuop_kube_lib_versions(&curl, &tls);
+    printf("gpuop %s\nlibcurl %s\nTLS %s\n", GPUOP_VERSION, curl, tls);
+    return 0;
+}
+
+static const struct gpuop_cli_command commands[] = {
+    {"run", "run the controller", gpuop_cmd_run, run_flags, NULL},
+    {"check", "one-shot report of every GPU node", gpuop_cmd_check, check_flags, NULL},
+    {"render", "print the DaemonSets a policy expands to", gpuop_cmd_render, render_flags, NULL},
+    {"completion", "print a bash or zsh completion script", gpuop_cmd_completion, completion_flags,
+     "bash zsh"},
+    {"version", "print the version, and the libcurl and TLS library linked in", cmd_version, NULL,
+     NULL},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char *program = "gpuop";
+
+const struct gpuop_cli_command *gpuop_cli_commands(size_t *n)
+{
+    *n = NCOMMANDS;
+    return commands;
+}
+
+const struct gpuop_cli_command *gpuop_cli_command(const char *name)
+{
+    for (size_t i = 0; name && i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+const char *gpuop_cli_program(void)
+{
+    return program;
+}
+
+int gpuop_cli_getopt(const struct gpuop_cli_command *cmd, struct option *out, size_t cap,
+                     char *shortopts, size_t scap)
+{
+    size_t n = 0, s = 0;
+    for (const struct gpuop_cli_flag *fl = cmd->flags; fl && fl->name; fl++, n++) {
+        if (n + 1 >= cap || s + 3 >= scap)
+            return GPUOP_ETOOBIG;
+        out[n] = (struct option){fl->name, fl->arg, NULL,
+                                 fl->shrt ? fl->shrt : GPUOP_CLI_LONG + (int)(fl - cmd->flags)};
+        if (fl->shrt) {
+            shortopts[s++] = (char)fl->shrt;
+            if (fl->arg == required_argument)
+                shortopts[s++] = ':';
+        }
+    }
+    if (!cap || !scap)
+        return GPUOP_ETOOBIG;
+    out[n] = (struct option){NULL, 0, NULL, 0};
+    shortopts[s] = '\0';
+    return 0;
+}
+
+const struct gpuop_cli_flag *gpuop_cli_flag_of(const struct gpuop_cli_command *cmd, int c)
+{
+    for (const struct gpuop_cli_flag *fl = cmd->flags; fl && fl->name; fl++)
+        if ((fl->shrt && fl->shrt == c) ||
+            (!fl->shrt && c == GPUOP_CLI_LONG + (int)(fl - cmd->flags)))
+            return fl;
+    return NULL;
+}
+
+void gpuop_cli_flags_help(FILE *out, const struct gpuop_cli_command *cmd)
+{
+    enum { COL = 22 };
+    fputs("options:\n", out);
+    for (const struct gpuop_cli_flag *fl = cmd->flags; fl && fl->name; fl++) {
+        char head[64];
+        char letter[2] = {(char)fl->shrt, 0};
+        snprintf(head, sizeof(head), "  %s%s%s--%s%s%s", fl->shrt ? "-" : "", letter,
+                 fl->shrt ? ", " : "", fl->name,
+                 fl->meta ? (fl->arg == optional_argument ? "[=" : " ") : "",
+                 fl->meta ? fl->meta : "");
+        if (fl->meta && fl->arg == optional_argument)
+            snprintf(head + strlen(head), sizeof(head) - strlen(head), "]");
+        size_t w = strlen(head);
+        fprintf(out, "%s", head);
+        if (w + 2 > COL) {
+            fputc('\n', out);
+            w = 0;
+        }
+        for (const char *h = fl->help; *h;) {
+            const char *nl = strchr(h, '\n');
+            size_t len = nl ? (size_t)(nl - h) : strlen(h);
+            fprintf(out, "%*s%.*s\n", (int)(COL - w), "", (int)len, h);
+            w = 0;
+            h += len + (nl ? 1 : 0);
+        }
+    }
+}
+
+int gpuop_cli_duration(const char *s, int allow_zero, uint64_t *ms)
+{
+    char *e;
+    double v = s ? strtod(s, &e) : 0;
+    if (!s || e == s || !(v >= 0) || v > 86400.0 * 1000 || (v == 0 && !allow_zero))
+        return GPUOP_EINVAL;
+    double mul = strcmp(e, "ms") == 0                  ? 1
+                 : (strcmp(e, "s") == 0 || *e == '\0') ? 1000
+                 : strcmp(e, "m") == 0                 ? 60000
+                 : strcmp(e, "h") == 0                 ? 3600000
+                                                       : -1;
+    if (mul < 0)
+        return GPUOP_EINVAL;
+    *ms = (uint64_t)(v * mul + 0.5); /* v >= 0: rounds half up */
+    return *ms > 0 || (allow_zero && v == 0) ? 0 : GPUOP_EINVAL;
+}
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuop <command> [options]\n\n"
-               "commands:\n"
-               "  run      run the controller\n"
-               "  check    one-shot report of every GPU node\n"
-               "  render   print the DaemonSets a policy expands to\n"
-               "  version  print the version, and the libcurl and TLS library linked in\n\n"
-               "Run 'gpuop <command> --help' for the options of a command.\n");
+    fprintf(f, "usage: %s <command> [options]\n\ncommands:\n", program);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-11s%s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n", program);
 }
 
 int gpuop_cli_main(int argc, char **argv)
 {
+    const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+    if (strcmp(base, "kubectl-gpuop") == 0)
+        program = "kubectl gpuop";
+    if (strcmp(base, "kubectl_complete-gpuop") == 0) {
+        /* kubectl's completion of the plugin: the words after "gpuop" */
+        argv[0] = "__complete";
+        return gpuop_cmd_complete(argc, argv);
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -30,19 +219,14 @@ int gpuop_cli_main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        const char *curl, *tls;
-        gpuop_kube_lib_versions(&curl, &tls);
-        printf("gpuop %s\nlibcurl %s\nTLS %s\n", GPUOP_VERSION, curl, tls);
-        return 0;
-    }
-    if (!strcmp(cmd, "run"))
-        return gpuop_cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "check"))
-        return gpuop_cmd_check(argc - 1, argv + 1);
-    if (!strcmp(cmd, "render"))
-        return gpuop_cmd_render(argc - 1, argv + 1);
-    fprintf(stderr, "gpuop: unknown command '%s'\n", cmd);
+    if (!strcmp(cmd, "--version"))
+        cmd = "version";
+    if (!strcmp(cmd, "__complete"))
+        return gpuop_cmd_complete(argc - 1, argv + 1);
+    const struct gpuop_cli_command *c = gpuop_cli_command(cmd);
+    if (c)
+        return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "%s: unknown command '%s'\n", program, cmd);
     usage(stderr);
     return 2;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gpuop/analysis.h"
+#include "gpuop/cli.h"
 #include "gpuop/cmd.h"
 #include "gpuop/kube.h"
 #include "gpuop/kubeconfig.h"
@@ -23,13 +24,23 @@
 #include "gpuop/caches.h"
 #include "gpuop/yaml.h"
 
+/* --request-timeout's default: reading the cluster gives up when nothing
+ * has arrived for this long (a LIST page is one request: a cluster of any
+ * size that keeps answering is read to the end, a dead one is left). */
 #define CHECK_TIMEOUT_MS 30000
+#define TIMEOUT_TICK_MS  250 /* how often the silence is measured */
+#define PROGRESS_MS      250 /* how often the progress line is redrawn */
 
 struct check {
     uv_loop_t loop;
     uv_timer_t timer;
     struct gpuop_kube *kube;
     struct gpuop_caches *world;
+    uv_timer_t progress;
+    bool show_progress;
+    size_t seen[GPUOP_CACHES_KINDS]; /* objects listed so far, by kind */
+    uint64_t timeout_ms;             /* 0: none */
+    uint64_t last_arrival;           /* uv_now of the last object listed, or of the start */
     int synced;
     int timed_out;
     bool fatal; /* a request failed in a way no retry can fix */
@@ -38,21 +49,43 @@ struct check {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuop check [options]\n\n"
-               "Reads the live cluster once and reports, for every GPU node, which operands\n"
-               "should run there, which do, and where the operand chain is broken.\n"
-               "Exit status: 0 no findings, 1 findings, 2 error.\n\n"
-               "options:\n"
-               "  --kubeconfig FILE   kubeconfig to use (default: $KUBECONFIG, in-cluster,\n"
-               "                      ~/.kube/config)\n"
-               "  --namespace NS      namespace of the operand DaemonSets (default: the pod's\n"
-               "                      namespace, else gpuop-system)\n"
-               "  --policy FILE       judge against this GpuPolicy file instead of the active\n"
-               "                      policy in the cluster\n"
-               "  --nodes SUBSTRING   show only nodes whose name contains SUBSTRING\n"
-               "  -o, --output FMT    text | json | yaml (default text)\n"
-               "  --color WHEN        auto | always | never (default auto: on a terminal)\n"
-               "  -h, --help          this help\n");
+    fprintf(f,
+            "usage: %s check [options]\n\n"
+            "Reads the live cluster once and reports, for every GPU node, which operands\n"
+            "should run there, which do, and where the operand chain is broken.\n"
+            "Exit status: 0 no findings, 1 findings, 2 error.\n\n",
+            gpuop_cli_program());
+    gpuop_cli_flags_help(f, gpuop_cli_command("check"));
+}
+
+/* Progress on a terminal (stderr only, never when it is piped): what has
+ * been listed so far, redrawn in place every PROGRESS_MS. */
+static void progress_draw(struct check *ck, bool done)
+{
+    if (done) {
+        fputs("\r\033[K", stderr); /* the report follows on a clean line */
+    } else {
+        /* The cursor goes back to the line's start: a warning logged
+         * meanwhile writes over the line instead of after it. */
+        fprintf(stderr,
+                "\r\033[Klisting the cluster: %zu nodes, %zu operand pods, %zu DaemonSets\r",
+                ck->seen[GPUOP_CACHES_NODE], ck->seen[GPUOP_CACHES_POD], ck->seen[GPUOP_CACHES_DS]);
+    }
+    fflush(stderr);
+}
+
+static void on_progress(uv_timer_t *t)
+{
+    progress_draw(t->data, false);
+}
+
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key)
+{
+    struct check *ck = arg;
+    (void)key;
+    if (kind >= 0 && kind < GPUOP_CACHES_KINDS)
+        ck->seen[kind]++;
+    ck->last_arrival = uv_now(&ck->loop);
 }
 
 static void on_synced(void *arg)
@@ -65,6 +98,8 @@ static void on_synced(void *arg)
 static void on_timeout(uv_timer_t *t)
 {
     struct check *ck = t->data;
+    if (uv_now(&ck->loop) - ck->last_arrival < ck->timeout_ms)
+        return;
     ck->timed_out = 1;
     uv_stop(&ck->loop);
 }
@@ -120,48 +155,51 @@ static int load_policy_file(const char *path, struct gpuop_policy *p, struct gpu
 
 int gpuop_cmd_check(int argc, char **argv)
 {
-    static const struct option opts[] = {{"kubeconfig", required_argument, NULL, 'k'},
-                                         {"namespace", required_argument, NULL, 'n'},
-                                         {"policy", required_argument, NULL, 'p'},
-                                         {"nodes", required_argument, NULL, 'N'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"color", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *kubeconfig = NULL, *ns = NULL, *policy_file = NULL, *output = "text";
-    const char *color = "auto", *filter = NULL;
+    const struct gpuop_cli_command *self = gpuop_cli_command("check");
+    struct option opts[24];
+    char shortopts[24];
+    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
+        0)
+        return 2;
+    const char *kubeconfig = NULL, *context = NULL, *ns = NULL, *policy_file = NULL;
+    const char *output = "text", *color = "auto", *filter = NULL;
+    uint64_t timeout_ms = CHECK_TIMEOUT_MS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:n:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'k':
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
+        const char *name = fl ? fl->name : "";
+        if (!strcmp(name, "kubeconfig"))
             kubeconfig = optarg;
-            break;
-        case 'n':
+        else if (!strcmp(name, "context"))
+            context = optarg;
+        else if (!strcmp(name, "namespace"))
             ns = optarg;
-            break;
-        case 'p':
+        else if (!strcmp(name, "request-timeout")) {
+            if (gpuop_cli_duration(optarg, 1, &timeout_ms) < 0) {
+                fprintf(stderr, "%s check: bad --request-timeout '%s' (e.g. 30s, 2m, 0)\n",
+                        gpuop_cli_program(), optarg);
+                return 2;
+            }
+        } else if (!strcmp(name, "policy"))
             policy_file = optarg;
-            break;
-        case 'N':
+        else if (!strcmp(name, "nodes"))
             filter = optarg;
-            break;
-        case 'o':
+        else if (!strcmp(name, "output"))
             output = optarg;
-            break;
-        case 'c':
+        else if (!strcmp(name, "color"))
             color = optarg;
-            break;
-        case 'h':
+        else if (!strcmp(name, "help")) {
             usage(stdout);
             return 0;
-        default:
+        } else {
             usage(stderr);
             return 2;
         }
     }
+    bool wide = !strcmp(output, "wide");
     if (optind < argc ||
-        (strcmp(output, "text") && strcmp(output, "json") && strcmp(output, "yaml"))) {
+        (strcmp(output, "text") && !wide && strcmp(output, "json") && strcmp(output, "yaml"))) {
         usage(stderr);
         return 2;
     }
@@ -185,7 +223,9 @@ int gpuop_cmd_check(int argc, char **argv)
     }
 
     struct gpuop_kubeconfig cfg = {0};
-    if (gpuop_kubeconfig_auto(kubeconfig, &cfg, &err) < 0) {
+    /* A context is a kubeconfig's: with one, never in-cluster. */
+    if ((context ? gpuop_kubeconfig_load(kubeconfig, context, &cfg, &err)
+                 : gpuop_kubeconfig_auto(kubeconfig, &cfg, &err)) < 0) {
         fprintf(stderr, "gpuop check: %s\n", err.message);
         if (have_policy)
             gpuop_policy_free(&policy);
@@ -196,7 +236,8 @@ int gpuop_cmd_check(int argc, char **argv)
     int rc = gpuop_kube_new(&ck.loop, &cfg, &ck.kube, &err);
     if (rc == 0)
         gpuop_kube_set_fatal(ck.kube, on_fatal, &ck);
-    struct gpuop_caches_config wc = {.namespace = ns, .on_synced = on_synced, .arg = &ck};
+    struct gpuop_caches_config wc = {
+        .namespace = ns, .on_change = on_change, .on_synced = on_synced, .arg = &ck};
     if (rc == 0)
         rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.world);
     if (rc == 0)
@@ -208,19 +249,31 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     uv_timer_init(&ck.loop, &ck.timer);
     ck.timer.data = &ck;
-    uv_timer_start(&ck.timer, on_timeout, CHECK_TIMEOUT_MS, 0);
+    ck.timeout_ms = timeout_ms;
+    uv_update_time(&ck.loop);
+    ck.last_arrival = uv_now(&ck.loop);
+    if (timeout_ms)
+        uv_timer_start(&ck.timer, on_timeout, TIMEOUT_TICK_MS, TIMEOUT_TICK_MS);
+    uv_timer_init(&ck.loop, &ck.progress);
+    ck.progress.data = &ck;
+    ck.show_progress = isatty(STDERR_FILENO);
+    if (ck.show_progress)
+        uv_timer_start(&ck.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
     uv_run(&ck.loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&ck.timer, NULL);
+    uv_close((uv_handle_t *)&ck.progress, NULL);
+    if (ck.show_progress)
+        progress_draw(&ck, true);
     if (ck.fatal) {
-        fprintf(stderr, "gpuop check: cannot talk to the API server at %s: %s\n", cfg.server,
-                ck.fatal_err.message);
+        fprintf(stderr, "%s check: cannot talk to the API server at %s: %s\n", gpuop_cli_program(),
+                cfg.server, ck.fatal_err.message);
         goto out;
     }
     if (!ck.synced) {
         fprintf(stderr,
-                "gpuop check: could not read the cluster at %s within %d s (see the "
-                "warnings above)\n",
-                cfg.server, CHECK_TIMEOUT_MS / 1000);
+                "%s check: the cluster at %s sent nothing for %.1f s (see the "
+                "warnings above; --request-timeout sets the limit)\n",
+                gpuop_cli_program(), cfg.server, (double)timeout_ms / 1000);
         goto out;
     }
     const char *active = NULL;
@@ -239,16 +292,16 @@ int gpuop_cmd_check(int argc, char **argv)
     for (int i = 0; i < policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
         fprintf(stderr, "warning: %s: %s\n", policy.problems[i].field, policy.problems[i].message);
 
-    struct gpuop_caches_view v;
+    struct gpuop_caches_view v = {0};
     struct gpuop_findings f = {0};
     rc = gpuop_caches_view(ck.world, &v);
-    if (rc == 0) {
+    if (rc == 0)
         rc = gpuop_analyze(&policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
                            (long long)time(NULL), &f);
-        gpuop_caches_view_free(&v);
-    }
     if (rc < 0) {
-        fprintf(stderr, "gpuop check: %s\n", gpuop_strerror(rc));
+        gpuop_caches_view_free(&v);
+        gpuop_findings_free(&f);
+        fprintf(stderr, "%s check: %s\n", gpuop_cli_program(), gpuop_strerror(rc));
         goto out;
     }
     struct gpuop_report_opts ro = {
@@ -256,13 +309,19 @@ int gpuop_cmd_check(int argc, char **argv)
         .namespace = ns,
         .color = !strcmp(color, "always") || (!strcmp(color, "auto") && isatty(STDOUT_FILENO)),
         .node_filter = filter,
+        .wide = wide,
+        .nodes = v.nodes,
+        .nnodes = v.nnodes,
+        .pods = v.pods,
+        .npods = v.npods,
     };
-    if (!strcmp(output, "text"))
+    if (!strcmp(output, "text") || wide)
         rc = gpuop_report_text(stdout, &policy, &f, &ro);
     else
         rc = gpuop_report_structured(stdout, &policy, &f, &ro, !strcmp(output, "yaml"));
     exit_code = rc < 0 ? 2 : gpuop_report_exit_code(&f);
     gpuop_findings_free(&f);
+    gpuop_caches_view_free(&v); /* after the report: wide reads the nodes and pods */
 out:
     if (have_policy)
         gpuop_policy_free(&policy);

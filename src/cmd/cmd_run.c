@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/cli.h"
 #include "gpuop/cmd.h"
 #include "gpuop/controller.h"
 #include "gpuop/httpd.h"
@@ -144,23 +145,6 @@ const char *gpuop_cmd_default_namespace(void)
             return ns;
     }
     return "gpuop-system";
-}
-
-/* "15s", "1500ms", "1m", "2.5" (seconds) -> ms; GPUOP_EINVAL otherwise. */
-static int parse_duration(const char *s, uint64_t *ms)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (e == s || !(v > 0) || v > 86400.0 * 1000)
-        return GPUOP_EINVAL;
-    double mul = strcmp(e, "ms") == 0                  ? 1
-                 : (strcmp(e, "s") == 0 || *e == '\0') ? 1000
-                 : strcmp(e, "m") == 0                 ? 60000
-                                                       : -1;
-    if (mul < 0)
-        return GPUOP_EINVAL;
-    *ms = (uint64_t)(v * mul + 0.5); /* v > 0: rounds half up */
-    return *ms > 0 ? 0 : GPUOP_EINVAL;
 }
 
 static int parse_bool(const char *s, bool *out)
@@ -563,9 +547,10 @@ int gpuop_cmd_run(int argc, char **argv)
         case O_LE_LEASE:
         case O_LE_RENEW:
         case O_LE_RETRY:
-            if (parse_duration(optarg, c == O_LE_LEASE   ? &lease_ms
-                                       : c == O_LE_RENEW ? &renew_ms
-                                                         : &retry_ms) < 0) {
+            if (gpuop_cli_duration(optarg, 0,
+                                   c == O_LE_LEASE   ? &lease_ms
+                                   : c == O_LE_RENEW ? &renew_ms
+                                                     : &retry_ms) < 0) {
                 fprintf(stderr, "gpuop run: bad duration '%s'\n", optarg);
                 return 2;
             }

@@ -444,7 +444,8 @@ static void after_ops(struct gpuop_controller *c)
     if (rc == 0 && !c->ignored && c->write)
         gpuop_events_observe(
             c->events, c->key,
-            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")), &f);
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")),
+            c->policy.event_grace_s, &f);
     gpuop_findings_free(&f);
     if (!status) {
         gpuop_err_set(&c->err, GPUOP_ENOMEM, NULL, "out of memory building the status");
@@ -598,7 +599,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     if (rc == 0)
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
     if (rc == 0)
-        rc = gpuop_events_new(kube, &c->events);
+        rc = gpuop_events_new(kube, c->queue, &c->events);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);

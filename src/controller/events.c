@@ -1,10 +1,27 @@
 /*
  * events.c - Events for findings that appear or clear (see events.h).
+ *
  * The previous findings are kept (moved in by observe, details dropped)
- * and walked against the new ones with gpuop_findings_diff_next; a set of
- * "key -> last post time" (keys as 64-bit hashes, see flap.h) does the
- * flap suppression. Events wait in a FIFO
- * and are POSTed one at a time.
+ * and the walk of their differences with the new ones
+ * (gpuop_findings_diff_begin/next) decides. Per finding
+ * (node, operand, reason), kept as 64-bit hashes in hash -> time sets
+ * (flap.h, 16 bytes a slot):
+ *   pending  a finding of a transient reason (the reasons table's column)
+ *            that appeared less than the grace period ago, or any finding
+ *            of the first observation of a policy (new or old, it cannot
+ *            tell): when it was first seen. The policy's key is requeued for the moment the
+ *            earliest grace ends (gpuop_queue_add_after), so the reconcile
+ *            that posts it comes even when nothing else changes; its
+ *            message is then built from that reconcile's findings, as for
+ *            any other Event. A pending finding that clears was never said
+ *            and is forgotten without an Event.
+ *   shown    a finding whose Warning was posted, until it clears: only
+ *            these get a "<Reason>Cleared".
+ *   last     "A|key" / "C|key" -> when it was last said: flap suppression.
+ * Events wait in a FIFO and are POSTed one at a time. Each is aggregated as
+ * client-go's recorder does: one Event object per (type, reason, message),
+ * named from a hash of them; the same Event again PATCHes that object's
+ * count and lastTimestamp (and is created anew if it has expired).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,42 +29,71 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuop/hash.h"
 #include "gpuop/events.h"
+#include "gpuop/flap.h"
+#include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
-#include "gpuop/flap.h"
 #include "gpuop/policy.h"
+#include "gpuop/queue.h"
 
 /* The GpuPolicy is cluster-scoped, and the API server requires an Event's
  * namespace to match its involvedObject's: events of cluster-scoped objects
  * live in "default" (as the kubelet's Node events do). */
-#define EVENTS_NS "default"
+#define EVENTS_NS   "default"
+#define EVENTS_PATH "/api/v1/namespaces/" EVENTS_NS "/events"
+
+/* How long after the earliest grace ends the recheck comes: the queue's
+ * clock is the loop's, cached at the start of an iteration, and may lag
+ * the wall clock by a reconcile's length. */
+#define RECHECK_SLACK_MS 500
+
+/* Longest policy name kept in an Event's name (253 at most, with the dot
+ * and 16 hex digits of the hash). */
+#define NAME_POLICY_MAX 200
 
 /* An Event waiting to be posted, or being posted (the head). */
 struct post {
     struct post *next;
-    char *body; /* the Event, JSON (json_dumps: release with gpuop_json_free) */
+    char *path;  /* PATCH target when patch is set (new) */
+    char *patch; /* the count and lastTimestamp update, or NULL: POST body (new) */
+    char *body;  /* the whole Event, JSON (json_dumps: release with gpuop_json_free) */
+};
+
+/* One Event object posted, for aggregation: its key (hash of involved
+ * object, type, reason and message), its count, when last posted. */
+struct agg {
+    uint64_t key;
+    long long last;
+    long long count;
 };
 
 struct gpuop_events {
     struct gpuop_kube *kube;
+    struct gpuop_queue *queue; /* borrowed, may be NULL: rechecks when a grace ends */
     char host[64];
+    uint64_t nonce; /* this process's part of Event names */
     struct gpuop_findings prev;
     bool have_prev;
     char *prev_policy;
-    struct gpuop_flap last; /* hash of "A|node|operand|reason" -> time posted */
+    struct gpuop_flap last;    /* hash of "A|key" / "C|key" -> time said */
+    struct gpuop_flap pending; /* hash of key -> first seen, transient, not said */
+    struct gpuop_flap shown;   /* hash of key -> time its Warning was posted */
     long long last_prune;
     long long (*now)(void);
+    struct agg *aggs; /* new memory, up to GPUOP_EVENTS_AGG_MAX */
+    size_t naggs;
     struct post *head, *tail; /* posted one at a time, in order */
     size_t queued;
-    struct gpuop_kube_req *req; /* the head's POST in flight, or NULL */
+    struct gpuop_kube_req *req; /* the head's request in flight, or NULL */
     uint64_t posted, dropped;
     void (*on_drained)(void *);
     void *drained_arg;
     bool closing;
     /* during one observe */
     const char *policy, *uid;
+    long long grace, tnow;
+    bool learning; /* the first observation of this policy */
     int burst;
     int suppressed;
 };
@@ -57,16 +103,25 @@ static long long wall_clock(void)
     return (long long)time(NULL);
 }
 
-int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_events **out)
+int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct gpuop_events **out)
 {
     struct gpuop_events *ev = calloc(1, sizeof(*ev));
     if (!ev)
         return GPUOP_ENOMEM;
     ev->kube = kube;
+    ev->queue = queue;
     if (gethostname(ev->host, sizeof(ev->host)) != 0)
         snprintf(ev->host, sizeof(ev->host), "gpuop");
     ev->host[sizeof(ev->host) - 1] = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char seed[160];
+    snprintf(seed, sizeof(seed), "%s|%ld|%lld.%09ld", ev->host, (long)getpid(),
+             (long long)ts.tv_sec, ts.tv_nsec);
+    ev->nonce = gpuop_hash_str(seed);
     ev->last = (struct gpuop_flap)GPUOP_FLAP_INIT;
+    ev->pending = (struct gpuop_flap)GPUOP_FLAP_INIT;
+    ev->shown = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->now = wall_clock;
     *out = ev;
     return 0;
@@ -82,6 +137,8 @@ static void pop(struct gpuop_events *ev)
     if (!ev->head)
         ev->tail = NULL;
     ev->queued--;
+    free(p->path);
+    free(p->patch);
     gpuop_json_free(p->body);
     free(p);
 }
@@ -91,9 +148,16 @@ static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     struct gpuop_events *ev = arg;
     (void)body;
     ev->req = NULL;
-    if (rc < 0 && rc != GPUOP_ECANCELED)
+    bool retry = false;
+    if (rc == GPUOP_ENOTFOUND && ev->head && ev->head->patch) {
+        /* The Event to count up has expired (or was deleted): create it. */
+        free(ev->head->patch);
+        ev->head->patch = NULL;
+        retry = true;
+    } else if (rc < 0 && rc != GPUOP_ECANCELED) {
         gpuop_warn("events", "cannot post event: %s", err->message);
-    if (ev->head)
+    }
+    if (ev->head && !retry)
         pop(ev);
     if (rc != GPUOP_ECANCELED && !ev->closing) {
         send_next(ev);
@@ -102,19 +166,51 @@ static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     }
 }
 
-/* Starts the POST of the queue's head unless one is in flight: Events go
+/* Starts the request of the queue's head unless one is in flight: Events go
  * out one at a time, as client-go's recorder sends them, so a burst is one
  * connection, not one each. */
 static void send_next(struct gpuop_events *ev)
 {
     while (ev->head && !ev->req) {
-        if (gpuop_kube_request(ev->kube, "POST", "/api/v1/namespaces/" EVENTS_NS "/events",
-                               GPUOP_CT_JSON, ev->head->body, strlen(ev->head->body), 0, post_done,
-                               ev, &ev->req) == 0)
+        struct post *p = ev->head;
+        int rc = p->patch
+                     ? gpuop_kube_request(ev->kube, "PATCH", p->path, GPUOP_CT_MERGE, p->patch,
+                                          strlen(p->patch), 0, post_done, ev, &ev->req)
+                     : gpuop_kube_request(ev->kube, "POST", EVENTS_PATH, GPUOP_CT_JSON, p->body,
+                                          strlen(p->body), 0, post_done, ev, &ev->req);
+        if (rc == 0)
             return;
         ev->req = NULL;
         pop(ev); /* cannot start: drop it, try the next */
     }
+}
+
+/* The aggregation record for key, or a slot for it (the oldest one evicted
+ * when full), or NULL on out-of-memory. Records older than the Event TTL
+ * count as gone. */
+static struct agg *agg_slot(struct gpuop_events *ev, uint64_t key, long long now, bool *found)
+{
+    struct agg *oldest = NULL;
+    *found = false;
+    for (size_t i = 0; i < ev->naggs; i++) {
+        struct agg *a = &ev->aggs[i];
+        if (a->key == key && now - a->last < GPUOP_EVENTS_AGG_TTL_S) {
+            *found = true;
+            return a;
+        }
+        if (!oldest || a->last < oldest->last)
+            oldest = a;
+    }
+    if (ev->naggs < GPUOP_EVENTS_AGG_MAX) {
+        if (!ev->aggs) {
+            ev->aggs = malloc(GPUOP_EVENTS_AGG_MAX * sizeof(*ev->aggs));
+            if (!ev->aggs)
+                return NULL;
+        }
+        ev->aggs[ev->naggs] = (struct agg){0, 0, 0}; /* the oldest until filled */
+        return &ev->aggs[ev->naggs++];
+    }
+    return oldest;
 }
 
 static void post(struct gpuop_events *ev, const char *type, const char *reason, const char *msg)
@@ -123,30 +219,60 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
         ev->dropped++;
         return;
     }
+    long long now = ev->now();
+    uint64_t key = GPUOP_HASH_INIT;
+    const char *parts[] = {ev->policy, ev->uid ? ev->uid : "", type, reason, msg};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        key = gpuop_hash_bytes(key, parts[i], strlen(parts[i]) + 1); /* NUL separates */
+    key = gpuop_hash_mix(key);
+    bool found;
+    struct agg *a = agg_slot(ev, key, now, &found);
+    long long count = found ? a->count + 1 : 1;
+
+    char name[256];
+    int plen = snprintf(name, sizeof(name), "%.*s", NAME_POLICY_MAX, ev->policy);
+    while (plen > 0 && (name[plen - 1] == '-' || name[plen - 1] == '.'))
+        plen--; /* a truncated name must still end in a letter or digit */
+    snprintf(name + plen, sizeof(name) - (size_t)plen, ".%016llx",
+             (unsigned long long)(key ^ ev->nonce));
+
     char ts[32];
-    time_t now = time(NULL);
+    time_t tt = (time_t)now;
     struct tm tm;
-    gmtime_r(&now, &tm);
+    gmtime_r(&tt, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char gen[300];
-    snprintf(gen, sizeof(gen), "%s.", ev->policy);
     json_t *e = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
-        "s:s, s:i, s:s, s:s}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace",
-        EVENTS_NS, "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name",
-        ev->policy, "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type,
-        "source", "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts,
-        "count", 1, "reportingComponent", "gpuop", "reportingInstance", ev->host);
+        "s:s, s:I, s:s, s:s}",
+        "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", EVENTS_NS,
+        "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", ev->policy,
+        "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type, "source",
+        "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts, "count",
+        (json_int_t)count, "reportingComponent", "gpuop", "reportingInstance", ev->host);
     char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
-    struct post *p = body ? malloc(sizeof(*p)) : NULL;
+    struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
     if (!p) {
         gpuop_json_free(body);
         return;
     }
-    p->next = NULL;
     p->body = body;
+    if (count > 1) {
+        char patch[96];
+        snprintf(patch, sizeof(patch), "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", count, ts);
+        p->patch = strdup(patch);
+        p->path = gpuop_kube_path(
+            &(struct gpuop_kube_ref){
+                .group_version = "v1", .ns = EVENTS_NS, .resource = "events", .name = name},
+            NULL, 0);
+        if (!p->patch || !p->path) { /* cannot count it up: create it again */
+            free(p->patch);
+            free(p->path);
+            p->patch = p->path = NULL;
+        }
+    }
+    if (a)
+        *a = (struct agg){key, now, count};
     if (ev->tail)
         ev->tail->next = p;
     else
@@ -157,7 +283,7 @@ static void post(struct gpuop_events *ev, const char *type, const char *reason, 
     send_next(ev);
 }
 
-/* Forgets what was posted longer ago than the flap window. */
+/* Forgets what was said longer ago than the flap window. */
 static void prune(struct gpuop_events *ev, long long now)
 {
     if (now - ev->last_prune < 60)
@@ -166,20 +292,30 @@ static void prune(struct gpuop_events *ev, long long now)
     gpuop_flap_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
-static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change *c)
+/* The hash of a finding's identity (node, operand, reason), without
+ * formatting a string: it runs for every finding of a reconcile in which
+ * some grace ends (30,000 of them mid-rollout on 5,000 nodes). */
+static uint64_t finding_key(const struct gpuop_findings *f, const struct gpuop_finding *x)
 {
-    const struct gpuop_findings *f = c->set;
-    const struct gpuop_finding *x = c->item;
-    bool appeared = c->appeared;
-    const char *node = c->node;
+    const char *node = gpuop_finding_node(f, x);
+    const uint8_t what[2] = {x->operand, x->reason};
+    uint64_t h = gpuop_hash_bytes(GPUOP_HASH_INIT, node, strlen(node) + 1); /* NUL separates */
+    return gpuop_hash_mix(gpuop_hash_bytes(h, what, sizeof(what)));
+}
+
+/* Posts the Warning of an appeared finding or the Normal "...Cleared" of a
+ * shown one, unless it flaps or the burst is spent. */
+static void say(struct gpuop_events *ev, const struct gpuop_findings *f,
+                const struct gpuop_finding *x, bool appeared, uint64_t fkey)
+{
+    const char *node = gpuop_finding_node(f, x);
     const char *operand = gpuop_operand_get(x->operand)->name;
     const char *reason = gpuop_reason_get(x->reason)->name;
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
-    long long now = ev->now();
     uint64_t h = gpuop_hash_str(key);
     long long last = gpuop_flap_get(&ev->last, h);
-    if (last && now - last < GPUOP_EVENTS_QUIET_S) {
+    if (last && ev->tnow - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;
         return; /* flapping: said recently */
     }
@@ -187,10 +323,12 @@ static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change
         ev->suppressed++;
         return; /* not said, so not remembered either */
     }
-    (void)gpuop_flap_put(&ev->last, h, now); /* ENOMEM: said, not remembered */
+    (void)gpuop_flap_put(&ev->last, h, ev->tnow); /* ENOMEM: said, not remembered */
     ev->burst++;
     char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
     if (appeared) {
+        /* ENOMEM: said, and its clearing will not be */
+        (void)gpuop_flap_put(&ev->shown, fkey, ev->tnow);
         char text[GPUOP_FINDING_MESSAGE_MAX];
         gpuop_finding_message(f, x, text, sizeof(text));
         snprintf(msg, sizeof(msg), "node %s, %s: %s", node, operand, text);
@@ -203,27 +341,91 @@ static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change
     }
 }
 
-void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
-                          struct gpuop_findings *f)
+static bool transient(const struct gpuop_finding *x)
 {
-    if (ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0) {
-        ev->policy = policy;
-        ev->uid = uid;
-        ev->burst = 0;
-        ev->suppressed = 0;
-        struct gpuop_findings_diff d;
-        struct gpuop_finding_change c;
-        gpuop_findings_diff_begin(&d, &ev->prev, f);
-        while (gpuop_findings_diff_next(&d, &c))
-            on_change(ev, &c);
-        prune(ev, ev->now());
-        if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
-            char msg[128];
-            snprintf(msg, sizeof(msg),
-                     "%d more finding changes not posted as events; see the GpuPolicy status",
-                     ev->suppressed);
-            post(ev, "Normal", "FindingsSummarized", msg);
+    return gpuop_reason_get(x->reason)->transient;
+}
+
+static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change *c)
+{
+    const struct gpuop_findings *f = c->set;
+    const struct gpuop_finding *x = c->item;
+    uint64_t k = finding_key(f, x);
+    if (c->appeared) {
+        if ((ev->learning || (ev->grace > 0 && transient(x))) &&
+            gpuop_flap_put(&ev->pending, k, ev->tnow) == 0)
+            return; /* said when it outlasts the grace (ENOMEM: said now) */
+        say(ev, f, x, true, k);
+    } else if (gpuop_flap_del(&ev->pending, k)) {
+        return; /* passed within its grace: never said */
+    } else if (gpuop_flap_del(&ev->shown, k)) {
+        say(ev, f, x, false, k);
+    }
+}
+
+/* Says the pending findings of f whose grace has ended, and has the policy
+ * reconciled again when the next one's will. */
+static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f)
+{
+    long long first = gpuop_flap_min(&ev->pending);
+    if (first && first + ev->grace <= ev->tnow) {
+        for (size_t i = 0; i < f->nitems; i++) {
+            const struct gpuop_finding *x = &f->items[i];
+            uint64_t k = finding_key(f, x);
+            long long seen = gpuop_flap_get(&ev->pending, k);
+            if (seen && seen + ev->grace <= ev->tnow) {
+                gpuop_flap_del(&ev->pending, k);
+                say(ev, f, x, true, k);
+            }
         }
+        /* Any left overdue are of no present finding (a hash collision):
+         * dropped, or they would requeue the policy at once, forever. */
+        gpuop_flap_prune(&ev->pending, ev->tnow - ev->grace + 1);
+        first = gpuop_flap_min(&ev->pending);
+    }
+    if (first && ev->queue) {
+        long long wait_s = first + ev->grace - ev->tnow;
+        uint64_t ms = (uint64_t)(wait_s > 0 ? wait_s : 0) * 1000 + RECHECK_SLACK_MS;
+        (void)gpuop_queue_add_after(ev->queue, ev->policy, ms); /* ENOMEM: at the next change */
+        gpuop_debug("events", "%zu findings in their grace period; next recheck in %llu ms",
+                    ev->pending.len, (unsigned long long)ms);
+    }
+}
+
+void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
+                          long long grace_s, struct gpuop_findings *f)
+{
+    bool same = ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
+    if (!same) {
+        /* another policy (or the first): what was pending or shown was
+         * about the old one */
+        gpuop_flap_free(&ev->pending);
+        gpuop_flap_free(&ev->shown);
+    }
+    ev->policy = policy;
+    ev->uid = uid;
+    ev->grace = grace_s;
+    ev->tnow = ev->now();
+    ev->burst = 0;
+    ev->suppressed = 0;
+    /* The first observation of a policy cannot tell new findings from old
+     * ones (gpuop restarted, or the policy became active): every one
+     * waits out the grace, and what lasts is said once. */
+    ev->learning = !same;
+    struct gpuop_findings_diff d;
+    struct gpuop_finding_change c;
+    gpuop_findings_diff_begin(&d, same ? &ev->prev : NULL, f);
+    while (gpuop_findings_diff_next(&d, &c))
+        on_change(ev, &c);
+    ev->learning = false;
+    post_due(ev, f);
+    prune(ev, ev->tnow);
+    if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg),
+                 "%d more finding changes not posted as events; see the GpuPolicy status",
+                 ev->suppressed);
+        post(ev, "Normal", "FindingsSummarized", msg);
     }
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
@@ -231,7 +433,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     memset(f, 0, sizeof(*f));
     (void)gpuop_findings_keep_keys(&ev->prev); /* only diffed against, never printed */
     ev->have_prev = true;
-    if (!ev->prev_policy || strcmp(ev->prev_policy, policy) != 0) {
+    if (!same) {
         free(ev->prev_policy);
         ev->prev_policy = strdup(policy);
     }
@@ -263,6 +465,16 @@ size_t gpuop_events_remembered(const struct gpuop_events *ev)
     return ev->last.len;
 }
 
+size_t gpuop_events_pending(const struct gpuop_events *ev)
+{
+    return ev->pending.len;
+}
+
+size_t gpuop_events_shown(const struct gpuop_events *ev)
+{
+    return ev->shown.len;
+}
+
 void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void))
 {
     ev->now = now ? now : wall_clock;
@@ -278,6 +490,9 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
     gpuop_flap_free(&ev->last);
+    gpuop_flap_free(&ev->pending);
+    gpuop_flap_free(&ev->shown);
+    free(ev->aggs);
     free(ev->prev_policy);
     free(ev);
     if (cb)

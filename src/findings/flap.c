@@ -1,7 +1,8 @@
 /*
- * flap.c - hash -> time set, the Events' flap memory (see flap.h). Linear probing without
- * deletion: entries only leave in gpuop_flap_prune, which rebuilds the
- * table from the survivors, so there are no tombstones to skip.
+ * flap.c - hash -> time set, the Events' flap memory (see flap.h). Linear
+ * probing without tombstones: gpuop_flap_del shifts the entries after the
+ * hole back into it (Knuth's algorithm R), and gpuop_flap_prune rebuilds
+ * the table from the survivors, so a lookup never skips dead slots.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -99,6 +100,49 @@ size_t gpuop_flap_prune(struct gpuop_flap *s, long long before)
     if (!dropped || rebuild(s, cap_for(keep), before) < 0)
         return 0;
     return dropped;
+}
+
+bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash)
+{
+    if (!hash)
+        hash = 1;
+    if (!s->cap)
+        return false;
+    size_t mask = s->cap - 1, i = find(s->slots, s->cap, hash);
+    if (!s->slots[i].hash)
+        return false;
+    /* Move back every later entry of the run that may not live past the
+     * hole: one whose home slot is not cyclically within (hole, j]. */
+    for (size_t j = (i + 1) & mask; s->slots[j].hash; j = (j + 1) & mask) {
+        size_t home = (size_t)s->slots[j].hash & mask;
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    s->slots[i] = (struct gpuop_stamp){0, 0};
+    s->len--;
+    /* Give the memory back as the set empties (after a rollout, 30,000
+     * findings leave their grace one by one): freed when empty, rebuilt
+     * smaller when at most 1/8 full (a failed rebuild keeps the table). */
+    if (!s->len) {
+        free(s->slots);
+        s->slots = NULL;
+        s->cap = 0;
+    } else if (s->cap > MIN_CAP && s->len <= s->cap / 8) {
+        (void)rebuild(s, cap_for(s->len), LLONG_MIN);
+    }
+    return true;
+}
+
+long long gpuop_flap_min(const struct gpuop_flap *s)
+{
+    long long min = 0;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].hash && (!min || s->slots[i].time < min))
+            min = s->slots[i].time;
+    return min;
 }
 
 void gpuop_flap_free(struct gpuop_flap *s)

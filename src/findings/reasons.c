@@ -41,6 +41,9 @@ static const struct {
 #define TERMINATING_NOTE                                                                           \
     "[terminating: It is terminating since <terminating> and still serves until it stops.]"
 
+/* Rows: kind, name, message template, summary, action template, ordering
+ * pair (or NULL, NULL), transient (true: Events wait out the grace period,
+ * events.h). */
 #define M GPUOP_KIND_MISSING
 #define N GPUOP_KIND_NOT_SCHEDULED
 #define U GPUOP_KIND_UNEXPECTED
@@ -53,7 +56,7 @@ static const struct gpuop_reason_info reasons[] = {
          "The operand's DaemonSet does not exist.",
          "gpuop creates it when the policy is applied: check the GpuPolicy's Reconciled "
          "condition and the operator's log.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_TAINT_NOT_TOLERATED] =
         {M, "TaintNotTolerated",
          "Taint <detail> on the node is not tolerated by DaemonSet <ds>, so no <operand> pod "
@@ -71,7 +74,7 @@ static const struct gpuop_reason_info reasons[] = {
          "The DaemonSet exists and should place a pod here, but none exists.",
          "The DaemonSet controller normally adds the pod within seconds of the label; if this "
          "lasts, look at the DaemonSet's events and the kube-controller-manager.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_POD_UNSCHEDULABLE] =
         {M, "PodUnschedulable", POD_STATE_MESSAGE,
          "The pod exists but the scheduler cannot bind it to the node.",
@@ -82,7 +85,7 @@ static const struct gpuop_reason_info reasons[] = {
         {M, "ImagePullFailed", POD_STATE_MESSAGE, "The node cannot pull the operand's image.",
          "Check the image reference under spec.<key>.image, the registry's reachability "
          "from the node and any image pull secret.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_CRASH_LOOP] =
         {M, "CrashLoopBackOff", POD_STATE_MESSAGE,
          "A container of the pod keeps exiting and is being restarted.",
@@ -94,12 +97,12 @@ static const struct gpuop_reason_info reasons[] = {
          "The pod is bound to the node but its containers have not started.",
          "Usually transient (image download, volume mounts); if it lasts, describe the pod and "
          "read its events.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_POD_NOT_READY] =
         {M, "PodNotReady", POD_STATE_MESSAGE, "The pod is Running but not Ready.",
          "Its readiness probe fails or a container is still starting: read the pod's events and "
          "logs.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_POD_FAILED] =
         {M, "PodFailed", POD_STATE_MESSAGE,
          "The pod ended (Failed or Succeeded) or its state is Unknown.",
@@ -111,7 +114,7 @@ static const struct gpuop_reason_info reasons[] = {
          "The pod is being deleted and no replacement runs yet.",
          "Usually transient (rolling update); if the pod stays Terminating, the node's kubelet "
          "may be unreachable.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING] =
         {M, "DevicePluginAdvertisesNothing",
          "Pod <detail> is Running and Ready since <since>, but the node advertises no "
@@ -160,7 +163,7 @@ static const struct gpuop_reason_info reasons[] = {
          "The operand is disabled in the policy but a pod of it still runs.",
          "gpuop deletes the DaemonSet of a disabled operand; if the pod stays, delete it, or "
          "enable the operand again.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_NODE_OPTED_OUT] =
         {U, "NodeOptedOut",
          "Pod <detail> runs although the node is labelled "
@@ -178,7 +181,7 @@ static const struct gpuop_reason_info reasons[] = {
          "after its label went).",
          "The DaemonSet controller removes such pods within seconds; if it stays, delete the pod "
          "or set the label back to \"true\".",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_NOT_GPU_NODE] =
         {U, "NotGpuNode",
          "Pod <detail> runs on a node that has none of the GPU node labels." TERMINATING_NOTE,
@@ -206,7 +209,7 @@ static const struct gpuop_reason_info reasons[] = {
          "Make the container toolkit run on the node (label "
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it), or "
          "stop the device plugin there until it does.",
-         "device-plugin", "container-toolkit"},
+         "device-plugin", "container-toolkit", true},
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
          "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
@@ -215,7 +218,7 @@ static const struct gpuop_reason_info reasons[] = {
          "provided by the host.",
          "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "
          "that label to \"false\" if the host provides it.",
-         NULL, NULL},
+         NULL, NULL, true},
     [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
         {O, "GpusAdvertisedWithoutToolkit",
          "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "

@@ -18,8 +18,9 @@
 #include "gpuop/status.h"
 #include "gpuop/yaml.h"
 
-#define NAME_COL_MAX 48
-#define EXAMPLES     3
+#define NAME_COL_MAX   48
+#define EXAMPLES       3
+#define TAINTS_COL_MAX 80 /* a longer TAINTS cell ends in "..." */
 
 static const struct {
     const char *sym, *legend, *color;
@@ -58,6 +59,75 @@ static bool shown(const struct gpuop_report_opts *o, const char *name)
     return !o->node_filter || !*o->node_filter || strstr(name, o->node_filter);
 }
 
+/* ---- wide columns ---- */
+
+struct wide {
+    char pods[24];
+    char taints[TAINTS_COL_MAX + 1];
+};
+
+/* The index of node `name` in f->nodes (sorted by name), or -1. */
+static long node_index(const struct gpuop_findings *f, const char *name)
+{
+    size_t lo = 0, hi = f->nnodes;
+    while (name && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(f->nodes[mid].name, name);
+        if (!c)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* PODS and TAINTS of every node of f (new array, f->nnodes entries), or
+ * NULL on out-of-memory. */
+static struct wide *wide_columns(const struct gpuop_findings *f, const struct gpuop_report_opts *o)
+{
+    struct wide *w = calloc(f->nnodes ? f->nnodes : 1, sizeof(*w));
+    size_t *count = calloc(2 * (f->nnodes ? f->nnodes : 1), sizeof(*count));
+    if (!w || !count) {
+        free(w);
+        free(count);
+        return NULL;
+    }
+    for (size_t i = 0; i < o->npods; i++) {
+        const struct gpuop_pod *p = o->pods ? o->pods[i] : NULL;
+        long ni = p && p->operand >= 0 ? node_index(f, p->node) : -1;
+        if (ni < 0)
+            continue;
+        count[2 * ni]++;
+        if (gpuop_pod_running(p))
+            count[2 * ni + 1]++;
+    }
+    for (size_t i = 0; i < f->nnodes; i++) {
+        snprintf(w[i].pods, sizeof(w[i].pods), "%zu/%zu", count[2 * i + 1], count[2 * i]);
+        snprintf(w[i].taints, sizeof(w[i].taints), "<none>");
+    }
+    for (size_t i = 0; i < o->nnodes; i++) {
+        const struct gpuop_node *n = o->nodes ? o->nodes[i] : NULL;
+        long ni = n ? node_index(f, n->name) : -1;
+        if (ni < 0 || !n->ntaints)
+            continue;
+        char *b = w[ni].taints;
+        size_t len = 0, cap = sizeof(w[ni].taints);
+        for (size_t t = 0; t < n->ntaints && len < cap; t++) {
+            const struct gpuop_taint *x = &n->taints[t];
+            int k = snprintf(b + len, cap - len, "%s%s%s%s:%s", t ? "," : "", x->key ? x->key : "",
+                             x->value && *x->value ? "=" : "", x->value ? x->value : "",
+                             x->effect ? x->effect : "");
+            len += k > 0 ? (size_t)k : 0;
+        }
+        if (len >= cap)
+            memcpy(b + cap - 4, "...", 4);
+    }
+    free(count);
+    return w;
+}
+
 /* ---- matrix ---- */
 
 struct row {
@@ -78,9 +148,14 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
     struct row *rows = malloc((nshown ? nshown : 1) * sizeof(*rows));
     size_t nrows = 0, namew = 4, colw[GPUOP_OPERAND_MAX];
     bool group = nshown > o->max_rows;
+    struct wide *wide = o->wide ? wide_columns(f, o) : NULL;
+    size_t podw = 4; /* "PODS" */
 
-    if (!rows)
+    if (!rows || (o->wide && !wide)) {
+        free(rows);
+        free(wide);
         return GPUOP_ENOMEM;
+    }
     for (size_t i = 0; i < f->nnodes; i++) {
         const struct gpuop_node_result *r = &f->nodes[i];
         if (!shown(o, r->name))
@@ -89,7 +164,9 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
         if (group)
             for (g = 0; g < nrows; g++)
                 if (memcmp(f->nodes[rows[g].node].cell, r->cell, (size_t)nops) == 0 &&
-                    f->nodes[rows[g].node].gpu == r->gpu)
+                    f->nodes[rows[g].node].gpu == r->gpu &&
+                    (!wide || (!strcmp(wide[rows[g].node].pods, wide[i].pods) &&
+                               !strcmp(wide[rows[g].node].taints, wide[i].taints))))
                     break;
         if (g == nrows)
             rows[nrows++] = (struct row){i, 0};
@@ -103,6 +180,8 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
                    (f->nodes[rows[g].node].gpu ? 0 : strlen(" (no GPU)"));
         if (w > namew)
             namew = w;
+        if (wide && strlen(wide[rows[g].node].pods) > podw)
+            podw = strlen(wide[rows[g].node].pods);
     }
     if (namew > NAME_COL_MAX)
         namew = NAME_COL_MAX;
@@ -112,6 +191,8 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
         colw[c] = strlen(gpuop_operand_get(c)->key);
         fprintf(out, "  %s", gpuop_operand_get(c)->key);
     }
+    if (wide)
+        fprintf(out, "  %-*s  TAINTS", (int)podw, "PODS");
     fputc('\n', out);
     for (size_t g = 0; g < nrows; g++) {
         const struct gpuop_node_result *r = &f->nodes[rows[g].node];
@@ -124,9 +205,12 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
             bool col = o->color && *cells[cell].color;
             fprintf(out, "  %s%s%s", col ? cells[cell].color : "", cells[cell].sym,
                     col ? RESET : "");
-            if (c + 1 < nops)
+            if (c + 1 < nops || wide)
                 pad(out, colw[c] - strlen(cells[cell].sym));
         }
+        if (wide)
+            fprintf(out, "  %-*s  %s", (int)podw, wide[rows[g].node].pods,
+                    wide[rows[g].node].taints);
         fputc('\n', out);
     }
     static const int order[] = {
@@ -144,6 +228,7 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
                 cells[order[k]].sym, cells[order[k]].legend);
     fputc('\n', out);
     free(rows);
+    free(wide);
     return 0;
 }
 

@@ -121,8 +121,9 @@ case "$msg" in *GPU*) ;; *) fail "the violation message does not say what happen
 assert_eq "False" "$(gp_cond "$POLICY" OrderingValid status)" "OrderingValid"
 assert_eq 1 "$(summary violations)" "violations"
 assert_eq 3 "$(summary gpuNodes)" "a third GPU node counted at once"
-# an Event on the GpuPolicy says so (events of cluster-scoped objects live in "default")
-wait_for 30 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n default get events --field-selector reason=DevicePluginWithoutToolkit,involvedObject.name=$POLICY -o json | jq -e --arg n '$C' '[.items[] | select(.message | contains(\$n))] | length == 1' >/dev/null"
+# an Event on the GpuPolicy says so (events of cluster-scoped objects live in "default"),
+# once the violation has lasted the event grace period (60 s by default: docs/findings.md)
+wait_for 150 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n default get events --field-selector reason=DevicePluginWithoutToolkit,involvedObject.name=$POLICY -o json | jq -e --arg n '$C' '[.items[] | select(.message | contains(\$n))] | length == 1' >/dev/null"
 
 log "taint $A with a taint the DaemonSets do not tolerate"
 desired_before=$(kc -n "$GPUOP_NS" get ds gpuop-driver -o jsonpath='{.status.desiredNumberScheduled}')

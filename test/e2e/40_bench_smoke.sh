@@ -30,6 +30,8 @@ for k in complete_s rss_peak_kib rss_steady_kib quiet_cpu_s lat_node_p50_ms lat_
 	[[ $(field "$k") =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$k is not a number: '$(field "$k")'"
 done
 [[ -s $out/results.md ]] || fail "no results.md"
+# a progress line as each phase begins (issue 16 §6)
+assert_eq 8 "$(grep -c 'phase [1-8]/8 (N=20' "$E2E_TMP/bench.log")" "phase lines in the runner's output"
 grep -q '^| 20 |' "$out/results.md" || fail "results.md has no row for 20 nodes"
 if command -v gnuplot >/dev/null; then
 	[[ -s $out/results.png ]] || fail "gnuplot is installed but no results.png"

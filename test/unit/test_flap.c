@@ -1,7 +1,8 @@
 /*
  * test_flap.c - the hash -> time set behind flap suppression: what is put
  * is got back through growth, a put replaces, prune drops exactly the old
- * entries and shrinks the table, hashes of similar keys differ, and the
+ * entries and shrinks the table, a delete keeps every other entry
+ * reachable (also in long probe runs), hashes of similar keys differ, and the
  * memory per key stays far below a string map's.
  */
 #include <setjmp.h>
@@ -71,6 +72,59 @@ static void test_prune_drops_the_old_and_shrinks(void **state)
     gpuop_flap_free(&s);
 }
 
+static void test_del_keeps_the_rest_reachable(void **state)
+{
+    (void)state;
+    struct gpuop_flap s = GPUOP_FLAP_INIT;
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++)
+        assert_int_equal(gpuop_flap_put(&s, key_hash(i), 10 + i), 0);
+    assert_int_equal(gpuop_flap_min(&s), 10);
+    assert_false(gpuop_flap_del(&s, key_hash(N))); /* never put */
+    /* every third one, in an order unrelated to the slots */
+    for (int i = 0; i < N; i += 3)
+        assert_true(gpuop_flap_del(&s, key_hash(i)));
+    assert_int_equal(s.len, N - N / 3);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i % 3 ? 10 + i : 0);
+    assert_int_equal(gpuop_flap_min(&s), 11);
+    assert_false(gpuop_flap_del(&s, key_hash(0)));
+    /* deleting most of them gives the memory back: the table shrinks to
+     * what the rest needs, and is freed when empty */
+    size_t big = s.cap;
+    for (int i = 0; i < N - 10; i++)
+        if (i % 3)
+            assert_true(gpuop_flap_del(&s, key_hash(i)));
+    assert_int_equal(s.len, 7);
+    assert_true(s.cap <= 16 && s.cap < big);
+    for (int i = N - 10; i < N; i++)
+        assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i % 3 ? 10 + i : 0);
+    for (int i = N - 10; i < N; i++)
+        if (i % 3)
+            assert_true(gpuop_flap_del(&s, key_hash(i)));
+    assert_int_equal(s.len, 0);
+    assert_null(s.slots);
+    assert_int_equal(gpuop_flap_min(&s), 0);
+    assert_int_equal(gpuop_flap_put(&s, key_hash(1), 5), 0); /* usable again */
+    assert_int_equal(gpuop_flap_get(&s, key_hash(1)), 5);
+    /* hashes sharing one home slot (a long run that wraps the table's
+     * end): delete from its middle, the rest stays reachable */
+    struct gpuop_flap r = GPUOP_FLAP_INIT;
+    for (uint64_t i = 1; i <= 10; i++)
+        assert_int_equal(gpuop_flap_put(&r, 15 | (i << 32), (long long)i), 0);
+    assert_int_equal(r.cap, 16);
+    assert_true(gpuop_flap_del(&r, 15 | (4ull << 32)));
+    assert_true(gpuop_flap_del(&r, 15 | (1ull << 32)));
+    for (uint64_t i = 1; i <= 10; i++)
+        assert_int_equal(gpuop_flap_get(&r, 15 | (i << 32)), i == 1 || i == 4 ? 0 : (long long)i);
+    for (uint64_t i = 1; i <= 10; i++)
+        gpuop_flap_del(&r, 15 | (i << 32));
+    assert_int_equal(r.len, 0);
+    assert_int_equal(gpuop_flap_min(&r), 0);
+    gpuop_flap_free(&r);
+    gpuop_flap_free(&s);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -110,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_through_growth),
         cmocka_unit_test(test_prune_drops_the_old_and_shrinks),
+        cmocka_unit_test(test_del_keeps_the_rest_reachable),
         cmocka_unit_test(test_hashes_of_similar_keys_differ),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
