@@ -56,7 +56,7 @@ if [[ -z ${E2E_REAL_NODE_INNER:-} ]]; then
 	# Every lab process (components, shims) names a path in LAB_DIR; the
 	# containers' processes live in the cgroups checked above.
 	for p in /proc/[0-9]*; do
-		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+		c=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
 		[[ $c == *"$LAB_DIR/"* ]] && left+=("process ${p#/proc/}: ${c:0:120}")
 	done
 	if ((${#left[@]})); then
