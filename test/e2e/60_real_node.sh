@@ -28,7 +28,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 if [[ -z ${E2E_REAL_NODE_INNER:-} ]]; then
 	base=${LAB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuop/lab}
 	export LAB_DIR=${E2E_REAL_NODE_LAB_DIR:-$base-real-node}
-	say() { printf '[50_real_node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+	say() { printf '[60_real_node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 	t=$SECONDS
 	say "building the image (scripts/image)"
 	image=$("$SRC/scripts/image")
