@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared helpers of the lab scripts (test/lab/up, down, restart-apiserver,
-# node, pod-state). Sourced, never run.
+# node, pod-state, exec). Sourced, never run.
 #
 # Layout of $LAB_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpuop/lab):
 #   bin/             links to the cached binaries (test/lab/build)
@@ -13,6 +13,11 @@
 #   kubeconfig       admin kubeconfig (system:masters)
 #   env              sourceable: exports KUBECONFIG, LAB_DIR, PATH
 #   apiserver.addr   "127.0.0.1:PORT" of the API server
+#   netns            (real-node lab only) name of the lab's network
+#                    namespace; every component runs in it, and so must
+#                    every client (test/lab/exec)
+#   real-node/       (real-node lab only) containerd, kubelet, CNI state,
+#                    see test/lab/real-node.sh
 #
 # A component is started detached (setsid) with stdin from /dev/null and its
 # output in its log; its pid file is the only handle `down` uses.
@@ -22,9 +27,30 @@ LAB_DIR=${LAB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuop/lab}
 LAB_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LAB_DIR
 
-# Components in start order; `down` stops them in reverse.
+# Components in start order; `down` stops them in reverse. A real-node lab
+# also runs containerd (before etcd) and kubelet (last).
 # shellcheck disable=SC2034
 LAB_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+# The lab's network namespace, if it has one: LAB_NETNS is its name and
+# LAB_NS_EXEC the command prefix that runs a program inside it (empty for
+# the plain lab, which lives on the machine's loopback).
+LAB_NETNS=
+LAB_NS_EXEC=()
+lab_set_netns() {
+	LAB_NETNS=$1
+	if [[ -n $LAB_NETNS ]]; then
+		LAB_NS_EXEC=(nsenter "--net=/run/netns/$LAB_NETNS" --)
+	else
+		LAB_NS_EXEC=()
+	fi
+}
+if [[ -r $LAB_DIR/netns ]]; then
+	lab_set_netns "$(<"$LAB_DIR/netns")"
+fi
+
+# lab_in CMD...: runs CMD in the lab's network namespace (or here).
+lab_in() { "${LAB_NS_EXEC[@]}" "$@"; }
 
 lab_log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 lab_die() {
@@ -99,10 +125,10 @@ lab_start() {
 	local name=$1 args=() pid
 	mapfile -t args <"$LAB_DIR/run/$name.args"
 	printf '\n=== %s start %s ===\n' "$name" "$(date -u +%FT%TZ)" >>"$LAB_DIR/logs/$name.log"
-	setsid "$LAB_DIR/bin/$name" "${args[@]}" </dev/null >>"$LAB_DIR/logs/$name.log" 2>&1 8>&- &
+	setsid "${LAB_NS_EXEC[@]}" "$LAB_DIR/bin/$name" "${args[@]}" </dev/null >>"$LAB_DIR/logs/$name.log" 2>&1 8>&- &
 	pid=$!
 	printf '%s\n' "$pid" >"$LAB_DIR/run/$name.pid"
-	# Until setsid has exec'd, /proc/PID/exe is setsid itself.
+	# Until setsid (and nsenter) have exec'd, /proc/PID/exe is one of them.
 	local i
 	for ((i = 0; i < 50; i++)); do
 		lab_pid "$name" >/dev/null && return 0
@@ -153,7 +179,7 @@ lab_wait() {
 # answers 200 with body "ok".
 lab_https_ok() {
 	local body
-	body=$(curl -sf --max-time 3 --cacert "$LAB_DIR/pki/ca.crt" \
+	body=$(lab_in curl -sf --max-time 3 --cacert "$LAB_DIR/pki/ca.crt" \
 		--cert "$LAB_DIR/pki/admin.crt" --key "$LAB_DIR/pki/admin.key" \
 		"https://127.0.0.1:$1$2") || return 1
 	[[ $body == ok ]]
@@ -176,7 +202,7 @@ lab_lock() {
 	export LAB_LOCK_HELD=1
 }
 
-lab_kubectl() { "$LAB_DIR/bin/kubectl" --kubeconfig "$LAB_DIR/kubeconfig" "$@"; }
+lab_kubectl() { lab_in "$LAB_DIR/bin/kubectl" --kubeconfig "$LAB_DIR/kubeconfig" "$@"; }
 
 # lab_require_up: fails unless the API server answers.
 lab_require_up() {
