@@ -73,7 +73,32 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c)
         c->res[i].blocked_by = -1;
         c->applied[i].rejected_now = false;
     }
+    c->sa_applied.rejected_now = false;
     c->sa.blocked_by = -1;
+}
+
+/* Remembers a refused body: not resent before the key's backoff. */
+static void remember_refusal(struct ctl_applied *a, uint64_t h, const struct gpuop_apply_result *r)
+{
+    a->rejected_hash = h;
+    a->rejected_now = true;
+    memcpy(a->reason, r->reason, sizeof(a->reason));
+    memcpy(a->message, r->message, sizeof(a->message));
+}
+
+/* True (and r filled as the server answered) when body hash h was refused
+ * and the key's backoff has not passed yet: the same answer, unasked. */
+static bool still_refused(const struct gpuop_controller *c, const struct ctl_applied *a, uint64_t h,
+                          struct gpuop_apply_result *r, struct gpuop_err *e)
+{
+    if (a->rejected_hash != h || uv_now(c->loop) >= a->retry_at_ms)
+        return false;
+    memset(e, 0, sizeof(*e));
+    e->rc = GPUOP_EHTTP;
+    snprintf(e->reason, sizeof(e->reason), "%s", a->reason);
+    snprintf(e->message, sizeof(e->message), "%s", a->message);
+    set_failed(r, GPUOP_APPLY_FAILED, e);
+    return true;
 }
 
 /* ---- DaemonSets ---- */
@@ -95,10 +120,7 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
     } else if (rc != GPUOP_ECANCELED) {
         set_failed(&c->res[o->operand], GPUOP_APPLY_FAILED, err);
-        a->rejected_hash = o->body_hash;
-        a->rejected_now = true;
-        memcpy(a->reason, c->res[o->operand].reason, sizeof(a->reason));
-        memcpy(a->message, c->res[o->operand].message, sizeof(a->message));
+        remember_refusal(a, o->body_hash, &c->res[o->operand]);
         gpuop_debug(obj, "apply failed: %s", err->message); /* logged once in status */
         gpuop_ctl_fail(c, gpuop_operand_get(o->operand)->ds_name, err);
     }
@@ -151,14 +173,9 @@ static void apply_operand(struct gpuop_controller *c, int i)
         c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
         return;
     }
-    if (a->rejected_hash == h && uv_now(c->loop) < a->retry_at_ms) {
-        /* Refused before, and the key's backoff has not passed: the same
-         * answer, without asking. */
+    struct gpuop_err e;
+    if (still_refused(c, a, h, &c->res[i], &e)) {
         free(body);
-        struct gpuop_err e = {.rc = GPUOP_EHTTP};
-        snprintf(e.reason, sizeof(e.reason), "%s", a->reason);
-        snprintf(e.message, sizeof(e.message), "%s", a->message);
-        set_failed(&c->res[i], GPUOP_APPLY_FAILED, &e);
         gpuop_ctl_fail(c, od->ds_name, &e);
         gpuop_debug(ds_obj(c, i, obj, sizeof(obj)), "refused body not resent before the backoff");
         return;
@@ -207,11 +224,13 @@ static void sa_done(void *arg, int rc, json_t *body, const struct gpuop_err *err
     (void)body;
     snprintf(obj, sizeof(obj), "serviceaccount/%s/%s", c->ns, GPUOP_OPERAND_SA);
     if (rc == 0) {
-        c->sa_hash = o->body_hash;
+        c->sa_applied.body_hash = o->body_hash;
+        c->sa_applied.rejected_hash = 0;
         c->sa.state = GPUOP_APPLY_CURRENT;
         gpuop_info(obj, "applied ServiceAccount");
     } else if (rc != GPUOP_ECANCELED) {
         set_failed(&c->sa, GPUOP_APPLY_FAILED, err);
+        remember_refusal(&c->sa_applied, o->body_hash, &c->sa);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, err);
     }
     gpuop_ctl_op_end(o);
@@ -254,9 +273,14 @@ static void apply_sa(struct gpuop_controller *c)
         return;
     }
     uint64_t h = gpuop_hash_str(body);
-    if (h == c->sa_hash && gpuop_caches_sa_present(c->world)) {
+    if (h == c->sa_applied.body_hash && gpuop_caches_sa_present(c->world)) {
         free(body);
         c->sa.state = GPUOP_APPLY_CURRENT;
+        return;
+    }
+    if (still_refused(c, &c->sa_applied, h, &c->sa, &e)) {
+        free(body);
+        gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
         return;
     }
     char *path = apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA);
@@ -341,8 +365,10 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
 
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
 {
-    uint64_t now = uv_now(c->loop);
+    uint64_t at = uv_now(c->loop) + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
     for (int i = 0; i < gpuop_operand_count(); i++)
         if (c->applied[i].rejected_now)
-            c->applied[i].retry_at_ms = now + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
+            c->applied[i].retry_at_ms = at;
+    if (c->sa_applied.rejected_now)
+        c->sa_applied.retry_at_ms = at;
 }

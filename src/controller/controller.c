@@ -363,7 +363,7 @@ static void begin(struct gpuop_controller *c)
         const char *uid = c->policy.uid ? c->policy.uid : "";
         if (strcmp(uid, c->applied_uid) != 0) {
             memset(c->applied, 0, sizeof(c->applied));
-            c->sa_hash = 0;
+            memset(&c->sa_applied, 0, sizeof(c->sa_applied));
             snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
         }
     }

@@ -36,8 +36,9 @@
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
 #define CTL_OBJ_MAX 300
 
-/* What the controller remembers of one operand's DaemonSet across
- * reconciles (for the policy object applied_uid names). */
+/* What the controller remembers of one operand's DaemonSet (or of the
+ * operands' ServiceAccount) across reconciles, for the policy object
+ * applied_uid names. */
 struct ctl_applied {
     uint64_t body_hash; /* of the body last applied; 0: nothing applied yet */
     long long generation;
@@ -96,9 +97,9 @@ struct gpuop_controller {
     bool sa_started;
 
     struct ctl_applied applied[GPUOP_OPERAND_MAX];
-    uint64_t sa_hash;     /* of the ServiceAccount body last applied; 0: none */
-    char applied_uid[64]; /* policy uid the applied[] records are for */
-    struct ctl_op *ops;   /* in flight */
+    struct ctl_applied sa_applied; /* the ServiceAccount's (generation unused) */
+    char applied_uid[64];          /* policy uid the applied[] records are for */
+    struct ctl_op *ops;            /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
