@@ -47,8 +47,9 @@ struct gpuop_caches_ds {
 
 struct gpuop_caches_config {
     const char *namespace; /* operator namespace, where operands live */
-    /* Something changed (key of the object); borrowed strings. */
-    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key);
+    /* Something changed (key of the object); borrowed strings. deleted:
+     * the object is going (it is still in the cache during the call). */
+    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted);
     /* All four informers have listed once. */
     void (*on_synced)(void *arg);
     void *arg;

@@ -217,7 +217,7 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
 {
     struct tramp *t = arg;
     if (t->w->cfg.on_change)
-        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key);
+        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
 }
 
 static void on_synced(void *arg)

@@ -15,11 +15,13 @@
  * remembers the hash of the body last applied and the generation and
  * metadata hash the server answered with; it applies again only when the
  * body changed, the cached DaemonSet's generation or metadata hash moved
- * (someone edited it), or it is absent. A body the server refused is not
+ * (someone edited it), or it was deleted (seen by the watch: a DaemonSet
+ * just applied and not yet in the cache is not applied twice). A body the
+ * server refused is not
  * sent again before the key's backoff has passed (a changed body is sent at
  * once), so a rejected policy costs one PATCH per backoff step, not one per
- * event. The ServiceAccount is applied when its body changed or it is not
- * in the cache.
+ * event. The ServiceAccount likewise: applied when its body changed or
+ * the watch saw it deleted.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +42,10 @@ static const char *ds_obj(const struct gpuop_controller *c, int operand, char *b
     return buf;
 }
 
-/* path + APPLY_QUERY (new string), or NULL. */
-static char *apply_path(const char *gv, const char *ns, const char *res, const char *name)
+char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
+                           const char *sub)
 {
-    char *p = gpuop_kube_path(gv, ns, res, name, NULL);
+    char *p = gpuop_kube_path(gv, ns, res, name, sub);
     if (!p)
         return NULL;
     size_t n = strlen(p) + sizeof(APPLY_QUERY);
@@ -167,8 +169,10 @@ static void apply_operand(struct gpuop_controller *c, int i)
     uint64_t h = gpuop_hash_str(body);
     const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, od->ds_name);
     char obj[CTL_OBJ_MAX];
-    if (live && a->body_hash == h && live->ds.generation == a->generation &&
-        live->meta_hash == a->meta_hash) {
+    /* Absent from the cache but applied with this body: the watch has not
+     * brought it yet (a delete clears the record, gpuop_ctl_apply_gone). */
+    if (a->body_hash == h &&
+        (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash))) {
         free(body);
         c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
         return;
@@ -183,7 +187,7 @@ static void apply_operand(struct gpuop_controller *c, int i)
     if (live && a->body_hash == h)
         gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
                    "DaemonSet changed outside the policy; putting it back");
-    char *path = apply_path("apps/v1", c->ns, "daemonsets", od->ds_name);
+    char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", od->ds_name, NULL);
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
@@ -273,7 +277,7 @@ static void apply_sa(struct gpuop_controller *c)
         return;
     }
     uint64_t h = gpuop_hash_str(body);
-    if (h == c->sa_applied.body_hash && gpuop_caches_sa_present(c->world)) {
+    if (h == c->sa_applied.body_hash) { /* a delete clears it: gpuop_ctl_apply_gone */
         free(body);
         c->sa.state = GPUOP_APPLY_CURRENT;
         return;
@@ -283,7 +287,7 @@ static void apply_sa(struct gpuop_controller *c)
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
         return;
     }
-    char *path = apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA);
+    char *path = gpuop_ctl_apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA, NULL);
     int rc =
         path ? gpuop_ctl_send(c, OP_SA, -1, h, "PATCH", path, GPUOP_CT_APPLY, body, sa_done, NULL)
              : GPUOP_ENOMEM;
@@ -371,4 +375,13 @@ void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
             c->applied[i].retry_at_ms = at;
     if (c->sa_applied.rejected_now)
         c->sa_applied.retry_at_ms = at;
+}
+
+void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key)
+{
+    int op = kind == GPUOP_CACHES_DS ? gpuop_operand_by_ds(key) : -1;
+    if (op >= 0)
+        memset(&c->applied[op], 0, sizeof(c->applied[op]));
+    else if (kind == GPUOP_CACHES_SA)
+        memset(&c->sa_applied, 0, sizeof(c->sa_applied));
 }

@@ -397,18 +397,21 @@ static void enqueue_all(struct gpuop_controller *c)
         gpuop_queue_add(c->queue, key);
 }
 
-static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key)
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted)
 {
     struct gpuop_controller *c = arg;
-    const char *kname = kind == GPUOP_CACHES_POLICY ? "gpupolicy"
-                        : kind == GPUOP_CACHES_NODE ? "node"
-                        : kind == GPUOP_CACHES_DS   ? "daemonset"
-                                                    : "pod";
+    static const char *const knames[GPUOP_CACHES_KINDS] = {
+        [GPUOP_CACHES_POLICY] = "gpupolicy",  [GPUOP_CACHES_NODE] = "node",
+        [GPUOP_CACHES_DS] = "daemonset",      [GPUOP_CACHES_POD] = "pod",
+        [GPUOP_CACHES_SA] = "serviceaccount", [GPUOP_CACHES_EVENT] = "event"};
+    const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];
         snprintf(obj, sizeof(obj), "%s/%s", kname, key);
         gpuop_debug(obj, "changed");
     }
+    if (deleted)
+        gpuop_ctl_apply_gone(c, kind, key);
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
     uint64_t t = uv_hrtime();

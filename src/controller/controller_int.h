@@ -134,6 +134,11 @@ uint64_t gpuop_ctl_json_hash(json_t *v);
 
 /* ---- apply.c ---- */
 
+/* The path of a server-side apply (gpuop_kube_path, then
+ * ?fieldManager=gpuop&force=true): new string, NULL on out-of-memory. */
+char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
+                           const char *sub);
+
 /* Resets the per-reconcile apply state (begin). */
 void gpuop_ctl_apply_reset(struct gpuop_controller *c);
 /* Starts every apply or delete whose prerequisite is settled and marks
@@ -141,6 +146,9 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c);
  * again whenever an operation ends. Nothing in flight afterwards: the
  * stage is over. */
 void gpuop_ctl_apply_step(struct gpuop_controller *c);
+/* The caches saw kind/key deleted: a DaemonSet or the ServiceAccount gone
+ * forgets what was applied, so the next reconcile applies it again. */
+void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key);
 /* After finish computed the key's backoff delay: a body refused in this
  * reconcile is not resent before it has passed. */
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms);

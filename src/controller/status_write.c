@@ -137,14 +137,7 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
                               GPUOP_KIND, "metadata", "name", c->key, "status", status);
     char *body = patch ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(patch);
-    char *path = gpuop_kube_path(GPUOP_API_VERSION, NULL, GPUOP_PLURAL, c->key, "status");
-    char *full = NULL;
-    if (path) {
-        static const char q[] = "?fieldManager=" GPUOP_MANAGER "&force=true";
-        size_t n = strlen(path) + sizeof(q);
-        if ((full = malloc(n)))
-            snprintf(full, n, "%s%s", path, q);
-    }
+    char *full = gpuop_ctl_apply_path(GPUOP_API_VERSION, NULL, GPUOP_PLURAL, c->key, "status");
     int rc = body && full ? 0 : GPUOP_ENOMEM;
     struct ctl_op *o = NULL;
     if (rc == 0) {
@@ -157,7 +150,6 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
         o->conds = conds;
     else
         json_decref(conds);
-    free(path);
     free(full);
     free(body);
     return rc;

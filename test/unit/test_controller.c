@@ -12,7 +12,8 @@
  * change the policy.
  *
  * Covered: every operand applied and the ServiceAccount, the status
- * written once and not again when nothing changed; drift put back; the
+ * written once and not again when nothing changed; drift put back (an
+ * edited DaemonSet, a deleted one); the
  * DaemonSet of a disabled operand deleted; a refused apply retried only
  * on the key's backoff, its dependants not applied, the status not
  * rewritten by its own echo.
@@ -286,7 +287,7 @@ static int setup(void **state)
     cfg.token = "tok";
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->k, &err), 0);
-    gpuop_log_set_level("error");
+    gpuop_log_set_level(getenv("TEST_DEBUG") ? "debug" : "error");
     *state = f;
     return 0;
 }
@@ -403,6 +404,13 @@ static void test_drift_put_back(void **state)
         json_object_get(json_object_get(f->store[K_DS], "gpuop-container-toolkit"), "spec"),
         "minReadySeconds"));
     assert_int_equal(total_applies(f), 7); /* only that one */
+    /* someone deletes the driver's DaemonSet: applied again */
+    put(f, K_DS, "gpuop-driver", json_incref(json_object_get(f->store[K_DS], "gpuop-driver")),
+        "DELETED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver") != NULL, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->applies[0], 2);
+    assert_int_equal(total_applies(f), 8);
 }
 
 static void test_disabled_deleted(void **state)
