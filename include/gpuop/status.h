@@ -67,6 +67,8 @@ struct gpuop_status_input {
     bool ignored;              /* this policy is not the active one */
     const char *active_policy; /* name of the active policy (status.activePolicy) */
     size_t max_nodes;          /* 0: GPUOP_STATUS_MAX_NODES; SIZE_MAX: no cap */
+    bool empty_lists;          /* keep empty lists (nodes, hostProvided): a fixed shape for
+                                  gpuop check -o json; the cluster's status leaves them out */
     /* Facts of the reconcile, borrowed. apply: one entry per operand index,
      * or NULL when nothing was applied (gpuop check). sa: the operands'
      * ServiceAccount, or NULL. */

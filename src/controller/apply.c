@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
 #include "gpuop/render.h"
@@ -173,13 +174,13 @@ static void apply_operand(struct gpuop_controller *c, int i)
      * brought it yet (a delete clears the record, gpuop_ctl_apply_gone). */
     if (a->body_hash == h &&
         (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash))) {
-        free(body);
+        gpuop_json_free(body);
         c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
         return;
     }
     struct gpuop_err e;
     if (still_refused(c, a, h, &c->res[i], &e)) {
-        free(body);
+        gpuop_json_free(body);
         gpuop_ctl_fail(c, od->ds_name, &e);
         gpuop_debug(ds_obj(c, i, obj, sizeof(obj)), "refused body not resent before the backoff");
         return;
@@ -195,7 +196,7 @@ static void apply_operand(struct gpuop_controller *c, int i)
                             NULL);
     }
     free(path);
-    free(body);
+    gpuop_json_free(body);
     if (rc < 0)
         fail_now(c, i, GPUOP_APPLY_FAILED, rc);
 }
@@ -278,12 +279,12 @@ static void apply_sa(struct gpuop_controller *c)
     }
     uint64_t h = gpuop_hash_str(body);
     if (h == c->sa_applied.body_hash) { /* a delete clears it: gpuop_ctl_apply_gone */
-        free(body);
+        gpuop_json_free(body);
         c->sa.state = GPUOP_APPLY_CURRENT;
         return;
     }
     if (still_refused(c, &c->sa_applied, h, &c->sa, &e)) {
-        free(body);
+        gpuop_json_free(body);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
         return;
     }
@@ -292,7 +293,7 @@ static void apply_sa(struct gpuop_controller *c)
         path ? gpuop_ctl_send(c, OP_SA, -1, h, "PATCH", path, GPUOP_CT_APPLY, body, sa_done, NULL)
              : GPUOP_ENOMEM;
     free(path);
-    free(body);
+    gpuop_json_free(body);
     if (rc < 0) {
         gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
         set_failed(&c->sa, GPUOP_APPLY_FAILED, &e);

@@ -21,6 +21,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/trim.h"
 
@@ -43,7 +44,7 @@ uint64_t gpuop_ctl_json_hash(json_t *v)
     if (!s)
         return 0;
     uint64_t h = gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, s, strlen(s)));
-    free(s);
+    gpuop_json_free(s);
     return h;
 }
 

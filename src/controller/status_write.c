@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
 
@@ -151,7 +152,7 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
     else
         json_decref(conds);
     free(full);
-    free(body);
+    gpuop_json_free(body);
     return rc;
 }
 

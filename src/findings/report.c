@@ -412,7 +412,8 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
                           const struct gpuop_report_opts *opts)
 {
     struct gpuop_report_opts o = defaults(opts);
-    struct gpuop_status_input in = {.namespace = o.namespace, .max_nodes = SIZE_MAX};
+    struct gpuop_status_input in = {
+        .namespace = o.namespace, .max_nodes = SIZE_MAX, .empty_lists = true};
 
     if (!f)
         return NULL;

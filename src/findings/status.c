@@ -333,7 +333,8 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f,
     return arr;
 }
 
-static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r,
+                         bool empty_lists)
 {
     char msg[GPUOP_FINDING_MESSAGE_MAX];
     json_t *fs = json_array(), *hp = json_array();
@@ -358,7 +359,7 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
         json_decref(hp);
         return NULL;
     }
-    if (json_array_size(hp) == 0) /* no dangling "Host Provided:" in describe */
+    if (json_array_size(hp) == 0 && !empty_lists) /* no dangling "Host Provided:" */
         json_decref(hp);
     else if (json_object_set_new(e, "hostProvided", hp) < 0)
         goto fail_e;
@@ -381,7 +382,8 @@ fail:
     return NULL;
 }
 
-json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted)
+static json_t *nodes_json(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted,
+                          bool empty_lists)
 {
     json_t *arr = json_array();
     size_t skipped = 0;
@@ -394,7 +396,7 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
             skipped++;
             continue;
         }
-        json_t *e = node_json(f, r);
+        json_t *e = node_json(f, r, empty_lists);
         if (!e || json_array_append_new(arr, e) < 0) {
             json_decref(arr);
             return NULL;
@@ -403,6 +405,11 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
     if (omitted)
         *omitted = skipped;
     return arr;
+}
+
+json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted)
+{
+    return nodes_json(f, max_nodes, omitted, true);
 }
 
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
@@ -447,7 +454,7 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
 
     size_t omitted = 0, max = in->max_nodes ? in->max_nodes : GPUOP_STATUS_MAX_NODES;
     json_t *ops = gpuop_status_operands(f, in->apply);
-    json_t *nodes = gpuop_status_nodes(f, max, &omitted);
+    json_t *nodes = nodes_json(f, max, &omitted, in->empty_lists);
     json_t *sum = nodes ? gpuop_status_summary(f, omitted > 0) : NULL;
     if (!ops || !nodes || !sum) {
         json_decref(ops);
@@ -455,7 +462,7 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         json_decref(sum);
         goto fail;
     }
-    if (json_array_size(nodes) == 0) { /* no dangling "Nodes:" in describe */
+    if (json_array_size(nodes) == 0 && !in->empty_lists) { /* no dangling "Nodes:" */
         json_decref(nodes);
         nodes = NULL;
     }

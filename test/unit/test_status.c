@@ -194,6 +194,45 @@ static void test_findings(void **state)
     fx_world_free(&w);
 }
 
+/* Empty lists are left out of the cluster's status (no dangling keys in
+ * kubectl describe), kept for gpuop check -o json (a fixed shape). */
+static void test_empty_lists(void **state)
+{
+    struct fx_world w;
+    world_init(&w);
+    fx_add_node_except(&w, "gpu-a", "dcgm-exporter", "paused");
+    fx_run_all(&w, "gpu-a", "dcgm-exporter");
+    fx_add_node_except(&w, "gpu-b", NULL, NULL);
+    fx_run_all(&w, "gpu-b", NULL);
+    fx_analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    json_t *a = json_array_get(json_object_get(st, "nodes"), 0);
+    assert_string_equal(str(a, "name"), "gpu-a");
+    assert_null(json_object_get(a, "hostProvided"));
+    json_decref(st);
+    struct gpuop_status_input keep = ok_in;
+    keep.empty_lists = true;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &keep, T0);
+    a = json_array_get(json_object_get(st, "nodes"), 0);
+    assert_true(json_is_array(json_object_get(a, "hostProvided")));
+    assert_int_equal(json_array_size(json_object_get(a, "hostProvided")), 0);
+    json_decref(st);
+    fx_world_free(&w);
+    /* no finding at all: no nodes key, unless kept */
+    world_init(&w);
+    fx_add_node_except(&w, "gpu-b", NULL, NULL);
+    fx_run_all(&w, "gpu-b", NULL);
+    fx_analyze(&w);
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_null(json_object_get(st, "nodes"));
+    json_decref(st);
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &keep, T0);
+    assert_int_equal(json_array_size(json_object_get(st, "nodes")), 0);
+    assert_true(json_is_array(json_object_get(st, "nodes")));
+    json_decref(st);
+    fx_world_free(&w);
+}
+
 static void test_transition_times(void **state)
 {
     struct fx_world w;
@@ -402,10 +441,15 @@ static void test_time_format(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ready),      cmocka_unit_test(test_no_gpu_nodes),
-        cmocka_unit_test(test_findings),   cmocka_unit_test(test_transition_times),
-        cmocka_unit_test(test_cap),        cmocka_unit_test(test_ignored),
-        cmocka_unit_test(test_reconciled), cmocka_unit_test(test_time_format),
+        cmocka_unit_test(test_ready),
+        cmocka_unit_test(test_no_gpu_nodes),
+        cmocka_unit_test(test_findings),
+        cmocka_unit_test(test_empty_lists),
+        cmocka_unit_test(test_transition_times),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_ignored),
+        cmocka_unit_test(test_reconciled),
+        cmocka_unit_test(test_time_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
