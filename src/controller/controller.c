@@ -113,8 +113,8 @@ void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct g
     if (c->err.rc == 0) {
         c->err = *e;
         c->err.rc = e->rc ? e->rc : GPUOP_EHTTP;
-        char buf[sizeof(c->err.message) + 128];
-        snprintf(buf, sizeof(buf), "%.120s: %s", what, e->message);
+        char buf[sizeof(c->err.message) + CTL_WHAT_MAX + 8];
+        snprintf(buf, sizeof(buf), "%.*s: %s", CTL_WHAT_MAX, what, e->message);
         size_t n = strnlen(buf, sizeof(c->err.message) - 1);
         memcpy(c->err.message, buf, n);
         c->err.message[n] = '\0';

@@ -33,6 +33,8 @@
 /* Children closed asynchronously by gpuop_controller_close: the trim
  * timer, the events poster, the caches and the queue. */
 #define CTL_CHILDREN 4
+/* What failed, as the log's first failure names it ("gpuop-driver"). */
+#define CTL_WHAT_MAX 120
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
 #define CTL_OBJ_MAX 300
 
