@@ -62,7 +62,8 @@ struct ctl_op {
     enum ctl_op_kind kind;
     int operand;
     uint64_t body_hash;
-    json_t *conds; /* OP_STATUS: the conditions sent (new reference) */
+    json_t *conds;      /* OP_STATUS: the conditions sent (new reference) */
+    char rv_before[64]; /* OP_STATUS: the cached resourceVersion when sent */
     struct ctl_op *next;
 };
 

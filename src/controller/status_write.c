@@ -6,10 +6,11 @@
  * be down (after an API-server restart it is refused longer than the
  * others), so the cache may still hold a status older than the last
  * write, and a world that flipped back would then look unchanged. The
- * cache is still read for one thing: when its object moved on since the
- * write (another resourceVersion) and its status is not what the server
- * answered the write with, someone else changed the status, and it is
- * written again.
+ * cache is still read for one thing: when its object moved on past the
+ * write (a resourceVersion neither the write's answer nor the one cached
+ * when it was sent: a cache that has not caught up is no change) and its
+ * status is not what the server answered the write with, someone else
+ * changed the status, and it is written again.
  *
  * Per key: the hash sent, the hash of the status the server answered with,
  * that answer's resourceVersion, the conditions sent (lastTransitionTime
@@ -27,12 +28,14 @@
 #include "controller_int.h"
 
 struct ctl_status_rec {
-    bool written;      /* sent, server, rv and prev are known */
-    uint64_t sent;     /* hash of the status sent */
-    uint64_t server;   /* hash of the status the server answered with */
-    char rv[64];       /* the answer's metadata.resourceVersion */
-    json_t *prev;      /* {"conditions": [...]} as sent (new reference), or NULL */
-    uint64_t problems; /* hash of the problems last logged; 0: none */
+    bool written;       /* sent, server, rv and prev are known */
+    uint64_t sent;      /* hash of the status sent */
+    uint64_t server;    /* hash of the status the server answered with */
+    char rv[64];        /* the answer's metadata.resourceVersion */
+    char rv_before[64]; /* the cached object's when the write was sent (the
+                           cache may still hold it: not a change by anyone) */
+    json_t *prev;       /* {"conditions": [...]} as sent (new reference), or NULL */
+    uint64_t problems;  /* hash of the problems last logged; 0: none */
 };
 
 static void rec_free(void *p)
@@ -110,6 +113,7 @@ static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err 
             r->sent = o->body_hash;
             r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
             snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
+            snprintf(r->rv_before, sizeof(r->rv_before), "%s", o->rv_before);
             json_decref(r->prev);
             r->prev = json_pack("{s:O}", "conditions", o->conds);
         }
@@ -127,7 +131,8 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
     uint64_t h = gpuop_ctl_json_hash(status);
     struct ctl_status_rec *r = rec_get(c, c->key, false);
     bool need = !r || !r->written || r->sent != h;
-    if (!need && strcmp(rv_of(obj), r->rv) != 0)
+    const char *rv = rv_of(obj);
+    if (!need && strcmp(rv, r->rv) != 0 && strcmp(rv, r->rv_before) != 0)
         need = gpuop_ctl_json_hash(json_object_get(obj, "status")) != r->server;
     if (!need || !c->write) {
         json_decref(status);
@@ -147,9 +152,10 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
         rc = gpuop_ctl_send(c, OP_STATUS, -1, h, "PATCH", full, GPUOP_CT_APPLY, body, status_done,
                             &o);
     }
-    if (o)
+    if (o) {
         o->conds = conds;
-    else
+        snprintf(o->rv_before, sizeof(o->rv_before), "%s", rv_of(obj));
+    } else
         json_decref(conds);
     free(full);
     gpuop_json_free(body);
