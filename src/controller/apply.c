@@ -34,9 +34,6 @@
 
 #include "controller_int.h"
 
-/* Query of every server-side apply. */
-#define APPLY_QUERY "?fieldManager=" GPUOP_MANAGER "&force=true"
-
 static const char *ds_obj(const struct gpuop_controller *c, int operand, char *buf, size_t len)
 {
     snprintf(buf, len, "daemonset/%s/%s", c->ns, gpuop_operand_get(operand)->ds_name);
@@ -46,15 +43,10 @@ static const char *ds_obj(const struct gpuop_controller *c, int operand, char *b
 char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
                            const char *sub)
 {
-    char *p = gpuop_kube_path(gv, ns, res, name, sub);
-    if (!p)
-        return NULL;
-    size_t n = strlen(p) + sizeof(APPLY_QUERY);
-    char *q = malloc(n);
-    if (q)
-        snprintf(q, n, "%s" APPLY_QUERY, p);
-    free(p);
-    return q;
+    const struct gpuop_kube_ref ref = {
+        .group_version = gv, .ns = ns, .resource = res, .name = name, .subresource = sub};
+    static const struct gpuop_kube_param q[] = {{"fieldManager", GPUOP_MANAGER}, {"force", "true"}};
+    return gpuop_kube_path(&ref, q, sizeof(q) / sizeof(q[0]));
 }
 
 static void set_failed(struct gpuop_apply_result *r, int state, const struct gpuop_err *e)
@@ -208,7 +200,9 @@ static void delete_operand(struct gpuop_controller *c, int i)
         c->res[i].state = GPUOP_APPLY_ABSENT;
         return;
     }
-    char *path = gpuop_kube_path("apps/v1", c->ns, "daemonsets", od->ds_name, NULL);
+    const struct gpuop_kube_ref ref = {
+        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = od->ds_name};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.deletes++;

@@ -375,7 +375,9 @@ static void test_reconciled(void **state)
         "created or changed, because its prerequisite container-toolkit could not be applied; "
         "DaemonSet gpuop-dcgm-exporter was not created or changed, because its prerequisite "
         "container-toolkit could not be applied; DaemonSet gpuop-operator-validator was not "
-        "created or changed, because its prerequisite container-toolkit could not be applied. "
+        "created or changed, because its prerequisite container-toolkit could not be applied; "
+        "DaemonSet gpuop-mig-manager was not created or changed, because its prerequisite "
+        "container-toolkit could not be applied. "
         "Spec problems: spec.toolkit.resources.limits.bad name!: not a resource name.");
     /* every node complete, yet not Ready: five DaemonSets are not on the spec */
     assert_string_equal(str(st, "state"), "notReady");
