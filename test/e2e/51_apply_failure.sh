@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: a DaemonSet the API server rejects (issue 13 §1, §3).
-#   toolkit requests above its limits -> the API server rejects its
-#     DaemonSet; gpuop then creates or changes none of the operands that
+#   A ValidatingAdmissionPolicy refuses every DaemonSet with an env var
+#   E2E_REJECT (gpuop's own validation cannot know it, as with a webhook).
+#   toolkit with E2E_REJECT -> the API server rejects its DaemonSet; gpuop then creates or changes none of the operands that
 #     need it (device plugin, gfd, dcgm-exporter, validator: an existing
 #     one stays as it was), says so per operand, lists the rejection beside
 #     a spec problem, and Ready is False although every node is complete;
@@ -14,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
-on_exit 'gpuop_kill; gpuop_uninstall'
+on_exit 'gpuop_kill; gpuop_uninstall; kc delete validatingadmissionpolicybinding,validatingadmissionpolicy e2e-reject-marked --ignore-not-found >/dev/null 2>&1'
 
 OPERANDS=(driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -32,7 +33,35 @@ for op in "${OPERANDS[@]}"; do labels="$labels --label nvidia.com/gpu.deploy.$op
 # shellcheck disable=SC2086
 lab_node "$A" $labels
 
+kc apply -f - >/dev/null <<'EOF'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-reject-marked
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [apps]
+        apiVersions: [v1]
+        operations: [CREATE, UPDATE]
+        resources: [daemonsets]
+  validations:
+    - expression: "object.spec.template.spec.containers.all(c, !has(c.env) || c.env.all(e, e.name != 'E2E_REJECT'))"
+      message: E2E_REJECT is refused here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-reject-marked
+spec:
+  policyName: e2e-reject-marked
+  validationActions: [Deny]
+EOF
 gpuop_install
+# the admission policy is in force once a dry run with the marker is refused
+probe='{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"e2e-probe","namespace":"'$GPUOP_NS'"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"x","env":[{"name":"E2E_REJECT","value":"1"}]}]}}}}'
+wait_for 30 bash -c "! kubectl --kubeconfig '$KUBECONFIG' create --dry-run=server -f - <<<'$probe' >/dev/null 2>&1"
 gpuop_start --leader-elect=false --metrics-addr "127.0.0.1:$MP"
 kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
 POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
@@ -41,8 +70,8 @@ log "a clean policy: every operand runs, Ready=True"
 wait_for 90 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
 log "two independent rejections: PATCHes and status writes follow the backoff"
 kc patch gpupolicy "$POLICY" --type=json -p '[
-  {"op":"add","path":"/spec/gfd/resources","value":{"limits":{"cpu":"1"},"requests":{"cpu":"8"}}},
-  {"op":"add","path":"/spec/dcgmExporter/resources","value":{"limits":{"memory":"1Mi"},"requests":{"memory":"1Gi"}}}]' >/dev/null
+  {"op":"add","path":"/spec/gfd/env","value":[{"name":"E2E_REJECT","value":"1"}]},
+  {"op":"add","path":"/spec/dcgmExporter/env","value":[{"name":"E2E_REJECT","value":"1"}]}]' >/dev/null
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = False ]"
 a0=$(metric gpuop_daemonset_applies_total)
 w0=$(metric gpuop_status_writes_total)
@@ -61,15 +90,15 @@ assert_eq "Current" "$(operand_field "$POLICY" device-plugin apply)" "device plu
 assert_eq "Blocked" "$(operand_field "$POLICY" operator-validator apply)" "validator held back by gfd"
 
 kc patch gpupolicy "$POLICY" --type=json -p '[
-  {"op":"remove","path":"/spec/gfd/resources"},
-  {"op":"remove","path":"/spec/dcgmExporter/resources"}]' >/dev/null
+  {"op":"remove","path":"/spec/gfd/env"},
+  {"op":"remove","path":"/spec/dcgmExporter/env"}]' >/dev/null
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
 tk_gen=$(ds_json container-toolkit | jq -r .metadata.generation)
 dp_gen=$(ds_json device-plugin | jq -r .metadata.generation)
 
-log "toolkit requests above its limits, a device-plugin change, one spec problem"
+log "the toolkit refused by the API server, a device-plugin change, one spec problem"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{
-  "toolkit":{"resources":{"limits":{"cpu":"1"},"requests":{"cpu":"8"}}},
+  "toolkit":{"env":[{"name":"E2E_REJECT","value":"1"}]},
   "devicePlugin":{"env":[{"name":"E2E_MARK","value":"new"}]},
   "driver":{"resources":{"limits":{"bad name!":"1"}}}}}' >/dev/null
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].reason}')\" = ApplyFailed ]"
@@ -92,7 +121,7 @@ assert_eq "" "$(ds_json device-plugin | jq -r '.spec.template.spec.containers[0]
 assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "no DaemonSet deleted"
 
 kc patch gpupolicy "$POLICY" --type=json -p '[
-  {"op":"remove","path":"/spec/toolkit/resources"},
+  {"op":"remove","path":"/spec/toolkit/env"},
   {"op":"remove","path":"/spec/driver/resources"}]' >/dev/null
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o json | jq -r '.status.operands[] | select(.name == \"device-plugin\") | .apply')\" = Current ]"
 assert_eq "new" "$(ds_json device-plugin | jq -r '.spec.template.spec.containers[0].env[]? | select(.name == "E2E_MARK") | .value')" "device-plugin change applied once the toolkit is"
