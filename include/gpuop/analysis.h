@@ -96,12 +96,15 @@ struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node *
 };
 
 struct gpuop_operand_result {
-    bool enabled;          /* in the policy */
-    bool ds_present;       /* its DaemonSet was among the inputs */
-    size_t expected_nodes; /* GPU nodes where expected(N,O) */
-    size_t running_nodes;  /* nodes (GPU or not) where running(N,O) */
-    long long desired;     /* DaemonSet status.desiredNumberScheduled (0 if absent) */
-    long long ready;       /* DaemonSet status.numberReady (0 if absent) */
+    bool enabled;                /* in the policy */
+    bool ds_present;             /* its DaemonSet was among the inputs */
+    size_t expected_nodes;       /* GPU nodes where expected(N,O) */
+    size_t running_nodes;        /* nodes (GPU or not) where running(N,O) */
+    long long desired;           /* DaemonSet status.desiredNumberScheduled (0 if absent) */
+    long long ready;             /* DaemonSet status.numberReady (0 if absent) */
+    const char *controller_says; /* the DaemonSet's controller_says (borrowed from the
+                                    inputs, see model.h), or NULL; forgotten by
+                                    gpuop_findings_keep_keys */
 };
 
 struct gpuop_findings {

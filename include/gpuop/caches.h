@@ -2,7 +2,15 @@
  * caches.h - gpuop's view of the cluster: four informers (GpuPolicies,
  * Nodes, and the operand DaemonSets and Pods in the operator namespace,
  * selected by app.kubernetes.io/managed-by=gpuop) whose stores hold the
- * compact structs of model.h. Shared by the controller and `gpuop check`.
+ * compact structs of model.h, and two small ones in the operator
+ * namespace: the operands' ServiceAccount (by name, so the controller sees
+ * it go) and the Warning Events of DaemonSets (field selector
+ * involvedObject.kind=DaemonSet,type=Warning: what the DaemonSet
+ * controller says when it cannot create a pod). Shared by the controller
+ * and `gpuop check`.
+ *
+ * Synced means the four main informers have listed once: the two small
+ * ones are not waited for (an RBAC without them must not stop gpuop).
  */
 #ifndef GPUOP_CACHES_H
 #define GPUOP_CACHES_H
@@ -21,8 +29,14 @@ enum gpuop_caches_kind {
     GPUOP_CACHES_NODE,
     GPUOP_CACHES_DS,
     GPUOP_CACHES_POD,
+    GPUOP_CACHES_MAIN, /* the kinds above are waited for (synced) */
+    GPUOP_CACHES_SA = GPUOP_CACHES_MAIN,
+    GPUOP_CACHES_EVENT,
     GPUOP_CACHES_KINDS
 };
+
+/* Longest "<reason>: <message>" kept of a DaemonSet's Warning Event. */
+#define GPUOP_CACHES_EVENT_TEXT_MAX 512
 
 /* A cached operand DaemonSet: the model struct plus what drift detection
  * needs (a hash of the metadata fields gpuop applies). */
@@ -33,15 +47,19 @@ struct gpuop_caches_ds {
 
 struct gpuop_caches_config {
     const char *namespace; /* operator namespace, where operands live */
-    /* Something changed (key of the object); borrowed strings. */
-    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key);
+    /* Something changed (key of the object); borrowed strings. deleted:
+     * the object is going (it is still in the cache during the call). */
+    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted);
     /* All four informers have listed once. */
     void (*on_synced)(void *arg);
     void *arg;
 };
 
 /* Arrays of borrowed pointers into the caches, valid until the loop runs
- * again; the arrays themselves are new (gpuop_caches_view_free). */
+ * again; the arrays themselves are new (gpuop_caches_view_free). Each
+ * DaemonSet's controller_says is set when the view is made: the newest
+ * Warning Event of that DaemonSet, while it has fewer pods scheduled than
+ * desired. */
 struct gpuop_caches_view {
     const struct gpuop_node **nodes;
     size_t nnodes;
@@ -67,6 +85,8 @@ const char *gpuop_caches_active(const struct gpuop_caches *w);
  * name and obj are borrowed. */
 int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
                              json_t **obj);
+/* The operands' ServiceAccount is in the cache. */
+bool gpuop_caches_sa_present(const struct gpuop_caches *w);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */
 const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name);
 

@@ -1,11 +1,13 @@
 /*
  * controller.h - the level-triggered reconcile loop of `gpuop run`.
  *
- * Every change seen by the world's informers enqueues the GpuPolicies; one
+ * Every change seen by the caches' informers enqueues the GpuPolicies; one
  * reconcile at a time recomputes everything from the caches: which policy
- * is active, the DaemonSet of every operand (server-side apply, or delete
- * when disabled), the findings, and the status (written through /status,
- * only when it differs from what the cache holds).
+ * is active, the operands' ServiceAccount, the DaemonSet of every operand
+ * (server-side apply in prerequisite order, none while a prerequisite
+ * could not be applied; delete when disabled), the findings, and the
+ * status (written through /status, only when it differs from what gpuop
+ * last wrote). Internals: src/controller/controller_int.h.
  */
 #ifndef GPUOP_CONTROLLER_H
 #define GPUOP_CONTROLLER_H

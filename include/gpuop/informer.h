@@ -47,6 +47,7 @@ struct gpuop_informer_config {
      * NULL): {"v1", NULL, "nodes"}, {"apps/v1", "gpu", "daemonsets"}. */
     struct gpuop_kube_ref res;
     const char *label_selector; /* or NULL */
+    const char *field_selector; /* or NULL ("involvedObject.kind=DaemonSet") */
     size_t max_line; /* bytes of one watch event or list item; 0: GPUOP_INFORMER_MAX_LINE */
     /* obj (borrowed) -> new item, or NULL on failure (err says why; the
      * object is then skipped and logged). NULL op: the item is obj itself

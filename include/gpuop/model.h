@@ -131,6 +131,12 @@ struct gpuop_ds {
     long long created;    /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
     bool host_network;    /* spec.template.spec.hostNetwork (the DaemonSet controller
                              then also tolerates network-unavailable) */
+    /* What the DaemonSet controller says when it makes no pod: "<reason>:
+     * <message>" of the DaemonSet's newest Warning Event ("FailedCreate:
+     * ... serviceaccount ... not found"), or NULL. Not read from the
+     * DaemonSet: borrowed, set by the caches when they make a view (see
+     * caches.h); not compared by gpuop_ds_equal, not freed by gpuop_ds_free. */
+    const char *controller_says;
 };
 
 /* Longest pod waiting message kept (bytes, cut on a UTF-8 boundary). */

@@ -18,6 +18,9 @@
 #include <stdint.h>
 #include <uv.h>
 
+/* Per-key failure backoff: client-go's ItemExponentialFailureRateLimiter
+ * baseDelay and maxDelay (client-go uses 5 ms and 1000 s; a reconcile here
+ * sends whole DaemonSets, so it starts slower and stops at 5 minutes). */
 #define GPUOP_QUEUE_BACKOFF_BASE_MS 100
 #define GPUOP_QUEUE_BACKOFF_MAX_MS  (5 * 60 * 1000)
 

@@ -65,7 +65,9 @@ enum gpuop_reason {
  * (the prerequisite's deploy label on the node: "absent", or its value
  * quoted), capacity and allocatable (nvidia.com/gpu of the node),
  * advertised / unadvertised (non-empty when its allocatable is above 0 /
- * is 0), mig (non-empty when the node advertises MIG devices). */
+ * is 0), mig (non-empty when the node advertises MIG devices), controller
+ * (the DaemonSet controller's newest Warning on the operand's DaemonSet
+ * while it lacks pods, "FailedCreate: ...", empty when none). */
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */

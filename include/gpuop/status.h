@@ -5,19 +5,24 @@
  * The output is deterministic: same inputs, same JSON, keys in a fixed
  * order, and lastTransitionTime carried over from the previous status when a
  * condition's status did not flip. The controller writes the status only
- * when !json_equal(previous, new), so a quiet cluster costs no write.
+ * when it differs from what it last wrote (a hash), so a quiet cluster
+ * costs no write.
  *
  * Conditions:
  *   Ready            True when there are GPU nodes and no finding at all;
  *                    False with reason NoGpuNodes when no node is a GPU node.
+ *                    Never True while an enabled operand's DaemonSet is not on
+ *                    the current spec (reason OperandsNotApplied).
  *   OperandsComplete no Missing and no NotScheduled finding.
  *   OrderingValid    no OrderingViolation finding.
- *   Reconciled       the DaemonSets were applied; False with the caller's
- *                    reason/message (API error), else with InvalidSpec naming
- *                    the first invalid field when the policy has problems.
+ *   Reconciled       the DaemonSets were applied; False with reason
+ *                    ApplyFailed listing every apply failure by operand, in
+ *                    operand-table order, then the spec problems; else
+ *                    InvalidSpec naming the first invalid field.
  * An ignored policy (not the oldest) gets state "ignored", Ready=False with
  * reason Ignored naming the active policy, the other conditions Unknown, and
- * no operands, nodes or summary.
+ * no operands, nodes or summary. Empty lists (nodes, a node's hostProvided)
+ * are left out, so `kubectl describe` shows no dangling keys.
  */
 #ifndef GPUOP_STATUS_H
 #define GPUOP_STATUS_H
@@ -32,14 +37,43 @@
 /* Nodes listed in status.nodes at most; the rest are counted in nodesOmitted. */
 #define GPUOP_STATUS_MAX_NODES 50
 
+/* What a reconcile did to one operand's DaemonSet (or the operands'
+ * ServiceAccount): facts the controller passes; the text is status.c's. */
+enum gpuop_apply_state {
+    GPUOP_APPLY_NONE = 0,      /* nothing tried (gpuop check): nothing to report */
+    GPUOP_APPLY_CURRENT,       /* enabled: on the current spec (in line, or applied now) */
+    GPUOP_APPLY_FAILED,        /* enabled: the apply was refused or could not be sent */
+    GPUOP_APPLY_BLOCKED,       /* enabled: not created or changed, because a prerequisite
+                                  (direct or transitive) was not applied */
+    GPUOP_APPLY_ABSENT,        /* disabled: no DaemonSet (deleted, or there was none) */
+    GPUOP_APPLY_DELETE_FAILED, /* disabled: the delete was refused */
+    GPUOP_APPLY_STATES
+};
+
+#define GPUOP_APPLY_MESSAGE_MAX 512
+
+struct gpuop_apply_result {
+    unsigned char state;    /* enum gpuop_apply_state */
+    signed char blocked_by; /* BLOCKED: operand index whose apply failed; else -1 */
+    char reason[64];        /* FAILED, DELETE_FAILED: Kubernetes Status reason ("Invalid") */
+    char message[GPUOP_APPLY_MESSAGE_MAX]; /* FAILED, DELETE_FAILED: what the API server said */
+};
+
+/* "Current", "Failed", "Blocked", "Absent", "DeleteFailed" ("" for NONE). Static. */
+const char *gpuop_apply_state_name(int state);
+
 struct gpuop_status_input {
-    const char *namespace;         /* the operand namespace */
-    bool reconciled;               /* DaemonSets applied */
-    const char *reconcile_reason;  /* when !reconciled: CamelCase, e.g. "ApplyFailed" */
-    const char *reconcile_message; /* when !reconciled: the API error / field */
-    bool ignored;                  /* this policy is not the active one */
-    const char *active_policy;     /* when ignored: name of the active policy */
-    size_t max_nodes;              /* 0: GPUOP_STATUS_MAX_NODES; SIZE_MAX: no cap */
+    const char *namespace;     /* the operand namespace */
+    bool ignored;              /* this policy is not the active one */
+    const char *active_policy; /* name of the active policy (status.activePolicy) */
+    size_t max_nodes;          /* 0: GPUOP_STATUS_MAX_NODES; SIZE_MAX: no cap */
+    bool empty_lists;          /* keep empty lists (nodes, hostProvided): a fixed shape for
+                                  gpuop check -o json; the cluster's status leaves them out */
+    /* Facts of the reconcile, borrowed. apply: one entry per operand index,
+     * or NULL when nothing was applied (gpuop check). sa: the operands'
+     * ServiceAccount, or NULL. */
+    const struct gpuop_apply_result *apply;
+    const struct gpuop_apply_result *sa;
 };
 
 /* New status object, or NULL on out-of-memory. p, f, prev_status (the
@@ -49,9 +83,12 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
                            json_t *prev_status, const struct gpuop_status_input *in, long long now);
 
 /* The parts shared with `gpuop check -o json`: new arrays/objects, NULL on
- * out-of-memory. gpuop_status_nodes also stores the number of nodes left
+ * out-of-memory. gpuop_status_operands adds each operand's apply result
+ * ("apply", and "applyMessage" when it was not applied) when apply is not
+ * NULL. gpuop_status_nodes also stores the number of nodes left
  * out in *omitted (may be NULL). */
-json_t *gpuop_status_operands(const struct gpuop_findings *f);
+json_t *gpuop_status_operands(const struct gpuop_findings *f,
+                              const struct gpuop_apply_result *apply /* may be NULL */);
 json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted);
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated);
 

@@ -1,7 +1,14 @@
 /*
- * caches.c - the four informers gpuop watches, their converters into the
+ * caches.c - the informers gpuop watches, their converters into the
  * compact model structs, and "no difference" filters so heartbeats and
- * unrelated status churn do not wake the controller.
+ * unrelated status churn do not wake the controller: a GpuPolicy whose
+ * status alone changed (gpuop's own status write coming back through the
+ * watch) wakes nobody, or a failing reconcile would feed itself past its
+ * backoff.
+ *
+ * The Warning Events of DaemonSets are kept as "<reason>: <message>" with
+ * the DaemonSet's name and the Event's time; the view lends each DaemonSet
+ * the newest one while it has fewer pods scheduled than desired.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -109,9 +116,99 @@ static bool ds_same(const void *pa, const void *pb)
     return a->meta_hash == b->meta_hash && gpuop_ds_equal(&a->ds, &b->ds);
 }
 
+/* The fields of a GpuPolicy the controller reads: its spec, and of its
+ * metadata what identifies it and decides which policy is active. Its
+ * status, resourceVersion and managedFields are left out. */
 static bool policy_same(const void *pa, const void *pb)
 {
-    return json_equal((json_t *)pa, (json_t *)pb);
+    static const char *const md_keys[] = {"name", "uid", "generation", "creationTimestamp",
+                                          "deletionTimestamp"};
+    json_t *a = (json_t *)pa, *b = (json_t *)pb;
+    if (!json_equal(json_object_get(a, "spec"), json_object_get(b, "spec")))
+        return false;
+    json_t *ma = json_object_get(a, "metadata"), *mb = json_object_get(b, "metadata");
+    for (size_t i = 0; i < sizeof(md_keys) / sizeof(md_keys[0]); i++) {
+        json_t *x = json_object_get(ma, md_keys[i]), *y = json_object_get(mb, md_keys[i]);
+        if ((x || y) && !json_equal(x, y))
+            return false;
+    }
+    return true;
+}
+
+/* ---- the operands' ServiceAccount, DaemonSets' Warning Events ---- */
+
+static void *sa_convert(json_t *obj, const char *key, struct gpuop_err *err)
+{
+    (void)obj;
+    (void)key;
+    (void)err;
+    return malloc(1); /* only its presence matters */
+}
+
+static bool sa_same(const void *a, const void *b)
+{
+    (void)a;
+    (void)b;
+    return true;
+}
+
+struct cached_event {
+    long long t; /* lastTimestamp, else eventTime, else firstTimestamp */
+    char *ds;    /* involvedObject.name; the text follows it in the block */
+    char *text;  /* "<reason>: <message>", at most GPUOP_CACHES_EVENT_TEXT_MAX bytes */
+};
+
+static void *event_convert(json_t *obj, const char *key, struct gpuop_err *err)
+{
+    (void)key;
+    const char *ds =
+        json_string_value(json_object_get(json_object_get(obj, "involvedObject"), "name"));
+    const char *reason = json_string_value(json_object_get(obj, "reason"));
+    const char *msg = json_string_value(json_object_get(obj, "message"));
+    static const char *const times[] = {"lastTimestamp", "eventTime", "firstTimestamp"};
+    long long t = -1;
+    for (size_t i = 0; t < 0 && i < sizeof(times) / sizeof(times[0]); i++) {
+        const char *ts = json_string_value(json_object_get(obj, times[i]));
+        t = ts ? gpuop_parse_time(ts) : -1; /* eventTime has microseconds: parsed to the second */
+    }
+    if (!ds) {
+        gpuop_err_set(err, GPUOP_EINVAL, "involvedObject.name", "Event without an object");
+        return NULL;
+    }
+    char text[GPUOP_CACHES_EVENT_TEXT_MAX];
+    snprintf(text, sizeof(text), "%s: %s", reason ? reason : "Warning", msg ? msg : "");
+    size_t nds = strlen(ds) + 1, ntext = strlen(text) + 1;
+    struct cached_event *e = malloc(sizeof(*e) + nds + ntext);
+    if (!e) {
+        gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading an Event");
+        return NULL;
+    }
+    e->t = t;
+    e->ds = (char *)(e + 1);
+    e->text = e->ds + nds;
+    memcpy(e->ds, ds, nds);
+    memcpy(e->text, text, ntext);
+    return e;
+}
+
+static bool event_same(const void *pa, const void *pb)
+{
+    const struct cached_event *a = pa, *b = pb;
+    return a->t == b->t && strcmp(a->ds, b->ds) == 0 && strcmp(a->text, b->text) == 0;
+}
+
+/* The newest Warning Event text of DaemonSet ds (borrowed), or NULL. */
+static const char *newest_warning(const struct gpuop_caches *w, const char *ds)
+{
+    const struct cached_event *best = NULL;
+    size_t it = 0;
+    void *v;
+    while (gpuop_informer_next(w->inf[GPUOP_CACHES_EVENT], &it, NULL, &v)) {
+        const struct cached_event *e = v;
+        if (strcmp(e->ds, ds) == 0 && (!best || e->t > best->t))
+            best = e;
+    }
+    return best ? best->text : NULL;
 }
 
 /* ---- events ---- */
@@ -120,13 +217,15 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
 {
     struct tramp *t = arg;
     if (t->w->cfg.on_change)
-        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key);
+        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
 }
 
 static void on_synced(void *arg)
 {
     struct tramp *t = arg;
-    if (++t->w->nsynced == GPUOP_CACHES_KINDS && t->w->cfg.on_synced)
+    if (t->kind >= GPUOP_CACHES_MAIN)
+        return;
+    if (++t->w->nsynced == GPUOP_CACHES_MAIN && t->w->cfg.on_synced)
         t->w->cfg.on_synced(t->w->cfg.arg);
 }
 
@@ -177,13 +276,29 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                               .convert = pod_convert,
                               .free_item = pod_free,
                               .same = pod_same},
+        [GPUOP_CACHES_SA] = {.name = "serviceaccounts",
+                             .res = {.group_version = "v1",
+                                     .ns = w->ns,
+                                     .resource = "serviceaccounts"},
+                             .field_selector = "metadata.name=" GPUOP_OPERAND_SA,
+                             .convert = sa_convert,
+                             .free_item = free,
+                             .same = sa_same},
+        [GPUOP_CACHES_EVENT] = {.name = "events",
+                                .res = {.group_version = "v1", .ns = w->ns, .resource = "events"},
+                                .field_selector = "involvedObject.kind=DaemonSet,type=Warning",
+                                .convert = event_convert,
+                                .free_item = free,
+                                .same = event_same},
     };
+    int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         a->tramps[k] = (struct tramp){w, (enum gpuop_caches_kind)k};
         ic[k].on_event = on_event;
         ic[k].on_synced = on_synced;
         ic[k].arg = &a->tramps[k];
-        int rc = gpuop_informer_new(loop, kube, &ic[k], &w->inf[k]);
+        if (rc == 0)
+            rc = gpuop_informer_new(loop, kube, &ic[k], &w->inf[k]);
         if (rc < 0) {
             /* Informers never started: closing them frees synchronously
              * enough once the loop runs; count them for the close cb. */
@@ -210,7 +325,12 @@ int gpuop_caches_start(struct gpuop_caches *w)
 
 bool gpuop_caches_synced(const struct gpuop_caches *w)
 {
-    return w->nsynced == GPUOP_CACHES_KINDS;
+    return w->nsynced == GPUOP_CACHES_MAIN;
+}
+
+bool gpuop_caches_sa_present(const struct gpuop_caches *w)
+{
+    return gpuop_informer_get(w->inf[GPUOP_CACHES_SA], GPUOP_OPERAND_SA) != NULL;
 }
 
 json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name)
@@ -273,6 +393,10 @@ int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
     if (!v->nodes || !v->ds || !v->pods) {
         gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;
+    }
+    for (size_t i = 0; i < v->nds; i++) {
+        struct gpuop_ds *d = (struct gpuop_ds *)v->ds[i]; /* a cache item: ours to mark */
+        d->controller_says = d->desired > d->current ? newest_warning(w, d->name) : NULL;
     }
     return 0;
 }

@@ -166,8 +166,8 @@ static const char *const L_API[] = {"verb", "code"};
 static const char *const L_RESOURCE[] = {"resource"};
 static const char *const L_VERSION[] = {"version"};
 static const char *const L_POLICY[] = {"policy"};
-static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {"gpupolicies", "nodes", "daemonsets",
-                                                          "pods"};
+static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {
+    "gpupolicies", "nodes", "daemonsets", "pods", "serviceaccounts", "events"};
 
 /* Every metric, in the order /metrics lists them; a handle is indexed by
  * its enum metric_id. */

@@ -1,113 +1,51 @@
 /*
- * controller.c - reconcile(key) for GpuPolicies (see controller.h).
+ * controller.c - reconcile(key) for GpuPolicies (see controller.h), and
+ * the wiring: caches -> queue -> one reconcile at a time.
  *
- * One reconcile runs at a time; it is asynchronous because it talks to the
- * API server:
+ * A reconcile is level-triggered and has one exit (finish):
  *
  *   begin: policy from cache -> active? -> parse/validate
- *     -> apply each enabled operand's DaemonSet / delete disabled ones
- *   ops done: findings from the caches -> status -> patch /status if changed
+ *   STAGE_APPLY  (apply.c): ServiceAccount, DaemonSets in prerequisite
+ *                order, deletes of disabled operands
+ *   STAGE_STATUS: findings from the caches -> status (status.c builds it
+ *                from facts) -> write if changed (status_write.c)
  *   finish: forget or back off the key, take the next one.
  *
- * Drift detection without a request per reconcile: for each DaemonSet we
- * remember the hash of the body last applied and the generation and
- * metadata hash the server answered with. A reconcile applies again only
- * when the desired body changed, or the cached DaemonSet's generation or
- * metadata hash moved (someone edited it), or it is absent. A quiet cluster
- * therefore sees no request at all.
+ * The problems of a reconcile (spec problems, apply failures) are logged
+ * when they appear or change, not on every reconcile: a rejected policy
+ * reconciled on every node event would otherwise repeat them endlessly.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "gpuop/hash.h"
 #include "gpuop/analysis.h"
-#include "gpuop/controller.h"
-#include "gpuop/events.h"
+#include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
-#include "gpuop/map.h"
 #include "gpuop/trim.h"
-#include "gpuop/policy.h"
-#include "gpuop/queue.h"
-#include "gpuop/render.h"
-#include "gpuop/status.h"
-#include "gpuop/caches.h"
 
-struct applied {
-    uint64_t body_hash; /* 0: nothing applied yet */
-    long long generation;
-    uint64_t meta_hash;
-};
-
-enum op_kind { OP_APPLY, OP_DELETE, OP_STATUS };
-
-struct op {
-    struct gpuop_controller *c;
-    struct gpuop_kube_req *req;
-    enum op_kind kind;
-    int operand;
-    uint64_t body_hash;
-    struct op *next;
-};
-
-struct gpuop_controller {
-    uv_loop_t *loop;
-    uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
-    struct gpuop_kube *kube;
-    char *ns;
-    bool write;
-    bool closing;
-    struct gpuop_caches *world;
-    struct gpuop_queue *queue;
-    struct gpuop_events *events;
-
-    /* the reconcile in progress */
-    char *key;
-    struct gpuop_policy policy;
-    bool have_policy;
-    bool ignored;
-    int pending; /* API operations in flight */
-    int failed;  /* of which failed */
-    struct gpuop_err err;
-    uint64_t started_ns;
-
-    struct applied applied[GPUOP_OPERAND_MAX];
-    char applied_uid[64]; /* policy uid the applied[] records are for */
-    struct op *ops;       /* in flight */
-
-    struct gpuop_controller_stats stats;
-    struct gpuop_controller_summary summary;
-    gpuop_controller_reconciled_cb on_reconciled;
-    void *cb_arg;
-    /* key -> uint64_t * (uv_hrtime of the first event that dirtied it
-     * since its last successful reconcile) */
-    struct gpuop_map dirty_since;
-    uint64_t origin_ns; /* of the reconcile in progress; 0: none */
-    char kobj[300];     /* "gpupolicy/<key>" for logs */
-    int open;           /* children still closing */
-    void (*close_cb)(void *);
-    void *close_arg;
-};
+#include "controller_int.h"
 
 static void next(struct gpuop_controller *c);
-static void finish(struct gpuop_controller *c, bool ok);
-static void after_ops(struct gpuop_controller *c);
-
-static uint64_t hash_str(const char *s)
-{
-    return gpuop_hash_str(s);
-}
+static void finish(struct gpuop_controller *c);
+static void advance(struct gpuop_controller *c);
 
 static long long now_s(void)
 {
     return (long long)time(NULL);
 }
 
-/* "daemonset/<ns>/<name>" for logs. */
-static const char *ds_obj(const struct gpuop_controller *c, int operand, char *buf, size_t len)
+uint64_t gpuop_ctl_json_hash(json_t *v)
 {
-    snprintf(buf, len, "daemonset/%s/%s", c->ns, gpuop_operand_get(operand)->ds_name);
-    return buf;
+    if (!v)
+        return 0;
+    char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!s)
+        return 0;
+    uint64_t h = gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, s, strlen(s)));
+    gpuop_json_free(s);
+    return h;
 }
 
 /* Remembers when key was first dirtied (keeps an earlier time). */
@@ -129,196 +67,58 @@ static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
 
 /* ---- operations in flight ---- */
 
-static struct op *op_new(struct gpuop_controller *c, enum op_kind kind, int operand)
+int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
+                   uint64_t body_hash, const char *method, const char *path, const char *ctype,
+                   const char *body, gpuop_kube_done_cb done, struct ctl_op **out)
 {
-    struct op *o = calloc(1, sizeof(*o));
+    struct ctl_op *o = calloc(1, sizeof(*o));
     if (!o)
-        return NULL;
+        return GPUOP_ENOMEM;
     o->c = c;
     o->kind = kind;
     o->operand = operand;
+    o->body_hash = body_hash;
+    int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
+                                done, o, &o->req);
+    if (rc < 0) {
+        free(o);
+        return rc;
+    }
     o->next = c->ops;
     c->ops = o;
     c->pending++;
-    return o;
+    if (out)
+        *out = o;
+    return 0;
 }
 
-static void op_end(struct op *o)
+void gpuop_ctl_op_end(struct ctl_op *o)
 {
     struct gpuop_controller *c = o->c;
-    for (struct op **p = &c->ops; *p; p = &(*p)->next)
+    for (struct ctl_op **p = &c->ops; *p; p = &(*p)->next)
         if (*p == o) {
             *p = o->next;
             break;
         }
+    json_decref(o->conds);
     free(o);
     c->pending--;
+    if (!c->closing)
+        advance(c);
 }
 
-/* Starts one API operation of the reconcile; body (may be NULL) is copied.
- * The op ends in done, or here when the request cannot start. */
-static int send_op(struct gpuop_controller *c, enum op_kind kind, int operand, uint64_t body_hash,
-                   const char *method, const char *path, const char *ctype, const char *body,
-                   gpuop_kube_done_cb done)
-{
-    struct op *o = op_new(c, kind, operand);
-    if (!o)
-        return GPUOP_ENOMEM;
-    o->body_hash = body_hash;
-    int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
-                                done, o, &o->req);
-    if (rc < 0)
-        op_end(o);
-    return rc;
-}
-
-static void note_failure(struct gpuop_controller *c, const char *what, const struct gpuop_err *e)
+void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e)
 {
     c->failed++;
     if (c->err.rc == 0) {
         c->err = *e;
         c->err.rc = e->rc ? e->rc : GPUOP_EHTTP;
-        char buf[sizeof(c->err.message) + 128];
-        snprintf(buf, sizeof(buf), "%.120s: %s", what, e->message);
+        char buf[sizeof(c->err.message) + CTL_WHAT_MAX + 8];
+        snprintf(buf, sizeof(buf), "%.*s: %s", CTL_WHAT_MAX, what, e->message);
         size_t n = strnlen(buf, sizeof(c->err.message) - 1);
         memcpy(c->err.message, buf, n);
         c->err.message[n] = '\0';
     }
-}
-
-/* ---- DaemonSets ---- */
-
-static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
-{
-    struct op *o = arg;
-    struct gpuop_controller *c = o->c;
-    const struct gpuop_operand *od = gpuop_operand_get(o->operand);
-    char obj[300];
-    ds_obj(c, o->operand, obj, sizeof(obj));
-    if (rc == 0) {
-        struct applied *a = &c->applied[o->operand];
-        a->body_hash = o->body_hash;
-        a->generation =
-            json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
-        a->meta_hash = gpuop_caches_meta_hash(body);
-        gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
-    } else if (rc != GPUOP_ECANCELED) {
-        char what[128];
-        snprintf(what, sizeof(what), "apply of DaemonSet %s", od->ds_name);
-        gpuop_warn(obj, "apply failed: %s", err->message);
-        note_failure(c, what, err);
-    }
-    op_end(o);
-    if (!c->closing && c->pending == 0)
-        after_ops(c);
-}
-
-static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
-{
-    struct op *o = arg;
-    struct gpuop_controller *c = o->c;
-    const struct gpuop_operand *od = gpuop_operand_get(o->operand);
-    char obj[300];
-    if (rc == 0 || rc == GPUOP_ENOTFOUND) {
-        memset(&c->applied[o->operand], 0, sizeof(c->applied[0]));
-        gpuop_info(ds_obj(c, o->operand, obj, sizeof(obj)), "deleted DaemonSet (operand disabled)");
-    } else if (rc != GPUOP_ECANCELED) {
-        char what[128];
-        snprintf(what, sizeof(what), "delete of DaemonSet %s", od->ds_name);
-        note_failure(c, what, err);
-    }
-    op_end(o);
-    if (!c->closing && c->pending == 0)
-        after_ops(c);
-}
-
-static int apply_operand(struct gpuop_controller *c, int i)
-{
-    const struct gpuop_operand *od = gpuop_operand_get(i);
-    json_t *ds = gpuop_render_daemonset(&c->policy, i, c->ns);
-    if (!ds)
-        return GPUOP_ENOMEM;
-    char *body = json_dumps(ds, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(ds);
-    if (!body)
-        return GPUOP_ENOMEM;
-    uint64_t h = hash_str(body);
-    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, od->ds_name);
-    const struct applied *a = &c->applied[i];
-    if (live && a->body_hash == h && live->ds.generation == a->generation &&
-        live->meta_hash == a->meta_hash) {
-        free(body);
-        return 0; /* in line with the policy */
-    }
-    char obj[300];
-    if (live && a->body_hash == h)
-        gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
-                   "DaemonSet changed outside the policy; putting it back");
-    char path[512];
-    snprintf(path, sizeof(path),
-             "/apis/apps/v1/namespaces/%s/daemonsets/%s?fieldManager=" GPUOP_MANAGER "&force=true",
-             c->ns, od->ds_name);
-    c->stats.applies++;
-    int rc = send_op(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, apply_done);
-    free(body);
-    return rc;
-}
-
-static int delete_operand(struct gpuop_controller *c, int i)
-{
-    const struct gpuop_operand *od = gpuop_operand_get(i);
-    if (!gpuop_caches_ds(c->world, od->ds_name))
-        return 0;
-    char path[512];
-    snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/%s", c->ns, od->ds_name);
-    c->stats.deletes++;
-    return send_op(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, delete_done);
-}
-
-/* ---- status ---- */
-
-static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
-{
-    struct op *o = arg;
-    struct gpuop_controller *c = o->c;
-    if (rc < 0 && rc != GPUOP_ECANCELED) {
-        gpuop_warn(c->kobj, "status update failed: %s", err->message);
-        note_failure(c, "status update", err);
-    }
-    op_end(o);
-    if (!c->closing && c->pending == 0) {
-        finish(c, c->failed == 0); /* status is the last step */
-        next(c);
-    }
-}
-
-static int write_status(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */)
-{
-    json_t *prev = json_object_get(obj, "status");
-    if (prev && json_equal(prev, status)) {
-        json_decref(status);
-        return 0;
-    }
-    if (!c->write) {
-        json_decref(status);
-        return 0;
-    }
-    json_t *patch = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", GPUOP_API_VERSION, "kind",
-                              GPUOP_KIND, "metadata", "name", c->key, "status", status);
-    char *body = patch ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(patch);
-    if (!body)
-        return GPUOP_ENOMEM;
-    char path[512];
-    snprintf(path, sizeof(path),
-             "/apis/" GPUOP_API_VERSION "/" GPUOP_PLURAL "/%s/status?fieldManager=" GPUOP_MANAGER
-             "&force=true",
-             c->key);
-    c->stats.status_writes++;
-    gpuop_info(c->kobj, "writing status");
-    int rc = send_op(c, OP_STATUS, -1, 0, "PATCH", path, GPUOP_CT_APPLY, body, status_done);
-    free(body);
-    return rc;
 }
 
 /* ---- reconcile ---- */
@@ -346,8 +146,147 @@ static void on_events_drained(void *arg)
     trim_after_work(arg);
 }
 
-static void finish(struct gpuop_controller *c, bool ok)
+/* Hash of the reconcile's problems: spec problems and apply results. */
+static uint64_t problems_hash(const struct gpuop_controller *c)
 {
+    uint64_t h = GPUOP_HASH_INIT;
+    int n = c->have_policy ? c->policy.nproblems : 0;
+    h = gpuop_hash_bytes(h, &n, sizeof(n));
+    for (int i = 0; i < n && i < GPUOP_POLICY_PROBLEMS_MAX; i++) {
+        const struct gpuop_policy_problem *pr = &c->policy.problems[i];
+        h = gpuop_hash_bytes(h, pr->field, strlen(pr->field) + 1);
+        h = gpuop_hash_bytes(h, pr->message, strlen(pr->message) + 1);
+    }
+    for (int i = 0; i <= gpuop_operand_count(); i++) {
+        const struct gpuop_apply_result *r = i < gpuop_operand_count() ? &c->res[i] : &c->sa;
+        int failed = r->state == GPUOP_APPLY_FAILED || r->state == GPUOP_APPLY_BLOCKED ||
+                     r->state == GPUOP_APPLY_DELETE_FAILED;
+        h = gpuop_hash_bytes(h, &failed, sizeof(failed));
+        if (failed) {
+            h = gpuop_hash_bytes(h, &r->state, sizeof(r->state));
+            h = gpuop_hash_bytes(h, &r->blocked_by, sizeof(r->blocked_by));
+            h = gpuop_hash_bytes(h, r->message, strlen(r->message) + 1);
+        }
+    }
+    return gpuop_hash_mix(h);
+}
+
+/* Logs the reconcile's problems, when they differ from the last ones. */
+static void log_problems(struct gpuop_controller *c)
+{
+    c->problems_changed = gpuop_ctl_problems_changed(c, c->key, problems_hash(c));
+    if (!c->problems_changed)
+        return;
+    for (int i = 0; c->have_policy && i < c->policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        gpuop_warn(c->kobj, "invalid %s: %s", c->policy.problems[i].field,
+                   c->policy.problems[i].message);
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        const struct gpuop_apply_result *r = &c->res[i];
+        const char *ds = gpuop_operand_get(i)->ds_name;
+        if (r->state == GPUOP_APPLY_FAILED || r->state == GPUOP_APPLY_DELETE_FAILED)
+            gpuop_warn(c->kobj, "%s of DaemonSet %s failed: %s",
+                       r->state == GPUOP_APPLY_FAILED ? "apply" : "delete", ds, r->message);
+        else if (r->state == GPUOP_APPLY_BLOCKED)
+            gpuop_warn(c->kobj, "DaemonSet %s not applied: its prerequisite %s was not", ds,
+                       gpuop_operand_get(r->blocked_by) ? gpuop_operand_get(r->blocked_by)->name
+                                                        : "?");
+    }
+    if (c->sa.state == GPUOP_APPLY_FAILED)
+        gpuop_warn(c->kobj, "apply of ServiceAccount %s failed: %s", GPUOP_OPERAND_SA,
+                   c->sa.message);
+}
+
+static void update_summary(struct gpuop_controller *c, const struct gpuop_findings *f)
+{
+    struct gpuop_controller_summary *s = &c->summary;
+    memset(s, 0, sizeof(*s));
+    s->valid = true;
+    snprintf(s->policy, sizeof(s->policy), "%s", c->key);
+    s->gpu_nodes = f->gpu_nodes;
+    s->complete_nodes = f->complete_nodes;
+    s->violations = f->violations;
+    memcpy(s->by_kind, f->by_kind, sizeof(s->by_kind));
+    memcpy(s->by_reason, f->by_reason, sizeof(s->by_reason));
+    s->noperands = f->noperands;
+    for (int i = 0; i < f->noperands && i < GPUOP_OPERAND_MAX; i++) {
+        s->operands[i].enabled = f->operands[i].enabled;
+        s->operands[i].expected = f->operands[i].expected_nodes;
+        s->operands[i].running = f->operands[i].running_nodes;
+    }
+}
+
+/* STAGE_STATUS: findings, status, its write (maybe in flight after). */
+static void findings_and_status(struct gpuop_controller *c)
+{
+    json_t *obj = gpuop_caches_policy(c->world, c->key);
+    if (!obj)
+        return; /* deleted meanwhile: nothing to write to */
+    log_problems(c);
+    struct gpuop_status_input in = {
+        .namespace = c->ns,
+        .ignored = c->ignored,
+        .active_policy = gpuop_caches_active(c->world),
+        .apply = c->ignored || !c->write ? NULL : c->res,
+        .sa = c->ignored || !c->write ? NULL : &c->sa,
+    };
+    struct gpuop_findings f = {0};
+    struct gpuop_caches_view v;
+    int rc = gpuop_caches_view(c->world, &v);
+    if (rc == 0 && !c->ignored)
+        rc =
+            gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
+    gpuop_caches_view_free(&v);
+    if (rc == 0 && !c->ignored && f.next_change > now_s()) /* a grace period ends: judge again */
+        (void)gpuop_queue_add_after(c->queue, c->key, (uint64_t)(f.next_change - now_s()) * 1000);
+    if (rc == 0 && !c->ignored)
+        update_summary(c, &f);
+    else if (c->ignored && strcmp(c->summary.policy, c->key) == 0)
+        c->summary.valid = false; /* no longer the active policy */
+    json_t *status = NULL;
+    if (rc == 0)
+        status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
+                                    gpuop_ctl_status_prev(c, c->key, obj), &in, now_s());
+    if (rc == 0 && !c->ignored && c->write)
+        gpuop_events_observe(
+            c->events, c->key,
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")),
+            c->policy.event_grace_s, &f);
+    gpuop_findings_free(&f);
+    struct gpuop_err e;
+    if (!status) {
+        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
+        gpuop_ctl_fail(c, "status", &e);
+        return;
+    }
+    rc = gpuop_ctl_status_write(c, obj, status);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "cannot send the status: %s", gpuop_strerror(rc));
+        gpuop_ctl_fail(c, "status", &e);
+    }
+}
+
+/* Moves the reconcile on once nothing is in flight; the one path to
+ * finish. */
+static void advance(struct gpuop_controller *c)
+{
+    if (c->stage == STAGE_APPLY) {
+        gpuop_ctl_apply_step(c);
+        if (c->pending > 0)
+            return;
+        c->stage = STAGE_STATUS;
+        findings_and_status(c);
+    }
+    if (c->pending > 0 || c->stage == STAGE_DONE)
+        return;
+    c->stage = STAGE_DONE;
+    finish(c);
+}
+
+/* The one exit of a reconcile: forget or back off the key, metrics, the
+ * next key. */
+static void finish(struct gpuop_controller *c)
+{
+    bool ok = c->failed == 0;
     char *key = c->key;
     c->key = NULL;
     if (c->have_policy) {
@@ -367,103 +306,19 @@ static void finish(struct gpuop_controller *c, bool ok)
     } else {
         c->stats.reconcile_errors++;
         int64_t d = gpuop_queue_add_rate_limited(c->queue, key);
-        gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
-                   (long long)d);
+        gpuop_ctl_apply_backoff(c, d);
+        if (c->problems_changed)
+            gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
+                       (long long)d);
+        else
+            gpuop_debug(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
+                        (long long)d);
     }
     if (c->on_reconciled)
         c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
     trim_after_work(c);
-}
-
-/* After the DaemonSet operations: findings and status. */
-static void after_ops(struct gpuop_controller *c)
-{
-    json_t *obj = gpuop_caches_policy(c->world, c->key);
-    if (!obj) {
-        finish(c, c->failed == 0);
-        next(c);
-        return;
-    }
-    struct gpuop_status_input in = {.namespace = c->ns};
-    char reason[64] = "Applied", message[700] = "";
-    if (c->ignored) {
-        in.ignored = true;
-        in.active_policy = gpuop_caches_active(c->world);
-    } else if (c->policy.nproblems > 0) {
-        const struct gpuop_policy_problem *pr = &c->policy.problems[0];
-        snprintf(reason, sizeof(reason), "InvalidSpec");
-        snprintf(message, sizeof(message), "%s: %s%s", pr->field, pr->message,
-                 c->policy.nproblems > 1 ? " (and more problems: see the operator log)" : "");
-        for (int i = 0; i < c->policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
-            gpuop_warn(c->kobj, "invalid %s: %s", c->policy.problems[i].field,
-                       c->policy.problems[i].message);
-    } else if (c->failed) {
-        snprintf(reason, sizeof(reason), "%s", c->err.reason[0] ? c->err.reason : "ApplyFailed");
-        snprintf(message, sizeof(message), "%s", c->err.message);
-    } else {
-        snprintf(message, sizeof(message), "every operand DaemonSet is in line with the policy");
-    }
-    in.reconciled = !c->failed && c->policy.nproblems == 0;
-    in.reconcile_reason = reason;
-    in.reconcile_message = message;
-
-    struct gpuop_findings f = {0};
-    struct gpuop_caches_view v;
-    int rc = gpuop_caches_view(c->world, &v);
-    if (rc == 0 && !c->ignored)
-        rc =
-            gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
-    gpuop_caches_view_free(&v);
-    if (rc == 0 && !c->ignored && f.next_change > now_s()) /* a grace period ends: judge again */
-        (void)gpuop_queue_add_after(c->queue, c->key, (uint64_t)(f.next_change - now_s()) * 1000);
-    if (rc == 0 && !c->ignored) {
-        struct gpuop_controller_summary *s = &c->summary;
-        memset(s, 0, sizeof(*s));
-        s->valid = true;
-        snprintf(s->policy, sizeof(s->policy), "%s", c->key);
-        s->gpu_nodes = f.gpu_nodes;
-        s->complete_nodes = f.complete_nodes;
-        s->violations = f.violations;
-        memcpy(s->by_kind, f.by_kind, sizeof(s->by_kind));
-        memcpy(s->by_reason, f.by_reason, sizeof(s->by_reason));
-        s->noperands = f.noperands;
-        for (int i = 0; i < f.noperands && i < GPUOP_OPERAND_MAX; i++) {
-            s->operands[i].enabled = f.operands[i].enabled;
-            s->operands[i].expected = f.operands[i].expected_nodes;
-            s->operands[i].running = f.operands[i].running_nodes;
-        }
-    } else if (c->ignored && strcmp(c->summary.policy, c->key) == 0) {
-        c->summary.valid = false; /* no longer the active policy */
-    }
-    json_t *status = NULL;
-    if (rc == 0)
-        status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
-                                    json_object_get(obj, "status"), &in, now_s());
-    if (rc == 0 && !c->ignored && c->write)
-        gpuop_events_observe(
-            c->events, c->key,
-            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")),
-            c->policy.event_grace_s, &f);
-    gpuop_findings_free(&f);
-    if (!status) {
-        gpuop_err_set(&c->err, GPUOP_ENOMEM, NULL, "out of memory building the status");
-        c->failed++;
-        finish(c, false);
-        next(c);
-        return;
-    }
-    rc = write_status(c, obj, status);
-    if (rc < 0)
-        gpuop_err_set(&c->err, rc, NULL, "cannot send the status: %s", gpuop_strerror(rc));
-    if (c->pending > 0) {
-        /* status_done finishes; keep the policy until then. */
-        gpuop_policy_free(&c->policy);
-        c->have_policy = false;
-        return;
-    }
-    finish(c, rc == 0 && c->failed == 0);
     next(c);
 }
 
@@ -472,8 +327,11 @@ static void begin(struct gpuop_controller *c)
     c->started_ns = uv_hrtime();
     c->stats.reconciles++;
     c->pending = c->failed = 0;
+    c->problems_changed = true;
     gpuop_err_clear(&c->err);
     c->ignored = false;
+    c->stage = STAGE_APPLY;
+    gpuop_ctl_apply_reset(c);
     snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->key);
     uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
     c->origin_ns = since ? *since : 0;
@@ -482,46 +340,37 @@ static void begin(struct gpuop_controller *c)
     if (!obj) {
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
+        gpuop_ctl_status_forget(c, c->key);
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
-        finish(c, true);
-        next(c);
+        c->stage = STAGE_DONE;
+        finish(c);
         return;
     }
     const char *active = gpuop_caches_active(c->world);
     struct gpuop_err perr = {0};
-    int rc = gpuop_policy_parse(obj, &c->policy, &perr);
-    if (rc < 0) {
-        c->err = perr;
-        c->failed++;
-        finish(c, false);
-        next(c);
+    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
+        gpuop_ctl_fail(c, "policy", &perr);
+        c->stage = STAGE_DONE;
+        finish(c);
         return;
     }
     c->have_policy = true;
     if (!active || strcmp(active, c->key) != 0) {
         c->ignored = true;
-        after_ops(c);
-        return;
-    }
-    /* A different policy object (re-created, or another became active):
-     * what we applied before says nothing about this one. */
-    const char *uid = c->policy.uid ? c->policy.uid : "";
-    if (strcmp(uid, c->applied_uid) != 0) {
-        memset(c->applied, 0, sizeof(c->applied));
-        snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
-    }
-    if (c->write) {
-        for (int i = 0; i < gpuop_operand_count(); i++) {
-            rc = c->policy.operands[i].enabled ? apply_operand(c, i) : delete_operand(c, i);
-            if (rc < 0) {
-                struct gpuop_err e;
-                gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
-                note_failure(c, gpuop_operand_get(i)->ds_name, &e);
-            }
+        c->stage = STAGE_STATUS; /* nothing to apply */
+    } else {
+        /* A different policy object (re-created, or another became active):
+         * what we applied before says nothing about this one. */
+        const char *uid = c->policy.uid ? c->policy.uid : "";
+        if (strcmp(uid, c->applied_uid) != 0) {
+            memset(c->applied, 0, sizeof(c->applied));
+            memset(&c->sa_applied, 0, sizeof(c->sa_applied));
+            snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
         }
     }
-    if (c->pending == 0)
-        after_ops(c);
+    if (c->stage == STAGE_STATUS)
+        findings_and_status(c);
+    advance(c);
 }
 
 /* Takes the next key if idle. */
@@ -549,18 +398,21 @@ static void enqueue_all(struct gpuop_controller *c)
         gpuop_queue_add(c->queue, key);
 }
 
-static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key)
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted)
 {
     struct gpuop_controller *c = arg;
-    const char *kname = kind == GPUOP_CACHES_POLICY ? "gpupolicy"
-                        : kind == GPUOP_CACHES_NODE ? "node"
-                        : kind == GPUOP_CACHES_DS   ? "daemonset"
-                                                    : "pod";
+    static const char *const knames[GPUOP_CACHES_KINDS] = {
+        [GPUOP_CACHES_POLICY] = "gpupolicy",  [GPUOP_CACHES_NODE] = "node",
+        [GPUOP_CACHES_DS] = "daemonset",      [GPUOP_CACHES_POD] = "pod",
+        [GPUOP_CACHES_SA] = "serviceaccount", [GPUOP_CACHES_EVENT] = "event"};
+    const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];
         snprintf(obj, sizeof(obj), "%s/%s", kname, key);
         gpuop_debug(obj, "changed");
     }
+    if (deleted)
+        gpuop_ctl_apply_gone(c, kind, key);
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
     uint64_t t = uv_hrtime();
@@ -592,6 +444,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     c->on_reconciled = cfg->on_reconciled;
     c->cb_arg = cfg->arg;
     gpuop_map_init(&c->dirty_since);
+    gpuop_map_init(&c->status_recs);
     c->ns = strdup(cfg->namespace);
     struct gpuop_caches_config wc = {
         .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
@@ -627,6 +480,8 @@ void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
 {
     bool was = c->write;
     c->write = write;
+    if (write && !was)
+        gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (write && !was && gpuop_caches_synced(c->world))
         enqueue_all(c);
 }
@@ -665,6 +520,7 @@ static void child_closed(void *arg)
     free(c->key);
     free(c->ns);
     gpuop_map_free(&c->dirty_since, free);
+    gpuop_ctl_status_free(c);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;
     free(c);
@@ -679,13 +535,10 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
     c->close_arg = arg;
     /* Cancel what is in flight; their callbacks see closing and stop. */
     while (c->ops) {
-        struct op *o = c->ops;
-        if (o->req)
-            gpuop_kube_cancel(o->req); /* calls op_end via the done cb */
-        else
-            op_end(o);
+        struct ctl_op *o = c->ops;
+        gpuop_kube_cancel(o->req); /* calls gpuop_ctl_op_end via the done cb */
     }
-    c->open = 4;
+    c->open = CTL_CHILDREN;
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);
     gpuop_events_close(c->events, child_closed, c);

@@ -333,6 +333,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         out->operands[o].ds_present = dsof[o] != NULL;
         out->operands[o].desired = dsof[o] ? dsof[o]->desired : 0;
         out->operands[o].ready = dsof[o] ? dsof[o]->ready : 0;
+        out->operands[o].controller_says = dsof[o] ? dsof[o]->controller_says : NULL;
     }
 
     sorted = malloc((nnodes ? nnodes : 1) * sizeof(*sorted));
@@ -500,6 +501,8 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
+    for (int o = 0; o < f->noperands; o++)
+        f->operands[o].controller_says = NULL; /* borrowed from the inputs */
     if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
         struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
         if (items)
@@ -726,6 +729,11 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
             snprintf(buf, size, "\"%.512s\"", v->detail);
         else
             snprintf(buf, size, "absent");
+    } else if (IS("controller")) { /* what the DaemonSet controller says (caches.h) */
+        const char *says = v->f->operands[v->x->operand].controller_says;
+        size_t len = says ? strlen(says) : 0;
+        if (len)
+            snprintf(buf, size, "%s%s", says, says[len - 1] == '.' ? "" : ".");
     } else if (IS("grace"))
         snprintf(buf, size, "%ld", v->f->terminating_grace_s);
     else if (IS("capacity"))

@@ -70,7 +70,7 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_POD_NOT_CREATED] =
         {M, "PodNotCreated",
          "DaemonSet <ds> has no pod on this node yet[since: (the DaemonSet and the node both exist "
-         "since <since>)].",
+         "since <since>)].[controller: The DaemonSet controller says: <controller>]",
          "The DaemonSet exists and should place a pod here, but none exists.",
          "The DaemonSet controller normally adds the pod within seconds of the label; if this "
          "lasts, look at the DaemonSet's events and the kube-controller-manager.",

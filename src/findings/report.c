@@ -413,7 +413,7 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
 {
     struct gpuop_report_opts o = defaults(opts);
     struct gpuop_status_input in = {
-        .namespace = o.namespace, .reconciled = true, .max_nodes = SIZE_MAX};
+        .namespace = o.namespace, .max_nodes = SIZE_MAX, .empty_lists = true};
 
     if (!f)
         return NULL;

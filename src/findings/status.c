@@ -4,15 +4,80 @@
  * Pure and deterministic: keys are inserted in one fixed order, node lists
  * follow the findings' sorted order, messages hold counts and names but no
  * clock, and a condition's lastTransitionTime is copied from the previous
- * status unless its status flipped. So json_equal(old, new) is the
- * controller's "nothing changed, do not write" test.
+ * status unless its status flipped. So equal inputs give an equal status,
+ * and the controller's "nothing changed, do not write" test is a hash.
+ *
+ * Every condition's text is written here; the controller passes facts
+ * (struct gpuop_status_input: what each apply did), never sentences.
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "gpuop/status.h"
+
+/* Longest condition message built here (bytes): six apply failures of
+ * GPUOP_APPLY_MESSAGE_MAX each, the spec problem and the glue fit. */
+#define STATUS_MESSAGE_MAX 4608
+
+const char *gpuop_apply_state_name(int state)
+{
+    static const char *const names[GPUOP_APPLY_STATES] = {
+        [GPUOP_APPLY_NONE] = "",         [GPUOP_APPLY_CURRENT] = "Current",
+        [GPUOP_APPLY_FAILED] = "Failed", [GPUOP_APPLY_BLOCKED] = "Blocked",
+        [GPUOP_APPLY_ABSENT] = "Absent", [GPUOP_APPLY_DELETE_FAILED] = "DeleteFailed"};
+    return state >= 0 && state < GPUOP_APPLY_STATES ? names[state] : "";
+}
+
+/* Appends printf output to buf of size (NUL-terminated, truncated). */
+static void cat(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t len = strnlen(buf, size);
+    if (len + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+/* True when an enabled operand's DaemonSet is not on the current spec. */
+static bool not_applied(const struct gpuop_apply_result *a)
+{
+    return a && (a->state == GPUOP_APPLY_FAILED || a->state == GPUOP_APPLY_BLOCKED);
+}
+
+/* The sentence of one operand's apply result, "" when there is nothing to
+ * say (current, absent, nothing tried). */
+static void apply_sentence(const struct gpuop_apply_result *a, int o, char *buf, size_t size)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(o);
+    const struct gpuop_operand *root = a ? gpuop_operand_get(a->blocked_by) : NULL;
+    buf[0] = '\0';
+    if (!a || !op)
+        return;
+    switch (a->state) {
+    case GPUOP_APPLY_FAILED:
+        snprintf(buf, size, "DaemonSet %s was not applied: %s", op->ds_name,
+                 a->message[0] ? a->message : "the request failed");
+        break;
+    case GPUOP_APPLY_BLOCKED:
+        snprintf(buf, size,
+                 "DaemonSet %s was not created or changed, because its prerequisite %s could "
+                 "not be applied",
+                 op->ds_name, root ? root->name : "?");
+        break;
+    case GPUOP_APPLY_DELETE_FAILED:
+        snprintf(buf, size, "DaemonSet %s (operand disabled) was not deleted: %s", op->ds_name,
+                 a->message[0] ? a->message : "the request failed");
+        break;
+    default:
+        break;
+    }
+}
 
 void gpuop_status_time(long long t, char *buf, size_t size)
 {
@@ -82,7 +147,13 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                       json_t *prev, const struct gpuop_status_input *in, long long now)
 {
     const long long gen = p ? p->generation : 0;
-    char msg[1024], a[400], b[400];
+    char msg[STATUS_MESSAGE_MAX], a[400], b[400];
+    int napplied = 0; /* enabled operands whose DaemonSet is not on the current spec */
+    char unapplied[400] = "";
+    for (int o = 0; in->apply && o < gpuop_operand_count(); o++)
+        if (not_applied(&in->apply[o]))
+            cat(unapplied, sizeof(unapplied), "%s%s", napplied++ ? ", " : "",
+                gpuop_operand_get(o)->name);
 
     if (in->ignored) {
         snprintf(msg, sizeof(msg),
@@ -109,6 +180,14 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                  "No node is a GPU node: none is labelled %s=true, %s=true or %s<operand>.%s",
                  GPUOP_LABEL_GPU_PRESENT, GPUOP_LABEL_NFD_NVIDIA, GPUOP_LABEL_PREFIX,
                  f->nitems ? " Operand pods run on non-GPU nodes: see status.nodes." : "");
+    } else if (napplied) {
+        st = "False";
+        reason = "OperandsNotApplied";
+        snprintf(msg, sizeof(msg),
+                 "The DaemonSet%s of %s %s not on the current spec (see the Reconciled "
+                 "condition); %zu of %zu GPU nodes are complete.",
+                 napplied == 1 ? "" : "s", unapplied, napplied == 1 ? "is" : "are",
+                 f->complete_nodes, f->gpu_nodes);
     } else if (f->nitems == 0) {
         st = "True";
         reason = "AllNodesComplete";
@@ -179,23 +258,36 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
     if (add_condition(conds, prev, "OrderingValid", st, reason, msg, gen, now) < 0)
         return -1;
 
-    /* Reconciled */
-    if (!in->reconciled) {
+    /* Reconciled: every apply failure, by operand in table order, then the
+     * spec problems; the order is fixed so an unchanged world reads the same. */
+    char spec[600] = "";
+    if (p && p->nproblems > 0) {
+        int more = p->nproblems - 1;
+        snprintf(spec, sizeof(spec), "%s: %s", p->problems[0].field, p->problems[0].message);
+        if (more > 0)
+            cat(spec, sizeof(spec), " (and %d more problem%s)", more, more == 1 ? "" : "s");
+    }
+    msg[0] = '\0';
+    int nfail = 0;
+    for (int o = 0; in->apply && o < gpuop_operand_count(); o++) {
+        char one[GPUOP_APPLY_MESSAGE_MAX + 200];
+        apply_sentence(&in->apply[o], o, one, sizeof(one));
+        if (one[0])
+            cat(msg, sizeof(msg), "%s%s", nfail++ ? "; " : "", one);
+    }
+    if (in->sa && in->sa->state == GPUOP_APPLY_FAILED)
+        cat(msg, sizeof(msg), "%sServiceAccount %s was not applied: %s", nfail++ ? "; " : "",
+            GPUOP_OPERAND_SA, in->sa->message[0] ? in->sa->message : "the request failed");
+    if (nfail) {
         st = "False";
-        reason = in->reconcile_reason && *in->reconcile_reason ? in->reconcile_reason
-                                                               : "ReconcileFailed";
-        snprintf(msg, sizeof(msg), "%s",
-                 in->reconcile_message && *in->reconcile_message ? in->reconcile_message
-                                                                 : "The last reconcile failed.");
-    } else if (p && p->nproblems > 0) {
+        reason = "ApplyFailed";
+        cat(msg, sizeof(msg), ".");
+        if (spec[0])
+            cat(msg, sizeof(msg), " Spec problems: %s.", spec);
+    } else if (spec[0]) {
         st = "False";
         reason = "InvalidSpec";
-        int more = p->nproblems - 1;
-        if (more > 0)
-            snprintf(msg, sizeof(msg), "%s: %s (and %d more problem%s)", p->problems[0].field,
-                     p->problems[0].message, more, more == 1 ? "" : "s");
-        else
-            snprintf(msg, sizeof(msg), "%s: %s", p->problems[0].field, p->problems[0].message);
+        snprintf(msg, sizeof(msg), "%s", spec);
     } else {
         st = "True";
         reason = "Applied";
@@ -208,7 +300,8 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
 
 /* ---- operands, nodes, summary ---- */
 
-json_t *gpuop_status_operands(const struct gpuop_findings *f)
+json_t *gpuop_status_operands(const struct gpuop_findings *f,
+                              const struct gpuop_apply_result *apply)
 {
     json_t *arr = json_array();
     for (int o = 0; arr && o < f->noperands; o++) {
@@ -219,7 +312,20 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f)
                               (json_int_t)r->expected_nodes, "runningNodes",
                               (json_int_t)r->running_nodes, "desiredNumberScheduled",
                               (json_int_t)r->desired, "numberReady", (json_int_t)r->ready);
-        if (!e || json_array_append_new(arr, e) < 0) {
+        const struct gpuop_apply_result *a = apply ? &apply[o] : NULL;
+        char msg[GPUOP_APPLY_MESSAGE_MAX + 200];
+        apply_sentence(a, o, msg, sizeof(msg));
+        bool bad = !e;
+        if (!bad && a && a->state != GPUOP_APPLY_NONE)
+            bad =
+                json_object_set_new(e, "apply", json_string(gpuop_apply_state_name(a->state))) < 0;
+        if (!bad && msg[0])
+            bad = json_object_set_new(e, "applyMessage", json_string(msg)) < 0;
+        if (!bad && r->controller_says) /* why the DaemonSet controller makes no pod */
+            bad = json_object_set_new(e, "controllerWarning", json_string(r->controller_says)) < 0;
+        if (bad || json_array_append_new(arr, e) < 0) { /* append_new releases e */
+            if (bad)
+                json_decref(e);
             json_decref(arr);
             return NULL;
         }
@@ -227,7 +333,8 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f)
     return arr;
 }
 
-static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r,
+                         bool empty_lists)
 {
     char msg[GPUOP_FINDING_MESSAGE_MAX];
     json_t *fs = json_array(), *hp = json_array();
@@ -247,24 +354,36 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
                 goto fail;
     if (!fs || !hp)
         goto fail;
-    json_t *e = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "name", r->name, "findings", fs,
-                          "hostProvided", hp, "gpus", "capacity", (int)r->gpus.capacity,
-                          "allocatable", (int)r->gpus.allocatable);
-    if (e && (r->gpus.mig_capacity || r->gpus.mig_allocatable) &&
-        json_object_set_new(e, "migDevices",
-                            json_pack("{s:i, s:i}", "capacity", (int)r->gpus.mig_capacity,
-                                      "allocatable", (int)r->gpus.mig_allocatable)) < 0) {
-        json_decref(e);
+    json_t *e = json_pack("{s:s, s:o}", "name", r->name, "findings", fs);
+    if (!e) {
+        json_decref(hp);
         return NULL;
     }
+    if (json_array_size(hp) == 0 && !empty_lists) /* no dangling "Host Provided:" */
+        json_decref(hp);
+    else if (json_object_set_new(e, "hostProvided", hp) < 0)
+        goto fail_e;
+    if (json_object_set_new(e, "gpus",
+                            json_pack("{s:i, s:i}", "capacity", (int)r->gpus.capacity,
+                                      "allocatable", (int)r->gpus.allocatable)) < 0)
+        goto fail_e;
+    if ((r->gpus.mig_capacity || r->gpus.mig_allocatable) &&
+        json_object_set_new(e, "migDevices",
+                            json_pack("{s:i, s:i}", "capacity", (int)r->gpus.mig_capacity,
+                                      "allocatable", (int)r->gpus.mig_allocatable)) < 0)
+        goto fail_e;
     return e;
+fail_e:
+    json_decref(e);
+    return NULL;
 fail:
     json_decref(fs);
     json_decref(hp);
     return NULL;
 }
 
-json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted)
+static json_t *nodes_json(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted,
+                          bool empty_lists)
 {
     json_t *arr = json_array();
     size_t skipped = 0;
@@ -277,7 +396,7 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
             skipped++;
             continue;
         }
-        json_t *e = node_json(f, r);
+        json_t *e = node_json(f, r, empty_lists);
         if (!e || json_array_append_new(arr, e) < 0) {
             json_decref(arr);
             return NULL;
@@ -286,6 +405,11 @@ json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, siz
     if (omitted)
         *omitted = skipped;
     return arr;
+}
+
+json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted)
+{
+    return nodes_json(f, max_nodes, omitted, true);
 }
 
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
@@ -299,7 +423,7 @@ json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
 json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_findings *f,
                            json_t *prev_status, const struct gpuop_status_input *in, long long now)
 {
-    static const struct gpuop_status_input none = {.reconciled = true};
+    static const struct gpuop_status_input none = {0};
     if (!in)
         in = &none;
     if (!f && !in->ignored)
@@ -310,6 +434,8 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         goto fail;
     if (json_object_set_new(st, "observedGeneration", json_integer(p ? p->generation : 0)) < 0 ||
         json_object_set_new(st, "state", json_string(in->ignored ? "ignored" : "notReady")) < 0 ||
+        (in->active_policy &&
+         json_object_set_new(st, "activePolicy", json_string(in->active_policy)) < 0) ||
         json_object_set_new(st, "namespace", json_string(in->namespace ? in->namespace : "")) < 0)
         goto fail;
     if (conditions(conds, p, f, prev_status, in, now) < 0)
@@ -327,8 +453,8 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         return st;
 
     size_t omitted = 0, max = in->max_nodes ? in->max_nodes : GPUOP_STATUS_MAX_NODES;
-    json_t *ops = gpuop_status_operands(f);
-    json_t *nodes = gpuop_status_nodes(f, max, &omitted);
+    json_t *ops = gpuop_status_operands(f, in->apply);
+    json_t *nodes = nodes_json(f, max, &omitted, in->empty_lists);
     json_t *sum = nodes ? gpuop_status_summary(f, omitted > 0) : NULL;
     if (!ops || !nodes || !sum) {
         json_decref(ops);
@@ -336,8 +462,12 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         json_decref(sum);
         goto fail;
     }
+    if (json_array_size(nodes) == 0 && !in->empty_lists) { /* no dangling "Nodes:" */
+        json_decref(nodes);
+        nodes = NULL;
+    }
     if (json_object_set_new(st, "operands", ops) < 0 ||
-        json_object_set_new(st, "nodes", nodes) < 0 ||
+        (nodes && json_object_set_new(st, "nodes", nodes) < 0) ||
         json_object_set_new(st, "nodesOmitted", json_integer((json_int_t)omitted)) < 0 ||
         json_object_set_new(st, "summary", sum) < 0)
         goto fail;

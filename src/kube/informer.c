@@ -266,6 +266,8 @@ static char *request_path(const struct gpuop_informer *inf, struct gpuop_kube_pa
 {
     params[n++] =
         (struct gpuop_kube_param){.key = "labelSelector", .value = inf->cfg.label_selector};
+    params[n++] =
+        (struct gpuop_kube_param){.key = "fieldSelector", .value = inf->cfg.field_selector};
     return gpuop_kube_path(&inf->cfg.res, params, n);
 }
 
@@ -376,7 +378,7 @@ static void start_list(struct gpuop_informer *inf)
 {
     char limit[16];
     snprintf(limit, sizeof(limit), "%d", GPUOP_INFORMER_PAGE);
-    struct gpuop_kube_param params[3] = {{.key = "limit", .value = limit},
+    struct gpuop_kube_param params[4] = {{.key = "limit", .value = limit},
                                          {.key = "continue", .value = inf->cont}};
     char *path = request_path(inf, params, 2);
     if (!inf->cont)
@@ -496,7 +498,7 @@ static void start_watch(struct gpuop_informer *inf)
     inf->rng ^= uv_hrtime();
     uint64_t timeout_s = MIN_WATCH_TIMEOUT_S + next_random(inf) % MIN_WATCH_TIMEOUT_S;
     snprintf(tmo, sizeof(tmo), "%llu", (unsigned long long)timeout_s);
-    struct gpuop_kube_param params[5] = {{.key = "watch", .value = "1"},
+    struct gpuop_kube_param params[6] = {{.key = "watch", .value = "1"},
                                          {.key = "allowWatchBookmarks", .value = "true"},
                                          {.key = "timeoutSeconds", .value = tmo},
                                          {.key = "resourceVersion", .value = inf->rv}};
@@ -533,6 +535,7 @@ static void free_cfg(struct gpuop_informer_config *c)
     free((char *)c->res.ns);
     free((char *)c->res.resource);
     free((char *)c->label_selector);
+    free((char *)c->field_selector);
 }
 
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
@@ -552,8 +555,10 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                                      .ns = dup_or_null(cfg->res.ns),
                                      .resource = dup_or_null(cfg->res.resource)};
     c->label_selector = dup_or_null(cfg->label_selector);
+    c->field_selector = dup_or_null(cfg->field_selector);
     if (!c->name || !c->res.resource || (cfg->res.group_version && !c->res.group_version) ||
-        (cfg->res.ns && !c->res.ns) || (cfg->label_selector && !c->label_selector)) {
+        (cfg->res.ns && !c->res.ns) || (cfg->label_selector && !c->label_selector) ||
+        (cfg->field_selector && !c->field_selector)) {
         free_cfg(c);
         free(inf);
         return GPUOP_ENOMEM;

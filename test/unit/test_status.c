@@ -52,7 +52,7 @@ static long long num(json_t *o, const char *k)
     return json_integer_value(json_object_get(o, k));
 }
 
-static const struct gpuop_status_input ok_in = {.namespace = "gpuop-system", .reconciled = true};
+static const struct gpuop_status_input ok_in = {.namespace = "gpuop-system"};
 
 static void test_ready(void **state)
 {
@@ -64,17 +64,21 @@ static void test_ready(void **state)
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
     assert_non_null(st);
     /* exact key order of SPEC section 6 */
-    static const char *const keys[] = {"observedGeneration", "state", "namespace",    "conditions",
-                                       "operands",           "nodes", "nodesOmitted", "summary"};
+    /* (no nodes: the empty list is left out) */
+    static const char *const keys[] = {"observedGeneration", "state",        "namespace",
+                                       "conditions",         "nodesOmitted", "summary"};
     size_t k = 0;
     const char *key;
     json_t *v;
     json_object_foreach(st, key, v)
     {
-        assert_true(k < 8);
+        if (strcmp(key, "operands") == 0) /* operands sit before nodesOmitted */
+            continue;
+        assert_true(k < 6);
         assert_string_equal(key, keys[k++]);
     }
-    assert_int_equal(k, 8);
+    assert_int_equal(k, 6);
+    assert_null(json_object_get(st, "nodes"));
     assert_int_equal(num(st, "observedGeneration"), 4);
     assert_string_equal(str(st, "state"), "ready");
     assert_string_equal(str(st, "namespace"), "gpuop-system");
@@ -102,7 +106,6 @@ static void test_ready(void **state)
     assert_int_equal(num(o2, "runningNodes"), 1);
     assert_int_equal(num(o2, "desiredNumberScheduled"), 3);
     assert_int_equal(num(o2, "numberReady"), 2);
-    assert_int_equal(json_array_size(json_object_get(st, "nodes")), 0);
     json_t *sum = json_object_get(st, "summary");
     assert_int_equal(num(sum, "gpuNodes"), 1);
     assert_int_equal(num(sum, "completeNodes"), 1);
@@ -187,6 +190,45 @@ static void test_findings(void **state)
     json_t *o0 = json_array_get(json_object_get(st, "operands"), 0);
     assert_true(json_is_false(json_object_get(o0, "enabled")));
     assert_int_equal(num(o0, "expectedNodes"), 0);
+    json_decref(st);
+    fx_world_free(&w);
+}
+
+/* Empty lists are left out of the cluster's status (no dangling keys in
+ * kubectl describe), kept for gpuop check -o json (a fixed shape). */
+static void test_empty_lists(void **state)
+{
+    struct fx_world w;
+    world_init(&w);
+    fx_add_node_except(&w, "gpu-a", "dcgm-exporter", "paused");
+    fx_run_all(&w, "gpu-a", "dcgm-exporter");
+    fx_add_node_except(&w, "gpu-b", NULL, NULL);
+    fx_run_all(&w, "gpu-b", NULL);
+    fx_analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    json_t *a = json_array_get(json_object_get(st, "nodes"), 0);
+    assert_string_equal(str(a, "name"), "gpu-a");
+    assert_null(json_object_get(a, "hostProvided"));
+    json_decref(st);
+    struct gpuop_status_input keep = ok_in;
+    keep.empty_lists = true;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &keep, T0);
+    a = json_array_get(json_object_get(st, "nodes"), 0);
+    assert_true(json_is_array(json_object_get(a, "hostProvided")));
+    assert_int_equal(json_array_size(json_object_get(a, "hostProvided")), 0);
+    json_decref(st);
+    fx_world_free(&w);
+    /* no finding at all: no nodes key, unless kept */
+    world_init(&w);
+    fx_add_node_except(&w, "gpu-b", NULL, NULL);
+    fx_run_all(&w, "gpu-b", NULL);
+    fx_analyze(&w);
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_null(json_object_get(st, "nodes"));
+    json_decref(st);
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &keep, T0);
+    assert_int_equal(json_array_size(json_object_get(st, "nodes")), 0);
+    assert_true(json_is_array(json_object_get(st, "nodes")));
     json_decref(st);
     fx_world_free(&w);
 }
@@ -281,10 +323,8 @@ static void test_ignored(void **state)
 {
     struct fx_world w;
     world_init(&w);
-    struct gpuop_status_input in = {.namespace = "gpuop-system",
-                                    .reconciled = true,
-                                    .ignored = true,
-                                    .active_policy = "oldest"};
+    struct gpuop_status_input in = {
+        .namespace = "gpuop-system", .ignored = true, .active_policy = "oldest"};
     json_t *st = gpuop_status_build(&w.pol, NULL, NULL, &in, T0);
     assert_non_null(st);
     assert_string_equal(str(st, "state"), "ignored");
@@ -309,15 +349,64 @@ static void test_reconciled(void **state)
     fx_add_node_except(&w, "gpu-a", NULL, NULL);
     fx_run_all(&w, "gpu-a", NULL);
     fx_analyze(&w);
-    struct gpuop_status_input in = {.namespace = "ns",
-                                    .reconciled = false,
-                                    .reconcile_reason = "ApplyFailed",
-                                    .reconcile_message = "DaemonSet gpuop-driver: 403 forbidden"};
+    /* the toolkit refused, everything that needs it blocked, a spec problem */
+    struct gpuop_apply_result ap[GPUOP_OPERAND_MAX] = {{0}};
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        ap[o] = (struct gpuop_apply_result){.state = GPUOP_APPLY_BLOCKED, .blocked_by = 1};
+    ap[0] = (struct gpuop_apply_result){.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
+    ap[1] = (struct gpuop_apply_result){.state = GPUOP_APPLY_FAILED,
+                                        .blocked_by = -1,
+                                        .reason = "Invalid",
+                                        .message = "limits must be >= requests"};
+    struct gpuop_apply_result sa = {.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
+    struct gpuop_status_input in = {.namespace = "ns", .apply = ap, .sa = &sa};
+    w.pol.nproblems = 1;
+    snprintf(w.pol.problems[0].field, sizeof(w.pol.problems[0].field),
+             "spec.toolkit.resources.limits.bad name!");
+    snprintf(w.pol.problems[0].message, sizeof(w.pol.problems[0].message), "not a resource name");
     json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
     assert_string_equal(cstr(st, "Reconciled", "status"), "False");
     assert_string_equal(cstr(st, "Reconciled", "reason"), "ApplyFailed");
-    assert_string_equal(cstr(st, "Reconciled", "message"), "DaemonSet gpuop-driver: 403 forbidden");
-    assert_string_equal(str(st, "state"), "ready"); /* Ready is about the nodes */
+    assert_string_equal(
+        cstr(st, "Reconciled", "message"),
+        "DaemonSet gpuop-container-toolkit was not applied: limits must be >= requests; "
+        "DaemonSet gpuop-device-plugin was not created or changed, because its prerequisite "
+        "container-toolkit could not be applied; DaemonSet gpuop-gpu-feature-discovery was not "
+        "created or changed, because its prerequisite container-toolkit could not be applied; "
+        "DaemonSet gpuop-dcgm-exporter was not created or changed, because its prerequisite "
+        "container-toolkit could not be applied; DaemonSet gpuop-operator-validator was not "
+        "created or changed, because its prerequisite container-toolkit could not be applied; "
+        "DaemonSet gpuop-mig-manager was not created or changed, because its prerequisite "
+        "container-toolkit could not be applied. "
+        "Spec problems: spec.toolkit.resources.limits.bad name!: not a resource name.");
+    /* every node complete, yet not Ready: five DaemonSets are not on the spec */
+    assert_string_equal(str(st, "state"), "notReady");
+    assert_string_equal(cstr(st, "Ready", "status"), "False");
+    assert_string_equal(cstr(st, "Ready", "reason"), "OperandsNotApplied");
+    assert_non_null(strstr(cstr(st, "Ready", "message"), "container-toolkit, device-plugin"));
+    json_t *ops = json_object_get(st, "operands");
+    assert_string_equal(str(json_array_get(ops, 0), "apply"), "Current");
+    assert_null(json_object_get(json_array_get(ops, 0), "applyMessage"));
+    assert_string_equal(str(json_array_get(ops, 1), "apply"), "Failed");
+    assert_non_null(strstr(str(json_array_get(ops, 1), "applyMessage"), "limits must be"));
+    assert_string_equal(str(json_array_get(ops, 2), "apply"), "Blocked");
+    json_decref(st);
+    /* the same facts, the same status (the message is stable) */
+    json_t *a = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    json_t *b = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_true(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    /* the ServiceAccount refused: said beside the rest */
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        ap[o] = (struct gpuop_apply_result){.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
+    sa = (struct gpuop_apply_result){
+        .state = GPUOP_APPLY_FAILED, .blocked_by = -1, .message = "exceeded quota"};
+    w.pol.nproblems = 0;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "Reconciled", "message"),
+                        "ServiceAccount gpuop-operand was not applied: exceeded quota.");
+    assert_string_equal(str(st, "state"), "ready"); /* its DaemonSets are on the spec */
     json_decref(st);
 
     /* policy problems without an API error: InvalidSpec naming the field */
@@ -354,10 +443,15 @@ static void test_time_format(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ready),      cmocka_unit_test(test_no_gpu_nodes),
-        cmocka_unit_test(test_findings),   cmocka_unit_test(test_transition_times),
-        cmocka_unit_test(test_cap),        cmocka_unit_test(test_ignored),
-        cmocka_unit_test(test_reconciled), cmocka_unit_test(test_time_format),
+        cmocka_unit_test(test_ready),
+        cmocka_unit_test(test_no_gpu_nodes),
+        cmocka_unit_test(test_findings),
+        cmocka_unit_test(test_empty_lists),
+        cmocka_unit_test(test_transition_times),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_ignored),
+        cmocka_unit_test(test_reconciled),
+        cmocka_unit_test(test_time_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,382 @@
+/*
+ * apply.c - the apply stage of a reconcile: the operands' ServiceAccount
+ * and each operand's DaemonSet by server-side apply, disabled operands'
+ * DaemonSets deleted.
+ *
+ * Prerequisites first: an enabled operand is applied only once its
+ * prerequisite (by the operand table) is settled, and not at all when the
+ * prerequisite could not be applied, directly or transitively (a disabled
+ * prerequisite is host-provided and passes on its own prerequisite's
+ * verdict). Such an operand's DaemonSet is neither created nor changed; an
+ * existing one stays as it is. So gpuop never builds a device plugin
+ * without its toolkit itself.
+ *
+ * Drift without a request per reconcile: for each DaemonSet the controller
+ * remembers the hash of the body last applied and the generation and
+ * metadata hash the server answered with; it applies again only when the
+ * body changed, the cached DaemonSet's generation or metadata hash moved
+ * (someone edited it), or it was deleted (seen by the watch: a DaemonSet
+ * just applied and not yet in the cache is not applied twice). A body the
+ * server refused is not
+ * sent again before the key's backoff has passed (a changed body is sent at
+ * once), so a rejected policy costs one PATCH per backoff step, not one per
+ * event. The ServiceAccount likewise: applied when its body changed or
+ * the watch saw it deleted.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
+#include "gpuop/log.h"
+#include "gpuop/names.h"
+#include "gpuop/render.h"
+
+#include "controller_int.h"
+
+static const char *ds_obj(const struct gpuop_controller *c, int operand, char *buf, size_t len)
+{
+    snprintf(buf, len, "daemonset/%s/%s", c->ns, gpuop_operand_get(operand)->ds_name);
+    return buf;
+}
+
+char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
+                           const char *sub)
+{
+    const struct gpuop_kube_ref ref = {
+        .group_version = gv, .ns = ns, .resource = res, .name = name, .subresource = sub};
+    static const struct gpuop_kube_param q[] = {{"fieldManager", GPUOP_MANAGER}, {"force", "true"}};
+    return gpuop_kube_path(&ref, q, sizeof(q) / sizeof(q[0]));
+}
+
+static void set_failed(struct gpuop_apply_result *r, int state, const struct gpuop_err *e)
+{
+    r->state = (unsigned char)state;
+    r->blocked_by = -1;
+    snprintf(r->reason, sizeof(r->reason), "%s", e && e->reason[0] ? e->reason : "Failed");
+    snprintf(r->message, sizeof(r->message), "%s",
+             e && e->message[0] ? e->message : gpuop_strerror(e ? e->rc : GPUOP_EHTTP));
+}
+
+void gpuop_ctl_apply_reset(struct gpuop_controller *c)
+{
+    memset(c->res, 0, sizeof(c->res));
+    memset(c->started, 0, sizeof(c->started));
+    memset(&c->sa, 0, sizeof(c->sa));
+    c->sa_started = false;
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++) {
+        c->res[i].blocked_by = -1;
+        c->applied[i].rejected_now = false;
+    }
+    c->sa_applied.rejected_now = false;
+    c->sa.blocked_by = -1;
+}
+
+/* Remembers a refused body: not resent before the key's backoff. */
+static void remember_refusal(struct ctl_applied *a, uint64_t h, const struct gpuop_apply_result *r)
+{
+    a->rejected_hash = h;
+    a->rejected_now = true;
+    memcpy(a->reason, r->reason, sizeof(a->reason));
+    memcpy(a->message, r->message, sizeof(a->message));
+}
+
+/* True (and r filled as the server answered) when body hash h was refused
+ * and the key's backoff has not passed yet: the same answer, unasked. */
+static bool still_refused(const struct gpuop_controller *c, const struct ctl_applied *a, uint64_t h,
+                          struct gpuop_apply_result *r, struct gpuop_err *e)
+{
+    if (a->rejected_hash != h || uv_now(c->loop) >= a->retry_at_ms)
+        return false;
+    memset(e, 0, sizeof(*e));
+    e->rc = GPUOP_EHTTP;
+    snprintf(e->reason, sizeof(e->reason), "%s", a->reason);
+    snprintf(e->message, sizeof(e->message), "%s", a->message);
+    set_failed(r, GPUOP_APPLY_FAILED, e);
+    return true;
+}
+
+/* ---- DaemonSets ---- */
+
+static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    struct ctl_applied *a = &c->applied[o->operand];
+    char obj[CTL_OBJ_MAX];
+    ds_obj(c, o->operand, obj, sizeof(obj));
+    if (rc == 0) {
+        a->body_hash = o->body_hash;
+        a->generation =
+            json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
+        a->meta_hash = gpuop_caches_meta_hash(body);
+        a->rejected_hash = 0;
+        c->res[o->operand].state = GPUOP_APPLY_CURRENT;
+        gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
+    } else if (rc != GPUOP_ECANCELED) {
+        set_failed(&c->res[o->operand], GPUOP_APPLY_FAILED, err);
+        remember_refusal(a, o->body_hash, &c->res[o->operand]);
+        gpuop_debug(obj, "apply failed: %s", err->message); /* logged once in status */
+        gpuop_ctl_fail(c, gpuop_operand_get(o->operand)->ds_name, err);
+    }
+    gpuop_ctl_op_end(o);
+}
+
+static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    char obj[CTL_OBJ_MAX];
+    (void)body;
+    if (rc == 0 || rc == GPUOP_ENOTFOUND) {
+        memset(&c->applied[o->operand], 0, sizeof(c->applied[0]));
+        c->res[o->operand].state = GPUOP_APPLY_ABSENT;
+        gpuop_info(ds_obj(c, o->operand, obj, sizeof(obj)), "deleted DaemonSet (operand disabled)");
+    } else if (rc != GPUOP_ECANCELED) {
+        set_failed(&c->res[o->operand], GPUOP_APPLY_DELETE_FAILED, err);
+        gpuop_ctl_fail(c, gpuop_operand_get(o->operand)->ds_name, err);
+    }
+    gpuop_ctl_op_end(o);
+}
+
+/* Settles operand i at once with rc (a request that could not start). */
+static void fail_now(struct gpuop_controller *c, int i, int state, int rc)
+{
+    struct gpuop_err e;
+    gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+    set_failed(&c->res[i], state, &e);
+    gpuop_ctl_fail(c, gpuop_operand_get(i)->ds_name, &e);
+}
+
+static void apply_operand(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    struct ctl_applied *a = &c->applied[i];
+    json_t *ds = gpuop_render_daemonset(&c->policy, i, c->ns);
+    char *body = ds ? json_dumps(ds, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(ds);
+    if (!body) {
+        fail_now(c, i, GPUOP_APPLY_FAILED, GPUOP_ENOMEM);
+        return;
+    }
+    uint64_t h = gpuop_hash_str(body);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, od->ds_name);
+    char obj[CTL_OBJ_MAX];
+    /* Absent from the cache but applied with this body: the watch has not
+     * brought it yet (a delete clears the record, gpuop_ctl_apply_gone). */
+    if (a->body_hash == h &&
+        (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash))) {
+        gpuop_json_free(body);
+        c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
+        return;
+    }
+    struct gpuop_err e;
+    if (still_refused(c, a, h, &c->res[i], &e)) {
+        gpuop_json_free(body);
+        gpuop_ctl_fail(c, od->ds_name, &e);
+        gpuop_debug(ds_obj(c, i, obj, sizeof(obj)), "refused body not resent before the backoff");
+        return;
+    }
+    if (live && a->body_hash == h)
+        gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
+                   "DaemonSet changed outside the policy; putting it back");
+    char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", od->ds_name, NULL);
+    int rc = path ? 0 : GPUOP_ENOMEM;
+    if (rc == 0) {
+        c->stats.applies++;
+        rc = gpuop_ctl_send(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, apply_done,
+                            NULL);
+    }
+    free(path);
+    gpuop_json_free(body);
+    if (rc < 0)
+        fail_now(c, i, GPUOP_APPLY_FAILED, rc);
+}
+
+static void delete_operand(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    if (!gpuop_caches_ds(c->world, od->ds_name)) {
+        c->res[i].state = GPUOP_APPLY_ABSENT;
+        return;
+    }
+    const struct gpuop_kube_ref ref = {
+        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = od->ds_name};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    int rc = path ? 0 : GPUOP_ENOMEM;
+    if (rc == 0) {
+        c->stats.deletes++;
+        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, delete_done, NULL);
+    }
+    free(path);
+    if (rc < 0)
+        fail_now(c, i, GPUOP_APPLY_DELETE_FAILED, rc);
+}
+
+/* ---- the operands' ServiceAccount ---- */
+
+static void sa_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    char obj[CTL_OBJ_MAX];
+    (void)body;
+    snprintf(obj, sizeof(obj), "serviceaccount/%s/%s", c->ns, GPUOP_OPERAND_SA);
+    if (rc == 0) {
+        c->sa_applied.body_hash = o->body_hash;
+        c->sa_applied.rejected_hash = 0;
+        c->sa.state = GPUOP_APPLY_CURRENT;
+        gpuop_info(obj, "applied ServiceAccount");
+    } else if (rc != GPUOP_ECANCELED) {
+        set_failed(&c->sa, GPUOP_APPLY_FAILED, err);
+        remember_refusal(&c->sa_applied, o->body_hash, &c->sa);
+        gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, err);
+    }
+    gpuop_ctl_op_end(o);
+}
+
+/* The ServiceAccount operand pods run as, owned by the policy (new), or
+ * NULL on out-of-memory. */
+static json_t *render_sa(const struct gpuop_controller *c)
+{
+    json_t *labels =
+        json_pack("{s:s, s:s, s:s}", GPUOP_LABEL_NAME, GPUOP_MANAGER, GPUOP_LABEL_MANAGED_BY,
+                  GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER);
+    json_t *md = labels ? json_pack("{s:s, s:s, s:o}", "name", GPUOP_OPERAND_SA, "namespace", c->ns,
+                                    "labels", labels)
+                        : NULL;
+    if (md && c->policy.uid && c->policy.name) {
+        json_t *ref = json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", GPUOP_API_VERSION,
+                                "kind", GPUOP_KIND, "name", c->policy.name, "uid", c->policy.uid,
+                                "controller", 1, "blockOwnerDeletion", 1);
+        if (!ref || json_object_set_new(md, "ownerReferences", ref) < 0) {
+            json_decref(md);
+            md = NULL;
+        }
+    }
+    return md ? json_pack("{s:s, s:s, s:o, s:b}", "apiVersion", "v1", "kind", "ServiceAccount",
+                          "metadata", md, "automountServiceAccountToken", 0)
+              : NULL;
+}
+
+static void apply_sa(struct gpuop_controller *c)
+{
+    json_t *sa = render_sa(c);
+    char *body = sa ? json_dumps(sa, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(sa);
+    struct gpuop_err e;
+    if (!body) {
+        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "%s", gpuop_strerror(GPUOP_ENOMEM));
+        set_failed(&c->sa, GPUOP_APPLY_FAILED, &e);
+        gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
+        return;
+    }
+    uint64_t h = gpuop_hash_str(body);
+    if (h == c->sa_applied.body_hash) { /* a delete clears it: gpuop_ctl_apply_gone */
+        gpuop_json_free(body);
+        c->sa.state = GPUOP_APPLY_CURRENT;
+        return;
+    }
+    if (still_refused(c, &c->sa_applied, h, &c->sa, &e)) {
+        gpuop_json_free(body);
+        gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
+        return;
+    }
+    char *path = gpuop_ctl_apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA, NULL);
+    int rc =
+        path ? gpuop_ctl_send(c, OP_SA, -1, h, "PATCH", path, GPUOP_CT_APPLY, body, sa_done, NULL)
+             : GPUOP_ENOMEM;
+    free(path);
+    gpuop_json_free(body);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        set_failed(&c->sa, GPUOP_APPLY_FAILED, &e);
+        gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
+    }
+}
+
+/* ---- the stage ---- */
+
+enum gate { GATE_WAIT, GATE_OPEN, GATE_BLOCKED };
+
+/* Whether operand i may be applied now; *root: the operand whose failure
+ * blocks it. */
+static enum gate gate(const struct gpuop_controller *c, int i, int *root)
+{
+    for (int depth = 0; depth < GPUOP_OPERAND_MAX; depth++) {
+        int p = gpuop_operand_prereq(i);
+        if (p < 0)
+            return GATE_OPEN;
+        if (!c->policy.operands[p].enabled) {
+            i = p; /* host-provided: its own prerequisite decides */
+            continue;
+        }
+        switch (c->res[p].state) {
+        case GPUOP_APPLY_CURRENT:
+            return GATE_OPEN;
+        case GPUOP_APPLY_FAILED:
+            *root = p;
+            return GATE_BLOCKED;
+        case GPUOP_APPLY_BLOCKED:
+            *root = c->res[p].blocked_by;
+            return GATE_BLOCKED;
+        default:
+            return GATE_WAIT;
+        }
+    }
+    return GATE_OPEN; /* a cycle in the table: not reachable */
+}
+
+void gpuop_ctl_apply_step(struct gpuop_controller *c)
+{
+    if (!c->write)
+        return; /* a follower observes only: every result stays NONE */
+    if (!c->sa_started) {
+        c->sa_started = true;
+        apply_sa(c);
+    }
+    bool progress = true;
+    while (progress && !c->closing) {
+        progress = false;
+        for (int i = 0; i < gpuop_operand_count(); i++) {
+            if (c->started[i])
+                continue;
+            if (!c->policy.operands[i].enabled) {
+                c->started[i] = progress = true;
+                delete_operand(c, i);
+                continue;
+            }
+            int root = -1;
+            enum gate g = gate(c, i, &root);
+            if (g == GATE_WAIT)
+                continue;
+            c->started[i] = progress = true;
+            if (g == GATE_BLOCKED) {
+                c->res[i].state = GPUOP_APPLY_BLOCKED;
+                c->res[i].blocked_by = (signed char)root;
+                c->failed++;
+            } else {
+                apply_operand(c, i);
+            }
+        }
+    }
+}
+
+void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
+{
+    uint64_t at = uv_now(c->loop) + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        if (c->applied[i].rejected_now)
+            c->applied[i].retry_at_ms = at;
+    if (c->sa_applied.rejected_now)
+        c->sa_applied.retry_at_ms = at;
+}
+
+void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key)
+{
+    int op = kind == GPUOP_CACHES_DS ? gpuop_operand_by_ds(key) : -1;
+    if (op >= 0)
+        memset(&c->applied[op], 0, sizeof(c->applied[op]));
+    else if (kind == GPUOP_CACHES_SA)
+        memset(&c->sa_applied, 0, sizeof(c->sa_applied));
+}

@@ -1,0 +1,177 @@
+/*
+ * controller_int.h - what the controller's files share (controller.c runs
+ * the reconcile, apply.c applies and deletes the operands' objects,
+ * status_write.c decides whether and writes the status). Not a public
+ * header: only src/controller/ includes it.
+ *
+ * One reconcile runs at a time, in three stages with one exit:
+ *
+ *   begin -> STAGE_APPLY  (apply.c: ServiceAccount, then each operand once
+ *                          its prerequisite is settled; deletes)
+ *         -> STAGE_STATUS (findings from the caches -> status -> write)
+ *         -> finish       (forget or back off the key, take the next one)
+ *
+ * Every API operation is a struct op; when the last one in flight ends,
+ * gpuop_ctl_advance() moves the reconcile on.
+ */
+#ifndef GPUOP_CONTROLLER_INT_H
+#define GPUOP_CONTROLLER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "gpuop/caches.h"
+#include "gpuop/controller.h"
+#include "gpuop/events.h"
+#include "gpuop/map.h"
+#include "gpuop/policy.h"
+#include "gpuop/queue.h"
+#include "gpuop/status.h"
+
+/* Children closed asynchronously by gpuop_controller_close: the trim
+ * timer, the events poster, the caches and the queue. */
+#define CTL_CHILDREN 4
+/* What failed, as the log's first failure names it ("gpuop-driver"). */
+#define CTL_WHAT_MAX 120
+/* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
+#define CTL_OBJ_MAX 300
+
+/* What the controller remembers of one operand's DaemonSet (or of the
+ * operands' ServiceAccount) across reconciles, for the policy object
+ * applied_uid names. */
+struct ctl_applied {
+    uint64_t body_hash; /* of the body last applied; 0: nothing applied yet */
+    long long generation;
+    uint64_t meta_hash;
+    /* The last body the API server refused, and when it may be sent again
+     * (the key's backoff): a rejected body is not resent before then. */
+    uint64_t rejected_hash;
+    uint64_t retry_at_ms; /* uv_now */
+    bool rejected_now;    /* refused in the reconcile in progress */
+    char reason[64];
+    char message[GPUOP_APPLY_MESSAGE_MAX];
+};
+
+enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS };
+
+struct ctl_op {
+    struct gpuop_controller *c;
+    struct gpuop_kube_req *req;
+    enum ctl_op_kind kind;
+    int operand;
+    uint64_t body_hash;
+    json_t *conds;      /* OP_STATUS: the conditions sent (new reference) */
+    char rv_before[64]; /* OP_STATUS: the cached resourceVersion when sent */
+    struct ctl_op *next;
+};
+
+enum ctl_stage { STAGE_APPLY, STAGE_STATUS, STAGE_DONE };
+
+struct gpuop_controller {
+    uv_loop_t *loop;
+    uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
+    struct gpuop_kube *kube;
+    char *ns;
+    bool write;
+    bool closing;
+    struct gpuop_caches *world;
+    struct gpuop_queue *queue;
+    struct gpuop_events *events;
+
+    /* the reconcile in progress */
+    char *key;
+    enum ctl_stage stage;
+    struct gpuop_policy policy;
+    bool have_policy;
+    bool ignored;
+    int pending;           /* API operations in flight */
+    int failed;            /* failures (apply, delete, status write, parse) */
+    bool problems_changed; /* the problems differ from the last reconcile's */
+    struct gpuop_err err;  /* the first failure, for the log */
+    uint64_t started_ns;
+    uint64_t origin_ns; /* of the reconcile in progress; 0: none */
+    char kobj[CTL_OBJ_MAX];
+    /* per operand index: what this reconcile did (status facts) */
+    struct gpuop_apply_result res[GPUOP_OPERAND_MAX];
+    bool started[GPUOP_OPERAND_MAX]; /* its apply or delete was decided */
+    struct gpuop_apply_result sa;    /* the operands' ServiceAccount */
+    bool sa_started;
+
+    struct ctl_applied applied[GPUOP_OPERAND_MAX];
+    struct ctl_applied sa_applied; /* the ServiceAccount's (generation unused) */
+    char applied_uid[64];          /* policy uid the applied[] records are for */
+    struct ctl_op *ops;            /* in flight */
+
+    /* key -> struct ctl_status_rec * (status_write.c) */
+    struct gpuop_map status_recs;
+
+    struct gpuop_controller_stats stats;
+    struct gpuop_controller_summary summary;
+    gpuop_controller_reconciled_cb on_reconciled;
+    void *cb_arg;
+    /* key -> uint64_t * (uv_hrtime of the first event that dirtied it
+     * since its last successful reconcile) */
+    struct gpuop_map dirty_since;
+    int open; /* children still closing */
+    void (*close_cb)(void *);
+    void *close_arg;
+};
+
+/* ---- controller.c ---- */
+
+/* Starts one API operation of the reconcile; path and body (may be NULL)
+ * are copied. The op ends in done (which must call gpuop_ctl_op_end), or
+ * here when the request cannot start. */
+int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
+                   uint64_t body_hash, const char *method, const char *path, const char *ctype,
+                   const char *body, gpuop_kube_done_cb done, struct ctl_op **out);
+/* Ends op o (frees it) and, when it was the last in flight, moves the
+ * reconcile on. */
+void gpuop_ctl_op_end(struct ctl_op *o);
+/* Counts a failure of the reconcile; the first one is kept for the log. */
+void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e);
+/* Hash of a JSON value (borrowed), keys sorted; 0 for NULL. */
+uint64_t gpuop_ctl_json_hash(json_t *v);
+
+/* ---- apply.c ---- */
+
+/* The path of a server-side apply (gpuop_kube_path, then
+ * ?fieldManager=gpuop&force=true): new string, NULL on out-of-memory. */
+char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
+                           const char *sub);
+
+/* Resets the per-reconcile apply state (begin). */
+void gpuop_ctl_apply_reset(struct gpuop_controller *c);
+/* Starts every apply or delete whose prerequisite is settled and marks
+ * blocked the operands whose prerequisite could not be applied; called
+ * again whenever an operation ends. Nothing in flight afterwards: the
+ * stage is over. */
+void gpuop_ctl_apply_step(struct gpuop_controller *c);
+/* The caches saw kind/key deleted: a DaemonSet or the ServiceAccount gone
+ * forgets what was applied, so the next reconcile applies it again. */
+void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key);
+/* After finish computed the key's backoff delay: a body refused in this
+ * reconcile is not resent before it has passed. */
+void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms);
+
+/* ---- status_write.c ---- */
+
+/* The previous status to carry lastTransitionTime from (borrowed): what
+ * was last written for key, else the cached one (obj's). */
+json_t *gpuop_ctl_status_prev(struct gpuop_controller *c, const char *key, json_t *obj);
+/* Writes status (steals) for the policy obj (borrowed) unless it equals
+ * what was last written for the key and the server still holds that.
+ * Returns 0 (sent or not needed) or a negative gpuop_rc. */
+int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status);
+/* True when the hash of the problems (spec problems, apply failures) of
+ * key differs from the last call's; remembers the new one. */
+bool gpuop_ctl_problems_changed(struct gpuop_controller *c, const char *key, uint64_t h);
+/* Forgets what was written for key (policy gone), or for every key (NULL:
+ * leadership changed, someone else may have written since). */
+void gpuop_ctl_status_forget(struct gpuop_controller *c, const char *key);
+/* Frees every record (close). */
+void gpuop_ctl_status_free(struct gpuop_controller *c);
+
+#endif

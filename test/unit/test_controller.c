@@ -1,0 +1,472 @@
+/*
+ * test_controller.c - the controller driven by the scripted fake API
+ * server (test/unit/support/fakeapi.h), all on one libuv loop.
+ *
+ * The fake keeps a tiny cluster: one GpuPolicy "main", no nodes, and what
+ * the controller applies (DaemonSets, the operands' ServiceAccount). LISTs
+ * answer from it; WATCHes replay, every few milliseconds, the change log
+ * from the resourceVersion they ask for; an apply stores the object and
+ * logs the change, a status write too (so gpuop's own write comes back
+ * through the GpuPolicy watch, as on a real server). A test can refuse
+ * the apply of one DaemonSet with a 422, edit a stored object by hand, or
+ * change the policy.
+ *
+ * Covered: every operand applied and the ServiceAccount, the status
+ * written once and not again when nothing changed; drift put back (an
+ * edited DaemonSet, a deleted one); the
+ * DaemonSet of a disabled operand deleted; a refused apply retried only
+ * on the key's backoff, its dependants not applied, the status not
+ * rewritten by its own echo.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fakeapi.h"
+#include "gpuop/controller.h"
+#include "gpuop/kube.h"
+#include "gpuop/log.h"
+
+#define WAIT_MS  20000 /* generous: valgrind, a loaded machine */
+#define NS       "gpuop-system"
+#define PUMP_MS  5
+#define LOG_MAX  2048
+#define CONN_MAX 256
+
+enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_COUNT };
+static const char *const COLL[K_COUNT] = {
+    "/apis/gpuop.dev/v1alpha1/gpupolicies",       "/api/v1/nodes",
+    "/apis/apps/v1/namespaces/" NS "/daemonsets", "/api/v1/namespaces/" NS "/pods",
+    "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events"};
+
+struct change {
+    enum kind kind;
+    long rv;
+    char *line; /* the watch event, newline-terminated */
+};
+
+struct watcher {
+    struct fx *f;
+    enum kind kind;
+    size_t next; /* index into the change log */
+};
+
+struct fx {
+    uv_loop_t loop;
+    uv_timer_t watchdog;
+    bool expired;
+    struct fakeapi *srv;
+    struct gpuop_kube *k;
+    struct gpuop_controller *c;
+    bool c_closed, k_closed;
+    long rv;
+    json_t *store[K_COUNT]; /* name -> object */
+    struct change log[LOG_MAX];
+    size_t nlog;
+    struct watcher w[CONN_MAX];
+    size_t nw;
+    const char *refuse; /* DaemonSet name whose apply gets a 422 */
+    int applies[8];     /* PATCHes per operand index */
+    int deletes, status_writes, sa_applies;
+    uint64_t apply_at[64]; /* uv_now of each PATCH of the refused one */
+    int nrefused;
+};
+
+static void on_watchdog(uv_timer_t *t)
+{
+    ((struct fx *)t->data)->expired = true;
+}
+
+#define RUN_UNTIL(f, cond, ms)                                                                     \
+    do {                                                                                           \
+        (f)->expired = false;                                                                      \
+        uv_timer_start(&(f)->watchdog, on_watchdog, (ms), 0);                                      \
+        while (!(cond) && !(f)->expired)                                                           \
+            uv_run(&(f)->loop, UV_RUN_ONCE);                                                       \
+        uv_timer_stop(&(f)->watchdog);                                                             \
+        if (!(cond))                                                                               \
+            fail_msg("timed out waiting for %s", #cond);                                           \
+    } while (0)
+
+static void run_for(struct fx *f, uint64_t ms)
+{
+    f->expired = false;
+    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
+    while (!f->expired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+}
+
+/* ---- the fake cluster ---- */
+
+static const char *operands[] = {"driver",        "container-toolkit",
+                                 "device-plugin", "gpu-feature-discovery",
+                                 "dcgm-exporter", "operator-validator"};
+
+static int operand_of(const char *ds)
+{
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(ds + strlen("gpuop-"), operands[i]))
+            return i;
+    return -1;
+}
+
+/* Stores obj (steals) as kind/name and logs the change. */
+static void put(struct fx *f, enum kind k, const char *name, json_t *obj, const char *type)
+{
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%ld", ++f->rv);
+    json_t *md = json_object_get(obj, "metadata");
+    json_object_set_new(md, "resourceVersion", json_string(rv));
+    json_object_set_new(md, "name", json_string(name));
+    if (!json_object_get(md, "uid"))
+        json_object_set_new(md, "uid", json_string(name));
+    if (!json_object_get(md, "creationTimestamp"))
+        json_object_set_new(md, "creationTimestamp", json_string("2026-11-29T21:06:40Z"));
+    json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+    char *s = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    assert_true(f->nlog < LOG_MAX);
+    size_t n = strlen(s);
+    char *line = malloc(n + 2);
+    memcpy(line, s, n);
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    free(s);
+    f->log[f->nlog++] = (struct change){k, f->rv, line};
+    if (!strcmp(type, "DELETED")) {
+        json_object_del(f->store[k], name);
+        json_decref(obj);
+    } else {
+        json_object_set_new(f->store[k], name, obj);
+    }
+}
+
+static void pump(struct fakeapi_conn *c, void *arg)
+{
+    struct watcher *w = arg;
+    struct fx *f = w->f;
+    for (; w->next < f->nlog; w->next++)
+        if (f->log[w->next].kind == w->kind)
+            fakeapi_write(c, f->log[w->next].line, strlen(f->log[w->next].line));
+}
+
+static int kind_of(const char *path)
+{
+    for (int k = 0; k < K_COUNT; k++) {
+        size_t n = strlen(COLL[k]);
+        if (!strncmp(path, COLL[k], n) && (path[n] == '?' || path[n] == '/' || !path[n]))
+            return k;
+    }
+    return -1;
+}
+
+/* The name after the collection path ("" when none), into buf. */
+static const char *name_of(const char *path, int k, char *buf, size_t size)
+{
+    const char *p = path + strlen(COLL[k]);
+    buf[0] = '\0';
+    if (*p == '/') {
+        size_t n = strcspn(p + 1, "/?");
+        snprintf(buf, size, "%.*s", (int)n, p + 1);
+    }
+    return buf;
+}
+
+static void respond_obj(struct fakeapi_conn *c, json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    fakeapi_respond(c, 200, "application/json", s);
+    free(s);
+}
+
+static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    struct fx *f = arg;
+    int k = kind_of(r->path);
+    char name[256], v[32];
+    if (k < 0) {
+        fakeapi_respond_status(c, 404, "NotFound", "no such path");
+        return;
+    }
+    name_of(r->path, k, name, sizeof(name));
+    if (!strcmp(r->method, "GET") && fakeapi_query(r, "watch", v, sizeof(v))) {
+        assert_true(f->nw < CONN_MAX);
+        struct watcher *w = &f->w[f->nw++];
+        long from = fakeapi_query(r, "resourceVersion", v, sizeof(v)) ? atol(v) : f->rv;
+        *w = (struct watcher){f, (enum kind)k, 0};
+        while (w->next < f->nlog && f->log[w->next].rv <= from)
+            w->next++;
+        fakeapi_stream_begin(c, 200, FAKEAPI_CHUNKED, 0);
+        fakeapi_every(c, PUMP_MS, pump, w);
+        return;
+    }
+    if (!strcmp(r->method, "GET")) {
+        json_t *items = json_array();
+        const char *key;
+        json_t *o;
+        json_object_foreach(f->store[k], key, o) json_array_append(items, o);
+        char rv[32];
+        snprintf(rv, sizeof(rv), "%ld", f->rv);
+        json_t *list = json_pack("{s:s, s:{s:s}, s:o}", "kind", "List", "metadata",
+                                 "resourceVersion", rv, "items", items);
+        respond_obj(c, list);
+        json_decref(list);
+        return;
+    }
+    json_t *body = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
+    if (!strcmp(r->method, "PATCH") && k == K_POLICY) { /* .../main/status */
+        assert_non_null(strstr(r->path, "/status?"));
+        f->status_writes++;
+        json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], name));
+        json_object_set(p, "status", json_object_get(body, "status"));
+        put(f, K_POLICY, name, json_incref(p), "MODIFIED");
+        respond_obj(c, p);
+        json_decref(p);
+    } else if (!strcmp(r->method, "PATCH") && k == K_DS) {
+        int op = operand_of(name);
+        assert_true(op >= 0);
+        f->applies[op]++;
+        if (f->refuse && !strcmp(name, f->refuse)) {
+            if (f->nrefused < 64)
+                f->apply_at[f->nrefused++] = uv_now(&f->loop);
+            fakeapi_respond_status(c, 422, "Invalid", "requests must be <= limits");
+        } else {
+            json_t *old = json_object_get(f->store[K_DS], name);
+            long long gen = old ? json_integer_value(json_object_get(
+                                      json_object_get(old, "metadata"), "generation"))
+                                : 0;
+            if (!old || !json_equal(json_object_get(old, "spec"), json_object_get(body, "spec")))
+                gen++;
+            json_object_set_new(json_object_get(body, "metadata"), "generation", json_integer(gen));
+            put(f, K_DS, name, json_incref(body), old ? "MODIFIED" : "ADDED");
+            respond_obj(c, body);
+        }
+    } else if (!strcmp(r->method, "PATCH") && k == K_SA) {
+        f->sa_applies++;
+        bool had = json_object_get(f->store[K_SA], name) != NULL;
+        put(f, K_SA, name, json_incref(body), had ? "MODIFIED" : "ADDED");
+        respond_obj(c, body);
+    } else if (!strcmp(r->method, "DELETE") && k == K_DS) {
+        f->deletes++;
+        json_t *old = json_object_get(f->store[K_DS], name);
+        if (old) {
+            put(f, K_DS, name, json_incref(old), "DELETED");
+            fakeapi_respond_status(c, 200, "Success", "deleted");
+        } else {
+            fakeapi_respond_status(c, 404, "NotFound", "not found");
+        }
+    } else {
+        fakeapi_respond_status(c, 405, "MethodNotAllowed", "not here");
+    }
+    json_decref(body);
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    uv_timer_init(&f->loop, &f->watchdog);
+    f->watchdog.data = f;
+    for (int k = 0; k < K_COUNT; k++)
+        f->store[k] = json_object();
+    put(f, K_POLICY, "main",
+        json_pack("{s:s, s:s, s:{s:I}, s:{}}", "apiVersion", "gpuop.dev/v1alpha1", "kind",
+                  "GpuPolicy", "metadata", "generation", (json_int_t)1, "spec"),
+        "ADDED");
+    assert_int_equal(fakeapi_start(&f->loop, handle, f, &f->srv), 0);
+    struct gpuop_kubeconfig cfg = {0};
+    cfg.server = (char *)fakeapi_url(f->srv);
+    cfg.token = "tok";
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->k, &err), 0);
+    gpuop_log_set_level(getenv("TEST_DEBUG") ? "debug" : "error");
+    *state = f;
+    return 0;
+}
+
+static void start(struct fx *f)
+{
+    struct gpuop_controller_config cc = {.namespace = NS, .write = true};
+    assert_int_equal(gpuop_controller_new(&f->loop, f->k, &cc, &f->c), 0);
+    assert_int_equal(gpuop_controller_start(f->c), 0);
+}
+
+static void c_closed(void *arg)
+{
+    ((struct fx *)arg)->c_closed = true;
+}
+
+static void k_closed(void *arg)
+{
+    ((struct fx *)arg)->k_closed = true;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    if (f->c) {
+        gpuop_controller_close(f->c, c_closed, f);
+        RUN_UNTIL(f, f->c_closed, WAIT_MS);
+    }
+    gpuop_kube_close(f->k, k_closed, f);
+    RUN_UNTIL(f, f->k_closed, WAIT_MS);
+    fakeapi_stop(f->srv);
+    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    for (int k = 0; k < K_COUNT; k++)
+        json_decref(f->store[k]);
+    for (size_t i = 0; i < f->nlog; i++)
+        free(f->log[i].line);
+    free(f);
+    return 0;
+}
+
+static int total_applies(const struct fx *f)
+{
+    int n = 0;
+    for (int i = 0; i < 6; i++)
+        n += f->applies[i];
+    return n;
+}
+
+static json_t *status_of(struct fx *f)
+{
+    return json_object_get(json_object_get(f->store[K_POLICY], "main"), "status");
+}
+
+static const char *operand_apply(struct fx *f, int op)
+{
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(status_of(f), "operands"), op), "apply"));
+}
+
+/* Waits until the controller has nothing more to do: no request for
+ * quiet_ms. */
+static void settle(struct fx *f, uint64_t quiet_ms)
+{
+    size_t n;
+    do {
+        n = fakeapi_nreq(f->srv);
+        run_for(f, quiet_ms);
+    } while (fakeapi_nreq(f->srv) != n);
+}
+
+/* ---- tests ---- */
+
+static void test_apply_then_quiet(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 500);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(f->applies[i], 1); /* once each */
+        assert_string_equal(operand_apply(f, i), "Current");
+    }
+    assert_int_equal(f->sa_applies, 1);
+    assert_non_null(json_object_get(f->store[K_SA], "gpuop-operand"));
+    /* the status follows the DaemonSets' arrival in the cache, then stops */
+    int writes = f->status_writes;
+    assert_true(writes >= 1 && writes <= 3);
+    run_for(f, 1500);
+    assert_int_equal(f->status_writes, writes); /* nothing changed: no write */
+    assert_int_equal(total_applies(f), 6);
+    json_t *rec = json_array_get(json_object_get(status_of(f), "conditions"), 3);
+    assert_string_equal(json_string_value(json_object_get(rec, "type")), "Reconciled");
+    assert_string_equal(json_string_value(json_object_get(rec, "status")), "True");
+}
+
+static void test_drift_put_back(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    /* someone edits the toolkit's spec: the server bumps its generation */
+    json_t *ds = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-container-toolkit"));
+    json_t *md = json_object_get(ds, "metadata");
+    json_object_set_new(md, "generation",
+                        json_integer(json_integer_value(json_object_get(md, "generation")) + 1));
+    json_object_set_new(json_object_get(ds, "spec"), "minReadySeconds", json_integer(99));
+    put(f, K_DS, "gpuop-container-toolkit", ds, "MODIFIED");
+    RUN_UNTIL(f, f->applies[1] == 2, WAIT_MS);
+    settle(f, 300);
+    assert_null(json_object_get(
+        json_object_get(json_object_get(f->store[K_DS], "gpuop-container-toolkit"), "spec"),
+        "minReadySeconds"));
+    assert_int_equal(total_applies(f), 7); /* only that one */
+    /* someone deletes the driver's DaemonSet: applied again */
+    put(f, K_DS, "gpuop-driver", json_incref(json_object_get(f->store[K_DS], "gpuop-driver")),
+        "DELETED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver") != NULL, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->applies[0], 2);
+    assert_int_equal(total_applies(f), 8);
+}
+
+static void test_disabled_deleted(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(p, "spec", json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f, f->deletes == 1 && !json_object_get(f->store[K_DS], "gpuop-dcgm-exporter"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->deletes, 1);
+    assert_string_equal(operand_apply(f, 4), "Absent");
+    assert_int_equal(json_object_size(f->store[K_DS]), 5);
+}
+
+static void test_refused_backoff(void **state)
+{
+    struct fx *f = *state;
+    f->refuse = "gpuop-container-toolkit";
+    start(f);
+    RUN_UNTIL(f,
+              f->status_writes > 0 && operand_apply(f, 1) && !strcmp(operand_apply(f, 1), "Failed"),
+              WAIT_MS);
+    run_for(f, 3000);
+    print_message("refused apply sent %d times in about 3 s; %d status writes\n", f->nrefused,
+                  f->status_writes);
+    /* 100 ms doubling: by 3 s at most 1 + 5 retries (0.1+0.2+0.4+0.8+1.6) */
+    assert_true(f->nrefused >= 2);
+    assert_true(f->nrefused <= 6);
+    /* never sooner than the backoff: n attempts span at least 100 ms x
+     * (1 + 2 + ... + 2^(n-2)); a slow machine only adds to it */
+    uint64_t min_span = 100 * ((1u << (f->nrefused - 1)) - 1);
+    assert_true(f->apply_at[f->nrefused - 1] - f->apply_at[0] + 10 >= min_span);
+    /* what needs the toolkit was never applied; the driver was */
+    assert_int_equal(f->applies[0], 1);
+    for (int i = 2; i < 6; i++) {
+        assert_int_equal(f->applies[i], 0);
+        assert_string_equal(operand_apply(f, i), "Blocked");
+    }
+    /* the status says the same every time: written once (or twice while the
+     * driver's DaemonSet arrives), not once per retry or per echo */
+    assert_true(f->status_writes <= 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
