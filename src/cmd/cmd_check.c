@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "gpuop/analysis.h"
-#include "gpuop/cli.h"
-#include "gpuop/cmd.h"
+#include "cli_int.h"
+#include "cmd_int.h"
 #include "gpuop/kube.h"
 #include "gpuop/kubeconfig.h"
 #include "gpuop/log.h"

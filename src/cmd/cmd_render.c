@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/cmd.h"
+#include "cmd_int.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
 #include "gpuop/yaml.h"

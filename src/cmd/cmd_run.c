@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/cli.h"
-#include "gpuop/cmd.h"
+#include "cli_int.h"
+#include "cmd_int.h"
 #include "gpuop/controller.h"
 #include "gpuop/httpd.h"
 #include "gpuop/kube.h"

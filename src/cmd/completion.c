@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpuop/cli.h"
-#include "gpuop/cmd.h"
+#include "cli_int.h"
+#include "cmd_int.h"
 
 /* ---- bash ---- */
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpuop/cli.h"
+#include "cli_int.h"
 
 int main(int argc, char **argv)
 {

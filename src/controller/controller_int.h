@@ -24,10 +24,10 @@
 
 #include "gpuop/caches.h"
 #include "gpuop/controller.h"
-#include "gpuop/events.h"
+#include "events_int.h"
 #include "gpuop/map.h"
 #include "gpuop/policy.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 #include "gpuop/status.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim

@@ -29,13 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuop/events.h"
+#include "events_int.h"
 #include "gpuop/flap.h"
 #include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 
 /* The GpuPolicy is cluster-scoped, and the API server requires an Event's
  * namespace to match its involvedObject's: events of cluster-scoped objects

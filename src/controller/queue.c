@@ -12,7 +12,7 @@
 
 #include "gpuop/error.h"
 #include "gpuop/map.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 
 struct delayed {
     uint64_t due;

@@ -23,8 +23,8 @@
 
 #include "gpuop/informer.h"
 #include "gpuop/jsonarena.h"
-#include "gpuop/jsonlist.h"
-#include "gpuop/lines.h"
+#include "jsonlist_int.h"
+#include "lines_int.h"
 #include "gpuop/log.h"
 #include "gpuop/trim.h"
 

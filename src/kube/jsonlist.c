@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/jsonlist.h"
+#include "jsonlist_int.h"
 
 #define MAX_DEPTH 1000 /* jansson refuses deeper documents anyway */
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/lines.h"
+#include "lines_int.h"
 
 #define MIN_CAP 256
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/jsonlist.h"
+#include "jsonlist_int.h"
 
 #define MAX_OBJECT (1u << 20)
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuop/lines.h"
+#include "lines_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

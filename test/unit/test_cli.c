@@ -15,8 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuop/cli.h"
-#include "gpuop/cmd.h"
+#include "cli_int.h"
+#include "cmd_int.h"
 #include "gpuop/error.h"
 
 static void test_getopt_from_the_table(void **state)

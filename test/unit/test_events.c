@@ -20,9 +20,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuop/events.h"
+#include "events_int.h"
 #include "gpuop/kube.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 #include "fakeapi.h"
 #include "world_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuop/jsonlist.h"
+#include "jsonlist_int.h"
 
 struct got {
     json_t *items; /* array of parsed items */

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuop/lines.h"
+#include "lines_int.h"
 
 /* Collects delivered lines joined by '|' so a whole run compares at once. */
 struct sink {

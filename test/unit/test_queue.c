@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "gpuop/map.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 
 static int ready_calls;
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gpuop/cmd.h"
+#include "cmd_int.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
 #include "gpuop/yaml.h"

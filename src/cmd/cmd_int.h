@@ -1,13 +1,11 @@
 /*
- * cmd.h - the gpuop subcommands, one function each, called by cli.c with
+ * cmd_int.h - the gpuop subcommands, one function each, called by cli.c with
  * argv starting at the subcommand name (argv[0] == "render", ...). Each
  * returns the process exit code: 0 success, 1 failure or findings,
  * 2 usage error. Append new commands below.
- *
- * Layer: cmd
  */
-#ifndef GPUOP_CMD_H
-#define GPUOP_CMD_H
+#ifndef GPUOP_CMD_INT_H
+#define GPUOP_CMD_INT_H
 
 /* gpuop render -f FILE [--namespace NS] [--strict]: prints the operand
  * DaemonSets a GpuPolicy file expands to (src/cmd/cmd_render.c). */

@@ -1,5 +1,5 @@
 /*
- * cli.h - the gpuop command line: run, check, render, completion, version.
+ * cli_int.h - the gpuop command line: run, check, render, completion, version.
  *
  * One table (src/cmd/cli.c) lists every command and its flags: dispatch,
  * the top-level help, the getopt_long options and --help of the commands
@@ -13,8 +13,8 @@
  *
  * Layer: cmd
  */
-#ifndef GPUOP_CLI_H
-#define GPUOP_CLI_H
+#ifndef GPUOP_CLI_INT_H
+#define GPUOP_CLI_INT_H
 
 #include <getopt.h>
 #include <stddef.h>

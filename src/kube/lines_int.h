@@ -1,11 +1,11 @@
 /*
- * lines.h - framing of a watch stream: transport chunks in, complete lines
+ * lines_int.h - framing of a watch stream: transport chunks in, complete lines
  * out. A carry-over buffer holds a partial line between chunks (which may
  * split anywhere, even inside a UTF-8 sequence); a line longer than the
  * limit is an error, never an unbounded allocation.
  */
-#ifndef GPUOP_LINES_H
-#define GPUOP_LINES_H
+#ifndef GPUOP_LINES_INT_H
+#define GPUOP_LINES_INT_H
 
 #include <stddef.h>
 

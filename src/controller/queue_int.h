@@ -1,5 +1,5 @@
 /*
- * queue.h - the controller's work queue, with client-go's semantics:
+ * queue_int.h - the controller's work queue, with client-go's semantics:
  *
  * - it holds keys, not objects; a key is queued at most once (dirty set);
  * - a key being processed that is added again is marked dirty and queued
@@ -11,8 +11,8 @@
  * When keys are ready the queue calls on_ready(arg) from the loop (never
  * from inside add), and the owner then drains it with gpuop_queue_get().
  */
-#ifndef GPUOP_QUEUE_H
-#define GPUOP_QUEUE_H
+#ifndef GPUOP_QUEUE_INT_H
+#define GPUOP_QUEUE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

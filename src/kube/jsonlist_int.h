@@ -1,5 +1,5 @@
 /*
- * jsonlist.h - a Kubernetes List response split while it streams in.
+ * jsonlist_int.h - a Kubernetes List response split while it streams in.
  *
  * A LIST page of 100 pods is about 500 KB of JSON and several MB once
  * parsed whole; the informer needs one object at a time. The splitter
@@ -13,8 +13,8 @@
  * an array of objects); each element's JSON is validated by whoever parses
  * it.
  */
-#ifndef GPUOP_JSONLIST_H
-#define GPUOP_JSONLIST_H
+#ifndef GPUOP_JSONLIST_INT_H
+#define GPUOP_JSONLIST_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>

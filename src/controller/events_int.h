@@ -1,5 +1,5 @@
 /*
- * events.h - Kubernetes Events on the GpuPolicy when a finding appears or
+ * events_int.h - Kubernetes Events on the GpuPolicy when a finding appears or
  * clears (docs/findings.md, "Event reasons").
  *
  * - A Warning, reason = the finding's reason, when a finding appears; a
@@ -27,14 +27,14 @@
  * finding present waits once); the aggregation
  * memory is at most GPUOP_EVENTS_AGG_MAX records of 24 bytes.
  */
-#ifndef GPUOP_EVENTS_H
-#define GPUOP_EVENTS_H
+#ifndef GPUOP_EVENTS_INT_H
+#define GPUOP_EVENTS_INT_H
 
 #include <stdint.h>
 
 #include "gpuop/analysis.h"
 #include "gpuop/kube.h"
-#include "gpuop/queue.h"
+#include "queue_int.h"
 
 #define GPUOP_EVENTS_QUIET_S 600
 #define GPUOP_EVENTS_BURST   10
