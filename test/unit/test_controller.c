@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "fakeapi.h"
+#include "waiter.h"
 #include "gpuop/controller.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
@@ -58,8 +59,7 @@ struct watcher {
 
 struct fx {
     uv_loop_t loop;
-    uv_timer_t watchdog;
-    bool expired;
+    struct waiter wait;
     struct fakeapi *srv;
     struct gpuop_kube *k;
     struct gpuop_controller *c;
@@ -77,28 +77,19 @@ struct fx {
     int nrefused;
 };
 
-static void on_watchdog(uv_timer_t *t)
-{
-    ((struct fx *)t->data)->expired = true;
-}
-
 #define RUN_UNTIL(f, cond, ms)                                                                     \
     do {                                                                                           \
-        (f)->expired = false;                                                                      \
-        uv_timer_start(&(f)->watchdog, on_watchdog, (ms), 0);                                      \
-        while (!(cond) && !(f)->expired)                                                           \
+        waiter_begin(&(f)->wait, (ms));                                                            \
+        while (!(cond) && !(f)->wait.expired)                                                      \
             uv_run(&(f)->loop, UV_RUN_ONCE);                                                       \
-        uv_timer_stop(&(f)->watchdog);                                                             \
+        waiter_end(&(f)->wait);                                                                    \
         if (!(cond))                                                                               \
             fail_msg("timed out waiting for %s", #cond);                                           \
     } while (0)
 
 static void run_for(struct fx *f, uint64_t ms)
 {
-    f->expired = false;
-    uv_timer_start(&f->watchdog, on_watchdog, ms, 0);
-    while (!f->expired)
-        uv_run(&f->loop, UV_RUN_ONCE);
+    waiter_run_for(&f->wait, ms);
 }
 
 /* ---- the fake cluster ---- */
@@ -273,8 +264,7 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->watchdog);
-    f->watchdog.data = f;
+    waiter_init(&f->wait, &f->loop);
     for (int k = 0; k < K_COUNT; k++)
         f->store[k] = json_object();
     put(f, K_POLICY, "main",
@@ -319,7 +309,7 @@ static int teardown(void **state)
     gpuop_kube_close(f->k, k_closed, f);
     RUN_UNTIL(f, f->k_closed, WAIT_MS);
     fakeapi_stop(f->srv);
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    waiter_close(&f->wait);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
     for (int k = 0; k < K_COUNT; k++)

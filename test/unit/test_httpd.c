@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "waiter.h"
 #include "gpuop/httpd.h"
 
 /* ---- parser ---- */
@@ -121,9 +122,7 @@ static void test_parse_addr(void **state)
 
 struct fx {
     uv_loop_t loop;
-    uv_timer_t watchdog;
-    bool expired;
-    uint64_t deadline; /* of the wait in progress (uv_now) */
+    struct waiter wait;
     struct gpuop_httpd *h;
     int port;
     int handled;
@@ -157,37 +156,15 @@ static void handler(void *arg, const struct gpuop_http_request *req,
     }
 }
 
-/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
- * after each iteration. The wait's timer repeats every WAKE_MS and stops
- * the iteration it fires in: libuv polls without a timeout when the only
- * timer has already fired at the top of an iteration (which happens when
- * a loaded machine runs the loop late), so a one-shot watchdog could leave
- * the wait blocked for good. The deadline is a time, checked at each wake. */
-#define WAKE_MS 10
+/* Waits: test/unit/support/waiter.h. */
 #define WAIT_MS 30000 /* generous: a loaded machine, valgrind */
-
-static void on_watchdog(uv_timer_t *t)
-{
-    struct fx *f = t->data;
-    if (uv_now(t->loop) >= f->deadline)
-        f->expired = true;
-    uv_stop(t->loop);
-}
-
-static void wait_begin(struct fx *f, uint64_t ms)
-{
-    uv_update_time(&f->loop);
-    f->expired = false;
-    f->deadline = uv_now(&f->loop) + ms;
-    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
-}
 
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!*flag && !f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!*flag && !f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
     if (!*flag)
         fail_msg("timed out waiting");
 }
@@ -212,8 +189,7 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->watchdog);
-    f->watchdog.data = f;
+    waiter_init(&f->wait, &f->loop);
     *state = f;
     return 0;
 }
@@ -230,7 +206,7 @@ static int teardown(void **state)
         gpuop_httpd_close(f->h, on_server_closed, f);
         run_until(f, &f->closed, WAIT_MS);
     }
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    waiter_close(&f->wait);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
     free(f);
@@ -383,28 +359,9 @@ static void test_serve_errors(void **state)
     assert_int_equal(f->handled, 0); /* none reached the handler */
 }
 
-struct waiter {
-    struct fx *f;
-    uv_timer_t t;
-    bool done;
-};
-
-static void w_fire(uv_timer_t *t)
-{
-    ((struct waiter *)t->data)->done = true;
-}
-
 static void wait_ms(struct fx *f, uint64_t ms)
 {
-    struct waiter w = {.f = f};
-    uv_timer_init(&f->loop, &w.t);
-    w.t.data = &w;
-    uv_timer_start(&w.t, w_fire, ms, 0);
-    run_until(f, &w.done, ms + 2000);
-    bool closed = false;
-    uv_close((uv_handle_t *)&w.t, NULL);
-    (void)closed;
-    uv_run(&f->loop, UV_RUN_NOWAIT);
+    waiter_run_for(&f->wait, ms);
 }
 
 /* Runs the loop until the server holds n connections (accepts are
@@ -684,10 +641,10 @@ static void test_slow_storm(void **state)
     uv_timer_start(&s->end, on_storm_end, STORM_MS, 0);
     /* the storm ends by itself; wait for every client to be done, however
      * slowly a loaded machine runs it */
-    wait_begin(f, STORM_MS + 60000);
-    while (!storm_settled(s) && !f->expired)
+    waiter_begin(&f->wait, STORM_MS + 60000);
+    while (!storm_settled(s) && !f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
 
     fflush(stderr);
     dup2(saved, 2);

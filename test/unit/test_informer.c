@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "fakeapi.h"
+#include "waiter.h"
 #include "gpuop/informer.h"
 #include "gpuop/pool.h"
 
@@ -86,9 +87,8 @@ struct fx {
     struct fakeapi *srv;
     struct gpuop_kube *k;
     struct gpuop_informer *inf;
-    uv_timer_t watchdog, aside; /* aside: a timer a test may use */
-    bool expired;
-    uint64_t deadline; /* of the wait in progress (uv_now) */
+    uv_timer_t aside; /* a timer a test may use */
+    struct waiter wait;
     route_fn route;
     int nlist, nwatch; /* requests of each kind so far */
     uint64_t at[256];  /* arrival time of each request */
@@ -103,37 +103,15 @@ struct fx {
     char *big;                 /* a buffer a test may fill */
 };
 
-/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
- * after each iteration. The wait's timer repeats every WAKE_MS and stops
- * the iteration it fires in: libuv polls without a timeout when the only
- * timer has already fired at the top of an iteration (which happens when
- * a loaded machine runs the loop late), so a one-shot watchdog could leave
- * the wait blocked for good. The deadline is a time, checked at each wake. */
-#define WAKE_MS 10
-
-static void on_watchdog(uv_timer_t *t)
-{
-    struct fx *f = t->data;
-    if (uv_now(t->loop) >= f->deadline)
-        f->expired = true;
-    uv_stop(t->loop);
-}
-
-static void wait_begin(struct fx *f, uint64_t ms)
-{
-    uv_update_time(&f->loop);
-    f->expired = false;
-    f->deadline = uv_now(&f->loop) + ms;
-    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
-}
+/* Waits: test/unit/support/waiter.h. */
 
 /* Runs the loop until cond holds; fails the test after ms. */
 #define RUN_UNTIL(f, cond, ms)                                                                     \
     do {                                                                                           \
-        wait_begin((f), (ms));                                                                     \
-        while (!(cond) && !(f)->expired)                                                           \
+        waiter_begin(&(f)->wait, (ms));                                                            \
+        while (!(cond) && !(f)->wait.expired)                                                      \
             uv_run(&(f)->loop, UV_RUN_ONCE);                                                       \
-        uv_timer_stop(&(f)->watchdog);                                                             \
+        waiter_end(&(f)->wait);                                                                    \
         if (!(cond))                                                                               \
             fail_msg("timed out waiting for %s", #cond);                                           \
     } while (0)
@@ -141,10 +119,10 @@ static void wait_begin(struct fx *f, uint64_t ms)
 /* Runs the loop for about ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
 }
 
 static bool is_watch(const struct fakeapi_request *r)
@@ -211,9 +189,9 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->watchdog);
+    waiter_init(&f->wait, &f->loop);
     uv_timer_init(&f->loop, &f->aside);
-    f->watchdog.data = f->aside.data = f;
+    f->aside.data = f;
     assert_int_equal(fakeapi_start(&f->loop, handle, f, &f->srv), 0);
     struct gpuop_kubeconfig cfg = {0};
     cfg.server = (char *)fakeapi_url(f->srv);
@@ -272,7 +250,7 @@ static int teardown(void **state)
     gpuop_kube_close(f->k, kube_closed, f);
     RUN_UNTIL(f, f->kube_closed, WAIT_MS);
     fakeapi_stop(f->srv);
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    waiter_close(&f->wait);
     uv_close((uv_handle_t *)&f->aside, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0); /* no handle left behind */

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "fakeapi.h"
+#include "waiter.h"
 #include "gpuop/kube.h"
 
 /* ---- the server's routes --------------------------------------------- */
@@ -141,44 +142,20 @@ struct fx {
     struct fakeapi *srv;
     struct routes routes;
     struct gpuop_kube *k;
-    uv_timer_t watchdog;
-    bool expired;
-    uint64_t deadline; /* of the wait in progress (uv_now) */
-    bool closed;       /* the client's close callback ran */
+    struct waiter wait;
+    bool closed; /* the client's close callback ran */
     char tokfile[64];
 };
 
-/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
- * after each iteration. The wait's timer repeats every WAKE_MS and stops
- * the iteration it fires in: libuv polls without a timeout when the only
- * timer has already fired at the top of an iteration (which happens when
- * a loaded machine runs the loop late), so a one-shot watchdog could leave
- * the wait blocked for good. The deadline is a time, checked at each wake. */
-#define WAKE_MS 10
-
-static void on_watchdog(uv_timer_t *t)
-{
-    struct fx *f = t->data;
-    if (uv_now(t->loop) >= f->deadline)
-        f->expired = true;
-    uv_stop(t->loop);
-}
-
-static void wait_begin(struct fx *f, uint64_t ms)
-{
-    uv_update_time(&f->loop);
-    f->expired = false;
-    f->deadline = uv_now(&f->loop) + ms;
-    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
-}
+/* Waits: test/unit/support/waiter.h. */
 
 /* Runs the loop until *flag or ms elapse; fails the test on expiry. */
 static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!*flag && !f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!*flag && !f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
     if (!*flag)
         fail_msg("timed out waiting");
 }
@@ -186,10 +163,10 @@ static void run_until(struct fx *f, const bool *flag, uint64_t ms)
 /* Runs the loop for about ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
 }
 
 static void make_client(struct fx *f, const char *token, const char *token_file, int port)
@@ -210,8 +187,7 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->watchdog);
-    f->watchdog.data = f;
+    waiter_init(&f->wait, &f->loop);
     assert_int_equal(fakeapi_start(&f->loop, handle, &f->routes, &f->srv), 0);
     make_client(f, "t0k3n", NULL, fakeapi_port(f->srv));
     *state = f;
@@ -232,7 +208,7 @@ static int teardown(void **state)
         run_until(f, &f->closed, 5000);
     }
     fakeapi_stop(f->srv);
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    waiter_close(&f->wait);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0); /* no handle left behind */
     if (f->tokfile[0])

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "fakeapi.h"
+#include "waiter.h"
 #include "gpuop/kube.h"
 #include "gpuop/leader.h"
 
@@ -41,9 +42,7 @@ struct store {
 
 struct fx {
     uv_loop_t loop;
-    uv_timer_t watchdog;
-    bool expired;
-    uint64_t deadline; /* of the wait in progress (uv_now) */
+    struct waiter wait;
     struct fakeapi *srv;
     struct store st;
     struct gpuop_kube *kube;
@@ -146,37 +145,14 @@ static void other_holds(struct fx *f, const char *who, const char *renew_time)
     store_put(&f->st, obj);
 }
 
-/* Waits run the loop with uv_run(UV_RUN_ONCE) and look at their condition
- * after each iteration. The wait's timer repeats every WAKE_MS and stops
- * the iteration it fires in: libuv polls without a timeout when the only
- * timer has already fired at the top of an iteration (which happens when
- * a loaded machine runs the loop late), so a one-shot watchdog, or a
- * condition set by the last timer, could leave the wait blocked for good.
- * The deadline is a time, checked at each wake. */
-#define WAKE_MS 10
-
-static void on_watchdog(uv_timer_t *t)
-{
-    struct fx *f = t->data;
-    if (uv_now(t->loop) >= f->deadline)
-        f->expired = true;
-    uv_stop(t->loop);
-}
-
-static void wait_begin(struct fx *f, uint64_t ms)
-{
-    uv_update_time(&f->loop);
-    f->expired = false;
-    f->deadline = uv_now(&f->loop) + ms;
-    uv_timer_start(&f->watchdog, on_watchdog, WAKE_MS, WAKE_MS);
-}
+/* Waits: test/unit/support/waiter.h. */
 
 static void run_until_fn(struct fx *f, bool (*cond)(void *), void *arg, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!cond(arg) && !f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!cond(arg) && !f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
     if (!cond(arg))
         fail_msg("timed out waiting");
 }
@@ -193,10 +169,10 @@ static void run_until(struct fx *f, bool *flag, uint64_t ms)
 
 static void run_for(struct fx *f, uint64_t ms)
 {
-    wait_begin(f, ms);
-    while (!f->expired)
+    waiter_begin(&f->wait, ms);
+    while (!f->wait.expired)
         uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->watchdog);
+    waiter_end(&f->wait);
 }
 
 static void on_started(void *arg)
@@ -294,8 +270,7 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->watchdog);
-    f->watchdog.data = f;
+    waiter_init(&f->wait, &f->loop);
     assert_int_equal(fakeapi_start(&f->loop, handle, &f->st, &f->srv), 0);
     struct gpuop_kubeconfig cfg = {0};
     cfg.server = (char *)fakeapi_url(f->srv);
@@ -321,7 +296,7 @@ static int teardown(void **state)
     gpuop_kube_close(f->kube, on_kube_closed, f);
     run_until(f, &f->kube_closed, WAIT_MS);
     fakeapi_stop(f->srv);
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    waiter_close(&f->wait);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
     json_decref(f->st.lease);
