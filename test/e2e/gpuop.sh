@@ -19,8 +19,13 @@ gpuop_install() {
 gpuop_start() {
 	GPUOP_LOG=${GPUOP_LOG:-$E2E_TMP/gpuop.log}
 	log "gpuop log: $GPUOP_LOG"
+	# No fixed port unless the test names one: another gpuop on this
+	# machine (a developer's, a second lab's) may hold 8080/8081.
+	local ports=()
+	[[ " $* " == *" --metrics-addr"* ]] || ports+=(--metrics-addr 0)
+	[[ " $* " == *" --health-addr"* ]] || ports+=(--health-addr 0)
 	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
-		"$@" >>"$GPUOP_LOG" 2>&1 &
+		"${ports[@]}" "$@" >>"$GPUOP_LOG" 2>&1 &
 	GPUOP_PID=$!
 }
 
