@@ -52,6 +52,7 @@ struct rec {
     char *names[GPUOP_STRANDED_NAMES_MAX];
     uint64_t said; /* hash of what the last Event said; 0: nothing said */
     uint32_t said_count;
+    uint64_t seen; /* the track call that last wanted it */
 };
 
 struct ctl_stranded {
@@ -64,6 +65,7 @@ struct ctl_stranded {
     struct gpuop_stranded *view; /* recs as the findings read them */
     char *policy;                /* requeued when a list changes */
     uint64_t lists;              /* LISTs sent */
+    uint64_t tracks;             /* track calls */
     bool closing;
     void (*close_cb)(void *);
     void *close_arg;
@@ -302,9 +304,7 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
             continue;
         struct rec **old =
             s->n ? bsearch(nr->name, s->recs, s->n, sizeof(*s->recs), rec_cmp) : NULL;
-        struct rec *r = old ? *old : NULL;
-        if (old)
-            *old = NULL; /* kept */
+        struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */
         if (!r) {
             r = calloc(1, sizeof(*r));
             if (r && !(r->node = strdup(nr->name))) {
@@ -315,10 +315,12 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
                 continue; /* ENOMEM: not tracked this time */
             r->s = s;
         }
+        r->seen = s->tracks + 1;
         recs[n++] = r;
     }
+    s->tracks++;
     for (size_t i = 0; i < s->n; i++)
-        if (s->recs[i]) { /* no longer violating: cleared, forgotten */
+        if (s->recs[i]->seen != s->tracks) { /* no longer violating: cleared, forgotten */
             say(s, ev, policy, uid, s->recs[i], true);
             rec_drop(s->recs[i]);
         }
