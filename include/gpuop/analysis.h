@@ -107,6 +107,19 @@ struct gpuop_operand_result {
                                     gpuop_findings_keep_keys */
 };
 
+/* Stranded GPU pods of one node (issue 15 §2): pods bound to a node with
+ * an ordering violation that request nvidia.com/gpu. Gathered by the
+ * controller (src/controller/stranded.c), passed in, rendered here: the
+ * analysis never lists pods itself. Bounded: the count, and the first
+ * GPUOP_STRANDED_NAMES_MAX names. */
+#define GPUOP_STRANDED_NAMES_MAX 10
+struct gpuop_stranded {
+    const char *node;                            /* borrowed */
+    uint32_t count;                              /* GPU pods bound there */
+    uint32_t nnames;                             /* <= GPUOP_STRANDED_NAMES_MAX */
+    const char *names[GPUOP_STRANDED_NAMES_MAX]; /* "namespace/name", borrowed */
+};
+
 struct gpuop_findings {
     struct gpuop_node_result *nodes; /* every GPU node, plus non-GPU nodes with
                                         findings; sorted by name */
@@ -122,11 +135,15 @@ struct gpuop_findings {
     size_t advertised_gpus;           /* GPU nodes' allocatable nvidia.com/gpu, summed */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
-    struct gpuop_arena names; /* the nodes' names */
-    long terminating_grace_s; /* the policy's, for the messages */
-    long long next_change;    /* seconds since epoch: the first moment after `now` at which
-                                 the same inputs give other findings (a terminating pod's
-                                 grace ends ...); 0 never. Reconcile again then. */
+    struct gpuop_arena names;              /* the nodes' names */
+    long terminating_grace_s;              /* the policy's, for the messages */
+    const struct gpuop_stranded *stranded; /* borrowed, sorted by node; see
+                                              gpuop_findings_set_stranded */
+    size_t nstranded;
+    size_t stranded_pods;  /* the stranded counts of the nodes with a violation, summed */
+    long long next_change; /* seconds since epoch: the first moment after `now` at which
+                              the same inputs give other findings (a terminating pod's
+                              grace ends ...); 0 never. Reconcile again then. */
 };
 
 /* running(N,O) for the pod p (borrowed; NULL is not running): bound,
@@ -147,6 +164,25 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   struct gpuop_findings *out);
 
 void gpuop_findings_free(struct gpuop_findings *f);
+
+/* Gives f the stranded GPU pods the controller gathered: s (borrowed,
+ * sorted by node name, strictly; it must outlive every read of f's
+ * messages and status) holds n entries; only those of nodes with an
+ * OrderingViolation in f count (stranded_pods) and are shown (messages'
+ * <stranded>, status strandedPods). Replaces what was set before; s may
+ * be NULL. */
+void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s,
+                                 size_t n);
+
+/* The stranded entry of node result r of f (borrowed), NULL when none or
+ * the node has no OrderingViolation. */
+const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,
+                                                     const struct gpuop_node_result *r);
+
+/* Writes "ns/a, ns/b[ and K more]" of s into buf (NUL-terminated,
+ * truncated to size); "" when s is NULL or counts none. Returns the length
+ * it wanted, like snprintf. */
+int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size);
 
 /* Reduces f to what gpuop_findings_diff compares, for a set kept after its
  * inputs may have changed, only to diff the next one against: forgets every

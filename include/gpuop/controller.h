@@ -42,6 +42,7 @@ struct gpuop_controller_summary {
     bool valid;       /* an active policy was analysed since it became active */
     char policy[254]; /* its name */
     size_t gpu_nodes, complete_nodes, violations;
+    size_t stranded_pods; /* GPU pods bound to nodes with an ordering violation */
     size_t by_kind[GPUOP_KIND_COUNT];
     size_t by_reason[GPUOP_REASON_COUNT];
     int noperands;
@@ -59,6 +60,7 @@ struct gpuop_controller_stats {
     uint64_t status_writes;  /* status patches sent */
     uint64_t events;         /* Events posted (queued to be posted) */
     uint64_t events_dropped; /* Events dropped: too many waiting to be posted */
+    uint64_t stranded_lists; /* pod LISTs of violating nodes sent (stranded.c) */
     double last_reconcile_ms;
 };
 

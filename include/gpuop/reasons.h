@@ -67,7 +67,10 @@ enum gpuop_reason {
  * advertised / unadvertised (non-empty when its allocatable is above 0 /
  * is 0), mig (non-empty when the node advertises MIG devices), controller
  * (the DaemonSet controller's newest Warning on the operand's DaemonSet
- * while it lacks pods, "FailedCreate: ...", empty when none). */
+ * while it lacks pods, "FailedCreate: ...", empty when none), stranded
+ * (the GPU pods bound to the node of an ordering finding, "ns/a, ns/b and
+ * 3 more", as the controller listed them; empty when none or not listed)
+ * and stranded-count (their number, empty when none). */
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */

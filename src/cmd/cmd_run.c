@@ -49,6 +49,8 @@ enum metric_id {
     M_GPU_NODES,
     M_COMPLETE,
     M_VIOLATIONS,
+    M_STRANDED,
+    M_STRANDED_LISTS,
     M_OP_ENABLED,
     M_OP_EXPECTED,
     M_OP_RUNNING,
@@ -200,6 +202,12 @@ static const struct metric_def METRICS[M_COUNT] = {
     [M_COMPLETE] = {GPUOP_GAUGE, "gpuop_complete_nodes", "GPU nodes without any finding.", 0, NULL},
     [M_VIOLATIONS] = {GPUOP_GAUGE, "gpuop_ordering_violation_nodes",
                       "GPU nodes with at least one OrderingViolation finding.", 0, NULL},
+    [M_STRANDED] = {GPUOP_GAUGE, "gpuop_stranded_gpu_pods",
+                    "Pods requesting nvidia.com/gpu bound to nodes with an OrderingViolation "
+                    "(listed at most once a minute per node).",
+                    0, NULL},
+    [M_STRANDED_LISTS] = {GPUOP_COUNTER, "gpuop_stranded_pod_lists_total",
+                          "Pod LISTs sent for the nodes with an OrderingViolation.", 0, NULL},
     [M_OP_ENABLED] = {GPUOP_GAUGE, "gpuop_operand_enabled",
                       "1 when the operand is enabled in the policy.", 1, L_OPERAND},
     [M_OP_EXPECTED] =
@@ -285,6 +293,7 @@ static void metrics_refresh(struct run *r)
     gpuop_metric_set(m->h[M_DELETES], NULL, (double)st.deletes);
     gpuop_metric_set(m->h[M_EVENTS], NULL, (double)st.events);
     gpuop_metric_set(m->h[M_EVENTS_DROPPED], NULL, (double)st.events_dropped);
+    gpuop_metric_set(m->h[M_STRANDED_LISTS], NULL, (double)st.stranded_lists);
 
     const struct gpuop_caches *w = gpuop_controller_world(r->ctrl);
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
@@ -307,6 +316,7 @@ static void metrics_refresh(struct run *r)
     gpuop_metric_set(m->h[M_GPU_NODES], NULL, s->valid ? (double)s->gpu_nodes : 0);
     gpuop_metric_set(m->h[M_COMPLETE], NULL, s->valid ? (double)s->complete_nodes : 0);
     gpuop_metric_set(m->h[M_VIOLATIONS], NULL, s->valid ? (double)s->violations : 0);
+    gpuop_metric_set(m->h[M_STRANDED], NULL, s->valid ? (double)s->stranded_pods : 0);
     for (int i = 0; i < gpuop_operand_count(); i++) {
         const char *l[] = {gpuop_operand_get(i)->name};
         bool have = s->valid && i < s->noperands;

@@ -205,6 +205,7 @@ static void update_summary(struct gpuop_controller *c, const struct gpuop_findin
     s->gpu_nodes = f->gpu_nodes;
     s->complete_nodes = f->complete_nodes;
     s->violations = f->violations;
+    s->stranded_pods = f->stranded_pods;
     memcpy(s->by_kind, f->by_kind, sizeof(s->by_kind));
     memcpy(s->by_reason, f->by_reason, sizeof(s->by_reason));
     s->noperands = f->noperands;
@@ -236,6 +237,13 @@ static void findings_and_status(struct gpuop_controller *c)
         rc =
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
     gpuop_caches_view_free(&v);
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (rc == 0 && !c->ignored && c->write) { /* who is stranded: the controller lists them */
+        (void)gpuop_ctl_stranded_track(c->stranded, &f, c->events, c->key, uid);
+        size_t ns;
+        const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
+        gpuop_findings_set_stranded(&f, st, ns);
+    }
     if (rc == 0 && !c->ignored && f.next_change > now_s()) /* a grace period ends: judge again */
         (void)gpuop_queue_add_after(c->queue, c->key, (uint64_t)(f.next_change - now_s()) * 1000);
     if (rc == 0 && !c->ignored)
@@ -247,10 +255,7 @@ static void findings_and_status(struct gpuop_controller *c)
         status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, now_s());
     if (rc == 0 && !c->ignored && c->write)
-        gpuop_events_observe(
-            c->events, c->key,
-            json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")),
-            c->policy.event_grace_s, &f);
+        gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &f);
     gpuop_findings_free(&f);
     struct gpuop_err e;
     if (!status) {
@@ -453,6 +458,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
     if (rc == 0)
         rc = gpuop_events_new(kube, c->queue, &c->events);
+    if (rc == 0)
+        rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);
@@ -491,6 +498,7 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
     *out = c->stats;
     out->events = gpuop_events_posted(c->events);
     out->events_dropped = gpuop_events_dropped(c->events);
+    out->stranded_lists = gpuop_ctl_stranded_lists(c->stranded);
 }
 
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)
@@ -542,6 +550,7 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);
     gpuop_events_close(c->events, child_closed, c);
+    gpuop_ctl_stranded_close(c->stranded, child_closed, c);
     gpuop_caches_close(c->world, child_closed, c);
     gpuop_queue_close(c->queue, child_closed, c);
 }

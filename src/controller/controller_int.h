@@ -31,8 +31,9 @@
 #include "gpuop/status.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim
- * timer, the events poster, the caches and the queue. */
-#define CTL_CHILDREN 4
+ * timer, the events poster, the caches, the queue and the stranded
+ * pods' lister. */
+#define CTL_CHILDREN 5
 /* What failed, as the log's first failure names it ("gpuop-driver"). */
 #define CTL_WHAT_MAX 120
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
@@ -79,6 +80,7 @@ struct gpuop_controller {
     struct gpuop_caches *world;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
+    struct ctl_stranded *stranded; /* stranded.c */
 
     /* the reconcile in progress */
     char *key;
@@ -155,6 +157,25 @@ void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kin
 /* After finish computed the key's backoff delay: a body refused in this
  * reconcile is not resent before it has passed. */
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms);
+
+/* ---- stranded.c ---- */
+
+struct ctl_stranded;
+int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
+                           struct ctl_stranded **out);
+/* Tracks exactly the nodes of f (borrowed) with an OrderingViolation:
+ * new ones are listed soon, gone ones forgotten; says in an Event (ev may
+ * be NULL: nothing said) each node whose stranded pods changed since last
+ * said. policy (requeued when a list changes) and uid are copied. Returns
+ * 0 or GPUOP_ENOMEM. */
+int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings *f,
+                             struct gpuop_events *ev, const char *policy, const char *uid);
+/* The tracked nodes' lists, sorted by node (borrowed): valid until the
+ * next track or LIST answer, i.e. within the reconcile that tracked. */
+const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n);
+/* LISTs sent since start. */
+uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s);
+void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg);
 
 /* ---- status_write.c ---- */
 

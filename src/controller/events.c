@@ -439,6 +439,17 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     }
 }
 
+void gpuop_events_say(struct gpuop_events *ev, const char *policy, const char *uid,
+                      const char *type, const char *reason, const char *msg)
+{
+    const char *p = ev->policy, *u = ev->uid;
+    ev->policy = policy; /* post() reads them only while it runs */
+    ev->uid = uid;
+    post(ev, type, reason, msg);
+    ev->policy = p;
+    ev->uid = u;
+}
+
 uint64_t gpuop_events_posted(const struct gpuop_events *ev)
 {
     return ev->posted;

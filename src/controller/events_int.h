@@ -66,6 +66,13 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
                           long long grace_s, struct gpuop_findings *f);
 
+/* Posts one Event about the policy (borrowed names, copied into the
+ * Event) outside the findings' diff: a change that is no finding of its
+ * own (the stranded GPU pods of a node, stranded.c). Aggregated and
+ * bounded like the findings' Events; never transient. */
+void gpuop_events_say(struct gpuop_events *ev, const char *policy, const char *uid,
+                      const char *type, const char *reason, const char *msg);
+
 /* Events queued to be posted (since start); Events dropped because the
  * queue was full; Events waiting or in flight now. */
 uint64_t gpuop_events_posted(const struct gpuop_events *ev);

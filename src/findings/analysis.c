@@ -499,6 +499,8 @@ void gpuop_findings_free(struct gpuop_findings *f)
 
 int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
+    f->stranded = NULL; /* borrowed from the controller */
+    f->nstranded = 0;
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
     for (int o = 0; o < f->noperands; o++)
@@ -677,6 +679,63 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->len += n;
 }
 
+/* ---- stranded GPU pods (gathered by the controller, rendered here) ---- */
+
+static bool has_violation(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+{
+    for (uint32_t k = 0; k < r->nfindings && r->first + k < f->nitems; k++)
+        if (f->items[r->first + k].kind == GPUOP_KIND_ORDERING)
+            return true;
+    return false;
+}
+
+static int stranded_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct gpuop_stranded *)elem)->node);
+}
+
+const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,
+                                                     const struct gpuop_node_result *r)
+{
+    if (!f || !r || !f->stranded || !f->nstranded || !r->name || !has_violation(f, r))
+        return NULL;
+    return bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp);
+}
+
+void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s, size_t n)
+{
+    f->stranded = s;
+    f->nstranded = s ? n : 0;
+    f->stranded_pods = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_stranded *e = gpuop_findings_stranded(f, &f->nodes[i]);
+        if (e)
+            f->stranded_pods += e->count;
+    }
+}
+
+int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size)
+{
+    struct sbuf b = {buf, size, 0};
+    if (size)
+        buf[0] = '\0';
+    if (!s || !s->count)
+        return 0;
+    uint32_t n = s->nnames < GPUOP_STRANDED_NAMES_MAX ? s->nnames : GPUOP_STRANDED_NAMES_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            sb_add(&b, ", ", 2);
+        const char *name = s->names[i] ? s->names[i] : "?";
+        sb_add(&b, name, strlen(name));
+    }
+    if (s->count > n) {
+        char more[40];
+        int k = snprintf(more, sizeof(more), "%s%u more", n ? " and " : "", s->count - n);
+        sb_add(&b, more, (size_t)k);
+    }
+    return (int)b.len;
+}
+
 /* What a template's placeholders stand for, for one finding (reasons.h). */
 struct vars {
     const struct gpuop_findings *f;
@@ -744,7 +803,13 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         snprintf(buf, size, "%s", (r && r->gpus.allocatable) == IS("advertised") ? "yes" : "");
     else if (IS("mig"))
         snprintf(buf, size, "%s", r && r->gpus.mig_allocatable ? "yes" : "");
-    else
+    else if (IS("stranded")) /* GPU pods bound here (the controller's LIST) */
+        gpuop_stranded_text(gpuop_findings_stranded(v->f, r), buf, size);
+    else if (IS("stranded-count")) {
+        const struct gpuop_stranded *st = gpuop_findings_stranded(v->f, r);
+        if (st && st->count)
+            snprintf(buf, size, "%u", st->count);
+    } else
         return false;
     return true;
 #undef IS

@@ -203,7 +203,8 @@ static const struct gpuop_reason_info reasons[] = {
          "<operand> runs but <prereq> neither runs nor is host-provided: the node "
          "[advertised:advertises <allocatable> nvidia.com/gpu][unadvertised:will advertise "
          "nvidia.com/gpu once the plugin registers], so GPU pods will be scheduled here and fail "
-         "to get a GPU." TERMINATING_NOTE,
+         "to get a GPU."
+         "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]" TERMINATING_NOTE,
          "The device plugin runs while the container toolkit does not: the node advertises "
          "nvidia.com/gpu, the scheduler places GPU pods here, and they fail to get a GPU.",
          "Make the container toolkit run on the node (label "
@@ -213,7 +214,8 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
          "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
-         "[chain: (chain: <chain>)]." TERMINATING_NOTE,
+         "[chain: (chain: <chain>)]."
+         "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]" TERMINATING_NOTE,
          "The operand runs while a direct or transitive prerequisite is neither running nor "
          "provided by the host.",
          "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "
@@ -223,7 +225,8 @@ static const struct gpuop_reason_info reasons[] = {
         {O, "GpusAdvertisedWithoutToolkit",
          "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "
          "<prereq> neither runs nor is host-provided, and no <operand> pod runs: GPU pods will be "
-         "scheduled here and fail to get a GPU.",
+         "scheduled here and fail to get a GPU."
+         "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]",
          "The node advertises nvidia.com/gpu to the scheduler while the container toolkit "
          "neither runs nor is host-provided (the capacity outlives the device plugin's pod for "
          "a while): GPU pods are scheduled here and fail to get a GPU.",

@@ -367,6 +367,19 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
                             json_pack("{s:i, s:i}", "capacity", (int)r->gpus.capacity,
                                       "allocatable", (int)r->gpus.allocatable)) < 0)
         goto fail_e;
+    const struct gpuop_stranded *st = gpuop_findings_stranded(f, r);
+    if (st && st->count) { /* the GPU pods bound here (issue 15 §2) */
+        json_t *pods = json_array();
+        for (uint32_t k = 0; pods && k < st->nnames && k < GPUOP_STRANDED_NAMES_MAX; k++)
+            if (json_array_append_new(pods, json_string(st->names[k] ? st->names[k] : "?")) < 0) {
+                json_decref(pods);
+                pods = NULL;
+            }
+        if (!pods || json_object_set_new(
+                         e, "strandedPods",
+                         json_pack("{s:I, s:o}", "count", (json_int_t)st->count, "pods", pods)) < 0)
+            goto fail_e;
+    }
     if ((r->gpus.mig_capacity || r->gpus.mig_allocatable) &&
         json_object_set_new(e, "migDevices",
                             json_pack("{s:i, s:i}", "capacity", (int)r->gpus.mig_capacity,

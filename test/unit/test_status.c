@@ -194,6 +194,81 @@ static void test_findings(void **state)
     fx_world_free(&w);
 }
 
+/* Who is stranded (issue 15 §2): the controller's lists, passed in, show
+ * only on nodes with an OrderingViolation: the node's strandedPods, the
+ * violation's message naming them (bounded: the first
+ * GPUOP_STRANDED_NAMES_MAX, then "and N more"), stranded_pods summed. */
+static void test_stranded(void **state)
+{
+    struct fx_world w;
+    world_init(&w);
+    w.pol.operands[0].enabled = false;
+    fx_add_node_except(&w, "gpu-b", "container-toolkit", "true");
+    fx_run_all(&w, "gpu-b", "driver container-toolkit"); /* device plugin without toolkit */
+    fx_add_node_except(&w, "gpu-c", NULL, NULL);
+    fx_run_all(&w, "gpu-c", "driver"); /* complete: its list must be ignored */
+    fx_analyze(&w);
+    static const char *const many[] = {"ns/p0", "ns/p1", "ns/p2", "ns/p3", "ns/p4",
+                                       "ns/p5", "ns/p6", "ns/p7", "ns/p8", "ns/p9"};
+    struct gpuop_stranded st[2] = {{.node = "gpu-b", .count = 12, .nnames = 10},
+                                   {.node = "gpu-c", .count = 3, .nnames = 1, .names = {"x/y"}}};
+    memcpy(st[0].names, many, sizeof(many));
+    gpuop_findings_set_stranded(&w.f, st, 2);
+    assert_int_equal(w.f.stranded_pods, 12); /* gpu-c has no violation */
+    json_t *s = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_non_null(s);
+    json_t *nodes = json_object_get(s, "nodes");
+    json_t *b = NULL;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        assert_string_not_equal(str(n, "name"), "gpu-c");
+        if (strcmp(str(n, "name"), "gpu-b") == 0)
+            b = n;
+    }
+    assert_non_null(b);
+    json_t *sp = json_object_get(b, "strandedPods");
+    assert_int_equal(num(sp, "count"), 12);
+    assert_int_equal(json_array_size(json_object_get(sp, "pods")), GPUOP_STRANDED_NAMES_MAX);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(sp, "pods"), 9)), "ns/p9");
+    json_t *f1 = json_array_get(json_object_get(b, "findings"), 1);
+    assert_string_equal(str(f1, "reason"), "DevicePluginWithoutToolkit");
+    assert_non_null(strstr(str(f1, "message"), "GPU pods bound here now (12): ns/p0, ns/p1, "));
+    assert_non_null(strstr(str(f1, "message"), "ns/p9 and 2 more."));
+    /* PrerequisiteNotRunning on the same node names them too */
+    assert_non_null(
+        strstr(str(json_array_get(json_object_get(b, "findings"), 2), "message"), "(12): ns/p0"));
+    json_decref(s);
+
+    /* text bounding */
+    char buf[16];
+    int n = gpuop_stranded_text(&st[0], buf, sizeof(buf));
+    assert_true(n > (int)sizeof(buf));
+    assert_int_equal(strlen(buf), sizeof(buf) - 1);
+    struct gpuop_stranded none = {.node = "gpu-b"};
+    assert_int_equal(gpuop_stranded_text(&none, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+    struct gpuop_stranded unnamed = {.node = "gpu-b", .count = 4};
+    gpuop_stranded_text(&unnamed, buf, sizeof(buf));
+    assert_string_equal(buf, "4 more");
+
+    /* no list (not yet listed, or count 0): no strandedPods, no sentence */
+    st[0].count = 0;
+    st[0].nnames = 0;
+    gpuop_findings_set_stranded(&w.f, st, 2);
+    assert_int_equal(w.f.stranded_pods, 0);
+    s = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    char *dump = json_dumps(s, 0);
+    assert_null(strstr(dump, "strandedPods"));
+    assert_null(strstr(dump, "GPU pods bound here now"));
+    free(dump);
+    json_decref(s);
+    /* keep_keys forgets the borrowed lists */
+    gpuop_findings_set_stranded(&w.f, st, 2);
+    assert_int_equal(gpuop_findings_keep_keys(&w.f), 0);
+    assert_null(w.f.stranded);
+    fx_world_free(&w);
+}
+
 /* Empty lists are left out of the cluster's status (no dangling keys in
  * kubectl describe), kept for gpuop check -o json (a fixed shape). */
 static void test_empty_lists(void **state)
@@ -449,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_empty_lists),
         cmocka_unit_test(test_transition_times),
         cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_stranded),
         cmocka_unit_test(test_ignored),
         cmocka_unit_test(test_reconciled),
         cmocka_unit_test(test_time_format),

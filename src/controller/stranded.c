@@ -1,0 +1,380 @@
+/*
+ * stranded.c - who is stranded (issue 15 §2): the pods bound to a node
+ * with an ordering violation that request nvidia.com/gpu.
+ *
+ * gpuop watches pods only in its own namespace (the operands'); the GPU
+ * pods of the cluster are not cached, and a cluster-wide pod watch would
+ * break the memory budget. Instead, for exactly the nodes the last
+ * analysis found with an OrderingViolation, one field-selector LIST
+ *   GET /api/v1/pods?fieldSelector=spec.nodeName=NODE,status.phase!=...
+ * is sent per node, rate-limited: at most STRANDED_LISTS_PER_TICK LISTs
+ * per STRANDED_TICK_MS, each node re-listed at most every
+ * STRANDED_RELIST_MS. Of the answer only the count of GPU pods and the
+ * first GPUOP_STRANDED_NAMES_MAX names are kept. A node that no longer
+ * violates is forgotten (its LIST in flight cancelled). When a node's list
+ * changes, the policy is requeued; its reconcile passes the lists to the
+ * findings (gpuop_findings_set_stranded: the analysis stays pure) and says
+ * the change in an Event.
+ *
+ * Cost: with V violating nodes, min(V * 60000 / STRANDED_RELIST_MS,
+ * STRANDED_LISTS_PER_TICK * 60000 / STRANDED_TICK_MS) LISTs a minute
+ * (100 nodes: 100 a minute; never more than 120).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/hash.h"
+#include "gpuop/log.h"
+#include "gpuop/model.h"
+
+#include "controller_int.h"
+
+/* The rate limit: LISTs started per tick, the tick, and how often one node
+ * is listed again while it violates. */
+#define STRANDED_LISTS_PER_TICK 2
+#define STRANDED_TICK_MS        1000
+#define STRANDED_RELIST_MS      60000
+/* Pods of one LIST page (a node holds at most a few hundred; beyond, the
+ * count is a lower bound). */
+#define STRANDED_LIST_LIMIT "1000"
+/* Longest "namespace/name" kept (63 + 1 + 253). */
+#define STRANDED_NAME_MAX 320
+
+struct rec {
+    char *node;
+    struct ctl_stranded *s;
+    struct gpuop_kube_req *req; /* LIST in flight, or NULL */
+    bool dropped;               /* no longer tracked: freed when its LIST ends */
+    bool listed;                /* a LIST answered at least once */
+    uint64_t listed_ms;         /* uv_now of the last answer (or failure) */
+    uint32_t count;
+    uint32_t nnames;
+    char *names[GPUOP_STRANDED_NAMES_MAX];
+    uint64_t said; /* hash of what the last Event said; 0: nothing said */
+    uint32_t said_count;
+    uint64_t seen; /* the track call that last wanted it */
+};
+
+struct ctl_stranded {
+    uv_loop_t *loop;
+    struct gpuop_kube *kube;
+    struct gpuop_queue *queue;
+    uv_timer_t tick;
+    struct rec **recs; /* sorted by node */
+    size_t n;
+    struct gpuop_stranded *view; /* recs as the findings read them */
+    char *policy;                /* requeued when a list changes */
+    uint64_t lists;              /* LISTs sent */
+    uint64_t tracks;             /* track calls */
+    bool closing;
+    void (*close_cb)(void *);
+    void *close_arg;
+};
+
+static void names_free(struct rec *r)
+{
+    for (uint32_t i = 0; i < r->nnames; i++)
+        free(r->names[i]);
+    r->nnames = 0;
+}
+
+static void rec_free(struct rec *r)
+{
+    if (!r)
+        return;
+    names_free(r);
+    free(r->node);
+    free(r);
+}
+
+/* Does the pod (borrowed) ask for nvidia.com/gpu in any container? */
+static bool wants_gpu(json_t *pod)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const kinds[] = {"limits", "requests"};
+    json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *ctr;
+        json_array_foreach(json_object_get(spec, lists[l]), i, ctr)
+        {
+            json_t *res = json_object_get(ctr, "resources");
+            for (size_t k = 0; k < 2; k++) {
+                const char *q = json_string_value(
+                    json_object_get(json_object_get(res, kinds[k]), GPUOP_RESOURCE_GPU));
+                if (q && *q && strcmp(q, "0") != 0)
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct rec *r = arg;
+    struct ctl_stranded *s = r->s;
+    r->req = NULL;
+    r->listed_ms = uv_now(s->loop);
+    if (r->dropped) {
+        rec_free(r);
+        return;
+    }
+    if (rc < 0) {
+        gpuop_debug("stranded", "LIST of the pods on node %s failed: %s", r->node,
+                    err && err->message[0] ? err->message : gpuop_strerror(rc));
+        return;
+    }
+    uint32_t count = 0, nnames = 0;
+    char *names[GPUOP_STRANDED_NAMES_MAX] = {0};
+    size_t i;
+    json_t *pod;
+    json_array_foreach(json_object_get(body, "items"), i, pod)
+    {
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+        if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+            continue;
+        if (!wants_gpu(pod))
+            continue;
+        count++;
+        if (nnames < GPUOP_STRANDED_NAMES_MAX) {
+            json_t *meta = json_object_get(pod, "metadata");
+            const char *ns = json_string_value(json_object_get(meta, "namespace"));
+            const char *name = json_string_value(json_object_get(meta, "name"));
+            char buf[STRANDED_NAME_MAX];
+            snprintf(buf, sizeof(buf), "%.63s/%.253s", ns ? ns : "", name ? name : "");
+            if ((names[nnames] = strdup(buf)))
+                nnames++;
+        }
+    }
+    bool same = r->listed && count == r->count && nnames == r->nnames;
+    for (uint32_t k = 0; same && k < nnames; k++)
+        same = strcmp(names[k], r->names[k]) == 0;
+    r->listed = true;
+    if (same) {
+        for (uint32_t k = 0; k < nnames; k++)
+            free(names[k]);
+        return;
+    }
+    names_free(r);
+    memcpy(r->names, names, sizeof(names));
+    r->nnames = nnames;
+    r->count = count;
+    gpuop_debug("stranded", "node %s: %u GPU pods bound", r->node, count);
+    if (s->policy)
+        (void)gpuop_queue_add(s->queue, s->policy); /* ENOMEM: at the next change */
+}
+
+static void list_start(struct ctl_stranded *s, struct rec *r)
+{
+    size_t n = strlen(r->node) + 128;
+    char *sel = malloc(n);
+    if (!sel)
+        return;
+    snprintf(sel, n, "spec.nodeName=%s,status.phase!=Succeeded,status.phase!=Failed", r->node);
+    struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
+    struct gpuop_kube_param params[] = {{"fieldSelector", sel}, {"limit", STRANDED_LIST_LIMIT}};
+    char *path = gpuop_kube_path(&ref, params, 2);
+    free(sel);
+    if (!path)
+        return;
+    if (gpuop_kube_request(s->kube, "GET", path, NULL, NULL, 0, 0, list_done, r, &r->req) < 0)
+        r->req = NULL;
+    else
+        s->lists++;
+    free(path);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct ctl_stranded *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    int started = 0;
+    for (size_t i = 0; i < s->n && started < STRANDED_LISTS_PER_TICK; i++) {
+        struct rec *r = s->recs[i];
+        if (r->req || (r->listed_ms && now - r->listed_ms < STRANDED_RELIST_MS))
+            continue;
+        list_start(s, r);
+        started++;
+    }
+    if (s->n == 0)
+        uv_timer_stop(&s->tick);
+}
+
+int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
+                           struct ctl_stranded **out)
+{
+    struct ctl_stranded *s = calloc(1, sizeof(*s));
+    if (!s)
+        return GPUOP_ENOMEM;
+    s->loop = loop;
+    s->kube = kube;
+    s->queue = queue;
+    uv_timer_init(loop, &s->tick);
+    s->tick.data = s;
+    *out = s;
+    return 0;
+}
+
+static int rec_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, (*(struct rec *const *)elem)->node);
+}
+
+/* Drops r: freed now, or when its LIST ends. */
+static void rec_drop(struct rec *r)
+{
+    if (r->req) {
+        r->dropped = true;
+        gpuop_kube_cancel(r->req); /* list_done frees it */
+    } else {
+        rec_free(r);
+    }
+}
+
+static void say(struct ctl_stranded *s, struct gpuop_events *ev, const char *policy,
+                const char *uid, struct rec *r, bool gone)
+{
+    uint32_t count = gone ? 0 : r->count;
+    uint64_t h = GPUOP_HASH_INIT;
+    h = gpuop_hash_bytes(h, &count, sizeof(count));
+    for (uint32_t k = 0; !gone && k < r->nnames; k++)
+        h = gpuop_hash_bytes(h, r->names[k], strlen(r->names[k]) + 1);
+    h = gpuop_hash_mix(h) | 1;
+    if (!ev || (!r->listed && !gone) || h == r->said || (count == 0 && r->said_count == 0)) {
+        if (count == 0 && r->said_count == 0)
+            r->said = h;
+        return;
+    }
+    (void)s;
+    char msg[GPUOP_FINDING_MESSAGE_MAX + 512];
+    if (count) {
+        struct gpuop_stranded st = {r->node, r->count, r->nnames, {0}};
+        for (uint32_t k = 0; k < r->nnames; k++)
+            st.names[k] = r->names[k];
+        char text[GPUOP_FINDING_MESSAGE_MAX];
+        gpuop_stranded_text(&st, text, sizeof(text));
+        snprintf(msg, sizeof(msg),
+                 "node %.253s: %u GPU pods bound here while the node has an ordering violation "
+                 "(they cannot get a GPU): %.900s",
+                 r->node, count, text);
+        gpuop_events_say(ev, policy, uid, "Warning", "StrandedGpuPods", msg);
+    } else {
+        snprintf(msg, sizeof(msg), "node %.253s: no GPU pod stranded any more", r->node);
+        gpuop_events_say(ev, policy, uid, "Normal", "StrandedGpuPodsCleared", msg);
+    }
+    r->said = h;
+    r->said_count = count;
+}
+
+int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings *f,
+                             struct gpuop_events *ev, const char *policy, const char *uid)
+{
+    if (s->closing)
+        return 0;
+    if (!s->policy || strcmp(s->policy, policy) != 0) {
+        char *p = strdup(policy);
+        if (!p)
+            return GPUOP_ENOMEM;
+        free(s->policy);
+        s->policy = p;
+    }
+    size_t want = 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        for (uint32_t k = 0; k < f->nodes[i].nfindings; k++)
+            if (f->items[f->nodes[i].first + k].kind == GPUOP_KIND_ORDERING) {
+                want++;
+                break;
+            }
+    struct rec **recs = want ? calloc(want, sizeof(*recs)) : NULL;
+    struct gpuop_stranded *view = want ? calloc(want, sizeof(*view)) : NULL;
+    if (want && (!recs || !view)) {
+        free(recs);
+        free(view);
+        return GPUOP_ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < f->nnodes && n < want; i++) { /* f's nodes are sorted by name */
+        const struct gpuop_node_result *nr = &f->nodes[i];
+        bool violates = false;
+        for (uint32_t k = 0; k < nr->nfindings; k++)
+            violates |= f->items[nr->first + k].kind == GPUOP_KIND_ORDERING;
+        if (!violates)
+            continue;
+        struct rec **old =
+            s->n ? bsearch(nr->name, s->recs, s->n, sizeof(*s->recs), rec_cmp) : NULL;
+        struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */
+        if (!r) {
+            r = calloc(1, sizeof(*r));
+            if (r && !(r->node = strdup(nr->name))) {
+                free(r);
+                r = NULL;
+            }
+            if (!r)
+                continue; /* ENOMEM: not tracked this time */
+            r->s = s;
+        }
+        r->seen = s->tracks + 1;
+        recs[n++] = r;
+    }
+    s->tracks++;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->recs[i]->seen != s->tracks) { /* no longer violating: cleared, forgotten */
+            say(s, ev, policy, uid, s->recs[i], true);
+            rec_drop(s->recs[i]);
+        }
+    free(s->recs);
+    free(s->view);
+    s->recs = recs;
+    s->view = view;
+    s->n = n;
+    for (size_t i = 0; i < n; i++) {
+        struct rec *r = recs[i];
+        view[i] = (struct gpuop_stranded){.node = r->node, .count = r->count, .nnames = r->nnames};
+        for (uint32_t k = 0; k < r->nnames; k++)
+            view[i].names[k] = r->names[k];
+        say(s, ev, policy, uid, r, false);
+    }
+    if (n && !uv_is_active((uv_handle_t *)&s->tick))
+        uv_timer_start(&s->tick, on_tick, 0, STRANDED_TICK_MS);
+    return 0;
+}
+
+const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n)
+{
+    *n = s->n;
+    return s->view;
+}
+
+uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s)
+{
+    return s->lists;
+}
+
+static void tick_closed(uv_handle_t *h)
+{
+    struct ctl_stranded *s = h->data;
+    void (*cb)(void *) = s->close_cb;
+    void *arg = s->close_arg;
+    free(s->policy);
+    free(s);
+    if (cb)
+        cb(arg);
+}
+
+void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg)
+{
+    s->closing = true;
+    s->close_cb = cb;
+    s->close_arg = arg;
+    for (size_t i = 0; i < s->n; i++)
+        rec_drop(s->recs[i]);
+    free(s->recs);
+    free(s->view);
+    s->recs = NULL;
+    s->view = NULL;
+    s->n = 0;
+    uv_timer_stop(&s->tick);
+    uv_close((uv_handle_t *)&s->tick, tick_closed);
+}

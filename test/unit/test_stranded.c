@@ -1,0 +1,212 @@
+/*
+ * test_stranded.c - who is stranded (src/controller/stranded.c), against
+ * fakeapi: only the nodes with an OrderingViolation are listed, with a
+ * field selector on their name; of the answer only pods requesting
+ * nvidia.com/gpu that are not finished count, and only the first
+ * GPUOP_STRANDED_NAMES_MAX names are kept; a changed list requeues the
+ * policy and is said in an Event (StrandedGpuPods, then ...Cleared when
+ * the violation goes); a node is not listed again before its interval.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "controller_int.h"
+#include "events_int.h"
+#include "fakeapi.h"
+#include "gpuop/kube.h"
+#include "queue_int.h"
+#include "waiter.h"
+#include "world_fixture.h"
+
+/* Longest wait for anything (a loaded machine). */
+#define WAIT_MS 30000
+
+struct sx {
+    uv_loop_t loop;
+    struct fakeapi *srv;
+    struct gpuop_kube *kube;
+    struct gpuop_queue *queue;
+    struct gpuop_events *ev;
+    struct ctl_stranded *s;
+    struct waiter wait;
+    int lists, events_stranded, events_cleared;
+    char last_event[2048];
+    char nodes[1024]; /* the field selectors listed, space-separated */
+};
+
+static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    struct sx *x = arg;
+    if (strcmp(r->method, "GET") == 0 && strncmp(r->path, "/api/v1/pods?", 13) == 0) {
+        x->lists++;
+        char sel[512] = "";
+        fakeapi_query(r, "fieldSelector", sel, sizeof(sel)); /* as sent: escaped */
+        size_t len = strlen(x->nodes);
+        snprintf(x->nodes + len, sizeof(x->nodes) - len, "%s ", sel);
+        /* 12 GPU pods (limits or requests, init containers too), one
+         * without a GPU, one finished, one asking for 0 */
+        char body[16384];
+        size_t n = (size_t)snprintf(body, sizeof(body), "{\"kind\":\"PodList\",\"items\":[");
+        for (int i = 0; i < 12; i++)
+            n += (size_t)snprintf(
+                body + n, sizeof(body) - n,
+                "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-%02d\"},\"spec\":{\"%s\":"
+                "[{\"resources\":{\"%s\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":"
+                "\"Pending\"}},",
+                i, i == 11 ? "initContainers" : "containers", i % 2 ? "requests" : "limits");
+        n += (size_t)snprintf(
+            body + n, sizeof(body) - n, "%s",
+            "{\"metadata\":{\"namespace\":\"web\",\"name\":\"nginx\"},\"spec\":{\"containers\":[{}]"
+            "}},"
+            "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"done\"},\"spec\":{\"containers\":[{"
+            "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":"
+            "\"Succeeded\"}},"
+            "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"zero\"},\"spec\":{\"containers\":[{"
+            "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0\"}}}]}}]}");
+        fakeapi_respond(c, 200, "application/json", body);
+        return;
+    }
+    if (strcmp(r->method, "POST") == 0 && strstr(r->path, "/events")) {
+        if (r->body && strstr(r->body, "\"StrandedGpuPodsCleared\""))
+            x->events_cleared++;
+        else if (r->body && strstr(r->body, "\"StrandedGpuPods\""))
+            x->events_stranded++;
+        snprintf(x->last_event, sizeof(x->last_event), "%s", r->body ? r->body : "");
+    }
+    fakeapi_respond(c, 201, "application/json", "{\"kind\":\"Event\"}");
+}
+
+static void on_ready(void *arg)
+{
+    (void)arg;
+}
+
+static void on_closed(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* gpu-b, gpu-d and gpu-e run the device plugin without the toolkit (unless
+ * fixed); gpu-c is complete. */
+static void world(struct fx_world *w, bool fixed)
+{
+    fx_world_init(w, 3, 2);
+    w->pol.operands[0].enabled = false;
+    fx_add_node_except(w, "gpu-b", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_run_all(w, "gpu-b", fixed ? "driver" : "driver container-toolkit");
+    fx_add_node_except(w, "gpu-c", NULL, NULL);
+    fx_run_all(w, "gpu-c", "driver");
+    fx_add_node_except(w, "gpu-d", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_run_all(w, "gpu-d", fixed ? "driver" : "driver container-toolkit");
+    fx_add_node_except(w, "gpu-e", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_run_all(w, "gpu-e", fixed ? "driver" : "driver container-toolkit");
+    fx_analyze(w);
+}
+
+static void run_until(struct sx *x, int *what, int want)
+{
+    waiter_begin(&x->wait, WAIT_MS);
+    while (*what < want && !x->wait.expired)
+        uv_run(&x->loop, UV_RUN_ONCE);
+    waiter_end(&x->wait);
+    assert_int_equal(*what, want);
+}
+
+static void test_stranded(void **state)
+{
+    (void)state;
+    struct sx x = {0};
+    assert_int_equal(uv_loop_init(&x.loop), 0);
+    waiter_init(&x.wait, &x.loop);
+    assert_int_equal(fakeapi_start(&x.loop, handler, &x, &x.srv), 0);
+    struct gpuop_kubeconfig cfg = {0};
+    cfg.server = (char *)fakeapi_url(x.srv);
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_kube_new(&x.loop, &cfg, &x.kube, &err), 0);
+    assert_int_equal(gpuop_queue_new(&x.loop, on_ready, &x, &x.queue), 0);
+    assert_int_equal(gpuop_events_new(x.kube, x.queue, &x.ev), 0);
+    assert_int_equal(gpuop_ctl_stranded_new(&x.loop, x.kube, x.queue, &x.s), 0);
+
+    struct fx_world w;
+    world(&w, false);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    size_t n;
+    const struct gpuop_stranded *v = gpuop_ctl_stranded_view(x.s, &n);
+    assert_int_equal(n, 3); /* gpu-c has no violation */
+    assert_string_equal(v[0].node, "gpu-b");
+    assert_string_equal(v[1].node, "gpu-d");
+    assert_int_equal(v[0].count, 0); /* not listed yet */
+    run_until(&x, &x.lists, 3);      /* two in the first tick, the third a tick later */
+    waiter_run_for(&x.wait, 500);    /* their answers */
+    assert_non_null(
+        strstr(x.nodes,
+               "spec.nodeName%3Dgpu-b%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed "));
+    assert_non_null(strstr(x.nodes, "spec.nodeName%3Dgpu-d%2C"));
+    assert_non_null(strstr(x.nodes, "spec.nodeName%3Dgpu-e%2C"));
+    assert_null(strstr(x.nodes, "gpu-c")); /* complete: never listed */
+    waiter_begin(&x.wait, WAIT_MS);
+    while (gpuop_queue_len(x.queue) == 0 && !x.wait.expired)
+        uv_run(&x.loop, UV_RUN_ONCE);
+    waiter_end(&x.wait);
+    assert_int_equal(gpuop_queue_len(x.queue), 1); /* the policy requeued */
+    assert_int_equal(gpuop_ctl_stranded_lists(x.s), 3);
+
+    /* the next reconcile: 12 counted, 10 named, in the answer's order */
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    v = gpuop_ctl_stranded_view(x.s, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(v[0].count, 12);
+    assert_int_equal(v[0].nnames, GPUOP_STRANDED_NAMES_MAX);
+    assert_string_equal(v[0].names[0], "ml/train-00");
+    assert_string_equal(v[0].names[9], "ml/train-09");
+    gpuop_findings_set_stranded(&w.f, v, n);
+    assert_int_equal(w.f.stranded_pods, 36);
+    run_until(&x, &x.events_stranded, 3);
+    assert_non_null(strstr(x.last_event, "node gpu-e: 12 GPU pods bound here"));
+    assert_non_null(strstr(x.last_event, "ml/train-09 and 2 more"));
+    /* the same again: no Event, no LIST before the interval */
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    waiter_run_for(&x.wait, 300);
+    assert_int_equal(x.events_stranded, 3);
+    assert_int_equal(x.lists, 3);
+    fx_world_free(&w);
+
+    /* the toolkit runs: the violation goes, the list with it, said once */
+    world(&w, true);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    v = gpuop_ctl_stranded_view(x.s, &n);
+    assert_int_equal(n, 0);
+    run_until(&x, &x.events_cleared, 3);
+    assert_non_null(strstr(x.last_event, "node gpu-e: no GPU pod stranded any more"));
+    fx_world_free(&w);
+
+    /* a LIST in flight when the node stops violating, then close */
+    world(&w, false);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    fx_world_free(&w);
+    int closed = 0;
+    gpuop_ctl_stranded_close(x.s, on_closed, &closed);
+    gpuop_events_close(x.ev, on_closed, &closed);
+    gpuop_queue_close(x.queue, on_closed, &closed);
+    gpuop_kube_close(x.kube, on_closed, &closed);
+    run_until(&x, &closed, 4);
+    fakeapi_stop(x.srv);
+    waiter_close(&x.wait);
+    uv_run(&x.loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&x.loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stranded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
