@@ -77,15 +77,7 @@ struct fx {
     int nrefused;
 };
 
-#define RUN_UNTIL(f, cond, ms)                                                                     \
-    do {                                                                                           \
-        waiter_begin(&(f)->wait, (ms));                                                            \
-        while (!(cond) && !(f)->wait.expired)                                                      \
-            uv_run(&(f)->loop, UV_RUN_ONCE);                                                       \
-        waiter_end(&(f)->wait);                                                                    \
-        if (!(cond))                                                                               \
-            fail_msg("timed out waiting for %s", #cond);                                           \
-    } while (0)
+#define RUN_UNTIL(f, cond, ms) WAITER_RUN_UNTIL(&(f)->wait, cond, ms)
 
 static void run_for(struct fx *f, uint64_t ms)
 {

@@ -106,23 +106,12 @@ struct fx {
 /* Waits: test/unit/support/waiter.h. */
 
 /* Runs the loop until cond holds; fails the test after ms. */
-#define RUN_UNTIL(f, cond, ms)                                                                     \
-    do {                                                                                           \
-        waiter_begin(&(f)->wait, (ms));                                                            \
-        while (!(cond) && !(f)->wait.expired)                                                      \
-            uv_run(&(f)->loop, UV_RUN_ONCE);                                                       \
-        waiter_end(&(f)->wait);                                                                    \
-        if (!(cond))                                                                               \
-            fail_msg("timed out waiting for %s", #cond);                                           \
-    } while (0)
+#define RUN_UNTIL(f, cond, ms) WAITER_RUN_UNTIL(&(f)->wait, cond, ms)
 
 /* Runs the loop for about ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-    waiter_begin(&f->wait, ms);
-    while (!f->wait.expired)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    waiter_end(&f->wait);
+    waiter_run_for(&f->wait, ms);
 }
 
 static bool is_watch(const struct fakeapi_request *r)

@@ -36,4 +36,15 @@ void waiter_close(struct waiter *w);
 /* Runs the loop for ms milliseconds (until the wait expires). */
 void waiter_run_for(struct waiter *w, uint64_t ms);
 
+/* Runs w's loop until cond holds; fails the cmocka test after ms. */
+#define WAITER_RUN_UNTIL(w, cond, ms)                                                              \
+    do {                                                                                           \
+        waiter_begin((w), (ms));                                                                   \
+        while (!(cond) && !(w)->expired)                                                           \
+            uv_run((w)->timer.loop, UV_RUN_ONCE);                                                  \
+        waiter_end(w);                                                                             \
+        if (!(cond))                                                                               \
+            fail_msg("timed out waiting for %s", #cond);                                           \
+    } while (0)
+
 #endif
