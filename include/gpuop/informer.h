@@ -19,7 +19,8 @@
  *
  * Items are whatever the convert op makes of an object (a compact struct,
  * or the json_t itself); the store owns them. Event callbacks run after
- * the store changed and must not keep old_item.
+ * the store changed and must not keep old_item. The informer never trims
+ * the heap: the controller does, when its work is done (trim.h).
  */
 #ifndef GPUOP_INFORMER_H
 #define GPUOP_INFORMER_H
@@ -56,6 +57,13 @@ struct gpuop_informer_config {
      * the item may point at it instead of copying the name. */
     void *(*convert)(json_t *obj, const char *key, struct gpuop_err *err);
     void (*free_item)(void *item); /* NULL op: json_decref */
+    /* Parse each list item and watch event in the JSON scratch window
+     * (jsonarena.h) instead of the heap: for kinds converted to structs
+     * (needs convert; GPUOP_EINVAL otherwise), whose convert copies out all
+     * it keeps. The window covers parsing and convert only; it is closed
+     * before the store changes and on_event runs, so a callback may keep
+     * whatever jansson allocates for it. */
+    bool scratch;
     /* Optional: true when the change makes no difference to the operator
      * (heartbeats); the item is replaced but on_event is not called. */
     bool (*same)(const void *old_item, const void *new_item);
@@ -78,7 +86,8 @@ struct gpuop_informer_stats {
 };
 
 /* cfg strings are copied. *out is new; close with gpuop_informer_close.
- * GPUOP_EINVAL without res.resource or with a res.name. */
+ * GPUOP_EINVAL without res.resource, with a res.name, or with scratch
+ * but no convert. */
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);

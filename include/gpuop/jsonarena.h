@@ -14,8 +14,10 @@
  * jansson's allocator is process-wide, so the hooks serve every caller:
  * outside a window they are malloc and free; a block is recognised as the
  * arena's by its address, so memory allocated in one mode may be freed in
- * the other. What is allocated inside a window must not outlive it (the
- * informer uses windows only for kinds it converts to structs). Strings
+ * the other. What is allocated inside a window must not outlive it: the
+ * informer opens one only for kinds whose config asks for it (scratch, in
+ * informer.h: kinds converted to structs), around parsing and converting
+ * one object, and closes it before anything else sees the object. Strings
  * jansson returns (json_dumps) are released with gpuop_json_free(), which
  * is right in both modes. Not thread-safe: loop thread only.
  *
@@ -37,6 +39,9 @@ void gpuop_jsonarena_end(void);
 
 /* Frees memory jansson allocated (a json_dumps result; steals p). */
 void gpuop_json_free(void *p);
+
+/* True between a begin and its outermost end (for tests). */
+bool gpuop_jsonarena_active(void);
 
 /* True when p lies in the region (for tests). */
 bool gpuop_jsonarena_owns(const void *p);

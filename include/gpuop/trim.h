@@ -1,15 +1,21 @@
 /*
  * trim.h - keeping the resident set small with glibc's allocator.
  *
- * A LIST page is parsed into a large, short-lived jansson tree; glibc keeps
- * such freed memory in the process unless told otherwise, so the resident
- * set would stay at the size of the largest page ever parsed. gpuop fixes
- * the allocator's thresholds at start (no dynamic growth of the trim and
- * mmap thresholds) and gives freed pages back after each complete list,
- * and when the controller's queue runs dry after work, at most every
- * GPUOP_MEM_TRIM_EVERY_MS: a rollout parses one watch event after another,
- * and their freed trees leave holes between the cache entries made
- * meanwhile (1.2 MB of them at 5,000 nodes). All no-ops on other C
+ * Parsing leaves freed blocks between the long-lived cache entries made
+ * meanwhile; glibc keeps such memory in the process unless told otherwise,
+ * so the resident set would keep the size of the largest burst ever
+ * parsed. gpuop fixes the allocator's thresholds at start (no dynamic
+ * growth of the trim and mmap thresholds: gpuop_trim_tune, from the run
+ * command) and gives freed pages back when its work is done.
+ *
+ * The one rule: the controller alone trims. Every change the informers
+ * see ends in its work queue, so every burst of parsing and writing ends
+ * when that queue runs dry; then it trims, at most every
+ * GPUOP_MEM_TRIM_EVERY_MS (a rollout parses one watch event after another,
+ * and their freed trees leave holes; how much, docs/benchmarks.md, "How
+ * the memory came down"), or once that long after the last burst. The informers parse watch events
+ * and list items of the kinds they convert in the JSON scratch arena
+ * (jsonarena.h), which makes no heap garbage at all. All no-ops on other C
  * libraries.
  */
 #ifndef GPUOP_TRIM_H

@@ -26,7 +26,6 @@
 #include "jsonlist_int.h"
 #include "lines_int.h"
 #include "gpuop/log.h"
-#include "gpuop/trim.h"
 
 /* A LIST page is streamed: it may take this long before it is abandoned. */
 #define LIST_TIMEOUT_MS 60000
@@ -44,6 +43,9 @@
 /* client-go: a watch that ends cleanly this soon without one event is "very
  * short": the server or a proxy is cutting it, so it is backed off. */
 #define VERY_SHORT_WATCH_MS 1000
+
+/* Longest store key: "namespace/name" (63 + 1 + 253, and room). */
+#define STORE_KEY_MAX 512
 
 enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_BACKOFF, ST_CLOSED };
 
@@ -121,39 +123,76 @@ static void free_item(struct gpuop_informer *inf, void *item)
         json_decref(item);
 }
 
-static void upsert(struct gpuop_informer *inf, json_t *obj)
+/* An object on its way into the store. It is converted while its JSON tree
+ * lives, inside the scratch window when the config asks for one (see
+ * jsonarena.h), and stored (on_event called) only after the window closed,
+ * so nothing a callback does is ever allocated in the scratch region. */
+enum staged_op { STAGED_NONE, STAGED_PUT, STAGED_DEL };
+
+struct staged {
+    enum staged_op op;
+    bool added; /* PUT of a key the store did not have */
+    void *item; /* PUT: new, the converted item */
+    char key[STORE_KEY_MAX];
+};
+
+/* Phase one of an add or update, while obj (borrowed) lives: the key goes
+ * into the store first, so the converter gets the store's own copy (an item
+ * may point at it rather than copy the name); the new item waits in st. */
+static void stage_put(struct gpuop_informer *inf, json_t *obj, struct staged *st)
 {
-    char key[512];
-    if (store_key(inf, obj, key, sizeof(key)) < 0) {
+    st->op = STAGED_NONE;
+    if (store_key(inf, obj, st->key, sizeof(st->key)) < 0) {
         gpuop_warn(inf->cfg.name, "skipping an object without a usable name");
         return;
     }
-    uint32_t *mark = gpuop_map_tag(&inf->store, key);
-    bool added = !mark;
-    if (added) {
-        /* The key goes in first, so the converter gets the store's own copy
-         * (an item may point at it rather than copy the name). */
-        if (gpuop_map_put(&inf->store, key, NULL, NULL) < 0) {
-            gpuop_error(key, "out of memory caching %s", inf->cfg.name);
+    uint32_t *mark = gpuop_map_tag(&inf->store, st->key);
+    st->added = !mark;
+    if (st->added) {
+        if (gpuop_map_put(&inf->store, st->key, NULL, NULL) < 0) {
+            gpuop_error(st->key, "out of memory caching %s", inf->cfg.name);
             return;
         }
-        mark = gpuop_map_tag(&inf->store, key);
+        mark = gpuop_map_tag(&inf->store, st->key);
     }
-    const char *skey = gpuop_map_key(&inf->store, key);
+    const char *skey = gpuop_map_key(&inf->store, st->key);
     struct gpuop_err err = {0};
     void *item = inf->cfg.convert ? inf->cfg.convert(obj, skey, &err) : json_incref(obj);
     if (!item) {
-        gpuop_warn(key, "cannot use this %s: %s", inf->cfg.name, err.message);
-        if (added)
-            gpuop_map_del(&inf->store, key);
+        gpuop_warn(st->key, "cannot use this %s: %s", inf->cfg.name, err.message);
+        if (st->added)
+            gpuop_map_del(&inf->store, st->key);
         else
             *mark = inf->mark; /* keep the last good version */
         return;
     }
     *mark = inf->mark;
-    void *old = NULL;
-    gpuop_map_put(&inf->store, key, item, &old); /* a replace: cannot fail */
-    if (added) {
+    st->item = item;
+    st->op = STAGED_PUT;
+}
+
+/* Phase one of a delete: only the key is kept. */
+static void stage_del(struct gpuop_informer *inf, json_t *obj, struct staged *st)
+{
+    st->op = store_key(inf, obj, st->key, sizeof(st->key)) == 0 ? STAGED_DEL : STAGED_NONE;
+}
+
+static void remove_key(struct gpuop_informer *inf, const char *key);
+
+/* Phase two, the scratch window closed: the store changes and on_event
+ * runs. */
+static void commit(struct gpuop_informer *inf, struct staged *st)
+{
+    if (st->op == STAGED_DEL) {
+        remove_key(inf, st->key);
+        return;
+    }
+    if (st->op != STAGED_PUT)
+        return;
+    const char *skey = gpuop_map_key(&inf->store, st->key);
+    void *item = st->item, *old = NULL;
+    gpuop_map_put(&inf->store, st->key, item, &old); /* a replace: cannot fail */
+    if (st->added) {
         if (inf->cfg.on_event)
             inf->cfg.on_event(inf->cfg.arg, skey, NULL, item);
         return;
@@ -312,7 +351,6 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     set_str(&inf->cont, NULL);
     set_str(&inf->rv, json_string_value(json_object_get(md, "resourceVersion")));
     sweep(inf);
-    gpuop_trim_trim(); /* the pages parsed for this list are garbage now */
     inf->stats.lists++;
     if (inf->after_gone)
         inf->stats.relists++;
@@ -329,18 +367,18 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         start_watch(inf);
 }
 
-/* Kinds converted to structs are parsed in the JSON scratch arena: their
- * trees never outlive the event (see jsonarena.h). A kind cached as JSON
- * (convert NULL: the policies) is parsed from the heap. */
+/* The JSON scratch window (jsonarena.h), for kinds whose config asks for
+ * it: opened before a list item or watch event is parsed, closed once its
+ * tree is freed, before the store changes and on_event runs (commit). */
 static void scratch_begin(const struct gpuop_informer *inf)
 {
-    if (inf->cfg.convert)
+    if (inf->cfg.scratch)
         gpuop_jsonarena_begin();
 }
 
 static void scratch_end(const struct gpuop_informer *inf)
 {
-    if (inf->cfg.convert)
+    if (inf->cfg.scratch)
         gpuop_jsonarena_end();
 }
 
@@ -356,9 +394,11 @@ static int on_list_item(void *arg, const char *json, size_t len)
         snprintf(inf->list_err, sizeof(inf->list_err), "malformed object in the list: %s", je.text);
         return GPUOP_EPARSE;
     }
-    upsert(inf, obj);
+    struct staged st;
+    stage_put(inf, obj, &st);
     json_decref(obj);
     scratch_end(inf);
+    commit(inf, &st);
     return inf->state == ST_CLOSED ? GPUOP_ECANCELED : 0; /* closed from on_event */
 }
 
@@ -415,6 +455,7 @@ static int on_line(void *arg, const char *line, size_t len)
     }
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
+    struct staged st = {.op = STAGED_NONE};
     int ret = 0;
     inf->stats.events++;
     inf->watch_events++;
@@ -423,12 +464,10 @@ static int on_line(void *arg, const char *line, size_t len)
         inf->verdict = V_ERROR;
         ret = -1;
     } else if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED")) {
-        upsert(inf, obj);
+        stage_put(inf, obj, &st);
         set_rv_from(inf, obj);
     } else if (!strcmp(type, "DELETED")) {
-        char key[512];
-        if (store_key(inf, obj, key, sizeof(key)) == 0)
-            remove_key(inf, key);
+        stage_del(inf, obj, &st);
         set_rv_from(inf, obj);
     } else if (!strcmp(type, "BOOKMARK")) {
         set_rv_from(inf, obj);
@@ -449,6 +488,7 @@ static int on_line(void *arg, const char *line, size_t len)
     }
     json_decref(ev);
     scratch_end(inf);
+    commit(inf, &st);
     return ret;
 }
 
@@ -543,6 +583,8 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
 {
     if (!cfg->res.resource || !*cfg->res.resource || cfg->res.name)
         return GPUOP_EINVAL; /* a collection */
+    if (cfg->scratch && !cfg->convert)
+        return GPUOP_EINVAL; /* the items would be trees in the scratch region */
     struct gpuop_informer *inf = calloc(1, sizeof(*inf));
     if (!inf)
         return GPUOP_ENOMEM;

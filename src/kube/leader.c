@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuop/jsonarena.h"
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
 
@@ -53,7 +54,7 @@ struct gpuop_leader {
     bool started, leader, lost, closing, releasing;
     int release_tries;
     json_t *lease;  /* last Lease read or written (new ref), or NULL */
-    char *observed; /* compact dump of the last spec seen */
+    char *observed; /* compact dump of the last spec seen (json_dumps: gpuop_json_free) */
     uint64_t observed_ms;
     uint64_t renewed_ms; /* last successful acquire/renew */
     char holder[GPUOP_LEADER_MAX_IDENT];
@@ -130,15 +131,17 @@ static uint64_t jittered(const struct gpuop_leader *l)
 static void observe(struct gpuop_leader *l, json_t *lease /* borrowed */)
 {
     json_t *spec = json_object_get(lease, "spec");
-    char *dump = spec ? json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+    json_t *none = spec ? NULL : json_object(); /* no spec: "{}" */
+    char *dump = json_dumps(spec ? spec : none, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(none);
     if (!dump)
         return;
     if (!l->observed || strcmp(dump, l->observed) != 0) {
-        free(l->observed);
+        gpuop_json_free(l->observed);
         l->observed = dump;
         l->observed_ms = uv_now(l->loop);
     } else {
-        free(dump);
+        gpuop_json_free(dump);
     }
     const char *h = json_string_value(json_object_get(spec, "holderIdentity"));
     if (strcmp(l->holder, h ? h : "") != 0) {
@@ -242,7 +245,7 @@ static int put_lease(struct gpuop_leader *l, bool take, gpuop_kube_done_cb done)
         return GPUOP_ENOMEM;
     int rc = gpuop_kube_request(l->kube, "PUT", l->path_obj, GPUOP_CT_JSON, body, strlen(body),
                                 request_timeout(l), done, l, &l->req);
-    free(body);
+    gpuop_json_free(body);
     return rc;
 }
 
@@ -258,7 +261,7 @@ static void create(struct gpuop_leader *l)
     int rc = body ? gpuop_kube_request(l->kube, "POST", l->path_coll, GPUOP_CT_JSON, body,
                                        strlen(body), request_timeout(l), write_done, l, &l->req)
                   : GPUOP_ENOMEM;
-    free(body);
+    gpuop_json_free(body);
     if (rc < 0) {
         gpuop_warn(l->obj, "cannot create the lease: %s", gpuop_strerror(rc));
         schedule_in(l, jittered(l));
@@ -428,7 +431,7 @@ static void timer_closed(uv_handle_t *h)
     void (*cb)(void *) = l->close_cb;
     void *arg = l->close_arg;
     json_decref(l->lease);
-    free(l->observed);
+    gpuop_json_free(l->observed);
     free(l->ns);
     free(l->name);
     free(l->path_coll);

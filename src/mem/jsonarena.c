@@ -77,3 +77,8 @@ void gpuop_jsonarena_end(void)
         ja.used = 0;
     }
 }
+
+bool gpuop_jsonarena_active(void)
+{
+    return ja.depth > 0;
+}

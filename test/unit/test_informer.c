@@ -26,6 +26,7 @@
 #include "fakeapi.h"
 #include "waiter.h"
 #include "gpuop/informer.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/pool.h"
 
 #define STR_(x) #x
@@ -45,11 +46,18 @@ struct item {
 };
 
 static int live_items; /* converted and not yet freed */
+/* The scratch window as convert and on_event saw it (a test of the
+ * config's scratch). */
+static int converts_in_window, converts_outside;
 
 /* obj borrowed -> new item; NULL for objects marked "bad". */
 static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
     assert_non_null(key);
+    if (gpuop_jsonarena_active())
+        converts_in_window++;
+    else
+        converts_outside++;
     if (json_is_true(json_object_get(obj, "bad"))) {
         gpuop_err_set(err, GPUOP_EINVAL, "bad", "marked bad");
         return NULL;
@@ -100,6 +108,7 @@ struct fx {
     const char *selector;
     struct gpuop_kube_ref res; /* the collection; resource NULL: nodes */
     size_t max_line;           /* 0: the informer's default */
+    bool scratch;              /* the config's scratch */
     char *big;                 /* a buffer a test may fill */
 };
 
@@ -155,6 +164,12 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
     const struct item *o = old_item, *n = new_item;
     assert_false(f->inf_closed);
     assert_true(o || n);
+    /* The scratch window is closed before the store changes: what a
+     * callback allocates with jansson comes from the heap and may be kept. */
+    assert_false(gpuop_jsonarena_active());
+    json_t *kept = json_string(key);
+    assert_false(gpuop_jsonarena_owns(kept));
+    json_decref(kept);
     f->nevents++;
     if (!o)
         logf_(f, "A:%s=%s ", key, n->v);
@@ -188,6 +203,7 @@ static int setup(void **state)
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->k, &err), 0);
     live_items = 0;
+    converts_in_window = converts_outside = 0;
     gpuop_log_set_level("error"); /* the warnings are the point of most tests */
     *state = f;
     return 0;
@@ -206,6 +222,7 @@ static void start(struct fx *f, route_fn route)
         .label_selector = f->selector,
         .convert = convert,
         .free_item = free_item,
+        .scratch = f->scratch,
         .same = f->use_same ? same : NULL,
         .on_event = on_event,
         .on_synced = on_synced,
@@ -468,6 +485,44 @@ static void test_watch_events(void **state)
     assert_int_equal(s.watches, 1);
     assert_int_equal(s.restarts, 0);
     assert_watch_from(f, 1, "10");
+}
+
+/* With scratch, list items and watch events are parsed and converted in
+ * the JSON scratch window, and stored and reported (on_event, which checks
+ * the window is closed) after it. Without, neither is in a window. */
+static void test_scratch_window(void **state)
+{
+    struct fx *f = *state;
+    f->scratch = true;
+    start(f, route_events);
+    RUN_UNTIL(f, !strcmp(rv(f), "14"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 A:b=1 | A:ns/c=1 M:a=1>2 D:b=1 ");
+    assert_int_equal(converts_in_window, 4); /* 2 listed, 2 from the watch */
+    assert_int_equal(converts_outside, 0);
+    assert_false(gpuop_jsonarena_active());
+}
+
+static void test_no_scratch_window(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_events);
+    RUN_UNTIL(f, !strcmp(rv(f), "14"), WAIT_MS);
+    assert_int_equal(converts_in_window, 0);
+    assert_int_equal(converts_outside, 4);
+}
+
+/* scratch needs a convert: the items would otherwise be trees in the
+ * region. */
+static void test_scratch_needs_convert(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_informer_config cfg = {
+        .res = {.group_version = "v1", .resource = "nodes"},
+        .scratch = true,
+    };
+    struct gpuop_informer *inf = NULL;
+    assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+    assert_null(inf);
 }
 
 /* ---- a stream that ends normally is resumed, without a list ---- */
@@ -1159,7 +1214,8 @@ int main(void)
         T(test_same_and_convert),    T(test_close_in_flight),
         T(test_close_from_on_event), T(test_close_from_on_event_in_list),
         T(test_close_while_listing), T(test_close_during_backoff),
-        T(test_close_unstarted),
+        T(test_close_unstarted),     T(test_scratch_window),
+        T(test_no_scratch_window),   T(test_scratch_needs_convert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
