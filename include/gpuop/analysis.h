@@ -35,8 +35,8 @@
  * from the reason's templates (reasons.c) filled with the finding's
  * operand, prerequisite and detail, and the detail from what
  * the finding borrows from the inputs (the pod, the taint, the label value),
- * so 5,000 nodes of findings stay small (mid-rollout they are 30,000, and
- * copying their details was 2.4 MB per set). Messages and details of a set
+ * so 5,000 nodes of findings stay small (mid-rollout they are 30,000; what
+ * copying their details cost is in docs/benchmarks.md). Messages and details of a set
  * may therefore be read only while the inputs it was computed from are
  * alive and unchanged: in the controller, within the reconcile. Messages
  * hold no relative times (only absolute timestamps), so an unchanged world
@@ -187,8 +187,8 @@ int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size);
 /* Reduces f to what gpuop_findings_diff compares, for a set kept after its
  * inputs may have changed, only to diff the next one against: forgets every
  * finding's ref (details become "") and the nodes without findings, and
- * gives back the memory they took (after a rollout, the 5,000 complete
- * nodes' results and names: about 300 KB). Counters and operand results are
+ * gives back the memory they took (after a rollout, every complete node's
+ * result and name: docs/benchmarks.md). Counters and operand results are
  * left as they were. Returns 0, or GPUOP_ENOMEM with the refs forgotten and
  * the nodes kept (f still diffs correctly). */
 int gpuop_findings_keep_keys(struct gpuop_findings *f);

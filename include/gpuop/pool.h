@@ -7,7 +7,8 @@
  * 5,000-node rollout 90,000 events and hundreds of reconciles interleave
  * with 35,000 cache entries, and when the short-lived memory is freed it
  * leaves holes smaller than a page between live entries, which
- * malloc_trim() cannot give back (4 MB of 13 at 5,000 nodes). Blocks from
+ * malloc_trim() cannot give back (measured in docs/benchmarks.md, "How the
+ * memory came down"). Blocks from
  * this pool live in slabs of their own, one size class per slab, so the
  * general heap empties into whole free pages and the caches stay packed.
  *
