@@ -25,16 +25,7 @@ on_exit 'release; gpuop_kill; gpuop_uninstall'
 gpuop_install
 gpuop_start --metrics-addr 0 --health-addr 0
 POLICY=$(unique held-policy)
-kc apply -f - >/dev/null <<EOF
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: $POLICY}
-spec:
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  findings: {terminatingGracePeriodSeconds: 15}
-EOF
+chain_policy "$POLICY" "findings: {terminatingGracePeriodSeconds: 15}"
 
 # finding NODE OPERAND FIELD: jq over that node's finding of OPERAND in the status
 finding() {

@@ -20,16 +20,7 @@ E=$(unique empty)
 gpuop_install
 gpuop_start --metrics-addr 0 --health-addr 0
 POLICY=$(unique adv-policy)
-kc apply -f - >/dev/null <<EOF
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: $POLICY}
-spec:
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  findings: {advertiseGracePeriodSeconds: 10}
-EOF
+chain_policy "$POLICY" "findings: {advertiseGracePeriodSeconds: 10}"
 
 reasons_on() {
 	kc get gpupolicy "$POLICY" -o json |

@@ -13,16 +13,7 @@ N=$(unique held)
 gpuop_install
 gpuop_start --metrics-addr 0 --health-addr 0
 POLICY=$(unique enforce)
-kc apply -f - >/dev/null <<EOF
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: $POLICY}
-spec:
-  ordering: enforce
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-EOF
+chain_policy "$POLICY" "ordering: enforce"
 
 finding() {
 	kc get gpupolicy "$POLICY" -o json |

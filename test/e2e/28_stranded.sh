@@ -30,15 +30,7 @@ GPUOP_PID=$!
 metric() { curl -sf --max-time 5 "http://127.0.0.1:$MP/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 POLICY=$(unique stranded-policy)
-kc apply -f - >/dev/null <<EOP
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: $POLICY}
-spec:
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-EOP
+chain_policy "$POLICY"
 
 node_json() { kc get gpupolicy "$POLICY" -o json | jq -c --arg n "$1" '.status.nodes[]? | select(.name == $n)'; }
 reasons_on() { node_json "$1" | jq -r '[.findings[] | "\(.operand)/\(.reason)"] | sort | join(" ")'; }

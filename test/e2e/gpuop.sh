@@ -56,6 +56,20 @@ gpuop_uninstall() {
 	wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name 2>/dev/null)\" ]" || true
 }
 
+# chain_policy NAME [SPEC_LINE...]: applies GpuPolicy NAME with only the
+# chain the findings are about enabled (driver, container-toolkit, device
+# plugin; the others off), plus each SPEC_LINE under spec ("ordering:
+# enforce", "findings: {advertiseGracePeriodSeconds: 10}").
+chain_policy() {
+	local name=$1 line
+	shift
+	{
+		printf 'apiVersion: gpuop.dev/v1alpha1\nkind: GpuPolicy\nmetadata: {name: %s}\nspec:\n' "$name"
+		for line in "$@"; do printf '  %s\n' "$line"; done
+		printf '  gfd: {enabled: false}\n  dcgmExporter: {enabled: false}\n  validator: {enabled: false}\n'
+	} | kc apply -f - >/dev/null
+}
+
 # jq over one GpuPolicy: gp_jq NAME FILTER
 gp_jq() {
 	kc get gpupolicy "$1" -o json | jq -r "$2"
