@@ -56,9 +56,12 @@
 
 #include <yaml.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/yaml.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
+#define READ_FIRST 65536 /* a file's first read buffer; doubles up to the limit */
+#define DUMP_FIRST 256   /* the dump's first buffer; doubles */
 
 /* ---------------------------------------------------------------------- */
 /* Scalar resolution                                                      */
@@ -680,60 +683,50 @@ int gpuop_yaml_load(const char *buf, size_t len, json_t **out, struct gpuop_err 
 
 int gpuop_yaml_load_file(const char *path, json_t **out, struct gpuop_err *err)
 {
-    FILE *fp;
-    char *buf;
-    size_t len = 0, cap = GPUOP_YAML_MAX_INPUT + 1, n;
+    /* One byte over the limit is read to tell a file of exactly the limit
+     * from a larger one. Grown as we read, so a small file costs a small
+     * buffer. */
+    struct gpuop_buf buf = GPUOP_BUF_INIT(READ_FIRST, GPUOP_YAML_MAX_INPUT + 1);
     bool is_stdin = strcmp(path, "-") == 0;
     int rc;
 
     *out = NULL;
-    fp = is_stdin ? stdin : fopen(path, "rb");
+    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
     if (!fp)
         return gpuop_err_set(err, GPUOP_EIO, path, "cannot open %s: %s", path, strerror(errno));
-    /* grow as we read, so a small file costs a small buffer */
-    buf = NULL;
-    {
-        size_t have = 0;
-        for (;;) {
-            if (len == have) {
-                size_t want = have ? have * 2 : 65536;
-                char *nb;
-                if (want > cap)
-                    want = cap;
-                if (want == have)
-                    break;
-                nb = realloc(buf, want);
-                if (!nb) {
-                    free(buf);
-                    if (!is_stdin)
-                        fclose(fp);
-                    return gpuop_err_set(err, GPUOP_ENOMEM, path, "out of memory reading %s", path);
-                }
-                buf = nb;
-                have = want;
+    for (;;) {
+        if (buf.len == buf.cap) {
+            rc = gpuop_buf_reserve(&buf, 1);
+            if (rc == GPUOP_ETOOBIG)
+                break; /* holds max: too large, said below */
+            if (rc < 0) {
+                gpuop_buf_free(&buf);
+                if (!is_stdin)
+                    fclose(fp);
+                return gpuop_err_set(err, GPUOP_ENOMEM, path, "out of memory reading %s", path);
             }
-            n = fread(buf + len, 1, have - len, fp);
-            len += n;
-            if (n == 0)
-                break;
         }
+        size_t n = fread(buf.data + buf.len, 1, buf.cap - buf.len, fp);
+        buf.len += n;
+        if (n == 0)
+            break;
     }
     if (ferror(fp)) {
         rc = gpuop_err_set(err, GPUOP_EIO, path, "cannot read %s", path);
-        free(buf);
+        gpuop_buf_free(&buf);
         if (!is_stdin)
             fclose(fp);
         return rc;
     }
     if (!is_stdin)
         fclose(fp);
-    if (len > GPUOP_YAML_MAX_INPUT) {
-        free(buf);
+    if (buf.len > GPUOP_YAML_MAX_INPUT) {
+        gpuop_buf_free(&buf);
         return gpuop_err_set(err, GPUOP_ETOOBIG, path, "%s is larger than %u bytes", path,
                              GPUOP_YAML_MAX_INPUT);
     }
-    rc = gpuop_yaml_load(buf, len, out, err);
-    free(buf);
+    rc = gpuop_yaml_load(buf.data, buf.len, out, err);
+    gpuop_buf_free(&buf);
     if (rc != 0 && err && err->field[0] == '\0')
         snprintf(err->field, sizeof(err->field), "%s", path);
     return rc;
@@ -743,32 +736,17 @@ int gpuop_yaml_load_file(const char *path, json_t **out, struct gpuop_err *err)
 /* Dumper                                                                 */
 /* ---------------------------------------------------------------------- */
 
+/* The dump's text; after a failed allocation, `failed` and nothing more is
+ * written. */
 struct sbuf {
-    char *p;
-    size_t len, cap;
+    struct gpuop_buf b;
     bool failed;
 };
 
 static void sb_put(struct sbuf *b, const char *s, size_t n)
 {
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *np;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        np = realloc(b->p, cap);
-        if (!np) {
-            b->failed = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    if (!b->failed && gpuop_buf_append(&b->b, s, n) < 0)
+        b->failed = true;
 }
 
 static void sb_str(struct sbuf *b, const char *s)
@@ -1019,7 +997,7 @@ static void dump_seq(struct sbuf *b, json_t *v, int indent, bool inline_first)
 
 char *gpuop_yaml_dump(json_t *doc)
 {
-    struct sbuf b = {0};
+    struct sbuf b = {GPUOP_BUF_INIT(DUMP_FIRST, GPUOP_BUF_UNLIMITED), false};
     if (!doc)
         return NULL;
     if (is_scalar_or_empty(doc)) {
@@ -1030,9 +1008,10 @@ char *gpuop_yaml_dump(json_t *doc)
     } else {
         dump_seq(&b, doc, 0, false);
     }
+    sb_put(&b, "", 1); /* the terminating NUL */
     if (b.failed) {
-        free(b.p);
+        gpuop_buf_free(&b.b);
         return NULL;
     }
-    return b.p;
+    return gpuop_buf_steal(&b.b);
 }

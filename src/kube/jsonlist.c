@@ -8,7 +8,8 @@
 
 #include "jsonlist_int.h"
 
-#define MAX_DEPTH 1000 /* jansson refuses deeper documents anyway */
+#define MAX_DEPTH     1000 /* jansson refuses deeper documents anyway */
+#define CAPTURE_FIRST 4096 /* the capture buffer's first size; doubles up to max_object */
 
 void gpuop_jsonlist_init(struct gpuop_jsonlist *l, size_t max_object, gpuop_jsonlist_item_cb cb,
                          void *arg)
@@ -16,42 +17,32 @@ void gpuop_jsonlist_init(struct gpuop_jsonlist *l, size_t max_object, gpuop_json
     memset(l, 0, sizeof(*l));
     l->on_item = cb;
     l->arg = arg;
-    l->max_object = max_object;
+    gpuop_buf_init(&l->buf, CAPTURE_FIRST, max_object);
 }
 
 void gpuop_jsonlist_reset(struct gpuop_jsonlist *l)
 {
-    char *buf = l->buf;
-    size_t cap = l->cap;
+    struct gpuop_buf buf = l->buf;
     json_decref(l->metadata);
-    gpuop_jsonlist_init(l, l->max_object, l->on_item, l->arg);
+    gpuop_jsonlist_init(l, buf.max, l->on_item, l->arg);
+    gpuop_buf_clear(&buf);
     l->buf = buf; /* keep the capture buffer for the next page */
-    l->cap = cap;
 }
 
 void gpuop_jsonlist_free(struct gpuop_jsonlist *l)
 {
     json_decref(l->metadata);
-    free(l->buf);
+    gpuop_buf_free(&l->buf);
     memset(l, 0, sizeof(*l));
 }
 
 static int append(struct gpuop_jsonlist *l, char c, struct gpuop_err *err)
 {
-    if (l->len + 1 > l->max_object)
-        return gpuop_err_set(err, GPUOP_ETOOBIG, NULL, "an object of the list exceeds %zu bytes",
-                             l->max_object);
-    if (l->len + 1 > l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 4096;
-        if (ncap > l->max_object)
-            ncap = l->max_object;
-        char *nb = realloc(l->buf, ncap);
-        if (!nb)
-            return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a list");
-        l->buf = nb;
-        l->cap = ncap;
-    }
-    l->buf[l->len++] = c;
+    int rc = gpuop_buf_push(&l->buf, c);
+    if (rc == GPUOP_ETOOBIG)
+        return gpuop_err_set(err, rc, NULL, "an object of the list exceeds %zu bytes", l->buf.max);
+    if (rc < 0)
+        return gpuop_err_set(err, rc, NULL, "out of memory reading a list");
     return 0;
 }
 
@@ -63,17 +54,17 @@ static int emit(struct gpuop_jsonlist *l, struct gpuop_err *err)
     if (l->capture_meta) {
         json_error_t je;
         json_decref(l->metadata);
-        l->metadata = json_loadb(l->buf, l->len, 0, &je);
+        l->metadata = json_loadb(l->buf.data, l->buf.len, 0, &je);
         if (!l->metadata)
             rc = gpuop_err_set(err, GPUOP_EPARSE, "metadata", "list metadata: %s", je.text);
     } else {
         l->items++;
-        rc = l->on_item(l->arg, l->buf, l->len);
+        rc = l->on_item(l->arg, l->buf.data, l->buf.len);
         if (rc < 0)
             gpuop_err_set(err, rc, NULL, "stopped by the item callback");
     }
     l->capture_meta = false;
-    l->len = 0;
+    gpuop_buf_clear(&l->buf);
     return rc;
 }
 

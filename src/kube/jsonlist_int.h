@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/error.h"
 
 /* One element of "items": raw JSON (borrowed, valid during the call).
@@ -30,7 +31,6 @@ typedef int (*gpuop_jsonlist_item_cb)(void *arg, const char *json, size_t len);
 struct gpuop_jsonlist {
     gpuop_jsonlist_item_cb on_item;
     void *arg;
-    size_t max_object;
     json_t *metadata; /* owned: the List's metadata once it has closed, else NULL */
     size_t items;     /* elements delivered */
     bool saw_items;   /* the top-level object had an "items" array */
@@ -41,8 +41,7 @@ struct gpuop_jsonlist {
     size_t keylen;
     int capture_depth; /* depth the captured value closes back to; 0: none */
     bool capture_meta;
-    char *buf; /* the value being captured (owned) */
-    size_t len, cap;
+    struct gpuop_buf buf; /* the value being captured, at most max_object bytes */
 };
 
 void gpuop_jsonlist_init(struct gpuop_jsonlist *l, size_t max_object, gpuop_jsonlist_item_cb cb,

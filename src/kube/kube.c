@@ -40,6 +40,7 @@
 
 #include <curl/curl.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
 
@@ -75,12 +76,11 @@ struct gpuop_kube_req {
     gpuop_kube_done_cb done;
     gpuop_kube_data_cb on_data;
     void *arg;
-    char *resp; /* collected response (non-stream, or a stream's error body) */
-    size_t resp_len, resp_cap, resp_max;
-    int abort_rc;   /* set by the write callback: why it stopped the transfer */
-    bool in_multi;  /* added to the multi handle */
-    bool finished;  /* done has been called */
-    bool stream_ok; /* stream with a 2xx status: bytes go to on_data */
+    struct gpuop_buf resp; /* collected response (non-stream, or a stream's error body) */
+    int abort_rc;          /* set by the write callback: why it stopped the transfer */
+    bool in_multi;         /* added to the multi handle */
+    bool finished;         /* done has been called */
+    bool stream_ok;        /* stream with a 2xx status: bytes go to on_data */
     bool status_seen;
     char errbuf[CURL_ERROR_SIZE];
     struct gpuop_kube_req *prev, *next;
@@ -160,7 +160,7 @@ static void req_free(struct gpuop_kube_req *r)
     req_unlink(k, r);
     free(r->url);
     free(r->body);
-    free(r->resp);
+    gpuop_buf_free(&r->resp);
     free(r);
 }
 
@@ -171,26 +171,6 @@ static void req_release(struct gpuop_kube_req *r)
         schedule_kick(r->k);
     else
         req_free(r);
-}
-
-static int append(struct gpuop_kube_req *r, const char *p, size_t n)
-{
-    if (n > r->resp_max - r->resp_len)
-        return GPUOP_ETOOBIG;
-    if (r->resp_len + n + 1 > r->resp_cap) {
-        size_t cap = r->resp_cap ? r->resp_cap : RESP_INITIAL_CAP;
-        while (cap < r->resp_len + n + 1)
-            cap *= 2;
-        char *nb = realloc(r->resp, cap);
-        if (!nb)
-            return GPUOP_ENOMEM;
-        r->resp = nb;
-        r->resp_cap = cap;
-    }
-    memcpy(r->resp + r->resp_len, p, n);
-    r->resp_len += n;
-    r->resp[r->resp_len] = '\0';
-    return 0;
 }
 
 /* A failure no retry can fix: the server's certificate is not trusted
@@ -256,7 +236,7 @@ static void decode_error(struct gpuop_kube_req *r, long code, struct gpuop_err *
     int rc = rc_for_http(code);
     gpuop_err_set(err, rc, NULL, "HTTP %ld", code);
     err->http_code = code;
-    json_t *st = r->resp_len ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
+    json_t *st = r->resp.len ? json_loadb(r->resp.data, r->resp.len, 0, NULL) : NULL;
     const char *reason = json_string_value(json_object_get(st, "reason"));
     const char *msg = json_string_value(json_object_get(st, "message"));
     if (json_is_object(st) && (reason || msg)) {
@@ -267,11 +247,11 @@ static void decode_error(struct gpuop_kube_req *r, long code, struct gpuop_err *
         const char *field = json_string_value(json_object_get(json_array_get(fields, 0), "field"));
         if (field)
             snprintf(err->field, sizeof(err->field), "%s", field);
-    } else if (r->resp_len) {
+    } else if (r->resp.len) {
         char snip[ERROR_SNIPPET + 1];
         size_t n = 0;
-        for (size_t i = 0; i < r->resp_len && n < ERROR_SNIPPET; i++) {
-            unsigned char c = (unsigned char)r->resp[i];
+        for (size_t i = 0; i < r->resp.len && n < ERROR_SNIPPET; i++) {
+            unsigned char c = (unsigned char)r->resp.data[i];
             snip[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : ' ';
         }
         snip[n] = '\0';
@@ -300,7 +280,7 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
     if (r->abort_rc) {
         rc = r->abort_rc;
         if (rc == GPUOP_ETOOBIG)
-            gpuop_err_set(&err, rc, NULL, "response body over %zu bytes", r->resp_max);
+            gpuop_err_set(&err, rc, NULL, "response body over %zu bytes", r->resp.max);
         else
             gpuop_err_set(&err, rc, NULL, "transfer stopped: %s", gpuop_strerror(rc));
         err.http_code = code;
@@ -314,14 +294,14 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
                                                    : "Transport");
         err.http_code = code;
     } else if (code >= 200 && code < 300) {
-        if (!r->on_data && r->resp_len)
-            body = json_loadb(r->resp, r->resp_len, 0, NULL);
+        if (!r->on_data && r->resp.len)
+            body = json_loadb(r->resp.data, r->resp.len, 0, NULL);
         err.http_code = code;
     } else {
         decode_error(r, code, &err);
         rc = err.rc;
-        if (r->resp_len)
-            body = json_loadb(r->resp, r->resp_len, 0, NULL);
+        if (r->resp.len)
+            body = json_loadb(r->resp.data, r->resp.len, 0, NULL);
     }
     finish(r, rc, body, &err, code);
     json_decref(body);
@@ -349,7 +329,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userp)
         }
         return r->finished ? 0 : n;
     }
-    int rc = append(r, p, n);
+    int rc = gpuop_buf_append(&r->resp, p, n);
     if (rc) {
         r->abort_rc = rc;
         return 0;
@@ -828,7 +808,8 @@ static int start(struct gpuop_kube *k, const char *method, const char *path,
     r->done = done;
     r->on_data = on_data;
     r->arg = arg;
-    r->resp_max = on_data && k->max_body > MAX_ERROR_BODY ? MAX_ERROR_BODY : k->max_body;
+    gpuop_buf_init(&r->resp, RESP_INITIAL_CAP,
+                   on_data && k->max_body > MAX_ERROR_BODY ? MAX_ERROR_BODY : k->max_body);
     size_t ulen = strlen(k->cfg.server) + strlen(path) + 1;
     r->url = malloc(ulen);
     r->easy = curl_easy_init();

@@ -14,7 +14,6 @@
  * stream (a new connection calls gpuop_lines_reset). When the callback stops
  * the feed, the rest of the chunk and the carry-over are dropped as well.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,28 +23,24 @@
 
 void gpuop_lines_init(struct gpuop_lines *l, size_t max_line)
 {
-    l->buf = NULL;
-    l->len = 0;
-    l->cap = 0;
+    /* room for a '\r' past the limit (see the top comment) */
+    gpuop_buf_init(&l->buf, MIN_CAP, max_line + 1);
     l->max_line = max_line;
 }
 
 void gpuop_lines_reset(struct gpuop_lines *l)
 {
-    l->len = 0; /* keep the buffer for the next connection */
+    gpuop_buf_clear(&l->buf); /* keep the buffer for the next connection */
 }
 
 size_t gpuop_lines_pending(const struct gpuop_lines *l)
 {
-    return l->len;
+    return l->buf.len;
 }
 
 void gpuop_lines_free(struct gpuop_lines *l)
 {
-    free(l->buf);
-    l->buf = NULL;
-    l->len = 0;
-    l->cap = 0;
+    gpuop_buf_free(&l->buf);
 }
 
 /* The carry-over may hold max_line bytes, plus one when that last byte is a
@@ -57,29 +52,14 @@ static int over_limit(const struct gpuop_lines *l, const char *tail, size_t tota
     return !(total == l->max_line + 1 && tail[0] == '\r');
 }
 
-/* Appends n bytes to the carry-over, growing it geometrically. */
+/* Appends n bytes to the carry-over (callers have checked the limit); on
+ * failure the carry-over is dropped. */
 static int carry(struct gpuop_lines *l, const char *p, size_t n)
 {
-    size_t need = l->len + n;
-    if (need > l->cap) {
-        size_t cap = l->cap ? l->cap : MIN_CAP;
-        size_t limit = l->max_line + 1;
-        char *nb;
-        while (cap < need)
-            cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
-        if (cap > limit)
-            cap = limit;
-        nb = realloc(l->buf, cap);
-        if (!nb) {
-            l->len = 0;
-            return GPUOP_ENOMEM;
-        }
-        l->buf = nb;
-        l->cap = cap;
-    }
-    memcpy(l->buf + l->len, p, n);
-    l->len = need;
-    return 0;
+    int rc = gpuop_buf_append(&l->buf, p, n);
+    if (rc < 0)
+        gpuop_buf_clear(&l->buf);
+    return rc;
 }
 
 /* Delivers one line (without its '\n'); strips a trailing '\r'. */
@@ -103,12 +83,12 @@ int gpuop_lines_feed(struct gpuop_lines *l, const char *chunk, size_t len, gpuop
         return 0;
 
     /* Finish the carried-over line first. */
-    if (l->len > 0) {
+    if (l->buf.len > 0) {
         size_t n;
         nl = memchr(p, '\n', len);
         n = nl ? (size_t)(nl - p) : len;
-        if (n > 0 && over_limit(l, nl ? nl - 1 : end - 1, l->len + n)) {
-            l->len = 0;
+        if (n > 0 && over_limit(l, nl ? nl - 1 : end - 1, l->buf.len + n)) {
+            gpuop_buf_clear(&l->buf);
             return GPUOP_ETOOBIG;
         }
         if (n > 0 && (rc = carry(l, p, n)) != 0)
@@ -116,13 +96,13 @@ int gpuop_lines_feed(struct gpuop_lines *l, const char *chunk, size_t len, gpuop
         if (!nl)
             return 0;
         /* a line may be one byte too long when that byte was not a '\r' */
-        if (l->len > l->max_line && l->buf[l->len - 1] != '\r') {
-            l->len = 0;
+        if (l->buf.len > l->max_line && l->buf.data[l->buf.len - 1] != '\r') {
+            gpuop_buf_clear(&l->buf);
             return GPUOP_ETOOBIG;
         }
-        n = l->len;
-        l->len = 0;
-        if ((rc = deliver(l->buf, n, cb, arg)) != 0)
+        n = l->buf.len;
+        gpuop_buf_clear(&l->buf);
+        if ((rc = deliver(l->buf.data, n, cb, arg)) != 0)
             return rc;
         p = nl + 1;
     }

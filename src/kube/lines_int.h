@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/error.h"
 
 /* Called once per complete line, without its '\n' (a trailing '\r' is also
@@ -18,9 +19,8 @@
 typedef int (*gpuop_lines_cb)(void *arg, const char *line, size_t len);
 
 struct gpuop_lines {
-    char *buf;       /* carry-over of a partial line (owned) */
-    size_t len, cap; /* bytes held, bytes allocated */
-    size_t max_line; /* limit for one line, bytes */
+    struct gpuop_buf buf; /* carry-over of a partial line, at most max_line + 1 bytes */
+    size_t max_line;      /* limit for one line, bytes */
 };
 
 void gpuop_lines_init(struct gpuop_lines *l, size_t max_line);

@@ -121,13 +121,13 @@ static void test_long_line_small_chunks(void **state)
     for (size_t i = 0; i <= N; i += 7) {
         size_t k = N + 1 - i < 7 ? N + 1 - i : 7;
         assert_int_equal(gpuop_lines_feed(&l, line + i, k, count, &c), 0);
-        if (l.cap != last_cap) {
+        if (l.buf.cap != last_cap) {
             grows++;
-            last_cap = l.cap;
+            last_cap = l.buf.cap;
         }
     }
     assert_true(grows <= 16);
-    assert_true(l.cap <= (size_t)N + 1);
+    assert_true(l.buf.cap <= (size_t)N + 1);
     assert_int_equal(c.lines, 1);
     assert_int_equal(c.last_len, N);
     assert_int_equal(gpuop_lines_pending(&l), 0);
@@ -148,8 +148,8 @@ static void test_whole_lines_no_copy(void **state)
     assert_int_equal(gpuop_lines_feed(&l, chunk, sizeof(chunk) - 1, collect, &s), 0);
     assert_string_equal(s.out, "one|two|three|");
     assert_int_equal(s.direct, 3);
-    assert_null(l.buf);
-    assert_int_equal(l.cap, 0);
+    assert_null(l.buf.data);
+    assert_int_equal(l.buf.cap, 0);
     gpuop_lines_free(&l);
 }
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "cmd_int.h"
+#include "gpuop/buf.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
 #include "gpuop/yaml.h"
@@ -54,25 +55,14 @@ static char *read_file(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
+    struct gpuop_buf buf = GPUOP_BUF_INIT(4096, GPUOP_BUF_UNLIMITED);
     char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            assert_non_null(nb);
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        assert_int_equal(gpuop_buf_append(&buf, chunk, n), 0);
     fclose(f);
-    if (!buf)
-        buf = calloc(1, 1);
-    else
-        buf[len] = '\0';
-    return buf;
+    assert_int_equal(gpuop_buf_push(&buf, '\0'), 0);
+    return gpuop_buf_steal(&buf);
 }
 
 static int cmp_name(const void *a, const void *b)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fakeapi.h"
+#include "gpuop/buf.h"
 
 enum step_kind { S_SEND, S_RAW, S_END, S_CUT };
 
@@ -34,9 +35,8 @@ struct fakeapi_conn {
     uv_timer_t script, tick;
     struct fakeapi *s;
     struct fakeapi_request *req; /* set once the request is complete */
-    char *in;                    /* the request as read so far */
-    size_t in_len, in_cap;
-    char scratch[4096]; /* reads after the request, discarded */
+    struct gpuop_buf in;         /* the request as read so far, NUL-terminated */
+    char scratch[4096];          /* reads after the request, discarded */
     bool handled, closing, close_when_flushed, chunked;
     int open;    /* handles not yet closed */
     int pending; /* writes in flight */
@@ -98,7 +98,7 @@ static void conn_handle_closed(uv_handle_t *h)
     if (--c->open > 0)
         return;
     struct fakeapi *s = c->s;
-    free(c->in);
+    gpuop_buf_free(&c->in);
     free(c);
     s->live--;
     maybe_free_server(s);
@@ -424,27 +424,26 @@ static struct fakeapi_request *record(struct fakeapi *s, const char *head, const
     return r;
 }
 
+/* The request is read into c->in, which grows by doubling while less than
+ * IN_ROOM bytes are free, up to head + body + a NUL. */
+#define IN_FIRST 8192
+#define IN_ROOM  4096
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     struct fakeapi_conn *c = h->data;
-    const size_t max = FAKEAPI_MAX_HEAD + FAKEAPI_MAX_BODY;
-    if (!c->handled && c->in_cap - c->in_len < 4096 && c->in_cap < max + 1) {
-        size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
-        if (cap > max + 1)
-            cap = max + 1;
-        char *p = realloc(c->in, cap);
-        if (p) {
-            c->in = p;
-            c->in_cap = cap;
-        }
+    struct gpuop_buf *in = &c->in;
+    if (!c->handled && in->cap - in->len < IN_ROOM && in->cap < in->max) {
+        size_t room = in->max - in->len < IN_ROOM ? in->max - in->len : IN_ROOM;
+        (void)gpuop_buf_reserve(in, room); /* on failure: the scratch below */
     }
-    if (c->handled || !c->in || c->in_cap - c->in_len <= 1) {
+    if (c->handled || !in->data || in->cap - in->len <= 1) {
         b->base = c->scratch;
         b->len = sizeof(c->scratch);
         return;
     }
-    b->base = c->in + c->in_len;
-    b->len = c->in_cap - 1 - c->in_len;
+    b->base = in->data + in->len;
+    b->len = in->cap - 1 - in->len; /* room for the NUL */
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
@@ -463,11 +462,11 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         }
         return;
     }
-    c->in_len += (size_t)nread;
-    c->in[c->in_len] = '\0';
-    char *end = strstr(c->in, "\r\n\r\n");
+    c->in.len += (size_t)nread;
+    c->in.data[c->in.len] = '\0';
+    char *end = strstr(c->in.data, "\r\n\r\n");
     if (!end) {
-        if (c->in_len > FAKEAPI_MAX_HEAD) {
+        if (c->in.len > FAKEAPI_MAX_HEAD) {
             c->handled = true;
             fakeapi_respond(c, 431, "text/plain", "request head too large");
         }
@@ -475,9 +474,9 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
     }
     char cl[32];
     *end = '\0';
-    header_value(c->in, "Content-Length", cl, sizeof(cl));
+    header_value(c->in.data, "Content-Length", cl, sizeof(cl));
     size_t want = (size_t)strtoull(cl, NULL, 10);
-    size_t have = c->in_len - (size_t)(end + 4 - c->in);
+    size_t have = c->in.len - (size_t)(end + 4 - c->in.data);
     if (want > FAKEAPI_MAX_BODY) {
         c->handled = true;
         fakeapi_respond(c, 413, "text/plain", "request body too large");
@@ -488,7 +487,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         return;
     }
     c->handled = true;
-    c->req = record(c->s, c->in, end + 4, want);
+    c->req = record(c->s, c->in.data, end + 4, want);
     if (!c->req) {
         fakeapi_respond(c, 500, "text/plain", "out of memory");
         return;
@@ -505,6 +504,7 @@ static void on_connection(uv_stream_t *server, int status)
     if (!c)
         return;
     c->s = s;
+    gpuop_buf_init(&c->in, IN_FIRST, FAKEAPI_MAX_HEAD + FAKEAPI_MAX_BODY + 1);
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->script);
     uv_timer_init(s->loop, &c->tick);
