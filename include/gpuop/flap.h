@@ -2,8 +2,8 @@
  * flap.h - a set of keys, each with a time, kept as 64-bit hashes: what
  * the events module remembers having posted, for flap suppression.
  *
- * Memory: 16 bytes a slot, open addressing with linear probing at a load
- * factor of at most 3/4: about 22 bytes a key, where a string map costs
+ * Memory: 16 bytes a slot, open addressing with linear probing (the core
+ * of table.h) at a load factor of at most 3/4: about 22 bytes a key, where a string map costs
  * about 100 (the key's copy, its node and slot). After a 5,000-node rollout
  * the events module remembers about 6,000 keys for ten minutes: 128 KB
  * instead of 0.6 MB.

@@ -4,7 +4,8 @@
  * low bits alone mix poorly for keys that differ only at their end, such
  * as node names "gpu-0001" .. "gpu-5000").
  *
- * Every hash table (the map, the flap memory, the analysis's node index)
+ * Every hash table (the map, the flap memory, the analysis's node index,
+ * all on the open-addressing core of table.h)
  * and every content hash (the DaemonSets' drift hash, status hashes) goes
  * through here, so there is one offset basis and one prime.
  */

@@ -1,7 +1,7 @@
 /*
- * map.h - a string-keyed hash map of void * values (open addressing with
- * linear probing and backward-shift deletion, power-of-two capacity, load
- * factor <= 0.7).
+ * map.h - a string-keyed hash map of void * values (on the open-addressing
+ * core of table.h: linear probing and backward-shift deletion,
+ * power-of-two capacity, load factor <= 0.7).
  *
  * Memory: a slot is one pointer; each key lives in one allocation with its
  * value, hash and a 32-bit tag the owner may use (the informer keeps its

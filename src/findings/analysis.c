@@ -21,6 +21,7 @@
 
 #include "gpuop/hash.h"
 #include "gpuop/analysis.h"
+#include "gpuop/table.h"
 
 /* The tolerations the DaemonSet controller adds to every daemon pod
  * (AddOrUpdateDaemonPodTolerations); network-unavailable only with
@@ -38,31 +39,37 @@ static const struct gpuop_toleration hostnet_toleration = {"node.kubernetes.io/n
 
 /* ---- node name index ---- */
 
+/* On the open-addressing core (base/table.h): keys[] are the slots,
+ * pos[i] the position in the sorted array of the node at keys[i]. Built
+ * once per pass at a load of at most 1/2, never deleted from. */
 struct nindex {
     const char **keys; /* borrowed */
     uint32_t *pos;
-    size_t mask;
+    size_t cap;
 };
 
-static size_t hash(const char *s)
+#define NINDEX_LOAD_PCT 50
+
+static bool name_match(const void *slot, uint64_t h, const void *name)
 {
-    return (size_t)gpuop_hash_str(s);
+    return strcmp(*(const char *const *)slot, name) == 0;
+}
+
+static size_t nindex_find(const struct nindex *ix, const char *name)
+{
+    return gpuop_table_find(ix->keys, sizeof(*ix->keys), ix->cap, gpuop_hash_str(name), name_match,
+                            name);
 }
 
 static int nindex_init(struct nindex *ix, const struct gpuop_node *const *sorted, size_t n)
 {
-    size_t cap = 16;
-    while (cap < n * 2)
-        cap <<= 1;
-    ix->mask = cap - 1;
-    ix->keys = calloc(cap, sizeof(*ix->keys));
-    ix->pos = calloc(cap, sizeof(*ix->pos));
+    ix->cap = gpuop_table_cap(n, NINDEX_LOAD_PCT);
+    ix->keys = calloc(ix->cap, sizeof(*ix->keys));
+    ix->pos = calloc(ix->cap, sizeof(*ix->pos));
     if (!ix->keys || !ix->pos)
         return GPUOP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        size_t h = hash(sorted[i]->name) & ix->mask;
-        while (ix->keys[h] && strcmp(ix->keys[h], sorted[i]->name) != 0)
-            h = (h + 1) & ix->mask;
+        size_t h = nindex_find(ix, sorted[i]->name);
         if (!ix->keys[h]) { /* duplicate names: the first wins */
             ix->keys[h] = sorted[i]->name;
             ix->pos[h] = (uint32_t)i;
@@ -73,13 +80,8 @@ static int nindex_init(struct nindex *ix, const struct gpuop_node *const *sorted
 
 static long nindex_get(const struct nindex *ix, const char *name)
 {
-    size_t h = hash(name) & ix->mask;
-    while (ix->keys[h]) {
-        if (strcmp(ix->keys[h], name) == 0)
-            return ix->pos[h];
-        h = (h + 1) & ix->mask;
-    }
-    return -1;
+    size_t h = nindex_find(ix, name);
+    return ix->keys[h] ? (long)ix->pos[h] : -1;
 }
 
 static void nindex_free(struct nindex *ix)

@@ -1,25 +1,39 @@
 /*
- * flap.c - hash -> time set, the Events' flap memory (see flap.h). Linear
- * probing without tombstones: gpuop_flap_del shifts the entries after the
- * hole back into it (Knuth's algorithm R), and gpuop_flap_prune rebuilds
- * the table from the survivors, so a lookup never skips dead slots.
+ * flap.c - hash -> time set, the Events' flap memory (see flap.h), on the
+ * open-addressing core (base/table.h): linear probing without tombstones,
+ * gpuop_flap_del shifts the entries after the hole back into it, and
+ * gpuop_flap_prune rebuilds the table from the survivors, so a lookup never
+ * skips dead slots.
  */
 #include <limits.h>
 #include <stdlib.h>
 
 #include "gpuop/error.h"
 #include "gpuop/flap.h"
+#include "gpuop/table.h"
 
-#define MIN_CAP 16
+#define MAX_LOAD_PCT 75 /* see flap.h */
+
+static bool match(const void *slot, uint64_t hash, const void *key)
+{
+    return ((const struct gpuop_stamp *)slot)->hash == hash;
+}
+
+static uint64_t slot_hash(const void *slot)
+{
+    return ((const struct gpuop_stamp *)slot)->hash;
+}
+
+static bool not_before(const void *slot, const void *before)
+{
+    return ((const struct gpuop_stamp *)slot)->time >= *(const long long *)before;
+}
 
 /* The slot holding hash, or the empty slot where it would go. cap > 0 and
  * the table is never full (load <= 3/4). */
 static size_t find(const struct gpuop_stamp *slots, size_t cap, uint64_t hash)
 {
-    size_t i = (size_t)hash & (cap - 1);
-    while (slots[i].hash && slots[i].hash != hash)
-        i = (i + 1) & (cap - 1);
-    return i;
+    return gpuop_table_find(slots, sizeof(*slots), cap, hash, match, NULL);
 }
 
 long long gpuop_flap_get(const struct gpuop_flap *s, uint64_t hash)
@@ -41,14 +55,8 @@ static int rebuild(struct gpuop_flap *s, size_t cap, long long before)
         if (!slots)
             return GPUOP_ENOMEM;
     }
-    size_t len = 0;
-    for (size_t i = 0; i < s->cap; i++) {
-        const struct gpuop_stamp *e = &s->slots[i];
-        if (!e->hash || e->time < before)
-            continue;
-        slots[find(slots, cap, e->hash)] = *e;
-        len++;
-    }
+    size_t len = gpuop_table_rehash(slots, cap, s->slots, s->cap, sizeof(*slots), slot_hash,
+                                    not_before, &before);
     free(s->slots);
     s->slots = slots;
     s->cap = cap;
@@ -59,12 +67,7 @@ static int rebuild(struct gpuop_flap *s, size_t cap, long long before)
 /* The capacity for n entries at a load of at most 3/4; 0 for none. */
 static size_t cap_for(size_t n)
 {
-    if (!n)
-        return 0;
-    size_t cap = MIN_CAP;
-    while (n > cap / 4 * 3)
-        cap *= 2;
-    return cap;
+    return n ? gpuop_table_cap(n, MAX_LOAD_PCT) : 0;
 }
 
 int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time)
@@ -78,7 +81,7 @@ int gpuop_flap_put(struct gpuop_flap *s, uint64_t hash, long long time)
             return 0;
         }
     }
-    if (s->len + 1 > s->cap / 4 * 3) {
+    if (gpuop_table_over(s->len + 1, s->cap, MAX_LOAD_PCT)) {
         int rc = rebuild(s, cap_for(s->len + 1), LLONG_MIN);
         if (rc < 0)
             return rc;
@@ -108,20 +111,10 @@ bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash)
         hash = 1;
     if (!s->cap)
         return false;
-    size_t mask = s->cap - 1, i = find(s->slots, s->cap, hash);
+    size_t i = find(s->slots, s->cap, hash);
     if (!s->slots[i].hash)
         return false;
-    /* Move back every later entry of the run that may not live past the
-     * hole: one whose home slot is not cyclically within (hole, j]. */
-    for (size_t j = (i + 1) & mask; s->slots[j].hash; j = (j + 1) & mask) {
-        size_t home = (size_t)s->slots[j].hash & mask;
-        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-        if (!stays) {
-            s->slots[i] = s->slots[j];
-            i = j;
-        }
-    }
-    s->slots[i] = (struct gpuop_stamp){0, 0};
+    gpuop_table_remove(s->slots, sizeof(*s->slots), s->cap, i, slot_hash);
     s->len--;
     /* Give the memory back as the set empties (after a rollout, 30,000
      * findings leave their grace one by one): freed when empty, rebuilt
@@ -130,7 +123,7 @@ bool gpuop_flap_del(struct gpuop_flap *s, uint64_t hash)
         free(s->slots);
         s->slots = NULL;
         s->cap = 0;
-    } else if (s->cap > MIN_CAP && s->len <= s->cap / 8) {
+    } else if (s->cap > GPUOP_TABLE_MIN_CAP && s->len <= s->cap / 8) {
         (void)rebuild(s, cap_for(s->len), LLONG_MIN);
     }
     return true;

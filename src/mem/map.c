@@ -1,9 +1,9 @@
 /*
- * map.c - open-addressing string hash map (FNV-1a hash, linear probing,
- * backward-shift deletion so there are no tombstones). A slot is a pointer
- * to a node holding value, hash, tag and the key itself, so a key costs one
- * allocation. Small and fast enough for the caches: 5,000 nodes and 30,000
- * pods.
+ * map.c - string hash map on the open-addressing core (base/table.h:
+ * linear probing, backward-shift deletion, no tombstones) with the one
+ * hash (base/hash.h). A slot is a pointer to a node holding value, hash,
+ * tag and the key itself, so a key costs one allocation. Small and fast
+ * enough for the caches: 5,000 nodes and 30,000 pods.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include "gpuop/error.h"
 #include "gpuop/map.h"
 #include "gpuop/pool.h"
+#include "gpuop/table.h"
 
 struct gpuop_map_node {
     void *value;
@@ -49,17 +50,23 @@ static void node_free(const struct gpuop_map *m, struct gpuop_map_node *n)
         free(n);
 }
 
+#define MAX_LOAD_PCT 70 /* see map.h */
+
+static bool match(const void *slot, uint64_t hash, const void *key)
+{
+    const struct gpuop_map_node *n = *(struct gpuop_map_node *const *)slot;
+    return n->hash == hash && strcmp(n->key, key) == 0;
+}
+
+static uint64_t slot_hash(const void *slot)
+{
+    return (*(struct gpuop_map_node *const *)slot)->hash;
+}
+
 /* The slot holding key, or the empty slot where it would go. */
 static size_t find(const struct gpuop_map *m, const char *key, uint32_t h)
 {
-    size_t mask = m->cap - 1;
-    size_t i = h & mask;
-    while (m->slots[i]) {
-        if (m->slots[i]->hash == h && strcmp(m->slots[i]->key, key) == 0)
-            return i;
-        i = (i + 1) & mask;
-    }
-    return i;
+    return gpuop_table_find(m->slots, sizeof(*m->slots), m->cap, h, match, key);
 }
 
 static struct gpuop_map_node *lookup(const struct gpuop_map *m, const char *key)
@@ -87,18 +94,11 @@ uint32_t *gpuop_map_tag(const struct gpuop_map *m, const char *key)
 
 static int grow(struct gpuop_map *m)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 16;
+    size_t ncap = gpuop_table_cap(m->len + 1, MAX_LOAD_PCT);
     struct gpuop_map_node **ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return GPUOP_ENOMEM;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i])
-            continue;
-        size_t j = m->slots[i]->hash & (ncap - 1);
-        while (ns[j])
-            j = (j + 1) & (ncap - 1);
-        ns[j] = m->slots[i];
-    }
+    gpuop_table_rehash(ns, ncap, m->slots, m->cap, sizeof(*ns), slot_hash, NULL, NULL);
     free(m->slots);
     m->slots = ns;
     m->cap = ncap;
@@ -117,7 +117,7 @@ int gpuop_map_put(struct gpuop_map *m, const char *key, void *value, void **old)
         m->slots[i]->value = value;
         return 0;
     }
-    if ((m->len + 1) * 10 > m->cap * 7) {
+    if (gpuop_table_over(m->len + 1, m->cap, MAX_LOAD_PCT)) {
         if (grow(m) < 0)
             return GPUOP_ENOMEM;
         i = find(m, key, h);
@@ -139,28 +139,13 @@ void *gpuop_map_del(struct gpuop_map *m, const char *key)
 {
     if (!m->cap)
         return NULL;
-    size_t mask = m->cap - 1;
     size_t i = find(m, key, hash_str(key));
     if (!m->slots[i])
         return NULL;
     void *v = m->slots[i]->value;
     node_free(m, m->slots[i]);
-    m->slots[i] = NULL;
+    gpuop_table_remove(m->slots, sizeof(*m->slots), m->cap, i, slot_hash);
     m->len--;
-    /* Backward-shift: pull later members of the probe run into the hole. */
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!m->slots[j])
-            break;
-        size_t home = m->slots[j]->hash & mask;
-        /* Move j to i when its home is not in the cyclic range (i, j]. */
-        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-            m->slots[i] = m->slots[j];
-            m->slots[j] = NULL;
-            i = j;
-        }
-    }
     return v;
 }
 

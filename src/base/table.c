@@ -1,0 +1,48 @@
+/*
+ * table.c - the open-addressing core's capacity rule, rehash and
+ * backward-shift deletion (see table.h); the probe loop is inline there.
+ */
+#include "gpuop/table.h"
+
+size_t gpuop_table_cap(size_t n, unsigned load_pct)
+{
+    size_t cap = GPUOP_TABLE_MIN_CAP;
+    while (gpuop_table_over(n, cap, load_pct))
+        cap *= 2;
+    return cap;
+}
+
+void gpuop_table_remove(void *slots, size_t size, size_t cap, size_t i, gpuop_table_hash_fn hash_of)
+{
+    char *s = slots;
+    size_t mask = cap - 1;
+    /* i is the hole. An entry at j may stay only when its home is
+     * cyclically within (i, j]: otherwise a probe from its home would stop
+     * at the hole before reaching it, so it moves into the hole and its
+     * slot becomes the hole. */
+    for (size_t j = (i + 1) & mask; !gpuop_table_empty(s + j * size); j = (j + 1) & mask) {
+        size_t home = (size_t)hash_of(s + j * size) & mask;
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            memcpy(s + i * size, s + j * size, size);
+            i = j;
+        }
+    }
+    memset(s + i * size, 0, size);
+}
+
+size_t gpuop_table_rehash(void *to, size_t to_cap, const void *from, size_t from_cap, size_t size,
+                          gpuop_table_hash_fn hash_of, gpuop_table_keep_fn keep, const void *arg)
+{
+    const char *f = from;
+    size_t moved = 0;
+    for (size_t i = 0; i < from_cap; i++) {
+        const char *slot = f + i * size;
+        if (gpuop_table_empty(slot) || (keep && !keep(slot, arg)))
+            continue;
+        size_t j = gpuop_table_find(to, size, to_cap, hash_of(slot), NULL, NULL);
+        memcpy((char *)to + j * size, slot, size);
+        moved++;
+    }
+    return moved;
+}
