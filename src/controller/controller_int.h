@@ -175,6 +175,10 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
 const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n);
 /* LISTs sent since start. */
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s);
+/* Test hook: the tick and the re-list interval in ms (defaults
+ * STRANDED_TICK_MS and STRANDED_RELIST_MS in stranded.c); call before the
+ * first track. */
+void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms);
 void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg);
 
 /* ---- status_write.c ---- */

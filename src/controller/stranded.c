@@ -18,7 +18,10 @@
  *
  * Cost: with V violating nodes, min(V * 60000 / STRANDED_RELIST_MS,
  * STRANDED_LISTS_PER_TICK * 60000 / STRANDED_TICK_MS) LISTs a minute
- * (100 nodes: 100 a minute; never more than 120).
+ * (100 nodes: 100 a minute; never more than 120). Beyond 120 violating
+ * nodes each is listed in turn, the one listed longest ago first, every
+ * V / 2 s (next_due). Measured by test/bench/stranded-rate: see
+ * docs/benchmarks.md.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,7 @@ struct ctl_stranded {
     char *policy;                /* requeued when a list changes */
     uint64_t lists;              /* LISTs sent */
     uint64_t tracks;             /* track calls */
+    uint64_t tick_ms, relist_ms; /* STRANDED_TICK_MS, STRANDED_RELIST_MS */
     bool closing;
     void (*close_cb)(void *);
     void *close_arg;
@@ -168,6 +172,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
 
 static void list_start(struct ctl_stranded *s, struct rec *r)
 {
+    r->listed_ms = uv_now(s->loop); /* a LIST that cannot start is tried again later */
     size_t n = strlen(r->node) + 128;
     char *sel = malloc(n);
     if (!sel)
@@ -186,18 +191,31 @@ static void list_start(struct ctl_stranded *s, struct rec *r)
     free(path);
 }
 
+/* The next node to list: due (no LIST in flight, not listed within the
+ * interval), never listed before any listed one, then the one listed
+ * longest ago, ties in name order; NULL when none is due. So with more
+ * violating nodes than the rate lists in an interval, each is listed in
+ * turn (every V / rate s) and none is passed over for ever. */
+static struct rec *next_due(const struct ctl_stranded *s, uint64_t now)
+{
+    struct rec *best = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        struct rec *r = s->recs[i];
+        if (r->req || (r->listed_ms && now - r->listed_ms < s->relist_ms))
+            continue;
+        if (!best || r->listed_ms < best->listed_ms)
+            best = r; /* never listed: 0, before any time */
+    }
+    return best;
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct ctl_stranded *s = t->data;
     uint64_t now = uv_now(s->loop);
-    int started = 0;
-    for (size_t i = 0; i < s->n && started < STRANDED_LISTS_PER_TICK; i++) {
-        struct rec *r = s->recs[i];
-        if (r->req || (r->listed_ms && now - r->listed_ms < STRANDED_RELIST_MS))
-            continue;
-        list_start(s, r);
-        started++;
-    }
+    struct rec *r;
+    for (int started = 0; started < STRANDED_LISTS_PER_TICK && (r = next_due(s, now)); started++)
+        list_start(s, r); /* in flight now: not due */
     if (s->n == 0)
         uv_timer_stop(&s->tick);
 }
@@ -211,6 +229,8 @@ int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuo
     s->loop = loop;
     s->kube = kube;
     s->queue = queue;
+    s->tick_ms = STRANDED_TICK_MS;
+    s->relist_ms = STRANDED_RELIST_MS;
     uv_timer_init(loop, &s->tick);
     s->tick.data = s;
     *out = s;
@@ -337,7 +357,7 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
         say(s, ev, policy, uid, r, false);
     }
     if (n && !uv_is_active((uv_handle_t *)&s->tick))
-        uv_timer_start(&s->tick, on_tick, 0, STRANDED_TICK_MS);
+        uv_timer_start(&s->tick, on_tick, 0, s->tick_ms);
     return 0;
 }
 
@@ -350,6 +370,12 @@ const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s)
 {
     return s->lists;
+}
+
+void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms)
+{
+    s->tick_ms = tick_ms;
+    s->relist_ms = relist_ms;
 }
 
 static void tick_closed(uv_handle_t *h)
