@@ -29,7 +29,10 @@
 
 #include "fakeapi.h"
 #include "waiter.h"
+#include "controller_int.h"
 #include "gpuop/controller.h"
+#include "gpuop/hash.h"
+#include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
 
@@ -442,9 +445,45 @@ static void test_refused_backoff(void **state)
     assert_true(f->status_writes <= 2);
 }
 
+/* The status hash is the hash of the sorted-keys dump, computed as the dump
+ * streams out (never held whole): equal to hashing json_dumps' string, the
+ * same for key orders that differ, different for a changed value, and the
+ * same on a value too big for one chunk of the dumper. */
+static void test_json_hash_streams(void **state)
+{
+    (void)state;
+    json_t *a = json_pack("{s:i, s:{s:s, s:[i,i]}, s:b}", "z", 1, "m", "y", "x", "k", 2, 3, "a", 1);
+    json_t *b = json_pack("{s:b, s:{s:[i,i], s:s}, s:i}", "a", 1, "m", "k", 2, 3, "y", "x", "z", 1);
+    assert_non_null(a);
+    assert_non_null(b);
+    char *dump = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    assert_non_null(dump);
+    uint64_t want = gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, dump, strlen(dump)));
+    gpuop_json_free(dump);
+    assert_true(gpuop_ctl_json_hash(a) == want);
+    assert_true(gpuop_ctl_json_hash(b) == want);
+    json_object_set_new(b, "z", json_integer(2));
+    assert_true(gpuop_ctl_json_hash(b) != want);
+    char *big = malloc(1 << 20);
+    assert_non_null(big);
+    memset(big, 'q', (1 << 20) - 1);
+    big[(1 << 20) - 1] = '\0';
+    json_object_set_new(a, "big", json_string(big));
+    dump = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    assert_non_null(dump);
+    want = gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, dump, strlen(dump)));
+    assert_true(gpuop_ctl_json_hash(a) == want);
+    gpuop_json_free(dump);
+    free(big);
+    json_decref(a);
+    json_decref(b);
+    assert_true(gpuop_ctl_json_hash(NULL) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_hash_streams),
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
