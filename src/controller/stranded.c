@@ -8,9 +8,10 @@
  * analysis found with an OrderingViolation, one field-selector LIST
  *   GET /api/v1/pods?fieldSelector=spec.nodeName=NODE,status.phase!=...
  * is sent per node, rate-limited: at most STRANDED_LISTS_PER_TICK LISTs
- * per STRANDED_TICK_MS, each node re-listed at most every
- * STRANDED_RELIST_MS. Of the answer only the count of GPU pods and the
- * first GPUOP_STRANDED_NAMES_MAX names are kept. A node that no longer
+ * per STRANDED_TICK_MS and never more than STRANDED_IN_FLIGHT_MAX
+ * unanswered, each node re-listed at most every STRANDED_RELIST_MS. Of
+ * the answer only the count of GPU pods and the first
+ * GPUOP_STRANDED_NAMES_MAX names are kept. A node that no longer
  * violates is forgotten (its LIST in flight cancelled). When a node's list
  * changes, the policy is requeued; its reconcile passes the lists to the
  * findings (gpuop_findings_set_stranded: the analysis stays pure) and says
@@ -32,9 +33,13 @@
 
 #include "controller_int.h"
 
-/* The rate limit: LISTs started per tick, the tick, and how often one node
- * is listed again while it violates. */
+/* The rate limit: LISTs started per tick, the tick, how often one node
+ * is listed again while it violates, and how many may be in flight at
+ * once (an API server slow to answer gets no more than that: without it,
+ * two more each tick piled up during a rollout, each with its own TLS
+ * connection and response, docs/benchmarks.md). */
 #define STRANDED_LISTS_PER_TICK 2
+#define STRANDED_IN_FLIGHT_MAX  2
 #define STRANDED_TICK_MS        1000
 #define STRANDED_RELIST_MS      60000
 /* Pods of one LIST page (a node holds at most a few hundred; beyond, the
@@ -68,6 +73,7 @@ struct ctl_stranded {
     struct gpuop_stranded *view; /* recs as the findings read them */
     char *policy;                /* requeued when a list changes */
     uint64_t lists;              /* LISTs sent */
+    size_t inflight;             /* LISTs sent and not answered */
     uint64_t tracks;             /* track calls */
     uint64_t tick_ms, relist_ms; /* STRANDED_TICK_MS, STRANDED_RELIST_MS */
     bool closing;
@@ -119,6 +125,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     struct rec *r = arg;
     struct ctl_stranded *s = r->s;
     r->req = NULL;
+    s->inflight--;
     r->listed_ms = uv_now(s->loop);
     if (r->dropped) {
         rec_free(r);
@@ -184,10 +191,12 @@ static void list_start(struct ctl_stranded *s, struct rec *r)
     free(sel);
     if (!path)
         return;
-    if (gpuop_kube_request(s->kube, "GET", path, NULL, NULL, 0, 0, list_done, r, &r->req) < 0)
+    if (gpuop_kube_request(s->kube, "GET", path, NULL, NULL, 0, 0, list_done, r, &r->req) < 0) {
         r->req = NULL;
-    else
+    } else {
         s->lists++;
+        s->inflight++;
+    }
     free(path);
 }
 
@@ -214,7 +223,9 @@ static void on_tick(uv_timer_t *t)
     struct ctl_stranded *s = t->data;
     uint64_t now = uv_now(s->loop);
     struct rec *r;
-    for (int started = 0; started < STRANDED_LISTS_PER_TICK && (r = next_due(s, now)); started++)
+    for (int started = 0; started < STRANDED_LISTS_PER_TICK &&
+                          s->inflight < STRANDED_IN_FLIGHT_MAX && (r = next_due(s, now));
+         started++)
         list_start(s, r); /* in flight now: not due */
     if (s->n == 0)
         uv_timer_stop(&s->tick);

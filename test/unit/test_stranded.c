@@ -39,6 +39,10 @@ struct sx {
     int lists, events_stranded, events_cleared;
     char last_event[2048];
     char nodes[16384]; /* the field selectors listed, space-separated */
+    uint64_t slow_ms;  /* answer each LIST this long after it came (0: at once) */
+    uint64_t due[64];  /* when the slow LISTs seen so far are answered */
+    size_t ndue;
+    size_t most_open; /* most slow LISTs unanswered at once, counting the new one */
 };
 
 static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
@@ -70,7 +74,21 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
             "\"Succeeded\"}},"
             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"zero\"},\"spec\":{\"containers\":[{"
             "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0\"}}}]}}]}");
-        fakeapi_respond(c, 200, "application/json", body);
+        if (!x->slow_ms) {
+            fakeapi_respond(c, 200, "application/json", body);
+            return;
+        }
+        uint64_t now = uv_now(&x->loop);
+        size_t open = 1;
+        for (size_t i = 0; i < x->ndue; i++)
+            open += x->due[i] > now;
+        if (open > x->most_open)
+            x->most_open = open;
+        if (x->ndue < sizeof(x->due) / sizeof(x->due[0]))
+            x->due[x->ndue++] = now + x->slow_ms;
+        fakeapi_stream_begin(c, 200, FAKEAPI_LENGTH, n);
+        fakeapi_stream_send(c, x->slow_ms, body, n);
+        fakeapi_stream_end(c, 0);
         return;
     }
     if (strcmp(r->method, "POST") == 0 && strstr(r->path, "/events")) {
@@ -275,11 +293,45 @@ static void test_no_node_starved(void **state)
     sx_close(&x);
 }
 
+/* An API server slow to answer gets no more LISTs at once than the cap,
+ * however many nodes are due: 2 may start every 10 ms tick, each answered
+ * 50 ms after it came (without the cap, about 10 were open at once). */
+static void test_lists_in_flight_bounded(void **state)
+{
+    (void)state;
+    struct sx x = {0};
+    x.slow_ms = 50;
+    sx_open(&x);
+    gpuop_ctl_stranded_set_timing(x.s, 10, 60000);
+    struct fx_world w;
+    fx_world_init(&w, 3, 2);
+    w.pol.operands[0].enabled = false;
+    for (int i = 0; i < MANY_NODES; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%02d", i);
+        fx_add_node_except(&w, name, "container-toolkit", "true");
+        fx_run_all(&w, name, "driver container-toolkit");
+    }
+    fx_analyze(&w);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, NULL, "main", "uid-1"), 0);
+    waiter_begin(&x.wait, WAIT_MS);
+    while (x.lists < 16 && !x.wait.expired)
+        uv_run(&x.loop, UV_RUN_ONCE);
+    waiter_end(&x.wait);
+    assert_true(x.lists >= 16);
+    if (x.most_open > 2)
+        fail_msg("%zu LISTs open at once (at most 2)", x.most_open);
+    assert_true(x.most_open >= 1);
+    fx_world_free(&w);
+    sx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stranded),
         cmocka_unit_test(test_no_node_starved),
+        cmocka_unit_test(test_lists_in_flight_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
