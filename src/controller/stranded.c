@@ -45,6 +45,13 @@
 /* Pods of one LIST page (a node holds at most a few hundred; beyond, the
  * count is a lower bound). */
 #define STRANDED_LIST_LIMIT "1000"
+/* resourceVersion=0 ("any"): answered from the API server's watch cache,
+ * which indexes pods by spec.nodeName, and never by reading every pod of
+ * the cluster from etcd and filtering them, as a consistent LIST is when
+ * that cache lags (121 of 223 LISTs in a 1,000-node rollout on the lab,
+ * docs/benchmarks.md). It may be as old as the cache: nothing beside a
+ * re-list a minute. */
+#define STRANDED_LIST_RV "0"
 /* Longest "namespace/name" kept (63 + 1 + 253). */
 #define STRANDED_NAME_MAX 320
 
@@ -186,8 +193,10 @@ static void list_start(struct ctl_stranded *s, struct rec *r)
         return;
     snprintf(sel, n, "spec.nodeName=%s,status.phase!=Succeeded,status.phase!=Failed", r->node);
     struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
-    struct gpuop_kube_param params[] = {{"fieldSelector", sel}, {"limit", STRANDED_LIST_LIMIT}};
-    char *path = gpuop_kube_path(&ref, params, 2);
+    struct gpuop_kube_param params[] = {{"fieldSelector", sel},
+                                        {"limit", STRANDED_LIST_LIMIT},
+                                        {"resourceVersion", STRANDED_LIST_RV}};
+    char *path = gpuop_kube_path(&ref, params, 3);
     free(sel);
     if (!path)
         return;

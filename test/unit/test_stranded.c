@@ -5,7 +5,9 @@
  * nvidia.com/gpu that are not finished count, and only the first
  * GPUOP_STRANDED_NAMES_MAX names are kept; a changed list requeues the
  * policy and is said in an Event (StrandedGpuPods, then ...Cleared when
- * the violation goes); a node is not listed again before its interval.
+ * the violation goes); a node is not listed again before its interval;
+ * the LISTs are answered from the watch cache (resourceVersion=0), and no
+ * more than two are unanswered at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,7 @@ struct sx {
     struct ctl_stranded *s;
     struct waiter wait;
     int lists, events_stranded, events_cleared;
+    int lists_not_cached; /* LISTs without resourceVersion=0 */
     char last_event[2048];
     char nodes[16384]; /* the field selectors listed, space-separated */
     uint64_t slow_ms;  /* answer each LIST this long after it came (0: at once) */
@@ -52,6 +55,9 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
         x->lists++;
         char sel[512] = "";
         fakeapi_query(r, "fieldSelector", sel, sizeof(sel)); /* as sent: escaped */
+        char rv[16] = "";
+        if (!fakeapi_query(r, "resourceVersion", rv, sizeof(rv)) || strcmp(rv, "0") != 0)
+            x->lists_not_cached++; /* would be read from etcd when the cache lags */
         size_t len = strlen(x->nodes);
         snprintf(x->nodes + len, sizeof(x->nodes) - len, "%s ", sel);
         /* 12 GPU pods (limits or requests, init containers too), one
@@ -197,6 +203,7 @@ static void test_stranded(void **state)
     waiter_end(&x.wait);
     assert_int_equal(gpuop_queue_len(x.queue), 1); /* the policy requeued */
     assert_int_equal(gpuop_ctl_stranded_lists(x.s), 3);
+    assert_int_equal(x.lists_not_cached, 0);
 
     /* the next reconcile: 12 counted, 10 named, in the answer's order */
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
