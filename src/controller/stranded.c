@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
 #include "gpuop/model.h"
@@ -54,9 +55,10 @@
 #define STRANDED_LIST_RV "0"
 /* Longest "namespace/name" kept (63 + 1 + 253). */
 #define STRANDED_NAME_MAX 320
+/* First size of the per-node arrays (they double as violating nodes come). */
+#define STRANDED_ARRAY_FIRST 64
 
 struct rec {
-    char *node;
     struct ctl_stranded *s;
     struct gpuop_kube_req *req; /* LIST in flight, or NULL */
     bool dropped;               /* no longer tracked: freed when its LIST ends */
@@ -68,6 +70,7 @@ struct rec {
     uint64_t said; /* hash of what the last Event said; 0: nothing said */
     uint32_t said_count;
     uint64_t seen; /* the track call that last wanted it */
+    char node[];   /* the node's name: one allocation with the rest */
 };
 
 struct ctl_stranded {
@@ -75,9 +78,14 @@ struct ctl_stranded {
     struct gpuop_kube *kube;
     struct gpuop_queue *queue;
     uv_timer_t tick;
-    struct rec **recs; /* sorted by node */
+    /* The n tracked nodes: struct rec *[n], sorted by node, and as the
+     * findings read them, struct gpuop_stranded[n]. Each track builds the
+     * next array in spare, then the two swap: their memory is kept from
+     * one reconcile to the next (during a rollout that is hundreds of
+     * reconciles with hundreds of nodes violating for a few seconds), and
+     * given back when no node violates. */
+    struct gpuop_buf recs, spare, view;
     size_t n;
-    struct gpuop_stranded *view; /* recs as the findings read them */
     char *policy;                /* requeued when a list changes */
     uint64_t lists;              /* LISTs sent */
     size_t inflight;             /* LISTs sent and not answered */
@@ -87,6 +95,11 @@ struct ctl_stranded {
     void (*close_cb)(void *);
     void *close_arg;
 };
+
+static struct rec **recs_of(const struct gpuop_buf *b)
+{
+    return (struct rec **)(void *)b->data;
+}
 
 static void names_free(struct rec *r)
 {
@@ -100,7 +113,6 @@ static void rec_free(struct rec *r)
     if (!r)
         return;
     names_free(r);
-    free(r->node);
     free(r);
 }
 
@@ -217,8 +229,9 @@ static void list_start(struct ctl_stranded *s, struct rec *r)
 static struct rec *next_due(const struct ctl_stranded *s, uint64_t now)
 {
     struct rec *best = NULL;
+    struct rec **recs = recs_of(&s->recs);
     for (size_t i = 0; i < s->n; i++) {
-        struct rec *r = s->recs[i];
+        struct rec *r = recs[i];
         if (r->req || (r->listed_ms && now - r->listed_ms < s->relist_ms))
             continue;
         if (!best || r->listed_ms < best->listed_ms)
@@ -251,6 +264,10 @@ int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuo
     s->queue = queue;
     s->tick_ms = STRANDED_TICK_MS;
     s->relist_ms = STRANDED_RELIST_MS;
+    gpuop_buf_init(&s->recs, STRANDED_ARRAY_FIRST * sizeof(struct rec *), GPUOP_BUF_UNLIMITED);
+    gpuop_buf_init(&s->spare, STRANDED_ARRAY_FIRST * sizeof(struct rec *), GPUOP_BUF_UNLIMITED);
+    gpuop_buf_init(&s->view, STRANDED_ARRAY_FIRST * sizeof(struct gpuop_stranded),
+                   GPUOP_BUF_UNLIMITED);
     uv_timer_init(loop, &s->tick);
     s->tick.data = s;
     *out = s;
@@ -327,13 +344,11 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
                 want++;
                 break;
             }
-    struct rec **recs = want ? calloc(want, sizeof(*recs)) : NULL;
-    struct gpuop_stranded *view = want ? calloc(want, sizeof(*view)) : NULL;
-    if (want && (!recs || !view)) {
-        free(recs);
-        free(view);
+    /* view's bytes are rewritten below only; until then they stay valid */
+    if (gpuop_buf_reserve(&s->spare, want * sizeof(struct rec *)) < 0 ||
+        gpuop_buf_reserve(&s->view, want * sizeof(struct gpuop_stranded)) < 0)
         return GPUOP_ENOMEM;
-    }
+    struct rec **prev = recs_of(&s->recs), **recs = recs_of(&s->spare);
     size_t n = 0;
     for (size_t i = 0; i < f->nnodes && n < want; i++) { /* f's nodes are sorted by name */
         const struct gpuop_node_result *nr = &f->nodes[i];
@@ -342,17 +357,13 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
             violates |= f->items[nr->first + k].kind == GPUOP_KIND_ORDERING;
         if (!violates)
             continue;
-        struct rec **old =
-            s->n ? bsearch(nr->name, s->recs, s->n, sizeof(*s->recs), rec_cmp) : NULL;
+        struct rec **old = s->n ? bsearch(nr->name, prev, s->n, sizeof(*prev), rec_cmp) : NULL;
         struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */
         if (!r) {
-            r = calloc(1, sizeof(*r));
-            if (r && !(r->node = strdup(nr->name))) {
-                free(r);
-                r = NULL;
-            }
-            if (!r)
+            size_t len = strlen(nr->name);
+            if (!(r = calloc(1, sizeof(*r) + len + 1)))
                 continue; /* ENOMEM: not tracked this time */
+            memcpy(r->node, nr->name, len + 1);
             r->s = s;
         }
         r->seen = s->tracks + 1;
@@ -360,15 +371,20 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
     }
     s->tracks++;
     for (size_t i = 0; i < s->n; i++)
-        if (s->recs[i]->seen != s->tracks) { /* no longer violating: cleared, forgotten */
-            say(s, ev, policy, uid, s->recs[i], true);
-            rec_drop(s->recs[i]);
+        if (prev[i]->seen != s->tracks) { /* no longer violating: cleared, forgotten */
+            say(s, ev, policy, uid, prev[i], true);
+            rec_drop(prev[i]);
         }
-    free(s->recs);
-    free(s->view);
-    s->recs = recs;
-    s->view = view;
+    struct gpuop_buf t = s->recs;
+    s->recs = s->spare;
+    s->spare = t;
     s->n = n;
+    if (n == 0) { /* nothing violates (the steady state): the memory back */
+        gpuop_buf_free(&s->recs);
+        gpuop_buf_free(&s->spare);
+        gpuop_buf_free(&s->view);
+    }
+    struct gpuop_stranded *view = (struct gpuop_stranded *)(void *)s->view.data;
     for (size_t i = 0; i < n; i++) {
         struct rec *r = recs[i];
         view[i] = (struct gpuop_stranded){.node = r->node, .count = r->count, .nnames = r->nnames};
@@ -384,7 +400,7 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
 const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n)
 {
     *n = s->n;
-    return s->view;
+    return s->n ? (const struct gpuop_stranded *)(const void *)s->view.data : NULL;
 }
 
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s)
@@ -414,12 +430,12 @@ void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *
     s->closing = true;
     s->close_cb = cb;
     s->close_arg = arg;
+    struct rec **recs = recs_of(&s->recs);
     for (size_t i = 0; i < s->n; i++)
-        rec_drop(s->recs[i]);
-    free(s->recs);
-    free(s->view);
-    s->recs = NULL;
-    s->view = NULL;
+        rec_drop(recs[i]);
+    gpuop_buf_free(&s->recs);
+    gpuop_buf_free(&s->spare);
+    gpuop_buf_free(&s->view);
     s->n = 0;
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, tick_closed);
