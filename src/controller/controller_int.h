@@ -170,9 +170,12 @@ int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuo
  * 0 or GPUOP_ENOMEM. */
 int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings *f,
                              struct gpuop_events *ev, const char *policy, const char *uid);
-/* The tracked nodes' lists, sorted by node (borrowed): valid until the
- * next track or LIST answer, i.e. within the reconcile that tracked. */
+/* The lists of the tracked nodes with stranded pods (a count above 0),
+ * sorted by node (borrowed): valid until the next track or LIST answer,
+ * i.e. within the reconcile that tracked. NULL and *n 0 when none. */
 const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n);
+/* Nodes tracked (each with an OrderingViolation at the last track). */
+size_t gpuop_ctl_stranded_tracked(const struct ctl_stranded *s);
 /* LISTs sent since start. */
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s);
 /* Test hook: the tick and the re-list interval in ms (defaults
