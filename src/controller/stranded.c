@@ -187,7 +187,9 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
             nnames++;
         }
     }
-    bool same = r->listed && count == r->count && nnames == r->nnames && len == r->names_len &&
+    /* Unchanged, or a first answer of none (as the findings showed it: a
+     * node with no stranded pod is not in the view): no reconcile. */
+    bool same = count == r->count && nnames == r->nnames && len == r->names_len &&
                 (!len || memcmp(names, r->names, len) == 0);
     r->listed = true;
     if (same)

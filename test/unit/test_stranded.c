@@ -46,6 +46,7 @@ struct sx {
     uint64_t due[64];  /* when the slow LISTs seen so far are answered */
     size_t ndue;
     size_t most_open; /* most slow LISTs unanswered at once, counting the new one */
+    bool none;        /* answer every LIST with no pod */
 };
 
 static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
@@ -60,6 +61,10 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
             x->lists_not_cached++; /* would be read from etcd when the cache lags */
         size_t len = strlen(x->nodes);
         snprintf(x->nodes + len, sizeof(x->nodes) - len, "%s ", sel);
+        if (x->none) {
+            fakeapi_respond(c, 200, "application/json", "{\"kind\":\"PodList\",\"items\":[]}");
+            return;
+        }
         /* 12 GPU pods (limits or requests, init containers too), one
          * without a GPU, one finished, one asking for 0 */
         char body[16384];
@@ -334,12 +339,39 @@ static void test_lists_in_flight_bounded(void **state)
     sx_close(&x);
 }
 
+/* Nodes whose LISTs find no GPU pod change nothing the findings show: the
+ * policy is not reconciled again for them (it was, once per node). */
+static void test_none_stranded_no_requeue(void **state)
+{
+    (void)state;
+    struct sx x = {0};
+    x.none = true;
+    sx_open(&x);
+    struct fx_world w;
+    world(&w, false);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    waiter_begin(&x.wait, WAIT_MS);
+    while ((x.lists < 3 || fakeapi_open_conns(x.srv) > 0) && !x.wait.expired)
+        uv_run(&x.loop, UV_RUN_ONCE);
+    waiter_end(&x.wait);
+    assert_int_equal(x.lists, 3);
+    waiter_run_for(&x.wait, 300); /* their answers read */
+    assert_int_equal(gpuop_queue_len(x.queue), 0);
+    size_t n;
+    assert_null(gpuop_ctl_stranded_view(x.s, &n));
+    assert_int_equal(n, 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 3);
+    fx_world_free(&w);
+    sx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stranded),
         cmocka_unit_test(test_no_node_starved),
         cmocka_unit_test(test_lists_in_flight_bounded),
+        cmocka_unit_test(test_none_stranded_no_requeue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
