@@ -174,6 +174,10 @@ void gpuop_findings_free(struct gpuop_findings *f);
 void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s,
                                  size_t n);
 
+/* Has node result r of f an OrderingViolation (the nodes whose pods are
+ * listed for stranded ones)? */
+bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r);
+
 /* The stranded entry of node result r of f (borrowed), NULL when none or
  * the node has no OrderingViolation. */
 const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,

@@ -351,21 +351,14 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
     }
     size_t want = 0;
     for (size_t i = 0; i < f->nnodes; i++)
-        for (uint32_t k = 0; k < f->nodes[i].nfindings; k++)
-            if (f->items[f->nodes[i].first + k].kind == GPUOP_KIND_ORDERING) {
-                want++;
-                break;
-            }
+        want += gpuop_findings_violates(f, &f->nodes[i]);
     if (gpuop_buf_reserve(&s->spare, want * sizeof(struct rec *)) < 0)
         return GPUOP_ENOMEM;
     struct rec **prev = recs_of(&s->recs), **recs = recs_of(&s->spare);
     size_t n = 0;
     for (size_t i = 0; i < f->nnodes && n < want; i++) { /* f's nodes are sorted by name */
         const struct gpuop_node_result *nr = &f->nodes[i];
-        bool violates = false;
-        for (uint32_t k = 0; k < nr->nfindings; k++)
-            violates |= f->items[nr->first + k].kind == GPUOP_KIND_ORDERING;
-        if (!violates)
+        if (!gpuop_findings_violates(f, nr))
             continue;
         struct rec **old = s->n ? bsearch(nr->name, prev, s->n, sizeof(*prev), rec_cmp) : NULL;
         struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */
@@ -431,6 +424,11 @@ size_t gpuop_ctl_stranded_tracked(const struct ctl_stranded *s)
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s)
 {
     return s->lists;
+}
+
+size_t gpuop_ctl_stranded_inflight(const struct ctl_stranded *s)
+{
+    return s->inflight;
 }
 
 void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms)
