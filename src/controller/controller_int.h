@@ -176,8 +176,9 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
 const struct gpuop_stranded *gpuop_ctl_stranded_view(const struct ctl_stranded *s, size_t *n);
 /* Nodes tracked (each with an OrderingViolation at the last track). */
 size_t gpuop_ctl_stranded_tracked(const struct ctl_stranded *s);
-/* LISTs sent since start. */
+/* LISTs sent since start, and of them not answered yet. */
 uint64_t gpuop_ctl_stranded_lists(const struct ctl_stranded *s);
+size_t gpuop_ctl_stranded_inflight(const struct ctl_stranded *s);
 /* Test hook: the tick and the re-list interval in ms (defaults
  * STRANDED_TICK_MS and STRANDED_RELIST_MS in stranded.c); call before the
  * first track. */

@@ -148,6 +148,17 @@ static void run_until(struct sx *x, int *what, int want)
     assert_int_equal(*what, want);
 }
 
+/* Runs until `want` LISTs were sent and every one was answered. */
+static void run_until_answered(struct sx *x, int want)
+{
+    waiter_begin(&x->wait, WAIT_MS);
+    while ((x->lists < want || gpuop_ctl_stranded_inflight(x->s) > 0) && !x->wait.expired)
+        uv_run(&x->loop, UV_RUN_ONCE);
+    waiter_end(&x->wait);
+    assert_int_equal(x->lists, want);
+    assert_int_equal(gpuop_ctl_stranded_inflight(x->s), 0);
+}
+
 /* The fake API server, a client, a queue, the Events module and the
  * stranded-pod lister on one loop. */
 static void sx_open(struct sx *x)
@@ -193,8 +204,7 @@ static void test_stranded(void **state)
     const struct gpuop_stranded *v = gpuop_ctl_stranded_view(x.s, &n);
     assert_null(v); /* not listed yet: nothing to show */
     assert_int_equal(n, 0);
-    run_until(&x, &x.lists, 3);   /* two in the first tick, the third a tick later */
-    waiter_run_for(&x.wait, 500); /* their answers */
+    run_until_answered(&x, 3); /* two in the first tick, the third a tick later */
     assert_non_null(
         strstr(x.nodes,
                "spec.nodeName%3Dgpu-b%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed "));
@@ -265,6 +275,21 @@ static bool listed(const struct sx *x, int i)
     return strstr(x->nodes, sel) != NULL;
 }
 
+/* MANY_NODES nodes gpu-NN, each running the device plugin without the
+ * toolkit (an OrderingViolation), analysed. */
+static void many_violating(struct fx_world *w)
+{
+    fx_world_init(w, 3, 2);
+    w->pol.operands[0].enabled = false;
+    for (int i = 0; i < MANY_NODES; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%02d", i);
+        fx_add_node_except(w, name, "container-toolkit", "true");
+        fx_run_all(w, name, "driver container-toolkit");
+    }
+    fx_analyze(w);
+}
+
 static void test_no_node_starved(void **state)
 {
     (void)state;
@@ -275,15 +300,7 @@ static void test_no_node_starved(void **state)
     gpuop_ctl_stranded_set_timing(x.s, 10, 50);
 
     struct fx_world w;
-    fx_world_init(&w, 3, 2);
-    w.pol.operands[0].enabled = false;
-    for (int i = 0; i < MANY_NODES; i++) {
-        char name[32];
-        snprintf(name, sizeof(name), "gpu-%02d", i);
-        fx_add_node_except(&w, name, "container-toolkit", "true");
-        fx_run_all(&w, name, "driver container-toolkit");
-    }
-    fx_analyze(&w);
+    many_violating(&w);
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, NULL, "main", "uid-1"), 0);
     assert_int_equal(gpuop_ctl_stranded_tracked(x.s), MANY_NODES);
 
@@ -317,15 +334,7 @@ static void test_lists_in_flight_bounded(void **state)
     sx_open(&x);
     gpuop_ctl_stranded_set_timing(x.s, 10, 60000);
     struct fx_world w;
-    fx_world_init(&w, 3, 2);
-    w.pol.operands[0].enabled = false;
-    for (int i = 0; i < MANY_NODES; i++) {
-        char name[32];
-        snprintf(name, sizeof(name), "gpu-%02d", i);
-        fx_add_node_except(&w, name, "container-toolkit", "true");
-        fx_run_all(&w, name, "driver container-toolkit");
-    }
-    fx_analyze(&w);
+    many_violating(&w);
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, NULL, "main", "uid-1"), 0);
     waiter_begin(&x.wait, WAIT_MS);
     while (x.lists < 16 && !x.wait.expired)
@@ -350,12 +359,7 @@ static void test_none_stranded_no_requeue(void **state)
     struct fx_world w;
     world(&w, false);
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
-    waiter_begin(&x.wait, WAIT_MS);
-    while ((x.lists < 3 || fakeapi_open_conns(x.srv) > 0) && !x.wait.expired)
-        uv_run(&x.loop, UV_RUN_ONCE);
-    waiter_end(&x.wait);
-    assert_int_equal(x.lists, 3);
-    waiter_run_for(&x.wait, 300); /* their answers read */
+    run_until_answered(&x, 3);
     assert_int_equal(gpuop_queue_len(x.queue), 0);
     size_t n;
     assert_null(gpuop_ctl_stranded_view(x.s, &n));
