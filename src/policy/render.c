@@ -499,20 +499,26 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     return c;
 }
 
-/* spec.ordering: enforce. A required node affinity on every prerequisite up
- * the operand's chain that the policy runs: its deploy label must be "true"
- * (gpuop runs it there) or "false" (the host provides it). A prerequisite
- * disabled in the policy is host-provided everywhere and adds no term; the
- * walk goes on above it. The DaemonSet controller evaluates the affinity
- * when it decides where the operand runs, so a node without its toolkit
- * label gets no device plugin, and loses it when the label goes. Adds
- * nothing when no prerequisite qualifies. Returns nonzero on ENOMEM. */
+/* The required node affinity of every operand: one term whose first
+ * expression is the node-wide opt-out, nvidia.com/gpu.deploy.operands NotIn
+ * [false] (SPEC section 4.2: the GPU Operator's documented way to take a
+ * whole node out; the DaemonSet controller removes the pods when the label
+ * appears and brings them back when it goes; a node without the label
+ * qualifies). With spec.ordering: enforce the same term also requires every
+ * prerequisite up the operand's chain that the policy runs: its deploy label
+ * must be "true" (gpuop runs it there) or "false" (the host provides it). A
+ * prerequisite disabled in the policy is host-provided everywhere and adds no
+ * expression; the walk goes on above it. So a node without its toolkit label
+ * gets no device plugin, and loses it when the label goes. Expressions of one
+ * term are ANDed. Returns nonzero on ENOMEM. */
 static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
 {
     char key[128];
-    json_t *exprs = json_array();
+    json_t *exprs = json_pack("[{s:s, s:s, s:[s]}]", "key", GPUOP_LABEL_OPERANDS, "operator",
+                              "NotIn", "values", "false");
     int rc = !exprs;
-    for (int c = gpuop_operand_prereq(idx), hops = 0; !rc && c >= 0 && hops < GPUOP_OPERAND_MAX;
+    for (int c = gpuop_operand_prereq(idx), hops = 0;
+         !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
          c = gpuop_operand_prereq(c), hops++) {
         if (!p->operands[c].enabled)
             continue;
@@ -520,7 +526,7 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
         rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s]}", "key", key, "operator",
                                                      "In", "values", "true", "false"));
     }
-    if (!rc && json_array_size(exprs))
+    if (!rc)
         rc |= json_object_set_new(spec, "affinity",
                                   json_pack("{s:{s:{s:[{s:O}]}}}", "nodeAffinity",
                                             "requiredDuringSchedulingIgnoredDuringExecution",
@@ -546,7 +552,7 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
     if (!rc)
         rc |= json_object_set_new(s, "nodeSelector", json_pack("{s:s}", key, "true"));
-    if (!rc && p->ordering == GPUOP_ORDERING_ENFORCE)
+    if (!rc)
         rc |= put_affinity(s, p, idx);
     if (!rc && json_array_size(p->tolerations))
         rc |= put(s, "tolerations", json_deep_copy(p->tolerations)) ||

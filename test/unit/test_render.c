@@ -241,12 +241,24 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
                             p->priority_class);
     else
         assert_null(json_object_get(pod, "priorityClassName"));
-    /* ordering: enforce -> one required term on each enabled prerequisite up
-     * the chain, walked from the table; report -> no affinity */
+    /* one required term: first the node-wide opt-out (operands NotIn
+     * [false]) on every operand; then, with ordering: enforce, one
+     * expression on each enabled prerequisite up the chain, walked from the
+     * table */
     json_t *exprs =
         path_get(pod, "affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                       "nodeSelectorTerms/0/matchExpressions");
-    size_t want = 0;
+    assert_int_equal(json_array_size(path_get(pod, "affinity/nodeAffinity/"
+                                                   "requiredDuringSchedulingIgnoredDuringExecution/"
+                                                   "nodeSelectorTerms")),
+                     1);
+    json_t *optout = json_array_get(exprs, 0);
+    assert_non_null(optout);
+    assert_string_equal(str_at(optout, "key"), "nvidia.com/gpu.deploy.operands");
+    assert_string_equal(str_at(optout, "operator"), "NotIn");
+    assert_int_equal(json_array_size(json_object_get(optout, "values")), 1);
+    assert_string_equal(str_at(optout, "values/0"), "false");
+    size_t want = 1;
     for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
         if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
             continue;
@@ -260,14 +272,6 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_string_equal(str_at(ex, "values/1"), "false");
     }
     assert_int_equal(json_array_size(exprs), want);
-    if (!want)
-        assert_null(json_object_get(pod, "affinity"));
-    else
-        assert_int_equal(
-            json_array_size(path_get(pod, "affinity/nodeAffinity/"
-                                          "requiredDuringSchedulingIgnoredDuringExecution/"
-                                          "nodeSelectorTerms")),
-            1);
     if (json_array_size(p->tolerations))
         assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
     else
@@ -486,31 +490,34 @@ static void test_enforce(void **state)
     const char *ex = "spec/template/spec/affinity/nodeAffinity/"
                      "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
                      "matchExpressions";
-    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
+    assert_int_equal(json_array_size(path_get(dp, ex)), 3);
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "key"),
-                        "nvidia.com/gpu.deploy.container-toolkit");
+                        "nvidia.com/gpu.deploy.operands");
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 1), "key"),
+                        "nvidia.com/gpu.deploy.container-toolkit");
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 2), "key"),
                         "nvidia.com/gpu.deploy.driver");
     json_t *drv = render_one(&p, "driver");
-    assert_null(path_get(drv, "spec/template/spec/affinity"));
+    assert_int_equal(json_array_size(path_get(drv, ex)), 1); /* the opt-out alone */
     json_decref(dp);
     json_decref(drv);
     gpuop_policy_free(&p);
 
     load_policy("enforce-host-driver.yaml", &p);
     json_t *tk = render_one(&p, "container-toolkit");
-    assert_null(path_get(tk, "spec/template/spec/affinity")); /* its driver is the host's */
+    assert_int_equal(json_array_size(path_get(tk, ex)), 1); /* its driver is the host's */
     dp = render_one(&p, "device-plugin");
-    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
     json_decref(tk);
     json_decref(dp);
     gpuop_policy_free(&p);
 
-    /* report (the default): no affinity anywhere */
+    /* report (the default): the opt-out alone everywhere */
     load_policy("full.yaml", &p);
     assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
     dp = render_one(&p, "device-plugin");
-    assert_null(path_get(dp, "spec/template/spec/affinity"));
+    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "operator"), "NotIn");
     json_decref(dp);
     gpuop_policy_free(&p);
 }
