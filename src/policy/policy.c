@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpuop/model.h"
+#include "compat_int.h"
 #include "gpuop/policy.h"
 #include "validate.h"
 
@@ -30,6 +31,7 @@
 #define ARGS_MAX             256    /* most container arguments or env entries per operand */
 #define ANNOTATIONS_MAX      262144 /* the API server's limit on all annotations of an object */
 #define ANNOTATIONS_RESERVED 1024   /* left for those the API server and controllers add */
+#define PATH_MAX_LEN         256    /* longest accepted host path */
 
 /* ---- problems ---------------------------------------------------------- */
 
@@ -153,6 +155,22 @@ static void unknown_field(struct gpuop_policy *p, const char *path, const char *
         problem(p, field, "unknown field, ignored");
 }
 
+/* A key policy.c does not parse: a ClusterPolicy field gpuop does not
+ * implement (compat.c says why), one it accepts because it is off, or an
+ * unknown field. */
+static void other_field(struct gpuop_policy *p, const char *path, const char *key, json_t *v,
+                        const char *const *known)
+{
+    char field[FIELD_MAX];
+    const char *why = gpuop_compat_refused(path, key, v);
+    if (!why) {
+        unknown_field(p, path, key, known);
+    } else if (*why) {
+        fieldf(field, "%s.%s", path, key);
+        problem(p, field, "a ClusterPolicy field gpuop does not implement: %s", why);
+    }
+}
+
 /* ---- small validators --------------------------------------------------- */
 
 static bool is_alnum(char c)
@@ -256,7 +274,10 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->update_strategy, "RollingUpdate") ||
         set_json(&p->image_pull_secrets, json_array()))
         return GPUOP_ENOMEM;
+    if (set_str(&p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT))
+        return GPUOP_ENOMEM;
     p->ordering = GPUOP_ORDERING_REPORT;
+    p->mig_strategy = GPUOP_MIG_SINGLE;
     p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
     p->advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
     p->event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
@@ -683,6 +704,20 @@ static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
     return 0;
 }
 
+/* spec.toolkit.installDir: where the toolkit installs the NVIDIA runtime on
+ * the host (the GPU Operator's key and default); an absolute path. */
+static int parse_install_dir(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    char vbuf[64];
+    const char *s = json_string_value(v);
+    if (s && s[0] == '/' && strlen(s) <= PATH_MAX_LEN && !strstr(s, "/../") &&
+        !strpbrk(s, " \t\n:"))
+        return set_str(&p->toolkit_install_dir, s);
+    problem(p, field, "must be an absolute host path without spaces or ':', not %s; using %s",
+            describe(v, vbuf, sizeof(vbuf)), GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT);
+    return 0;
+}
+
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
     char vbuf[64];
@@ -744,8 +779,10 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_resources(p, path, e, o);
         } else if (!strcmp(key, "config") && op->config) {
             rc = parse_config(p, path, e, o, op);
+        } else if (!strcmp(key, "installDir") && !strcmp(op->key, "toolkit")) {
+            rc = parse_install_dir(p, field, e);
         } else {
-            unknown_field(p, path, key, operand_fields);
+            other_field(p, path, key, e, operand_fields);
         }
         if (rc)
             return rc;
@@ -1250,9 +1287,45 @@ static void parse_ordering(struct gpuop_policy *p, json_t *v)
                 describe(v, vbuf, sizeof(vbuf)));
 }
 
+/* spec.mig: {strategy: none | single | mixed}, the GPU Operator's key for
+ * how the device plugin and GFD expose MIG devices. */
+static void parse_mig(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"strategy", NULL};
+    static const char *const names[] = {
+        [GPUOP_MIG_NONE] = "none", [GPUOP_MIG_SINGLE] = "single", [GPUOP_MIG_MIXED] = "mixed"};
+    char vbuf[64];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, "spec.mig", "must be an object {strategy}, not %s; using strategy single",
+                type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "strategy")) {
+            unknown_field(p, "spec.mig", key, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        const char *s = json_string_value(e);
+        int found = -1;
+        for (int i = 0; s && i < (int)(sizeof(names) / sizeof(names[0])); i++)
+            if (!strcmp(s, names[i]))
+                found = i;
+        if (found >= 0)
+            p->mig_strategy = (enum gpuop_mig_strategy)found;
+        else
+            problem(p, "spec.mig.strategy", "must be none, single or mixed, not %s; using single",
+                    describe(e, vbuf, sizeof(vbuf)));
+    }
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 4];
+    const char *known[GPUOP_OPERAND_MAX + 5];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -1262,6 +1335,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "daemonsets";
     known[n++] = "ordering";
     known[n++] = "findings";
+    known[n++] = "mig";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1281,8 +1355,10 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             parse_ordering(p, e);
         else if (!strcmp(key, "findings"))
             rc = parse_findings(p, e);
+        else if (!strcmp(key, "mig"))
+            parse_mig(p, e);
         else
-            unknown_field(p, "spec", key, known);
+            other_field(p, "spec", key, e, known);
         if (rc)
             return rc;
     }
@@ -1330,5 +1406,6 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->update_strategy);
     json_decref(p->max_unavailable);
     json_decref(p->image_pull_secrets);
+    free(p->toolkit_install_dir);
     memset(p, 0, sizeof(*p));
 }

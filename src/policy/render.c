@@ -107,6 +107,27 @@ static const char *driver_root(const struct gpuop_policy *p)
     return (d >= 0 && p->operands[d].enabled) ? "/run/nvidia/driver" : "/";
 }
 
+/* spec.toolkit.installDir (a policy built without gpuop_policy_parse has
+ * none: the default) */
+static const char *install_dir(const struct gpuop_policy *p)
+{
+    return p->toolkit_install_dir ? p->toolkit_install_dir : GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT;
+}
+
+/* spec.mig.strategy as the device plugin's and GFD's MIG_STRATEGY */
+static const char *mig_strategy(const struct gpuop_policy *p)
+{
+    switch (p->mig_strategy) {
+    case GPUOP_MIG_NONE:
+        return "none";
+    case GPUOP_MIG_MIXED:
+        return "mixed";
+    case GPUOP_MIG_SINGLE:
+        break;
+    }
+    return "single";
+}
+
 /* ---- pod templates, one per operand ---------------------------------------- */
 
 /* driver: builds and loads the kernel modules, then exposes its root at
@@ -140,7 +161,8 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
                           "timeoutSeconds", 60, "failureThreshold", 120));
 }
 
-/* container-toolkit: installs the NVIDIA runtime under /usr/local/nvidia and
+/* container-toolkit: installs the NVIDIA runtime under spec.toolkit.installDir
+ * (the same path on the host and in the container, as NVIDIA's) and
  * registers it in containerd (as the default runtime, so operand pods need
  * no RuntimeClass), pointing it at the driver root. */
 static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
@@ -149,7 +171,7 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
     t->container = "nvidia-container-toolkit";
     t->host_pid = true;
     t->env =
-        need(t, json_pack("[o,o,o,o,o,o,o,o,o,o]", env("ROOT", "/usr/local/nvidia"),
+        need(t, json_pack("[o,o,o,o,o,o,o,o,o,o]", env("ROOT", install_dir(p)),
                           env("RUNTIME", "containerd"),
                           env("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
                           env("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
@@ -163,14 +185,14 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
                                   mount("run-nvidia", "/run/nvidia", false, "HostToContainer"),
                                   mount("driver-root", "/driver-root", true, "HostToContainer"),
                                   mount("host-root", "/host", true, "HostToContainer"),
-                                  mount("toolkit-install", "/usr/local/nvidia", false, NULL),
+                                  mount("toolkit-install", install_dir(p), false, NULL),
                                   mount("containerd-config", "/runtime/config-dir", false, NULL),
                                   mount("containerd-socket", "/runtime/sock-dir", false, NULL),
                                   mount("cdi-root", "/var/run/cdi", false, NULL)));
     t->volumes = need(
         t, json_pack("[o,o,o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
                      hostpath("driver-root", root, NULL), hostpath("host-root", "/", NULL),
-                     hostpath("toolkit-install", "/usr/local/nvidia", "DirectoryOrCreate"),
+                     hostpath("toolkit-install", install_dir(p), "DirectoryOrCreate"),
                      hostpath("containerd-config", "/etc/containerd", "DirectoryOrCreate"),
                      hostpath("containerd-socket", "/run/containerd", NULL),
                      hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate")));
@@ -186,7 +208,7 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
     t->env =
         need(t, json_pack("[o,o,o,o,o,o,o,o,o]", env("FAIL_ON_INIT_ERROR", "true"),
                           env("DEVICE_LIST_STRATEGY", "envvar"), env("DEVICE_ID_STRATEGY", "uuid"),
-                          env("PASS_DEVICE_SPECS", "true"), env("MIG_STRATEGY", "single"),
+                          env("PASS_DEVICE_SPECS", "true"), env("MIG_STRATEGY", mig_strategy(p)),
                           env("NVIDIA_DRIVER_ROOT", driver_root(p)),
                           env("CONTAINER_DRIVER_ROOT", "/driver-root"),
                           env("NVIDIA_VISIBLE_DEVICES", "all"),
@@ -210,11 +232,11 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
 {
     t->container = "gpu-feature-discovery";
     t->command = need(t, json_pack("[s]", "gpu-feature-discovery"));
-    t->env =
-        need(t, json_pack("[o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
-                          env("GFD_SLEEP_INTERVAL", "60s"), env("GFD_FAIL_ON_INIT_ERROR", "true"),
-                          env("MIG_STRATEGY", "single"), env("NVIDIA_VISIBLE_DEVICES", "all"),
-                          env("NVIDIA_DRIVER_CAPABILITIES", "utility")));
+    t->env = need(
+        t, json_pack("[o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                     env("GFD_SLEEP_INTERVAL", "60s"), env("GFD_FAIL_ON_INIT_ERROR", "true"),
+                     env("MIG_STRATEGY", mig_strategy(p)), env("NVIDIA_VISIBLE_DEVICES", "all"),
+                     env("NVIDIA_DRIVER_CAPABILITIES", "utility")));
     t->security = need(t, drop_all());
     t->mounts =
         need(t, json_pack("[o,o]",

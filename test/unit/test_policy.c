@@ -230,7 +230,26 @@ static const struct bad_case bad_cases[] = {
     {"{\"migManager\": {\"config\": {\"nam\": \"x\"}}}", "spec.migManager.config.nam",
      "did you mean \"name\""},
     {"{\"devicePlugin\": {\"config\": {\"name\": \"x\"}}}", "spec.devicePlugin.config",
-     "unknown field"},
+     "a ClusterPolicy field gpuop does not implement: a device plugin ConfigMap"},
+    {"{\"devicePlugin\": {\"confg\": {}}}", "spec.devicePlugin.confg", "unknown field"},
+    {"{\"mig\": {\"strategy\": \"both\"}}", "spec.mig.strategy",
+     "none, single or mixed, not \"both\"; using single"},
+    {"{\"mig\": \"mixed\"}", "spec.mig", "object {strategy}"},
+    {"{\"mig\": {\"strategie\": \"mixed\"}}", "spec.mig.strategie", "did you mean \"strategy\""},
+    {"{\"toolkit\": {\"installDir\": \"opt/nvidia\"}}", "spec.toolkit.installDir",
+     "absolute host path"},
+    {"{\"toolkit\": {\"installDir\": \"/opt/a b\"}}", "spec.toolkit.installDir",
+     "using /usr/local/nvidia"},
+    {"{\"driver\": {\"installDir\": \"/opt\"}}", "spec.driver.installDir", "unknown field"},
+    {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
+    {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator",
+     "the NVIDIA GPU Operator's own pod"},
+    {"{\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": true}}}", "spec.driver.upgradePolicy",
+     "does not upgrade the driver node by node yet"},
+    {"{\"driver\": {\"usePrecompiled\": true}}", "spec.driver.usePrecompiled", "precompiled"},
+    {"{\"gfd\": {\"imagePullSecrets\": [\"s\"]}}", "spec.gfd.imagePullSecrets",
+     "spec.daemonsets.imagePullSecrets"},
+    {"{\"psa\": {\"enabled\": true}}", "spec.psa", "Pod Security Admission"},
     {"{\"migManagr\": {}}", "spec.migManagr", "did you mean \"migManager\""},
     {"{\"ordering\": \"strict\"}", "spec.ordering", "report or enforce"},
     {"{\"ordering\": true}", "spec.ordering", "using report"},
@@ -528,6 +547,37 @@ static void test_valid_everything(void **state)
 /* What the API server and the kubelet accept stays accepted (issue 13
  * section 2: the validation follows the server, checked against the lab in
  * test/e2e/50_policy_server.sh). */
+/* The ClusterPolicy paths gpuop implements, and those it accepts without a
+ * word because they switch off what gpuop does not run anyway. */
+static void test_clusterpolicy_fields(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\": {}}", &p);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_SINGLE);
+    assert_string_equal(p.toolkit_install_dir, "/usr/local/nvidia");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"mig\": {\"strategy\": \"mixed\"}, \"toolkit\": {\"installDir\": "
+               "\"/opt/nvidia\"}, \"dcgm\": {\"enabled\": false}, \"gds\": {}, \"psp\": "
+               "{\"enabled\": false}, \"driver\": {\"rdma\": {\"enabled\": false}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_MIXED);
+    assert_string_equal(p.toolkit_install_dir, "/opt/nvidia");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"mig\": {\"strategy\": \"none\"}}}", &p);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_NONE);
+    gpuop_policy_free(&p);
+
+    /* a refused field leaves the rest applied */
+    parse_json("{\"spec\": {\"dcgm\": {\"enabled\": true}, \"gfd\": {\"enabled\": false}}}", &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_false(p.operands[gpuop_operand_by_key("gfd")].enabled);
+    gpuop_policy_free(&p);
+}
+
 static void test_server_accepts(void **state)
 {
     static const char *const images[] = {
@@ -852,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_many_problems),
         cmocka_unit_test(test_type_sweep),
         cmocka_unit_test(test_ordering_and_findings),
+        cmocka_unit_test(test_clusterpolicy_fields),
         cmocka_unit_test(test_server_accepts),
         cmocka_unit_test(test_annotations_total),
     };
