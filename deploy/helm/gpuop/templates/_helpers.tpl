@@ -97,6 +97,11 @@ env:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if eq .key "toolkit" }}
+{{- with $v.installDir }}
+installDir: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
 {{- with ($v.config | default dict).name }}
 config:
