@@ -63,6 +63,8 @@ struct gpuop_policy {
     json_t *max_unavailable;    /* rollingUpdate.maxUnavailable: integer or "N%" (owned), or NULL */
     json_t *image_pull_secrets; /* array of {name} (owned), never NULL */
     enum gpuop_ordering ordering; /* spec.ordering; default report */
+    bool node_labeling;           /* spec.nodeLabeling.enabled: gpuop labels new GPU
+                                     nodes (SPEC 4a); false when absent */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

@@ -19,7 +19,8 @@
 #include "gpuop/yaml.h"
 
 /* The spec keys that are not operands. */
-static const char *const shared_keys[] = {"daemonsets", "ordering", "findings", NULL};
+static const char *const shared_keys[] = {"daemonsets", "ordering", "findings", "nodeLabeling",
+                                          NULL};
 
 static json_t *load_crd(void)
 {
