@@ -61,6 +61,7 @@ struct rec {
     uint64_t backoff_ms;        /* the next failure's delay; 0: none failed */
     uint64_t seen;              /* the track that last wanted it */
     bool dropped;               /* no longer a candidate: freed when its request ends */
+    char *said;                 /* the labels of the PATCH in flight, for the log (new) */
     char name[];
 };
 
@@ -81,6 +82,12 @@ struct ctl_labeler {
 
 static void pump(struct ctl_labeler *l);
 
+static void rec_free(struct rec *r)
+{
+    free(r->said);
+    free(r);
+}
+
 static void rec_forget(struct ctl_labeler *l, struct rec *r)
 {
     gpuop_map_del(&l->recs, r->name);
@@ -88,7 +95,7 @@ static void rec_forget(struct ctl_labeler *l, struct rec *r)
         r->dropped = true;
         gpuop_kube_cancel(r->req); /* its done callback frees it */
     } else {
-        free(r);
+        rec_free(r);
     }
 }
 
@@ -99,7 +106,7 @@ static bool ended(struct rec *r)
     r->req = NULL;
     l->inflight--;
     if (r->dropped) {
-        free(r);
+        rec_free(r);
         return false;
     }
     return true;
@@ -141,6 +148,7 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         r->backoff_ms = 0;
         r->retry_at_ms = uv_now(l->loop) + LABELER_SETTLE_MS;
         l->patches++;
+        gpuop_info("labeler", "labelled node %s: %s", r->name, r->said ? r->said : "?");
     }
 out:
     if (!l->closing)
@@ -224,7 +232,9 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
         gpuop_kube_request(l->kube, "PATCH", path, GPUOP_CT_MERGE, patch, strlen(patch), 0,
                            patch_done, r, &r->req) == 0) {
         l->inflight++;
-        gpuop_info("labeler", "labelling node %s: %s", r->name, said);
+        free(r->said);
+        r->said = strdup(said); /* NULL: the log says "?" */
+        gpuop_debug("labeler", "labelling node %s: %s", r->name, said);
     } else {
         gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the patch");
         failed(r, "PATCH", GPUOP_ENOMEM, &e);
@@ -365,7 +375,7 @@ static void timer_closed(uv_handle_t *h)
     struct ctl_labeler *l = h->data;
     void (*cb)(void *) = l->close_cb;
     void *arg = l->close_arg;
-    gpuop_map_free(&l->recs, NULL);
+    gpuop_map_free(&l->recs, NULL); /* empty: stop forgot every node */
     free(l);
     if (cb)
         cb(arg);

@@ -109,8 +109,8 @@ log "every enabled operand runs on $FRESH"
 
 log "$HAND and $OPTOUT are untouched"
 stays 3 others_untouched
-assert_eq 1 "$(grep -c "labelling node $FRESH" "$GPUOP_LOG")" "PATCHes of $FRESH"
-grep -q "labelling node $HAND\|labelling node $OPTOUT" "$GPUOP_LOG" && fail "gpuop labelled a person's node"
+assert_eq 1 "$(grep -c "labelled node $FRESH" "$GPUOP_LOG")" "PATCHes of $FRESH"
+grep -q "labelled node $HAND\|labelled node $OPTOUT" "$GPUOP_LOG" && fail "gpuop labelled a person's node"
 
 log "an operand enabled later: labelled on $FRESH only"
 policy true
@@ -143,7 +143,7 @@ gpuop_stop
 gpuop_start
 wait_for 60 grep -q "caches synced" "$GPUOP_LOG"
 stays 10 fresh_unchanged
-grep -q "labelling node" "$GPUOP_LOG" && fail "gpuop labelled a node after its restart: $(grep 'labelling node' "$GPUOP_LOG")"
+grep -q "labelled node" "$GPUOP_LOG" && fail "gpuop labelled a node after its restart: $(grep 'labelled node' "$GPUOP_LOG")"
 status_has "$FRESH" dcgm-exporter LabelChanged || fail "LabelChanged gone after the restart"
 
 log "the annotation removed: the node is a person's, the finding clears"
