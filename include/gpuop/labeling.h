@@ -10,7 +10,8 @@
  *   - a GPU node with no nvidia.com/gpu.deploy.* label at all and no gpuop
  *     annotation is new: gpuop sets nvidia.com/gpu.present=true (unless it
  *     is already) and nvidia.com/gpu.deploy.<operand>=true for each
- *     enabled operand;
+ *     enabled operand (mig-manager only on a MIG-capable node, as the GPU
+ *     Operator does);
  *   - a node with any deploy label and no gpuop annotation is a person's:
  *     nothing is written, ever;
  *   - a node gpuop labelled (annotation readable) gets the deploy label of

@@ -80,6 +80,9 @@ struct gpuop_node { /* 64 bytes, its strings and taints after it */
     bool any_deploy : 1;       /* some nvidia.com/gpu.deploy.* label, of any suffix */
     bool labelled_present : 1; /* gpuop set nvidia.com/gpu.present "true" */
     uint8_t label_note : 2;    /* enum gpuop_label_note: gpuop's annotation */
+    bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
+                                  "true", else nvidia.com/gpu.product names an A100, A30 or
+                                  H100; never with nvidia.com/vgpu.host-driver-version */
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */

@@ -10,6 +10,12 @@
 #include "gpuop/labeling.h"
 #include "gpuop/operand.h"
 
+/* MIG Manager is labelled only on MIG-capable GPU nodes, as the GPU
+ * Operator does (NVIDIA/gpu-operator v26.7.0, controllers/state_manager.go,
+ * addGPUStateLabels and hasMIGCapableGPU): on a node gpuop labelled, the
+ * label follows once GFD says nvidia.com/mig.capable=true. */
+#define MIG_MANAGER "mig-manager"
+
 struct gpuop_labeling gpuop_labeling_of(const struct gpuop_policy *p)
 {
     struct gpuop_labeling l = {0};
@@ -32,9 +38,10 @@ bool gpuop_labeling_plan(const struct gpuop_labeling *l, const struct gpuop_node
     bool fresh = n->label_note == GPUOP_NOTE_NONE;
     if (fresh && n->any_deploy)
         return false; /* a person's node */
+    const int mig = gpuop_operand_by_name(MIG_MANAGER);
     for (int i = 0; i < gpuop_operand_count(); i++)
         if (((l->enabled >> i) & 1u) && n->deploy[i] == GPUOP_LABEL_ABSENT &&
-            !((n->labelled >> i) & 1u))
+            !((n->labelled >> i) & 1u) && (i != mig || n->mig_capable))
             out->deploy |= 1u << i;
     out->present = fresh && n->present_label != GPUOP_LABEL_TRUE;
     /* gpu.present alone is no reason to write to a node gpuop labelled

@@ -292,6 +292,30 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
     }
 }
 
+/* NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go,
+ * hasMIGCapableGPU: which GPU nodes it gives the MIG Manager label. */
+static bool mig_capable(json_t *labels)
+{
+    const char *vgpu = jstr(labels, "nvidia.com/vgpu.host-driver-version");
+    const char *cap = jstr(labels, "nvidia.com/mig.capable");
+    const char *product = jstr(labels, "nvidia.com/gpu.product");
+    if (vgpu && *vgpu)
+        return false;
+    if (json_object_get(labels, "nvidia.com/mig.capable"))
+        return cap && strcmp(cap, "true") == 0;
+    static const char *const mig_products[] = {"h100", "a100", "a30"};
+    char low[NAME_MAX_LEN + 1];
+    size_t n = product ? capped_len(product, NAME_MAX_LEN) : 0;
+    for (size_t i = 0; i < n; i++)
+        low[i] =
+            (char)(product[i] >= 'A' && product[i] <= 'Z' ? product[i] - 'A' + 'a' : product[i]);
+    low[n] = '\0';
+    for (size_t i = 0; n && i < sizeof(mig_products) / sizeof(mig_products[0]); i++)
+        if (strstr(low, mig_products[i]))
+            return true;
+    return false;
+}
+
 /* gpuop's annotation (names.h): label -> {"value": "true", ...}. Only
  * "true" is ever recorded; what is not an object of such entries makes the
  * note BAD, so gpuop neither writes to the node nor reports on it. */
@@ -399,6 +423,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     n->created = jtime(meta, "creationTimestamp");
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
+    n->mig_capable = mig_capable(jobj(meta, "labels"));
     if (k->p) /* copying; it adds no string, so not while measuring */
         node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
@@ -706,7 +731,7 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->created != b->created || a->ntaints != b->ntaints || a->labelled != b->labelled ||
         a->present_label != b->present_label || a->any_deploy != b->any_deploy ||
         a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
-        memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
+        a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)))
         return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)

@@ -112,7 +112,9 @@ stays 3 others_untouched
 assert_eq 1 "$(grep -c "labelled node $FRESH" "$GPUOP_LOG")" "PATCHes of $FRESH"
 grep -q "labelled node $HAND\|labelled node $OPTOUT" "$GPUOP_LOG" && fail "gpuop labelled a person's node"
 
-log "an operand enabled later: labelled on $FRESH only"
+log "an operand enabled later: labelled on $FRESH only (MIG Manager: once the node is MIG-capable)"
+kc label node "$FRESH" nvidia.com/mig.capable=true >/dev/null # as GFD would
+kc label node "$HAND" nvidia.com/mig.capable=true >/dev/null
 policy true
 wait_for 30 label_is "$FRESH" nvidia.com/gpu.deploy.mig-manager true
 jq -e '."nvidia.com/gpu.deploy.mig-manager".value == "true"' <<<"$(note "$FRESH")" >/dev/null ||

@@ -60,6 +60,8 @@ static struct gpuop_labeling facts(bool on, const char *disabled)
     "{\"nvidia.com/gpu.present\":{\"value\":\"true\",\"at\":\"2026-12-01T21:00:00Z\"},"            \
     "\"nvidia.com/gpu.deploy.driver\":{\"value\":\"true\",\"at\":\"2026-12-01T21:00:00Z\"}}"
 
+#define MIG (1u << op("mig-manager"))
+
 static uint32_t all_but(const struct gpuop_labeling *l, uint32_t bits)
 {
     return l->enabled & ~bits;
@@ -76,7 +78,7 @@ static void test_fresh_node(void **state)
     assert_int_equal(n->label_note, GPUOP_NOTE_NONE);
     assert_true(gpuop_labeling_plan(&l, n, &p));
     assert_true(p.present);
-    assert_int_equal(p.deploy, l.enabled);
+    assert_int_equal(p.deploy, all_but(&l, MIG));
     assert_false((p.deploy >> op("dcgm-exporter")) & 1u); /* disabled: not labelled */
     gpuop_node_free(n);
 
@@ -84,7 +86,7 @@ static void test_fresh_node(void **state)
     n = node("\"nvidia.com/gpu.present\":\"true\"", NULL);
     assert_true(gpuop_labeling_plan(&l, n, &p));
     assert_false(p.present);
-    assert_int_equal(p.deploy, l.enabled);
+    assert_int_equal(p.deploy, all_but(&l, MIG));
     gpuop_node_free(n);
 
     /* labelling off, or not a GPU node: nothing */
@@ -144,7 +146,7 @@ static void test_enabled_later(void **state)
     assert_int_equal(n->labelled, 1u << op("driver"));
     assert_true(gpuop_labeling_plan(&l, n, &p));
     assert_false(p.present);
-    assert_int_equal(p.deploy, all_but(&l, 1u << op("driver")));
+    assert_int_equal(p.deploy, all_but(&l, (1u << op("driver")) | MIG));
     gpuop_node_free(n);
 
     /* driver removed, gpu.present removed, toolkit set false by a person:
@@ -152,7 +154,8 @@ static void test_enabled_later(void **state)
     n = node(NFD ",\"nvidia.com/gpu.deploy.container-toolkit\":\"false\"", NOTE_DRIVER);
     assert_true(gpuop_labeling_plan(&l, n, &p));
     assert_false(p.present);
-    assert_int_equal(p.deploy, all_but(&l, (1u << op("driver")) | (1u << op("container-toolkit"))));
+    assert_int_equal(p.deploy,
+                     all_but(&l, (1u << op("driver")) | (1u << op("container-toolkit")) | MIG));
     assert_true(gpuop_labeling_changed(n, op("driver")));
     assert_false(gpuop_labeling_changed(n, op("container-toolkit"))); /* not gpuop's */
     gpuop_node_free(n);
@@ -166,6 +169,49 @@ static void test_enabled_later(void **state)
     }
     n = node(labels, NOTE_DRIVER);
     assert_false(gpuop_labeling_plan(&l, n, &p));
+    gpuop_node_free(n);
+}
+
+/* MIG Manager's label goes only to MIG-capable nodes (the GPU Operator's
+ * hasMIGCapableGPU): nvidia.com/mig.capable=true, else an A100/A30/H100
+ * product; never a vGPU host. On a node gpuop labelled it follows once GFD
+ * says the node is MIG-capable. */
+static void test_mig_capable(void **state)
+{
+    struct gpuop_labeling l = facts(true, NULL);
+    struct gpuop_label_plan p;
+    static const struct {
+        const char *labels;
+        bool mig;
+    } cases[] = {
+        {NFD ",\"nvidia.com/mig.capable\":\"true\"", true},
+        {NFD ",\"nvidia.com/mig.capable\":\"false\",\"nvidia.com/gpu.product\":\"A100\"", false},
+        {NFD ",\"nvidia.com/gpu.product\":\"NVIDIA-A100-SXM4-40GB\"", true},
+        {NFD ",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\"", true},
+        {NFD ",\"nvidia.com/gpu.product\":\"Tesla-T4\"", false},
+        {NFD ",\"nvidia.com/mig.capable\":\"true\","
+             "\"nvidia.com/vgpu.host-driver-version\":\"550.54\"",
+         false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gpuop_node *n = node(cases[i].labels, NULL);
+        assert_true(gpuop_labeling_plan(&l, n, &p));
+        if (((p.deploy & MIG) != 0) != cases[i].mig)
+            fail_msg("mig-manager %s on %s", cases[i].mig ? "not labelled" : "labelled",
+                     cases[i].labels);
+        gpuop_node_free(n);
+    }
+    /* gpuop's node, GFD's label arrives later: only the MIG Manager label */
+    char labels[2048] = NFD ",\"nvidia.com/mig.capable\":\"true\"";
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        size_t len = strlen(labels);
+        if (i != op("mig-manager"))
+            snprintf(labels + len, sizeof(labels) - len, ",\"nvidia.com/gpu.deploy.%s\":\"true\"",
+                     gpuop_operand_get(i)->name);
+    }
+    struct gpuop_node *n = node(labels, NOTE_DRIVER);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_int_equal(p.deploy, MIG);
     gpuop_node_free(n);
 }
 
@@ -270,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_fresh_node),    cmocka_unit_test(test_persons_node),
         cmocka_unit_test(test_enabled_later), cmocka_unit_test(test_changed),
         cmocka_unit_test(test_bad_note),      cmocka_unit_test(test_facts_of_policy),
+        cmocka_unit_test(test_mig_capable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
