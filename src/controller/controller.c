@@ -356,6 +356,7 @@ static void begin(struct gpuop_controller *c)
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
         gpuop_ctl_status_forget(c, c->key);
+        gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
         c->stage = STAGE_DONE;
         finish(c);
