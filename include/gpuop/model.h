@@ -73,7 +73,27 @@ struct gpuop_node { /* 64 bytes, its strings and taints after it */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
     uint16_t ntaints;                        /* at most GPUOP_MODEL_TAINTS_MAX are kept */
     struct gpuop_gpu_counts gpus;            /* what the node advertises */
+    /* Node labelling (SPEC 4a), in the 4 bytes left: */
+    uint16_t labelled;         /* bit per operand index: deploy label gpuop set "true"
+                                  (its annotation GPUOP_ANNOTATION_NODE_LABELS) */
+    uint8_t present_label : 2; /* enum gpuop_label of nvidia.com/gpu.present */
+    bool any_deploy : 1;       /* some nvidia.com/gpu.deploy.* label, of any suffix */
+    bool labelled_present : 1; /* gpuop set nvidia.com/gpu.present "true" */
+    uint8_t label_note : 2;    /* enum gpuop_label_note: gpuop's annotation */
+    bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
+                                  "true", else nvidia.com/gpu.product names an A100, A30 or
+                                  H100; never with nvidia.com/vgpu.host-driver-version */
 };
+
+/* gpuop's annotation on a node (struct gpuop_node.label_note). */
+enum gpuop_label_note {
+    GPUOP_NOTE_NONE = 0, /* gpuop never labelled the node */
+    GPUOP_NOTE_OK,       /* gpuop labelled it: what is in labelled / labelled_present */
+    GPUOP_NOTE_BAD       /* the annotation is there but unreadable: gpuop writes nothing */
+};
+
+/* Largest gpuop annotation read (bytes); a longer one is GPUOP_NOTE_BAD. */
+#define GPUOP_MODEL_NOTE_MAX 8192
 
 /* status.phase. A value no kubelet reports is kept as UNKNOWN. */
 enum gpuop_phase {

@@ -30,6 +30,10 @@
 /* NVIDIA's own pod label (operand table column "app"), beside the above. */
 #define GPUOP_LABEL_APP "app"
 
+/* The annotation in which gpuop records on a node the labels it set there
+ * (SPEC 4a): a JSON object, label -> {"value": "true", "at": RFC 3339}. */
+#define GPUOP_ANNOTATION_NODE_LABELS "gpuop.dev/node-labels"
+
 /* Service account every operand pod runs as (created by deploy/). */
 #define GPUOP_OPERAND_SA "gpuop-operand"
 /* The one operand that uses the API (MIG Manager relabels its node) runs

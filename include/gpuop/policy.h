@@ -76,6 +76,8 @@ struct gpuop_policy {
     enum gpuop_mig_strategy mig_strategy; /* spec.mig.strategy; default single */
     char *toolkit_install_dir;            /* spec.toolkit.installDir: the runtime's host directory;
                                              default GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT */
+    bool node_labeling;                   /* spec.nodeLabeling.enabled: gpuop labels new GPU
+                                             nodes (SPEC 4a); false when absent */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

@@ -38,6 +38,7 @@ enum gpuop_reason {
     GPUOP_REASON_LABEL_EMPTY,
     GPUOP_REASON_LABEL_PAUSED,
     GPUOP_REASON_LABEL_INVALID,
+    GPUOP_REASON_LABEL_CHANGED, /* a label gpuop set (node labelling) someone changed */
     /* Unexpected */
     GPUOP_REASON_OPERAND_DISABLED,
     GPUOP_REASON_NODE_OPTED_OUT,
@@ -56,7 +57,8 @@ enum gpuop_reason {
 /* Templates (message, action): "<name>" is replaced by a placeholder's
  * value, "[name:text]" stands for text (which may hold placeholders) when
  * name's value is not empty, else for nothing. Placeholders: operand, key
- * (its spec key), ds (its DaemonSet), prereq (the unsatisfied prerequisite
+ * (its spec key), ds (its DaemonSet), node (the node's name), label-now (a deploy label's value
+ * as the finding borrows it: "absent", or the value quoted), prereq (the unsatisfied prerequisite
  * of an ordering finding), detail (gpuop_finding_detail), since
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state

@@ -32,9 +32,9 @@
 #include "gpuop/status.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim
- * timer, the events poster, the caches, the queue and the stranded
- * pods' lister. */
-#define CTL_CHILDREN 5
+ * timer, the events poster, the caches, the queue, the stranded
+ * pods' lister and the node labeler. */
+#define CTL_CHILDREN 6
 /* What failed, as the log's first failure names it ("gpuop-driver"). */
 #define CTL_WHAT_MAX 120
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
@@ -83,6 +83,7 @@ struct gpuop_controller {
     struct gpuop_queue *queue;
     struct gpuop_events *events;
     struct ctl_stranded *stranded; /* stranded.c */
+    struct ctl_labeler *labeler;   /* labeler.c */
 
     /* the reconcile in progress */
     char *key;
@@ -191,6 +192,23 @@ size_t gpuop_ctl_stranded_inflight(const struct ctl_stranded *s);
  * first track. */
 void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms);
 void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg);
+
+/* ---- labeler.c ---- */
+
+struct ctl_labeler;
+int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct ctl_labeler **out);
+/* The nodes (borrowed; the node cache) that policy p (borrowed; the
+ * active one) says gpuop labels (SPEC 4a) become the candidates: each is
+ * read fresh and patched once, in the background; the others are
+ * forgotten. Call it only while leading. Returns 0 or GPUOP_ENOMEM. */
+int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
+                            const struct gpuop_node *const *nodes, size_t n);
+/* Leadership lost: every candidate forgotten, requests in flight cancelled,
+ * nothing started until the next track. */
+void gpuop_ctl_labeler_stop(struct ctl_labeler *l);
+/* Node PATCHes that succeeded since start. */
+uint64_t gpuop_ctl_labeler_patches(const struct ctl_labeler *l);
+void gpuop_ctl_labeler_close(struct ctl_labeler *l, void (*cb)(void *), void *arg);
 
 /* ---- status_write.c ---- */
 

@@ -21,6 +21,7 @@
 
 #include "gpuop/hash.h"
 #include "gpuop/analysis.h"
+#include "gpuop/labeling.h"
 #include "gpuop/table.h"
 
 /* The tolerations the DaemonSet controller adds to every daemon pod
@@ -405,6 +406,15 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                 if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o])) < 0)
                     goto done;
                 cell = GPUOP_CELL_MISSING;
+            } else if (nd->gpu && gpuop_labeling_changed(nd, o)) {
+                /* a label gpuop set, changed by someone: said as such (SPEC 4a) */
+                const char *now_v = label == GPUOP_LABEL_FALSE   ? "false"
+                                    : label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
+                                                                 : NULL;
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_LABEL_CHANGED, -1, 0, now_v)) < 0)
+                    goto done;
+                if (cell == GPUOP_CELL_NA)
+                    cell = GPUOP_CELL_NOT_SCHEDULED;
             } else if (nd->gpu && enabled && !optout && !running[o] &&
                        (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
                 const char *v = gpuop_node_deploy_value(nd, o);
@@ -565,6 +575,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_LABEL_PAUSED:
     case GPUOP_REASON_LABEL_INVALID:
     case GPUOP_REASON_HELD_BY_PREREQUISITE:
+    case GPUOP_REASON_LABEL_CHANGED:
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:
@@ -785,7 +796,7 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
             if (c == v->x->prereq)
                 break;
         }
-    } else if (IS("prereq-label")) { /* a Held finding's ref: the label's value, NULL absent */
+    } else if (IS("prereq-label") || IS("label-now")) { /* ref: a label's value, NULL absent */
         if (v->x->ref)
             snprintf(buf, size, "\"%.512s\"", v->detail);
         else
@@ -795,7 +806,9 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         size_t len = says ? strlen(says) : 0;
         if (len)
             snprintf(buf, size, "%s%s", says, says[len - 1] == '.' ? "" : ".");
-    } else if (IS("grace"))
+    } else if (IS("node"))
+        snprintf(buf, size, "%s", r && r->name ? r->name : "");
+    else if (IS("grace"))
         snprintf(buf, size, "%ld", v->f->terminating_grace_s);
     else if (IS("capacity"))
         snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);

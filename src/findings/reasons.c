@@ -156,6 +156,16 @@ static const struct gpuop_reason_info reasons[] = {
          "false.",
          "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it.",
          NULL, NULL},
+    [GPUOP_REASON_LABEL_CHANGED] =
+        {N, "LabelChanged",
+         "Label nvidia.com/gpu.deploy.<operand> was set to \"true\" by gpuop (node labelling) and "
+         "is now <label-now>: gpuop does not put it back.",
+         "A deploy label gpuop set when it labelled the node (annotation gpuop.dev/node-labels) "
+         "was removed or changed since, by someone else; gpuop reports it and never relabels.",
+         "If the change is meant, make the node yours: kubectl annotate node <node> "
+         "gpuop.dev/node-labels- (gpuop then leaves every label of the node alone and this "
+         "finding clears); else set the label back to \"true\".",
+         NULL, NULL},
     [GPUOP_REASON_OPERAND_DISABLED] =
         {U, "OperandDisabled",
          "Pod <detail> runs although <operand> is disabled in the policy "

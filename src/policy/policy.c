@@ -1323,6 +1323,34 @@ static void parse_mig(struct gpuop_policy *p, json_t *v)
     }
 }
 
+/* spec.nodeLabeling: {enabled: bool}; false when absent (a policy applied
+ * by hand keeps labels as people set them). */
+static void parse_node_labeling(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"enabled", NULL};
+    const char *key;
+    json_t *e;
+    if (json_is_null(v))
+        return;
+    if (!json_is_object(v)) {
+        problem(p, "spec.nodeLabeling", "must be an object, not %s; labelling stays off",
+                type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (json_is_null(e))
+            continue;
+        if (strcmp(key, "enabled") != 0)
+            unknown_field(p, "spec.nodeLabeling", key, known);
+        else if (json_is_boolean(e))
+            p->node_labeling = json_is_true(e);
+        else
+            problem(p, "spec.nodeLabeling.enabled",
+                    "must be true or false, not %s; labelling stays off", type_name(e));
+    }
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
     const char *known[GPUOP_OPERAND_MAX + 5];
@@ -1336,6 +1364,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "ordering";
     known[n++] = "findings";
     known[n++] = "mig";
+    known[n++] = "nodeLabeling";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1357,6 +1386,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             rc = parse_findings(p, e);
         else if (!strcmp(key, "mig"))
             parse_mig(p, e);
+        else if (!strcmp(key, "nodeLabeling"))
+            parse_node_labeling(p, e);
         else
             other_field(p, "spec", key, e, known);
         if (rc)

@@ -1196,6 +1196,59 @@ static void test_sorting(void **state)
     world_free(&w);
 }
 
+/* SPEC 4a: a deploy label gpuop set (its annotation) and someone changed
+ * is LabelChanged, naming the old and the new value, in place of the
+ * label's NotScheduled reason; a paused one is an upgrade's (LabelPaused);
+ * a node gpuop never labelled says what it always said. */
+static void test_label_changed(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    struct gpuop_node *n = add_node(&w, "ours",
+                                    "present=true container-toolkit=false "
+                                    "device-plugin=paused-for-driver-upgrade "
+                                    "gpu-feature-discovery=maybe dcgm-exporter=true",
+                                    NULL);
+    n->label_note = GPUOP_NOTE_OK;
+    n->labelled = (uint16_t)((1u << op("driver")) | (1u << op("container-toolkit")) |
+                             (1u << op("device-plugin")) | (1u << op("gpu-feature-discovery")) |
+                             (1u << op("dcgm-exporter")));
+    add_node(&w, "theirs", "present=true container-toolkit=false", NULL);
+    run_pods(&w, "ours", "dcgm-exporter");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "ours", "driver", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "nvidia.com/gpu.deploy.driver was set to \"true\" by "
+                                          "gpuop (node labelling) and is now absent"));
+    assert_non_null(strstr(msg_of(&w, x), "kubectl annotate node ours gpuop.dev/node-labels-"));
+    x = find(&w, "ours", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "is now \"false\""));
+    x = find(&w, "ours", "gpu-feature-discovery", GPUOP_KIND_NOT_SCHEDULED);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "is now \"maybe\""));
+    assert_int_equal(find(&w, "ours", "device-plugin", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_PAUSED);
+    assert_null(find(&w, "ours", "dcgm-exporter", GPUOP_KIND_NOT_SCHEDULED)); /* still true */
+    /* validator: gpuop never set it there (enabled later): plain LabelAbsent */
+    assert_int_equal(find(&w, "ours", "operator-validator", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_ABSENT);
+    /* a person's node: "false" is host-provided, absent is LabelAbsent */
+    assert_null(find(&w, "theirs", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
+    assert_int_equal(find(&w, "theirs", "driver", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_ABSENT);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_LABEL_CHANGED], 3);
+    /* an unreadable annotation: gpuop does not know what it set, says nothing of it */
+    n->label_note = GPUOP_NOTE_BAD;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_LABEL_CHANGED], 0);
+    world_free(&w);
+}
+
 static void test_every_reason_covered(void **state)
 {
     for (int r = 0; r < GPUOP_REASON_COUNT; r++)
@@ -1250,6 +1303,7 @@ int main(void)
         cmocka_unit_test(test_node_removal_and_diff),
         cmocka_unit_test(test_robust_inputs),
         cmocka_unit_test(test_sorting),
+        cmocka_unit_test(test_label_changed),
         cmocka_unit_test(test_every_reason_covered),
         cmocka_unit_test(test_docs_cover_every_reason),
     };
