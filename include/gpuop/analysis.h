@@ -105,6 +105,11 @@ struct gpuop_operand_result {
     const char *controller_says; /* the DaemonSet's controller_says (borrowed from the
                                     inputs, see model.h), or NULL; forgotten by
                                     gpuop_findings_keep_keys */
+    const char *daemonsets;      /* a per-OS operand (SPEC 4b): its DaemonSets'
+                                    names, sorted, comma-separated, "" for none
+                                    (in the findings' names arena); NULL for an
+                                    operand with its one DaemonSet. desired and
+                                    ready above are their sums. */
 };
 
 /* Stranded GPU pods of one node (issue 15 §2): pods bound to a node with

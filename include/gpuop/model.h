@@ -60,7 +60,7 @@ struct gpuop_gpu_counts {
     uint16_t mig_allocatable; /* sum of allocatable["nvidia.com/mig-*"] */
 };
 
-struct gpuop_node { /* 64 bytes, its strings and taints after it */
+struct gpuop_node { /* 72 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -73,7 +73,19 @@ struct gpuop_node { /* 64 bytes, its strings and taints after it */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
     uint16_t ntaints;                        /* at most GPUOP_MODEL_TAINTS_MAX are kept */
     struct gpuop_gpu_counts gpus;            /* what the node advertises */
+    uint8_t os_labels; /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    char *os;          /* their values, three consecutive strings ("" when absent):
+                          ID, VERSION_ID, VERSION_ID.major; NULL when it carries
+                          none. Read them with gpuop_node_os(). */
 };
+
+/* NFD's OS labels (node-feature-discovery's system-os_release source),
+ * which the driver's image tag and OS pools come from (SPEC 4b). */
+#define GPUOP_LABEL_OS_ID      "feature.node.kubernetes.io/system-os_release.ID"
+#define GPUOP_LABEL_OS_VERSION "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+#define GPUOP_LABEL_OS_MAJOR   "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+enum gpuop_os_field { GPUOP_OS_ID, GPUOP_OS_VERSION, GPUOP_OS_MAJOR, GPUOP_OS_FIELDS };
+#define GPUOP_OS_HAS(f) (1u << (f))
 
 /* status.phase. A value no kubelet reports is kept as UNKNOWN. */
 enum gpuop_phase {
@@ -166,6 +178,9 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
+/* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
+ * NULL when the node lacks it. */
+const char *gpuop_node_os(const struct gpuop_node *n, int f);
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);

@@ -29,6 +29,9 @@
 #define GPUOP_MANAGER          "gpuop"
 /* NVIDIA's own pod label (operand table column "app"), beside the above. */
 #define GPUOP_LABEL_APP "app"
+/* The OS pool of a per-OS DaemonSet and its pods (SPEC 4b): in the
+ * selector, so the pools' DaemonSets never select each other's pods. */
+#define GPUOP_LABEL_OS_POOL "gpuop.dev/os-pool"
 
 /* Service account every operand pod runs as (created by deploy/). */
 #define GPUOP_OPERAND_SA "gpuop-operand"

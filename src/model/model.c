@@ -342,6 +342,36 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
+/* NFD's OS labels, packed as three consecutive strings (model.h). */
+static void node_os(json_t *labels, struct gpuop_node *n, struct packer *k)
+{
+    static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
+                                                      GPUOP_LABEL_OS_MAJOR};
+    const char *vals[GPUOP_OS_FIELDS];
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        vals[f] = json_string_value(json_object_get(labels, keys[f]));
+        if (vals[f])
+            n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
+    }
+    if (!n->os_labels)
+        return;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        char *d = pack(k, vals[f] ? vals[f] : "", NAME_MAX_LEN);
+        if (f == 0)
+            n->os = d;
+    }
+}
+
+const char *gpuop_node_os(const struct gpuop_node *n, int f)
+{
+    if (!n || !n->os || f < 0 || f >= GPUOP_OS_FIELDS || !(n->os_labels & GPUOP_OS_HAS(f)))
+        return NULL;
+    const char *s = n->os;
+    for (int i = 0; i < f; i++)
+        s += strlen(s) + 1;
+    return s;
+}
+
 /* Fills n from obj; taints (room for every kept taint) and others (room
  * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
  * also when *nother was 0. */
@@ -356,6 +386,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
     n->deploy_other = *nother ? others : NULL;
+    node_os(jobj(meta, "labels"), n, k);
     size_t i;
     json_t *t;
     json_t *status = jobj(obj, "status");
@@ -491,7 +522,7 @@ static json_t *containers(json_t *list, json_t *first, long long *restarts)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 64, "a node is 64 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 72, "a node is 72 bytes before its strings");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
                                      [GPUOP_PHASE_RUNNING] = "Running",
@@ -658,8 +689,11 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
         a->created != b->created || a->ntaints != b->ntaints ||
         memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
-        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)))
+        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
         return false;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++)
+        if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))
+            return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
         if (!str_eq(gpuop_node_deploy_value(a, i), gpuop_node_deploy_value(b, i)))
             return false;
