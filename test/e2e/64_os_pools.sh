@@ -30,7 +30,7 @@ lab_node "$U" "${gpu[@]}" --label "$OS.ID=ubuntu" --label "$OS.VERSION_ID=24.04"
 	--label "$OS.VERSION_ID.major=24" --label "$OS.VERSION_ID.minor=04"
 lab_node "$R" "${gpu[@]}" --label "$OS.ID=rhel" --label "$OS.VERSION_ID=9.4" \
 	--label "$OS.VERSION_ID.major=9" --label "$OS.VERSION_ID.minor=4"
-lab_node "$X" "${gpu[@]}"
+lab_node "$X" "${gpu[@]}" --no-os
 
 # Only the driver: the pools are about it. version is in the object, so a
 # JSON patch can replace it (as on a ClusterPolicy).
