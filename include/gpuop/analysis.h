@@ -74,7 +74,10 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     uint8_t operand;   /* operand index */
     uint8_t kind;      /* enum gpuop_kind */
     uint8_t reason;    /* enum gpuop_reason */
-    int8_t prereq;     /* OrderingViolation: the unsatisfied prerequisite; else -1 */
+    int8_t prereq;     /* OrderingViolation (and Held): the unsatisfied prerequisite;
+                          TaintNotTolerated and PodNotCreated of a per-OS operand:
+                          the index of its pool's DaemonSet in
+                          operands[operand].daemonsets; else -1 */
     union {
         const void *ref; /* every reason but PodNotCreated: borrowed from gpuop_analyze's
                             inputs, may be NULL: what the detail is made of (the untolerated

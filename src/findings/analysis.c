@@ -265,16 +265,17 @@ static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, i
 /* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
 static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
                    const struct gpuop_node *n, const struct gpuop_ds *ds,
-                   const struct gpuop_pod *pod, const char *ds_name /* in f->names, or NULL */)
+                   const struct gpuop_pod *pod, const char *ds_name /* in f->names, or NULL */,
+                   int pool_ds /* ds's index among a per-OS operand's, else -1 */)
 {
     if (!ds)
         return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, ds_name);
     const struct gpuop_taint *t = untolerated(n, ds);
     if (t)
-        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, t);
+        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, pool_ds, 0, t);
     if (!pod) {
         long long since = ds->created > n->created ? ds->created : n->created;
-        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, -1, since, NULL);
+        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, pool_ds, since, NULL);
     }
 
     const char *wr = pod->waiting_reason;
@@ -353,11 +354,15 @@ static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, in
         return d ? push(f, cap, ni, o, GPUOP_REASON_OS_LABELS_MISSING, -1, 0, d) : GPUOP_ENOMEM;
     }
     snprintf(name, sizeof(name), "%s-%s", gpuop_operand_get(o)->ds_name, pool.tag);
-    for (size_t k = 0; k < nosds; k++)
-        if (!strcmp(osds[k]->name, name))
-            return missing(f, cap, ni, o, n, osds[k], pod, NULL);
+    for (size_t k = 0, at = 0; k < nosds; k++) {
+        bool mine =
+            (osds[k]->operand >= 0 ? osds[k]->operand : gpuop_operand_by_ds(osds[k]->name)) == o;
+        if (mine && !strcmp(osds[k]->name, name)) /* at: its place in operands[o].daemonsets */
+            return missing(f, cap, ni, o, n, osds[k], pod, NULL, at < INT8_MAX ? (int)at : -1);
+        at += mine;
+    }
     const char *d = gpuop_arena_strdup(&f->names, name);
-    return d ? missing(f, cap, ni, o, n, NULL, pod, d) : GPUOP_ENOMEM;
+    return d ? missing(f, cap, ni, o, n, NULL, pod, d, -1) : GPUOP_ENOMEM;
 }
 
 static void set_cell(uint8_t *cell, int v)
@@ -488,7 +493,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                     goto done;
                 cell = GPUOP_CELL_MISSING;
             } else if (expected && !running[o]) {
-                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o], NULL)) < 0)
+                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o], NULL, -1)) < 0)
                     goto done;
                 cell = GPUOP_CELL_MISSING;
             } else if (nd->gpu && enabled && !optout && !running[o] &&
@@ -844,6 +849,30 @@ struct vars {
     char detail[GPUOP_FINDING_MESSAGE_MAX];
 };
 
+/* The DaemonSet a finding is about: a per-OS operand's pool's (an absent
+ * one named in the ref, a present one by its index in the operand's
+ * list), else the operand's. */
+static void pool_ds_name(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_finding *x = v->x;
+    const char *list = v->f->operands[x->operand].daemonsets;
+    bool pooled =
+        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED;
+    if (x->reason == GPUOP_REASON_DAEMONSET_ABSENT && x->ref) {
+        snprintf(buf, size, "%s", v->detail);
+        return;
+    }
+    for (int k = 0; pooled && list && x->prereq >= 0 && *list; k++) {
+        size_t n = strcspn(list, ",");
+        if (k == x->prereq) {
+            snprintf(buf, size, "%.*s", (int)n, list);
+            return;
+        }
+        list += n + (list[n] == ',');
+    }
+    snprintf(buf, size, "%s", v->op->ds_name);
+}
+
 /* Writes the value of placeholder name (n bytes) into buf; false when
  * there is no such placeholder. */
 static bool var(const struct vars *v, const char *name, size_t n, char *buf, size_t size)
@@ -856,10 +885,8 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         snprintf(buf, size, "%s", v->op->name);
     else if (IS("key"))
         snprintf(buf, size, "%s", v->op->key);
-    else if (IS("ds")) /* a per-OS pool's DaemonSet names itself in the ref */
-        snprintf(buf, size, "%s",
-                 v->x->reason == GPUOP_REASON_DAEMONSET_ABSENT && v->x->ref ? v->detail
-                                                                            : v->op->ds_name);
+    else if (IS("ds")) /* a per-OS pool's DaemonSet: named by the ref, or by its index */
+        pool_ds_name(v, buf, size);
     else if (IS("prereq"))
         snprintf(buf, size, "%s", v->prereq ? v->prereq->name : "?");
     else if (IS("detail"))
@@ -959,7 +986,10 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
         buf[0] = '\0';
     if (!f || !ri || !v.op)
         return 0;
-    v.prereq = gpuop_operand_get(x->prereq);
+    v.prereq =
+        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED
+            ? NULL /* prereq holds a pool's DaemonSet index there */
+            : gpuop_operand_get(x->prereq);
     gpuop_finding_detail(x, v.detail, sizeof(v.detail));
     render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
     sb_add(&b, " ", 1);

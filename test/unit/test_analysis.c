@@ -510,6 +510,7 @@ static void test_os_pools(void **state)
     set_os(add_node(&w, "u2", "driver=true", NULL), "ubuntu", "22.04", NULL);
     set_os(add_node(&w, "r1", "driver=true", NULL), "rhel", "9.4", "9");
     set_os(add_node(&w, "r2", "driver=true", NULL), "rhel", "9.4", NULL);
+    set_os(add_node(&w, "r3", "driver=true", "foo=bar:NoSchedule"), "rhel", "9.6", "9");
     add_node(&w, "x1", "driver=true", NULL);
     set_os(add_node(&w, "x2", "driver=true", NULL), "ubuntu", NULL, NULL);
     add_node(&w, "x3", "driver=false", NULL); /* host-provided: nothing to say */
@@ -527,7 +528,11 @@ static void test_os_pools(void **state)
     const struct gpuop_finding *x = find(&w, "r1", "driver", GPUOP_KIND_MISSING);
     assert_non_null(x);
     assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED); /* its pool's DaemonSet exists */
-    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver has no pod"));
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-rhel9 has no pod"));
+    x = find(&w, "r3", "driver", GPUOP_KIND_MISSING); /* the pool's DaemonSet, named */
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_TAINT_NOT_TOLERATED);
+    assert_non_null(strstr(msg_of(&w, x), "not tolerated by DaemonSet gpuop-driver-rhel9,"));
     x = find(&w, "u2", "driver", GPUOP_KIND_MISSING);
     assert_non_null(x);
     assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
