@@ -59,8 +59,8 @@ int gpuop_ospool_parse(const char *s, struct gpuop_ospool *out);
 int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const struct gpuop_ospool *p);
 
 /* The pools of the GPU nodes among nodes (borrowed), sorted by tag, into
- * set (room for max); returns how many, *dropped (may be NULL) the pools
- * beyond max. */
+ * set (room for max); returns how many. *dropped (may be NULL): the GPU
+ * nodes whose pool found no room. Nodes without a pool are skipped. */
 size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes,
                             struct gpuop_ospool *set, size_t max, size_t *dropped);
 
