@@ -60,7 +60,7 @@ struct gpuop_gpu_counts {
     uint16_t mig_allocatable; /* sum of allocatable["nvidia.com/mig-*"] */
 };
 
-struct gpuop_node { /* 64 bytes, its strings and taints after it */
+struct gpuop_node { /* 72 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -83,6 +83,10 @@ struct gpuop_node { /* 64 bytes, its strings and taints after it */
     bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
                                   "true", else nvidia.com/gpu.product names an A100, A30 or
                                   H100; never with nvidia.com/vgpu.host-driver-version */
+    uint8_t os_labels;         /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    char *os;                  /* their values, three consecutive strings ("" when absent):
+                                  ID, VERSION_ID, VERSION_ID.major; NULL when it carries
+                                  none. Read them with gpuop_node_os(). */
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -94,6 +98,14 @@ enum gpuop_label_note {
 
 /* Largest gpuop annotation read (bytes); a longer one is GPUOP_NOTE_BAD. */
 #define GPUOP_MODEL_NOTE_MAX 8192
+
+/* NFD's OS labels (node-feature-discovery's system-os_release source),
+ * which the driver's image tag and OS pools come from (SPEC 4b). */
+#define GPUOP_LABEL_OS_ID      "feature.node.kubernetes.io/system-os_release.ID"
+#define GPUOP_LABEL_OS_VERSION "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+#define GPUOP_LABEL_OS_MAJOR   "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+enum gpuop_os_field { GPUOP_OS_ID, GPUOP_OS_VERSION, GPUOP_OS_MAJOR, GPUOP_OS_FIELDS };
+#define GPUOP_OS_HAS(f) (1u << (f))
 
 /* status.phase. A value no kubelet reports is kept as UNKNOWN. */
 enum gpuop_phase {
@@ -186,6 +198,9 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
+/* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
+ * NULL when the node lacks it. */
+const char *gpuop_node_os(const struct gpuop_node *n, int f);
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);

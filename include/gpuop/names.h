@@ -29,6 +29,9 @@
 #define GPUOP_MANAGER          "gpuop"
 /* NVIDIA's own pod label (operand table column "app"), beside the above. */
 #define GPUOP_LABEL_APP "app"
+/* The OS pool of a per-OS DaemonSet and its pods (SPEC 4b): in the
+ * selector, so the pools' DaemonSets never select each other's pods. */
+#define GPUOP_LABEL_OS_POOL "gpuop.dev/os-pool"
 
 /* The annotation in which gpuop records on a node the labels it set there
  * (SPEC 4a): a JSON object, label -> {"value": "true", "at": RFC 3339}. */

@@ -43,7 +43,14 @@ enum gpuop_mig_strategy {
 
 struct gpuop_operand_spec {
     bool enabled;      /* default from the operand table */
-    char *image;       /* full reference; default from the operand table */
+    char *image;       /* full reference: spec.<key>.image when it is one, else
+                          repository/image:version (@version for a digest)
+                          joined; default from the operand table */
+    bool os_tag;       /* a per-OS operand (the driver) whose image is a tag
+                          from repository/image/version: each node's OS tag
+                          is appended ("-ubuntu24.04"), one DaemonSet per OS
+                          pool (SPEC 4b); false for a full reference or a
+                          digest, used as it is */
     char *pull_policy; /* Always | IfNotPresent | Never; default IfNotPresent */
     json_t *args;      /* array of strings (owned reference), never NULL */
     json_t *env;       /* array of {name, value} (owned), never NULL */

@@ -85,6 +85,7 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
     o->c = c;
     o->kind = kind;
     o->operand = operand;
+    o->slot = -1;
     o->body_hash = body_hash;
     int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
                                 done, o, &o->req);
@@ -380,6 +381,7 @@ static void begin(struct gpuop_controller *c)
         const char *uid = c->policy.uid ? c->policy.uid : "";
         if (strcmp(uid, c->applied_uid) != 0) {
             memset(c->applied, 0, sizeof(c->applied));
+            memset(c->pool_applied, 0, sizeof(c->pool_applied));
             memset(&c->sa_applied, 0, sizeof(c->sa_applied));
             snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
         }

@@ -26,6 +26,7 @@
 #include "gpuop/controller.h"
 #include "events_int.h"
 #include "gpuop/map.h"
+#include "gpuop/ospool.h"
 #include "gpuop/policy.h"
 #include "gpuop/render.h"
 #include "queue_int.h"
@@ -56,6 +57,14 @@ struct ctl_applied {
     char message[GPUOP_APPLY_MESSAGE_MAX];
 };
 
+/* An OS pool's DaemonSet's record: room for the pools applied plus as
+ * many being deleted. */
+#define CTL_POOLS_MAX (2 * GPUOP_OSPOOL_MAX)
+struct ctl_pool_applied {
+    char name[GPUOP_RENDER_NAME_MAX]; /* "gpuop-driver-ubuntu24.04"; "" free */
+    struct ctl_applied a;
+};
+
 enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
 #define CTL_EXTRA_DELETED 1 /* extras_applied[].body_hash: not there */
 
@@ -64,6 +73,8 @@ struct ctl_op {
     struct gpuop_kube_req *req;
     enum ctl_op_kind kind;
     int operand;
+    int slot; /* OP_APPLY/OP_DELETE of an OS pool's DaemonSet: its
+                 pool_applied index (apply.c); -1 otherwise */
     uint64_t body_hash;
     json_t *conds;      /* OP_STATUS: the conditions sent (new reference) */
     char rv_before[64]; /* OP_STATUS: the cached resourceVersion when sent */
@@ -105,6 +116,13 @@ struct gpuop_controller {
     bool sa_started;
 
     struct ctl_applied applied[GPUOP_OPERAND_MAX];
+    /* the per-OS driver's DaemonSets, one per OS pool (SPEC 4b), by name;
+       the operand's res[] sums them up: current once all are, failed when
+       one failed (apply.c) */
+    struct ctl_pool_applied pool_applied[CTL_POOLS_MAX];
+    int pool_pending;              /* pool applies and deletes in flight */
+    bool pool_failed;              /* one of them failed in this reconcile */
+    int pool_operand;              /* the per-OS operand being applied, -1 none */
     struct ctl_applied sa_applied; /* the ServiceAccount's (generation unused) */
     /* the objects beside the DaemonSets, by gpuop_render_extra index
      * (apply.c): body_hash of the body applied, CTL_EXTRA_DELETED once a

@@ -410,6 +410,36 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
+/* NFD's OS labels, packed as three consecutive strings (model.h). */
+static void node_os(json_t *labels, struct gpuop_node *n, struct packer *k)
+{
+    static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
+                                                      GPUOP_LABEL_OS_MAJOR};
+    const char *vals[GPUOP_OS_FIELDS];
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        vals[f] = json_string_value(json_object_get(labels, keys[f]));
+        if (vals[f])
+            n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
+    }
+    if (!n->os_labels)
+        return;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        char *d = pack(k, vals[f] ? vals[f] : "", NAME_MAX_LEN);
+        if (f == 0)
+            n->os = d;
+    }
+}
+
+const char *gpuop_node_os(const struct gpuop_node *n, int f)
+{
+    if (!n || !n->os || f < 0 || f >= GPUOP_OS_FIELDS || !(n->os_labels & GPUOP_OS_HAS(f)))
+        return NULL;
+    const char *s = n->os;
+    for (int i = 0; i < f; i++)
+        s += strlen(s) + 1;
+    return s;
+}
+
 /* Fills n from obj; taints (room for every kept taint) and others (room
  * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
  * also when *nother was 0. */
@@ -427,6 +457,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     if (k->p) /* copying; it adds no string, so not while measuring */
         node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
+    node_os(jobj(meta, "labels"), n, k);
     size_t i;
     json_t *t;
     json_t *status = jobj(obj, "status");
@@ -562,7 +593,7 @@ static json_t *containers(json_t *list, json_t *first, long long *restarts)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 64, "a node is 64 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 72, "a node is 72 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
@@ -732,8 +763,11 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->present_label != b->present_label || a->any_deploy != b->any_deploy ||
         a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
         a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
-        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)))
+        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
         return false;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++)
+        if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))
+            return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
         if (!str_eq(gpuop_node_deploy_value(a, i), gpuop_node_deploy_value(b, i)))
             return false;

@@ -750,13 +750,14 @@ static bool label_value_ok(const char *s)
 /* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
  * Manager and NVIDIA's tools select the operand pods by it), then the
  * policy's labels. */
-static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op)
+static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op,
+                      const struct gpuop_ospool *pool)
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
-    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name,
+    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
                           GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
                           GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
-                          GPUOP_LABEL_APP, op->app);
+                          GPUOP_LABEL_APP, op->app, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;
@@ -812,14 +813,15 @@ static int put(json_t *obj, const char *key, json_t *v)
     return v ? json_object_set_new(obj, key, v) : 0;
 }
 
-static json_t *container(const struct gpuop_policy *p, int idx, const struct tmpl *t)
+static json_t *container(const struct gpuop_policy *p, int idx, const struct tmpl *t,
+                         const char *image)
 {
     const struct gpuop_operand_spec *o = &p->operands[idx];
     json_t *args = json_array_size(o->args) ? o->args : t->args;
     json_t *env_pol = merge_env(t->env, o->env);
     json_t *env_all = env_pol ? merge_env(env_pol, t->env_after) : NULL;
     json_decref(env_pol);
-    json_t *c = json_pack("{s:s, s:s, s:s}", "name", t->container, "image", o->image,
+    json_t *c = json_pack("{s:s, s:s, s:s}", "name", t->container, "image", image,
                           "imagePullPolicy", o->pull_policy);
     int rc = !c || !env_all;
     if (!rc && t->command)
@@ -890,10 +892,23 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
     return rc;
 }
 
-static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t)
+/* New: the nodeSelector, the deploy label "true" and, for an OS pool, its
+ * OS labels as NVIDIA's driver pools select them (ospool.h). */
+static json_t *node_selector(const struct gpuop_operand *op, const struct gpuop_ospool *pool)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
+    if (!pool)
+        return json_pack("{s:s}", key, "true");
+    return json_pack("{s:s, s:s, s:s}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
+                     pool->major_only ? GPUOP_LABEL_OS_MAJOR : GPUOP_LABEL_OS_VERSION,
+                     pool->version);
+}
+
+static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t,
+                        const struct gpuop_ospool *pool, const char *image)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
-    char key[128];
     json_t *s = json_pack("{s:s, s:b}", "serviceAccountName",
                           t->service_account ? t->service_account : GPUOP_OPERAND_SA,
                           "automountServiceAccountToken", t->api_token);
@@ -906,9 +921,8 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= json_object_set_new(s, "hostIPC", json_true());
     if (!rc && t->runtime_class)
         rc |= json_object_set_new(s, "runtimeClassName", json_string(t->runtime_class));
-    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
     if (!rc)
-        rc |= json_object_set_new(s, "nodeSelector", json_pack("{s:s}", key, "true"));
+        rc |= json_object_set_new(s, "nodeSelector", node_selector(op, pool));
     if (!rc)
         rc |= put_affinity(s, p, idx);
     if (!rc && json_array_size(p->tolerations))
@@ -920,7 +934,7 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     if (!rc && json_array_size(t->init))
         rc |= json_object_set(s, "initContainers", t->init);
     if (!rc)
-        rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t)));
+        rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t, image)));
     if (!rc && t->volumes)
         rc |= json_object_set(s, "volumes", t->volumes);
     if (rc) {
@@ -931,11 +945,11 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
 }
 
 static json_t *metadata(const struct gpuop_policy *p, const struct gpuop_operand *op,
-                        const char *ns)
+                        const struct gpuop_ospool *pool, const char *name, const char *ns)
 {
     json_t *ann = annotations(p);
     json_t *m =
-        json_pack("{s:s, s:s, s:o}", "name", op->ds_name, "namespace", ns, "labels", labels(p, op));
+        json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ns, "labels", labels(p, op, pool));
     int rc = !m || !ann;
     if (!rc && json_object_size(ann)) {
         rc |= json_object_set_new(m, "annotations", ann);
@@ -955,10 +969,11 @@ static json_t *metadata(const struct gpuop_policy *p, const struct gpuop_operand
     return m;
 }
 
-static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuop_operand *op)
+static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuop_operand *op,
+                                 const struct gpuop_ospool *pool)
 {
     json_t *ann = annotations(p);
-    json_t *m = json_pack("{s:o}", "labels", labels(p, op));
+    json_t *m = json_pack("{s:o}", "labels", labels(p, op, pool));
     int rc = !m || !ann;
     if (!rc && json_object_size(ann)) {
         rc |= json_object_set_new(m, "annotations", ann);
@@ -981,14 +996,38 @@ static json_t *update_strategy(const struct gpuop_policy *p)
     return json_pack("{s:s}", "type", type);
 }
 
-json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const char *ns)
+bool gpuop_render_per_os(const struct gpuop_policy *p, int operand)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(operand);
+    return op && p && op->per_os && p->operands[operand].os_tag;
+}
+
+int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
+                         char *buf, size_t size)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(operand);
+    if (!op)
+        return snprintf(buf, size, "%s", "");
+    if (pool && gpuop_render_per_os(p, operand))
+        return snprintf(buf, size, "%s-%s", op->ds_name, pool->tag);
+    return snprintf(buf, size, "%s", op->ds_name);
+}
+
+json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
+                                  const struct gpuop_ospool *pool, const char *ns)
 {
     const struct gpuop_operand *op = gpuop_operand_get(operand);
     struct tmpl t = {0};
-    json_t *ds;
+    char name[GPUOP_RENDER_NAME_MAX], image[GPUOP_RENDER_IMAGE_MAX];
+    json_t *ds, *sel;
 
     if (!op || !p || !ns)
         return NULL;
+    if (!gpuop_render_per_os(p, operand))
+        pool = NULL; /* a full reference or a digest: one DaemonSet, as it is */
+    gpuop_render_ds_name(p, operand, pool, name, sizeof(name));
+    snprintf(image, sizeof(image), "%s%s%s", p->operands[operand].image, pool ? "-" : "",
+             pool ? pool->tag : "");
     t.container = op->name;
     for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
         if (!strcmp(templates[i].operand, op->name))
@@ -997,16 +1036,24 @@ json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const 
         tmpl_free(&t);
         return NULL;
     }
-    ds = json_pack("{s:s, s:s, s:o, s:{s:{s:{s:s, s:s}}, s:o, s:{s:o, s:o}}}", "apiVersion",
-                   "apps/v1", "kind", "DaemonSet", "metadata", metadata(p, op, ns), "spec",
-                   "selector", "matchLabels", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
-                   GPUOP_MANAGER, "updateStrategy", update_strategy(p), "template", "metadata",
-                   template_metadata(p, op), "spec", pod_spec(p, operand, &t));
+    sel = json_pack("{s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
+                    GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
+    ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
+                   "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
+                   "selector", "matchLabels", sel, "updateStrategy", update_strategy(p), "template",
+                   "metadata", template_metadata(p, op, pool), "spec",
+                   pod_spec(p, operand, &t, pool, image));
     tmpl_free(&t);
     return ds;
 }
 
-json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns)
+json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const char *ns)
+{
+    return gpuop_render_daemonset_os(p, operand, NULL, ns);
+}
+
+json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
+                         const struct gpuop_ospool *pools, size_t npools)
 {
     json_t *all = json_array();
     if (!all)
@@ -1014,9 +1061,13 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns)
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (!p->operands[i].enabled)
             continue;
-        if (json_array_append_new(all, gpuop_render_daemonset(p, i, ns))) {
-            json_decref(all);
-            return NULL;
+        bool per_os = gpuop_render_per_os(p, i);
+        for (size_t k = 0; k < (per_os ? npools : 1); k++) {
+            if (json_array_append_new(
+                    all, gpuop_render_daemonset_os(p, i, per_os ? &pools[k] : NULL, ns))) {
+                json_decref(all);
+                return NULL;
+            }
         }
     }
     return all;

@@ -22,6 +22,10 @@ gpuop_start --leader-elect=false
 
 kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
 POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+# One gpuop-driver whatever the nodes' OS (a full reference needs no OS
+# pool; the driver per OS pool is test 64_os_pools): this test is about the
+# controller, on nodes without NFD's OS labels.
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"image":"nvcr.io/nvidia/driver:595.91.07-ubuntu24.04","repository":null,"version":null}}}' >/dev/null
 UID_=$(kc get gpupolicy "$POLICY" -o jsonpath='{.metadata.uid}')
 
 log "six DaemonSets appear, each selecting its deploy label, owned by the policy"

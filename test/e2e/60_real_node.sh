@@ -226,8 +226,11 @@ rootopts=$(awk '$5 == "/" { print $6 }' "/proc/$PID/mountinfo")
 log "the chart's GpuPolicy: six DaemonSets, their pods on the kwok GPU nodes only, status true"
 POLICY=default
 wait_for "$SETTLE_TIMEOUT" kc get gpupolicy "$POLICY"
+# the driver is one DaemonSet per OS pool (SPEC 4b): both kwok GPU nodes
+# are Ubuntu 24.04 (test/lab/node's NFD labels)
+ds_of() { if [ "$1" = driver ]; then echo gpuop-driver-ubuntu24.04; else echo "gpuop-$1"; fi; }
 for op in "${OPERANDS[@]}"; do
-	wait_for "$SETTLE_TIMEOUT" kc -n "$NS" get ds "gpuop-$op"
+	wait_for "$SETTLE_TIMEOUT" kc -n "$NS" get ds "$(ds_of "$op")"
 done
 assert_eq 6 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets"
 status_ready() {

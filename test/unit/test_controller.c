@@ -103,7 +103,7 @@ static int operand_of(const char *ds)
     for (int i = 0; i < 7; i++)
         if (!strcmp(ds + strlen("gpuop-"), operands[i]))
             return i;
-    return -1;
+    return !strncmp(ds, "gpuop-driver-", 13) ? 0 : -1; /* an OS pool's driver */
 }
 
 /* Stores obj (steals) as kind/name and logs the change. */
@@ -274,6 +274,17 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
 
 /* ---- fixture ---- */
 
+/* New: a GPU node carrying NFD's OS labels (major may be NULL). */
+static json_t *os_node(const char *name, const char *id, const char *ver, const char *major)
+{
+    json_t *labels = json_pack("{s:s, s:s, s:s}", "nvidia.com/gpu.present", "true",
+                               GPUOP_LABEL_OS_ID, id, GPUOP_LABEL_OS_VERSION, ver);
+    if (major)
+        json_object_set_new(labels, GPUOP_LABEL_OS_MAJOR, json_string(major));
+    return json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "v1", "kind", "Node", "metadata",
+                     "name", name, "labels", labels);
+}
+
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -286,6 +297,8 @@ static int setup(void **state)
         json_pack("{s:s, s:s, s:{s:I}, s:{}}", "apiVersion", "gpuop.dev/v1alpha1", "kind",
                   "GpuPolicy", "metadata", "generation", (json_int_t)1, "spec"),
         "ADDED");
+    /* one GPU node of one OS pool: the driver is gpuop-driver-ubuntu24.04 */
+    put(f, K_NODE, "gpu-1", os_node("gpu-1", "ubuntu", "24.04", NULL), "ADDED");
     assert_int_equal(fakeapi_start(&f->loop, handle, f, &f->srv), 0);
     struct gpuop_kubeconfig cfg = {0};
     cfg.server = (char *)fakeapi_url(f->srv);
@@ -410,9 +423,9 @@ static void test_drift_put_back(void **state)
         "minReadySeconds"));
     assert_int_equal(total_applies(f), 7); /* only that one */
     /* someone deletes the driver's DaemonSet: applied again */
-    put(f, K_DS, "gpuop-driver", json_incref(json_object_get(f->store[K_DS], "gpuop-driver")),
-        "DELETED");
-    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver") != NULL, WAIT_MS);
+    const char *drv = "gpuop-driver-ubuntu24.04";
+    put(f, K_DS, drv, json_incref(json_object_get(f->store[K_DS], drv)), "DELETED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], drv) != NULL, WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->applies[0], 2);
     assert_int_equal(total_applies(f), 8);
@@ -475,6 +488,65 @@ static void test_extras(void **state)
             json_array_get(json_object_get(json_object_get(cm, "metadata"), "ownerReferences"), 0),
             "kind")),
         "GpuPolicy");
+}
+
+/* The driver per OS pool (SPEC 4b): a pool's DaemonSet comes with its
+ * first GPU node and goes with its last; a full reference gives the one
+ * gpuop-driver instead, and the pools' DaemonSets go. */
+static void test_os_pools(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    json_t *u = json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04");
+    assert_non_null(u);
+    json_t *c = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(u, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    assert_string_equal(json_string_value(json_object_get(c, "image")),
+                        "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04");
+    /* a RHEL 9.4 node: the pool rhel9, selected on VERSION_ID.major */
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "rhel", "9.4", "9"), "ADDED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver-rhel9") != NULL, WAIT_MS);
+    json_t *r = json_object_get(f->store[K_DS], "gpuop-driver-rhel9");
+    json_t *sel = json_object_get(
+        json_object_get(json_object_get(json_object_get(r, "spec"), "template"), "spec"),
+        "nodeSelector");
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_ID)), "rhel");
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_MAJOR)), "9");
+    assert_null(json_object_get(sel, GPUOP_LABEL_OS_VERSION));
+    /* a second RHEL 9 node (9.6) is the same pool: nothing new */
+    put(f, K_NODE, "gpu-3", os_node("gpu-3", "rhel", "9.6", "9"), "ADDED");
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    /* the pool's last node goes: its DaemonSet goes */
+    put(f, K_NODE, "gpu-2", json_incref(json_object_get(f->store[K_NODE], "gpu-2")), "DELETED");
+    settle(f, 300);
+    assert_non_null(json_object_get(f->store[K_DS], "gpuop-driver-rhel9"));
+    put(f, K_NODE, "gpu-3", json_incref(json_object_get(f->store[K_NODE], "gpu-3")), "DELETED");
+    RUN_UNTIL(f, !json_object_get(f->store[K_DS], "gpuop-driver-rhel9"), WAIT_MS);
+    assert_int_equal(f->deletes, 1);
+    /* the status lists the pools' DaemonSets as the one driver operand */
+    settle(f, 300);
+    json_t *op0 = json_array_get(json_object_get(status_of(f), "operands"), 0);
+    json_t *list = json_object_get(op0, "daemonSets");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(json_string_value(json_array_get(list, 0)), "gpuop-driver-ubuntu24.04");
+    /* a full reference: one gpuop-driver, the pools' DaemonSets deleted */
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(
+        p, "spec", json_pack("{s:{s:s}}", "driver", "image", "r.example/driver:1-ubuntu24.04"));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_DS], "gpuop-driver") &&
+                  !json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_string_equal(operand_apply(f, 0), "Current");
 }
 
 static void test_refused_backoff(void **state)
@@ -549,6 +621,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

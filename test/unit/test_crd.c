@@ -103,8 +103,8 @@ static void test_operands_match_table(void **state)
         if (json_is_true(en) != op->enabled)
             fail_msg("crd: spec.%s.enabled defaults to %s, the table says %s", op->key,
                      json_is_true(en) ? "true" : "false", op->enabled ? "true" : "false");
-        static const char *const fields[] = {"enabled", "image", "imagePullPolicy",
-                                             "args",    "env",   "resources"};
+        static const char *const fields[] = {"enabled",         "repository", "image", "version",
+                                             "imagePullPolicy", "args",       "env",   "resources"};
         for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
             if (!json_object_get(p, fields[f]))
                 fail_msg("crd: spec.%s has no %s", op->key, fields[f]);

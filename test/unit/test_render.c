@@ -30,6 +30,21 @@
 
 #define NS "gpuop-system"
 
+/* The OS pools every test renders the per-OS driver for (SPEC 4b). */
+static size_t test_pools(struct gpuop_ospool *pools)
+{
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pools[0]), 0);
+    assert_int_equal(gpuop_ospool_parse("rhel9.4", &pools[1]), 0);
+    return 2;
+}
+
+static json_t *render_all(const struct gpuop_policy *p, const char *ns)
+{
+    struct gpuop_ospool pools[2];
+    size_t n = test_pools(pools);
+    return gpuop_render_all(p, ns, pools, n);
+}
+
 /* Loads the first GpuPolicy of test/data/policy/<name> into *p. */
 static void load_policy(const char *name, struct gpuop_policy *p)
 {
@@ -101,7 +116,7 @@ static void test_golden(void **state)
         struct gpuop_policy p;
         char golden[512];
         load_policy(names[i], &p);
-        json_t *all = gpuop_render_all(&p, NS);
+        json_t *all = render_all(&p, NS);
         assert_non_null(all);
         json_t *extras = gpuop_render_extras(&p, NS); /* after the DaemonSets, as render prints */
         assert_non_null(extras);
@@ -362,7 +377,7 @@ static void test_structure(void **state)
     for (int f = 0; f < n; f++) {
         struct gpuop_policy p;
         load_policy(names[f], &p);
-        json_t *all = gpuop_render_all(&p, NS);
+        json_t *all = render_all(&p, NS);
         assert_non_null(all);
         size_t at = 0;
         for (int i = 0; i < gpuop_operand_count(); i++) {
@@ -375,6 +390,16 @@ static void test_structure(void **state)
                 {
                     assert_string_not_equal(str_at(ds, "metadata/name"),
                                             gpuop_operand_get(i)->ds_name);
+                }
+            } else if (gpuop_render_per_os(&p, i)) {
+                struct gpuop_ospool pools[2];
+                size_t np = test_pools(pools);
+                for (size_t k = 0; k < np; k++) {
+                    json_t *ds = json_array_get(all, at++);
+                    json_t *want = gpuop_render_daemonset_os(&p, i, &pools[k], NS);
+                    assert_non_null(ds);
+                    assert_true(json_equal(ds, want)); /* table order, then pool order */
+                    json_decref(want);
                 }
             } else {
                 json_t *ds = json_array_get(all, at++);
@@ -534,7 +559,7 @@ static void test_host_driver(void **state)
     struct gpuop_policy p;
     load_policy("host-driver.yaml", &p);
     assert_int_equal(p.nproblems, 0);
-    json_t *all = gpuop_render_all(&p, NS);
+    json_t *all = render_all(&p, NS);
     assert_int_equal(json_array_size(all), 3);
     json_t *dp = render_one(&p, "device-plugin");
     /* the driver root is the node's: the validator's driver-validation finds
@@ -600,12 +625,12 @@ static void test_invalid_still_renders(void **state)
     struct gpuop_policy p;
     load_policy("invalid.yaml", &p);
     assert_true(p.nproblems >= 8);
-    json_t *all = gpuop_render_all(&p, NS);
-    /* gfd disabled; the typo "drvier" leaves the driver in */
+    json_t *all = render_all(&p, NS);
+    /* gfd disabled; the typo "drvier" leaves the driver in, one per OS pool (2) */
     size_t on = 0;
     for (int i = 0; i < gpuop_operand_count(); i++)
         on += gpuop_operand_get(i)->enabled;
-    assert_int_equal(json_array_size(all), on - 1);
+    assert_int_equal(json_array_size(all), on - 1 + 1);
     json_t *dp = render_one(&p, "device-plugin");
     assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
     assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
@@ -629,8 +654,8 @@ static void test_deterministic(void **state)
     struct gpuop_policy pa, pb;
     assert_int_equal(gpuop_policy_parse(ja, &pa, NULL), 0);
     assert_int_equal(gpuop_policy_parse(jb, &pb, NULL), 0);
-    json_t *ra = gpuop_render_all(&pa, NS), *rb = gpuop_render_all(&pb, NS);
-    json_t *ra2 = gpuop_render_all(&pa, NS);
+    json_t *ra = render_all(&pa, NS), *rb = render_all(&pb, NS);
+    json_t *ra2 = render_all(&pa, NS);
     char *sa = json_dumps(ra, JSON_PRESERVE_ORDER), *sb = json_dumps(rb, JSON_PRESERVE_ORDER);
     char *sa2 = json_dumps(ra2, JSON_PRESERVE_ORDER);
     assert_string_equal(sa, sb);
@@ -645,6 +670,98 @@ static void test_deterministic(void **state)
     json_decref(jb);
     gpuop_policy_free(&pa);
     gpuop_policy_free(&pb);
+}
+
+/* One driver DaemonSet per OS pool (SPEC 4b), NVIDIA's tag rule and its
+ * pool selection (internal/state/nodepool.go, v26.7.0). */
+static void test_os_pools(void **state)
+{
+    static const struct {
+        const char *os;      /* --os spelling */
+        const char *tag;     /* the pool's tag */
+        const char *sel_key; /* the version label it selects on */
+        const char *sel_val;
+    } cases[] = {
+        {"ubuntu24.04", "ubuntu24.04", GPUOP_LABEL_OS_VERSION, "24.04"},
+        {"ubuntu=22.04", "ubuntu22.04", GPUOP_LABEL_OS_VERSION, "22.04"},
+        {"rhel9.4", "rhel9", GPUOP_LABEL_OS_MAJOR, "9"}, /* major only */
+        {"rocky8.10", "rocky8", GPUOP_LABEL_OS_MAJOR, "8"},
+        {"ol=9.5", "ol9", GPUOP_LABEL_OS_MAJOR, "9"},
+        {"sles15.6", "sles15.6", GPUOP_LABEL_OS_VERSION, "15.6"},
+        {"amzn2023", "amzn2023", GPUOP_LABEL_OS_VERSION, "2023"},
+    };
+    struct gpuop_policy p;
+    json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "default");
+    assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+    int d = gpuop_operand_by_name("driver");
+    assert_true(gpuop_render_per_os(&p, d));
+    assert_false(gpuop_render_per_os(&p, gpuop_operand_by_name("container-toolkit")));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gpuop_ospool pool;
+        char name[128], image[128];
+        assert_int_equal(gpuop_ospool_parse(cases[i].os, &pool), 0);
+        assert_string_equal(pool.tag, cases[i].tag);
+        json_t *ds = gpuop_render_daemonset_os(&p, d, &pool, NS);
+        assert_non_null(ds);
+        snprintf(name, sizeof(name), "gpuop-driver-%s", cases[i].tag);
+        snprintf(image, sizeof(image), "nvcr.io/nvidia/driver:595.91.07-%s", cases[i].tag);
+        assert_string_equal(str_at(ds, "metadata/name"), name);
+        assert_int_equal(gpuop_operand_by_ds(name), d); /* caches and analysis know it */
+        assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"), image);
+        json_t *sel = path_get(ds, "spec/template/spec/nodeSelector");
+        assert_int_equal(json_object_size(sel), 3);
+        assert_string_equal(json_string_value(json_object_get(sel, "nvidia.com/gpu.deploy.driver")),
+                            "true");
+        assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_ID)), pool.id);
+        assert_string_equal(json_string_value(json_object_get(sel, cases[i].sel_key)),
+                            cases[i].sel_val);
+        /* the pools never select each other's pods */
+        assert_string_equal(json_string_value(json_object_get(
+                                path_get(ds, "spec/selector/matchLabels"), GPUOP_LABEL_OS_POOL)),
+                            cases[i].tag);
+        assert_string_equal(
+            json_string_value(json_object_get(path_get(ds, "spec/template/metadata/labels"),
+                                              GPUOP_LABEL_OS_POOL)),
+            cases[i].tag);
+        json_decref(ds);
+    }
+    /* names that make no tag */
+    struct gpuop_ospool bad;
+    assert_true(gpuop_ospool_parse("24.04", &bad) < 0);
+    assert_true(gpuop_ospool_parse("ubuntu", &bad) < 0);
+    assert_true(gpuop_ospool_parse("ubuntu=", &bad) < 0);
+    assert_true(gpuop_ospool_parse("Ubuntu24.04", &bad) < 0);
+    assert_true(gpuop_ospool_make("rhel", ".4", &bad) < 0);
+    assert_true(gpuop_ospool_make("a_b", "1", &bad) < 0);
+    assert_true(gpuop_ospool_make("averyveryveryverylongdistributionname", "12345678.9", &bad) < 0);
+    gpuop_policy_free(&p);
+    json_decref(obj);
+
+    /* a digest or a full reference: one DaemonSet, as it is, no OS */
+    static const char *const as_is[] = {
+        "{\"spec\": {\"driver\": {\"version\": "
+        "\"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}}",
+        "{\"spec\": {\"driver\": {\"image\": \"r.example/driver:595.91.07-rhel9\"}}}",
+    };
+    for (size_t i = 0; i < sizeof(as_is) / sizeof(as_is[0]); i++) {
+        struct gpuop_ospool pool;
+        obj = json_loads(as_is[i], 0, NULL);
+        assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+        assert_int_equal(p.nproblems, 0);
+        assert_false(gpuop_render_per_os(&p, d));
+        assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pool), 0);
+        json_t *all = gpuop_render_all(&p, NS, &pool, 1);
+        json_t *ds = json_array_get(all, 0);
+        assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver");
+        assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"),
+                            p.operands[d].image);
+        assert_int_equal(json_object_size(path_get(ds, "spec/template/spec/nodeSelector")), 1);
+        assert_null(
+            json_object_get(path_get(ds, "spec/selector/matchLabels"), GPUOP_LABEL_OS_POOL));
+        json_decref(all);
+        gpuop_policy_free(&p);
+        json_decref(obj);
+    }
 }
 
 static void test_edge_cases(void **state)
@@ -667,7 +784,7 @@ static void test_edge_cases(void **state)
     /* all disabled: an empty list, not NULL */
     for (int i = 0; i < gpuop_operand_count(); i++)
         p.operands[i].enabled = false;
-    json_t *all = gpuop_render_all(&p, NS);
+    json_t *all = render_all(&p, NS);
     assert_non_null(all);
     assert_int_equal(json_array_size(all), 0);
     json_decref(all);
@@ -729,7 +846,7 @@ static void test_command(void **state)
     assert_int_equal(gpuop_yaml_load(out, strlen(out), &docs, &e), 0);
     struct gpuop_policy p;
     load_policy("full.yaml", &p);
-    json_t *want = gpuop_render_all(&p, "gpu-ns");
+    json_t *want = render_all(&p, "gpu-ns");
     json_t *extras = gpuop_render_extras(&p, "gpu-ns");
     assert_int_equal(json_array_extend(want, extras), 0); /* the extras follow */
     assert_true(json_array_size(extras) > 0);
@@ -760,6 +877,33 @@ static void test_command(void **state)
     assert_non_null(strstr(err, "/nonexistent/policy.yaml"));
     RUN(1, "-f", crd); /* a file without any GpuPolicy */
     assert_non_null(strstr(err, "no document with kind: GpuPolicy"));
+
+    /* the driver per OS: --os names the pools; without it the driver is
+       left out and stderr says how to name them */
+    char dflt[512];
+    snprintf(dflt, sizeof(dflt), "%s/policy/default.yaml", TESTDATA);
+    RUN(0, "-f", dflt);
+    assert_null(strstr(out, "name: gpuop-driver"));
+    assert_non_null(strstr(err, "--os"));
+    RUN(0, "-f", dflt, "--os", "ubuntu24.04,rhel9.4,ubuntu24.04");
+    assert_string_equal(err, "");
+    assert_non_null(strstr(out, "name: gpuop-driver-ubuntu24.04\n"));
+    assert_non_null(strstr(out, "name: gpuop-driver-rhel9\n"));
+    assert_non_null(strstr(out, "image: nvcr.io/nvidia/driver:595.91.07-ubuntu24.04\n"));
+    assert_non_null(strstr(out, "image: nvcr.io/nvidia/driver:595.91.07-rhel9\n"));
+    /* sorted by tag, duplicates dropped: rhel9 first, once */
+    assert_true(strstr(out, "gpuop-driver-rhel9") < strstr(out, "gpuop-driver-ubuntu24.04"));
+    assert_null(strstr(strstr(out, "gpuop-driver-rhel9\n") + 1, "name: gpuop-driver-rhel9\n"));
+    RUN(0, "-f", dflt, "--os=ubuntu=24.04");
+    assert_non_null(strstr(out, "name: gpuop-driver-ubuntu24.04\n"));
+    RUN(2, "-f", dflt, "--os", "24.04");
+    assert_non_null(strstr(err, "'24.04' is not an OS pool"));
+    RUN(2, "-f", dflt, "--os", "ubuntu24.04,,rhel9");
+    RUN(2, "-f", dflt, "--os", "Ubuntu24.04");
+    /* a full reference needs no pool: the one gpuop-driver, --os or not */
+    RUN(0, "-f", full, "--os", "rhel9.4");
+    assert_non_null(strstr(out, "name: gpuop-driver\n"));
+    assert_null(strstr(out, "gpuop-driver-rhel9"));
     free(out);
     free(err);
 }
@@ -1065,6 +1209,7 @@ int main(void)
         cmocka_unit_test(test_invalid_still_renders),
         cmocka_unit_test(test_enforce),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_gates),
