@@ -323,6 +323,7 @@ static int driver_main(int argc, char **argv)
 
     /* _install_userspace_components: nvidia-smi and libnvidia-ml.so.1 in
      * the container's own root. */
+    mkdir("/usr/lib", 0755);
     mkdir("/usr/lib/x86_64-linux-gnu", 0755);
     if (copy_self("/usr/bin/nvidia-smi") != 0)
         return die("install /usr/bin/nvidia-smi: %s", strerror(errno));
