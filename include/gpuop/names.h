@@ -35,5 +35,16 @@
 /* The one operand that uses the API (MIG Manager relabels its node) runs
  * as this one, with a token (deploy/10-rbac.yaml). */
 #define GPUOP_MIG_MANAGER_SA "gpuop-mig-manager"
+/* The validator and the toolkit run nvidia-validator, which asks the API
+ * whether an operator manages the driver (and the validator reads its
+ * node): each its own account, with a token (deploy/10-rbac.yaml). */
+#define GPUOP_VALIDATOR_SA "gpuop-operator-validator"
+#define GPUOP_TOOLKIT_SA   "gpuop-container-toolkit"
+
+/* The RuntimeClass gpuop applies for the containerd handler the toolkit
+ * registers; the GPU operands' pods run in it (CDI mode). */
+#define GPUOP_RUNTIME_CLASS "nvidia"
+/* The Service gpuop applies in front of the DCGM exporter's pods. */
+#define GPUOP_DCGM_SERVICE "gpuop-dcgm-exporter"
 
 #endif

@@ -10,6 +10,7 @@
 #ifndef GPUOP_RENDER_H
 #define GPUOP_RENDER_H
 
+#include <stdbool.h>
 #include <jansson.h>
 
 #include "gpuop/names.h"
@@ -23,5 +24,28 @@ json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const 
 /* New array of the DaemonSets of the enabled operands, in operand-table
  * order; NULL on out-of-memory. */
 json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns);
+
+/* Objects beside the DaemonSets that the operands need: the nvidia
+ * RuntimeClass, the default MIG config ConfigMap, the DCGM exporter's
+ * Service. A fixed table; each is wanted or not by the policy, and the
+ * controller applies the wanted ones and deletes the others. */
+struct gpuop_render_extra {
+    const char *kind;          /* "RuntimeClass" */
+    const char *group_version; /* "node.k8s.io/v1" */
+    const char *resource;      /* "runtimeclasses" */
+    bool namespaced;           /* in the operands' namespace, else cluster-scoped */
+    const char *name;
+};
+#define GPUOP_RENDER_EXTRA_MAX 4
+
+int gpuop_render_extra_count(void);
+/* Row i of the table (borrowed, static), NULL out of range. */
+const struct gpuop_render_extra *gpuop_render_extra_get(int i);
+/* *out: new object of extra i for policy p in namespace ns, or NULL when
+ * the policy does not want it. Returns 0, GPUOP_ENOMEM, or GPUOP_EINVAL
+ * for a bad index. p and ns are borrowed. */
+int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out);
+/* New array of the extras p wants, in table order; NULL on out-of-memory. */
+json_t *gpuop_render_extras(const struct gpuop_policy *p, const char *ns);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * cmd_render.c - `gpuop render`: a GpuPolicy file in, the operand
- * DaemonSets out, offline and deterministic (for review and GitOps).
+ * DaemonSets out, then the objects gpuop applies beside them (the nvidia
+ * RuntimeClass, the default MIG config, the DCGM exporter's Service),
+ * offline and deterministic (for review and GitOps).
  *
  * The first GpuPolicy document of the file is used (a file may hold other
  * objects too, such as a kustomize bundle). Policy problems are printed as
@@ -24,7 +26,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpuop render -f FILE [--namespace NS] [--strict]\n\n"
-            "Prints the operand DaemonSets a GpuPolicy expands to, as YAML documents.\n\n"
+            "Prints the operand DaemonSets a GpuPolicy expands to, and the objects gpuop\n"
+            "applies beside them (RuntimeClass, ConfigMap, Service), as YAML documents.\n\n"
             "options:\n"
             "  -f, --filename FILE   file holding a GpuPolicy (YAML or JSON; - for stdin);\n"
             "                        the first GpuPolicy document is used\n"
@@ -151,11 +154,14 @@ int gpuop_cmd_render(int argc, char **argv)
                 pol.nproblems - GPUOP_POLICY_PROBLEMS_MAX);
 
     dss = gpuop_render_all(&pol, ns);
-    if (!dss) {
+    json_t *extras = dss ? gpuop_render_extras(&pol, ns) : NULL;
+    if (!extras || json_array_extend(dss, extras)) {
+        json_decref(extras);
         fprintf(stderr, "gpuop render: out of memory\n");
         gpuop_policy_free(&pol);
         goto out;
     }
+    json_decref(extras);
     size_t i;
     json_t *ds;
     code = 0;

@@ -21,7 +21,9 @@
  * sent again before the key's backoff has passed (a changed body is sent at
  * once), so a rejected policy costs one PATCH per backoff step, not one per
  * event. The ServiceAccount likewise: applied when its body changed or
- * the watch saw it deleted.
+ * the watch saw it deleted. The objects beside the DaemonSets (RuntimeClass,
+ * MIG config, DCGM Service) are applied or deleted at each reconcile's
+ * start when their body changed (see apply_extra).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,9 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c)
     }
     c->sa_applied.rejected_now = false;
     c->sa.blocked_by = -1;
+    c->extras_started = false;
+    for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
+        c->extras_applied[i].rejected_now = false;
 }
 
 /* Remembers a refused body: not resent before the key's backoff. */
@@ -295,6 +300,94 @@ static void apply_sa(struct gpuop_controller *c)
     }
 }
 
+/* ---- the objects beside the DaemonSets (gpuop_render_extra) ---- */
+
+/* The RuntimeClass, the default MIG config and the DCGM exporter's Service:
+ * applied by server-side apply when the policy wants one and its body
+ * changed since the last answer, deleted once when it does not and this
+ * process applied it (a 404 is as good as a delete). They are not watched:
+ * one deleted by hand comes back when its body changes or gpuop restarts,
+ * and one left from before a restart stays until the policy, its owner, is
+ * deleted. A refused body waits for
+ * the key's backoff, as a DaemonSet's does. */
+
+static void extra_label(const struct gpuop_render_extra *x, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s", x->kind, x->name);
+}
+
+static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(o->operand);
+    struct ctl_applied *a = &c->extras_applied[o->operand];
+    bool del = o->body_hash == CTL_EXTRA_DELETED;
+    char what[CTL_OBJ_MAX];
+    (void)body;
+    extra_label(x, what, sizeof(what));
+    if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
+        memset(a, 0, sizeof(*a));
+        a->body_hash = o->body_hash;
+        if (rc == 0)
+            gpuop_info(what, del ? "deleted (not wanted by the policy)" : "applied");
+    } else if (rc != GPUOP_ECANCELED) {
+        struct gpuop_apply_result r;
+        set_failed(&r, GPUOP_APPLY_FAILED, err);
+        if (!del)
+            remember_refusal(a, o->body_hash, &r);
+        gpuop_ctl_fail(c, what, err);
+    }
+    gpuop_ctl_op_end(o);
+}
+
+static void apply_extra(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+    struct ctl_applied *a = &c->extras_applied[i];
+    char what[CTL_OBJ_MAX];
+    json_t *obj = NULL;
+    struct gpuop_err e;
+    extra_label(x, what, sizeof(what));
+    int rc = gpuop_render_extra(&c->policy, c->ns, i, &obj);
+    char *body = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(obj);
+    if (rc == 0 && obj && !body)
+        rc = GPUOP_ENOMEM;
+    uint64_t h = body ? gpuop_hash_str(body) : CTL_EXTRA_DELETED;
+    if (h == CTL_EXTRA_DELETED && body)
+        h++; /* a body never hashes to the "deleted" mark */
+    struct gpuop_apply_result refused;
+    /* deleted only when this process applied it: a ConfigMap of that name
+     * that a person made while gpuop did not want its own stays theirs */
+    bool ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
+    if (!body && !ours)
+        h = a->body_hash; /* nothing to do */
+    if (rc == 0 && a->body_hash != h && !(body && still_refused(c, a, h, &refused, &e))) {
+        const char *ns = x->namespaced ? c->ns : NULL;
+        char *path =
+            body ? gpuop_ctl_apply_path(x->group_version, ns, x->resource, x->name, NULL) : NULL;
+        if (!body) {
+            const struct gpuop_kube_ref ref = {.group_version = x->group_version,
+                                               .ns = ns,
+                                               .resource = x->resource,
+                                               .name = x->name};
+            path = gpuop_kube_path(&ref, NULL, 0);
+        }
+        rc = !path ? GPUOP_ENOMEM
+                   : gpuop_ctl_send(c, OP_EXTRA, i, h, body ? "PATCH" : "DELETE", path,
+                                    body ? GPUOP_CT_APPLY : NULL, body, extra_done, NULL);
+        free(path);
+    } else if (rc == 0 && a->body_hash != h) {
+        gpuop_ctl_fail(c, what, &e); /* refused before; not resent before the backoff */
+    }
+    gpuop_json_free(body);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        gpuop_ctl_fail(c, what, &e);
+    }
+}
+
 /* ---- the stage ---- */
 
 enum gate { GATE_WAIT, GATE_OPEN, GATE_BLOCKED };
@@ -335,6 +428,11 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
         c->sa_started = true;
         apply_sa(c);
     }
+    if (!c->extras_started) {
+        c->extras_started = true;
+        for (int i = 0; i < gpuop_render_extra_count(); i++)
+            apply_extra(c, i);
+    }
     bool progress = true;
     while (progress && !c->closing) {
         progress = false;
@@ -370,6 +468,9 @@ void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
             c->applied[i].retry_at_ms = at;
     if (c->sa_applied.rejected_now)
         c->sa_applied.retry_at_ms = at;
+    for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
+        if (c->extras_applied[i].rejected_now)
+            c->extras_applied[i].retry_at_ms = at;
 }
 
 void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key)

@@ -27,6 +27,7 @@
 #include "events_int.h"
 #include "gpuop/map.h"
 #include "gpuop/policy.h"
+#include "gpuop/render.h"
 #include "queue_int.h"
 #include "gpuop/status.h"
 
@@ -55,7 +56,8 @@ struct ctl_applied {
     char message[GPUOP_APPLY_MESSAGE_MAX];
 };
 
-enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS };
+enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
+#define CTL_EXTRA_DELETED 1 /* extras_applied[].body_hash: not there */
 
 struct ctl_op {
     struct gpuop_controller *c;
@@ -103,8 +105,13 @@ struct gpuop_controller {
 
     struct ctl_applied applied[GPUOP_OPERAND_MAX];
     struct ctl_applied sa_applied; /* the ServiceAccount's (generation unused) */
-    char applied_uid[64];          /* policy uid the applied[] records are for */
-    struct ctl_op *ops;            /* in flight */
+    /* the objects beside the DaemonSets, by gpuop_render_extra index
+     * (apply.c): body_hash of the body applied, CTL_EXTRA_DELETED once a
+     * delete was answered, 0 unknown */
+    struct ctl_applied extras_applied[GPUOP_RENDER_EXTRA_MAX];
+    bool extras_started;
+    char applied_uid[64]; /* policy uid the applied[] records are for */
+    struct ctl_op *ops;   /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;

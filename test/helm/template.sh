@@ -108,9 +108,9 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         'image: registry.example.internal/nvidia/k8s-device-plugin@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef' \
         'image: registry.example.internal/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04' \
         'name: mirror-pull' 'name: other-pull' 'maxUnavailable: "25%"' 'tolerationSeconds: 300' \
-        'value: /run/k3s/containerd/containerd.sock' 'team: gpu' 'example.com/owner: gpu-platform' \
+        'path: /run/k3s/containerd' 'value: /runtime/sock-dir/containerd.sock' 'team: gpu' 'example.com/owner: gpu-platform' \
         'imagePullPolicy: Always' '- "--with-wait"' 'name: gpuop-mig-manager' \
-        'name: default-mig-parted-config'; do
+        'name: default-mig-parted-config' 'kind: RuntimeClass' 'name: gpuop-dcgm-exporter'; do
         grep -qF -- "$want" "$ds" || fail "gpu-operator values: gpuop render output lacks '$want'"
     done
     ok "gpu-operator values: gpuop renders the operands the values describe"

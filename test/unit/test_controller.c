@@ -42,11 +42,15 @@
 #define LOG_MAX  2048
 #define CONN_MAX 256
 
-enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_COUNT };
+/* K_RC, K_CM, K_SVC: the objects beside the DaemonSets (applied, never
+ * watched) */
+enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_RC, K_CM, K_SVC, K_COUNT };
 static const char *const COLL[K_COUNT] = {
     "/apis/gpuop.dev/v1alpha1/gpupolicies",       "/api/v1/nodes",
     "/apis/apps/v1/namespaces/" NS "/daemonsets", "/api/v1/namespaces/" NS "/pods",
-    "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events"};
+    "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events",
+    "/apis/node.k8s.io/v1/runtimeclasses",        "/api/v1/namespaces/" NS "/configmaps",
+    "/api/v1/namespaces/" NS "/services"};
 
 struct change {
     enum kind kind;
@@ -76,7 +80,8 @@ struct fx {
     const char *refuse; /* DaemonSet name whose apply gets a 422 */
     int applies[8];     /* PATCHes per operand index */
     int deletes, status_writes, sa_applies;
-    uint64_t apply_at[64]; /* uv_now of each PATCH of the refused one */
+    int extra_applies, extra_deletes; /* RuntimeClass, ConfigMap, Service */
+    uint64_t apply_at[64];            /* uv_now of each PATCH of the refused one */
     int nrefused;
 };
 
@@ -89,13 +94,13 @@ static void run_for(struct fx *f, uint64_t ms)
 
 /* ---- the fake cluster ---- */
 
-static const char *operands[] = {"driver",        "container-toolkit",
-                                 "device-plugin", "gpu-feature-discovery",
-                                 "dcgm-exporter", "operator-validator"};
+static const char *operands[] = {
+    "driver",        "container-toolkit",  "device-plugin", "gpu-feature-discovery",
+    "dcgm-exporter", "operator-validator", "mig-manager"};
 
 static int operand_of(const char *ds)
 {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (!strcmp(ds + strlen("gpuop-"), operands[i]))
             return i;
     return -1;
@@ -237,6 +242,21 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         bool had = json_object_get(f->store[K_SA], name) != NULL;
         put(f, K_SA, name, json_incref(body), had ? "MODIFIED" : "ADDED");
         respond_obj(c, body);
+    } else if (!strcmp(r->method, "PATCH") && (k == K_RC || k == K_CM || k == K_SVC)) {
+        f->extra_applies++;
+        assert_string_equal(r->ctype, "application/apply-patch+yaml");
+        bool had = json_object_get(f->store[k], name) != NULL;
+        put(f, (enum kind)k, name, json_incref(body), had ? "MODIFIED" : "ADDED");
+        respond_obj(c, body);
+    } else if (!strcmp(r->method, "DELETE") && (k == K_RC || k == K_CM || k == K_SVC)) {
+        f->extra_deletes++;
+        json_t *old = json_object_get(f->store[k], name);
+        if (old) {
+            put(f, (enum kind)k, name, json_incref(old), "DELETED");
+            fakeapi_respond_status(c, 200, "Success", "deleted");
+        } else {
+            fakeapi_respond_status(c, 404, "NotFound", "not found");
+        }
     } else if (!strcmp(r->method, "DELETE") && k == K_DS) {
         f->deletes++;
         json_t *old = json_object_get(f->store[K_DS], name);
@@ -416,6 +436,47 @@ static void test_disabled_deleted(void **state)
     assert_int_equal(json_object_size(f->store[K_DS]), 5);
 }
 
+/* The RuntimeClass and the DCGM Service are applied once beside the
+ * DaemonSets, not again while their body stays; the Service is deleted
+ * when the exporter is disabled; MIG Manager's default config appears when
+ * it is enabled. */
+static void test_extras(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_applies, 2);
+    assert_int_equal(f->extra_deletes, 0); /* never applied: nothing of gpuop's to delete */
+    json_t *rc = json_object_get(f->store[K_RC], "nvidia");
+    assert_non_null(rc);
+    assert_string_equal(json_string_value(json_object_get(rc, "handler")), "nvidia");
+    assert_non_null(json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter"));
+    assert_null(json_object_get(f->store[K_CM], "default-mig-parted-config"));
+    run_for(f, 500);
+    assert_int_equal(f->extra_applies, 2);
+
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(
+        p, "spec",
+        json_pack("{s:{s:b}, s:{s:b}}", "dcgmExporter", "enabled", 0, "migManager", "enabled", 1));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f,
+              f->extra_deletes == 1 && !json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter") &&
+                  json_object_get(f->store[K_CM], "default-mig-parted-config"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_deletes, 1);
+    assert_int_equal(f->extra_applies, 3); /* the ConfigMap; the RuntimeClass unchanged */
+    json_t *cm = json_object_get(f->store[K_CM], "default-mig-parted-config");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(cm, "metadata"), "ownerReferences"), 0),
+            "kind")),
+        "GpuPolicy");
+}
+
 static void test_refused_backoff(void **state)
 {
     struct fx *f = *state;
@@ -487,6 +548,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
