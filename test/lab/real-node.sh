@@ -207,6 +207,15 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
           BinaryName = "$(command -v runc)"
           Root = "$d/containerd/runc"
           SystemdCgroup = false
+      # The handler of the "nvidia" RuntimeClass, plain runc: what the
+      # container toolkit would register (there is no NVIDIA runtime to
+      # inject anything here; test/lab/standins.c emulates its effect).
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+          BinaryName = "$(command -v runc)"
+          Root = "$d/containerd/runc"
+          SystemdCgroup = false
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$d/cni/net.d"

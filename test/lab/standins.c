@@ -684,9 +684,20 @@ static int toolkit_main(int argc, char **argv)
 
 /* ---- device plugin, GFD, config-manager, DCGM exporter ------------------------------- */
 
-static int gated_start(const char *what)
+/* gated_start: the operand's init container waited for toolkit-ready. The
+ * device plugin's main container sees the validations folder (NVIDIA
+ * mounts it); GFD's and the DCGM exporter's do not in NVIDIA's pods, so
+ * there only the start time (after toolkit-ready was written) shows the
+ * gate held. */
+static int gated_start(const char *what, int mounted_in_nvidia_pod)
 {
     say("%s starting", what);
+    if (!mounted_in_nvidia_pod && !is_dir(VALIDATIONS)) {
+        say("check: %s not mounted in this container (nor in NVIDIA's pod): the init container "
+            "held the gate",
+            VALIDATIONS);
+        return 0;
+    }
     return need_file(VALIDATIONS "/toolkit-ready",
                      "its init container waits for toolkit-ready: the container stack is set up");
 }
@@ -695,7 +706,7 @@ static int device_plugin_main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    if (gated_start("nvidia-device-plugin (stand-in for k8s-device-plugin v0.20.0)") ||
+    if (gated_start("nvidia-device-plugin (stand-in for k8s-device-plugin v0.20.0)", 1) ||
         need_file(VALIDATIONS "/driver-ready", "the entrypoint sources the driver root from it") ||
         need_host_path("/var/lib/kubelet/device-plugins", "registers with the kubelet there"))
         return 1;
@@ -712,7 +723,7 @@ static int gfd_main(int argc, char **argv)
     char p[PATH_MAX];
     (void)argc;
     (void)argv;
-    if (gated_start("gpu-feature-discovery (stand-in for k8s-device-plugin v0.20.0)") ||
+    if (gated_start("gpu-feature-discovery (stand-in for k8s-device-plugin v0.20.0)", 0) ||
         need_env("NODE_NAME", "the node it labels") ||
         need_host_path(dir, "NFD reads the feature file from the host"))
         return 1;
@@ -748,7 +759,7 @@ static int dcgm_main(int argc, char **argv)
     struct sockaddr_in a;
     (void)argc;
     (void)argv;
-    if (gated_start("dcgm-exporter (stand-in for dcgm-exporter 4.6.0)") ||
+    if (gated_start("dcgm-exporter (stand-in for dcgm-exporter 4.6.0)", 0) ||
         need_env("NODE_NAME", "DCGM_EXPORTER_KUBERNETES maps GPUs to this node's pods"))
         return 1;
     if (env("DCGM_EXPORTER_KUBERNETES") && strcmp(env("DCGM_EXPORTER_KUBERNETES"), "true") == 0 &&
