@@ -1013,6 +1013,9 @@ static void test_extras(void **state)
     json_t *cm = extra_of(&p, "ConfigMap");
     assert_non_null(cm);
     assert_string_equal(str_at(cm, "metadata/name"), "default-mig-parted-config");
+    /* the name the table gives MIG Manager's default ConfigMap */
+    assert_string_equal(str_at(cm, "metadata/name"),
+                        gpuop_operand_get(gpuop_operand_by_name("mig-manager"))->config);
     assert_non_null(strstr(str_at(cm, "data/config.yaml"), "mig-configs:"));
     assert_string_equal(str_at(cm, "metadata/ownerReferences/0/uid"), "u-1");
     json_t *mig = render_one(&p, "mig-manager");
