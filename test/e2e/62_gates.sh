@@ -11,7 +11,9 @@
 #   Ready; the toolkit started after driver-ready was first written and
 #   never refused to start (no restart); the device plugin, GFD and DCGM
 #   exporter started after toolkit-ready; a validator read its
-#   service-account token (the claims name the pod's ServiceAccount);
+#   service-account token (the claims name the pod's ServiceAccount) and
+#   the API server accepted it (it lists the driver DaemonSets, reads its
+#   node, as the real validator does);
 #   driver-ready on the host names the driver root, which the driver
 #   exposes at /run/nvidia/driver; toolkit.pid written after driver-ready.
 #   Negative: the driver image swapped for one that never becomes ready and
@@ -270,6 +272,12 @@ log "the validator read its service-account token"
 sa=$(kc -n "$GPUOP_NS" get pod "$VALIDATOR" -o jsonpath='{.spec.serviceAccountName}')
 grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: in-cluster config: .* token .* read .*sub=system:serviceaccount:$GPUOP_NS:$sa\)" "$E2E_TMP/logs.txt" ||
 	fail "no validator container of $VALIDATOR read a token of system:serviceaccount:$GPUOP_NS:$sa"
+# ... and the API server took it: the driver DaemonSets listed, as the real
+# validator does before it trusts a containerized driver.
+grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: listed the driver DaemonSets \(HTTP 200" "$E2E_TMP/logs.txt" ||
+	fail "the validator of $VALIDATOR did not list the driver DaemonSets with its token"
+grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: GET node $NODE \(HTTP 200\)" "$E2E_TMP/logs.txt" ||
+	fail "the plugin validation of $VALIDATOR did not read its node with its token"
 
 log "the files on the host"
 [[ -f $V/driver-ready ]] || fail "$V/driver-ready not on the host"

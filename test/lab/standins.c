@@ -34,12 +34,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VALIDATIONS "/run/nvidia/validations"
-#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#define TOKEN_MAX 16384       /* bytes read of the service-account token */
-#define FILE_MAX 4096         /* bytes read of any other file */
+#include <curl/curl.h>
+
+#define VALIDATIONS     "/run/nvidia/validations"
+#define SA_DIR          "/var/run/secrets/kubernetes.io/serviceaccount"
+#define TOKEN_MAX       16384 /* bytes read of the service-account token */
+#define FILE_MAX        4096  /* bytes read of any other file */
 #define DEFAULT_SLEEP_S 5     /* nvidia-validator's default retry interval */
-#define LAB_RUNTIME_MARKER VALIDATIONS "/.lab-nvidia-runtime"
+#define NVML            "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+#define API_BODY_MAX    (4 << 20) /* bytes of an API answer kept */
+#define API_TIMEOUT_S   30        /* one API request */
 
 static const char *me = "standin";
 
@@ -244,10 +248,10 @@ static int find_in_root(const char *root, const char *name, const char *const *d
     return -1;
 }
 
-static const char *const LIB_DIRS[] = {"/usr/lib64",         "/usr/lib/x86_64-linux-gnu",
-                                       "/usr/lib/aarch64-linux-gnu", "/lib64",
-                                       "/lib/x86_64-linux-gnu",      "/lib/aarch64-linux-gnu",
-                                       NULL};
+static const char *const LIB_DIRS[] = {
+    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib64",     "/lib/x86_64-linux-gnu",     "/lib/aarch64-linux-gnu",
+    NULL};
 static const char *const SMI_DIRS[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", NULL};
 
 /* ---- nvidia-smi ---------------------------------------------------------------- */
@@ -378,7 +382,10 @@ static int with_wait(void)
     return v && strcmp(v, "true") == 0;
 }
 
-static const char *out_dir(void) { return env("OUTPUT_DIR") ? env("OUTPUT_DIR") : VALIDATIONS; }
+static const char *out_dir(void)
+{
+    return env("OUTPUT_DIR") ? env("OUTPUT_DIR") : VALIDATIONS;
+}
 
 static void status_path(char *p, size_t n, const char *name)
 {
@@ -405,9 +412,10 @@ static void delete_status(const char *name)
 /* rest.InClusterConfig(): the service host and port from the environment
  * and the token file (client-go rest/config.go). Logs the token's
  * subject and pod (decoded JWT claims) so a test sees which token it was. */
+static char tok[TOKEN_MAX]; /* the token in_cluster_config read */
+
 static int in_cluster_config(void)
 {
-    static char tok[TOKEN_MAX];
     char payload[TOKEN_MAX], claims[TOKEN_MAX], *dot1, *dot2;
     const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
     ssize_t n;
@@ -419,6 +427,8 @@ static int in_cluster_config(void)
         return die("error getting cluster config: open %s/token: %s (no service-account token: "
                    "automountServiceAccountToken false?)",
                    SA_DIR, n < 0 ? strerror(errno) : "empty");
+    while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == ' '))
+        tok[--n] = 0;
     if (!is_file(SA_DIR "/ca.crt"))
         say("warning: %s/ca.crt absent (client-go logs this and goes on)", SA_DIR);
     /* base64url-decode the payload (second part) of the JWT. */
@@ -426,8 +436,7 @@ static int in_cluster_config(void)
     dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
     claims[0] = 0;
     if (dot1 && dot2 && (size_t)(dot2 - dot1 - 1) < sizeof payload) {
-        static const char *al =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        static const char *al = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
         size_t len = dot2 - dot1 - 1, i, o = 0;
         unsigned acc = 0;
         int bits = 0;
@@ -463,6 +472,102 @@ static int in_cluster_config(void)
     return 0;
 }
 
+/* ---- the API, as the validator's client-go does it ---------------------------------- */
+
+struct body {
+    char *p;
+    size_t n;
+};
+
+static size_t on_body(char *d, size_t sz, size_t nm, void *u)
+{
+    struct body *b = u;
+    size_t len = sz * nm;
+    char *q;
+    if (b->n + len > API_BODY_MAX)
+        return 0;
+    q = realloc(b->p, b->n + len + 1);
+    if (!q)
+        return 0;
+    memcpy(q + b->n, d, len);
+    b->p = q;
+    b->n += len;
+    b->p[b->n] = 0;
+    return len;
+}
+
+/* api_get PATH: GET with the service-account token, verifying the
+ * cluster CA; the HTTP code (0: no answer), the body into *out (new,
+ * free it). */
+static long api_get(const char *path, char **out)
+{
+    const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
+    char url[2048], auth[TOKEN_MAX + 32];
+    struct body b = {NULL, 0};
+    struct curl_slist *hd = NULL;
+    long code = 0;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    snprintf(url, sizeof url, strchr(h, ':') ? "https://[%s]:%s%s" : "https://%s:%s%s", h, port,
+             path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+    hd = curl_slist_append(hd, auth);
+    hd = curl_slist_append(hd, "Accept: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(c, CURLOPT_CAINFO, SA_DIR "/ca.crt");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)API_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    else
+        say("GET %s: no answer", url);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(c);
+    *out = b.p ? b.p : strdup("");
+    return code;
+}
+
+/* isDriverManagedByOperator (main.go): lists the DaemonSets labelled
+ * app.kubernetes.io/component=nvidia-driver in OPERATOR_NAMESPACE (all
+ * namespaces when empty); one whose controller is a nvidia.com/
+ * ClusterPolicy or NVIDIADriver means yes. A refused list is an error.
+ * The stand-in looks for that owner in the JSON text. */
+static int driver_managed_by_operator(int *managed)
+{
+    const char *ns = env("OPERATOR_NAMESPACE");
+    char path[512], *body = NULL;
+    long code;
+    if (ns)
+        snprintf(path, sizeof path,
+                 "/apis/apps/v1/namespaces/%s/daemonsets?labelSelector=app.kubernetes.io%%2F"
+                 "component%%3Dnvidia-driver",
+                 ns);
+    else
+        snprintf(path, sizeof path,
+                 "/apis/apps/v1/daemonsets?labelSelector=app.kubernetes.io%%2Fcomponent%%3D"
+                 "nvidia-driver");
+    code = api_get(path, &body);
+    if (code != 200) {
+        die("error checking if driver is managed by GPU Operator: error listing daemonsets: HTTP "
+            "%ld %.200s",
+            code, body);
+        free(body);
+        return 1;
+    }
+    *managed =
+        strstr(body, "\"apiVersion\":\"nvidia.com/") &&
+        (strstr(body, "\"kind\":\"ClusterPolicy\"") || strstr(body, "\"kind\":\"NVIDIADriver\""));
+    say("check: listed the driver DaemonSets (HTTP 200, the token accepted): managed by the GPU "
+        "Operator: %s",
+        *managed ? "yes" : "no");
+    free(body);
+    return 0;
+}
+
 static int run_quiet(const char *path)
 {
     pid_t p = fork();
@@ -483,9 +588,12 @@ static int run_quiet(const char *path)
  * (nvidia-smi under /host) or the driver container's root. */
 static int validate_driver(void)
 {
-    static const char *const host_smi[] = {"/usr/bin/nvidia-smi", "/usr/sbin/nvidia-smi",
-                                           "/bin/nvidia-smi",     "/sbin/nvidia-smi",
-                                           "/usr/lib/wsl/lib/nvidia-smi", "/opt/bin/nvidia-smi",
+    static const char *const host_smi[] = {"/usr/bin/nvidia-smi",
+                                           "/usr/sbin/nvidia-smi",
+                                           "/bin/nvidia-smi",
+                                           "/sbin/nvidia-smi",
+                                           "/usr/lib/wsl/lib/nvidia-smi",
+                                           "/opt/bin/nvidia-smi",
                                            NULL};
     const char *root = env("DRIVER_INSTALL_DIR_CTR_PATH") ? env("DRIVER_INSTALL_DIR_CTR_PATH")
                                                           : "/run/nvidia/driver";
@@ -494,6 +602,7 @@ static int validate_driver(void)
     char p[PATH_MAX], lib[PATH_MAX], smi[PATH_MAX], content[2048], dev[PATH_MAX];
     const char *const *h;
     const char *dev_root, *dev_ctr;
+    int managed = 0;
 
     delete_status("driver-ready");
     for (h = host_smi; *h; h++) {
@@ -511,8 +620,18 @@ static int validate_driver(void)
     /* isDriverManagedByOperator needs the in-cluster config first. */
     if (in_cluster_config())
         return 1;
-    say("note: not listing DaemonSets (no API client in the stand-in); a DaemonSet owned by a "
-        "GpuPolicy is not 'managed by the GPU Operator', so .driver-ctr-ready is not required");
+    if (driver_managed_by_operator(&managed))
+        return 1;
+    /* assertDriverContainerReady: stat .driver-ctr-ready (the driver's
+     * startup probe writes it), retried with WITH_WAIT. */
+    while (managed && !is_file(VALIDATIONS "/.driver-ctr-ready")) {
+        if (!with_wait())
+            return die("error checking driver container status: no %s/.driver-ctr-ready",
+                       VALIDATIONS);
+        say("command failed (no %s/.driver-ctr-ready), retrying after %d seconds", VALIDATIONS,
+            sleep_s());
+        sleep(sleep_s());
+    }
     for (;;) {
         if (find_in_root(root, "libnvidia-ml.so.1", LIB_DIRS, lib, sizeof lib) == 0 &&
             find_in_root(root, "nvidia-smi", SMI_DIRS, smi, sizeof smi) == 0 &&
@@ -544,30 +663,40 @@ static int validate_driver(void)
     return create_status("driver-ready", content);
 }
 
-/* Toolkit.validate(): nvidia-smi in this container, injected by the NVIDIA
- * runtime the toolkit configured. The lab has no such runtime: the
- * toolkit stand-in leaves LAB_RUNTIME_MARKER where the runtime would act,
- * and the injection needs NVIDIA_VISIBLE_DEVICES. */
+/* path_find NAME: the first executable NAME in PATH, into out. */
+static int path_find(const char *name, char *out, size_t outsz)
+{
+    char path[4096], *dir, *save = NULL;
+    snprintf(path, sizeof path, "%s", env("PATH") ? env("PATH") : "/usr/bin:/bin");
+    for (dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        snprintf(out, outsz, "%s/%s", dir, name);
+        if (is_exec(out))
+            return 0;
+    }
+    return -1;
+}
+
+/* Toolkit.validate(): nvidia-smi runs in this container: the NVIDIA
+ * runtime the toolkit set up injected it (the lab's `nvidia` runtime,
+ * test/lab/real-node.sh, does so once the toolkit stand-in is installed,
+ * for a container whose NVIDIA_VISIBLE_DEVICES asks for GPUs). */
 static int validate_toolkit(void)
 {
-    const char *vis = env("NVIDIA_VISIBLE_DEVICES");
+    char smi[PATH_MAX];
     delete_status("toolkit-ready");
-    if (!vis || strcmp(vis, "void") == 0 || strcmp(vis, "none") == 0)
-        return die("NVIDIA_VISIBLE_DEVICES is '%s': the NVIDIA runtime injects no nvidia-smi",
-                   vis ? vis : "");
     for (;;) {
-        if (is_file(LAB_RUNTIME_MARKER)) {
-            say("check: NVIDIA_VISIBLE_DEVICES=%s and the toolkit configured the runtime (%s): "
-                "nvidia-smi would be injected",
-                vis, LAB_RUNTIME_MARKER);
+        if (path_find("nvidia-smi", smi, sizeof smi) == 0 && run_quiet(smi) == 0) {
+            say("check: %s ran (injected by the NVIDIA runtime; NVIDIA_VISIBLE_DEVICES=%s)", smi,
+                env("NVIDIA_VISIBLE_DEVICES") ? env("NVIDIA_VISIBLE_DEVICES") : "");
             break;
         }
         if (!with_wait()) {
             say("toolkit is not ready");
-            return die("nvidia-smi: not injected (no %s)", LAB_RUNTIME_MARKER);
+            return die("nvidia-smi: not found in PATH (not injected: toolkit not set up, or "
+                       "NVIDIA_VISIBLE_DEVICES=%s, or not the nvidia RuntimeClass)",
+                       env("NVIDIA_VISIBLE_DEVICES") ? env("NVIDIA_VISIBLE_DEVICES") : "");
         }
-        say("command failed (toolkit not set up: no %s), retrying after %d seconds",
-            LAB_RUNTIME_MARKER, sleep_s());
+        say("command failed (no nvidia-smi in PATH), retrying after %d seconds", sleep_s());
         sleep(sleep_s());
     }
     return create_status("toolkit-ready", "");
@@ -588,7 +717,19 @@ static int validate_api_component(const char *status)
     status_path(p, sizeof p, "toolkit-ready");
     if (need_file(p, "a GPU workload runs only with the toolkit set up"))
         return 1;
-    say("note: no workload pod / node resource check in the lab");
+    if (strcmp(status, "plugin-ready") == 0) {
+        char path[512], *body = NULL;
+        long code;
+        snprintf(path, sizeof path, "/api/v1/nodes/%s", env("NODE_NAME"));
+        code = api_get(path, &body);
+        free(body);
+        if (code != 200)
+            return die("Error getting node %s: HTTP %ld", env("NODE_NAME"), code);
+        say("check: GET node %s (HTTP 200); its nvidia.com/gpu is not checked (no GPU in the lab)",
+            env("NODE_NAME"));
+    } else {
+        say("note: no CUDA workload pod in the lab");
+    }
     return create_status(status, "");
 }
 
@@ -668,15 +809,18 @@ static int toolkit_main(int argc, char **argv)
     say("wrote %s", pidf);
     snprintf(p, sizeof p, "%s/toolkit", root);
     mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/toolkit/.gpuop-lab-standin", root);
-    if (write_atomic(p, "installed by the gpuop lab stand-in\n") != 0)
-        return die("install into %s: %s", p, strerror(errno));
-    say("installed the toolkit into %s/toolkit", root);
-    if (write_atomic(LAB_RUNTIME_MARKER, "nvidia runtime configured (lab)\n") != 0)
-        return die("write %s: %s", LAB_RUNTIME_MARKER, strerror(errno));
-    say("runtime configured (%s)", LAB_RUNTIME_MARKER);
-    wait_signal();
-    unlink(LAB_RUNTIME_MARKER);
+    {
+        char installed[PATH_MAX], content[PATH_MAX + 32];
+        snprintf(installed, sizeof installed, "%s/toolkit/.gpuop-lab-standin", root);
+        snprintf(content, sizeof content, "driver_root=%s\n", droot);
+        if (write_atomic(installed, content) != 0)
+            return die("install into %s: %s", installed, strerror(errno));
+        say("installed the toolkit into %s/toolkit (the lab's nvidia runtime now injects the "
+            "driver from %s)",
+            root, droot);
+        wait_signal();
+        unlink(installed);
+    }
     unlink(pidf);
     say("cleaned up the runtime configuration and %s", pidf);
     return 0;
@@ -692,6 +836,11 @@ static int toolkit_main(int argc, char **argv)
 static int gated_start(const char *what, int mounted_in_nvidia_pod)
 {
     say("%s starting", what);
+    /* NVML, injected by the NVIDIA runtime (FAIL_ON_INIT_ERROR: without it
+     * the real one exits). */
+    if (need_file(NVML, "NVML from the NVIDIA runtime: the toolkit was set up when this container "
+                        "was created"))
+        return 1;
     if (!mounted_in_nvidia_pod && !is_dir(VALIDATIONS)) {
         say("check: %s not mounted in this container (nor in NVIDIA's pod): the init container "
             "held the gate",
@@ -784,8 +933,8 @@ static int dcgm_main(int argc, char **argv)
             continue;
         n = read(c, req, sizeof req - 1);
         req[n > 0 ? n : 0] = 0;
-        body = strncmp(req, "GET /metrics", 12) == 0 ? "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 0\n"
-                                                     : "OK\n";
+        body =
+            strncmp(req, "GET /metrics", 12) == 0 ? "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 0\n" : "OK\n";
         snprintf(resp, sizeof resp,
                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                  "Connection: close\r\n\r\n%s",
@@ -802,14 +951,10 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } applets[] = {
-        {"nvidia-driver", driver_main},
-        {"nvidia-smi", smi_main},
-        {"nvidia-validator", validator_main},
-        {"nvidia-ctk-installer", toolkit_main},
-        {"nvidia-toolkit", toolkit_main},
-        {"nvidia-device-plugin", device_plugin_main},
-        {"gpu-feature-discovery", gfd_main},
-        {"config-manager", config_manager_main},
+        {"nvidia-driver", driver_main},       {"nvidia-smi", smi_main},
+        {"nvidia-validator", validator_main}, {"nvidia-ctk-installer", toolkit_main},
+        {"nvidia-toolkit", toolkit_main},     {"nvidia-device-plugin", device_plugin_main},
+        {"gpu-feature-discovery", gfd_main},  {"config-manager", config_manager_main},
         {"dcgm-exporter", dcgm_main},
     };
     const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
