@@ -118,13 +118,14 @@ static json_t *privileged(void)
 /* The directory where the validator's init containers write one file per
  * prerequisite that works on the node (driver-ready, toolkit-ready, ...);
  * driver-ready also says where the driver root is on that node. */
-#define VALIDATIONS      "/run/nvidia/validations"
-#define DRIVER_READY     VALIDATIONS "/driver-ready"
-#define TOOLKIT_READY    VALIDATIONS "/toolkit-ready"
-#define GATE_SLEEP       "5" /* seconds between two looks at a validation file */
-#define CDI_HOOK_REL     "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
-#define CDI_HOOK_MAX     320
-#define CDI_DEFAULT_KIND "management.nvidia.com/gpu"
+#define VALIDATIONS         "/run/nvidia/validations"
+#define DRIVER_READY        VALIDATIONS "/driver-ready"
+#define TOOLKIT_READY       VALIDATIONS "/toolkit-ready"
+#define TOOLKIT_START_DELAY "5" /* seconds; see tmpl_toolkit */
+#define GATE_SLEEP          "5" /* seconds between two looks at a validation file */
+#define CDI_HOOK_REL        "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
+#define CDI_HOOK_MAX        320
+#define CDI_DEFAULT_KIND    "management.nvidia.com/gpu"
 
 /* The runtime paths the toolkit edits on the host, and where they are
  * mounted in its container (defaults as the GPU Operator's). */
@@ -319,11 +320,13 @@ static json_t *plugin_security(const char *strategy)
 
 /* ---- pod templates, one per operand ---------------------------------------- */
 
-/* driver: builds and loads the kernel modules, then exposes its root at
- * /run/nvidia/driver for the rest of the chain. Needs the host's PID
- * namespace, full privileges, mount propagation back to the host, the host
- * root (kernel headers, os-release) and the firmware directory. Compiling
- * can take many minutes, hence the patient startup probe. */
+/* driver: builds and loads the kernel modules, then exposes its own root at
+ * /run/nvidia/driver for the rest of the chain (mount --rbind /, propagated
+ * back to the host). Needs the host's PID namespace, full privileges, the
+ * host's os-release and the firmware directory; not the host root, which
+ * NVIDIA's driver container does not mount either and which the rbind would
+ * expose again under /run/nvidia/driver/host. Compiling can take many
+ * minutes, hence the patient startup probe. */
 static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
 {
     (void)p;
@@ -332,16 +335,14 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
     t->security = need(t, privileged());
-    t->mounts = need(t, json_pack("[o,o,o,o,o,o]",
-                                  mount("run-nvidia", "/run/nvidia", false, "Bidirectional"),
-                                  mount("host-root", "/host", true, "HostToContainer"),
-                                  mount("host-os-release", "/host-etc/os-release", true, NULL),
-                                  mount("firmware", "/lib/firmware", false, NULL),
-                                  mount("var-log", "/var/log", false, NULL),
-                                  mount("dev-log", "/dev/log", false, NULL)));
+    t->mounts =
+        need(t, json_pack("[o,o,o,o,o]", mount("run-nvidia", "/run/nvidia", false, "Bidirectional"),
+                          mount("host-os-release", "/host-etc/os-release", true, NULL),
+                          mount("firmware", "/lib/firmware", false, NULL),
+                          mount("var-log", "/var/log", false, NULL),
+                          mount("dev-log", "/dev/log", false, NULL)));
     t->volumes = need(
-        t, json_pack("[o,o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
-                     hostpath("host-root", "/", NULL),
+        t, json_pack("[o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
                      hostpath("host-os-release", "/etc/os-release", NULL),
                      hostpath("firmware", "/lib/firmware", "DirectoryOrCreate"),
                      hostpath("var-log", "/var/log", NULL), hostpath("dev-log", "/dev/log", NULL)));
@@ -402,7 +403,11 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
     t->service_account = GPUOP_TOOLKIT_SA;
     t->api_token = true; /* driver-validation asks the API */
     t->init = need(t, json_pack("[o]", driver_validation(p)));
-    t->command = need(t, sourcing_command("nvidia-toolkit", NULL));
+    /* NVIDIA's toolkit entrypoint waits 5 s more before it starts, a
+     * workaround for containerd 1.6.9 and later, which sent the toolkit a
+     * SIGTERM shortly after it restarted containerd (gpu-operator v26.7.0
+     * assets/state-container-toolkit/0400_configmap.yaml) */
+    t->command = need(t, sourcing_command("nvidia-toolkit", "sleep " TOOLKIT_START_DELAY "\n"));
     /* the container's view of the host paths: in the template's order, and
      * set again over the policy's values (which name host paths) */
     t->env_after =

@@ -463,6 +463,44 @@ static json_t *render_one(const struct gpuop_policy *p, const char *operand)
     return ds;
 }
 
+/* The driver container does not see the host's root: NVIDIA's driver
+ * container has no such mount (gpu-operator v26.7.0,
+ * assets/state-driver/0500_daemonset.yaml, nvidia-driver-ctr), and its
+ * `mount --rbind / /run/nvidia/driver` would expose the whole host tree
+ * again under /run/nvidia/driver/host, on the host and in every peer that
+ * mounts the driver root (found by the real-node stand-ins). */
+static void test_driver_no_host_root(void **state)
+{
+    struct gpuop_policy p;
+    load_policy("full.yaml", &p);
+    json_t *drv = render_one(&p, "driver");
+    json_t *vols = path_get(drv, "spec/template/spec/volumes");
+    json_t *mounts = path_get(drv, "spec/template/spec/containers/0/volumeMounts");
+    size_t i;
+    json_t *v;
+    assert_true(json_array_size(vols) > 0);
+    json_array_foreach(vols, i, v)
+    {
+        const char *hp = str_at(v, "hostPath/path");
+        if (hp && !strcmp(hp, "/"))
+            fail_msg("the driver mounts the host root (volume %s)", str_at(v, "name"));
+    }
+    json_array_foreach(mounts, i, v)
+    {
+        if (!strcmp(str_at(v, "mountPath"), "/host"))
+            fail_msg("the driver container mounts %s at /host", str_at(v, "name"));
+    }
+    /* what it does need from the host stays */
+    bool os_release = false;
+    json_array_foreach(mounts, i, v)
+    {
+        os_release |= !strcmp(str_at(v, "mountPath"), "/host-etc/os-release");
+    }
+    assert_true(os_release);
+    json_decref(drv);
+    gpuop_policy_free(&p);
+}
+
 static void test_full_policy(void **state)
 {
     struct gpuop_policy p;
@@ -1216,6 +1254,7 @@ int main(void)
         cmocka_unit_test(test_toolkit_runtime),
         cmocka_unit_test(test_mig_caps),
         cmocka_unit_test(test_extras),
+        cmocka_unit_test(test_driver_no_host_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
