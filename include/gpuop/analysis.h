@@ -74,7 +74,10 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     uint8_t operand;   /* operand index */
     uint8_t kind;      /* enum gpuop_kind */
     uint8_t reason;    /* enum gpuop_reason */
-    int8_t prereq;     /* OrderingViolation: the unsatisfied prerequisite; else -1 */
+    int8_t prereq;     /* OrderingViolation (and Held): the unsatisfied prerequisite;
+                          TaintNotTolerated and PodNotCreated of a per-OS operand:
+                          the index of its pool's DaemonSet in
+                          operands[operand].daemonsets; else -1 */
     union {
         const void *ref; /* every reason but PodNotCreated: borrowed from gpuop_analyze's
                             inputs, may be NULL: what the detail is made of (the untolerated
@@ -114,6 +117,11 @@ struct gpuop_operand_result {
     const char *controller_says; /* the DaemonSet's controller_says (borrowed from the
                                     inputs, see model.h), or NULL; forgotten by
                                     gpuop_findings_keep_keys */
+    const char *daemonsets;      /* a per-OS operand (SPEC 4b): its DaemonSets'
+                                    names, sorted, comma-separated, "" for none
+                                    (in the findings' names arena); NULL for an
+                                    operand with its one DaemonSet. desired and
+                                    ready above are their sums. */
 };
 
 /* Stranded GPU pods of one node (issue 15 §2): pods bound to a node with

@@ -77,7 +77,7 @@ enum gpuop_upgrade {
  * controllers/nodelabeling_controller.go honours it). */
 #define GPUOP_LABEL_PAUSED_FOR_UPGRADE "paused-for-driver-upgrade"
 
-struct gpuop_node { /* 64 bytes, its strings and taints after it */
+struct gpuop_node { /* 72 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -90,8 +90,40 @@ struct gpuop_node { /* 64 bytes, its strings and taints after it */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
     uint16_t ntaints;                        /* at most GPUOP_MODEL_TAINTS_MAX are kept */
     struct gpuop_gpu_counts gpus;            /* what the node advertises */
-    uint8_t upgrade;                         /* enum gpuop_upgrade */
+    /* Node labelling (SPEC 4a), in the 4 bytes left: */
+    uint16_t labelled;         /* bit per operand index: deploy label gpuop set "true"
+                                  (its annotation GPUOP_ANNOTATION_NODE_LABELS) */
+    uint8_t present_label : 2; /* enum gpuop_label of nvidia.com/gpu.present */
+    bool any_deploy : 1;       /* some nvidia.com/gpu.deploy.* label, of any suffix */
+    bool labelled_present : 1; /* gpuop set nvidia.com/gpu.present "true" */
+    uint8_t label_note : 2;    /* enum gpuop_label_note: gpuop's annotation */
+    bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
+                                  "true", else nvidia.com/gpu.product names an A100, A30 or
+                                  H100; never with nvidia.com/vgpu.host-driver-version */
+    uint8_t os_labels : 3;     /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    uint8_t upgrade : 2;       /* enum gpuop_upgrade (the same byte as os_labels) */
+    char *os;                  /* their values, three consecutive strings ("" when absent):
+                                  ID, VERSION_ID, VERSION_ID.major; NULL when it carries
+                                  none. Read them with gpuop_node_os(). */
 };
+
+/* gpuop's annotation on a node (struct gpuop_node.label_note). */
+enum gpuop_label_note {
+    GPUOP_NOTE_NONE = 0, /* gpuop never labelled the node */
+    GPUOP_NOTE_OK,       /* gpuop labelled it: what is in labelled / labelled_present */
+    GPUOP_NOTE_BAD       /* the annotation is there but unreadable: gpuop writes nothing */
+};
+
+/* Largest gpuop annotation read (bytes); a longer one is GPUOP_NOTE_BAD. */
+#define GPUOP_MODEL_NOTE_MAX 8192
+
+/* NFD's OS labels (node-feature-discovery's system-os_release source),
+ * which the driver's image tag and OS pools come from (SPEC 4b). */
+#define GPUOP_LABEL_OS_ID      "feature.node.kubernetes.io/system-os_release.ID"
+#define GPUOP_LABEL_OS_VERSION "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+#define GPUOP_LABEL_OS_MAJOR   "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+enum gpuop_os_field { GPUOP_OS_ID, GPUOP_OS_VERSION, GPUOP_OS_MAJOR, GPUOP_OS_FIELDS };
+#define GPUOP_OS_HAS(f) (1u << (f))
 
 /* status.phase. A value no kubelet reports is kept as UNKNOWN. */
 enum gpuop_phase {
@@ -197,6 +229,9 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
+/* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
+ * NULL when the node lacks it. */
+const char *gpuop_node_os(const struct gpuop_node *n, int f);
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);

@@ -29,11 +29,29 @@
 #define GPUOP_MANAGER          "gpuop"
 /* NVIDIA's own pod label (operand table column "app"), beside the above. */
 #define GPUOP_LABEL_APP "app"
+/* The OS pool of a per-OS DaemonSet and its pods (SPEC 4b): in the
+ * selector, so the pools' DaemonSets never select each other's pods. */
+#define GPUOP_LABEL_OS_POOL "gpuop.dev/os-pool"
+
+/* The annotation in which gpuop records on a node the labels it set there
+ * (SPEC 4a): a JSON object, label -> {"value": "true", "at": RFC 3339}. */
+#define GPUOP_ANNOTATION_NODE_LABELS "gpuop.dev/node-labels"
 
 /* Service account every operand pod runs as (created by deploy/). */
 #define GPUOP_OPERAND_SA "gpuop-operand"
 /* The one operand that uses the API (MIG Manager relabels its node) runs
  * as this one, with a token (deploy/10-rbac.yaml). */
 #define GPUOP_MIG_MANAGER_SA "gpuop-mig-manager"
+/* The validator and the toolkit run nvidia-validator, which asks the API
+ * whether an operator manages the driver (and the validator reads its
+ * node): each its own account, with a token (deploy/10-rbac.yaml). */
+#define GPUOP_VALIDATOR_SA "gpuop-operator-validator"
+#define GPUOP_TOOLKIT_SA   "gpuop-container-toolkit"
+
+/* The RuntimeClass gpuop applies for the containerd handler the toolkit
+ * registers; the GPU operands' pods run in it (CDI mode). */
+#define GPUOP_RUNTIME_CLASS "nvidia"
+/* The Service gpuop applies in front of the DCGM exporter's pods. */
+#define GPUOP_DCGM_SERVICE "gpuop-dcgm-exporter"
 
 #endif

@@ -24,24 +24,36 @@ struct gpuop_operand {
     const char *name;    /* label suffix and component name, e.g. "device-plugin" */
     const char *ds_name; /* DaemonSet name, e.g. "gpuop-device-plugin" */
     const char *prereq;  /* name of the direct prerequisite, or NULL */
-    const char *image;   /* default image (full reference) */
-    bool enabled;        /* default of spec.<key>.enabled */
-    const char *config;  /* default ConfigMap of spec.<key>.config.name, or NULL
-                            when the operand reads no ConfigMap (then
-                            spec.<key>.config is an unknown field) */
-    const char *app;     /* the "app" label the NVIDIA GPU Operator gives its
-                            pods, which NVIDIA's tools select on (MIG Manager
-                            waits for the GPU clients by it) */
+    /* default image, the GPU Operator's three keys: joined
+       repository/image:version (or @version for a "sha256:" digest) */
+    const char *repository; /* e.g. "nvcr.io/nvidia" */
+    const char *image;      /* e.g. "driver" */
+    const char *version;    /* e.g. "595.91.07" */
+    bool enabled;           /* default of spec.<key>.enabled */
+    const char *config;     /* default ConfigMap of spec.<key>.config.name, or NULL
+                               when the operand reads no ConfigMap (then
+                               spec.<key>.config is an unknown field) */
+    const char *app;        /* the "app" label the NVIDIA GPU Operator gives its
+                               pods, which NVIDIA's tools select on (MIG Manager
+                               waits for the GPU clients by it) */
+    bool per_os;            /* the image tag gets the node's OS appended
+                               ("595.91.07-ubuntu24.04"): one DaemonSet per OS
+                               pool, named "<ds_name>-<OS tag>" (SPEC 4b) */
 };
 
 /* The table, in chain order; borrowed, static. */
 const struct gpuop_operand *gpuop_operand_get(int idx);
 int gpuop_operand_count(void);
 
-/* Index of an operand by spec key / by name / by DaemonSet name; -1 if none. */
+/* Index of an operand by spec key / by name / by DaemonSet name; -1 if
+ * none. A per_os operand's DaemonSets "<ds_name>-<OS tag>" are its own. */
 int gpuop_operand_by_key(const char *key);
 int gpuop_operand_by_name(const char *name);
 int gpuop_operand_by_ds(const char *ds_name);
+
+/* The default image reference of op, joined as the GPU Operator joins
+ * repository/image/version (without an OS tag); snprintf's return. */
+int gpuop_operand_image_ref(const struct gpuop_operand *op, char *buf, size_t size);
 
 /* Index of the direct prerequisite of idx, or -1. */
 int gpuop_operand_prereq(int idx);

@@ -25,6 +25,16 @@ enum gpuop_ordering {
     GPUOP_ORDERING_ENFORCE, /* DaemonSets also carry node affinity on their prerequisites */
 };
 
+/* spec.mig.strategy: how the device plugin and GFD expose MIG devices */
+enum gpuop_mig_strategy {
+    GPUOP_MIG_NONE,
+    GPUOP_MIG_SINGLE, /* default, as the GPU Operator's */
+    GPUOP_MIG_MIXED,
+};
+
+/* spec.toolkit.installDir's default: the GPU Operator's */
+#define GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT "/usr/local/nvidia"
+
 /* Defaults and bounds of spec.findings.* (seconds). */
 #define GPUOP_TERMINATING_GRACE_DEFAULT 300
 #define GPUOP_ADVERTISE_GRACE_DEFAULT   120
@@ -33,7 +43,14 @@ enum gpuop_ordering {
 
 struct gpuop_operand_spec {
     bool enabled;      /* default from the operand table */
-    char *image;       /* full reference; default from the operand table */
+    char *image;       /* full reference: spec.<key>.image when it is one, else
+                          repository/image:version (@version for a digest)
+                          joined; default from the operand table */
+    bool os_tag;       /* a per-OS operand (the driver) whose image is a tag
+                          from repository/image/version: each node's OS tag
+                          is appended ("-ubuntu24.04"), one DaemonSet per OS
+                          pool (SPEC 4b); false for a full reference or a
+                          digest, used as it is */
     char *pull_policy; /* Always | IfNotPresent | Never; default IfNotPresent */
     json_t *args;      /* array of strings (owned reference), never NULL */
     json_t *env;       /* array of {name, value} (owned), never NULL */
@@ -62,7 +79,12 @@ struct gpuop_policy {
     char *update_strategy;      /* RollingUpdate | OnDelete; default RollingUpdate */
     json_t *max_unavailable;    /* rollingUpdate.maxUnavailable: integer or "N%" (owned), or NULL */
     json_t *image_pull_secrets; /* array of {name} (owned), never NULL */
-    enum gpuop_ordering ordering; /* spec.ordering; default report */
+    enum gpuop_ordering ordering;         /* spec.ordering; default report */
+    enum gpuop_mig_strategy mig_strategy; /* spec.mig.strategy; default single */
+    char *toolkit_install_dir;            /* spec.toolkit.installDir: the runtime's host directory;
+                                             default GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT */
+    bool node_labeling;                   /* spec.nodeLabeling.enabled: gpuop labels new GPU
+                                             nodes (SPEC 4a); false when absent */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

@@ -23,6 +23,7 @@ enum gpuop_kind {
 enum gpuop_reason {
     /* Missing, in the order an engineer checks */
     GPUOP_REASON_DAEMONSET_ABSENT = 0,
+    GPUOP_REASON_OS_LABELS_MISSING, /* the per-OS driver's image needs the node's OS */
     GPUOP_REASON_TAINT_NOT_TOLERATED,
     GPUOP_REASON_POD_NOT_CREATED,
     GPUOP_REASON_POD_UNSCHEDULABLE,
@@ -40,6 +41,7 @@ enum gpuop_reason {
     GPUOP_REASON_LABEL_PAUSED,
     GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
     GPUOP_REASON_LABEL_INVALID,
+    GPUOP_REASON_LABEL_CHANGED, /* a label gpuop set (node labelling) someone changed */
     /* Unexpected */
     GPUOP_REASON_OPERAND_DISABLED,
     GPUOP_REASON_NODE_OPTED_OUT,
@@ -58,7 +60,8 @@ enum gpuop_reason {
 /* Templates (message, action): "<name>" is replaced by a placeholder's
  * value, "[name:text]" stands for text (which may hold placeholders) when
  * name's value is not empty, else for nothing. Placeholders: operand, key
- * (its spec key), ds (its DaemonSet), prereq (the unsatisfied prerequisite
+ * (its spec key), ds (its DaemonSet), node (the node's name), label-now (a deploy label's value
+ * as the finding borrows it: "absent", or the value quoted), prereq (the unsatisfied prerequisite
  * of an ordering finding), detail (gpuop_finding_detail), since
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state

@@ -10,18 +10,69 @@
 #ifndef GPUOP_RENDER_H
 #define GPUOP_RENDER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <jansson.h>
 
 #include "gpuop/names.h"
+#include "gpuop/ospool.h"
 #include "gpuop/policy.h"
 
-/* The DaemonSet of operand index `operand` in namespace ns: new reference,
- * NULL on out-of-memory or a bad operand index. p and ns are borrowed.
+/* Longest DaemonSet name and image reference rendered. */
+#define GPUOP_RENDER_NAME_MAX  128
+#define GPUOP_RENDER_IMAGE_MAX 600
+
+/* True when operand's DaemonSets are per OS pool (SPEC 4b): the driver,
+ * its image a tag from repository/image/version (not a full reference,
+ * not a digest). */
+bool gpuop_render_per_os(const struct gpuop_policy *p, int operand);
+
+/* The DaemonSet name of operand for pool (NULL: none): "<ds_name>-<tag>"
+ * when the operand is per OS, else the table's; snprintf's return. */
+int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
+                         char *buf, size_t size);
+
+/* The DaemonSet of operand index `operand` for OS pool `pool` in namespace
+ * ns: new reference, NULL on out-of-memory or a bad operand index. p, pool
+ * and ns are borrowed. A per-OS operand's DaemonSet for a pool is named
+ * "<ds_name>-<tag>", its image tag gets "-<tag>", it selects the pool's OS
+ * labels and carries the pool label; pool is ignored for other operands.
  * Rendered whether or not the operand is enabled. */
+json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
+                                  const struct gpuop_ospool *pool, const char *ns);
+
+/* gpuop_render_daemonset_os without a pool: the table's name and the image
+ * as the policy has it (for a per-OS operand an image without the OS tag,
+ * which only a pool's DaemonSet completes). */
 json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const char *ns);
 
 /* New array of the DaemonSets of the enabled operands, in operand-table
- * order; NULL on out-of-memory. */
-json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns);
+ * order; a per-OS operand gives one per pool of pools (npools, borrowed,
+ * in their order), none when there is none. NULL on out-of-memory. */
+json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
+                         const struct gpuop_ospool *pools, size_t npools);
+
+/* Objects beside the DaemonSets that the operands need: the nvidia
+ * RuntimeClass, the default MIG config ConfigMap, the DCGM exporter's
+ * Service. A fixed table; each is wanted or not by the policy, and the
+ * controller applies the wanted ones and deletes the others. */
+struct gpuop_render_extra {
+    const char *kind;          /* "RuntimeClass" */
+    const char *group_version; /* "node.k8s.io/v1" */
+    const char *resource;      /* "runtimeclasses" */
+    bool namespaced;           /* in the operands' namespace, else cluster-scoped */
+    const char *name;
+};
+#define GPUOP_RENDER_EXTRA_MAX 4
+
+int gpuop_render_extra_count(void);
+/* Row i of the table (borrowed, static), NULL out of range. */
+const struct gpuop_render_extra *gpuop_render_extra_get(int i);
+/* *out: new object of extra i for policy p in namespace ns, or NULL when
+ * the policy does not want it. Returns 0, GPUOP_ENOMEM, or GPUOP_EINVAL
+ * for a bad index. p and ns are borrowed. */
+int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out);
+/* New array of the extras p wants, in table order; NULL on out-of-memory. */
+json_t *gpuop_render_extras(const struct gpuop_policy *p, const char *ns);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * cmd_render.c - `gpuop render`: a GpuPolicy file in, the operand
- * DaemonSets out, offline and deterministic (for review and GitOps).
+ * DaemonSets out, then the objects gpuop applies beside them (the nvidia
+ * RuntimeClass, the default MIG config, the DCGM exporter's Service),
+ * offline and deterministic (for review and GitOps).
  *
  * The first GpuPolicy document of the file is used (a file may hold other
  * objects too, such as a kustomize bundle). Policy problems are printed as
@@ -8,6 +10,13 @@
  * DaemonSets still render with the defaults put in place; --strict turns
  * warnings into exit code 1 for CI. The output carries no owner reference
  * and no uid: the file is not a live object.
+ *
+ * The driver's image is per OS (SPEC 4b): with no cluster to read the
+ * nodes' OS labels from, --os names the OS pools to render a driver
+ * DaemonSet for ("--os ubuntu24.04,rhel9.4", as ID and VERSION_ID run
+ * together, or "ID=VERSION_ID"); without it the driver is left out, and
+ * stderr says so, unless its image is a full reference or a digest (then
+ * the one gpuop-driver renders as always).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +32,17 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gpuop render -f FILE [--namespace NS] [--strict]\n\n"
-            "Prints the operand DaemonSets a GpuPolicy expands to, as YAML documents.\n\n"
+            "usage: gpuop render -f FILE [--namespace NS] [--os POOLS] [--strict]\n\n"
+            "Prints the operand DaemonSets a GpuPolicy expands to, and the objects gpuop\n"
+            "applies beside them (RuntimeClass, ConfigMap, Service), as YAML documents.\n\n"
             "options:\n"
             "  -f, --filename FILE   file holding a GpuPolicy (YAML or JSON; - for stdin);\n"
             "                        the first GpuPolicy document is used\n"
             "  -n, --namespace NS    namespace of the DaemonSets (default " DEFAULT_NAMESPACE ")\n"
+            "      --os POOLS        the nodes' OS pools the driver gets a DaemonSet for,\n"
+            "                        comma-separated ID and VERSION_ID as NFD labels them:\n"
+            "                        ubuntu24.04,rhel9.4 (or ubuntu=24.04); rhel, rocky and\n"
+            "                        ol keep only the major version (rhel9)\n"
             "      --strict          exit 1 when the policy has problems (default: warn)\n"
             "  -h, --help            show this help\n\n"
             "exit status: 0 rendered, 1 unreadable or invalid input, 2 usage error\n");
@@ -81,9 +95,37 @@ static json_t *first_policy(json_t *docs)
     return NULL;
 }
 
+/* Parses the --os list into pools (sorted, without duplicates); returns
+ * the count, or -1 after saying what is wrong. */
+static int parse_pools(const char *list, struct gpuop_ospool *pools)
+{
+    char item[2 * GPUOP_OSPOOL_TAG_MAX + 2];
+    size_t n = 0;
+    for (const char *s = list; s && *s;) {
+        size_t len = strcspn(s, ",");
+        struct gpuop_ospool p;
+        snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) ? len : sizeof(item) - 1), s);
+        if (len == 0 || len >= sizeof(item) || gpuop_ospool_parse(item, &p) < 0) {
+            fprintf(stderr,
+                    "gpuop render: --os: '%.*s' is not an OS pool (ID and VERSION_ID as NFD "
+                    "labels them, e.g. ubuntu24.04, rhel9.4 or ubuntu=24.04)\n",
+                    (int)len, s);
+            return -1;
+        }
+        if (gpuop_ospool_add(pools, &n, GPUOP_OSPOOL_MAX, &p) == GPUOP_ETOOBIG) {
+            fprintf(stderr, "gpuop render: --os: more than %d OS pools\n", GPUOP_OSPOOL_MAX);
+            return -1;
+        }
+        s += len + (s[len] == ',');
+    }
+    return (int)n;
+}
+
 int gpuop_cmd_render(int argc, char **argv)
 {
-    const char *file = NULL, *ns = DEFAULT_NAMESPACE;
+    const char *file = NULL, *ns = DEFAULT_NAMESPACE, *os = NULL;
+    struct gpuop_ospool pools[GPUOP_OSPOOL_MAX];
+    int npools = 0;
     int strict = 0;
     struct gpuop_err err = {0};
     struct gpuop_policy pol;
@@ -98,7 +140,8 @@ int gpuop_cmd_render(int argc, char **argv)
         } else if (!strcmp(argv[i], "--strict")) {
             strict = 1;
         } else if ((r = opt_value(argc, argv, &i, "-f", "--filename", &file)) != 0 ||
-                   (r = opt_value(argc, argv, &i, "-n", "--namespace", &ns)) != 0) {
+                   (r = opt_value(argc, argv, &i, "-n", "--namespace", &ns)) != 0 ||
+                   (r = opt_value(argc, argv, &i, "--os", "--os", &os)) != 0) {
             if (r < 0) {
                 fprintf(stderr, "gpuop render: option %s needs a value\n", argv[i]);
                 usage(stderr);
@@ -115,6 +158,8 @@ int gpuop_cmd_render(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (os && (npools = parse_pools(os, pools)) < 0)
+        return 2;
     if (!namespace_ok(ns)) {
         fprintf(stderr,
                 "gpuop render: '%s' is not a valid namespace name (lower-case letters, digits "
@@ -150,12 +195,21 @@ int gpuop_cmd_render(int argc, char **argv)
         fprintf(stderr, "warning: %d more problems not shown\n",
                 pol.nproblems - GPUOP_POLICY_PROBLEMS_MAX);
 
-    dss = gpuop_render_all(&pol, ns);
-    if (!dss) {
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        if (pol.operands[o].enabled && gpuop_render_per_os(&pol, o) && npools == 0)
+            fprintf(stderr,
+                    "note: %s: one DaemonSet per OS pool of the nodes (its image %s gets the "
+                    "node's OS tag); name the pools with --os, e.g. --os ubuntu24.04,rhel9.4\n",
+                    gpuop_operand_get(o)->ds_name, pol.operands[o].image);
+    dss = gpuop_render_all(&pol, ns, pools, (size_t)npools);
+    json_t *extras = dss ? gpuop_render_extras(&pol, ns) : NULL;
+    if (!extras || json_array_extend(dss, extras)) {
+        json_decref(extras);
         fprintf(stderr, "gpuop render: out of memory\n");
         gpuop_policy_free(&pol);
         goto out;
     }
+    json_decref(extras);
     size_t i;
     json_t *ds;
     code = 0;

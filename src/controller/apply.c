@@ -21,7 +21,17 @@
  * sent again before the key's backoff has passed (a changed body is sent at
  * once), so a rejected policy costs one PATCH per backoff step, not one per
  * event. The ServiceAccount likewise: applied when its body changed or
- * the watch saw it deleted.
+ * the watch saw it deleted. The objects beside the DaemonSets (RuntimeClass,
+ * MIG config, DCGM Service) are applied or deleted at each reconcile's
+ * start when their body changed (see apply_extra).
+ *
+ * The driver per OS (SPEC 4b): when its image takes the node's OS tag, the
+ * driver operand is one DaemonSet per OS pool among the GPU nodes of the
+ * node cache (gpuop-driver-ubuntu24.04, gpuop-driver-rhel9), each with its
+ * own record (pool_applied); a pool no GPU node is in any more has its
+ * DaemonSet deleted, and so has the plain gpuop-driver. The other way round
+ * (a full reference or a digest) the pools' DaemonSets are deleted and the
+ * one gpuop-driver is applied. The operand's result sums the pools up.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +80,14 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c)
     }
     c->sa_applied.rejected_now = false;
     c->sa.blocked_by = -1;
+    c->extras_started = false;
+    for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
+        c->extras_applied[i].rejected_now = false;
+    for (int k = 0; k < CTL_POOLS_MAX; k++)
+        c->pool_applied[k].a.rejected_now = false;
+    c->pool_pending = 0;
+    c->pool_failed = false;
+    c->pool_operand = -1;
 }
 
 /* Remembers a refused body: not resent before the key's backoff. */
@@ -213,6 +231,227 @@ static void delete_operand(struct gpuop_controller *c, int i)
         fail_now(c, i, GPUOP_APPLY_DELETE_FAILED, rc);
 }
 
+/* ---- the per-OS DaemonSets of one operand (SPEC 4b) ---- */
+
+/* The record of DaemonSet name, made when make is set; NULL when there is
+ * none (or no room: then the DaemonSet is applied every reconcile). */
+static struct ctl_pool_applied *pool_rec(struct gpuop_controller *c, const char *name, bool make)
+{
+    struct ctl_pool_applied *free_rec = NULL;
+    for (int k = 0; k < CTL_POOLS_MAX; k++) {
+        if (!strcmp(c->pool_applied[k].name, name))
+            return &c->pool_applied[k];
+        if (!free_rec && !c->pool_applied[k].name[0])
+            free_rec = &c->pool_applied[k];
+    }
+    if (!make || !free_rec)
+        return NULL;
+    memset(free_rec, 0, sizeof(*free_rec));
+    snprintf(free_rec->name, sizeof(free_rec->name), "%s", name);
+    return free_rec;
+}
+
+/* One pool op ended: the operand is settled when the last one has. */
+static void pool_settle(struct gpuop_controller *c)
+{
+    int i = c->pool_operand;
+    if (c->pool_pending > 0 || i < 0)
+        return;
+    if (!c->pool_failed)
+        c->res[i].state = GPUOP_APPLY_CURRENT;
+    c->pool_operand = -1;
+}
+
+static void pool_failed(struct gpuop_controller *c, int state, const char *name,
+                        const struct gpuop_err *e)
+{
+    int i = c->pool_operand;
+    if (i >= 0 && !c->pool_failed)
+        set_failed(&c->res[i], state, e); /* the first failure is the one said */
+    c->pool_failed = true;
+    gpuop_ctl_fail(c, name, e);
+}
+
+static void pool_apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    struct ctl_pool_applied *r = &c->pool_applied[o->slot];
+    char obj[CTL_OBJ_MAX];
+    snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, r->name);
+    c->pool_pending--;
+    if (rc == 0) {
+        r->a.body_hash = o->body_hash;
+        r->a.generation =
+            json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
+        r->a.meta_hash = gpuop_caches_meta_hash(body);
+        r->a.rejected_hash = 0;
+        gpuop_info(obj, "applied DaemonSet (generation %lld)", r->a.generation);
+    } else if (rc != GPUOP_ECANCELED) {
+        struct gpuop_apply_result tmp;
+        set_failed(&tmp, GPUOP_APPLY_FAILED, err);
+        remember_refusal(&r->a, o->body_hash, &tmp);
+        gpuop_debug(obj, "apply failed: %s", err->message);
+        pool_failed(c, GPUOP_APPLY_FAILED, r->name, err);
+    }
+    pool_settle(c);
+    gpuop_ctl_op_end(o);
+}
+
+static void pool_delete_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    struct ctl_pool_applied *r = &c->pool_applied[o->slot];
+    char obj[CTL_OBJ_MAX];
+    (void)body;
+    snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, r->name);
+    c->pool_pending--;
+    if (rc == 0 || rc == GPUOP_ENOTFOUND) {
+        gpuop_info(obj, "deleted DaemonSet (no GPU node of its OS pool, or the driver image "
+                        "changed between per-OS and one reference)");
+        memset(r, 0, sizeof(*r));
+    } else if (rc != GPUOP_ECANCELED) {
+        pool_failed(c, GPUOP_APPLY_DELETE_FAILED, r->name, err);
+    }
+    pool_settle(c);
+    gpuop_ctl_op_end(o);
+}
+
+/* Applies one DaemonSet (new ds, released here) of operand i under its
+ * pool record; as apply_operand, by the record. */
+static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char *name)
+{
+    struct gpuop_err e;
+    char *body = ds ? json_dumps(ds, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(ds);
+    struct ctl_pool_applied *r = pool_rec(c, name, true);
+    if (!body || !r) {
+        gpuop_err_set(&e, body ? GPUOP_ETOOBIG : GPUOP_ENOMEM, NULL, "%s",
+                      body ? "too many OS pools' DaemonSets" : gpuop_strerror(GPUOP_ENOMEM));
+        gpuop_json_free(body);
+        pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
+        return;
+    }
+    uint64_t h = gpuop_hash_str(body);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, name);
+    if (r->a.body_hash == h &&
+        (!live || (live->ds.generation == r->a.generation && live->meta_hash == r->a.meta_hash))) {
+        gpuop_json_free(body);
+        return; /* in line with the policy */
+    }
+    struct gpuop_apply_result tmp;
+    if (still_refused(c, &r->a, h, &tmp, &e)) {
+        gpuop_json_free(body);
+        pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
+        return;
+    }
+    char obj[CTL_OBJ_MAX];
+    snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, name);
+    if (live && r->a.body_hash == h)
+        gpuop_info(obj, "DaemonSet changed outside the policy; putting it back");
+    char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", name, NULL);
+    struct ctl_op *op = NULL;
+    int rc = path ? 0 : GPUOP_ENOMEM;
+    if (rc == 0) {
+        c->stats.applies++;
+        rc = gpuop_ctl_send(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, pool_apply_done,
+                            &op);
+    }
+    free(path);
+    gpuop_json_free(body);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
+        return;
+    }
+    op->slot = (int)(r - c->pool_applied);
+    c->pool_pending++;
+}
+
+static void pool_delete(struct gpuop_controller *c, int i, const char *name)
+{
+    struct gpuop_err e;
+    struct ctl_pool_applied *r = pool_rec(c, name, true);
+    const struct gpuop_kube_ref ref = {
+        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = name};
+    char *path = r ? gpuop_kube_path(&ref, NULL, 0) : NULL;
+    struct ctl_op *op = NULL;
+    int rc = !r ? GPUOP_ETOOBIG : path ? 0 : GPUOP_ENOMEM;
+    if (rc == 0) {
+        c->stats.deletes++;
+        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, pool_delete_done, &op);
+    }
+    free(path);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        pool_failed(c, GPUOP_APPLY_DELETE_FAILED, name, &e);
+        return;
+    }
+    op->slot = (int)(r - c->pool_applied);
+    c->pool_pending++;
+}
+
+/* Operand i's DaemonSets by OS pool, or (per_os false, or the operand
+ * disabled: want false) its pools' DaemonSets deleted. Every cached
+ * DaemonSet of the operand that is not wanted is deleted, the plain one
+ * included when per_os (not when !per_os: apply_operand and delete_operand
+ * look after it). Returns true when operand i is settled here (the
+ * per-OS case); false leaves the plain DaemonSet to the caller. */
+static bool pools_step(struct gpuop_controller *c, int i, bool want)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    bool per_os = want && gpuop_render_per_os(&c->policy, i);
+    struct gpuop_caches_view v = {0};
+    struct gpuop_ospool pools[GPUOP_OSPOOL_MAX];
+    size_t npools = 0, dropped = 0;
+    char name[GPUOP_RENDER_NAME_MAX], obj[CTL_OBJ_MAX];
+
+    if (!od->per_os)
+        return false;
+    if (gpuop_caches_view(c->world, &v) < 0) {
+        if (per_os)
+            fail_now(c, i, GPUOP_APPLY_FAILED, GPUOP_ENOMEM);
+        return per_os;
+    }
+    if (per_os) {
+        c->pool_operand = i;
+        c->pool_failed = false;
+        npools = gpuop_ospool_collect(v.nodes, v.nnodes, pools, GPUOP_OSPOOL_MAX, &dropped);
+        if (dropped)
+            gpuop_warn(c->kobj,
+                       "%zu GPU node(s) are in OS pools beyond the first %d: no %s "
+                       "DaemonSet for them",
+                       dropped, GPUOP_OSPOOL_MAX, od->ds_name);
+    }
+    /* the unwanted ones first: a pool gone, or the other way of naming */
+    for (size_t k = 0; k < v.nds; k++) {
+        const char *dn = v.ds[k]->name;
+        if (gpuop_operand_by_ds(dn) != i || (!per_os && !strcmp(dn, od->ds_name)))
+            continue;
+        bool keep = false;
+        for (size_t j = 0; per_os && j < npools && !keep; j++) {
+            gpuop_render_ds_name(&c->policy, i, &pools[j], name, sizeof(name));
+            keep = !strcmp(name, dn);
+        }
+        if (!keep) {
+            if (per_os || strcmp(dn, od->ds_name))
+                pool_delete(c, i, dn);
+        }
+    }
+    for (size_t j = 0; j < npools; j++) {
+        gpuop_render_ds_name(&c->policy, i, &pools[j], name, sizeof(name));
+        pool_apply(c, i, gpuop_render_daemonset_os(&c->policy, i, &pools[j], c->ns), name);
+    }
+    gpuop_caches_view_free(&v);
+    if (per_os) {
+        snprintf(obj, sizeof(obj), "daemonset/%s/%s-*", c->ns, od->ds_name);
+        gpuop_debug(obj, "%zu OS pool(s)", npools);
+        pool_settle(c);
+    }
+    return per_os;
+}
+
 /* ---- the operands' ServiceAccount ---- */
 
 static void sa_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
@@ -295,6 +534,94 @@ static void apply_sa(struct gpuop_controller *c)
     }
 }
 
+/* ---- the objects beside the DaemonSets (gpuop_render_extra) ---- */
+
+/* The RuntimeClass, the default MIG config and the DCGM exporter's Service:
+ * applied by server-side apply when the policy wants one and its body
+ * changed since the last answer, deleted once when it does not and this
+ * process applied it (a 404 is as good as a delete). They are not watched:
+ * one deleted by hand comes back when its body changes or gpuop restarts,
+ * and one left from before a restart stays until the policy, its owner, is
+ * deleted. A refused body waits for
+ * the key's backoff, as a DaemonSet's does. */
+
+static void extra_label(const struct gpuop_render_extra *x, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s", x->kind, x->name);
+}
+
+static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_op *o = arg;
+    struct gpuop_controller *c = o->c;
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(o->operand);
+    struct ctl_applied *a = &c->extras_applied[o->operand];
+    bool del = o->body_hash == CTL_EXTRA_DELETED;
+    char what[CTL_OBJ_MAX];
+    (void)body;
+    extra_label(x, what, sizeof(what));
+    if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
+        memset(a, 0, sizeof(*a));
+        a->body_hash = o->body_hash;
+        if (rc == 0)
+            gpuop_info(what, del ? "deleted (not wanted by the policy)" : "applied");
+    } else if (rc != GPUOP_ECANCELED) {
+        struct gpuop_apply_result r;
+        set_failed(&r, GPUOP_APPLY_FAILED, err);
+        if (!del)
+            remember_refusal(a, o->body_hash, &r);
+        gpuop_ctl_fail(c, what, err);
+    }
+    gpuop_ctl_op_end(o);
+}
+
+static void apply_extra(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+    struct ctl_applied *a = &c->extras_applied[i];
+    char what[CTL_OBJ_MAX];
+    json_t *obj = NULL;
+    struct gpuop_err e;
+    extra_label(x, what, sizeof(what));
+    int rc = gpuop_render_extra(&c->policy, c->ns, i, &obj);
+    char *body = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(obj);
+    if (rc == 0 && obj && !body)
+        rc = GPUOP_ENOMEM;
+    uint64_t h = body ? gpuop_hash_str(body) : CTL_EXTRA_DELETED;
+    if (h == CTL_EXTRA_DELETED && body)
+        h++; /* a body never hashes to the "deleted" mark */
+    struct gpuop_apply_result refused;
+    /* deleted only when this process applied it: a ConfigMap of that name
+     * that a person made while gpuop did not want its own stays theirs */
+    bool ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
+    if (!body && !ours)
+        h = a->body_hash; /* nothing to do */
+    if (rc == 0 && a->body_hash != h && !(body && still_refused(c, a, h, &refused, &e))) {
+        const char *ns = x->namespaced ? c->ns : NULL;
+        char *path =
+            body ? gpuop_ctl_apply_path(x->group_version, ns, x->resource, x->name, NULL) : NULL;
+        if (!body) {
+            const struct gpuop_kube_ref ref = {.group_version = x->group_version,
+                                               .ns = ns,
+                                               .resource = x->resource,
+                                               .name = x->name};
+            path = gpuop_kube_path(&ref, NULL, 0);
+        }
+        rc = !path ? GPUOP_ENOMEM
+                   : gpuop_ctl_send(c, OP_EXTRA, i, h, body ? "PATCH" : "DELETE", path,
+                                    body ? GPUOP_CT_APPLY : NULL, body, extra_done, NULL);
+        free(path);
+    } else if (rc == 0 && a->body_hash != h) {
+        gpuop_ctl_fail(c, what, &e); /* refused before; not resent before the backoff */
+    }
+    gpuop_json_free(body);
+    if (rc < 0) {
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        gpuop_ctl_fail(c, what, &e);
+    }
+}
+
 /* ---- the stage ---- */
 
 enum gate { GATE_WAIT, GATE_OPEN, GATE_BLOCKED };
@@ -335,6 +662,11 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
         c->sa_started = true;
         apply_sa(c);
     }
+    if (!c->extras_started) {
+        c->extras_started = true;
+        for (int i = 0; i < gpuop_render_extra_count(); i++)
+            apply_extra(c, i);
+    }
     bool progress = true;
     while (progress && !c->closing) {
         progress = false;
@@ -343,6 +675,7 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 continue;
             if (!c->policy.operands[i].enabled) {
                 c->started[i] = progress = true;
+                pools_step(c, i, false);
                 delete_operand(c, i);
                 continue;
             }
@@ -355,7 +688,7 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 c->res[i].state = GPUOP_APPLY_BLOCKED;
                 c->res[i].blocked_by = (signed char)root;
                 c->failed++;
-            } else {
+            } else if (!pools_step(c, i, true)) {
                 apply_operand(c, i);
             }
         }
@@ -370,12 +703,21 @@ void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
             c->applied[i].retry_at_ms = at;
     if (c->sa_applied.rejected_now)
         c->sa_applied.retry_at_ms = at;
+    for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
+        if (c->extras_applied[i].rejected_now)
+            c->extras_applied[i].retry_at_ms = at;
+    for (int k = 0; k < CTL_POOLS_MAX; k++)
+        if (c->pool_applied[k].a.rejected_now)
+            c->pool_applied[k].a.retry_at_ms = at;
 }
 
 void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key)
 {
     int op = kind == GPUOP_CACHES_DS ? gpuop_operand_by_ds(key) : -1;
-    if (op >= 0)
+    struct ctl_pool_applied *r = op >= 0 ? pool_rec(c, key, false) : NULL;
+    if (r)
+        memset(&r->a, 0, sizeof(r->a)); /* an OS pool's: applied again if still wanted */
+    if (op >= 0 && !strcmp(key, gpuop_operand_get(op)->ds_name))
         memset(&c->applied[op], 0, sizeof(c->applied[op]));
     else if (kind == GPUOP_CACHES_SA)
         memset(&c->sa_applied, 0, sizeof(c->sa_applied));

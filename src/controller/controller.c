@@ -85,6 +85,7 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
     o->c = c;
     o->kind = kind;
     o->operand = operand;
+    o->slot = -1;
     o->body_hash = body_hash;
     int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
                                 done, o, &o->req);
@@ -244,6 +245,8 @@ static void findings_and_status(struct gpuop_controller *c)
     if (rc == 0 && !c->ignored)
         rc =
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
+    if (rc == 0 && !c->ignored && c->write) /* SPEC 4a: the leader labels new GPU nodes */
+        (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     gpuop_caches_view_free(&v);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (rc == 0 && !c->ignored && c->write) { /* who is stranded: the controller lists them */
@@ -354,6 +357,7 @@ static void begin(struct gpuop_controller *c)
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
         gpuop_ctl_status_forget(c, c->key);
+        gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
         c->stage = STAGE_DONE;
         finish(c);
@@ -377,6 +381,7 @@ static void begin(struct gpuop_controller *c)
         const char *uid = c->policy.uid ? c->policy.uid : "";
         if (strcmp(uid, c->applied_uid) != 0) {
             memset(c->applied, 0, sizeof(c->applied));
+            memset(c->pool_applied, 0, sizeof(c->pool_applied));
             memset(&c->sa_applied, 0, sizeof(c->sa_applied));
             snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
         }
@@ -468,6 +473,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         rc = gpuop_events_new(kube, c->queue, &c->events);
     if (rc == 0)
         rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
+    if (rc == 0)
+        rc = gpuop_ctl_labeler_new(loop, kube, &c->labeler);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);
@@ -499,6 +506,8 @@ void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (write && !was && gpuop_caches_synced(c->world))
         enqueue_all(c);
+    if (!write && was)
+        gpuop_ctl_labeler_stop(c->labeler); /* only the leader labels */
 }
 
 void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_controller_stats *out)
@@ -559,6 +568,7 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
     uv_close((uv_handle_t *)&c->trim, trim_closed);
     gpuop_events_close(c->events, child_closed, c);
     gpuop_ctl_stranded_close(c->stranded, child_closed, c);
+    gpuop_ctl_labeler_close(c->labeler, child_closed, c);
     gpuop_caches_close(c->world, child_closed, c);
     gpuop_queue_close(c->queue, child_closed, c);
 }

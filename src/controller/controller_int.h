@@ -26,14 +26,16 @@
 #include "gpuop/controller.h"
 #include "events_int.h"
 #include "gpuop/map.h"
+#include "gpuop/ospool.h"
 #include "gpuop/policy.h"
+#include "gpuop/render.h"
 #include "queue_int.h"
 #include "gpuop/status.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim
- * timer, the events poster, the caches, the queue and the stranded
- * pods' lister. */
-#define CTL_CHILDREN 5
+ * timer, the events poster, the caches, the queue, the stranded
+ * pods' lister and the node labeler. */
+#define CTL_CHILDREN 6
 /* What failed, as the log's first failure names it ("gpuop-driver"). */
 #define CTL_WHAT_MAX 120
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
@@ -55,13 +57,24 @@ struct ctl_applied {
     char message[GPUOP_APPLY_MESSAGE_MAX];
 };
 
-enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS };
+/* An OS pool's DaemonSet's record: room for the pools applied plus as
+ * many being deleted. */
+#define CTL_POOLS_MAX (2 * GPUOP_OSPOOL_MAX)
+struct ctl_pool_applied {
+    char name[GPUOP_RENDER_NAME_MAX]; /* "gpuop-driver-ubuntu24.04"; "" free */
+    struct ctl_applied a;
+};
+
+enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
+#define CTL_EXTRA_DELETED 1 /* extras_applied[].body_hash: not there */
 
 struct ctl_op {
     struct gpuop_controller *c;
     struct gpuop_kube_req *req;
     enum ctl_op_kind kind;
     int operand;
+    int slot; /* OP_APPLY/OP_DELETE of an OS pool's DaemonSet: its
+                 pool_applied index (apply.c); -1 otherwise */
     uint64_t body_hash;
     json_t *conds;      /* OP_STATUS: the conditions sent (new reference) */
     char rv_before[64]; /* OP_STATUS: the cached resourceVersion when sent */
@@ -81,6 +94,7 @@ struct gpuop_controller {
     struct gpuop_queue *queue;
     struct gpuop_events *events;
     struct ctl_stranded *stranded; /* stranded.c */
+    struct ctl_labeler *labeler;   /* labeler.c */
 
     /* the reconcile in progress */
     char *key;
@@ -102,9 +116,21 @@ struct gpuop_controller {
     bool sa_started;
 
     struct ctl_applied applied[GPUOP_OPERAND_MAX];
+    /* the per-OS driver's DaemonSets, one per OS pool (SPEC 4b), by name;
+       the operand's res[] sums them up: current once all are, failed when
+       one failed (apply.c) */
+    struct ctl_pool_applied pool_applied[CTL_POOLS_MAX];
+    int pool_pending;              /* pool applies and deletes in flight */
+    bool pool_failed;              /* one of them failed in this reconcile */
+    int pool_operand;              /* the per-OS operand being applied, -1 none */
     struct ctl_applied sa_applied; /* the ServiceAccount's (generation unused) */
-    char applied_uid[64];          /* policy uid the applied[] records are for */
-    struct ctl_op *ops;            /* in flight */
+    /* the objects beside the DaemonSets, by gpuop_render_extra index
+     * (apply.c): body_hash of the body applied, CTL_EXTRA_DELETED once a
+     * delete was answered, 0 unknown */
+    struct ctl_applied extras_applied[GPUOP_RENDER_EXTRA_MAX];
+    bool extras_started;
+    char applied_uid[64]; /* policy uid the applied[] records are for */
+    struct ctl_op *ops;   /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
@@ -185,6 +211,23 @@ size_t gpuop_ctl_stranded_inflight(const struct ctl_stranded *s);
  * first track. */
 void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms);
 void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg);
+
+/* ---- labeler.c ---- */
+
+struct ctl_labeler;
+int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct ctl_labeler **out);
+/* The nodes (borrowed; the node cache) that policy p (borrowed; the
+ * active one) says gpuop labels (SPEC 4a) become the candidates: each is
+ * read fresh and patched once, in the background; the others are
+ * forgotten. Call it only while leading. Returns 0 or GPUOP_ENOMEM. */
+int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
+                            const struct gpuop_node *const *nodes, size_t n);
+/* Leadership lost: every candidate forgotten, requests in flight cancelled,
+ * nothing started until the next track. */
+void gpuop_ctl_labeler_stop(struct ctl_labeler *l);
+/* Node PATCHes that succeeded since start. */
+uint64_t gpuop_ctl_labeler_patches(const struct ctl_labeler *l);
+void gpuop_ctl_labeler_close(struct ctl_labeler *l, void (*cb)(void *), void *arg);
 
 /* ---- status_write.c ---- */
 

@@ -21,6 +21,9 @@
 
 #include "gpuop/hash.h"
 #include "gpuop/analysis.h"
+#include "gpuop/labeling.h"
+#include "gpuop/ospool.h"
+#include "gpuop/render.h"
 #include "gpuop/table.h"
 
 /* The tolerations the DaemonSet controller adds to every daemon pod
@@ -269,16 +272,17 @@ static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, i
 /* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
 static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
                    const struct gpuop_node *n, const struct gpuop_ds *ds,
-                   const struct gpuop_pod *pod)
+                   const struct gpuop_pod *pod, const char *ds_name /* in f->names, or NULL */,
+                   int pool_ds /* ds's index among a per-OS operand's, else -1 */)
 {
     if (!ds)
-        return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, NULL);
+        return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, ds_name);
     const struct gpuop_taint *t = untolerated(n, ds);
     if (t)
-        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, -1, 0, t);
+        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, pool_ds, 0, t);
     if (!pod) {
         long long since = ds->created > n->created ? ds->created : n->created;
-        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, -1, since, NULL);
+        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, pool_ds, since, NULL);
     }
 
     const char *wr = pod->waiting_reason;
@@ -404,6 +408,73 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
         r->idle_s = now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
 }
 
+/* Most per-OS DaemonSets the analysis looks at. */
+#define OS_DS_MAX (2 * GPUOP_OSPOOL_MAX)
+
+static int ds_by_name(const void *a, const void *b)
+{
+    return strcmp((*(const struct gpuop_ds *const *)a)->name,
+                  (*(const struct gpuop_ds *const *)b)->name);
+}
+
+/* Operand o's per-OS DaemonSets (sorted by name) as the one operand:
+ * present when any is, desired and ready summed, their names listed. */
+static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *const *osds, size_t n)
+{
+    struct gpuop_operand_result *r = &f->operands[o];
+    char list[OS_DS_MAX * (GPUOP_RENDER_NAME_MAX + 1) + 1];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        if (osds[k]->operand >= 0 ? osds[k]->operand != o : gpuop_operand_by_ds(osds[k]->name) != o)
+            continue;
+        r->ds_present = true;
+        r->desired += osds[k]->desired;
+        r->ready += osds[k]->ready;
+        if (!r->controller_says)
+            r->controller_says = osds[k]->controller_says;
+        int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? "," : "", osds[k]->name);
+        if (w > 0 && (size_t)w < sizeof(list) - len)
+            len += (size_t)w;
+    }
+    r->daemonsets = gpuop_arena_strdup(&f->names, list);
+    return r->daemonsets ? 0 : GPUOP_ENOMEM;
+}
+
+/* Missing of a per-OS operand on node n: the node's OS labels make no pool
+ * (OsLabelsMissing, naming them), or its pool's DaemonSet is absent (named),
+ * or the usual diagnosis against that DaemonSet. */
+static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, int o,
+                          const struct gpuop_node *n, const struct gpuop_ds *const *osds,
+                          size_t nosds, const struct gpuop_pod *pod)
+{
+    struct gpuop_ospool pool;
+    unsigned lack = 0;
+    char text[GPUOP_FINDING_MESSAGE_MAX], name[GPUOP_RENDER_NAME_MAX];
+    int rc = gpuop_ospool_of_node(n, &pool, &lack);
+    if (rc < 0) {
+        if (lack)
+            gpuop_ospool_missing_text(lack, text, sizeof(text));
+        else
+            snprintf(text, sizeof(text),
+                     "OS label values that make an OS tag (%s=\"%.63s\", %s=\"%.63s\")",
+                     GPUOP_LABEL_OS_ID, gpuop_node_os(n, GPUOP_OS_ID), GPUOP_LABEL_OS_VERSION,
+                     gpuop_node_os(n, GPUOP_OS_VERSION));
+        const char *d = gpuop_arena_strdup(&f->names, text);
+        return d ? push(f, cap, ni, o, GPUOP_REASON_OS_LABELS_MISSING, -1, 0, d) : GPUOP_ENOMEM;
+    }
+    snprintf(name, sizeof(name), "%s-%s", gpuop_operand_get(o)->ds_name, pool.tag);
+    for (size_t k = 0, at = 0; k < nosds; k++) {
+        bool mine =
+            (osds[k]->operand >= 0 ? osds[k]->operand : gpuop_operand_by_ds(osds[k]->name)) == o;
+        if (mine && !strcmp(osds[k]->name, name)) /* at: its place in operands[o].daemonsets */
+            return missing(f, cap, ni, o, n, osds[k], pod, NULL, at < INT8_MAX ? (int)at : -1);
+        at += mine;
+    }
+    const char *d = gpuop_arena_strdup(&f->names, name);
+    return d ? missing(f, cap, ni, o, n, NULL, pod, d, -1) : GPUOP_ENOMEM;
+}
+
 static void set_cell(uint8_t *cell, int v)
 {
     *cell = (uint8_t)v;
@@ -433,20 +504,37 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
     const int dp = gpuop_operand_by_name(adv->operand), tk = gpuop_operand_by_name(adv->prereq);
 
+    /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
+    bool per_os[GPUOP_OPERAND_MAX] = {0};
+    const struct gpuop_ds *osds[OS_DS_MAX];
+    size_t nosds = 0;
+    for (int o = 0; o < nops; o++)
+        per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
     for (size_t i = 0; i < nds; i++) {
         if (!ds || !ds[i])
             continue;
         int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
-        if (op >= 0 && op < nops && !dsof[op])
-            dsof[op] = ds[i];
+        if (op < 0 || op >= nops)
+            continue;
+        if (per_os[op]) {
+            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) && nosds < OS_DS_MAX)
+                osds[nosds++] = ds[i];
+        } else if (!dsof[op] && (!gpuop_operand_get(op)->per_os ||
+                                 !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
+            dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
+        }
     }
+    qsort(osds, nosds, sizeof(*osds), ds_by_name);
     for (int o = 0; o < nops; o++) {
         out->operands[o].enabled = p ? p->operands[o].enabled : true;
         out->operands[o].ds_present = dsof[o] != NULL;
         out->operands[o].desired = dsof[o] ? dsof[o]->desired : 0;
         out->operands[o].ready = dsof[o] ? dsof[o]->ready : 0;
         out->operands[o].controller_says = dsof[o] ? dsof[o]->controller_says : NULL;
+        if (per_os[o] && (rc = pool_sums(out, o, osds, nosds)) < 0)
+            goto done;
     }
+    rc = GPUOP_ENOMEM;
 
     sorted = malloc((nnodes ? nnodes : 1) * sizeof(*sorted));
     if (!sorted)
@@ -512,10 +600,23 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                                gpuop_node_deploy_value(nd, blocker))) < 0)
                     goto done;
                 cell = GPUOP_CELL_HELD;
-            } else if (expected && !running[o]) {
-                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o])) < 0)
+            } else if (expected && !running[o] && per_os[o]) {
+                if ((rc = missing_per_os(out, &cap, ni, o, nd, osds, nosds, bp[o])) < 0)
                     goto done;
                 cell = GPUOP_CELL_MISSING;
+            } else if (expected && !running[o]) {
+                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o], NULL, -1)) < 0)
+                    goto done;
+                cell = GPUOP_CELL_MISSING;
+            } else if (nd->gpu && gpuop_labeling_changed(nd, o)) {
+                /* a label gpuop set, changed by someone: said as such (SPEC 4a) */
+                const char *now_v = label == GPUOP_LABEL_FALSE   ? "false"
+                                    : label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
+                                                                 : NULL;
+                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_LABEL_CHANGED, -1, 0, now_v)) < 0)
+                    goto done;
+                if (cell == GPUOP_CELL_NA)
+                    cell = GPUOP_CELL_NOT_SCHEDULED;
             } else if (nd->gpu && enabled && !optout && !running[o] &&
                        (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
                 const char *v = gpuop_node_deploy_value(nd, o);
@@ -654,6 +755,16 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
             f->items[j].node = (uint32_t)k;
         k++;
     }
+    const char *dsl[GPUOP_OPERAND_MAX] = {0};
+    for (int o = 0; o < f->noperands && o < GPUOP_OPERAND_MAX; o++)
+        if (f->operands[o].daemonsets &&
+            !(dsl[o] = gpuop_arena_strdup(&names, f->operands[o].daemonsets))) {
+            gpuop_arena_free(&names);
+            free(nodes);
+            return GPUOP_ENOMEM;
+        }
+    for (int o = 0; o < f->noperands && o < GPUOP_OPERAND_MAX; o++)
+        f->operands[o].daemonsets = dsl[o];
     gpuop_arena_free(&f->names);
     free(f->nodes);
     f->names = names;
@@ -677,11 +788,14 @@ static enum ref_type ref_type(int reason)
     switch (reason) {
     case GPUOP_REASON_TAINT_NOT_TOLERATED:
         return REF_TAINT;
+    case GPUOP_REASON_DAEMONSET_ABSENT:  /* a per-OS pool's DaemonSet name, or NULL */
+    case GPUOP_REASON_OS_LABELS_MISSING: /* the labels the node lacks */
     case GPUOP_REASON_LABEL_EMPTY:
     case GPUOP_REASON_LABEL_PAUSED:
     case GPUOP_REASON_LABEL_PAUSED_LEFT_OVER:
     case GPUOP_REASON_LABEL_INVALID:
     case GPUOP_REASON_HELD_BY_PREREQUISITE:
+    case GPUOP_REASON_LABEL_CHANGED:
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:
@@ -866,6 +980,30 @@ struct vars {
     char detail[GPUOP_FINDING_MESSAGE_MAX];
 };
 
+/* The DaemonSet a finding is about: a per-OS operand's pool's (an absent
+ * one named in the ref, a present one by its index in the operand's
+ * list), else the operand's. */
+static void pool_ds_name(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_finding *x = v->x;
+    const char *list = v->f->operands[x->operand].daemonsets;
+    bool pooled =
+        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED;
+    if (x->reason == GPUOP_REASON_DAEMONSET_ABSENT && x->ref) {
+        snprintf(buf, size, "%s", v->detail);
+        return;
+    }
+    for (int k = 0; pooled && list && x->prereq >= 0 && *list; k++) {
+        size_t n = strcspn(list, ",");
+        if (k == x->prereq) {
+            snprintf(buf, size, "%.*s", (int)n, list);
+            return;
+        }
+        list += n + (list[n] == ',');
+    }
+    snprintf(buf, size, "%s", v->op->ds_name);
+}
+
 /* Writes the value of placeholder name (n bytes) into buf; false when
  * there is no such placeholder. */
 static bool var(const struct vars *v, const char *name, size_t n, char *buf, size_t size)
@@ -878,8 +1016,8 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         snprintf(buf, size, "%s", v->op->name);
     else if (IS("key"))
         snprintf(buf, size, "%s", v->op->key);
-    else if (IS("ds"))
-        snprintf(buf, size, "%s", v->op->ds_name);
+    else if (IS("ds")) /* a per-OS pool's DaemonSet: named by the ref, or by its index */
+        pool_ds_name(v, buf, size);
     else if (IS("prereq"))
         snprintf(buf, size, "%s", v->prereq ? v->prereq->name : "?");
     else if (IS("detail"))
@@ -905,7 +1043,7 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
             if (c == v->x->prereq)
                 break;
         }
-    } else if (IS("prereq-label")) { /* a Held finding's ref: the label's value, NULL absent */
+    } else if (IS("prereq-label") || IS("label-now")) { /* ref: a label's value, NULL absent */
         if (v->x->ref)
             snprintf(buf, size, "\"%.512s\"", v->detail);
         else
@@ -915,7 +1053,9 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         size_t len = says ? strlen(says) : 0;
         if (len)
             snprintf(buf, size, "%s%s", says, says[len - 1] == '.' ? "" : ".");
-    } else if (IS("grace"))
+    } else if (IS("node"))
+        snprintf(buf, size, "%s", r && r->name ? r->name : "");
+    else if (IS("grace"))
         snprintf(buf, size, "%ld", v->f->terminating_grace_s);
     else if (IS("gate") || IS("gate-file") || IS("gate-what")) { /* a pod's gate (gate.h) */
         const struct gpuop_gate_info *g = pod ? gpuop_gate_get(pod->gate) : NULL;
@@ -924,9 +1064,7 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
                  : IS("gate")      ? g->container
                  : IS("gate-file") ? g->file
                                    : g->what);
-    } else if (IS("node"))
-        snprintf(buf, size, "%s", r ? r->name : "");
-    else if (IS("upgrade-state")) {
+    } else if (IS("upgrade-state")) {
         static const char *const states[] = {[GPUOP_UPGRADE_ABSENT] = "absent",
                                              [GPUOP_UPGRADE_DONE] = "\"upgrade-done\"",
                                              [GPUOP_UPGRADE_FAILED] = "\"upgrade-failed\"",
@@ -995,7 +1133,10 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
         buf[0] = '\0';
     if (!f || !ri || !v.op)
         return 0;
-    v.prereq = gpuop_operand_get(x->prereq);
+    v.prereq =
+        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED
+            ? NULL /* prereq holds a pool's DaemonSet index there */
+            : gpuop_operand_get(x->prereq);
     gpuop_finding_detail(x, v.detail, sizeof(v.detail));
     render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
     sb_add(&b, " ", 1);

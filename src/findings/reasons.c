@@ -58,6 +58,18 @@ static const struct gpuop_reason_info reasons[] = {
          "gpuop creates it when the policy is applied: check the GpuPolicy's Reconciled "
          "condition and the operator's log.",
          NULL, NULL, true},
+    [GPUOP_REASON_OS_LABELS_MISSING] =
+        {M, "OsLabelsMissing",
+         "The <operand> image is chosen by the node's OS, and the node lacks <detail>, so no "
+         "<operand> DaemonSet selects it.",
+         "The driver image's tag names the node's OS (<version>-<ID><VERSION_ID>, from "
+         "node-feature-discovery's OS labels), and the node lacks those labels or carries "
+         "values that make no OS tag, so no per-OS driver DaemonSet selects it.",
+         "Run node-feature-discovery on the node (it sets the "
+         "feature.node.kubernetes.io/system-os_release.* labels), or give spec.<key>.image a "
+         "full reference (or spec.<key>.version a sha256: digest): then one DaemonSet runs on "
+         "every node whatever its OS.",
+         NULL, NULL, true},
     [GPUOP_REASON_TAINT_NOT_TOLERATED] =
         {M, "TaintNotTolerated",
          "Taint <detail> on the node is not tolerated by DaemonSet <ds>, so no <operand> pod "
@@ -180,6 +192,16 @@ static const struct gpuop_reason_info reasons[] = {
          "The node's nvidia.com/gpu.deploy.<operand> label has a value other than true or "
          "false.",
          "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it.",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_CHANGED] =
+        {N, "LabelChanged",
+         "Label nvidia.com/gpu.deploy.<operand> was set to \"true\" by gpuop (node labelling) and "
+         "is now <label-now>: gpuop does not put it back.",
+         "A deploy label gpuop set when it labelled the node (annotation gpuop.dev/node-labels) "
+         "was removed or changed since, by someone else; gpuop reports it and never relabels.",
+         "If the change is meant, make the node yours: kubectl annotate node <node> "
+         "gpuop.dev/node-labels- (gpuop then leaves every label of the node alone and this "
+         "finding clears); else set the label back to \"true\".",
          NULL, NULL},
     [GPUOP_REASON_OPERAND_DISABLED] =
         {U, "OperandDisabled",

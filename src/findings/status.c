@@ -300,6 +300,21 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
 
 /* ---- operands, nodes, summary ---- */
 
+/* New array of the names in a comma-separated list. */
+static json_t *ds_list(const char *list)
+{
+    json_t *a = json_array();
+    for (const char *s = list; a && s && *s;) {
+        size_t n = strcspn(s, ",");
+        if (json_array_append_new(a, json_stringn(s, n)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+        s += n + (s[n] == ',');
+    }
+    return a;
+}
+
 json_t *gpuop_status_operands(const struct gpuop_findings *f,
                               const struct gpuop_apply_result *apply)
 {
@@ -321,6 +336,8 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f,
                 json_object_set_new(e, "apply", json_string(gpuop_apply_state_name(a->state))) < 0;
         if (!bad && msg[0])
             bad = json_object_set_new(e, "applyMessage", json_string(msg)) < 0;
+        if (!bad && r->daemonsets) /* per OS pool (SPEC 4b): the one operand's DaemonSets */
+            bad = json_object_set_new(e, "daemonSets", ds_list(r->daemonsets)) < 0;
         if (!bad && r->controller_says) /* why the DaemonSet controller makes no pod */
             bad = json_object_set_new(e, "controllerWarning", json_string(r->controller_says)) < 0;
         if (bad || json_array_append_new(arr, e) < 0) { /* append_new releases e */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpuop/model.h"
+#include "gpuop/names.h"
 #include "gpuop/pool.h"
 
 #define NAME_MAX_LEN    512 /* Kubernetes names are <= 253, label values <= 63 */
@@ -259,6 +260,12 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
     json_object_foreach(labels, key, v)
     {
         const char *val = json_is_string(v) ? json_string_value(v) : NULL;
+        enum gpuop_label st = !val                        ? GPUOP_LABEL_OTHER
+                              : strcmp(val, "true") == 0  ? GPUOP_LABEL_TRUE
+                              : strcmp(val, "false") == 0 ? GPUOP_LABEL_FALSE
+                                                          : GPUOP_LABEL_OTHER;
+        if (strcmp(key, GPUOP_LABEL_GPU_PRESENT) == 0)
+            n->present_label = (uint8_t)st;
         if (strcmp(key, GPUOP_LABEL_GPU_PRESENT) == 0 || strcmp(key, GPUOP_LABEL_NFD_NVIDIA) == 0) {
             if (val && strcmp(val, "true") == 0)
                 n->gpu = true;
@@ -274,10 +281,7 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
         if (strncmp(key, GPUOP_LABEL_PREFIX, plen) != 0)
             continue;
         n->gpu = true; /* any nvidia.com/gpu.deploy.* label */
-        enum gpuop_label st = !val                        ? GPUOP_LABEL_OTHER
-                              : strcmp(val, "true") == 0  ? GPUOP_LABEL_TRUE
-                              : strcmp(val, "false") == 0 ? GPUOP_LABEL_FALSE
-                                                          : GPUOP_LABEL_OTHER;
+        n->any_deploy = true;
         if (strcmp(key, GPUOP_LABEL_OPERANDS) == 0) {
             n->operands_label = (unsigned char)st;
             continue;
@@ -293,6 +297,70 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
             (*nother)++;
         }
     }
+}
+
+/* NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go,
+ * hasMIGCapableGPU: which GPU nodes it gives the MIG Manager label. */
+static bool mig_capable(json_t *labels)
+{
+    const char *vgpu = jstr(labels, "nvidia.com/vgpu.host-driver-version");
+    const char *cap = jstr(labels, "nvidia.com/mig.capable");
+    const char *product = jstr(labels, "nvidia.com/gpu.product");
+    if (vgpu && *vgpu)
+        return false;
+    if (json_object_get(labels, "nvidia.com/mig.capable"))
+        return cap && strcmp(cap, "true") == 0;
+    static const char *const mig_products[] = {"h100", "a100", "a30"};
+    char low[NAME_MAX_LEN + 1];
+    size_t n = product ? capped_len(product, NAME_MAX_LEN) : 0;
+    for (size_t i = 0; i < n; i++)
+        low[i] =
+            (char)(product[i] >= 'A' && product[i] <= 'Z' ? product[i] - 'A' + 'a' : product[i]);
+    low[n] = '\0';
+    for (size_t i = 0; n && i < sizeof(mig_products) / sizeof(mig_products[0]); i++)
+        if (strstr(low, mig_products[i]))
+            return true;
+    return false;
+}
+
+/* gpuop's annotation (names.h): label -> {"value": "true", ...}. Only
+ * "true" is ever recorded; what is not an object of such entries makes the
+ * note BAD, so gpuop neither writes to the node nor reports on it. */
+static void node_note(json_t *annotations, struct gpuop_node *n)
+{
+    const size_t plen = strlen(GPUOP_LABEL_PREFIX);
+    json_t *a = json_is_object(annotations)
+                    ? json_object_get(annotations, GPUOP_ANNOTATION_NODE_LABELS)
+                    : NULL;
+    if (!a)
+        return;
+    n->label_note = GPUOP_NOTE_BAD;
+    json_t *note = json_is_string(a) && json_string_length(a) <= GPUOP_MODEL_NOTE_MAX
+                       ? json_loadb(json_string_value(a), json_string_length(a), 0, NULL)
+                       : NULL;
+    const char *key;
+    json_t *v;
+    bool ok = json_is_object(note);
+    json_object_foreach(note, key, v)
+    {
+        const char *val = jstr(v, "value");
+        if (!val) {
+            ok = false;
+            break;
+        }
+        if (strcmp(val, "true") != 0)
+            continue;
+        if (strcmp(key, GPUOP_LABEL_GPU_PRESENT) == 0) {
+            n->labelled_present = true;
+        } else if (strncmp(key, GPUOP_LABEL_PREFIX, plen) == 0) {
+            int i = gpuop_operand_by_name(key + plen);
+            if (i >= 0)
+                n->labelled |= (uint16_t)(1u << i);
+        }
+    }
+    json_decref(note);
+    if (ok)
+        n->label_note = GPUOP_NOTE_OK;
 }
 
 static bool excluding_effect(const char *effect)
@@ -349,6 +417,36 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
+/* NFD's OS labels, packed as three consecutive strings (model.h). */
+static void node_os(json_t *labels, struct gpuop_node *n, struct packer *k)
+{
+    static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
+                                                      GPUOP_LABEL_OS_MAJOR};
+    const char *vals[GPUOP_OS_FIELDS];
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        vals[f] = json_string_value(json_object_get(labels, keys[f]));
+        if (vals[f])
+            n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
+    }
+    if (!n->os_labels)
+        return;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
+        char *d = pack(k, vals[f] ? vals[f] : "", NAME_MAX_LEN);
+        if (f == 0)
+            n->os = d;
+    }
+}
+
+const char *gpuop_node_os(const struct gpuop_node *n, int f)
+{
+    if (!n || !n->os || f < 0 || f >= GPUOP_OS_FIELDS || !(n->os_labels & GPUOP_OS_HAS(f)))
+        return NULL;
+    const char *s = n->os;
+    for (int i = 0; i < f; i++)
+        s += strlen(s) + 1;
+    return s;
+}
+
 /* Fills n from obj; taints (room for every kept taint) and others (room
  * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
  * also when *nother was 0. */
@@ -362,7 +460,11 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     n->created = jtime(meta, "creationTimestamp");
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
+    n->mig_capable = mig_capable(jobj(meta, "labels"));
+    if (k->p) /* copying; it adds no string, so not while measuring */
+        node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
+    node_os(jobj(meta, "labels"), n, k);
     size_t i;
     json_t *t;
     json_t *status = jobj(obj, "status");
@@ -520,7 +622,8 @@ static int pod_gate(json_t *status, uint32_t *since)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 64, "a node is 64 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 72, "a node is 72 bytes before its strings");
+_Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
                                      [GPUOP_PHASE_RUNNING] = "Running",
@@ -693,9 +796,15 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
         a->upgrade != b->upgrade || a->created != b->created || a->ntaints != b->ntaints ||
+        a->labelled != b->labelled || a->present_label != b->present_label ||
+        a->any_deploy != b->any_deploy || a->labelled_present != b->labelled_present ||
+        a->label_note != b->label_note || a->mig_capable != b->mig_capable ||
         memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
-        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)))
+        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
         return false;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++)
+        if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))
+            return false;
     for (int i = 0; i < GPUOP_OPERAND_MAX; i++)
         if (!str_eq(gpuop_node_deploy_value(a, i), gpuop_node_deploy_value(b, i)))
             return false;

@@ -2,32 +2,39 @@
  * operand.c - the operand table (SPEC section 2). This array is the single
  * place that knows which operands exist and how they depend on each other.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "gpuop/operand.h"
 
+/* Default images: the NVIDIA GPU Operator v26.7.0's, read from
+ * deployments/gpu-operator/values.yaml at tag v26.7.0 (NVIDIA/gpu-operator):
+ * repository, image and version per operand as there. The driver's version
+ * gets the node's OS tag appended (per_os, SPEC 4b); the validator is the
+ * gpu-operator image at the chart's appVersion, which the release sets to
+ * the tag (values.yaml: "If version is not specified, then default is to
+ * use chart.AppVersion"). */
 static const struct gpuop_operand operands[] = {
     /* key, name (label suffix), DaemonSet, prerequisite,
-       default image, enabled by default, default ConfigMap, NVIDIA's app label */
-    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia/driver:570.172.08-ubuntu22.04", true,
-     NULL, "nvidia-driver-daemonset"},
-    {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver",
-     "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04", true, NULL,
-     "nvidia-container-toolkit-daemonset"},
-    {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit",
-     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4", true, NULL, "nvidia-device-plugin-daemonset"},
+       repository, image, version, enabled by default, default ConfigMap,
+       NVIDIA's app label, driver tag per OS */
+    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia", "driver", "595.91.07", true, NULL,
+     "nvidia-driver-daemonset", true},
+    {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver", "nvcr.io/nvidia/k8s",
+     "container-toolkit", "v1.20.0", true, NULL, "nvidia-container-toolkit-daemonset", false},
+    {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit", "nvcr.io/nvidia",
+     "k8s-device-plugin", "v0.20.0", true, NULL, "nvidia-device-plugin-daemonset", false},
     {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin",
-     "nvcr.io/nvidia/k8s-device-plugin:v0.17.4", true, NULL, "gpu-feature-discovery"},
+     "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL, "gpu-feature-discovery", false},
     {"dcgmExporter", "dcgm-exporter", "gpuop-dcgm-exporter", "container-toolkit",
-     "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04", true, NULL,
-     "nvidia-dcgm-exporter"},
+     "nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless", true, NULL,
+     "nvidia-dcgm-exporter", false},
     {"validator", "operator-validator", "gpuop-operator-validator", "gpu-feature-discovery",
-     "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2", true, NULL,
-     "nvidia-operator-validator"},
+     "nvcr.io/nvidia", "gpu-operator", "v26.7.0", true, NULL, "nvidia-operator-validator", false},
     /* off by default: a fresh install without MIG GPUs does not want it */
     {"migManager", "mig-manager", "gpuop-mig-manager", "container-toolkit",
-     "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.2-ubuntu20.04", false,
-     "default-mig-parted-config", "nvidia-mig-manager"},
+     "nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0", false,
+     "default-mig-parted-config", "nvidia-mig-manager", false},
 };
 
 #define NOPERANDS ((int)(sizeof(operands) / sizeof(operands[0])))
@@ -62,10 +69,22 @@ int gpuop_operand_by_name(const char *name)
 
 int gpuop_operand_by_ds(const char *ds_name)
 {
-    for (int i = 0; ds_name && i < NOPERANDS; i++)
+    for (int i = 0; ds_name && i < NOPERANDS; i++) {
+        size_t n = strlen(operands[i].ds_name);
         if (strcmp(operands[i].ds_name, ds_name) == 0)
             return i;
+        /* one DaemonSet per OS pool: "<ds_name>-<OS tag>" (SPEC 4b) */
+        if (operands[i].per_os && strncmp(operands[i].ds_name, ds_name, n) == 0 &&
+            ds_name[n] == '-' && ds_name[n + 1])
+            return i;
+    }
     return -1;
+}
+
+int gpuop_operand_image_ref(const struct gpuop_operand *op, char *buf, size_t size)
+{
+    return snprintf(buf, size, "%s/%s%s%s", op->repository, op->image,
+                    strncmp(op->version, "sha256:", 7) == 0 ? "@" : ":", op->version);
 }
 
 int gpuop_operand_prereq(int idx)

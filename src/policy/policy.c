@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "gpuop/model.h"
+#include "compat_int.h"
+#include "gpuop/ospool.h"
 #include "gpuop/policy.h"
 #include "validate.h"
 
@@ -30,6 +32,7 @@
 #define ARGS_MAX             256    /* most container arguments or env entries per operand */
 #define ANNOTATIONS_MAX      262144 /* the API server's limit on all annotations of an object */
 #define ANNOTATIONS_RESERVED 1024   /* left for those the API server and controllers add */
+#define PATH_MAX_LEN         256    /* longest accepted host path */
 
 /* ---- problems ---------------------------------------------------------- */
 
@@ -153,6 +156,22 @@ static void unknown_field(struct gpuop_policy *p, const char *path, const char *
         problem(p, field, "unknown field, ignored");
 }
 
+/* A key policy.c does not parse: a ClusterPolicy field gpuop does not
+ * implement (compat.c says why), one it accepts because it is off, or an
+ * unknown field. */
+static void other_field(struct gpuop_policy *p, const char *path, const char *key, json_t *v,
+                        const char *const *known)
+{
+    char field[FIELD_MAX];
+    const char *why = gpuop_compat_refused(path, key, v);
+    if (!why) {
+        unknown_field(p, path, key, known);
+    } else if (*why) {
+        fieldf(field, "%s.%s", path, key);
+        problem(p, field, "a ClusterPolicy field gpuop does not implement: %s", why);
+    }
+}
+
 /* ---- small validators --------------------------------------------------- */
 
 static bool is_alnum(char c)
@@ -246,7 +265,10 @@ static int set_defaults(struct gpuop_policy *p)
         o->enabled = op->enabled;
         if (op->config && set_str(&o->config_name, op->config))
             return GPUOP_ENOMEM;
-        if (set_str(&o->image, op->image) || set_str(&o->pull_policy, "IfNotPresent") ||
+        char ref[IMAGE_MAX + 1];
+        gpuop_operand_image_ref(op, ref, sizeof(ref));
+        o->os_tag = op->per_os;
+        if (set_str(&o->image, ref) || set_str(&o->pull_policy, "IfNotPresent") ||
             set_json(&o->args, json_array()) || set_json(&o->env, json_array()))
             return GPUOP_ENOMEM;
     }
@@ -256,7 +278,10 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->update_strategy, "RollingUpdate") ||
         set_json(&p->image_pull_secrets, json_array()))
         return GPUOP_ENOMEM;
+    if (set_str(&p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT))
+        return GPUOP_ENOMEM;
     p->ordering = GPUOP_ORDERING_REPORT;
+    p->mig_strategy = GPUOP_MIG_SINGLE;
     p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
     p->advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
     p->event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
@@ -265,8 +290,120 @@ static int set_defaults(struct gpuop_policy *p)
 
 /* ---- per operand --------------------------------------------------------- */
 
-static const char *const operand_fields[] = {"enabled", "image",     "imagePullPolicy", "args",
-                                             "env",     "resources", "config",          NULL};
+static const char *const operand_fields[] = {"enabled",         "repository", "image", "version",
+                                             "imagePullPolicy", "args",       "env",   "resources",
+                                             "config",          NULL};
+
+/* ---- the image: a full reference, or the GPU Operator's three keys ------- */
+
+/* A reference in `image` is full when it has a '/', ':' or '@'; then it is
+ * used as it is, as the GPU Operator uses image alone (api/nvidia/v1/
+ * clusterpolicy_types.go imagePath, v26.7.0). */
+static bool full_reference(const char *s)
+{
+    return strpbrk(s, "/:@") != NULL;
+}
+
+/* A string image key (borrowed value e) or NULL with a problem: not a
+ * string, or empty (NVIDIA's imagePath needs all three set). */
+static const char *image_key(struct gpuop_policy *p, const char *path, const char *key, json_t *e,
+                             const char *dflt)
+{
+    char field[FIELD_MAX];
+    if (!e)
+        return NULL;
+    fieldf(field, "%s.%s", path, key);
+    if (!json_is_string(e))
+        problem(p, field, "must be a string, not %s; using %s", type_name(e), dflt);
+    else if (json_string_length(e) == 0)
+        problem(p, field, "is empty; using %s", dflt);
+    else if (json_string_length(e) > IMAGE_MAX)
+        problem(p, field, "is longer than %d characters; using %s", IMAGE_MAX, dflt);
+    else
+        return json_string_value(e);
+    return NULL;
+}
+
+/* Resolves spec.<key>.{repository,image,version} (borrowed, each NULL when
+ * absent) into o->image and o->os_tag. A full reference in image is used as
+ * it is; otherwise the three (each defaulting to the operand table's) are
+ * joined as NVIDIA joins them: repository/image:version, or
+ * repository/image@version for a "sha256:" digest. The per-OS operand
+ * (the driver) gets its node's OS tag appended to a tag, never to a digest
+ * or a full reference (SPEC 4b). A value that cannot be used is a problem
+ * naming its field, and the default image is used. */
+static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t *jrepo,
+                       json_t *jimage, json_t *jversion)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(idx);
+    struct gpuop_operand_spec *o = &p->operands[idx];
+    char dflt[IMAGE_MAX + 1], ref[3 * IMAGE_MAX + 3], field[FIELD_MAX], vbuf[64];
+    const char *why = "is not a valid image reference";
+    gpuop_operand_image_ref(op, dflt, sizeof(dflt));
+    const char *repo = image_key(p, path, "repository", jrepo, dflt);
+    const char *image = image_key(p, path, "image", jimage, dflt);
+    const char *version = image_key(p, path, "version", jversion, dflt);
+    if (!repo && !image && !version)
+        return 0; /* the defaults, set already */
+
+    if (image && full_reference(image)) {
+        fieldf(field, "%s.image", path);
+        if (!gpuop_validate_image(image, &why)) {
+            problem(p, field, "%s %s, which the kubelet would refuse (InvalidImageName); using %s",
+                    describe(jimage, vbuf, sizeof(vbuf)), why, dflt);
+            return 0;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (!(k ? version : repo))
+                continue;
+            fieldf(field, "%s.%s", path, k ? "version" : "repository");
+            problem(p, field,
+                    "is ignored: %s.image is a full reference (it has a '/', ':' or '@'); give "
+                    "image a name alone to join repository/image:version",
+                    path);
+        }
+        o->os_tag = false; /* used as it is */
+        return set_str(&o->image, image);
+    }
+
+    const char *v = version ? version : op->version;
+    bool digest = strncmp(v, "sha256:", 7) == 0;
+    bool os_tag = op->per_os && !digest;
+    /* the version alone first, so a bad one is named as such */
+    snprintf(ref, sizeof(ref), "x%s%s", digest ? "@" : ":", v);
+    if (version && !gpuop_validate_image(ref, &why)) {
+        fieldf(field, "%s.version", path);
+        problem(p, field, "%s %s; using %s", describe(jversion, vbuf, sizeof(vbuf)),
+                digest ? why
+                       : "is not a valid image tag (letters, digits, '_', '.', '-'; at most 128)",
+                dflt);
+        return 0;
+    }
+    if (version && os_tag && strlen(version) > 128 - 1 - GPUOP_OSPOOL_TAG_MAX) {
+        fieldf(field, "%s.version", path);
+        problem(p, field,
+                "is longer than %d characters, which leaves no room for the OS tag gpuop "
+                "appends; using %s",
+                128 - 1 - GPUOP_OSPOOL_TAG_MAX, dflt);
+        return 0;
+    }
+    char r[IMAGE_MAX + 1];
+    snprintf(r, sizeof(r), "%s", repo ? repo : op->repository);
+    size_t rl = strlen(r);
+    if (rl > 1 && r[rl - 1] == '/')
+        r[rl - 1] = '\0'; /* "registry.example/nvidia/" as the GPU Operator's charts allow */
+    snprintf(ref, sizeof(ref), "%s/%s%s%s", r, image ? image : op->image, digest ? "@" : ":", v);
+    if (strlen(ref) > IMAGE_MAX || !gpuop_validate_image(ref, &why)) {
+        if (strlen(ref) > IMAGE_MAX)
+            why = "makes a reference longer than 512 characters";
+        fieldf(field, "%s.%s", path, image ? "image" : "repository");
+        problem(p, field, "%s %s (%.200s), which the kubelet would refuse; using %s",
+                describe(image ? jimage : jrepo, vbuf, sizeof(vbuf)), why, ref, dflt);
+        return 0;
+    }
+    o->os_tag = os_tag;
+    return set_str(&o->image, ref);
+}
 
 static int parse_args(struct gpuop_policy *p, const char *path, json_t *v,
                       struct gpuop_operand_spec *o)
@@ -683,14 +820,27 @@ static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
     return 0;
 }
 
-static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
+/* spec.toolkit.installDir: where the toolkit installs the NVIDIA runtime on
+ * the host (the GPU Operator's key and default); an absolute path. */
+static int parse_install_dir(struct gpuop_policy *p, const char *field, json_t *v)
 {
     char vbuf[64];
+    const char *s = json_string_value(v);
+    if (s && s[0] == '/' && strlen(s) <= PATH_MAX_LEN && !strstr(s, "/../") &&
+        !strpbrk(s, " \t\n:"))
+        return set_str(&p->toolkit_install_dir, s);
+    problem(p, field, "must be an absolute host path without spaces or ':', not %s; using %s",
+            describe(v, vbuf, sizeof(vbuf)), GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT);
+    return 0;
+}
+
+static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
+{
     const struct gpuop_operand *op = gpuop_operand_get(idx);
     struct gpuop_operand_spec *o = &p->operands[idx];
     char path[FIELD_MAX], field[FIELD_MAX];
     const char *key;
-    json_t *e;
+    json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL;
     int rc = 0;
 
     fieldf(path, "spec.%s", op->key);
@@ -713,17 +863,11 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
                 problem(p, field, "must be true or false, not %s; using %s (%s)", type_name(e),
                         op->enabled ? "true" : "false", op->enabled ? "enabled" : "disabled");
         } else if (!strcmp(key, "image")) {
-            const char *why = "is longer than 512 characters";
-            if (!json_is_string(e))
-                problem(p, field, "must be an image reference, not %s; using %s", type_name(e),
-                        op->image);
-            else if (json_string_length(e) <= IMAGE_MAX &&
-                     gpuop_validate_image(json_string_value(e), &why))
-                rc = set_str(&o->image, json_string_value(e));
-            else
-                problem(p, field,
-                        "%s %s, which the kubelet would refuse (InvalidImageName); using %s",
-                        describe(e, vbuf, sizeof(vbuf)), why, op->image);
+            jimage = e; /* resolved with repository and version below */
+        } else if (!strcmp(key, "repository")) {
+            jrepo = e;
+        } else if (!strcmp(key, "version")) {
+            jversion = e;
         } else if (!strcmp(key, "imagePullPolicy")) {
             const char *s = json_string_value(e);
             if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
@@ -744,13 +888,15 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_resources(p, path, e, o);
         } else if (!strcmp(key, "config") && op->config) {
             rc = parse_config(p, path, e, o, op);
+        } else if (!strcmp(key, "installDir") && !strcmp(op->key, "toolkit")) {
+            rc = parse_install_dir(p, field, e);
         } else {
-            unknown_field(p, path, key, operand_fields);
+            other_field(p, path, key, e, operand_fields);
         }
         if (rc)
             return rc;
     }
-    return 0;
+    return parse_image(p, idx, path, jrepo, jimage, jversion);
 }
 
 /* ---- spec.daemonsets ------------------------------------------------------ */
@@ -1250,9 +1396,73 @@ static void parse_ordering(struct gpuop_policy *p, json_t *v)
                 describe(v, vbuf, sizeof(vbuf)));
 }
 
+/* spec.mig: {strategy: none | single | mixed}, the GPU Operator's key for
+ * how the device plugin and GFD expose MIG devices. */
+static void parse_mig(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"strategy", NULL};
+    static const char *const names[] = {
+        [GPUOP_MIG_NONE] = "none", [GPUOP_MIG_SINGLE] = "single", [GPUOP_MIG_MIXED] = "mixed"};
+    char vbuf[64];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, "spec.mig", "must be an object {strategy}, not %s; using strategy single",
+                type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "strategy")) {
+            unknown_field(p, "spec.mig", key, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        const char *s = json_string_value(e);
+        int found = -1;
+        for (int i = 0; s && i < (int)(sizeof(names) / sizeof(names[0])); i++)
+            if (!strcmp(s, names[i]))
+                found = i;
+        if (found >= 0)
+            p->mig_strategy = (enum gpuop_mig_strategy)found;
+        else
+            problem(p, "spec.mig.strategy", "must be none, single or mixed, not %s; using single",
+                    describe(e, vbuf, sizeof(vbuf)));
+    }
+}
+
+/* spec.nodeLabeling: {enabled: bool}; false when absent (a policy applied
+ * by hand keeps labels as people set them). */
+static void parse_node_labeling(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"enabled", NULL};
+    const char *key;
+    json_t *e;
+    if (json_is_null(v))
+        return;
+    if (!json_is_object(v)) {
+        problem(p, "spec.nodeLabeling", "must be an object, not %s; labelling stays off",
+                type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (json_is_null(e))
+            continue;
+        if (strcmp(key, "enabled") != 0)
+            unknown_field(p, "spec.nodeLabeling", key, known);
+        else if (json_is_boolean(e))
+            p->node_labeling = json_is_true(e);
+        else
+            problem(p, "spec.nodeLabeling.enabled",
+                    "must be true or false, not %s; labelling stays off", type_name(e));
+    }
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 4];
+    const char *known[GPUOP_OPERAND_MAX + 5];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -1262,6 +1472,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "daemonsets";
     known[n++] = "ordering";
     known[n++] = "findings";
+    known[n++] = "mig";
+    known[n++] = "nodeLabeling";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1281,8 +1493,12 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             parse_ordering(p, e);
         else if (!strcmp(key, "findings"))
             rc = parse_findings(p, e);
+        else if (!strcmp(key, "mig"))
+            parse_mig(p, e);
+        else if (!strcmp(key, "nodeLabeling"))
+            parse_node_labeling(p, e);
         else
-            unknown_field(p, "spec", key, known);
+            other_field(p, "spec", key, e, known);
         if (rc)
             return rc;
     }
@@ -1330,5 +1546,6 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->update_strategy);
     json_decref(p->max_unavailable);
     json_decref(p->image_pull_secrets);
+    free(p->toolkit_install_dir);
     memset(p, 0, sizeof(*p));
 }

@@ -19,6 +19,7 @@
  * change freely.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,9 +33,12 @@ struct tmpl {
     bool host_ipc;
     const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
     bool api_token;              /* mount the service account token: the operand uses the API */
+    const char *runtime_class;   /* runtimeClassName, or NULL */
+    json_t *init;                /* initContainers: the gates (whole containers) */
     json_t *command;
     json_t *args; /* default args, replaced by the policy's when non-empty */
     json_t *env;
+    json_t *env_after; /* set over the policy's env (container paths of host paths) */
     json_t *ports;
     json_t *security;
     json_t *mounts;
@@ -42,13 +46,15 @@ struct tmpl {
     json_t *startup;
     json_t *readiness;
     json_t *liveness;
+    json_t *lifecycle;
     bool oom; /* a builder returned NULL */
 };
 
 static void tmpl_free(struct tmpl *t)
 {
-    json_t **all[] = {&t->command, &t->args,    &t->env,     &t->ports,     &t->security,
-                      &t->mounts,  &t->volumes, &t->startup, &t->readiness, &t->liveness};
+    json_t **all[] = {&t->init,      &t->command,  &t->args,     &t->env,     &t->env_after,
+                      &t->ports,     &t->security, &t->mounts,   &t->volumes, &t->startup,
+                      &t->readiness, &t->liveness, &t->lifecycle};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         json_decref(*all[i]);
         *all[i] = NULL;
@@ -87,6 +93,15 @@ static json_t *env_field(const char *name, const char *path)
                      path);
 }
 
+/* Appends every item of more (steals) to arr (borrowed); nonzero on
+ * failure, arr then unchanged or partly extended. */
+static int extend(json_t *arr, json_t *more)
+{
+    int rc = !arr || !more || json_array_extend(arr, more);
+    json_decref(more);
+    return rc;
+}
+
 static json_t *drop_all(void)
 {
     return json_pack("{s:b, s:{s:[s]}}", "allowPrivilegeEscalation", 0, "capabilities", "drop",
@@ -98,13 +113,208 @@ static json_t *privileged(void)
     return json_pack("{s:b}", "privileged", 1);
 }
 
-/* Where the driver lives on the host: in the driver container's root when
- * gpuop runs the driver, on the host itself when the policy says the hosts
- * provide it (driver.enabled=false). */
+/* ---- what every gated operand shares (docs/operands.md) ------------------ */
+
+/* The directory where the validator's init containers write one file per
+ * prerequisite that works on the node (driver-ready, toolkit-ready, ...);
+ * driver-ready also says where the driver root is on that node. */
+#define VALIDATIONS      "/run/nvidia/validations"
+#define DRIVER_READY     VALIDATIONS "/driver-ready"
+#define TOOLKIT_READY    VALIDATIONS "/toolkit-ready"
+#define GATE_SLEEP       "5" /* seconds between two looks at a validation file */
+#define CDI_HOOK_REL     "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
+#define CDI_HOOK_MAX     320
+#define CDI_DEFAULT_KIND "management.nvidia.com/gpu"
+
+/* The runtime paths the toolkit edits on the host, and where they are
+ * mounted in its container (defaults as the GPU Operator's). */
+#define CONTAINERD_CONFIG_DEFAULT "/etc/containerd/config.toml"
+#define CONTAINERD_DROPIN_DEFAULT "/etc/containerd/conf.d/99-nvidia.toml"
+#define CONTAINERD_SOCKET_DEFAULT "/run/containerd/containerd.sock"
+#define RUNTIME_CONFIG_CTR_DIR    "/runtime/config-dir/"
+#define RUNTIME_DROPIN_CTR_DIR    "/runtime/config-dir.d/"
+#define RUNTIME_SOCKET_CTR_DIR    "/runtime/sock-dir/"
+#define RUNTIME_PATH_MAX          1024
+
+static int idx_of(const char *name)
+{
+    return gpuop_operand_by_name(name);
+}
+
+static bool enabled(const struct gpuop_policy *p, const char *name)
+{
+    int i = idx_of(name);
+    return i >= 0 && p->operands[i].enabled;
+}
+
+/* The value the policy gives env name of operand `operand` (borrowed), or
+ * NULL. */
+static const char *policy_env(const struct gpuop_policy *p, const char *operand, const char *name)
+{
+    int i = idx_of(operand);
+    size_t k;
+    json_t *e;
+    if (i < 0)
+        return NULL;
+    json_array_foreach(p->operands[i].env, k, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), name))
+            return json_string_value(json_object_get(e, "value"));
+    }
+    return NULL;
+}
+
+/* The MIG strategy operand runs with: its MIG_STRATEGY env when the policy
+ * sets one for it, else spec.mig.strategy (default single, the GPU
+ * Operator's). */
+static const char *mig_strategy(const struct gpuop_policy *p, const char *operand)
+{
+    const char *s = policy_env(p, operand, "MIG_STRATEGY");
+    if (s)
+        return s;
+    switch (p->mig_strategy) {
+    case GPUOP_MIG_NONE:
+        return "none";
+    case GPUOP_MIG_MIXED:
+        return "mixed";
+    case GPUOP_MIG_SINGLE:
+        break;
+    }
+    return "single";
+}
+
+/* spec.toolkit.installDir (a policy built without gpuop_policy_parse has
+ * none: the default): the same path on the host and in the container. */
+static const char *install_dir(const struct gpuop_policy *p)
+{
+    return p->toolkit_install_dir ? p->toolkit_install_dir : GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT;
+}
+
+/* The toolkit's CDI hook under installDir, written into buf[CDI_HOOK_MAX]
+ * (installDir is at most 256 characters, policy.c). */
+static const char *cdi_hook(const struct gpuop_policy *p, char *buf)
+{
+    snprintf(buf, CDI_HOOK_MAX, "%s%s", install_dir(p), CDI_HOOK_REL);
+    return buf;
+}
+
+/* Someone on the node writes driver-ready: the toolkit's own
+ * driver-validation, or the validator's. Without either, nobody would, and
+ * a gate on it would hold forever. */
+static bool driver_ready_written(const struct gpuop_policy *p)
+{
+    return enabled(p, "container-toolkit") || enabled(p, "operator-validator");
+}
+
+/* toolkit-ready is written by the validator's toolkit-validation only. */
+static bool toolkit_ready_written(const struct gpuop_policy *p)
+{
+    return enabled(p, "operator-validator");
+}
+
+/* Where the driver lives on the host when no validation file can say it
+ * per node (neither toolkit nor validator runs): in the driver container's
+ * root when gpuop runs the driver, on the host itself otherwise. */
 static const char *driver_root(const struct gpuop_policy *p)
 {
-    int d = gpuop_operand_by_name("driver");
-    return (d >= 0 && p->operands[d].enabled) ? "/run/nvidia/driver" : "/";
+    return enabled(p, "driver") ? "/run/nvidia/driver" : "/";
+}
+
+static const char *driver_root_ctr(const struct gpuop_policy *p)
+{
+    return enabled(p, "driver") ? "/driver-root" : "/host";
+}
+
+/* The shell that waits for driver-ready, exports what it says (the
+ * node's NVIDIA_DRIVER_ROOT, DRIVER_ROOT_CTR_PATH, NVIDIA_DEV_ROOT,
+ * DEV_ROOT_CTR_PATH, IS_HOST_DRIVER) and execs "$0" "$@": the operand's
+ * binary and the policy's args. `extra` runs before the exec. */
+static json_t *sourcing_command(const char *binary, const char *extra)
+{
+    char script[1024];
+    snprintf(script, sizeof(script),
+             "until [ -f " DRIVER_READY " ]; do echo 'gpuop: waiting for " DRIVER_READY
+             "'; sleep " GATE_SLEEP "; done\n"
+             "set -a\n"
+             ". " DRIVER_READY "\n"
+             "set +a\n"
+             "%s"
+             "exec \"$0\" \"$@\"\n",
+             extra ? extra : "");
+    return json_pack("[s,s,s,s]", "sh", "-c", script, binary);
+}
+
+/* An init container of the validator's image (the policy's validator
+ * operand: image and pull policy) that holds the pod until file exists. */
+static json_t *gate(const struct gpuop_policy *p, const char *name, const char *file)
+{
+    const struct gpuop_operand_spec *v = &p->operands[idx_of("operator-validator")];
+    char script[512];
+    snprintf(script, sizeof(script),
+             "until [ -f %s ]; do echo 'gpuop: waiting for %s'; sleep " GATE_SLEEP "; done", file,
+             file);
+    return json_pack("{s:s, s:s, s:s, s:[s,s], s:[s], s:o, s:[o]}", "name", name, "image", v->image,
+                     "imagePullPolicy", v->pull_policy, "command", "sh", "-c", "args", script,
+                     "securityContext", json_pack("{s:b}", "privileged", 1), "volumeMounts",
+                     json_pack("{s:s, s:s, s:s}", "name", "run-nvidia-validations", "mountPath",
+                               VALIDATIONS, "mountPropagation", "HostToContainer"));
+}
+
+/* One component of nvidia-validator (COMPONENT) as an init container of
+ * the validator's image, run as root; env (steals, may be NULL) comes
+ * after WITH_WAIT and COMPONENT, mounts (steals) are its volumeMounts. */
+static json_t *validator_ctr(const struct gpuop_policy *p, const char *component, bool wait,
+                             json_t *env, json_t *mounts)
+{
+    const struct gpuop_operand_spec *v = &p->operands[idx_of("operator-validator")];
+    char name[64];
+    snprintf(name, sizeof(name), "%s-validation", component);
+    json_t *all = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "WITH_WAIT", "value",
+                            wait ? "true" : "false", "name", "COMPONENT", "value", component);
+    if (all && env && json_array_extend(all, env)) {
+        json_decref(all);
+        all = NULL;
+    }
+    json_decref(env);
+    return json_pack("{s:s, s:s, s:s, s:[s,s], s:[s], s:o, s:{s:b, s:i}, s:o}", "name", name,
+                     "image", v->image, "imagePullPolicy", v->pull_policy, "command", "sh", "-c",
+                     "args", "nvidia-validator", "env", all, "securityContext", "privileged", 1,
+                     "runAsUser", 0, "volumeMounts", mounts);
+}
+
+/* driver-validation: nvidia-validator COMPONENT=driver, waiting until the
+ * driver works on the node (a host driver under /host, or the driver
+ * container's under /run/nvidia/driver), then writing driver-ready with
+ * that node's driver root. It asks the API whether an operator manages
+ * the driver: the pod needs its token (cmd/nvidia-validator/main.go). */
+static json_t *driver_validation(const struct gpuop_policy *p)
+{
+    return validator_ctr(
+        p, "driver", true, json_pack("[o]", env_field("OPERATOR_NAMESPACE", "metadata.namespace")),
+        json_pack("[o,o,o,o]", mount("host-root", "/host", true, "HostToContainer"),
+                  mount("driver-install-dir", "/run/nvidia/driver", false, "HostToContainer"),
+                  mount("run-nvidia-validations", VALIDATIONS, false, "Bidirectional"),
+                  mount("host-dev-char", "/host-dev-char", false, NULL)));
+}
+
+/* The volumes driver_validation mounts (new). */
+static json_t *driver_validation_volumes(void)
+{
+    return json_pack("[o,o,o,o]", hostpath("host-root", "/", NULL),
+                     hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+                     hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+                     hostpath("host-dev-char", "/dev/char", NULL));
+}
+
+/* The device plugin's and GFD's securityContext, by their MIG strategy:
+ * SYS_ADMIN with a strategy other than none (to read MIG devices), else
+ * nothing beyond the default, all capabilities dropped (NVIDIA's
+ * k8s-device-plugin chart, templates/_helpers.tpl). */
+static json_t *plugin_security(const char *strategy)
+{
+    if (strcmp(strategy, "none"))
+        return json_pack("{s:{s:[s]}}", "capabilities", "add", "SYS_ADMIN");
+    return drop_all();
 }
 
 /* ---- pod templates, one per operand ---------------------------------------- */
@@ -116,6 +326,7 @@ static const char *driver_root(const struct gpuop_policy *p)
  * can take many minutes, hence the patient startup probe. */
 static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
 {
+    (void)p;
     t->container = "nvidia-driver";
     t->host_pid = true;
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
@@ -140,113 +351,217 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
                           "timeoutSeconds", 60, "failureThreshold", 120));
 }
 
-/* container-toolkit: installs the NVIDIA runtime under /usr/local/nvidia and
- * registers it in containerd (as the default runtime, so operand pods need
- * no RuntimeClass), pointing it at the driver root. */
+/* Splits host path into its directory (dir, size len) and base name; false
+ * when it is not an absolute path with both. */
+static bool split_path(const char *path, char *dir, size_t len, const char **base)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!path || path[0] != '/' || !slash || !slash[1] || strlen(path) >= len)
+        return false;
+    size_t n = (size_t)(slash - path);
+    snprintf(dir, len, "%.*s", (int)(n ? n : 1), path);
+    *base = slash + 1;
+    return true;
+}
+
+/* container-toolkit: installs the NVIDIA runtime under /usr/local/nvidia,
+ * writes containerd's drop-in (99-nvidia.toml in conf.d, imported from the
+ * top-level config) with an "nvidia" runtime that is not the default, and
+ * generates the CDI specs (CDI mode, the GPU Operator's default): GPU pods
+ * get their devices through CDI, the GPU operands through the nvidia
+ * RuntimeClass gpuop applies. It first runs the validator's
+ * driver-validation (writing driver-ready), then takes the node's driver
+ * root from driver-ready. The host paths of containerd's config, drop-in
+ * and socket come from the policy's CONTAINERD_CONFIG,
+ * RUNTIME_DROP_IN_CONFIG and CONTAINERD_SOCKET (k3s, RKE2: see
+ * deploy/sample-gpupolicy.yaml); their directories are mounted and the
+ * container sees them at fixed paths, as the GPU Operator does. */
 static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
 {
-    const char *root = driver_root(p);
-    t->container = "nvidia-container-toolkit";
+    const char *cfg = policy_env(p, "container-toolkit", "CONTAINERD_CONFIG");
+    const char *dropin = policy_env(p, "container-toolkit", "RUNTIME_DROP_IN_CONFIG");
+    const char *sock = policy_env(p, "container-toolkit", "CONTAINERD_SOCKET");
+    char cfg_dir[RUNTIME_PATH_MAX], dropin_dir[RUNTIME_PATH_MAX], sock_dir[RUNTIME_PATH_MAX];
+    char cfg_ctr[RUNTIME_PATH_MAX], dropin_ctr[RUNTIME_PATH_MAX], sock_ctr[RUNTIME_PATH_MAX];
+    const char *cfg_base, *dropin_base, *sock_base;
+    /* a value that is no absolute file path: the default (validate.c's
+     * env checks say what the policy holds) */
+    if (!split_path(cfg, cfg_dir, sizeof(cfg_dir), &cfg_base))
+        split_path(cfg = CONTAINERD_CONFIG_DEFAULT, cfg_dir, sizeof(cfg_dir), &cfg_base);
+    if (!split_path(dropin, dropin_dir, sizeof(dropin_dir), &dropin_base))
+        split_path(dropin = CONTAINERD_DROPIN_DEFAULT, dropin_dir, sizeof(dropin_dir),
+                   &dropin_base);
+    if (!split_path(sock, sock_dir, sizeof(sock_dir), &sock_base))
+        split_path(sock = CONTAINERD_SOCKET_DEFAULT, sock_dir, sizeof(sock_dir), &sock_base);
+    snprintf(cfg_ctr, sizeof(cfg_ctr), RUNTIME_CONFIG_CTR_DIR "%s", cfg_base);
+    snprintf(dropin_ctr, sizeof(dropin_ctr), RUNTIME_DROPIN_CTR_DIR "%s", dropin_base);
+    snprintf(sock_ctr, sizeof(sock_ctr), RUNTIME_SOCKET_CTR_DIR "%s", sock_base);
+
+    t->container = "nvidia-container-toolkit-ctr";
     t->host_pid = true;
+    t->service_account = GPUOP_TOOLKIT_SA;
+    t->api_token = true; /* driver-validation asks the API */
+    t->init = need(t, json_pack("[o]", driver_validation(p)));
+    t->command = need(t, sourcing_command("nvidia-toolkit", NULL));
+    /* the container's view of the host paths: in the template's order, and
+     * set again over the policy's values (which name host paths) */
+    t->env_after =
+        need(t, json_pack("[o,o,o,o,o,o]", env("CONTAINERD_CONFIG", cfg_ctr),
+                          env("RUNTIME_CONFIG", cfg_ctr), env("RUNTIME_DROP_IN_CONFIG", dropin_ctr),
+                          env("RUNTIME_DROP_IN_CONFIG_HOST_PATH", dropin),
+                          env("CONTAINERD_SOCKET", sock_ctr), env("RUNTIME_SOCKET", sock_ctr)));
     t->env =
-        need(t, json_pack("[o,o,o,o,o,o,o,o,o,o]", env("ROOT", "/usr/local/nvidia"),
+        need(t, json_pack("[o,o,o,o,o,o,o,o,o,o,o]", env("ROOT", install_dir(p)),
                           env("RUNTIME", "containerd"),
-                          env("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
-                          env("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
-                          env("CONTAINERD_RUNTIME_CLASS", "nvidia"),
-                          env("CONTAINERD_SET_AS_DEFAULT", "true"), env("NVIDIA_DRIVER_ROOT", root),
-                          env("DRIVER_ROOT_CTR_PATH", "/driver-root"),
-                          env("NVIDIA_VISIBLE_DEVICES", "void"),
-                          env("TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid")));
+                          env("CONTAINERD_RUNTIME_CLASS", GPUOP_RUNTIME_CLASS),
+                          env("CDI_ENABLED", "true"), env("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
+                          env("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
+                          env("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND),
+                          env("CRIO_CONFIG_MODE", "config"), env("NVIDIA_VISIBLE_DEVICES", "void"),
+                          env("TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid"),
+                          env_field("NRI_NAMESPACE", "metadata.namespace")));
+    if (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after)))
+        t->oom = true;
     t->security = need(t, privileged());
-    t->mounts = need(t, json_pack("[o,o,o,o,o,o,o]",
-                                  mount("run-nvidia", "/run/nvidia", false, "HostToContainer"),
-                                  mount("driver-root", "/driver-root", true, "HostToContainer"),
-                                  mount("host-root", "/host", true, "HostToContainer"),
-                                  mount("toolkit-install", "/usr/local/nvidia", false, NULL),
-                                  mount("containerd-config", "/runtime/config-dir", false, NULL),
-                                  mount("containerd-socket", "/runtime/sock-dir", false, NULL),
-                                  mount("cdi-root", "/var/run/cdi", false, NULL)));
-    t->volumes = need(
-        t, json_pack("[o,o,o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
-                     hostpath("driver-root", root, NULL), hostpath("host-root", "/", NULL),
-                     hostpath("toolkit-install", "/usr/local/nvidia", "DirectoryOrCreate"),
-                     hostpath("containerd-config", "/etc/containerd", "DirectoryOrCreate"),
-                     hostpath("containerd-socket", "/run/containerd", NULL),
-                     hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate")));
+    t->mounts =
+        need(t, json_pack("[o,o,o,o,o,o,o,o,o]",
+                          mount("toolkit-root", "/run/nvidia/toolkit", false, NULL),
+                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
+                          mount("toolkit-install-dir", install_dir(p), false, NULL),
+                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
+                          mount("host-root", "/host", true, "HostToContainer"),
+                          mount("cdi-root", "/var/run/cdi", false, NULL),
+                          mount("containerd-config", RUNTIME_CONFIG_CTR_DIR, false, NULL),
+                          mount("containerd-drop-in-config", RUNTIME_DROPIN_CTR_DIR, false, NULL),
+                          mount("containerd-socket", RUNTIME_SOCKET_CTR_DIR, false, NULL)));
+    t->volumes = need(t, driver_validation_volumes());
+    if (t->volumes &&
+        extend(t->volumes,
+               json_pack("[o,o,o,o,o,o]",
+                         hostpath("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
+                         hostpath("toolkit-install-dir", install_dir(p), "DirectoryOrCreate"),
+                         hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
+                         hostpath("containerd-config", cfg_dir, "DirectoryOrCreate"),
+                         hostpath("containerd-drop-in-config", dropin_dir, "DirectoryOrCreate"),
+                         hostpath("containerd-socket", sock_dir, NULL))))
+        t->oom = true;
 }
 
 /* device-plugin: registers with the kubelet through its socket directory
- * and advertises nvidia.com/gpu. Needs no privileges: NVML comes from the
- * NVIDIA runtime, device nodes are passed as device specs. */
+ * and advertises nvidia.com/gpu, handing devices to GPU pods as CDI
+ * devices (CDI annotations and the CRI field). Held until toolkit-ready;
+ * takes the node's driver root from driver-ready. Runs in the nvidia
+ * RuntimeClass (NVML injected). */
 static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
 {
+    char hook[CDI_HOOK_MAX];
+    const char *mig = mig_strategy(p, "device-plugin");
     t->container = "nvidia-device-plugin";
-    t->command = need(t, json_pack("[s]", "nvidia-device-plugin"));
-    t->env =
-        need(t, json_pack("[o,o,o,o,o,o,o,o,o]", env("FAIL_ON_INIT_ERROR", "true"),
-                          env("DEVICE_LIST_STRATEGY", "envvar"), env("DEVICE_ID_STRATEGY", "uuid"),
-                          env("PASS_DEVICE_SPECS", "true"), env("MIG_STRATEGY", "single"),
-                          env("NVIDIA_DRIVER_ROOT", driver_root(p)),
-                          env("CONTAINER_DRIVER_ROOT", "/driver-root"),
-                          env("NVIDIA_VISIBLE_DEVICES", "all"),
-                          env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")));
-    t->security = need(t, drop_all());
+    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    if (toolkit_ready_written(p))
+        t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
+    if (driver_ready_written(p))
+        t->command = need(t, sourcing_command("nvidia-device-plugin", NULL));
+    else
+        t->command = need(t, json_pack("[s]", "nvidia-device-plugin"));
+    t->env = need(t, json_pack("[o,o,o,o,o,o,o,o,o]", env("PASS_DEVICE_SPECS", "true"),
+                               env("FAIL_ON_INIT_ERROR", "true"),
+                               env("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri"),
+                               env("DEVICE_ID_STRATEGY", "uuid"), env("CDI_ENABLED", "true"),
+                               env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
+                               env("NVIDIA_VISIBLE_DEVICES", "all"),
+                               env("NVIDIA_DRIVER_CAPABILITIES", "all"), env("MIG_STRATEGY", mig)));
+    if (t->env && strcmp(mig, "none") &&
+        json_array_append_new(t->env, env("NVIDIA_MIG_MONITOR_DEVICES", "all")))
+        t->oom = true;
+    if (t->env && enabled(p, "container-toolkit") &&
+        json_array_append_new(t->env, env("NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook))))
+        t->oom = true;
+    if (t->env && !driver_ready_written(p) &&
+        extend(t->env, json_pack("[o,o]", env("NVIDIA_DRIVER_ROOT", driver_root(p)),
+                                 env("DRIVER_ROOT_CTR_PATH", driver_root_ctr(p)))))
+        t->oom = true;
+    t->security = need(t, plugin_security(mig));
     t->mounts =
-        need(t, json_pack("[o,o,o]",
-                          mount("device-plugins", "/var/lib/kubelet/device-plugins", false, NULL),
-                          mount("run-nvidia", "/run/nvidia", true, "HostToContainer"),
-                          mount("driver-root", "/driver-root", true, "HostToContainer")));
-    t->volumes = need(
-        t, json_pack("[o,o,o]",
-                     hostpath("device-plugins", "/var/lib/kubelet/device-plugins", "Directory"),
-                     hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
-                     hostpath("driver-root", driver_root(p), NULL)));
+        need(t, json_pack("[o,o,o,o,o]",
+                          mount("device-plugin", "/var/lib/kubelet/device-plugins", false, NULL),
+                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
+                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
+                          mount("host-root", "/host", true, "HostToContainer"),
+                          mount("cdi-root", "/var/run/cdi", false, NULL)));
+    t->volumes =
+        need(t, json_pack("[o,o,o,o,o]",
+                          hostpath("device-plugin", "/var/lib/kubelet/device-plugins", NULL),
+                          hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+                          hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+                          hostpath("host-root", "/", NULL),
+                          hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate")));
 }
 
 /* gpu-feature-discovery: writes GPU labels as a node-feature-discovery
- * local feature file on the host; NFD turns them into node labels. */
+ * local feature file on the host; NFD turns them into node labels (not the
+ * NodeFeature API, GFD's default, which would need a token and write
+ * rights on nodefeatures). Held until toolkit-ready; nvidia RuntimeClass. */
 static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
 {
+    const char *mig = mig_strategy(p, "gpu-feature-discovery");
     t->container = "gpu-feature-discovery";
+    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    if (toolkit_ready_written(p))
+        t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->command = need(t, json_pack("[s]", "gpu-feature-discovery"));
-    t->env =
-        need(t, json_pack("[o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
-                          env("GFD_SLEEP_INTERVAL", "60s"), env("GFD_FAIL_ON_INIT_ERROR", "true"),
-                          env("MIG_STRATEGY", "single"), env("NVIDIA_VISIBLE_DEVICES", "all"),
-                          env("NVIDIA_DRIVER_CAPABILITIES", "utility")));
-    t->security = need(t, drop_all());
+    t->env = need(t, json_pack("[o,o,o,o,o,o,o,o,o]", env("GFD_SLEEP_INTERVAL", "60s"),
+                               env("GFD_FAIL_ON_INIT_ERROR", "true"),
+                               env("USE_NODE_FEATURE_API", "false"),
+                               env_field("NAMESPACE", "metadata.namespace"),
+                               env_field("NODE_NAME", "spec.nodeName"),
+                               env_field("POD_NAME", "metadata.name"), env("MIG_STRATEGY", mig),
+                               env("NVIDIA_VISIBLE_DEVICES", "all"),
+                               env("NVIDIA_DRIVER_CAPABILITIES", "utility")));
+    if (t->env && strcmp(mig, "none") &&
+        json_array_append_new(t->env, env("NVIDIA_MIG_MONITOR_DEVICES", "all")))
+        t->oom = true;
+    t->security = need(t, plugin_security(mig));
     t->mounts =
         need(t, json_pack("[o,o]",
                           mount("output-dir", "/etc/kubernetes/node-feature-discovery/features.d",
                                 false, NULL),
                           mount("host-sys", "/sys", true, NULL)));
     t->volumes = need(
-        t, json_pack("[o,o]",
+        t, json_pack("[o,o,o]",
                      hostpath("output-dir", "/etc/kubernetes/node-feature-discovery/features.d",
                               "DirectoryOrCreate"),
-                     hostpath("host-sys", "/sys", "Directory")));
+                     hostpath("host-sys", "/sys", "Directory"),
+                     hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate")));
 }
 
-/* dcgm-exporter: Prometheus metrics on :9400, mapped to pods through the
- * kubelet's pod-resources API; profiling metrics need SYS_ADMIN. */
+/* dcgm-exporter: Prometheus metrics on :9400 (the Service gpuop applies
+ * beside it), mapped to pods through the kubelet's pod-resources API;
+ * profiling metrics need SYS_ADMIN. Held until toolkit-ready; nvidia
+ * RuntimeClass. The image's own entrypoint runs (no command). */
 static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
 {
     t->container = "nvidia-dcgm-exporter";
-    t->env = need(t, json_pack("[o,o,o,o,o]", env("DCGM_EXPORTER_LISTEN", ":9400"),
-                               env("DCGM_EXPORTER_KUBERNETES", "true"),
-                               env_field("NODE_NAME", "spec.nodeName"),
-                               env("NVIDIA_VISIBLE_DEVICES", "all"),
-                               env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")));
+    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    if (toolkit_ready_written(p))
+        t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
+    t->env = need(
+        t, json_pack("[o,o,o,o,o,o]", env("DCGM_EXPORTER_LISTEN", ":9400"),
+                     env("DCGM_EXPORTER_KUBERNETES", "true"),
+                     env("DCGM_EXPORTER_COLLECTORS", "/etc/dcgm-exporter/dcp-metrics-included.csv"),
+                     env_field("NODE_NAME", "spec.nodeName"), env("NVIDIA_VISIBLE_DEVICES", "all"),
+                     env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")));
     t->ports = need(t, json_pack("[{s:s, s:i, s:s}]", "name", "metrics", "containerPort", 9400,
                                  "protocol", "TCP"));
     t->security = need(t, json_pack("{s:b, s:i, s:{s:[s]}}", "runAsNonRoot", 0, "runAsUser", 0,
                                     "capabilities", "add", "SYS_ADMIN"));
     t->mounts = need(
         t, json_pack("[o]", mount("pod-resources", "/var/lib/kubelet/pod-resources", true, NULL)));
-    t->volumes =
-        need(t, json_pack("[o]", hostpath("pod-resources", "/var/lib/kubelet/pod-resources",
-                                          "DirectoryOrCreate")));
+    t->volumes = need(
+        t,
+        json_pack("[o,o]",
+                  hostpath("pod-resources", "/var/lib/kubelet/pod-resources", "DirectoryOrCreate"),
+                  hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate")));
     t->readiness =
         need(t, json_pack("{s:{s:s, s:s}, s:i, s:i}", "httpGet", "path", "/health", "port",
                           "metrics", "initialDelaySeconds", 45, "periodSeconds", 5));
@@ -255,86 +570,122 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
                                     10, "failureThreshold", 6));
 }
 
-/* operator-validator: proves the chain works on the node (driver loaded,
- * a container gets a GPU through the toolkit) and then stays Ready; not
- * Ready means a validation is still waiting or failed (see its log). */
+/* operator-validator: writes the validation files of its node, one init
+ * container per component of nvidia-validator: driver-ready (waits for
+ * the driver), toolkit-ready (nvidia-smi through the nvidia RuntimeClass),
+ * plugin-ready (the node advertises GPUs; only when gpuop runs the device
+ * plugin), then stays Ready; stopping it removes the *-ready files. Its
+ * service account may list DaemonSets in the namespace and read nodes
+ * (deploy/10-rbac.yaml). NVIDIA's cuda-validation is left out: it starts a
+ * workload pod under the GPU Operator's own DaemonSet and ServiceAccount
+ * names (docs/operands.md). */
 static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
 {
-    static const char script[] = "set -e\n"
-                                 "export WITH_WAIT=true\n"
-                                 "COMPONENT=driver nvidia-validator\n"
-                                 "COMPONENT=toolkit nvidia-validator\n"
-                                 "touch /tmp/gpuop-validated\n"
-                                 "echo 'driver and container-toolkit validated'\n"
-                                 "exec sleep infinity\n";
+    static const char main_script[] = "echo 'gpuop: every validation passed'\n"
+                                      "exec sleep infinity\n";
     t->container = "nvidia-operator-validator";
+    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->service_account = GPUOP_VALIDATOR_SA;
+    t->api_token = true;
+    t->init = need(
+        t, json_pack("[o,o]", driver_validation(p),
+                     validator_ctr(p, "toolkit", false,
+                                   json_pack("[o]", env("NVIDIA_VISIBLE_DEVICES", "all")),
+                                   json_pack("[o]", mount("run-nvidia-validations", VALIDATIONS,
+                                                          false, "Bidirectional")))));
+    if (t->init && enabled(p, "device-plugin") &&
+        json_array_append_new(
+            t->init, validator_ctr(p, "plugin", false,
+                                   json_pack("[o,o,o,o]", env("WITH_WORKLOAD", "false"),
+                                             env("MIG_STRATEGY", mig_strategy(p, "device-plugin")),
+                                             env_field("NODE_NAME", "spec.nodeName"),
+                                             env_field("OPERATOR_NAMESPACE", "metadata.namespace")),
+                                   json_pack("[o]", mount("run-nvidia-validations", VALIDATIONS,
+                                                          false, "Bidirectional")))))
+        t->oom = true;
     t->command = need(t, json_pack("[s,s]", "sh", "-c"));
-    t->args = need(t, json_pack("[s]", script));
-    t->env = need(t, json_pack("[o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
-                               env_field("OPERATOR_NAMESPACE", "metadata.namespace"),
-                               env("NVIDIA_VISIBLE_DEVICES", "all"),
-                               env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")));
-    t->security = need(t, privileged());
-    t->mounts =
-        need(t, json_pack("[o,o,o,o]",
-                          mount("run-nvidia-validations", "/run/nvidia/validations", false,
-                                "Bidirectional"),
-                          mount("driver-root", "/run/nvidia/driver", true, "HostToContainer"),
-                          mount("host-root", "/host", true, "HostToContainer"),
-                          mount("host-dev-char", "/host-dev-char", false, NULL)));
-    t->volumes = need(t, json_pack("[o,o,o,o]",
-                                   hostpath("run-nvidia-validations", "/run/nvidia/validations",
-                                            "DirectoryOrCreate"),
-                                   hostpath("driver-root", driver_root(p), NULL),
-                                   hostpath("host-root", "/", NULL),
-                                   hostpath("host-dev-char", "/dev/char", NULL)));
-    t->readiness =
-        need(t, json_pack("{s:{s:[s,s]}, s:i, s:i}", "exec", "command", "cat",
-                          "/tmp/gpuop-validated", "initialDelaySeconds", 5, "periodSeconds", 10));
+    t->args = need(t, json_pack("[s]", main_script));
+    t->security = need(t, json_pack("{s:b, s:i}", "privileged", 1, "runAsUser", 0));
+    t->lifecycle = need(t, json_pack("{s:{s:{s:[s,s,s]}}}", "preStop", "exec", "command", "sh",
+                                     "-c", "rm -f " VALIDATIONS "/*-ready"));
+    t->mounts = need(
+        t, json_pack("[o]", mount("run-nvidia-validations", VALIDATIONS, false, "Bidirectional")));
+    t->volumes = need(t, driver_validation_volumes());
 }
 
 /* mig-manager: applies the MIG layout named by the node's
- * nvidia.com/mig.config label from the config ConfigMap (spec.migManager.
- * config.name, key config.yaml), pausing the GPU operands on the node
- * through their deploy labels ("paused-for-mig-change") while it does; so it
- * needs the API (its own service account, see deploy/10-rbac.yaml), full
- * privileges, the host's PID and IPC namespaces (it stops host GPU clients
- * through systemd), /sys and the host root. */
+ * nvidia.com/mig.config label, pausing the GPU operands on the node
+ * through their deploy labels ("paused-for-mig-change") while it does. With
+ * a ConfigMap named in spec.migManager.config.name it reads that
+ * (CONFIG_FILE); otherwise v0.15 generates the layouts from the hardware,
+ * writes them to a ConfigMap <node>-mig-config, and falls back to gpuop's
+ * default ConfigMap (DEFAULT_CONFIG_FILE). So it needs the API (its own
+ * service account, see deploy/10-rbac.yaml), full privileges, the host's
+ * PID and IPC namespaces (it stops host GPU clients through systemd), /sys
+ * and the host root. Held until toolkit-ready; the node's driver root from
+ * driver-ready; nvidia RuntimeClass. */
 static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
 {
-    int me = gpuop_operand_by_name("mig-manager");
+    char hook[CDI_HOOK_MAX];
+    int me = idx_of("mig-manager");
+    const struct gpuop_operand *op = gpuop_operand_get(me);
     const char *config = me >= 0 ? p->operands[me].config_name : NULL;
+    bool dflt = !config || (op->config && !strcmp(config, op->config));
     t->container = "nvidia-mig-manager";
     t->host_pid = true;
     t->host_ipc = true;
+    t->runtime_class = GPUOP_RUNTIME_CLASS;
     t->service_account = GPUOP_MIG_MANAGER_SA;
     t->api_token = true;
+    if (toolkit_ready_written(p))
+        t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
+    if (driver_ready_written(p))
+        t->command =
+            need(t, sourcing_command("nvidia-mig-manager",
+                                     ": \"${WITH_SHUTDOWN_HOST_GPU_CLIENTS:=$IS_HOST_DRIVER}\"\n"
+                                     "export WITH_SHUTDOWN_HOST_GPU_CLIENTS\n"));
+    else
+        t->command = need(t, json_pack("[s]", "nvidia-mig-manager"));
     t->env = need(
         t,
-        json_pack("[o,o,o,o,o,o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
-                  env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
-                  env("HOST_ROOT_MOUNT", "/host"), env("HOST_NVIDIA_DIR", "/usr/local/nvidia"),
+        json_pack("[o,o,o,o,o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                  env_field("POD_NAME", "metadata.name"),
+                  env_field("POD_NAMESPACE", "metadata.namespace"),
+                  dflt ? env("DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml")
+                       : env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
+                  env("HOST_ROOT_MOUNT", "/host"), env("HOST_NVIDIA_DIR", install_dir(p)),
                   env("HOST_MIG_MANAGER_STATE_FILE",
                       "/etc/systemd/system/nvidia-mig-manager.service.d/override.conf"),
                   env("HOST_KUBELET_SYSTEMD_SERVICE", "kubelet.service"),
                   env_field("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
-                  env("WITH_REBOOT", "false"), env("WITH_SHUTDOWN_HOST_GPU_CLIENTS", "false"),
-                  env("DRIVER_ROOT", driver_root(p)), env("DRIVER_ROOT_CTR_PATH", "/driver-root"),
-                  env("CDI_ENABLED", "false"), env("NVIDIA_VISIBLE_DEVICES", "all"),
-                  env("NVIDIA_DRIVER_CAPABILITIES", "all")));
+                  env("WITH_REBOOT", "false"), env("CDI_ENABLED", "true"),
+                  env("NVIDIA_VISIBLE_DEVICES", "all"), env("NVIDIA_DRIVER_CAPABILITIES", "all")));
+    if (t->env && enabled(p, "container-toolkit") &&
+        json_array_append_new(t->env, env("NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook))))
+        t->oom = true;
+    if (t->env && !driver_ready_written(p) &&
+        extend(t->env, json_pack("[o,o,o]", env("DRIVER_ROOT", driver_root(p)),
+                                 env("DRIVER_ROOT_CTR_PATH", driver_root_ctr(p)),
+                                 env("WITH_SHUTDOWN_HOST_GPU_CLIENTS", "false"))))
+        t->oom = true;
     t->security = need(t, privileged());
-    t->mounts = need(t, json_pack("[o,o,o,o,o]", mount("host-sys", "/sys", false, NULL),
-                                  mount("host-root", "/host", false, "HostToContainer"),
-                                  mount("driver-root", "/driver-root", true, "HostToContainer"),
-                                  mount("run-nvidia", "/run/nvidia", true, "HostToContainer"),
-                                  mount("mig-parted-config", "/mig-parted-config", true, NULL)));
+    t->mounts =
+        need(t, json_pack("[o,o,o,o,o,o]", mount("host-sys", "/sys", false, NULL),
+                          mount("host-root", "/host", false, "HostToContainer"),
+                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
+                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
+                          mount("cdi-root", "/var/run/cdi", false, NULL),
+                          mount("mig-parted-config", "/mig-parted-config", true, NULL)));
+    json_t *cm = dflt ? json_pack("{s:s, s:[{s:s, s:s}]}", "name", config ? config : op->config,
+                                  "items", "key", "config.yaml", "path", "config-default.yaml")
+                      : json_pack("{s:s}", "name", config);
     t->volumes =
-        need(t, json_pack("[o,o,o,o,{s:s, s:{s:s}}]", hostpath("host-sys", "/sys", "Directory"),
+        need(t, json_pack("[o,o,o,o,o,{s:s, s:o}]", hostpath("host-sys", "/sys", "Directory"),
                           hostpath("host-root", "/", NULL),
-                          hostpath("driver-root", driver_root(p), NULL),
-                          hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"), "name",
-                          "mig-parted-config", "configMap", "name",
-                          config ? config : "default-mig-parted-config"));
+                          hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+                          hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+                          hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate"), "name",
+                          "mig-parted-config", "configMap", cm));
 }
 
 static const struct {
@@ -399,13 +750,14 @@ static bool label_value_ok(const char *s)
 /* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
  * Manager and NVIDIA's tools select the operand pods by it), then the
  * policy's labels. */
-static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op)
+static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *op,
+                      const struct gpuop_ospool *pool)
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
-    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name,
+    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
                           GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
                           GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
-                          GPUOP_LABEL_APP, op->app);
+                          GPUOP_LABEL_APP, op->app, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;
@@ -461,12 +813,15 @@ static int put(json_t *obj, const char *key, json_t *v)
     return v ? json_object_set_new(obj, key, v) : 0;
 }
 
-static json_t *container(const struct gpuop_policy *p, int idx, const struct tmpl *t)
+static json_t *container(const struct gpuop_policy *p, int idx, const struct tmpl *t,
+                         const char *image)
 {
     const struct gpuop_operand_spec *o = &p->operands[idx];
     json_t *args = json_array_size(o->args) ? o->args : t->args;
-    json_t *env_all = merge_env(t->env, o->env);
-    json_t *c = json_pack("{s:s, s:s, s:s}", "name", t->container, "image", o->image,
+    json_t *env_pol = merge_env(t->env, o->env);
+    json_t *env_all = env_pol ? merge_env(env_pol, t->env_after) : NULL;
+    json_decref(env_pol);
+    json_t *c = json_pack("{s:s, s:s, s:s}", "name", t->container, "image", image,
                           "imagePullPolicy", o->pull_policy);
     int rc = !c || !env_all;
     if (!rc && t->command)
@@ -491,6 +846,8 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
         rc |= json_object_set(c, "readinessProbe", t->readiness);
     if (!rc && t->liveness)
         rc |= json_object_set(c, "livenessProbe", t->liveness);
+    if (!rc && t->lifecycle)
+        rc |= json_object_set(c, "lifecycle", t->lifecycle);
     json_decref(env_all);
     if (rc) {
         json_decref(c);
@@ -499,20 +856,26 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     return c;
 }
 
-/* spec.ordering: enforce. A required node affinity on every prerequisite up
- * the operand's chain that the policy runs: its deploy label must be "true"
- * (gpuop runs it there) or "false" (the host provides it). A prerequisite
- * disabled in the policy is host-provided everywhere and adds no term; the
- * walk goes on above it. The DaemonSet controller evaluates the affinity
- * when it decides where the operand runs, so a node without its toolkit
- * label gets no device plugin, and loses it when the label goes. Adds
- * nothing when no prerequisite qualifies. Returns nonzero on ENOMEM. */
+/* The required node affinity of every operand: one term whose first
+ * expression is the node-wide opt-out, nvidia.com/gpu.deploy.operands NotIn
+ * [false] (SPEC section 4.2: the GPU Operator's documented way to take a
+ * whole node out; the DaemonSet controller removes the pods when the label
+ * appears and brings them back when it goes; a node without the label
+ * qualifies). With spec.ordering: enforce the same term also requires every
+ * prerequisite up the operand's chain that the policy runs: its deploy label
+ * must be "true" (gpuop runs it there) or "false" (the host provides it). A
+ * prerequisite disabled in the policy is host-provided everywhere and adds no
+ * expression; the walk goes on above it. So a node without its toolkit label
+ * gets no device plugin, and loses it when the label goes. Expressions of one
+ * term are ANDed. Returns nonzero on ENOMEM. */
 static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
 {
     char key[128];
-    json_t *exprs = json_array();
+    json_t *exprs = json_pack("[{s:s, s:s, s:[s]}]", "key", GPUOP_LABEL_OPERANDS, "operator",
+                              "NotIn", "values", "false");
     int rc = !exprs;
-    for (int c = gpuop_operand_prereq(idx), hops = 0; !rc && c >= 0 && hops < GPUOP_OPERAND_MAX;
+    for (int c = gpuop_operand_prereq(idx), hops = 0;
+         !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
          c = gpuop_operand_prereq(c), hops++) {
         if (!p->operands[c].enabled)
             continue;
@@ -520,7 +883,7 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
         rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s]}", "key", key, "operator",
                                                      "In", "values", "true", "false"));
     }
-    if (!rc && json_array_size(exprs))
+    if (!rc)
         rc |= json_object_set_new(spec, "affinity",
                                   json_pack("{s:{s:{s:[{s:O}]}}}", "nodeAffinity",
                                             "requiredDuringSchedulingIgnoredDuringExecution",
@@ -529,10 +892,23 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
     return rc;
 }
 
-static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t)
+/* New: the nodeSelector, the deploy label "true" and, for an OS pool, its
+ * OS labels as NVIDIA's driver pools select them (ospool.h). */
+static json_t *node_selector(const struct gpuop_operand *op, const struct gpuop_ospool *pool)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
+    if (!pool)
+        return json_pack("{s:s}", key, "true");
+    return json_pack("{s:s, s:s, s:s}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
+                     pool->major_only ? GPUOP_LABEL_OS_MAJOR : GPUOP_LABEL_OS_VERSION,
+                     pool->version);
+}
+
+static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t,
+                        const struct gpuop_ospool *pool, const char *image)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
-    char key[128];
     json_t *s = json_pack("{s:s, s:b}", "serviceAccountName",
                           t->service_account ? t->service_account : GPUOP_OPERAND_SA,
                           "automountServiceAccountToken", t->api_token);
@@ -543,10 +919,11 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= json_object_set_new(s, "hostPID", json_true());
     if (!rc && t->host_ipc)
         rc |= json_object_set_new(s, "hostIPC", json_true());
-    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
+    if (!rc && t->runtime_class)
+        rc |= json_object_set_new(s, "runtimeClassName", json_string(t->runtime_class));
     if (!rc)
-        rc |= json_object_set_new(s, "nodeSelector", json_pack("{s:s}", key, "true"));
-    if (!rc && p->ordering == GPUOP_ORDERING_ENFORCE)
+        rc |= json_object_set_new(s, "nodeSelector", node_selector(op, pool));
+    if (!rc)
         rc |= put_affinity(s, p, idx);
     if (!rc && json_array_size(p->tolerations))
         rc |= put(s, "tolerations", json_deep_copy(p->tolerations)) ||
@@ -554,8 +931,10 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     if (!rc && json_array_size(p->image_pull_secrets))
         rc |= put(s, "imagePullSecrets", json_deep_copy(p->image_pull_secrets)) ||
               !json_object_get(s, "imagePullSecrets");
+    if (!rc && json_array_size(t->init))
+        rc |= json_object_set(s, "initContainers", t->init);
     if (!rc)
-        rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t)));
+        rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t, image)));
     if (!rc && t->volumes)
         rc |= json_object_set(s, "volumes", t->volumes);
     if (rc) {
@@ -566,11 +945,11 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
 }
 
 static json_t *metadata(const struct gpuop_policy *p, const struct gpuop_operand *op,
-                        const char *ns)
+                        const struct gpuop_ospool *pool, const char *name, const char *ns)
 {
     json_t *ann = annotations(p);
     json_t *m =
-        json_pack("{s:s, s:s, s:o}", "name", op->ds_name, "namespace", ns, "labels", labels(p, op));
+        json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ns, "labels", labels(p, op, pool));
     int rc = !m || !ann;
     if (!rc && json_object_size(ann)) {
         rc |= json_object_set_new(m, "annotations", ann);
@@ -590,10 +969,11 @@ static json_t *metadata(const struct gpuop_policy *p, const struct gpuop_operand
     return m;
 }
 
-static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuop_operand *op)
+static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuop_operand *op,
+                                 const struct gpuop_ospool *pool)
 {
     json_t *ann = annotations(p);
-    json_t *m = json_pack("{s:o}", "labels", labels(p, op));
+    json_t *m = json_pack("{s:o}", "labels", labels(p, op, pool));
     int rc = !m || !ann;
     if (!rc && json_object_size(ann)) {
         rc |= json_object_set_new(m, "annotations", ann);
@@ -616,14 +996,38 @@ static json_t *update_strategy(const struct gpuop_policy *p)
     return json_pack("{s:s}", "type", type);
 }
 
-json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const char *ns)
+bool gpuop_render_per_os(const struct gpuop_policy *p, int operand)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(operand);
+    return op && p && op->per_os && p->operands[operand].os_tag;
+}
+
+int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
+                         char *buf, size_t size)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(operand);
+    if (!op)
+        return snprintf(buf, size, "%s", "");
+    if (pool && gpuop_render_per_os(p, operand))
+        return snprintf(buf, size, "%s-%s", op->ds_name, pool->tag);
+    return snprintf(buf, size, "%s", op->ds_name);
+}
+
+json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
+                                  const struct gpuop_ospool *pool, const char *ns)
 {
     const struct gpuop_operand *op = gpuop_operand_get(operand);
     struct tmpl t = {0};
-    json_t *ds;
+    char name[GPUOP_RENDER_NAME_MAX], image[GPUOP_RENDER_IMAGE_MAX];
+    json_t *ds, *sel;
 
     if (!op || !p || !ns)
         return NULL;
+    if (!gpuop_render_per_os(p, operand))
+        pool = NULL; /* a full reference or a digest: one DaemonSet, as it is */
+    gpuop_render_ds_name(p, operand, pool, name, sizeof(name));
+    snprintf(image, sizeof(image), "%s%s%s", p->operands[operand].image, pool ? "-" : "",
+             pool ? pool->tag : "");
     t.container = op->name;
     for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
         if (!strcmp(templates[i].operand, op->name))
@@ -632,16 +1036,24 @@ json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const 
         tmpl_free(&t);
         return NULL;
     }
-    ds = json_pack("{s:s, s:s, s:o, s:{s:{s:{s:s, s:s}}, s:o, s:{s:o, s:o}}}", "apiVersion",
-                   "apps/v1", "kind", "DaemonSet", "metadata", metadata(p, op, ns), "spec",
-                   "selector", "matchLabels", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
-                   GPUOP_MANAGER, "updateStrategy", update_strategy(p), "template", "metadata",
-                   template_metadata(p, op), "spec", pod_spec(p, operand, &t));
+    sel = json_pack("{s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
+                    GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
+    ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
+                   "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
+                   "selector", "matchLabels", sel, "updateStrategy", update_strategy(p), "template",
+                   "metadata", template_metadata(p, op, pool), "spec",
+                   pod_spec(p, operand, &t, pool, image));
     tmpl_free(&t);
     return ds;
 }
 
-json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns)
+json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const char *ns)
+{
+    return gpuop_render_daemonset_os(p, operand, NULL, ns);
+}
+
+json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
+                         const struct gpuop_ospool *pools, size_t npools)
 {
     json_t *all = json_array();
     if (!all)
@@ -649,7 +1061,163 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns)
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (!p->operands[i].enabled)
             continue;
-        if (json_array_append_new(all, gpuop_render_daemonset(p, i, ns))) {
+        bool per_os = gpuop_render_per_os(p, i);
+        for (size_t k = 0; k < (per_os ? npools : 1); k++) {
+            if (json_array_append_new(
+                    all, gpuop_render_daemonset_os(p, i, per_os ? &pools[k] : NULL, ns))) {
+                json_decref(all);
+                return NULL;
+            }
+        }
+    }
+    return all;
+}
+
+/* ---- objects beside the DaemonSets ---------------------------------------- */
+
+/* The default MIG layouts (mig-parted's config format, gpuop's own list as
+ * in deploy/sample-mig-parted-config.yaml): MIG Manager v0.15 falls back to
+ * them when it cannot generate the layouts from the GPUs it finds. */
+static const char default_mig_config[] = "version: v1\n"
+                                         "mig-configs:\n"
+                                         "  all-disabled:\n"
+                                         "    - devices: all\n"
+                                         "      mig-enabled: false\n"
+                                         "  all-enabled:\n"
+                                         "    - devices: all\n"
+                                         "      mig-enabled: true\n"
+                                         "      mig-devices: {}\n"
+                                         "  all-1g.5gb:\n"
+                                         "    - devices: all\n"
+                                         "      mig-enabled: true\n"
+                                         "      mig-devices:\n"
+                                         "        \"1g.5gb\": 7\n"
+                                         "  all-1g.10gb:\n"
+                                         "    - devices: all\n"
+                                         "      mig-enabled: true\n"
+                                         "      mig-devices:\n"
+                                         "        \"1g.10gb\": 7\n"
+                                         "  all-balanced-a100-40gb:\n"
+                                         "    - devices: all\n"
+                                         "      mig-enabled: true\n"
+                                         "      mig-devices:\n"
+                                         "        \"3g.20gb\": 1\n"
+                                         "        \"2g.10gb\": 1\n"
+                                         "        \"1g.5gb\": 1\n";
+
+enum { EXTRA_RUNTIME_CLASS, EXTRA_MIG_CONFIG, EXTRA_DCGM_SERVICE, EXTRA_COUNT };
+
+static const struct gpuop_render_extra extras[EXTRA_COUNT] = {
+    [EXTRA_RUNTIME_CLASS] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
+                             GPUOP_RUNTIME_CLASS},
+    [EXTRA_MIG_CONFIG] = {"ConfigMap", "v1", "configmaps", true, "default-mig-parted-config"},
+    [EXTRA_DCGM_SERVICE] = {"Service", "v1", "services", true, GPUOP_DCGM_SERVICE},
+};
+_Static_assert(EXTRA_COUNT <= GPUOP_RENDER_EXTRA_MAX, "raise GPUOP_RENDER_EXTRA_MAX");
+
+int gpuop_render_extra_count(void)
+{
+    return EXTRA_COUNT;
+}
+
+const struct gpuop_render_extra *gpuop_render_extra_get(int i)
+{
+    return (i >= 0 && i < EXTRA_COUNT) ? &extras[i] : NULL;
+}
+
+/* Whether policy p wants extra i. */
+static bool extra_wanted(const struct gpuop_policy *p, int i)
+{
+    static const char *const in_runtime_class[] = {"device-plugin", "gpu-feature-discovery",
+                                                   "dcgm-exporter", "operator-validator",
+                                                   "mig-manager"};
+    int mig = idx_of("mig-manager");
+    switch (i) {
+    case EXTRA_RUNTIME_CLASS:
+        for (size_t k = 0; k < sizeof(in_runtime_class) / sizeof(in_runtime_class[0]); k++)
+            if (enabled(p, in_runtime_class[k]))
+                return true;
+        return false;
+    case EXTRA_MIG_CONFIG: /* the default is named, or none is */
+        return mig >= 0 && p->operands[mig].enabled &&
+               (!p->operands[mig].config_name ||
+                !strcmp(p->operands[mig].config_name, extras[i].name));
+    case EXTRA_DCGM_SERVICE:
+        return enabled(p, "dcgm-exporter");
+    default:
+        return false;
+    }
+}
+
+/* New metadata of extra x: gpuop's labels (component: what it serves), the
+ * namespace when namespaced, the policy as owner when it has a uid. */
+static json_t *extra_metadata(const struct gpuop_policy *p, const struct gpuop_render_extra *x,
+                              const char *component, const char *ns)
+{
+    const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
+    json_t *m =
+        json_pack("{s:s, s:s*, s:{s:s, s:s*, s:s, s:s, s:s}}", "name", x->name, "namespace",
+                  x->namespaced ? ns : NULL, "labels", GPUOP_LABEL_NAME, component,
+                  GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, component,
+                  GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER);
+    if (m && p->uid && p->name &&
+        json_object_set_new(m, "ownerReferences",
+                            json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+                                      GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", p->name, "uid",
+                                      p->uid, "controller", 1, "blockOwnerDeletion", 1))) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out)
+{
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+    json_t *o = NULL;
+    *out = NULL;
+    if (!x || !p || !ns)
+        return GPUOP_EINVAL;
+    if (!extra_wanted(p, i))
+        return 0;
+    switch (i) {
+    case EXTRA_RUNTIME_CLASS: /* the handler the toolkit registers in containerd */
+        o = json_pack("{s:s, s:s, s:o, s:s}", "apiVersion", x->group_version, "kind", x->kind,
+                      "metadata", extra_metadata(p, x, "container-toolkit", ns), "handler",
+                      GPUOP_RUNTIME_CLASS);
+        break;
+    case EXTRA_MIG_CONFIG:
+        o = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", x->group_version, "kind", x->kind,
+                      "metadata", extra_metadata(p, x, "mig-manager", ns), "data", "config.yaml",
+                      default_mig_config);
+        break;
+    case EXTRA_DCGM_SERVICE: { /* the exporter's pods, by the DaemonSet's selector */
+        json_t *md = extra_metadata(p, x, "dcgm-exporter", ns);
+        if (md && json_object_set_new(md, "annotations",
+                                      json_pack("{s:s}", "prometheus.io/scrape", "true"))) {
+            json_decref(md);
+            md = NULL;
+        }
+        o = json_pack("{s:s, s:s, s:o, s:{s:{s:s, s:s}, s:[{s:s, s:i, s:i, s:s}]}}", "apiVersion",
+                      x->group_version, "kind", x->kind, "metadata", md, "spec", "selector",
+                      GPUOP_LABEL_NAME, "dcgm-exporter", GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER,
+                      "ports", "name", "gpu-metrics", "port", 9400, "targetPort", 9400, "protocol",
+                      "TCP");
+        break;
+    }
+    }
+    if (!o)
+        return GPUOP_ENOMEM;
+    *out = o;
+    return 0;
+}
+
+json_t *gpuop_render_extras(const struct gpuop_policy *p, const char *ns)
+{
+    json_t *all = json_array();
+    for (int i = 0; all && i < EXTRA_COUNT; i++) {
+        json_t *o;
+        if (gpuop_render_extra(p, ns, i, &o) < 0 || (o && json_array_append_new(all, o))) {
             json_decref(all);
             return NULL;
         }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end: the controller against the lab (issue 3).
-#   sample policy -> six DaemonSets with the right selectors and owners;
-#   driver.enabled=false -> driver DaemonSet deleted, others untouched; back;
+#   sample policy -> six DaemonSets with the right selectors and owners, the
+#   nvidia RuntimeClass and the DCGM Service beside them;
+#   driver.enabled=false -> driver DaemonSet deleted, others untouched (the
+#   driver root is per node, from driver-ready); back;
 #   a hand edit of a DaemonSet is put back; an invalid value -> Reconciled=False
 #   naming the field; an API server restart -> gpuop resumes and still
 #   reacts; deleting the policy removes every DaemonSet; clean shutdown.
@@ -20,6 +22,10 @@ gpuop_start --leader-elect=false
 
 kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
 POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+# One gpuop-driver whatever the nodes' OS (a full reference needs no OS
+# pool; the driver per OS pool is test 64_os_pools): this test is about the
+# controller, on nodes without NFD's OS labels.
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"image":"nvcr.io/nvidia/driver:595.91.07-ubuntu24.04","repository":null,"version":null}}}' >/dev/null
 UID_=$(kc get gpupolicy "$POLICY" -o jsonpath='{.metadata.uid}')
 
 log "six DaemonSets appear, each selecting its deploy label, owned by the policy"
@@ -36,19 +42,29 @@ for op in "${OPERANDS[@]}"; do
 done
 assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "number of DaemonSets"
 
+log "beside them: the nvidia RuntimeClass and the DCGM exporter's Service, owned by the policy"
+wait_for 30 kc get runtimeclass nvidia
+wait_for 30 kc -n "$GPUOP_NS" get service gpuop-dcgm-exporter
+assert_eq "nvidia" "$(kc get runtimeclass nvidia -o jsonpath='{.handler}')" "RuntimeClass handler"
+assert_eq "$(gp_jq "$POLICY" .metadata.uid)" "$(kc -n "$GPUOP_NS" get service gpuop-dcgm-exporter -o jsonpath='{.metadata.ownerReferences[0].uid}')" "owner of the Service"
+assert_eq "9400" "$(kc -n "$GPUOP_NS" get service gpuop-dcgm-exporter -o jsonpath='{.spec.ports[0].port}')" "metrics port"
+
 log "status: observedGeneration and Reconciled=True"
 wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
 assert_eq "$(gp_jq "$POLICY" .metadata.generation)" "$(gp_jq "$POLICY" .status.observedGeneration)" "observedGeneration"
 
 log "driver.enabled=false deletes the driver DaemonSet and leaves the others alone"
-# (toolkit, device plugin and validator follow the driver root, which moves
-# to / when the driver is host-provided; these two do not depend on it)
-untouched() { kc -n "$GPUOP_NS" get ds gpuop-gpu-feature-discovery gpuop-dcgm-exporter -o jsonpath='{range .items[*]}{.metadata.uid}/{.metadata.generation}/{.metadata.resourceVersion} {end}'; }
+# (the driver root is each node's, from /run/nvidia/validations/driver-ready,
+# not the policy's: no other DaemonSet changes when the driver goes)
+untouched() { kc -n "$GPUOP_NS" get ds gpuop-container-toolkit gpuop-device-plugin gpuop-gpu-feature-discovery gpuop-dcgm-exporter gpuop-operator-validator -o jsonpath='{range .items[*]}{.metadata.uid}/{.metadata.generation}/{.metadata.resourceVersion} {end}'; }
 before=$(untouched)
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":false}}}' >/dev/null
 wait_for 30 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-driver >/dev/null 2>&1"
-assert_eq "$before" "$(untouched)" "gfd and dcgm-exporter DaemonSets untouched"
-assert_eq "/" "$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o json | jq -r '.spec.template.spec.containers[0].env[] | select(.name == "NVIDIA_DRIVER_ROOT") | .value')" "device plugin uses the host's driver"
+assert_eq "$before" "$(untouched)" "the other five DaemonSets untouched"
+dp=$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o json)
+assert_eq "" "$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "NVIDIA_DRIVER_ROOT") | .value' <<<"$dp")" "no policy-wide driver root"
+jq -r '.spec.template.spec.containers[0].command[2]' <<<"$dp" | grep -qF '. /run/nvidia/validations/driver-ready' ||
+	fail "the device plugin does not take the node's driver root from driver-ready"
 assert_eq "5" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "five DaemonSets left"
 
 log "driver.enabled=true brings it back"

@@ -33,6 +33,10 @@ gpuop_install
 gpuop_start
 kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
 POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+# One gpuop-driver whatever the nodes' OS (a full reference needs no OS
+# pool; the driver per OS pool is test 64_os_pools): the findings here are
+# about nodes without NFD's OS labels.
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"image":"nvcr.io/nvidia/driver:595.91.07-ubuntu24.04","repository":null,"version":null}}}' >/dev/null
 
 # status_has NODE OPERAND REASON: the status lists that finding.
 status_has() {

@@ -104,6 +104,9 @@ log "the sample policy: only the leader applies and writes status"
 kc apply -f - >/dev/null <<EOF
 $(sed 's/name: default/name: ops-policy/' "$GPUOP_SRC/deploy/sample-gpupolicy.yaml")
 EOF
+# One gpuop-driver whatever the nodes' OS (a full reference needs no OS
+# pool; the driver per OS pool is test 64_os_pools).
+kc patch gpupolicy ops-policy --type=merge -p '{"spec":{"driver":{"image":"nvcr.io/nvidia/driver:595.91.07-ubuntu24.04","repository":null,"version":null}}}' >/dev/null
 for op in driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator; do
 	wait_for 30 kc -n "$GPUOP_NS" get ds "gpuop-$op"
 done

@@ -30,7 +30,8 @@ render_policy() {
 	# through stdin: the spec may be larger than an argument may be
 	jq '{apiVersion: "gpuop.dev/v1alpha1", kind: "GpuPolicy", metadata: {name: "probe"},
 		spec: ({migManager: {enabled: true}} * .)}' <<<"$1" >"$E2E_TMP/policy.json"
-	"$GPUOP_BIN" render -f "$E2E_TMP/policy.json" -n "$NS" >"$E2E_TMP/out.yaml" 2>"$E2E_TMP/err.txt" ||
+	# --os: the driver is one DaemonSet per OS pool (SPEC 4b)
+	"$GPUOP_BIN" render -f "$E2E_TMP/policy.json" -n "$NS" --os ubuntu24.04 >"$E2E_TMP/out.yaml" 2>"$E2E_TMP/err.txt" ||
 		fail "gpuop render failed: $(cat "$E2E_TMP/err.txt")"
 }
 
@@ -95,7 +96,7 @@ check "request above limit" '{"toolkit": {"resources": {"limits": {"cpu": "1"}, 
 	"$C.resources = {limits: {cpu: \"1\"}, requests: {cpu: \"8\"}}" refused
 check "memory request above limit" \
 	'{"driver": {"resources": {"limits": {"memory": "1000M"}, "requests": {"memory": "1Gi"}}}}' \
-	"spec.driver.resources.requests.memory" gpuop-driver \
+	"spec.driver.resources.requests.memory" gpuop-driver-ubuntu24.04 \
 	"$C.resources = {limits: {memory: \"1000M\"}, requests: {memory: \"1Gi\"}}" refused
 check "GPU request without limit" '{"dcgmExporter": {"resources": {"requests": {"nvidia.com/gpu": "1"}}}}' \
 	"spec.dcgmExporter.resources.requests.nvidia.com/gpu" gpuop-dcgm-exporter \
@@ -110,11 +111,11 @@ check "fractional GPU" '{"validator": {"resources": {"limits": {"nvidia.com/gpu"
 check "unknown resource" '{"validator": {"resources": {"limits": {"foo": "1"}}}}' \
 	"spec.validator.resources.limits.foo" gpuop-operator-validator "$C.resources = {limits: {foo: \"1\"}}" refused
 check "hugepages alone" '{"driver": {"resources": {"limits": {"hugepages-2Mi": "2Mi"}}}}' \
-	"spec.driver.resources.limits.hugepages-2Mi" gpuop-driver \
+	"spec.driver.resources.limits.hugepages-2Mi" gpuop-driver-ubuntu24.04 \
 	"$C.resources = {limits: {\"hugepages-2Mi\": \"2Mi\"}}" refused
 check "hugepages not a multiple" \
 	'{"driver": {"resources": {"limits": {"hugepages-2Mi": "1Mi", "memory": "1Gi"}}}}' \
-	"spec.driver.resources.limits.hugepages-2Mi" gpuop-driver \
+	"spec.driver.resources.limits.hugepages-2Mi" gpuop-driver-ubuntu24.04 \
 	"$C.resources = {limits: {\"hugepages-2Mi\": \"1Mi\", memory: \"1Gi\"}}" refused
 check "1e1000 GPUs" '{"devicePlugin": {"resources": {"limits": {"nvidia.com/gpu": "1e1000"}}}}' \
 	"spec.devicePlugin.resources.limits.nvidia.com/gpu" gpuop-device-plugin \
@@ -134,7 +135,7 @@ check "image UPPER/Case@@sha256:zz" '{"toolkit": {"image": "UPPER/Case@@sha256:z
 big=$(head -c 30000 /dev/zero | tr '\0' a)
 jq -R '[range(10) as $i | {key: "note-\($i)", value: .}] | from_entries' <<<"$big" >"$E2E_TMP/ann.json"
 check "annotations over 256 KiB" "{\"daemonsets\": {\"annotations\": $(cat "$E2E_TMP/ann.json")}}" \
-	"spec.daemonsets.annotations.note-8" gpuop-driver \
+	"spec.daemonsets.annotations.note-8" gpuop-driver-ubuntu24.04 \
 	'.metadata.annotations = $ann[0] | .spec.template.metadata.annotations = $ann[0]' refused
 log "  $n values: each named by its field, every rendered DaemonSet accepted"
 
@@ -168,6 +169,8 @@ kind: GpuPolicy
 metadata:
   name: refused-values
 spec:
+  driver:
+    image: nvcr.io/nvidia/driver:595.91.07-ubuntu24.04  # one gpuop-driver: no node here has an OS pool
   devicePlugin:
     resources: {limits: {nvidia.com/gpu: "500m"}}
   toolkit:

@@ -7,7 +7,8 @@
 #   labelling the toolkit lets the device plugin come;
 #   removing the toolkit label from a complete node takes its device-plugin
 #     pod (and gpu-feature-discovery's, further up the chain) away;
-#   switching back to report lifts the gate: the pod returns.
+#   switching back to report lifts the gate: the pod returns (the
+#     node-wide opt-out, operands NotIn [false], stays).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -28,7 +29,7 @@ POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
 
 # the DaemonSet carries the gate before any node asks for it
 wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $NS get ds gpuop-device-plugin -o json |
-	jq -e '[.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[].key] == [\"$L.container-toolkit\", \"$L.driver\"]'"
+	jq -e '[.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[].key] == [\"$L.operands\", \"$L.container-toolkit\", \"$L.driver\"]'"
 
 # pods_of OPERAND NODE: names of the operand's pods bound to NODE
 pods_of() {
@@ -83,7 +84,7 @@ assert_eq "" "$(pods_of container-toolkit "$FULL")" "toolkit pod on the unlabell
 
 log "switching to report lifts the gate: the device plugin returns to that node"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"ordering":"report"}}' >/dev/null
-wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $NS get ds gpuop-device-plugin -o json | jq -e '.spec.template.spec.affinity == null'"
+wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $NS get ds gpuop-device-plugin -o json | jq -e '[.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[].key] == [\"$L.operands\"]'"
 wait_for 60 bash -c "[ -n \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $NS get pods -l app.kubernetes.io/component=device-plugin -o json | jq -r --arg n '$FULL' '.items[] | select(.spec.nodeName == \$n) | .metadata.name')\" ]"
 
 gpuop_uninstall

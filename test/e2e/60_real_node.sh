@@ -226,8 +226,11 @@ rootopts=$(awk '$5 == "/" { print $6 }' "/proc/$PID/mountinfo")
 log "the chart's GpuPolicy: six DaemonSets, their pods on the kwok GPU nodes only, status true"
 POLICY=default
 wait_for "$SETTLE_TIMEOUT" kc get gpupolicy "$POLICY"
+# the driver is one DaemonSet per OS pool (SPEC 4b): both kwok GPU nodes
+# are Ubuntu 24.04 (test/lab/node's NFD labels)
+ds_of() { if [ "$1" = driver ]; then echo gpuop-driver-ubuntu24.04; else echo "gpuop-$1"; fi; }
 for op in "${OPERANDS[@]}"; do
-	wait_for "$SETTLE_TIMEOUT" kc -n "$NS" get ds "gpuop-$op"
+	wait_for "$SETTLE_TIMEOUT" kc -n "$NS" get ds "$(ds_of "$op")"
 done
 assert_eq 6 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets"
 status_ready() {
@@ -325,8 +328,11 @@ log "gpuop's RSS out of the cluster: the same static binary, same policy and nod
 helm template gpuop "$CHART" -n "$NS" -f "$E2E_TMP/values.yaml" --set devicePlugin.enabled=false \
 	--show-only templates/gpupolicy.yaml >"$E2E_TMP/policy.yaml"
 kc apply -f "$E2E_TMP/policy.yaml" >/dev/null
-# The operands' ServiceAccount went with the chart.
-kc -n "$NS" create serviceaccount gpuop-operand >/dev/null
+# The operands' ServiceAccounts went with the chart (the validator's and the
+# toolkit's too: without them their pods cannot be created).
+for sa in gpuop-operand gpuop-operator-validator gpuop-container-toolkit; do
+	kc -n "$NS" create serviceaccount "$sa" >/dev/null
+done
 on_exit 'kc delete gpupolicy default --ignore-not-found --wait=true >/dev/null 2>&1 || true'
 spawn gpuop-outside "$staticbin" run --kubeconfig "$KUBECONFIG" --namespace "$NS" \
 	--leader-elect=false --metrics-addr=127.0.0.1:0 --health-addr=127.0.0.1:0

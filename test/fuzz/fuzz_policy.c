@@ -95,13 +95,16 @@ static void one(json_t *doc)
         if (!memchr(p.problems[i].field, '\0', sizeof(p.problems[i].field)) ||
             !memchr(p.problems[i].message, '\0', sizeof(p.problems[i].message)))
             abort();
-    json_t *all = gpuop_render_all(&p, "gpuop-system");
-    json_t *again = gpuop_render_all(&p, "gpuop-system");
+    struct gpuop_ospool pool;
+    if (gpuop_ospool_parse("ubuntu24.04", &pool) < 0)
+        abort();
+    json_t *all = gpuop_render_all(&p, "gpuop-system", &pool, 1);
+    json_t *again = gpuop_render_all(&p, "gpuop-system", &pool, 1);
     if (!all || !again || !json_equal(all, again))
         abort();
     size_t at = 0;
     for (int i = 0; i < gpuop_operand_count(); i++) {
-        json_t *ds = gpuop_render_daemonset(&p, i, "gpuop-system");
+        json_t *ds = gpuop_render_daemonset_os(&p, i, &pool, "gpuop-system");
         if (!ds)
             abort();
         check_daemonset(ds);

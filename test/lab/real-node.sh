@@ -207,6 +207,14 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
           BinaryName = "$(command -v runc)"
           Root = "$d/containerd/runc"
           SystemdCgroup = false
+      # The handler of the "nvidia" RuntimeClass: runc behind the lab's
+      # stand-in for the NVIDIA runtime (nvidia-runtime, below).
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+          BinaryName = "$d/containerd/nvidia-runtime"
+          Root = "$d/containerd/runc"
+          SystemdCgroup = false
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$d/cni/net.d"
@@ -214,6 +222,39 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = ""
 EOF
+	# The NVIDIA runtime's stand-in (docs/lab.md, "Stand-in operand
+	# images"): runc, except that a container created while the toolkit
+	# is installed on the host (the toolkit stand-in's
+	# /usr/local/nvidia/toolkit/.gpuop-lab-standin names the driver root)
+	# and whose NVIDIA_VISIBLE_DEVICES asks for GPUs gets the driver's
+	# nvidia-smi and libnvidia-ml.so.1 copied into its root filesystem, as
+	# the NVIDIA runtime's hook mounts them. Without the toolkit: nothing.
+	cat >"$d/containerd/nvidia-runtime" <<EOF
+#!/bin/bash
+runc=$(command -v runc)
+installed=/usr/local/nvidia/toolkit/.gpuop-lab-standin
+EOF
+	cat >>"$d/containerd/nvidia-runtime" <<'EOF'
+bundle="" create=0 prev=""
+for a in "$@"; do
+	[[ $a == create ]] && create=1
+	[[ $prev == --bundle || $prev == -b ]] && bundle=$a
+	prev=$a
+done
+if ((create)) && [[ -n $bundle && -r $bundle/config.json && -r $installed ]]; then
+	vis=$(jq -r '.process.env[]? | select(startswith("NVIDIA_VISIBLE_DEVICES=")) | sub("^[^=]*="; "")' "$bundle/config.json" | tail -1)
+	root=$(jq -r '.root.path' "$bundle/config.json")
+	[[ $root == /* ]] || root=$bundle/$root
+	droot=$(sed -n 's/^driver_root=//p' "$installed")
+	if [[ -n $vis && $vis != void && $vis != none && -n $droot && -x $droot/usr/bin/nvidia-smi ]]; then
+		mkdir -p "$root/usr/bin" "$root/usr/lib/x86_64-linux-gnu"
+		cp "$droot/usr/bin/nvidia-smi" "$root/usr/bin/nvidia-smi"
+		cp "$droot/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" "$root/usr/lib/x86_64-linux-gnu/"
+	fi
+fi
+exec "$runc" "$@"
+EOF
+	chmod 755 "$d/containerd/nvidia-runtime"
 	cat >"$d/cni/net.d/10-gpuop-lab.conflist" <<EOF
 {
   "cniVersion": "1.0.0",

@@ -228,6 +228,7 @@ static void hand_node_free(struct gpuop_node *n)
         free(n->taints[i].effect);
     }
     free(n->taints);
+    free(n->os);
     free(n);
 }
 
@@ -460,6 +461,109 @@ static void test_daemonset_absent(void **state)
     assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver does not exist"));
     assert_false(w.f.operands[op("driver")].ds_present);
     assert_int_equal(w.f.operands[op("driver")].desired, 0);
+    world_free(&w);
+}
+
+/* NFD's OS labels on a hand-built node (any of the three may be NULL). */
+static void set_os(struct gpuop_node *n, const char *id, const char *ver, const char *major)
+{
+    const char *v[GPUOP_OS_FIELDS] = {id, ver, major};
+    size_t len = 0;
+    for (int f = 0; f < GPUOP_OS_FIELDS; f++)
+        len += (v[f] ? strlen(v[f]) : 0) + 1;
+    free(n->os);
+    n->os = calloc(1, len);
+    n->os_labels = 0;
+    for (int f = 0, at = 0; f < GPUOP_OS_FIELDS; f++) {
+        if (v[f]) {
+            n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
+            strcpy(n->os + at, v[f]);
+        }
+        at += (int)(v[f] ? strlen(v[f]) : 0) + 1;
+    }
+}
+
+static struct gpuop_ds *add_pool_ds(struct world *w, const char *tag, long long desired,
+                                    long long ready)
+{
+    struct gpuop_ds *d = add_ds(w, "driver");
+    char name[128];
+    snprintf(name, sizeof(name), "gpuop-driver-%s", tag);
+    free(d->name);
+    d->name = strdup(name);
+    d->desired = desired;
+    d->ready = ready;
+    return d;
+}
+
+/* The driver per OS (SPEC 4b): the pools' DaemonSets are the one driver
+ * operand; each node is judged against its own pool's DaemonSet; a node
+ * without OS labels is a finding of its own naming what it lacks. */
+static void test_os_pools(void **state)
+{
+    struct world w;
+    world_init(&w);
+    int d = op("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w.pol.operands[i].enabled = i == d;
+    w.pol.operands[d].os_tag = true; /* a tag from repository/image/version */
+    set_os(add_node(&w, "u1", "driver=true", NULL), "ubuntu", "24.04", NULL);
+    set_os(add_node(&w, "u2", "driver=true", NULL), "ubuntu", "22.04", NULL);
+    set_os(add_node(&w, "r1", "driver=true", NULL), "rhel", "9.4", "9");
+    set_os(add_node(&w, "r2", "driver=true", NULL), "rhel", "9.4", NULL);
+    set_os(add_node(&w, "r3", "driver=true", "foo=bar:NoSchedule"), "rhel", "9.6", "9");
+    add_node(&w, "x1", "driver=true", NULL);
+    set_os(add_node(&w, "x2", "driver=true", NULL), "ubuntu", NULL, NULL);
+    add_node(&w, "x3", "driver=false", NULL); /* host-provided: nothing to say */
+    add_pool_ds(&w, "ubuntu24.04", 1, 1);
+    add_pool_ds(&w, "rhel9", 2, 0);
+    add_pod(&w, "driver", "u1", "Running", true);
+    analyze(&w);
+
+    const struct gpuop_operand_result *r = &w.f.operands[d];
+    assert_true(r->ds_present);
+    assert_int_equal(r->desired, 3);
+    assert_int_equal(r->ready, 1);
+    assert_string_equal(r->daemonsets, "gpuop-driver-rhel9,gpuop-driver-ubuntu24.04");
+    assert_null(find(&w, "u1", "driver", GPUOP_KIND_MISSING));
+    const struct gpuop_finding *x = find(&w, "r1", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED); /* its pool's DaemonSet exists */
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-rhel9 has no pod"));
+    x = find(&w, "r3", "driver", GPUOP_KIND_MISSING); /* the pool's DaemonSet, named */
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_TAINT_NOT_TOLERATED);
+    assert_non_null(strstr(msg_of(&w, x), "not tolerated by DaemonSet gpuop-driver-rhel9,"));
+    x = find(&w, "u2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-ubuntu22.04 does not exist"));
+    x = find(&w, "r2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_OS_LABELS_MISSING);
+    assert_non_null(strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_OS_MAJOR ","));
+    x = find(&w, "x1", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_OS_LABELS_MISSING);
+    assert_non_null(
+        strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_OS_ID " and " GPUOP_LABEL_OS_VERSION ","));
+    x = find(&w, "x2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_OS_LABELS_MISSING);
+    assert_non_null(strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_OS_VERSION ","));
+    assert_null(node_res(&w, "x3")->nfindings ? &w : NULL);
+    /* kept across reconciles (events' diff): the list survives */
+    assert_int_equal(gpuop_findings_keep_keys(&w.f), 0);
+    assert_string_equal(w.f.operands[d].daemonsets, "gpuop-driver-rhel9,gpuop-driver-ubuntu24.04");
+
+    /* a full reference: the one gpuop-driver, no OS needed */
+    w.pol.operands[d].os_tag = false;
+    analyze(&w);
+    assert_null(w.f.operands[d].daemonsets);
+    x = find(&w, "x1", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver does not exist"));
     world_free(&w);
 }
 
@@ -1372,6 +1476,60 @@ static void test_progress(void **state)
     world_free(&w);
 }
 
+/* SPEC 4a: a deploy label gpuop set (its annotation) and someone changed
+ * is LabelChanged, naming the old and the new value, in place of the
+ * label's NotScheduled reason; a paused one is an upgrade's (LabelPaused);
+ * a node gpuop never labelled says what it always said. */
+static void test_label_changed(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    struct gpuop_node *n = add_node(&w, "ours",
+                                    "present=true container-toolkit=false "
+                                    "device-plugin=paused-for-driver-upgrade "
+                                    "gpu-feature-discovery=maybe dcgm-exporter=true",
+                                    NULL);
+    n->label_note = GPUOP_NOTE_OK;
+    n->labelled = (uint16_t)((1u << op("driver")) | (1u << op("container-toolkit")) |
+                             (1u << op("device-plugin")) | (1u << op("gpu-feature-discovery")) |
+                             (1u << op("dcgm-exporter")));
+    add_node(&w, "theirs", "present=true container-toolkit=false", NULL);
+    run_pods(&w, "ours", "dcgm-exporter");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "ours", "driver", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "nvidia.com/gpu.deploy.driver was set to \"true\" by "
+                                          "gpuop (node labelling) and is now absent"));
+    assert_non_null(strstr(msg_of(&w, x), "kubectl annotate node ours gpuop.dev/node-labels-"));
+    x = find(&w, "ours", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "is now \"false\""));
+    x = find(&w, "ours", "gpu-feature-discovery", GPUOP_KIND_NOT_SCHEDULED);
+    assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
+    assert_non_null(strstr(msg_of(&w, x), "is now \"maybe\""));
+    /* a pause, not a change; with no driver upgrade in progress, a left-over one */
+    assert_int_equal(find(&w, "ours", "device-plugin", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_PAUSED_LEFT_OVER);
+    assert_null(find(&w, "ours", "dcgm-exporter", GPUOP_KIND_NOT_SCHEDULED)); /* still true */
+    /* validator: gpuop never set it there (enabled later): plain LabelAbsent */
+    assert_int_equal(find(&w, "ours", "operator-validator", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_ABSENT);
+    /* a person's node: "false" is host-provided, absent is LabelAbsent */
+    assert_null(find(&w, "theirs", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
+    assert_int_equal(find(&w, "theirs", "driver", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_ABSENT);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_LABEL_CHANGED], 3);
+    /* an unreadable annotation: gpuop does not know what it set, says nothing of it */
+    n->label_note = GPUOP_NOTE_BAD;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_LABEL_CHANGED], 0);
+    world_free(&w);
+}
+
 static void test_every_reason_covered(void **state)
 {
     for (int r = 0; r < GPUOP_REASON_COUNT; r++)
@@ -1412,6 +1570,7 @@ int main(void)
         cmocka_unit_test(test_host_provided),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
+        cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_taints),
         cmocka_unit_test(test_no_pod_yet),
         cmocka_unit_test(test_pod_states),
@@ -1429,6 +1588,7 @@ int main(void)
         cmocka_unit_test(test_paused_left_over),
         cmocka_unit_test(test_waiting_for_gate),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_label_changed),
         cmocka_unit_test(test_every_reason_covered),
         cmocka_unit_test(test_docs_cover_every_reason),
     };

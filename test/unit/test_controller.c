@@ -42,11 +42,15 @@
 #define LOG_MAX  2048
 #define CONN_MAX 256
 
-enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_COUNT };
+/* K_RC, K_CM, K_SVC: the objects beside the DaemonSets (applied, never
+ * watched) */
+enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_RC, K_CM, K_SVC, K_COUNT };
 static const char *const COLL[K_COUNT] = {
     "/apis/gpuop.dev/v1alpha1/gpupolicies",       "/api/v1/nodes",
     "/apis/apps/v1/namespaces/" NS "/daemonsets", "/api/v1/namespaces/" NS "/pods",
-    "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events"};
+    "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events",
+    "/apis/node.k8s.io/v1/runtimeclasses",        "/api/v1/namespaces/" NS "/configmaps",
+    "/api/v1/namespaces/" NS "/services"};
 
 struct change {
     enum kind kind;
@@ -76,7 +80,8 @@ struct fx {
     const char *refuse; /* DaemonSet name whose apply gets a 422 */
     int applies[8];     /* PATCHes per operand index */
     int deletes, status_writes, sa_applies;
-    uint64_t apply_at[64]; /* uv_now of each PATCH of the refused one */
+    int extra_applies, extra_deletes; /* RuntimeClass, ConfigMap, Service */
+    uint64_t apply_at[64];            /* uv_now of each PATCH of the refused one */
     int nrefused;
 };
 
@@ -89,16 +94,16 @@ static void run_for(struct fx *f, uint64_t ms)
 
 /* ---- the fake cluster ---- */
 
-static const char *operands[] = {"driver",        "container-toolkit",
-                                 "device-plugin", "gpu-feature-discovery",
-                                 "dcgm-exporter", "operator-validator"};
+static const char *operands[] = {
+    "driver",        "container-toolkit",  "device-plugin", "gpu-feature-discovery",
+    "dcgm-exporter", "operator-validator", "mig-manager"};
 
 static int operand_of(const char *ds)
 {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (!strcmp(ds + strlen("gpuop-"), operands[i]))
             return i;
-    return -1;
+    return !strncmp(ds, "gpuop-driver-", 13) ? 0 : -1; /* an OS pool's driver */
 }
 
 /* Stores obj (steals) as kind/name and logs the change. */
@@ -237,6 +242,21 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         bool had = json_object_get(f->store[K_SA], name) != NULL;
         put(f, K_SA, name, json_incref(body), had ? "MODIFIED" : "ADDED");
         respond_obj(c, body);
+    } else if (!strcmp(r->method, "PATCH") && (k == K_RC || k == K_CM || k == K_SVC)) {
+        f->extra_applies++;
+        assert_string_equal(r->ctype, "application/apply-patch+yaml");
+        bool had = json_object_get(f->store[k], name) != NULL;
+        put(f, (enum kind)k, name, json_incref(body), had ? "MODIFIED" : "ADDED");
+        respond_obj(c, body);
+    } else if (!strcmp(r->method, "DELETE") && (k == K_RC || k == K_CM || k == K_SVC)) {
+        f->extra_deletes++;
+        json_t *old = json_object_get(f->store[k], name);
+        if (old) {
+            put(f, (enum kind)k, name, json_incref(old), "DELETED");
+            fakeapi_respond_status(c, 200, "Success", "deleted");
+        } else {
+            fakeapi_respond_status(c, 404, "NotFound", "not found");
+        }
     } else if (!strcmp(r->method, "DELETE") && k == K_DS) {
         f->deletes++;
         json_t *old = json_object_get(f->store[K_DS], name);
@@ -254,6 +274,17 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
 
 /* ---- fixture ---- */
 
+/* New: a GPU node carrying NFD's OS labels (major may be NULL). */
+static json_t *os_node(const char *name, const char *id, const char *ver, const char *major)
+{
+    json_t *labels = json_pack("{s:s, s:s, s:s}", "nvidia.com/gpu.present", "true",
+                               GPUOP_LABEL_OS_ID, id, GPUOP_LABEL_OS_VERSION, ver);
+    if (major)
+        json_object_set_new(labels, GPUOP_LABEL_OS_MAJOR, json_string(major));
+    return json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "v1", "kind", "Node", "metadata",
+                     "name", name, "labels", labels);
+}
+
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -266,6 +297,8 @@ static int setup(void **state)
         json_pack("{s:s, s:s, s:{s:I}, s:{}}", "apiVersion", "gpuop.dev/v1alpha1", "kind",
                   "GpuPolicy", "metadata", "generation", (json_int_t)1, "spec"),
         "ADDED");
+    /* one GPU node of one OS pool: the driver is gpuop-driver-ubuntu24.04 */
+    put(f, K_NODE, "gpu-1", os_node("gpu-1", "ubuntu", "24.04", NULL), "ADDED");
     assert_int_equal(fakeapi_start(&f->loop, handle, f, &f->srv), 0);
     struct gpuop_kubeconfig cfg = {0};
     cfg.server = (char *)fakeapi_url(f->srv);
@@ -390,9 +423,9 @@ static void test_drift_put_back(void **state)
         "minReadySeconds"));
     assert_int_equal(total_applies(f), 7); /* only that one */
     /* someone deletes the driver's DaemonSet: applied again */
-    put(f, K_DS, "gpuop-driver", json_incref(json_object_get(f->store[K_DS], "gpuop-driver")),
-        "DELETED");
-    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver") != NULL, WAIT_MS);
+    const char *drv = "gpuop-driver-ubuntu24.04";
+    put(f, K_DS, drv, json_incref(json_object_get(f->store[K_DS], drv)), "DELETED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], drv) != NULL, WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->applies[0], 2);
     assert_int_equal(total_applies(f), 8);
@@ -414,6 +447,106 @@ static void test_disabled_deleted(void **state)
     assert_int_equal(f->deletes, 1);
     assert_string_equal(operand_apply(f, 4), "Absent");
     assert_int_equal(json_object_size(f->store[K_DS]), 5);
+}
+
+/* The RuntimeClass and the DCGM Service are applied once beside the
+ * DaemonSets, not again while their body stays; the Service is deleted
+ * when the exporter is disabled; MIG Manager's default config appears when
+ * it is enabled. */
+static void test_extras(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_applies, 2);
+    assert_int_equal(f->extra_deletes, 0); /* never applied: nothing of gpuop's to delete */
+    json_t *rc = json_object_get(f->store[K_RC], "nvidia");
+    assert_non_null(rc);
+    assert_string_equal(json_string_value(json_object_get(rc, "handler")), "nvidia");
+    assert_non_null(json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter"));
+    assert_null(json_object_get(f->store[K_CM], "default-mig-parted-config"));
+    run_for(f, 500);
+    assert_int_equal(f->extra_applies, 2);
+
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(
+        p, "spec",
+        json_pack("{s:{s:b}, s:{s:b}}", "dcgmExporter", "enabled", 0, "migManager", "enabled", 1));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f,
+              f->extra_deletes == 1 && !json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter") &&
+                  json_object_get(f->store[K_CM], "default-mig-parted-config"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_deletes, 1);
+    assert_int_equal(f->extra_applies, 3); /* the ConfigMap; the RuntimeClass unchanged */
+    json_t *cm = json_object_get(f->store[K_CM], "default-mig-parted-config");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(cm, "metadata"), "ownerReferences"), 0),
+            "kind")),
+        "GpuPolicy");
+}
+
+/* The driver per OS pool (SPEC 4b): a pool's DaemonSet comes with its
+ * first GPU node and goes with its last; a full reference gives the one
+ * gpuop-driver instead, and the pools' DaemonSets go. */
+static void test_os_pools(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    json_t *u = json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04");
+    assert_non_null(u);
+    json_t *c = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(u, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    assert_string_equal(json_string_value(json_object_get(c, "image")),
+                        "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04");
+    /* a RHEL 9.4 node: the pool rhel9, selected on VERSION_ID.major */
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "rhel", "9.4", "9"), "ADDED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver-rhel9") != NULL, WAIT_MS);
+    json_t *r = json_object_get(f->store[K_DS], "gpuop-driver-rhel9");
+    json_t *sel = json_object_get(
+        json_object_get(json_object_get(json_object_get(r, "spec"), "template"), "spec"),
+        "nodeSelector");
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_ID)), "rhel");
+    assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_MAJOR)), "9");
+    assert_null(json_object_get(sel, GPUOP_LABEL_OS_VERSION));
+    /* a second RHEL 9 node (9.6) is the same pool: nothing new */
+    put(f, K_NODE, "gpu-3", os_node("gpu-3", "rhel", "9.6", "9"), "ADDED");
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    /* the pool's last node goes: its DaemonSet goes */
+    put(f, K_NODE, "gpu-2", json_incref(json_object_get(f->store[K_NODE], "gpu-2")), "DELETED");
+    settle(f, 300);
+    assert_non_null(json_object_get(f->store[K_DS], "gpuop-driver-rhel9"));
+    put(f, K_NODE, "gpu-3", json_incref(json_object_get(f->store[K_NODE], "gpu-3")), "DELETED");
+    RUN_UNTIL(f, !json_object_get(f->store[K_DS], "gpuop-driver-rhel9"), WAIT_MS);
+    assert_int_equal(f->deletes, 1);
+    /* the status lists the pools' DaemonSets as the one driver operand */
+    settle(f, 300);
+    json_t *op0 = json_array_get(json_object_get(status_of(f), "operands"), 0);
+    json_t *list = json_object_get(op0, "daemonSets");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(json_string_value(json_array_get(list, 0)), "gpuop-driver-ubuntu24.04");
+    /* a full reference: one gpuop-driver, the pools' DaemonSets deleted */
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(
+        p, "spec", json_pack("{s:{s:s}}", "driver", "image", "r.example/driver:1-ubuntu24.04"));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_DS], "gpuop-driver") &&
+                  !json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_string_equal(operand_apply(f, 0), "Current");
 }
 
 static void test_refused_backoff(void **state)
@@ -487,6 +620,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

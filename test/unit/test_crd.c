@@ -7,6 +7,7 @@
  * description (`kubectl explain gpupolicy` never says <no description>).
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,12 +15,29 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "compat_int.h"
 #include "gpuop/operand.h"
 #include "gpuop/policy.h"
 #include "gpuop/yaml.h"
 
 /* The spec keys that are not operands. */
-static const char *const shared_keys[] = {"daemonsets", "ordering", "findings", NULL};
+static const char *const shared_keys[] = {"daemonsets",   "ordering", "findings",
+                                          "nodeLabeling", "mig",      NULL};
+
+/* Operand keys beyond the common ones that gpuop implements for one operand
+ * (the GPU Operator's paths). */
+static const char *const operand_extras[][2] = {{"toolkit", "installDir"}};
+
+/* A key the CRD admits only so that ClusterPolicy manifests and patches
+ * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or
+ * "spec.<operand>"). */
+static bool refused(const char *path, const char *key)
+{
+    json_t *on = json_pack("{s:b}", "enabled", 1);
+    const char *why = gpuop_compat_refused(path, key, on);
+    json_decref(on);
+    return why && *why;
+}
 
 static json_t *load_crd(void)
 {
@@ -57,10 +75,23 @@ static void test_operands_match_table(void **state)
     json_t *crd = load_crd();
     json_t *spec = props(schema_of(crd), "spec");
     assert_non_null(spec);
-    size_t shared = 0;
+    size_t shared = 0, compat = 0;
+    const char *key;
+    json_t *v;
     while (shared_keys[shared])
         shared++;
-    assert_int_equal(json_object_size(spec), (size_t)gpuop_operand_count() + shared);
+    json_object_foreach(spec, key, v)
+    {
+        bool known = gpuop_operand_by_key(key) >= 0;
+        for (int k = 0; shared_keys[k]; k++)
+            known |= !strcmp(shared_keys[k], key);
+        if (!known && !refused("spec", key))
+            fail_msg("crd: spec.%s is neither an operand, a shared key nor a ClusterPolicy "
+                     "field policy/compat.c refuses",
+                     key);
+        compat += !known;
+    }
+    assert_int_equal(json_object_size(spec), (size_t)gpuop_operand_count() + shared + compat);
     for (int i = 0; i < gpuop_operand_count(); i++) {
         const struct gpuop_operand *op = gpuop_operand_get(i);
         json_t *block = json_object_get(spec, op->key);
@@ -72,14 +103,32 @@ static void test_operands_match_table(void **state)
         if (json_is_true(en) != op->enabled)
             fail_msg("crd: spec.%s.enabled defaults to %s, the table says %s", op->key,
                      json_is_true(en) ? "true" : "false", op->enabled ? "true" : "false");
-        static const char *const fields[] = {"enabled", "image", "imagePullPolicy",
-                                             "args",    "env",   "resources"};
+        static const char *const fields[] = {"enabled",         "repository", "image", "version",
+                                             "imagePullPolicy", "args",       "env",   "resources"};
         for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
             if (!json_object_get(p, fields[f]))
                 fail_msg("crd: spec.%s has no %s", op->key, fields[f]);
-        assert_int_equal(json_object_get(p, "config") != NULL, op->config != NULL);
+        char path[64];
+        snprintf(path, sizeof(path), "spec.%s", op->key);
+        if (op->config && !json_object_get(p, "config"))
+            fail_msg("crd: %s has no config, the table names %s", path, op->config);
+        size_t extra = 0;
+        json_object_foreach(p, key, v)
+        {
+            bool common = !strcmp(key, "config") && op->config;
+            for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+                common |= !strcmp(fields[f], key);
+            if (common)
+                continue;
+            bool ok = refused(path, key);
+            for (size_t e = 0; e < sizeof(operand_extras) / sizeof(operand_extras[0]); e++)
+                ok |= !strcmp(operand_extras[e][0], op->key) && !strcmp(operand_extras[e][1], key);
+            if (!ok)
+                fail_msg("crd: %s.%s is not a field gpuop reads or refuses", path, key);
+            extra++;
+        }
         assert_int_equal(json_object_size(p),
-                         sizeof(fields) / sizeof(fields[0]) + (op->config != NULL));
+                         sizeof(fields) / sizeof(fields[0]) + (op->config != NULL) + extra);
         /* and the parser agrees: the schema's default is the parsed default */
         struct gpuop_policy pol;
         json_t *empty = json_object();

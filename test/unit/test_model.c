@@ -13,6 +13,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/model.h"
+#include "gpuop/ospool.h"
 
 static json_t *load(const char *name)
 {
@@ -63,6 +64,65 @@ static void test_node_gpu(void **state)
     assert_int_equal(n->gpus.mig_allocatable, 8);
     gpuop_node_free(n);
     json_decref(j);
+}
+
+/* NFD's OS labels (SPEC 4b): kept, compared, and made into an OS pool. */
+static void test_node_os(void **state)
+{
+    struct gpuop_node *a, *b, *c;
+    struct gpuop_ospool pool;
+    unsigned lack = 0;
+    json_t *j = json_pack("{s:{s:s, s:{s:s, s:s, s:s, s:s}}}", "metadata", "name", "r", "labels",
+                          "nvidia.com/gpu.present", "true", GPUOP_LABEL_OS_ID, "rhel",
+                          GPUOP_LABEL_OS_VERSION, "9.4", GPUOP_LABEL_OS_MAJOR, "9");
+    assert_non_null(a = gpuop_node_new(j, NULL, NULL));
+    assert_string_equal(gpuop_node_os(a, GPUOP_OS_ID), "rhel");
+    assert_string_equal(gpuop_node_os(a, GPUOP_OS_VERSION), "9.4");
+    assert_string_equal(gpuop_node_os(a, GPUOP_OS_MAJOR), "9");
+    assert_int_equal(gpuop_ospool_of_node(a, &pool, &lack), 0);
+    assert_string_equal(pool.tag, "rhel9"); /* only the major version for rhel */
+    assert_true(pool.major_only);
+    /* another value: not equal (the driver's pool changes) */
+    json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                        GPUOP_LABEL_OS_VERSION, json_string("9.6"));
+    assert_non_null(b = gpuop_node_new(j, NULL, NULL));
+    assert_false(gpuop_node_equal(a, b));
+    /* without the labels: none kept, the pool says what is missing */
+    json_t *k = json_pack("{s:{s:s, s:{s:s, s:s}}}", "metadata", "name", "u", "labels",
+                          "nvidia.com/gpu.present", "true", GPUOP_LABEL_OS_ID, "ubuntu");
+    assert_non_null(c = gpuop_node_new(k, NULL, NULL));
+    assert_null(gpuop_node_os(c, GPUOP_OS_VERSION));
+    assert_int_equal(gpuop_ospool_of_node(c, &pool, &lack), GPUOP_ENOTFOUND);
+    assert_int_equal(lack, GPUOP_OS_HAS(GPUOP_OS_VERSION));
+    char text[256];
+    gpuop_ospool_missing_text(GPUOP_OS_HAS(GPUOP_OS_ID) | GPUOP_OS_HAS(GPUOP_OS_VERSION), text,
+                              sizeof(text));
+    assert_string_equal(text, GPUOP_LABEL_OS_ID " and " GPUOP_LABEL_OS_VERSION);
+    /* ubuntu keeps the whole VERSION_ID and needs no .major */
+    json_object_set_new(json_object_get(json_object_get(k, "metadata"), "labels"),
+                        GPUOP_LABEL_OS_VERSION, json_string("24.04"));
+    gpuop_node_free(c);
+    assert_non_null(c = gpuop_node_new(k, NULL, NULL));
+    assert_int_equal(gpuop_ospool_of_node(c, &pool, &lack), 0);
+    assert_string_equal(pool.tag, "ubuntu24.04");
+    assert_false(pool.major_only);
+    /* a major label that disagrees with VERSION_ID makes no pool */
+    json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                        GPUOP_LABEL_OS_MAJOR, json_string("8"));
+    gpuop_node_free(b);
+    assert_non_null(b = gpuop_node_new(j, NULL, NULL));
+    assert_int_equal(gpuop_ospool_of_node(b, &pool, &lack), GPUOP_EINVAL);
+    /* the pools of a set of nodes, sorted, each once */
+    const struct gpuop_node *all[] = {c, a, b, a};
+    struct gpuop_ospool set[4];
+    assert_int_equal(gpuop_ospool_collect(all, 4, set, 4, NULL), 2);
+    assert_string_equal(set[0].tag, "rhel9");
+    assert_string_equal(set[1].tag, "ubuntu24.04");
+    gpuop_node_free(a);
+    gpuop_node_free(b);
+    gpuop_node_free(c);
+    json_decref(j);
+    json_decref(k);
 }
 
 static void test_node_kinds(void **state)
@@ -616,12 +676,19 @@ static void test_pod_gate(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_node_gpu),      cmocka_unit_test(test_node_kinds),
-        cmocka_unit_test(test_pod_crashloop), cmocka_unit_test(test_pod_unbound_and_deleting),
-        cmocka_unit_test(test_pod_gate),      cmocka_unit_test(test_ds),
-        cmocka_unit_test(test_equal),         cmocka_unit_test(test_new_single_block),
-        cmocka_unit_test(test_garbage),       cmocka_unit_test(test_garbage_taint_fields),
-        cmocka_unit_test(test_limits),        cmocka_unit_test(test_parse_time),
+        cmocka_unit_test(test_node_gpu),
+        cmocka_unit_test(test_node_kinds),
+        cmocka_unit_test(test_node_os),
+        cmocka_unit_test(test_pod_crashloop),
+        cmocka_unit_test(test_pod_unbound_and_deleting),
+        cmocka_unit_test(test_pod_gate),
+        cmocka_unit_test(test_ds),
+        cmocka_unit_test(test_equal),
+        cmocka_unit_test(test_new_single_block),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_garbage_taint_fields),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_parse_time),
         cmocka_unit_test(test_tolerations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,7 +65,10 @@ static void assert_defaults(const struct gpuop_policy *p)
             assert_string_equal(o->config_name, cfg);
         else
             assert_null(o->config_name);
-        assert_string_equal(o->image, gpuop_operand_get(i)->image);
+        char ref[600];
+        gpuop_operand_image_ref(gpuop_operand_get(i), ref, sizeof(ref));
+        assert_string_equal(o->image, ref);
+        assert_int_equal(o->os_tag, gpuop_operand_get(i)->per_os);
         assert_string_equal(o->pull_policy, "IfNotPresent");
         assert_true(json_is_array(o->args));
         assert_int_equal(json_array_size(o->args), 0);
@@ -230,7 +233,26 @@ static const struct bad_case bad_cases[] = {
     {"{\"migManager\": {\"config\": {\"nam\": \"x\"}}}", "spec.migManager.config.nam",
      "did you mean \"name\""},
     {"{\"devicePlugin\": {\"config\": {\"name\": \"x\"}}}", "spec.devicePlugin.config",
-     "unknown field"},
+     "a ClusterPolicy field gpuop does not implement: a device plugin ConfigMap"},
+    {"{\"devicePlugin\": {\"confg\": {}}}", "spec.devicePlugin.confg", "unknown field"},
+    {"{\"mig\": {\"strategy\": \"both\"}}", "spec.mig.strategy",
+     "none, single or mixed, not \"both\"; using single"},
+    {"{\"mig\": \"mixed\"}", "spec.mig", "object {strategy}"},
+    {"{\"mig\": {\"strategie\": \"mixed\"}}", "spec.mig.strategie", "did you mean \"strategy\""},
+    {"{\"toolkit\": {\"installDir\": \"opt/nvidia\"}}", "spec.toolkit.installDir",
+     "absolute host path"},
+    {"{\"toolkit\": {\"installDir\": \"/opt/a b\"}}", "spec.toolkit.installDir",
+     "using /usr/local/nvidia"},
+    {"{\"driver\": {\"installDir\": \"/opt\"}}", "spec.driver.installDir", "unknown field"},
+    {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
+    {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator",
+     "the NVIDIA GPU Operator's own pod"},
+    {"{\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": true}}}", "spec.driver.upgradePolicy",
+     "does not upgrade the driver node by node yet"},
+    {"{\"driver\": {\"usePrecompiled\": true}}", "spec.driver.usePrecompiled", "precompiled"},
+    {"{\"gfd\": {\"imagePullSecrets\": [\"s\"]}}", "spec.gfd.imagePullSecrets",
+     "spec.daemonsets.imagePullSecrets"},
+    {"{\"psa\": {\"enabled\": true}}", "spec.psa", "Pod Security Admission"},
     {"{\"migManagr\": {}}", "spec.migManagr", "did you mean \"migManager\""},
     {"{\"ordering\": \"strict\"}", "spec.ordering", "report or enforce"},
     {"{\"ordering\": true}", "spec.ordering", "using report"},
@@ -333,9 +355,8 @@ static const struct bad_case bad_cases[] = {
     {"{\"toolkit\": {\"image\": \"reg-.io/a\"}}", "spec.toolkit.image", "registry"},
     {"{\"toolkit\": {\"image\": \"reg.io:x/a\"}}", "spec.toolkit.image", "registry"},
     {"{\"toolkit\": {\"image\": \"\u00fcber/a\"}}", "spec.toolkit.image", "non-ASCII"},
-    {"{\"toolkit\": {\"image\": "
-     "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
-     "spec.toolkit.image", "image ID"},
+    /* an image ID (64 hex digits) alone is now a name, joined with
+       repository and version: see test_image_keys */
     {"{\"toolkit\": {\"resources\": {\"limits\": {\"cpu\": \"1\"}, \"requests\": {\"cpu\": "
      "\"8\"}}}}",
      "spec.toolkit.resources.requests.cpu", "8 is above limits.cpu (1)"},
@@ -420,7 +441,7 @@ static void test_replacements(void **state)
                &p);
     /* a string "false" is not false: the default (enabled) is kept, and said so */
     assert_true(p.operands[drv].enabled);
-    assert_string_equal(p.operands[drv].image, gpuop_operand_get(drv)->image);
+    assert_string_equal(p.operands[drv].image, "nvcr.io/nvidia/driver:595.91.07");
     assert_string_equal(p.operands[drv].pull_policy, "IfNotPresent");
     assert_int_equal(json_array_size(p.operands[gfd].args), 0);
     /* env: A converted then overridden by the later entry, B dropped, C empty */
@@ -528,6 +549,37 @@ static void test_valid_everything(void **state)
 /* What the API server and the kubelet accept stays accepted (issue 13
  * section 2: the validation follows the server, checked against the lab in
  * test/e2e/50_policy_server.sh). */
+/* The ClusterPolicy paths gpuop implements, and those it accepts without a
+ * word because they switch off what gpuop does not run anyway. */
+static void test_clusterpolicy_fields(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\": {}}", &p);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_SINGLE);
+    assert_string_equal(p.toolkit_install_dir, "/usr/local/nvidia");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"mig\": {\"strategy\": \"mixed\"}, \"toolkit\": {\"installDir\": "
+               "\"/opt/nvidia\"}, \"dcgm\": {\"enabled\": false}, \"gds\": {}, \"psp\": "
+               "{\"enabled\": false}, \"driver\": {\"rdma\": {\"enabled\": false}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_MIXED);
+    assert_string_equal(p.toolkit_install_dir, "/opt/nvidia");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"mig\": {\"strategy\": \"none\"}}}", &p);
+    assert_int_equal(p.mig_strategy, GPUOP_MIG_NONE);
+    gpuop_policy_free(&p);
+
+    /* a refused field leaves the rest applied */
+    parse_json("{\"spec\": {\"dcgm\": {\"enabled\": true}, \"gfd\": {\"enabled\": false}}}", &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_false(p.operands[gpuop_operand_by_key("gfd")].enabled);
+    gpuop_policy_free(&p);
+}
+
 static void test_server_accepts(void **state)
 {
     static const char *const images[] = {
@@ -572,7 +624,13 @@ static void test_server_accepts(void **state)
         if (p.nproblems)
             print_problems(&p);
         assert_int_equal(p.nproblems, 0);
-        assert_string_equal(p.operands[tk].image, images[i]);
+        if (strpbrk(images[i], "/:@")) {
+            assert_string_equal(p.operands[tk].image, images[i]);
+        } else { /* a name alone: joined as the GPU Operator joins it */
+            char want[600];
+            snprintf(want, sizeof(want), "nvcr.io/nvidia/k8s/%s:v1.20.0", images[i]);
+            assert_string_equal(p.operands[tk].image, want);
+        }
         gpuop_policy_free(&p);
     }
     for (size_t i = 0; i < sizeof(env_names) / sizeof(env_names[0]); i++) {
@@ -838,6 +896,103 @@ static void test_type_sweep(void **state)
     json_decref(root);
 }
 
+/* The GPU Operator's repository/image/version beside a full reference in
+ * image (api/nvidia/v1/clusterpolicy_types.go imagePath, v26.7.0). */
+static void test_image_keys(void **state)
+{
+    static const struct {
+        const char *spec;
+        const char *key;   /* operand */
+        const char *image; /* what gpuop runs (for the driver: before the OS tag) */
+        bool os_tag;
+        const char *field; /* the problem's field, or NULL for none */
+        const char *says;
+    } cases[] = {
+        /* the patch line of NVIDIA's e2e scripts: /spec/driver/version */
+        {"{\"driver\": {\"version\": \"580.95.05\"}}", "driver", "nvcr.io/nvidia/driver:580.95.05",
+         true, NULL, NULL},
+        {"{\"driver\": {\"repository\": \"registry.example/nvidia\", \"image\": \"driver\", "
+         "\"version\": \"595.91.07\"}}",
+         "driver", "registry.example/nvidia/driver:595.91.07", true, NULL, NULL},
+        /* a trailing '/' on the repository, as GPU Operator values files have it */
+        {"{\"driver\": {\"repository\": \"registry.example/nvidia/\"}}", "driver",
+         "registry.example/nvidia/driver:595.91.07", true, NULL, NULL},
+        /* a digest joins with '@' and takes no OS tag */
+        {"{\"driver\": {\"version\": "
+         "\"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
+         "driver",
+         "nvcr.io/nvidia/"
+         "driver@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+         false, NULL, NULL},
+        /* a full reference is used as it is: no OS tag */
+        {"{\"driver\": {\"image\": \"registry.example/driver:595.91.07-ubuntu24.04\"}}", "driver",
+         "registry.example/driver:595.91.07-ubuntu24.04", false, NULL, NULL},
+        {"{\"driver\": {\"image\": \"registry.example/driver@sha256:"
+         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
+         "driver",
+         "registry.example/driver@sha256:"
+         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+         false, NULL, NULL},
+        {"{\"toolkit\": {\"image\": "
+         "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
+         "toolkit",
+         "nvcr.io/nvidia/k8s/"
+         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef:v1.20.0",
+         false, NULL, NULL},
+        {"{\"toolkit\": {\"version\": \"v1.19.0\"}}", "toolkit",
+         "nvcr.io/nvidia/k8s/container-toolkit:v1.19.0", false, NULL, NULL},
+        {"{\"validator\": {\"repository\": \"nvcr.io/nvidia/cloud-native\", \"image\": "
+         "\"gpu-operator-validator\", \"version\": \"v25.3.2\"}}",
+         "validator", "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2", false, NULL,
+         NULL},
+        /* problems name the field and keep the default */
+        {"{\"driver\": {\"version\": \"5 95\"}}", "driver", "nvcr.io/nvidia/driver:595.91.07", true,
+         "spec.driver.version", "not a valid image tag"},
+        {"{\"driver\": {\"version\": 595}}", "driver", "nvcr.io/nvidia/driver:595.91.07", true,
+         "spec.driver.version", "must be a string"},
+        {"{\"driver\": {\"version\": \"\"}}", "driver", "nvcr.io/nvidia/driver:595.91.07", true,
+         "spec.driver.version", "is empty"},
+        {"{\"driver\": {\"version\": \"sha256:abc\"}}", "driver", "nvcr.io/nvidia/driver:595.91.07",
+         true, "spec.driver.version", "wrong length"},
+        {"{\"driver\": {\"repository\": \"Bad Repo\"}}", "driver",
+         "nvcr.io/nvidia/driver:595.91.07", true, "spec.driver.repository", ""},
+        {"{\"driver\": {\"image\": \"Driver\"}}", "driver", "nvcr.io/nvidia/driver:595.91.07", true,
+         "spec.driver.image", "lower case"},
+        /* the tag leaves room for "-<OS tag>" within 128 */
+        {"{\"driver\": {\"version\": "
+         "\"012345678901234567890123456789012345678901234567890123456789012345678901234567890123456"
+         "7"
+         "89\"}}",
+         "driver", "nvcr.io/nvidia/driver:595.91.07", true, "spec.driver.version", "OS tag"},
+        /* a full reference beside repository/version: those are ignored, and said so */
+        {"{\"driver\": {\"image\": \"r.example/d:1\", \"version\": \"2\"}}", "driver",
+         "r.example/d:1", false, "spec.driver.version", "full reference"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[1024];
+        struct gpuop_policy p;
+        snprintf(buf, sizeof(buf), "{\"spec\": %s}", cases[i].spec);
+        parse_json(buf, &p);
+        int o = gpuop_operand_by_key(cases[i].key);
+        if (strcmp(p.operands[o].image, cases[i].image) || p.operands[o].os_tag != cases[i].os_tag)
+            fail_msg("case %s: image %s (os_tag %d), want %s (%d)", cases[i].spec,
+                     p.operands[o].image, p.operands[o].os_tag, cases[i].image, cases[i].os_tag);
+        if (!cases[i].field) {
+            if (p.nproblems)
+                print_problems(&p);
+            assert_int_equal(p.nproblems, 0);
+        } else {
+            int at = find_problem(&p, cases[i].field);
+            if (at < 0 || !strstr(p.problems[at].message, cases[i].says)) {
+                print_problems(&p);
+                fail_msg("case %s: want a problem %s: ...%s...", cases[i].spec, cases[i].field,
+                         cases[i].says);
+            }
+        }
+        gpuop_policy_free(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -852,7 +1007,9 @@ int main(void)
         cmocka_unit_test(test_many_problems),
         cmocka_unit_test(test_type_sweep),
         cmocka_unit_test(test_ordering_and_findings),
+        cmocka_unit_test(test_clusterpolicy_fields),
         cmocka_unit_test(test_server_accepts),
+        cmocka_unit_test(test_image_keys),
         cmocka_unit_test(test_annotations_total),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * test_render.c - policy -> DaemonSets. Golden files: every
- * test/data/policy/NAME.yaml renders to test/data/golden/NAME.json
- * (json_dumps, JSON_INDENT(2) | JSON_PRESERVE_ORDER); regenerate with
+ * test/data/policy/NAME.yaml renders to test/data/golden/NAME.json (the
+ * DaemonSets, then the objects beside them: gpuop_render_extras;
+ * json_dumps, JSON_INDENT(2) | JSON_PRESERVE_ORDER); regenerate with
  * GPUOP_UPDATE_GOLDEN=1 and review the diff. Structural checks on every
  * rendered object hold whatever the golden files say: immutable selector,
  * owner reference iff uid, one DaemonSet per enabled operand in table order,
@@ -28,6 +29,21 @@
 #include "gpuop/yaml.h"
 
 #define NS "gpuop-system"
+
+/* The OS pools every test renders the per-OS driver for (SPEC 4b). */
+static size_t test_pools(struct gpuop_ospool *pools)
+{
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pools[0]), 0);
+    assert_int_equal(gpuop_ospool_parse("rhel9.4", &pools[1]), 0);
+    return 2;
+}
+
+static json_t *render_all(const struct gpuop_policy *p, const char *ns)
+{
+    struct gpuop_ospool pools[2];
+    size_t n = test_pools(pools);
+    return gpuop_render_all(p, ns, pools, n);
+}
 
 /* Loads the first GpuPolicy of test/data/policy/<name> into *p. */
 static void load_policy(const char *name, struct gpuop_policy *p)
@@ -100,8 +116,12 @@ static void test_golden(void **state)
         struct gpuop_policy p;
         char golden[512];
         load_policy(names[i], &p);
-        json_t *all = gpuop_render_all(&p, NS);
+        json_t *all = render_all(&p, NS);
         assert_non_null(all);
+        json_t *extras = gpuop_render_extras(&p, NS); /* after the DaemonSets, as render prints */
+        assert_non_null(extras);
+        assert_int_equal(json_array_extend(all, extras), 0);
+        json_decref(extras);
         char *text = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         assert_non_null(text);
         snprintf(golden, sizeof(golden), "%s/golden/%.*s.json", TESTDATA, (int)strlen(names[i]) - 5,
@@ -232,7 +252,8 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     assert_non_null(sa);
     if (!strcmp(sa, GPUOP_OPERAND_SA))
         assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
-    else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA))
+    else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA) || !strcmp(sa, GPUOP_VALIDATOR_SA) ||
+             !strcmp(sa, GPUOP_TOOLKIT_SA))
         assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
     else
         fail_msg("%s: unknown service account %s", op->ds_name, sa);
@@ -241,12 +262,24 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
                             p->priority_class);
     else
         assert_null(json_object_get(pod, "priorityClassName"));
-    /* ordering: enforce -> one required term on each enabled prerequisite up
-     * the chain, walked from the table; report -> no affinity */
+    /* one required term: first the node-wide opt-out (operands NotIn
+     * [false]) on every operand; then, with ordering: enforce, one
+     * expression on each enabled prerequisite up the chain, walked from the
+     * table */
     json_t *exprs =
         path_get(pod, "affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                       "nodeSelectorTerms/0/matchExpressions");
-    size_t want = 0;
+    assert_int_equal(json_array_size(path_get(pod, "affinity/nodeAffinity/"
+                                                   "requiredDuringSchedulingIgnoredDuringExecution/"
+                                                   "nodeSelectorTerms")),
+                     1);
+    json_t *optout = json_array_get(exprs, 0);
+    assert_non_null(optout);
+    assert_string_equal(str_at(optout, "key"), "nvidia.com/gpu.deploy.operands");
+    assert_string_equal(str_at(optout, "operator"), "NotIn");
+    assert_int_equal(json_array_size(json_object_get(optout, "values")), 1);
+    assert_string_equal(str_at(optout, "values/0"), "false");
+    size_t want = 1;
     for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
         if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
             continue;
@@ -260,14 +293,6 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_string_equal(str_at(ex, "values/1"), "false");
     }
     assert_int_equal(json_array_size(exprs), want);
-    if (!want)
-        assert_null(json_object_get(pod, "affinity"));
-    else
-        assert_int_equal(
-            json_array_size(path_get(pod, "affinity/nodeAffinity/"
-                                          "requiredDuringSchedulingIgnoredDuringExecution/"
-                                          "nodeSelectorTerms")),
-            1);
     if (json_array_size(p->tolerations))
         assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
     else
@@ -302,7 +327,14 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         {
             found |= json_equal(v, e);
         }
-        assert_true(found);
+        /* the toolkit's runtime paths: host paths in the policy, the
+         * container's view in the env (test_toolkit_runtime) */
+        const char *en = str_at(e, "name");
+        found |= !strcmp(op->name, "container-toolkit") &&
+                 (!strcmp(en, "CONTAINERD_CONFIG") || !strcmp(en, "CONTAINERD_SOCKET") ||
+                  !strcmp(en, "RUNTIME_DROP_IN_CONFIG"));
+        if (!found)
+            fail_msg("%s: the policy's env %s is not in the container", op->ds_name, en);
     }
     json_array_foreach(mounts, i, m)
     {
@@ -314,6 +346,28 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         if (!found)
             fail_msg("%s: mount %s has no volume", op->ds_name, str_at(m, "name"));
     }
+    /* init containers (the gates): the validator's image, unique names,
+     * mounts of declared volumes */
+    json_t *inits = json_object_get(pod, "initContainers"), *ic;
+    const struct gpuop_operand_spec *val =
+        &p->operands[gpuop_operand_by_name("operator-validator")];
+    assert_unique(inits, "name", "init container");
+    json_array_foreach(inits, i, ic)
+    {
+        assert_string_equal(str_at(ic, "image"), val->image);
+        assert_string_equal(str_at(ic, "imagePullPolicy"), val->pull_policy);
+        json_array_foreach(json_object_get(ic, "volumeMounts"), j, m)
+        {
+            bool found = false;
+            size_t vk;
+            json_array_foreach(vols, vk, v)
+            {
+                found |= json_equal(json_object_get(v, "name"), json_object_get(m, "name"));
+            }
+            if (!found)
+                fail_msg("%s: init mount %s has no volume", op->ds_name, str_at(m, "name"));
+        }
+    }
 }
 
 static void test_structure(void **state)
@@ -323,7 +377,7 @@ static void test_structure(void **state)
     for (int f = 0; f < n; f++) {
         struct gpuop_policy p;
         load_policy(names[f], &p);
-        json_t *all = gpuop_render_all(&p, NS);
+        json_t *all = render_all(&p, NS);
         assert_non_null(all);
         size_t at = 0;
         for (int i = 0; i < gpuop_operand_count(); i++) {
@@ -336,6 +390,16 @@ static void test_structure(void **state)
                 {
                     assert_string_not_equal(str_at(ds, "metadata/name"),
                                             gpuop_operand_get(i)->ds_name);
+                }
+            } else if (gpuop_render_per_os(&p, i)) {
+                struct gpuop_ospool pools[2];
+                size_t np = test_pools(pools);
+                for (size_t k = 0; k < np; k++) {
+                    json_t *ds = json_array_get(all, at++);
+                    json_t *want = gpuop_render_daemonset_os(&p, i, &pools[k], NS);
+                    assert_non_null(ds);
+                    assert_true(json_equal(ds, want)); /* table order, then pool order */
+                    json_decref(want);
                 }
             } else {
                 json_t *ds = json_array_get(all, at++);
@@ -361,6 +425,33 @@ static json_t *find_env(json_t *ds, const char *name)
             return e;
     }
     return NULL;
+}
+
+static json_t *find_named(json_t *arr, const char *name)
+{
+    json_t *e;
+    size_t i;
+    json_array_foreach(arr, i, e)
+    {
+        if (!strcmp(str_at(e, "name"), name))
+            return e;
+    }
+    return NULL;
+}
+
+static json_t *find_volume(json_t *ds, const char *name)
+{
+    return find_named(path_get(ds, "spec/template/spec/volumes"), name);
+}
+
+static json_t *find_init(json_t *ds, const char *name)
+{
+    return find_named(path_get(ds, "spec/template/spec/initContainers"), name);
+}
+
+static const char *init_env(json_t *ic, const char *name)
+{
+    return str_at(find_named(json_object_get(ic, "env"), name), "value");
 }
 
 static json_t *render_one(const struct gpuop_policy *p, const char *operand)
@@ -391,8 +482,11 @@ static void test_full_policy(void **state)
     for (size_t i = 0; i < json_array_size(env0); i++)
         assert_string_equal(str_at(json_array_get(env, i), "name"),
                             str_at(json_array_get(env0, i), "name"));
+    /* a host path in the policy: its directory mounted, the container's path in the env */
     assert_string_equal(str_at(find_env(tk, "CONTAINERD_CONFIG"), "value"),
-                        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml");
+                        "/runtime/config-dir/config.toml");
+    assert_string_equal(str_at(find_volume(tk, "containerd-config"), "hostPath/path"),
+                        "/var/lib/rancher/rke2/agent/etc/containerd");
     assert_string_equal(str_at(json_array_get(env, json_array_size(env) - 1), "name"), "DEBUG");
 
     /* args replace the template's; the rest of the policy shows up */
@@ -407,7 +501,10 @@ static void test_full_policy(void **state)
     /* user maps come out sorted whatever the input order */
     assert_string_equal(json_object_iter_key(json_object_iter(ann)), "a-note");
     assert_string_equal(str_at(dp, "spec/template/spec/imagePullSecrets/0/name"), "regcred");
-    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), "/run/nvidia/driver");
+    /* no policy-wide driver root: the node's, from driver-ready */
+    assert_null(find_env(dp, "NVIDIA_DRIVER_ROOT"));
+    assert_non_null(strstr(str_at(dp, "spec/template/spec/containers/0/command/2"),
+                           ". /run/nvidia/validations/driver-ready"));
 
     json_t *drv = render_one(&p, "driver");
     assert_true(json_is_true(path_get(drv, "spec/template/spec/hostPID")));
@@ -462,10 +559,15 @@ static void test_host_driver(void **state)
     struct gpuop_policy p;
     load_policy("host-driver.yaml", &p);
     assert_int_equal(p.nproblems, 0);
-    json_t *all = gpuop_render_all(&p, NS);
+    json_t *all = render_all(&p, NS);
     assert_int_equal(json_array_size(all), 3);
     json_t *dp = render_one(&p, "device-plugin");
-    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), "/");
+    /* the driver root is the node's: the validator's driver-validation finds
+     * the host driver and writes driver-ready, the device plugin sources it */
+    assert_null(find_env(dp, "NVIDIA_DRIVER_ROOT"));
+    assert_non_null(strstr(str_at(dp, "spec/template/spec/containers/0/command/2"),
+                           ". /run/nvidia/validations/driver-ready"));
+    assert_non_null(find_init(dp, "toolkit-validation"));
     assert_null(path_get(dp, "spec/template/spec/priorityClassName"));
     assert_null(path_get(dp, "spec/template/spec/tolerations"));
     assert_string_equal(str_at(dp, "spec/updateStrategy/type"), "OnDelete");
@@ -486,31 +588,34 @@ static void test_enforce(void **state)
     const char *ex = "spec/template/spec/affinity/nodeAffinity/"
                      "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
                      "matchExpressions";
-    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
+    assert_int_equal(json_array_size(path_get(dp, ex)), 3);
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "key"),
-                        "nvidia.com/gpu.deploy.container-toolkit");
+                        "nvidia.com/gpu.deploy.operands");
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 1), "key"),
+                        "nvidia.com/gpu.deploy.container-toolkit");
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 2), "key"),
                         "nvidia.com/gpu.deploy.driver");
     json_t *drv = render_one(&p, "driver");
-    assert_null(path_get(drv, "spec/template/spec/affinity"));
+    assert_int_equal(json_array_size(path_get(drv, ex)), 1); /* the opt-out alone */
     json_decref(dp);
     json_decref(drv);
     gpuop_policy_free(&p);
 
     load_policy("enforce-host-driver.yaml", &p);
     json_t *tk = render_one(&p, "container-toolkit");
-    assert_null(path_get(tk, "spec/template/spec/affinity")); /* its driver is the host's */
+    assert_int_equal(json_array_size(path_get(tk, ex)), 1); /* its driver is the host's */
     dp = render_one(&p, "device-plugin");
-    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    assert_int_equal(json_array_size(path_get(dp, ex)), 2);
     json_decref(tk);
     json_decref(dp);
     gpuop_policy_free(&p);
 
-    /* report (the default): no affinity anywhere */
+    /* report (the default): the opt-out alone everywhere */
     load_policy("full.yaml", &p);
     assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
     dp = render_one(&p, "device-plugin");
-    assert_null(path_get(dp, "spec/template/spec/affinity"));
+    assert_int_equal(json_array_size(path_get(dp, ex)), 1);
+    assert_string_equal(str_at(json_array_get(path_get(dp, ex), 0), "operator"), "NotIn");
     json_decref(dp);
     gpuop_policy_free(&p);
 }
@@ -520,12 +625,12 @@ static void test_invalid_still_renders(void **state)
     struct gpuop_policy p;
     load_policy("invalid.yaml", &p);
     assert_true(p.nproblems >= 8);
-    json_t *all = gpuop_render_all(&p, NS);
-    /* gfd disabled; the typo "drvier" leaves the driver in */
+    json_t *all = render_all(&p, NS);
+    /* gfd disabled; the typo "drvier" leaves the driver in, one per OS pool (2) */
     size_t on = 0;
     for (int i = 0; i < gpuop_operand_count(); i++)
         on += gpuop_operand_get(i)->enabled;
-    assert_int_equal(json_array_size(all), on - 1);
+    assert_int_equal(json_array_size(all), on - 1 + 1);
     json_t *dp = render_one(&p, "device-plugin");
     assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
     assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
@@ -549,8 +654,8 @@ static void test_deterministic(void **state)
     struct gpuop_policy pa, pb;
     assert_int_equal(gpuop_policy_parse(ja, &pa, NULL), 0);
     assert_int_equal(gpuop_policy_parse(jb, &pb, NULL), 0);
-    json_t *ra = gpuop_render_all(&pa, NS), *rb = gpuop_render_all(&pb, NS);
-    json_t *ra2 = gpuop_render_all(&pa, NS);
+    json_t *ra = render_all(&pa, NS), *rb = render_all(&pb, NS);
+    json_t *ra2 = render_all(&pa, NS);
     char *sa = json_dumps(ra, JSON_PRESERVE_ORDER), *sb = json_dumps(rb, JSON_PRESERVE_ORDER);
     char *sa2 = json_dumps(ra2, JSON_PRESERVE_ORDER);
     assert_string_equal(sa, sb);
@@ -565,6 +670,98 @@ static void test_deterministic(void **state)
     json_decref(jb);
     gpuop_policy_free(&pa);
     gpuop_policy_free(&pb);
+}
+
+/* One driver DaemonSet per OS pool (SPEC 4b), NVIDIA's tag rule and its
+ * pool selection (internal/state/nodepool.go, v26.7.0). */
+static void test_os_pools(void **state)
+{
+    static const struct {
+        const char *os;      /* --os spelling */
+        const char *tag;     /* the pool's tag */
+        const char *sel_key; /* the version label it selects on */
+        const char *sel_val;
+    } cases[] = {
+        {"ubuntu24.04", "ubuntu24.04", GPUOP_LABEL_OS_VERSION, "24.04"},
+        {"ubuntu=22.04", "ubuntu22.04", GPUOP_LABEL_OS_VERSION, "22.04"},
+        {"rhel9.4", "rhel9", GPUOP_LABEL_OS_MAJOR, "9"}, /* major only */
+        {"rocky8.10", "rocky8", GPUOP_LABEL_OS_MAJOR, "8"},
+        {"ol=9.5", "ol9", GPUOP_LABEL_OS_MAJOR, "9"},
+        {"sles15.6", "sles15.6", GPUOP_LABEL_OS_VERSION, "15.6"},
+        {"amzn2023", "amzn2023", GPUOP_LABEL_OS_VERSION, "2023"},
+    };
+    struct gpuop_policy p;
+    json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "default");
+    assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+    int d = gpuop_operand_by_name("driver");
+    assert_true(gpuop_render_per_os(&p, d));
+    assert_false(gpuop_render_per_os(&p, gpuop_operand_by_name("container-toolkit")));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gpuop_ospool pool;
+        char name[128], image[128];
+        assert_int_equal(gpuop_ospool_parse(cases[i].os, &pool), 0);
+        assert_string_equal(pool.tag, cases[i].tag);
+        json_t *ds = gpuop_render_daemonset_os(&p, d, &pool, NS);
+        assert_non_null(ds);
+        snprintf(name, sizeof(name), "gpuop-driver-%s", cases[i].tag);
+        snprintf(image, sizeof(image), "nvcr.io/nvidia/driver:595.91.07-%s", cases[i].tag);
+        assert_string_equal(str_at(ds, "metadata/name"), name);
+        assert_int_equal(gpuop_operand_by_ds(name), d); /* caches and analysis know it */
+        assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"), image);
+        json_t *sel = path_get(ds, "spec/template/spec/nodeSelector");
+        assert_int_equal(json_object_size(sel), 3);
+        assert_string_equal(json_string_value(json_object_get(sel, "nvidia.com/gpu.deploy.driver")),
+                            "true");
+        assert_string_equal(json_string_value(json_object_get(sel, GPUOP_LABEL_OS_ID)), pool.id);
+        assert_string_equal(json_string_value(json_object_get(sel, cases[i].sel_key)),
+                            cases[i].sel_val);
+        /* the pools never select each other's pods */
+        assert_string_equal(json_string_value(json_object_get(
+                                path_get(ds, "spec/selector/matchLabels"), GPUOP_LABEL_OS_POOL)),
+                            cases[i].tag);
+        assert_string_equal(
+            json_string_value(json_object_get(path_get(ds, "spec/template/metadata/labels"),
+                                              GPUOP_LABEL_OS_POOL)),
+            cases[i].tag);
+        json_decref(ds);
+    }
+    /* names that make no tag */
+    struct gpuop_ospool bad;
+    assert_true(gpuop_ospool_parse("24.04", &bad) < 0);
+    assert_true(gpuop_ospool_parse("ubuntu", &bad) < 0);
+    assert_true(gpuop_ospool_parse("ubuntu=", &bad) < 0);
+    assert_true(gpuop_ospool_parse("Ubuntu24.04", &bad) < 0);
+    assert_true(gpuop_ospool_make("rhel", ".4", &bad) < 0);
+    assert_true(gpuop_ospool_make("a_b", "1", &bad) < 0);
+    assert_true(gpuop_ospool_make("averyveryveryverylongdistributionname", "12345678.9", &bad) < 0);
+    gpuop_policy_free(&p);
+    json_decref(obj);
+
+    /* a digest or a full reference: one DaemonSet, as it is, no OS */
+    static const char *const as_is[] = {
+        "{\"spec\": {\"driver\": {\"version\": "
+        "\"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}}",
+        "{\"spec\": {\"driver\": {\"image\": \"r.example/driver:595.91.07-rhel9\"}}}",
+    };
+    for (size_t i = 0; i < sizeof(as_is) / sizeof(as_is[0]); i++) {
+        struct gpuop_ospool pool;
+        obj = json_loads(as_is[i], 0, NULL);
+        assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+        assert_int_equal(p.nproblems, 0);
+        assert_false(gpuop_render_per_os(&p, d));
+        assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pool), 0);
+        json_t *all = gpuop_render_all(&p, NS, &pool, 1);
+        json_t *ds = json_array_get(all, 0);
+        assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver");
+        assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"),
+                            p.operands[d].image);
+        assert_int_equal(json_object_size(path_get(ds, "spec/template/spec/nodeSelector")), 1);
+        assert_null(
+            json_object_get(path_get(ds, "spec/selector/matchLabels"), GPUOP_LABEL_OS_POOL));
+        json_decref(all);
+        gpuop_policy_free(&p);
+        json_decref(obj);
+    }
 }
 
 static void test_edge_cases(void **state)
@@ -587,7 +784,7 @@ static void test_edge_cases(void **state)
     /* all disabled: an empty list, not NULL */
     for (int i = 0; i < gpuop_operand_count(); i++)
         p.operands[i].enabled = false;
-    json_t *all = gpuop_render_all(&p, NS);
+    json_t *all = render_all(&p, NS);
     assert_non_null(all);
     assert_int_equal(json_array_size(all), 0);
     json_decref(all);
@@ -649,7 +846,11 @@ static void test_command(void **state)
     assert_int_equal(gpuop_yaml_load(out, strlen(out), &docs, &e), 0);
     struct gpuop_policy p;
     load_policy("full.yaml", &p);
-    json_t *want = gpuop_render_all(&p, "gpu-ns");
+    json_t *want = render_all(&p, "gpu-ns");
+    json_t *extras = gpuop_render_extras(&p, "gpu-ns");
+    assert_int_equal(json_array_extend(want, extras), 0); /* the extras follow */
+    assert_true(json_array_size(extras) > 0);
+    json_decref(extras);
     assert_true(json_equal(docs, want));
     assert_int_equal(strncmp(out, "---\n", 4), 0);
     json_decref(want);
@@ -676,8 +877,326 @@ static void test_command(void **state)
     assert_non_null(strstr(err, "/nonexistent/policy.yaml"));
     RUN(1, "-f", crd); /* a file without any GpuPolicy */
     assert_non_null(strstr(err, "no document with kind: GpuPolicy"));
+
+    /* the driver per OS: --os names the pools; without it the driver is
+       left out and stderr says how to name them */
+    char dflt[512];
+    snprintf(dflt, sizeof(dflt), "%s/policy/default.yaml", TESTDATA);
+    RUN(0, "-f", dflt);
+    assert_null(strstr(out, "name: gpuop-driver"));
+    assert_non_null(strstr(err, "--os"));
+    RUN(0, "-f", dflt, "--os", "ubuntu24.04,rhel9.4,ubuntu24.04");
+    assert_string_equal(err, "");
+    assert_non_null(strstr(out, "name: gpuop-driver-ubuntu24.04\n"));
+    assert_non_null(strstr(out, "name: gpuop-driver-rhel9\n"));
+    assert_non_null(strstr(out, "image: nvcr.io/nvidia/driver:595.91.07-ubuntu24.04\n"));
+    assert_non_null(strstr(out, "image: nvcr.io/nvidia/driver:595.91.07-rhel9\n"));
+    /* sorted by tag, duplicates dropped: rhel9 first, once */
+    assert_true(strstr(out, "gpuop-driver-rhel9") < strstr(out, "gpuop-driver-ubuntu24.04"));
+    assert_null(strstr(strstr(out, "gpuop-driver-rhel9\n") + 1, "name: gpuop-driver-rhel9\n"));
+    RUN(0, "-f", dflt, "--os=ubuntu=24.04");
+    assert_non_null(strstr(out, "name: gpuop-driver-ubuntu24.04\n"));
+    RUN(2, "-f", dflt, "--os", "24.04");
+    assert_non_null(strstr(err, "'24.04' is not an OS pool"));
+    RUN(2, "-f", dflt, "--os", "ubuntu24.04,,rhel9");
+    RUN(2, "-f", dflt, "--os", "Ubuntu24.04");
+    /* a full reference needs no pool: the one gpuop-driver, --os or not */
+    RUN(0, "-f", full, "--os", "rhel9.4");
+    assert_non_null(strstr(out, "name: gpuop-driver\n"));
+    assert_null(strstr(out, "gpuop-driver-rhel9"));
     free(out);
     free(err);
+}
+
+/* The readiness gates: every operand after the driver waits in an init
+ * container of the validator's image for the validation file of its
+ * prerequisite, and the driver root comes from driver-ready; the
+ * validator writes the files with its token. A gate missing, or the
+ * validator without its token, fails here. */
+static void test_gates(void **state)
+{
+    json_t *empty = json_pack("{}");
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(empty, &p, NULL), 0);
+    const char *vimg = p.operands[gpuop_operand_by_name("operator-validator")].image;
+
+    /* toolkit: runs the validator's driver-validation (waiting), with a token */
+    json_t *tk = render_one(&p, "container-toolkit");
+    json_t *dv = find_init(tk, "driver-validation");
+    assert_non_null(dv);
+    assert_string_equal(str_at(dv, "image"), vimg);
+    assert_string_equal(init_env(dv, "COMPONENT"), "driver");
+    assert_string_equal(init_env(dv, "WITH_WAIT"), "true");
+    assert_string_equal(str_at(dv, "args/0"), "nvidia-validator");
+    assert_true(json_is_true(path_get(tk, "spec/template/spec/automountServiceAccountToken")));
+    assert_string_equal(str_at(tk, "spec/template/spec/serviceAccountName"), GPUOP_TOOLKIT_SA);
+    assert_non_null(strstr(str_at(tk, "spec/template/spec/containers/0/command/2"),
+                           "until [ -f /run/nvidia/validations/driver-ready ]"));
+    assert_string_equal(str_at(tk, "spec/template/spec/containers/0/command/3"), "nvidia-toolkit");
+    assert_null(path_get(tk, "spec/template/spec/runtimeClassName"));
+    json_decref(tk);
+
+    /* the GPU operands: toolkit-validation waits for toolkit-ready */
+    static const char *const gated[] = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter",
+                                        "mig-manager"};
+    for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
+        json_t *ds = render_one(&p, gated[i]);
+        json_t *g = find_init(ds, "toolkit-validation");
+        if (!g)
+            fail_msg("%s has no toolkit-validation gate", gated[i]);
+        assert_string_equal(str_at(g, "image"), vimg);
+        assert_non_null(strstr(str_at(g, "args/0"), "/run/nvidia/validations/toolkit-ready"));
+        assert_string_equal(str_at(g, "volumeMounts/0/mountPath"), "/run/nvidia/validations");
+        assert_string_equal(str_at(ds, "spec/template/spec/runtimeClassName"), "nvidia");
+        json_decref(ds);
+    }
+    json_t *mig = render_one(&p, "mig-manager");
+    assert_non_null(strstr(str_at(mig, "spec/template/spec/containers/0/command/2"),
+                           ". /run/nvidia/validations/driver-ready"));
+    json_decref(mig);
+
+    /* the validator: its own account with a token, one init container per
+     * validation file, the files removed when it stops */
+    json_t *v = render_one(&p, "operator-validator");
+    json_t *vpod = path_get(v, "spec/template/spec");
+    assert_true(json_is_true(json_object_get(vpod, "automountServiceAccountToken")));
+    assert_string_equal(str_at(vpod, "serviceAccountName"), GPUOP_VALIDATOR_SA);
+    static const char *const comps[] = {"driver", "toolkit", "plugin"};
+    assert_int_equal(json_array_size(json_object_get(vpod, "initContainers")), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *ic = json_array_get(json_object_get(vpod, "initContainers"), i);
+        char name[64];
+        snprintf(name, sizeof(name), "%s-validation", comps[i]);
+        assert_string_equal(str_at(ic, "name"), name);
+        assert_string_equal(init_env(ic, "COMPONENT"), comps[i]);
+        assert_int_equal(json_integer_value(path_get(ic, "securityContext/runAsUser")), 0);
+    }
+    assert_non_null(find_named(path_get(vpod, "initContainers/0/env"), "OPERATOR_NAMESPACE"));
+    assert_non_null(strstr(str_at(vpod, "containers/0/lifecycle/preStop/exec/command/2"),
+                           "/run/nvidia/validations/*-ready"));
+    json_decref(v);
+    gpuop_policy_free(&p);
+
+    /* no validator: nobody writes toolkit-ready, so no gate waits for it;
+     * the toolkit still writes driver-ready itself */
+    json_t *novalid = json_pack("{s:{s:{s:b}}}", "spec", "validator", "enabled", 0);
+    assert_int_equal(gpuop_policy_parse(novalid, &p, NULL), 0);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_null(path_get(dp, "spec/template/spec/initContainers"));
+    assert_non_null(
+        strstr(str_at(dp, "spec/template/spec/containers/0/command/2"), "driver-ready"));
+    json_decref(dp);
+    gpuop_policy_free(&p);
+
+    /* neither toolkit nor validator: no driver-ready either; the policy's
+     * root (the host's, the driver disabled too) */
+    json_t *bare = json_pack("{s:{s:{s:b}, s:{s:b}, s:{s:b}}}", "spec", "validator", "enabled", 0,
+                             "toolkit", "enabled", 0, "driver", "enabled", 0);
+    assert_int_equal(gpuop_policy_parse(bare, &p, NULL), 0);
+    dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(dp, "spec/template/spec/containers/0/command/0"),
+                        "nvidia-device-plugin");
+    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), "/");
+    assert_string_equal(str_at(find_env(dp, "DRIVER_ROOT_CTR_PATH"), "value"), "/host");
+    json_decref(dp);
+    gpuop_policy_free(&p);
+    json_decref(bare);
+    json_decref(novalid);
+    json_decref(empty);
+}
+
+/* CDI mode and the containerd drop-in, as the GPU Operator renders them. */
+static void test_toolkit_runtime(void **state)
+{
+    json_t *empty = json_pack("{}");
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(empty, &p, NULL), 0);
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(str_at(find_env(tk, "CDI_ENABLED"), "value"), "true");
+    assert_string_equal(str_at(find_env(tk, "NVIDIA_CONTAINER_RUNTIME_MODE"), "value"), "cdi");
+    assert_string_equal(str_at(find_env(tk, "NVIDIA_RUNTIME_SET_AS_DEFAULT"), "value"), "false");
+    assert_null(find_env(tk, "CONTAINERD_SET_AS_DEFAULT"));
+    assert_string_equal(str_at(find_env(tk, "CONTAINERD_RUNTIME_CLASS"), "value"), "nvidia");
+    assert_string_equal(str_at(find_env(tk, "RUNTIME_DROP_IN_CONFIG"), "value"),
+                        "/runtime/config-dir.d/99-nvidia.toml");
+    assert_string_equal(str_at(find_env(tk, "RUNTIME_DROP_IN_CONFIG_HOST_PATH"), "value"),
+                        "/etc/containerd/conf.d/99-nvidia.toml");
+    assert_string_equal(str_at(find_volume(tk, "containerd-drop-in-config"), "hostPath/path"),
+                        "/etc/containerd/conf.d");
+    assert_string_equal(str_at(find_volume(tk, "containerd-config"), "hostPath/path"),
+                        "/etc/containerd");
+    assert_string_equal(str_at(find_volume(tk, "containerd-socket"), "hostPath/path"),
+                        "/run/containerd");
+    assert_string_equal(str_at(find_env(tk, "CONTAINERD_SOCKET"), "value"),
+                        "/runtime/sock-dir/containerd.sock");
+    json_decref(tk);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(find_env(dp, "DEVICE_LIST_STRATEGY"), "value"),
+                        "cdi-annotations,cdi-cri");
+    assert_string_equal(str_at(find_env(dp, "NVIDIA_CDI_HOOK_PATH"), "value"),
+                        "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+    json_decref(dp);
+    gpuop_policy_free(&p);
+
+    /* k3s: every path the policy names moves its mount; a relative path is
+     * not taken (the default stays) */
+    json_t *k3s = json_pack("{s:{s:{s:[{s:s,s:s},{s:s,s:s},{s:s,s:s}]}}}", "spec", "toolkit", "env",
+                            "name", "CONTAINERD_CONFIG", "value",
+                            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "name",
+                            "CONTAINERD_SOCKET", "value", "/run/k3s/containerd/containerd.sock",
+                            "name", "RUNTIME_DROP_IN_CONFIG", "value", "conf.d/99-nvidia.toml");
+    assert_int_equal(gpuop_policy_parse(k3s, &p, NULL), 0);
+    tk = render_one(&p, "container-toolkit");
+    assert_string_equal(str_at(find_volume(tk, "containerd-config"), "hostPath/path"),
+                        "/var/lib/rancher/k3s/agent/etc/containerd");
+    assert_string_equal(str_at(find_volume(tk, "containerd-socket"), "hostPath/path"),
+                        "/run/k3s/containerd");
+    assert_string_equal(str_at(find_env(tk, "CONTAINERD_SOCKET"), "value"),
+                        "/runtime/sock-dir/containerd.sock");
+    assert_string_equal(str_at(find_volume(tk, "containerd-drop-in-config"), "hostPath/path"),
+                        "/etc/containerd/conf.d");
+    json_decref(tk);
+    gpuop_policy_free(&p);
+    json_decref(k3s);
+    json_decref(empty);
+}
+
+/* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
+static void test_mig_caps(void **state)
+{
+    static const char *const ops[] = {"device-plugin", "gpu-feature-discovery"};
+    json_t *empty = json_pack("{}");
+    json_t *none = json_pack("{s:{s:{s:[{s:s,s:s}]}, s:{s:[{s:s,s:s}]}}}", "spec", "devicePlugin",
+                             "env", "name", "MIG_STRATEGY", "value", "none", "gfd", "env", "name",
+                             "MIG_STRATEGY", "value", "none");
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(empty, &p, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        json_t *ds = render_one(&p, ops[i]);
+        assert_string_equal(str_at(find_env(ds, "MIG_STRATEGY"), "value"), "single");
+        assert_string_equal(
+            str_at(ds, "spec/template/spec/containers/0/securityContext/capabilities/add/0"),
+            "SYS_ADMIN");
+        assert_string_equal(str_at(find_env(ds, "NVIDIA_MIG_MONITOR_DEVICES"), "value"), "all");
+        json_decref(ds);
+    }
+    gpuop_policy_free(&p);
+    assert_int_equal(gpuop_policy_parse(none, &p, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        json_t *ds = render_one(&p, ops[i]);
+        assert_null(
+            path_get(ds, "spec/template/spec/containers/0/securityContext/capabilities/add"));
+        assert_string_equal(
+            str_at(ds, "spec/template/spec/containers/0/securityContext/capabilities/drop/0"),
+            "ALL");
+        assert_null(find_env(ds, "NVIDIA_MIG_MONITOR_DEVICES"));
+        json_decref(ds);
+    }
+    gpuop_policy_free(&p);
+    json_decref(none);
+    json_decref(empty);
+}
+
+static json_t *extra_of(const struct gpuop_policy *p, const char *kind)
+{
+    for (int i = 0; i < gpuop_render_extra_count(); i++) {
+        json_t *o = NULL;
+        assert_int_equal(gpuop_render_extra(p, NS, i, &o), 0);
+        if (o && !strcmp(str_at(o, "kind"), kind))
+            return o;
+        json_decref(o);
+    }
+    return NULL;
+}
+
+/* The objects beside the DaemonSets. */
+static void test_extras(void **state)
+{
+    struct gpuop_policy p;
+    json_t *o = (json_t *)1;
+    load_policy("default.yaml", &p);
+    assert_int_equal(gpuop_render_extra(&p, NS, -1, &o), GPUOP_EINVAL);
+    assert_null(o);
+    assert_int_equal(gpuop_render_extra(&p, NS, gpuop_render_extra_count(), &o), GPUOP_EINVAL);
+    assert_null(gpuop_render_extra_get(gpuop_render_extra_count()));
+
+    /* RuntimeClass nvidia: the handler the toolkit registers, cluster-scoped */
+    json_t *rc = extra_of(&p, "RuntimeClass");
+    assert_non_null(rc);
+    assert_string_equal(str_at(rc, "apiVersion"), "node.k8s.io/v1");
+    assert_string_equal(str_at(rc, "metadata/name"), "nvidia");
+    assert_string_equal(str_at(rc, "handler"), "nvidia");
+    assert_null(path_get(rc, "metadata/namespace"));
+    json_t *labels = path_get(rc, "metadata/labels");
+    assert_string_equal(json_string_value(json_object_get(labels, GPUOP_LABEL_MANAGED_BY)),
+                        "gpuop");
+    json_decref(rc);
+
+    /* the DCGM exporter's Service selects exactly the exporter's pods */
+    json_t *svc = extra_of(&p, "Service");
+    assert_non_null(svc);
+    assert_string_equal(str_at(svc, "metadata/namespace"), NS);
+    assert_string_equal(str_at(svc, "metadata/name"), GPUOP_DCGM_SERVICE);
+    assert_int_equal(json_integer_value(path_get(svc, "spec/ports/0/port")), 9400);
+    assert_int_equal(json_integer_value(path_get(svc, "spec/ports/0/targetPort")), 9400);
+    json_t *dcgm = render_one(&p, "dcgm-exporter");
+    assert_true(
+        json_equal(path_get(svc, "spec/selector"), path_get(dcgm, "spec/selector/matchLabels")));
+    assert_int_equal(
+        json_integer_value(path_get(dcgm, "spec/template/spec/containers/0/ports/0/containerPort")),
+        9400);
+    json_decref(dcgm);
+    json_decref(svc);
+
+    /* MIG Manager is off by default: no MIG config */
+    assert_null(extra_of(&p, "ConfigMap"));
+    json_t *all = gpuop_render_extras(&p, NS);
+    assert_int_equal(json_array_size(all), 2);
+    json_decref(all);
+    gpuop_policy_free(&p);
+
+    /* MIG Manager on, no config named: gpuop's default, mounted as the
+     * fallback DEFAULT_CONFIG_FILE */
+    json_t *on = json_pack("{s:{s:s}, s:{s:{s:b}}}", "metadata", "uid", "u-1", "spec", "migManager",
+                           "enabled", 1);
+    json_object_set_new(json_object_get(on, "metadata"), "name", json_string("p"));
+    assert_int_equal(gpuop_policy_parse(on, &p, NULL), 0);
+    json_t *cm = extra_of(&p, "ConfigMap");
+    assert_non_null(cm);
+    assert_string_equal(str_at(cm, "metadata/name"), "default-mig-parted-config");
+    /* the name the table gives MIG Manager's default ConfigMap */
+    assert_string_equal(str_at(cm, "metadata/name"),
+                        gpuop_operand_get(gpuop_operand_by_name("mig-manager"))->config);
+    assert_non_null(strstr(str_at(cm, "data/config.yaml"), "mig-configs:"));
+    assert_string_equal(str_at(cm, "metadata/ownerReferences/0/uid"), "u-1");
+    json_t *mig = render_one(&p, "mig-manager");
+    json_t *vol = find_volume(mig, "mig-parted-config");
+    assert_string_equal(str_at(vol, "configMap/name"), "default-mig-parted-config");
+    assert_string_equal(str_at(vol, "configMap/items/0/path"), "config-default.yaml");
+    assert_string_equal(str_at(find_env(mig, "DEFAULT_CONFIG_FILE"), "value"),
+                        "/mig-parted-config/config-default.yaml");
+    assert_null(find_env(mig, "CONFIG_FILE"));
+    json_decref(mig);
+    json_decref(cm);
+    gpuop_policy_free(&p);
+
+    /* a config named: that ConfigMap is the user's, gpuop applies none */
+    load_policy("full.yaml", &p);
+    assert_null(extra_of(&p, "ConfigMap"));
+    gpuop_policy_free(&p);
+
+    /* everything off: nothing beside */
+    json_t *off =
+        json_pack("{s:{s:{s:b}, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:b}}}", "spec",
+                  "devicePlugin", "enabled", 0, "gfd", "enabled", 0, "dcgmExporter", "enabled", 0,
+                  "validator", "enabled", 0, "driver", "enabled", 0, "toolkit", "enabled", 0);
+    assert_int_equal(gpuop_policy_parse(off, &p, NULL), 0);
+    all = gpuop_render_extras(&p, NS);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    gpuop_policy_free(&p);
+    json_decref(off);
+    json_decref(on);
 }
 
 int main(void)
@@ -690,8 +1209,13 @@ int main(void)
         cmocka_unit_test(test_invalid_still_renders),
         cmocka_unit_test(test_enforce),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_command),
+        cmocka_unit_test(test_gates),
+        cmocka_unit_test(test_toolkit_runtime),
+        cmocka_unit_test(test_mig_caps),
+        cmocka_unit_test(test_extras),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

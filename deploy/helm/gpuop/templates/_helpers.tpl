@@ -32,38 +32,19 @@ app.kubernetes.io/component: controller
 {{- end }}
 
 {{/*
-An operand's image reference from the GPU Operator's repository/image/version
-keys; "" when none is given (gpuop's built-in default) or when a repository
-and image come without a version (see gpuop.unversioned). Argument: a dict
-with "key" (the values key) and "v" (its values).
+An operand's image keys as the GPU Operator's ClusterPolicy has them,
+passed through to the GpuPolicy (gpuop joins them as NVIDIA does, and adds
+the node's OS to the driver's tag): repository, image and version, each
+only when given (an empty one takes gpuop's default for that key).
+Argument: the operand's values.
 */}}
 {{- define "gpuop.operandImage" -}}
-{{- $v := .v | default dict -}}
-{{- $repo := toString ($v.repository | default "") | trimSuffix "/" -}}
-{{- $img := toString ($v.image | default "") -}}
-{{- $ver := toString ($v.version | default "") -}}
-{{- if and $repo (not $img) -}}
-{{- fail (printf "%s.repository is set but %s.image is not" .key .key) -}}
+{{- $v := . | default dict -}}
+{{- range $k := list "repository" "image" "version" -}}
+{{- with toString (get $v $k | default "") }}
+{{ $k }}: {{ . | quote }}
 {{- end -}}
-{{- if and $ver (not $img) -}}
-{{- fail (printf "%s.version is set but %s.image is not" .key .key) -}}
 {{- end -}}
-{{- $base := $img -}}
-{{- if $repo -}}{{- $base = printf "%s/%s" $repo $img -}}{{- end -}}
-{{- if $ver -}}
-{{- if hasPrefix "sha256:" $ver -}}
-{{ printf "%s@%s" $base $ver }}
-{{- else -}}
-{{ printf "%s:%s" $base $ver }}
-{{- end -}}
-{{- else if not $repo -}}
-{{ $base }}
-{{- end -}}
-{{- end }}
-
-{{/* "true" when an operand names repository and image but no version. */}}
-{{- define "gpuop.unversioned" -}}
-{{- if and .repository .image (not .version) -}}true{{- end -}}
 {{- end }}
 
 {{/* enabled: default true; false (or "false") turns it off. */}}
@@ -79,9 +60,7 @@ with none, so [] means "keep them", as in the GPU Operator's chart.
 {{- define "gpuop.operandSpec" -}}
 {{- $v := .v | default dict -}}
 enabled: {{ include "gpuop.enabled" $v }}
-{{- with include "gpuop.operandImage" . }}
-image: {{ . | quote }}
-{{- end }}
+{{- include "gpuop.operandImage" $v }}
 {{- with $v.imagePullPolicy }}
 imagePullPolicy: {{ . }}
 {{- end }}
@@ -96,6 +75,11 @@ env:
 {{- with $v.resources }}
 resources:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if eq .key "toolkit" }}
+{{- with $v.installDir }}
+installDir: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
 {{- with ($v.config | default dict).name }}

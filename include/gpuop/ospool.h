@@ -1,0 +1,67 @@
+/*
+ * ospool.h - OS pools of GPU nodes, for the driver's per-OS image (SPEC 4b).
+ *
+ * The NVIDIA driver image is built per OS: its tag is
+ * "<version>-<ID><VERSION_ID>" from the node's NFD labels
+ * feature.node.kubernetes.io/system-os_release.ID and .VERSION_ID, with
+ * only the major version for rhel, rocky and ol (the GPU Operator v26.7.0's
+ * rule: NVIDIA/gpu-operator internal/state/nodepool.go getOSTag, and
+ * controllers/state_manager.go getGPUNodeOSInfo). A pool is the set of GPU
+ * nodes with one OS tag; its DaemonSet selects them as NVIDIA's
+ * NVIDIADriver pools do (getNodePools): ID and VERSION_ID exactly, or ID
+ * and VERSION_ID.major where the tag keeps only the major version, so
+ * RHEL 9.4 and 9.6 nodes are the one pool rhel9.
+ *
+ * Pure: no I/O; model layer.
+ */
+#ifndef GPUOP_OSPOOL_H
+#define GPUOP_OSPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpuop/model.h"
+
+/* Most OS pools handled (distinct OS tags among GPU nodes); more are
+ * left without a driver DaemonSet and say so in the log. */
+#define GPUOP_OSPOOL_MAX 16
+/* Longest OS tag: "gpuop-driver-<tag>" stays a DNS label (63), and the
+ * image tag "<version>-<tag>" stays within 128. */
+#define GPUOP_OSPOOL_TAG_MAX 40
+
+struct gpuop_ospool {
+    char tag[GPUOP_OSPOOL_TAG_MAX + 1];     /* "ubuntu24.04", "rhel9" */
+    char id[GPUOP_OSPOOL_TAG_MAX + 1];      /* the ID label's value: "rhel" */
+    char version[GPUOP_OSPOOL_TAG_MAX + 1]; /* the value selected on: VERSION_ID
+                                               ("24.04"), or the major version ("9") */
+    bool major_only;                        /* select on VERSION_ID.major (rhel, rocky, ol) */
+};
+
+/* The pool of an OS: NVIDIA's tag rule on id and version_id (borrowed).
+ * Returns 0, or GPUOP_EINVAL when either is empty or the tag would not make
+ * a DaemonSet name (a character outside [a-z0-9.-], too long). */
+int gpuop_ospool_make(const char *id, const char *version_id, struct gpuop_ospool *out);
+
+/* The pool of node n. Returns 0, or GPUOP_ENOTFOUND with *missing the
+ * GPUOP_OS_HAS_* bits of the labels it lacks (VERSION_ID.major counts only
+ * for rhel, rocky and ol), or GPUOP_EINVAL when the values make no tag. */
+int gpuop_ospool_of_node(const struct gpuop_node *n, struct gpuop_ospool *out, unsigned *missing);
+
+/* "<label>[, <label> and <label>]" of the missing bits, into buf. */
+int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size);
+
+/* A pool named on the command line: "ubuntu24.04", "rhel9.4" (ID up to
+ * the first digit) or "ID=VERSION_ID". Returns 0 or GPUOP_EINVAL. */
+int gpuop_ospool_parse(const char *s, struct gpuop_ospool *out);
+
+/* Adds p to set (n entries, room for max), kept sorted by tag, without
+ * duplicates. Returns 1 added, 0 already there, GPUOP_ETOOBIG full. */
+int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const struct gpuop_ospool *p);
+
+/* The pools of the GPU nodes among nodes (borrowed), sorted by tag, into
+ * set (room for max); returns how many. *dropped (may be NULL): the GPU
+ * nodes whose pool found no room. Nodes without a pool are skipped. */
+size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes,
+                            struct gpuop_ospool *set, size_t max, size_t *dropped);
+
+#endif

@@ -1,0 +1,133 @@
+/*
+ * compat.c - the NVIDIA GPU Operator's ClusterPolicy fields that a GpuPolicy
+ * does not implement, as data.
+ *
+ * A GPU Operator user swaps kind and name in their scripts and manifests
+ * (`kubectl patch clusterpolicy ... /spec/dcgm/enabled`) and expects them to
+ * work. For every ClusterPolicy field gpuop implements, the GpuPolicy has the
+ * same path (policy.c). The fields below it does not implement: the CRD
+ * accepts them, so the patch succeeds, and the policy reports each one as a
+ * problem naming the field and saying why (Reconciled=False, the rest of the
+ * policy applied) instead of the API server's "unknown field" or a silent
+ * ignore. A field whose only meaning is "switch a component on" is accepted
+ * without a word when it is off, which is what gpuop does anyway.
+ *
+ * docs/operations.md lists the same table for users; keep them together.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "compat_int.h"
+
+enum when {
+    ALWAYS,     /* any value is refused */
+    IF_ENABLED, /* refused when the value is true or an object with enabled: true */
+};
+
+struct refused {
+    const char *path; /* the parent: "spec", "spec.driver"; "spec.*" = every operand */
+    const char *key;
+    enum when when;
+    const char *why; /* the problem's message */
+};
+
+static const struct refused refused[] = {
+    {"spec", "operator", ALWAYS,
+     "configures the NVIDIA GPU Operator's own pod; gpuop's comes from its Helm chart and "
+     "flags, ignored"},
+    {"spec", "dcgm", IF_ENABLED,
+     "gpuop runs no standalone DCGM host engine: dcgm-exporter uses the DCGM embedded in its "
+     "image, ignored"},
+    {"spec", "nodeStatusExporter", IF_ENABLED,
+     "gpuop runs no node-status-exporter: its findings are in this status and on gpuop's "
+     "/metrics, ignored"},
+    {"spec", "gds", IF_ENABLED, "GPUDirect Storage is not run by gpuop, ignored"},
+    {"spec", "gdrcopy", IF_ENABLED, "GDRCopy is not run by gpuop, ignored"},
+    {"spec", "sandboxWorkloads", IF_ENABLED,
+     "sandboxed (VM pass-through) workloads are not run by gpuop, ignored"},
+    {"spec", "sandboxDevicePlugin", IF_ENABLED,
+     "sandboxed workloads are not run by gpuop, ignored"},
+    {"spec", "kataSandboxDevicePlugin", IF_ENABLED,
+     "sandboxed workloads are not run by gpuop, ignored"},
+    {"spec", "vfioManager", IF_ENABLED, "sandboxed workloads are not run by gpuop, ignored"},
+    {"spec", "vgpuManager", IF_ENABLED, "vGPU is not run by gpuop, ignored"},
+    {"spec", "vgpuDeviceManager", IF_ENABLED, "vGPU is not run by gpuop, ignored"},
+    {"spec", "kataManager", IF_ENABLED, "Kata containers are not run by gpuop, ignored"},
+    {"spec", "ccManager", IF_ENABLED, "confidential computing is not run by gpuop, ignored"},
+    {"spec", "psp", IF_ENABLED,
+     "PodSecurityPolicy was removed in Kubernetes 1.25; nothing to create, ignored"},
+    {"spec", "psa", IF_ENABLED,
+     "gpuop does not label namespaces for Pod Security Admission: label its namespace "
+     "pod-security.kubernetes.io/enforce=privileged yourself, ignored"},
+    {"spec", "hostPaths", ALWAYS,
+     "gpuop uses the standard host paths (the host root /, the driver at /run/nvidia/driver), "
+     "ignored"},
+    {"spec.driver", "upgradePolicy", ALWAYS,
+     "gpuop does not upgrade the driver node by node yet: a driver change rolls out by "
+     "spec.daemonsets.updateStrategy, ignored"},
+    {"spec.driver", "usePrecompiled", IF_ENABLED,
+     "precompiled driver images are not selected by gpuop: name one in spec.driver.image, "
+     "ignored"},
+    {"spec.driver", "rdma", IF_ENABLED, "GPUDirect RDMA is not set up by gpuop, ignored"},
+    {"spec.driver", "useOpenKernelModules", IF_ENABLED,
+     "pass the driver image's own setting in spec.driver.env or args, ignored"},
+    {"spec.driver", "kernelModuleType", ALWAYS,
+     "pass the driver image's own setting in spec.driver.env or args, ignored"},
+    {"spec.driver", "useNvidiaDriverCRD", IF_ENABLED,
+     "gpuop has no NVIDIADriver resource: the GpuPolicy's driver is the one driver, ignored"},
+    {"spec.driver", "manager", ALWAYS,
+     "gpuop runs no k8s-driver-manager: it does not drain nodes for a driver change yet, "
+     "ignored"},
+    {"spec.driver", "repoConfig", ALWAYS,
+     "custom package repositories are not mounted by gpuop, ignored"},
+    {"spec.driver", "certConfig", ALWAYS, "custom certificates are not mounted by gpuop, ignored"},
+    {"spec.driver", "licensingConfig", ALWAYS, "vGPU licensing is not set up by gpuop, ignored"},
+    {"spec.driver", "virtualTopology", ALWAYS, "vGPU topology is not set up by gpuop, ignored"},
+    {"spec.driver", "kernelModuleConfig", ALWAYS,
+     "kernel module parameters are not mounted by gpuop, ignored"},
+    {"spec.driver", "startupProbe", ALWAYS,
+     "gpuop's driver startup probe waits up to 20 minutes for the module build, ignored"},
+    {"spec.driver", "livenessProbe", ALWAYS, "gpuop sets the driver's probes, ignored"},
+    {"spec.driver", "readinessProbe", ALWAYS, "gpuop sets the driver's probes, ignored"},
+    {"spec.devicePlugin", "config", ALWAYS,
+     "a device plugin ConfigMap (time-slicing, MPS) is not mounted by gpuop yet, ignored"},
+    {"spec.devicePlugin", "mps", ALWAYS, "MPS is not set up by gpuop, ignored"},
+    {"spec.dcgmExporter", "config", ALWAYS,
+     "a custom metrics ConfigMap is not mounted by gpuop, ignored"},
+    {"spec.dcgmExporter", "serviceMonitor", ALWAYS,
+     "gpuop creates no ServiceMonitor for dcgm-exporter, ignored"},
+    {"spec.validator", "plugin", ALWAYS,
+     "the validator's per-component env is not passed, ignored"},
+    {"spec.validator", "driver", ALWAYS,
+     "the validator's per-component env is not passed, ignored"},
+    {"spec.validator", "toolkit", ALWAYS,
+     "the validator's per-component env is not passed, ignored"},
+    {"spec.validator", "cuda", ALWAYS, "the validator's per-component env is not passed, ignored"},
+    {"spec.*", "imagePullSecrets", ALWAYS,
+     "gpuop has one list for every operand: use spec.daemonsets.imagePullSecrets, ignored"},
+};
+
+static bool enabled(json_t *v)
+{
+    return json_is_true(v) || json_is_true(json_object_get(v, "enabled"));
+}
+
+static bool path_matches(const char *pattern, const char *path)
+{
+    if (!strcmp(pattern, "spec.*"))
+        return !strncmp(path, "spec.", 5) && !strchr(path + 5, '.');
+    return !strcmp(pattern, path);
+}
+
+const char *gpuop_compat_refused(const char *path, const char *key, json_t *v)
+{
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const struct refused *r = &refused[i];
+        if (strcmp(r->key, key) || !path_matches(r->path, path))
+            continue;
+        if (r->when == IF_ENABLED && !enabled(v))
+            return GPUOP_COMPAT_ACCEPTED;
+        return r->why;
+    }
+    return NULL;
+}

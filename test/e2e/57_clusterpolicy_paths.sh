@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end: a GPU Operator user's `kubectl patch clusterpolicy` lines work
+# on a GpuPolicy with only the kind and name swapped (issue 21; the paths
+# the GPU Operator's own e2e scripts patch, tests/scripts/
+# update-clusterpolicy.sh at v26.7.0; docs/operations.md, "ClusterPolicy
+# field paths on a GpuPolicy"). JSON patches, as those scripts send them:
+#   /spec/devicePlugin/env: [] then /env/0 -> the env reaches the DaemonSet;
+#   /spec/mig/strategy mixed -> MIG_STRATEGY of device plugin and GFD;
+#   /spec/toolkit/installDir -> the toolkit's ROOT and its host path;
+#   /spec/daemonsets/labels -> on the operand pods;
+#   /spec/gfd/enabled false, then true -> the DaemonSet goes and comes back;
+#   /spec/dcgm/enabled true (standalone DCGM, not implemented) -> the patch
+#     is accepted, Reconciled=False names spec.dcgm, everything else still
+#     applied; false -> Reconciled=True again;
+#   a misspelt path is still named by the API server (and dropped).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gpuop.sh"
+on_exit 'gpuop_kill; gpuop_uninstall'
+
+NODE=$(unique gpu-cp)
+gpuop_install
+gpuop_start
+kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
+P=gpupolicy/$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+NAME=${P#gpupolicy/}
+lab_node "$NODE" --label nvidia.com/gpu.present=true --label nvidia.com/gpu.deploy.driver=true \
+	--label nvidia.com/gpu.deploy.container-toolkit=true --label nvidia.com/gpu.deploy.device-plugin=true \
+	--label nvidia.com/gpu.deploy.gpu-feature-discovery=true
+jpatch() { kc patch "$P" --type=json -p "$1" >/dev/null; }
+# ds_jq APP FILTER: jq -e over the DaemonSet NVIDIA's tools select by app=APP
+ds_jq() {
+	kubectl --kubeconfig "$KUBECONFIG" -n "$GPUOP_NS" get daemonset -l "app=$1" -o json | jq -e ".items[0] | $2" >/dev/null
+}
+export -f ds_jq
+export GPUOP_NS
+wait_for 60 ds_jq nvidia-device-plugin-daemonset '.metadata.name'
+
+log "devicePlugin env, as the GPU Operator's script adds it"
+jpatch '[{"op": "add", "path": "/spec/devicePlugin/env", "value": []}]'
+jpatch '[{"op": "add", "path": "/spec/devicePlugin/env/0", "value": {"name": "MY_TEST_ENV_NAME", "value": "test"}}]'
+wait_for 60 ds_jq nvidia-device-plugin-daemonset \
+	'[.spec.template.spec.containers[0].env[] | select(.name == "MY_TEST_ENV_NAME" and .value == "test")] | length == 1'
+
+log "mig.strategy mixed reaches the device plugin and GFD"
+jpatch '[{"op": "replace", "path": "/spec/mig/strategy", "value": "mixed"}]' 2>/dev/null ||
+	jpatch '[{"op": "add", "path": "/spec/mig", "value": {"strategy": "mixed"}}]'
+for app in nvidia-device-plugin-daemonset gpu-feature-discovery; do
+	wait_for 60 ds_jq "$app" '[.spec.template.spec.containers[0].env[] | select(.name == "MIG_STRATEGY")][0].value == "mixed"'
+done
+
+log "toolkit.installDir"
+jpatch '[{"op": "add", "path": "/spec/toolkit/installDir", "value": "/opt/nvidia"}]'
+wait_for 60 ds_jq nvidia-container-toolkit-daemonset \
+	'([.spec.template.spec.containers[0].env[] | select(.name == "ROOT")][0].value == "/opt/nvidia") and
+	 ([.spec.template.spec.volumes[] | select(.hostPath.path == "/opt/nvidia")] | length == 1)'
+
+log "daemonsets.labels reach the operand pods"
+jpatch '[{"op": "add", "path": "/spec/daemonsets/labels", "value": {"cloudprovider": "aws", "platform": "kubernetes"}}]'
+wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get pods -l app=nvidia-device-plugin-daemonset \
+	--field-selector spec.nodeName=$NODE -o json | jq -e '[.items[] | select(.metadata.labels.cloudprovider == \"aws\" and
+	.metadata.labels.platform == \"kubernetes\" and .metadata.deletionTimestamp == null)] | length == 1'"
+
+log "gfd.enabled false, then true"
+jpatch '[{"op": "replace", "path": "/spec/gfd/enabled", "value": false}]'
+wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -l app=gpu-feature-discovery -o name)\" ]"
+jpatch '[{"op": "replace", "path": "/spec/gfd/enabled", "value": true}]'
+wait_for 60 ds_jq gpu-feature-discovery '.metadata.name'
+
+log "dcgm.enabled true: accepted by the API server, refused by gpuop with a condition"
+jpatch '[{"op": "add", "path": "/spec/dcgm", "value": {"enabled": true}}]'
+wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' get $P -o json | jq -e '.status.conditions[] | select(.type == \"Reconciled\" and .status == \"False\" and .reason == \"InvalidSpec\" and (.message | contains(\"spec.dcgm\")) and (.message | contains(\"standalone DCGM\")))' >/dev/null"
+assert_eq "$(kc get "$P" -o jsonpath='{.metadata.generation}')" "$(kc get "$P" -o jsonpath='{.status.observedGeneration}')" \
+	"observedGeneration after the refused field"
+ds_jq gpu-feature-discovery '.metadata.name' || fail "the rest of the policy is no longer applied"
+jpatch '[{"op": "replace", "path": "/spec/dcgm/enabled", "value": false}]'
+wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' get $P -o json | jq -e '.status.conditions[] | select(.type == \"Reconciled\" and .status == \"True\")' >/dev/null"
+
+log "a misspelt path is still named by the API server (a warning for a patch, and dropped)"
+out=$(kc patch "$P" --type=json -p '[{"op": "add", "path": "/spec/devicePlugn", "value": {"enabled": false}}]' 2>&1) || true
+[[ $out == *'unknown field "spec.devicePlugn"'* ]] || fail "no word of the unknown field: $out"
+assert_eq "" "$(kc get "$P" -o json | jq -r '.spec.devicePlugn // empty')" "the misspelt field kept"
+log "policy $NAME ok"
+
+gpuop_uninstall
+gpuop_stop
+log "ok"

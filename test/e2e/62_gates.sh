@@ -1,0 +1,332 @@
+#!/usr/bin/env bash
+# End-to-end on a real kubelet (issue 21): the readiness gates inside the
+# node really hold. gpuop (GPUOP_BIN, out of the cluster) renders the
+# operand DaemonSets of a GpuPolicy whose images are the lab's stand-ins
+# (test/lab/standin-images; docs/lab.md, "Stand-in operand images"): they
+# write and wait for the same files under /run/nvidia/validations as
+# NVIDIA's images, and each checks what NVIDIA's image needs from its pod
+# (the token, the gate files, the driver root, its host mounts).
+#
+#   the real node labelled as a GPU node -> all six operand pods Running and
+#   Ready; the toolkit started after driver-ready was first written and
+#   never refused to start (no restart); the device plugin, GFD and DCGM
+#   exporter started after toolkit-ready; a validator read its
+#   service-account token (the claims name the pod's ServiceAccount) and
+#   the API server accepted it (it lists the driver DaemonSets, reads its
+#   node, as the real validator does);
+#   driver-ready on the host names the driver root, which the driver
+#   exposes at /run/nvidia/driver; toolkit.pid written after driver-ready.
+#   Negative: the driver image swapped for one that never becomes ready and
+#   the toolkit pod recreated -> it stays in its init container (Init:N/M),
+#   its toolkit never starts.
+#
+# It brings up its own real-node lab in LAB_DIR-gates (never beside
+# another real-node lab: one per machine) and takes it down again; then
+# reruns itself inside the lab's network namespace (test/lab/exec). Needs
+# root. The operands' hostPath folders it created on the machine
+# (/run/nvidia, /usr/local/nvidia, ...: recorded before the first pod
+# runs) are removed at the end. The pods' Bidirectional and
+# HostToContainer mounts need "/" to be a shared mount (containerd checks;
+# systemd hosts have it): when it is not, the test makes "/" shared (not
+# recursively) for its run and private again at the end.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+
+if [[ -z ${E2E_GATES_INNER:-} ]]; then
+	base=${LAB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuop/lab}
+	export LAB_DIR=${E2E_GATES_LAB_DIR:-$base-gates}
+	say() { printf '[62_gates %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+	[[ $(id -u) == 0 ]] || {
+		say "SKIP: needs root (a real-node lab)"
+		exit 77
+	}
+	imgdir=$(mktemp -d "${TMPDIR:-/tmp}/gpuop-standins.XXXXXX")
+	hostpaths=$LAB_DIR.hostpaths # "absent PATH" lines, written inside
+	shared_root=0
+	cleanup_outer() {
+		"$SRC/test/lab/down" >/dev/null 2>&1 || true
+		rm -rf "$imgdir"
+		# The hostPath folders the operands created (absent before), with
+		# whatever a killed driver left mounted in them.
+		if [[ -r $hostpaths ]]; then
+			local kind p m
+			while read -r kind p; do
+				[[ $kind == absent && $p == /*/* && -e $p ]] || continue
+				while read -r m; do
+					umount -l "$m" 2>/dev/null || true
+				done < <(awk -v p="$p" '$5 == p || index($5, p "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+				rm -rf --one-file-system "$p"
+			done < <(sort -k2 -r "$hostpaths")
+			rm -f "$hostpaths"
+		fi
+		if ((shared_root)); then
+			mount --make-private / || say "warning: could not make / private again"
+		fi
+	}
+	trap cleanup_outer EXIT
+	trap 'exit 143' TERM INT
+	t=$SECONDS
+	"$SRC/test/lab/standin-images" "$imgdir"
+	say "stand-in images built in $((SECONDS - t))s"
+	# mountinfo field 7.. are the optional fields; "shared:N" when shared.
+	if ! awk '$5 == "/" { for (i = 7; $i != "-"; i++) if ($i ~ /^shared:/) f = 1 } END { exit !f }' /proc/self/mountinfo; then
+		mount --make-shared /
+		shared_root=1
+		say "made / a shared mount for the run (private again at the end)"
+	fi
+	rm -f "$hostpaths"
+	t=$SECONDS
+	"$SRC/test/lab/up" --real-node
+	say "real-node lab up in $((SECONDS - t))s ($LAB_DIR)"
+	netns=$(<"$LAB_DIR/netns")
+	rc=0
+	E2E_GATES_INNER=1 E2E_STANDINS=$imgdir E2E_HOSTPATHS=$hostpaths "$SRC/test/lab/exec" bash "$0" || rc=$?
+	t=$SECONDS
+	"$SRC/test/lab/down" || rc=1
+	say "down in $((SECONDS - t))s"
+	cleanup_outer
+	trap - EXIT
+	left=()
+	[[ -e /run/netns/$netns ]] && left+=("netns $netns")
+	grep -qF " $LAB_DIR/" /proc/self/mountinfo && left+=("mounts under $LAB_DIR")
+	grep -qE ' /run/nvidia(/| )' /proc/self/mountinfo && left+=("mounts under /run/nvidia")
+	compgen -G "/sys/fs/cgroup/*/$netns" >/dev/null && left+=("cgroups /sys/fs/cgroup/*/$netns")
+	[[ -e $LAB_DIR/real-node ]] && left+=("$LAB_DIR/real-node")
+	for p in /proc/[0-9]*; do
+		c=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+		[[ $c == *"$LAB_DIR/"* ]] && left+=("process ${p#/proc/}: ${c:0:120}")
+	done
+	if ((${#left[@]})); then
+		say "FAIL: left behind: ${left[*]}"
+		rc=1
+	fi
+	exit "$rc"
+fi
+
+# ---- inside the lab's network namespace ------------------------------------------
+source "$HERE/lib.sh"
+source "$HERE/gpuop.sh" # gpuop_install, gpuop_start, gpuop_stop; GPUOP_NS
+
+NODE=${LAB_NODE:?not a real-node lab}
+READY_TIMEOUT=420 # s: six operands, init gates retrying every 5 s, probes, a loaded machine
+SETTLE_TIMEOUT=180
+POLICY=gates
+V=/run/nvidia/validations
+[[ -x $GPUOP_BIN ]] || fail "no gpuop binary (GPUOP_BIN=$GPUOP_BIN)"
+
+log "import the stand-in images into the node's containerd"
+declare -A IMG
+while read -r key name; do
+	ctr images import "$E2E_STANDINS/$key.tar" >/dev/null
+	ctr images list --quiet >"$E2E_TMP/images.txt"
+	grep -qxF "$name" "$E2E_TMP/images.txt" || fail "$name not in containerd after import: $(tr '\n' ' ' <"$E2E_TMP/images.txt")"
+	IMG[$key]=$name
+done < <("$GPUOP_SRC/test/lab/standin-images" --names)
+
+# On failure: every operand pod's containers and their logs.
+dump_state() {
+	local p c
+	kc -n "$GPUOP_NS" get ds,pods -o wide >&2 2>&1
+	for p in $(kc -n "$GPUOP_NS" get pods -o name 2>/dev/null); do
+		for c in $(kc -n "$GPUOP_NS" get "$p" -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'); do
+			printf -- '--- %s -c %s ---\n' "$p" "$c" >&2
+			kc -n "$GPUOP_NS" logs "$p" -c "$c" --tail=15 >&2 2>&1
+		done
+	done
+	kc -n "$GPUOP_NS" describe pods 2>&1 | grep -E '^Name:|Warning|Error' >&2
+	ls -la --time-style=+%s.%N "$V" >&2 2>&1
+}
+on_exit '((rc == 0)) || dump_state'
+on_exit 'kc delete gpupolicy "$POLICY" --ignore-not-found --wait=true >/dev/null 2>&1 || true'
+on_exit 'kc -n "$GPUOP_NS" delete pods --all --wait=true --timeout=120s >/dev/null 2>&1 || true'
+on_exit 'gpuop_kill'
+track_ns "$GPUOP_NS"
+
+gpuop_install
+policy() { # policy DRIVER_IMAGE
+	kc apply -f - >/dev/null <<EOF
+apiVersion: gpuop.dev/v1alpha1
+kind: GpuPolicy
+metadata:
+  name: $POLICY
+spec:
+  driver: {enabled: true, image: "$1", imagePullPolicy: Never}
+  toolkit: {enabled: true, image: "${IMG[toolkit]}", imagePullPolicy: Never}
+  devicePlugin: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
+  gfd: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
+  dcgmExporter: {enabled: true, image: "${IMG[dcgm-exporter]}", imagePullPolicy: Never}
+  validator: {enabled: true, image: "${IMG[validator]}", imagePullPolicy: Never}
+  migManager: {enabled: false}
+EOF
+}
+policy "${IMG[driver]}"
+gpuop_start --leader-elect=false
+
+log "the DaemonSets exist before the node is labelled: record which of their hostPaths exist"
+wait_for "$SETTLE_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name | wc -l)\" -ge 6 ]"
+ds_json() { kc -n "$GPUOP_NS" get ds -o json; }
+mapfile -t HP < <(ds_json | jq -r '.items[].spec.template.spec.volumes[]? | .hostPath.path // empty' | sort -u)
+((${#HP[@]})) || fail "no hostPath volumes in the rendered DaemonSets"
+# The kubelet creates a DirectoryOrCreate path with its parents: what the
+# run adds is the topmost missing ancestor.
+for p in "${HP[@]}"; do
+	top=""
+	while [[ $p == /*/* && ! -e $p ]]; do
+		top=$p
+		p=${p%/*}
+	done
+	[[ -n $top ]] && printf 'absent %s\n' "$top"
+done | sort -u >"$E2E_HOSTPATHS"
+log "hostPaths: ${#HP[@]}; absent (removed at the end): $(awk '{ print $2 }' "$E2E_HOSTPATHS" | tr '\n' ' ')"
+[[ -e $V ]] && fail "$V already exists on this machine: the test would read someone else's files"
+
+log "label $NODE as a GPU node"
+labels=(nvidia.com/gpu.present=true)
+for op in driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator; do
+	labels+=("nvidia.com/gpu.deploy.$op=true")
+done
+kc label node "$NODE" --overwrite "${labels[@]}" >/dev/null
+on_exit 'kc label node "$NODE" nvidia.com/gpu.present- $(printf "nvidia.com/gpu.deploy.%s- " driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator) >/dev/null 2>&1 || true'
+
+# pod_of COMPONENT_REGEX: the name of the operand pod whose DaemonSet's
+# name matches (gpuop names them gpuop-<operand>).
+pod_of() {
+	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
+		| select(.metadata.deletionTimestamp == null)
+		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
+		| .metadata.name' | head -1
+}
+all_ready() {
+	local n
+	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
+		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
+		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
+	echo "ready: $n"
+	((n == 6))
+}
+export -f all_ready kc
+export NODE GPUOP_NS
+log "all six operand pods Running and Ready on $NODE (deadline ${READY_TIMEOUT}s)"
+wait_for "$READY_TIMEOUT" all_ready
+
+DRIVER=$(pod_of driver)
+TOOLKIT=$(pod_of toolkit)
+PLUGIN=$(pod_of device-plugin)
+GFD=$(pod_of 'feature-discovery|gfd')
+DCGM=$(pod_of dcgm)
+VALIDATOR=$(pod_of validator)
+for v in DRIVER TOOLKIT PLUGIN GFD DCGM VALIDATOR; do
+	[[ -n ${!v} ]] || fail "no operand pod for $v"
+done
+
+# Every container's log of every operand pod, "POD CONTAINER LINE".
+all_logs() {
+	local p c
+	for p in $(kc -n "$GPUOP_NS" get pods -o jsonpath='{.items[*].metadata.name}'); do
+		for c in $(kc -n "$GPUOP_NS" get pod "$p" -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'); do
+			kc -n "$GPUOP_NS" logs "$p" -c "$c" 2>/dev/null | sed "s|^|$p $c |"
+		done
+	done
+}
+all_logs >"$E2E_TMP/logs.txt"
+# first_t REGEX: the earliest stand-in time stamp of a log line matching.
+first_t() {
+	grep -E "$1" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | head -1
+}
+# start_t POD APPLET: when the stand-in APPLET first started in POD.
+start_t() {
+	grep -E "^$1 [^ ]+ \[$2 t=" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | head -1
+}
+after() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+
+t_driver_ready=$(first_t "wrote $V/driver-ready")
+t_toolkit_ready=$(first_t "wrote $V/toolkit-ready")
+[[ -n $t_driver_ready ]] || fail "no validator stand-in wrote $V/driver-ready"
+[[ -n $t_toolkit_ready ]] || fail "no validator stand-in wrote $V/toolkit-ready"
+
+log "the toolkit started only after driver-ready (first written at $t_driver_ready) and never refused"
+t_tk=$(start_t "$TOOLKIT" 'nvidia-(ctk-installer|toolkit)')
+[[ -n $t_tk ]] || fail "the toolkit stand-in never logged in $TOOLKIT"
+after "$t_tk" "$t_driver_ready" || fail "the toolkit started at $t_tk, before driver-ready ($t_driver_ready)"
+grep -E "^$TOOLKIT [^ ]+ \[nvidia-(ctk-installer|toolkit) .*FAIL" "$E2E_TMP/logs.txt" &&
+	fail "the toolkit stand-in failed a check (above)"
+assert_eq 0 "$(kc -n "$GPUOP_NS" get pod "$TOOLKIT" -o jsonpath='{.status.containerStatuses[0].restartCount}')" \
+	"restarts of the toolkit container (a start before driver-ready exits 1)"
+grep -qE "^$TOOLKIT .*check: driver root .* agrees with driver-ready" "$E2E_TMP/logs.txt" ||
+	fail "the toolkit's driver root was not checked against driver-ready"
+
+log "each dependent started after its gate file (toolkit-ready first written at $t_toolkit_ready)"
+for pa in "$PLUGIN nvidia-device-plugin" "$GFD gpu-feature-discovery" "$DCGM dcgm-exporter"; do
+	read -r pod applet <<<"$pa"
+	t=$(start_t "$pod" "$applet")
+	[[ -n $t ]] || fail "$applet never started in $pod"
+	after "$t" "$t_toolkit_ready" || fail "$applet started at $t, before toolkit-ready ($t_toolkit_ready)"
+	after "$t" "$t_driver_ready" || fail "$applet started at $t, before driver-ready ($t_driver_ready)"
+	assert_eq 0 "$(kc -n "$GPUOP_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')" \
+		"restarts of $applet"
+done
+
+log "the validator read its service-account token"
+sa=$(kc -n "$GPUOP_NS" get pod "$VALIDATOR" -o jsonpath='{.spec.serviceAccountName}')
+grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: in-cluster config: .* token .* read .*sub=system:serviceaccount:$GPUOP_NS:$sa\)" "$E2E_TMP/logs.txt" ||
+	fail "no validator container of $VALIDATOR read a token of system:serviceaccount:$GPUOP_NS:$sa"
+# ... and the API server took it: the driver DaemonSets listed, as the real
+# validator does before it trusts a containerized driver.
+grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: listed the driver DaemonSets \(HTTP 200" "$E2E_TMP/logs.txt" ||
+	fail "the validator of $VALIDATOR did not list the driver DaemonSets with its token"
+grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: GET node $NODE \(HTTP 200\)" "$E2E_TMP/logs.txt" ||
+	fail "the plugin validation of $VALIDATOR did not read its node with its token"
+
+log "the files on the host"
+[[ -f $V/driver-ready ]] || fail "$V/driver-ready not on the host"
+grep -qx 'NVIDIA_DRIVER_ROOT=/run/nvidia/driver' "$V/driver-ready" ||
+	fail "driver-ready does not name the driver container's root: $(cat "$V/driver-ready")"
+grep -qx 'IS_HOST_DRIVER=false' "$V/driver-ready" || fail "driver-ready: $(cat "$V/driver-ready")"
+[[ -f $V/toolkit-ready ]] || fail "$V/toolkit-ready not on the host"
+[[ -x /run/nvidia/driver/usr/bin/nvidia-smi ]] ||
+	fail "the driver root is not exposed on the host at /run/nvidia/driver (mount propagation)"
+pidf=/run/nvidia/toolkit/toolkit.pid
+[[ -f $pidf ]] || fail "$pidf not on the host"
+[[ $(<"$pidf") =~ ^[0-9]+$ ]] || fail "$pidf holds '$(<"$pidf")'"
+after "$(stat -c %.9Y "$pidf")" "$t_driver_ready" || fail "$pidf written before driver-ready"
+
+log "negative: a driver that never becomes ready; the toolkit pod recreated stays in its init container"
+policy "${IMG[driver-never-ready]}"
+# NVIDIA's driver DaemonSet updates OnDelete: replace the pod either way.
+wait_for "$SETTLE_TIMEOUT" bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o json | jq -e 'any(.items[].spec.template.spec.containers[]; .image == \"${IMG[driver-never-ready]}\")' >/dev/null"
+kc -n "$GPUOP_NS" delete pod "$DRIVER" --ignore-not-found --wait=true --timeout=120s >/dev/null
+new_driver() {
+	local p
+	p=$(kc -n "$GPUOP_NS" get pods -o json | jq -r --arg img "$1" '.items[]
+		| select(.metadata.deletionTimestamp == null)
+		| select(any(.spec.containers[]; .image == $img)) | select(.status.phase == "Running") | .metadata.name' | head -1)
+	[[ -n $p ]] && kc -n "$GPUOP_NS" logs "$p" 2>/dev/null | grep -q 'never loads'
+}
+export -f new_driver
+wait_for "$READY_TIMEOUT" new_driver "${IMG[driver-never-ready]}"
+[[ -e /run/nvidia/driver/usr/bin/nvidia-smi ]] && fail "the old driver's root is still mounted at /run/nvidia/driver"
+kc -n "$GPUOP_NS" delete pod "$TOOLKIT" --wait=true --timeout=120s >/dev/null
+toolkit_waiting() { # prints the new toolkit pod once its init container waits, retrying
+	local p
+	p=$(pod_of toolkit)
+	[[ -n $p && $p != "$TOOLKIT" ]] || return 1
+	[[ $(kc -n "$GPUOP_NS" logs "$p" -c "$(kc -n "$GPUOP_NS" get pod "$p" -o jsonpath='{.spec.initContainers[0].name}')" 2>/dev/null |
+		grep -cE 'retrying after|waiting') -ge 3 ]] || return 1
+	printf '%s\n' "$p"
+}
+export -f toolkit_waiting pod_of
+export TOOLKIT
+wait_for "$READY_TIMEOUT" toolkit_waiting
+NEW=$(toolkit_waiting)
+st=$(kc -n "$GPUOP_NS" get pod "$NEW" -o json)
+assert_eq Pending "$(jq -r .status.phase <<<"$st")" "phase of the toolkit pod behind a driver that is not ready"
+[[ $(kc -n "$GPUOP_NS" get pod "$NEW" --no-headers | awk '{ print $3 }') == Init:* ]] ||
+	fail "the toolkit pod is '$(kc -n "$GPUOP_NS" get pod "$NEW" --no-headers)', not in its init container"
+jq -e '[.status.containerStatuses[]? | select(.state.running or .state.terminated)] | length == 0' <<<"$st" >/dev/null ||
+	fail "a toolkit container ran behind a driver that is not ready"
+[[ -e $V/driver-ready ]] && fail "driver-ready is on the host while the driver is not ready"
+log "the toolkit pod $NEW: $(kc -n "$GPUOP_NS" get pod "$NEW" --no-headers | awk '{ print $3 }')"
+
+gpuop_stop

@@ -1,0 +1,975 @@
+/*
+ * standins.c — the real-node lab's stand-ins for NVIDIA's operand
+ * programs (test/lab/standin-images packs them into images; docs/lab.md,
+ * "Stand-in operand images", lists what each checks and the NVIDIA source
+ * it mirrors). One static multi-call binary: what it does is chosen by the
+ * name it is run as (nvidia-driver, nvidia-smi, nvidia-validator,
+ * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin,
+ * gpu-feature-discovery, config-manager, dcgm-exporter).
+ *
+ * Each stand-in keeps the files and gates of NVIDIA's program: it writes
+ * and waits for the same files under /run/nvidia, and it checks what the
+ * real image needs from its pod (a file present, an env var set, a path
+ * that is a mount from the host, the service-account token) and exits
+ * non-zero when the real one would fail. Every check is logged, one line
+ * each, with the wall-clock time ("t=SECONDS.NANOS"), so a test can order
+ * events from `kubectl logs`. Nothing here is a GPU: nvidia-smi is this
+ * binary again, installed into the driver stand-in's root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#define VALIDATIONS     "/run/nvidia/validations"
+#define SA_DIR          "/var/run/secrets/kubernetes.io/serviceaccount"
+#define TOKEN_MAX       16384 /* bytes read of the service-account token */
+#define FILE_MAX        4096  /* bytes read of any other file */
+#define DEFAULT_SLEEP_S 5     /* nvidia-validator's default retry interval */
+#define NVML            "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+#define API_BODY_MAX    (4 << 20) /* bytes of an API answer kept */
+#define API_TIMEOUT_S   30        /* one API request */
+
+static const char *me = "standin";
+
+static void say(const char *fmt, ...)
+{
+    struct timespec ts;
+    va_list ap;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    printf("[%s t=%lld.%09ld] ", me, (long long)ts.tv_sec, ts.tv_nsec);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static int die(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    say("FAIL: %s", buf);
+    return 1;
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_exec(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (st.st_mode & 0111);
+}
+
+/* read_file: up to max-1 bytes, NUL-terminated; -1 on error. */
+static ssize_t read_file(const char *p, char *buf, size_t max)
+{
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t n, got = 0;
+    if (fd < 0)
+        return -1;
+    while ((size_t)got < max - 1 && (n = read(fd, buf + got, max - 1 - got)) > 0)
+        got += n;
+    close(fd);
+    buf[got] = 0;
+    return got;
+}
+
+static int write_atomic(const char *p, const char *content)
+{
+    char tmp[PATH_MAX];
+    FILE *f;
+    snprintf(tmp, sizeof tmp, "%s.standin-tmp", p);
+    if (!(f = fopen(tmp, "w")))
+        return -1;
+    fputs(content, f);
+    if (fclose(f) != 0 || rename(tmp, p) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* host_mount: the mount point (from /proc/self/mountinfo) that holds path,
+ * written to out; returns 1 if it is a mount other than the container's
+ * root, i.e. what is written there outlives the container. */
+static int host_mount(const char *path, char *out, size_t outsz)
+{
+    char line[4096], best[PATH_MAX] = "/", mp[PATH_MAX];
+    size_t bestlen = 1;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        /* id parent major:minor root mountpoint ... */
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+            continue;
+        size_t l = strlen(mp);
+        if (strcmp(mp, "/") == 0)
+            continue;
+        if (strncmp(path, mp, l) == 0 && (path[l] == 0 || path[l] == '/') && l >= bestlen) {
+            snprintf(best, sizeof best, "%s", mp);
+            bestlen = l;
+        }
+    }
+    fclose(f);
+    snprintf(out, outsz, "%s", best);
+    return strcmp(best, "/") != 0;
+}
+
+static int need_host_path(const char *path, const char *why)
+{
+    char mp[PATH_MAX];
+    if (!host_mount(path, mp, sizeof mp))
+        return die("%s is not on a mount from the host (%s): what is written there dies with the "
+                   "container",
+                   path, why);
+    say("check: %s is on the host mount %s (%s)", path, mp, why);
+    return 0;
+}
+
+static int need_env(const char *name, const char *why)
+{
+    const char *v = env(name);
+    if (!v)
+        return die("env %s is not set (%s)", name, why);
+    say("check: env %s=%s (%s)", name, v, why);
+    return 0;
+}
+
+static int need_file(const char *path, const char *why)
+{
+    if (!is_file(path))
+        return die("%s is absent (%s)", path, why);
+    say("check: %s present (%s)", path, why);
+    return 0;
+}
+
+/* wait_signal: blocks until SIGTERM/SIGINT/SIGHUP/SIGQUIT, reaping
+ * children meanwhile; returns the signal. */
+static int wait_signal(void)
+{
+    sigset_t set;
+    int sig = 0;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGCHLD) {
+            while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+            continue;
+        }
+        say("caught signal %d", sig);
+        return sig;
+    }
+}
+
+/* The value of KEY in a KEY=VALUE file (driver-ready), into out. */
+static int kv_get(const char *text, const char *key, char *out, size_t outsz)
+{
+    size_t kl = strlen(key);
+    const char *p = text;
+    while (p && *p) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            const char *v = p + kl + 1, *e = strchr(v, '\n');
+            size_t n = e ? (size_t)(e - v) : strlen(v);
+            if (n >= outsz)
+                n = outsz - 1;
+            memcpy(out, v, n);
+            out[n] = 0;
+            return 0;
+        }
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return -1;
+}
+
+/* find_in_root: ROOT/DIR/NAME for the first DIR that has it (internal/
+ * driver/root.go of gpu-operator v26.7.0: "/" first, then the list). */
+static int find_in_root(const char *root, const char *name, const char *const *dirs, char *out,
+                        size_t outsz)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", root, name);
+    if (access(p, F_OK) == 0) {
+        snprintf(out, outsz, "%s", p);
+        return 0;
+    }
+    for (; *dirs; dirs++) {
+        snprintf(p, sizeof p, "%s%s/%s", root, *dirs, name);
+        if (access(p, F_OK) == 0) {
+            snprintf(out, outsz, "%s", p);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static const char *const LIB_DIRS[] = {
+    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib64",     "/lib/x86_64-linux-gnu",     "/lib/aarch64-linux-gnu",
+    NULL};
+static const char *const SMI_DIRS[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", NULL};
+
+/* ---- nvidia-smi ---------------------------------------------------------------- */
+
+static int smi_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("GPU 0: gpuop lab stand-in (UUID: GPU-00000000-0000-0000-0000-000000000000)\n");
+    return 0;
+}
+
+/* ---- nvidia-driver --------------------------------------------------------------- */
+
+static int copy_self(const char *dst)
+{
+    char buf[65536];
+    ssize_t n;
+    int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), out;
+    if (in < 0)
+        return -1;
+    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, n) != n)
+            break;
+    close(in);
+    return close(out);
+}
+
+static int driver_main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : "";
+    char pid[32], mp[PATH_MAX];
+    int fd;
+
+    say("nvidia-driver %s (stand-in for gpu-driver-container's nvidia-driver)", cmd);
+    if (strcmp(cmd, "probe_nvidia_peermem") == 0)
+        return 0;
+    if (strcmp(cmd, "reload_nvidia_peermem") == 0) {
+        wait_signal();
+        return 0;
+    }
+    if (strcmp(cmd, "init") != 0)
+        return die("unknown command '%s' (the image's command is `nvidia-driver init`)", cmd);
+    /* RUN_DIR=/run/nvidia, shared with the host and the other operands. */
+    if (need_host_path("/run/nvidia/driver", "the driver root is exposed at /run/nvidia/driver"))
+        return 1;
+    host_mount("/run/nvidia", mp, sizeof mp);
+    mkdir(VALIDATIONS, 0755);
+    /* PID_FILE=RUN_DIR/nvidia-driver.pid, locked: one driver per node. */
+    fd = open("/run/nvidia/nvidia-driver.pid", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return die("An instance of the NVIDIA driver is already running, aborting");
+    if (ftruncate(fd, 0) != 0)
+        return die("ftruncate pid file: %s", strerror(errno));
+    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (write(fd, pid, strlen(pid)) < 0)
+        return die("write pid file: %s", strerror(errno));
+    write_atomic(VALIDATIONS "/.driver-daemons-status", "NotReady\n");
+    say("wrote /run/nvidia/nvidia-driver.pid and .driver-daemons-status=NotReady");
+
+    if (env("STANDIN_DRIVER_NEVER_READY")) {
+        say("STANDIN_DRIVER_NEVER_READY: the module never loads, no driver root (lab negative "
+            "test); waiting for signal");
+        wait_signal();
+        unlink("/run/nvidia/nvidia-driver.pid");
+        return 0;
+    }
+
+    /* _install_userspace_components: nvidia-smi and libnvidia-ml.so.1 in
+     * the container's own root. */
+    mkdir("/usr/lib", 0755);
+    mkdir("/usr/lib/x86_64-linux-gnu", 0755);
+    if (copy_self("/usr/bin/nvidia-smi") != 0)
+        return die("install /usr/bin/nvidia-smi: %s", strerror(errno));
+    if (write_atomic("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "gpuop lab stand-in\n") != 0)
+        return die("install libnvidia-ml.so.1: %s", strerror(errno));
+    say("installed /usr/bin/nvidia-smi and /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
+
+    /* _load_driver: the lab has no nvidia module; /sys/module/nvidia/refcnt
+     * (what the startup probe and the validator look at) is made visible
+     * in this container only, on a tmpfs over /sys/module. */
+    if (!is_file("/sys/module/nvidia/refcnt")) {
+        if (mount("standin-modules", "/sys/module", "tmpfs", 0, "mode=0755") == 0 &&
+            mkdir("/sys/module/nvidia", 0755) == 0 &&
+            write_atomic("/sys/module/nvidia/refcnt", "1\n") == 0)
+            say("module 'loaded': /sys/module/nvidia/refcnt (tmpfs, this container only)");
+        else
+            say("warning: could not fake /sys/module/nvidia/refcnt: %s", strerror(errno));
+    }
+
+    /* _mount_rootfs: mount --make-runbindable /sys; mount --rbind /
+     * /run/nvidia/driver (propagated to the host: Bidirectional). */
+    if (mount(NULL, "/sys", NULL, MS_UNBINDABLE | MS_REC, NULL) != 0)
+        say("warning: make-runbindable /sys: %s", strerror(errno));
+    mkdir("/run/nvidia/driver", 0755);
+    if (mount("/", "/run/nvidia/driver", NULL, MS_BIND | MS_REC, NULL) != 0)
+        return die("mount --rbind / /run/nvidia/driver: %s", strerror(errno));
+    say("mounted the driver root at /run/nvidia/driver (host mount %s)", mp);
+    write_atomic(VALIDATIONS "/.driver-daemons-status", "Ready\n");
+    say("Done, now waiting for signal");
+    wait_signal();
+    /* _shutdown: _unmount_rootfs (umount -l -R), rm PID_FILE. */
+    if (umount2("/run/nvidia/driver", MNT_DETACH) != 0)
+        say("warning: umount -l /run/nvidia/driver: %s", strerror(errno));
+    else
+        say("unmounted /run/nvidia/driver");
+    unlink("/run/nvidia/nvidia-driver.pid");
+    return 0;
+}
+
+/* ---- nvidia-validator ---------------------------------------------------------------- */
+
+static int sleep_s(void)
+{
+    const char *v = env("SLEEP_INTERVAL_SECONDS");
+    int s = v ? atoi(v) : DEFAULT_SLEEP_S;
+    return s > 0 ? s : DEFAULT_SLEEP_S;
+}
+
+static int with_wait(void)
+{
+    const char *v = env("WITH_WAIT");
+    return v && strcmp(v, "true") == 0;
+}
+
+static const char *out_dir(void)
+{
+    return env("OUTPUT_DIR") ? env("OUTPUT_DIR") : VALIDATIONS;
+}
+
+static void status_path(char *p, size_t n, const char *name)
+{
+    snprintf(p, n, "%s/%s", out_dir(), name);
+}
+
+static int create_status(const char *name, const char *content)
+{
+    char p[PATH_MAX];
+    status_path(p, sizeof p, name);
+    if (write_atomic(p, content) != 0)
+        return die("write %s: %s", p, strerror(errno));
+    say("wrote %s", p);
+    return 0;
+}
+
+static void delete_status(const char *name)
+{
+    char p[PATH_MAX];
+    status_path(p, sizeof p, name);
+    unlink(p);
+}
+
+/* rest.InClusterConfig(): the service host and port from the environment
+ * and the token file (client-go rest/config.go). Logs the token's
+ * subject and pod (decoded JWT claims) so a test sees which token it was. */
+static char tok[TOKEN_MAX]; /* the token in_cluster_config read */
+
+static int in_cluster_config(void)
+{
+    char payload[TOKEN_MAX], claims[TOKEN_MAX], *dot1, *dot2;
+    const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
+    ssize_t n;
+    if (!h || !port)
+        return die("error getting cluster config: unable to load in-cluster configuration, "
+                   "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined");
+    n = read_file(SA_DIR "/token", tok, sizeof tok);
+    if (n <= 0)
+        return die("error getting cluster config: open %s/token: %s (no service-account token: "
+                   "automountServiceAccountToken false?)",
+                   SA_DIR, n < 0 ? strerror(errno) : "empty");
+    while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == ' '))
+        tok[--n] = 0;
+    if (!is_file(SA_DIR "/ca.crt"))
+        say("warning: %s/ca.crt absent (client-go logs this and goes on)", SA_DIR);
+    /* base64url-decode the payload (second part) of the JWT. */
+    dot1 = strchr(tok, '.');
+    dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+    claims[0] = 0;
+    if (dot1 && dot2 && (size_t)(dot2 - dot1 - 1) < sizeof payload) {
+        static const char *al = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        size_t len = dot2 - dot1 - 1, i, o = 0;
+        unsigned acc = 0;
+        int bits = 0;
+        memcpy(payload, dot1 + 1, len);
+        payload[len] = 0;
+        for (i = 0; i < len && o < sizeof claims - 1; i++) {
+            const char *c = strchr(al, payload[i]);
+            if (!c || !*c)
+                break;
+            acc = (acc << 6) | (unsigned)(c - al);
+            bits += 6;
+            if (bits >= 8) {
+                bits -= 8;
+                claims[o++] = (char)((acc >> bits) & 0xff);
+            }
+        }
+        claims[o] = 0;
+    }
+    {
+        char sub[256] = "?";
+        const char *s = strstr(claims, "\"sub\":\"");
+        if (s) {
+            const char *e = strchr(s + 7, '"');
+            size_t l = e ? (size_t)(e - s - 7) : 0;
+            if (l < sizeof sub) {
+                memcpy(sub, s + 7, l);
+                sub[l] = 0;
+            }
+        }
+        say("check: in-cluster config: https://%s:%s, token %s/token read (%zd bytes, sub=%s)", h,
+            port, SA_DIR, n, sub);
+    }
+    return 0;
+}
+
+/* ---- the API, as the validator's client-go does it ---------------------------------- */
+
+struct body {
+    char *p;
+    size_t n;
+};
+
+static size_t on_body(char *d, size_t sz, size_t nm, void *u)
+{
+    struct body *b = u;
+    size_t len = sz * nm;
+    char *q;
+    if (b->n + len > API_BODY_MAX)
+        return 0;
+    q = realloc(b->p, b->n + len + 1);
+    if (!q)
+        return 0;
+    memcpy(q + b->n, d, len);
+    b->p = q;
+    b->n += len;
+    b->p[b->n] = 0;
+    return len;
+}
+
+/* api_get PATH: GET with the service-account token, verifying the
+ * cluster CA; the HTTP code (0: no answer), the body into *out (new,
+ * free it). */
+static long api_get(const char *path, char **out)
+{
+    const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
+    char url[2048], auth[TOKEN_MAX + 32];
+    struct body b = {NULL, 0};
+    struct curl_slist *hd = NULL;
+    long code = 0;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    snprintf(url, sizeof url, strchr(h, ':') ? "https://[%s]:%s%s" : "https://%s:%s%s", h, port,
+             path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+    hd = curl_slist_append(hd, auth);
+    hd = curl_slist_append(hd, "Accept: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(c, CURLOPT_CAINFO, SA_DIR "/ca.crt");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)API_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    else
+        say("GET %s: no answer", url);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(c);
+    *out = b.p ? b.p : strdup("");
+    return code;
+}
+
+/* isDriverManagedByOperator (main.go): lists the DaemonSets labelled
+ * app.kubernetes.io/component=nvidia-driver in OPERATOR_NAMESPACE (all
+ * namespaces when empty); one whose controller is a nvidia.com/
+ * ClusterPolicy or NVIDIADriver means yes. A refused list is an error.
+ * The stand-in looks for that owner in the JSON text. */
+static int driver_managed_by_operator(int *managed)
+{
+    const char *ns = env("OPERATOR_NAMESPACE");
+    char path[512], *body = NULL;
+    long code;
+    if (ns)
+        snprintf(path, sizeof path,
+                 "/apis/apps/v1/namespaces/%s/daemonsets?labelSelector=app.kubernetes.io%%2F"
+                 "component%%3Dnvidia-driver",
+                 ns);
+    else
+        snprintf(path, sizeof path,
+                 "/apis/apps/v1/daemonsets?labelSelector=app.kubernetes.io%%2Fcomponent%%3D"
+                 "nvidia-driver");
+    code = api_get(path, &body);
+    if (code != 200) {
+        die("error checking if driver is managed by GPU Operator: error listing daemonsets: HTTP "
+            "%ld %.200s",
+            code, body);
+        free(body);
+        return 1;
+    }
+    *managed =
+        strstr(body, "\"apiVersion\":\"nvidia.com/") &&
+        (strstr(body, "\"kind\":\"ClusterPolicy\"") || strstr(body, "\"kind\":\"NVIDIADriver\""));
+    say("check: listed the driver DaemonSets (HTTP 200, the token accepted): managed by the GPU "
+        "Operator: %s",
+        *managed ? "yes" : "no");
+    free(body);
+    return 0;
+}
+
+static int run_quiet(const char *path)
+{
+    pid_t p = fork();
+    int st;
+    if (p == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0)
+            dup2(fd, 1);
+        execl(path, "nvidia-smi", (char *)NULL);
+        _exit(127);
+    }
+    if (p < 0 || waitpid(p, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Driver.validate() of cmd/nvidia-validator/main.go: a host driver
+ * (nvidia-smi under /host) or the driver container's root. */
+static int validate_driver(void)
+{
+    static const char *const host_smi[] = {"/usr/bin/nvidia-smi",
+                                           "/usr/sbin/nvidia-smi",
+                                           "/bin/nvidia-smi",
+                                           "/sbin/nvidia-smi",
+                                           "/usr/lib/wsl/lib/nvidia-smi",
+                                           "/opt/bin/nvidia-smi",
+                                           NULL};
+    const char *root = env("DRIVER_INSTALL_DIR_CTR_PATH") ? env("DRIVER_INSTALL_DIR_CTR_PATH")
+                                                          : "/run/nvidia/driver";
+    const char *host_dir =
+        env("DRIVER_INSTALL_DIR") ? env("DRIVER_INSTALL_DIR") : "/run/nvidia/driver";
+    char p[PATH_MAX], lib[PATH_MAX], smi[PATH_MAX], content[2048], dev[PATH_MAX];
+    const char *const *h;
+    const char *dev_root, *dev_ctr;
+    int managed = 0;
+
+    delete_status("driver-ready");
+    for (h = host_smi; *h; h++) {
+        snprintf(p, sizeof p, "/host%s", *h);
+        if (is_exec(p)) {
+            say("check: pre-installed driver on the host: %s", p);
+            if (run_quiet(p) != 0)
+                return die("%s failed", p);
+            return create_status("driver-ready", "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n"
+                                                 "DRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\n"
+                                                 "DEV_ROOT_CTR_PATH=/host\n");
+        }
+    }
+    say("check: no pre-installed driver on the host (no nvidia-smi under /host)");
+    /* isDriverManagedByOperator needs the in-cluster config first. */
+    if (in_cluster_config())
+        return 1;
+    if (driver_managed_by_operator(&managed))
+        return 1;
+    /* assertDriverContainerReady: stat .driver-ctr-ready (the driver's
+     * startup probe writes it), retried with WITH_WAIT. */
+    while (managed && !is_file(VALIDATIONS "/.driver-ctr-ready")) {
+        if (!with_wait())
+            return die("error checking driver container status: no %s/.driver-ctr-ready",
+                       VALIDATIONS);
+        say("command failed (no %s/.driver-ctr-ready), retrying after %d seconds", VALIDATIONS,
+            sleep_s());
+        sleep(sleep_s());
+    }
+    for (;;) {
+        if (find_in_root(root, "libnvidia-ml.so.1", LIB_DIRS, lib, sizeof lib) == 0 &&
+            find_in_root(root, "nvidia-smi", SMI_DIRS, smi, sizeof smi) == 0 &&
+            run_quiet(smi) == 0) {
+            say("check: driver container root %s: %s and %s, nvidia-smi ran", root, lib, smi);
+            break;
+        }
+        if (!with_wait())
+            return die("error validating driver: no libnvidia-ml.so.1/nvidia-smi under %s", root);
+        say("failed to validate the driver (no libnvidia-ml.so.1/nvidia-smi under %s), retrying "
+            "after %d seconds",
+            root, sleep_s());
+        sleep(sleep_s());
+    }
+    /* createDevCharSymlinks: needs /host-dev-char unless disabled. */
+    if (!(env("DISABLE_DEV_CHAR_SYMLINK_CREATION") &&
+          strcmp(env("DISABLE_DEV_CHAR_SYMLINK_CREATION"), "true") == 0)) {
+        if (!is_dir("/host-dev-char"))
+            return die("/host-dev-char is not mounted (creating the /dev/char symlinks)");
+        say("check: /host-dev-char mounted (dev char symlinks not created in the lab)");
+    }
+    snprintf(dev, sizeof dev, "%s/dev", root);
+    dev_root = is_dir(dev) ? host_dir : "/";
+    dev_ctr = is_dir(dev) ? "/driver-root" : "/host";
+    snprintf(content, sizeof content,
+             "IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=%s\nDRIVER_ROOT_CTR_PATH=/driver-root\n"
+             "NVIDIA_DEV_ROOT=%s\nDEV_ROOT_CTR_PATH=%s\n",
+             host_dir, dev_root, dev_ctr);
+    return create_status("driver-ready", content);
+}
+
+/* path_find NAME: the first executable NAME in PATH, into out. */
+static int path_find(const char *name, char *out, size_t outsz)
+{
+    char path[4096], *dir, *save = NULL;
+    snprintf(path, sizeof path, "%s", env("PATH") ? env("PATH") : "/usr/bin:/bin");
+    for (dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        snprintf(out, outsz, "%s/%s", dir, name);
+        if (is_exec(out))
+            return 0;
+    }
+    return -1;
+}
+
+/* Toolkit.validate(): nvidia-smi runs in this container: the NVIDIA
+ * runtime the toolkit set up injected it (the lab's `nvidia` runtime,
+ * test/lab/real-node.sh, does so once the toolkit stand-in is installed,
+ * for a container whose NVIDIA_VISIBLE_DEVICES asks for GPUs). */
+static int validate_toolkit(void)
+{
+    char smi[PATH_MAX];
+    delete_status("toolkit-ready");
+    for (;;) {
+        if (path_find("nvidia-smi", smi, sizeof smi) == 0 && run_quiet(smi) == 0) {
+            say("check: %s ran (injected by the NVIDIA runtime; NVIDIA_VISIBLE_DEVICES=%s)", smi,
+                env("NVIDIA_VISIBLE_DEVICES") ? env("NVIDIA_VISIBLE_DEVICES") : "");
+            break;
+        }
+        if (!with_wait()) {
+            say("toolkit is not ready");
+            return die("nvidia-smi: not found in PATH (not injected: toolkit not set up, or "
+                       "NVIDIA_VISIBLE_DEVICES=%s, or not the nvidia RuntimeClass)",
+                       env("NVIDIA_VISIBLE_DEVICES") ? env("NVIDIA_VISIBLE_DEVICES") : "");
+        }
+        say("command failed (no nvidia-smi in PATH), retrying after %d seconds", sleep_s());
+        sleep(sleep_s());
+    }
+    return create_status("toolkit-ready", "");
+}
+
+/* CUDA.validate() / Plugin.validate(): both talk to the API (a workload
+ * pod; the node's nvidia.com/gpu). The stand-in checks what they need
+ * before any call: the in-cluster config with its token, NODE_NAME and
+ * OPERATOR_NAMESPACE (validateFlags), and the toolkit being ready. */
+static int validate_api_component(const char *status)
+{
+    char p[PATH_MAX];
+    delete_status(status);
+    if (need_env("NODE_NAME", "validateFlags") || need_env("OPERATOR_NAMESPACE", "validateFlags"))
+        return 1;
+    if (in_cluster_config())
+        return 1;
+    status_path(p, sizeof p, "toolkit-ready");
+    if (need_file(p, "a GPU workload runs only with the toolkit set up"))
+        return 1;
+    if (strcmp(status, "plugin-ready") == 0) {
+        char path[512], *body = NULL;
+        long code;
+        snprintf(path, sizeof path, "/api/v1/nodes/%s", env("NODE_NAME"));
+        code = api_get(path, &body);
+        free(body);
+        if (code != 200)
+            return die("Error getting node %s: HTTP %ld", env("NODE_NAME"), code);
+        say("check: GET node %s (HTTP 200); its nvidia.com/gpu is not checked (no GPU in the lab)",
+            env("NODE_NAME"));
+    } else {
+        say("note: no CUDA workload pod in the lab");
+    }
+    return create_status(status, "");
+}
+
+static int validator_main(int argc, char **argv)
+{
+    const char *c = env("COMPONENT");
+    (void)argc;
+    (void)argv;
+    say("nvidia-validator COMPONENT=%s WITH_WAIT=%s (stand-in for gpu-operator "
+        "cmd/nvidia-validator)",
+        c ? c : "", env("WITH_WAIT") ? env("WITH_WAIT") : "");
+    if (!c)
+        return die("invalid -c <component-name> flag: must not be empty string");
+    if (need_host_path(out_dir(), "the validation files are read by the other operands"))
+        return 1;
+    if (mkdir(out_dir(), 0755) != 0 && errno != EEXIST)
+        return die("mkdir %s: %s", out_dir(), strerror(errno));
+    if (strcmp(c, "driver") == 0)
+        return validate_driver();
+    if (strcmp(c, "toolkit") == 0)
+        return validate_toolkit();
+    if (strcmp(c, "cuda") == 0)
+        return validate_api_component("cuda-ready");
+    if (strcmp(c, "plugin") == 0)
+        return validate_api_component("plugin-ready");
+    return die("component %s is not emulated by the lab stand-in", c);
+}
+
+/* ---- nvidia-ctk-installer (nvidia-toolkit) ---------------------------------------------- */
+
+static volatile sig_atomic_t dummy;
+
+static int toolkit_main(int argc, char **argv)
+{
+    char ready[FILE_MAX], want[PATH_MAX], p[PATH_MAX], lib[PATH_MAX], smi[PATH_MAX], pid[32];
+    const char *root = env("ROOT") ? env("ROOT") : env("TOOLKIT_INSTALL_DIR");
+    const char *pidf = env("TOOLKIT_PID_FILE") ? env("TOOLKIT_PID_FILE") : env("PID_FILE");
+    const char *droot, *dctr;
+    (void)argc;
+    (void)argv;
+    if (!pidf)
+        pidf = "/run/nvidia/toolkit/toolkit.pid";
+    if (!root)
+        root = "/usr/local/nvidia";
+    say("nvidia-ctk-installer starting (stand-in for nvidia-container-toolkit v1.20.0)");
+    /* The GPU Operator's entrypoint waits for driver-ready and sources it
+     * before exec'ing nvidia-toolkit: starting without it is the bug. */
+    if (read_file(VALIDATIONS "/driver-ready", ready, sizeof ready) < 0)
+        return die("refusing to start: %s/driver-ready is absent (the driver is not validated)",
+                   VALIDATIONS);
+    say("check: %s/driver-ready present", VALIDATIONS);
+    droot = env("NVIDIA_DRIVER_ROOT") ? env("NVIDIA_DRIVER_ROOT") : env("DRIVER_ROOT");
+    dctr = env("DRIVER_ROOT_CTR_PATH");
+    if (!droot || !dctr)
+        return die("NVIDIA_DRIVER_ROOT/DRIVER_ROOT_CTR_PATH not set (the entrypoint exports them "
+                   "from driver-ready)");
+    if (kv_get(ready, "NVIDIA_DRIVER_ROOT", want, sizeof want) == 0 && strcmp(want, droot) != 0)
+        return die("driver root %s differs from driver-ready's NVIDIA_DRIVER_ROOT=%s", droot, want);
+    if (kv_get(ready, "DRIVER_ROOT_CTR_PATH", want, sizeof want) == 0 && strcmp(want, dctr) != 0)
+        return die("DRIVER_ROOT_CTR_PATH %s differs from driver-ready's %s", dctr, want);
+    say("check: driver root %s (in the container %s) agrees with driver-ready", droot, dctr);
+    if (find_in_root(dctr, "libnvidia-ml.so.1", LIB_DIRS, lib, sizeof lib) != 0 ||
+        find_in_root(dctr, "nvidia-smi", SMI_DIRS, smi, sizeof smi) != 0)
+        return die("no driver under DRIVER_ROOT_CTR_PATH=%s (libnvidia-ml.so.1, nvidia-smi)", dctr);
+    say("check: driver files under %s: %s, %s", dctr, lib, smi);
+    snprintf(p, sizeof p, "%s", pidf);
+    if (strcmp(strrchr(p, '/') ? strrchr(p, '/') + 1 : p, "toolkit.pid") != 0)
+        return die("invalid toolkit.pid path %s", pidf);
+    if (need_host_path(root, "ROOT: the toolkit is installed for the host's runtime") ||
+        need_host_path(pidf, "TOOLKIT_PID_FILE"))
+        return 1;
+    *strrchr(p, '/') = 0;
+    mkdir(p, 0755);
+    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (write_atomic(pidf, pid) != 0)
+        return die("write %s: %s", pidf, strerror(errno));
+    say("wrote %s", pidf);
+    snprintf(p, sizeof p, "%s/toolkit", root);
+    mkdir(p, 0755);
+    {
+        char installed[PATH_MAX], content[PATH_MAX + 32];
+        snprintf(installed, sizeof installed, "%s/toolkit/.gpuop-lab-standin", root);
+        snprintf(content, sizeof content, "driver_root=%s\n", droot);
+        if (write_atomic(installed, content) != 0)
+            return die("install into %s: %s", installed, strerror(errno));
+        say("installed the toolkit into %s/toolkit (the lab's nvidia runtime now injects the "
+            "driver from %s)",
+            root, droot);
+        wait_signal();
+        unlink(installed);
+    }
+    unlink(pidf);
+    say("cleaned up the runtime configuration and %s", pidf);
+    return 0;
+}
+
+/* ---- device plugin, GFD, config-manager, DCGM exporter ------------------------------- */
+
+/* gated_start: the operand's init container waited for toolkit-ready. The
+ * device plugin's main container sees the validations folder (NVIDIA
+ * mounts it); GFD's and the DCGM exporter's do not in NVIDIA's pods, so
+ * there only the start time (after toolkit-ready was written) shows the
+ * gate held. */
+static int gated_start(const char *what, int mounted_in_nvidia_pod)
+{
+    say("%s starting", what);
+    /* NVML, injected by the NVIDIA runtime (FAIL_ON_INIT_ERROR: without it
+     * the real one exits). */
+    if (need_file(NVML, "NVML from the NVIDIA runtime: the toolkit was set up when this container "
+                        "was created"))
+        return 1;
+    if (!mounted_in_nvidia_pod && !is_dir(VALIDATIONS)) {
+        say("check: %s not mounted in this container (nor in NVIDIA's pod): the init container "
+            "held the gate",
+            VALIDATIONS);
+        return 0;
+    }
+    return need_file(VALIDATIONS "/toolkit-ready",
+                     "its init container waits for toolkit-ready: the container stack is set up");
+}
+
+static int device_plugin_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    if (gated_start("nvidia-device-plugin (stand-in for k8s-device-plugin v0.20.0)", 1) ||
+        need_file(VALIDATIONS "/driver-ready", "the entrypoint sources the driver root from it") ||
+        need_host_path("/var/lib/kubelet/device-plugins", "registers with the kubelet there"))
+        return 1;
+    if (access("/var/lib/kubelet/device-plugins/kubelet.sock", F_OK) != 0)
+        return die("/var/lib/kubelet/device-plugins/kubelet.sock absent: the kubelet's socket");
+    say("check: kubelet.sock present (no GPU is registered by the stand-in)");
+    wait_signal();
+    return 0;
+}
+
+static int gfd_main(int argc, char **argv)
+{
+    const char *dir = "/etc/kubernetes/node-feature-discovery/features.d";
+    char p[PATH_MAX];
+    (void)argc;
+    (void)argv;
+    if (gated_start("gpu-feature-discovery (stand-in for k8s-device-plugin v0.20.0)", 0) ||
+        need_env("NODE_NAME", "the node it labels") ||
+        need_host_path(dir, "NFD reads the feature file from the host"))
+        return 1;
+    snprintf(p, sizeof p, "%s/gfd", dir);
+    if (write_atomic(p, "nvidia.com/gfd.timestamp=0\n") != 0)
+        return die("write %s: %s", p, strerror(errno));
+    say("wrote %s", p);
+    wait_signal();
+    unlink(p);
+    return 0;
+}
+
+static int config_manager_main(int argc, char **argv)
+{
+    const char *o = env("ONESHOT");
+    (void)argc;
+    (void)argv;
+    say("config-manager ONESHOT=%s", o ? o : "");
+    if (need_env("NODE_NAME", "it reads the node's config label"))
+        return 1;
+    if (o && strcmp(o, "true") == 0)
+        return 0;
+    wait_signal();
+    return 0;
+}
+
+/* A minimal HTTP server for the readiness probe (/health) and /metrics. */
+static int dcgm_main(int argc, char **argv)
+{
+    const char *listen_at = env("DCGM_EXPORTER_LISTEN") ? env("DCGM_EXPORTER_LISTEN") : ":9400";
+    const char *colon = strrchr(listen_at, ':');
+    int port = colon ? atoi(colon + 1) : 9400, s, one = 1;
+    struct sockaddr_in a;
+    (void)argc;
+    (void)argv;
+    if (gated_start("dcgm-exporter (stand-in for dcgm-exporter 4.6.0)", 0) ||
+        need_env("NODE_NAME", "DCGM_EXPORTER_KUBERNETES maps GPUs to this node's pods"))
+        return 1;
+    if (env("DCGM_EXPORTER_KUBERNETES") && strcmp(env("DCGM_EXPORTER_KUBERNETES"), "true") == 0 &&
+        need_host_path("/var/lib/kubelet/pod-resources", "the kubelet's pod-resources socket"))
+        return 1;
+    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((unsigned short)port);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 16) != 0)
+        return die("listen on %s: %s", listen_at, strerror(errno));
+    say("serving /health and /metrics on %s", listen_at);
+    signal(SIGPIPE, SIG_IGN);
+    for (;;) {
+        char req[1024];
+        const char *body;
+        char resp[512];
+        int c = accept(s, NULL, NULL);
+        ssize_t n;
+        if (c < 0)
+            continue;
+        n = read(c, req, sizeof req - 1);
+        req[n > 0 ? n : 0] = 0;
+        body =
+            strncmp(req, "GET /metrics", 12) == 0 ? "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 0\n" : "OK\n";
+        snprintf(resp, sizeof resp,
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                 "Connection: close\r\n\r\n%s",
+                 strlen(body), body);
+        if (write(c, resp, strlen(resp)) < 0)
+            dummy = 1;
+        close(c);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } applets[] = {
+        {"nvidia-driver", driver_main},       {"nvidia-smi", smi_main},
+        {"nvidia-validator", validator_main}, {"nvidia-ctk-installer", toolkit_main},
+        {"nvidia-toolkit", toolkit_main},     {"nvidia-device-plugin", device_plugin_main},
+        {"gpu-feature-discovery", gfd_main},  {"config-manager", config_manager_main},
+        {"dcgm-exporter", dcgm_main},
+    };
+    const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    size_t i;
+    if (strcmp(base, "standin") == 0 && argc > 1) {
+        argv++;
+        argc--;
+        base = argv[0];
+    }
+    for (i = 0; i < sizeof applets / sizeof applets[0]; i++)
+        if (strcmp(base, applets[i].name) == 0) {
+            me = applets[i].name;
+            setvbuf(stdout, NULL, _IOLBF, 0);
+            return applets[i].fn(argc, argv);
+        }
+    fprintf(stderr, "standin: unknown applet '%s'\n", base);
+    return 127;
+}

@@ -1,0 +1,322 @@
+/*
+ * test_labeling.c - node labelling (SPEC 4a) as a pure decision: which
+ * labels gpuop writes on which node (gpuop_labeling_plan), and which of
+ * those it set someone changed (gpuop_labeling_changed), from Node JSON as
+ * the API server sends it (so gpuop's annotation is read by the model the
+ * caches use).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/labeling.h"
+#include "gpuop/names.h"
+
+static int op(const char *name)
+{
+    int i = gpuop_operand_by_name(name);
+    if (i < 0)
+        fail_msg("no operand %s", name);
+    return i;
+}
+
+/* A Node with labels (a JSON object's members, "" for none) and, when
+ * note is not NULL, gpuop's annotation holding it as a string. */
+static struct gpuop_node *node(const char *labels, const char *note)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"n\",\"labels\":{%s}}}", labels);
+    json_error_t e;
+    json_t *obj = json_loads(buf, 0, &e);
+    if (!obj)
+        fail_msg("bad test JSON: %s: %s", e.text, buf);
+    if (note)
+        json_object_set_new(json_object_get(obj, "metadata"), "annotations",
+                            json_pack("{s:s}", GPUOP_ANNOTATION_NODE_LABELS, note));
+    struct gpuop_err err = {0};
+    struct gpuop_node *n = gpuop_node_new(obj, NULL, &err);
+    json_decref(obj);
+    assert_non_null(n);
+    return n;
+}
+
+/* Every operand enabled, labelling on; then off where told. */
+static struct gpuop_labeling facts(bool on, const char *disabled)
+{
+    struct gpuop_labeling l = {.on = on};
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        if (!disabled || strcmp(disabled, gpuop_operand_get(i)->name) != 0)
+            l.enabled |= 1u << i;
+    return l;
+}
+
+#define NFD "\"feature.node.kubernetes.io/pci-10de.present\":\"true\""
+#define NOTE_DRIVER                                                                                \
+    "{\"nvidia.com/gpu.present\":{\"value\":\"true\",\"at\":\"2026-12-01T21:00:00Z\"},"            \
+    "\"nvidia.com/gpu.deploy.driver\":{\"value\":\"true\",\"at\":\"2026-12-01T21:00:00Z\"}}"
+
+#define MIG (1u << op("mig-manager"))
+
+static uint32_t all_but(const struct gpuop_labeling *l, uint32_t bits)
+{
+    return l->enabled & ~bits;
+}
+
+/* A fresh GPU node (NFD only): every enabled operand and gpu.present. */
+static void test_fresh_node(void **state)
+{
+    struct gpuop_labeling l = facts(true, "dcgm-exporter");
+    struct gpuop_label_plan p;
+    struct gpuop_node *n = node(NFD, NULL);
+    assert_true(n->gpu);
+    assert_false(n->any_deploy);
+    assert_int_equal(n->label_note, GPUOP_NOTE_NONE);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_true(p.present);
+    assert_int_equal(p.deploy, all_but(&l, MIG));
+    assert_false((p.deploy >> op("dcgm-exporter")) & 1u); /* disabled: not labelled */
+    gpuop_node_free(n);
+
+    /* gpu.present already true: only the deploy labels */
+    n = node("\"nvidia.com/gpu.present\":\"true\"", NULL);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_false(p.present);
+    assert_int_equal(p.deploy, all_but(&l, MIG));
+    gpuop_node_free(n);
+
+    /* labelling off, or not a GPU node: nothing */
+    n = node(NFD, NULL);
+    struct gpuop_labeling off = facts(false, NULL);
+    assert_false(gpuop_labeling_plan(&off, n, &p));
+    assert_false(gpuop_labeling_plan(NULL, n, &p));
+    assert_int_equal(p.deploy, 0);
+    gpuop_node_free(n);
+    n = node("\"feature.node.kubernetes.io/pci-10de.present\":\"false\",\"x\":\"y\"", NULL);
+    assert_false(gpuop_labeling_plan(&l, n, &p));
+    gpuop_node_free(n);
+}
+
+/* A node with any deploy label is a person's: never written, whatever the
+ * suffix; operands=false excludes the node, with or without gpuop's note. */
+static void test_persons_node(void **state)
+{
+    struct gpuop_labeling l = facts(true, NULL);
+    struct gpuop_label_plan p;
+    static const char *const theirs[] = {
+        NFD ",\"nvidia.com/gpu.deploy.driver\":\"false\"",
+        NFD ",\"nvidia.com/gpu.deploy.sandbox-workloads\":\"true\"", /* not an operand */
+        NFD ",\"nvidia.com/gpu.deploy.operands\":\"true\"",
+        NFD ",\"nvidia.com/gpu.deploy.operands\":\"false\"",
+        "\"nvidia.com/gpu.deploy.device-plugin\":\"\"",
+    };
+    for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
+        struct gpuop_node *n = node(theirs[i], NULL);
+        assert_true(n->any_deploy);
+        if (gpuop_labeling_plan(&l, n, &p))
+            fail_msg("labelled a person's node: %s", theirs[i]);
+        gpuop_node_free(n);
+    }
+    /* gpuop labelled it, then operands=false: nothing more, even for a
+     * newly enabled operand */
+    struct gpuop_node *n = node(NFD ",\"nvidia.com/gpu.present\":\"true\","
+                                    "\"nvidia.com/gpu.deploy.driver\":\"true\","
+                                    "\"nvidia.com/gpu.deploy.operands\":\"false\"",
+                                NOTE_DRIVER);
+    assert_int_equal(n->label_note, GPUOP_NOTE_OK);
+    assert_false(gpuop_labeling_plan(&l, n, &p));
+    gpuop_node_free(n);
+}
+
+/* gpuop labelled the node: an operand enabled since gets its label when
+ * absent; a label gpuop set and someone removed is not put back, nor is
+ * one someone set themselves overwritten. */
+static void test_enabled_later(void **state)
+{
+    struct gpuop_labeling l = facts(true, NULL);
+    struct gpuop_label_plan p;
+    struct gpuop_node *n = node(NFD ",\"nvidia.com/gpu.present\":\"true\","
+                                    "\"nvidia.com/gpu.deploy.driver\":\"true\"",
+                                NOTE_DRIVER);
+    assert_true(n->labelled_present);
+    assert_int_equal(n->labelled, 1u << op("driver"));
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_false(p.present);
+    assert_int_equal(p.deploy, all_but(&l, (1u << op("driver")) | MIG));
+    gpuop_node_free(n);
+
+    /* driver removed, gpu.present removed, toolkit set false by a person:
+     * neither put back nor overwritten */
+    n = node(NFD ",\"nvidia.com/gpu.deploy.container-toolkit\":\"false\"", NOTE_DRIVER);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_false(p.present);
+    assert_int_equal(p.deploy,
+                     all_but(&l, (1u << op("driver")) | (1u << op("container-toolkit")) | MIG));
+    assert_true(gpuop_labeling_changed(n, op("driver")));
+    assert_false(gpuop_labeling_changed(n, op("container-toolkit"))); /* not gpuop's */
+    gpuop_node_free(n);
+
+    /* everything already there: nothing to write */
+    char labels[2048] = NFD;
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        size_t len = strlen(labels);
+        snprintf(labels + len, sizeof(labels) - len, ",\"nvidia.com/gpu.deploy.%s\":\"true\"",
+                 gpuop_operand_get(i)->name);
+    }
+    n = node(labels, NOTE_DRIVER);
+    assert_false(gpuop_labeling_plan(&l, n, &p));
+    gpuop_node_free(n);
+}
+
+/* MIG Manager's label goes only to MIG-capable nodes (the GPU Operator's
+ * hasMIGCapableGPU): nvidia.com/mig.capable=true, else an A100/A30/H100
+ * product; never a vGPU host. On a node gpuop labelled it follows once GFD
+ * says the node is MIG-capable. */
+static void test_mig_capable(void **state)
+{
+    struct gpuop_labeling l = facts(true, NULL);
+    struct gpuop_label_plan p;
+    static const struct {
+        const char *labels;
+        bool mig;
+    } cases[] = {
+        {NFD ",\"nvidia.com/mig.capable\":\"true\"", true},
+        {NFD ",\"nvidia.com/mig.capable\":\"false\",\"nvidia.com/gpu.product\":\"A100\"", false},
+        {NFD ",\"nvidia.com/gpu.product\":\"NVIDIA-A100-SXM4-40GB\"", true},
+        {NFD ",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\"", true},
+        {NFD ",\"nvidia.com/gpu.product\":\"Tesla-T4\"", false},
+        {NFD ",\"nvidia.com/mig.capable\":\"true\","
+             "\"nvidia.com/vgpu.host-driver-version\":\"550.54\"",
+         false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gpuop_node *n = node(cases[i].labels, NULL);
+        assert_true(gpuop_labeling_plan(&l, n, &p));
+        if (((p.deploy & MIG) != 0) != cases[i].mig)
+            fail_msg("mig-manager %s on %s", cases[i].mig ? "not labelled" : "labelled",
+                     cases[i].labels);
+        gpuop_node_free(n);
+    }
+    /* gpuop's node, GFD's label arrives later: only the MIG Manager label */
+    char labels[2048] = NFD ",\"nvidia.com/mig.capable\":\"true\"";
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        size_t len = strlen(labels);
+        if (i != op("mig-manager"))
+            snprintf(labels + len, sizeof(labels) - len, ",\"nvidia.com/gpu.deploy.%s\":\"true\"",
+                     gpuop_operand_get(i)->name);
+    }
+    struct gpuop_node *n = node(labels, NOTE_DRIVER);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_int_equal(p.deploy, MIG);
+    gpuop_node_free(n);
+}
+
+/* What is reported: each label gpuop set whose value is no longer "true";
+ * a paused one is an upgrade's, not a change. */
+static void test_changed(void **state)
+{
+    const char *note = "{\"nvidia.com/gpu.deploy.driver\":{\"value\":\"true\",\"at\":\"t\"},"
+                       "\"nvidia.com/gpu.deploy.container-toolkit\":{\"value\":\"true\"},"
+                       "\"nvidia.com/gpu.deploy.device-plugin\":{\"value\":\"true\"},"
+                       "\"nvidia.com/gpu.deploy.dcgm-exporter\":{\"value\":\"true\"},"
+                       "\"nvidia.com/gpu.deploy.no-such-operand\":{\"value\":\"true\"}}";
+    struct gpuop_node *n = node(NFD ",\"nvidia.com/gpu.deploy.container-toolkit\":\"false\","
+                                    "\"nvidia.com/gpu.deploy.device-plugin\":"
+                                    "\"paused-for-driver-upgrade\","
+                                    "\"nvidia.com/gpu.deploy.dcgm-exporter\":\"true\","
+                                    "\"nvidia.com/gpu.deploy.gpu-feature-discovery\":\"x\"",
+                                note);
+    assert_true(gpuop_labeling_changed(n, op("driver")));                 /* removed */
+    assert_true(gpuop_labeling_changed(n, op("container-toolkit")));      /* "false" */
+    assert_false(gpuop_labeling_changed(n, op("device-plugin")));         /* paused */
+    assert_false(gpuop_labeling_changed(n, op("dcgm-exporter")));         /* still true */
+    assert_false(gpuop_labeling_changed(n, op("gpu-feature-discovery"))); /* never gpuop's */
+    assert_false(gpuop_labeling_changed(n, -1));
+    assert_false(gpuop_labeling_changed(NULL, 0));
+    gpuop_node_free(n);
+}
+
+/* An annotation gpuop cannot read: gpuop writes nothing there and reports
+ * nothing of it (it does not know what it set). */
+static void test_bad_note(void **state)
+{
+    struct gpuop_labeling l = facts(true, NULL);
+    struct gpuop_label_plan p;
+    static const char *const bad[] = {"", "not json", "[]", "{\"nvidia.com/gpu.present\":\"true\"}",
+                                      "{\"nvidia.com/gpu.deploy.driver\":{\"at\":\"t\"}}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct gpuop_node *n = node(NFD, bad[i]);
+        assert_int_equal(n->label_note, GPUOP_NOTE_BAD);
+        assert_false(gpuop_labeling_plan(&l, n, &p));
+        assert_false(gpuop_labeling_changed(n, op("driver")));
+        gpuop_node_free(n);
+    }
+    /* too long */
+    size_t len = GPUOP_MODEL_NOTE_MAX + 100;
+    char *big = malloc(len + 1);
+    memset(big, ' ', len);
+    memcpy(big, "{}", 2);
+    big[len] = '\0';
+    struct gpuop_node *n = node(NFD, big);
+    assert_int_equal(n->label_note, GPUOP_NOTE_BAD);
+    gpuop_node_free(n);
+    free(big);
+    /* an empty object is readable: gpuop labelled nothing there, the node is its */
+    n = node(NFD, "{}");
+    assert_int_equal(n->label_note, GPUOP_NOTE_OK);
+    assert_true(gpuop_labeling_plan(&l, n, &p));
+    assert_false(p.present); /* never re-added on a node gpuop labelled */
+    gpuop_node_free(n);
+}
+
+/* The facts of a policy: its nodeLabeling switch and enabled operands. */
+static void test_facts_of_policy(void **state)
+{
+    struct gpuop_policy pol;
+    struct gpuop_err err = {0};
+    json_t *obj = json_pack("{s:{s:{s:b},s:{s:b}}}", "spec", "nodeLabeling", "enabled", 1,
+                            "dcgmExporter", "enabled", 0);
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(pol.nproblems, 0);
+    struct gpuop_labeling l = gpuop_labeling_of(&pol);
+    assert_true(l.on);
+    assert_false((l.enabled >> op("dcgm-exporter")) & 1u);
+    assert_true((l.enabled >> op("driver")) & 1u);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+
+    obj = json_pack("{s:{}}", "spec"); /* absent: off */
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_false(pol.node_labeling);
+    assert_false(gpuop_labeling_of(&pol).on);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+
+    obj = json_pack("{s:{s:{s:s,s:b}}}", "spec", "nodeLabeling", "enabled", "yes", "enabeld", 1);
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_false(pol.node_labeling);
+    assert_int_equal(pol.nproblems, 2); /* the wrong type and the typo, by field */
+    bool typed = false, typo = false;
+    for (int i = 0; i < pol.nproblems; i++) {
+        typed |= strcmp(pol.problems[i].field, "spec.nodeLabeling.enabled") == 0;
+        typo |= strcmp(pol.problems[i].field, "spec.nodeLabeling.enabeld") == 0;
+    }
+    assert_true(typed && typo);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fresh_node),    cmocka_unit_test(test_persons_node),
+        cmocka_unit_test(test_enabled_later), cmocka_unit_test(test_changed),
+        cmocka_unit_test(test_bad_note),      cmocka_unit_test(test_facts_of_policy),
+        cmocka_unit_test(test_mig_capable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
