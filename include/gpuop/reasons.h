@@ -77,9 +77,8 @@ enum gpuop_reason {
  * 3 more", as the controller listed them; empty when none or not listed)
  * and stranded-count (their number, empty when none); gate, gate-file and
  * gate-what (the init container a pod is held in, the file it waits for,
- * what must work for it: gate.h), node (the node's name) and
- * upgrade-state (the node's nvidia.com/gpu-driver-upgrade-state: "absent"
- * or its value quoted). */
+ * what must work for it: gate.h) and upgrade-state (the node's
+ * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {
