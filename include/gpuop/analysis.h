@@ -91,6 +91,15 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
 struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node */
     char *name;                      /* in the set's names arena */
     bool gpu;                        /* a GPU node */
+    bool progressing;                /* mid-rollout (only judged on a node with findings):
+                                        a step among its findings and no failure
+                                        (reasons.h gpuop_progress), or one of its pods
+                                        became Ready less than the event grace ago */
+    uint8_t idle_s;                  /* not progressing: seconds since one of its pods
+                                        last became Ready, saturating at 255; 0 when
+                                        none did or it failed (events.h: the stall began
+                                        then) */
+    uint8_t upgrade;                 /* enum gpuop_upgrade of the node (model.h) */
     uint32_t host_provided;          /* bit per operand index: host-provided (information) */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
     uint32_t first;                  /* this node's findings: items[first .. first+nfindings) */
@@ -140,6 +149,7 @@ struct gpuop_findings {
     size_t complete_nodes;            /* GPU nodes without any finding */
     size_t violations;                /* GPU nodes with at least one OrderingViolation */
     size_t finding_nodes;             /* nodes (GPU or not) with at least one finding */
+    size_t progressing_nodes;         /* nodes whose result says progressing */
     size_t advertised_gpus;           /* GPU nodes' allocatable nvidia.com/gpu, summed */
     size_t by_kind[GPUOP_KIND_COUNT]; /* findings per kind */
     size_t by_reason[GPUOP_REASON_COUNT];
@@ -153,6 +163,13 @@ struct gpuop_findings {
                               the same inputs give other findings (a terminating pod's
                               grace ends ...); 0 never. Reconcile again then. */
 };
+
+/* A step (reasons.h GPUOP_PROGRESS_STEP) that has lasted this long is no
+ * longer progress: a pod stuck ContainerCreating, or in its gate, for half
+ * an hour is stuck (like a Deployment's progressDeadlineSeconds). Counted
+ * from the pod's creation, its gate's start, its deletion, or for a pod
+ * not created yet the later of DaemonSet and node creation. */
+#define GPUOP_PROGRESS_DEADLINE_S 1800
 
 /* running(N,O) for the pod p (borrowed; NULL is not running): bound,
  * Running, Ready; being deleted or not. The one definition, for whatever

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "gpuop/error.h"
+#include "gpuop/gate.h"
 #include "gpuop/operand.h"
 
 /* State of one nvidia.com/gpu.deploy.* label on a node. */
@@ -60,6 +61,22 @@ struct gpuop_gpu_counts {
     uint16_t mig_allocatable; /* sum of allocatable["nvidia.com/mig-*"] */
 };
 
+/* The node's driver upgrade state: label GPUOP_LABEL_UPGRADE_STATE, the
+ * GPU Operator's (gpu-operator v26.7.0: cmd/gpu-operator/main.go sets the
+ * driver name "gpu" of k8s-operator-libs' "nvidia.com/%s-driver-upgrade-state",
+ * vendor/github.com/NVIDIA/k8s-operator-libs/pkg/upgrade/consts.go). */
+#define GPUOP_LABEL_UPGRADE_STATE "nvidia.com/gpu-driver-upgrade-state"
+enum gpuop_upgrade {
+    GPUOP_UPGRADE_ABSENT = 0, /* no such label (or ""): no upgrade known */
+    GPUOP_UPGRADE_DONE,       /* "upgrade-done" */
+    GPUOP_UPGRADE_FAILED,     /* "upgrade-failed" */
+    GPUOP_UPGRADE_ACTIVE,     /* any other value: an upgrade in progress */
+};
+/* The deploy label value the GPU Operator's driver manager leaves while it
+ * upgrades the driver (gpu-operator v26.7.0,
+ * controllers/nodelabeling_controller.go honours it). */
+#define GPUOP_LABEL_PAUSED_FOR_UPGRADE "paused-for-driver-upgrade"
+
 struct gpuop_node { /* 72 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
@@ -83,7 +100,8 @@ struct gpuop_node { /* 72 bytes, its strings and taints after it */
     bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
                                   "true", else nvidia.com/gpu.product names an A100, A30 or
                                   H100; never with nvidia.com/vgpu.host-driver-version */
-    uint8_t os_labels;         /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    uint8_t os_labels : 3;     /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    uint8_t upgrade : 2;       /* enum gpuop_upgrade (the same byte as os_labels) */
     char *os;                  /* their values, three consecutive strings ("" when absent):
                                   ID, VERSION_ID, VERSION_ID.major; NULL when it carries
                                   none. Read them with gpuop_node_os(). */
@@ -139,14 +157,27 @@ struct gpuop_pod {         /* 48 bytes: a cache holds one per operand per node *
     uint32_t deleted;      /* being deleted (metadata.deletionTimestamp set) since:
                               deletionTimestamp - deletionGracePeriodSeconds, when the
                               deletion was asked for; 0 when not being deleted */
-    uint32_t ready_since;  /* condition Ready=True since (its lastTransitionTime, else
-                              the creation time; GPUOP_TIME_UNREADABLE when neither is
-                              known); 0 when not Ready */
-    uint16_t restarts;     /* sum of containers' restartCount, saturating */
-    int8_t operand;        /* operand index: label app.kubernetes.io/component, else
-                              the owning DaemonSet's name; -1 if unknown */
-    uint8_t phase : 4;     /* enum gpuop_phase */
-    bool bound : 1;        /* spec.nodeName was set */
+    union {
+        uint32_t ready_since; /* gate == GPUOP_GATE_NONE: condition Ready=True since (its
+                                 lastTransitionTime, else the creation time;
+                                 GPUOP_TIME_UNREADABLE when neither is known); 0 when
+                                 not Ready */
+        uint32_t gate_since;  /* gate != GPUOP_GATE_NONE (the pod is never Ready then):
+                                 when the gate's init container started
+                                 (state.running.startedAt; GPUOP_TIME_UNREADABLE when
+                                 unknown). Shares ready_since's 4 bytes: read either
+                                 only after looking at gate. */
+    };
+    uint16_t restarts; /* sum of containers' restartCount, saturating */
+    int8_t operand;    /* operand index: label app.kubernetes.io/component, else
+                          the owning DaemonSet's name; -1 if unknown */
+    uint8_t phase : 4; /* enum gpuop_phase */
+    bool bound : 1;    /* spec.nodeName was set */
+    uint8_t gate : 3;  /* enum gpuop_gate (gate.h): the GPU Operator's init container
+                          the pod is held in (running, not Ready, while condition
+                          Initialized is not True, and the pod is not Ready); NONE
+                          otherwise, also for an init container of another name and
+                          one that waits (crash loop, image pull: waiting_reason) */
 };
 
 struct gpuop_ds {

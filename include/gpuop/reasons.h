@@ -29,6 +29,7 @@ enum gpuop_reason {
     GPUOP_REASON_POD_UNSCHEDULABLE,
     GPUOP_REASON_IMAGE_PULL_FAILED,
     GPUOP_REASON_CRASH_LOOP,
+    GPUOP_REASON_WAITING_FOR_GATE,
     GPUOP_REASON_POD_PENDING,
     GPUOP_REASON_POD_NOT_READY,
     GPUOP_REASON_POD_FAILED,
@@ -38,6 +39,7 @@ enum gpuop_reason {
     GPUOP_REASON_LABEL_ABSENT,
     GPUOP_REASON_LABEL_EMPTY,
     GPUOP_REASON_LABEL_PAUSED,
+    GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
     GPUOP_REASON_LABEL_INVALID,
     GPUOP_REASON_LABEL_CHANGED, /* a label gpuop set (node labelling) someone changed */
     /* Unexpected */
@@ -73,7 +75,31 @@ enum gpuop_reason {
  * while it lacks pods, "FailedCreate: ...", empty when none), stranded
  * (the GPU pods bound to the node of an ordering finding, "ns/a, ns/b and
  * 3 more", as the controller listed them; empty when none or not listed)
- * and stranded-count (their number, empty when none). */
+ * and stranded-count (their number, empty when none); gate, gate-file and
+ * gate-what (the init container a pod is held in, the file it waits for,
+ * what must work for it: gate.h) and upgrade-state (the node's
+ * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted). */
+/* When a finding's Warning is posted (the table's `transient` column;
+ * false and true keep their old meaning). */
+enum gpuop_wait {
+    GPUOP_WAIT_NONE = 0,  /* at once */
+    GPUOP_WAIT_GRACE = 1, /* once it has lasted the event grace (true) */
+    GPUOP_WAIT_STALL = 2, /* a rollout step: once it has lasted the grace and its node has
+                             made no progress for the grace (gpuop_node_result.progressing);
+                             never while the node progresses, however long that takes */
+};
+
+/* What a finding says of its node's progress (the table's `progress`
+ * column; analysis.c judges the pod): a node progresses while it has a
+ * step and no failure (analysis.h). */
+enum gpuop_progress {
+    GPUOP_PROGRESS_NONE = 0, /* nothing */
+    GPUOP_PROGRESS_STEP,     /* a pod on its way: being created, starting, held in its gate,
+                                replaced; unless its pod restarted or waits for a reason that
+                                is no start, or the step outlasted GPUOP_PROGRESS_DEADLINE_S */
+    GPUOP_PROGRESS_FAILED,   /* a failure: its node does not progress */
+};
+
 struct gpuop_reason_info {
     int kind;            /* enum gpuop_kind */
     const char *name;    /* CamelCase, e.g. "TaintNotTolerated" */
@@ -87,8 +113,10 @@ struct gpuop_reason_info {
     /* Usually passes on its own while things start or stop (a rollout, a
      * label change): an Event is posted only once the finding has lasted
      * longer than the policy's spec.findings.eventGracePeriodSeconds
-     * (events.h); the status shows it at once. */
-    bool transient;
+     * (events.h); the status shows it at once. enum gpuop_wait: a rollout
+     * step (GPUOP_WAIT_STALL) waits also for its node to stop progressing. */
+    unsigned char transient;
+    unsigned char progress; /* enum gpuop_progress */
 };
 
 /* Borrowed, static; NULL when out of range. */

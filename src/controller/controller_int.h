@@ -189,7 +189,8 @@ void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms);
 struct ctl_stranded;
 int gpuop_ctl_stranded_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
                            struct ctl_stranded **out);
-/* Tracks exactly the nodes of f (borrowed) with an OrderingViolation:
+/* Tracks exactly the nodes of f (borrowed) with an OrderingViolation that
+ * are not only mid-rollout (progressing, unless tracked already):
  * new ones are listed soon, gone ones forgotten; says in an Event (ev may
  * be NULL: nothing said) each node whose stranded pods changed since last
  * said. policy (requeued when a list changes) and uid are copied. Returns

@@ -15,6 +15,16 @@
  *            message is then built from that reconcile's findings, as for
  *            any other Event. A pending finding that clears was never said
  *            and is forgotten without an Event.
+ *   waiting  the same for a rollout step (GPUOP_WAIT_STALL: a pod being
+ *            created, starting, held in its gate, an operand up before its
+ *            prerequisite): said only once it has lasted the grace and its
+ *            node (gpuop_node_result.progressing) has not progressed for
+ *            the grace; never while the node progresses.
+ *   stalled  per node (hash of its name) with such a finding that does not
+ *            progress: since when (the last Ready of one of its pods, else
+ *            the first observation that saw it so). Rebuilt at each
+ *            observation from the nodes that are stalled then, so a node
+ *            that progresses again, or is gone, is forgotten.
  *   shown    a finding whose Warning was posted, until it clears: only
  *            these get a "<Reason>Cleared".
  *   last     "A|key" / "C|key" -> when it was last said: flap suppression.
@@ -78,6 +88,8 @@ struct gpuop_events {
     char *prev_policy;
     struct gpuop_flap last;    /* hash of "A|key" / "C|key" -> time said */
     struct gpuop_flap pending; /* hash of key -> first seen, transient, not said */
+    struct gpuop_flap waiting; /* hash of key -> first seen, a rollout step, not said */
+    struct gpuop_flap stalled; /* hash of node -> not progressing since */
     struct gpuop_flap shown;   /* hash of key -> time its Warning was posted */
     long long last_prune;
     long long (*now)(void);
@@ -121,6 +133,8 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
     ev->nonce = gpuop_hash_str(seed);
     ev->last = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->pending = (struct gpuop_flap)GPUOP_FLAP_INIT;
+    ev->waiting = (struct gpuop_flap)GPUOP_FLAP_INIT;
+    ev->stalled = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->shown = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->now = wall_clock;
     *out = ev;
@@ -343,7 +357,13 @@ static void say(struct gpuop_events *ev, const struct gpuop_findings *f,
 
 static bool transient(const struct gpuop_finding *x)
 {
-    return gpuop_reason_get(x->reason)->transient;
+    return gpuop_reason_get(x->reason)->transient != GPUOP_WAIT_NONE;
+}
+
+/* A rollout step: waits for its node to stop progressing. */
+static bool step(const struct gpuop_finding *x)
+{
+    return gpuop_reason_get(x->reason)->transient == GPUOP_WAIT_STALL;
 }
 
 static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change *c)
@@ -352,20 +372,81 @@ static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change
     const struct gpuop_finding *x = c->item;
     uint64_t k = finding_key(f, x);
     if (c->appeared) {
+        struct gpuop_flap *wait = ev->grace > 0 && step(x) ? &ev->waiting : &ev->pending;
         if ((ev->learning || (ev->grace > 0 && transient(x))) &&
-            gpuop_flap_put(&ev->pending, k, ev->tnow) == 0)
+            gpuop_flap_put(wait, k, ev->tnow) == 0)
             return; /* said when it outlasts the grace (ENOMEM: said now) */
         say(ev, f, x, true, k);
-    } else if (gpuop_flap_del(&ev->pending, k)) {
-        return; /* passed within its grace: never said */
+    } else if (gpuop_flap_del(&ev->pending, k) || gpuop_flap_del(&ev->waiting, k)) {
+        return; /* passed within its grace, or while its node progressed: never said */
     } else if (gpuop_flap_del(&ev->shown, k)) {
         say(ev, f, x, false, k);
     }
 }
 
+static uint64_t node_key(const char *node)
+{
+    return gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, node, strlen(node) + 1));
+}
+
+static void earliest(long long *at, long long t)
+{
+    if (!*at || t < *at)
+        *at = t;
+}
+
+/* Says the waiting rollout steps of f whose node has not progressed for
+ * the grace and that have lasted it, and rebuilds the stalled set.
+ * Returns when the next waiting one will be due, 0 when none is (a node
+ * that progresses changes only with the cluster: its reconcile comes). */
+static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findings *f)
+{
+    struct gpuop_flap next = GPUOP_FLAP_INIT;
+    long long due = 0;
+    for (size_t i = 0; ev->waiting.len && i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        const struct gpuop_finding *x = &f->items[r->first];
+        if (!r->nfindings || r->progressing)
+            continue;
+        uint32_t k = 0;
+        while (k < r->nfindings && !step(&x[k]))
+            k++;
+        if (k == r->nfindings)
+            continue; /* no rollout step here: nothing waits on this node */
+        uint64_t h = node_key(r->name);
+        long long since = gpuop_flap_get(&ev->stalled, h);
+        if (!since)
+            since = ev->tnow - r->idle_s;      /* stalled since its last Ready, or now */
+        (void)gpuop_flap_put(&next, h, since); /* ENOMEM: seen stalled anew next time */
+        if (since + ev->grace > ev->tnow) {
+            earliest(&due, since + ev->grace);
+            continue;
+        }
+        for (; k < r->nfindings; k++) {
+            if (!step(&x[k]))
+                continue;
+            uint64_t fk = finding_key(f, &x[k]);
+            long long seen = gpuop_flap_get(&ev->waiting, fk);
+            if (!seen)
+                continue; /* said already, or appeared with grace 0 */
+            long long at = (seen > since ? seen : since) + ev->grace;
+            if (at > ev->tnow) {
+                earliest(&due, at);
+                continue;
+            }
+            gpuop_flap_del(&ev->waiting, fk);
+            say(ev, f, &x[k], true, fk);
+        }
+    }
+    gpuop_flap_free(&ev->stalled);
+    ev->stalled = next;
+    return due;
+}
+
 /* Says the pending findings of f whose grace has ended, and has the policy
- * reconciled again when the next one's will. */
-static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f)
+ * reconciled again when the next one's will, or at stalled_due (when the
+ * next waiting rollout step is due; 0 none). */
+static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, long long stalled_due)
 {
     long long first = gpuop_flap_min(&ev->pending);
     if (first && first + ev->grace <= ev->tnow) {
@@ -383,12 +464,17 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f)
         gpuop_flap_prune(&ev->pending, ev->tnow - ev->grace + 1);
         first = gpuop_flap_min(&ev->pending);
     }
-    if (first && ev->queue) {
-        long long wait_s = first + ev->grace - ev->tnow;
+    long long at = first ? first + ev->grace : 0;
+    if (stalled_due)
+        earliest(&at, stalled_due);
+    if (at && ev->queue) {
+        long long wait_s = at - ev->tnow;
         uint64_t ms = (uint64_t)(wait_s > 0 ? wait_s : 0) * 1000 + RECHECK_SLACK_MS;
         (void)gpuop_queue_add_after(ev->queue, ev->policy, ms); /* ENOMEM: at the next change */
-        gpuop_debug("events", "%zu findings in their grace period; next recheck in %llu ms",
-                    ev->pending.len, (unsigned long long)ms);
+        gpuop_debug("events",
+                    "%zu findings in their grace period, %zu rollout steps on %zu stalled nodes "
+                    "waiting; next recheck in %llu ms",
+                    ev->pending.len, ev->waiting.len, ev->stalled.len, (unsigned long long)ms);
     }
 }
 
@@ -400,6 +486,8 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
         /* another policy (or the first): what was pending or shown was
          * about the old one */
         gpuop_flap_free(&ev->pending);
+        gpuop_flap_free(&ev->waiting);
+        gpuop_flap_free(&ev->stalled);
         gpuop_flap_free(&ev->shown);
     }
     ev->policy = policy;
@@ -418,7 +506,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     while (gpuop_findings_diff_next(&d, &c))
         on_change(ev, &c);
     ev->learning = false;
-    post_due(ev, f);
+    post_due(ev, f, post_stalled(ev, f));
     prune(ev, ev->tnow);
     if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
         char msg[128];
@@ -478,7 +566,12 @@ size_t gpuop_events_remembered(const struct gpuop_events *ev)
 
 size_t gpuop_events_pending(const struct gpuop_events *ev)
 {
-    return ev->pending.len;
+    return ev->pending.len + ev->waiting.len;
+}
+
+size_t gpuop_events_stalled(const struct gpuop_events *ev)
+{
+    return ev->stalled.len;
 }
 
 size_t gpuop_events_shown(const struct gpuop_events *ev)
@@ -502,6 +595,8 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
         gpuop_findings_free(&ev->prev);
     gpuop_flap_free(&ev->last);
     gpuop_flap_free(&ev->pending);
+    gpuop_flap_free(&ev->waiting);
+    gpuop_flap_free(&ev->stalled);
     gpuop_flap_free(&ev->shown);
     free(ev->aggs);
     free(ev->prev_policy);

@@ -5,13 +5,20 @@
  * - A Warning, reason = the finding's reason, when a finding appears; a
  *   Normal "<Reason>Cleared" when a finding whose Warning was posted goes.
  * - Grace: a finding whose reason is transient (the reasons table's
- *   column: DaemonSet just applied, pod not created yet, pending, pulling,
- *   starting, terminating) is posted only once it has lasted grace_s
- *   seconds (the policy's spec.findings.eventGracePeriodSeconds); one that
- *   passes sooner posts nothing, Cleared included. The status shows it at
- *   once. When the grace of a waiting finding ends, the policy's key is
- *   requeued on the controller's queue, so it is posted on time even when
- *   nothing else changes.
+ *   column: DaemonSet just applied, pulling, a pod left behind) is posted
+ *   only once it has lasted grace_s seconds (the policy's
+ *   spec.findings.eventGracePeriodSeconds); one that passes sooner posts
+ *   nothing, Cleared included. The status shows it at once. When the
+ *   grace of a waiting finding ends, the policy's key is requeued on the
+ *   controller's queue, so it is posted on time even when nothing else
+ *   changes.
+ * - Rollout steps (GPUOP_WAIT_STALL: a pod not created yet, pending,
+ *   starting, held in its gate, terminating; an operand up before its
+ *   prerequisite) wait also for their node: posted only once the node has
+ *   not progressed for grace_s (gpuop_node_result.progressing, analysis.h),
+ *   never while it progresses, however long a healthy rollout takes. The
+ *   stall begins at the last Ready of one of the node's pods, or when a
+ *   failure appears there; the key is requeued for when it has lasted.
  * - Deduplicated: the same finding (node, operand, reason) flapping posts
  *   at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
  *   observation posts at most GPUOP_EVENTS_BURST events plus one summary,
@@ -80,9 +87,11 @@ uint64_t gpuop_events_dropped(const struct gpuop_events *ev);
 size_t gpuop_events_queued(const struct gpuop_events *ev);
 
 /* Findings remembered for flap suppression now; findings waiting out their
- * grace; present findings whose Warning was posted. */
+ * grace or their node's stall; nodes that stopped progressing with a
+ * rollout step waiting; present findings whose Warning was posted. */
 size_t gpuop_events_remembered(const struct gpuop_events *ev);
 size_t gpuop_events_pending(const struct gpuop_events *ev);
+size_t gpuop_events_stalled(const struct gpuop_events *ev);
 size_t gpuop_events_shown(const struct gpuop_events *ev);
 
 /* cb(arg) runs each time the queue empties (the last waiting Event has

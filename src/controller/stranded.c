@@ -12,7 +12,11 @@
  * unanswered, each node re-listed at most every STRANDED_RELIST_MS. Of
  * the answer only the count of GPU pods and the first
  * GPUOP_STRANDED_NAMES_MAX names are kept. A node that no longer
- * violates is forgotten (its LIST in flight cancelled). When a node's list
+ * violates is forgotten (its LIST in flight cancelled). A node that is
+ * only mid-rollout (its violation an operand up a moment before its
+ * prerequisite, the node still progressing: gpuop_node_result.progressing)
+ * is not listed; once it stops progressing it is, and it stays tracked
+ * while it violates, progressing again or not. When a node's list
  * changes, the policy is requeued; its reconcile passes the lists to the
  * findings (gpuop_findings_set_stranded: the analysis stays pure) and says
  * the change in an Event.
@@ -303,6 +307,16 @@ static void rec_drop(struct rec *r)
     }
 }
 
+/* Is node result nr of f to be tracked: it violates, and it does not
+ * just progress, or is tracked already (prev: the n tracked, sorted)? */
+static bool wanted(const struct gpuop_findings *f, const struct gpuop_node_result *nr,
+                   struct rec **prev, size_t n)
+{
+    if (!gpuop_findings_violates(f, nr))
+        return false;
+    return !nr->progressing || (n && bsearch(nr->name, prev, n, sizeof(*prev), rec_cmp));
+}
+
 static void say(struct ctl_stranded *s, struct gpuop_events *ev, const char *policy,
                 const char *uid, struct rec *r, bool gone)
 {
@@ -349,16 +363,17 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
         free(s->policy);
         s->policy = p;
     }
+    struct rec **prev = recs_of(&s->recs);
     size_t want = 0;
     for (size_t i = 0; i < f->nnodes; i++)
-        want += gpuop_findings_violates(f, &f->nodes[i]);
+        want += wanted(f, &f->nodes[i], prev, s->n);
     if (gpuop_buf_reserve(&s->spare, want * sizeof(struct rec *)) < 0)
         return GPUOP_ENOMEM;
-    struct rec **prev = recs_of(&s->recs), **recs = recs_of(&s->spare);
+    struct rec **recs = recs_of(&s->spare);
     size_t n = 0;
     for (size_t i = 0; i < f->nnodes && n < want; i++) { /* f's nodes are sorted by name */
         const struct gpuop_node_result *nr = &f->nodes[i];
-        if (!gpuop_findings_violates(f, nr))
+        if (!wanted(f, nr, prev, s->n))
             continue;
         struct rec **old = s->n ? bsearch(nr->name, prev, s->n, sizeof(*prev), rec_cmp) : NULL;
         struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */

@@ -105,7 +105,8 @@ static bool streq(const char *a, const char *b)
  * plugin in it still advertises GPUs. */
 bool gpuop_pod_running(const struct gpuop_pod *p)
 {
-    return p && p->bound && p->ready_since && p->phase == GPUOP_PHASE_RUNNING;
+    return p && p->bound && p->gate == GPUOP_GATE_NONE && p->ready_since &&
+           p->phase == GPUOP_PHASE_RUNNING;
 }
 
 /* 4 running, 3 running but being deleted, 2 alive, 1 terminating. */
@@ -133,6 +134,11 @@ static long terminating_grace(const struct gpuop_policy *p)
 static long advertise_grace(const struct gpuop_policy *p)
 {
     return p ? p->advertise_grace_s : GPUOP_ADVERTISE_GRACE_DEFAULT;
+}
+
+static long event_grace(const struct gpuop_policy *p)
+{
+    return p ? p->event_grace_s : GPUOP_EVENT_GRACE_DEFAULT;
 }
 
 /* Remembers t as the next time a judgement made with `now` changes. */
@@ -289,6 +295,8 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         reason = GPUOP_REASON_IMAGE_PULL_FAILED;
     else if (streq(wr, "CrashLoopBackOff"))
         reason = GPUOP_REASON_CRASH_LOOP;
+    else if (pod->gate != GPUOP_GATE_NONE) /* its init container waits, it does not fail */
+        reason = GPUOP_REASON_WAITING_FOR_GATE;
     else if (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING)
         reason = GPUOP_REASON_POD_PENDING;
     else if (pod->phase == GPUOP_PHASE_RUNNING)
@@ -297,6 +305,107 @@ static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
         reason = GPUOP_REASON_POD_FAILED;
 
     return push(f, cap, ni, op, reason, -1, 0, pod);
+}
+
+/* ---- progress (a node mid-rollout: events.h, stranded.c) ---- */
+
+/* A GPU Operator driver upgrade pause with no upgrade in progress on the
+ * node (its upgrade-state label absent, done or failed). */
+static bool paused_left_over(const struct gpuop_node *n, const char *v)
+{
+    return streq(v, GPUOP_LABEL_PAUSED_FOR_UPGRADE) &&
+           (n->upgrade == GPUOP_UPGRADE_ABSENT || n->upgrade == GPUOP_UPGRADE_DONE ||
+            n->upgrade == GPUOP_UPGRADE_FAILED);
+}
+
+/* The waiting reasons of containers on their way up; any other one of a
+ * pod still Pending is a failure (CreateContainerConfigError ...). */
+static bool starting_reason(const char *r)
+{
+    return !r || streq(r, "ContainerCreating") || streq(r, "PodInitializing");
+}
+
+static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x);
+
+/* What finding x (of a node whose best pods are bp) says of its node's
+ * progress (reasons.h): the table's column, a step judged on its pod.
+ * prog holds, per operand, what its Missing finding said (the findings
+ * come in operand-table order, prerequisites first), -1 for none. Notes
+ * when a step's judgement changes with time. */
+static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding *x,
+                            const struct gpuop_pod *const *bp, const bool *running,
+                            const bool *host, const int8_t *prog, long grace, long long now)
+{
+    int progress = gpuop_reason_get(x->reason)->progress;
+    if (progress != GPUOP_PROGRESS_STEP)
+        return progress;
+    const struct gpuop_pod *pod = finding_pod(x);
+    long long since = gpuop_finding_since(x); /* created, or the later of DaemonSet and node */
+    if (x->reason == GPUOP_REASON_POD_NOT_CREATED && f->operands[x->operand].controller_says)
+        return GPUOP_PROGRESS_NONE; /* the DaemonSet controller says why it creates none */
+    if (pod && pod->restarts)
+        return GPUOP_PROGRESS_FAILED; /* a container exited */
+    if (x->reason == GPUOP_REASON_POD_PENDING && !starting_reason(pod->waiting_reason))
+        return GPUOP_PROGRESS_FAILED;
+    if (x->reason == GPUOP_REASON_POD_TERMINATING)
+        since = pod->deleted;
+    if (x->reason == GPUOP_REASON_WAITING_FOR_GATE) {
+        /* Once what the gate waits for runs (or the host provides it), the
+         * file follows within moments: a gate still shut a grace later is
+         * stuck. Until then the prerequisite's own finding tells. */
+        const struct gpuop_gate_info *g = gpuop_gate_get(pod->gate);
+        int q = g ? gpuop_operand_by_name(g->operand) : -1;
+        if (q >= 0 && !running[q] && !host[q] && prog[q] != GPUOP_PROGRESS_STEP)
+            return GPUOP_PROGRESS_NONE; /* what would open it is not on its way */
+        if (q >= 0 && (running[q] || host[q])) {
+            long long open = pod->gate_since > GPUOP_TIME_UNREADABLE ? pod->gate_since : now;
+            if (running[q] && bp[q]->ready_since > GPUOP_TIME_UNREADABLE &&
+                bp[q]->ready_since > open)
+                open = bp[q]->ready_since;
+            if (now > open + grace)
+                return GPUOP_PROGRESS_NONE;
+            change_at(f, open + grace + 1);
+        }
+    }
+    if (since > GPUOP_TIME_UNREADABLE) {
+        if (now > since + GPUOP_PROGRESS_DEADLINE_S)
+            return GPUOP_PROGRESS_NONE;
+        change_at(f, since + GPUOP_PROGRESS_DEADLINE_S + 1);
+    }
+    return GPUOP_PROGRESS_STEP;
+}
+
+/* Judges node result r (its findings pushed): progressing when a finding
+ * is a step and none a failure, or when one of its pods became Ready less
+ * than the grace ago (the operands after it are arriving); else how long
+ * ago one last did (idle_s). */
+static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
+                           const struct gpuop_pod *const *bp, const bool *running, const bool *host,
+                           long grace, long long now)
+{
+    bool step = false;
+    int8_t prog[GPUOP_OPERAND_MAX];
+    memset(prog, -1, sizeof(prog));
+    for (uint32_t k = 0; k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &f->items[r->first + k];
+        int pr = finding_progress(f, x, bp, running, host, prog, grace, now);
+        if (pr == GPUOP_PROGRESS_FAILED)
+            return; /* stalled now: idle 0 */
+        if (x->kind == GPUOP_KIND_MISSING)
+            prog[x->operand] = (int8_t)pr;
+        step |= pr == GPUOP_PROGRESS_STEP;
+    }
+    long long last = 0; /* the latest Ready among its pods */
+    for (int o = 0; o < f->noperands; o++)
+        if (running[o] && bp[o]->ready_since > GPUOP_TIME_UNREADABLE && bp[o]->ready_since > last)
+            last = bp[o]->ready_since;
+    if (!step && last && now <= last + grace) {
+        step = true; /* just became Ready: what follows it is on its way */
+        change_at(f, last + grace + 1);
+    }
+    r->progressing = step;
+    if (!step && last && now > last)
+        r->idle_s = now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
 }
 
 /* Most per-OS DaemonSets the analysis looks at. */
@@ -388,6 +497,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
     const long adv_grace = advertise_grace(p);
+    const long ev_grace = event_grace(p);
     const bool enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
     /* the operands the scheduler's view is judged on, from the reasons table */
     const struct gpuop_reason_info *adv =
@@ -465,6 +575,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         memset(r, 0, sizeof(*r));
         r->gpu = nd->gpu;
         r->gpus = nd->gpus;
+        r->upgrade = nd->upgrade;
         for (int o = 0; o < nops; o++) {
             running[o] = gpuop_pod_running(bp[o]);
             host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
@@ -513,6 +624,8 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                              : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
                              : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
                                                             : GPUOP_REASON_LABEL_INVALID;
+                if (reason == GPUOP_REASON_LABEL_PAUSED && paused_left_over(nd, v))
+                    reason = GPUOP_REASON_LABEL_PAUSED_LEFT_OVER;
                 const char *d = label == GPUOP_LABEL_OTHER ? v : NULL;
                 if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
                     goto done;
@@ -566,6 +679,9 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         }
         r->first = (uint32_t)first;
         r->nfindings = (uint32_t)(out->nitems - first);
+        if (r->nfindings)
+            judge_progress(out, r, bp, running, host, ev_grace, now);
+        out->progressing_nodes += r->progressing;
         if (!nd->gpu && r->nfindings == 0)
             continue; /* non-GPU node with nothing to say: not listed */
         if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
@@ -676,6 +792,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_OS_LABELS_MISSING: /* the labels the node lacks */
     case GPUOP_REASON_LABEL_EMPTY:
     case GPUOP_REASON_LABEL_PAUSED:
+    case GPUOP_REASON_LABEL_PAUSED_LEFT_OVER:
     case GPUOP_REASON_LABEL_INVALID:
     case GPUOP_REASON_HELD_BY_PREREQUISITE:
     case GPUOP_REASON_LABEL_CHANGED:
@@ -686,6 +803,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_NOT_GPU_NODE:
     case GPUOP_REASON_POD_STUCK_TERMINATING:
     case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+    case GPUOP_REASON_WAITING_FOR_GATE:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
     case GPUOP_REASON_IMAGE_PULL_FAILED:
@@ -761,6 +879,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return ((const struct gpuop_pod *)x->ref)->deleted;
     if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
         return ((const struct gpuop_pod *)x->ref)->ready_since;
+    if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
+        return ((const struct gpuop_pod *)x->ref)->gate_since;
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;
@@ -937,7 +1057,21 @@ static bool var(const struct vars *v, const char *name, size_t n, char *buf, siz
         snprintf(buf, size, "%s", r && r->name ? r->name : "");
     else if (IS("grace"))
         snprintf(buf, size, "%ld", v->f->terminating_grace_s);
-    else if (IS("capacity"))
+    else if (IS("gate") || IS("gate-file") || IS("gate-what")) { /* a pod's gate (gate.h) */
+        const struct gpuop_gate_info *g = pod ? gpuop_gate_get(pod->gate) : NULL;
+        snprintf(buf, size, "%s",
+                 !g                ? ""
+                 : IS("gate")      ? g->container
+                 : IS("gate-file") ? g->file
+                                   : g->what);
+    } else if (IS("upgrade-state")) {
+        static const char *const states[] = {[GPUOP_UPGRADE_ABSENT] = "absent",
+                                             [GPUOP_UPGRADE_DONE] = "\"upgrade-done\"",
+                                             [GPUOP_UPGRADE_FAILED] = "\"upgrade-failed\"",
+                                             [GPUOP_UPGRADE_ACTIVE] = "set"};
+        snprintf(buf, size, "%s",
+                 r && r->upgrade <= GPUOP_UPGRADE_ACTIVE ? states[r->upgrade] : "?");
+    } else if (IS("capacity"))
         snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);
     else if (IS("allocatable"))
         snprintf(buf, size, "%u", r ? r->gpus.allocatable : 0u);

@@ -42,8 +42,9 @@ static const struct {
     "[terminating: It is terminating since <terminating> and still serves until it stops.]"
 
 /* Rows: kind, name, message template, summary, action template, ordering
- * pair (or NULL, NULL), transient (true: Events wait out the grace period,
- * events.h). */
+ * pair (or NULL, NULL), transient (true: Events wait out the grace period;
+ * GPUOP_WAIT_STALL: and their node's progress, events.h), progress (what
+ * the finding says of its node's progress, reasons.h). */
 #define M GPUOP_KIND_MISSING
 #define N GPUOP_KIND_NOT_SCHEDULED
 #define U GPUOP_KIND_UNEXPECTED
@@ -78,7 +79,7 @@ static const struct gpuop_reason_info reasons[] = {
          "desiredNumberScheduled).",
          "Add a matching toleration under spec.daemonsets.tolerations of the GpuPolicy, or "
          "remove the taint from the node.",
-         NULL, NULL},
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_POD_NOT_CREATED] =
         {M, "PodNotCreated",
          "DaemonSet <ds> has no pod on this node yet[since: (the DaemonSet and the node both exist "
@@ -86,47 +87,59 @@ static const struct gpuop_reason_info reasons[] = {
          "The DaemonSet exists and should place a pod here, but none exists.",
          "The DaemonSet controller normally adds the pod within seconds of the label; if this "
          "lasts, look at the DaemonSet's events and the kube-controller-manager.",
-         NULL, NULL, true},
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_POD_UNSCHEDULABLE] =
         {M, "PodUnschedulable", POD_STATE_MESSAGE,
          "The pod exists but the scheduler cannot bind it to the node.",
          "Read the scheduler's message: usually the node lacks CPU or memory for the "
          "requests under spec.<key>.resources, or a host port is taken.",
-         NULL, NULL},
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_IMAGE_PULL_FAILED] =
         {M, "ImagePullFailed", POD_STATE_MESSAGE, "The node cannot pull the operand's image.",
          "Check the image reference under spec.<key>.image, the registry's reachability "
          "from the node and any image pull secret.",
-         NULL, NULL, true},
+         NULL, NULL, true, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_CRASH_LOOP] =
         {M, "CrashLoopBackOff", POD_STATE_MESSAGE,
          "A container of the pod keeps exiting and is being restarted.",
          "Read the container's log (kubectl logs --previous); for the driver, check the kernel "
          "headers and that no driver is preinstalled on the host.",
-         NULL, NULL},
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_WAITING_FOR_GATE] =
+        {M, "WaitingForGate",
+         "Pod <detail> is held in init container <gate>[since: since <since>]: waiting for "
+         "<gate-file> (under /run/nvidia/validations), which appears once <gate-what> works on "
+         "this node.",
+         "The pod waits in one of the GPU Operator's readiness gates, an init container that "
+         "holds it until a prerequisite's validation file appears: a step of the rollout, not "
+         "a failure (an init container that crash-loops or cannot pull is reported as that).",
+         "Nothing, while the prerequisite is on its way (a driver takes minutes to build): see "
+         "its own finding on this node. If the prerequisite runs and the gate still holds, read "
+         "the init container's log (kubectl logs <detail> -c <gate> in gpuop's namespace).",
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_POD_PENDING] =
         {M, "PodPending", POD_STATE_MESSAGE,
          "The pod is bound to the node but its containers have not started.",
          "Usually transient (image download, volume mounts); if it lasts, describe the pod and "
          "read its events.",
-         NULL, NULL, true},
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_POD_NOT_READY] =
         {M, "PodNotReady", POD_STATE_MESSAGE, "The pod is Running but not Ready.",
          "Its readiness probe fails or a container is still starting: read the pod's events and "
          "logs.",
-         NULL, NULL, true},
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_POD_FAILED] =
         {M, "PodFailed", POD_STATE_MESSAGE,
          "The pod ended (Failed or Succeeded) or its state is Unknown.",
          "Describe the pod and read its logs; delete it to let the DaemonSet controller create "
          "a new one.",
-         NULL, NULL},
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_POD_TERMINATING] =
         {M, "PodTerminating", POD_STATE_MESSAGE,
          "The pod is being deleted and no replacement runs yet.",
          "Usually transient (rolling update); if the pod stays Terminating, the node's kubelet "
          "may be unreachable.",
-         NULL, NULL, true},
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING] =
         {M, "DevicePluginAdvertisesNothing",
          "Pod <detail> is Running and Ready since <since>, but the node advertises no "
@@ -137,7 +150,7 @@ static const struct gpuop_reason_info reasons[] = {
          "Read the device plugin's log: it finds no GPU when the driver or the container "
          "toolkit does not work on the node, or it cannot register with the kubelet "
          "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
-         "device-plugin", NULL},
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_LABEL_ABSENT] =
         {N, "LabelAbsent", "Label nvidia.com/gpu.deploy.<operand> is absent: nothing happens here.",
          "The node has no nvidia.com/gpu.deploy.<operand> label.",
@@ -159,6 +172,18 @@ static const struct gpuop_reason_info reasons[] = {
          "pauses operands this way during upgrades).",
          "When the maintenance is over, set the label back to \"true\" (or \"false\" if the host "
          "provides the operand).",
+         NULL, NULL},
+    [GPUOP_REASON_LABEL_PAUSED_LEFT_OVER] =
+        {N, "LabelPausedLeftOver",
+         "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\" but no driver upgrade is in "
+         "progress here (nvidia.com/gpu-driver-upgrade-state is <upgrade-state>): the pause was "
+         "left over, and <operand> does not run.",
+         "The node's deploy label still says \"paused-for-driver-upgrade\", the value the GPU "
+         "Operator's driver manager sets while it upgrades the driver, but no upgrade is in "
+         "progress on the node (its upgrade-state label is absent, \"upgrade-done\" or "
+         "\"upgrade-failed\"): nothing will set it back.",
+         "Resume the operand: kubectl label node <node> nvidia.com/gpu.deploy.<operand>=true "
+         "--overwrite (or =false if the host provides it).",
          NULL, NULL},
     [GPUOP_REASON_LABEL_INVALID] =
         {N, "LabelInvalid",
@@ -219,7 +244,7 @@ static const struct gpuop_reason_info reasons[] = {
          "pod for ever (remove it with kubectl patch). If the node is NotReady, its kubelet "
          "stopped answering: bring it back, or once the machine is known dead delete the pod "
          "with --force --grace-period=0.",
-         NULL, NULL},
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
          "<operand> runs but <prereq> neither runs nor is host-provided: the node "
@@ -232,7 +257,7 @@ static const struct gpuop_reason_info reasons[] = {
          "Make the container toolkit run on the node (label "
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it), or "
          "stop the device plugin there until it does.",
-         "device-plugin", "container-toolkit", true},
+         "device-plugin", "container-toolkit", GPUOP_WAIT_STALL},
     [GPUOP_REASON_PREREQUISITE_NOT_RUNNING] =
         {O, "PrerequisiteNotRunning",
          "<operand> runs but its prerequisite <prereq> neither runs nor is host-provided here"
@@ -242,7 +267,7 @@ static const struct gpuop_reason_info reasons[] = {
          "provided by the host.",
          "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set "
          "that label to \"false\" if the host provides it.",
-         NULL, NULL, true},
+         NULL, NULL, GPUOP_WAIT_STALL},
     [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
         {O, "GpusAdvertisedWithoutToolkit",
          "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "
@@ -255,7 +280,7 @@ static const struct gpuop_reason_info reasons[] = {
          "Make the container toolkit run on the node (label "
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it); "
          "until then cordon the node, or move the GPU pods bound here elsewhere.",
-         "device-plugin", "container-toolkit"},
+         "device-plugin", "container-toolkit", GPUOP_WAIT_STALL},
     [GPUOP_REASON_HELD_BY_PREREQUISITE] =
         {H, "HeldByPrerequisite",
          "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "

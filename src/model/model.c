@@ -271,6 +271,13 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
                 n->gpu = true;
             continue;
         }
+        if (strcmp(key, GPUOP_LABEL_UPGRADE_STATE) == 0) {
+            n->upgrade = !val || !*val                        ? GPUOP_UPGRADE_ABSENT
+                         : strcmp(val, "upgrade-done") == 0   ? GPUOP_UPGRADE_DONE
+                         : strcmp(val, "upgrade-failed") == 0 ? GPUOP_UPGRADE_FAILED
+                                                              : GPUOP_UPGRADE_ACTIVE;
+            continue;
+        }
         if (strncmp(key, GPUOP_LABEL_PREFIX, plen) != 0)
             continue;
         n->gpu = true; /* any nvidia.com/gpu.deploy.* label */
@@ -592,6 +599,28 @@ static json_t *containers(json_t *list, json_t *first, long long *restarts)
     return first;
 }
 
+/* The gate the pod is held in (gate.h), its start in *since: the first init
+ * container that runs and is not ready (regular init containers run one
+ * at a time; a sidecar that started is ready), while condition Initialized
+ * is not True. NONE when that container is no gate, or none runs. */
+static int pod_gate(json_t *status, uint32_t *since)
+{
+    if (condition(status, "Initialized", "True", NULL))
+        return GPUOP_GATE_NONE;
+    size_t i;
+    json_t *c;
+    json_array_foreach(jarr(status, "initContainerStatuses"), i, c)
+    {
+        json_t *run = jobj(jobj(c, "state"), "running");
+        if (!run || jtrue(c, "ready"))
+            continue;
+        int g = gpuop_gate_by_container(jstr(c, "name"));
+        *since = time32(jtime(run, "startedAt")); /* 0 (absent) becomes unreadable */
+        return g;
+    }
+    return GPUOP_GATE_NONE;
+}
+
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
 _Static_assert(sizeof(struct gpuop_node) <= 72, "a node is 72 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
@@ -655,6 +684,13 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
         out->ready_since = since          ? time32(since)
                            : out->created ? out->created
                                           : GPUOP_TIME_UNREADABLE;
+    } else {
+        uint32_t since = 0;
+        int g = pod_gate(status, &since);
+        if (g != GPUOP_GATE_NONE) {
+            out->gate = (uint8_t)g;
+            out->gate_since = since;
+        }
     }
 
     long long restarts = 0;
@@ -759,10 +795,11 @@ static bool str_eq(const char *a, const char *b)
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
-        a->created != b->created || a->ntaints != b->ntaints || a->labelled != b->labelled ||
-        a->present_label != b->present_label || a->any_deploy != b->any_deploy ||
-        a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
-        a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
+        a->upgrade != b->upgrade || a->created != b->created || a->ntaints != b->ntaints ||
+        a->labelled != b->labelled || a->present_label != b->present_label ||
+        a->any_deploy != b->any_deploy || a->labelled_present != b->labelled_present ||
+        a->label_note != b->label_note || a->mig_capable != b->mig_capable ||
+        memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
@@ -782,9 +819,10 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
 {
     return a->operand == b->operand && a->bound == b->bound && a->phase == b->phase &&
-           a->ready_since == b->ready_since && a->deleted == b->deleted &&
-           a->restarts == b->restarts && a->created == b->created && str_eq(a->name, b->name) &&
-           str_eq(a->node, b->node) && str_eq(a->waiting_reason, b->waiting_reason) &&
+           a->gate == b->gate && a->ready_since == b->ready_since /* or gate_since */ &&
+           a->deleted == b->deleted && a->restarts == b->restarts && a->created == b->created &&
+           str_eq(a->name, b->name) && str_eq(a->node, b->node) &&
+           str_eq(a->waiting_reason, b->waiting_reason) &&
            str_eq(a->waiting_message, b->waiting_message);
 }
 

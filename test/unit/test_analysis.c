@@ -367,7 +367,8 @@ static void test_label_values(void **state)
         {NULL, GPUOP_REASON_LABEL_ABSENT, "is absent"},
         {"EMPTY", GPUOP_REASON_LABEL_EMPTY, "is \"\" (empty)"},
         {"paused", GPUOP_REASON_LABEL_PAUSED, "is \"paused\""},
-        {"paused-for-driver-upgrade", GPUOP_REASON_LABEL_PAUSED, "\"paused-for-driver-upgrade\""},
+        {"paused-for-driver-upgrade", GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
+         "\"paused-for-driver-upgrade\" but no driver upgrade is in progress"},
         {"True", GPUOP_REASON_LABEL_INVALID, "is \"True\", which is neither"},
         {"yes", GPUOP_REASON_LABEL_INVALID, "is \"yes\""},
     };
@@ -1300,6 +1301,181 @@ static void test_sorting(void **state)
     world_free(&w);
 }
 
+/* The GPU Operator's driver manager pauses operands with
+ * "paused-for-driver-upgrade" while it upgrades the driver: with an
+ * upgrade in progress that is LabelPaused; with none (the node's
+ * upgrade-state label absent, done or failed) it is left over, and the
+ * message says what to run. */
+static void test_paused_left_over(void **state)
+{
+    static const struct {
+        int upgrade;
+        int reason;
+        const char *in_message;
+    } cases[] = {
+        {GPUOP_UPGRADE_ABSENT, GPUOP_REASON_LABEL_PAUSED_LEFT_OVER, "upgrade-state is absent"},
+        {GPUOP_UPGRADE_DONE, GPUOP_REASON_LABEL_PAUSED_LEFT_OVER, "is \"upgrade-done\""},
+        {GPUOP_UPGRADE_FAILED, GPUOP_REASON_LABEL_PAUSED_LEFT_OVER, "is \"upgrade-failed\""},
+        {GPUOP_UPGRADE_ACTIVE, GPUOP_REASON_LABEL_PAUSED, "is paused here"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        add_all_ds(&w);
+        add_node(&w, "gpu-7", "present=true driver=true device-plugin=paused-for-driver-upgrade",
+                 NULL)
+            ->upgrade = (uint8_t)cases[i].upgrade;
+        run_pods(&w, "gpu-7", "driver");
+        analyze(&w);
+        const struct gpuop_finding *x =
+            find(&w, "gpu-7", "device-plugin", GPUOP_KIND_NOT_SCHEDULED);
+        assert_non_null(x);
+        assert_int_equal(x->reason, cases[i].reason);
+        const char *msg = msg_of(&w, x);
+        if (!strstr(msg, cases[i].in_message))
+            fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].in_message, msg);
+        if (cases[i].reason == GPUOP_REASON_LABEL_PAUSED_LEFT_OVER &&
+            !strstr(msg, "kubectl label node gpu-7 nvidia.com/gpu.deploy.device-plugin=true "
+                         "--overwrite"))
+            fail_msg("the left-over pause does not say what to run: %s", msg);
+        /* a pause of another name is still the plain one */
+        world_free(&w);
+    }
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "n", "present=true driver=true device-plugin=paused", NULL);
+    run_pods(&w, "n", "driver");
+    analyze(&w);
+    assert_int_equal(find(&w, "n", "device-plugin", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                     GPUOP_REASON_LABEL_PAUSED);
+    world_free(&w);
+}
+
+/* A pod held in its init container, a gate of the GPU Operator's, waits
+ * for a prerequisite's validation file: WaitingForGate, naming the gate,
+ * the file and since when; not PodPending. A gate that crash-loops or
+ * cannot pull is that failure. */
+static void test_waiting_for_gate(void **state)
+{
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "n", ALL_TRUE, NULL);
+    add_pod(&w, "driver", "n", "Running", false); /* building its module */
+    struct gpuop_pod *tk = add_pod(&w, "container-toolkit", "n", "Pending", false);
+    tk->gate = GPUOP_GATE_DRIVER;
+    tk->gate_since = (uint32_t)(T0 + 240);
+    set_waiting(tk, "PodInitializing", "");
+    struct gpuop_pod *dp = add_pod(&w, "device-plugin", "n", "Pending", false);
+    dp->gate = GPUOP_GATE_TOOLKIT;
+    dp->gate_since = (uint32_t)(T0 + 250);
+    struct gpuop_pod *cl = add_pod(&w, "gpu-feature-discovery", "n", "Pending", false);
+    cl->gate = GPUOP_GATE_TOOLKIT; /* ran, failed, waits to run again: not a gate any more */
+    set_waiting(cl, "CrashLoopBackOff", "back-off 40s");
+    cl->restarts = 3;
+    struct gpuop_pod *ip = add_pod(&w, "dcgm-exporter", "n", "Pending", false);
+    set_waiting(ip, "ImagePullBackOff", ""); /* its gate's image cannot be pulled */
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "n", "container-toolkit", GPUOP_KIND_MISSING);
+    assert_int_equal(x->reason, GPUOP_REASON_WAITING_FOR_GATE);
+    const char *msg = msg_of(&w, x);
+    if (!strstr(msg, "is held in init container driver-validation since 2026-11-29T21:10:40Z: "
+                     "waiting for driver-ready (under /run/nvidia/validations), which appears "
+                     "once the driver works on this node."))
+        fail_msg("gate message: %s", msg);
+    assert_int_equal(gpuop_finding_since(x), T0 + 240);
+    x = find(&w, "n", "device-plugin", GPUOP_KIND_MISSING);
+    assert_int_equal(x->reason, GPUOP_REASON_WAITING_FOR_GATE);
+    assert_non_null(strstr(msg_of(&w, x), "init container toolkit-validation"));
+    assert_non_null(strstr(msg_of(&w, x), "toolkit-ready"));
+    assert_int_equal(find(&w, "n", "gpu-feature-discovery", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_CRASH_LOOP);
+    assert_int_equal(find(&w, "n", "dcgm-exporter", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_IMAGE_PULL_FAILED);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_POD_PENDING], 0); /* gated: not PodPending */
+    world_free(&w);
+
+    /* a gated pod is never running, whatever else it says (the gate's
+     * time shares the Ready time's bytes) */
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "n", ALL_TRUE, NULL);
+    run_pods(&w, "n", "driver");
+    struct gpuop_pod *odd = add_pod(&w, "container-toolkit", "n", "Running", false);
+    odd->gate = GPUOP_GATE_DRIVER;
+    odd->gate_since = (uint32_t)(T0 + 300);
+    assert_false(gpuop_pod_running(odd));
+    analyze(&w);
+    assert_int_equal(find(&w, "n", "container-toolkit", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_WAITING_FOR_GATE);
+    world_free(&w);
+}
+
+/* Progress per node (analysis.h): a step and no failure, or a pod Ready
+ * less than the event grace ago; idle_s says how long ago one last became
+ * Ready when it does not progress. The analysis runs at T0 + 1000. */
+static void test_progress(void **state)
+{
+    struct world w;
+    world_init(&w);
+    w.pol.event_grace_s = 60;
+    add_all_ds(&w);
+    /* a: the driver builds (Running, not Ready), the rest wait in gates or
+     * are not created yet: a rollout under way */
+    add_node(&w, "a", "present=true driver=true container-toolkit=true device-plugin=true", NULL);
+    add_pod(&w, "driver", "a", "Running", false);
+    add_pod(&w, "container-toolkit", "a", "Pending", false)->gate = GPUOP_GATE_DRIVER;
+    /* b: the same, but the driver crash-loops: a failure, idle 0 */
+    add_node(&w, "b", "present=true driver=true container-toolkit=true", NULL);
+    struct gpuop_pod *p = add_pod(&w, "driver", "b", "Running", false);
+    set_waiting(p, "CrashLoopBackOff", "");
+    p->restarts = 4;
+    add_pod(&w, "container-toolkit", "b", "Pending", false)->gate = GPUOP_GATE_DRIVER;
+    /* c: a container that cannot be created is no start */
+    add_node(&w, "c", "present=true driver=true", NULL);
+    set_waiting(add_pod(&w, "driver", "c", "Pending", false), "CreateContainerConfigError", "");
+    /* d: the device plugin runs without the toolkit (unlabelled), Ready
+     * long ago: nothing moves; e: the same, Ready 10 s ago: what follows
+     * it is on its way */
+    add_node(&w, "d", "present=true driver=true device-plugin=true", NULL);
+    run_pods(&w, "d", "driver device-plugin");
+    add_node(&w, "e", "present=true driver=true device-plugin=true", NULL);
+    run_pods(&w, "e", "driver");
+    add_pod(&w, "device-plugin", "e", "Running", true)->ready_since = (uint32_t)(T0 + 990);
+    /* f: the toolkit's gate still shut 100 s after the driver became Ready:
+     * stuck, and the device plugin waiting behind it with it */
+    add_node(&w, "f", "present=true driver=true container-toolkit=true device-plugin=true", NULL);
+    add_pod(&w, "device-plugin", "f", "Pending", false)->gate = GPUOP_GATE_TOOLKIT;
+    add_pod(&w, "driver", "f", "Running", true)->ready_since = (uint32_t)(T0 + 900);
+    p = add_pod(&w, "container-toolkit", "f", "Pending", false);
+    p->gate = GPUOP_GATE_DRIVER;
+    p->gate_since = (uint32_t)(T0 + 850);
+    /* g: a pod Pending for longer than the progress deadline */
+    add_node(&w, "g", "present=true driver=true", NULL);
+    add_pod(&w, "driver", "g", "Pending", false)->created =
+        (uint32_t)(T0 + 1000 - GPUOP_PROGRESS_DEADLINE_S - 1);
+    /* h: complete (nothing to judge) */
+    add_node(&w, "h", "present=true driver=true", NULL);
+    run_pods(&w, "h", "driver");
+    analyze(&w);
+    assert_true(node_res(&w, "a")->progressing);
+    assert_false(node_res(&w, "b")->progressing);
+    assert_int_equal(node_res(&w, "b")->idle_s, 0);
+    assert_false(node_res(&w, "c")->progressing);
+    assert_false(node_res(&w, "d")->progressing);
+    assert_int_equal(node_res(&w, "d")->idle_s, 255); /* Ready 800 s ago, saturated */
+    assert_true(node_res(&w, "e")->progressing);
+    assert_false(node_res(&w, "f")->progressing);
+    assert_int_equal(node_res(&w, "f")->idle_s, 100);
+    assert_false(node_res(&w, "g")->progressing);
+    assert_false(node_res(&w, "h")->progressing);
+    assert_int_equal(w.f.progressing_nodes, 2);
+    /* e stops progressing when its grace ends: the analysis says when */
+    assert_true(w.f.next_change > 0 && w.f.next_change <= T0 + 990 + 60 + 1);
+    world_free(&w);
+}
+
 /* SPEC 4a: a deploy label gpuop set (its annotation) and someone changed
  * is LabelChanged, naming the old and the new value, in place of the
  * label's NotScheduled reason; a paused one is an upgrade's (LabelPaused);
@@ -1335,8 +1511,9 @@ static void test_label_changed(void **state)
     x = find(&w, "ours", "gpu-feature-discovery", GPUOP_KIND_NOT_SCHEDULED);
     assert_int_equal(x->reason, GPUOP_REASON_LABEL_CHANGED);
     assert_non_null(strstr(msg_of(&w, x), "is now \"maybe\""));
+    /* a pause, not a change; with no driver upgrade in progress, a left-over one */
     assert_int_equal(find(&w, "ours", "device-plugin", GPUOP_KIND_NOT_SCHEDULED)->reason,
-                     GPUOP_REASON_LABEL_PAUSED);
+                     GPUOP_REASON_LABEL_PAUSED_LEFT_OVER);
     assert_null(find(&w, "ours", "dcgm-exporter", GPUOP_KIND_NOT_SCHEDULED)); /* still true */
     /* validator: gpuop never set it there (enabled later): plain LabelAbsent */
     assert_int_equal(find(&w, "ours", "operator-validator", GPUOP_KIND_NOT_SCHEDULED)->reason,
@@ -1408,6 +1585,9 @@ int main(void)
         cmocka_unit_test(test_node_removal_and_diff),
         cmocka_unit_test(test_robust_inputs),
         cmocka_unit_test(test_sorting),
+        cmocka_unit_test(test_paused_left_over),
+        cmocka_unit_test(test_waiting_for_gate),
+        cmocka_unit_test(test_progress),
         cmocka_unit_test(test_label_changed),
         cmocka_unit_test(test_every_reason_covered),
         cmocka_unit_test(test_docs_cover_every_reason),

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "events_int.h"
@@ -319,11 +320,15 @@ static const char *repeat(const char *r)
 
 /* Observes a world: gpu-00 with every label and no pod (a PodNotCreated per
  * operand, transient) or its pods running, and with W_LABELLESS gpu-01
- * without any deploy label (a LabelAbsent per operand, not transient). */
+ * without any deploy label (a LabelAbsent per operand, not transient).
+ * The DaemonSet controller says why it creates no pod (so gpu-00 does not
+ * progress: a PodNotCreated waits out the grace from when it appeared). */
 static void gx_observe(struct gx *g, int what, long long grace)
 {
     struct fx_world w;
     fx_world_init(&w, 0, 0);
+    for (size_t i = 0; i < w.nds; i++)
+        w.ds[i].controller_says = "FailedCreate: Error creating: pods is forbidden";
     fx_add_node(&w, "gpu-00", FX_ALL);
     if (what & W_RUNNING)
         fx_run_all(&w, "gpu-00", NULL);
@@ -509,6 +514,226 @@ static void test_same_event_is_counted_up(void **state)
     gx_stop(&g);
 }
 
+/* ---- a rollout over time: progress per node ---- */
+
+/* RFC 3339 of t (static buffer, one at a time). */
+static const char *rfc3339(long long t)
+{
+    static char buf[32];
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/* Adds to w, through the model's parser, the pod of operand opname on
+ * gpu-00 as the kubelet reports it: phase; Ready since `ready` (0: not
+ * Ready); held in init container `gate` (running since gate_at; NULL:
+ * initialized); its container waiting for `waiting` (NULL: not waiting)
+ * after `restarts` restarts. Created 5 s before the first of its times. */
+static void kpod(struct fx_world *w, const char *opname, const char *phase, long long ready,
+                 const char *gate, long long gate_at, const char *waiting, int restarts)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "%s-gpu-00", opname);
+    long long created = (gate ? gate_at : ready ? ready : fake_now) - 5;
+    json_t *meta =
+        json_pack("{s:s, s:{s:s}, s:s}", "name", name, "labels", "app.kubernetes.io/component",
+                  opname, "creationTimestamp", rfc3339(created));
+    json_t *status = json_pack("{s:s, s:[]}", "phase", phase, "conditions");
+    json_t *conds = json_object_get(status, "conditions");
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:s}", "type", "Initialized", "status",
+                                           gate ? "False" : "True", "lastTransitionTime",
+                                           rfc3339(created)));
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:s}", "type", "Ready", "status",
+                                           ready ? "True" : "False", "lastTransitionTime",
+                                           rfc3339(ready ? ready : created)));
+    if (gate)
+        json_object_set_new(status, "initContainerStatuses",
+                            json_pack("[{s:s, s:b, s:i, s:{s:{s:s}}}]", "name", gate, "ready", 0,
+                                      "restartCount", 0, "state", "running", "startedAt",
+                                      rfc3339(gate_at)));
+    json_t *state = waiting ? json_pack("{s:{s:s}}", "waiting", "reason", waiting)
+                    : ready ? json_pack("{s:{s:s}}", "running", "startedAt", rfc3339(ready))
+                            : json_pack("{s:{}}", "running");
+    json_object_set_new(status, "containerStatuses",
+                        json_pack("[{s:s, s:b, s:i, s:o}]", "name", "main", "ready", ready != 0,
+                                  "restartCount", restarts, "state", state));
+    json_t *j = json_pack("{s:o, s:{s:s}, s:o}", "metadata", meta, "spec", "nodeName", "gpu-00",
+                          "status", status);
+    assert_non_null(j);
+    assert_true(w->npods < FX_MAX_PODS);
+    assert_non_null(w->pods[w->npods] = gpuop_pod_new(j, NULL, NULL));
+    w->pp[w->npods] = w->pods[w->npods];
+    w->npods++;
+    json_decref(j);
+}
+
+/* The findings of w at fake_now, observed with grace 60 (the default). */
+static void observe_at_now(struct gx *g, struct fx_world *w)
+{
+    w->pol.event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
+    w->pol.advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
+    w->pol.terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
+    gpuop_findings_free(&w->f);
+    assert_int_equal(
+        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, fake_now, &w->f), 0);
+    struct gpuop_findings f = w->f;
+    memset(&w->f, 0, sizeof(w->f));
+    gpuop_events_observe(g->fx.ev, "main", "uid-1", GPUOP_EVENT_GRACE_DEFAULT, &f);
+}
+
+/* gpu-00 at t seconds into a rollout that started at t0, as the GPU
+ * Operator's pods go through it: no pod yet; the driver creating its
+ * container while every other operand waits in its gate (the validator in
+ * driver-validation); the driver building its module (Running, not
+ * Ready) for 200 s; Ready, the toolkit's gate opens; the toolkit Ready,
+ * the rest's gates open; all Ready. MIG Manager has no gate here and comes
+ * up before the toolkit: PrerequisiteNotRunning for 220 s, the rollout's
+ * order, not a failure. */
+static void rollout_world(struct fx_world *w, long long t0, long long t)
+{
+    static const char *const gated[] = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"};
+    fx_world_init(w, 0, 0);
+    fx_add_node(w, "gpu-00", FX_ALL);
+    long long d = t - t0, start = t0 + 75;
+    if (d < 70)
+        return; /* the DaemonSet controller has not got here yet */
+    kpod(w, "driver", d < 200 ? "Pending" : "Running", d >= 400 ? t0 + 400 : 0, NULL, 0,
+         d < 200 ? "ContainerCreating" : NULL, 0);
+    if (d < 430)
+        kpod(w, "container-toolkit", "Pending", 0, "driver-validation", start, "PodInitializing",
+             0);
+    else
+        kpod(w, "container-toolkit", "Running", t0 + 430, NULL, 0, NULL, 0);
+    for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++)
+        if (d < 460)
+            kpod(w, gated[i], "Pending", 0, "toolkit-validation", start, "PodInitializing", 0);
+        else
+            kpod(w, gated[i], "Running", t0 + 460, NULL, 0, NULL, 0);
+    if (d < 210)
+        kpod(w, "mig-manager", "Pending", 0, NULL, 0, "ContainerCreating", 0);
+    else
+        kpod(w, "mig-manager", "Running", t0 + 210, NULL, 0, NULL, 0);
+    if (d < 480)
+        kpod(w, "operator-validator", "Pending", 0,
+             d < 435 ? "driver-validation" : "plugin-validation", d < 435 ? start : t0 + 435,
+             "PodInitializing", 0);
+    else
+        kpod(w, "operator-validator", "Running", t0 + 480, NULL, 0, NULL, 0);
+}
+
+/* A healthy rollout that takes eight minutes, its findings long past the
+ * grace, posts no Event at all: every reconcile sees gpu-00 progress. */
+static void test_long_rollout_stays_quiet(void **state)
+{
+    (void)state;
+    struct gx g;
+    gx_start(&g, true);
+    long long t0 = 7000000;
+    fake_now = t0 - 10;
+    struct fx_world w;
+    fx_world_init(&w, 0, 0); /* learns a world without GPU nodes */
+    observe_at_now(&g, &w);
+    fx_world_free(&w);
+    bool saw_gate = false, saw_order = false;
+    for (fake_now = t0; fake_now <= t0 + 520; fake_now += 5) {
+        rollout_world(&w, t0, fake_now);
+        observe_at_now(&g, &w);
+        /* what the status shows meanwhile: the truth */
+        gpuop_findings_free(&w.f);
+        assert_int_equal(
+            gpuop_analyze(&w.pol, w.np, w.nn, w.dp, w.nds, w.pp, w.npods, fake_now, &w.f), 0);
+        saw_gate |= w.f.by_reason[GPUOP_REASON_WAITING_FOR_GATE] > 0;
+        saw_order |= w.f.by_reason[GPUOP_REASON_PREREQUISITE_NOT_RUNNING] > 0;
+        if (w.f.nitems && !w.f.nodes[0].progressing)
+            fail_msg("gpu-00 does not progress %lld s into the rollout", fake_now - t0);
+        fx_world_free(&w);
+        struct got got = gx_got(&g);
+        if (got.warnings + got.normals + got.patches)
+            fail_msg("%lld s into the rollout: %d Warnings (%s), %d Normals", fake_now - t0,
+                     got.warnings, got.reasons, got.normals);
+    }
+    assert_true(saw_gate);
+    assert_true(saw_order);
+    assert_int_equal(gpuop_events_pending(g.fx.ev), 0); /* all complete: nothing waits */
+    assert_int_equal(gpuop_events_stalled(g.fx.ev), 0);
+    gx_stop(&g);
+}
+
+/* gpu-00 with only the driver and the toolkit enabled: the driver becomes
+ * Ready at t0 + 100 but the toolkit's gate stays shut. The node progresses
+ * while the driver starts and for a grace after it is Ready, then stops:
+ * one Warning (WaitingForGate) a grace after the driver became Ready, none
+ * before, none again; one Cleared when the gate opens. */
+static void stuck_world(struct fx_world *w, long long t0, bool opened)
+{
+    fx_world_init(w, 0, 0);
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w->pol.operands[i].enabled =
+            i == gpuop_operand_by_name("driver") || i == gpuop_operand_by_name("container-toolkit");
+    fx_add_node(w, "gpu-00", FX_ALL);
+    bool ready = fake_now >= t0 + 100;
+    kpod(w, "driver", ready ? "Running" : "Pending", ready ? t0 + 100 : 0, NULL, 0,
+         ready ? NULL : "ContainerCreating", 0);
+    if (opened)
+        kpod(w, "container-toolkit", "Running", fake_now - 1, NULL, 0, NULL, 0);
+    else
+        kpod(w, "container-toolkit", "Pending", 0, "driver-validation", t0, "PodInitializing", 0);
+}
+
+static void test_stalled_node_posts_once(void **state)
+{
+    (void)state;
+    struct gx g;
+    gx_start(&g, true);
+    long long t0 = 8000000;
+    fake_now = t0 - 10;
+    struct fx_world w;
+    fx_world_init(&w, 0, 0);
+    observe_at_now(&g, &w);
+    fx_world_free(&w);
+    struct got got;
+    for (fake_now = t0; fake_now < t0 + 160; fake_now += 10) {
+        stuck_world(&w, t0, false);
+        observe_at_now(&g, &w);
+        fx_world_free(&w);
+        got = gx_got(&g);
+        if (got.warnings + got.normals + got.patches)
+            fail_msg("%lld s in: %s", fake_now - t0, got.reasons);
+    }
+    assert_int_equal(gpuop_events_pending(g.fx.ev), 1); /* the gate, waiting for the node */
+    assert_int_equal(gpuop_events_stalled(g.fx.ev), 0); /* still progressing at t0 + 150 */
+    /* a grace after the driver became Ready: stalled since then, said */
+    fake_now = t0 + 161;
+    stuck_world(&w, t0, false);
+    observe_at_now(&g, &w);
+    fx_world_free(&w);
+    got = gx_got(&g);
+    assert_int_equal(got.warnings, 1);
+    assert_int_equal(got.normals + got.patches, 0);
+    assert_string_equal(got.reasons, "WaitingForGate");
+    assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
+    assert_int_equal(gpuop_events_shown(g.fx.ev), 1);
+    const struct fakeapi_request *r = fakeapi_last(g.rec.srv);
+    assert_non_null(strstr(r->body, "held in init container driver-validation"));
+    for (fake_now = t0 + 170; fake_now < t0 + 400; fake_now += 30) {
+        stuck_world(&w, t0, false);
+        observe_at_now(&g, &w);
+        fx_world_free(&w);
+    }
+    got = gx_got(&g);
+    assert_int_equal(got.warnings + got.normals + got.patches, 0); /* once */
+    stuck_world(&w, t0, true);
+    observe_at_now(&g, &w);
+    fx_world_free(&w);
+    got = gx_got(&g);
+    assert_int_equal(got.normals, 1);
+    assert_string_equal(got.reasons, "WaitingForGateCleared");
+    gx_stop(&g);
+}
+
 /* docs/findings.md's Event reasons section lists exactly the reasons the
  * table marks transient, on its "Transient reasons" line. */
 static void test_docs_list_the_transient_reasons(void **state)
@@ -528,15 +753,22 @@ static void test_docs_list_the_transient_reasons(void **state)
             break;
         }
     }
+    char steps[4096] = "";
+    while (found && fgets(steps, sizeof(steps), fp) && strncmp(steps, "Rollout steps", 13))
+        steps[0] = '\0';
     fclose(fp);
     assert_true(found);
+    assert_true(strncmp(steps, "Rollout steps", 13) == 0);
     for (int r = 0; r < GPUOP_REASON_COUNT; r++) {
         const struct gpuop_reason_info *ri = gpuop_reason_get(r);
         char quoted[96];
         snprintf(quoted, sizeof(quoted), "`%s`", ri->name);
-        if ((strstr(line, quoted) != NULL) != ri->transient)
+        if ((strstr(line, quoted) != NULL) != (ri->transient != GPUOP_WAIT_NONE))
             fail_msg("docs/findings.md: %s is %stransient in the table", ri->name,
                      ri->transient ? "" : "not ");
+        if ((strstr(steps, quoted) != NULL) != (ri->transient == GPUOP_WAIT_STALL))
+            fail_msg("docs/findings.md: %s is %sa rollout step in the table", ri->name,
+                     ri->transient == GPUOP_WAIT_STALL ? "" : "not ");
     }
 }
 
@@ -549,6 +781,8 @@ int main(void)
         cmocka_unit_test(test_first_observation_waits_out_the_grace),
         cmocka_unit_test(test_requeued_when_the_grace_ends),
         cmocka_unit_test(test_same_event_is_counted_up),
+        cmocka_unit_test(test_long_rollout_stays_quiet),
+        cmocka_unit_test(test_stalled_node_posts_once),
         cmocka_unit_test(test_docs_list_the_transient_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

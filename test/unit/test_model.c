@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpuop/analysis.h"
 #include "gpuop/model.h"
 #include "gpuop/ospool.h"
 
@@ -577,6 +578,101 @@ static void test_new_single_block(void **state)
     json_decref(j);
 }
 
+/* The init container state a cached pod keeps (model.h): held in one of
+ * the GPU Operator's gates while it runs, is not ready and Initialized is
+ * not True, with its start; a gate that waits (crash loop, pull) is its
+ * waiting reason instead; another init container, a ready sidecar, or an
+ * initialized pod is no gate. The upgrade-state label of a node too. */
+static struct gpuop_pod *gate_pod(const char *init_json, const char *initialized)
+{
+    char buf[2048];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"gpuop-device-plugin-q\",\"labels\":{"
+             "\"app.kubernetes.io/component\":\"device-plugin\"},"
+             "\"creationTimestamp\":\"2026-11-30T08:00:00Z\"},\"spec\":{\"nodeName\":\"g\"},"
+             "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Initialized\","
+             "\"status\":\"%s\"},{\"type\":\"Ready\",\"status\":\"False\"}],"
+             "\"initContainerStatuses\":[%s],\"containerStatuses\":[{\"name\":\"main\","
+             "\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"PodInitializing\"}}}]}}",
+             initialized, init_json);
+    json_error_t e;
+    json_t *j = json_loads(buf, 0, &e);
+    if (!j)
+        fail_msg("bad JSON: %s", e.text);
+    struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
+    assert_non_null(p);
+    json_decref(j);
+    return p;
+}
+
+static void test_pod_gate(void **state)
+{
+    struct gpuop_pod *p =
+        gate_pod("{\"name\":\"config-manager-init\",\"ready\":true,\"restartCount\":0,\"state\":{"
+                 "\"running\":{\"startedAt\":\"2026-11-30T08:00:01Z\"}}},"
+                 "{\"name\":\"toolkit-validation\",\"ready\":false,\"restartCount\":0,\"state\":{"
+                 "\"running\":{\"startedAt\":\"2026-11-30T08:00:05Z\"}}}",
+                 "False");
+    assert_int_equal(p->gate, GPUOP_GATE_TOOLKIT);
+    assert_int_equal(p->gate_since, gpuop_parse_time("2026-11-30T08:00:05Z"));
+    assert_string_equal(p->waiting_reason, "PodInitializing");
+    assert_false(gpuop_pod_running(p));
+    assert_string_equal(gpuop_gate_get(p->gate)->file, "toolkit-ready");
+    struct gpuop_pod *q =
+        gate_pod("{\"name\":\"toolkit-validation\",\"ready\":false,\"restartCount\":0,\"state\":{"
+                 "\"running\":{\"startedAt\":\"2026-11-30T08:00:05Z\"}}}",
+                 "False");
+    assert_true(gpuop_pod_equal(p, q));
+    q->gate = GPUOP_GATE_DRIVER;
+    assert_false(gpuop_pod_equal(p, q));
+    gpuop_pod_free(p);
+    gpuop_pod_free(q);
+
+    /* crash-looping: the failure, not a gate */
+    p = gate_pod("{\"name\":\"driver-validation\",\"ready\":false,\"restartCount\":3,\"state\":{"
+                 "\"waiting\":{\"reason\":\"CrashLoopBackOff\",\"message\":\"back-off\"}}}",
+                 "False");
+    assert_int_equal(p->gate, GPUOP_GATE_NONE);
+    assert_string_equal(p->waiting_reason, "CrashLoopBackOff");
+    assert_int_equal(p->restarts, 3);
+    gpuop_pod_free(p);
+    /* an init container of another name holds it: starting, no gate */
+    p = gate_pod("{\"name\":\"wait-for-it\",\"ready\":false,\"state\":{\"running\":{}}}", "False");
+    assert_int_equal(p->gate, GPUOP_GATE_NONE);
+    gpuop_pod_free(p);
+    /* initialized: whatever runs is no gate; no start time: unreadable */
+    p = gate_pod("{\"name\":\"toolkit-validation\",\"ready\":false,\"state\":{\"running\":{}}}",
+                 "True");
+    assert_int_equal(p->gate, GPUOP_GATE_NONE);
+    gpuop_pod_free(p);
+    p = gate_pod("{\"name\":\"plugin-validation\",\"ready\":false,\"state\":{\"running\":{}}}",
+                 "False");
+    assert_int_equal(p->gate, GPUOP_GATE_PLUGIN);
+    assert_int_equal(p->gate_since, GPUOP_TIME_UNREADABLE);
+    gpuop_pod_free(p);
+    assert_int_equal(gpuop_gate_by_container("mofed-validation"), GPUOP_GATE_MOFED);
+    assert_int_equal(gpuop_gate_by_container("cuda-validation"), GPUOP_GATE_CUDA);
+    assert_int_equal(gpuop_gate_by_container(NULL), GPUOP_GATE_NONE);
+    assert_null(gpuop_gate_get(GPUOP_GATE_NONE));
+
+    static const struct {
+        const char *value;
+        int upgrade;
+    } states[] = {{"upgrade-done", GPUOP_UPGRADE_DONE},
+                  {"upgrade-failed", GPUOP_UPGRADE_FAILED},
+                  {"pod-restart-required", GPUOP_UPGRADE_ACTIVE},
+                  {"", GPUOP_UPGRADE_ABSENT}};
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        json_t *j = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "g", "labels",
+                              GPUOP_LABEL_UPGRADE_STATE, states[i].value);
+        struct gpuop_node *n = gpuop_node_new(j, NULL, NULL);
+        assert_non_null(n);
+        assert_int_equal(n->upgrade, states[i].upgrade);
+        gpuop_node_free(n);
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_node_os),
         cmocka_unit_test(test_pod_crashloop),
         cmocka_unit_test(test_pod_unbound_and_deleting),
+        cmocka_unit_test(test_pod_gate),
         cmocka_unit_test(test_ds),
         cmocka_unit_test(test_equal),
         cmocka_unit_test(test_new_single_block),

@@ -123,18 +123,18 @@ static void on_closed(void *arg)
 }
 
 /* gpu-b, gpu-d and gpu-e run the device plugin without the toolkit (unless
- * fixed); gpu-c is complete. */
+ * fixed; its label absent: no rollout brings it); gpu-c is complete. */
 static void world(struct fx_world *w, bool fixed)
 {
     fx_world_init(w, 3, 2);
     w->pol.operands[0].enabled = false;
-    fx_add_node_except(w, "gpu-b", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_add_node_except(w, "gpu-b", fixed ? NULL : "container-toolkit", NULL);
     fx_run_all(w, "gpu-b", fixed ? "driver" : "driver container-toolkit");
     fx_add_node_except(w, "gpu-c", NULL, NULL);
     fx_run_all(w, "gpu-c", "driver");
-    fx_add_node_except(w, "gpu-d", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_add_node_except(w, "gpu-d", fixed ? NULL : "container-toolkit", NULL);
     fx_run_all(w, "gpu-d", fixed ? "driver" : "driver container-toolkit");
-    fx_add_node_except(w, "gpu-e", fixed ? NULL : "container-toolkit", fixed ? NULL : "true");
+    fx_add_node_except(w, "gpu-e", fixed ? NULL : "container-toolkit", NULL);
     fx_run_all(w, "gpu-e", fixed ? "driver" : "driver container-toolkit");
     fx_analyze(w);
 }
@@ -276,7 +276,7 @@ static bool listed(const struct sx *x, int i)
 }
 
 /* MANY_NODES nodes gpu-NN, each running the device plugin without the
- * toolkit (an OrderingViolation), analysed. */
+ * toolkit (unlabelled: an OrderingViolation no rollout ends), analysed. */
 static void many_violating(struct fx_world *w)
 {
     fx_world_init(w, 3, 2);
@@ -284,7 +284,7 @@ static void many_violating(struct fx_world *w)
     for (int i = 0; i < MANY_NODES; i++) {
         char name[32];
         snprintf(name, sizeof(name), "gpu-%02d", i);
-        fx_add_node_except(w, name, "container-toolkit", "true");
+        fx_add_node_except(w, name, "container-toolkit", NULL);
         fx_run_all(w, name, "driver container-toolkit");
     }
     fx_analyze(w);
@@ -369,6 +369,51 @@ static void test_none_stranded_no_requeue(void **state)
     sx_close(&x);
 }
 
+/* A node that is only mid-rollout (its device plugin up before the
+ * toolkit, whose pod the DaemonSet controller is still to create: the node
+ * progresses) is not listed; once it stops progressing (the controller
+ * says why it creates no pod) it is, and it stays tracked while it
+ * violates, progressing again or not. */
+static void mid_rollout(struct fx_world *w, const char *controller_says)
+{
+    fx_world_init(w, 3, 2);
+    w->pol.operands[0].enabled = false;
+    w->ds[gpuop_operand_by_name("container-toolkit")].controller_says = controller_says;
+    fx_add_node_except(w, "gpu-r", NULL, NULL);
+    fx_run_all(w, "gpu-r", "driver container-toolkit");
+    fx_analyze(w);
+}
+
+static void test_mid_rollout_not_listed(void **state)
+{
+    (void)state;
+    struct sx x = {0};
+    sx_open(&x);
+    gpuop_ctl_stranded_set_timing(x.s, 10, 50);
+    struct fx_world w;
+    mid_rollout(&w, NULL);
+    assert_true(gpuop_findings_violates(&w.f, &w.f.nodes[0]));
+    assert_true(w.f.nodes[0].progressing);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 0);
+    waiter_run_for(&x.wait, 300); /* many ticks and re-list intervals */
+    assert_int_equal(x.lists, 0);
+    fx_world_free(&w);
+
+    mid_rollout(&w, "FailedCreate: pods is forbidden");
+    assert_false(w.f.nodes[0].progressing);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 1);
+    run_until_answered(&x, 1);
+    fx_world_free(&w);
+
+    mid_rollout(&w, NULL); /* progressing again: still tracked */
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 1);
+    fx_world_free(&w);
+    sx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_no_node_starved),
         cmocka_unit_test(test_lists_in_flight_bounded),
         cmocka_unit_test(test_none_stranded_no_requeue),
+        cmocka_unit_test(test_mid_rollout_not_listed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
