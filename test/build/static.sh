@@ -2,8 +2,8 @@
 # build/static: the GPUOP_STATIC gpuop needs nothing from the machine. It
 # has no program interpreter and no NEEDED library, and in an empty root
 # holding only itself and a GpuPolicy file it prints its version and
-# renders the six DaemonSets (jansson, libyaml and its own code, all linked
-# in). Root (CI) uses chroot; others an unprivileged user namespace
+# renders the six DaemonSets for an Ubuntu 24.04 pool (jansson, libyaml
+# and its own code, all linked in). Root (CI) uses chroot; others an unprivileged user namespace
 # (unshare -r); with neither it skips (77), saying so.
 # Usage: static.sh GPUOP_BINARY VERSION POLICY_FILE
 set -euo pipefail
@@ -35,7 +35,7 @@ out=$(inroot /gpuop version) || fail "gpuop version failed in an empty root ($ho
 printf '%s\n' "$out" | head -1 | grep -q "^gpuop $version\b" || fail "gpuop version said: $out"
 echo "ok: gpuop version in an empty root ($how): $(printf '%s' "$out" | head -1)"
 
-inroot /gpuop render -f /policy.yaml --strict >"$root/ds.yaml" || fail "gpuop render failed in an empty root"
+inroot /gpuop render -f /policy.yaml --os ubuntu24.04 --strict >"$root/ds.yaml" || fail "gpuop render failed in an empty root"
 n=$(grep -c '^kind: DaemonSet' "$root/ds.yaml" || true)
 [ "$n" = 6 ] || fail "gpuop render in an empty root gave $n DaemonSets, not 6"
 echo "ok: gpuop render in an empty root: 6 DaemonSets"
