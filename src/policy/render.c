@@ -118,14 +118,17 @@ static json_t *privileged(void)
 /* The directory where the validator's init containers write one file per
  * prerequisite that works on the node (driver-ready, toolkit-ready, ...);
  * driver-ready also says where the driver root is on that node. */
-#define VALIDATIONS         "/run/nvidia/validations"
-#define DRIVER_READY        VALIDATIONS "/driver-ready"
-#define TOOLKIT_READY       VALIDATIONS "/toolkit-ready"
-#define TOOLKIT_START_DELAY "5" /* seconds; see tmpl_toolkit */
-#define GATE_SLEEP          "5" /* seconds between two looks at a validation file */
-#define CDI_HOOK_REL        "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
-#define CDI_HOOK_MAX        320
-#define CDI_DEFAULT_KIND    "management.nvidia.com/gpu"
+#define VALIDATIONS   "/run/nvidia/validations"
+#define DRIVER_READY  VALIDATIONS "/driver-ready"
+#define TOOLKIT_READY VALIDATIONS "/toolkit-ready"
+/* the kernel's firmware search path, which NVIDIA's driver container points
+ * at its own firmware directory */
+#define FIRMWARE_SEARCH_PATH "/sys/module/firmware_class/parameters/path"
+#define TOOLKIT_START_DELAY  "5" /* seconds; see tmpl_toolkit */
+#define GATE_SLEEP           "5" /* seconds between two looks at a validation file */
+#define CDI_HOOK_REL         "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
+#define CDI_HOOK_MAX         320
+#define CDI_DEFAULT_KIND     "management.nvidia.com/gpu"
 
 /* The runtime paths the toolkit edits on the host, and where they are
  * mounted in its container (defaults as the GPU Operator's). */
@@ -323,7 +326,10 @@ static json_t *plugin_security(const char *strategy)
 /* driver: builds and loads the kernel modules, then exposes its own root at
  * /run/nvidia/driver for the rest of the chain (mount --rbind /, propagated
  * back to the host). Needs the host's PID namespace, full privileges, the
- * host's os-release and the firmware directory; not the host root, which
+ * host's os-release, a firmware directory of its own (the host's
+ * /run/nvidia/driver/lib/firmware, not the host's /lib/firmware, with the
+ * kernel's firmware search path pointed there, as NVIDIA's); not the host
+ * root, which
  * NVIDIA's driver container does not mount either and which the rbind would
  * expose again under /run/nvidia/driver/host. Compiling can take many
  * minutes, hence the patient startup probe. */
@@ -335,17 +341,20 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
     t->security = need(t, privileged());
-    t->mounts =
-        need(t, json_pack("[o,o,o,o,o]", mount("run-nvidia", "/run/nvidia", false, "Bidirectional"),
-                          mount("host-os-release", "/host-etc/os-release", true, NULL),
-                          mount("firmware", "/lib/firmware", false, NULL),
-                          mount("var-log", "/var/log", false, NULL),
-                          mount("dev-log", "/dev/log", false, NULL)));
+    t->mounts = need(t, json_pack("[o,o,o,o,o,o]",
+                                  mount("run-nvidia", "/run/nvidia", false, "Bidirectional"),
+                                  mount("host-os-release", "/host-etc/os-release", true, NULL),
+                                  mount("nv-firmware", "/lib/firmware", false, NULL),
+                                  mount("firmware-search-path", FIRMWARE_SEARCH_PATH, false, NULL),
+                                  mount("var-log", "/var/log", false, NULL),
+                                  mount("dev-log", "/dev/log", false, NULL)));
     t->volumes = need(
-        t, json_pack("[o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
-                     hostpath("host-os-release", "/etc/os-release", NULL),
-                     hostpath("firmware", "/lib/firmware", "DirectoryOrCreate"),
-                     hostpath("var-log", "/var/log", NULL), hostpath("dev-log", "/dev/log", NULL)));
+        t,
+        json_pack("[o,o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
+                  hostpath("host-os-release", "/etc/os-release", NULL),
+                  hostpath("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
+                  hostpath("firmware-search-path", FIRMWARE_SEARCH_PATH, NULL),
+                  hostpath("var-log", "/var/log", NULL), hostpath("dev-log", "/dev/log", NULL)));
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
                           "nvidia-smi -L", "initialDelaySeconds", 60, "periodSeconds", 10,

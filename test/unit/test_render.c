@@ -497,6 +497,28 @@ static void test_driver_no_host_root(void **state)
         os_release |= !strcmp(str_at(v, "mountPath"), "/host-etc/os-release");
     }
     assert_true(os_release);
+    /* its firmware goes into a directory of its own, not the host's
+     * /lib/firmware, and the kernel's search path is pointed there (NVIDIA:
+     * assets/state-driver/0500_daemonset.yaml, nv-firmware and
+     * firmware-search-path) */
+    const char *fw_vol = NULL, *search = NULL;
+    json_array_foreach(mounts, i, v)
+    {
+        if (!strcmp(str_at(v, "mountPath"), "/lib/firmware"))
+            fw_vol = str_at(v, "name");
+        if (!strcmp(str_at(v, "mountPath"), "/sys/module/firmware_class/parameters/path"))
+            search = str_at(v, "name");
+    }
+    assert_non_null(fw_vol);
+    assert_non_null(search);
+    json_array_foreach(vols, i, v)
+    {
+        if (!strcmp(str_at(v, "name"), fw_vol))
+            assert_string_equal(str_at(v, "hostPath/path"), "/run/nvidia/driver/lib/firmware");
+        if (!strcmp(str_at(v, "name"), search))
+            assert_string_equal(str_at(v, "hostPath/path"),
+                                "/sys/module/firmware_class/parameters/path");
+    }
     json_decref(drv);
     gpuop_policy_free(&p);
 }
