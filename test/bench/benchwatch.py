@@ -8,13 +8,15 @@ time.monotonic() when a watch line arrives, before it is parsed.
   complete  POSTs a GpuPolicy (JSON) while watching GpuPolicies; prints the
             seconds from the POST to the first status whose
             summary.completeNodes and summary.gpuNodes both equal --target.
-  flip      event -> status latency. --count label flips on random nodes, in
-            pairs: set nvidia.com/gpu.deploy.operands=false on a node, wait,
-            remove it again, wait. Nothing in the cluster but gpuop reacts to
-            that label (the operand DaemonSets select on their own deploy
-            label only), so each flip changes the status exactly once: the
-            node appears in status.nodes (NodeOptedOut findings) and
-            completeNodes drops by one, then both go back. For each flip it
+  flip      event -> status latency. --count label flips on random nodes of
+            --nodes (plain nodes, not GPU nodes), in pairs: set NFD's
+            feature.node.kubernetes.io/pci-10de.present=true on a node,
+            wait, remove it again, wait. Nothing in the cluster but gpuop
+            reacts to that label (no DaemonSet selects on it, and a node
+            without deploy labels gets no operand pod), so each flip
+            changes the status exactly once: the node becomes a GPU node
+            (gpuNodes one up) with NotScheduled findings in status.nodes,
+            then both go back. For each flip it
             measures, from just before the PATCH, (a) when a plain watch on
             Nodes sees the new label (the floor the API server sets) and
             (b) when the GpuPolicy watch sees a status that reflects it.
@@ -32,7 +34,7 @@ import sys
 import threading
 import time
 
-OPTOUT = "nvidia.com/gpu.deploy.operands"
+NFD = "feature.node.kubernetes.io/pci-10de.present"
 GP_PATH = "/apis/gpuop.dev/v1alpha1/gpupolicies"
 MAX_LINE = 16 << 20  # a watch event larger than this is a bug here
 
@@ -176,14 +178,14 @@ def cmd_flip(api, a):
 
     def on_node(t, typ, obj):
         md = obj.get("metadata", {})
-        out = (md.get("labels") or {}).get(OPTOUT) == "false"
+        out = (md.get("labels") or {}).get(NFD) == "true"
         seen_node[md.get("name")] = (t, out)
 
     def on_pol(t, typ, obj):
         if obj.get("metadata", {}).get("name") != a.policy or typ not in ("ADDED", "MODIFIED"):
             return
         g, c = summary(obj)
-        pol_events.append((t, c, status_nodes(obj)))
+        pol_events.append((t, g, status_nodes(obj)))
 
     wn = Watch(api, "/api/v1/nodes", cond, on_node)
     wp = Watch(api, GP_PATH + "?fieldSelector=metadata.name%3D" + a.policy, cond, on_pol)
@@ -201,9 +203,9 @@ def cmd_flip(api, a):
     for i in range(a.count):
         if i % 2 == 0:
             node = rnd.choice(nodes)
-        optout = i % 2 == 0
-        want_complete = complete - 1 if optout else complete
-        patch = {"metadata": {"labels": {OPTOUT: "false" if optout else None}}}
+        optout = i % 2 == 0  # the node becomes a GPU node
+        want_gpu = gpu + 1 if optout else gpu
+        patch = {"metadata": {"labels": {NFD: "true" if optout else None}}}
         with cond:
             seen_node.pop(node, None)
             pol_events.clear()
@@ -224,8 +226,8 @@ def cmd_flip(api, a):
                 if tn is None and s and s[1] == optout:
                     tn = s[0]
                 if ts is None:
-                    for t, c, names in pol_events:
-                        if c == want_complete and ((node in names) == optout):
+                    for t, g, names in pol_events:
+                        if g == want_gpu and ((node in names) == optout):
                             ts = t
                             break
                 if (tn is not None and ts is not None) or time.monotonic() > deadline:
