@@ -259,7 +259,8 @@ static json_t *gate(const struct gpuop_policy *p, const char *name, const char *
              file);
     return json_pack("{s:s, s:s, s:s, s:[s,s], s:[s], s:o, s:[o]}", "name", name, "image", v->image,
                      "imagePullPolicy", v->pull_policy, "command", "sh", "-c", "args", script,
-                     "securityContext", json_pack("{s:b}", "privileged", 1), "volumeMounts",
+                     "securityContext", json_pack("{s:b, s:i}", "privileged", 1, "runAsUser", 0),
+                     "volumeMounts",
                      json_pack("{s:s, s:s, s:s}", "name", "run-nvidia-validations", "mountPath",
                                VALIDATIONS, "mountPropagation", "HostToContainer"));
 }

@@ -1007,6 +1007,11 @@ static void test_gates(void **state)
         assert_string_equal(str_at(g, "image"), vimg);
         assert_non_null(strstr(str_at(g, "args/0"), "/run/nvidia/validations/toolkit-ready"));
         assert_string_equal(str_at(g, "volumeMounts/0/mountPath"), "/run/nvidia/validations");
+        /* as every validator container: privileged, user 0 (the image's
+         * USER is not root) */
+        assert_true(json_is_true(path_get(g, "securityContext/privileged")));
+        assert_non_null(path_get(g, "securityContext/runAsUser"));
+        assert_int_equal(json_integer_value(path_get(g, "securityContext/runAsUser")), 0);
         assert_string_equal(str_at(ds, "spec/template/spec/runtimeClassName"), "nvidia");
         json_decref(ds);
     }
