@@ -103,6 +103,9 @@ struct gpuop_policy {
  * is released. */
 int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err);
 
+/* The spec.mig.strategy value of s ("none", "single", "mixed"); static. */
+const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);
+
 /* Releases everything the policy owns and zeroes it. */
 void gpuop_policy_free(struct gpuop_policy *p);
 

@@ -585,9 +585,9 @@ static void apply_extra(struct gpuop_controller *c, int i)
     extra_label(x, what, sizeof(what));
     int rc = gpuop_render_extra(&c->policy, c->ns, i, &obj);
     char *body = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(obj);
     if (rc == 0 && obj && !body)
         rc = GPUOP_ENOMEM;
+    json_decref(obj);
     uint64_t h = body ? gpuop_hash_str(body) : CTL_EXTRA_DELETED;
     if (h == CTL_EXTRA_DELETED && body)
         h++; /* a body never hashes to the "deleted" mark */

@@ -1398,11 +1398,17 @@ static void parse_ordering(struct gpuop_policy *p, json_t *v)
 
 /* spec.mig: {strategy: none | single | mixed}, the GPU Operator's key for
  * how the device plugin and GFD expose MIG devices. */
+static const char *const mig_names[] = {
+    [GPUOP_MIG_NONE] = "none", [GPUOP_MIG_SINGLE] = "single", [GPUOP_MIG_MIXED] = "mixed"};
+
+const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s)
+{
+    return (unsigned)s < sizeof(mig_names) / sizeof(mig_names[0]) ? mig_names[s] : "single";
+}
+
 static void parse_mig(struct gpuop_policy *p, json_t *v)
 {
     static const char *const known[] = {"strategy", NULL};
-    static const char *const names[] = {
-        [GPUOP_MIG_NONE] = "none", [GPUOP_MIG_SINGLE] = "single", [GPUOP_MIG_MIXED] = "mixed"};
     char vbuf[64];
     const char *key;
     json_t *e;
@@ -1421,8 +1427,8 @@ static void parse_mig(struct gpuop_policy *p, json_t *v)
             continue;
         const char *s = json_string_value(e);
         int found = -1;
-        for (int i = 0; s && i < (int)(sizeof(names) / sizeof(names[0])); i++)
-            if (!strcmp(s, names[i]))
+        for (int i = 0; s && i < (int)(sizeof(mig_names) / sizeof(mig_names[0])); i++)
+            if (!strcmp(s, mig_names[i]))
                 found = i;
         if (found >= 0)
             p->mig_strategy = (enum gpuop_mig_strategy)found;

@@ -174,17 +174,7 @@ static const char *policy_env(const struct gpuop_policy *p, const char *operand,
 static const char *mig_strategy(const struct gpuop_policy *p, const char *operand)
 {
     const char *s = policy_env(p, operand, "MIG_STRATEGY");
-    if (s)
-        return s;
-    switch (p->mig_strategy) {
-    case GPUOP_MIG_NONE:
-        return "none";
-    case GPUOP_MIG_MIXED:
-        return "mixed";
-    case GPUOP_MIG_SINGLE:
-        break;
-    }
-    return "single";
+    return s ? s : gpuop_policy_mig_name(p->mig_strategy);
 }
 
 /* spec.toolkit.installDir (a policy built without gpuop_policy_parse has
