@@ -221,9 +221,10 @@ _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set
 _Static_assert(sizeof(struct gpuop_node_result) <= 48,
                "a node's result is 48 bytes: one per GPU node");
 
-static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
-                int prereq, long long since, const void *ref /* borrowed from the inputs */)
+static int push(struct gpuop_findings *f, uint32_t node, int op, int reason, int prereq,
+                long long since, const void *ref /* borrowed from the inputs */)
 {
+    size_t *cap = &f->inc.items_cap;
     if (f->nitems == *cap) {
         size_t ncap = *cap ? *cap * 2 : 64;
         struct gpuop_finding *n = realloc(f->items, ncap * sizeof(*n));
@@ -270,44 +271,6 @@ static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, i
             n->deploy[q] != GPUOP_LABEL_FALSE)
             return q;
     return -1;
-}
-
-/* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
-static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
-                   const struct gpuop_node *n, const struct gpuop_ds *ds,
-                   const struct gpuop_pod *pod, const char *ds_name /* in f->names, or NULL */,
-                   int pool_ds /* ds's index among a per-OS operand's, else -1 */)
-{
-    if (!ds)
-        return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, ds_name);
-    const struct gpuop_taint *t = untolerated(n, ds);
-    if (t)
-        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, pool_ds, 0, t);
-    if (!pod) {
-        long long since = ds->created > n->created ? ds->created : n->created;
-        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, pool_ds, since, NULL);
-    }
-
-    const char *wr = pod->waiting_reason;
-    int reason;
-    if (pod->deleted)
-        reason = GPUOP_REASON_POD_TERMINATING;
-    else if (streq(wr, "Unschedulable"))
-        reason = GPUOP_REASON_POD_UNSCHEDULABLE;
-    else if (image_pull_reason(wr))
-        reason = GPUOP_REASON_IMAGE_PULL_FAILED;
-    else if (streq(wr, "CrashLoopBackOff"))
-        reason = GPUOP_REASON_CRASH_LOOP;
-    else if (pod->gate != GPUOP_GATE_NONE) /* its init container waits, it does not fail */
-        reason = GPUOP_REASON_WAITING_FOR_GATE;
-    else if (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING)
-        reason = GPUOP_REASON_POD_PENDING;
-    else if (pod->phase == GPUOP_PHASE_RUNNING)
-        reason = GPUOP_REASON_POD_NOT_READY;
-    else
-        reason = GPUOP_REASON_POD_FAILED;
-
-    return push(f, cap, ni, op, reason, -1, 0, pod);
 }
 
 /* ---- progress (a node mid-rollout: events.h, stranded.c) ---- */
@@ -409,9 +372,6 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
         r->idle_s = now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
 }
 
-/* Most per-OS DaemonSets the analysis looks at. */
-#define OS_DS_MAX (2 * GPUOP_OSPOOL_MAX)
-
 static int ds_by_name(const void *a, const void *b)
 {
     return strcmp((*(const struct gpuop_ds *const *)a)->name,
@@ -423,7 +383,7 @@ static int ds_by_name(const void *a, const void *b)
 static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *const *osds, size_t n)
 {
     struct gpuop_operand_result *r = &f->operands[o];
-    char list[OS_DS_MAX * (GPUOP_RENDER_NAME_MAX + 1) + 1];
+    char list[GPUOP_ANALYSIS_OS_DS_MAX * (GPUOP_RENDER_NAME_MAX + 1) + 1];
     size_t len = 0;
     list[0] = '\0';
     for (size_t k = 0; k < n; k++) {
@@ -442,18 +402,193 @@ static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *con
     return r->daemonsets ? 0 : GPUOP_ENOMEM;
 }
 
-/* Missing of a per-OS operand on node n: the node's OS labels make no pool
- * (OsLabelsMissing, naming them), or its pool's DaemonSet is absent (named),
- * or the usual diagnosis against that DaemonSet. */
-static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, int o,
-                          const struct gpuop_node *n, const struct gpuop_ds *const *osds,
-                          size_t nosds, const struct gpuop_pod *pod)
+/* ---- the decision per (node, operand) ----
+ *
+ * First the facts of the cell (what holds of the node, its label, its
+ * best pod, its DaemonSet), a bit each; then the tables below, read in
+ * order: each gives at most one finding (its first row whose `need` facts
+ * all hold and whose `deny` facts all do not) and may set the matrix cell.
+ * A reader checks them against SPEC 5 row by row; nothing decides a
+ * finding outside them. */
+
+enum fact {
+    F_GPU = 1u << 0,            /* a GPU node */
+    F_ENABLED = 1u << 1,        /* the operand is enabled in the policy */
+    F_OPTOUT = 1u << 2,         /* nvidia.com/gpu.deploy.operands=false */
+    F_LABEL_TRUE = 1u << 3,     /* the operand's deploy label is "true" */
+    F_LABEL_FALSE = 1u << 4,    /* ... "false" */
+    F_LABEL_ABSENT = 1u << 5,   /* ... absent */
+    F_LABEL_OTHER = 1u << 6,    /* ... another value */
+    F_LABEL_EMPTY = 1u << 7,    /* ... "" */
+    F_LABEL_PAUSED = 1u << 8,   /* ... paused* */
+    F_PAUSE_LEFT = 1u << 9,     /* ... the upgrade pause with no upgrade in progress */
+    F_LABEL_CHANGED = 1u << 10, /* a label gpuop set, changed by someone (SPEC 4a) */
+    F_EXPECTED = 1u << 11,      /* expected(N,O) */
+    F_RUNNING = 1u << 12,       /* running(N,O) */
+    F_HELD = 1u << 13,          /* ordering: enforce, a prerequisite's label keeps it off */
+    /* Missing: why (only judged when expected, not running, not held) */
+    F_OS_UNKNOWN = 1u << 14, /* per-OS operand: the node's OS labels make no pool */
+    F_DS_ABSENT = 1u << 15,  /* its DaemonSet (its pool's) is absent */
+    F_TAINTED = 1u << 16,    /* a NoSchedule/NoExecute taint its pods do not tolerate */
+    F_NO_POD = 1u << 17,     /* no pod of it on the node yet */
+    F_DELETED = 1u << 18,    /* its pod is being deleted */
+    F_UNSCHED = 1u << 19,    /* its pod waits: Unschedulable */
+    F_PULL = 1u << 20,       /* ... an image pull failure */
+    F_CRASH = 1u << 21,      /* ... CrashLoopBackOff */
+    F_GATED = 1u << 22,      /* ... held in an init-container gate */
+    F_PENDING = 1u << 23,    /* ... not bound, no phase or Pending */
+    F_PHASE_RUN = 1u << 24,  /* ... phase Running (so not Ready) */
+    /* only judged while it runs */
+    F_ADV_NOTHING = 1u << 25, /* device plugin Ready past the grace, the node advertises none */
+    F_STUCK = 1u << 26,       /* its pod terminating past the grace */
+    F_PREREQ_OFF = 1u << 27,  /* a prerequisite up the chain neither runs nor is host-provided */
+    /* only judged while it does not run */
+    F_ADV_NO_TK = 1u << 28, /* device plugin: the node advertises GPUs, the toolkit is off */
+};
+
+/* What a row's finding borrows (its ref) and holds in prereq. */
+enum row_ref { R_NONE, R_POD, R_TAINT, R_LABEL, R_LABEL_NOW, R_BLOCKER_LABEL, R_DS_NAME, R_OS };
+enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
+
+/* A row's reason: a reason, none (the row only sets the cell), the pair's
+ * ordering reason, or the diagnosis table's. */
+#define WHY_NONE     (-1)
+#define WHY_ORDER    (-2)
+#define WHY_DIAGNOSE (-3)
+/* A row's cell: unchanged, or set only when it is still NA. */
+#define CELL_KEEP  0xff
+#define CELL_IF_NA 0xfe
+
+struct row {
+    uint32_t need, deny; /* enum fact */
+    int why;             /* enum gpuop_reason, or WHY_* */
+    uint8_t cell;        /* enum gpuop_cell, or CELL_* */
+    uint8_t ref, pre;    /* enum row_ref, enum row_pre */
+};
+
+/* The matrix cell to start from. */
+static const struct row start_cell[] = {
+    {F_GPU, F_ENABLED, WHY_NONE, GPUOP_CELL_DISABLED, R_NONE, P_NONE},
+    {F_GPU | F_LABEL_FALSE, 0, WHY_NONE, GPUOP_CELL_HOST_PROVIDED, R_NONE, P_NONE},
+    {0, 0, WHY_NONE, GPUOP_CELL_NA, R_NONE, P_NONE},
+};
+
+/* It does not run: held, missing, or its label says nothing (NotScheduled). */
+static const struct row not_running[] = {
+    {F_EXPECTED | F_HELD, F_RUNNING, GPUOP_REASON_HELD_BY_PREREQUISITE, GPUOP_CELL_HELD,
+     R_BLOCKER_LABEL, P_BLOCKER},
+    {F_EXPECTED, F_RUNNING, WHY_DIAGNOSE, GPUOP_CELL_MISSING, R_NONE, P_NONE},
+    {F_GPU | F_LABEL_CHANGED, 0, GPUOP_REASON_LABEL_CHANGED, CELL_IF_NA, R_LABEL_NOW, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_ABSENT, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_ABSENT,
+     GPUOP_CELL_NOT_SCHEDULED, R_NONE, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_EMPTY, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_EMPTY,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_PAUSE_LEFT, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_PAUSED, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_PAUSED,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_OTHER, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_INVALID,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+};
+
+/* Why an expected operand is missing, in the order an engineer checks
+ * (SPEC 5): DaemonSet absent -> taint -> no pod yet -> pod not running. */
+static const struct row diagnosis[] = {
+    {F_OS_UNKNOWN, 0, GPUOP_REASON_OS_LABELS_MISSING, CELL_KEEP, R_OS, P_NONE},
+    {F_DS_ABSENT, 0, GPUOP_REASON_DAEMONSET_ABSENT, CELL_KEEP, R_DS_NAME, P_NONE},
+    {F_TAINTED, 0, GPUOP_REASON_TAINT_NOT_TOLERATED, CELL_KEEP, R_TAINT, P_POOL_DS},
+    {F_NO_POD, 0, GPUOP_REASON_POD_NOT_CREATED, CELL_KEEP, R_NONE, P_POOL_DS},
+    {F_DELETED, 0, GPUOP_REASON_POD_TERMINATING, CELL_KEEP, R_POD, P_NONE},
+    {F_UNSCHED, 0, GPUOP_REASON_POD_UNSCHEDULABLE, CELL_KEEP, R_POD, P_NONE},
+    {F_PULL, 0, GPUOP_REASON_IMAGE_PULL_FAILED, CELL_KEEP, R_POD, P_NONE},
+    {F_CRASH, 0, GPUOP_REASON_CRASH_LOOP, CELL_KEEP, R_POD, P_NONE},
+    {F_GATED, 0, GPUOP_REASON_WAITING_FOR_GATE, CELL_KEEP, R_POD, P_NONE},
+    {F_PENDING, 0, GPUOP_REASON_POD_PENDING, CELL_KEEP, R_POD, P_NONE},
+    {F_PHASE_RUN, 0, GPUOP_REASON_POD_NOT_READY, CELL_KEEP, R_POD, P_NONE},
+    {0, 0, GPUOP_REASON_POD_FAILED, CELL_KEEP, R_POD, P_NONE},
+};
+
+static const struct row runs[] = {
+    {F_RUNNING, 0, WHY_NONE, GPUOP_CELL_RUNNING, R_NONE, P_NONE},
+};
+
+/* What the scheduler sees of a running device plugin. */
+static const struct row advertises[] = {
+    {F_RUNNING | F_ADV_NOTHING, 0, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+     GPUOP_CELL_MISSING, R_POD, P_NONE},
+};
+
+/* It runs where it is not expected (or will not stop). */
+static const struct row unexpected[] = {
+    {F_RUNNING | F_STUCK, 0, GPUOP_REASON_POD_STUCK_TERMINATING, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING, F_EXPECTED | F_GPU, GPUOP_REASON_NOT_GPU_NODE, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING, F_EXPECTED | F_ENABLED, GPUOP_REASON_OPERAND_DISABLED, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING | F_OPTOUT | F_LABEL_TRUE, F_EXPECTED, GPUOP_REASON_NODE_OPTED_OUT,
+     GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
+    {F_RUNNING, F_EXPECTED, GPUOP_REASON_LABEL_NOT_TRUE, GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
+};
+
+/* Its prerequisites (walked up past every satisfied one). */
+static const struct row ordering[] = {
+    {F_RUNNING | F_GPU | F_PREREQ_OFF, 0, WHY_ORDER, GPUOP_CELL_VIOLATION, R_POD, P_UNSATISFIED},
+    {F_ADV_NO_TK, F_RUNNING, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, GPUOP_CELL_VIOLATION,
+     R_NONE, P_TOOLKIT},
+};
+
+#define ROWS(t)                                                                                    \
+    {                                                                                              \
+        t, sizeof(t) / sizeof(t[0])                                                                \
+    }
+static const struct table {
+    const struct row *rows;
+    size_t n;
+} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),
+              ROWS(advertises), ROWS(unexpected),  ROWS(ordering)};
+
+static const struct row *first_match(const struct row *rows, size_t n, uint32_t facts)
 {
+    for (size_t i = 0; i < n; i++)
+        if ((facts & rows[i].need) == rows[i].need && !(facts & rows[i].deny))
+            return &rows[i];
+    return NULL;
+}
+
+/* One node being judged: its node, best pod per operand, what runs and
+ * what the host provides there. */
+struct judge {
+    const struct gpuop_node *nd;
+    const struct gpuop_pod *const *bp;
+    bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
+};
+
+/* What a fact names beside its bit. */
+struct facts {
+    uint32_t has;
+    int blocker, unsatisfied, pool_ds;
+    const struct gpuop_taint *taint;
+    const char *text; /* F_OS_UNKNOWN: the labels; F_DS_ABSENT: a pool's DaemonSet, or NULL */
+    const struct gpuop_ds *ds;
+};
+
+/* Facts of the DaemonSet an expected operand needs: its one, or for a
+ * per-OS operand its pool's (SPEC 4b); the text they name is in f's
+ * arena. */
+static int ds_facts(struct gpuop_findings *f, const struct gpuop_node *n, int o, struct facts *k)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    k->pool_ds = -1;
+    if (!s->per_os[o]) {
+        k->ds = s->dsof[o];
+        k->has |= k->ds ? 0 : F_DS_ABSENT;
+        return 0;
+    }
     struct gpuop_ospool pool;
     unsigned lack = 0;
     char text[GPUOP_FINDING_MESSAGE_MAX], name[GPUOP_RENDER_NAME_MAX];
-    int rc = gpuop_ospool_of_node(n, &pool, &lack);
-    if (rc < 0) {
+    if (gpuop_ospool_of_node(n, &pool, &lack) < 0) {
         if (lack)
             gpuop_ospool_missing_text(lack, text, sizeof(text));
         else
@@ -461,25 +596,273 @@ static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, in
                      "OS label values that make an OS tag (%s=\"%.63s\", %s=\"%.63s\")",
                      GPUOP_LABEL_OS_ID, gpuop_node_os(n, GPUOP_OS_ID), GPUOP_LABEL_OS_VERSION,
                      gpuop_node_os(n, GPUOP_OS_VERSION));
-        const char *d = gpuop_arena_strdup(&f->names, text);
-        return d ? push(f, cap, ni, o, GPUOP_REASON_OS_LABELS_MISSING, -1, 0, d) : GPUOP_ENOMEM;
+        k->has |= F_OS_UNKNOWN;
+        k->text = gpuop_arena_strdup(&f->names, text);
+        return k->text ? 0 : GPUOP_ENOMEM;
     }
     snprintf(name, sizeof(name), "%s-%s", gpuop_operand_get(o)->ds_name, pool.tag);
-    for (size_t k = 0, at = 0; k < nosds; k++) {
-        bool mine =
-            (osds[k]->operand >= 0 ? osds[k]->operand : gpuop_operand_by_ds(osds[k]->name)) == o;
-        if (mine && !strcmp(osds[k]->name, name)) /* at: its place in operands[o].daemonsets */
-            return missing(f, cap, ni, o, n, osds[k], pod, NULL, at < INT8_MAX ? (int)at : -1);
+    for (size_t i = 0, at = 0; i < s->nosds; i++) {
+        const struct gpuop_ds *d = s->osds[i];
+        bool mine = (d->operand >= 0 ? d->operand : gpuop_operand_by_ds(d->name)) == o;
+        if (mine && !strcmp(d->name, name)) { /* at: its place in operands[o].daemonsets */
+            k->ds = d;
+            k->pool_ds = at < INT8_MAX ? (int)at : -1;
+            return 0;
+        }
         at += mine;
     }
-    const char *d = gpuop_arena_strdup(&f->names, name);
-    return d ? missing(f, cap, ni, o, n, NULL, pod, d, -1) : GPUOP_ENOMEM;
+    k->has |= F_DS_ABSENT;
+    k->text = gpuop_arena_strdup(&f->names, name);
+    return k->text ? 0 : GPUOP_ENOMEM;
 }
 
-static void set_cell(uint8_t *cell, int v)
+/* Facts of the pod of an expected operand that does not run. */
+static uint32_t pod_facts(const struct gpuop_pod *pod)
 {
-    *cell = (uint8_t)v;
+    const char *wr = pod->waiting_reason;
+    return (pod->deleted ? F_DELETED : 0) | (streq(wr, "Unschedulable") ? F_UNSCHED : 0) |
+           (image_pull_reason(wr) ? F_PULL : 0) | (streq(wr, "CrashLoopBackOff") ? F_CRASH : 0) |
+           (pod->gate != GPUOP_GATE_NONE ? F_GATED : 0) |
+           (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING
+                ? F_PENDING
+                : 0) |
+           (pod->phase == GPUOP_PHASE_RUNNING ? F_PHASE_RUN : 0);
 }
+
+/* The facts of cell (j's node, o). Facts with a deadline (grace periods)
+ * are judged only where a table reads them, so that next_change notes
+ * only what could change a finding. */
+static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, long long now,
+                      struct facts *k)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    const struct gpuop_node *nd = j->nd;
+    const struct gpuop_pod *pod = j->bp[o];
+    const int label = nd->deploy[o];
+    const char *v = label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o) : NULL;
+    uint32_t h = 0;
+
+    *k = (struct facts){.blocker = -1, .unsatisfied = -1, .pool_ds = -1};
+    h |= nd->gpu ? F_GPU : 0;
+    h |= f->operands[o].enabled ? F_ENABLED : 0;
+    h |= nd->operands_label == GPUOP_LABEL_FALSE ? F_OPTOUT : 0;
+    h |= label == GPUOP_LABEL_TRUE     ? F_LABEL_TRUE
+         : label == GPUOP_LABEL_FALSE  ? F_LABEL_FALSE
+         : label == GPUOP_LABEL_ABSENT ? F_LABEL_ABSENT
+                                       : F_LABEL_OTHER;
+    if (label == GPUOP_LABEL_OTHER)
+        h |= !v || !*v                 ? F_LABEL_EMPTY
+             : strncmp(v, "paused", 6) ? 0
+             : paused_left_over(nd, v) ? F_PAUSE_LEFT | F_LABEL_PAUSED
+                                       : F_LABEL_PAUSED;
+    h |= nd->gpu && gpuop_labeling_changed(nd, o) ? F_LABEL_CHANGED : 0;
+    h |= (h & (F_GPU | F_ENABLED | F_LABEL_TRUE | F_OPTOUT)) == (F_GPU | F_ENABLED | F_LABEL_TRUE)
+             ? F_EXPECTED
+             : 0;
+    h |= j->running[o] ? F_RUNNING : 0;
+    /* no device plugin runs, but the scheduler still sees its GPUs */
+    if (!(h & F_RUNNING) && o == s->device_plugin && s->toolkit >= 0 && nd->gpu && advertised(nd) &&
+        !j->running[s->toolkit] && !j->host[s->toolkit])
+        h |= F_ADV_NO_TK;
+    k->has = h;
+
+    if ((h & (F_EXPECTED | F_RUNNING)) == F_EXPECTED) {
+        k->blocker = s->enforce && s->dsof[o] ? held_by(nd, f, o) : -1;
+        if (k->blocker >= 0) {
+            k->has |= F_HELD;
+            return 0;
+        }
+        int rc = ds_facts(f, nd, o, k);
+        if (rc < 0 || (k->has & (F_OS_UNKNOWN | F_DS_ABSENT)))
+            return rc;
+        k->taint = untolerated(nd, k->ds);
+        k->has |= k->taint ? F_TAINTED : !pod ? F_NO_POD : pod_facts(pod);
+    } else if (h & F_RUNNING) {
+        if (o == s->device_plugin && nd->gpu && !advertised(nd) &&
+            ready_longer_than(f, pod, s->advertise_grace_s, now))
+            k->has |= F_ADV_NOTHING;
+        if (stuck_terminating(f, pod, now))
+            k->has |= F_STUCK;
+        int q = gpuop_operand_prereq(o);
+        for (int hops = 0; nd->gpu && q >= 0 && hops < f->noperands; hops++) {
+            if (!j->running[q] && !j->host[q]) {
+                k->has |= F_PREREQ_OFF;
+                k->unsatisfied = q;
+                break;
+            }
+            q = gpuop_operand_prereq(q);
+        }
+    }
+    return 0;
+}
+
+/* Pushes what row `why` finds of cell (j's node, o). */
+static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge *j,
+                const struct facts *k, const struct row *why)
+{
+    const struct gpuop_node *nd = j->nd;
+    const struct gpuop_ds *ds = k->ds;
+    int reason = why->why == WHY_ORDER
+                     ? gpuop_reason_ordering(gpuop_operand_get(o)->name,
+                                             gpuop_operand_get(k->unsatisfied)->name)
+                     : why->why;
+    int pre = why->pre == P_BLOCKER       ? k->blocker
+              : why->pre == P_POOL_DS     ? k->pool_ds
+              : why->pre == P_UNSATISFIED ? k->unsatisfied
+              : why->pre == P_TOOLKIT     ? f->inc.toolkit
+                                          : -1;
+    const void *ref = NULL;
+    long long since = 0;
+    switch (why->ref) {
+    case R_POD:
+        ref = j->bp[o];
+        break;
+    case R_TAINT:
+        ref = k->taint;
+        break;
+    case R_LABEL:
+        ref = gpuop_node_deploy_value(nd, o);
+        break;
+    case R_LABEL_NOW:
+        ref = nd->deploy[o] == GPUOP_LABEL_FALSE   ? "false"
+              : nd->deploy[o] == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
+                                                   : NULL;
+        break;
+    case R_BLOCKER_LABEL:
+        ref = gpuop_node_deploy_value(nd, k->blocker);
+        break;
+    case R_DS_NAME:
+    case R_OS:
+        ref = k->text;
+        break;
+    default:
+        break;
+    }
+    if (reason == GPUOP_REASON_POD_NOT_CREATED)
+        since = ds->created > nd->created ? ds->created : nd->created;
+    return push(f, ni, o, reason, pre, since, ref);
+}
+
+/* Judges cell (j's node, o): reads the tables in order. Returns the cell,
+ * or a negative code. */
+static int judge_cell(struct gpuop_findings *f, uint32_t ni, int o, const struct judge *j,
+                      long long now, bool *violation)
+{
+    struct facts k;
+    int rc = cell_facts(f, j, o, now, &k);
+    int cell = GPUOP_CELL_NA;
+    if (rc < 0)
+        return rc;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        const struct row *r = first_match(tables[t].rows, tables[t].n, k.has);
+        if (!r)
+            continue;
+        const struct row *why =
+            r->why == WHY_DIAGNOSE
+                ? first_match(diagnosis, sizeof(diagnosis) / sizeof(*diagnosis), k.has)
+                : r;
+        if (why->why != WHY_NONE && (rc = find(f, ni, o, j, &k, why)) < 0)
+            return rc;
+        if (r->cell == CELL_IF_NA)
+            cell = cell == GPUOP_CELL_NA ? GPUOP_CELL_NOT_SCHEDULED : cell;
+        else if (r->cell != CELL_KEEP)
+            cell = r->cell;
+        *violation |= r->cell == GPUOP_CELL_VIOLATION;
+    }
+    return cell;
+}
+
+/* ---- one node ---- */
+
+/* What one listed node adds to the counters that its result does not say. */
+struct gpuop_node_tally {
+    long long next_change; /* its judgements' (0 never) */
+    uint32_t expected;     /* bit per operand: expected(N,O) */
+    uint32_t running;      /* bit per operand: running(N,O) */
+    bool violation;        /* an OrderingViolation among its findings */
+};
+
+/* Judges node nd, its best pod per operand bp: pushes its findings (as
+ * node index ni), fills *r but its name, and *t. */
+static int judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_node *nd,
+                      const struct gpuop_pod *const *bp, long long now, struct gpuop_node_result *r,
+                      struct gpuop_node_tally *t)
+{
+    struct judge j = {.nd = nd, .bp = bp};
+    const int nops = f->noperands;
+    const long long before = f->next_change;
+    size_t first = f->nitems;
+
+    memset(r, 0, sizeof(*r));
+    memset(t, 0, sizeof(*t));
+    f->next_change = 0; /* this node's, then folded in */
+    r->gpu = nd->gpu;
+    r->gpus = nd->gpus;
+    r->upgrade = nd->upgrade;
+    for (int o = 0; o < nops; o++) {
+        j.running[o] = gpuop_pod_running(bp[o]);
+        j.host[o] = nd->gpu && (!f->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
+        if (j.host[o])
+            r->host_provided |= 1u << o;
+        if (j.running[o])
+            t->running |= 1u << o;
+        if (nd->gpu && f->operands[o].enabled && nd->deploy[o] == GPUOP_LABEL_TRUE &&
+            nd->operands_label != GPUOP_LABEL_FALSE)
+            t->expected |= 1u << o;
+    }
+    int rc = 0;
+    for (int o = 0; o < nops && rc >= 0; o++) {
+        rc = judge_cell(f, ni, o, &j, now, &t->violation);
+        if (rc >= 0)
+            r->cell[o] = (uint8_t)rc;
+    }
+    r->first = (uint32_t)first;
+    r->nfindings = (uint32_t)(f->nitems - first);
+    if (rc >= 0 && r->nfindings)
+        judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
+    t->next_change = f->next_change;
+    f->next_change = before;
+    if (t->next_change)
+        change_at(f, t->next_change);
+    return rc < 0 ? rc : 0;
+}
+
+/* A node is listed when it is a GPU node or has findings. */
+static bool listed(const struct gpuop_node_result *r)
+{
+    return r->gpu || r->nfindings;
+}
+
+/* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
+ * counters, the operands' expected and running nodes, the stranded pods;
+ * with items, its findings per kind and reason too (push adds those). */
+static void count_node(struct gpuop_findings *f, size_t i, int sign, bool items)
+{
+    const struct gpuop_node_result *r = &f->nodes[i];
+    const struct gpuop_node_tally *t = &f->inc.tally[i];
+    for (uint32_t k = 0; items && k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &f->items[r->first + k];
+        f->by_kind[x->kind] += (size_t)sign;
+        f->by_reason[x->reason] += (size_t)sign;
+    }
+    for (int o = 0; o < f->noperands; o++) {
+        f->operands[o].expected_nodes += (size_t)(sign * (int)((t->expected >> o) & 1));
+        f->operands[o].running_nodes += (size_t)(sign * (int)((t->running >> o) & 1));
+    }
+    f->progressing_nodes += (size_t)(sign * r->progressing);
+    f->finding_nodes += (size_t)(sign * (r->nfindings > 0));
+    if (r->gpu) {
+        f->gpu_nodes += (size_t)sign;
+        f->advertised_gpus += (size_t)(sign * (long long)r->gpus.allocatable);
+        f->complete_nodes += (size_t)(sign * (r->nfindings == 0));
+        f->violations += (size_t)(sign * t->violation);
+    }
+    const struct gpuop_stranded *st = gpuop_findings_stranded(f, r);
+    if (st)
+        f->stranded_pods += (size_t)(sign * (long long)st->count);
+}
+
+/* ---- the full pass ---- */
 
 int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
                   size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
@@ -487,52 +870,52 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   struct gpuop_findings *out)
 {
     const int nops = gpuop_operand_count();
-    const struct gpuop_ds *dsof[GPUOP_OPERAND_MAX] = {0};
+    struct gpuop_analysis_state *s = &out->inc;
     const struct gpuop_node **sorted = NULL;
     const struct gpuop_pod **best = NULL;
     struct nindex ix = {0};
-    size_t n = 0, cap = 0;
+    size_t n = 0;
     int rc = GPUOP_ENOMEM;
 
     memset(out, 0, sizeof(*out));
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
-    const long adv_grace = advertise_grace(p);
-    const long ev_grace = event_grace(p);
-    const bool enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
+    s->advertise_grace_s = advertise_grace(p);
+    s->event_grace_s = event_grace(p);
+    s->enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
     /* the operands the scheduler's view is judged on, from the reasons table */
     const struct gpuop_reason_info *adv =
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
-    const int dp = gpuop_operand_by_name(adv->operand), tk = gpuop_operand_by_name(adv->prereq);
+    s->device_plugin = gpuop_operand_by_name(adv->operand);
+    s->toolkit = gpuop_operand_by_name(adv->prereq);
 
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
-    bool per_os[GPUOP_OPERAND_MAX] = {0};
-    const struct gpuop_ds *osds[OS_DS_MAX];
-    size_t nosds = 0;
     for (int o = 0; o < nops; o++)
-        per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
+        s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
     for (size_t i = 0; i < nds; i++) {
         if (!ds || !ds[i])
             continue;
         int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
         if (op < 0 || op >= nops)
             continue;
-        if (per_os[op]) {
-            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) && nosds < OS_DS_MAX)
-                osds[nosds++] = ds[i];
-        } else if (!dsof[op] && (!gpuop_operand_get(op)->per_os ||
-                                 !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
-            dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
+        if (s->per_os[op]) {
+            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) &&
+                s->nosds < GPUOP_ANALYSIS_OS_DS_MAX)
+                s->osds[s->nosds++] = ds[i];
+        } else if (!s->dsof[op] && (!gpuop_operand_get(op)->per_os ||
+                                    !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
+            s->dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
         }
     }
-    qsort(osds, nosds, sizeof(*osds), ds_by_name);
+    qsort(s->osds, s->nosds, sizeof(*s->osds), ds_by_name);
     for (int o = 0; o < nops; o++) {
+        const struct gpuop_ds *d = s->dsof[o];
         out->operands[o].enabled = p ? p->operands[o].enabled : true;
-        out->operands[o].ds_present = dsof[o] != NULL;
-        out->operands[o].desired = dsof[o] ? dsof[o]->desired : 0;
-        out->operands[o].ready = dsof[o] ? dsof[o]->ready : 0;
-        out->operands[o].controller_says = dsof[o] ? dsof[o]->controller_says : NULL;
-        if (per_os[o] && (rc = pool_sums(out, o, osds, nosds)) < 0)
+        out->operands[o].ds_present = d != NULL;
+        out->operands[o].desired = d ? d->desired : 0;
+        out->operands[o].ready = d ? d->ready : 0;
+        out->operands[o].controller_says = d ? d->controller_says : NULL;
+        if (s->per_os[o] && (rc = pool_sums(out, o, s->osds, s->nosds)) < 0)
             goto done;
     }
     rc = GPUOP_ENOMEM;
@@ -561,143 +944,24 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
             *slot = pod;
     }
 
-    out->nodes = calloc(n ? n : 1, sizeof(*out->nodes));
-    if (!out->nodes)
+    s->nodes_cap = n ? n : 1;
+    out->nodes = calloc(s->nodes_cap, sizeof(*out->nodes));
+    s->tally = calloc(s->nodes_cap, sizeof(*s->tally));
+    if (!out->nodes || !s->tally)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        const struct gpuop_node *nd = sorted[i];
-        const struct gpuop_pod **bp = &best[i * nops];
-        struct gpuop_node_result *r = &out->nodes[out->nnodes];
-        uint32_t ni = (uint32_t)out->nnodes;
-        bool optout = nd->operands_label == GPUOP_LABEL_FALSE;
-        bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
-        size_t first = out->nitems, nviol = 0;
-
-        memset(r, 0, sizeof(*r));
-        r->gpu = nd->gpu;
-        r->gpus = nd->gpus;
-        r->upgrade = nd->upgrade;
-        for (int o = 0; o < nops; o++) {
-            running[o] = gpuop_pod_running(bp[o]);
-            host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
-            if (host[o])
-                r->host_provided |= 1u << o;
-            if (running[o])
-                out->operands[o].running_nodes++;
-        }
-        for (int o = 0; o < nops; o++) {
-            bool enabled = out->operands[o].enabled;
-            int label = nd->deploy[o];
-            bool expected = nd->gpu && enabled && label == GPUOP_LABEL_TRUE && !optout;
-            int cell = !enabled && nd->gpu                     ? GPUOP_CELL_DISABLED
-                       : label == GPUOP_LABEL_FALSE && nd->gpu ? GPUOP_CELL_HOST_PROVIDED
-                                                               : GPUOP_CELL_NA;
-            if (expected)
-                out->operands[o].expected_nodes++;
-
-            int blocker = enforce && dsof[o] ? held_by(nd, out, o) : -1;
-            if (expected && !running[o] && blocker >= 0) {
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_HELD_BY_PREREQUISITE, blocker, 0,
-                               gpuop_node_deploy_value(nd, blocker))) < 0)
-                    goto done;
-                cell = GPUOP_CELL_HELD;
-            } else if (expected && !running[o] && per_os[o]) {
-                if ((rc = missing_per_os(out, &cap, ni, o, nd, osds, nosds, bp[o])) < 0)
-                    goto done;
-                cell = GPUOP_CELL_MISSING;
-            } else if (expected && !running[o]) {
-                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o], NULL, -1)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_MISSING;
-            } else if (nd->gpu && gpuop_labeling_changed(nd, o)) {
-                /* a label gpuop set, changed by someone: said as such (SPEC 4a) */
-                const char *now_v = label == GPUOP_LABEL_FALSE   ? "false"
-                                    : label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
-                                                                 : NULL;
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_LABEL_CHANGED, -1, 0, now_v)) < 0)
-                    goto done;
-                if (cell == GPUOP_CELL_NA)
-                    cell = GPUOP_CELL_NOT_SCHEDULED;
-            } else if (nd->gpu && enabled && !optout && !running[o] &&
-                       (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
-                const char *v = gpuop_node_deploy_value(nd, o);
-                int reason = label == GPUOP_LABEL_ABSENT    ? GPUOP_REASON_LABEL_ABSENT
-                             : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
-                             : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
-                                                            : GPUOP_REASON_LABEL_INVALID;
-                if (reason == GPUOP_REASON_LABEL_PAUSED && paused_left_over(nd, v))
-                    reason = GPUOP_REASON_LABEL_PAUSED_LEFT_OVER;
-                const char *d = label == GPUOP_LABEL_OTHER ? v : NULL;
-                if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_NOT_SCHEDULED;
-            }
-            if (running[o]) {
-                cell = GPUOP_CELL_RUNNING;
-                if (o == dp && nd->gpu && !advertised(nd) &&
-                    ready_longer_than(out, bp[o], adv_grace, now)) {
-                    if ((rc = push(out, &cap, ni, o, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
-                                   -1, 0, bp[o])) < 0)
-                        goto done;
-                    cell = GPUOP_CELL_MISSING;
-                }
-                bool stuck = stuck_terminating(out, bp[o], now);
-                if (!expected || stuck) {
-                    int reason = stuck      ? GPUOP_REASON_POD_STUCK_TERMINATING
-                                 : !nd->gpu ? GPUOP_REASON_NOT_GPU_NODE
-                                 : !enabled ? GPUOP_REASON_OPERAND_DISABLED
-                                 : optout && label == GPUOP_LABEL_TRUE
-                                     ? GPUOP_REASON_NODE_OPTED_OUT
-                                     : GPUOP_REASON_LABEL_NOT_TRUE;
-                    if ((rc = push(out, &cap, ni, o, reason, -1, 0, bp[o])) < 0)
-                        goto done;
-                    cell = GPUOP_CELL_UNEXPECTED;
-                }
-                /* Walk up past every satisfied prerequisite. */
-                int q = gpuop_operand_prereq(o);
-                for (int hops = 0; nd->gpu && q >= 0 && hops < nops; hops++) {
-                    if (!running[q] && !host[q]) {
-                        int reason = gpuop_reason_ordering(gpuop_operand_get(o)->name,
-                                                           gpuop_operand_get(q)->name);
-                        if ((rc = push(out, &cap, ni, o, reason, q, 0, bp[o])) < 0)
-                            goto done;
-                        cell = GPUOP_CELL_VIOLATION;
-                        nviol++;
-                        break;
-                    }
-                    q = gpuop_operand_prereq(q);
-                }
-            } else if (o == dp && tk >= 0 && nd->gpu && advertised(nd) && !running[tk] &&
-                       !host[tk]) {
-                /* no device plugin runs, but the scheduler still sees its GPUs */
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, tk,
-                               0, NULL)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_VIOLATION;
-                nviol++;
-            }
-            set_cell(&r->cell[o], cell);
-        }
-        r->first = (uint32_t)first;
-        r->nfindings = (uint32_t)(out->nitems - first);
-        if (r->nfindings)
-            judge_progress(out, r, bp, running, host, ev_grace, now);
-        out->progressing_nodes += r->progressing;
-        if (!nd->gpu && r->nfindings == 0)
+        size_t at = out->nnodes;
+        struct gpuop_node_result *r = &out->nodes[at];
+        if ((rc = judge_node(out, (uint32_t)at, sorted[i], &best[i * nops], now, r,
+                             &s->tally[at])) < 0)
+            goto done;
+        rc = GPUOP_ENOMEM;
+        if (!listed(r))
             continue; /* non-GPU node with nothing to say: not listed */
-        if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
+        if (!(r->name = gpuop_arena_strdup(&out->names, sorted[i]->name)))
             goto done;
         out->nnodes++;
-        if (r->nfindings)
-            out->finding_nodes++;
-        if (nd->gpu) {
-            out->gpu_nodes++;
-            out->advertised_gpus += nd->gpus.allocatable;
-            if (!r->nfindings)
-                out->complete_nodes++;
-            if (nviol)
-                out->violations++;
-        }
+        count_node(out, at, 1, false);
     }
     rc = 0;
 done:
@@ -707,6 +971,179 @@ done:
     return rc;
 }
 
+/* ---- one node again ---- */
+
+/* Most findings one node can have: per operand one of each table that
+ * finds (not running, advertises, unexpected, ordering). */
+#define NODE_FINDINGS_MAX (4 * GPUOP_OPERAND_MAX)
+
+/* Updates leave names unused in the arena; past this share of what is
+ * in use (and this floor), a full pass is worth its cost. */
+#define WASTE_FLOOR_BYTES (64 * 1024)
+
+static int name_cmp_at(const struct gpuop_findings *f, size_t i, const char *name)
+{
+    return strcmp(f->nodes[i].name, name);
+}
+
+/* Position of name among f's nodes (sorted): found, or where it goes. */
+static bool node_pos(const struct gpuop_findings *f, const char *name, size_t *pos)
+{
+    size_t lo = 0, hi = f->nnodes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = name_cmp_at(f, mid, name);
+        if (c == 0) {
+            *pos = mid;
+            return true;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *pos = lo;
+    return false;
+}
+
+/* Room for one more node (result and tally). */
+static int grow_nodes(struct gpuop_findings *f)
+{
+    struct gpuop_analysis_state *s = &f->inc;
+    if (f->nnodes < s->nodes_cap)
+        return 0;
+    size_t cap = s->nodes_cap ? 2 * s->nodes_cap : 16;
+    struct gpuop_node_result *nodes = realloc(f->nodes, cap * sizeof(*nodes));
+    if (!nodes)
+        return GPUOP_ENOMEM;
+    f->nodes = nodes;
+    struct gpuop_node_tally *tally = realloc(s->tally, cap * sizeof(*tally));
+    if (!tally)
+        return GPUOP_ENOMEM;
+    s->tally = tally;
+    s->nodes_cap = cap;
+    return 0;
+}
+
+/* The earliest next_change of the listed nodes. */
+static long long earliest_change(const struct gpuop_findings *f)
+{
+    long long t = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        long long c = f->inc.tally[i].next_change;
+        if (c && (!t || c < t))
+            t = c;
+    }
+    return t;
+}
+
+int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
+                          const struct gpuop_pod *const *pods, size_t npods, long long now)
+{
+    struct gpuop_analysis_state *s = &f->inc;
+    const int nops = f->noperands;
+    if (!s->tally || !name || (node && (!node->name || strcmp(node->name, name))))
+        return GPUOP_EINVAL;
+
+    size_t pos;
+    bool found = node_pos(f, name, &pos);
+    size_t first = pos < f->nnodes ? f->nodes[pos].first : f->nitems;
+    size_t old_n = found ? f->nodes[pos].nfindings : 0;
+    long long old_change = found ? s->tally[pos].next_change : 0;
+    if (found)
+        count_node(f, pos, -1, true);
+    for (size_t k = first; k < first + old_n; k++) { /* texts in the arena, made again */
+        const struct gpuop_finding *x = &f->items[k];
+        if ((x->reason == GPUOP_REASON_OS_LABELS_MISSING ||
+             x->reason == GPUOP_REASON_DAEMONSET_ABSENT) &&
+            x->ref)
+            s->waste += strlen(x->ref) + 1;
+    }
+
+    /* its best pod per operand */
+    const struct gpuop_pod *bp[GPUOP_OPERAND_MAX] = {0};
+    for (size_t i = 0; node && i < npods; i++) {
+        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
+        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops ||
+            strcmp(pod->node, name))
+            continue;
+        if (!bp[pod->operand] || pod_better(pod, bp[pod->operand]))
+            bp[pod->operand] = pod;
+    }
+
+    /* judged at the end of the items, then moved into its place */
+    struct gpuop_node_result r = {0};
+    struct gpuop_node_tally t = {0};
+    struct gpuop_finding mine[NODE_FINDINGS_MAX];
+    size_t tail = f->nitems, new_n = 0;
+    long long keep_change = f->next_change;
+    int rc = node ? judge_node(f, (uint32_t)pos, node, bp, now, &r, &t) : 0;
+    new_n = f->nitems - tail;
+    if (rc < 0 || new_n > NODE_FINDINGS_MAX)
+        return rc < 0 ? rc : GPUOP_EINVAL;
+    memcpy(mine, f->items + tail, new_n * sizeof(*mine));
+    f->nitems = tail;
+    f->next_change = keep_change;
+    bool list = node && listed(&r);
+    if (!list) {
+        for (size_t k = 0; k < new_n; k++) /* push counted them */
+            f->by_kind[mine[k].kind]--, f->by_reason[mine[k].reason]--;
+        new_n = 0;
+    }
+
+    /* the items: [first, first + old_n) becomes mine[0, new_n) */
+    if (new_n != old_n)
+        memmove(f->items + first + new_n, f->items + first + old_n,
+                (f->nitems - first - old_n) * sizeof(*f->items));
+    memcpy(f->items + first, mine, new_n * sizeof(*mine));
+    f->nitems = f->nitems + new_n - old_n;
+
+    /* the nodes: replaced, removed or inserted at pos */
+    if (found && list) {
+        r.name = f->nodes[pos].name;
+    } else if (found) {
+        s->waste += strlen(name) + 1;
+        memmove(f->nodes + pos, f->nodes + pos + 1, (f->nnodes - pos - 1) * sizeof(*f->nodes));
+        memmove(s->tally + pos, s->tally + pos + 1, (f->nnodes - pos - 1) * sizeof(*s->tally));
+        f->nnodes--;
+    } else if (list) {
+        if ((rc = grow_nodes(f)) < 0 || !(r.name = gpuop_arena_strdup(&f->names, name)))
+            return rc < 0 ? rc : GPUOP_ENOMEM;
+        memmove(f->nodes + pos + 1, f->nodes + pos, (f->nnodes - pos) * sizeof(*f->nodes));
+        memmove(s->tally + pos + 1, s->tally + pos, (f->nnodes - pos) * sizeof(*s->tally));
+        f->nnodes++;
+    }
+    if (list) {
+        r.first = (uint32_t)first;
+        r.nfindings = (uint32_t)new_n;
+        f->nodes[pos] = r;
+        s->tally[pos] = t;
+    }
+    /* what follows moved: its items' first, and its node index when one came or went */
+    long long dn = (long long)new_n - (long long)old_n;
+    int di = found == list ? 0 : list ? 1 : -1;
+    if (dn || di) {
+        for (size_t i = pos + (list ? 1 : 0); i < f->nnodes; i++)
+            f->nodes[i].first = (uint32_t)((long long)f->nodes[i].first + dn);
+    }
+    if (di)
+        for (size_t k = first + new_n; k < f->nitems; k++)
+            f->items[k].node = (uint32_t)((int)f->items[k].node + di);
+    if (list)
+        count_node(f, pos, 1, false);
+
+    if (old_change && old_change == f->next_change && (!list || t.next_change != old_change))
+        f->next_change = earliest_change(f);
+    else if (list && t.next_change)
+        change_at(f, t.next_change);
+    return 0;
+}
+
+bool gpuop_analysis_wants_full(const struct gpuop_findings *f)
+{
+    return f->inc.waste > WASTE_FLOOR_BYTES && f->inc.waste > f->names.total / 2;
+}
+
 void gpuop_findings_free(struct gpuop_findings *f)
 {
     if (!f)
@@ -714,12 +1151,15 @@ void gpuop_findings_free(struct gpuop_findings *f)
     gpuop_arena_free(&f->names);
     free(f->nodes);
     free(f->items);
+    free(f->inc.tally);
     memset(f, 0, sizeof(*f));
 }
 
 int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
     f->stranded = NULL; /* borrowed from the controller */
+    free(f->inc.tally); /* no longer updatable: its nodes are about to go */
+    f->inc.tally = NULL;
     f->nstranded = 0;
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
@@ -727,8 +1167,10 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
         f->operands[o].controller_says = NULL; /* borrowed from the inputs */
     if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
         struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
-        if (items)
+        if (items) {
             f->items = items;
+            f->inc.items_cap = f->nitems;
+        }
     }
     /* the nodes with findings, their names in a new arena, in name order */
     size_t n = 0;
