@@ -232,6 +232,12 @@ void gpuop_findings_free(struct gpuop_findings *f);
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now);
 
+/* Brings every node's idle_s to `now` (the one judgement that moves with
+ * the clock alone, and no next_change; after updates at other times):
+ * call it before reading a set updated at several moments. One pass over
+ * the nodes, no allocation. */
+void gpuop_analysis_age(struct gpuop_findings *f, long long now);
+
 /* Updates have left enough of f's names unused (removed nodes, re-judged
  * details) that a full pass would give memory back. */
 bool gpuop_analysis_wants_full(const struct gpuop_findings *f);

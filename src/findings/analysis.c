@@ -322,13 +322,19 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
         if (q >= 0 && !running[q] && !host[q] && prog[q] != GPUOP_PROGRESS_STEP)
             return GPUOP_PROGRESS_NONE; /* what would open it is not on its way */
         if (q >= 0 && (running[q] || host[q])) {
-            long long open = pod->gate_since > GPUOP_TIME_UNREADABLE ? pod->gate_since : now;
+            /* an unknown gate start counts as now: never stuck, and no
+             * moment at which that changes (next_change stays) */
+            bool known = pod->gate_since > GPUOP_TIME_UNREADABLE;
+            long long open = known ? pod->gate_since : now;
             if (running[q] && bp[q]->ready_since > GPUOP_TIME_UNREADABLE &&
-                bp[q]->ready_since > open)
+                bp[q]->ready_since > open) {
                 open = bp[q]->ready_since;
+                known = true;
+            }
             if (now > open + grace)
                 return GPUOP_PROGRESS_NONE;
-            change_at(f, open + grace + 1);
+            if (known)
+                change_at(f, open + grace + 1);
         }
     }
     if (since > GPUOP_TIME_UNREADABLE) {
@@ -339,13 +345,22 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
     return GPUOP_PROGRESS_STEP;
 }
 
+/* idle_s of a node idle since `last` (0: it is not), at now. */
+static uint8_t idle_since(long long last, long long now)
+{
+    if (!last || now <= last)
+        return 0;
+    return now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
+}
+
 /* Judges node result r (its findings pushed): progressing when a finding
  * is a step and none a failure, or when one of its pods became Ready less
  * than the grace ago (the operands after it are arriving); else how long
- * ago one last did (idle_s). */
-static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
-                           const struct gpuop_pod *const *bp, const bool *running, const bool *host,
-                           long grace, long long now)
+ * ago one last did (idle_s). Returns since when it is idle (0: it is
+ * not), which gpuop_analysis_age reads. */
+static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
+                                const struct gpuop_pod *const *bp, const bool *running,
+                                const bool *host, long grace, long long now)
 {
     bool step = false;
     int8_t prog[GPUOP_OPERAND_MAX];
@@ -354,7 +369,7 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
         const struct gpuop_finding *x = &f->items[r->first + k];
         int pr = finding_progress(f, x, bp, running, host, prog, grace, now);
         if (pr == GPUOP_PROGRESS_FAILED)
-            return; /* stalled now: idle 0 */
+            return 0; /* stalled now: idle 0 */
         if (x->kind == GPUOP_KIND_MISSING)
             prog[x->operand] = (int8_t)pr;
         step |= pr == GPUOP_PROGRESS_STEP;
@@ -368,8 +383,8 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
         change_at(f, last + grace + 1);
     }
     r->progressing = step;
-    if (!step && last && now > last)
-        r->idle_s = now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
+    r->idle_s = idle_since(step ? 0 : last, now);
+    return step ? 0 : last;
 }
 
 static int ds_by_name(const void *a, const void *b)
@@ -779,6 +794,7 @@ struct gpuop_node_tally {
     long long next_change; /* its judgements' (0 never) */
     uint32_t expected;     /* bit per operand: expected(N,O) */
     uint32_t running;      /* bit per operand: running(N,O) */
+    long long idle_from;   /* idle_s counts from (0: not idle) */
     bool violation;        /* an OrderingViolation among its findings */
 };
 
@@ -819,7 +835,7 @@ static int judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_
     r->first = (uint32_t)first;
     r->nfindings = (uint32_t)(f->nitems - first);
     if (rc >= 0 && r->nfindings)
-        judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
+        t->idle_from = judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
     t->next_change = f->next_change;
     f->next_change = before;
     if (t->next_change)
@@ -1137,6 +1153,12 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
     else if (list && t.next_change)
         change_at(f, t.next_change);
     return 0;
+}
+
+void gpuop_analysis_age(struct gpuop_findings *f, long long now)
+{
+    for (size_t i = 0; f->inc.tally && i < f->nnodes; i++)
+        f->nodes[i].idle_s = idle_since(f->inc.tally[i].idle_from, now);
 }
 
 bool gpuop_analysis_wants_full(const struct gpuop_findings *f)
