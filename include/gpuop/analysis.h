@@ -155,7 +155,8 @@ struct gpuop_analysis_state {
     bool per_os[GPUOP_OPERAND_MAX];
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
-    int device_plugin, toolkit; /* operand indexes the scheduler's view is judged on */
+    int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
+    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_operand_prereq per operand */
     size_t items_cap, nodes_cap;
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry; NULL: not updatable */
     size_t waste;                   /* bytes of the names arena nothing refers to any more */

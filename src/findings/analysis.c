@@ -265,8 +265,8 @@ static bool image_pull_reason(const char *r)
  * the nearest one that is not, or -1. */
 static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, int o)
 {
-    int q = gpuop_operand_prereq(o);
-    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = gpuop_operand_prereq(q))
+    int q = f->inc.prereq[o];
+    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = f->inc.prereq[q])
         if (f->operands[q].enabled && n->deploy[q] != GPUOP_LABEL_TRUE &&
             n->deploy[q] != GPUOP_LABEL_FALSE)
             return q;
@@ -698,14 +698,14 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
             k->has |= F_ADV_NOTHING;
         if (stuck_terminating(f, pod, now))
             k->has |= F_STUCK;
-        int q = gpuop_operand_prereq(o);
+        int q = s->prereq[o];
         for (int hops = 0; nd->gpu && q >= 0 && hops < f->noperands; hops++) {
             if (!j->running[q] && !j->host[q]) {
                 k->has |= F_PREREQ_OFF;
                 k->unsatisfied = q;
                 break;
             }
-            q = gpuop_operand_prereq(q);
+            q = s->prereq[q];
         }
     }
     return 0;
@@ -904,6 +904,8 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
     s->device_plugin = gpuop_operand_by_name(adv->operand);
     s->toolkit = gpuop_operand_by_name(adv->prereq);
+    for (int o = 0; o < nops; o++) /* looked up by name: once a pass, not once a cell */
+        s->prereq[o] = (int8_t)gpuop_operand_prereq(o);
 
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
     for (int o = 0; o < nops; o++)
