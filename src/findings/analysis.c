@@ -7,10 +7,13 @@
  *      keep, per (node, operand), the most telling pod: running beats
  *      running-but-terminating beats alive beats terminating, newer beats
  *      older;
- *   3. walk the nodes once and, per operand in table order, derive expected /
- *      running / host-provided, the findings and the matrix cell.
+ *   3. walk the nodes once (judge_node) and, per operand in table order,
+ *      gather the cell's facts (bits) and read the decision tables: each
+ *      table gives at most one finding, its first row whose facts hold,
+ *      and may set the matrix cell (see "the decision per (node, operand)").
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). Messages are built on demand by gpuop_finding_message()
+ * O(nodes x pods). judge_node is also what incremental.c calls to judge
+ * one node again. Messages are built on demand by gpuop_finding_message()
  * (message.c) from the reasons table's templates; details, since and the
  * stranded view are detail.c's, the diff of two sets diff.c's. No reason
  * is worded here.
@@ -118,7 +121,7 @@ static int pod_rank(const struct gpuop_pod *p)
     return gpuop_pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
 }
 
-static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
+bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
 {
     int ra = pod_rank(a), rb = pod_rank(b);
     if (ra != rb)
@@ -145,7 +148,7 @@ static long event_grace(const struct gpuop_policy *p)
 }
 
 /* Remembers t as the next time a judgement made with `now` changes. */
-static void change_at(struct gpuop_findings *f, long long t)
+void gpuop_findings_change_at(struct gpuop_findings *f, long long t)
 {
     if (!f->next_change || t < f->next_change)
         f->next_change = t;
@@ -160,7 +163,7 @@ static bool stuck_terminating(struct gpuop_findings *f, const struct gpuop_pod *
     long long at = (long long)p->deleted + f->terminating_grace_s;
     if (now > at)
         return true;
-    change_at(f, at + 1);
+    gpuop_findings_change_at(f, at + 1);
     return false;
 }
 
@@ -175,7 +178,7 @@ static bool ready_longer_than(struct gpuop_findings *f, const struct gpuop_pod *
     long long at = (long long)p->ready_since + grace;
     if (now > at)
         return true;
-    change_at(f, at + 1);
+    gpuop_findings_change_at(f, at + 1);
     return false;
 }
 
@@ -334,19 +337,19 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
             if (now > open + grace)
                 return GPUOP_PROGRESS_NONE;
             if (known)
-                change_at(f, open + grace + 1);
+                gpuop_findings_change_at(f, open + grace + 1);
         }
     }
     if (since > GPUOP_TIME_UNREADABLE) {
         if (now > since + GPUOP_PROGRESS_DEADLINE_S)
             return GPUOP_PROGRESS_NONE;
-        change_at(f, since + GPUOP_PROGRESS_DEADLINE_S + 1);
+        gpuop_findings_change_at(f, since + GPUOP_PROGRESS_DEADLINE_S + 1);
     }
     return GPUOP_PROGRESS_STEP;
 }
 
 /* idle_s of a node idle since `last` (0: it is not), at now. */
-static uint8_t idle_since(long long last, long long now)
+uint8_t gpuop_findings_idle_since(long long last, long long now)
 {
     if (!last || now <= last)
         return 0;
@@ -380,10 +383,10 @@ static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_resu
             last = bp[o]->ready_since;
     if (!step && last && now <= last + grace) {
         step = true; /* just became Ready: what follows it is on its way */
-        change_at(f, last + grace + 1);
+        gpuop_findings_change_at(f, last + grace + 1);
     }
     r->progressing = step;
-    r->idle_s = idle_since(step ? 0 : last, now);
+    r->idle_s = gpuop_findings_idle_since(step ? 0 : last, now);
     return step ? 0 : last;
 }
 
@@ -789,20 +792,11 @@ static int judge_cell(struct gpuop_findings *f, uint32_t ni, int o, const struct
 
 /* ---- one node ---- */
 
-/* What one listed node adds to the counters that its result does not say. */
-struct gpuop_node_tally {
-    long long next_change; /* its judgements' (0 never) */
-    uint32_t expected;     /* bit per operand: expected(N,O) */
-    uint32_t running;      /* bit per operand: running(N,O) */
-    long long idle_from;   /* idle_s counts from (0: not idle) */
-    bool violation;        /* an OrderingViolation among its findings */
-};
-
 /* Judges node nd, its best pod per operand bp: pushes its findings (as
  * node index ni), fills *r but its name, and *t. */
-static int judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_node *nd,
-                      const struct gpuop_pod *const *bp, long long now, struct gpuop_node_result *r,
-                      struct gpuop_node_tally *t)
+int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_node *nd,
+                              const struct gpuop_pod *const *bp, long long now,
+                              struct gpuop_node_result *r, struct gpuop_node_tally *t)
 {
     struct judge j = {.nd = nd, .bp = bp};
     const int nops = f->noperands;
@@ -839,12 +833,12 @@ static int judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_
     t->next_change = f->next_change;
     f->next_change = before;
     if (t->next_change)
-        change_at(f, t->next_change);
+        gpuop_findings_change_at(f, t->next_change);
     return rc < 0 ? rc : 0;
 }
 
 /* A node is listed when it is a GPU node or has findings. */
-static bool listed(const struct gpuop_node_result *r)
+bool gpuop_findings_listed(const struct gpuop_node_result *r)
 {
     return r->gpu || r->nfindings;
 }
@@ -852,7 +846,7 @@ static bool listed(const struct gpuop_node_result *r)
 /* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
  * counters, the operands' expected and running nodes, the stranded pods;
  * with items, its findings per kind and reason too (push adds those). */
-static void count_node(struct gpuop_findings *f, size_t i, int sign, bool items)
+void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, bool items)
 {
     const struct gpuop_node_result *r = &f->nodes[i];
     const struct gpuop_node_tally *t = &f->inc.tally[i];
@@ -958,7 +952,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         if (pos < 0)
             continue; /* node gone: nothing to say about it */
         const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
-        if (!*slot || pod_better(pod, *slot))
+        if (!*slot || gpuop_findings_pod_better(pod, *slot))
             *slot = pod;
     }
 
@@ -970,16 +964,16 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     for (size_t i = 0; i < n; i++) {
         size_t at = out->nnodes;
         struct gpuop_node_result *r = &out->nodes[at];
-        if ((rc = judge_node(out, (uint32_t)at, sorted[i], &best[i * nops], now, r,
-                             &s->tally[at])) < 0)
+        if ((rc = gpuop_findings_judge_node(out, (uint32_t)at, sorted[i], &best[i * nops], now, r,
+                                            &s->tally[at])) < 0)
             goto done;
         rc = GPUOP_ENOMEM;
-        if (!listed(r))
+        if (!gpuop_findings_listed(r))
             continue; /* non-GPU node with nothing to say: not listed */
         if (!(r->name = gpuop_arena_strdup(&out->names, sorted[i]->name)))
             goto done;
         out->nnodes++;
-        count_node(out, at, 1, false);
+        gpuop_findings_count_node(out, at, 1, false);
     }
     rc = 0;
 done:
@@ -987,185 +981,6 @@ done:
     free(best);
     nindex_free(&ix);
     return rc;
-}
-
-/* ---- one node again ---- */
-
-/* Most findings one node can have: per operand one of each table that
- * finds (not running, advertises, unexpected, ordering). */
-#define NODE_FINDINGS_MAX (4 * GPUOP_OPERAND_MAX)
-
-/* Updates leave names unused in the arena; past this share of what is
- * in use (and this floor), a full pass is worth its cost. */
-#define WASTE_FLOOR_BYTES (64 * 1024)
-
-static int name_cmp_at(const struct gpuop_findings *f, size_t i, const char *name)
-{
-    return strcmp(f->nodes[i].name, name);
-}
-
-/* Position of name among f's nodes (sorted): found, or where it goes. */
-static bool node_pos(const struct gpuop_findings *f, const char *name, size_t *pos)
-{
-    size_t lo = 0, hi = f->nnodes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp_at(f, mid, name);
-        if (c == 0) {
-            *pos = mid;
-            return true;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *pos = lo;
-    return false;
-}
-
-/* Room for one more node (result and tally). */
-static int grow_nodes(struct gpuop_findings *f)
-{
-    struct gpuop_analysis_state *s = &f->inc;
-    if (f->nnodes < s->nodes_cap)
-        return 0;
-    size_t cap = s->nodes_cap ? 2 * s->nodes_cap : 16;
-    struct gpuop_node_result *nodes = realloc(f->nodes, cap * sizeof(*nodes));
-    if (!nodes)
-        return GPUOP_ENOMEM;
-    f->nodes = nodes;
-    struct gpuop_node_tally *tally = realloc(s->tally, cap * sizeof(*tally));
-    if (!tally)
-        return GPUOP_ENOMEM;
-    s->tally = tally;
-    s->nodes_cap = cap;
-    return 0;
-}
-
-/* The earliest next_change of the listed nodes. */
-static long long earliest_change(const struct gpuop_findings *f)
-{
-    long long t = 0;
-    for (size_t i = 0; i < f->nnodes; i++) {
-        long long c = f->inc.tally[i].next_change;
-        if (c && (!t || c < t))
-            t = c;
-    }
-    return t;
-}
-
-int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
-                          const struct gpuop_pod *const *pods, size_t npods, long long now)
-{
-    struct gpuop_analysis_state *s = &f->inc;
-    const int nops = f->noperands;
-    if (!s->tally || !name || (node && (!node->name || strcmp(node->name, name))))
-        return GPUOP_EINVAL;
-
-    size_t pos;
-    bool found = node_pos(f, name, &pos);
-    size_t first = pos < f->nnodes ? f->nodes[pos].first : f->nitems;
-    size_t old_n = found ? f->nodes[pos].nfindings : 0;
-    long long old_change = found ? s->tally[pos].next_change : 0;
-    if (found)
-        count_node(f, pos, -1, true);
-    for (size_t k = first; k < first + old_n; k++) { /* texts in the arena, made again */
-        const struct gpuop_finding *x = &f->items[k];
-        if ((x->reason == GPUOP_REASON_OS_LABELS_MISSING ||
-             x->reason == GPUOP_REASON_DAEMONSET_ABSENT) &&
-            x->ref)
-            s->waste += strlen(x->ref) + 1;
-    }
-
-    /* its best pod per operand */
-    const struct gpuop_pod *bp[GPUOP_OPERAND_MAX] = {0};
-    for (size_t i = 0; node && i < npods; i++) {
-        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
-        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops ||
-            strcmp(pod->node, name))
-            continue;
-        if (!bp[pod->operand] || pod_better(pod, bp[pod->operand]))
-            bp[pod->operand] = pod;
-    }
-
-    /* judged at the end of the items, then moved into its place */
-    struct gpuop_node_result r = {0};
-    struct gpuop_node_tally t = {0};
-    struct gpuop_finding mine[NODE_FINDINGS_MAX];
-    size_t tail = f->nitems, new_n = 0;
-    long long keep_change = f->next_change;
-    int rc = node ? judge_node(f, (uint32_t)pos, node, bp, now, &r, &t) : 0;
-    new_n = f->nitems - tail;
-    if (rc < 0 || new_n > NODE_FINDINGS_MAX)
-        return rc < 0 ? rc : GPUOP_EINVAL;
-    memcpy(mine, f->items + tail, new_n * sizeof(*mine));
-    f->nitems = tail;
-    f->next_change = keep_change;
-    bool list = node && listed(&r);
-    if (!list) {
-        for (size_t k = 0; k < new_n; k++) /* push counted them */
-            f->by_kind[mine[k].kind]--, f->by_reason[mine[k].reason]--;
-        new_n = 0;
-    }
-
-    /* the items: [first, first + old_n) becomes mine[0, new_n) */
-    if (new_n != old_n)
-        memmove(f->items + first + new_n, f->items + first + old_n,
-                (f->nitems - first - old_n) * sizeof(*f->items));
-    memcpy(f->items + first, mine, new_n * sizeof(*mine));
-    f->nitems = f->nitems + new_n - old_n;
-
-    /* the nodes: replaced, removed or inserted at pos */
-    if (found && list) {
-        r.name = f->nodes[pos].name;
-    } else if (found) {
-        s->waste += strlen(name) + 1;
-        memmove(f->nodes + pos, f->nodes + pos + 1, (f->nnodes - pos - 1) * sizeof(*f->nodes));
-        memmove(s->tally + pos, s->tally + pos + 1, (f->nnodes - pos - 1) * sizeof(*s->tally));
-        f->nnodes--;
-    } else if (list) {
-        if ((rc = grow_nodes(f)) < 0 || !(r.name = gpuop_arena_strdup(&f->names, name)))
-            return rc < 0 ? rc : GPUOP_ENOMEM;
-        memmove(f->nodes + pos + 1, f->nodes + pos, (f->nnodes - pos) * sizeof(*f->nodes));
-        memmove(s->tally + pos + 1, s->tally + pos, (f->nnodes - pos) * sizeof(*s->tally));
-        f->nnodes++;
-    }
-    if (list) {
-        r.first = (uint32_t)first;
-        r.nfindings = (uint32_t)new_n;
-        f->nodes[pos] = r;
-        s->tally[pos] = t;
-    }
-    /* what follows moved: its items' first, and its node index when one came or went */
-    long long dn = (long long)new_n - (long long)old_n;
-    int di = found == list ? 0 : list ? 1 : -1;
-    if (dn || di) {
-        for (size_t i = pos + (list ? 1 : 0); i < f->nnodes; i++)
-            f->nodes[i].first = (uint32_t)((long long)f->nodes[i].first + dn);
-    }
-    if (di)
-        for (size_t k = first + new_n; k < f->nitems; k++)
-            f->items[k].node = (uint32_t)((int)f->items[k].node + di);
-    if (list)
-        count_node(f, pos, 1, false);
-
-    if (old_change && old_change == f->next_change && (!list || t.next_change != old_change))
-        f->next_change = earliest_change(f);
-    else if (list && t.next_change)
-        change_at(f, t.next_change);
-    return 0;
-}
-
-void gpuop_analysis_age(struct gpuop_findings *f, long long now)
-{
-    for (size_t i = 0; f->inc.tally && i < f->nnodes; i++)
-        f->nodes[i].idle_s = idle_since(f->inc.tally[i].idle_from, now);
-}
-
-bool gpuop_analysis_wants_full(const struct gpuop_findings *f)
-{
-    return f->inc.waste > WASTE_FLOOR_BYTES && f->inc.waste > f->names.total / 2;
 }
 
 void gpuop_findings_free(struct gpuop_findings *f)
