@@ -88,7 +88,7 @@ struct world {
 
 static void node_name(int slot, char *buf, size_t size)
 {
-    snprintf(buf, size, "node-%02d", slot);
+    snprintf(buf, size, "node-%02u", (unsigned)slot % 100u); /* NODE_SLOTS <= 100 */
 }
 
 static struct tnode *random_node(int slot)
