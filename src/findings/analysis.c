@@ -815,10 +815,10 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
         if (j.host[o])
             r->host_provided |= 1u << o;
         if (j.running[o])
-            t->running |= 1u << o;
+            t->running |= (uint16_t)(1u << o);
         if (nd->gpu && f->operands[o].enabled && nd->deploy[o] == GPUOP_LABEL_TRUE &&
             nd->operands_label != GPUOP_LABEL_FALSE)
-            t->expected |= 1u << o;
+            t->expected |= (uint16_t)(1u << o);
     }
     int rc = 0;
     for (int o = 0; o < nops && rc >= 0; o++) {
@@ -829,7 +829,8 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->first = (uint32_t)first;
     r->nfindings = (uint32_t)(f->nitems - first);
     if (rc >= 0 && r->nfindings)
-        t->idle_from = judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
+        t->idle_from =
+            (uint32_t)judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
     t->next_change = f->next_change;
     f->next_change = before;
     if (t->next_change)

@@ -28,13 +28,15 @@ void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n);
 /* ---- shared by the full pass (analysis.c) and one node again (incremental.c) ---- */
 
 /* What one listed node adds to the counters that its result does not say. */
-struct gpuop_node_tally {
+struct gpuop_node_tally {  /* 24 bytes: a set holds one per listed node */
     long long next_change; /* its judgements' (0 never) */
-    uint32_t expected;     /* bit per operand: expected(N,O) */
-    uint32_t running;      /* bit per operand: running(N,O) */
-    long long idle_from;   /* idle_s counts from (0: not idle) */
+    uint32_t idle_from;    /* idle_s counts from (a pod's Ready time; 0: not idle) */
+    uint16_t expected;     /* bit per operand: expected(N,O) */
+    uint16_t running;      /* bit per operand: running(N,O) */
     bool violation;        /* an OrderingViolation among its findings */
 };
+_Static_assert(GPUOP_OPERAND_MAX <= 16, "a tally's operand masks are 16 bits");
+_Static_assert(sizeof(struct gpuop_node_tally) <= 24, "a node's tally is 24 bytes");
 
 /* Judges node nd, its best pod per operand bp: pushes its findings (as
  * node index ni), fills *r but its name, and *t. */
