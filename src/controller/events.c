@@ -187,11 +187,18 @@ static void send_next(struct gpuop_events *ev)
 {
     while (ev->head && !ev->req) {
         struct post *p = ev->head;
-        int rc = p->patch
-                     ? gpuop_kube_request(ev->kube, "PATCH", p->path, GPUOP_CT_MERGE, p->patch,
-                                          strlen(p->patch), 0, post_done, ev, &ev->req)
-                     : gpuop_kube_request(ev->kube, "POST", EVENTS_PATH, GPUOP_CT_JSON, p->body,
-                                          strlen(p->body), 0, post_done, ev, &ev->req);
+        struct gpuop_kube_opts o =
+            p->patch ? (struct gpuop_kube_opts){.verb = GPUOP_KUBE_PATCH,
+                                                .path = p->path,
+                                                .content_type = GPUOP_CT_MERGE,
+                                                .body = p->patch,
+                                                .body_len = strlen(p->patch)}
+                     : (struct gpuop_kube_opts){.verb = GPUOP_KUBE_POST,
+                                                .path = EVENTS_PATH,
+                                                .content_type = GPUOP_CT_JSON,
+                                                .body = p->body,
+                                                .body_len = strlen(p->body)};
+        int rc = gpuop_kube_request(ev->kube, &o, post_done, ev, &ev->req);
         if (rc == 0)
             return;
         ev->req = NULL;

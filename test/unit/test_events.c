@@ -26,6 +26,7 @@
 #include "queue_int.h"
 #include "fakeapi.h"
 #include "world_fixture.h"
+#include "process_setup.h"
 
 static long long fake_now;
 
@@ -785,5 +786,5 @@ int main(void)
         cmocka_unit_test(test_stalled_node_posts_once),
         cmocka_unit_test(test_docs_list_the_transient_reasons),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
