@@ -79,7 +79,7 @@ struct gpuop_kube_opts {
     const char *path;         /* with its query: "/api/v1/nodes?limit=500" (gpuop_kube_path) */
     const char *content_type; /* of body; NULL: application/json */
     const char *body;         /* NULL: none */
-    size_t body_len;          /* bytes of body */
+    size_t body_len;          /* bytes of body; 0: strlen(body) */
     long timeout_ms;          /* the whole transfer; 0: 30 s (a stream: no limit) */
 };
 

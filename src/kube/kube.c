@@ -77,6 +77,7 @@ struct gpuop_kube_req {
     struct curl_slist *headers;
     char *url;
     char *body; /* request body copy */
+    size_t body_len;
     enum gpuop_kube_verb verb;
     gpuop_kube_done_cb done;
     gpuop_kube_data_cb on_data;
@@ -774,13 +775,13 @@ static void set_tls(struct opt_check *oc, CURL *e, const struct gpuop_kubeconfig
 }
 
 /* The method, and the body when there is one. */
-static void set_method(struct opt_check *oc, struct gpuop_kube_req *r, size_t body_len)
+static void set_method(struct opt_check *oc, struct gpuop_kube_req *r)
 {
     CURL *e = r->easy;
     const char *method = verbs[r->verb].method;
     if (r->body) {
         SET_EASY(oc, e, CURLOPT_POSTFIELDS, r->body);
-        SET_EASY(oc, e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        SET_EASY(oc, e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
         if (r->verb != GPUOP_KUBE_POST)
             SET_EASY(oc, e, CURLOPT_CUSTOMREQUEST, method);
     } else if (!strcmp(method, "GET")) {
@@ -834,7 +835,7 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r,
     struct opt_check oc = {.err = err};
     set_transfer(&oc, r, timeout_ms);
     set_tls(&oc, r->easy, &k->cfg);
-    set_method(&oc, r, o->body_len);
+    set_method(&oc, r);
     if (oc.rc)
         return oc.rc;
     int rc = add_headers(k, r, o->content_type, err);
@@ -884,10 +885,11 @@ static int start(struct gpuop_kube *k, const struct gpuop_kube_opts *o, const st
     r->url = malloc(ulen);
     r->easy = curl_easy_init();
     if (o->body) {
-        r->body = malloc(o->body_len + 1);
+        r->body_len = o->body_len ? o->body_len : strlen(o->body);
+        r->body = malloc(r->body_len + 1);
         if (r->body) {
-            memcpy(r->body, o->body, o->body_len);
-            r->body[o->body_len] = '\0';
+            memcpy(r->body, o->body, r->body_len);
+            r->body[r->body_len] = '\0';
         }
     }
     req_link(k, r);

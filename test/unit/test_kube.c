@@ -349,6 +349,10 @@ static void test_methods_and_bodies(void **state)
     assert_string_equal(last(f->srv)->method, "POST");
     assert_string_equal(last(f->srv)->ctype, GPUOP_CT_JSON);
     assert_string_equal(last(f->srv)->body, "{}");
+    /* body_len 0: the body's strlen */
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_POST, .path = "/ok", .body = "{\"a\":1}"};
+    assert_int_equal(gpuop_kube_call(f->k, &o, NULL, &err), 0);
+    assert_string_equal(last(f->srv)->body, "{\"a\":1}");
 
     /* a 3000-byte body arrives whole */
     char *large = malloc(3001);
