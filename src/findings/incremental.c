@@ -129,7 +129,8 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
     new_n = f->nitems - tail;
     if (rc < 0 || new_n > NODE_FINDINGS_MAX)
         return rc < 0 ? rc : GPUOP_EINVAL;
-    memcpy(mine, f->items + tail, new_n * sizeof(*mine));
+    if (new_n) /* items may be NULL while the set has none */
+        memcpy(mine, f->items + tail, new_n * sizeof(*mine));
     f->nitems = tail;
     f->next_change = keep_change;
     bool list = node && gpuop_findings_listed(&r);
@@ -143,7 +144,8 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
     if (new_n != old_n)
         memmove(f->items + first + new_n, f->items + first + old_n,
                 (f->nitems - first - old_n) * sizeof(*f->items));
-    memcpy(f->items + first, mine, new_n * sizeof(*mine));
+    if (new_n)
+        memcpy(f->items + first, mine, new_n * sizeof(*mine));
     f->nitems = f->nitems + new_n - old_n;
 
     /* the nodes: replaced, removed or inserted at pos */

@@ -542,11 +542,50 @@ static void test_update_refused(void **state)
     world_free(&w);
 }
 
+/* A set with no nodes and no findings (items NULL) takes a node with
+ * findings, then loses it: back to empty, as a full pass says. */
+static void test_update_from_empty(void **state)
+{
+    (void)state;
+    struct world w;
+    rng = 11;
+    world_init(&w, POL_DEFAULT);
+    for (int i = 0; i < NODE_SLOTS; i++) {
+        free(w.nodes[i]);
+        w.nodes[i] = NULL;
+    }
+    struct gpuop_findings f, ref;
+    char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
+    assert_int_equal(full(&w, &f), 0);
+    assert_int_equal(f.nitems, 0);
+    assert_int_equal(update(&w, &f, 5), 0); /* no node there: nothing */
+    w.nodes[5] = random_node(5);
+    w.nodes[5]->n.gpu = true;
+    w.nodes[5]->n.deploy[0] = GPUOP_LABEL_ABSENT; /* NotScheduled at least */
+    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(full(&w, &ref), 0);
+    if (!findings_equal(&f, &ref, why, sizeof(why)))
+        fail_msg("after the node came: %s", why);
+    assert_true(f.nitems > 0);
+    gpuop_findings_free(&ref);
+    free(w.nodes[5]);
+    w.nodes[5] = NULL;
+    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(full(&w, &ref), 0);
+    if (!findings_equal(&f, &ref, why, sizeof(why)))
+        fail_msg("after the node went: %s", why);
+    assert_int_equal(f.nnodes, 0);
+    gpuop_findings_free(&ref);
+    gpuop_findings_free(&f);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_incremental_equals_full),
         cmocka_unit_test(test_update_refused),
+        cmocka_unit_test(test_update_from_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
