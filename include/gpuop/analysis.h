@@ -7,7 +7,10 @@
  * next_change says when such a judgement would change), allocates its result, and
  * runs in O(nodes x operands + pods) (pods are indexed by node name with a
  * hash table). Its inputs are arrays of pointers so the controller can pass
- * what its hash-table caches hold without copying.
+ * what its hash-table caches hold without copying. A set it made can then
+ * be kept and updated one node at a time (gpuop_analysis_update, costing
+ * that node), the full pass staying the reference (test_incremental) and
+ * what a DaemonSet or policy change needs.
  *
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
