@@ -875,20 +875,17 @@ void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, boo
 
 /* ---- the full pass ---- */
 
-int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                  const struct gpuop_pod *const *pods, size_t npods, long long now,
-                  struct gpuop_findings *out)
+/* What every node is judged against, into out (zeroed): the policy's
+ * switches and graces, the prerequisite chain, and the DaemonSets chosen
+ * per operand (a per-OS operand's, one per OS pool: SPEC 4b), with the
+ * operands' results they make. */
+static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
+                      const struct gpuop_ds *const *ds, size_t nds)
 {
     const int nops = gpuop_operand_count();
     struct gpuop_analysis_state *s = &out->inc;
-    const struct gpuop_node **sorted = NULL;
-    const struct gpuop_pod **best = NULL;
-    struct nindex ix = {0};
-    size_t n = 0;
-    int rc = GPUOP_ENOMEM;
+    int rc;
 
-    memset(out, 0, sizeof(*out));
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
     s->advertise_grace_s = advertise_grace(p);
@@ -929,8 +926,27 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         out->operands[o].ready = d ? d->ready : 0;
         out->operands[o].controller_says = d ? d->controller_says : NULL;
         if (s->per_os[o] && (rc = pool_sums(out, o, s->osds, s->nosds)) < 0)
-            goto done;
+            return rc;
     }
+    return 0;
+}
+
+int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                  const struct gpuop_pod *const *pods, size_t npods, long long now,
+                  struct gpuop_findings *out)
+{
+    const int nops = gpuop_operand_count();
+    struct gpuop_analysis_state *s = &out->inc;
+    const struct gpuop_node **sorted = NULL;
+    const struct gpuop_pod **best = NULL;
+    struct nindex ix = {0};
+    size_t n = 0;
+    int rc = GPUOP_ENOMEM;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = read_setup(out, p, ds, nds)) < 0)
+        goto done;
     rc = GPUOP_ENOMEM;
 
     sorted = malloc((nnodes ? nnodes : 1) * sizeof(*sorted));

@@ -85,6 +85,58 @@ static long long earliest_change(const struct gpuop_findings *f)
     return t;
 }
 
+/* Items [first, first + old_n) of f become mine[0, new_n). */
+static void splice_items(struct gpuop_findings *f, size_t first, size_t old_n,
+                         const struct gpuop_finding *mine, size_t new_n)
+{
+    if (new_n != old_n)
+        memmove(f->items + first + new_n, f->items + first + old_n,
+                (f->nitems - first - old_n) * sizeof(*f->items));
+    if (new_n) /* items may be NULL while the set has none */
+        memcpy(f->items + first, mine, new_n * sizeof(*mine));
+    f->nitems = f->nitems + new_n - old_n;
+}
+
+/* Node `name` at pos of f (found: it was listed; list: it is now, as *r
+ * and *t, its items from first) is replaced, removed or inserted; what
+ * follows it moves: its items' first by dn, and their node index when a
+ * node came or went. */
+static int place_node(struct gpuop_findings *f, const char *name, size_t pos, bool found, bool list,
+                      size_t first, long long dn, struct gpuop_node_result *r,
+                      const struct gpuop_node_tally *t)
+{
+    struct gpuop_analysis_state *s = &f->inc;
+    if (found && list) {
+        r->name = f->nodes[pos].name;
+    } else if (found) {
+        s->waste += strlen(name) + 1;
+        memmove(f->nodes + pos, f->nodes + pos + 1, (f->nnodes - pos - 1) * sizeof(*f->nodes));
+        memmove(s->tally + pos, s->tally + pos + 1, (f->nnodes - pos - 1) * sizeof(*s->tally));
+        f->nnodes--;
+    } else if (list) {
+        int rc = grow_nodes(f);
+        if (rc < 0 || !(r->name = gpuop_arena_strdup(&f->names, name)))
+            return rc < 0 ? rc : GPUOP_ENOMEM;
+        memmove(f->nodes + pos + 1, f->nodes + pos, (f->nnodes - pos) * sizeof(*f->nodes));
+        memmove(s->tally + pos + 1, s->tally + pos, (f->nnodes - pos) * sizeof(*s->tally));
+        f->nnodes++;
+    }
+    size_t new_n = list ? r->nfindings : 0; /* judge_node counted them */
+    if (list) {
+        r->first = (uint32_t)first;
+        f->nodes[pos] = *r;
+        s->tally[pos] = *t;
+    }
+    int di = found == list ? 0 : list ? 1 : -1;
+    if (dn || di)
+        for (size_t i = pos + (list ? 1 : 0); i < f->nnodes; i++)
+            f->nodes[i].first = (uint32_t)((long long)f->nodes[i].first + dn);
+    if (di)
+        for (size_t k = first + new_n; k < f->nitems; k++)
+            f->items[k].node = (uint32_t)((int)f->items[k].node + di);
+    return 0;
+}
+
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now)
 {
@@ -140,45 +192,10 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
         new_n = 0;
     }
 
-    /* the items: [first, first + old_n) becomes mine[0, new_n) */
-    if (new_n != old_n)
-        memmove(f->items + first + new_n, f->items + first + old_n,
-                (f->nitems - first - old_n) * sizeof(*f->items));
-    if (new_n)
-        memcpy(f->items + first, mine, new_n * sizeof(*mine));
-    f->nitems = f->nitems + new_n - old_n;
-
-    /* the nodes: replaced, removed or inserted at pos */
-    if (found && list) {
-        r.name = f->nodes[pos].name;
-    } else if (found) {
-        s->waste += strlen(name) + 1;
-        memmove(f->nodes + pos, f->nodes + pos + 1, (f->nnodes - pos - 1) * sizeof(*f->nodes));
-        memmove(s->tally + pos, s->tally + pos + 1, (f->nnodes - pos - 1) * sizeof(*s->tally));
-        f->nnodes--;
-    } else if (list) {
-        if ((rc = grow_nodes(f)) < 0 || !(r.name = gpuop_arena_strdup(&f->names, name)))
-            return rc < 0 ? rc : GPUOP_ENOMEM;
-        memmove(f->nodes + pos + 1, f->nodes + pos, (f->nnodes - pos) * sizeof(*f->nodes));
-        memmove(s->tally + pos + 1, s->tally + pos, (f->nnodes - pos) * sizeof(*s->tally));
-        f->nnodes++;
-    }
-    if (list) {
-        r.first = (uint32_t)first;
-        r.nfindings = (uint32_t)new_n;
-        f->nodes[pos] = r;
-        s->tally[pos] = t;
-    }
-    /* what follows moved: its items' first, and its node index when one came or went */
-    long long dn = (long long)new_n - (long long)old_n;
-    int di = found == list ? 0 : list ? 1 : -1;
-    if (dn || di) {
-        for (size_t i = pos + (list ? 1 : 0); i < f->nnodes; i++)
-            f->nodes[i].first = (uint32_t)((long long)f->nodes[i].first + dn);
-    }
-    if (di)
-        for (size_t k = first + new_n; k < f->nitems; k++)
-            f->items[k].node = (uint32_t)((int)f->items[k].node + di);
+    splice_items(f, first, old_n, mine, new_n);
+    if ((rc = place_node(f, name, pos, found, list, first, (long long)new_n - (long long)old_n, &r,
+                         &t)) < 0)
+        return rc;
     if (list)
         gpuop_findings_count_node(f, pos, 1, false);
 
