@@ -1,5 +1,5 @@
 /*
- * upgrade.h - the driver upgrade's planner (docs/upgrade.md), pure.
+ * upgrade.h - the driver upgrade's planner (docs/upgrade.md), pure. Layer: findings
  *
  * From the policy's upgradePolicy, the GPU nodes (their state label,
  * gpuop's annotations, unschedulable), each node's driver pod (its

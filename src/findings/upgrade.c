@@ -294,7 +294,7 @@ static void step_wait_jobs(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     say(w, "waiting for %s to finish (waitForCompletion.podSelector %s; ", tmp,
         c->u->wait_selector);
     if (c->u->wait_timeout_s > 0)
-        say(w, "%lld s left)", (long long)c->u->wait_timeout_s - elapsed(c, o->since));
+        say(w, "timeoutSeconds %ld)", c->u->wait_timeout_s);
     else
         say(w, "no timeout)");
 }
