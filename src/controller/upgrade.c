@@ -509,9 +509,10 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
                           : o->state == GPUOP_US_DRAIN   ? pol->drain_selector
                                                          : NULL;
         struct gpuop_kube_param q[] = {{"fieldSelector", field},
-                                       {"labelSelector", sel && *sel ? sel : NULL}};
+                                       {"labelSelector", sel && *sel ? sel : NULL},
+                                       {"resourceVersion", "0"}}; /* the watch cache */
         struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
-        char *path = gpuop_kube_path(&ref, q, 2);
+        char *path = gpuop_kube_path(&ref, q, 3);
         rc = up_send(r, o->action, o->state, 0, "GET", path, NULL, NULL, list_done);
         free(path);
         break;
