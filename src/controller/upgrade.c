@@ -685,7 +685,13 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             x->npods = r->npods;
         }
     }
-    snprintf(u->version, sizeof(u->version), "%s", p->operands[d].image);
+    /* the version the image names: its tag (before the OS is appended), or digest */
+    const char *img = p->operands[d].image, *at = strrchr(img, '@'), *colon = strrchr(img, ':');
+    const char *slash = strrchr(img, '/');
+    snprintf(u->version, sizeof(u->version), "%s",
+             at                                   ? at + 1
+             : colon && (!slash || colon > slash) ? colon + 1
+                                                  : img);
     u->in = (struct gpuop_upgrade_in){.policy = &p->upgrade,
                                       .driver_enabled = p->operands[d].enabled,
                                       .validator_enabled = val >= 0 && p->operands[val].enabled,
