@@ -41,6 +41,8 @@ Invariants (the name is what a violation line starts with):
   stop         after a node is upgrade-failed (or carries
                gpuop.dev/driver-upgrade-failed) no other node starts until
                the failure is cleared or the driver spec changes
+  pdb          (--min-ready NS/PREFIX=N) once N pods named PREFIX* in NS
+               are Ready and not terminating, never fewer again (a PDB held)
   final        (--expect-version V) at the end every managed GPU node not
                cordoned by hand and not --exempt is upgrade-done, schedulable
                (unless it was cordoned before), with a Ready driver pod whose
@@ -48,7 +50,7 @@ Invariants (the name is what a violation line starts with):
 
 usage: upgrade_check.py TIMELINE [--expect-version V] [--exempt NODE]...
          [--max-parallel N] [--max-unavailable N|N%] [--nodes-prefix P]
-         [--name-order] [--stats FILE]
+         [--name-order] [--min-ready NS/PREFIX=N]... [--stats FILE]
 Exit 0: no violation; 1: violations (each with a timeline excerpt); 2: usage.
 --stats writes JSON: per node the seconds from entering the upgrade to
 upgrade-done, and the epoch's span.
@@ -165,6 +167,7 @@ class Checker:
         self.start_t = {}
         self.done_t = {}
         self.epoch_t = None
+        self.armed = {}  # --min-ready spec -> reached once
 
     # --- helpers ---------------------------------------------------------------
     def sel(self, name):
@@ -468,6 +471,19 @@ class Checker:
             del self.replacing[n]
 
     def check_moment(self, r, prev_unavail):
+        for spec in getattr(self.o, "min_ready", None) or []:
+            where, want = spec.rsplit("=", 1)
+            ns, prefix = where.split("/", 1)
+            ready = sorted(p["name"] for p in self.pods.values() if p.get("ns") == ns and p["name"].startswith(prefix)
+                           and p.get("ready") and not p.get("deleting"))
+            armed = self.armed.setdefault(spec, len(ready) >= int(want))
+            if not armed and len(ready) >= int(want):
+                self.armed[spec] = True
+            elif armed and len(ready) < int(want):
+                nodes = sorted({p.get("node") for p in self.pods.values() if p.get("ns") == ns
+                                and p["name"].startswith(prefix) and p.get("node")})
+                self.violate("pdb", r, "%d Ready pods %s/%s* (at least %s): %s" % (len(ready), ns, prefix, want,
+                             ", ".join(ready)), [n for n in nodes if n == r.get("node") or n == r.get("name")])
         mp = self.max_parallel()
         ip = self.in_progress()
         if mp > 0 and len(ip) > mp:
@@ -539,6 +555,8 @@ def main(argv=None):
     ap.add_argument("--max-unavailable", help="instead of the policy's maxUnavailable (N or N%%)")
     ap.add_argument("--nodes-prefix", default="", help="only nodes whose name starts so")
     ap.add_argument("--name-order", action="store_true", help="nodes also start in the order of their names")
+    ap.add_argument("--min-ready", action="append", default=[], metavar="NS/PREFIX=N",
+                    help="at every moment at least N Ready pods named PREFIX* in NS (a PDB held)")
     ap.add_argument("--stats", help="write per-node upgrade times (JSON) here")
     a = ap.parse_args(argv)
     snap, rest = load(a.timeline)

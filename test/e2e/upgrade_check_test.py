@@ -189,6 +189,7 @@ def upgrade_check_args(argv):
     ap.add_argument("--max-unavailable")
     ap.add_argument("--nodes-prefix", default="")
     ap.add_argument("--name-order", action="store_true")
+    ap.add_argument("--min-ready", action="append", default=[])
     return ap.parse_args(argv)
 
 
@@ -475,6 +476,18 @@ class TestChecker(unittest.TestCase):
         tl.upgrade_node("a")
         tl.upgrade_node("b")
         self.assertClean(tl.check())
+
+    def test_pdb(self):
+        tl = Timeline()
+        tl.begin()
+        tl.upgrade_node("a")
+        self.assertClean(tl.check("--min-ready", "team/job-=2"))
+        # two jobs go at once: one Ready left of the two the budget keeps
+        tl.pod_set(tl.find("b", gpu=True), ready=False)
+        tl.pod_set(tl.find("c", gpu=True), deleting=True)
+        vs = tl.check("--min-ready", "team/job-=2")
+        self.assertOnly(vs, "pdb")
+        self.assertIn("1 Ready pods team/job-* (at least 2): job-c", str(vs[0]))
 
     def test_final(self):
         tl = Timeline()
