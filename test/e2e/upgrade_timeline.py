@@ -27,7 +27,7 @@ was parsed) and "rv" (the object's resourceVersion as a number: one etcd
 serves the lab, so it orders records across the three watches; the checker
 sorts by it).
 
-usage: upgrade_timeline.py --lab-dir DIR --out FILE
+usage: upgrade_timeline.py --lab-dir DIR --out FILE [--kinds Node,Pod,GpuPolicy]
        (or --server HOST:PORT --ca --cert --key)
 Stops on SIGTERM or SIGINT; every line is flushed as it is written.
 """
@@ -165,8 +165,9 @@ def rv_of(obj, default=0):
 
 
 class Recorder:
-    def __init__(self, api, out):
+    def __init__(self, api, out, resources=RESOURCES):
         self.api = api
+        self.resources = resources
         self.out = out
         self.lock = threading.Lock()
         self.last = {}  # (kind, key) -> projection without t/rv/ev
@@ -194,7 +195,7 @@ class Recorder:
             if kind in self.synced:
                 return
             self.synced.add(kind)
-            if len(self.synced) == len(RESOURCES):
+            if len(self.synced) == len(self.resources):
                 self.out.write(json.dumps({"t": round(time.time(), 6), "kind": "synced"}) + "\n")
                 self.out.flush()
 
@@ -291,6 +292,8 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--out", required=True, help="JSON-lines file (appended)")
+    ap.add_argument("--kinds", default="Node,Pod,GpuPolicy",
+                    help="what to record (the benchmark leaves out Pods: 6 per node)")
     a = ap.parse_args()
     if a.lab_dir:
         with open(os.path.join(a.lab_dir, "apiserver.addr")) as f:
@@ -303,11 +306,15 @@ def main():
         ap.error("--lab-dir or --server/--ca/--cert/--key")
     api = Api(a.server, a.ca, a.cert, a.key)
     out = open(a.out, "a", buffering=1)
-    rec = Recorder(api, out)
+    kinds = [k for k in a.kinds.split(",") if k]
+    resources = tuple((k, p) for k, p in RESOURCES if k in kinds)
+    if len(resources) != len(kinds):
+        ap.error("--kinds: Node, Pod, GpuPolicy")
+    rec = Recorder(api, out, resources)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    for kind, path in RESOURCES:
+    for kind, path in resources:
         threading.Thread(target=rec.run_watch, args=(kind, path), daemon=True).start()
     while not done.wait(0.5):
         pass
