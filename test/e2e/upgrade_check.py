@@ -67,6 +67,9 @@ CORDON_MARK = "gpuop.dev/driver-upgrade-cordoned"
 FAILED_MARK = "gpuop.dev/driver-upgrade-failed"
 PAUSED_MARK = "gpuop.dev/driver-upgrade-paused"
 GPU_PRESENT = "nvidia.com/gpu.present"
+# deploy labels that are not the driver's dependents: the driver itself and
+# the node-wide opt-out (nvidia.com/gpu.deploy.operands)
+NOT_DEPENDENTS = ("driver", "operands")
 # The GPU Operator's sequence (k8s-operator-libs pkg/upgrade/consts.go, as
 # vendored by NVIDIA/gpu-operator v26.7.0).
 SEQUENCE = ["upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
@@ -229,7 +232,7 @@ class Checker:
                       and p.get("phase") not in ("Succeeded", "Failed"))
 
     def dependents(self, node):
-        return {k: v for k, v in (self.nodes[node].get("deploy") or {}).items() if k != "driver"}
+        return {k: v for k, v in (self.nodes[node].get("deploy") or {}).items() if k not in NOT_DEPENDENTS}
 
     # --- epochs ----------------------------------------------------------------
     def begin_epoch(self, r, initial=False):
@@ -402,7 +405,7 @@ class Checker:
             self.started.append(n)
         self.start_t.setdefault(n, r.get("t"))
         # the labels from before it started: the node's previous record
-        self.before[n] = {k: v for k, v in (prev.get("deploy") or {}).items() if k != "driver"}
+        self.before[n] = {k: v for k, v in (prev.get("deploy") or {}).items() if k not in NOT_DEPENDENTS}
         self.unsched_before[n] = bool(prev.get("unschedulable")) and CORDON_MARK not in (prev.get("ann") or {})
 
     def check_restored(self, r, n):
