@@ -58,12 +58,14 @@ struct gpuop_upgrade_pod {
 };
 
 struct gpuop_upgrade_node_in {
-    const struct gpuop_node *node;        /* borrowed */
-    const struct gpuop_pod *driver;       /* its driver pod (the newest), or NULL */
-    const struct gpuop_pod *validator;    /* its validator pod, or NULL */
-    uint32_t target_gen;                  /* template generation of the driver DaemonSet
-                                             covering it; 0: none does (not managed) */
-    bool pods_known;                      /* pods[] was listed for it */
+    const struct gpuop_node *node;     /* borrowed */
+    const struct gpuop_pod *driver;    /* its driver pod (the newest), or NULL */
+    const struct gpuop_pod *validator; /* its validator pod, or NULL */
+    uint32_t target_gen;               /* template generation of the driver DaemonSet
+                                          covering it; 0: none does (not managed) */
+    size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
+    const char *dependent;             /* the first one's name, or NULL */
+    bool pods_known;                   /* pods[] was listed for it */
     const struct gpuop_upgrade_pod *pods; /* borrowed */
     size_t npods;
 };
@@ -82,20 +84,23 @@ struct gpuop_upgrade_in {
 /* What the controller does for a node now; every action that ends a step
  * writes the state label `next` (and the since annotation) in its PATCH. */
 enum gpuop_upgrade_action {
-    GPUOP_UA_NONE = 0,         /* nothing: it waits (waiting says for what), or is done */
-    GPUOP_UA_LABEL,            /* write the state label next */
-    GPUOP_UA_CORDON,           /* spec.unschedulable true + the cordoned annotation; next */
-    GPUOP_UA_LIST,             /* list the node's pods (the step needs them) */
-    GPUOP_UA_EVICT,            /* evict the pods gpuop_upgrade_evicts() selects */
-    GPUOP_UA_DELETE_PODS,      /* delete them (gpuPodDeletion.force after the timeout) */
-    GPUOP_UA_PAUSE,            /* dependents' deploy labels paused-for-driver-upgrade,
-                                  their old values in the paused annotation */
-    GPUOP_UA_DELETE_DRIVER,    /* delete the old driver pod */
-    GPUOP_UA_DELETE_VALIDATOR, /* delete the validator pod older than the new driver */
-    GPUOP_UA_RESTORE,          /* deploy labels back from the paused annotation; next */
-    GPUOP_UA_UNCORDON,         /* spec.unschedulable false, annotation removed; next */
-    GPUOP_UA_FAIL,             /* next upgrade-failed + the failed annotation (reason) */
-    GPUOP_UA_ROLLBACK,         /* onFailure rollback: the previous driver back here */
+    GPUOP_UA_NONE = 0,          /* nothing: it waits (waiting says for what), or is done */
+    GPUOP_UA_LABEL,             /* write the state label next */
+    GPUOP_UA_CORDON,            /* spec.unschedulable true + the cordoned annotation; next */
+    GPUOP_UA_LIST,              /* list the node's pods (the step needs them) */
+    GPUOP_UA_EVICT,             /* evict the pods gpuop_upgrade_evicts() selects */
+    GPUOP_UA_DELETE_PODS,       /* delete them (gpuPodDeletion.force after the timeout) */
+    GPUOP_UA_PAUSE,             /* dependents' deploy labels (every operand's but the
+                                   driver's) paused-for-driver-upgrade; the old driver pod
+                                   is deleted once their pods left;
+                                   their old values in the paused annotation */
+    GPUOP_UA_DELETE_DRIVER,     /* delete the old driver pod */
+    GPUOP_UA_DELETE_VALIDATOR,  /* delete the validator pod older than the new driver */
+    GPUOP_UA_RESTORE,           /* deploy labels back from the paused annotation; next */
+    GPUOP_UA_RESTORE_VALIDATOR, /* the validator's deploy label only, back from it */
+    GPUOP_UA_UNCORDON,          /* spec.unschedulable false, annotation removed; next */
+    GPUOP_UA_FAIL,              /* next upgrade-failed + the failed annotation (reason) */
+    GPUOP_UA_ROLLBACK,          /* onFailure rollback: the previous driver back here */
     GPUOP_UA_COUNT
 };
 

@@ -251,9 +251,9 @@ static int pause_node(struct rec *r, const struct gpuop_node *n, int state)
 {
     json_t *labels = json_object(), *note = json_object();
     char key[128];
-    int d = gpuop_operand_by_key("driver"), v = gpuop_operand_by_key("validator");
+    int d = gpuop_operand_by_key("driver");
     for (int i = 0; i < gpuop_operand_count(); i++) {
-        if (i == d || i == v || n->deploy[i] == GPUOP_LABEL_FALSE)
+        if (i == d || n->deploy[i] == GPUOP_LABEL_FALSE)
             continue;
         snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(i)->name);
         const char *old = n->deploy[i] == GPUOP_LABEL_TRUE     ? "true"
@@ -279,13 +279,17 @@ static void restore_get_done(void *arg, int rc, json_t *body, const struct gpuop
 {
     struct ureq *q = arg;
     struct rec *r = q->r;
-    int next = q->next;
+    int next = q->next, kind = q->kind;
     if (!req_end(q) || rc == GPUOP_ECANCELED)
         return;
     if (rc < 0) {
         failed(r, "GET (restore)", rc, err);
         return;
     }
+    char vkey[128];
+    int vi = gpuop_operand_by_key("validator");
+    snprintf(vkey, sizeof(vkey), "%s%s", GPUOP_LABEL_PREFIX,
+             vi >= 0 ? gpuop_operand_get(vi)->name : "operator-validator");
     json_t *meta = json_object_get(body, "metadata");
     const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     const char *s = json_string_value(
@@ -298,14 +302,24 @@ static void restore_get_done(void *arg, int rc, json_t *body, const struct gpuop
     {
         if (strncmp(key, GPUOP_LABEL_PREFIX, strlen(GPUOP_LABEL_PREFIX)) != 0)
             continue; /* only deploy labels are ever restored */
+        if (kind == GPUOP_UA_RESTORE_VALIDATOR && strcmp(key, vkey) != 0)
+            continue;
         json_object_set_new(labels, key, json_is_string(v) ? json_incref(v) : json_null());
+    }
+    json_t *ann = NULL;
+    if (kind == GPUOP_UA_RESTORE_VALIDATOR) { /* the others stay paused */
+        json_object_del(note, vkey);
+        char *rest = json_is_object(note) ? json_dumps(note, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        ann = rest ? json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_PAUSED, rest) : json_object();
+        gpuop_json_free(rest);
     }
     if (s && !json_is_object(note))
         gpuop_warn("upgrade", "node %s: annotation %s unreadable; the deploy labels stay paused",
                    r->name, GPUOP_ANNOTATION_UPGRADE_PAUSED);
     json_decref(note);
-    json_t *ann = json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_PAUSED);
-    if (patch_node(r, GPUOP_UA_RESTORE, next, labels, ann, NULL, rv) < 0)
+    if (!ann)
+        ann = json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_PAUSED);
+    if (patch_node(r, kind, next, labels, ann, NULL, rv) < 0)
         failed(r, "PATCH (restore)", GPUOP_ENOMEM, NULL);
 }
 
@@ -495,7 +509,8 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
     case GPUOP_UA_PAUSE:
         rc = pause_node(r, x->node, o->next);
         break;
-    case GPUOP_UA_RESTORE: {
+    case GPUOP_UA_RESTORE:
+    case GPUOP_UA_RESTORE_VALIDATOR: {
         struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
         char *path = gpuop_kube_path(&ref, NULL, 0);
         rc = up_send(r, o->action, o->next, 0, "GET", path, NULL, NULL, restore_get_done);
@@ -663,7 +678,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     }
     for (size_t i = 0; i < v->npods; i++) {
         const struct gpuop_pod *pod = v->pods[i];
-        if (!pod || !pod->node || (pod->operand != d && pod->operand != val))
+        if (!pod || !pod->node || pod->operand < 0)
             continue;
         struct gpuop_upgrade_node_in *x = gpuop_map_get(&idx, pod->node);
         if (!x)
@@ -672,6 +687,8 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             x->driver = pod;
         else if (pod->operand == val && better(pod, x->validator))
             x->validator = pod;
+        if (pod->operand != d && !x->dependents++)
+            x->dependent = pod->name; /* must leave before the driver goes */
     }
     gpuop_map_free(&idx, NULL);
     uint64_t now = uv_now(u->loop);
@@ -717,6 +734,9 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         if (!r)
             continue;
         r->seen = u->tracks;
+        if (o->action == GPUOP_UA_NONE && o->next >= GPUOP_US_CORDON &&
+            o->next <= GPUOP_US_UNCORDON)
+            requeue(u, LIST_TTL_MS); /* workload pods are not watched: look again */
         if (o->action == GPUOP_UA_NONE || r->inflight)
             continue;
         if (r->retry_at_ms > now) {

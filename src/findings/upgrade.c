@@ -47,6 +47,7 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_DELETE_DRIVER] = "delete driver pod",
     [GPUOP_UA_DELETE_VALIDATOR] = "delete validator pod",
     [GPUOP_UA_RESTORE] = "restore dependents",
+    [GPUOP_UA_RESTORE_VALIDATOR] = "restore the validator",
     [GPUOP_UA_UNCORDON] = "uncordon",
     [GPUOP_UA_FAIL] = "fail",
     [GPUOP_UA_ROLLBACK] = "roll back",
@@ -375,6 +376,12 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
             say(w, "pausing the driver's dependents");
             return to(o, GPUOP_UA_PAUSE, o->state);
         }
+        if (d && !d->deleted && x->dependents) {
+            say(w, "waiting for %zu dependent operand pod%s to leave (%s%s)", x->dependents,
+                x->dependents == 1 ? "" : "s", x->dependent ? x->dependent : "",
+                x->dependents > 1 ? " ..." : "");
+            return to(o, GPUOP_UA_NONE, o->state);
+        }
         if (d && !d->deleted) {
             say(w, "deleting the old driver pod %s", d->name);
             return to(o, GPUOP_UA_DELETE_DRIVER, o->state);
@@ -412,6 +419,12 @@ static void step_validation(struct ctx *c, const struct gpuop_upgrade_node_in *x
                     bad ? bad : "went");
     if (!c->in->validator_enabled)
         return to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+    int vi = gpuop_operand_by_key("validator");
+    const char *vl = vi >= 0 ? gpuop_node_deploy_value(x->node, vi) : NULL;
+    if (vl && !strcmp(vl, GPUOP_LABEL_PAUSED_FOR_UPGRADE)) {
+        say(w, "bringing the validator back to validate the new driver");
+        return to(o, GPUOP_UA_RESTORE_VALIDATOR, o->state);
+    }
     uint32_t ready = d->ready_since > GPUOP_TIME_UNREADABLE ? d->ready_since : d->created;
     if (v && !v->deleted && v->created && ready && v->created < ready) {
         say(w, "making the validator validate the new driver again (deleting %s)", v->name);
@@ -553,6 +566,7 @@ static void starts(struct ctx *c)
         if (o->state != GPUOP_US_REQUIRED)
             continue;
         struct words w = {0};
+        bool labelled = x->node->up.state == GPUOP_US_REQUIRED; /* the GPU Operator's order */
         if (o->waiting) /* pass 2 said something (cordoned meanwhile) */
             say(&w, "%s", o->waiting);
         else if (p->failed != SIZE_MAX)
@@ -572,7 +586,11 @@ static void starts(struct ctx *c)
         else if (!o->unavailable && p->unavailable + 1 > maxu)
             say(&w, "waiting: %zu of %zu GPU nodes unavailable, maxUnavailable %d", p->unavailable,
                 p->n, p->max_unavailable);
+        else if (!labelled)
+            say(&w, "labelling it upgrade-required first");
         else {
+            if (p->nnext < GPUOP_UPGRADE_NEXT_MAX) /* next until its label says it started */
+                p->next[p->nnext++] = i;
             to(o, GPUOP_UA_LABEL, GPUOP_US_CORDON);
             p->in_progress++;
             if (!o->unavailable) {

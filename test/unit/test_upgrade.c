@@ -43,8 +43,24 @@ struct fnode {
     struct gpuop_upgrade_pod pods[PMAX];
     bool pdb[PMAX]; /* its eviction is refused */
     size_t npods;
-    int deleted_under_gpu; /* driver deleted while a GPU pod ran */
+    int deleted_under_gpu;           /* driver deleted while a GPU pod ran */
+    char *others[GPUOP_OPERAND_MAX]; /* deploy label values (the validator's when paused) */
 };
+
+static const char paused_value[] = GPUOP_LABEL_PAUSED_FOR_UPGRADE;
+
+static void set_validator_paused(struct fnode *f, bool paused)
+{
+    int vi = gpuop_operand_by_key("validator");
+    f->n.deploy[vi] = paused ? GPUOP_LABEL_OTHER : GPUOP_LABEL_ABSENT;
+    f->others[vi] = paused ? (char *)paused_value : NULL;
+    f->n.deploy_other = paused ? f->others : NULL;
+}
+
+static bool validator_paused(const struct fnode *f)
+{
+    return f->n.deploy[gpuop_operand_by_key("validator")] == GPUOP_LABEL_OTHER;
+}
 
 struct world {
     struct fnode nodes[NMAX];
@@ -157,13 +173,16 @@ static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_
 {
     for (size_t i = 0; i < w->n; i++) {
         struct fnode *f = &w->nodes[i];
-        xs[i] = (struct gpuop_upgrade_node_in){.node = &f->n,
-                                               .driver = f->driver,
-                                               .validator = f->validator,
-                                               .target_gen = w->target,
-                                               .pods_known = f->listed,
-                                               .pods = f->pods,
-                                               .npods = f->npods};
+        xs[i] =
+            (struct gpuop_upgrade_node_in){.node = &f->n,
+                                           .driver = f->driver,
+                                           .validator = f->validator,
+                                           .target_gen = w->target,
+                                           .dependents = f->validator ? 1 : 0,
+                                           .dependent = f->validator ? f->validator->name : NULL,
+                                           .pods_known = f->listed,
+                                           .pods = f->pods,
+                                           .npods = f->npods};
     }
     *in = (struct gpuop_upgrade_in){.policy = &w->u,
                                     .driver_enabled = true,
@@ -235,10 +254,15 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         break;
     case GPUOP_UA_PAUSE:
         u->paused = true;
+        set_validator_paused(f, true);
+        break;
+    case GPUOP_UA_RESTORE_VALIDATOR:
+        set_validator_paused(f, false);
         break;
     case GPUOP_UA_DELETE_DRIVER:
         if (gpu_running(f) && !w->u.delete_force)
             f->deleted_under_gpu++;
+        assert_null(f->validator); /* the dependents left first */
         gpuop_pod_free(f->driver);
         f->driver = NULL; /* the DaemonSet controller makes the new one (tick) */
         break;
@@ -246,7 +270,9 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         set_validator(w, f);
         break;
     case GPUOP_UA_RESTORE:
+        assert_true(f->driver && f->driver->ready_since); /* only once the new one is Ready */
         u->paused = false;
+        set_validator_paused(f, false);
         break;
     case GPUOP_UA_UNCORDON:
         assert_false(f->hand);
@@ -313,6 +339,12 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
         struct fnode *f = &w->nodes[i];
         if (!f->driver && f->n.gpu)
             set_driver(w, f, w->target, !f->crash, f->crash ? "CrashLoopBackOff" : NULL);
+        if (validator_paused(f) && f->validator) { /* its pod leaves the paused node */
+            gpuop_pod_free(f->validator);
+            f->validator = NULL;
+        } else if (!validator_paused(f) && !f->validator && f->n.gpu) {
+            set_validator(w, f);
+        }
     }
     int unav = count_unavailable(w);
     int maxu = gpuop_policy_max_unavailable(&w->u, (int)p.n);
@@ -348,6 +380,8 @@ static void assert_all(struct world *w, int state, uint32_t gen)
                      gpuop_upgrade_state_name(state), gen);
         assert_false(f->n.up.unschedulable);
         assert_false(f->n.up.paused);
+        assert_false(validator_paused(f));
+        assert_non_null(f->validator);
     }
 }
 
@@ -403,6 +437,7 @@ static void test_parallel_and_unavailable(void **state)
     w.base_unavailable = 2;
     set_driver(&w, &w.nodes[7], 1, false, NULL);
     struct gpuop_upgrade_plan p;
+    tick(&w, NULL); /* labelled upgrade-required first, as the GPU Operator does */
     tick(&w, &p);
     assert_int_equal(p.nodes[0].next, GPUOP_US_CORDON);
     assert_int_equal(p.nodes[7].next, GPUOP_US_CORDON);
