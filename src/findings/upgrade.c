@@ -225,6 +225,10 @@ static int state_of(const struct gpuop_upgrade_node_in *x, bool *live_failure)
         *live_failure = true;
         return GPUOP_US_FAILED;
     }
+    /* a failure cleared while the new driver still fails: judged again (it
+       fails again), not taken for done */
+    if (u->state == GPUOP_US_FAILED && in_sync(x) && driver_failing(x->driver))
+        return GPUOP_US_POD_RESTART;
     return recompute(x);
 }
 
@@ -397,9 +401,10 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         return to(o, GPUOP_UA_LABEL, GPUOP_US_VALIDATION);
     const char *bad = driver_failing(d);
     if (bad)
-        return fail(c, o, "new driver pod %s: %s%s%s", d->name, bad,
+        return fail(c, o, "new driver pod %s: %s%s%s%s", d->name, bad,
                     d->waiting_message && *d->waiting_message ? " (" : "",
-                    d->waiting_message && *d->waiting_message ? d->waiting_message : "");
+                    d->waiting_message && *d->waiting_message ? d->waiting_message : "",
+                    d->waiting_message && *d->waiting_message ? ")" : "");
     if (d->created && timed_out(c, d->created, c->u->ready_timeout_s))
         return fail(c, o, "new driver pod %s not Ready within driverReadyTimeoutSeconds (%ld s)",
                     d->name, c->u->ready_timeout_s);

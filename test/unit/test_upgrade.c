@@ -576,6 +576,15 @@ static void test_crash_loop_stops(void **state)
     json_decref(st);
     gpuop_upgrade_plan_free(&p);
 
+    /* cleared while the new driver still crash-loops: it fails again, not done */
+    w.nodes[0].n.up.failed_gen = 0;
+    run(&w, 20);
+    assert_int_equal(w.fails, 2);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(w.nodes[0].n.up.failed_gen, 2);
+    assert_true(w.nodes[0].n.up.unschedulable);
+    assert_int_equal(w.starts_after_fail, 0);
+
     /* cleared (annotation removed) after the image was fixed: it goes on */
     w.nodes[0].crash = false;
     w.nodes[0].n.up.failed_gen = 0;
