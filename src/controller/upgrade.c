@@ -76,9 +76,10 @@ struct rec {
 struct ureq {
     struct rec *r;
     struct gpuop_kube_req *req;
-    int kind;   /* enum gpuop_upgrade_action */
-    int next;   /* the state written */
-    size_t pod; /* EVICT: index into r->pods */
+    int kind;                       /* enum gpuop_upgrade_action */
+    int next;                       /* the state written */
+    size_t pod;                     /* EVICT: index into r->pods */
+    char ds[GPUOP_RENDER_NAME_MAX]; /* ROLLBACK: the pool\'s driver DaemonSet */
     struct ureq *prev, *nextq;
 };
 
@@ -98,7 +99,15 @@ struct ctl_upgrader {
     bool have_plan;
     char version[GPUOP_RENDER_IMAGE_MAX];
     uint64_t actions;
+    /* during a track (borrowed): the policy, for the rollback's names */
+    const struct gpuop_policy *pol;
+    char ns[254], uid[64];
 };
+
+/* onFailure rollback (docs/upgrade.md): the node's label naming the
+ * rollback DaemonSet that runs the previous driver there. */
+#define LABEL_ROLLBACK  "gpuop.dev/driver-rollback"
+#define ROLLBACK_SUFFIX "-rollback"
 
 static long long now_s(void)
 {
@@ -469,6 +478,106 @@ static int pod_request(struct rec *r, int kind, size_t pod, const char *ns, cons
     return rc;
 }
 
+/* ---- onFailure rollback ---------------------------------------------- */
+
+/* The previous template of DaemonSet ds among the ControllerRevisions
+ * (borrowed list): the revision before the newest one it owns. */
+static json_t *previous_template(json_t *list, const char *ds)
+{
+    json_t *best = NULL, *second = NULL;
+    long long b = -1, s2 = -1;
+    size_t i, j;
+    json_t *cr, *o;
+    json_array_foreach(json_object_get(list, "items"), i, cr)
+    {
+        bool mine = false;
+        json_array_foreach(json_object_get(json_object_get(cr, "metadata"), "ownerReferences"), j,
+                           o) mine |= json_is_string(json_object_get(o, "name")) &&
+                                      !strcmp(json_string_value(json_object_get(o, "name")), ds);
+        long long rev = json_integer_value(json_object_get(cr, "revision"));
+        if (!mine)
+            continue;
+        if (rev > b) {
+            second = best, s2 = b;
+            best = cr, b = rev;
+        } else if (rev > s2) {
+            second = cr, s2 = rev;
+        }
+    }
+    return second ? json_object_get(json_object_get(json_object_get(second, "data"), "spec"),
+                                    "template")
+                  : NULL;
+}
+
+static void rollback_ds_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    char ds[GPUOP_RENDER_NAME_MAX];
+    snprintf(ds, sizeof(ds), "%s", q->ds);
+    (void)body;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "rollback DaemonSet apply", rc, err);
+        return;
+    }
+    /* the pool's DaemonSet leaves the node, the rollback one comes */
+    json_t *labels = json_pack("{s:s, s:s}", "nvidia.com/gpu.deploy.driver",
+                               GPUOP_LABEL_PAUSED_FOR_UPGRADE, LABEL_ROLLBACK, ds);
+    if (patch_node(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, labels, NULL, NULL, NULL) < 0)
+        failed(r, "rollback PATCH", GPUOP_ENOMEM, NULL);
+}
+
+static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    struct ctl_upgrader *u = r->u;
+    char ds[GPUOP_RENDER_NAME_MAX];
+    snprintf(ds, sizeof(ds), "%s", q->ds);
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "ControllerRevision LIST", rc, err);
+        return;
+    }
+    json_t *tmpl = previous_template(body, ds);
+    if (!tmpl) {
+        gpuop_warn("upgrade", "node %s: no previous revision of %s to roll back to", r->name, ds);
+        r->retry_at_ms = uv_now(u->loop) + EVICT_BACKOFF_MAX_MS;
+        return;
+    }
+    char name[GPUOP_RENDER_NAME_MAX + sizeof(ROLLBACK_SUFFIX)];
+    snprintf(name, sizeof(name), "%s%s", ds, ROLLBACK_SUFFIX);
+    json_t *t = json_deep_copy(tmpl);
+    json_t *tm = json_object_get(t, "metadata"), *ts = json_object_get(t, "spec");
+    if (!json_is_object(json_object_get(tm, "labels")))
+        json_object_set_new(tm, "labels", json_object());
+    json_object_set_new(json_object_get(tm, "labels"), LABEL_ROLLBACK, json_string(ds));
+    json_object_set_new(ts, "nodeSelector", json_pack("{s:s}", LABEL_ROLLBACK, ds));
+    json_t *obj = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s, s:s}]}, s:{s:{s:{s:s}}, "
+        "s:{s:s}, s:o}}",
+        "apiVersion", "apps/v1", "kind", "DaemonSet", "metadata", "name", name, "namespace", u->ns,
+        "labels", "app.kubernetes.io/part-of", "gpuop", LABEL_ROLLBACK, ds, "ownerReferences",
+        "apiVersion", GPUOP_API_VERSION, "kind", "GpuPolicy", "name", u->policy, "uid", u->uid,
+        "spec", "selector", "matchLabels", LABEL_ROLLBACK, ds, "updateStrategy", "type", "OnDelete",
+        "template", t);
+    char *b = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    char *path = gpuop_ctl_apply_path("apps/v1", u->ns, "daemonsets", name, NULL);
+    int k = b && path ? up_send(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, 0, "PATCH", path,
+                                GPUOP_CT_APPLY, b, rollback_ds_done)
+                      : GPUOP_ENOMEM;
+    if (k == 0)
+        snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
+    else
+        failed(r, "rollback DaemonSet apply", k, NULL);
+    gpuop_json_free(b);
+    free(path);
+}
+
 /* ---- one node's action ----------------------------------------------- */
 
 static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
@@ -549,13 +658,27 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
             rc = pod_request(r, o->action, SIZE_MAX, ns, p->name, false);
         break;
     }
-    case GPUOP_UA_ROLLBACK:
-        gpuop_warn("upgrade",
-                   "node %s: onFailure rollback is not implemented yet; the node stays "
-                   "upgrade-failed and cordoned",
-                   r->name);
-        r->retry_at_ms = uv_now(u->loop) + EVICT_BACKOFF_MAX_MS;
+    case GPUOP_UA_ROLLBACK: { /* the pool's previous template, on this node only */
+        int d = gpuop_operand_by_key("driver");
+        char ds[GPUOP_RENDER_NAME_MAX], sel[512];
+        struct gpuop_ospool pool;
+        unsigned missing = 0;
+        bool per_os = gpuop_render_per_os(u->pol, d);
+        if (per_os && gpuop_ospool_of_node(x->node, &pool, &missing) < 0)
+            break;
+        gpuop_render_ds_name(u->pol, d, per_os ? &pool : NULL, ds, sizeof(ds));
+        snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver",
+                 GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER);
+        struct gpuop_kube_param q[] = {{"labelSelector", sel}};
+        struct gpuop_kube_ref ref = {"apps/v1", ns, "controllerrevisions", NULL, NULL};
+        char *path = gpuop_kube_path(&ref, q, 1);
+        rc = up_send(r, o->action, o->next, 0, "GET", path, NULL, NULL, rollback_list_done);
+        if (rc == 0)
+            snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
+        free(path);
+        gpuop_info("upgrade", "node %s: rolling back to the previous template of %s", r->name, ds);
         break;
+    }
     default:
         break;
     }
@@ -647,6 +770,9 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     u->stopped = false;
     u->tracks++;
     snprintf(u->policy, sizeof(u->policy), "%s", policy ? policy : "");
+    snprintf(u->ns, sizeof(u->ns), "%s", ns ? ns : "");
+    snprintf(u->uid, sizeof(u->uid), "%s", uid ? uid : "");
+    u->pol = p;
     int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
     if (d < 0 || !v->nnodes) {
         forget_unseen(u);
