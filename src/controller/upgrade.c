@@ -551,6 +551,7 @@ static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpu
     char name[GPUOP_RENDER_NAME_MAX + sizeof(ROLLBACK_SUFFIX)];
     snprintf(name, sizeof(name), "%s%s", ds, ROLLBACK_SUFFIX);
     json_t *t = json_deep_copy(tmpl);
+    json_object_del(t, "$patch"); /* the revision's strategic-merge marker */
     json_t *tm = json_object_get(t, "metadata"), *ts = json_object_get(t, "spec");
     if (!json_is_object(json_object_get(tm, "labels")))
         json_object_set_new(tm, "labels", json_object());
