@@ -77,7 +77,48 @@ enum gpuop_upgrade {
  * controllers/nodelabeling_controller.go honours it). */
 #define GPUOP_LABEL_PAUSED_FOR_UPGRADE "paused-for-driver-upgrade"
 
-struct gpuop_node { /* 72 bytes, its strings and taints after it */
+/* The state label's every value (docs/upgrade.md): the GPU Operator's
+ * (k8s-operator-libs pkg/upgrade/consts.go). NONE: absent or ""; OTHER: a
+ * value gpuop does not write (node-maintenance-required ...). */
+enum gpuop_upgrade_state {
+    GPUOP_US_NONE = 0,
+    GPUOP_US_OTHER,
+    GPUOP_US_REQUIRED,     /* upgrade-required */
+    GPUOP_US_CORDON,       /* cordon-required */
+    GPUOP_US_WAIT_JOBS,    /* wait-for-jobs-required */
+    GPUOP_US_POD_DELETION, /* pod-deletion-required */
+    GPUOP_US_DRAIN,        /* drain-required */
+    GPUOP_US_POD_RESTART,  /* pod-restart-required */
+    GPUOP_US_VALIDATION,   /* validation-required */
+    GPUOP_US_UNCORDON,     /* uncordon-required */
+    GPUOP_US_DONE,         /* upgrade-done */
+    GPUOP_US_FAILED,       /* upgrade-failed */
+    GPUOP_US_COUNT
+};
+/* The label value of state s (static), NULL for NONE and OTHER. */
+const char *gpuop_upgrade_state_name(int s);
+/* gpuop's annotations of a node in an upgrade (docs/upgrade.md). */
+#define GPUOP_ANNOTATION_UPGRADE_CORDONED "gpuop.dev/driver-upgrade-cordoned"
+#define GPUOP_ANNOTATION_UPGRADE_SINCE    "gpuop.dev/driver-upgrade-since"
+#define GPUOP_ANNOTATION_UPGRADE_PAUSED   "gpuop.dev/driver-upgrade-paused"
+#define GPUOP_ANNOTATION_UPGRADE_FAILED   "gpuop.dev/driver-upgrade-failed"
+/* The DaemonSet's template generation (the API server sets it, the
+ * DaemonSet controller copies it into each pod's label below). */
+#define GPUOP_ANNOTATION_TEMPLATE_GEN "deprecated.daemonset.template.generation"
+#define GPUOP_LABEL_POD_TEMPLATE_GEN  "pod-template-generation"
+
+/* What the driver upgrade reads of a node (12 bytes). */
+struct gpuop_node_upgrade {
+    uint32_t since;         /* GPUOP_ANNOTATION_UPGRADE_SINCE; 0 none or unreadable */
+    uint32_t failed_gen;    /* the generation GPUOP_ANNOTATION_UPGRADE_FAILED names; 0 none */
+    uint8_t state;          /* enum gpuop_upgrade_state of the label */
+    bool unschedulable : 1; /* spec.unschedulable */
+    bool cordoned : 1;      /* GPUOP_ANNOTATION_UPGRADE_CORDONED is "true" */
+    bool paused : 1;        /* GPUOP_ANNOTATION_UPGRADE_PAUSED is there */
+    bool not_ready : 1;     /* condition Ready is there and not True */
+};
+
+struct gpuop_node { /* 88 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -91,20 +132,21 @@ struct gpuop_node { /* 72 bytes, its strings and taints after it */
     uint16_t ntaints;                        /* at most GPUOP_MODEL_TAINTS_MAX are kept */
     struct gpuop_gpu_counts gpus;            /* what the node advertises */
     /* Node labelling (SPEC 4a), in the 4 bytes left: */
-    uint16_t labelled;         /* bit per operand index: deploy label gpuop set "true"
-                                  (its annotation GPUOP_ANNOTATION_NODE_LABELS) */
-    uint8_t present_label : 2; /* enum gpuop_label of nvidia.com/gpu.present */
-    bool any_deploy : 1;       /* some nvidia.com/gpu.deploy.* label, of any suffix */
-    bool labelled_present : 1; /* gpuop set nvidia.com/gpu.present "true" */
-    uint8_t label_note : 2;    /* enum gpuop_label_note: gpuop's annotation */
-    bool mig_capable : 1;      /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
-                                  "true", else nvidia.com/gpu.product names an A100, A30 or
-                                  H100; never with nvidia.com/vgpu.host-driver-version */
-    uint8_t os_labels : 3;     /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
-    uint8_t upgrade : 2;       /* enum gpuop_upgrade (the same byte as os_labels) */
-    char *os;                  /* their values, three consecutive strings ("" when absent):
-                                  ID, VERSION_ID, VERSION_ID.major; NULL when it carries
-                                  none. Read them with gpuop_node_os(). */
+    uint16_t labelled;            /* bit per operand index: deploy label gpuop set "true"
+                                     (its annotation GPUOP_ANNOTATION_NODE_LABELS) */
+    uint8_t present_label : 2;    /* enum gpuop_label of nvidia.com/gpu.present */
+    bool any_deploy : 1;          /* some nvidia.com/gpu.deploy.* label, of any suffix */
+    bool labelled_present : 1;    /* gpuop set nvidia.com/gpu.present "true" */
+    uint8_t label_note : 2;       /* enum gpuop_label_note: gpuop's annotation */
+    bool mig_capable : 1;         /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
+                                     "true", else nvidia.com/gpu.product names an A100, A30 or
+                                     H100; never with nvidia.com/vgpu.host-driver-version */
+    uint8_t os_labels : 3;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    uint8_t upgrade : 2;          /* enum gpuop_upgrade (the same byte as os_labels) */
+    char *os;                     /* their values, three consecutive strings ("" when absent):
+                                     ID, VERSION_ID, VERSION_ID.major; NULL when it carries
+                                     none. Read them with gpuop_node_os(). */
+    struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -185,15 +227,16 @@ struct gpuop_ds {
     int operand;                          /* operand index, -1 if the name is not an operand's */
     struct gpuop_toleration *tolerations; /* from spec.template.spec */
     size_t ntolerations;
-    long long desired;    /* status.desiredNumberScheduled */
-    long long current;    /* status.currentNumberScheduled */
-    long long ready;      /* status.numberReady */
-    long long available;  /* status.numberAvailable */
-    long long generation; /* metadata.generation */
-    long long observed;   /* status.observedGeneration */
-    long long created;    /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
-    bool host_network;    /* spec.template.spec.hostNetwork (the DaemonSet controller
-                             then also tolerates network-unavailable) */
+    long long desired;      /* status.desiredNumberScheduled */
+    long long current;      /* status.currentNumberScheduled */
+    long long ready;        /* status.numberReady */
+    long long available;    /* status.numberAvailable */
+    long long generation;   /* metadata.generation */
+    long long observed;     /* status.observedGeneration */
+    long long created;      /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    long long template_gen; /* GPUOP_ANNOTATION_TEMPLATE_GEN; 0 unknown */
+    bool host_network;      /* spec.template.spec.hostNetwork (the DaemonSet controller
+                               then also tolerates network-unavailable) */
     /* What the DaemonSet controller says when it makes no pod: "<reason>:
      * <message>" of the DaemonSet's newest Warning Event ("FailedCreate:
      * ... serviceaccount ... not found"), or NULL. Not read from the
@@ -232,6 +275,11 @@ const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 /* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
  * NULL when the node lacks it. */
 const char *gpuop_node_os(const struct gpuop_node *n, int f);
+/* The pod-template-generation label of a driver pod made by gpuop_pod_new
+ * (kept after the struct, for driver pods only: 8 bytes a GPU node, not
+ * 8 a pod); 0 for any other pod, or when it has none. */
+uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p);
+
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */
 void gpuop_node_free(struct gpuop_node *n);

@@ -41,6 +41,45 @@ enum gpuop_mig_strategy {
 #define GPUOP_EVENT_GRACE_DEFAULT       60
 #define GPUOP_GRACE_MAX                 604800 /* a week */
 
+/* spec.driver.upgradePolicy: the GPU Operator's DriverUpgradePolicySpec
+ * (k8s-operator-libs api/upgrade/v1alpha1/upgrade_spec.go as vendored by
+ * gpu-operator v26.7.0) with its chart's defaults (deployments/gpu-operator/
+ * values.yaml driver.upgradePolicy), plus gpuop's onFailure and
+ * driverReadyTimeoutSeconds (docs/upgrade.md). Times in seconds. */
+#define GPUOP_UPGRADE_MAX_PARALLEL_DEFAULT 1
+#define GPUOP_UPGRADE_MAX_UNAVAILABLE_PCT  25 /* "25%" */
+#define GPUOP_UPGRADE_DELETION_TIMEOUT     300
+#define GPUOP_UPGRADE_DRAIN_TIMEOUT        300
+#define GPUOP_UPGRADE_READY_TIMEOUT        600 /* gpuop's: new driver pod Ready within */
+#define GPUOP_UPGRADE_COUNT_MAX            1000000
+#define GPUOP_UPGRADE_SELECTOR_MAX         256
+enum gpuop_upgrade_on_failure {
+    GPUOP_ON_FAILURE_STOP,     /* default: the node stays upgrade-failed, cordoned */
+    GPUOP_ON_FAILURE_ROLLBACK, /* the old driver back on the node, uncordoned */
+};
+struct gpuop_upgrade_policy {
+    bool auto_upgrade;   /* default true (the chart's) */
+    int max_parallel;    /* maxParallelUpgrades; 0 = no limit; default 1 */
+    int max_unavailable; /* maxUnavailable: a count, or a percentage when max_unavailable_pct */
+    bool max_unavailable_pct;
+    long wait_timeout_s;   /* waitForCompletion.timeoutSeconds; 0 = wait for ever */
+    char *wait_selector;   /* waitForCompletion.podSelector; "" = no wait */
+    bool delete_force;     /* gpuPodDeletion.force */
+    long delete_timeout_s; /* gpuPodDeletion.timeoutSeconds; default 300 */
+    bool delete_empty_dir; /* gpuPodDeletion.deleteEmptyDir */
+    bool drain;            /* drain.enable */
+    bool drain_force;
+    char *drain_selector; /* drain.podSelector; "" = every pod */
+    long drain_timeout_s; /* default 300 */
+    bool drain_empty_dir;
+    long ready_timeout_s; /* driverReadyTimeoutSeconds; default 600 */
+    enum gpuop_upgrade_on_failure on_failure;
+};
+
+/* maxUnavailable of u as a node count out of total GPU nodes, a percentage
+ * rounded up (the GPU Operator's GetScaledValueFromIntOrPercent(..., true)). */
+int gpuop_policy_max_unavailable(const struct gpuop_upgrade_policy *u, int total);
+
 struct gpuop_operand_spec {
     bool enabled;      /* default from the operand table */
     char *image;       /* full reference: spec.<key>.image when it is one, else
@@ -85,6 +124,7 @@ struct gpuop_policy {
                                              default GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT */
     bool node_labeling;                   /* spec.nodeLabeling.enabled: gpuop labels new GPU
                                              nodes (SPEC 4a); false when absent */
+    struct gpuop_upgrade_policy upgrade;  /* spec.driver.upgradePolicy */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

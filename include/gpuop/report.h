@@ -45,6 +45,9 @@ struct gpuop_report_opts {
     size_t nnodes;
     const struct gpuop_pod *const *pods;
     size_t npods;
+    /* the driver upgrade as the leader last wrote it (the policy's
+     * status.upgrade, docs/upgrade.md), borrowed; NULL: none */
+    json_t *upgrade;
 };
 
 /* Symbol of a matrix cell ("+", "M", ...) and its legend text; static. */

@@ -33,6 +33,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/policy.h"
+#include "gpuop/upgrade.h"
 
 /* Nodes listed in status.nodes at most; the rest are counted in nodesOmitted. */
 #define GPUOP_STATUS_MAX_NODES 50
@@ -74,6 +75,10 @@ struct gpuop_status_input {
      * ServiceAccount, or NULL. */
     const struct gpuop_apply_result *apply;
     const struct gpuop_apply_result *sa;
+    /* The driver upgrade's plan and its input (status.upgrade), borrowed;
+     * NULL: none (not the leader, gpuop check). */
+    const struct gpuop_upgrade_plan *upgrade;
+    const struct gpuop_upgrade_in *upgrade_in;
 };
 
 /* New status object, or NULL on out-of-memory. p, f, prev_status (the

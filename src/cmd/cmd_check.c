@@ -315,6 +315,9 @@ int gpuop_cmd_check(int argc, char **argv)
         .nnodes = v.nnodes,
         .pods = v.pods,
         .npods = v.npods,
+        .upgrade = json_object_get(/* the leader's status.upgrade, docs/upgrade.md */
+                                   json_object_get(gpuop_caches_policy(ck.world, active), "status"),
+                                   "upgrade"),
     };
     if (!strcmp(output, "text") || wide)
         rc = gpuop_report_text(stdout, &policy, &f, &ro);

@@ -252,8 +252,12 @@ static void findings_and_status(struct gpuop_controller *c)
             gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
     if (rc == 0 && !c->ignored && c->write) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
-    gpuop_caches_view_free(&v);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (rc == 0 && !c->ignored && c->write) { /* the driver upgrade (upgrade.c), leader only */
+        (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
+        in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
+    }
+    gpuop_caches_view_free(&v);
     if (rc == 0 && !c->ignored && c->write) { /* who is stranded: the controller lists them */
         (void)gpuop_ctl_stranded_track(c->stranded, &f, c->events, c->key, uid);
         size_t ns;
@@ -272,6 +276,7 @@ static void findings_and_status(struct gpuop_controller *c)
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, now_s());
     if (rc == 0 && !c->ignored && c->write)
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &f);
+    gpuop_ctl_upgrade_release(c->upgrader);
     gpuop_findings_free(&f);
     struct gpuop_err e;
     if (!status) {
@@ -363,6 +368,7 @@ static void begin(struct gpuop_controller *c)
             c->summary.valid = false;
         gpuop_ctl_status_forget(c, c->key);
         gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
+        gpuop_ctl_upgrade_stop(c->upgrader);
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
         c->stage = STAGE_DONE;
         finish(c);
@@ -480,6 +486,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
     if (rc == 0)
         rc = gpuop_ctl_labeler_new(loop, kube, &c->labeler);
+    if (rc == 0)
+        rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);
@@ -511,8 +519,10 @@ void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (write && !was && gpuop_caches_synced(c->world))
         enqueue_all(c);
-    if (!write && was)
-        gpuop_ctl_labeler_stop(c->labeler); /* only the leader labels */
+    if (!write && was) {
+        gpuop_ctl_labeler_stop(c->labeler);  /* only the leader labels */
+        gpuop_ctl_upgrade_stop(c->upgrader); /* and upgrades */
+    }
 }
 
 void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_controller_stats *out)
@@ -568,6 +578,8 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
         struct ctl_op *o = c->ops;
         gpuop_kube_cancel(o->req); /* calls gpuop_ctl_op_end via the done cb */
     }
+    gpuop_ctl_upgrade_free(c->upgrader); /* no handles: its requests cancelled now */
+    c->upgrader = NULL;
     c->open = CTL_CHILDREN;
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);

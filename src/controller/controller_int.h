@@ -95,6 +95,7 @@ struct gpuop_controller {
     struct gpuop_events *events;
     struct ctl_stranded *stranded; /* stranded.c */
     struct ctl_labeler *labeler;   /* labeler.c */
+    struct ctl_upgrader *upgrader; /* upgrade.c */
 
     /* the reconcile in progress */
     char *key;
@@ -229,6 +230,31 @@ void gpuop_ctl_labeler_stop(struct ctl_labeler *l);
 /* Node PATCHes that succeeded since start. */
 uint64_t gpuop_ctl_labeler_patches(const struct ctl_labeler *l);
 void gpuop_ctl_labeler_close(struct ctl_labeler *l, void (*cb)(void *), void *arg);
+
+/* ---- upgrade.c ---- */
+
+struct ctl_upgrader;
+int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
+                          struct ctl_upgrader **out);
+/* Plans the driver upgrade (findings/upgrade.c) from the view v (borrowed;
+ * the caches) and policy p (borrowed; the active one) and takes each
+ * node's action in the background; the pods of the operator namespace ns.
+ * Call it only while leading. The plan stays until the next track or
+ * release (gpuop_ctl_upgrade_plan). Returns 0 or GPUOP_ENOMEM. */
+int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p,
+                            const struct gpuop_caches_view *v, const char *ns,
+                            struct gpuop_events *ev, const char *policy, const char *uid);
+/* The last track's plan and input (borrowed), NULL when none; valid until
+ * the next track, release or stop, and only while the caches are (within
+ * the reconcile). */
+const struct gpuop_upgrade_plan *gpuop_ctl_upgrade_plan(const struct ctl_upgrader *u,
+                                                        const struct gpuop_upgrade_in **in);
+void gpuop_ctl_upgrade_release(struct ctl_upgrader *u);
+/* Actions taken (node PATCHes, pod rounds) since start. */
+uint64_t gpuop_ctl_upgrade_actions(const struct ctl_upgrader *u);
+/* Leadership lost: requests cancelled, nothing kept. */
+void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u);
+void gpuop_ctl_upgrade_free(struct ctl_upgrader *u);
 
 /* ---- status_write.c ---- */
 

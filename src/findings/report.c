@@ -377,6 +377,61 @@ static struct gpuop_report_opts defaults(const struct gpuop_report_opts *o)
     return d;
 }
 
+/* The driver upgrade (status.upgrade, docs/upgrade.md): nodes per state
+ * and per driver revision, each node not done with its step and what it
+ * waits for, the next in line, a failure. */
+static void upgrade_text(FILE *out, json_t *up, const struct gpuop_report_opts *o)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(up))
+        return;
+    fprintf(out, "Driver upgrade to revision %" JSON_INTEGER_FORMAT " (%s):",
+            json_integer_value(json_object_get(up, "revision")),
+            json_string_value(json_object_get(up, "version"))
+                ? json_string_value(json_object_get(up, "version"))
+                : "?");
+    int n = 0;
+    json_object_foreach(json_object_get(up, "counts"), k, v)
+        fprintf(out, "%s %" JSON_INTEGER_FORMAT " %s", n++ ? "," : "", json_integer_value(v), k);
+    fprintf(out, "\n  nodes per driver revision:");
+    n = 0;
+    json_object_foreach(json_object_get(up, "versions"), k, v)
+        fprintf(out, "%s %s: %" JSON_INTEGER_FORMAT, n++ ? "," : "", k, json_integer_value(v));
+    fputc('\n', out);
+    size_t i;
+    json_array_foreach(json_object_get(up, "nodes"), i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        if (!shown(o, name ? name : ""))
+            continue;
+        const char *since = json_string_value(json_object_get(v, "since"));
+        const char *w = json_string_value(json_object_get(v, "waitingFor"));
+        fprintf(out, "  %s: %s%s%s%s%s\n", name ? name : "?",
+                json_string_value(json_object_get(v, "state"))
+                    ? json_string_value(json_object_get(v, "state"))
+                    : "?",
+                since ? " since " : "", since ? since : "", w ? ", " : "", w ? w : "");
+    }
+    json_t *next = json_object_get(up, "next");
+    if (json_array_size(next)) {
+        fprintf(out, "  next:");
+        json_array_foreach(next, i, v) fprintf(out, "%s %s", i ? "," : "", json_string_value(v));
+        fputc('\n', out);
+    }
+    json_t *f = json_object_get(up, "failed");
+    if (json_is_object(f))
+        fprintf(out, "  FAILED on node %s (version %s): %s\n",
+                json_string_value(json_object_get(f, "node")),
+                json_string_value(json_object_get(f, "version"))
+                    ? json_string_value(json_object_get(f, "version"))
+                    : "?",
+                json_string_value(json_object_get(f, "reason"))
+                    ? json_string_value(json_object_get(f, "reason"))
+                    : "");
+    fputc('\n', out);
+}
+
 int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       const struct gpuop_report_opts *opts)
 {
@@ -402,6 +457,7 @@ int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
     if ((rc = findings(out, f, &o, nitems)) < 0)
         return rc;
     host_info(out, f, &o);
+    upgrade_text(out, o.upgrade, &o);
     summary(out, f, &o, nshown);
     return ferror(out) ? GPUOP_EIO : 0;
 }
@@ -446,6 +502,8 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
         if (json_object_set(doc, key, v) < 0)
             goto fail;
     }
+    if (json_is_object(o.upgrade) && json_object_set(doc, "upgrade", o.upgrade) < 0)
+        goto fail; /* the leader's view of the driver upgrade */
     json_decref(st);
     return doc;
 fail:

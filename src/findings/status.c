@@ -501,6 +501,8 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         json_object_set_new(st, "nodesOmitted", json_integer((json_int_t)omitted)) < 0 ||
         json_object_set_new(st, "summary", sum) < 0)
         goto fail;
+    if (gpuop_upgrade_status_add(st, in->upgrade, in->upgrade_in) < 0) /* docs/upgrade.md */
+        goto fail;
     return st;
 fail:
     json_decref(conds);

@@ -246,6 +246,34 @@ bool gpuop_toleration_matches(const struct gpuop_toleration *t, const struct gpu
 
 /* ---- Node ---- */
 
+static const char *const UPGRADE_STATES[GPUOP_US_COUNT] = {
+    [GPUOP_US_REQUIRED] = "upgrade-required",
+    [GPUOP_US_CORDON] = "cordon-required",
+    [GPUOP_US_WAIT_JOBS] = "wait-for-jobs-required",
+    [GPUOP_US_POD_DELETION] = "pod-deletion-required",
+    [GPUOP_US_DRAIN] = "drain-required",
+    [GPUOP_US_POD_RESTART] = "pod-restart-required",
+    [GPUOP_US_VALIDATION] = "validation-required",
+    [GPUOP_US_UNCORDON] = "uncordon-required",
+    [GPUOP_US_DONE] = "upgrade-done",
+    [GPUOP_US_FAILED] = "upgrade-failed",
+};
+
+const char *gpuop_upgrade_state_name(int s)
+{
+    return s >= 0 && s < GPUOP_US_COUNT ? UPGRADE_STATES[s] : NULL;
+}
+
+static int upgrade_state(const char *val)
+{
+    if (!val || !*val)
+        return GPUOP_US_NONE;
+    for (int i = GPUOP_US_REQUIRED; i < GPUOP_US_COUNT; i++)
+        if (strcmp(val, UPGRADE_STATES[i]) == 0)
+            return i;
+    return GPUOP_US_OTHER;
+}
+
 /* others: room for GPUOP_OPERAND_MAX values, or NULL (measuring, or no
  * label has another value); *nother counts the values kept. */
 static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, char **others,
@@ -272,6 +300,7 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
             continue;
         }
         if (strcmp(key, GPUOP_LABEL_UPGRADE_STATE) == 0) {
+            n->up.state = (uint8_t)upgrade_state(val);
             n->upgrade = !val || !*val                        ? GPUOP_UPGRADE_ABSENT
                          : strcmp(val, "upgrade-done") == 0   ? GPUOP_UPGRADE_DONE
                          : strcmp(val, "upgrade-failed") == 0 ? GPUOP_UPGRADE_FAILED
@@ -297,6 +326,29 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
             (*nother)++;
         }
     }
+}
+
+static bool condition(json_t *status, const char *type, const char *want, json_t **found);
+
+/* gpuop's upgrade annotations and spec.unschedulable (docs/upgrade.md). */
+static void node_upgrade(json_t *obj, struct gpuop_node *n)
+{
+    json_t *a = jobj(jobj(obj, "metadata"), "annotations");
+    const char *s = jstr(a, GPUOP_ANNOTATION_UPGRADE_SINCE);
+    long long t = s ? gpuop_parse_time(s) : 0;
+    n->up.since = t > 0 ? time32(t) : 0;
+    s = jstr(a, GPUOP_ANNOTATION_UPGRADE_FAILED);
+    if (s) {
+        char *end = NULL;
+        unsigned long g = strtoul(s, &end, 10);
+        n->up.failed_gen = end != s && g > 0 && g <= UINT32_MAX ? (uint32_t)g : UINT32_MAX;
+    }
+    s = jstr(a, GPUOP_ANNOTATION_UPGRADE_CORDONED);
+    n->up.cordoned = s && strcmp(s, "true") == 0;
+    n->up.paused = json_object_get(a, GPUOP_ANNOTATION_UPGRADE_PAUSED) != NULL;
+    n->up.unschedulable = jtrue(jobj(obj, "spec"), "unschedulable");
+    json_t *st = jobj(obj, "status");
+    n->up.not_ready = jarr(st, "conditions") && !condition(st, "Ready", "True", NULL);
 }
 
 /* NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go,
@@ -465,6 +517,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
         node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
     node_os(jobj(meta, "labels"), n, k);
+    node_upgrade(obj, n);
     size_t i;
     json_t *t;
     json_t *status = jobj(obj, "status");
@@ -622,7 +675,7 @@ static int pod_gate(json_t *status, uint32_t *since)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 72, "a node is 72 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 88, "a node is 88 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
@@ -712,7 +765,19 @@ static void pod_fields(json_t *obj, const char *name, struct gpuop_pod *out, str
     }
 }
 
-/* One allocation from the pool: [struct][strings], name first (unless borrowed). */
+/* Room after a driver pod's struct for its template generation. */
+#define TGEN_ROOM 8
+
+static int driver_operand(void)
+{
+    static int idx = -2;
+    if (idx == -2)
+        idx = gpuop_operand_by_key("driver");
+    return idx;
+}
+
+/* One allocation from the pool: [struct][template generation, a driver
+ * pod's][strings], name first (unless borrowed). */
 struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err *err)
 {
     if (!jstr(jobj(obj, "metadata"), "name")) {
@@ -723,7 +788,9 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err 
     struct gpuop_pod tmp;
     struct packer k = {0};
     pod_fields(obj, name, &tmp, &k);
-    size_t head = align8(sizeof(struct gpuop_pod));
+    /* a driver pod keeps its template generation after the struct */
+    bool driver = tmp.operand >= 0 && tmp.operand == driver_operand();
+    size_t head = align8(sizeof(struct gpuop_pod)) + (driver ? TGEN_ROOM : 0);
     char *blk = gpuop_pool_alloc(head + k.need);
     if (!blk) {
         gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a Pod");
@@ -732,7 +799,21 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err 
     struct gpuop_pod *p = (struct gpuop_pod *)(void *)blk;
     k = (struct packer){.p = blk + head};
     pod_fields(obj, name, p, &k);
+    if (driver) {
+        const char *g = jstr(jobj(jobj(obj, "metadata"), "labels"), GPUOP_LABEL_POD_TEMPLATE_GEN);
+        unsigned long v = g ? strtoul(g, NULL, 10) : 0;
+        uint32_t gen = v <= UINT32_MAX ? (uint32_t)v : 0;
+        memcpy(blk + align8(sizeof(struct gpuop_pod)), &gen, sizeof(gen));
+    }
     return p;
+}
+
+uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p)
+{
+    uint32_t gen = 0;
+    if (p && p->operand >= 0 && p->operand == driver_operand())
+        memcpy(&gen, (const char *)p + align8(sizeof(struct gpuop_pod)), sizeof(gen));
+    return gen;
 }
 
 void gpuop_pod_free(struct gpuop_pod *p)
@@ -756,6 +837,10 @@ int gpuop_ds_from_json(json_t *obj, struct gpuop_ds *out, struct gpuop_err *err)
     out->operand = gpuop_operand_by_ds(out->name);
     out->generation = jint(meta, "generation");
     out->created = jtime(meta, "creationTimestamp");
+    {
+        const char *g = jstr(jobj(meta, "annotations"), GPUOP_ANNOTATION_TEMPLATE_GEN);
+        out->template_gen = g ? strtoll(g, NULL, 10) : 0;
+    }
     out->host_network = jtrue(pspec, "hostNetwork");
     out->desired = jint(status, "desiredNumberScheduled");
     out->current = jint(status, "currentNumberScheduled");
@@ -796,10 +881,10 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
         a->upgrade != b->upgrade || a->created != b->created || a->ntaints != b->ntaints ||
-        a->labelled != b->labelled || a->present_label != b->present_label ||
-        a->any_deploy != b->any_deploy || a->labelled_present != b->labelled_present ||
-        a->label_note != b->label_note || a->mig_capable != b->mig_capable ||
-        memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
+        memcmp(&a->up, &b->up, sizeof(a->up)) || a->labelled != b->labelled ||
+        a->present_label != b->present_label || a->any_deploy != b->any_deploy ||
+        a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
+        a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
@@ -823,7 +908,8 @@ bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
            a->deleted == b->deleted && a->restarts == b->restarts && a->created == b->created &&
            str_eq(a->name, b->name) && str_eq(a->node, b->node) &&
            str_eq(a->waiting_reason, b->waiting_reason) &&
-           str_eq(a->waiting_message, b->waiting_message);
+           str_eq(a->waiting_message, b->waiting_message) &&
+           gpuop_pod_template_gen(a) == gpuop_pod_template_gen(b);
 }
 
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
@@ -831,7 +917,8 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
     if (!str_eq(a->name, b->name) || a->operand != b->operand || a->desired != b->desired ||
         a->current != b->current || a->ready != b->ready || a->available != b->available ||
         a->generation != b->generation || a->observed != b->observed || a->created != b->created ||
-        a->host_network != b->host_network || a->ntolerations != b->ntolerations)
+        a->template_gen != b->template_gen || a->host_network != b->host_network ||
+        a->ntolerations != b->ntolerations)
         return false;
     for (size_t i = 0; i < a->ntolerations; i++) {
         const struct gpuop_toleration *x = &a->tolerations[i], *y = &b->tolerations[i];

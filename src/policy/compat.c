@@ -62,9 +62,6 @@ static const struct refused refused[] = {
     {"spec", "hostPaths", ALWAYS,
      "gpuop uses the standard host paths (the host root /, the driver at /run/nvidia/driver), "
      "ignored"},
-    {"spec.driver", "upgradePolicy", ALWAYS,
-     "gpuop does not upgrade the driver node by node yet: a driver change rolls out by "
-     "spec.daemonsets.updateStrategy, ignored"},
     {"spec.driver", "usePrecompiled", IF_ENABLED,
      "precompiled driver images are not selected by gpuop: name one in spec.driver.image, "
      "ignored"},

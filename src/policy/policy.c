@@ -285,6 +285,17 @@ static int set_defaults(struct gpuop_policy *p)
     p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
     p->advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
     p->event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
+    p->upgrade = (struct gpuop_upgrade_policy){
+        .auto_upgrade = true,
+        .max_parallel = GPUOP_UPGRADE_MAX_PARALLEL_DEFAULT,
+        .max_unavailable = GPUOP_UPGRADE_MAX_UNAVAILABLE_PCT,
+        .max_unavailable_pct = true,
+        .delete_timeout_s = GPUOP_UPGRADE_DELETION_TIMEOUT,
+        .drain_timeout_s = GPUOP_UPGRADE_DRAIN_TIMEOUT,
+        .ready_timeout_s = GPUOP_UPGRADE_READY_TIMEOUT,
+    };
+    if (set_str(&p->upgrade.wait_selector, "") || set_str(&p->upgrade.drain_selector, ""))
+        return GPUOP_ENOMEM;
     return 0;
 }
 
@@ -834,6 +845,207 @@ static int parse_install_dir(struct gpuop_policy *p, const char *field, json_t *
     return 0;
 }
 
+/* ---- spec.driver.upgradePolicy -------------------------------------------- */
+
+/* A whole number of seconds 0..GPUOP_GRACE_MAX at field, else dflt and a problem. */
+static void up_seconds(struct gpuop_policy *p, const char *field, json_t *v, long *dst, long dflt)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= GPUOP_GRACE_MAX) {
+        *dst = (long)json_integer_value(v);
+        return;
+    }
+    problem(p, field, "must be a whole number of seconds from 0 to %d, not %s; using %ld",
+            GPUOP_GRACE_MAX, type_name(v), dflt);
+    *dst = dflt;
+}
+
+static void up_bool(struct gpuop_policy *p, const char *field, json_t *v, bool *dst, bool dflt)
+{
+    if (json_is_boolean(v)) {
+        *dst = json_is_true(v);
+        return;
+    }
+    problem(p, field, "must be true or false, not %s; using %s", type_name(v),
+            dflt ? "true" : "false");
+    *dst = dflt;
+}
+
+/* A label selector's text (passed to the API server as labelSelector, which
+ * checks its grammar): a string of printable characters, bounded. */
+static int up_selector(struct gpuop_policy *p, const char *field, json_t *v, char **dst)
+{
+    const char *s = json_string_value(v);
+    bool ok = s && strlen(s) <= GPUOP_UPGRADE_SELECTOR_MAX;
+    for (const char *c = s; ok && *c; c++)
+        ok = *c >= 0x20 && *c < 0x7f;
+    if (ok)
+        return set_str(dst, s);
+    problem(p, field,
+            "must be a label selector of at most %d printable characters, not %s; "
+            "using \"\" (none)",
+            GPUOP_UPGRADE_SELECTOR_MAX, type_name(v));
+    return set_str(dst, "");
+}
+
+/* A sub-object of upgradePolicy: each key of known[] goes to its slot. */
+struct up_key {
+    const char *key;
+    char kind; /* 'b' bool, 's' seconds, 'l' selector */
+    void *dst;
+    long dflt;
+};
+
+static int up_object(struct gpuop_policy *p, const char *path, json_t *v, const struct up_key *keys,
+                     int nkeys)
+{
+    const char *known[8];
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+    for (int i = 0; i < nkeys && i < 7; i++)
+        known[i] = keys[i].key;
+    known[nkeys < 7 ? nkeys : 7] = NULL;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; using the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        int i = 0;
+        while (i < nkeys && strcmp(keys[i].key, key))
+            i++;
+        if (i == nkeys)
+            unknown_field(p, path, key, known);
+        else if (json_is_null(e))
+            continue;
+        else if (keys[i].kind == 'b')
+            up_bool(p, field, e, keys[i].dst, keys[i].dflt != 0);
+        else if (keys[i].kind == 's')
+            up_seconds(p, field, e, keys[i].dst, keys[i].dflt);
+        else
+            rc = up_selector(p, field, e, keys[i].dst);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* maxUnavailable: an integer 0..GPUOP_UPGRADE_COUNT_MAX or "N%" (0..100). */
+static void up_max_unavailable(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    struct gpuop_upgrade_policy *u = &p->upgrade;
+    char vbuf[64];
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= GPUOP_UPGRADE_COUNT_MAX) {
+        u->max_unavailable = (int)json_integer_value(v);
+        u->max_unavailable_pct = false;
+        return;
+    }
+    const char *s = json_string_value(v);
+    size_t len = s ? strlen(s) : 0;
+    int pct = len >= 2 && len <= 4 && s[len - 1] == '%' ? digits(s, (int)len - 1) : -1;
+    if (pct >= 0 && pct <= 100) {
+        u->max_unavailable = pct;
+        u->max_unavailable_pct = true;
+        return;
+    }
+    problem(p, field,
+            "must be a whole number of nodes or a percentage such as \"25%%\", not %s; "
+            "using \"25%%\"",
+            describe(v, vbuf, sizeof(vbuf)));
+    u->max_unavailable = GPUOP_UPGRADE_MAX_UNAVAILABLE_PCT;
+    u->max_unavailable_pct = true;
+}
+
+static int parse_upgrade_policy(struct gpuop_policy *p, const char *path, json_t *v)
+{
+    static const char *const known[] = {"autoUpgrade",
+                                        "maxParallelUpgrades",
+                                        "maxUnavailable",
+                                        "waitForCompletion",
+                                        "gpuPodDeletion",
+                                        "podDeletion",
+                                        "drain",
+                                        "onFailure",
+                                        "driverReadyTimeoutSeconds",
+                                        NULL};
+    struct gpuop_upgrade_policy *u = &p->upgrade;
+    char field[FIELD_MAX], vbuf[64];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; using the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, "autoUpgrade")) {
+            up_bool(p, field, e, &u->auto_upgrade, true);
+        } else if (!strcmp(key, "maxParallelUpgrades")) {
+            if (json_is_integer(e) && json_integer_value(e) >= 0 &&
+                json_integer_value(e) <= GPUOP_UPGRADE_COUNT_MAX)
+                u->max_parallel = (int)json_integer_value(e);
+            else
+                problem(p, field,
+                        "must be a whole number from 0 (no limit) to %d, not %s; "
+                        "using %d",
+                        GPUOP_UPGRADE_COUNT_MAX, describe(e, vbuf, sizeof(vbuf)),
+                        GPUOP_UPGRADE_MAX_PARALLEL_DEFAULT);
+        } else if (!strcmp(key, "maxUnavailable")) {
+            up_max_unavailable(p, field, e);
+        } else if (!strcmp(key, "waitForCompletion")) {
+            const struct up_key k[] = {{"timeoutSeconds", 's', &u->wait_timeout_s, 0},
+                                       {"podSelector", 'l', &u->wait_selector, 0}};
+            rc = up_object(p, field, e, k, 2);
+        } else if (!strcmp(key, "gpuPodDeletion") || !strcmp(key, "podDeletion")) {
+            /* gpuPodDeletion is the chart's name, podDeletion the CRD's */
+            const struct up_key k[] = {
+                {"force", 'b', &u->delete_force, 0},
+                {"timeoutSeconds", 's', &u->delete_timeout_s, GPUOP_UPGRADE_DELETION_TIMEOUT},
+                {"deleteEmptyDir", 'b', &u->delete_empty_dir, 0}};
+            rc = up_object(p, field, e, k, 3);
+        } else if (!strcmp(key, "drain")) {
+            const struct up_key k[] = {
+                {"enable", 'b', &u->drain, 0},
+                {"force", 'b', &u->drain_force, 0},
+                {"podSelector", 'l', &u->drain_selector, 0},
+                {"timeoutSeconds", 's', &u->drain_timeout_s, GPUOP_UPGRADE_DRAIN_TIMEOUT},
+                {"deleteEmptyDir", 'b', &u->drain_empty_dir, 0}};
+            rc = up_object(p, field, e, k, 5);
+        } else if (!strcmp(key, "onFailure")) {
+            const char *s = json_string_value(e);
+            if (s && !strcmp(s, "stop"))
+                u->on_failure = GPUOP_ON_FAILURE_STOP;
+            else if (s && !strcmp(s, "rollback"))
+                u->on_failure = GPUOP_ON_FAILURE_ROLLBACK;
+            else
+                problem(p, field, "must be stop or rollback, not %s; using stop",
+                        describe(e, vbuf, sizeof(vbuf)));
+        } else if (!strcmp(key, "driverReadyTimeoutSeconds")) {
+            up_seconds(p, field, e, &u->ready_timeout_s, GPUOP_UPGRADE_READY_TIMEOUT);
+        } else {
+            unknown_field(p, path, key, known);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gpuop_policy_max_unavailable(const struct gpuop_upgrade_policy *u, int total)
+{
+    if (!u->max_unavailable_pct)
+        return u->max_unavailable;
+    return (int)(((long long)total * u->max_unavailable + 99) / 100); /* rounded up */
+}
+
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -890,6 +1102,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_config(p, path, e, o, op);
         } else if (!strcmp(key, "installDir") && !strcmp(op->key, "toolkit")) {
             rc = parse_install_dir(p, field, e);
+        } else if (!strcmp(key, "upgradePolicy") && !strcmp(op->key, "driver")) {
+            rc = parse_upgrade_policy(p, field, e);
         } else {
             other_field(p, path, key, e, operand_fields);
         }
@@ -1553,5 +1767,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     json_decref(p->max_unavailable);
     json_decref(p->image_pull_secrets);
     free(p->toolkit_install_dir);
+    free(p->upgrade.wait_selector);
+    free(p->upgrade.drain_selector);
     memset(p, 0, sizeof(*p));
 }

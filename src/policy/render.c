@@ -992,8 +992,13 @@ static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuo
     return m;
 }
 
-static json_t *update_strategy(const struct gpuop_policy *p)
+/* The driver's DaemonSets are OnDelete, as the GPU Operator's are (v26.7.0
+ * internal/state/testdata/golden/driver-*.yaml): gpuop replaces driver pods
+ * node by node itself (docs/upgrade.md). */
+static json_t *update_strategy(const struct gpuop_policy *p, const struct gpuop_operand *op)
 {
+    if (!strcmp(op->key, "driver"))
+        return json_pack("{s:s}", "type", "OnDelete");
     const char *type = p->update_strategy ? p->update_strategy : "RollingUpdate";
     if (p->max_unavailable && !strcmp(type, "RollingUpdate"))
         return json_pack("{s:s, s:{s:O}}", "type", type, "rollingUpdate", "maxUnavailable",
@@ -1045,8 +1050,8 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
                     GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
     ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
                    "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
-                   "selector", "matchLabels", sel, "updateStrategy", update_strategy(p), "template",
-                   "metadata", template_metadata(p, op, pool), "spec",
+                   "selector", "matchLabels", sel, "updateStrategy", update_strategy(p, op),
+                   "template", "metadata", template_metadata(p, op, pool), "spec",
                    pod_spec(p, operand, &t, pool, image));
     tmpl_free(&t);
     return ds;

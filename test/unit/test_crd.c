@@ -26,7 +26,8 @@ static const char *const shared_keys[] = {"daemonsets",   "ordering", "findings"
 
 /* Operand keys beyond the common ones that gpuop implements for one operand
  * (the GPU Operator's paths). */
-static const char *const operand_extras[][2] = {{"toolkit", "installDir"}};
+static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
+                                                {"driver", "upgradePolicy"}};
 
 /* A key the CRD admits only so that ClusterPolicy manifests and patches
  * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or
@@ -173,6 +174,57 @@ static void test_defaults_match_parser(void **state)
     json_decref(crd);
 }
 
+/* spec.driver.upgradePolicy: the keys the parser reads, with its defaults. */
+static void test_upgrade_policy_keys(void **state)
+{
+    (void)state;
+    json_t *crd = load_crd();
+    json_t *up =
+        json_object_get(json_object_get(props(schema_of(crd), "spec"), "driver"), "properties");
+    up = json_object_get(json_object_get(up, "upgradePolicy"), "properties");
+    assert_non_null(up);
+    static const char *const keys[] = {"autoUpgrade",
+                                       "maxParallelUpgrades",
+                                       "maxUnavailable",
+                                       "waitForCompletion",
+                                       "gpuPodDeletion",
+                                       "podDeletion",
+                                       "drain",
+                                       "onFailure",
+                                       "driverReadyTimeoutSeconds"};
+    assert_int_equal(json_object_size(up), sizeof(keys) / sizeof(keys[0]));
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (!json_object_get(up, keys[i]))
+            fail_msg("crd: spec.driver.upgradePolicy has no %s", keys[i]);
+    struct gpuop_policy pol;
+    json_t *empty = json_object();
+    assert_int_equal(gpuop_policy_parse(empty, &pol, NULL), 0);
+    assert_int_equal(json_is_true(json_object_get(json_object_get(up, "autoUpgrade"), "default")),
+                     pol.upgrade.auto_upgrade);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(up, "maxParallelUpgrades"), "default")),
+        pol.upgrade.max_parallel);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(up, "maxUnavailable"), "default")),
+        "25%");
+    assert_true(pol.upgrade.max_unavailable_pct);
+    assert_int_equal(pol.upgrade.max_unavailable, 25);
+    static const char *const del[] = {"force", "timeoutSeconds", "deleteEmptyDir"};
+    static const char *const drain[] = {"enable", "force", "podSelector", "timeoutSeconds",
+                                        "deleteEmptyDir"};
+    json_t *d = json_object_get(json_object_get(up, "gpuPodDeletion"), "properties");
+    assert_int_equal(json_object_size(d), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_non_null(json_object_get(d, del[i]));
+    d = json_object_get(json_object_get(up, "drain"), "properties");
+    assert_int_equal(json_object_size(d), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_non_null(json_object_get(d, drain[i]));
+    gpuop_policy_free(&pol);
+    json_decref(empty);
+    json_decref(crd);
+}
+
 /* Every field `kubectl explain gpupolicy` shows has a description a person
  * can act on (issue 16): the root, and every schema under `properties`, at
  * any depth (inside list items and maps too). Missing ones are listed by
@@ -223,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operands_match_table),
         cmocka_unit_test(test_defaults_match_parser),
+        cmocka_unit_test(test_upgrade_policy_keys),
         cmocka_unit_test(test_descriptions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -471,6 +471,82 @@ static void test_tolerations(void **state)
     assert_false(gpuop_toleration_matches(NULL, &cases[0].taint));
 }
 
+/* The driver upgrade's fields: a driver pod's template generation, a
+ * DaemonSet's, a node's state label, annotations and unschedulable. */
+static void test_upgrade_fields(void **state)
+{
+    (void)state;
+    json_t *j = json_loads(
+        "{\"metadata\": {\"name\": \"gpuop-driver-ubuntu24.04-x\", \"labels\": "
+        "{\"app.kubernetes.io/component\": \"driver\", \"pod-template-generation\": \"7\"}}, "
+        "\"spec\": {\"nodeName\": \"n1\"}}",
+        0, NULL);
+    struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
+    assert_non_null(p);
+    assert_int_equal(p->operand, gpuop_operand_by_key("driver"));
+    assert_int_equal(gpuop_pod_template_gen(p), 7);
+    assert_string_equal(p->node, "n1");
+    struct gpuop_pod *q = gpuop_pod_new(j, NULL, NULL);
+    assert_true(gpuop_pod_equal(p, q));
+    gpuop_pod_free(q);
+    json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                        "pod-template-generation", json_string("8"));
+    q = gpuop_pod_new(j, NULL, NULL);
+    assert_int_equal(gpuop_pod_template_gen(q), 8);
+    assert_false(gpuop_pod_equal(p, q));
+    gpuop_pod_free(q);
+    gpuop_pod_free(p);
+    json_decref(j);
+    /* another operand's pod has none */
+    j = json_loads("{\"metadata\": {\"name\": \"x\", \"labels\": {\"app.kubernetes.io/component\": "
+                   "\"device-plugin\", \"pod-template-generation\": \"7\"}}}",
+                   0, NULL);
+    p = gpuop_pod_new(j, NULL, NULL);
+    assert_int_equal(gpuop_pod_template_gen(p), 0);
+    gpuop_pod_free(p);
+    json_decref(j);
+
+    j = json_loads("{\"metadata\": {\"name\": \"gpuop-driver\", \"annotations\": "
+                   "{\"deprecated.daemonset.template.generation\": \"12\"}}}",
+                   0, NULL);
+    struct gpuop_ds ds = {0};
+    assert_int_equal(gpuop_ds_from_json(j, &ds, NULL), 0);
+    assert_int_equal(ds.template_gen, 12);
+    gpuop_ds_free(&ds);
+    json_decref(j);
+
+    j = json_loads(
+        "{\"metadata\": {\"name\": \"n1\", \"labels\": {\"nvidia.com/gpu-driver-upgrade-state\": "
+        "\"pod-deletion-required\"}, \"annotations\": {\"gpuop.dev/driver-upgrade-since\": "
+        "\"2026-12-02T01:00:00Z\", \"gpuop.dev/driver-upgrade-cordoned\": \"true\", "
+        "\"gpuop.dev/driver-upgrade-failed\": \"6 CrashLoopBackOff\", "
+        "\"gpuop.dev/driver-upgrade-paused\": \"{}\"}}, \"spec\": {\"unschedulable\": true}, "
+        "\"status\": {\"conditions\": [{\"type\": \"Ready\", \"status\": \"False\"}]}}",
+        0, NULL);
+    struct gpuop_node *n = gpuop_node_new(j, NULL, NULL);
+    assert_non_null(n);
+    assert_int_equal(n->up.state, GPUOP_US_POD_DELETION);
+    assert_int_equal(n->upgrade, GPUOP_UPGRADE_ACTIVE);
+    assert_int_equal(n->up.since, (uint32_t)gpuop_parse_time("2026-12-02T01:00:00Z"));
+    assert_true(n->up.cordoned);
+    assert_true(n->up.paused);
+    assert_true(n->up.unschedulable);
+    assert_true(n->up.not_ready);
+    assert_int_equal(n->up.failed_gen, 6);
+    gpuop_node_free(n);
+    json_decref(j);
+    j = json_loads("{\"metadata\": {\"name\": \"n1\", \"labels\": "
+                   "{\"nvidia.com/gpu-driver-upgrade-state\": \"node-maintenance-required\"}}}",
+                   0, NULL);
+    n = gpuop_node_new(j, NULL, NULL);
+    assert_int_equal(n->up.state, GPUOP_US_OTHER);
+    assert_false(n->up.unschedulable || n->up.cordoned || n->up.not_ready || n->up.paused);
+    gpuop_node_free(n);
+    json_decref(j);
+    assert_string_equal(gpuop_upgrade_state_name(GPUOP_US_WAIT_JOBS), "wait-for-jobs-required");
+    assert_null(gpuop_upgrade_state_name(GPUOP_US_OTHER));
+}
+
 /* gpuop_*_new makes what the caches keep: one allocation holding the
  * struct and its strings (released with gpuop_*_free), the same values for
  * the same object. */
@@ -485,7 +561,9 @@ static void test_new_single_block(void **state)
         struct gpuop_pod *b = gpuop_pod_new(j, NULL, NULL);
         assert_non_null(b);
         assert_true(gpuop_pod_equal(a, b));
-        assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7));
+        /* a driver pod keeps its template generation (8 bytes) before the strings */
+        assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7) +
+                                      (b->operand == gpuop_operand_by_key("driver") ? 8 : 0));
         assert_true(b->node > b->name);
         if (b->waiting_reason)
             assert_true(b->waiting_reason > b->node);
@@ -685,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_ds),
         cmocka_unit_test(test_equal),
         cmocka_unit_test(test_new_single_block),
+        cmocka_unit_test(test_upgrade_fields),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_garbage_taint_fields),
         cmocka_unit_test(test_limits),

@@ -247,8 +247,28 @@ static const struct bad_case bad_cases[] = {
     {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
     {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator",
      "the NVIDIA GPU Operator's own pod"},
-    {"{\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": true}}}", "spec.driver.upgradePolicy",
-     "does not upgrade the driver node by node yet"},
+    {"{\"driver\": {\"upgradePolicy\": 5}}", "spec.driver.upgradePolicy", "must be an object"},
+    {"{\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": \"yes\"}}}",
+     "spec.driver.upgradePolicy.autoUpgrade", "true or false"},
+    {"{\"driver\": {\"upgradePolicy\": {\"maxParallelUpgrades\": -1}}}",
+     "spec.driver.upgradePolicy.maxParallelUpgrades", "using 1"},
+    {"{\"driver\": {\"upgradePolicy\": {\"maxUnavailable\": \"150%\"}}}",
+     "spec.driver.upgradePolicy.maxUnavailable", "using \"25%\""},
+    {"{\"driver\": {\"upgradePolicy\": {\"maxUnavailable\": 1.5}}}",
+     "spec.driver.upgradePolicy.maxUnavailable", "percentage"},
+    {"{\"driver\": {\"upgradePolicy\": {\"drain\": {\"timeoutSeconds\": \"5m\"}}}}",
+     "spec.driver.upgradePolicy.drain.timeoutSeconds", "using 300"},
+    {"{\"driver\": {\"upgradePolicy\": {\"drain\": {\"enabel\": true}}}}",
+     "spec.driver.upgradePolicy.drain.enabel", "did you mean \"enable\""},
+    {"{\"driver\": {\"upgradePolicy\": {\"gpuPodDeletion\": {\"force\": 1}}}}",
+     "spec.driver.upgradePolicy.gpuPodDeletion.force", "true or false"},
+    {"{\"driver\": {\"upgradePolicy\": {\"waitForCompletion\": {\"podSelector\": 3}}}}",
+     "spec.driver.upgradePolicy.waitForCompletion.podSelector", "label selector"},
+    {"{\"driver\": {\"upgradePolicy\": {\"onFailure\": \"retry\"}}}",
+     "spec.driver.upgradePolicy.onFailure", "stop or rollback"},
+    {"{\"driver\": {\"upgradePolicy\": {\"maxParalelUpgrades\": 2}}}",
+     "spec.driver.upgradePolicy.maxParalelUpgrades", "did you mean \"maxParallelUpgrades\""},
+    {"{\"toolkit\": {\"upgradePolicy\": {}}}", "spec.toolkit.upgradePolicy", "unknown field"},
     {"{\"driver\": {\"usePrecompiled\": true}}", "spec.driver.usePrecompiled", "precompiled"},
     {"{\"gfd\": {\"imagePullSecrets\": [\"s\"]}}", "spec.gfd.imagePullSecrets",
      "spec.daemonsets.imagePullSecrets"},
@@ -898,6 +918,58 @@ static void test_type_sweep(void **state)
 
 /* The GPU Operator's repository/image/version beside a full reference in
  * image (api/nvidia/v1/clusterpolicy_types.go imagePath, v26.7.0). */
+/* spec.driver.upgradePolicy: the GPU Operator's defaults, and every key read. */
+static void test_upgrade_policy(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    json_t *o = json_object();
+    assert_int_equal(gpuop_policy_parse(o, &p, NULL), 0);
+    json_decref(o);
+    assert_true(p.upgrade.auto_upgrade);
+    assert_int_equal(p.upgrade.max_parallel, 1);
+    assert_int_equal(gpuop_policy_max_unavailable(&p.upgrade, 8), 2);
+    assert_int_equal(gpuop_policy_max_unavailable(&p.upgrade, 9), 3); /* rounded up */
+    assert_int_equal(gpuop_policy_max_unavailable(&p.upgrade, 1), 1);
+    assert_int_equal(p.upgrade.delete_timeout_s, 300);
+    assert_int_equal(p.upgrade.drain_timeout_s, 300);
+    assert_int_equal(p.upgrade.wait_timeout_s, 0);
+    assert_false(p.upgrade.drain);
+    assert_false(p.upgrade.delete_force);
+    assert_int_equal(p.upgrade.on_failure, GPUOP_ON_FAILURE_STOP);
+    assert_string_equal(p.upgrade.wait_selector, "");
+    gpuop_policy_free(&p);
+
+    o = json_loads(
+        "{\"spec\": {\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": false, "
+        "\"maxParallelUpgrades\": 0, \"maxUnavailable\": 3, "
+        "\"waitForCompletion\": {\"timeoutSeconds\": 60, \"podSelector\": \"app=train\"}, "
+        "\"podDeletion\": {\"force\": true, \"timeoutSeconds\": 10, "
+        "\"deleteEmptyDir\": true}, \"drain\": {\"enable\": true, \"force\": true, "
+        "\"podSelector\": \"x!=y\", \"timeoutSeconds\": 20, \"deleteEmptyDir\": true}, "
+        "\"onFailure\": \"rollback\", \"driverReadyTimeoutSeconds\": 30}}}}",
+        0, NULL);
+    assert_int_equal(gpuop_policy_parse(o, &p, NULL), 0);
+    json_decref(o);
+    assert_int_equal(p.nproblems, 0);
+    assert_false(p.upgrade.auto_upgrade);
+    assert_int_equal(p.upgrade.max_parallel, 0);
+    assert_int_equal(gpuop_policy_max_unavailable(&p.upgrade, 100), 3);
+    assert_int_equal(p.upgrade.wait_timeout_s, 60);
+    assert_string_equal(p.upgrade.wait_selector, "app=train");
+    assert_true(p.upgrade.delete_force);
+    assert_int_equal(p.upgrade.delete_timeout_s, 10);
+    assert_true(p.upgrade.delete_empty_dir);
+    assert_true(p.upgrade.drain);
+    assert_true(p.upgrade.drain_force);
+    assert_string_equal(p.upgrade.drain_selector, "x!=y");
+    assert_int_equal(p.upgrade.drain_timeout_s, 20);
+    assert_true(p.upgrade.drain_empty_dir);
+    assert_int_equal(p.upgrade.on_failure, GPUOP_ON_FAILURE_ROLLBACK);
+    assert_int_equal(p.upgrade.ready_timeout_s, 30);
+    gpuop_policy_free(&p);
+}
+
 static void test_image_keys(void **state)
 {
     static const struct {
@@ -1010,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_clusterpolicy_fields),
         cmocka_unit_test(test_server_accepts),
         cmocka_unit_test(test_image_keys),
+        cmocka_unit_test(test_upgrade_policy),
         cmocka_unit_test(test_annotations_total),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,12 @@ resources:
 installDir: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- if eq .key "driver" }}
+{{- with $v.upgradePolicy }}
+upgradePolicy:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
 {{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
 {{- with ($v.config | default dict).name }}
 config:

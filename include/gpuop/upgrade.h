@@ -1,0 +1,160 @@
+/*
+ * upgrade.h - the driver upgrade's planner (docs/upgrade.md), pure. Layer: findings
+ *
+ * From the policy's upgradePolicy, the GPU nodes (their state label,
+ * gpuop's annotations, unschedulable), each node's driver pod (its
+ * template generation) and validator pod, the template generation of the
+ * driver DaemonSet that covers the node, and the workload pods of the
+ * nodes whose step needs them (listed by the controller, with what their
+ * last eviction was answered), gpuop_upgrade_plan() says for every GPU
+ * node whose driver gpuop manages: its state, the state to write, the one
+ * action to take now, and in words what it waits for. The controller
+ * (src/controller/upgrade.c) takes the actions; every fact the plan reads
+ * lives in the cluster, so a restart plans the same.
+ *
+ * Invariants the plan keeps (unit tests: test/unit/test_upgrade.c):
+ * at most maxParallelUpgrades nodes between cordon-required and
+ * uncordon-required; a node starts only while the GPU nodes unavailable
+ * (cordoned, NotReady, or driver not Ready, plus those about to be
+ * cordoned) stay within maxUnavailable; no driver pod is deleted while a
+ * GPU pod runs on its node (unless gpuPodDeletion.force); a node someone
+ * else cordoned is not started; deploy.driver=false nodes are not
+ * managed; a live failure (a node upgrade-failed at the generation being
+ * rolled out) starts no further node.
+ */
+#ifndef GPUOP_UPGRADE_H
+#define GPUOP_UPGRADE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "gpuop/model.h"
+#include "gpuop/policy.h"
+
+/* Most nodes named in status.upgrade.next. */
+#define GPUOP_UPGRADE_NEXT_MAX 5
+/* Most driver generations counted in status.upgrade.versions. */
+#define GPUOP_UPGRADE_GENS_MAX 8
+/* Longest "what it waits for" text. */
+#define GPUOP_UPGRADE_WAIT_MAX 512
+/* Pods named in one waiting text at most ("and 3 more"). */
+#define GPUOP_UPGRADE_NAMED_MAX 5
+
+/* One pod on a node, as the controller listed it; strings borrowed. */
+struct gpuop_upgrade_pod {
+    const char *ns, *name;
+    bool gpu;       /* nvidia.com/gpu or nvidia.com/mig-* in a container's requests or limits */
+    bool job;       /* selected by waitForCompletion.podSelector */
+    bool drain;     /* drain would evict it: selected by drain.podSelector (or none set),
+                       not a DaemonSet's, not a mirror pod */
+    bool unmanaged; /* no controller owns it */
+    bool empty_dir; /* has an emptyDir volume */
+    bool terminal;  /* Succeeded or Failed */
+    bool deleting;  /* metadata.deletionTimestamp set */
+    bool blocked;   /* its last eviction was answered 429: a PodDisruptionBudget */
+    const char *blocked_why; /* what that 429 said, or NULL */
+};
+
+struct gpuop_upgrade_node_in {
+    const struct gpuop_node *node;     /* borrowed */
+    const struct gpuop_pod *driver;    /* its driver pod (the newest), or NULL */
+    const struct gpuop_pod *validator; /* its validator pod, or NULL */
+    uint32_t target_gen;               /* template generation of the driver DaemonSet
+                                          covering it; 0: none does (not managed) */
+    size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
+    const char *dependent;             /* the first one's name, or NULL */
+    bool pods_known;                   /* pods[] was listed for it */
+    const struct gpuop_upgrade_pod *pods; /* borrowed */
+    size_t npods;
+};
+
+struct gpuop_upgrade_in {
+    const struct gpuop_upgrade_policy *policy; /* borrowed */
+    bool driver_enabled;                       /* spec.driver.enabled */
+    bool validator_enabled; /* spec.validator.enabled: wait for it to validate again */
+    const char *version;    /* what the target generation runs (spec.driver.version or
+                               image), for words; may be NULL */
+    long long now;          /* seconds since epoch */
+    const struct gpuop_upgrade_node_in *nodes; /* borrowed, any order */
+    size_t n;
+};
+
+/* What the controller does for a node now; every action that ends a step
+ * writes the state label `next` (and the since annotation) in its PATCH. */
+enum gpuop_upgrade_action {
+    GPUOP_UA_NONE = 0,          /* nothing: it waits (waiting says for what), or is done */
+    GPUOP_UA_LABEL,             /* write the state label next */
+    GPUOP_UA_CORDON,            /* spec.unschedulable true + the cordoned annotation; next */
+    GPUOP_UA_LIST,              /* list the node's pods (the step needs them) */
+    GPUOP_UA_EVICT,             /* evict the pods gpuop_upgrade_evicts() selects */
+    GPUOP_UA_DELETE_PODS,       /* delete them (gpuPodDeletion.force after the timeout) */
+    GPUOP_UA_PAUSE,             /* dependents' deploy labels (every operand's but the
+                                   driver's) paused-for-driver-upgrade; the old driver pod
+                                   is deleted once their pods left;
+                                   their old values in the paused annotation */
+    GPUOP_UA_DELETE_DRIVER,     /* delete the old driver pod */
+    GPUOP_UA_DELETE_VALIDATOR,  /* delete the validator pod older than the new driver */
+    GPUOP_UA_RESTORE,           /* deploy labels back from the paused annotation; next */
+    GPUOP_UA_RESTORE_VALIDATOR, /* the validator's deploy label only, back from it */
+    GPUOP_UA_UNCORDON,          /* spec.unschedulable false, annotation removed; next */
+    GPUOP_UA_FAIL,              /* next upgrade-failed + the failed annotation (reason) */
+    GPUOP_UA_ROLLBACK,          /* onFailure rollback: the previous driver back here */
+    GPUOP_UA_COUNT
+};
+
+/* "cordon", "evict" ... for logs; static. */
+const char *gpuop_upgrade_action_name(int a);
+
+struct gpuop_upgrade_node_out {
+    size_t in;         /* index into gpuop_upgrade_in.nodes */
+    uint8_t state;     /* enum gpuop_upgrade_state, as recomputed */
+    uint8_t next;      /* the state to write; == state: none to write */
+    uint8_t action;    /* enum gpuop_upgrade_action */
+    bool unavailable;  /* counted against maxUnavailable */
+    uint32_t since;    /* when it entered state (0: unknown) */
+    char *waiting;     /* new: what it waits for in words; NULL when nothing (done) */
+    char *fail_reason; /* new: action FAIL, or a live failure: why; else NULL */
+};
+
+struct gpuop_upgrade_plan {
+    struct gpuop_upgrade_node_out *nodes; /* new: one per managed GPU node, by name */
+    size_t n;
+    size_t counts[GPUOP_US_COUNT]; /* nodes per state (next) */
+    struct {
+        uint32_t gen;
+        size_t n;
+    } gens[GPUOP_UPGRADE_GENS_MAX]; /* nodes per driver pod generation, by gen */
+    size_t ngens;
+    uint32_t target_gen; /* the highest target generation */
+    size_t in_progress;  /* nodes cordon-required..uncordon-required (after the plan) */
+    size_t unavailable;  /* GPU nodes unavailable (after the plan) */
+    int max_unavailable; /* maxUnavailable as a count of n */
+    size_t failed;       /* index into nodes of the live failure that stops the
+                            upgrade; SIZE_MAX none */
+    size_t next[GPUOP_UPGRADE_NEXT_MAX]; /* indexes into nodes: next to start, in order */
+    size_t nnext;
+    long long wake; /* the earliest time a wait times out (plan again then); 0 none */
+};
+
+/* Plans into a zeroed *out (release with gpuop_upgrade_plan_free).
+ * Returns 0 or GPUOP_ENOMEM. */
+int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_plan *out);
+void gpuop_upgrade_plan_free(struct gpuop_upgrade_plan *p);
+
+/* Whether the action EVICT (or DELETE_PODS) of a node in state takes pod. */
+bool gpuop_upgrade_evicts(const struct gpuop_upgrade_policy *u, int state,
+                          const struct gpuop_upgrade_pod *pod);
+
+/* True when a pod (borrowed JSON) asks for a GPU: nvidia.com/gpu or
+ * nvidia.com/mig-* in a container's (or init container's) requests or limits. */
+bool gpuop_upgrade_pod_uses_gpu(json_t *pod);
+
+/* Adds "upgrade" (status.upgrade, docs/upgrade.md) to status (borrowed)
+ * from plan and in (borrowed); nothing when plan is NULL or has no node.
+ * Returns 0 or GPUOP_ENOMEM. */
+int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *plan,
+                             const struct gpuop_upgrade_in *in);
+
+#endif

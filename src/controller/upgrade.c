@@ -1,0 +1,935 @@
+/*
+ * upgrade.c - the driver upgrade's actions (docs/upgrade.md), leader only.
+ *
+ * Driven by the reconcile of the active policy: gpuop_ctl_upgrade_track()
+ * builds the planner's input from the caches (each GPU node, its driver
+ * and validator pod, the template generation of the driver DaemonSet of
+ * its OS pool) plus what this file listed of the nodes whose step needs
+ * their pods, asks the pure planner (findings/upgrade.c) and takes each
+ * node's one action, at most one request chain per node at a time:
+ *
+ *   label / cordon / uncordon / fail: one merge PATCH of the node (the
+ *     state label, the since annotation, spec.unschedulable with the
+ *     cordoned annotation, the failed annotation); a failure also posts
+ *     one Event DriverUpgradeFailed on the policy
+ *   pause: one PATCH setting the dependents' deploy labels to
+ *     paused-for-driver-upgrade, their values before in the paused
+ *     annotation (from the cache); restore: GET the node, PATCH the
+ *     labels back from that annotation (resourceVersion as precondition)
+ *   list: GET pods?fieldSelector=spec.nodeName=<node> (with the step's
+ *     labelSelector: waitForCompletion's or drain's)
+ *   evict: POST pods/<name>/eviction for each pod the step takes; a 429
+ *     (a PodDisruptionBudget) is remembered for the words and retried
+ *     after a backoff (EVICT_BACKOFF_FIRST_MS doubling to _MAX_MS)
+ *   delete pods / driver / validator: DELETE the pod
+ *
+ * After an action the node settles for SETTLE_MS: the same action in the
+ * same state is not sent again before the cache shows its effect (the
+ * reconcile that follows the cache's event plans from it). Everything is
+ * state in the cluster; this file only keeps the pod lists, the eviction
+ * answers and the backoffs, which a restart rebuilds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/jsonarena.h"
+#include "gpuop/kube.h"
+#include "gpuop/log.h"
+#include "gpuop/map.h"
+#include "gpuop/names.h"
+#include "gpuop/ospool.h"
+#include "gpuop/render.h"
+#include "gpuop/upgrade.h"
+
+#include "controller_int.h"
+
+#define SETTLE_MS              3000
+#define LIST_TTL_MS            5000 /* a pod list older than this is listed again */
+#define EVICT_BACKOFF_FIRST_MS 2000
+#define EVICT_BACKOFF_MAX_MS   60000
+#define ERROR_BACKOFF_MS       5000
+#define NOTE_MAX               GPUOP_MODEL_NOTE_MAX /* the paused annotation */
+#define WHY_MAX                256
+
+/* One node gpuop acts on or lists pods of: in the map by name. */
+struct rec {
+    struct ctl_upgrader *u;
+    int inflight;       /* requests in flight for it */
+    uint64_t seen;      /* the track that last wanted it */
+    bool dropped;       /* no longer wanted: freed when inflight reaches 0 */
+    uint8_t listed_for; /* the state its pods were listed in; 0 none */
+    uint64_t listed_at; /* uv_now */
+    struct gpuop_upgrade_pod *pods;
+    size_t npods;
+    json_t *list;         /* the pods' strings live in it (new reference) */
+    uint64_t retry_at_ms; /* nothing sent before */
+    uint64_t backoff_ms;
+    uint8_t last_action, last_state;
+    uint64_t settle_until;
+    bool blocked_round; /* an eviction of the round in flight was refused */
+    char blocked_why[WHY_MAX];
+    char name[];
+};
+
+struct ureq {
+    struct rec *r;
+    struct gpuop_kube_req *req;
+    int kind;                       /* enum gpuop_upgrade_action */
+    int next;                       /* the state written */
+    size_t pod;                     /* EVICT: index into r->pods */
+    char ds[GPUOP_RENDER_NAME_MAX]; /* ROLLBACK: the pool\'s driver DaemonSet */
+    struct ureq *prev, *nextq;
+};
+
+struct ctl_upgrader {
+    uv_loop_t *loop;
+    struct gpuop_kube *kube;
+    struct gpuop_queue *queue;
+    struct gpuop_map recs; /* node name -> struct rec * */
+    struct ureq *reqs;     /* in flight */
+    uint64_t tracks;
+    bool stopped;
+    char policy[254];
+    /* the last plan and its input (status.upgrade) */
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in *nodes;
+    struct gpuop_upgrade_plan plan;
+    bool have_plan;
+    char version[GPUOP_RENDER_IMAGE_MAX];
+    uint64_t actions;
+    /* during a track (borrowed): the policy, for the rollback's names */
+    const struct gpuop_policy *pol;
+    char ns[254], uid[64];
+};
+
+/* onFailure rollback (docs/upgrade.md): the node's label naming the
+ * rollback DaemonSet that runs the previous driver there. */
+#define LABEL_ROLLBACK  "gpuop.dev/driver-rollback"
+#define ROLLBACK_SUFFIX "-rollback"
+
+static long long now_s(void)
+{
+    return (long long)time(NULL);
+}
+
+static void rec_free(struct rec *r)
+{
+    free(r->pods);
+    json_decref(r->list);
+    free(r);
+}
+
+static void requeue(struct ctl_upgrader *u, uint64_t ms)
+{
+    if (u->policy[0] && !u->stopped)
+        (void)(ms ? gpuop_queue_add_after(u->queue, u->policy, ms)
+                  : gpuop_queue_add(u->queue, u->policy));
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void req_unlink(struct ctl_upgrader *u, struct ureq *q)
+{
+    if (q->prev)
+        q->prev->nextq = q->nextq;
+    else
+        u->reqs = q->nextq;
+    if (q->nextq)
+        q->nextq->prev = q->prev;
+}
+
+/* A request of r ended: true when r is still wanted. */
+static bool req_end(struct ureq *q)
+{
+    struct rec *r = q->r;
+    struct ctl_upgrader *u = r->u;
+    req_unlink(u, q);
+    free(q);
+    r->inflight--;
+    if (r->dropped) {
+        if (!r->inflight)
+            rec_free(r);
+        return false;
+    }
+    return true;
+}
+
+static int up_send(struct rec *r, int kind, int next, size_t pod, enum gpuop_kube_verb verb,
+                   const char *path, const char *ctype, const char *body, gpuop_kube_done_cb done)
+{
+    struct ctl_upgrader *u = r->u;
+    struct ureq *q = calloc(1, sizeof(*q));
+    if (!q || !path)
+        goto oom;
+    q->r = r;
+    q->kind = kind;
+    q->next = next;
+    q->pod = pod;
+    struct gpuop_kube_opts o = {.verb = verb, .path = path, .content_type = ctype, .body = body};
+    if (gpuop_kube_request(u->kube, &o, done, q, &q->req) < 0)
+        goto oom;
+    q->nextq = u->reqs;
+    if (u->reqs)
+        u->reqs->prev = q;
+    u->reqs = q;
+    r->inflight++;
+    return 0;
+oom:
+    free(q);
+    r->retry_at_ms = uv_now(u->loop) + ERROR_BACKOFF_MS;
+    return GPUOP_ENOMEM;
+}
+
+static void failed(struct rec *r, const char *what, int rc, const struct gpuop_err *err)
+{
+    struct ctl_upgrader *u = r->u;
+    r->retry_at_ms = uv_now(u->loop) + ERROR_BACKOFF_MS;
+    r->settle_until = 0;
+    gpuop_warn("upgrade", "%s of node %s failed: %s; retrying in %d ms", what, r->name,
+               err && err->message[0] ? err->message : gpuop_strerror(rc), ERROR_BACKOFF_MS);
+    requeue(u, ERROR_BACKOFF_MS);
+}
+
+static void now_rfc3339(char *buf, size_t size)
+{
+    gpuop_status_time(now_s(), buf, size);
+}
+
+/* ---- node patches ------------------------------------------------------ */
+
+static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    int kind = q->kind, next = q->next;
+    (void)body;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, gpuop_upgrade_action_name(kind), rc, err);
+        return;
+    }
+    r->u->actions++;
+    gpuop_info("upgrade", "node %s: %s%s%s", r->name, gpuop_upgrade_action_name(kind),
+               gpuop_upgrade_state_name(next) ? ", now " : "",
+               gpuop_upgrade_state_name(next) ? gpuop_upgrade_state_name(next) : "");
+    r->listed_for = 0; /* a step changed: list again */
+    requeue(r->u, 0);
+}
+
+/* PATCH node r with metadata labels/annotations (steal; may be NULL) and
+ * spec (steals; may be NULL), the state label next and the since time. */
+static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t *annotations,
+                      json_t *spec, const char *rv)
+{
+    char at[32];
+    now_rfc3339(at, sizeof(at));
+    if (!labels)
+        labels = json_object();
+    if (!annotations)
+        annotations = json_object();
+    const char *st = gpuop_upgrade_state_name(next);
+    if (st) {
+        json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_string(st));
+        json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_string(at));
+    }
+    json_t *meta = json_pack("{s:o, s:o}", "labels", labels, "annotations", annotations);
+    if (meta && rv)
+        json_object_set_new(meta, "resourceVersion", json_string(rv));
+    json_t *patch = meta ? json_pack("{s:o}", "metadata", meta) : NULL;
+    if (patch && spec)
+        json_object_set_new(patch, "spec", spec);
+    else
+        json_decref(spec);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    int rc =
+        body ? up_send(r, kind, next, 0, GPUOP_KUBE_PATCH, path, GPUOP_CT_MERGE, body, patch_done)
+             : GPUOP_ENOMEM;
+    gpuop_json_free(body);
+    free(path);
+    return rc;
+}
+
+/* The dependents' deploy labels paused; their values before in the
+ * annotation (null: absent). From the cache's node. */
+static int pause_node(struct rec *r, const struct gpuop_node *n, int state)
+{
+    json_t *labels = json_object(), *note = json_object();
+    char key[128];
+    int d = gpuop_operand_by_key("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        if (i == d || n->deploy[i] == GPUOP_LABEL_FALSE)
+            continue;
+        snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(i)->name);
+        const char *old = n->deploy[i] == GPUOP_LABEL_TRUE     ? "true"
+                          : n->deploy[i] == GPUOP_LABEL_ABSENT ? NULL
+                                                               : gpuop_node_deploy_value(n, i);
+        if (old && !strcmp(old, GPUOP_LABEL_PAUSED_FOR_UPGRADE))
+            old = "true"; /* paused already (by the GPU Operator's driver manager) */
+        json_object_set_new(note, key, old ? json_string(old) : json_null());
+        json_object_set_new(labels, key, json_string(GPUOP_LABEL_PAUSED_FOR_UPGRADE));
+    }
+    char *note_s = json_dumps(note, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(note);
+    if (!note_s) {
+        json_decref(labels);
+        return GPUOP_ENOMEM;
+    }
+    json_t *ann = json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_PAUSED, note_s);
+    gpuop_json_free(note_s);
+    return patch_node(r, GPUOP_UA_PAUSE, state, labels, ann, NULL, NULL);
+}
+
+static void restore_get_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    int next = q->next, kind = q->kind;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "GET (restore)", rc, err);
+        return;
+    }
+    char vkey[128];
+    int vi = gpuop_operand_by_key("validator");
+    snprintf(vkey, sizeof(vkey), "%s%s", GPUOP_LABEL_PREFIX,
+             vi >= 0 ? gpuop_operand_get(vi)->name : "operator-validator");
+    json_t *meta = json_object_get(body, "metadata");
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    const char *s = json_string_value(
+        json_object_get(json_object_get(meta, "annotations"), GPUOP_ANNOTATION_UPGRADE_PAUSED));
+    json_t *note = s && strlen(s) <= NOTE_MAX ? json_loads(s, 0, NULL) : NULL;
+    json_t *labels = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(note, key, v)
+    {
+        if (strncmp(key, GPUOP_LABEL_PREFIX, strlen(GPUOP_LABEL_PREFIX)) != 0)
+            continue; /* only deploy labels are ever restored */
+        if (kind == GPUOP_UA_RESTORE_VALIDATOR && strcmp(key, vkey) != 0)
+            continue;
+        json_object_set_new(labels, key, json_is_string(v) ? json_incref(v) : json_null());
+    }
+    json_t *ann = NULL;
+    if (kind == GPUOP_UA_RESTORE_VALIDATOR) { /* the others stay paused */
+        json_object_del(note, vkey);
+        char *rest = json_is_object(note) ? json_dumps(note, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        ann = rest ? json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_PAUSED, rest) : json_object();
+        gpuop_json_free(rest);
+    }
+    if (s && !json_is_object(note))
+        gpuop_warn("upgrade", "node %s: annotation %s unreadable; the deploy labels stay paused",
+                   r->name, GPUOP_ANNOTATION_UPGRADE_PAUSED);
+    json_decref(note);
+    if (!ann)
+        ann = json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_PAUSED);
+    if (patch_node(r, kind, next, labels, ann, NULL, rv) < 0)
+        failed(r, "PATCH (restore)", GPUOP_ENOMEM, NULL);
+}
+
+/* ---- pods ------------------------------------------------------------ */
+
+static bool has_owner(json_t *meta, const char *kind, bool *controller)
+{
+    size_t i;
+    json_t *o;
+    bool found = false;
+    json_array_foreach(json_object_get(meta, "ownerReferences"), i, o)
+    {
+        if (json_is_true(json_object_get(o, "controller")))
+            *controller = true;
+        const char *k = json_string_value(json_object_get(o, "kind"));
+        if (kind && k && !strcmp(k, kind))
+            found = true;
+    }
+    return found;
+}
+
+static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    int state = q->next;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "pod LIST", rc, err);
+        return;
+    }
+    json_t *items = json_object_get(body, "items");
+    size_t n = json_array_size(items), k = 0;
+    struct gpuop_upgrade_pod *pods = n ? calloc(n, sizeof(*pods)) : NULL;
+    if (n && !pods) {
+        failed(r, "pod LIST", GPUOP_ENOMEM, NULL);
+        return;
+    }
+    size_t i;
+    json_t *p;
+    json_array_foreach(items, i, p)
+    {
+        json_t *meta = json_object_get(p, "metadata"), *spec = json_object_get(p, "spec");
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        struct gpuop_upgrade_pod *x = &pods[k++];
+        x->ns = json_string_value(json_object_get(meta, "namespace"));
+        x->name = json_string_value(json_object_get(meta, "name"));
+        x->gpu = gpuop_upgrade_pod_uses_gpu(p);
+        x->terminal = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+        x->deleting = json_object_get(meta, "deletionTimestamp") &&
+                      !json_is_null(json_object_get(meta, "deletionTimestamp"));
+        bool controller = false;
+        bool ds = has_owner(meta, "DaemonSet", &controller);
+        bool mirror = json_object_get(json_object_get(meta, "annotations"),
+                                      "kubernetes.io/config.mirror") != NULL;
+        x->unmanaged = !controller;
+        x->job = state == GPUOP_US_WAIT_JOBS;
+        x->drain = state == GPUOP_US_DRAIN && !ds && !mirror;
+        size_t j;
+        json_t *vol;
+        json_array_foreach(json_object_get(spec, "volumes"), j, vol) x->empty_dir |=
+            json_object_get(vol, "emptyDir") != NULL;
+        if (r->blocked_why[0] && x->name && strstr(r->blocked_why, x->name)) {
+            x->blocked = true;
+            x->blocked_why = r->blocked_why;
+        }
+    }
+    free(r->pods);
+    json_decref(r->list);
+    r->pods = pods;
+    r->npods = k;
+    r->list = json_incref(body);
+    r->listed_for = (uint8_t)state;
+    r->listed_at = uv_now(r->u->loop);
+    requeue(r->u, 0);
+}
+
+static void pod_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    int kind = q->kind;
+    size_t pod = q->pod;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    struct ctl_upgrader *u = r->u;
+    if (rc < 0 && rc != GPUOP_ENOTFOUND) {
+        if (kind == GPUOP_UA_EVICT && err && err->http_code == 429) {
+            /* a PodDisruptionBudget: the words say so, retried after a backoff */
+            json_t *causes = json_object_get(json_object_get(body, "details"), "causes");
+            const char *m =
+                json_string_value(json_object_get(json_array_get(causes, 0), "message"));
+            if (!r->blocked_round)
+                r->blocked_why[0] = '\0';
+            r->blocked_round = true;
+            size_t len = strlen(r->blocked_why);
+            snprintf(r->blocked_why + len, sizeof(r->blocked_why) - len, "%s%s: %s",
+                     len ? "; " : "", pod < r->npods && r->pods[pod].name ? r->pods[pod].name : "?",
+                     m ? m : err->message);
+            if (pod < r->npods) {
+                r->pods[pod].blocked = true;
+                r->pods[pod].blocked_why = r->blocked_why;
+            }
+        } else {
+            failed(r, gpuop_upgrade_action_name(kind), rc, err);
+        }
+    }
+    if (r->inflight)
+        return; /* the round goes on */
+    if (r->blocked_round) {
+        r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : EVICT_BACKOFF_FIRST_MS;
+        if (r->backoff_ms > EVICT_BACKOFF_MAX_MS)
+            r->backoff_ms = EVICT_BACKOFF_MAX_MS;
+        r->retry_at_ms = uv_now(u->loop) + r->backoff_ms;
+        r->blocked_round = false;
+        gpuop_info("upgrade", "node %s: eviction refused (%s); retrying in %llu ms", r->name,
+                   r->blocked_why, (unsigned long long)r->backoff_ms);
+        requeue(u, r->backoff_ms);
+        return;
+    }
+    r->backoff_ms = 0;
+    r->blocked_why[0] = '\0';
+    u->actions++;
+    r->listed_for = 0;
+    requeue(u, 0);
+}
+
+static int pod_request(struct rec *r, int kind, size_t pod, const char *ns, const char *name,
+                       bool evict)
+{
+    struct gpuop_kube_ref ref = {"v1", ns, "pods", name, evict ? "eviction" : NULL};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    char *body = NULL;
+    if (evict) {
+        json_t *e = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1", "kind",
+                              "Eviction", "metadata", "name", name, "namespace", ns);
+        body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        json_decref(e);
+    }
+    int rc = evict && !body ? GPUOP_ENOMEM
+                            : up_send(r, kind, 0, pod, evict ? GPUOP_KUBE_POST : GPUOP_KUBE_DELETE,
+                                      path, GPUOP_CT_JSON, body, pod_done);
+    gpuop_json_free(body);
+    free(path);
+    return rc;
+}
+
+/* ---- onFailure rollback ---------------------------------------------- */
+
+/* The previous template of DaemonSet ds among the ControllerRevisions
+ * (borrowed list): the revision before the newest one it owns. */
+static json_t *previous_template(json_t *list, const char *ds)
+{
+    json_t *best = NULL, *second = NULL;
+    long long b = -1, s2 = -1;
+    size_t i, j;
+    json_t *cr, *o;
+    json_array_foreach(json_object_get(list, "items"), i, cr)
+    {
+        bool mine = false;
+        json_array_foreach(json_object_get(json_object_get(cr, "metadata"), "ownerReferences"), j,
+                           o) mine |= json_is_string(json_object_get(o, "name")) &&
+                                      !strcmp(json_string_value(json_object_get(o, "name")), ds);
+        long long rev = json_integer_value(json_object_get(cr, "revision"));
+        if (!mine)
+            continue;
+        if (rev > b) {
+            second = best, s2 = b;
+            best = cr, b = rev;
+        } else if (rev > s2) {
+            second = cr, s2 = rev;
+        }
+    }
+    return second ? json_object_get(json_object_get(json_object_get(second, "data"), "spec"),
+                                    "template")
+                  : NULL;
+}
+
+static void rollback_ds_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    char ds[GPUOP_RENDER_NAME_MAX];
+    snprintf(ds, sizeof(ds), "%s", q->ds);
+    (void)body;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "rollback DaemonSet apply", rc, err);
+        return;
+    }
+    /* the pool's DaemonSet leaves the node, the rollback one comes */
+    json_t *labels = json_pack("{s:s, s:s}", "nvidia.com/gpu.deploy.driver",
+                               GPUOP_LABEL_PAUSED_FOR_UPGRADE, LABEL_ROLLBACK, ds);
+    if (patch_node(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, labels, NULL, NULL, NULL) < 0)
+        failed(r, "rollback PATCH", GPUOP_ENOMEM, NULL);
+}
+
+static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    struct ctl_upgrader *u = r->u;
+    char ds[GPUOP_RENDER_NAME_MAX];
+    snprintf(ds, sizeof(ds), "%s", q->ds);
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0) {
+        failed(r, "ControllerRevision LIST", rc, err);
+        return;
+    }
+    json_t *tmpl = previous_template(body, ds);
+    if (!tmpl) {
+        gpuop_warn("upgrade", "node %s: no previous revision of %s to roll back to", r->name, ds);
+        r->retry_at_ms = uv_now(u->loop) + EVICT_BACKOFF_MAX_MS;
+        return;
+    }
+    char name[GPUOP_RENDER_NAME_MAX + sizeof(ROLLBACK_SUFFIX)];
+    snprintf(name, sizeof(name), "%s%s", ds, ROLLBACK_SUFFIX);
+    json_t *t = json_deep_copy(tmpl);
+    json_object_del(t, "$patch"); /* the revision's strategic-merge marker */
+    json_t *tm = json_object_get(t, "metadata"), *ts = json_object_get(t, "spec");
+    if (!json_is_object(json_object_get(tm, "labels")))
+        json_object_set_new(tm, "labels", json_object());
+    json_object_set_new(json_object_get(tm, "labels"), LABEL_ROLLBACK, json_string(ds));
+    json_object_set_new(ts, "nodeSelector", json_pack("{s:s}", LABEL_ROLLBACK, ds));
+    json_t *obj = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s, s:s}]}, s:{s:{s:{s:s}}, "
+        "s:{s:s}, s:o}}",
+        "apiVersion", "apps/v1", "kind", "DaemonSet", "metadata", "name", name, "namespace", u->ns,
+        "labels", "app.kubernetes.io/part-of", "gpuop", LABEL_ROLLBACK, ds, "ownerReferences",
+        "apiVersion", GPUOP_API_VERSION, "kind", "GpuPolicy", "name", u->policy, "uid", u->uid,
+        "spec", "selector", "matchLabels", LABEL_ROLLBACK, ds, "updateStrategy", "type", "OnDelete",
+        "template", t);
+    char *b = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    char *path = gpuop_ctl_apply_path("apps/v1", u->ns, "daemonsets", name, NULL);
+    int k = b && path ? up_send(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, 0, GPUOP_KUBE_PATCH, path,
+                                GPUOP_CT_APPLY, b, rollback_ds_done)
+                      : GPUOP_ENOMEM;
+    if (k == 0)
+        snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
+    else
+        failed(r, "rollback DaemonSet apply", k, NULL);
+    gpuop_json_free(b);
+    free(path);
+}
+
+/* ---- one node's action ----------------------------------------------- */
+
+static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
+                const struct gpuop_upgrade_node_out *o, const char *ns, struct gpuop_events *ev,
+                const char *uid)
+{
+    const struct gpuop_upgrade_policy *pol = u->in.policy;
+    int rc = 0;
+    switch (o->action) {
+    case GPUOP_UA_LABEL:
+        rc = patch_node(r, o->action, o->next, NULL, NULL, NULL, NULL);
+        break;
+    case GPUOP_UA_CORDON:
+        rc = patch_node(r, o->action, o->next, NULL,
+                        json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_CORDONED, "true"),
+                        json_pack("{s:b}", "unschedulable", 1), NULL);
+        break;
+    case GPUOP_UA_UNCORDON:
+        rc = patch_node(r, o->action, o->next, NULL,
+                        json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_CORDONED),
+                        json_pack("{s:n}", "unschedulable"), NULL);
+        break;
+    case GPUOP_UA_FAIL: {
+        char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 256];
+        snprintf(val, sizeof(val), "%u %s", x->target_gen, o->fail_reason ? o->fail_reason : "");
+        rc = patch_node(r, o->action, o->next, NULL,
+                        json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_FAILED, val), NULL, NULL);
+        snprintf(msg, sizeof(msg),
+                 "Driver upgrade failed on node %s (version %s, driver generation %u): %s. No "
+                 "other node starts; clear with: kubectl annotate node %s %s-",
+                 r->name, u->in.version ? u->in.version : "?", x->target_gen,
+                 o->fail_reason ? o->fail_reason : "", r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
+        gpuop_warn("upgrade", "%s", msg);
+        if (rc == 0 && ev)
+            gpuop_events_say(ev, u->policy, uid, "Warning", "DriverUpgradeFailed", msg);
+        break;
+    }
+    case GPUOP_UA_PAUSE:
+        rc = pause_node(r, x->node, o->next);
+        break;
+    case GPUOP_UA_RESTORE:
+    case GPUOP_UA_RESTORE_VALIDATOR: {
+        struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
+        char *path = gpuop_kube_path(&ref, NULL, 0);
+        rc = up_send(r, o->action, o->next, 0, GPUOP_KUBE_GET, path, NULL, NULL, restore_get_done);
+        free(path);
+        break;
+    }
+    case GPUOP_UA_LIST: {
+        char field[300];
+        snprintf(field, sizeof(field), "spec.nodeName=%s", r->name);
+        const char *sel = o->state == GPUOP_US_WAIT_JOBS ? pol->wait_selector
+                          : o->state == GPUOP_US_DRAIN   ? pol->drain_selector
+                                                         : NULL;
+        struct gpuop_kube_param q[] = {{"fieldSelector", field},
+                                       {"labelSelector", sel && *sel ? sel : NULL},
+                                       {"resourceVersion", "0"}}; /* the watch cache */
+        struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
+        char *path = gpuop_kube_path(&ref, q, 3);
+        rc = up_send(r, o->action, o->state, 0, GPUOP_KUBE_GET, path, NULL, NULL, list_done);
+        free(path);
+        break;
+    }
+    case GPUOP_UA_EVICT:
+    case GPUOP_UA_DELETE_PODS:
+        for (size_t i = 0; rc == 0 && i < r->npods; i++) {
+            const struct gpuop_upgrade_pod *p = &r->pods[i];
+            bool take = o->action == GPUOP_UA_EVICT ? gpuop_upgrade_evicts(pol, o->state, p)
+                                                    : (p->gpu && !p->terminal && !p->deleting);
+            if (take && p->ns && p->name)
+                rc = pod_request(r, o->action, i, p->ns, p->name, o->action == GPUOP_UA_EVICT);
+        }
+        break;
+    case GPUOP_UA_DELETE_DRIVER:
+    case GPUOP_UA_DELETE_VALIDATOR: {
+        const struct gpuop_pod *p = o->action == GPUOP_UA_DELETE_DRIVER ? x->driver : x->validator;
+        if (p)
+            rc = pod_request(r, o->action, SIZE_MAX, ns, p->name, false);
+        break;
+    }
+    case GPUOP_UA_ROLLBACK: { /* the pool's previous template, on this node only */
+        int d = gpuop_operand_by_key("driver");
+        char ds[GPUOP_RENDER_NAME_MAX], sel[512];
+        struct gpuop_ospool pool;
+        unsigned missing = 0;
+        bool per_os = gpuop_render_per_os(u->pol, d);
+        if (per_os && gpuop_ospool_of_node(x->node, &pool, &missing) < 0)
+            break;
+        gpuop_render_ds_name(u->pol, d, per_os ? &pool : NULL, ds, sizeof(ds));
+        snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver",
+                 GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER);
+        struct gpuop_kube_param q[] = {{"labelSelector", sel}};
+        struct gpuop_kube_ref ref = {"apps/v1", ns, "controllerrevisions", NULL, NULL};
+        char *path = gpuop_kube_path(&ref, q, 1);
+        rc =
+            up_send(r, o->action, o->next, 0, GPUOP_KUBE_GET, path, NULL, NULL, rollback_list_done);
+        if (rc == 0)
+            snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
+        free(path);
+        gpuop_info("upgrade", "node %s: rolling back to the previous template of %s", r->name, ds);
+        break;
+    }
+    default:
+        break;
+    }
+    if (rc < 0)
+        failed(r, gpuop_upgrade_action_name(o->action), rc, NULL);
+    r->last_action = o->action;
+    r->last_state = o->state;
+    r->settle_until = uv_now(u->loop) + SETTLE_MS;
+}
+
+/* ---- track ----------------------------------------------------------- */
+
+static const struct gpuop_ds *find_ds(const struct gpuop_caches_view *v, const char *name)
+{
+    for (size_t i = 0; i < v->nds; i++)
+        if (v->ds[i] && v->ds[i]->name && !strcmp(v->ds[i]->name, name))
+            return v->ds[i];
+    return NULL;
+}
+
+/* The better driver pod of two: not being deleted, then the newest. */
+static bool better(const struct gpuop_pod *a, const struct gpuop_pod *b)
+{
+    if (!b)
+        return true;
+    if (!a->deleted != !b->deleted)
+        return !a->deleted;
+    return a->created > b->created;
+}
+
+static struct rec *rec_get(struct ctl_upgrader *u, const char *name)
+{
+    struct rec *r = gpuop_map_get(&u->recs, name);
+    if (r)
+        return r;
+    size_t len = strlen(name);
+    if (!(r = calloc(1, sizeof(*r) + len + 1)))
+        return NULL;
+    memcpy(r->name, name, len + 1);
+    r->u = u;
+    if (gpuop_map_put(&u->recs, r->name, r, NULL) < 0) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void forget_unseen(struct ctl_upgrader *u)
+{
+    size_t it = 0, n = 0;
+    void *v;
+    while (gpuop_map_next(&u->recs, &it, NULL, &v))
+        n += ((struct rec *)v)->seen != u->tracks;
+    if (!n)
+        return;
+    struct rec **gone = malloc(n * sizeof(*gone));
+    if (!gone)
+        return;
+    size_t k = 0;
+    it = 0;
+    while (k < n && gpuop_map_next(&u->recs, &it, NULL, &v))
+        if (((struct rec *)v)->seen != u->tracks)
+            gone[k++] = v;
+    for (size_t i = 0; i < k; i++) {
+        gpuop_map_del(&u->recs, gone[i]->name);
+        if (gone[i]->inflight)
+            gone[i]->dropped = true;
+        else
+            rec_free(gone[i]);
+    }
+    free(gone);
+}
+
+static void plan_release(struct ctl_upgrader *u)
+{
+    if (u->have_plan)
+        gpuop_upgrade_plan_free(&u->plan);
+    u->have_plan = false;
+    free(u->nodes);
+    u->nodes = NULL;
+    memset(&u->in, 0, sizeof(u->in));
+}
+
+int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p,
+                            const struct gpuop_caches_view *v, const char *ns,
+                            struct gpuop_events *ev, const char *policy, const char *uid)
+{
+    plan_release(u);
+    u->stopped = false;
+    u->tracks++;
+    snprintf(u->policy, sizeof(u->policy), "%s", policy ? policy : "");
+    snprintf(u->ns, sizeof(u->ns), "%s", ns ? ns : "");
+    snprintf(u->uid, sizeof(u->uid), "%s", uid ? uid : "");
+    u->pol = p;
+    int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
+    if (d < 0 || !v->nnodes) {
+        forget_unseen(u);
+        return 0;
+    }
+    if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
+        return GPUOP_ENOMEM;
+    struct gpuop_map idx;
+    gpuop_map_init(&idx);
+    int rc = 0;
+    for (size_t i = 0; i < v->nnodes; i++) {
+        const struct gpuop_node *n = v->nodes[i];
+        u->nodes[i].node = n;
+        if (!n || !n->gpu)
+            continue;
+        if (gpuop_map_put(&idx, n->name, &u->nodes[i], NULL) < 0)
+            rc = GPUOP_ENOMEM;
+        char name[GPUOP_RENDER_NAME_MAX];
+        struct gpuop_ospool pool;
+        unsigned missing = 0;
+        bool per_os = gpuop_render_per_os(p, d);
+        if (per_os && gpuop_ospool_of_node(n, &pool, &missing) < 0)
+            continue; /* no pool: no driver DaemonSet covers it */
+        gpuop_render_ds_name(p, d, per_os ? &pool : NULL, name, sizeof(name));
+        const struct gpuop_ds *ds = find_ds(v, name);
+        u->nodes[i].target_gen = ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX
+                                     ? (uint32_t)ds->template_gen
+                                     : 0;
+    }
+    for (size_t i = 0; i < v->npods; i++) {
+        const struct gpuop_pod *pod = v->pods[i];
+        if (!pod || !pod->node || pod->operand < 0)
+            continue;
+        struct gpuop_upgrade_node_in *x = gpuop_map_get(&idx, pod->node);
+        if (!x)
+            continue;
+        if (pod->operand == d && better(pod, x->driver))
+            x->driver = pod;
+        else if (pod->operand == val && better(pod, x->validator))
+            x->validator = pod;
+        if (pod->operand != d && !x->dependents++)
+            x->dependent = pod->name; /* must leave before the driver goes */
+    }
+    gpuop_map_free(&idx, NULL);
+    uint64_t now = uv_now(u->loop);
+    for (size_t i = 0; i < v->nnodes; i++) {
+        struct gpuop_upgrade_node_in *x = &u->nodes[i];
+        struct rec *r = x->node ? gpuop_map_get(&u->recs, x->node->name) : NULL;
+        if (r && r->listed_for && r->listed_for == x->node->up.state &&
+            now - r->listed_at < LIST_TTL_MS) {
+            x->pods_known = true;
+            x->pods = r->pods;
+            x->npods = r->npods;
+        }
+    }
+    /* the version the image names: its tag (before the OS is appended), or digest */
+    const char *img = p->operands[d].image, *at = strrchr(img, '@'), *colon = strrchr(img, ':');
+    const char *slash = strrchr(img, '/');
+    snprintf(u->version, sizeof(u->version), "%s",
+             at                                   ? at + 1
+             : colon && (!slash || colon > slash) ? colon + 1
+                                                  : img);
+    u->in = (struct gpuop_upgrade_in){.policy = &p->upgrade,
+                                      .driver_enabled = p->operands[d].enabled,
+                                      .validator_enabled = val >= 0 && p->operands[val].enabled,
+                                      .version = u->version,
+                                      .now = now_s(),
+                                      .nodes = u->nodes,
+                                      .n = v->nnodes};
+    if (rc == 0)
+        rc = gpuop_upgrade_plan(&u->in, &u->plan);
+    if (rc < 0) {
+        plan_release(u);
+        return rc;
+    }
+    u->have_plan = true;
+    for (size_t i = 0; i < u->plan.n; i++) {
+        const struct gpuop_upgrade_node_out *o = &u->plan.nodes[i];
+        const struct gpuop_upgrade_node_in *x = &u->nodes[o->in];
+        bool keep = o->action != GPUOP_UA_NONE ||
+                    (o->next >= GPUOP_US_CORDON && o->next <= GPUOP_US_UNCORDON);
+        if (!keep)
+            continue;
+        struct rec *r = rec_get(u, x->node->name);
+        if (!r)
+            continue;
+        r->seen = u->tracks;
+        if (o->action == GPUOP_UA_NONE && o->next >= GPUOP_US_CORDON &&
+            o->next <= GPUOP_US_UNCORDON)
+            requeue(u, LIST_TTL_MS); /* workload pods are not watched: look again */
+        if (o->action == GPUOP_UA_NONE || r->inflight)
+            continue;
+        if (r->retry_at_ms > now) {
+            requeue(u, r->retry_at_ms - now);
+            continue;
+        }
+        if (r->last_action == o->action && r->last_state == o->state && r->settle_until > now) {
+            requeue(u, r->settle_until - now);
+            continue;
+        }
+        act(u, r, x, o, ns, ev, uid);
+    }
+    forget_unseen(u);
+    if (u->plan.wake > now_s())
+        requeue(u, (uint64_t)(u->plan.wake - now_s()) * 1000);
+    return 0;
+}
+
+const struct gpuop_upgrade_plan *gpuop_ctl_upgrade_plan(const struct ctl_upgrader *u,
+                                                        const struct gpuop_upgrade_in **in)
+{
+    *in = u->have_plan ? &u->in : NULL;
+    return u->have_plan ? &u->plan : NULL;
+}
+
+void gpuop_ctl_upgrade_release(struct ctl_upgrader *u)
+{
+    plan_release(u);
+}
+
+uint64_t gpuop_ctl_upgrade_actions(const struct ctl_upgrader *u)
+{
+    return u->actions;
+}
+
+int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
+                          struct ctl_upgrader **out)
+{
+    struct ctl_upgrader *u = calloc(1, sizeof(*u));
+    if (!u)
+        return GPUOP_ENOMEM;
+    u->loop = loop;
+    u->kube = kube;
+    u->queue = queue;
+    gpuop_map_init(&u->recs);
+    *out = u;
+    return 0;
+}
+
+void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u)
+{
+    u->stopped = true;
+    while (u->reqs)
+        gpuop_kube_cancel(u->reqs->req); /* its done callback unlinks it */
+    u->tracks++;
+    forget_unseen(u);
+    plan_release(u);
+}
+
+void gpuop_ctl_upgrade_free(struct ctl_upgrader *u)
+{
+    if (!u)
+        return;
+    gpuop_ctl_upgrade_stop(u);
+    gpuop_map_free(&u->recs, NULL);
+    free(u);
+}

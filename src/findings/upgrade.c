@@ -1,0 +1,822 @@
+/*
+ * upgrade.c - the driver upgrade's planner (upgrade.h, docs/upgrade.md).
+ *
+ * Level-triggered and pure: each call recomputes every node's state from
+ * what the cluster holds, in three passes.
+ *
+ * 1. The state each node is in. The label is trusted only where gpuop
+ *    wrote it: an in-progress state with gpuop's since annotation, a
+ *    failure with gpuop's failed annotation at the generation being rolled
+ *    out. Anything else (absent, upgrade-done, upgrade-required, a stale
+ *    value another operator left, a failure cleared by removing the
+ *    annotation or outdated by a new spec) is recomputed from the driver
+ *    pod: on the target generation it is upgrade-done (uncordon-required
+ *    while gpuop's cordon or pause is still on it), else upgrade-required.
+ * 2. The step of each node in progress (cordon-required ..
+ *    uncordon-required, and a failure to roll back): one action, or what
+ *    it waits for.
+ * 3. Which upgrade-required nodes start, in name order: none while a live
+ *    failure stops the upgrade or autoUpgrade is off; never one someone
+ *    else cordoned; only while a maxParallelUpgrades slot is free and the
+ *    unavailable GPU nodes stay within maxUnavailable. Every node left
+ *    waiting says why.
+ *
+ * The GPU Operator's rules taken (facts, k8s-operator-libs pkg/upgrade/
+ * common_manager.go GetUpgradesAvailable, GetCurrentUnavailableNodes):
+ * nodes in progress are those past upgrade-required and not done;
+ * unavailable nodes are the cordoned and the NotReady ones plus those
+ * about to be cordoned; maxUnavailable a percentage of the managed nodes
+ * rounded up. What differs is in docs/upgrade.md.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/upgrade.h"
+#include "gpuop/status.h"
+
+static const char *const ACTIONS[GPUOP_UA_COUNT] = {
+    [GPUOP_UA_NONE] = "none",
+    [GPUOP_UA_LABEL] = "label",
+    [GPUOP_UA_CORDON] = "cordon",
+    [GPUOP_UA_LIST] = "list pods",
+    [GPUOP_UA_EVICT] = "evict",
+    [GPUOP_UA_DELETE_PODS] = "delete pods",
+    [GPUOP_UA_PAUSE] = "pause dependents",
+    [GPUOP_UA_DELETE_DRIVER] = "delete driver pod",
+    [GPUOP_UA_DELETE_VALIDATOR] = "delete validator pod",
+    [GPUOP_UA_RESTORE] = "restore dependents",
+    [GPUOP_UA_RESTORE_VALIDATOR] = "restore the validator",
+    [GPUOP_UA_UNCORDON] = "uncordon",
+    [GPUOP_UA_FAIL] = "fail",
+    [GPUOP_UA_ROLLBACK] = "roll back",
+};
+
+const char *gpuop_upgrade_action_name(int a)
+{
+    return a >= 0 && a < GPUOP_UA_COUNT ? ACTIONS[a] : "?";
+}
+
+/* ---- facts ------------------------------------------------------------- */
+
+static bool in_progress(int s)
+{
+    return s >= GPUOP_US_CORDON && s <= GPUOP_US_UNCORDON;
+}
+
+static bool driver_ready(const struct gpuop_pod *d)
+{
+    return d && d->ready_since && d->gate == GPUOP_GATE_NONE && !d->deleted;
+}
+
+/* The driver pod is on the target generation (and not going). */
+static bool in_sync(const struct gpuop_upgrade_node_in *x)
+{
+    return x->driver && !x->driver->deleted && gpuop_pod_template_gen(x->driver) == x->target_gen;
+}
+
+static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
+{
+    int d = gpuop_operand_by_key("driver");
+    return in->driver_enabled && x->node && x->node->gpu && x->target_gen &&
+           (d < 0 || x->node->deploy[d] != GPUOP_LABEL_FALSE);
+}
+
+/* Why a new driver pod is bad (a static string), or NULL: the kubelet's
+ * waiting reasons that do not pass by themselves. */
+static const char *driver_failing(const struct gpuop_pod *d)
+{
+    static const char *const bad[] = {"CrashLoopBackOff",          "ErrImagePull",
+                                      "ImagePullBackOff",          "InvalidImageName",
+                                      "ErrImageNeverPull",         "CreateContainerError",
+                                      "CreateContainerConfigError"};
+    if (!d)
+        return NULL;
+    if (d->phase == GPUOP_PHASE_FAILED)
+        return "Failed";
+    for (size_t i = 0; d->waiting_reason && i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (!strcmp(d->waiting_reason, bad[i]))
+            return bad[i];
+    return NULL;
+}
+
+bool gpuop_upgrade_evicts(const struct gpuop_upgrade_policy *u, int state,
+                          const struct gpuop_upgrade_pod *pod)
+{
+    if (pod->terminal || pod->deleting)
+        return false;
+    if (state == GPUOP_US_POD_DELETION)
+        return pod->gpu && (!pod->empty_dir || u->delete_empty_dir);
+    if (state == GPUOP_US_DRAIN)
+        return pod->drain && (!pod->unmanaged || u->drain_force) &&
+               (!pod->empty_dir || u->drain_empty_dir);
+    return false;
+}
+
+/* ---- words ------------------------------------------------------------- */
+
+struct words {
+    char buf[GPUOP_UPGRADE_WAIT_MAX];
+    size_t len;
+};
+
+static void say(struct words *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct words *w, const char *fmt, ...)
+{
+    if (w->len >= sizeof(w->buf) - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(w->buf + w->len, sizeof(w->buf) - w->len, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        w->len = w->len + (size_t)k < sizeof(w->buf) ? w->len + (size_t)k : sizeof(w->buf) - 1;
+}
+
+/* "N <what>: ns/a, ns/b and 3 more" of the pods sel picks. */
+static size_t say_pods(struct words *w, const struct gpuop_upgrade_node_in *x, const char *what,
+                       bool (*sel)(const struct gpuop_upgrade_pod *, const void *), const void *arg)
+{
+    size_t n = 0, named = 0;
+    for (size_t i = 0; i < x->npods; i++)
+        n += sel(&x->pods[i], arg);
+    if (!n)
+        return 0;
+    say(w, "%zu %s%s: ", n, what, n == 1 ? "" : "s");
+    for (size_t i = 0; i < x->npods && named < GPUOP_UPGRADE_NAMED_MAX; i++)
+        if (sel(&x->pods[i], arg))
+            say(w, "%s%s/%s", named++ ? ", " : "", x->pods[i].ns ? x->pods[i].ns : "",
+                x->pods[i].name ? x->pods[i].name : "?");
+    if (n > named)
+        say(w, " and %zu more", n - named);
+    return n;
+}
+
+static bool sel_job(const struct gpuop_upgrade_pod *p, const void *arg)
+{
+    (void)arg;
+    return p->job && !p->terminal;
+}
+
+static bool sel_gpu(const struct gpuop_upgrade_pod *p, const void *arg)
+{
+    (void)arg;
+    return p->gpu && !p->terminal;
+}
+
+static bool sel_drain(const struct gpuop_upgrade_pod *p, const void *arg)
+{
+    (void)arg;
+    return p->drain && !p->terminal;
+}
+
+/* The PDB words of the pods whose eviction was refused. */
+static void say_blocked(struct words *w, const struct gpuop_upgrade_node_in *x,
+                        bool (*sel)(const struct gpuop_upgrade_pod *, const void *))
+{
+    size_t n = 0;
+    const char *why = NULL;
+    for (size_t i = 0; i < x->npods; i++)
+        if (sel(&x->pods[i], NULL) && x->pods[i].blocked) {
+            n++;
+            why = why ? why : x->pods[i].blocked_why;
+        }
+    if (n)
+        say(w, " (%s%s%s)",
+            n == 1 ? "a PodDisruptionBudget refuses its eviction"
+                   : "PodDisruptionBudgets refuse their evictions",
+            why ? ": " : "", why ? why : "");
+}
+
+static void set_wait(struct gpuop_upgrade_node_out *o, const struct words *w, int *oom)
+{
+    free(o->waiting);
+    o->waiting = w->len ? strdup(w->buf) : NULL;
+    if (w->len && !o->waiting)
+        *oom = 1;
+}
+
+static void wake_at(struct gpuop_upgrade_plan *p, long long t)
+{
+    if (t > 0 && (!p->wake || t < p->wake))
+        p->wake = t;
+}
+
+/* ---- pass 1: the state a node is in ----------------------------------- */
+
+static int recompute(const struct gpuop_upgrade_node_in *x)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    if (!x->driver)
+        return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_NONE;
+    if (in_sync(x))
+        return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_DONE;
+    return GPUOP_US_REQUIRED;
+}
+
+static int state_of(const struct gpuop_upgrade_node_in *x, bool *live_failure)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    *live_failure = false;
+    if (in_progress(u->state) && u->since)
+        return u->state;
+    if (u->state == GPUOP_US_FAILED && u->failed_gen && u->failed_gen == x->target_gen) {
+        *live_failure = true;
+        return GPUOP_US_FAILED;
+    }
+    /* a failure cleared while the new driver still fails: judged again (it
+       fails again), not taken for done */
+    if (u->state == GPUOP_US_FAILED && in_sync(x) && driver_failing(x->driver))
+        return GPUOP_US_POD_RESTART;
+    return recompute(x);
+}
+
+/* ---- pass 2: the step of a node in progress ---------------------------- */
+
+struct ctx {
+    const struct gpuop_upgrade_in *in;
+    const struct gpuop_upgrade_policy *u;
+    struct gpuop_upgrade_plan *p;
+    int oom;
+};
+
+static void to(struct gpuop_upgrade_node_out *o, int action, int next)
+{
+    o->action = (uint8_t)action;
+    o->next = (uint8_t)next;
+}
+
+static long long elapsed(const struct ctx *c, uint32_t since)
+{
+    return since ? c->in->now - (long long)since : 0;
+}
+
+/* A step's timeout: true when it passed; else the plan wakes then. */
+static bool timed_out(struct ctx *c, uint32_t since, long timeout_s)
+{
+    if (timeout_s <= 0 || !since)
+        return false;
+    if (elapsed(c, since) >= timeout_s)
+        return true;
+    wake_at(c->p, (long long)since + timeout_s);
+    return false;
+}
+
+static void fail(struct ctx *c, struct gpuop_upgrade_node_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(struct ctx *c, struct gpuop_upgrade_node_out *o, const char *fmt, ...)
+{
+    char buf[GPUOP_UPGRADE_WAIT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    free(o->fail_reason);
+    if (!(o->fail_reason = strdup(buf)))
+        c->oom = 1;
+    to(o, GPUOP_UA_FAIL, GPUOP_US_FAILED);
+}
+
+static void step_wait_jobs(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                           struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    if (!c->u->wait_selector || !*c->u->wait_selector)
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
+    if (!x->pods_known) {
+        say(w, "listing its pods");
+        return to(o, GPUOP_UA_LIST, o->state);
+    }
+    if (!say_pods(w, x, "job pod", sel_job, NULL))
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
+    if (timed_out(c, o->since, c->u->wait_timeout_s)) {
+        w->len = 0;
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
+    }
+    char tmp[GPUOP_UPGRADE_WAIT_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", w->buf);
+    w->len = 0;
+    say(w, "waiting for %s to finish (waitForCompletion.podSelector %s; ", tmp,
+        c->u->wait_selector);
+    if (c->u->wait_timeout_s > 0)
+        say(w, "timeoutSeconds %ld)", c->u->wait_timeout_s);
+    else
+        say(w, "no timeout)");
+}
+
+/* Pod deletion and drain: evict what the step takes, until none is left. */
+static void step_evict(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                       struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    bool drain = o->state == GPUOP_US_DRAIN;
+    int after = drain || !c->u->drain ? GPUOP_US_POD_RESTART : GPUOP_US_DRAIN;
+    if (drain && !c->u->drain)
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_RESTART);
+    if (!x->pods_known) {
+        say(w, "listing its pods");
+        return to(o, GPUOP_UA_LIST, o->state);
+    }
+    bool (*sel)(const struct gpuop_upgrade_pod *, const void *) = drain ? sel_drain : sel_gpu;
+    char tmp[GPUOP_UPGRADE_WAIT_MAX];
+    struct words list = {0};
+    if (!say_pods(&list, x, drain ? "pod" : "GPU pod", sel, NULL))
+        return to(o, GPUOP_UA_LABEL, after);
+    snprintf(tmp, sizeof(tmp), "%s", list.buf);
+    size_t evictable = 0, deleting = 0, kept = 0;
+    for (size_t i = 0; i < x->npods; i++) {
+        const struct gpuop_upgrade_pod *q = &x->pods[i];
+        if (!sel(q, NULL))
+            continue;
+        if (gpuop_upgrade_evicts(c->u, o->state, q))
+            evictable++;
+        else if (q->deleting)
+            deleting++;
+        else
+            kept++;
+    }
+    long timeout = drain ? c->u->drain_timeout_s : c->u->delete_timeout_s;
+    bool force = drain ? c->u->drain_force : c->u->delete_force;
+    say(w, "waiting for %s", tmp);
+    say_blocked(w, x, sel);
+    if (timed_out(c, o->since, timeout)) {
+        if (force && !drain && evictable + kept) {
+            say(w, "; %s.timeoutSeconds (%ld s) passed: deleting them (force)",
+                drain ? "drain" : "gpuPodDeletion", timeout);
+            return to(o, GPUOP_UA_DELETE_PODS, o->state);
+        }
+        say(w,
+            "; %s.timeoutSeconds (%ld s) passed and %s.force is false: the node waits "
+            "until they are gone (evict them, or set force)",
+            drain ? "drain" : "gpuPodDeletion", timeout, drain ? "drain" : "gpuPodDeletion");
+        return to(o, evictable ? GPUOP_UA_EVICT : GPUOP_UA_NONE, o->state);
+    }
+    if (kept)
+        say(w, "; %zu of them %s", kept,
+            drain ? "not evicted (emptyDir volumes without drain.deleteEmptyDir, or no "
+                    "controller without drain.force)"
+                  : "not evicted: emptyDir volumes and gpuPodDeletion.deleteEmptyDir is false");
+    if (deleting)
+        say(w, "; %zu terminating", deleting);
+    to(o, evictable ? GPUOP_UA_EVICT : GPUOP_UA_NONE, o->state);
+}
+
+static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                         struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_pod *d = x->driver;
+    if (!in_sync(x)) {
+        if (!x->pods_known) {
+            say(w, "listing its pods");
+            return to(o, GPUOP_UA_LIST, o->state);
+        }
+        size_t gpu = 0;
+        for (size_t i = 0; i < x->npods; i++)
+            gpu += sel_gpu(&x->pods[i], NULL);
+        if (gpu && !c->u->delete_force) {
+            say(w, "a GPU pod came back: evicting again");
+            return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
+        }
+        if (!x->node->up.paused) {
+            say(w, "pausing the driver's dependents");
+            return to(o, GPUOP_UA_PAUSE, o->state);
+        }
+        if (d && !d->deleted && x->dependents) {
+            say(w, "waiting for %zu dependent operand pod%s to leave (%s%s)", x->dependents,
+                x->dependents == 1 ? "" : "s", x->dependent ? x->dependent : "",
+                x->dependents > 1 ? " ..." : "");
+            return to(o, GPUOP_UA_NONE, o->state);
+        }
+        if (d && !d->deleted) {
+            say(w, "deleting the old driver pod %s", d->name);
+            return to(o, GPUOP_UA_DELETE_DRIVER, o->state);
+        }
+        if (timed_out(c, o->since, c->u->ready_timeout_s))
+            return fail(c, o, "no new driver pod within driverReadyTimeoutSeconds (%ld s)",
+                        c->u->ready_timeout_s);
+        say(w, "waiting for the DaemonSet controller to %s",
+            d ? "remove the old driver pod" : "create the new driver pod");
+        return to(o, GPUOP_UA_NONE, o->state);
+    }
+    if (driver_ready(d))
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_VALIDATION);
+    const char *bad = driver_failing(d);
+    if (bad)
+        return fail(c, o, "new driver pod %s: %s%s%s%s", d->name, bad,
+                    d->waiting_message && *d->waiting_message ? " (" : "",
+                    d->waiting_message && *d->waiting_message ? d->waiting_message : "",
+                    d->waiting_message && *d->waiting_message ? ")" : "");
+    if (d->created && timed_out(c, d->created, c->u->ready_timeout_s))
+        return fail(c, o, "new driver pod %s not Ready within driverReadyTimeoutSeconds (%ld s)",
+                    d->name, c->u->ready_timeout_s);
+    say(w, "waiting for the new driver pod %s to become Ready%s%s%s", d->name,
+        d->waiting_reason ? " (" : "", d->waiting_reason ? d->waiting_reason : "",
+        d->waiting_reason ? ")" : "");
+    to(o, GPUOP_UA_NONE, o->state);
+}
+
+static void step_validation(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                            struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_pod *d = x->driver, *v = x->validator;
+    const char *bad = driver_failing(d);
+    if (!in_sync(x) || bad)
+        return fail(c, o, "the new driver pod %s %s after it was Ready", d ? d->name : "",
+                    bad ? bad : "went");
+    if (!c->in->validator_enabled)
+        return to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+    int vi = gpuop_operand_by_key("validator");
+    const char *vl = vi >= 0 ? gpuop_node_deploy_value(x->node, vi) : NULL;
+    if (vl && !strcmp(vl, GPUOP_LABEL_PAUSED_FOR_UPGRADE)) {
+        say(w, "bringing the validator back to validate the new driver");
+        return to(o, GPUOP_UA_RESTORE_VALIDATOR, o->state);
+    }
+    uint32_t ready = d->ready_since > GPUOP_TIME_UNREADABLE ? d->ready_since : d->created;
+    if (v && !v->deleted && v->created && ready && v->created < ready) {
+        say(w, "making the validator validate the new driver again (deleting %s)", v->name);
+        return to(o, GPUOP_UA_DELETE_VALIDATOR, o->state);
+    }
+    if (v && !v->deleted && v->ready_since && v->gate == GPUOP_GATE_NONE)
+        return to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+    if (timed_out(c, o->since, c->u->ready_timeout_s))
+        return fail(c, o,
+                    "the validator did not validate the new driver within "
+                    "driverReadyTimeoutSeconds (%ld s)",
+                    c->u->ready_timeout_s);
+    say(w, "waiting for the validator%s%s to validate the new driver", v ? " pod " : "",
+        v ? v->name : "");
+    to(o, GPUOP_UA_NONE, o->state);
+}
+
+static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                        struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_pod *d = x->driver;
+    const char *bad = driver_failing(d);
+    char why[GPUOP_UPGRADE_WAIT_MAX];
+    if (bad && d)
+        snprintf(why, sizeof(why), "driver pod %s: %s", d->name, bad);
+    else if (d && in_sync(x) && !driver_ready(d))
+        snprintf(why, sizeof(why), "driver pod %s not Ready", d->name);
+    else
+        snprintf(why, sizeof(why), "see annotation %s", GPUOP_ANNOTATION_UPGRADE_FAILED);
+    if (!(o->fail_reason = strdup(why)))
+        c->oom = 1;
+    say(w, "upgrade-failed at driver generation %u (%s): ", x->target_gen, why);
+    to(o, GPUOP_UA_NONE, GPUOP_US_FAILED);
+    if (c->u->on_failure == GPUOP_ON_FAILURE_ROLLBACK) {
+        if (in_sync(x) || !d) {
+            say(w, "rolling back to the previous driver; ");
+            o->action = GPUOP_UA_ROLLBACK;
+        } else if (!driver_ready(d)) {
+            say(w, "waiting for the previous driver pod %s to become Ready; ", d->name);
+        } else if (x->node->up.paused) {
+            o->action = GPUOP_UA_RESTORE;
+        } else if (x->node->up.cordoned) {
+            o->action = GPUOP_UA_UNCORDON;
+        } else {
+            say(w, "rolled back to driver generation %u; ", gpuop_pod_template_gen(d));
+        }
+    } else {
+        say(w, "left cordoned; ");
+    }
+    say(w,
+        "no other node starts until the driver's spec changes or this is cleared: "
+        "kubectl annotate node %s %s-",
+        x->node->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
+}
+
+static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                 struct gpuop_upgrade_node_out *o, bool live_failure)
+{
+    struct words w = {0};
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    to(o, GPUOP_UA_NONE, o->state);
+    switch (o->state) {
+    case GPUOP_US_NONE:
+        say(&w, "waiting for its driver pod to be created");
+        break;
+    case GPUOP_US_DONE:
+        if (x->node->up.state != GPUOP_US_DONE)
+            to(o, GPUOP_UA_LABEL, GPUOP_US_DONE);
+        break;
+    case GPUOP_US_REQUIRED:
+        if (x->node->up.state != GPUOP_US_REQUIRED)
+            to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED); /* pass 3 may start it instead */
+        break;
+    case GPUOP_US_CORDON:
+        if (u->unschedulable && !u->cordoned) {
+            say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
+            to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
+        } else {
+            to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
+               GPUOP_US_WAIT_JOBS);
+        }
+        break;
+    case GPUOP_US_WAIT_JOBS:
+        step_wait_jobs(c, x, o, &w);
+        break;
+    case GPUOP_US_POD_DELETION:
+    case GPUOP_US_DRAIN:
+        step_evict(c, x, o, &w);
+        break;
+    case GPUOP_US_POD_RESTART:
+        step_restart(c, x, o, &w);
+        break;
+    case GPUOP_US_VALIDATION:
+        step_validation(c, x, o, &w);
+        break;
+    case GPUOP_US_UNCORDON:
+        if (u->paused)
+            to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+        else if (u->cordoned)
+            to(o, GPUOP_UA_UNCORDON, in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED);
+        else
+            to(o, GPUOP_UA_LABEL, in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED);
+        break;
+    case GPUOP_US_FAILED:
+        if (live_failure)
+            step_failed(c, x, o, &w);
+        break;
+    default:
+        break;
+    }
+    if (o->action == GPUOP_UA_FAIL) {
+        w.len = 0;
+        say(&w, "upgrade-failed: %s", o->fail_reason ? o->fail_reason : "");
+    }
+    set_wait(o, &w, &c->oom);
+}
+
+/* ---- pass 3: who starts ------------------------------------------------ */
+
+/* Unavailable now, or about to be cordoned (the GPU Operator counts
+ * cordon-required nodes the same way). */
+static bool unavailable(const struct gpuop_upgrade_node_in *x,
+                        const struct gpuop_upgrade_node_out *o)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    return u->unschedulable || u->not_ready || !driver_ready(x->driver) ||
+           o->state == GPUOP_US_CORDON || o->next == GPUOP_US_CORDON ||
+           o->action == GPUOP_UA_CORDON;
+}
+
+static void starts(struct ctx *c)
+{
+    struct gpuop_upgrade_plan *p = c->p;
+    const struct gpuop_upgrade_policy *u = c->u;
+    size_t maxu = p->max_unavailable > 0 ? (size_t)p->max_unavailable : 0;
+    for (size_t i = 0; i < p->n; i++) {
+        struct gpuop_upgrade_node_out *o = &p->nodes[i];
+        const struct gpuop_upgrade_node_in *x = &c->in->nodes[o->in];
+        if (o->state != GPUOP_US_REQUIRED)
+            continue;
+        struct words w = {0};
+        bool labelled = x->node->up.state == GPUOP_US_REQUIRED; /* the GPU Operator's order */
+        if (o->waiting) /* pass 2 said something (cordoned meanwhile) */
+            say(&w, "%s", o->waiting);
+        else if (p->failed != SIZE_MAX)
+            say(&w,
+                "upgrade stopped: node %s failed (%s); the failed version is not tried "
+                "again until the driver's spec changes or the failure is cleared",
+                c->in->nodes[p->nodes[p->failed].in].node->name,
+                p->nodes[p->failed].fail_reason ? p->nodes[p->failed].fail_reason : "");
+        else if (!u->auto_upgrade)
+            say(&w, "upgradePolicy.autoUpgrade is false: gpuop upgrades no node (delete its "
+                    "driver pod to upgrade it by hand)");
+        else if (x->node->up.unschedulable && !x->node->up.cordoned)
+            say(&w, "cordoned by someone else (not gpuop): not touched until it is uncordoned");
+        else if (u->max_parallel && p->in_progress >= (size_t)u->max_parallel)
+            say(&w, "waiting for a free slot: %zu node%s in progress, maxParallelUpgrades %d",
+                p->in_progress, p->in_progress == 1 ? "" : "s", u->max_parallel);
+        else if (!o->unavailable && p->unavailable + 1 > maxu)
+            say(&w, "waiting: %zu of %zu GPU nodes unavailable, maxUnavailable %d", p->unavailable,
+                p->n, p->max_unavailable);
+        else if (!labelled)
+            say(&w, "labelling it upgrade-required first");
+        else {
+            if (p->nnext < GPUOP_UPGRADE_NEXT_MAX) /* next until its label says it started */
+                p->next[p->nnext++] = i;
+            to(o, GPUOP_UA_LABEL, GPUOP_US_CORDON);
+            p->in_progress++;
+            if (!o->unavailable) {
+                o->unavailable = true;
+                p->unavailable++;
+            }
+            set_wait(o, &w, &c->oom);
+            continue;
+        }
+        if (p->nnext < GPUOP_UPGRADE_NEXT_MAX &&
+            !(x->node->up.unschedulable && !x->node->up.cordoned))
+            p->next[p->nnext++] = i;
+        set_wait(o, &w, &c->oom);
+    }
+}
+
+/* ---- the plan ---------------------------------------------------------- */
+
+static const struct gpuop_upgrade_in *sort_in;
+
+static int by_name(const void *a, const void *b)
+{
+    const struct gpuop_upgrade_node_out *x = a, *y = b;
+    return strcmp(sort_in->nodes[x->in].node->name, sort_in->nodes[y->in].node->name);
+}
+
+static void count_gen(struct gpuop_upgrade_plan *p, uint32_t gen)
+{
+    size_t i = 0;
+    while (i < p->ngens && p->gens[i].gen < gen)
+        i++;
+    if (i < p->ngens && p->gens[i].gen == gen) {
+        p->gens[i].n++;
+        return;
+    }
+    if (p->ngens == GPUOP_UPGRADE_GENS_MAX)
+        return; /* more generations than anyone runs at once: not counted */
+    memmove(&p->gens[i + 1], &p->gens[i], (p->ngens - i) * sizeof(p->gens[0]));
+    p->gens[i].gen = gen;
+    p->gens[i].n = 1;
+    p->ngens++;
+}
+
+int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_plan *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->failed = SIZE_MAX;
+    size_t m = 0;
+    for (size_t i = 0; i < in->n; i++)
+        m += managed(in, &in->nodes[i]);
+    if (!m)
+        return 0;
+    if (!(out->nodes = calloc(m, sizeof(*out->nodes))))
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < in->n; i++)
+        if (managed(in, &in->nodes[i]))
+            out->nodes[out->n++].in = i;
+    sort_in = in;
+    qsort(out->nodes, out->n, sizeof(*out->nodes), by_name);
+    sort_in = NULL;
+
+    struct ctx c = {.in = in, .u = in->policy, .p = out};
+    out->max_unavailable = gpuop_policy_max_unavailable(in->policy, (int)out->n);
+    bool *live = calloc(out->n, sizeof(*live));
+    if (!live) {
+        gpuop_upgrade_plan_free(out);
+        return GPUOP_ENOMEM;
+    }
+    /* pass 1 */
+    for (size_t i = 0; i < out->n; i++) {
+        struct gpuop_upgrade_node_out *o = &out->nodes[i];
+        const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
+        o->state = (uint8_t)state_of(x, &live[i]);
+        o->since = o->state == x->node->up.state ? x->node->up.since : 0;
+        if (x->target_gen > out->target_gen)
+            out->target_gen = x->target_gen;
+        if (live[i] && out->failed == SIZE_MAX)
+            out->failed = i;
+    }
+    /* pass 2 */
+    for (size_t i = 0; i < out->n; i++) {
+        struct gpuop_upgrade_node_out *o = &out->nodes[i];
+        const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
+        step(&c, x, o, live[i]);
+        if (o->action == GPUOP_UA_FAIL && out->failed == SIZE_MAX)
+            out->failed = i;
+        if (in_progress(o->next))
+            out->in_progress++;
+        o->unavailable = unavailable(x, o);
+        out->unavailable += o->unavailable;
+    }
+    free(live);
+    /* pass 3 */
+    starts(&c);
+    for (size_t i = 0; i < out->n; i++) {
+        const struct gpuop_upgrade_node_out *o = &out->nodes[i];
+        const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
+        out->counts[o->next]++;
+        if (x->driver)
+            count_gen(out, gpuop_pod_template_gen(x->driver));
+    }
+    if (c.oom) {
+        gpuop_upgrade_plan_free(out);
+        return GPUOP_ENOMEM;
+    }
+    return 0;
+}
+
+void gpuop_upgrade_plan_free(struct gpuop_upgrade_plan *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->nodes[i].waiting);
+        free(p->nodes[i].fail_reason);
+    }
+    free(p->nodes);
+    memset(p, 0, sizeof(*p));
+    p->failed = SIZE_MAX;
+}
+
+/* ---- GPU pods ---------------------------------------------------------- */
+
+static bool gpu_resources(json_t *rl)
+{
+    const char *k;
+    json_t *v;
+    const size_t mlen = strlen(GPUOP_RESOURCE_MIG_PREFIX);
+    json_object_foreach(rl, k, v)
+    {
+        if (!strcmp(k, GPUOP_RESOURCE_GPU) || !strncmp(k, GPUOP_RESOURCE_MIG_PREFIX, mlen)) {
+            const char *s = json_string_value(v);
+            if ((s && strcmp(s, "0") != 0) || (json_is_integer(v) && json_integer_value(v) > 0))
+                return true;
+        }
+    }
+    return false;
+}
+
+bool gpuop_upgrade_pod_uses_gpu(json_t *pod)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *ctr;
+        json_array_foreach(json_object_get(spec, lists[l]), i, ctr)
+        {
+            json_t *res = json_object_get(ctr, "resources");
+            if (gpu_resources(json_object_get(res, "requests")) ||
+                gpu_resources(json_object_get(res, "limits")))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* ---- status.upgrade ---------------------------------------------------- */
+
+int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *plan,
+                             const struct gpuop_upgrade_in *in)
+{
+    if (!plan || !plan->n || !in || !json_is_object(status))
+        return 0;
+    json_t *up = json_object(), *counts = json_object(), *gens = json_object(),
+           *nodes = json_array(), *next = json_array();
+    int oom = !up || !counts || !gens || !nodes || !next;
+    char t[32], g[16];
+    for (int s = 0; !oom && s < GPUOP_US_COUNT; s++)
+        if (plan->counts[s] && gpuop_upgrade_state_name(s))
+            oom |= json_object_set_new(counts, gpuop_upgrade_state_name(s),
+                                       json_integer((json_int_t)plan->counts[s]));
+    for (size_t i = 0; !oom && i < plan->ngens; i++) {
+        snprintf(g, sizeof(g), "%u", plan->gens[i].gen);
+        oom |= json_object_set_new(gens, g, json_integer((json_int_t)plan->gens[i].n));
+    }
+    for (size_t i = 0; !oom && i < plan->n; i++) {
+        const struct gpuop_upgrade_node_out *o = &plan->nodes[i];
+        if (o->next == GPUOP_US_DONE)
+            continue;
+        const char *st = gpuop_upgrade_state_name(o->next);
+        json_t *e =
+            json_pack("{s:s, s:s}", "name", in->nodes[o->in].node->name, "state", st ? st : "none");
+        if (e && o->since && o->next == o->state) {
+            gpuop_status_time(o->since, t, sizeof(t));
+            json_object_set_new(e, "since", json_string(t));
+        }
+        if (e && o->waiting)
+            json_object_set_new(e, "waitingFor", json_string(o->waiting));
+        oom |= !e || json_array_append_new(nodes, e);
+    }
+    for (size_t i = 0; !oom && i < plan->nnext; i++)
+        oom |= json_array_append_new(
+            next, json_string(in->nodes[plan->nodes[plan->next[i]].in].node->name));
+    if (!oom) {
+        oom |= json_object_set_new(up, "revision", json_integer(plan->target_gen));
+        if (in->version)
+            oom |= json_object_set_new(up, "version", json_string(in->version));
+        oom |= json_object_set(up, "counts", counts) || json_object_set(up, "versions", gens);
+        if (json_array_size(nodes))
+            oom |= json_object_set(up, "nodes", nodes);
+        if (json_array_size(next))
+            oom |= json_object_set(up, "next", next);
+    }
+    if (!oom && plan->failed != SIZE_MAX) {
+        const struct gpuop_upgrade_node_out *o = &plan->nodes[plan->failed];
+        const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
+        json_t *f =
+            json_pack("{s:s, s:I}", "node", x->node->name, "revision", (json_int_t)x->target_gen);
+        if (f && in->version)
+            json_object_set_new(f, "version", json_string(in->version));
+        if (f && o->fail_reason)
+            json_object_set_new(f, "reason", json_string(o->fail_reason));
+        oom |= !f || json_object_set_new(up, "failed", f);
+    }
+    if (!oom)
+        oom |= json_object_set(status, "upgrade", up);
+    json_decref(up);
+    json_decref(counts);
+    json_decref(gens);
+    json_decref(nodes);
+    json_decref(next);
+    return oom ? GPUOP_ENOMEM : 0;
+}

@@ -1,0 +1,851 @@
+/*
+ * test_upgrade.c - the driver upgrade's planner (findings/upgrade.c).
+ *
+ * A small fake cluster (nodes, their driver and validator pods, GPU
+ * workload pods, PodDisruptionBudgets that refuse evictions) is driven by
+ * the plan the way the controller drives the real one: every action is
+ * applied, the DaemonSet controller recreates a deleted driver pod on the
+ * target generation, and the plan is made again. After every plan the
+ * invariants are checked over the whole cluster: at most
+ * maxParallelUpgrades nodes in progress, never more unavailable than
+ * maxUnavailable (beyond those unavailable before), no driver pod deleted
+ * under a GPU pod, a hand-cordoned node never touched, deploy.driver=false
+ * never planned, at most one node failed at a time and none started after.
+ */
+#define _DEFAULT_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "gpuop/model.h"
+#include "gpuop/operand.h"
+#include "gpuop/policy.h"
+#include "gpuop/upgrade.h"
+
+#define NMAX 16
+#define PMAX 4
+#define T0   1800000000LL
+
+struct fnode {
+    char name[16];
+    struct gpuop_node n;
+    struct gpuop_pod *driver, *validator;
+    uint32_t gen; /* the driver pod's */
+    bool crash;   /* a new driver pod crash-loops here */
+    bool hand;    /* cordoned by hand before the upgrade */
+    bool listed;
+    struct gpuop_upgrade_pod pods[PMAX];
+    bool pdb[PMAX]; /* its eviction is refused */
+    size_t npods;
+    int deleted_under_gpu;           /* driver deleted while a GPU pod ran */
+    char *others[GPUOP_OPERAND_MAX]; /* deploy label values (the validator's when paused) */
+};
+
+static const char paused_value[] = GPUOP_LABEL_PAUSED_FOR_UPGRADE;
+
+static void set_validator_paused(struct fnode *f, bool paused)
+{
+    int vi = gpuop_operand_by_key("validator");
+    f->n.deploy[vi] = paused ? GPUOP_LABEL_OTHER : GPUOP_LABEL_ABSENT;
+    f->others[vi] = paused ? (char *)paused_value : NULL;
+    f->n.deploy_other = paused ? f->others : NULL;
+}
+
+static bool validator_paused(const struct fnode *f)
+{
+    return f->n.deploy[gpuop_operand_by_key("validator")] == GPUOP_LABEL_OTHER;
+}
+
+struct world {
+    struct fnode nodes[NMAX];
+    size_t n;
+    uint32_t target;
+    long long now;
+    struct gpuop_upgrade_policy u;
+    bool validator;
+    int max_in_progress, max_unavailable_seen, base_unavailable;
+    int fails, starts_after_fail;
+};
+
+static struct gpuop_pod *mkpod(const char *name, const char *node, const char *component,
+                               uint32_t gen, bool ready, const char *waiting, long long created)
+{
+    char buf[1024], ts[32], rd[256] = "", wt[256] = "";
+    time_t t = (time_t)created;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (ready)
+        snprintf(rd, sizeof(rd),
+                 ",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+                 "\"lastTransitionTime\":\"%s\"}]",
+                 ts);
+    if (waiting)
+        snprintf(wt, sizeof(wt),
+                 ",\"containerStatuses\":[{\"name\":\"c\",\"restartCount\":3,\"state\":"
+                 "{\"waiting\":{\"reason\":\"%s\",\"message\":\"back-off\"}}}]",
+                 waiting);
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":\"%s\",\"labels\":"
+             "{\"app.kubernetes.io/component\":\"%s\",\"pod-template-generation\":\"%u\"}},"
+             "\"spec\":{\"nodeName\":\"%s\"},\"status\":{\"phase\":\"Running\"%s%s}}",
+             name, ts, component, gen, node, rd, wt);
+    json_t *j = json_loads(buf, 0, NULL);
+    assert_non_null(j);
+    struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
+    json_decref(j);
+    assert_non_null(p);
+    return p;
+}
+
+static void set_driver(struct world *w, struct fnode *f, uint32_t gen, bool ready,
+                       const char *waiting)
+{
+    char name[64];
+    gpuop_pod_free(f->driver);
+    snprintf(name, sizeof(name), "gpuop-driver-%s-g%u", f->name, gen);
+    f->driver = mkpod(name, f->name, "driver", gen, ready, waiting, w->now);
+    f->gen = gen;
+}
+
+static void set_validator(struct world *w, struct fnode *f)
+{
+    char name[64];
+    gpuop_pod_free(f->validator);
+    snprintf(name, sizeof(name), "gpuop-validator-%s", f->name);
+    f->validator = mkpod(name, f->name, "operator-validator", 1, true, NULL, w->now);
+}
+
+static void world_init(struct world *w, size_t n, uint32_t old)
+{
+    memset(w, 0, sizeof(*w));
+    w->now = T0;
+    w->target = old;
+    w->validator = true;
+    w->u = (struct gpuop_upgrade_policy){.auto_upgrade = true,
+                                         .max_parallel = 1,
+                                         .max_unavailable = 25,
+                                         .max_unavailable_pct = true,
+                                         .delete_timeout_s = 300,
+                                         .drain_timeout_s = 300,
+                                         .ready_timeout_s = 600,
+                                         .wait_selector = "",
+                                         .drain_selector = ""};
+    w->n = n;
+    for (size_t i = 0; i < n; i++) {
+        struct fnode *f = &w->nodes[i];
+        snprintf(f->name, sizeof(f->name), "gpu-%02zu", i);
+        f->n.name = f->name;
+        f->n.gpu = true;
+        set_driver(w, f, old, true, NULL);
+        w->now -= 10; /* the validator is older than any new driver */
+        set_validator(w, f);
+        w->now += 10;
+    }
+}
+
+static void world_free(struct world *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        gpuop_pod_free(w->nodes[i].driver);
+        gpuop_pod_free(w->nodes[i].validator);
+    }
+}
+
+static void add_gpu_pod(struct fnode *f, const char *name, bool pdb)
+{
+    struct gpuop_upgrade_pod *p = &f->pods[f->npods];
+    memset(p, 0, sizeof(*p));
+    p->ns = "team-a";
+    p->name = name;
+    p->gpu = true;
+    p->drain = true;
+    f->pdb[f->npods++] = pdb;
+}
+
+static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_upgrade_node_in *xs)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        struct fnode *f = &w->nodes[i];
+        xs[i] =
+            (struct gpuop_upgrade_node_in){.node = &f->n,
+                                           .driver = f->driver,
+                                           .validator = f->validator,
+                                           .target_gen = w->target,
+                                           .dependents = f->validator ? 1 : 0,
+                                           .dependent = f->validator ? f->validator->name : NULL,
+                                           .pods_known = f->listed,
+                                           .pods = f->pods,
+                                           .npods = f->npods};
+    }
+    *in = (struct gpuop_upgrade_in){.policy = &w->u,
+                                    .driver_enabled = true,
+                                    .validator_enabled = w->validator,
+                                    .version = "595.91.07",
+                                    .now = w->now,
+                                    .nodes = xs,
+                                    .n = w->n};
+}
+
+static struct fnode *fnode_of(struct world *w, const struct gpuop_upgrade_in *in,
+                              const struct gpuop_upgrade_node_out *o)
+{
+    return (struct fnode *)((char *)in->nodes[o->in].node - offsetof(struct fnode, n));
+}
+
+static bool gpu_running(const struct fnode *f)
+{
+    for (size_t i = 0; i < f->npods; i++)
+        if (f->pods[i].gpu && !f->pods[i].terminal)
+            return true;
+    return false;
+}
+
+static int count_unavailable(struct world *w)
+{
+    int u = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct fnode *f = &w->nodes[i];
+        if (f->n.gpu && (f->n.up.unschedulable || !f->driver || !f->driver->ready_since))
+            u++;
+    }
+    return u;
+}
+
+static void remove_pod(struct fnode *f, size_t i)
+{
+    memmove(&f->pods[i], &f->pods[i + 1], (f->npods - i - 1) * sizeof(f->pods[0]));
+    memmove(&f->pdb[i], &f->pdb[i + 1], (f->npods - i - 1) * sizeof(f->pdb[0]));
+    f->npods--;
+}
+
+/* The controller's part: one action. */
+static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_node_out *o)
+{
+    struct gpuop_node_upgrade *u = &f->n.up;
+    bool label = true;
+    switch (o->action) {
+    case GPUOP_UA_NONE:
+        label = false;
+        break;
+    case GPUOP_UA_CORDON:
+        assert_false(f->hand);
+        u->unschedulable = u->cordoned = true;
+        break;
+    case GPUOP_UA_LIST:
+        f->listed = true;
+        break;
+    case GPUOP_UA_EVICT:
+    case GPUOP_UA_DELETE_PODS:
+        for (size_t i = f->npods; i-- > 0;) {
+            if (o->action == GPUOP_UA_EVICT && !gpuop_upgrade_evicts(&w->u, o->state, &f->pods[i]))
+                continue;
+            if (o->action == GPUOP_UA_EVICT && f->pdb[i])
+                f->pods[i].blocked = true, f->pods[i].blocked_why = "PDB team-a/train allows 0";
+            else
+                remove_pod(f, i);
+        }
+        break;
+    case GPUOP_UA_PAUSE:
+        u->paused = true;
+        set_validator_paused(f, true);
+        break;
+    case GPUOP_UA_RESTORE_VALIDATOR:
+        set_validator_paused(f, false);
+        break;
+    case GPUOP_UA_DELETE_DRIVER:
+        if (gpu_running(f) && !w->u.delete_force)
+            f->deleted_under_gpu++;
+        assert_null(f->validator); /* the dependents left first */
+        gpuop_pod_free(f->driver);
+        f->driver = NULL; /* the DaemonSet controller makes the new one (tick) */
+        break;
+    case GPUOP_UA_DELETE_VALIDATOR:
+        set_validator(w, f);
+        break;
+    case GPUOP_UA_RESTORE:
+        assert_true(f->driver && f->driver->ready_since); /* only once the new one is Ready */
+        u->paused = false;
+        set_validator_paused(f, false);
+        break;
+    case GPUOP_UA_UNCORDON:
+        assert_false(f->hand);
+        u->unschedulable = u->cordoned = false;
+        break;
+    case GPUOP_UA_FAIL:
+        u->failed_gen = w->target;
+        w->fails++;
+        break;
+    case GPUOP_UA_ROLLBACK:
+        set_driver(w, f, w->target - 1, true, NULL);
+        break;
+    }
+    if (label && o->next != u->state) {
+        u->state = o->next;
+        u->since = (uint32_t)w->now;
+    }
+}
+
+/* Plans once, checks the invariants, applies every action. Returns the
+ * number of actions taken. */
+static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
+{
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in xs[NMAX];
+    struct gpuop_upgrade_plan p;
+    build_in(w, &in, xs);
+    assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
+    int in_progress = 0, acted = 0, failed_now = 0;
+    bool failure_before = false;
+    for (size_t i = 0; i < p.n; i++) {
+        const struct gpuop_upgrade_node_out *o = &p.nodes[i];
+        if (o->next >= GPUOP_US_CORDON && o->next <= GPUOP_US_UNCORDON)
+            in_progress++;
+        if (o->state == GPUOP_US_FAILED)
+            failure_before = true;
+        struct fnode *f = fnode_of(w, &in, o);
+        /* a node nobody is done with says why */
+        if (o->next != GPUOP_US_DONE && o->action == GPUOP_UA_NONE && !o->waiting)
+            fail_msg("%s waits silently in %s", f->name, gpuop_upgrade_state_name(o->next));
+        if (f->hand)
+            assert_true(o->next == GPUOP_US_REQUIRED || o->next == GPUOP_US_DONE);
+        if (o->action == GPUOP_UA_DELETE_DRIVER && !w->u.delete_force)
+            assert_false(gpu_running(f));
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        const struct gpuop_upgrade_node_out *o = &p.nodes[i];
+        if (o->state == GPUOP_US_REQUIRED && o->next == GPUOP_US_CORDON && failure_before)
+            w->starts_after_fail++;
+        failed_now += o->action == GPUOP_UA_FAIL;
+    }
+    assert_true(failed_now <= 1);
+    if (w->u.max_parallel)
+        assert_true(in_progress <= w->u.max_parallel);
+    if (in_progress > w->max_in_progress)
+        w->max_in_progress = in_progress;
+    for (size_t i = 0; i < p.n; i++) {
+        const struct gpuop_upgrade_node_out *o = &p.nodes[i];
+        acted += o->action != GPUOP_UA_NONE;
+        apply(w, fnode_of(w, &in, o), o);
+    }
+    /* the DaemonSet controller: a deleted driver pod comes back on the target */
+    for (size_t i = 0; i < w->n; i++) {
+        struct fnode *f = &w->nodes[i];
+        if (!f->driver && f->n.gpu)
+            set_driver(w, f, w->target, !f->crash, f->crash ? "CrashLoopBackOff" : NULL);
+        if (validator_paused(f) && f->validator) { /* its pod leaves the paused node */
+            gpuop_pod_free(f->validator);
+            f->validator = NULL;
+        } else if (!validator_paused(f) && !f->validator && f->n.gpu) {
+            set_validator(w, f);
+        }
+    }
+    int unav = count_unavailable(w);
+    int maxu = gpuop_policy_max_unavailable(&w->u, (int)p.n);
+    if (unav > maxu && unav > w->base_unavailable)
+        fail_msg("%d GPU nodes unavailable, maxUnavailable %d", unav, maxu);
+    if (unav > w->max_unavailable_seen)
+        w->max_unavailable_seen = unav;
+    w->now += 5;
+    if (keep)
+        *keep = p;
+    else
+        gpuop_upgrade_plan_free(&p);
+    return acted;
+}
+
+static int run(struct world *w, int max_ticks)
+{
+    int t = 0;
+    while (t < max_ticks && tick(w, NULL))
+        t++;
+    return t;
+}
+
+static void assert_all(struct world *w, int state, uint32_t gen)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        struct fnode *f = &w->nodes[i];
+        if (f->hand)
+            continue;
+        if (f->n.up.state != state || f->gen != gen)
+            fail_msg("%s: %s at generation %u, want %s at %u", f->name,
+                     gpuop_upgrade_state_name(f->n.up.state), f->gen,
+                     gpuop_upgrade_state_name(state), gen);
+        assert_false(f->n.up.unschedulable);
+        assert_false(f->n.up.paused);
+        assert_false(validator_paused(f));
+        assert_non_null(f->validator);
+    }
+}
+
+/* Eight nodes, one version change: every node done, one at a time, in name
+ * order; nothing is left cordoned or paused. */
+static void test_full_upgrade(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 8, 1);
+    run(&w, 50); /* settles on generation 1: labelled upgrade-done */
+    assert_all(&w, GPUOP_US_DONE, 1);
+    w.target = 2;
+    int order[NMAX], norder = 0;
+    for (int t = 0; t < 400; t++) {
+        for (size_t i = 0; i < w.n; i++)
+            if (w.nodes[i].n.up.state == GPUOP_US_CORDON &&
+                (norder == 0 || order[norder - 1] != (int)i))
+                order[norder++] = (int)i;
+        if (!tick(&w, NULL))
+            break;
+    }
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_int_equal(norder, 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(order[i], i); /* in name order */
+    assert_int_equal(w.max_in_progress, 1);
+    assert_true(w.max_unavailable_seen <= 2);
+    world_free(&w);
+}
+
+/* maxParallelUpgrades 0 is no limit: maxUnavailable (25% of 8 = 2) rules. */
+static void test_parallel_and_unavailable(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 8, 1);
+    w.u.max_parallel = 0;
+    run(&w, 50);
+    w.target = 2;
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_int_equal(w.max_in_progress, 2);
+    assert_int_equal(w.max_unavailable_seen, 2);
+    world_free(&w);
+
+    /* a node already unavailable (driver not Ready) counts: one more may go; the
+       unavailable one may start too, as it makes nobody more unavailable */
+    world_init(&w, 8, 1);
+    w.u.max_parallel = 3;
+    run(&w, 50);
+    w.target = 2;
+    w.base_unavailable = 2;
+    set_driver(&w, &w.nodes[7], 1, false, NULL);
+    struct gpuop_upgrade_plan p;
+    tick(&w, NULL); /* labelled upgrade-required first, as the GPU Operator does */
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_CORDON);
+    assert_int_equal(p.nodes[7].next, GPUOP_US_CORDON);
+    for (size_t i = 1; i < 7; i++) {
+        assert_int_equal(p.nodes[i].next, GPUOP_US_REQUIRED);
+        assert_non_null(
+            strstr(p.nodes[i].waiting, "2 of 8 GPU nodes unavailable, maxUnavailable 2"));
+    }
+    assert_int_equal(p.nnext, 5);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+
+    /* maxUnavailable as a count */
+    world_init(&w, 4, 1);
+    w.u.max_parallel = 0;
+    w.u.max_unavailable = 3;
+    w.u.max_unavailable_pct = false;
+    run(&w, 50);
+    w.target = 2;
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_int_equal(w.max_in_progress, 3);
+    world_free(&w);
+}
+
+/* GPU pods are evicted first; a PDB that refuses holds the node in
+ * pod-deletion-required and says so; the driver is not deleted under it. */
+static void test_gpu_pods_and_pdb(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 2, 1);
+    run(&w, 50);
+    add_gpu_pod(&w.nodes[0], "train-0", true);
+    add_gpu_pod(&w.nodes[0], "train-1", true);
+    add_gpu_pod(&w.nodes[1], "infer-0", false);
+    w.target = 2;
+    run(&w, 60);
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_POD_DELETION);
+    assert_int_equal(w.nodes[0].gen, 1);
+    assert_int_equal(w.nodes[0].deleted_under_gpu, 0);
+    const char *why = p.nodes[0].waiting;
+    assert_non_null(why);
+    assert_non_null(strstr(why, "waiting for 2 GPU pods: team-a/train-0, team-a/train-1"));
+    assert_non_null(strstr(why, "PodDisruptionBudgets refuse"));
+    assert_non_null(strstr(why, "allows 0"));
+    /* the second node waits for the slot, and says so */
+    assert_int_equal(p.nodes[1].next, GPUOP_US_REQUIRED);
+    assert_non_null(strstr(p.nodes[1].waiting, "maxParallelUpgrades 1"));
+    assert_int_equal(p.nnext, 1);
+    gpuop_upgrade_plan_free(&p);
+    /* the timeout passes: without force the node still waits */
+    w.now += 400;
+    tick(&w, &p);
+    assert_non_null(strstr(p.nodes[0].waiting, "force is false"));
+    assert_int_equal(w.nodes[0].gen, 1);
+    gpuop_upgrade_plan_free(&p);
+    /* with force: deleted, and the upgrade goes on */
+    w.u.delete_force = true;
+    run(&w, 200);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_int_equal(w.nodes[1].npods, 0); /* evicted (no PDB) */
+    world_free(&w);
+}
+
+/* waitForCompletion: the selected jobs are waited for, up to the timeout. */
+static void test_wait_for_jobs(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 1, 1);
+    w.u.wait_selector = "app=job";
+    w.u.wait_timeout_s = 100;
+    run(&w, 10);
+    add_gpu_pod(&w.nodes[0], "job-0", false);
+    w.nodes[0].pods[0].job = true;
+    w.target = 2;
+    struct gpuop_upgrade_plan p;
+    for (int i = 0; i < 6; i++)
+        tick(&w, NULL);
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_WAIT_JOBS);
+    assert_non_null(strstr(p.nodes[0].waiting, "waiting for 1 job pod: team-a/job-0 to finish"));
+    assert_true(p.wake > 0);
+    gpuop_upgrade_plan_free(&p);
+    w.nodes[0].pods[0].terminal = true; /* the job finished */
+    w.nodes[0].pods[0].gpu = false;
+    run(&w, 100);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+}
+
+/* A new driver pod that crash-loops: that node is upgrade-failed, stays
+ * cordoned, the others keep the old version and stay schedulable; the
+ * failure is remembered until the spec changes; clearing it is removing
+ * the annotation. */
+static void test_crash_loop_stops(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 8, 1);
+    run(&w, 50);
+    w.nodes[0].crash = true;
+    w.target = 2;
+    run(&w, 200);
+    assert_int_equal(w.fails, 1);
+    assert_int_equal(w.starts_after_fail, 0);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(w.nodes[0].n.up.failed_gen, 2);
+    assert_true(w.nodes[0].n.up.unschedulable);
+    for (size_t i = 1; i < 8; i++) {
+        assert_int_equal(w.nodes[i].gen, 1);
+        assert_false(w.nodes[i].n.up.unschedulable);
+        assert_int_equal(w.nodes[i].n.up.state, GPUOP_US_REQUIRED);
+    }
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.failed, 0);
+    assert_non_null(strstr(p.nodes[0].waiting, "kubectl annotate node gpu-00 "
+                                               "gpuop.dev/driver-upgrade-failed-"));
+    assert_non_null(strstr(p.nodes[1].waiting, "upgrade stopped: node gpu-00 failed"));
+    assert_non_null(strstr(p.nodes[0].fail_reason, "CrashLoopBackOff"));
+    json_t *st = json_object();
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in xs[NMAX];
+    build_in(&w, &in, xs);
+    assert_int_equal(gpuop_upgrade_status_add(st, &p, &in), 0);
+    json_t *up = json_object_get(st, "upgrade");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(up, "failed"), "node")),
+                        "gpu-00");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(up, "counts"), "upgrade-failed")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(up, "versions"), "1")), 7);
+    json_decref(st);
+    gpuop_upgrade_plan_free(&p);
+
+    /* cleared while the new driver still crash-loops: it fails again, not done */
+    w.nodes[0].n.up.failed_gen = 0;
+    run(&w, 20);
+    assert_int_equal(w.fails, 2);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(w.nodes[0].n.up.failed_gen, 2);
+    assert_true(w.nodes[0].n.up.unschedulable);
+    assert_int_equal(w.starts_after_fail, 0);
+
+    /* cleared (annotation removed) after the image was fixed: it goes on */
+    w.nodes[0].crash = false;
+    w.nodes[0].n.up.failed_gen = 0;
+    set_driver(&w, &w.nodes[0], 2, true, NULL); /* someone fixed the pull */
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+
+    /* a spec change (generation 3) outdates the failure: it is tried again */
+    world_init(&w, 2, 1);
+    run(&w, 50);
+    w.nodes[0].crash = true;
+    w.target = 2;
+    run(&w, 100);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    w.nodes[0].crash = false;
+    w.target = 3;
+    run(&w, 200);
+    assert_all(&w, GPUOP_US_DONE, 3);
+    world_free(&w);
+}
+
+/* A new driver pod never Ready: failed after driverReadyTimeoutSeconds. */
+static void test_ready_timeout(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 2, 1);
+    run(&w, 50);
+    w.target = 2;
+    w.nodes[0].crash = true; /* never Ready: no waiting reason at all */
+    for (int i = 0; i < 20 && w.nodes[0].n.up.state != GPUOP_US_POD_RESTART; i++)
+        tick(&w, NULL);
+    tick(&w, NULL); /* deletes the driver; recreated not Ready */
+    set_driver(&w, &w.nodes[0], 2, false, "ContainerCreating");
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_non_null(strstr(p.nodes[0].waiting, "to become Ready (ContainerCreating)"));
+    gpuop_upgrade_plan_free(&p);
+    w.now += 700;
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].action, GPUOP_UA_FAIL);
+    assert_non_null(strstr(p.nodes[0].fail_reason, "not Ready within"));
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
+/* onFailure rollback: the node gets the previous driver back and is
+ * uncordoned; it stays upgrade-failed (remembered); no other node starts. */
+static void test_rollback(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 4, 1);
+    w.u.on_failure = GPUOP_ON_FAILURE_ROLLBACK;
+    run(&w, 50);
+    w.nodes[0].crash = true;
+    w.target = 2;
+    run(&w, 200);
+    struct fnode *f = &w.nodes[0];
+    assert_int_equal(f->n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(f->gen, 1);
+    assert_false(f->n.up.unschedulable);
+    assert_false(f->n.up.paused);
+    assert_int_equal(w.starts_after_fail, 0);
+    for (size_t i = 1; i < 4; i++)
+        assert_int_equal(w.nodes[i].gen, 1);
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_non_null(strstr(p.nodes[0].waiting, "rolled back to driver generation 1"));
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
+/* A node someone cordoned is never cordoned, uncordoned or started by
+ * gpuop, and says what it waits for; the others go on. */
+static void test_hand_cordoned(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 8, 1); /* maxUnavailable 2: the hand-cordoned one and one more */
+    run(&w, 50);
+    w.nodes[1].hand = true;
+    w.nodes[1].n.up.unschedulable = true;
+    w.base_unavailable = 1;
+    w.target = 2;
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_non_null(strstr(p.nodes[1].waiting, "cordoned by someone else"));
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_true(w.nodes[1].n.up.unschedulable);
+    assert_int_equal(w.nodes[1].gen, 1);
+    assert_int_equal(w.nodes[1].n.up.state, GPUOP_US_REQUIRED);
+    world_free(&w);
+}
+
+/* deploy.driver=false nodes and nodes no driver DaemonSet covers are not
+ * planned; a node added during the upgrade starts on the new version. */
+static void test_unmanaged_and_new_nodes(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    int d = gpuop_operand_by_key("driver");
+    w.nodes[2].n.deploy[d] = GPUOP_LABEL_FALSE;
+    run(&w, 50);
+    w.target = 2;
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.n, 2);
+    gpuop_upgrade_plan_free(&p);
+    /* a new node: the DaemonSet gives it the new version at once */
+    w.n = 4;
+    struct fnode *f = &w.nodes[3];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->name, sizeof(f->name), "gpu-new");
+    f->n.name = f->name;
+    f->n.gpu = true;
+    set_driver(&w, f, 2, true, NULL);
+    set_validator(&w, f);
+    tick(&w, NULL);
+    assert_int_equal(f->n.up.state, GPUOP_US_DONE);
+    assert_false(f->n.up.unschedulable);
+    run(&w, 300);
+    assert_int_equal(w.nodes[2].n.up.state, GPUOP_US_NONE); /* never labelled */
+    assert_int_equal(w.nodes[2].gen, 1);
+    assert_int_equal(w.nodes[0].gen, 2);
+    world_free(&w);
+}
+
+/* A stale upgrade-done (or upgrade-required) label is read, not trusted:
+ * the driver pod's generation decides. An in-progress label without
+ * gpuop's since annotation (another operator's) is recomputed too. */
+static void test_stale_labels(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    w.target = 2;
+    w.nodes[0].n.up.state = GPUOP_US_DONE;  /* stale: its pod is on 1 */
+    w.nodes[1].n.up.state = GPUOP_US_DRAIN; /* another operator's, no since */
+    set_driver(&w, &w.nodes[2], 2, true, NULL);
+    w.nodes[2].n.up.state = GPUOP_US_REQUIRED; /* stale: its pod is on 2 */
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].state, GPUOP_US_REQUIRED);
+    assert_int_equal(p.nodes[1].state, GPUOP_US_REQUIRED);
+    assert_int_equal(p.nodes[2].state, GPUOP_US_DONE);
+    assert_int_equal(p.counts[GPUOP_US_CORDON] + p.counts[GPUOP_US_REQUIRED], 2);
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 300);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+}
+
+/* Each state resumes from the cluster alone: the plan made from a copy of
+ * the nodes (a restart, a new leader) is the plan made before. */
+static void test_resume_each_state(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 2, 1);
+    w.u.drain = true;
+    run(&w, 50);
+    w.target = 2;
+    int seen[GPUOP_US_COUNT] = {0};
+    for (int t = 0; t < 300; t++) {
+        struct gpuop_upgrade_in in;
+        struct gpuop_upgrade_node_in xs[NMAX];
+        struct gpuop_upgrade_plan a, b;
+        build_in(&w, &in, xs);
+        assert_int_equal(gpuop_upgrade_plan(&in, &a), 0);
+        assert_int_equal(gpuop_upgrade_plan(&in, &b), 0);
+        for (size_t i = 0; i < a.n; i++) {
+            assert_int_equal(a.nodes[i].next, b.nodes[i].next);
+            assert_int_equal(a.nodes[i].action, b.nodes[i].action);
+            seen[a.nodes[i].state]++;
+        }
+        gpuop_upgrade_plan_free(&a);
+        gpuop_upgrade_plan_free(&b);
+        /* a restart forgets what was listed */
+        if (t % 3 == 0)
+            for (size_t i = 0; i < w.n; i++)
+                w.nodes[i].listed = false;
+        if (!tick(&w, NULL))
+            break;
+    }
+    assert_all(&w, GPUOP_US_DONE, 2);
+    for (int s = GPUOP_US_REQUIRED; s <= GPUOP_US_DONE; s++)
+        if (!seen[s])
+            fail_msg("state %s never seen", gpuop_upgrade_state_name(s));
+    world_free(&w);
+}
+
+/* autoUpgrade false: no node starts, each says why. */
+static void test_auto_upgrade_off(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 2, 1);
+    w.u.auto_upgrade = false;
+    run(&w, 50);
+    w.target = 2;
+    run(&w, 50);
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(p.nodes[i].next, GPUOP_US_REQUIRED);
+        assert_non_null(strstr(p.nodes[i].waiting, "autoUpgrade is false"));
+    }
+    assert_int_equal(w.nodes[0].gen, 1);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
+static void test_gpu_pod_detection(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        bool gpu;
+    } cases[] = {
+        {"{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+         true},
+        {"{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/mig-1g.10gb\":"
+         "\"2\"}}}]}}",
+         true},
+        {"{\"spec\":{\"initContainers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}]}}",
+         true},
+        {"{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0\"}}}]}}",
+         false},
+        {"{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"cpu\":\"1\"}}}]}}", false},
+        {"{\"spec\":{\"containers\":5}}", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *j = json_loads(cases[i].json, 0, NULL);
+        assert_non_null(j);
+        if (gpuop_upgrade_pod_uses_gpu(j) != cases[i].gpu)
+            fail_msg("case %zu: want %d", i, cases[i].gpu);
+        json_decref(j);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_upgrade),
+        cmocka_unit_test(test_parallel_and_unavailable),
+        cmocka_unit_test(test_gpu_pods_and_pdb),
+        cmocka_unit_test(test_wait_for_jobs),
+        cmocka_unit_test(test_crash_loop_stops),
+        cmocka_unit_test(test_ready_timeout),
+        cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_hand_cordoned),
+        cmocka_unit_test(test_unmanaged_and_new_nodes),
+        cmocka_unit_test(test_stale_labels),
+        cmocka_unit_test(test_resume_each_state),
+        cmocka_unit_test(test_auto_upgrade_off),
+        cmocka_unit_test(test_gpu_pod_detection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
