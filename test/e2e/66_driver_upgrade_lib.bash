@@ -177,6 +177,9 @@ up_all_at() {
 
 up_status() { kc get gpupolicy "$UP_POLICY" -o json | jq -r ".status.upgrade | $1"; }
 
+# up_waiting: what status.upgrade says each node waits for (failure messages)
+up_waiting() { up_status '[.nodes[]? | "\(.name): \(.state): \(.waitingFor)"] | join("; ")' 2>/dev/null | head -c 1500; }
+
 # up_states PREFIX N: "node=state ..." for a failure message
 up_states() {
 	kc get nodes -l "upgrade-e2e=$1" -o json |

@@ -362,6 +362,14 @@ class TestChecker(unittest.TestCase):
         vs = tl.check()
         self.assertEqual(["order"], self.invs(vs))
 
+    def test_done_to_any_state_is_a_new_upgrade(self):
+        tl = Timeline()
+        for n in ("a", "b", "c"):
+            tl.node(n, state="upgrade-done")
+        tl.set_policy(version=NEW)
+        tl.upgrade_node("a")  # upgrade-done -> cordon-required
+        self.assertClean(tl.check())
+
     def test_order_state_backwards(self):
         tl = Timeline()
         tl.begin()
