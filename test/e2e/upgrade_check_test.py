@@ -333,6 +333,22 @@ class TestChecker(unittest.TestCase):
         self.assertOnly(vs, "order")
         self.assertIn("status promised a next", str(vs[0]))
 
+    def test_order_status_written_before_the_label(self):
+        # the plan that starts a lists it no more in next, and its status
+        # lands before a's label; with two at once, b too
+        tl = Timeline(upgrade_policy={"maxParallelUpgrades": 2, "maxUnavailable": 2})
+        tl.begin(order=("a", "b", "c"))
+        tl.set_policy(next=["c"])
+        tl.start("a")
+        tl.start("b")
+        for n in ("a", "b"):
+            tl.cordon(n)
+        for n in ("a", "b"):
+            for s in ("evict", "pause", "restart", "restore", "uncordon"):
+                getattr(tl, s)(n)
+        tl.upgrade_node("c")
+        self.assertClean(tl.check())
+
     def test_order_by_name(self):
         tl = Timeline()
         tl.set_policy(version=NEW)
