@@ -57,7 +57,7 @@ done7() {
 	local i
 	for ((i = 1; i < N; i++)); do
 		up_at "$P-$i" "$NEW" && [[ $(up_state "$P-$i") == upgrade-done ]] || {
-			echo "$(up_states "$P")"
+			echo "$(up_states "$P"); status: $(up_waiting)"
 			return 1
 		}
 	done

@@ -152,7 +152,7 @@ events() {
 }
 events_posted() { (($(events) >= 1)); }
 wait_for 30 events_posted
-log "Event: $(kc get events -A -o json | jq -r '[.items[] | select(.reason == "DriverUpgradeFailed")][0].message')"
+log "Event: $(kc get events -A -o json | jq -r --arg f "$F" '[.items[] | select(.reason == "DriverUpgradeFailed" and (.message | contains($f)))][0].message')"
 assert_eq 1 "$(events)" "one DriverUpgradeFailed Event naming $F and $NEW"
 
 log "onFailure: rollback, then the documented clear command"

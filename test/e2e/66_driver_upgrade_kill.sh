@@ -46,21 +46,36 @@ missing() {
 		echo "${out[*]}"
 	)
 }
+# One round: the killer lists and watches first, then gpuop (re)starts
+# (unless it runs already), so no state passes before the killer looks.
 kills=0
+pidf=$E2E_TMP/gpuop.pid
+echo "$GPUOP_PID" >"$pidf"
 while [[ -n $(missing) ]]; do
+	ready=$E2E_TMP/killer.ready
+	rm -f "$ready"
+	python3 "$GPUOP_SRC/test/e2e/upgrade_kill.py" --lab-dir "$LAB_DIR" --pid-file "$pidf" --ready-file "$ready" \
+		--states "$(missing)" --nodes-prefix "$P-" --timeout 180 >"$E2E_TMP/killer.out" 2>&1 &
+	kpid=$!
+	wait_for 60 test -s "$ready"
+	if [[ -z $GPUOP_PID ]]; then
+		gpuop_start --leader-elect=false
+		echo "$GPUOP_PID" >"$pidf"
+	fi
 	rc=0
-	out=$(python3 "$GPUOP_SRC/test/e2e/upgrade_kill.py" --lab-dir "$LAB_DIR" --pid "$GPUOP_PID" \
-		--states "$(missing)" --nodes-prefix "$P-" --timeout 180) || rc=$?
-	((rc == 0)) || fail "no node entered $(missing) within 180 s (gpuop killed in: ${!killed[*]}; nodes: $(up_states "$P"))"
+	wait "$kpid" || rc=$?
+	out=$(tail -n 1 "$E2E_TMP/killer.out")
+	((rc == 0)) || fail "no node entered $(missing) within 180 s (gpuop killed in: ${!killed[*]}; nodes: $(up_states "$P"); status: $(up_waiting); killer: $out)"
 	wait "$GPUOP_PID" 2>/dev/null || true
 	GPUOP_PID=
+	: >"$pidf"
 	kills=$((kills + 1))
 	s=$(jq -r .state <<<"$out")
 	log "gpuop killed: $out"
 	[[ $s == null ]] || killed[$s]=$(jq -r .node <<<"$out")
 	((kills <= 40)) || fail "40 kills and still not in every state (killed in: ${!killed[*]})"
-	gpuop_start --leader-elect=false
 done
+gpuop_start --leader-elect=false
 log "gpuop killed $kills times, once in each state: $(for s in "${STATES[@]}"; do printf '%s@%s ' "$s" "${killed[$s]}"; done)"
 
 wait_for 300 up_all_at "$P" "$N" "$NEW"

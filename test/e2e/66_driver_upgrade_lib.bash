@@ -136,8 +136,12 @@ EOF
 
 up_record() {
 	local f=$E2E_TMP/$1.jsonl
-	# UP_KEEP_DIR: keep the timeline there (E2E_TMP goes on exit)
-	[[ -z ${UP_KEEP_DIR:-} ]] || on_exit "cp '$f' '$UP_KEEP_DIR/$E2E_NAME-$1.jsonl' 2>/dev/null"
+	# On exit, first of all (before the test's cleanup, which deletes the
+	# policy and with it every driver pod), the recorder stops; with
+	# UP_KEEP_DIR the timeline is kept there (E2E_TMP goes on exit).
+	local keep=:
+	[[ -z ${UP_KEEP_DIR:-} ]] || keep="cp '$f' '$UP_KEEP_DIR/$E2E_NAME-$1.jsonl' 2>/dev/null"
+	E2E_ON_EXIT=("stop_spawned record-$1; $keep" "${E2E_ON_EXIT[@]}")
 	spawn "record-$1" python3 "$GPUOP_SRC/test/e2e/upgrade_timeline.py" --lab-dir "$LAB_DIR" --out "$f"
 	wait_for 60 grep -q '"kind": "synced"' "$f"
 }
@@ -176,6 +180,9 @@ up_all_at() {
 }
 
 up_status() { kc get gpupolicy "$UP_POLICY" -o json | jq -r ".status.upgrade | $1"; }
+
+# up_waiting: what status.upgrade says each node waits for (failure messages)
+up_waiting() { up_status '[.nodes[]? | "\(.name): \(.state): \(.waitingFor)"] | join("; ")' 2>/dev/null | head -c 1500; }
 
 # up_states PREFIX N: "node=state ..." for a failure message
 up_states() {

@@ -24,7 +24,10 @@ Invariants (the name is what a violation line starts with):
                (nvidia.com/gpu, nvidia.com/mig-*) still runs there (exists,
                phase neither Succeeded nor Failed, terminating or not)
   order        nodes start (enter cordon-required or later) in the order the
-               status promised (status.upgrade.next, first not yet started);
+               status promised (status.upgrade.next: in one of the last
+               PROMISES lists written, every node ahead of it has started; the
+               status of the plan that starts a node may land before the
+               node's label, and lists it no more);
                a node's state never goes back along the GPU Operator's
                sequence; a driver pod is deleted only on a node that is
                cordoned and in the upgrade (or upgrade-failed: rollback)
@@ -82,6 +85,7 @@ DONE = "upgrade-done"
 DEFAULT_MAX_PARALLEL = 1
 DEFAULT_MAX_UNAVAILABLE = "25%"
 EXCERPT = 8  # records of a node shown with a violation
+PROMISES = 3  # recent status.upgrade.next lists a start is checked against
 
 
 class Violation:
@@ -166,7 +170,7 @@ class Checker:
         self.unsched_before = {}  # node -> unschedulable when it started
         self.replacing = {}  # node -> uid of the driver pod deleted
         self.failed = set()
-        self.promise = []
+        self.promises = []  # the last PROMISES distinct status.upgrade.next lists
         self.start_t = {}
         self.done_t = {}
         self.epoch_t = None
@@ -248,7 +252,7 @@ class Checker:
         if initial:
             self.failed = {n for n in self.gpu_nodes() if self.nodes[n].get("state") == FAILED
                            or FAILED_MARK in (self.nodes[n].get("ann") or {})}
-        self.promise = []
+        self.promises = []
         self.epoch_t = r.get("t") if r else None
         self.start_t, self.done_t = {}, {}
         # nodes already in the upgrade (the recorder started late): their
@@ -286,10 +290,9 @@ class Checker:
                 self.note(n, r)
         if self.policy:
             self.epoch_key = driver_key(self.policy.get("driver"))
-            self.promise = list((self.policy.get("upgrade") or {}).get("next") or [])
         self.begin_epoch(snap[-1] if snap else None, initial=True)
         if self.policy:
-            self.promise = list((self.policy.get("upgrade") or {}).get("next") or [])
+            self.promise((self.policy.get("upgrade") or {}).get("next"))
         for r in rest:
             self.step(r)
         if self.o.expect_version is not None:
@@ -334,8 +337,7 @@ class Checker:
             self.begin_epoch(r)
         if k == "GpuPolicy" and r.get("ev") != "DELETED":
             nxt = (r.get("upgrade") or {}).get("next")
-            if nxt is not None:
-                self.promise = list(nxt)
+            self.promise(nxt)
         if k == "Node":
             self.check_node(prev, r)
         if k == "Pod":
@@ -379,13 +381,19 @@ class Checker:
                 pass  # rollback after a failure: not a new start
             else:
                 self.node_starts(r, n, prev)
-        # never backwards along the sequence
-        if ps in RANK and s in RANK and RANK[s] < RANK[ps] and s != "upgrade-required" and ps != FAILED:
+        # never backwards along the sequence (upgrade-done of an earlier
+        # driver spec may go anywhere: a new upgrade)
+        if ps in RANK and s in RANK and RANK[s] < RANK[ps] and s != "upgrade-required" and ps != DONE:
             self.violate("order", r, "node %s went back from %s to %s" % (n, ps, s), [n])
         if s == DONE:
             self.done_t[n] = r.get("t")
             self.check_restored(r, n)
         self.check_paused_kept(r)
+
+    def promise(self, nxt):
+        if nxt and (not self.promises or self.promises[-1] != list(nxt)):
+            self.promises.append(list(nxt))
+            del self.promises[:-PROMISES]
 
     def node_starts(self, r, n, prev):
         if n in self.hand:
@@ -394,10 +402,12 @@ class Checker:
         if others:
             self.violate("stop", r, "node %s started (%s) after %s failed" % (n, r.get("state"), ", ".join(others)),
                          [n] + others)
-        cand = [x for x in self.promise if x not in self.started]
-        if cand and cand[0] != n:
+        cands = [[x for x in p if x not in self.started] for p in self.promises]
+        cands = [c for c in cands if c]
+        if cands and not any(c[0] == n for c in cands):
+            c = cands[-1]
             self.violate("order", r, "node %s started, but the status promised %s next (next: %s)"
-                         % (n, cand[0], ", ".join(cand)), [n, cand[0]])
+                         % (n, c[0], ", ".join(c)), [n, c[0]])
         if self.o.name_order and self.started and max(self.started) > n:
             self.violate("order", r, "node %s started after %s (--name-order)" % (n, max(self.started)),
                          [n, max(self.started)])

@@ -333,6 +333,22 @@ class TestChecker(unittest.TestCase):
         self.assertOnly(vs, "order")
         self.assertIn("status promised a next", str(vs[0]))
 
+    def test_order_status_written_before_the_label(self):
+        # the plan that starts a lists it no more in next, and its status
+        # lands before a's label; with two at once, b too
+        tl = Timeline(upgrade_policy={"maxParallelUpgrades": 2, "maxUnavailable": 2})
+        tl.begin(order=("a", "b", "c"))
+        tl.set_policy(next=["c"])
+        tl.start("a")
+        tl.start("b")
+        for n in ("a", "b"):
+            tl.cordon(n)
+        for n in ("a", "b"):
+            for s in ("evict", "pause", "restart", "restore", "uncordon"):
+                getattr(tl, s)(n)
+        tl.upgrade_node("c")
+        self.assertClean(tl.check())
+
     def test_order_by_name(self):
         tl = Timeline()
         tl.set_policy(version=NEW)
@@ -361,6 +377,14 @@ class TestChecker(unittest.TestCase):
         tl.pod_gone(tl.find("a", "driver"))  # no state label at all
         vs = tl.check()
         self.assertEqual(["order"], self.invs(vs))
+
+    def test_done_to_any_state_is_a_new_upgrade(self):
+        tl = Timeline()
+        for n in ("a", "b", "c"):
+            tl.node(n, state="upgrade-done")
+        tl.set_policy(version=NEW)
+        tl.upgrade_node("a")  # upgrade-done -> cordon-required
+        self.assertClean(tl.check())
 
     def test_order_state_backwards(self):
         tl = Timeline()
