@@ -51,7 +51,7 @@ struct ctl_applied {
     /* The last body the API server refused, and when it may be sent again
      * (the key's backoff): a rejected body is not resent before then. */
     uint64_t rejected_hash;
-    uint64_t retry_at_ms; /* uv_now */
+    uint64_t retry_at_ms; /* gpuop_clock_ms */
     bool rejected_now;    /* refused in the reconcile in progress */
     char reason[64];
     char message[GPUOP_APPLY_MESSAGE_MAX];

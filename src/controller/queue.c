@@ -4,7 +4,7 @@
  *
  * Data: a FIFO array of ready keys (served from head, compacted when it
  * would grow); three maps (dirty, processing, failures); a binary min-heap
- * of (due time, key) served by one uv_timer_t. Both arrays are typed
+ * of (due time on gpuop_clock_ms, key) served by one uv_timer_t. Both arrays are typed
  * arrays on gpuop_buf (buf.h).
  * Readiness is signalled through a uv_idle_t that fires once and stops, so
  * on_ready never runs re-entrantly inside gpuop_queue_add().
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpuop/buf.h"
+#include "gpuop/clock.h"
 #include "gpuop/error.h"
 #include "gpuop/map.h"
 #include "queue_int.h"
@@ -168,7 +169,7 @@ static void arm_timer(struct gpuop_queue *q);
 static void timer_cb(uv_timer_t *t)
 {
     struct gpuop_queue *q = t->data;
-    uint64_t now = uv_now(q->loop);
+    uint64_t now = gpuop_clock_ms();
     struct delayed *h;
     while (delay_heap_len(&q->heap) && (h = delay_heap_items(&q->heap))[0].due <= now) {
         char *key = h[0].key;
@@ -188,7 +189,7 @@ static void arm_timer(struct gpuop_queue *q)
         uv_timer_stop(&q->timer);
         return;
     }
-    uint64_t now = uv_now(q->loop);
+    uint64_t now = gpuop_clock_ms();
     uint64_t due = delay_heap_items(&q->heap)[0].due;
     uv_timer_start(&q->timer, timer_cb, due > now ? due - now : 0, 0);
 }
@@ -198,7 +199,7 @@ int gpuop_queue_add_after(struct gpuop_queue *q, const char *key, uint64_t delay
     if (delay_ms == 0)
         return gpuop_queue_add(q, key);
     /* A key already waiting keeps its earlier due time. */
-    uint64_t due = uv_now(q->loop) + delay_ms;
+    uint64_t due = gpuop_clock_ms() + delay_ms;
     struct delayed *h = delay_heap_items(&q->heap);
     for (size_t i = 0; i < delay_heap_len(&q->heap); i++)
         if (strcmp(h[i].key, key) == 0) {

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/httpd.h"
 #include "gpuop/list.h"
 #include "gpuop/log.h"
@@ -506,7 +507,7 @@ static void on_connection(uv_stream_t *server, int status)
         conn_close(c);
         return;
     }
-    c->accepted_ms = uv_now(h->loop);
+    c->accepted_ms = gpuop_clock_ms();
     peer_of(&c->tcp, &c->peer);
     bool refuse;
     struct conn *v = victim(h, c, &refuse);
