@@ -31,26 +31,6 @@ static void next(struct gpuop_controller *c);
 static void finish(struct gpuop_controller *c);
 static void advance(struct gpuop_controller *c);
 
-/* json_dump_callback's sink: the dump is hashed as it is written, never
- * held whole (a status at 5,000 nodes is megabytes, dumped up to three
- * times a reconcile). */
-static int hash_chunk(const char *buffer, size_t size, void *data)
-{
-    uint64_t *h = data;
-    *h = gpuop_hash_bytes(*h, buffer, size);
-    return 0;
-}
-
-uint64_t gpuop_ctl_json_hash(json_t *v)
-{
-    if (!v)
-        return 0;
-    uint64_t h = GPUOP_HASH_INIT;
-    if (json_dump_callback(v, hash_chunk, &h, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) < 0)
-        return 0;
-    return gpuop_hash_mix(h);
-}
-
 /* Remembers when key was first dirtied (keeps an earlier time). */
 static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
 {
