@@ -696,9 +696,17 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
     }
 }
 
+/* The queue read the clock for the key's due time a moment before the
+ * backoff below reads it (two readings, not libuv's one cached time): the
+ * backoff ends this much early, so the key's requeue always finds it passed
+ * (a tenth of the shortest backoff, GPUOP_QUEUE_BACKOFF_BASE_MS). */
+#define BACKOFF_CLOCK_SLACK_MS 10
+
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
 {
-    uint64_t at = gpuop_clock_ms() + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
+    uint64_t d =
+        delay_ms > BACKOFF_CLOCK_SLACK_MS ? (uint64_t)delay_ms - BACKOFF_CLOCK_SLACK_MS : 0;
+    uint64_t at = gpuop_clock_ms() + d;
     for (int i = 0; i < gpuop_operand_count(); i++)
         if (c->applied[i].rejected_now)
             c->applied[i].retry_at_ms = at;
