@@ -5,15 +5,20 @@
  * as node names "gpu-0001" .. "gpu-5000").
  *
  * Every hash table (the map, the flap memory, the analysis's node index,
- * all on the open-addressing core of table.h)
- * and every content hash (the DaemonSets' drift hash, status hashes) goes
- * through here, so there is one offset basis and one prime.
+ * all on the open-addressing core of table.h; the YAML loader's anchors)
+ * and every content hash (the DaemonSets' drift hash, the metadata hash of
+ * caches.c, status hashes) goes through here, so there is one offset basis
+ * and one prime. A JSON value's content hash is FNV-1a over its canonical
+ * text (compact, keys sorted), streamed: the text is never held whole (a
+ * status at 5,000 nodes is megabytes).
  */
 #ifndef GPUOP_HASH_H
 #define GPUOP_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 /* FNV-1a's 64-bit offset basis: where a chain of gpuop_hash_bytes starts. */
 #define GPUOP_HASH_INIT 14695981039346656037ULL
@@ -28,5 +33,14 @@ uint64_t gpuop_hash_str(const char *s);
 
 /* The finaliser alone, for a chain built with gpuop_hash_bytes. Never 0. */
 uint64_t gpuop_hash_mix(uint64_t h);
+
+/* FNV-1a over v's canonical JSON text (v borrowed; NULL adds nothing),
+ * continuing from h: a link in a gpuop_hash_bytes chain. */
+uint64_t gpuop_hash_json_bytes(uint64_t h, const json_t *v);
+
+/* The content hash of v (borrowed): gpuop_hash_json_bytes from
+ * GPUOP_HASH_INIT, finalised. 0 for NULL (or a value jansson cannot dump),
+ * never 0 otherwise, so two values hash equal when their JSON is equal. */
+uint64_t gpuop_hash_json(const json_t *v);
 
 #endif

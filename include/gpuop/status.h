@@ -97,8 +97,4 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f,
 json_t *gpuop_status_nodes(const struct gpuop_findings *f, size_t max_nodes, size_t *omitted);
 json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated);
 
-/* Formats t (seconds since epoch) as RFC 3339 UTC ("2026-11-29T21:06:40Z")
- * into buf (at least 21 bytes). */
-void gpuop_status_time(long long t, char *buf, size_t size);
-
 #endif

@@ -8,9 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <sys/time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/error.h"
 #include "gpuop/log.h"
 
@@ -73,13 +72,8 @@ void gpuop_log(enum gpuop_log_level lvl, const char *obj, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
 
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    char ts[40];
-    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof(ts) - n, ".%03dZ", (int)(tv.tv_usec / 1000));
+    char ts[GPUOP_TIME_MAX];
+    gpuop_time_format(ts, sizeof(ts), gpuop_clock_wall_us(), GPUOP_TIME_MS);
 
     if (json_format) {
         fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"object\":\"", ts, names[lvl]);

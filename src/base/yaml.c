@@ -57,6 +57,7 @@
 #include <yaml.h>
 
 #include "gpuop/buf.h"
+#include "gpuop/hash.h"
 #include "gpuop/yaml.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
@@ -171,6 +172,11 @@ struct anchor {
     int height;   /* collections below and including it */
 };
 
+/* The anchors array's first size; its limit: one anchor a node at most. */
+#define ANCHORS_FIRST 8
+
+GPUOP_ARRAY(anchor_array, struct anchor);
+
 struct frame {
     json_t *node; /* the collection being filled (owned) */
     bool is_map;
@@ -189,9 +195,8 @@ struct loader {
     int depth;
     json_t *root; /* finished root of the current document */
     int root_height;
-    struct anchor *anchors;
-    size_t nanchors, capanchors;
-    size_t *slots; /* hash of anchor names: index + 1, latest definition */
+    struct anchor_array anchors; /* in definition order */
+    size_t *slots;               /* hash of anchor names: index + 1, latest definition */
     size_t nslots;
     size_t nodes;
 };
@@ -217,30 +222,24 @@ static int oom(struct loader *ld)
 
 static void anchors_clear(struct loader *ld)
 {
-    for (size_t i = 0; i < ld->nanchors; i++) {
-        free(ld->anchors[i].name);
-        free(ld->anchors[i].text);
-        free(ld->anchors[i].tag);
-        json_decref(ld->anchors[i].value);
+    struct anchor *a = anchor_array_items(&ld->anchors);
+    for (size_t i = 0; i < anchor_array_len(&ld->anchors); i++) {
+        free(a[i].name);
+        free(a[i].text);
+        free(a[i].tag);
+        json_decref(a[i].value);
     }
-    ld->nanchors = 0;
+    anchor_array_clear(&ld->anchors);
     if (ld->slots)
         memset(ld->slots, 0, ld->nslots * sizeof(*ld->slots));
-}
-
-static size_t name_hash(const char *s)
-{
-    size_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
 }
 
 /* The slot for name: holding it, or the empty slot where it would go. */
 static size_t *anchor_slot(struct loader *ld, const char *name)
 {
-    size_t mask = ld->nslots - 1, i = name_hash(name) & mask;
-    while (ld->slots[i] && strcmp(ld->anchors[ld->slots[i] - 1].name, name) != 0)
+    const struct anchor *a = anchor_array_items(&ld->anchors);
+    size_t mask = ld->nslots - 1, i = (size_t)gpuop_hash_str(name) & mask;
+    while (ld->slots[i] && strcmp(a[ld->slots[i] - 1].name, name) != 0)
         i = (i + 1) & mask;
     return &ld->slots[i];
 }
@@ -251,27 +250,30 @@ static struct anchor *anchor_find(struct loader *ld, const char *name)
     if (!ld->nslots)
         return NULL;
     slot = anchor_slot(ld, name);
-    return *slot ? &ld->anchors[*slot - 1] : NULL;
+    return *slot ? &anchor_array_items(&ld->anchors)[*slot - 1] : NULL;
 }
 
-/* Keeps the table under half full; names are redefined in place. */
+/* Indexes the last anchor; keeps the table under half full; names are
+ * redefined in place. */
 static int anchor_index(struct loader *ld)
 {
-    if ((ld->nanchors + 1) * 2 > ld->nslots) {
-        size_t n = ld->nslots ? ld->nslots * 2 : 16;
+    size_t n = anchor_array_len(&ld->anchors);
+    const struct anchor *a = anchor_array_items(&ld->anchors);
+    if (n * 2 > ld->nslots) {
+        size_t ns = ld->nslots ? ld->nslots * 2 : 16;
         size_t *old = ld->slots, oldn = ld->nslots;
-        ld->slots = calloc(n, sizeof(*ld->slots));
+        ld->slots = calloc(ns, sizeof(*ld->slots));
         if (!ld->slots) {
             ld->slots = old;
             return -1;
         }
-        ld->nslots = n;
+        ld->nslots = ns;
         for (size_t i = 0; i < oldn; i++)
             if (old[i])
-                *anchor_slot(ld, ld->anchors[old[i] - 1].name) = old[i];
+                *anchor_slot(ld, a[old[i] - 1].name) = old[i];
         free(old);
     }
-    *anchor_slot(ld, ld->anchors[ld->nanchors].name) = ld->nanchors + 1;
+    *anchor_slot(ld, a[n - 1].name) = n;
     return 0;
 }
 
@@ -279,41 +281,36 @@ static int anchor_index(struct loader *ld)
 static int anchor_add(struct loader *ld, const char *name, json_t *value, const char *text,
                       size_t textlen, bool plain, const char *tag, size_t nodes, int height)
 {
-    struct anchor *a;
-    if (ld->nanchors == ld->capanchors) {
-        size_t cap = ld->capanchors ? ld->capanchors * 2 : 8;
-        struct anchor *n = realloc(ld->anchors, cap * sizeof(*n));
-        if (!n) {
-            json_decref(value);
-            return oom(ld);
-        }
-        ld->anchors = n;
-        ld->capanchors = cap;
-    }
-    a = &ld->anchors[ld->nanchors];
-    memset(a, 0, sizeof(*a));
-    a->name = strdup(name);
-    a->value = value;
+    struct anchor a = {.name = strdup(name),
+                       .value = value,
+                       .textlen = textlen,
+                       .plain = plain,
+                       .nodes = nodes,
+                       .height = height};
     if (text) {
-        a->text = malloc(textlen + 1);
-        if (a->text) {
-            memcpy(a->text, text, textlen);
-            a->text[textlen] = '\0';
+        a.text = malloc(textlen + 1);
+        if (a.text) {
+            memcpy(a.text, text, textlen);
+            a.text[textlen] = '\0';
         }
-        a->tag = tag ? strdup(tag) : NULL;
+        a.tag = tag ? strdup(tag) : NULL;
     }
-    if (!a->name || (text && !a->text) || (tag && text && !a->tag) || anchor_index(ld) != 0) {
-        free(a->name);
-        free(a->text);
-        free(a->tag);
+    int rc = !a.name || (text && !a.text) || (tag && text && !a.tag)
+                 ? GPUOP_ENOMEM
+                 : anchor_array_push(&ld->anchors, a);
+    if (rc == 0 && anchor_index(ld) != 0) {
+        (void)anchor_array_pop(&ld->anchors);
+        rc = GPUOP_ENOMEM;
+    }
+    if (rc < 0) {
+        free(a.name);
+        free(a.text);
+        free(a.tag);
         json_decref(value);
-        return oom(ld);
+        return rc == GPUOP_ETOOBIG
+                   ? gpuop_err_set(ld->err, rc, NULL, "more than %d anchors", GPUOP_YAML_MAX_NODES)
+                   : oom(ld);
     }
-    a->textlen = textlen;
-    a->plain = plain;
-    a->nodes = nodes;
-    a->height = height;
-    ld->nanchors++;
     return 0;
 }
 
@@ -618,6 +615,7 @@ int gpuop_yaml_load(const char *buf, size_t len, json_t **out, struct gpuop_err 
                              GPUOP_YAML_MAX_INPUT);
     memset(&ld, 0, sizeof(ld));
     ld.err = err;
+    anchor_array_init(&ld.anchors, ANCHORS_FIRST, GPUOP_YAML_MAX_NODES);
     docs = json_array();
     if (!docs)
         return oom(&ld);
@@ -671,7 +669,7 @@ int gpuop_yaml_load(const char *buf, size_t len, json_t **out, struct gpuop_err 
     }
     yaml_parser_delete(&parser);
     loader_reset_doc(&ld);
-    free(ld.anchors);
+    anchor_array_free(&ld.anchors);
     free(ld.slots);
     if (rc != 0) {
         json_decref(docs);

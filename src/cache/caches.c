@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "gpuop/hash.h"
-#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
 #include "gpuop/pool.h"
@@ -43,13 +42,8 @@ uint64_t gpuop_caches_meta_hash(json_t *obj)
     json_t *md = json_object_get(obj, "metadata");
     uint64_t h = GPUOP_HASH_INIT;
     for (size_t i = 0; i < 3; i++) {
-        char *s = json_dumps(json_object_get(md, keys[i]),
-                             JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
         h = gpuop_hash_bytes(h, keys[i], strlen(keys[i]));
-        if (s) {
-            h = gpuop_hash_bytes(h, s, strlen(s));
-            gpuop_json_free(s); /* may come from the JSON scratch arena */
-        }
+        h = gpuop_hash_json_bytes(h, json_object_get(md, keys[i]));
     }
     return h;
 }

@@ -2,18 +2,23 @@
  * cli.c - the table of commands and flags (cli.h), subcommand dispatch and
  * the top-level help. Everything that names a flag of check or completion
  * is drawn from here: their getopt_long options and --help, and the
- * completion scripts of every command. run and render parse by hand; their
- * rows must list what they parse (test/unit/test_cli.c runs each flag of
- * their rows through them).
+ * completion scripts of every command; and run's whole argument parsing
+ * (gpuop_cli_run_options), defaults and checks included. render parses by
+ * hand; its row must list what it parses (test/unit/test_cli.c runs each
+ * flag of every row through its command).
  */
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_int.h"
 #include "cmd_int.h"
-#include "gpuop/kube.h"
 #include "gpuop/error.h"
+#include "gpuop/kube.h"
+#include "gpuop/leader.h"
+#include "gpuop/log.h"
 
 #define F GPUOP_CLI_FILE
 
@@ -24,18 +29,27 @@ static const struct gpuop_cli_flag kubeconfig_flag = {
 static const struct gpuop_cli_flag run_flags[] = {
     kubeconfig_flag,
     {"namespace", 'n', required_argument, "NS", GPUOP_CLI_NAMESPACE,
-     "namespace of the operand DaemonSets"},
-    {"log-level", 0, required_argument, "LEVEL", "debug info warn error", "log level"},
-    {"log-format", 0, required_argument, "FMT", "text json", "log format"},
-    {"metrics-addr", 0, required_argument, "ADDR", NULL, "host:port serving /metrics"},
-    {"health-addr", 0, required_argument, "ADDR", NULL, "host:port serving the probes"},
-    {"leader-elect", 0, optional_argument, "BOOL", "true false", "elect a leader on a Lease"},
-    {"leader-elect-lease-duration", 0, required_argument, "D", NULL, "lease duration"},
-    {"leader-elect-renew-deadline", 0, required_argument, "D", NULL, "renew deadline"},
-    {"leader-elect-retry-period", 0, required_argument, "D", NULL, "retry period"},
+     "namespace of the operand DaemonSets (default: the pod's\nnamespace, else gpuop-system)"},
+    {"log-level", 0, required_argument, "LEVEL", "debug info warn error",
+     "debug | info | warn | error (default info)"},
+    {"log-format", 0, required_argument, "FMT", "text json", "text | json (default text)"},
+    {"metrics-addr", 0, required_argument, "ADDR", NULL,
+     "host:port serving /metrics (default " GPUOP_RUN_METRICS_ADDR
+     ",\nin-cluster " GPUOP_RUN_METRICS_ADDR_IN_CLUSTER "); \"0\" or \"\" disables"},
+    {"health-addr", 0, required_argument, "ADDR", NULL,
+     "host:port serving /healthz and /readyz (default\n" GPUOP_RUN_HEALTH_ADDR
+     ", in-cluster " GPUOP_RUN_HEALTH_ADDR_IN_CLUSTER "); \"0\" or \"\"\ndisables"},
+    {"leader-elect", 0, optional_argument, "BOOL", "true false",
+     "elect a leader on a Lease; only the leader writes\n(default true)"},
+    {"leader-elect-lease-duration", 0, required_argument, "D", NULL,
+     "lease duration (default 15s)"},
+    {"leader-elect-renew-deadline", 0, required_argument, "D", NULL,
+     "renew deadline (default 10s)"},
+    {"leader-elect-retry-period", 0, required_argument, "D", NULL, "retry period (default 2s)"},
     {"leader-elect-namespace", 0, required_argument, "NS", GPUOP_CLI_NAMESPACE,
-     "namespace of the Lease"},
-    {"leader-elect-id", 0, required_argument, "NAME", NULL, "Lease name"},
+     "namespace of the Lease (default --namespace)"},
+    {"leader-elect-id", 0, required_argument, "NAME", NULL,
+     "Lease name (default " GPUOP_RUN_LEASE_NAME ")"},
     {"help", 'h', no_argument, NULL, NULL, "this help"},
     {NULL, 0, 0, NULL, NULL, NULL}};
 
@@ -190,6 +204,126 @@ int gpuop_cli_duration(const char *s, int allow_zero, uint64_t *ms)
     *ms = (uint64_t)(v * mul + 0.5); /* v >= 0: rounds half up */
     return *ms > 0 || (allow_zero && v == 0) ? 0 : GPUOP_EINVAL;
 }
+
+/* ---- run's arguments ---- */
+
+static void run_usage(FILE *f, const struct gpuop_cli_command *self)
+{
+    fprintf(f,
+            "usage: %s run [options]\n\n"
+            "Runs the controller: watches GpuPolicies, Nodes and the operand DaemonSets and\n"
+            "Pods, keeps the DaemonSets in line with the active policy, and writes findings\n"
+            "into its status.\n\n",
+            program);
+    gpuop_cli_flags_help(f, self);
+    fputs("\nDurations: 15s, 1500ms, 1m or a number of seconds.\n", f);
+}
+
+/* Says what is wrong with run's arguments; returns the exit code, 2. */
+static int run_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int run_bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s run: ", program);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static int run_duration(const char *v, uint64_t *ms)
+{
+    return gpuop_cli_duration(v, 0, ms) < 0 ? run_bad("bad duration '%s'", v) : -1;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+    if (!s || strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
+        *out = true;
+    else if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0)
+        *out = false;
+    else
+        return GPUOP_EINVAL;
+    return 0;
+}
+
+/* One flag of run (fl, its value v) into o: 0, or the exit code. */
+static int run_flag(const struct gpuop_cli_command *self, const struct gpuop_cli_flag *fl,
+                    const char *v, struct gpuop_run_options *o)
+{
+    const char *name = fl ? fl->name : "";
+    if (!strcmp(name, "kubeconfig"))
+        o->kubeconfig = v;
+    else if (!strcmp(name, "namespace"))
+        o->ns = v;
+    else if (!strcmp(name, "log-level")) {
+        if (gpuop_log_set_level(v) < 0)
+            return run_bad("unknown log level '%s'", v);
+    } else if (!strcmp(name, "log-format")) {
+        if (gpuop_log_set_format(v) < 0)
+            return run_bad("unknown log format '%s'", v);
+    } else if (!strcmp(name, "metrics-addr"))
+        o->metrics_addr = v;
+    else if (!strcmp(name, "health-addr"))
+        o->health_addr = v;
+    else if (!strcmp(name, "leader-elect")) {
+        if (parse_bool(v, &o->leader_elect) < 0)
+            return run_bad("--leader-elect wants true or false");
+    } else if (!strcmp(name, "leader-elect-lease-duration"))
+        return run_duration(v, &o->lease_ms);
+    else if (!strcmp(name, "leader-elect-renew-deadline"))
+        return run_duration(v, &o->renew_ms);
+    else if (!strcmp(name, "leader-elect-retry-period"))
+        return run_duration(v, &o->retry_ms);
+    else if (!strcmp(name, "leader-elect-namespace"))
+        o->lease_ns = v;
+    else if (!strcmp(name, "leader-elect-id"))
+        o->lease_name = v;
+    else if (!strcmp(name, "help")) {
+        run_usage(stdout, self);
+        return 0;
+    } else {
+        run_usage(stderr, self);
+        return 2;
+    }
+    return -1;
+}
+
+int gpuop_cli_run_options(int argc, char **argv, struct gpuop_run_options *o)
+{
+    const struct gpuop_cli_command *self = gpuop_cli_command("run");
+    struct option opts[24];
+    char shortopts[24];
+    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
+        0)
+        return 2;
+    *o = (struct gpuop_run_options){.leader_elect = true,
+                                    .lease_ms = GPUOP_LEADER_LEASE_MS,
+                                    .renew_ms = GPUOP_LEADER_RENEW_MS,
+                                    .retry_ms = GPUOP_LEADER_RETRY_MS,
+                                    .lease_name = GPUOP_RUN_LEASE_NAME};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        int rc = run_flag(self, gpuop_cli_flag_of(self, c), optarg, o);
+        if (rc >= 0)
+            return rc;
+    }
+    if (optind < argc)
+        return run_bad("unexpected argument '%s'", argv[optind]);
+    if (o->leader_elect && gpuop_leader_check_timing(o->lease_ms, o->renew_ms, o->retry_ms) < 0)
+        return run_bad("leader election wants lease duration > renew deadline > 1.2 x retry "
+                       "period");
+    if (!o->ns)
+        o->ns = gpuop_cmd_default_namespace();
+    if (!o->lease_ns)
+        o->lease_ns = o->ns;
+    return -1;
+}
+
+/* ---- dispatch ---- */
 
 static void usage(FILE *f)
 {

@@ -17,6 +17,7 @@
 #define GPUOP_CLI_INT_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,5 +75,33 @@ void gpuop_cli_flags_help(FILE *out, const struct gpuop_cli_command *cmd);
  * number of seconds ("2.5"); with allow_zero, "0" (of any unit) gives 0
  * (kubectl's "no timeout"). Returns 0 or GPUOP_EINVAL. */
 int gpuop_cli_duration(const char *s, int allow_zero, uint64_t *ms);
+
+/* ---- run's arguments (the table's "run" row) ---- */
+
+/* Where run serves when --metrics-addr / --health-addr are not given: out
+ * of a cluster on loopback only, in a cluster on every address (the
+ * probes and the scraper come from the node). */
+#define GPUOP_RUN_METRICS_ADDR            "127.0.0.1:8080"
+#define GPUOP_RUN_HEALTH_ADDR             "127.0.0.1:8081"
+#define GPUOP_RUN_METRICS_ADDR_IN_CLUSTER ":8080"
+#define GPUOP_RUN_HEALTH_ADDR_IN_CLUSTER  ":8081"
+#define GPUOP_RUN_LEASE_NAME              "gpuop-leader"
+
+struct gpuop_run_options {
+    const char *kubeconfig;   /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
+    const char *ns;           /* the operands' namespace (defaulted) */
+    const char *metrics_addr; /* NULL: the default for where it runs */
+    const char *health_addr;  /* NULL: likewise */
+    bool leader_elect;
+    uint64_t lease_ms, renew_ms, retry_ms; /* checked together */
+    const char *lease_ns;                  /* defaulted to ns */
+    const char *lease_name;
+};
+
+/* Parses run's argv (argv[0] is "run"; strings borrowed from argv) into o,
+ * with every default filled in, and sets the log level and format as it
+ * goes. Returns -1 to go on, else the exit code: 0 after --help, 2 after a
+ * usage error (said on stderr). */
+int gpuop_cli_run_options(int argc, char **argv, struct gpuop_run_options *o);
 
 #endif

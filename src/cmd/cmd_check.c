@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gpuop/analysis.h"
+#include "gpuop/clock.h"
 #include "cli_int.h"
 #include "cmd_int.h"
 #include "gpuop/kube.h"
@@ -40,7 +40,7 @@ struct check {
     bool show_progress;
     size_t seen[GPUOP_CACHES_KINDS]; /* objects listed so far, by kind */
     uint64_t timeout_ms;             /* 0: none */
-    uint64_t last_arrival;           /* uv_now of the last object listed, or of the start */
+    uint64_t last_arrival;           /* gpuop_clock_ms of the last object listed, or of the start */
     int synced;
     int timed_out;
     bool fatal; /* a request failed in a way no retry can fix */
@@ -86,7 +86,7 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     (void)deleted;
     if (kind >= 0 && kind < GPUOP_CACHES_KINDS)
         ck->seen[kind]++;
-    ck->last_arrival = uv_now(&ck->loop);
+    ck->last_arrival = gpuop_clock_ms();
 }
 
 static void on_synced(void *arg)
@@ -99,7 +99,7 @@ static void on_synced(void *arg)
 static void on_timeout(uv_timer_t *t)
 {
     struct check *ck = t->data;
-    if (uv_now(&ck->loop) - ck->last_arrival < ck->timeout_ms)
+    if (gpuop_clock_ms() - ck->last_arrival < ck->timeout_ms)
         return;
     ck->timed_out = 1;
     uv_stop(&ck->loop);
@@ -252,7 +252,7 @@ int gpuop_cmd_check(int argc, char **argv)
     ck.timer.data = &ck;
     ck.timeout_ms = timeout_ms;
     uv_update_time(&ck.loop);
-    ck.last_arrival = uv_now(&ck.loop);
+    ck.last_arrival = gpuop_clock_ms();
     if (timeout_ms)
         uv_timer_start(&ck.timer, on_timeout, TIMEOUT_TICK_MS, TIMEOUT_TICK_MS);
     uv_timer_init(&ck.loop, &ck.progress);
@@ -298,7 +298,7 @@ int gpuop_cmd_check(int argc, char **argv)
     rc = gpuop_caches_view(ck.world, &v);
     if (rc == 0)
         rc = gpuop_analyze(&policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
-                           (long long)time(NULL), &f);
+                           gpuop_clock_wall(), &f);
     if (rc < 0) {
         gpuop_caches_view_free(&v);
         gpuop_findings_free(&f);

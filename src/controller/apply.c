@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
@@ -104,7 +105,7 @@ static void remember_refusal(struct ctl_applied *a, uint64_t h, const struct gpu
 static bool still_refused(const struct gpuop_controller *c, const struct ctl_applied *a, uint64_t h,
                           struct gpuop_apply_result *r, struct gpuop_err *e)
 {
-    if (a->rejected_hash != h || uv_now(c->loop) >= a->retry_at_ms)
+    if (a->rejected_hash != h || gpuop_clock_ms() >= a->retry_at_ms)
         return false;
     memset(e, 0, sizeof(*e));
     e->rc = GPUOP_EHTTP;
@@ -697,9 +698,17 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
     }
 }
 
+/* The queue read the clock for the key's due time a moment before the
+ * backoff below reads it (two readings, not libuv's one cached time): the
+ * backoff ends this much early, so the key's requeue always finds it passed
+ * (a tenth of the shortest backoff, GPUOP_QUEUE_BACKOFF_BASE_MS). */
+#define BACKOFF_CLOCK_SLACK_MS 10
+
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
 {
-    uint64_t at = uv_now(c->loop) + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
+    uint64_t d =
+        delay_ms > BACKOFF_CLOCK_SLACK_MS ? (uint64_t)delay_ms - BACKOFF_CLOCK_SLACK_MS : 0;
+    uint64_t at = gpuop_clock_ms() + d;
     for (int i = 0; i < gpuop_operand_count(); i++)
         if (c->applied[i].rejected_now)
             c->applied[i].retry_at_ms = at;

@@ -17,9 +17,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpuop/analysis.h"
+#include "gpuop/clock.h"
 #include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
@@ -30,31 +30,6 @@
 static void next(struct gpuop_controller *c);
 static void finish(struct gpuop_controller *c);
 static void advance(struct gpuop_controller *c);
-
-static long long now_s(void)
-{
-    return (long long)time(NULL);
-}
-
-/* json_dump_callback's sink: the dump is hashed as it is written, never
- * held whole (a status at 5,000 nodes is megabytes, dumped up to three
- * times a reconcile). */
-static int hash_chunk(const char *buffer, size_t size, void *data)
-{
-    uint64_t *h = data;
-    *h = gpuop_hash_bytes(*h, buffer, size);
-    return 0;
-}
-
-uint64_t gpuop_ctl_json_hash(json_t *v)
-{
-    if (!v)
-        return 0;
-    uint64_t h = GPUOP_HASH_INIT;
-    if (json_dump_callback(v, hash_chunk, &h, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) < 0)
-        return 0;
-    return gpuop_hash_mix(h);
-}
 
 /* Remembers when key was first dirtied (keeps an earlier time). */
 static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
@@ -248,8 +223,8 @@ static void findings_and_status(struct gpuop_controller *c)
     struct gpuop_caches_view v;
     int rc = gpuop_caches_view(c->world, &v);
     if (rc == 0 && !c->ignored)
-        rc =
-            gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods, now_s(), &f);
+        rc = gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
+                           gpuop_clock_wall(), &f);
     if (rc == 0 && !c->ignored && c->write) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
@@ -264,8 +239,10 @@ static void findings_and_status(struct gpuop_controller *c)
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
         gpuop_findings_set_stranded(&f, st, ns);
     }
-    if (rc == 0 && !c->ignored && f.next_change > now_s()) /* a grace period ends: judge again */
-        (void)gpuop_queue_add_after(c->queue, c->key, (uint64_t)(f.next_change - now_s()) * 1000);
+    if (rc == 0 && !c->ignored &&
+        f.next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
+        (void)gpuop_queue_add_after(c->queue, c->key,
+                                    (uint64_t)(f.next_change - gpuop_clock_wall()) * 1000);
     if (rc == 0 && !c->ignored)
         update_summary(c, &f);
     else if (c->ignored && strcmp(c->summary.policy, c->key) == 0)
@@ -273,7 +250,7 @@ static void findings_and_status(struct gpuop_controller *c)
     json_t *status = NULL;
     if (rc == 0)
         status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
-                                    gpuop_ctl_status_prev(c, c->key, obj), &in, now_s());
+                                    gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
     if (rc == 0 && !c->ignored && c->write)
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &f);
     gpuop_ctl_upgrade_release(c->upgrader);

@@ -35,8 +35,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
 #include "gpuop/labeling.h"
@@ -57,7 +57,7 @@
 struct rec {
     struct ctl_labeler *l;
     struct gpuop_kube_req *req; /* GET or PATCH in flight, or NULL */
-    uint64_t retry_at_ms;       /* uv_now before which it is not asked again */
+    uint64_t retry_at_ms;       /* gpuop_clock_ms before which it is not asked again */
     uint64_t backoff_ms;        /* the next failure's delay; 0: none failed */
     uint64_t seen;              /* the track that last wanted it */
     bool dropped;               /* no longer a candidate: freed when its request ends */
@@ -129,7 +129,7 @@ static void failed(struct rec *r, const char *what, int rc, const struct gpuop_e
     r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : LABELER_BACKOFF_FIRST_MS;
     if (r->backoff_ms > LABELER_BACKOFF_MAX_MS)
         r->backoff_ms = LABELER_BACKOFF_MAX_MS;
-    r->retry_at_ms = uv_now(l->loop) + r->backoff_ms;
+    r->retry_at_ms = gpuop_clock_ms() + r->backoff_ms;
     gpuop_warn("labeler", "%s of node %s failed: %s; retrying in %llu ms", what, r->name,
                err && err->message[0] ? err->message : gpuop_strerror(rc),
                (unsigned long long)r->backoff_ms);
@@ -146,21 +146,13 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         failed(r, "PATCH", rc, err);
     } else {
         r->backoff_ms = 0;
-        r->retry_at_ms = uv_now(l->loop) + LABELER_SETTLE_MS;
+        r->retry_at_ms = gpuop_clock_ms() + LABELER_SETTLE_MS;
         l->patches++;
         gpuop_info("labeler", "labelled node %s: %s", r->name, r->said ? r->said : "?");
     }
 out:
     if (!l->closing)
         pump(l);
-}
-
-static void now_rfc3339(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "1970-01-01T00:00:00Z");
 }
 
 /* The merge patch for node obj (borrowed) and plan (new JSON text, NULL on
@@ -177,8 +169,8 @@ static char *patch_body(json_t *obj, const struct gpuop_label_plan *plan, char *
         note = json_object();
     }
     json_t *labels = json_object();
-    char at[32], key[128];
-    now_rfc3339(at, sizeof(at));
+    char at[GPUOP_TIME_MAX], key[128];
+    gpuop_time_format(at, sizeof(at), gpuop_clock_wall_us(), GPUOP_TIME_S);
     size_t len = 0;
     said[0] = '\0';
     for (int i = -1; i < gpuop_operand_count(); i++) {
@@ -221,7 +213,7 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
     struct gpuop_label_plan plan;
     bool want = n && gpuop_labeling_plan(&l->facts, n, &plan);
     gpuop_node_free(n);
-    r->retry_at_ms = uv_now(l->loop) + LABELER_SETTLE_MS;
+    r->retry_at_ms = gpuop_clock_ms() + LABELER_SETTLE_MS;
     if (!want)
         goto out; /* someone labelled it, or our PATCH is not in the cache yet */
     char said[1024];
@@ -260,7 +252,7 @@ static void pump(struct ctl_labeler *l)
 {
     if (l->stopped)
         return;
-    uint64_t now = uv_now(l->loop), next = 0;
+    uint64_t now = gpuop_clock_ms(), next = 0;
     size_t it = 0;
     void *v;
     while (l->inflight < LABELER_IN_FLIGHT_MAX && gpuop_map_next(&l->recs, &it, NULL, &v)) {

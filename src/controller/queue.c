@@ -2,14 +2,18 @@
  * queue.c - work queue with dirty/processing sets, per-key backoff and a
  * delay heap (see queue.h for the semantics).
  *
- * Data: a FIFO array of ready keys; three maps (dirty, processing,
- * failures); a binary min-heap of (due time, key) served by one uv_timer_t.
+ * Data: a FIFO array of ready keys (served from head, compacted when it
+ * would grow); three maps (dirty, processing, failures); a binary min-heap
+ * of (due time on gpuop_clock_ms, key) served by one uv_timer_t. Both arrays are typed
+ * arrays on gpuop_buf (buf.h).
  * Readiness is signalled through a uv_idle_t that fires once and stops, so
  * on_ready never runs re-entrantly inside gpuop_queue_add().
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/buf.h"
+#include "gpuop/clock.h"
 #include "gpuop/error.h"
 #include "gpuop/map.h"
 #include "queue_int.h"
@@ -18,6 +22,13 @@ struct delayed {
     uint64_t due;
     char *key; /* owned */
 };
+
+/* The arrays' first sizes, in elements (they double from there). */
+#define QUEUE_FIFO_FIRST 16
+#define QUEUE_HEAP_FIRST 8
+
+GPUOP_ARRAY(key_array, char *); /* owned keys */
+GPUOP_ARRAY(delay_heap, struct delayed);
 
 struct gpuop_queue {
     uv_loop_t *loop;
@@ -29,50 +40,49 @@ struct gpuop_queue {
     void (*close_cb)(void *);
     void *close_arg;
 
-    char **fifo; /* owned keys, ready */
-    size_t head, len, cap;
+    struct key_array fifo; /* owned keys; [head .. len) are ready */
+    size_t head;
 
     struct gpuop_map dirty;      /* key -> (void *)1 */
     struct gpuop_map processing; /* key -> (void *)1 */
     struct gpuop_map failures;   /* key -> (void *)(intptr_t)count */
 
-    struct delayed *heap;
-    size_t hlen, hcap;
+    struct delay_heap heap;
 };
+
+/* Keys ready to be handed out. */
+static size_t ready(const struct gpuop_queue *q)
+{
+    return key_array_len(&q->fifo) - q->head;
+}
 
 static void kick_cb(uv_idle_t *h)
 {
     struct gpuop_queue *q = h->data;
     uv_idle_stop(&q->kick);
-    if (q->len && q->on_ready)
+    if (ready(q) && q->on_ready)
         q->on_ready(q->arg);
 }
 
 static void kick(struct gpuop_queue *q)
 {
-    if (q->len && !q->close_cb)
+    if (ready(q) && !q->close_cb)
         uv_idle_start(&q->kick, kick_cb);
 }
 
 static int fifo_push(struct gpuop_queue *q, const char *key)
 {
-    if (q->head + q->len == q->cap) {
-        if (q->head > 0) {
-            memmove(q->fifo, q->fifo + q->head, q->len * sizeof(*q->fifo));
-            q->head = 0;
-        } else {
-            size_t ncap = q->cap ? q->cap * 2 : 16;
-            char **nf = realloc(q->fifo, ncap * sizeof(*nf));
-            if (!nf)
-                return GPUOP_ENOMEM;
-            q->fifo = nf;
-            q->cap = ncap;
-        }
+    if (q->head > 0 && q->fifo.buf.len == q->fifo.buf.cap) { /* full: reuse the served front */
+        key_array_remove(&q->fifo, 0, q->head);
+        q->head = 0;
     }
     char *k = strdup(key);
     if (!k)
         return GPUOP_ENOMEM;
-    q->fifo[q->head + q->len++] = k;
+    if (key_array_push(&q->fifo, k) < 0) {
+        free(k);
+        return GPUOP_ENOMEM;
+    }
     return 0;
 }
 
@@ -94,14 +104,15 @@ int gpuop_queue_add(struct gpuop_queue *q, const char *key)
 
 char *gpuop_queue_get(struct gpuop_queue *q)
 {
-    if (!q->len)
+    if (!ready(q))
         return NULL;
-    char *k = q->fifo[q->head]; /* ownership passes to the caller */
+    char *k = key_array_items(&q->fifo)[q->head]; /* ownership passes to the caller */
     if (gpuop_map_put(&q->processing, k, (void *)1, NULL) < 0)
         return NULL; /* stays queued; retried at the next get */
-    q->head++;
-    if (!--q->len)
+    if (++q->head == key_array_len(&q->fifo)) {
+        key_array_clear(&q->fifo);
         q->head = 0;
+    }
     gpuop_map_del(&q->dirty, k);
     return k;
 }
@@ -158,11 +169,12 @@ static void arm_timer(struct gpuop_queue *q);
 static void timer_cb(uv_timer_t *t)
 {
     struct gpuop_queue *q = t->data;
-    uint64_t now = uv_now(q->loop);
-    while (q->hlen && q->heap[0].due <= now) {
-        char *key = q->heap[0].key;
-        q->heap[0] = q->heap[--q->hlen];
-        heap_down(q->heap, q->hlen, 0);
+    uint64_t now = gpuop_clock_ms();
+    struct delayed *h;
+    while (delay_heap_len(&q->heap) && (h = delay_heap_items(&q->heap))[0].due <= now) {
+        char *key = h[0].key;
+        h[0] = delay_heap_pop(&q->heap);
+        heap_down(h, delay_heap_len(&q->heap), 0);
         gpuop_queue_add(q, key);
         free(key);
     }
@@ -173,12 +185,12 @@ static void arm_timer(struct gpuop_queue *q)
 {
     if (q->close_cb)
         return;
-    if (!q->hlen) {
+    if (!delay_heap_len(&q->heap)) {
         uv_timer_stop(&q->timer);
         return;
     }
-    uint64_t now = uv_now(q->loop);
-    uint64_t due = q->heap[0].due;
+    uint64_t now = gpuop_clock_ms();
+    uint64_t due = delay_heap_items(&q->heap)[0].due;
     uv_timer_start(&q->timer, timer_cb, due > now ? due - now : 0, 0);
 }
 
@@ -187,29 +199,25 @@ int gpuop_queue_add_after(struct gpuop_queue *q, const char *key, uint64_t delay
     if (delay_ms == 0)
         return gpuop_queue_add(q, key);
     /* A key already waiting keeps its earlier due time. */
-    uint64_t due = uv_now(q->loop) + delay_ms;
-    for (size_t i = 0; i < q->hlen; i++)
-        if (strcmp(q->heap[i].key, key) == 0) {
-            if (due < q->heap[i].due) {
-                q->heap[i].due = due;
-                heap_up(q->heap, i);
+    uint64_t due = gpuop_clock_ms() + delay_ms;
+    struct delayed *h = delay_heap_items(&q->heap);
+    for (size_t i = 0; i < delay_heap_len(&q->heap); i++)
+        if (strcmp(h[i].key, key) == 0) {
+            if (due < h[i].due) {
+                h[i].due = due;
+                heap_up(h, i);
                 arm_timer(q);
             }
             return 0;
         }
-    if (q->hlen == q->hcap) {
-        size_t ncap = q->hcap ? q->hcap * 2 : 8;
-        struct delayed *nh = realloc(q->heap, ncap * sizeof(*nh));
-        if (!nh)
-            return GPUOP_ENOMEM;
-        q->heap = nh;
-        q->hcap = ncap;
-    }
     char *k = strdup(key);
     if (!k)
         return GPUOP_ENOMEM;
-    q->heap[q->hlen] = (struct delayed){due, k};
-    heap_up(q->heap, q->hlen++);
+    if (delay_heap_push(&q->heap, (struct delayed){due, k}) < 0) {
+        free(k);
+        return GPUOP_ENOMEM;
+    }
+    heap_up(delay_heap_items(&q->heap), delay_heap_len(&q->heap) - 1);
     arm_timer(q);
     return 0;
 }
@@ -240,12 +248,12 @@ int gpuop_queue_failures(const struct gpuop_queue *q, const char *key)
 
 size_t gpuop_queue_len(const struct gpuop_queue *q)
 {
-    return q->len;
+    return ready(q);
 }
 
 size_t gpuop_queue_delayed(const struct gpuop_queue *q)
 {
-    return q->hlen;
+    return delay_heap_len(&q->heap);
 }
 
 int gpuop_queue_new(uv_loop_t *loop, void (*on_ready)(void *), void *arg, struct gpuop_queue **out)
@@ -256,6 +264,8 @@ int gpuop_queue_new(uv_loop_t *loop, void (*on_ready)(void *), void *arg, struct
     q->loop = loop;
     q->on_ready = on_ready;
     q->arg = arg;
+    key_array_init(&q->fifo, QUEUE_FIFO_FIRST, GPUOP_ARRAY_UNLIMITED);
+    delay_heap_init(&q->heap, QUEUE_HEAP_FIRST, GPUOP_ARRAY_UNLIMITED);
     gpuop_map_init(&q->dirty);
     gpuop_map_init(&q->processing);
     gpuop_map_init(&q->failures);
@@ -272,12 +282,12 @@ static void handle_closed(uv_handle_t *h)
     struct gpuop_queue *q = h->data;
     if (--q->open_handles > 0)
         return;
-    for (size_t i = 0; i < q->len; i++)
-        free(q->fifo[q->head + i]);
-    free(q->fifo);
-    for (size_t i = 0; i < q->hlen; i++)
-        free(q->heap[i].key);
-    free(q->heap);
+    for (size_t i = q->head; i < key_array_len(&q->fifo); i++)
+        free(key_array_items(&q->fifo)[i]);
+    key_array_free(&q->fifo);
+    for (size_t i = 0; i < delay_heap_len(&q->heap); i++)
+        free(delay_heap_items(&q->heap)[i].key);
+    delay_heap_free(&q->heap);
     gpuop_map_free(&q->dirty, NULL);
     gpuop_map_free(&q->processing, NULL);
     gpuop_map_free(&q->failures, NULL);

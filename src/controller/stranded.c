@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "gpuop/buf.h"
+#include "gpuop/clock.h"
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
 #include "gpuop/model.h"
@@ -70,7 +71,7 @@ struct rec {
     struct gpuop_kube_req *req; /* LIST in flight, or NULL */
     char *names;                /* nnames "namespace/name" strings, each ending in NUL, one
                                    after the other, names_len bytes (new); NULL when none */
-    uint64_t listed_ms;         /* uv_now of the last answer (or failure) */
+    uint64_t listed_ms;         /* gpuop_clock_ms of the last answer (or failure) */
     uint64_t said;              /* hash of what the last Event said; 0: nothing said */
     uint64_t seen;              /* the track call that last wanted it */
     uint32_t count;             /* GPU pods bound there, at the last answer */
@@ -158,7 +159,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     struct ctl_stranded *s = r->s;
     r->req = NULL;
     s->inflight--;
-    r->listed_ms = uv_now(s->loop);
+    r->listed_ms = gpuop_clock_ms();
     if (r->dropped) {
         rec_free(r);
         return;
@@ -215,7 +216,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
 
 static void list_start(struct ctl_stranded *s, struct rec *r)
 {
-    r->listed_ms = uv_now(s->loop); /* a LIST that cannot start is tried again later */
+    r->listed_ms = gpuop_clock_ms(); /* a LIST that cannot start is tried again later */
     size_t n = strlen(r->node) + 128;
     char *sel = malloc(n);
     if (!sel)
@@ -261,7 +262,7 @@ static struct rec *next_due(const struct ctl_stranded *s, uint64_t now)
 static void on_tick(uv_timer_t *t)
 {
     struct ctl_stranded *s = t->data;
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = gpuop_clock_ms();
     struct rec *r;
     for (int started = 0; started < STRANDED_LISTS_PER_TICK &&
                           s->inflight < STRANDED_IN_FLIGHT_MAX && (r = next_due(s, now));

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/report.h"
 #include "gpuop/status.h"
 #include "gpuop/yaml.h"
@@ -373,7 +373,7 @@ static struct gpuop_report_opts defaults(const struct gpuop_report_opts *o)
     if (!d.max_findings)
         d.max_findings = GPUOP_REPORT_MAX_FINDINGS;
     if (!d.now)
-        d.now = (long long)time(NULL);
+        d.now = gpuop_clock_wall();
     return d;
 }
 

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/status.h"
 
 /* Longest condition message built here (bytes): six apply failures of
@@ -79,16 +79,6 @@ static void apply_sentence(const struct gpuop_apply_result *a, int o, char *buf,
     }
 }
 
-void gpuop_status_time(long long t, char *buf, size_t size)
-{
-    time_t tt = (time_t)(t < 0 ? 0 : t);
-    struct tm tm;
-    if (!size)
-        return;
-    if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "1970-01-01T00:00:00Z");
-}
-
 /* ---- conditions ---- */
 
 static json_t *prev_condition(json_t *prev_status, const char *type)
@@ -109,7 +99,7 @@ static json_t *prev_condition(json_t *prev_status, const char *type)
 static int add_condition(json_t *conds, json_t *prev_status, const char *type, const char *status,
                          const char *reason, const char *message, long long gen, long long now)
 {
-    char ts[32];
+    char ts[GPUOP_TIME_MAX];
     const char *ltt = NULL;
     json_t *pc = prev_condition(prev_status, type);
     json_t *ps = pc ? json_object_get(pc, "status") : NULL;
@@ -118,8 +108,7 @@ static int add_condition(json_t *conds, json_t *prev_status, const char *type, c
     if (json_is_string(ps) && strcmp(json_string_value(ps), status) == 0 && json_is_string(pt))
         ltt = json_string_value(pt);
     if (!ltt) {
-        gpuop_status_time(now, ts, sizeof(ts));
-        ltt = ts;
+        ltt = gpuop_time_format(ts, sizeof(ts), now * GPUOP_US_PER_S, GPUOP_TIME_S);
     }
     json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", type, "status", status,
                           "reason", reason, "message", message, "lastTransitionTime", ltt,

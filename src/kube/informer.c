@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/informer.h"
 #include "gpuop/jsonarena.h"
 #include "jsonlist_int.h"
@@ -69,7 +70,7 @@ struct gpuop_informer {
     struct gpuop_jsonlist list; /* the LIST page streaming in */
     char list_err[512];         /* why the splitter stopped a page */
     enum verdict verdict;
-    uint64_t watch_started; /* uv_now at open */
+    uint64_t watch_started; /* gpuop_clock_ms at open */
     uint64_t watch_events;  /* events on the current stream */
     bool synced;
     bool after_gone;    /* the next list is a relist forced by 410 */
@@ -510,7 +511,7 @@ static void watch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     inf->req = NULL;
     if (inf->state == ST_CLOSED || rc == GPUOP_ECANCELED)
         return;
-    uint64_t lasted = uv_now(inf->loop) - inf->watch_started;
+    uint64_t lasted = gpuop_clock_ms() - inf->watch_started;
     if (inf->verdict == V_RELIST || rc == GPUOP_EGONE) {
         inf->after_gone = true;
         start_list(inf);
@@ -547,7 +548,7 @@ static void start_watch(struct gpuop_informer *inf)
     gpuop_lines_reset(&inf->lines);
     inf->verdict = V_OK;
     inf->watch_events = 0;
-    inf->watch_started = uv_now(inf->loop);
+    inf->watch_started = gpuop_clock_ms();
     inf->state = ST_WATCHING;
     inf->stats.watches++;
     struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_WATCH,

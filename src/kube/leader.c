@@ -12,16 +12,15 @@
  *
  * The leader checks at every tick (and before every renewal) that its last
  * successful write is younger than renewDeadline; a renewal in flight past
- * that is cancelled and leadership is lost. Expiry is judged with uv_now
+ * that is cancelled and leadership is lost. Expiry is judged with gpuop_clock_ms
  * (monotonic) against the moment the record last changed as seen here.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/leader.h"
 #include "gpuop/log.h"
@@ -88,17 +87,6 @@ void gpuop_leader_identity(char *buf, size_t len)
     snprintf(buf, len, "%s_%02x%02x%02x%02x", host, r[0], r[1], r[2], r[3]);
 }
 
-/* RFC 3339 with microseconds, as metav1.MicroTime wants. */
-static void micro_time(char *buf, size_t len)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, len - n, ".%06ldZ", (long)tv.tv_usec);
-}
-
 static void on_tick(uv_timer_t *t);
 
 /* A request's timeout: the leader's are bounded by the renew deadline (a
@@ -147,7 +135,7 @@ static void observe(struct gpuop_leader *l, json_t *lease /* borrowed */)
     if (!l->observed || strcmp(dump, l->observed) != 0) {
         gpuop_json_free(l->observed);
         l->observed = dump;
-        l->observed_ms = uv_now(l->loop);
+        l->observed_ms = gpuop_clock_ms();
     } else {
         gpuop_json_free(dump);
     }
@@ -184,7 +172,7 @@ static void wrote(struct gpuop_leader *l, json_t *body)
 {
     if (body)
         observe(l, body);
-    l->renewed_ms = uv_now(l->loop);
+    l->renewed_ms = gpuop_clock_ms();
     l->writes++;
     if (!l->leader) {
         l->leader = true;
@@ -221,8 +209,8 @@ static void write_done(void *arg, int rc, json_t *body, const struct gpuop_err *
 
 static json_t *new_spec(struct gpuop_leader *l, json_t *old_spec, bool take)
 {
-    char now[40];
-    micro_time(now, sizeof(now));
+    char now[GPUOP_TIME_MAX]; /* metav1.MicroTime: RFC 3339 with microseconds */
+    gpuop_time_format(now, sizeof(now), gpuop_clock_wall_us(), GPUOP_TIME_US);
     const char *old_holder = json_string_value(json_object_get(old_spec, "holderIdentity"));
     bool mine = old_holder && strcmp(old_holder, l->self) == 0;
     json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
@@ -303,7 +291,7 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
         return;
     }
     observe(l, body);
-    uint64_t now = uv_now(l->loop);
+    uint64_t now = gpuop_clock_ms();
     bool other = l->holder[0] && strcmp(l->holder, l->self) != 0;
     if (other && now - l->observed_ms < l->lease_ms) {
         if (l->leader) {
@@ -325,7 +313,7 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
 
 static void try_once(struct gpuop_leader *l)
 {
-    if (l->leader && uv_now(l->loop) - l->renewed_ms > l->renew_ms) {
+    if (l->leader && gpuop_clock_ms() - l->renewed_ms > l->renew_ms) {
         lose(l, "no successful renewal within the renew deadline");
         return;
     }
@@ -351,7 +339,7 @@ static void on_tick(uv_timer_t *t)
         return;
     if (l->req) {
         /* A request is still out: only the renew deadline matters now. */
-        if (l->leader && uv_now(l->loop) - l->renewed_ms > l->renew_ms)
+        if (l->leader && gpuop_clock_ms() - l->renewed_ms > l->renew_ms)
             lose(l, "lease renewal did not complete within the renew deadline");
         else
             schedule_in(l, l->retry_ms / DEADLINE_CHECKS_PER_RETRY + 1);

@@ -5,12 +5,13 @@
  * a block is its address rounded down. Its header says the block size;
  * blocks are carved from the slab in order (pages never touched are never
  * resident) and freed blocks go on the slab's own free list. Each class
- * keeps a list of the slabs that have room; allocation takes from the first.
+ * keeps a list (list.h) of the slabs that have room; allocation takes from
+ * the first.
  * A slab with no live block is unmapped, unless it is its class's only one.
  *
  * Whether a pointer is a slab block or a large malloc() block is decided by
- * looking its slab address up in a sorted array of the slabs mapped (a few
- * hundred at most: 10 MB of cache is 160 slabs).
+ * looking its slab address up in a sorted array (buf.h's typed array) of
+ * the slabs mapped (a few hundred at most: 10 MB of cache is 160 slabs).
  */
 #define _DEFAULT_SOURCE
 #include <stdbool.h>
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "gpuop/buf.h"
+#include "gpuop/list.h"
 #include "gpuop/pool.h"
 
 #include "memcheck_int.h"
@@ -28,30 +31,34 @@
 #define NCLASS (GPUOP_POOL_MAX / STEP)
 
 struct slab {
-    struct slab *prev, *next; /* the class's slabs with room */
-    void *free;               /* freed blocks, linked through their first word */
-    uint32_t size;            /* block size */
-    uint32_t carved;          /* offset of the first block never handed out */
-    uint32_t live;            /* blocks handed out and not freed */
-    bool listed;              /* on its class's list */
+    struct gpuop_list_node room; /* on the class's slabs with room, or unlinked */
+    void *free;                  /* freed blocks, linked through their first word */
+    uint32_t size;               /* block size */
+    uint32_t carved;             /* offset of the first block never handed out */
+    uint32_t live;               /* blocks handed out and not freed */
 };
+
+/* The slab index's first size, in slabs (4 MB of cache). */
+#define INDEX_FIRST 64
+
+GPUOP_ARRAY(slab_index, struct slab *);
 
 #define FIRST (((sizeof(struct slab) + STEP - 1) / STEP) * STEP)
 
 static struct {
-    struct slab *room[NCLASS]; /* per class: slabs with a free or uncarved block */
+    struct gpuop_list room[NCLASS]; /* per class: slabs with a free or uncarved block */
     size_t nslabs[NCLASS];
-    struct slab **all; /* sorted by address */
-    size_t nall, capall;
+    struct slab_index all; /* sorted by address */
     size_t blocks, bytes;
-} pool;
+} pool = {.all = GPUOP_ARRAY_INIT(struct slab *, INDEX_FIRST, GPUOP_ARRAY_UNLIMITED)};
 
 static size_t find(const struct slab *s)
 {
-    size_t lo = 0, hi = pool.nall;
+    struct slab **all = slab_index_items(&pool.all);
+    size_t lo = 0, hi = slab_index_len(&pool.all);
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)pool.all[mid] < (uintptr_t)s)
+        if ((uintptr_t)all[mid] < (uintptr_t)s)
             lo = mid + 1;
         else
             hi = mid;
@@ -62,43 +69,16 @@ static size_t find(const struct slab *s)
 static bool is_slab(const struct slab *s)
 {
     size_t i = find(s);
-    return i < pool.nall && pool.all[i] == s;
+    return i < slab_index_len(&pool.all) && slab_index_items(&pool.all)[i] == s;
 }
 
 static void list_add(struct slab *s)
 {
-    struct slab **head = &pool.room[s->size / STEP - 1];
-    s->prev = NULL;
-    s->next = *head;
-    if (*head)
-        (*head)->prev = s;
-    *head = s;
-    s->listed = true;
-}
-
-static void list_del(struct slab *s)
-{
-    struct slab **head = &pool.room[s->size / STEP - 1];
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        *head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
-    s->listed = false;
+    gpuop_list_push(&pool.room[s->size / STEP - 1], &s->room);
 }
 
 static struct slab *slab_new(uint32_t size)
 {
-    if (pool.nall == pool.capall) {
-        size_t ncap = pool.capall ? pool.capall * 2 : 64;
-        struct slab **na = realloc(pool.all, ncap * sizeof(*na));
-        if (!na)
-            return NULL;
-        pool.all = na;
-        pool.capall = ncap;
-    }
     /* Map twice the size and cut it down to one aligned slab. */
     char *m = mmap(NULL, 2 * SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -112,12 +92,12 @@ static struct slab *slab_new(uint32_t size)
     memset(s, 0, sizeof(*s));
     s->size = size;
     s->carved = FIRST;
+    if (slab_index_insert(&pool.all, find(s), s) < 0) {
+        munmap(a, SLAB);
+        return NULL;
+    }
     HIDE(a + FIRST, SLAB - FIRST);
     VALGRIND_MAKE_MEM_NOACCESS(a + FIRST, SLAB - FIRST);
-    size_t i = find(s);
-    memmove(pool.all + i + 1, pool.all + i, (pool.nall - i) * sizeof(*pool.all));
-    pool.all[i] = s;
-    pool.nall++;
     pool.nslabs[size / STEP - 1]++;
     list_add(s);
     return s;
@@ -125,11 +105,8 @@ static struct slab *slab_new(uint32_t size)
 
 static void slab_drop(struct slab *s)
 {
-    if (s->listed)
-        list_del(s);
-    size_t i = find(s);
-    memmove(pool.all + i, pool.all + i + 1, (pool.nall - i - 1) * sizeof(*pool.all));
-    pool.nall--;
+    gpuop_list_remove(&s->room);
+    slab_index_remove(&pool.all, find(s), 1);
     pool.nslabs[s->size / STEP - 1]--;
     SHOW(s, SLAB);
     munmap(s, SLAB);
@@ -144,7 +121,7 @@ void *gpuop_pool_alloc(size_t size)
         return p;
     }
     uint32_t bsize = size ? (uint32_t)((size + STEP - 1) / STEP * STEP) : STEP;
-    struct slab *s = pool.room[bsize / STEP - 1];
+    struct slab *s = GPUOP_LIST_FIRST(&pool.room[bsize / STEP - 1], struct slab, room);
     if (!s && !(s = slab_new(bsize)))
         return NULL;
     void *p;
@@ -159,7 +136,7 @@ void *gpuop_pool_alloc(size_t size)
     }
     s->live++;
     if (!s->free && s->carved + bsize > SLAB)
-        list_del(s); /* full */
+        gpuop_list_remove(&s->room); /* full */
     SHOW(p, bsize);
     VALGRIND_MALLOCLIKE_BLOCK(p, bsize, 0, 0);
     pool.blocks++;
@@ -189,25 +166,22 @@ void gpuop_pool_free(void *p)
         slab_drop(s);
         return;
     }
-    if (!s->listed)
+    if (!gpuop_list_linked(&s->room))
         list_add(s);
 }
 
 void gpuop_pool_trim(void)
 {
-    for (size_t i = pool.nall; i-- > 0;)
-        if (pool.all[i]->live == 0)
-            slab_drop(pool.all[i]);
-    if (pool.nall == 0) {
-        free(pool.all);
-        pool.all = NULL;
-        pool.capall = 0;
-    }
+    for (size_t i = slab_index_len(&pool.all); i-- > 0;)
+        if (slab_index_items(&pool.all)[i]->live == 0)
+            slab_drop(slab_index_items(&pool.all)[i]);
+    if (slab_index_len(&pool.all) == 0)
+        slab_index_free(&pool.all);
 }
 
 void gpuop_pool_stats(struct gpuop_pool_stats *out)
 {
     out->blocks = pool.blocks;
     out->bytes = pool.bytes;
-    out->slabs = pool.nall;
+    out->slabs = slab_index_len(&pool.all);
 }

@@ -30,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/httpd.h"
+#include "gpuop/list.h"
 #include "gpuop/log.h"
 
 #define LISTEN_BACKLOG 128 /* kept short: past the connection bounds, clients are closed */
@@ -183,10 +185,10 @@ struct conn {
     uv_shutdown_t sd;
     int open_handles;
     bool answered, closing;
-    bool shut;     /* our side is shut down: waiting for the client's EOF */
-    bool peer_eof; /* the client is done sending */
-    char *out;     /* response being written, owned */
-    struct conn *prev, *next;
+    bool shut;                   /* our side is shut down: waiting for the client's EOF */
+    bool peer_eof;               /* the client is done sending */
+    char *out;                   /* response being written, owned */
+    struct gpuop_list_node link; /* on the server's conns */
     size_t len;
     char buf[]; /* max_request bytes */
 };
@@ -201,7 +203,7 @@ struct gpuop_httpd {
     uint64_t timeout_ms;
     int max_conns, max_per_peer;
     size_t nconns;
-    struct conn *conns; /* newest first */
+    struct gpuop_list conns; /* struct conn, newest first */
     uv_timer_t warn_timer;
     uint64_t evicted, refused; /* since the last warning */
     bool closing;
@@ -240,12 +242,7 @@ static void conn_close(struct conn *c)
         return;
     c->closing = true;
     struct gpuop_httpd *h = c->h;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    gpuop_list_remove(&c->link);
     h->nconns--;
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
@@ -451,21 +448,26 @@ static struct conn *victim(struct gpuop_httpd *h, const struct conn *newc, bool 
 {
     *refuse = false;
     size_t own = 0;
-    for (struct conn *c = h->conns; c; c = c->next)
+    GPUOP_LIST_FOREACH(c, &h->conns, struct conn, link)
+    {
         if (c != newc && same_peer(&c->peer, &newc->peer))
             own++;
+    }
     const struct conn *of = NULL; /* a connection of the address to evict from */
     if (own >= (size_t)h->max_per_peer) {
         of = newc;
     } else if (h->nconns > (size_t)h->max_conns) {
         size_t most = 0;
-        for (struct conn *c = h->conns; c; c = c->next) {
+        GPUOP_LIST_FOREACH(c, &h->conns, struct conn, link)
+        {
             if (c == newc)
                 continue;
             size_t n = 0;
-            for (struct conn *d = h->conns; d; d = d->next)
+            GPUOP_LIST_FOREACH(d, &h->conns, struct conn, link)
+            {
                 if (d != newc && (d == c || same_peer(&d->peer, &c->peer)))
                     n++;
+            }
             if (n >= most) { /* >=: the list runs newest first, so ties go to the older */
                 most = n;
                 of = c;
@@ -475,7 +477,8 @@ static struct conn *victim(struct gpuop_httpd *h, const struct conn *newc, bool 
         return NULL;
     }
     struct conn *v = NULL;
-    for (struct conn *c = h->conns; c; c = c->next) {
+    GPUOP_LIST_FOREACH(c, &h->conns, struct conn, link)
+    {
         bool mine = of == c || same_peer(&c->peer, &of->peer);
         if (c != newc && mine && !c->answered)
             v = c; /* the last one found is the oldest */
@@ -498,16 +501,13 @@ static void on_connection(uv_stream_t *server, int status)
     c->tcp.data = c->timer.data = c->sd.data = c;
     c->open_handles = 2;
     h->open_handles += 2;
-    c->next = h->conns;
-    if (h->conns)
-        h->conns->prev = c;
-    h->conns = c;
+    gpuop_list_push(&h->conns, &c->link);
     h->nconns++;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) {
         conn_close(c);
         return;
     }
-    c->accepted_ms = uv_now(h->loop);
+    c->accepted_ms = gpuop_clock_ms();
     peer_of(&c->tcp, &c->peer);
     bool refuse;
     struct conn *v = victim(h, c, &refuse);
@@ -598,8 +598,8 @@ void gpuop_httpd_close(struct gpuop_httpd *h, void (*cb)(void *), void *arg)
     h->closing = true;
     h->close_cb = cb;
     h->close_arg = arg;
-    while (h->conns)
-        conn_close(h->conns);
+    while (!gpuop_list_empty(&h->conns))
+        conn_close(GPUOP_LIST_FIRST(&h->conns, struct conn, link));
     uv_close((uv_handle_t *)&h->warn_timer, on_server_handle_closed);
     uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
 }

@@ -2,8 +2,8 @@
  * metrics.c - the metrics registry of metrics.h.
  *
  * Families live in a singly linked list in registration order; each holds
- * its series in a growable array searched linearly (gpuop has tens of
- * series per family, and a cap bounds the worst case). A histogram series
+ * its series in a typed array (buf.h) searched linearly (gpuop has tens
+ * of series per family, and the array's limit bounds the worst case). A histogram series
  * keeps one non-cumulative count per bucket; rendering accumulates them
  * into the cumulative `le` buckets the format wants.
  */
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/buf.h"
 #include "gpuop/error.h"
 #include "gpuop/metrics.h"
 
@@ -23,6 +24,11 @@ struct series {
     uint64_t count;
 };
 
+/* The series array's first size; its limit is GPUOP_METRICS_MAX_SERIES. */
+#define SERIES_FIRST 8
+
+GPUOP_ARRAY(series_array, struct series);
+
 struct gpuop_metric {
     enum gpuop_metric_type type;
     char *name, *help;
@@ -30,8 +36,7 @@ struct gpuop_metric {
     char *labels[GPUOP_METRICS_MAX_LABELS];
     double bounds[GPUOP_METRICS_MAX_BUCKETS];
     int nbuckets;
-    struct series *series;
-    size_t nseries, cap;
+    struct series_array series;
     struct gpuop_metric *next;
 };
 
@@ -54,15 +59,15 @@ static void series_free(struct gpuop_metric *f, struct series *s)
 
 void gpuop_metric_clear(struct gpuop_metric *f)
 {
-    for (size_t i = 0; i < f->nseries; i++)
-        series_free(f, &f->series[i]);
-    f->nseries = 0;
+    for (size_t i = 0; i < series_array_len(&f->series); i++)
+        series_free(f, &series_array_items(&f->series)[i]);
+    series_array_clear(&f->series);
 }
 
 static void family_free(struct gpuop_metric *f)
 {
     gpuop_metric_clear(f);
-    free(f->series);
+    series_array_free(&f->series);
     for (int i = 0; i < f->nlabels; i++)
         free(f->labels[i]);
     free(f->name);
@@ -130,6 +135,7 @@ struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, enum gpuop_metri
     if (!f)
         return NULL;
     f->type = type;
+    series_array_init(&f->series, SERIES_FIRST, GPUOP_METRICS_MAX_SERIES);
     f->name = strdup(name);
     f->help = strdup(help ? help : "");
     int ok = f->name && f->help;
@@ -161,12 +167,13 @@ struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, enum gpuop_metri
 
 static struct series *find(const struct gpuop_metric *f, const char *const *values)
 {
-    for (size_t i = 0; i < f->nseries; i++) {
+    struct series *s = series_array_items(&f->series);
+    for (size_t i = 0; i < series_array_len(&f->series); i++) {
         int j = 0;
-        while (j < f->nlabels && strcmp(f->series[i].values[j], values[j]) == 0)
+        while (j < f->nlabels && strcmp(s[i].values[j], values[j]) == 0)
             j++;
         if (j == f->nlabels)
-            return &f->series[i];
+            return &s[i];
     }
     return NULL;
 }
@@ -184,29 +191,18 @@ static int get(struct gpuop_metric *f, const char *const *values, struct series 
         *out = s;
         return 0;
     }
-    if (f->nseries >= GPUOP_METRICS_MAX_SERIES)
-        return GPUOP_ETOOBIG;
-    if (f->nseries == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        struct series *n = realloc(f->series, cap * sizeof(*n));
-        if (!n)
-            return GPUOP_ENOMEM;
-        f->series = n;
-        f->cap = cap;
-    }
-    s = &f->series[f->nseries];
-    memset(s, 0, sizeof(*s));
+    struct series n = {0};
     int ok = 1;
     for (int i = 0; i < f->nlabels && ok; i++)
-        ok = (s->values[i] = strdup(values[i])) != NULL;
+        ok = (n.values[i] = strdup(values[i])) != NULL;
     if (ok && f->type == GPUOP_HISTOGRAM)
-        ok = (s->buckets = calloc((size_t)f->nbuckets + 1, sizeof(uint64_t))) != NULL;
-    if (!ok) {
-        series_free(f, s);
-        return GPUOP_ENOMEM;
+        ok = (n.buckets = calloc((size_t)f->nbuckets + 1, sizeof(uint64_t))) != NULL;
+    int rc = ok ? series_array_push(&f->series, n) : GPUOP_ENOMEM; /* ETOOBIG at the limit */
+    if (rc < 0) {
+        series_free(f, &n);
+        return rc;
     }
-    f->nseries++;
-    *out = s;
+    *out = &series_array_items(&f->series)[series_array_len(&f->series) - 1];
     return 0;
 }
 
@@ -336,8 +332,8 @@ int gpuop_metrics_render(const struct gpuop_metrics *m, FILE *out)
         fprintf(out, "# HELP %s ", f->name);
         escape_help(out, f->help);
         fprintf(out, "\n# TYPE %s %s\n", f->name, types[f->type]);
-        for (size_t i = 0; i < f->nseries; i++) {
-            const struct series *s = &f->series[i];
+        for (size_t i = 0; i < series_array_len(&f->series); i++) {
+            const struct series *s = &series_array_items(&f->series)[i];
             if (f->type != GPUOP_HISTOGRAM) {
                 fputs(f->name, out);
                 put_labels(out, f, s, NULL);

@@ -82,6 +82,76 @@ static json_t *mount(const char *name, const char *path, bool ro, const char *pr
                      ro ? json_true() : NULL, "mountPropagation", propagation);
 }
 
+/* One volume of a pod and where the template's container mounts it: a
+ * template lists each volume once, as a row of its table, and both the
+ * pod's volumes and the container's volumeMounts are generated from the
+ * table (vol_table): a row without a mount path is a volume only an init
+ * container mounts. */
+struct vol {
+    const char *name;
+    const char *host;        /* hostPath path (NULL: config_map) */
+    const char *type;        /* hostPath type, or NULL for none */
+    const char *mount;       /* the container's mountPath, or NULL */
+    bool ro;                 /* readOnly */
+    const char *propagation; /* mountPropagation, or NULL */
+    json_t *config_map;      /* the configMap source instead of hostPath (borrowed) */
+};
+
+#define RO            true
+#define RW            false
+#define DIR_OR_CREATE "DirectoryOrCreate"
+#define NROWS(t)      (sizeof(t) / sizeof((t)[0]))
+
+/* The volumeMounts of rows (new), in row order. */
+static json_t *vol_mounts(const struct vol *rows, size_t n)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < n; i++)
+        if (rows[i].mount && json_array_append_new(out, mount(rows[i].name, rows[i].mount,
+                                                              rows[i].ro, rows[i].propagation))) {
+            json_decref(out);
+            out = NULL;
+        }
+    return out;
+}
+
+/* Appends to volumes (borrowed) the volume of every row it does not yet
+ * name, in row order; nonzero on failure. */
+static int vol_add(json_t *volumes, const struct vol *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+        json_t *v;
+        bool have = false;
+        json_array_foreach(volumes, j, v)
+        {
+            have = have || !strcmp(json_string_value(json_object_get(v, "name")), rows[i].name);
+        }
+        if (have)
+            continue;
+        v = rows[i].config_map
+                ? json_pack("{s:s, s:O}", "name", rows[i].name, "configMap", rows[i].config_map)
+                : hostpath(rows[i].name, rows[i].host, rows[i].type);
+        if (json_array_append_new(volumes, v))
+            return -1;
+    }
+    return 0;
+}
+
+static int vol_add_validation(json_t *volumes);
+
+/* Sets t's volumeMounts and volumes from its table: the volumes of the
+ * driver-validation init container first when the pod runs it, then the
+ * table's in row order, each name once. */
+static void vol_table(struct tmpl *t, const struct vol *rows, size_t n, bool validation)
+{
+    t->mounts = need(t, vol_mounts(rows, n));
+    t->volumes = need(t, json_array());
+    if (t->volumes &&
+        ((validation && vol_add_validation(t->volumes)) || vol_add(t->volumes, rows, n)))
+        t->oom = true;
+}
+
 static json_t *env(const char *name, const char *value)
 {
     return json_pack("{s:s, s:s}", "name", name, "value", value);
@@ -129,6 +199,8 @@ static json_t *privileged(void)
 #define CDI_HOOK_REL         "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
 #define CDI_HOOK_MAX         320
 #define CDI_DEFAULT_KIND     "management.nvidia.com/gpu"
+/* where GFD writes its feature file: node-feature-discovery's local source */
+#define NFD_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
 
 /* The runtime paths the toolkit edits on the host, and where they are
  * mounted in its container (defaults as the GPU Operator's). */
@@ -282,23 +354,25 @@ static json_t *validator_ctr(const struct gpuop_policy *p, const char *component
  * container's under /run/nvidia/driver), then writing driver-ready with
  * that node's driver root. It asks the API whether an operator manages
  * the driver: the pod needs its token (cmd/nvidia-validator/main.go). */
+static const struct vol validation_vols[] = {
+    {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
+    {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/run/nvidia/driver", RW,
+     "HostToContainer", NULL},
+    {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, "Bidirectional", NULL},
+    {"host-dev-char", "/dev/char", NULL, "/host-dev-char", RW, NULL, NULL},
+};
+
 static json_t *driver_validation(const struct gpuop_policy *p)
 {
-    return validator_ctr(
-        p, "driver", true, json_pack("[o]", env_field("OPERATOR_NAMESPACE", "metadata.namespace")),
-        json_pack("[o,o,o,o]", mount("host-root", "/host", true, "HostToContainer"),
-                  mount("driver-install-dir", "/run/nvidia/driver", false, "HostToContainer"),
-                  mount("run-nvidia-validations", VALIDATIONS, false, "Bidirectional"),
-                  mount("host-dev-char", "/host-dev-char", false, NULL)));
+    return validator_ctr(p, "driver", true,
+                         json_pack("[o]", env_field("OPERATOR_NAMESPACE", "metadata.namespace")),
+                         vol_mounts(validation_vols, NROWS(validation_vols)));
 }
 
-/* The volumes driver_validation mounts (new). */
-static json_t *driver_validation_volumes(void)
+/* Appends the volumes driver_validation mounts to volumes (borrowed). */
+static int vol_add_validation(json_t *volumes)
 {
-    return json_pack("[o,o,o,o]", hostpath("host-root", "/", NULL),
-                     hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
-                     hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
-                     hostpath("host-dev-char", "/dev/char", NULL));
+    return vol_add(volumes, validation_vols, NROWS(validation_vols));
 }
 
 /* The device plugin's and GFD's securityContext, by their MIG strategy:
@@ -332,20 +406,16 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
     t->security = need(t, privileged());
-    t->mounts = need(t, json_pack("[o,o,o,o,o,o]",
-                                  mount("run-nvidia", "/run/nvidia", false, "Bidirectional"),
-                                  mount("host-os-release", "/host-etc/os-release", true, NULL),
-                                  mount("nv-firmware", "/lib/firmware", false, NULL),
-                                  mount("firmware-search-path", FIRMWARE_SEARCH_PATH, false, NULL),
-                                  mount("var-log", "/var/log", false, NULL),
-                                  mount("dev-log", "/dev/log", false, NULL)));
-    t->volumes = need(
-        t,
-        json_pack("[o,o,o,o,o,o]", hostpath("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
-                  hostpath("host-os-release", "/etc/os-release", NULL),
-                  hostpath("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
-                  hostpath("firmware-search-path", FIRMWARE_SEARCH_PATH, NULL),
-                  hostpath("var-log", "/var/log", NULL), hostpath("dev-log", "/dev/log", NULL)));
+    const struct vol vols[] = {
+        {"run-nvidia", "/run/nvidia", DIR_OR_CREATE, "/run/nvidia", RW, "Bidirectional", NULL},
+        {"host-os-release", "/etc/os-release", NULL, "/host-etc/os-release", RO, NULL, NULL},
+        {"nv-firmware", "/run/nvidia/driver/lib/firmware", DIR_OR_CREATE, "/lib/firmware", RW, NULL,
+         NULL},
+        {"firmware-search-path", FIRMWARE_SEARCH_PATH, NULL, FIRMWARE_SEARCH_PATH, RW, NULL, NULL},
+        {"var-log", "/var/log", NULL, "/var/log", RW, NULL, NULL},
+        {"dev-log", "/dev/log", NULL, "/dev/log", RW, NULL, NULL},
+    };
+    vol_table(t, vols, NROWS(vols), false);
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
                           "nvidia-smi -L", "initialDelaySeconds", 60, "periodSeconds", 10,
@@ -428,28 +498,21 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
     if (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after)))
         t->oom = true;
     t->security = need(t, privileged());
-    t->mounts =
-        need(t, json_pack("[o,o,o,o,o,o,o,o,o]",
-                          mount("toolkit-root", "/run/nvidia/toolkit", false, NULL),
-                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
-                          mount("toolkit-install-dir", install_dir(p), false, NULL),
-                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
-                          mount("host-root", "/host", true, "HostToContainer"),
-                          mount("cdi-root", "/var/run/cdi", false, NULL),
-                          mount("containerd-config", RUNTIME_CONFIG_CTR_DIR, false, NULL),
-                          mount("containerd-drop-in-config", RUNTIME_DROPIN_CTR_DIR, false, NULL),
-                          mount("containerd-socket", RUNTIME_SOCKET_CTR_DIR, false, NULL)));
-    t->volumes = need(t, driver_validation_volumes());
-    if (t->volumes &&
-        extend(t->volumes,
-               json_pack("[o,o,o,o,o,o]",
-                         hostpath("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
-                         hostpath("toolkit-install-dir", install_dir(p), "DirectoryOrCreate"),
-                         hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
-                         hostpath("containerd-config", cfg_dir, "DirectoryOrCreate"),
-                         hostpath("containerd-drop-in-config", dropin_dir, "DirectoryOrCreate"),
-                         hostpath("containerd-socket", sock_dir, NULL))))
-        t->oom = true;
+    const struct vol vols[] = {
+        {"toolkit-root", "/run/nvidia/toolkit", DIR_OR_CREATE, "/run/nvidia/toolkit", RW, NULL,
+         NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
+        {"toolkit-install-dir", install_dir(p), DIR_OR_CREATE, install_dir(p), RW, NULL, NULL},
+        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
+         "HostToContainer", NULL},
+        {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
+        {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
+        {"containerd-config", cfg_dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR, RW, NULL, NULL},
+        {"containerd-drop-in-config", dropin_dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR, RW, NULL,
+         NULL},
+        {"containerd-socket", sock_dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL},
+    };
+    vol_table(t, vols, NROWS(vols), true); /* driver-validation runs first */
 }
 
 /* device-plugin: registers with the kubelet through its socket directory
@@ -487,20 +550,16 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
                                  env("DRIVER_ROOT_CTR_PATH", driver_root_ctr(p)))))
         t->oom = true;
     t->security = need(t, plugin_security(mig));
-    t->mounts =
-        need(t, json_pack("[o,o,o,o,o]",
-                          mount("device-plugin", "/var/lib/kubelet/device-plugins", false, NULL),
-                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
-                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
-                          mount("host-root", "/host", true, "HostToContainer"),
-                          mount("cdi-root", "/var/run/cdi", false, NULL)));
-    t->volumes =
-        need(t, json_pack("[o,o,o,o,o]",
-                          hostpath("device-plugin", "/var/lib/kubelet/device-plugins", NULL),
-                          hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
-                          hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
-                          hostpath("host-root", "/", NULL),
-                          hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate")));
+    const struct vol vols[] = {
+        {"device-plugin", "/var/lib/kubelet/device-plugins", NULL,
+         "/var/lib/kubelet/device-plugins", RW, NULL, NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
+        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
+         "HostToContainer", NULL},
+        {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
+        {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
+    };
+    vol_table(t, vols, NROWS(vols), false);
 }
 
 /* gpu-feature-discovery: writes GPU labels as a node-feature-discovery
@@ -527,17 +586,13 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
         json_array_append_new(t->env, env("NVIDIA_MIG_MONITOR_DEVICES", "all")))
         t->oom = true;
     t->security = need(t, plugin_security(mig));
-    t->mounts =
-        need(t, json_pack("[o,o]",
-                          mount("output-dir", "/etc/kubernetes/node-feature-discovery/features.d",
-                                false, NULL),
-                          mount("host-sys", "/sys", true, NULL)));
-    t->volumes = need(
-        t, json_pack("[o,o,o]",
-                     hostpath("output-dir", "/etc/kubernetes/node-feature-discovery/features.d",
-                              "DirectoryOrCreate"),
-                     hostpath("host-sys", "/sys", "Directory"),
-                     hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate")));
+    const struct vol vols[] = {
+        {"output-dir", NFD_FEATURES_DIR, DIR_OR_CREATE, NFD_FEATURES_DIR, RW, NULL, NULL},
+        {"host-sys", "/sys", "Directory", "/sys", RO, NULL, NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL,
+         NULL}, /* the gate's */
+    };
+    vol_table(t, vols, NROWS(vols), false);
 }
 
 /* dcgm-exporter: Prometheus metrics on :9400 (the Service gpuop applies
@@ -560,13 +615,13 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
                                  "protocol", "TCP"));
     t->security = need(t, json_pack("{s:b, s:i, s:{s:[s]}}", "runAsNonRoot", 0, "runAsUser", 0,
                                     "capabilities", "add", "SYS_ADMIN"));
-    t->mounts = need(
-        t, json_pack("[o]", mount("pod-resources", "/var/lib/kubelet/pod-resources", true, NULL)));
-    t->volumes = need(
-        t,
-        json_pack("[o,o]",
-                  hostpath("pod-resources", "/var/lib/kubelet/pod-resources", "DirectoryOrCreate"),
-                  hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate")));
+    const struct vol vols[] = {
+        {"pod-resources", "/var/lib/kubelet/pod-resources", DIR_OR_CREATE,
+         "/var/lib/kubelet/pod-resources", RO, NULL, NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL,
+         NULL}, /* the gate's */
+    };
+    vol_table(t, vols, NROWS(vols), false);
     t->readiness =
         need(t, json_pack("{s:{s:s, s:s}, s:i, s:i}", "httpGet", "path", "/health", "port",
                           "metrics", "initialDelaySeconds", 45, "periodSeconds", 5));
@@ -613,9 +668,11 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
     t->security = need(t, json_pack("{s:b, s:i}", "privileged", 1, "runAsUser", 0));
     t->lifecycle = need(t, json_pack("{s:{s:{s:[s,s,s]}}}", "preStop", "exec", "command", "sh",
                                      "-c", "rm -f " VALIDATIONS "/*-ready"));
-    t->mounts = need(
-        t, json_pack("[o]", mount("run-nvidia-validations", VALIDATIONS, false, "Bidirectional")));
-    t->volumes = need(t, driver_validation_volumes());
+    const struct vol vols[] = {
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, "Bidirectional",
+         NULL},
+    };
+    vol_table(t, vols, NROWS(vols), true); /* driver-validation runs first */
 }
 
 /* mig-manager: applies the MIG layout named by the node's
@@ -674,23 +731,22 @@ static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
                                  env("WITH_SHUTDOWN_HOST_GPU_CLIENTS", "false"))))
         t->oom = true;
     t->security = need(t, privileged());
-    t->mounts =
-        need(t, json_pack("[o,o,o,o,o,o]", mount("host-sys", "/sys", false, NULL),
-                          mount("host-root", "/host", false, "HostToContainer"),
-                          mount("driver-install-dir", "/driver-root", false, "HostToContainer"),
-                          mount("run-nvidia-validations", VALIDATIONS, false, NULL),
-                          mount("cdi-root", "/var/run/cdi", false, NULL),
-                          mount("mig-parted-config", "/mig-parted-config", true, NULL)));
-    json_t *cm = dflt ? json_pack("{s:s, s:[{s:s, s:s}]}", "name", config ? config : op->config,
-                                  "items", "key", "config.yaml", "path", "config-default.yaml")
-                      : json_pack("{s:s}", "name", config);
-    t->volumes =
-        need(t, json_pack("[o,o,o,o,o,{s:s, s:o}]", hostpath("host-sys", "/sys", "Directory"),
-                          hostpath("host-root", "/", NULL),
-                          hostpath("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
-                          hostpath("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
-                          hostpath("cdi-root", "/var/run/cdi", "DirectoryOrCreate"), "name",
-                          "mig-parted-config", "configMap", cm));
+    json_t *cm =
+        need(t, dflt ? json_pack("{s:s, s:[{s:s, s:s}]}", "name", config ? config : op->config,
+                                 "items", "key", "config.yaml", "path", "config-default.yaml")
+                     : json_pack("{s:s}", "name", config));
+    const struct vol vols[] = {
+        {"host-sys", "/sys", "Directory", "/sys", RW, NULL, NULL},
+        {"host-root", "/", NULL, "/host", RW, "HostToContainer", NULL},
+        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
+         "HostToContainer", NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
+        {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
+        {"mig-parted-config", NULL, NULL, "/mig-parted-config", RO, NULL, cm},
+    };
+    if (cm)
+        vol_table(t, vols, NROWS(vols), false);
+    json_decref(cm);
 }
 
 static const struct {

@@ -2,7 +2,9 @@
  * test_buf.c - the one growable byte buffer: its hard limit (exactly max
  * fits, one byte more is GPUOP_ETOOBIG and changes nothing), doubling
  * growth clamped to the limit, reserve for direct writes, clear keeping
- * the memory, free and steal giving it back.
+ * the memory, free and steal giving it back; and the typed array on it
+ * (GPUOP_ARRAY): its limit in elements, push/insert/remove/pop keeping
+ * order, a refused push changing nothing, a static initialiser.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,13 +136,85 @@ static void test_reset(void **state)
     gpuop_buf_free(&b);
 }
 
+struct pair {
+    int a;
+    char b; /* padding after it: sizes that are not a power of two */
+};
+
+GPUOP_ARRAY(pair_array, struct pair);
+GPUOP_ARRAY(int_array, int);
+
+static void test_array_limit(void **state)
+{
+    (void)state;
+    struct pair_array a;
+    pair_array_init(&a, 2, 5);
+    assert_int_equal(pair_array_len(&a), 0);
+    assert_null(pair_array_items(&a));
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(pair_array_push(&a, (struct pair){i, (char)('a' + i)}), 0);
+    assert_int_equal(pair_array_push(&a, (struct pair){9, 'z'}), GPUOP_ETOOBIG);
+    assert_int_equal(pair_array_insert(&a, 0, (struct pair){9, 'z'}), GPUOP_ETOOBIG);
+    assert_int_equal(pair_array_len(&a), 5);              /* unchanged by the refusals */
+    assert_int_equal(a.buf.cap, 5 * sizeof(struct pair)); /* 2, 4, then clamped to 5 */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(pair_array_items(&a)[i].a, i);
+        assert_int_equal(pair_array_items(&a)[i].b, 'a' + i);
+    }
+    pair_array_free(&a);
+    assert_int_equal(pair_array_len(&a), 0);
+    assert_int_equal(pair_array_push(&a, (struct pair){1, 'x'}), 0); /* usable again */
+    pair_array_free(&a);
+
+    /* unlimited: no overflow computing the byte limit */
+    struct int_array u;
+    int_array_init(&u, 1, GPUOP_ARRAY_UNLIMITED);
+    assert_int_equal(u.buf.max, SIZE_MAX);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(int_array_push(&u, i), 0);
+    assert_int_equal(int_array_len(&u), 1000);
+    assert_int_equal(int_array_items(&u)[999], 999);
+    int_array_free(&u);
+}
+
+static void test_array_edit(void **state)
+{
+    (void)state;
+    static struct int_array a = GPUOP_ARRAY_INIT(int, 4, 100);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(int_array_push(&a, i * 10), 0); /* 0 10 20 30 40 50 */
+    assert_int_equal(int_array_insert(&a, 0, -1), 0);    /* front */
+    assert_int_equal(int_array_insert(&a, 3, 15), 0);    /* middle */
+    assert_int_equal(int_array_insert(&a, 8, 99), 0);    /* at len: the end */
+    const int want[] = {-1, 0, 10, 15, 20, 30, 40, 50, 99};
+    assert_int_equal(int_array_len(&a), 9);
+    assert_memory_equal(int_array_items(&a), want, sizeof(want));
+
+    int_array_remove(&a, 1, 3); /* 0 10 15 */
+    int_array_remove(&a, 0, 0); /* nothing */
+    const int want2[] = {-1, 20, 30, 40, 50, 99};
+    assert_int_equal(int_array_len(&a), 6);
+    assert_memory_equal(int_array_items(&a), want2, sizeof(want2));
+
+    assert_int_equal(int_array_pop(&a), 99);
+    int_array_remove(&a, 4, 1); /* the last */
+    assert_int_equal(int_array_len(&a), 4);
+    assert_int_equal(int_array_items(&a)[3], 40);
+
+    size_t cap = a.buf.cap;
+    int_array_clear(&a);
+    assert_int_equal(int_array_len(&a), 0);
+    assert_int_equal(a.buf.cap, cap); /* the memory is kept */
+    int_array_free(&a);
+    assert_null(a.buf.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_limit),
-        cmocka_unit_test(test_growth),
-        cmocka_unit_test(test_reserve),
-        cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_limit),       cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_reserve),     cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_array_limit), cmocka_unit_test(test_array_edit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

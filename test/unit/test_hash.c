@@ -52,12 +52,40 @@ static void test_low_bits_spread(void **state)
     assert_true(used > 2400);
 }
 
+/* The JSON content hash: key order does not matter, content does; NULL is
+ * 0; it is the chain of its canonical text, finalised. */
+static void test_json(void **state)
+{
+    (void)state;
+    json_t *a = json_loads("{\"b\":[1,2],\"a\":\"x\"}", 0, NULL);
+    json_t *b = json_loads("{\"a\":\"x\",\"b\":[1,2]}", 0, NULL);
+    json_t *c = json_loads("{\"a\":\"x\",\"b\":[2,1]}", 0, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    assert_int_equal(gpuop_hash_json(a), gpuop_hash_json(b));
+    assert_int_not_equal(gpuop_hash_json(a), gpuop_hash_json(c));
+    assert_int_equal(gpuop_hash_json(NULL), 0);
+    const char *text = "{\"a\":\"x\",\"b\":[1,2]}";
+    assert_int_equal(gpuop_hash_json(a),
+                     gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, text, strlen(text))));
+    assert_int_equal(gpuop_hash_json_bytes(7, NULL), 7); /* NULL adds nothing */
+    json_t *s = json_string("x");                        /* not a container: still hashed */
+    assert_int_equal(gpuop_hash_json(s),
+                     gpuop_hash_mix(gpuop_hash_bytes(GPUOP_HASH_INIT, "\"x\"", 3)));
+    json_decref(s);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fnv1a_vectors),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_low_bits_spread),
+        cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
