@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
@@ -60,7 +61,7 @@ struct rec {
     uint64_t seen;      /* the track that last wanted it */
     bool dropped;       /* no longer wanted: freed when inflight reaches 0 */
     uint8_t listed_for; /* the state its pods were listed in; 0 none */
-    uint64_t listed_at; /* uv_now */
+    uint64_t listed_at; /* gpuop_clock_ms */
     struct gpuop_upgrade_pod *pods;
     size_t npods;
     json_t *list;         /* the pods' strings live in it (new reference) */
@@ -111,7 +112,7 @@ struct ctl_upgrader {
 
 static long long now_s(void)
 {
-    return (long long)time(NULL);
+    return gpuop_clock_wall();
 }
 
 static void rec_free(struct rec *r)
@@ -178,14 +179,14 @@ static int up_send(struct rec *r, int kind, int next, size_t pod, enum gpuop_kub
     return 0;
 oom:
     free(q);
-    r->retry_at_ms = uv_now(u->loop) + ERROR_BACKOFF_MS;
+    r->retry_at_ms = gpuop_clock_ms() + ERROR_BACKOFF_MS;
     return GPUOP_ENOMEM;
 }
 
 static void failed(struct rec *r, const char *what, int rc, const struct gpuop_err *err)
 {
     struct ctl_upgrader *u = r->u;
-    r->retry_at_ms = uv_now(u->loop) + ERROR_BACKOFF_MS;
+    r->retry_at_ms = gpuop_clock_ms() + ERROR_BACKOFF_MS;
     r->settle_until = 0;
     gpuop_warn("upgrade", "%s of node %s failed: %s; retrying in %d ms", what, r->name,
                err && err->message[0] ? err->message : gpuop_strerror(rc), ERROR_BACKOFF_MS);
@@ -194,7 +195,7 @@ static void failed(struct rec *r, const char *what, int rc, const struct gpuop_e
 
 static void now_rfc3339(char *buf, size_t size)
 {
-    gpuop_status_time(now_s(), buf, size);
+    gpuop_time_format(buf, size, gpuop_clock_wall_us(), GPUOP_TIME_S);
 }
 
 /* ---- node patches ------------------------------------------------------ */
@@ -405,7 +406,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     r->npods = k;
     r->list = json_incref(body);
     r->listed_for = (uint8_t)state;
-    r->listed_at = uv_now(r->u->loop);
+    r->listed_at = gpuop_clock_ms();
     requeue(r->u, 0);
 }
 
@@ -445,7 +446,7 @@ static void pod_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
         r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : EVICT_BACKOFF_FIRST_MS;
         if (r->backoff_ms > EVICT_BACKOFF_MAX_MS)
             r->backoff_ms = EVICT_BACKOFF_MAX_MS;
-        r->retry_at_ms = uv_now(u->loop) + r->backoff_ms;
+        r->retry_at_ms = gpuop_clock_ms() + r->backoff_ms;
         r->blocked_round = false;
         gpuop_info("upgrade", "node %s: eviction refused (%s); retrying in %llu ms", r->name,
                    r->blocked_why, (unsigned long long)r->backoff_ms);
@@ -546,7 +547,7 @@ static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpu
     json_t *tmpl = previous_template(body, ds);
     if (!tmpl) {
         gpuop_warn("upgrade", "node %s: no previous revision of %s to roll back to", r->name, ds);
-        r->retry_at_ms = uv_now(u->loop) + EVICT_BACKOFF_MAX_MS;
+        r->retry_at_ms = gpuop_clock_ms() + EVICT_BACKOFF_MAX_MS;
         return;
     }
     char name[GPUOP_RENDER_NAME_MAX + sizeof(ROLLBACK_SUFFIX)];
@@ -689,7 +690,7 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         failed(r, gpuop_upgrade_action_name(o->action), rc, NULL);
     r->last_action = o->action;
     r->last_state = o->state;
-    r->settle_until = uv_now(u->loop) + SETTLE_MS;
+    r->settle_until = gpuop_clock_ms() + SETTLE_MS;
 }
 
 /* ---- track ----------------------------------------------------------- */
@@ -820,7 +821,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             x->dependent = pod->name; /* must leave before the driver goes */
     }
     gpuop_map_free(&idx, NULL);
-    uint64_t now = uv_now(u->loop);
+    uint64_t now = gpuop_clock_ms();
     for (size_t i = 0; i < v->nnodes; i++) {
         struct gpuop_upgrade_node_in *x = &u->nodes[i];
         struct rec *r = x->node ? gpuop_map_get(&u->recs, x->node->name) : NULL;

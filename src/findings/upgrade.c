@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/upgrade.h"
 #include "gpuop/status.h"
 
@@ -780,7 +781,7 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
         json_t *e =
             json_pack("{s:s, s:s}", "name", in->nodes[o->in].node->name, "state", st ? st : "none");
         if (e && o->since && o->next == o->state) {
-            gpuop_status_time(o->since, t, sizeof(t));
+            gpuop_time_format(t, sizeof(t), (int64_t)o->since * GPUOP_US_PER_S, GPUOP_TIME_S);
             json_object_set_new(e, "since", json_string(t));
         }
         if (e && o->waiting)
