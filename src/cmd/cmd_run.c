@@ -445,7 +445,8 @@ static void shutdown_all(struct run *r)
     uv_close((uv_handle_t *)&r->sigint, NULL);
     uv_close((uv_handle_t *)&r->heartbeat, NULL);
     if (r->ctrl) {
-        gpuop_controller_set_write(r->ctrl, false);
+        /* The close writes a status still held by the write pacing (while
+         * leading), then stops writes itself. */
         gpuop_controller_close(r->ctrl, ctrl_closed, r);
     } else {
         ctrl_closed(r);

@@ -12,10 +12,24 @@
  * status is not what the server answered the write with, someone else
  * changed the status, and it is written again.
  *
- * Per key: the hash sent, the hash of the status the server answered with,
+ * What is compared is a digest of the status's inputs
+ * (gpuop_status_digest), not the document: the document is built only
+ * when it is sent, never in a reconcile that writes nothing.
+ *
+ * Pacing: under churn a key's status is written at most once per
+ * CTL_STATUS_WRITE_INTERVAL_MS. A change when the last write is older than
+ * that goes out at once (the first change after a quiet interval is not
+ * delayed); a change sooner is held: the key is queued again for the end
+ * of the interval, and that reconcile writes whatever the state is then,
+ * so the last state is never lost, however many changes came between.
+ * Nothing is held while not leading; gpuop_controller_close writes a held
+ * status before it stops (gpuop_ctl_status_held).
+ *
+ * Per key: the digest sent, the hash of the status the server answered with,
  * that answer's resourceVersion, the conditions sent (lastTransitionTime
- * is carried from them) and the hash of the problems last logged. A
- * handful of policies: a few hundred bytes each.
+ * is carried from them), the hash of the problems last logged, when the
+ * last write was sent and whether a change is held. A handful of policies:
+ * a few hundred bytes each.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +50,9 @@ struct ctl_status_rec {
                            cache may still hold it: not a change by anyone) */
     json_t *prev;       /* {"conditions": [...]} as sent (new reference), or NULL */
     uint64_t problems;  /* hash of the problems last logged; 0: none */
+    bool paced;         /* a write was sent at sent_ms (the pacing's clock) */
+    uint64_t sent_ms;
+    bool held; /* a change waits for the interval's end */
 };
 
 static void rec_free(void *p)
@@ -97,8 +114,62 @@ void gpuop_ctl_status_forget(struct gpuop_controller *c, const char *key)
     while (gpuop_map_next(&c->status_recs, &it, &k, &v)) {
         struct ctl_status_rec *r = v;
         r->written = false;
+        r->paced = r->held = false;
         json_decref(r->prev);
         r->prev = NULL;
+    }
+}
+
+uint64_t gpuop_ctl_status_pace(bool paced, uint64_t sent_ms, uint64_t now_ms)
+{
+    if (!paced || now_ms < sent_ms || now_ms - sent_ms >= CTL_STATUS_WRITE_INTERVAL_MS)
+        return 0;
+    return CTL_STATUS_WRITE_INTERVAL_MS - (now_ms - sent_ms);
+}
+
+bool gpuop_ctl_status_held(struct gpuop_controller *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (gpuop_map_next(&c->status_recs, &it, &k, &v))
+        if (((struct ctl_status_rec *)v)->held)
+            return true;
+    return false;
+}
+
+void gpuop_ctl_status_requeue_held(struct gpuop_controller *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (gpuop_map_next(&c->status_recs, &it, &k, &v))
+        if (((struct ctl_status_rec *)v)->held)
+            (void)gpuop_queue_add(c->queue, k);
+}
+
+void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
+                               json_t *body, const char *rv_before, json_t *conds)
+{
+    struct ctl_status_rec *r = rec_get(c, key, true);
+    if (!r)
+        return;
+    r->written = true;
+    r->sent = digest;
+    r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
+    snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
+    snprintf(r->rv_before, sizeof(r->rv_before), "%s", rv_before ? rv_before : "");
+    json_decref(r->prev);
+    r->prev = conds ? json_pack("{s:O}", "conditions", conds) : NULL;
+}
+
+void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t now_ms)
+{
+    struct ctl_status_rec *r = rec_get(c, key, true);
+    if (r) {
+        r->paced = true;
+        r->sent_ms = now_ms;
+        r->held = false;
     }
 }
 
@@ -107,34 +178,45 @@ static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
     if (rc == 0) {
-        struct ctl_status_rec *r = c->key ? rec_get(c, c->key, true) : NULL;
-        if (r) {
-            r->written = true;
-            r->sent = o->body_hash;
-            r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
-            snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
-            snprintf(r->rv_before, sizeof(r->rv_before), "%s", o->rv_before);
-            json_decref(r->prev);
-            r->prev = json_pack("{s:O}", "conditions", o->conds);
-        }
+        if (c->key)
+            gpuop_ctl_status_answered(c, c->key, o->body_hash, body, o->rv_before, o->conds);
     } else if (rc != GPUOP_ECANCELED) {
         gpuop_warn(c->kobj, "status update failed: %s", err->message);
-        gpuop_ctl_fail(c, "status update", err);
+        gpuop_ctl_fail(c, "status", err);
     }
     json_decref(o->conds);
     o->conds = NULL;
     gpuop_ctl_op_end(o);
 }
 
-int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */)
+enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj, uint64_t digest,
+                                         uint64_t now_ms, uint64_t *wait_ms)
 {
-    uint64_t h = gpuop_ctl_json_hash(status);
-    struct ctl_status_rec *r = rec_get(c, c->key, false);
-    bool need = !r || !r->written || r->sent != h;
+    struct ctl_status_rec *r = rec_get(c, c->key, true);
+    *wait_ms = 0;
+    if (!r)
+        return c->write ? CTL_STATUS_NOW : CTL_STATUS_SAME;
+    bool need = !r->written || r->sent != digest;
     const char *rv = rv_of(obj);
     if (!need && strcmp(rv, r->rv) != 0 && strcmp(rv, r->rv_before) != 0)
         need = gpuop_ctl_json_hash(json_object_get(obj, "status")) != r->server;
     if (!need || !c->write) {
+        r->held = false; /* what is written is the state: nothing waits */
+        return CTL_STATUS_SAME;
+    }
+    uint64_t wait = c->flushing ? 0 : gpuop_ctl_status_pace(r->paced, r->sent_ms, now_ms);
+    if (wait > 0) {
+        r->held = true;
+        *wait_ms = wait;
+        return CTL_STATUS_HELD;
+    }
+    return CTL_STATUS_NOW;
+}
+
+int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */,
+                           uint64_t digest, uint64_t now_ms)
+{
+    if (!c->write) {
         json_decref(status);
         return 0;
     }
@@ -149,12 +231,13 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
     if (rc == 0) {
         c->stats.status_writes++;
         gpuop_info(c->kobj, "writing status");
-        rc = gpuop_ctl_send(c, OP_STATUS, -1, h, "PATCH", full, GPUOP_CT_APPLY, body, status_done,
-                            &o);
+        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, "PATCH", full, GPUOP_CT_APPLY, body,
+                            status_done, &o);
     }
     if (o) {
         o->conds = conds;
         snprintf(o->rv_before, sizeof(o->rv_before), "%s", rv_of(obj));
+        gpuop_ctl_status_sent(c, c->key, now_ms);
     } else
         json_decref(conds);
     free(full);
