@@ -33,10 +33,10 @@ if(GPUOP_CURL_PKGCONFIG)
   list(REMOVE_DUPLICATES _link)
   # OpenSSL linked statically as well: only the code curl calls is mapped,
   # where libcrypto.so's initialisation alone faults in about 4 MB of file
-  # pages. scripts/lean-curl builds a lean OpenSSL into the same prefix
-  # (one section per function, for --gc-sections below); without one
-  # there, the system's libssl.a and libcrypto.a. Security updates of
-  # OpenSSL then need a rebuild, as curl's do.
+  # pages. The system's libssl.a and libcrypto.a (libssl-dev: Debian's
+  # current OpenSSL, which scripts/lean-curl installs), or a prefix's own
+  # (the lean OpenSSL older versions of scripts/lean-curl built from
+  # source). Security updates of OpenSSL then need a rebuild, as curl's do.
   if(GPUOP_STATIC_OPENSSL)
     if(EXISTS "${_libdir}/libssl.a" AND EXISTS "${_libdir}/libcrypto.a")
       set(_libssl "${_libdir}/libssl.a")
@@ -62,28 +62,28 @@ if(GPUOP_CURL_PKGCONFIG)
   target_link_libraries(gpuop_curl INTERFACE ${_link} Threads::Threads)
   message(STATUS "libcurl: static, ${_libdir}/libcurl.a with ${_link}")
   # scripts/lean-curl records what it built in the prefix's BUILDINFO
-  # ("curl V", "openssl V" built, "openssl-wanted V" apt's candidate): an
-  # OpenSSL older than the one wanted (its source could not be fetched) is
-  # said at every configure, until a rerun of scripts/lean-curl builds it.
+  # ("curl V", "openssl V": the libssl-dev it was built with). When
+  # libssl-dev has changed since (apt upgraded it), the binary links the
+  # new libssl.a with a libcurl built on the old headers: said at every
+  # configure, until a rerun of scripts/lean-curl builds the new prefix.
   get_filename_component(GPUOP_CURL_PREFIX "${_libdir}/.." ABSOLUTE)
   set(GPUOP_CURL_BUILDINFO "${GPUOP_CURL_PREFIX}/BUILDINFO")
   if(EXISTS "${GPUOP_CURL_BUILDINFO}")
     file(STRINGS "${GPUOP_CURL_BUILDINFO}" _bi)
     set(_ossl "")
-    set(_ossl_wanted "")
     foreach(_l IN LISTS _bi)
       if(_l MATCHES "^openssl ([^ ]+)$")
         set(_ossl "${CMAKE_MATCH_1}")
-      elseif(_l MATCHES "^openssl-wanted ([^ ]+)$")
-        set(_ossl_wanted "${CMAKE_MATCH_1}")
       endif()
     endforeach()
-    message(STATUS "libcurl: lean build of ${GPUOP_CURL_PREFIX}: OpenSSL ${_ossl} (wanted ${_ossl_wanted})")
-    if(NOT _ossl STREQUAL _ossl_wanted)
-      message(WARNING "the lean OpenSSL is ${_ossl}, not ${_ossl_wanted}, the version apt "
-                      "would install (its source could not be fetched when it was built): rerun "
-                      "scripts/lean-curl, which builds ${_ossl_wanted} once it can be fetched, and "
-                      "configure with the directory it prints")
+    execute_process(COMMAND dpkg-query -W -f=\${Version} libssl-dev OUTPUT_VARIABLE _ossl_dpkg
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    message(STATUS "libcurl: lean build of ${GPUOP_CURL_PREFIX}: OpenSSL ${_ossl} "
+                   "(libssl-dev installed: ${_ossl_dpkg})")
+    if(_ossl_dpkg AND NOT _ossl STREQUAL _ossl_dpkg)
+      message(WARNING "${GPUOP_CURL_PREFIX} was built with OpenSSL ${_ossl}, and libssl-dev "
+                      "${_ossl_dpkg} is installed: rerun scripts/lean-curl and configure with "
+                      "the directory it prints")
     endif()
   endif()
 else()

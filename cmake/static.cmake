@@ -8,6 +8,10 @@
 # NSS modules at run time. Without them a name in /etc/hosts still resolves
 # (checked in an empty root), and in a cluster gpuop connects to
 # KUBERNETES_SERVICE_HOST, an address; libuv's getpwuid_r is never called.
+# Debian's libcrypto.a adds two: dlopen (its loader of engines and
+# provider modules an openssl.cnf names: Debian's names none, and the image
+# has no openssl.cnf at all) and gethostbyname (BIO's own address lookup,
+# which curl, resolving names itself, never calls).
 if(NOT GPUOP_STATIC)
   return()
 endif()

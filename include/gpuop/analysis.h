@@ -7,7 +7,10 @@
  * next_change says when such a judgement would change), allocates its result, and
  * runs in O(nodes x operands + pods) (pods are indexed by node name with a
  * hash table). Its inputs are arrays of pointers so the controller can pass
- * what its hash-table caches hold without copying.
+ * what its hash-table caches hold without copying. A set it made can then
+ * be kept and updated one node at a time (gpuop_analysis_update, costing
+ * that node), the full pass staying the reference (test_incremental) and
+ * what a DaemonSet or policy change needs.
  *
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
@@ -52,6 +55,7 @@
 #include "gpuop/arena.h"
 #include "gpuop/model.h"
 #include "gpuop/operand.h"
+#include "gpuop/ospool.h"
 #include "gpuop/policy.h"
 #include "gpuop/reasons.h"
 
@@ -137,6 +141,30 @@ struct gpuop_stranded {
     const char *names[GPUOP_STRANDED_NAMES_MAX]; /* "namespace/name", borrowed */
 };
 
+/* Most per-OS DaemonSets the analysis looks at. */
+#define GPUOP_ANALYSIS_OS_DS_MAX (2 * GPUOP_OSPOOL_MAX)
+
+struct gpuop_node_tally; /* analysis.c: what one node adds to the counters */
+
+/* What a full pass (gpuop_analyze) keeps so that gpuop_analysis_update can
+ * judge one node again as the pass would: the DaemonSets it chose
+ * (borrowed from its inputs: a DaemonSet change needs a new full pass) and
+ * what it read of the policy (copied), the capacities of the arrays, and
+ * per listed node what it added to the counters. */
+struct gpuop_analysis_state {
+    const struct gpuop_ds *dsof[GPUOP_OPERAND_MAX];        /* borrowed; per operand */
+    const struct gpuop_ds *osds[GPUOP_ANALYSIS_OS_DS_MAX]; /* borrowed; per-OS, by name */
+    size_t nosds;
+    bool per_os[GPUOP_OPERAND_MAX];
+    bool enforce; /* spec.ordering: enforce */
+    long advertise_grace_s, event_grace_s;
+    int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
+    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_operand_prereq per operand */
+    size_t items_cap, nodes_cap;
+    struct gpuop_node_tally *tally; /* new; one per nodes[] entry; NULL: not updatable */
+    size_t waste;                   /* bytes of the names arena nothing refers to any more */
+};
+
 struct gpuop_findings {
     struct gpuop_node_result *nodes; /* every GPU node, plus non-GPU nodes with
                                         findings; sorted by name */
@@ -158,10 +186,11 @@ struct gpuop_findings {
     const struct gpuop_stranded *stranded; /* borrowed, sorted by node; see
                                               gpuop_findings_set_stranded */
     size_t nstranded;
-    size_t stranded_pods;  /* the stranded counts of the nodes with a violation, summed */
-    long long next_change; /* seconds since epoch: the first moment after `now` at which
-                              the same inputs give other findings (a terminating pod's
-                              grace ends ...); 0 never. Reconcile again then. */
+    size_t stranded_pods;            /* the stranded counts of the nodes with a violation, summed */
+    long long next_change;           /* seconds since epoch: the first moment after `now` at which
+                                        the same inputs give other findings (a terminating pod's
+                                        grace ends ...); 0 never. Reconcile again then. */
+    struct gpuop_analysis_state inc; /* for gpuop_analysis_update */
 };
 
 /* A step (reasons.h GPUOP_PROGRESS_STEP) that has lasted this long is no
@@ -189,6 +218,33 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   struct gpuop_findings *out);
 
 void gpuop_findings_free(struct gpuop_findings *f);
+
+/* Judges node `name` of f again, as gpuop_analyze would with the same
+ * policy and DaemonSets: node is its new state (borrowed, NULL when it is
+ * gone), pods (borrowed, NULL entries skipped) hold at least every pod
+ * bound to it (pods of other nodes are ignored). What the node fed is
+ * replaced: its findings and result, the counters, the operands'
+ * expected and running nodes, next_change, stranded_pods. The rest of f
+ * stays, so f still borrows the inputs of the earlier passes for every
+ * other node: call it for every node whose node or pods changed since,
+ * and gpuop_analyze again when a DaemonSet or the policy changed. Costs
+ * the node's pods, plus moving the items and nodes after it when its
+ * number of findings changes or it enters or leaves the list; allocates
+ * only to grow. f must come from gpuop_analyze (not reduced by
+ * gpuop_findings_keep_keys). Returns 0, GPUOP_EINVAL when f cannot be
+ * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
+int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
+                          const struct gpuop_pod *const *pods, size_t npods, long long now);
+
+/* Brings every node's idle_s to `now` (the one judgement that moves with
+ * the clock alone, and no next_change; after updates at other times):
+ * call it before reading a set updated at several moments. One pass over
+ * the nodes, no allocation. */
+void gpuop_analysis_age(struct gpuop_findings *f, long long now);
+
+/* Updates have left enough of f's names unused (removed nodes, re-judged
+ * details) that a full pass would give memory back. */
+bool gpuop_analysis_wants_full(const struct gpuop_findings *f);
 
 /* Gives f the stranded GPU pods the controller gathered: s (borrowed,
  * sorted by node name, strictly; it must outlive every read of f's

@@ -41,7 +41,12 @@ typedef int (*gpuop_kube_data_cb)(void *arg, const char *chunk, size_t len);
 typedef void (*gpuop_kube_observe_cb)(void *arg, const char *verb, long http_code);
 
 /* Creates a client on loop with a copy of cfg. *out is new; close with
- * gpuop_kube_close(). */
+ * gpuop_kube_close().
+ * Process-wide setup is the caller's, done once before the first client:
+ * curl_global_init(CURL_GLOBAL_DEFAULT) (libcurl requires it before any
+ * other thread exists, so main does it: src/cmd/main.c; a test program in
+ * its setup) and signal(SIGPIPE, SIG_IGN) (a peer that closes a socket
+ * must not kill the process; curl's CURLOPT_NOSIGNAL leaves it to us). */
 int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct gpuop_kube **out,
                    struct gpuop_err *err);
 
@@ -55,17 +60,39 @@ void gpuop_kube_set_observer(struct gpuop_kube *k, gpuop_kube_observe_cb cb, voi
 typedef void (*gpuop_kube_fatal_cb)(void *arg, const struct gpuop_err *err);
 void gpuop_kube_set_fatal(struct gpuop_kube *k, gpuop_kube_fatal_cb cb, void *arg);
 
-/* Starts a request. path includes the query ("/api/v1/nodes?limit=500").
- * body may be NULL; it is copied. timeout_ms 0 = default (30 s). *out (may
- * be NULL) is a borrowed handle valid until done is called. */
-int gpuop_kube_request(struct gpuop_kube *k, const char *method, const char *path,
-                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+/* What a request does: its HTTP method, and the verb the observer
+ * (metrics) counts it under, which is the method but for a watch. The
+ * caller says which; nothing is guessed from the path. */
+enum gpuop_kube_verb {
+    GPUOP_KUBE_GET,   /* an object, or a LIST page (streamed or not) */
+    GPUOP_KUBE_WATCH, /* a GET of a watch stream (gpuop_kube_stream only), "WATCH" */
+    GPUOP_KUBE_POST,
+    GPUOP_KUBE_PUT,
+    GPUOP_KUBE_PATCH,
+    GPUOP_KUBE_DELETE,
+};
+
+/* One request, as its caller describes it. Everything is borrowed for the
+ * call only: path and body are copied. */
+struct gpuop_kube_opts {
+    enum gpuop_kube_verb verb;
+    const char *path;         /* with its query: "/api/v1/nodes?limit=500" (gpuop_kube_path) */
+    const char *content_type; /* of body; NULL: application/json */
+    const char *body;         /* NULL: none */
+    size_t body_len;          /* bytes of body; 0: strlen(body) */
+    long timeout_ms;          /* the whole transfer; 0: 30 s (a stream: no limit) */
+};
+
+/* Starts a request. *out (may be NULL) is a borrowed handle valid until
+ * done is called. A 2xx response whose body is not JSON is an error
+ * (GPUOP_EPARSE, err.http_code set); an empty one gives body NULL. */
+int gpuop_kube_request(struct gpuop_kube *k, const struct gpuop_kube_opts *o,
                        gpuop_kube_done_cb done, void *arg, struct gpuop_kube_req **out);
 
-/* Starts a streaming GET (watch). on_data receives the body of a 2xx
- * response as it arrives; a non-2xx response is collected and reported to
- * done as an error. timeout_ms bounds the whole transfer (0: none). */
-int gpuop_kube_stream(struct gpuop_kube *k, const char *path, long timeout_ms,
+/* Starts a streaming GET (o->verb GPUOP_KUBE_GET or GPUOP_KUBE_WATCH, no
+ * body). on_data receives the body of a 2xx response as it arrives; a
+ * non-2xx response is collected and reported to done as an error. */
+int gpuop_kube_stream(struct gpuop_kube *k, const struct gpuop_kube_opts *o,
                       gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
                       struct gpuop_kube_req **out);
 
@@ -75,8 +102,7 @@ void gpuop_kube_cancel(struct gpuop_kube_req *r);
 
 /* Blocking convenience for one-shot commands and tests: runs the loop until
  * the request completes. *out is the new response body (may be NULL). */
-int gpuop_kube_call(struct gpuop_kube *k, const char *method, const char *path,
-                    const char *content_type, const char *body, json_t **out,
+int gpuop_kube_call(struct gpuop_kube *k, const struct gpuop_kube_opts *o, json_t **out,
                     struct gpuop_err *err);
 
 /* Cancels everything in flight, closes all libuv handles; cb(arg) runs once
@@ -92,8 +118,11 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg);
  *   is allowed; a request started from inside on_data begins on the next
  *   loop iteration.
  * - The observer is not called for cancelled requests. verb is the HTTP
- *   method, "WATCH" for streams.
- * - Request bodies get Content-Type content_type (NULL: application/json). */
+ *   method, "WATCH" for GPUOP_KUBE_WATCH.
+ * - A bad argument (no path or one without its leading '/', a space or
+ *   line break in it, a verb out of range, a watch not streamed) fails
+ *   with GPUOP_EINVAL before anything reaches the network; so does an
+ *   option libcurl refuses (err names it). */
 
 /* Tuning for tests: the response body limit (0: GPUOP_KUBE_MAX_BODY; the
  * error body of a stream is capped at 64 KiB) and how old the token read

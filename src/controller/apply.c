@@ -202,8 +202,8 @@ static void apply_operand(struct gpuop_controller *c, int i)
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
-        rc = gpuop_ctl_send(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, apply_done,
-                            NULL);
+        rc = gpuop_ctl_send(c, OP_APPLY, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
+                            apply_done, NULL);
     }
     free(path);
     gpuop_json_free(body);
@@ -224,7 +224,8 @@ static void delete_operand(struct gpuop_controller *c, int i)
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.deletes++;
-        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, delete_done, NULL);
+        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, GPUOP_KUBE_DELETE, path, NULL, NULL, delete_done,
+                            NULL);
     }
     free(path);
     if (rc < 0)
@@ -355,8 +356,8 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
-        rc = gpuop_ctl_send(c, OP_APPLY, i, h, "PATCH", path, GPUOP_CT_APPLY, body, pool_apply_done,
-                            &op);
+        rc = gpuop_ctl_send(c, OP_APPLY, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
+                            pool_apply_done, &op);
     }
     free(path);
     gpuop_json_free(body);
@@ -380,7 +381,8 @@ static void pool_delete(struct gpuop_controller *c, int i, const char *name)
     int rc = !r ? GPUOP_ETOOBIG : path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.deletes++;
-        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, "DELETE", path, NULL, NULL, pool_delete_done, &op);
+        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, GPUOP_KUBE_DELETE, path, NULL, NULL,
+                            pool_delete_done, &op);
     }
     free(path);
     if (rc < 0) {
@@ -522,9 +524,9 @@ static void apply_sa(struct gpuop_controller *c)
         return;
     }
     char *path = gpuop_ctl_apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA, NULL);
-    int rc =
-        path ? gpuop_ctl_send(c, OP_SA, -1, h, "PATCH", path, GPUOP_CT_APPLY, body, sa_done, NULL)
-             : GPUOP_ENOMEM;
+    int rc = path ? gpuop_ctl_send(c, OP_SA, -1, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
+                                   sa_done, NULL)
+                  : GPUOP_ENOMEM;
     free(path);
     gpuop_json_free(body);
     if (rc < 0) {
@@ -609,8 +611,8 @@ static void apply_extra(struct gpuop_controller *c, int i)
             path = gpuop_kube_path(&ref, NULL, 0);
         }
         rc = !path ? GPUOP_ENOMEM
-                   : gpuop_ctl_send(c, OP_EXTRA, i, h, body ? "PATCH" : "DELETE", path,
-                                    body ? GPUOP_CT_APPLY : NULL, body, extra_done, NULL);
+                   : gpuop_ctl_send(c, OP_EXTRA, i, h, body ? GPUOP_KUBE_PATCH : GPUOP_KUBE_DELETE,
+                                    path, body ? GPUOP_CT_APPLY : NULL, body, extra_done, NULL);
         free(path);
     } else if (rc == 0 && a->body_hash != h) {
         gpuop_ctl_fail(c, what, &e); /* refused before; not resent before the backoff */

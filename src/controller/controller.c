@@ -77,8 +77,9 @@ static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
 /* ---- operations in flight ---- */
 
 int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
-                   uint64_t body_hash, const char *method, const char *path, const char *ctype,
-                   const char *body, gpuop_kube_done_cb done, struct ctl_op **out)
+                   uint64_t body_hash, enum gpuop_kube_verb verb, const char *path,
+                   const char *ctype, const char *body, gpuop_kube_done_cb done,
+                   struct ctl_op **out)
 {
     struct ctl_op *o = calloc(1, sizeof(*o));
     if (!o)
@@ -88,8 +89,12 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
     o->operand = operand;
     o->slot = -1;
     o->body_hash = body_hash;
-    int rc = gpuop_kube_request(c->kube, method, path, ctype, body, body ? strlen(body) : 0, 0,
-                                done, o, &o->req);
+    struct gpuop_kube_opts ko = {.verb = verb,
+                                 .path = path,
+                                 .content_type = ctype,
+                                 .body = body,
+                                 .body_len = body ? strlen(body) : 0};
+    int rc = gpuop_kube_request(c->kube, &ko, done, o, &o->req);
     if (rc < 0) {
         free(o);
         return rc;

@@ -155,8 +155,9 @@ struct gpuop_controller {
  * are copied. The op ends in done (which must call gpuop_ctl_op_end), or
  * here when the request cannot start. */
 int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
-                   uint64_t body_hash, const char *method, const char *path, const char *ctype,
-                   const char *body, gpuop_kube_done_cb done, struct ctl_op **out);
+                   uint64_t body_hash, enum gpuop_kube_verb verb, const char *path,
+                   const char *ctype, const char *body, gpuop_kube_done_cb done,
+                   struct ctl_op **out);
 /* Ends op o (frees it) and, when it was the last in flight, moves the
  * reconcile on. */
 void gpuop_ctl_op_end(struct ctl_op *o);

@@ -28,61 +28,34 @@
  *   shown    a finding whose Warning was posted, until it clears: only
  *            these get a "<Reason>Cleared".
  *   last     "A|key" / "C|key" -> when it was last said: flap suppression.
- * Events wait in a FIFO and are POSTed one at a time. Each is aggregated as
- * client-go's recorder does: one Event object per (type, reason, message),
- * named from a hash of them; the same Event again PATCHes that object's
- * count and lastTimestamp (and is created anew if it has expired).
+ * What is decided here is what to say and when; the saying is the kube
+ * layer's Event recorder (recorder.h: aggregation into one Event object
+ * per message with a count, the FIFO, one POST or PATCH at a time).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "events_int.h"
 #include "gpuop/flap.h"
 #include "gpuop/hash.h"
-#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
+#include "gpuop/recorder.h"
 #include "queue_int.h"
 
-/* The GpuPolicy is cluster-scoped, and the API server requires an Event's
- * namespace to match its involvedObject's: events of cluster-scoped objects
- * live in "default" (as the kubelet's Node events do). */
-#define EVENTS_NS   "default"
-#define EVENTS_PATH "/api/v1/namespaces/" EVENTS_NS "/events"
+/* The source and reporting component of gpuop's Events. */
+#define EVENTS_COMPONENT "gpuop"
 
 /* How long after the earliest grace ends the recheck comes: the queue's
  * clock is the loop's, cached at the start of an iteration, and may lag
  * the wall clock by a reconcile's length. */
 #define RECHECK_SLACK_MS 500
 
-/* Longest policy name kept in an Event's name (253 at most, with the dot
- * and 16 hex digits of the hash). */
-#define NAME_POLICY_MAX 200
-
-/* An Event waiting to be posted, or being posted (the head). */
-struct post {
-    struct post *next;
-    char *path;  /* PATCH target when patch is set (new) */
-    char *patch; /* the count and lastTimestamp update, or NULL: POST body (new) */
-    char *body;  /* the whole Event, JSON (json_dumps: release with gpuop_json_free) */
-};
-
-/* One Event object posted, for aggregation: its key (hash of involved
- * object, type, reason and message), its count, when last posted. */
-struct agg {
-    uint64_t key;
-    long long last;
-    long long count;
-};
-
 struct gpuop_events {
-    struct gpuop_kube *kube;
-    struct gpuop_queue *queue; /* borrowed, may be NULL: rechecks when a grace ends */
-    char host[64];
-    uint64_t nonce; /* this process's part of Event names */
+    struct gpuop_recorder *rec; /* new: posts what is said */
+    struct gpuop_queue *queue;  /* borrowed, may be NULL: rechecks when a grace ends */
     struct gpuop_findings prev;
     bool have_prev;
     char *prev_policy;
@@ -93,15 +66,6 @@ struct gpuop_events {
     struct gpuop_flap shown;   /* hash of key -> time its Warning was posted */
     long long last_prune;
     long long (*now)(void);
-    struct agg *aggs; /* new memory, up to GPUOP_EVENTS_AGG_MAX */
-    size_t naggs;
-    struct post *head, *tail; /* posted one at a time, in order */
-    size_t queued;
-    struct gpuop_kube_req *req; /* the head's request in flight, or NULL */
-    uint64_t posted, dropped;
-    void (*on_drained)(void *);
-    void *drained_arg;
-    bool closing;
     /* during one observe */
     const char *policy, *uid;
     long long grace, tnow;
@@ -120,17 +84,12 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
     struct gpuop_events *ev = calloc(1, sizeof(*ev));
     if (!ev)
         return GPUOP_ENOMEM;
-    ev->kube = kube;
+    int rc = gpuop_recorder_new(kube, EVENTS_COMPONENT, &ev->rec);
+    if (rc) {
+        free(ev);
+        return rc;
+    }
     ev->queue = queue;
-    if (gethostname(ev->host, sizeof(ev->host)) != 0)
-        snprintf(ev->host, sizeof(ev->host), "gpuop");
-    ev->host[sizeof(ev->host) - 1] = 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    char seed[160];
-    snprintf(seed, sizeof(seed), "%s|%ld|%lld.%09ld", ev->host, (long)getpid(),
-             (long long)ts.tv_sec, ts.tv_nsec);
-    ev->nonce = gpuop_hash_str(seed);
     ev->last = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->pending = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->waiting = (struct gpuop_flap)GPUOP_FLAP_INIT;
@@ -141,160 +100,12 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
     return 0;
 }
 
-static void send_next(struct gpuop_events *ev);
-
-/* Drops the queue's head (posted, or it could not be). */
-static void pop(struct gpuop_events *ev)
-{
-    struct post *p = ev->head;
-    ev->head = p->next;
-    if (!ev->head)
-        ev->tail = NULL;
-    ev->queued--;
-    free(p->path);
-    free(p->patch);
-    gpuop_json_free(p->body);
-    free(p);
-}
-
-static void post_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
-{
-    struct gpuop_events *ev = arg;
-    (void)body;
-    ev->req = NULL;
-    bool retry = false;
-    if (rc == GPUOP_ENOTFOUND && ev->head && ev->head->patch) {
-        /* The Event to count up has expired (or was deleted): create it. */
-        free(ev->head->patch);
-        ev->head->patch = NULL;
-        retry = true;
-    } else if (rc < 0 && rc != GPUOP_ECANCELED) {
-        gpuop_warn("events", "cannot post event: %s", err->message);
-    }
-    if (ev->head && !retry)
-        pop(ev);
-    if (rc != GPUOP_ECANCELED && !ev->closing) {
-        send_next(ev);
-        if (!ev->head && ev->on_drained)
-            ev->on_drained(ev->drained_arg);
-    }
-}
-
-/* Starts the request of the queue's head unless one is in flight: Events go
- * out one at a time, as client-go's recorder sends them, so a burst is one
- * connection, not one each. */
-static void send_next(struct gpuop_events *ev)
-{
-    while (ev->head && !ev->req) {
-        struct post *p = ev->head;
-        int rc = p->patch
-                     ? gpuop_kube_request(ev->kube, "PATCH", p->path, GPUOP_CT_MERGE, p->patch,
-                                          strlen(p->patch), 0, post_done, ev, &ev->req)
-                     : gpuop_kube_request(ev->kube, "POST", EVENTS_PATH, GPUOP_CT_JSON, p->body,
-                                          strlen(p->body), 0, post_done, ev, &ev->req);
-        if (rc == 0)
-            return;
-        ev->req = NULL;
-        pop(ev); /* cannot start: drop it, try the next */
-    }
-}
-
-/* The aggregation record for key, or a slot for it (the oldest one evicted
- * when full), or NULL on out-of-memory. Records older than the Event TTL
- * count as gone. */
-static struct agg *agg_slot(struct gpuop_events *ev, uint64_t key, long long now, bool *found)
-{
-    struct agg *oldest = NULL;
-    *found = false;
-    for (size_t i = 0; i < ev->naggs; i++) {
-        struct agg *a = &ev->aggs[i];
-        if (a->key == key && now - a->last < GPUOP_EVENTS_AGG_TTL_S) {
-            *found = true;
-            return a;
-        }
-        if (!oldest || a->last < oldest->last)
-            oldest = a;
-    }
-    if (ev->naggs < GPUOP_EVENTS_AGG_MAX) {
-        if (!ev->aggs) {
-            ev->aggs = malloc(GPUOP_EVENTS_AGG_MAX * sizeof(*ev->aggs));
-            if (!ev->aggs)
-                return NULL;
-        }
-        ev->aggs[ev->naggs] = (struct agg){0, 0, 0}; /* the oldest until filled */
-        return &ev->aggs[ev->naggs++];
-    }
-    return oldest;
-}
-
+/* One Event about the policy of this observe (or gpuop_events_say). */
 static void post(struct gpuop_events *ev, const char *type, const char *reason, const char *msg)
 {
-    if (ev->queued >= GPUOP_EVENTS_QUEUE_MAX) {
-        ev->dropped++;
-        return;
-    }
-    long long now = ev->now();
-    uint64_t key = GPUOP_HASH_INIT;
-    const char *parts[] = {ev->policy, ev->uid ? ev->uid : "", type, reason, msg};
-    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-        key = gpuop_hash_bytes(key, parts[i], strlen(parts[i]) + 1); /* NUL separates */
-    key = gpuop_hash_mix(key);
-    bool found;
-    struct agg *a = agg_slot(ev, key, now, &found);
-    long long count = found ? a->count + 1 : 1;
-
-    char name[256];
-    int plen = snprintf(name, sizeof(name), "%.*s", NAME_POLICY_MAX, ev->policy);
-    while (plen > 0 && (name[plen - 1] == '-' || name[plen - 1] == '.'))
-        plen--; /* a truncated name must still end in a letter or digit */
-    snprintf(name + plen, sizeof(name) - (size_t)plen, ".%016llx",
-             (unsigned long long)(key ^ ev->nonce));
-
-    char ts[32];
-    time_t tt = (time_t)now;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *e = json_pack(
-        "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
-        "s:s, s:I, s:s, s:s}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", EVENTS_NS,
-        "involvedObject", "apiVersion", GPUOP_API_VERSION, "kind", GPUOP_KIND, "name", ev->policy,
-        "uid", ev->uid ? ev->uid : "", "reason", reason, "message", msg, "type", type, "source",
-        "component", "gpuop", "host", ev->host, "firstTimestamp", ts, "lastTimestamp", ts, "count",
-        (json_int_t)count, "reportingComponent", "gpuop", "reportingInstance", ev->host);
-    char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
-    json_decref(e);
-    struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
-    if (!p) {
-        gpuop_json_free(body);
-        return;
-    }
-    p->body = body;
-    if (count > 1) {
-        char patch[96];
-        snprintf(patch, sizeof(patch), "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", count, ts);
-        p->patch = strdup(patch);
-        p->path = gpuop_kube_path(
-            &(struct gpuop_kube_ref){
-                .group_version = "v1", .ns = EVENTS_NS, .resource = "events", .name = name},
-            NULL, 0);
-        if (!p->patch || !p->path) { /* cannot count it up: create it again */
-            free(p->patch);
-            free(p->path);
-            p->patch = p->path = NULL;
-        }
-    }
-    if (a)
-        *a = (struct agg){key, now, count};
-    if (ev->tail)
-        ev->tail->next = p;
-    else
-        ev->head = p;
-    ev->tail = p;
-    ev->queued++;
-    ev->posted++;
-    send_next(ev);
+    struct gpuop_recorder_object obj = {
+        .api_version = GPUOP_API_VERSION, .kind = GPUOP_KIND, .name = ev->policy, .uid = ev->uid};
+    gpuop_recorder_event(ev->rec, &obj, type, reason, msg);
 }
 
 /* Forgets what was said longer ago than the flap window. */
@@ -540,23 +351,22 @@ void gpuop_events_say(struct gpuop_events *ev, const char *policy, const char *u
 
 uint64_t gpuop_events_posted(const struct gpuop_events *ev)
 {
-    return ev->posted;
+    return gpuop_recorder_posted(ev->rec);
 }
 
 void gpuop_events_set_on_drained(struct gpuop_events *ev, void (*cb)(void *), void *arg)
 {
-    ev->on_drained = cb;
-    ev->drained_arg = arg;
+    gpuop_recorder_set_on_drained(ev->rec, cb, arg);
 }
 
 uint64_t gpuop_events_dropped(const struct gpuop_events *ev)
 {
-    return ev->dropped;
+    return gpuop_recorder_dropped(ev->rec);
 }
 
 size_t gpuop_events_queued(const struct gpuop_events *ev)
 {
-    return ev->queued;
+    return gpuop_recorder_queued(ev->rec);
 }
 
 size_t gpuop_events_remembered(const struct gpuop_events *ev)
@@ -582,15 +392,12 @@ size_t gpuop_events_shown(const struct gpuop_events *ev)
 void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void))
 {
     ev->now = now ? now : wall_clock;
+    gpuop_recorder_set_clock(ev->rec, now); /* the Events' times too */
 }
 
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
 {
-    ev->closing = true;
-    if (ev->req)
-        gpuop_kube_cancel(ev->req); /* post_done frees the head */
-    while (ev->head)
-        pop(ev);
+    gpuop_recorder_close(ev->rec); /* cancels the post in flight */
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
     gpuop_flap_free(&ev->last);
@@ -598,7 +405,6 @@ void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
     gpuop_flap_free(&ev->waiting);
     gpuop_flap_free(&ev->stalled);
     gpuop_flap_free(&ev->shown);
-    free(ev->aggs);
     free(ev->prev_policy);
     free(ev);
     if (cb)

@@ -23,16 +23,19 @@
  *   at most one event per direction per GPUOP_EVENTS_QUIET_S, and one
  *   observation posts at most GPUOP_EVENTS_BURST events plus one summary,
  *   so a cluster-wide change does not flood the event stream.
- * - Aggregated as client-go's recorder does: one Event object per (type,
- *   reason, message); the same Event again raises its count.
+ * - Posted through the kube layer's Event recorder (gpuop/recorder.h),
+ *   which aggregates as client-go's does (one Event object per type,
+ *   reason and message; the same Event again raises its count), queues at
+ *   most GPUOP_RECORDER_QUEUE_MAX and posts one at a time. This file
+ *   decides what is said and when; the recorder, how.
  *
  * Memory: only findings that were posted are remembered for flap
  * suppression, and a memory older than GPUOP_EVENTS_QUIET_S is dropped
  * (checked at most once a minute); findings in their grace period cost 16
  * bytes a slot until they are posted or clear (mid-rollout on 5,000 nodes,
  * up to 30,000: 1 MiB of slots, freed as they pass; at start, every
- * finding present waits once); the aggregation
- * memory is at most GPUOP_EVENTS_AGG_MAX records of 24 bytes.
+ * finding present waits once); the recorder's aggregation memory is at
+ * most GPUOP_RECORDER_AGG_MAX records of 24 bytes.
  */
 #ifndef GPUOP_EVENTS_INT_H
 #define GPUOP_EVENTS_INT_H
@@ -45,17 +48,6 @@
 
 #define GPUOP_EVENTS_QUIET_S 600
 #define GPUOP_EVENTS_BURST   10
-
-/* Events wait in a queue and are posted one at a time; more than this many
- * waiting (an API server that stopped answering) and new ones are dropped
- * (counted in gpuop_events_dropped). */
-#define GPUOP_EVENTS_QUEUE_MAX 200
-
-/* Aggregation: Event objects remembered to count up (client-go's
- * correlator keeps 4,096), and for how long: the API server's default
- * --event-ttl, after which the object is gone anyway. */
-#define GPUOP_EVENTS_AGG_MAX   1024
-#define GPUOP_EVENTS_AGG_TTL_S 3600
 
 struct gpuop_events;
 
@@ -81,7 +73,8 @@ void gpuop_events_say(struct gpuop_events *ev, const char *policy, const char *u
                       const char *type, const char *reason, const char *msg);
 
 /* Events queued to be posted (since start); Events dropped because the
- * queue was full; Events waiting or in flight now. */
+ * recorder's queue was full (GPUOP_RECORDER_QUEUE_MAX); Events waiting or
+ * in flight now. */
 uint64_t gpuop_events_posted(const struct gpuop_events *ev);
 uint64_t gpuop_events_dropped(const struct gpuop_events *ev);
 size_t gpuop_events_queued(const struct gpuop_events *ev);

@@ -228,9 +228,12 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
     char *patch = patch_body(body, &plan, said, sizeof(said));
     struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
     char *path = gpuop_kube_path(&ref, NULL, 0);
-    if (patch && path &&
-        gpuop_kube_request(l->kube, "PATCH", path, GPUOP_CT_MERGE, patch, strlen(patch), 0,
-                           patch_done, r, &r->req) == 0) {
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_PATCH,
+                                .path = path,
+                                .content_type = GPUOP_CT_MERGE,
+                                .body = patch,
+                                .body_len = patch ? strlen(patch) : 0};
+    if (patch && path && gpuop_kube_request(l->kube, &o, patch_done, r, &r->req) == 0) {
         l->inflight++;
         free(r->said);
         r->said = strdup(said); /* NULL: the log says "?" */
@@ -272,8 +275,8 @@ static void pump(struct ctl_labeler *l)
         struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
         char *path = gpuop_kube_path(&ref, NULL, 0);
         r->retry_at_ms = now + LABELER_SETTLE_MS; /* a GET that cannot start: later */
-        if (path &&
-            gpuop_kube_request(l->kube, "GET", path, NULL, NULL, 0, 0, get_done, r, &r->req) == 0)
+        struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_GET, .path = path};
+        if (path && gpuop_kube_request(l->kube, &o, get_done, r, &r->req) == 0)
             l->inflight++;
         else
             r->req = NULL;

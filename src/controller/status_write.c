@@ -291,7 +291,7 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
     if (rc == 0) {
         c->stats.status_writes++;
         gpuop_info(c->kobj, "writing status");
-        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, "PATCH", full, GPUOP_CT_MERGE, body,
+        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, GPUOP_KUBE_PATCH, full, GPUOP_CT_MERGE, body,
                             status_done, &o);
     }
     if (o) {

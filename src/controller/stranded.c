@@ -229,7 +229,8 @@ static void list_start(struct ctl_stranded *s, struct rec *r)
     free(sel);
     if (!path)
         return;
-    if (gpuop_kube_request(s->kube, "GET", path, NULL, NULL, 0, 0, list_done, r, &r->req) < 0) {
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_GET, .path = path};
+    if (gpuop_kube_request(s->kube, &o, list_done, r, &r->req) < 0) {
         r->req = NULL;
     } else {
         s->lists++;

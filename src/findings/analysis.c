@@ -7,12 +7,16 @@
  *      keep, per (node, operand), the most telling pod: running beats
  *      running-but-terminating beats alive beats terminating, newer beats
  *      older;
- *   3. walk the nodes once and, per operand in table order, derive expected /
- *      running / host-provided, the findings and the matrix cell.
+ *   3. walk the nodes once (judge_node) and, per operand in table order,
+ *      gather the cell's facts (bits) and read the decision tables: each
+ *      table gives at most one finding, its first row whose facts hold,
+ *      and may set the matrix cell (see "the decision per (node, operand)").
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). Messages are built on demand by gpuop_finding_message()
- * from the reasons table's templates (no reason is worded here; only the
- * detail of a pod, taint or label is).
+ * O(nodes x pods). judge_node is also what incremental.c calls to judge
+ * one node again. Messages are built on demand by gpuop_finding_message()
+ * (message.c) from the reasons table's templates; details, since and the
+ * stranded view are detail.c's, the diff of two sets diff.c's. No reason
+ * is worded here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,8 @@
 #include "gpuop/ospool.h"
 #include "gpuop/render.h"
 #include "gpuop/table.h"
+
+#include "findings_int.h"
 
 /* The tolerations the DaemonSet controller adds to every daemon pod
  * (AddOrUpdateDaemonPodTolerations); network-unavailable only with
@@ -115,7 +121,7 @@ static int pod_rank(const struct gpuop_pod *p)
     return gpuop_pod_running(p) ? (p->deleted ? 3 : 4) : p->deleted ? 1 : 2;
 }
 
-static bool pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
+bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b)
 {
     int ra = pod_rank(a), rb = pod_rank(b);
     if (ra != rb)
@@ -142,7 +148,7 @@ static long event_grace(const struct gpuop_policy *p)
 }
 
 /* Remembers t as the next time a judgement made with `now` changes. */
-static void change_at(struct gpuop_findings *f, long long t)
+void gpuop_findings_change_at(struct gpuop_findings *f, long long t)
 {
     if (!f->next_change || t < f->next_change)
         f->next_change = t;
@@ -157,7 +163,7 @@ static bool stuck_terminating(struct gpuop_findings *f, const struct gpuop_pod *
     long long at = (long long)p->deleted + f->terminating_grace_s;
     if (now > at)
         return true;
-    change_at(f, at + 1);
+    gpuop_findings_change_at(f, at + 1);
     return false;
 }
 
@@ -172,7 +178,7 @@ static bool ready_longer_than(struct gpuop_findings *f, const struct gpuop_pod *
     long long at = (long long)p->ready_since + grace;
     if (now > at)
         return true;
-    change_at(f, at + 1);
+    gpuop_findings_change_at(f, at + 1);
     return false;
 }
 
@@ -218,9 +224,10 @@ _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set
 _Static_assert(sizeof(struct gpuop_node_result) <= 48,
                "a node's result is 48 bytes: one per GPU node");
 
-static int push(struct gpuop_findings *f, size_t *cap, uint32_t node, int op, int reason,
-                int prereq, long long since, const void *ref /* borrowed from the inputs */)
+static int push(struct gpuop_findings *f, uint32_t node, int op, int reason, int prereq,
+                long long since, const void *ref /* borrowed from the inputs */)
 {
+    size_t *cap = &f->inc.items_cap;
     if (f->nitems == *cap) {
         size_t ncap = *cap ? *cap * 2 : 64;
         struct gpuop_finding *n = realloc(f->items, ncap * sizeof(*n));
@@ -261,50 +268,12 @@ static bool image_pull_reason(const char *r)
  * the nearest one that is not, or -1. */
 static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, int o)
 {
-    int q = gpuop_operand_prereq(o);
-    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = gpuop_operand_prereq(q))
+    int q = f->inc.prereq[o];
+    for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = f->inc.prereq[q])
         if (f->operands[q].enabled && n->deploy[q] != GPUOP_LABEL_TRUE &&
             n->deploy[q] != GPUOP_LABEL_FALSE)
             return q;
     return -1;
-}
-
-/* Diagnosis of an expected-but-not-running operand (SPEC 5, in order). */
-static int missing(struct gpuop_findings *f, size_t *cap, uint32_t ni, int op,
-                   const struct gpuop_node *n, const struct gpuop_ds *ds,
-                   const struct gpuop_pod *pod, const char *ds_name /* in f->names, or NULL */,
-                   int pool_ds /* ds's index among a per-OS operand's, else -1 */)
-{
-    if (!ds)
-        return push(f, cap, ni, op, GPUOP_REASON_DAEMONSET_ABSENT, -1, 0, ds_name);
-    const struct gpuop_taint *t = untolerated(n, ds);
-    if (t)
-        return push(f, cap, ni, op, GPUOP_REASON_TAINT_NOT_TOLERATED, pool_ds, 0, t);
-    if (!pod) {
-        long long since = ds->created > n->created ? ds->created : n->created;
-        return push(f, cap, ni, op, GPUOP_REASON_POD_NOT_CREATED, pool_ds, since, NULL);
-    }
-
-    const char *wr = pod->waiting_reason;
-    int reason;
-    if (pod->deleted)
-        reason = GPUOP_REASON_POD_TERMINATING;
-    else if (streq(wr, "Unschedulable"))
-        reason = GPUOP_REASON_POD_UNSCHEDULABLE;
-    else if (image_pull_reason(wr))
-        reason = GPUOP_REASON_IMAGE_PULL_FAILED;
-    else if (streq(wr, "CrashLoopBackOff"))
-        reason = GPUOP_REASON_CRASH_LOOP;
-    else if (pod->gate != GPUOP_GATE_NONE) /* its init container waits, it does not fail */
-        reason = GPUOP_REASON_WAITING_FOR_GATE;
-    else if (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING)
-        reason = GPUOP_REASON_POD_PENDING;
-    else if (pod->phase == GPUOP_PHASE_RUNNING)
-        reason = GPUOP_REASON_POD_NOT_READY;
-    else
-        reason = GPUOP_REASON_POD_FAILED;
-
-    return push(f, cap, ni, op, reason, -1, 0, pod);
 }
 
 /* ---- progress (a node mid-rollout: events.h, stranded.c) ---- */
@@ -325,8 +294,6 @@ static bool starting_reason(const char *r)
     return !r || streq(r, "ContainerCreating") || streq(r, "PodInitializing");
 }
 
-static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x);
-
 /* What finding x (of a node whose best pods are bp) says of its node's
  * progress (reasons.h): the table's column, a step judged on its pod.
  * prog holds, per operand, what its Missing finding said (the findings
@@ -339,7 +306,7 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
     int progress = gpuop_reason_get(x->reason)->progress;
     if (progress != GPUOP_PROGRESS_STEP)
         return progress;
-    const struct gpuop_pod *pod = finding_pod(x);
+    const struct gpuop_pod *pod = gpuop_findings_ref_pod(x);
     long long since = gpuop_finding_since(x); /* created, or the later of DaemonSet and node */
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED && f->operands[x->operand].controller_says)
         return GPUOP_PROGRESS_NONE; /* the DaemonSet controller says why it creates none */
@@ -358,30 +325,45 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
         if (q >= 0 && !running[q] && !host[q] && prog[q] != GPUOP_PROGRESS_STEP)
             return GPUOP_PROGRESS_NONE; /* what would open it is not on its way */
         if (q >= 0 && (running[q] || host[q])) {
-            long long open = pod->gate_since > GPUOP_TIME_UNREADABLE ? pod->gate_since : now;
+            /* an unknown gate start counts as now: never stuck, and no
+             * moment at which that changes (next_change stays) */
+            bool known = pod->gate_since > GPUOP_TIME_UNREADABLE;
+            long long open = known ? pod->gate_since : now;
             if (running[q] && bp[q]->ready_since > GPUOP_TIME_UNREADABLE &&
-                bp[q]->ready_since > open)
+                bp[q]->ready_since > open) {
                 open = bp[q]->ready_since;
+                known = true;
+            }
             if (now > open + grace)
                 return GPUOP_PROGRESS_NONE;
-            change_at(f, open + grace + 1);
+            if (known)
+                gpuop_findings_change_at(f, open + grace + 1);
         }
     }
     if (since > GPUOP_TIME_UNREADABLE) {
         if (now > since + GPUOP_PROGRESS_DEADLINE_S)
             return GPUOP_PROGRESS_NONE;
-        change_at(f, since + GPUOP_PROGRESS_DEADLINE_S + 1);
+        gpuop_findings_change_at(f, since + GPUOP_PROGRESS_DEADLINE_S + 1);
     }
     return GPUOP_PROGRESS_STEP;
+}
+
+/* idle_s of a node idle since `last` (0: it is not), at now. */
+uint8_t gpuop_findings_idle_since(long long last, long long now)
+{
+    if (!last || now <= last)
+        return 0;
+    return now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
 }
 
 /* Judges node result r (its findings pushed): progressing when a finding
  * is a step and none a failure, or when one of its pods became Ready less
  * than the grace ago (the operands after it are arriving); else how long
- * ago one last did (idle_s). */
-static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
-                           const struct gpuop_pod *const *bp, const bool *running, const bool *host,
-                           long grace, long long now)
+ * ago one last did (idle_s). Returns since when it is idle (0: it is
+ * not), which gpuop_analysis_age reads. */
+static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
+                                const struct gpuop_pod *const *bp, const bool *running,
+                                const bool *host, long grace, long long now)
 {
     bool step = false;
     int8_t prog[GPUOP_OPERAND_MAX];
@@ -390,7 +372,7 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
         const struct gpuop_finding *x = &f->items[r->first + k];
         int pr = finding_progress(f, x, bp, running, host, prog, grace, now);
         if (pr == GPUOP_PROGRESS_FAILED)
-            return; /* stalled now: idle 0 */
+            return 0; /* stalled now: idle 0 */
         if (x->kind == GPUOP_KIND_MISSING)
             prog[x->operand] = (int8_t)pr;
         step |= pr == GPUOP_PROGRESS_STEP;
@@ -401,15 +383,12 @@ static void judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r
             last = bp[o]->ready_since;
     if (!step && last && now <= last + grace) {
         step = true; /* just became Ready: what follows it is on its way */
-        change_at(f, last + grace + 1);
+        gpuop_findings_change_at(f, last + grace + 1);
     }
     r->progressing = step;
-    if (!step && last && now > last)
-        r->idle_s = now - last >= UINT8_MAX ? UINT8_MAX : (uint8_t)(now - last);
+    r->idle_s = gpuop_findings_idle_since(step ? 0 : last, now);
+    return step ? 0 : last;
 }
-
-/* Most per-OS DaemonSets the analysis looks at. */
-#define OS_DS_MAX (2 * GPUOP_OSPOOL_MAX)
 
 static int ds_by_name(const void *a, const void *b)
 {
@@ -422,7 +401,7 @@ static int ds_by_name(const void *a, const void *b)
 static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *const *osds, size_t n)
 {
     struct gpuop_operand_result *r = &f->operands[o];
-    char list[OS_DS_MAX * (GPUOP_RENDER_NAME_MAX + 1) + 1];
+    char list[GPUOP_ANALYSIS_OS_DS_MAX * (GPUOP_RENDER_NAME_MAX + 1) + 1];
     size_t len = 0;
     list[0] = '\0';
     for (size_t k = 0; k < n; k++) {
@@ -441,18 +420,193 @@ static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *con
     return r->daemonsets ? 0 : GPUOP_ENOMEM;
 }
 
-/* Missing of a per-OS operand on node n: the node's OS labels make no pool
- * (OsLabelsMissing, naming them), or its pool's DaemonSet is absent (named),
- * or the usual diagnosis against that DaemonSet. */
-static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, int o,
-                          const struct gpuop_node *n, const struct gpuop_ds *const *osds,
-                          size_t nosds, const struct gpuop_pod *pod)
+/* ---- the decision per (node, operand) ----
+ *
+ * First the facts of the cell (what holds of the node, its label, its
+ * best pod, its DaemonSet), a bit each; then the tables below, read in
+ * order: each gives at most one finding (its first row whose `need` facts
+ * all hold and whose `deny` facts all do not) and may set the matrix cell.
+ * A reader checks them against SPEC 5 row by row; nothing decides a
+ * finding outside them. */
+
+enum fact {
+    F_GPU = 1u << 0,            /* a GPU node */
+    F_ENABLED = 1u << 1,        /* the operand is enabled in the policy */
+    F_OPTOUT = 1u << 2,         /* nvidia.com/gpu.deploy.operands=false */
+    F_LABEL_TRUE = 1u << 3,     /* the operand's deploy label is "true" */
+    F_LABEL_FALSE = 1u << 4,    /* ... "false" */
+    F_LABEL_ABSENT = 1u << 5,   /* ... absent */
+    F_LABEL_OTHER = 1u << 6,    /* ... another value */
+    F_LABEL_EMPTY = 1u << 7,    /* ... "" */
+    F_LABEL_PAUSED = 1u << 8,   /* ... paused* */
+    F_PAUSE_LEFT = 1u << 9,     /* ... the upgrade pause with no upgrade in progress */
+    F_LABEL_CHANGED = 1u << 10, /* a label gpuop set, changed by someone (SPEC 4a) */
+    F_EXPECTED = 1u << 11,      /* expected(N,O) */
+    F_RUNNING = 1u << 12,       /* running(N,O) */
+    F_HELD = 1u << 13,          /* ordering: enforce, a prerequisite's label keeps it off */
+    /* Missing: why (only judged when expected, not running, not held) */
+    F_OS_UNKNOWN = 1u << 14, /* per-OS operand: the node's OS labels make no pool */
+    F_DS_ABSENT = 1u << 15,  /* its DaemonSet (its pool's) is absent */
+    F_TAINTED = 1u << 16,    /* a NoSchedule/NoExecute taint its pods do not tolerate */
+    F_NO_POD = 1u << 17,     /* no pod of it on the node yet */
+    F_DELETED = 1u << 18,    /* its pod is being deleted */
+    F_UNSCHED = 1u << 19,    /* its pod waits: Unschedulable */
+    F_PULL = 1u << 20,       /* ... an image pull failure */
+    F_CRASH = 1u << 21,      /* ... CrashLoopBackOff */
+    F_GATED = 1u << 22,      /* ... held in an init-container gate */
+    F_PENDING = 1u << 23,    /* ... not bound, no phase or Pending */
+    F_PHASE_RUN = 1u << 24,  /* ... phase Running (so not Ready) */
+    /* only judged while it runs */
+    F_ADV_NOTHING = 1u << 25, /* device plugin Ready past the grace, the node advertises none */
+    F_STUCK = 1u << 26,       /* its pod terminating past the grace */
+    F_PREREQ_OFF = 1u << 27,  /* a prerequisite up the chain neither runs nor is host-provided */
+    /* only judged while it does not run */
+    F_ADV_NO_TK = 1u << 28, /* device plugin: the node advertises GPUs, the toolkit is off */
+};
+
+/* What a row's finding borrows (its ref) and holds in prereq. */
+enum row_ref { R_NONE, R_POD, R_TAINT, R_LABEL, R_LABEL_NOW, R_BLOCKER_LABEL, R_DS_NAME, R_OS };
+enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
+
+/* A row's reason: a reason, none (the row only sets the cell), the pair's
+ * ordering reason, or the diagnosis table's. */
+#define WHY_NONE     (-1)
+#define WHY_ORDER    (-2)
+#define WHY_DIAGNOSE (-3)
+/* A row's cell: unchanged, or set only when it is still NA. */
+#define CELL_KEEP  0xff
+#define CELL_IF_NA 0xfe
+
+struct row {
+    uint32_t need, deny; /* enum fact */
+    int why;             /* enum gpuop_reason, or WHY_* */
+    uint8_t cell;        /* enum gpuop_cell, or CELL_* */
+    uint8_t ref, pre;    /* enum row_ref, enum row_pre */
+};
+
+/* The matrix cell to start from. */
+static const struct row start_cell[] = {
+    {F_GPU, F_ENABLED, WHY_NONE, GPUOP_CELL_DISABLED, R_NONE, P_NONE},
+    {F_GPU | F_LABEL_FALSE, 0, WHY_NONE, GPUOP_CELL_HOST_PROVIDED, R_NONE, P_NONE},
+    {0, 0, WHY_NONE, GPUOP_CELL_NA, R_NONE, P_NONE},
+};
+
+/* It does not run: held, missing, or its label says nothing (NotScheduled). */
+static const struct row not_running[] = {
+    {F_EXPECTED | F_HELD, F_RUNNING, GPUOP_REASON_HELD_BY_PREREQUISITE, GPUOP_CELL_HELD,
+     R_BLOCKER_LABEL, P_BLOCKER},
+    {F_EXPECTED, F_RUNNING, WHY_DIAGNOSE, GPUOP_CELL_MISSING, R_NONE, P_NONE},
+    {F_GPU | F_LABEL_CHANGED, 0, GPUOP_REASON_LABEL_CHANGED, CELL_IF_NA, R_LABEL_NOW, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_ABSENT, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_ABSENT,
+     GPUOP_CELL_NOT_SCHEDULED, R_NONE, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_EMPTY, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_EMPTY,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_PAUSE_LEFT, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_PAUSED, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_PAUSED,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+    {F_GPU | F_ENABLED | F_LABEL_OTHER, F_OPTOUT | F_RUNNING, GPUOP_REASON_LABEL_INVALID,
+     GPUOP_CELL_NOT_SCHEDULED, R_LABEL, P_NONE},
+};
+
+/* Why an expected operand is missing, in the order an engineer checks
+ * (SPEC 5): DaemonSet absent -> taint -> no pod yet -> pod not running. */
+static const struct row diagnosis[] = {
+    {F_OS_UNKNOWN, 0, GPUOP_REASON_OS_LABELS_MISSING, CELL_KEEP, R_OS, P_NONE},
+    {F_DS_ABSENT, 0, GPUOP_REASON_DAEMONSET_ABSENT, CELL_KEEP, R_DS_NAME, P_NONE},
+    {F_TAINTED, 0, GPUOP_REASON_TAINT_NOT_TOLERATED, CELL_KEEP, R_TAINT, P_POOL_DS},
+    {F_NO_POD, 0, GPUOP_REASON_POD_NOT_CREATED, CELL_KEEP, R_NONE, P_POOL_DS},
+    {F_DELETED, 0, GPUOP_REASON_POD_TERMINATING, CELL_KEEP, R_POD, P_NONE},
+    {F_UNSCHED, 0, GPUOP_REASON_POD_UNSCHEDULABLE, CELL_KEEP, R_POD, P_NONE},
+    {F_PULL, 0, GPUOP_REASON_IMAGE_PULL_FAILED, CELL_KEEP, R_POD, P_NONE},
+    {F_CRASH, 0, GPUOP_REASON_CRASH_LOOP, CELL_KEEP, R_POD, P_NONE},
+    {F_GATED, 0, GPUOP_REASON_WAITING_FOR_GATE, CELL_KEEP, R_POD, P_NONE},
+    {F_PENDING, 0, GPUOP_REASON_POD_PENDING, CELL_KEEP, R_POD, P_NONE},
+    {F_PHASE_RUN, 0, GPUOP_REASON_POD_NOT_READY, CELL_KEEP, R_POD, P_NONE},
+    {0, 0, GPUOP_REASON_POD_FAILED, CELL_KEEP, R_POD, P_NONE},
+};
+
+static const struct row runs[] = {
+    {F_RUNNING, 0, WHY_NONE, GPUOP_CELL_RUNNING, R_NONE, P_NONE},
+};
+
+/* What the scheduler sees of a running device plugin. */
+static const struct row advertises[] = {
+    {F_RUNNING | F_ADV_NOTHING, 0, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+     GPUOP_CELL_MISSING, R_POD, P_NONE},
+};
+
+/* It runs where it is not expected (or will not stop). */
+static const struct row unexpected[] = {
+    {F_RUNNING | F_STUCK, 0, GPUOP_REASON_POD_STUCK_TERMINATING, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING, F_EXPECTED | F_GPU, GPUOP_REASON_NOT_GPU_NODE, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING, F_EXPECTED | F_ENABLED, GPUOP_REASON_OPERAND_DISABLED, GPUOP_CELL_UNEXPECTED, R_POD,
+     P_NONE},
+    {F_RUNNING | F_OPTOUT | F_LABEL_TRUE, F_EXPECTED, GPUOP_REASON_NODE_OPTED_OUT,
+     GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
+    {F_RUNNING, F_EXPECTED, GPUOP_REASON_LABEL_NOT_TRUE, GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
+};
+
+/* Its prerequisites (walked up past every satisfied one). */
+static const struct row ordering[] = {
+    {F_RUNNING | F_GPU | F_PREREQ_OFF, 0, WHY_ORDER, GPUOP_CELL_VIOLATION, R_POD, P_UNSATISFIED},
+    {F_ADV_NO_TK, F_RUNNING, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, GPUOP_CELL_VIOLATION,
+     R_NONE, P_TOOLKIT},
+};
+
+#define ROWS(t)                                                                                    \
+    {                                                                                              \
+        t, sizeof(t) / sizeof(t[0])                                                                \
+    }
+static const struct table {
+    const struct row *rows;
+    size_t n;
+} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),
+              ROWS(advertises), ROWS(unexpected),  ROWS(ordering)};
+
+static const struct row *first_match(const struct row *rows, size_t n, uint32_t facts)
 {
+    for (size_t i = 0; i < n; i++)
+        if ((facts & rows[i].need) == rows[i].need && !(facts & rows[i].deny))
+            return &rows[i];
+    return NULL;
+}
+
+/* One node being judged: its node, best pod per operand, what runs and
+ * what the host provides there. */
+struct judge {
+    const struct gpuop_node *nd;
+    const struct gpuop_pod *const *bp;
+    bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
+};
+
+/* What a fact names beside its bit. */
+struct facts {
+    uint32_t has;
+    int blocker, unsatisfied, pool_ds;
+    const struct gpuop_taint *taint;
+    const char *text; /* F_OS_UNKNOWN: the labels; F_DS_ABSENT: a pool's DaemonSet, or NULL */
+    const struct gpuop_ds *ds;
+};
+
+/* Facts of the DaemonSet an expected operand needs: its one, or for a
+ * per-OS operand its pool's (SPEC 4b); the text they name is in f's
+ * arena. */
+static int ds_facts(struct gpuop_findings *f, const struct gpuop_node *n, int o, struct facts *k)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    k->pool_ds = -1;
+    if (!s->per_os[o]) {
+        k->ds = s->dsof[o];
+        k->has |= k->ds ? 0 : F_DS_ABSENT;
+        return 0;
+    }
     struct gpuop_ospool pool;
     unsigned lack = 0;
     char text[GPUOP_FINDING_MESSAGE_MAX], name[GPUOP_RENDER_NAME_MAX];
-    int rc = gpuop_ospool_of_node(n, &pool, &lack);
-    if (rc < 0) {
+    if (gpuop_ospool_of_node(n, &pool, &lack) < 0) {
         if (lack)
             gpuop_ospool_missing_text(lack, text, sizeof(text));
         else
@@ -460,24 +614,321 @@ static int missing_per_os(struct gpuop_findings *f, size_t *cap, uint32_t ni, in
                      "OS label values that make an OS tag (%s=\"%.63s\", %s=\"%.63s\")",
                      GPUOP_LABEL_OS_ID, gpuop_node_os(n, GPUOP_OS_ID), GPUOP_LABEL_OS_VERSION,
                      gpuop_node_os(n, GPUOP_OS_VERSION));
-        const char *d = gpuop_arena_strdup(&f->names, text);
-        return d ? push(f, cap, ni, o, GPUOP_REASON_OS_LABELS_MISSING, -1, 0, d) : GPUOP_ENOMEM;
+        k->has |= F_OS_UNKNOWN;
+        k->text = gpuop_arena_strdup(&f->names, text);
+        return k->text ? 0 : GPUOP_ENOMEM;
     }
     snprintf(name, sizeof(name), "%s-%s", gpuop_operand_get(o)->ds_name, pool.tag);
-    for (size_t k = 0, at = 0; k < nosds; k++) {
-        bool mine =
-            (osds[k]->operand >= 0 ? osds[k]->operand : gpuop_operand_by_ds(osds[k]->name)) == o;
-        if (mine && !strcmp(osds[k]->name, name)) /* at: its place in operands[o].daemonsets */
-            return missing(f, cap, ni, o, n, osds[k], pod, NULL, at < INT8_MAX ? (int)at : -1);
+    for (size_t i = 0, at = 0; i < s->nosds; i++) {
+        const struct gpuop_ds *d = s->osds[i];
+        bool mine = (d->operand >= 0 ? d->operand : gpuop_operand_by_ds(d->name)) == o;
+        if (mine && !strcmp(d->name, name)) { /* at: its place in operands[o].daemonsets */
+            k->ds = d;
+            k->pool_ds = at < INT8_MAX ? (int)at : -1;
+            return 0;
+        }
         at += mine;
     }
-    const char *d = gpuop_arena_strdup(&f->names, name);
-    return d ? missing(f, cap, ni, o, n, NULL, pod, d, -1) : GPUOP_ENOMEM;
+    k->has |= F_DS_ABSENT;
+    k->text = gpuop_arena_strdup(&f->names, name);
+    return k->text ? 0 : GPUOP_ENOMEM;
 }
 
-static void set_cell(uint8_t *cell, int v)
+/* Facts of the pod of an expected operand that does not run. */
+static uint32_t pod_facts(const struct gpuop_pod *pod)
 {
-    *cell = (uint8_t)v;
+    const char *wr = pod->waiting_reason;
+    return (pod->deleted ? F_DELETED : 0) | (streq(wr, "Unschedulable") ? F_UNSCHED : 0) |
+           (image_pull_reason(wr) ? F_PULL : 0) | (streq(wr, "CrashLoopBackOff") ? F_CRASH : 0) |
+           (pod->gate != GPUOP_GATE_NONE ? F_GATED : 0) |
+           (!pod->bound || pod->phase == GPUOP_PHASE_NONE || pod->phase == GPUOP_PHASE_PENDING
+                ? F_PENDING
+                : 0) |
+           (pod->phase == GPUOP_PHASE_RUNNING ? F_PHASE_RUN : 0);
+}
+
+/* The facts of cell (j's node, o). Facts with a deadline (grace periods)
+ * are judged only where a table reads them, so that next_change notes
+ * only what could change a finding. */
+static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, long long now,
+                      struct facts *k)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    const struct gpuop_node *nd = j->nd;
+    const struct gpuop_pod *pod = j->bp[o];
+    const int label = nd->deploy[o];
+    const char *v = label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o) : NULL;
+    uint32_t h = 0;
+
+    *k = (struct facts){.blocker = -1, .unsatisfied = -1, .pool_ds = -1};
+    h |= nd->gpu ? F_GPU : 0;
+    h |= f->operands[o].enabled ? F_ENABLED : 0;
+    h |= nd->operands_label == GPUOP_LABEL_FALSE ? F_OPTOUT : 0;
+    h |= label == GPUOP_LABEL_TRUE     ? F_LABEL_TRUE
+         : label == GPUOP_LABEL_FALSE  ? F_LABEL_FALSE
+         : label == GPUOP_LABEL_ABSENT ? F_LABEL_ABSENT
+                                       : F_LABEL_OTHER;
+    if (label == GPUOP_LABEL_OTHER)
+        h |= !v || !*v                 ? F_LABEL_EMPTY
+             : strncmp(v, "paused", 6) ? 0
+             : paused_left_over(nd, v) ? F_PAUSE_LEFT | F_LABEL_PAUSED
+                                       : F_LABEL_PAUSED;
+    h |= nd->gpu && gpuop_labeling_changed(nd, o) ? F_LABEL_CHANGED : 0;
+    h |= (h & (F_GPU | F_ENABLED | F_LABEL_TRUE | F_OPTOUT)) == (F_GPU | F_ENABLED | F_LABEL_TRUE)
+             ? F_EXPECTED
+             : 0;
+    h |= j->running[o] ? F_RUNNING : 0;
+    /* no device plugin runs, but the scheduler still sees its GPUs */
+    if (!(h & F_RUNNING) && o == s->device_plugin && s->toolkit >= 0 && nd->gpu && advertised(nd) &&
+        !j->running[s->toolkit] && !j->host[s->toolkit])
+        h |= F_ADV_NO_TK;
+    k->has = h;
+
+    if ((h & (F_EXPECTED | F_RUNNING)) == F_EXPECTED) {
+        k->blocker = s->enforce && s->dsof[o] ? held_by(nd, f, o) : -1;
+        if (k->blocker >= 0) {
+            k->has |= F_HELD;
+            return 0;
+        }
+        int rc = ds_facts(f, nd, o, k);
+        if (rc < 0 || (k->has & (F_OS_UNKNOWN | F_DS_ABSENT)))
+            return rc;
+        k->taint = untolerated(nd, k->ds);
+        k->has |= k->taint ? F_TAINTED : !pod ? F_NO_POD : pod_facts(pod);
+    } else if (h & F_RUNNING) {
+        if (o == s->device_plugin && nd->gpu && !advertised(nd) &&
+            ready_longer_than(f, pod, s->advertise_grace_s, now))
+            k->has |= F_ADV_NOTHING;
+        if (stuck_terminating(f, pod, now))
+            k->has |= F_STUCK;
+        int q = s->prereq[o];
+        for (int hops = 0; nd->gpu && q >= 0 && hops < f->noperands; hops++) {
+            if (!j->running[q] && !j->host[q]) {
+                k->has |= F_PREREQ_OFF;
+                k->unsatisfied = q;
+                break;
+            }
+            q = s->prereq[q];
+        }
+    }
+    return 0;
+}
+
+/* Pushes what row `why` finds of cell (j's node, o). */
+static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge *j,
+                const struct facts *k, const struct row *why)
+{
+    const struct gpuop_node *nd = j->nd;
+    const struct gpuop_ds *ds = k->ds;
+    int reason = why->why == WHY_ORDER
+                     ? gpuop_reason_ordering(gpuop_operand_get(o)->name,
+                                             gpuop_operand_get(k->unsatisfied)->name)
+                     : why->why;
+    int pre = why->pre == P_BLOCKER       ? k->blocker
+              : why->pre == P_POOL_DS     ? k->pool_ds
+              : why->pre == P_UNSATISFIED ? k->unsatisfied
+              : why->pre == P_TOOLKIT     ? f->inc.toolkit
+                                          : -1;
+    const void *ref = NULL;
+    long long since = 0;
+    switch (why->ref) {
+    case R_POD:
+        ref = j->bp[o];
+        break;
+    case R_TAINT:
+        ref = k->taint;
+        break;
+    case R_LABEL:
+        ref = gpuop_node_deploy_value(nd, o);
+        break;
+    case R_LABEL_NOW:
+        ref = nd->deploy[o] == GPUOP_LABEL_FALSE   ? "false"
+              : nd->deploy[o] == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
+                                                   : NULL;
+        break;
+    case R_BLOCKER_LABEL:
+        ref = gpuop_node_deploy_value(nd, k->blocker);
+        break;
+    case R_DS_NAME:
+    case R_OS:
+        ref = k->text;
+        break;
+    default:
+        break;
+    }
+    if (reason == GPUOP_REASON_POD_NOT_CREATED)
+        since = ds->created > nd->created ? ds->created : nd->created;
+    return push(f, ni, o, reason, pre, since, ref);
+}
+
+/* Judges cell (j's node, o): reads the tables in order. Returns the cell,
+ * or a negative code. */
+static int judge_cell(struct gpuop_findings *f, uint32_t ni, int o, const struct judge *j,
+                      long long now, bool *violation)
+{
+    struct facts k;
+    int rc = cell_facts(f, j, o, now, &k);
+    int cell = GPUOP_CELL_NA;
+    if (rc < 0)
+        return rc;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        const struct row *r = first_match(tables[t].rows, tables[t].n, k.has);
+        if (!r)
+            continue;
+        const struct row *why =
+            r->why == WHY_DIAGNOSE
+                ? first_match(diagnosis, sizeof(diagnosis) / sizeof(*diagnosis), k.has)
+                : r;
+        if (why->why != WHY_NONE && (rc = find(f, ni, o, j, &k, why)) < 0)
+            return rc;
+        if (r->cell == CELL_IF_NA)
+            cell = cell == GPUOP_CELL_NA ? GPUOP_CELL_NOT_SCHEDULED : cell;
+        else if (r->cell != CELL_KEEP)
+            cell = r->cell;
+        *violation |= r->cell == GPUOP_CELL_VIOLATION;
+    }
+    return cell;
+}
+
+/* ---- one node ---- */
+
+/* Judges node nd, its best pod per operand bp: pushes its findings (as
+ * node index ni), fills *r but its name, and *t. */
+int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_node *nd,
+                              const struct gpuop_pod *const *bp, long long now,
+                              struct gpuop_node_result *r, struct gpuop_node_tally *t)
+{
+    struct judge j = {.nd = nd, .bp = bp};
+    const int nops = f->noperands;
+    const long long before = f->next_change;
+    size_t first = f->nitems;
+
+    memset(r, 0, sizeof(*r));
+    memset(t, 0, sizeof(*t));
+    f->next_change = 0; /* this node's, then folded in */
+    r->gpu = nd->gpu;
+    r->gpus = nd->gpus;
+    r->upgrade = nd->upgrade;
+    for (int o = 0; o < nops; o++) {
+        j.running[o] = gpuop_pod_running(bp[o]);
+        j.host[o] = nd->gpu && (!f->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
+        if (j.host[o])
+            r->host_provided |= 1u << o;
+        if (j.running[o])
+            t->running |= (uint16_t)(1u << o);
+        if (nd->gpu && f->operands[o].enabled && nd->deploy[o] == GPUOP_LABEL_TRUE &&
+            nd->operands_label != GPUOP_LABEL_FALSE)
+            t->expected |= (uint16_t)(1u << o);
+    }
+    int rc = 0;
+    for (int o = 0; o < nops && rc >= 0; o++) {
+        rc = judge_cell(f, ni, o, &j, now, &t->violation);
+        if (rc >= 0)
+            r->cell[o] = (uint8_t)rc;
+    }
+    r->first = (uint32_t)first;
+    r->nfindings = (uint32_t)(f->nitems - first);
+    if (rc >= 0 && r->nfindings)
+        t->idle_from =
+            (uint32_t)judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
+    t->next_change = f->next_change;
+    f->next_change = before;
+    if (t->next_change)
+        gpuop_findings_change_at(f, t->next_change);
+    return rc < 0 ? rc : 0;
+}
+
+/* A node is listed when it is a GPU node or has findings. */
+bool gpuop_findings_listed(const struct gpuop_node_result *r)
+{
+    return r->gpu || r->nfindings;
+}
+
+/* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
+ * counters, the operands' expected and running nodes, the stranded pods;
+ * with items, its findings per kind and reason too (push adds those). */
+void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, bool items)
+{
+    const struct gpuop_node_result *r = &f->nodes[i];
+    const struct gpuop_node_tally *t = &f->inc.tally[i];
+    for (uint32_t k = 0; items && k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &f->items[r->first + k];
+        f->by_kind[x->kind] += (size_t)sign;
+        f->by_reason[x->reason] += (size_t)sign;
+    }
+    for (int o = 0; o < f->noperands; o++) {
+        f->operands[o].expected_nodes += (size_t)(sign * (int)((t->expected >> o) & 1));
+        f->operands[o].running_nodes += (size_t)(sign * (int)((t->running >> o) & 1));
+    }
+    f->progressing_nodes += (size_t)(sign * r->progressing);
+    f->finding_nodes += (size_t)(sign * (r->nfindings > 0));
+    if (r->gpu) {
+        f->gpu_nodes += (size_t)sign;
+        f->advertised_gpus += (size_t)(sign * (long long)r->gpus.allocatable);
+        f->complete_nodes += (size_t)(sign * (r->nfindings == 0));
+        f->violations += (size_t)(sign * t->violation);
+    }
+    const struct gpuop_stranded *st = gpuop_findings_stranded(f, r);
+    if (st)
+        f->stranded_pods += (size_t)(sign * (long long)st->count);
+}
+
+/* ---- the full pass ---- */
+
+/* What every node is judged against, into out (zeroed): the policy's
+ * switches and graces, the prerequisite chain, and the DaemonSets chosen
+ * per operand (a per-OS operand's, one per OS pool: SPEC 4b), with the
+ * operands' results they make. */
+static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
+                      const struct gpuop_ds *const *ds, size_t nds)
+{
+    const int nops = gpuop_operand_count();
+    struct gpuop_analysis_state *s = &out->inc;
+    int rc;
+
+    out->noperands = nops;
+    out->terminating_grace_s = terminating_grace(p);
+    s->advertise_grace_s = advertise_grace(p);
+    s->event_grace_s = event_grace(p);
+    s->enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
+    /* the operands the scheduler's view is judged on, from the reasons table */
+    const struct gpuop_reason_info *adv =
+        gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
+    s->device_plugin = gpuop_operand_by_name(adv->operand);
+    s->toolkit = gpuop_operand_by_name(adv->prereq);
+    for (int o = 0; o < nops; o++) /* looked up by name: once a pass, not once a cell */
+        s->prereq[o] = (int8_t)gpuop_operand_prereq(o);
+
+    /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
+    for (int o = 0; o < nops; o++)
+        s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
+    for (size_t i = 0; i < nds; i++) {
+        if (!ds || !ds[i])
+            continue;
+        int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
+        if (op < 0 || op >= nops)
+            continue;
+        if (s->per_os[op]) {
+            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) &&
+                s->nosds < GPUOP_ANALYSIS_OS_DS_MAX)
+                s->osds[s->nosds++] = ds[i];
+        } else if (!s->dsof[op] && (!gpuop_operand_get(op)->per_os ||
+                                    !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
+            s->dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
+        }
+    }
+    qsort(s->osds, s->nosds, sizeof(*s->osds), ds_by_name);
+    for (int o = 0; o < nops; o++) {
+        const struct gpuop_ds *d = s->dsof[o];
+        out->operands[o].enabled = p ? p->operands[o].enabled : true;
+        out->operands[o].ds_present = d != NULL;
+        out->operands[o].desired = d ? d->desired : 0;
+        out->operands[o].ready = d ? d->ready : 0;
+        out->operands[o].controller_says = d ? d->controller_says : NULL;
+        if (s->per_os[o] && (rc = pool_sums(out, o, s->osds, s->nosds)) < 0)
+            return rc;
+    }
+    return 0;
 }
 
 int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
@@ -486,54 +937,16 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   struct gpuop_findings *out)
 {
     const int nops = gpuop_operand_count();
-    const struct gpuop_ds *dsof[GPUOP_OPERAND_MAX] = {0};
+    struct gpuop_analysis_state *s = &out->inc;
     const struct gpuop_node **sorted = NULL;
     const struct gpuop_pod **best = NULL;
     struct nindex ix = {0};
-    size_t n = 0, cap = 0;
+    size_t n = 0;
     int rc = GPUOP_ENOMEM;
 
     memset(out, 0, sizeof(*out));
-    out->noperands = nops;
-    out->terminating_grace_s = terminating_grace(p);
-    const long adv_grace = advertise_grace(p);
-    const long ev_grace = event_grace(p);
-    const bool enforce = p && p->ordering == GPUOP_ORDERING_ENFORCE;
-    /* the operands the scheduler's view is judged on, from the reasons table */
-    const struct gpuop_reason_info *adv =
-        gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
-    const int dp = gpuop_operand_by_name(adv->operand), tk = gpuop_operand_by_name(adv->prereq);
-
-    /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
-    bool per_os[GPUOP_OPERAND_MAX] = {0};
-    const struct gpuop_ds *osds[OS_DS_MAX];
-    size_t nosds = 0;
-    for (int o = 0; o < nops; o++)
-        per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
-    for (size_t i = 0; i < nds; i++) {
-        if (!ds || !ds[i])
-            continue;
-        int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
-        if (op < 0 || op >= nops)
-            continue;
-        if (per_os[op]) {
-            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) && nosds < OS_DS_MAX)
-                osds[nosds++] = ds[i];
-        } else if (!dsof[op] && (!gpuop_operand_get(op)->per_os ||
-                                 !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
-            dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
-        }
-    }
-    qsort(osds, nosds, sizeof(*osds), ds_by_name);
-    for (int o = 0; o < nops; o++) {
-        out->operands[o].enabled = p ? p->operands[o].enabled : true;
-        out->operands[o].ds_present = dsof[o] != NULL;
-        out->operands[o].desired = dsof[o] ? dsof[o]->desired : 0;
-        out->operands[o].ready = dsof[o] ? dsof[o]->ready : 0;
-        out->operands[o].controller_says = dsof[o] ? dsof[o]->controller_says : NULL;
-        if (per_os[o] && (rc = pool_sums(out, o, osds, nosds)) < 0)
-            goto done;
-    }
+    if ((rc = read_setup(out, p, ds, nds)) < 0)
+        goto done;
     rc = GPUOP_ENOMEM;
 
     sorted = malloc((nnodes ? nnodes : 1) * sizeof(*sorted));
@@ -556,147 +969,28 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         if (pos < 0)
             continue; /* node gone: nothing to say about it */
         const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
-        if (!*slot || pod_better(pod, *slot))
+        if (!*slot || gpuop_findings_pod_better(pod, *slot))
             *slot = pod;
     }
 
-    out->nodes = calloc(n ? n : 1, sizeof(*out->nodes));
-    if (!out->nodes)
+    s->nodes_cap = n ? n : 1;
+    out->nodes = calloc(s->nodes_cap, sizeof(*out->nodes));
+    s->tally = calloc(s->nodes_cap, sizeof(*s->tally));
+    if (!out->nodes || !s->tally)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        const struct gpuop_node *nd = sorted[i];
-        const struct gpuop_pod **bp = &best[i * nops];
-        struct gpuop_node_result *r = &out->nodes[out->nnodes];
-        uint32_t ni = (uint32_t)out->nnodes;
-        bool optout = nd->operands_label == GPUOP_LABEL_FALSE;
-        bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
-        size_t first = out->nitems, nviol = 0;
-
-        memset(r, 0, sizeof(*r));
-        r->gpu = nd->gpu;
-        r->gpus = nd->gpus;
-        r->upgrade = nd->upgrade;
-        for (int o = 0; o < nops; o++) {
-            running[o] = gpuop_pod_running(bp[o]);
-            host[o] = nd->gpu && (!out->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
-            if (host[o])
-                r->host_provided |= 1u << o;
-            if (running[o])
-                out->operands[o].running_nodes++;
-        }
-        for (int o = 0; o < nops; o++) {
-            bool enabled = out->operands[o].enabled;
-            int label = nd->deploy[o];
-            bool expected = nd->gpu && enabled && label == GPUOP_LABEL_TRUE && !optout;
-            int cell = !enabled && nd->gpu                     ? GPUOP_CELL_DISABLED
-                       : label == GPUOP_LABEL_FALSE && nd->gpu ? GPUOP_CELL_HOST_PROVIDED
-                                                               : GPUOP_CELL_NA;
-            if (expected)
-                out->operands[o].expected_nodes++;
-
-            int blocker = enforce && dsof[o] ? held_by(nd, out, o) : -1;
-            if (expected && !running[o] && blocker >= 0) {
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_HELD_BY_PREREQUISITE, blocker, 0,
-                               gpuop_node_deploy_value(nd, blocker))) < 0)
-                    goto done;
-                cell = GPUOP_CELL_HELD;
-            } else if (expected && !running[o] && per_os[o]) {
-                if ((rc = missing_per_os(out, &cap, ni, o, nd, osds, nosds, bp[o])) < 0)
-                    goto done;
-                cell = GPUOP_CELL_MISSING;
-            } else if (expected && !running[o]) {
-                if ((rc = missing(out, &cap, ni, o, nd, dsof[o], bp[o], NULL, -1)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_MISSING;
-            } else if (nd->gpu && gpuop_labeling_changed(nd, o)) {
-                /* a label gpuop set, changed by someone: said as such (SPEC 4a) */
-                const char *now_v = label == GPUOP_LABEL_FALSE   ? "false"
-                                    : label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
-                                                                 : NULL;
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_LABEL_CHANGED, -1, 0, now_v)) < 0)
-                    goto done;
-                if (cell == GPUOP_CELL_NA)
-                    cell = GPUOP_CELL_NOT_SCHEDULED;
-            } else if (nd->gpu && enabled && !optout && !running[o] &&
-                       (label == GPUOP_LABEL_ABSENT || label == GPUOP_LABEL_OTHER)) {
-                const char *v = gpuop_node_deploy_value(nd, o);
-                int reason = label == GPUOP_LABEL_ABSENT    ? GPUOP_REASON_LABEL_ABSENT
-                             : !v || !*v                    ? GPUOP_REASON_LABEL_EMPTY
-                             : strncmp(v, "paused", 6) == 0 ? GPUOP_REASON_LABEL_PAUSED
-                                                            : GPUOP_REASON_LABEL_INVALID;
-                if (reason == GPUOP_REASON_LABEL_PAUSED && paused_left_over(nd, v))
-                    reason = GPUOP_REASON_LABEL_PAUSED_LEFT_OVER;
-                const char *d = label == GPUOP_LABEL_OTHER ? v : NULL;
-                if ((rc = push(out, &cap, ni, o, reason, -1, 0, d)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_NOT_SCHEDULED;
-            }
-            if (running[o]) {
-                cell = GPUOP_CELL_RUNNING;
-                if (o == dp && nd->gpu && !advertised(nd) &&
-                    ready_longer_than(out, bp[o], adv_grace, now)) {
-                    if ((rc = push(out, &cap, ni, o, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
-                                   -1, 0, bp[o])) < 0)
-                        goto done;
-                    cell = GPUOP_CELL_MISSING;
-                }
-                bool stuck = stuck_terminating(out, bp[o], now);
-                if (!expected || stuck) {
-                    int reason = stuck      ? GPUOP_REASON_POD_STUCK_TERMINATING
-                                 : !nd->gpu ? GPUOP_REASON_NOT_GPU_NODE
-                                 : !enabled ? GPUOP_REASON_OPERAND_DISABLED
-                                 : optout && label == GPUOP_LABEL_TRUE
-                                     ? GPUOP_REASON_NODE_OPTED_OUT
-                                     : GPUOP_REASON_LABEL_NOT_TRUE;
-                    if ((rc = push(out, &cap, ni, o, reason, -1, 0, bp[o])) < 0)
-                        goto done;
-                    cell = GPUOP_CELL_UNEXPECTED;
-                }
-                /* Walk up past every satisfied prerequisite. */
-                int q = gpuop_operand_prereq(o);
-                for (int hops = 0; nd->gpu && q >= 0 && hops < nops; hops++) {
-                    if (!running[q] && !host[q]) {
-                        int reason = gpuop_reason_ordering(gpuop_operand_get(o)->name,
-                                                           gpuop_operand_get(q)->name);
-                        if ((rc = push(out, &cap, ni, o, reason, q, 0, bp[o])) < 0)
-                            goto done;
-                        cell = GPUOP_CELL_VIOLATION;
-                        nviol++;
-                        break;
-                    }
-                    q = gpuop_operand_prereq(q);
-                }
-            } else if (o == dp && tk >= 0 && nd->gpu && advertised(nd) && !running[tk] &&
-                       !host[tk]) {
-                /* no device plugin runs, but the scheduler still sees its GPUs */
-                if ((rc = push(out, &cap, ni, o, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, tk,
-                               0, NULL)) < 0)
-                    goto done;
-                cell = GPUOP_CELL_VIOLATION;
-                nviol++;
-            }
-            set_cell(&r->cell[o], cell);
-        }
-        r->first = (uint32_t)first;
-        r->nfindings = (uint32_t)(out->nitems - first);
-        if (r->nfindings)
-            judge_progress(out, r, bp, running, host, ev_grace, now);
-        out->progressing_nodes += r->progressing;
-        if (!nd->gpu && r->nfindings == 0)
+        size_t at = out->nnodes;
+        struct gpuop_node_result *r = &out->nodes[at];
+        if ((rc = gpuop_findings_judge_node(out, (uint32_t)at, sorted[i], &best[i * nops], now, r,
+                                            &s->tally[at])) < 0)
+            goto done;
+        rc = GPUOP_ENOMEM;
+        if (!gpuop_findings_listed(r))
             continue; /* non-GPU node with nothing to say: not listed */
-        if (!(r->name = gpuop_arena_strdup(&out->names, nd->name)))
+        if (!(r->name = gpuop_arena_strdup(&out->names, sorted[i]->name)))
             goto done;
         out->nnodes++;
-        if (r->nfindings)
-            out->finding_nodes++;
-        if (nd->gpu) {
-            out->gpu_nodes++;
-            out->advertised_gpus += nd->gpus.allocatable;
-            if (!r->nfindings)
-                out->complete_nodes++;
-            if (nviol)
-                out->violations++;
-        }
+        gpuop_findings_count_node(out, at, 1, false);
     }
     rc = 0;
 done:
@@ -713,12 +1007,15 @@ void gpuop_findings_free(struct gpuop_findings *f)
     gpuop_arena_free(&f->names);
     free(f->nodes);
     free(f->items);
+    free(f->inc.tally);
     memset(f, 0, sizeof(*f));
 }
 
 int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
     f->stranded = NULL; /* borrowed from the controller */
+    free(f->inc.tally); /* no longer updatable: its nodes are about to go */
+    f->inc.tally = NULL;
     f->nstranded = 0;
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
@@ -726,8 +1023,10 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
         f->operands[o].controller_says = NULL; /* borrowed from the inputs */
     if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
         struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
-        if (items)
+        if (items) {
             f->items = items;
+            f->inc.items_cap = f->nitems;
+        }
     }
     /* the nodes with findings, their names in a new arena, in name order */
     size_t n = 0;
@@ -771,428 +1070,4 @@ int gpuop_findings_keep_keys(struct gpuop_findings *f)
     f->nodes = nodes;
     f->nnodes = n;
     return 0;
-}
-
-/* What a finding's ref points at, by reason. */
-enum ref_type {
-    REF_NONE,
-    REF_TAINT,
-    REF_LABEL,
-    REF_POD_NAME,  /* the pod, its name the detail */
-    REF_POD_STATE, /* the pod, its state the detail */
-    REF_POD        /* the running pod, no detail (what the templates say of it) */
-};
-
-static enum ref_type ref_type(int reason)
-{
-    switch (reason) {
-    case GPUOP_REASON_TAINT_NOT_TOLERATED:
-        return REF_TAINT;
-    case GPUOP_REASON_DAEMONSET_ABSENT:  /* a per-OS pool's DaemonSet name, or NULL */
-    case GPUOP_REASON_OS_LABELS_MISSING: /* the labels the node lacks */
-    case GPUOP_REASON_LABEL_EMPTY:
-    case GPUOP_REASON_LABEL_PAUSED:
-    case GPUOP_REASON_LABEL_PAUSED_LEFT_OVER:
-    case GPUOP_REASON_LABEL_INVALID:
-    case GPUOP_REASON_HELD_BY_PREREQUISITE:
-    case GPUOP_REASON_LABEL_CHANGED:
-        return REF_LABEL;
-    case GPUOP_REASON_OPERAND_DISABLED:
-    case GPUOP_REASON_NODE_OPTED_OUT:
-    case GPUOP_REASON_LABEL_NOT_TRUE:
-    case GPUOP_REASON_NOT_GPU_NODE:
-    case GPUOP_REASON_POD_STUCK_TERMINATING:
-    case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
-    case GPUOP_REASON_WAITING_FOR_GATE:
-        return REF_POD_NAME;
-    case GPUOP_REASON_POD_UNSCHEDULABLE:
-    case GPUOP_REASON_IMAGE_PULL_FAILED:
-    case GPUOP_REASON_CRASH_LOOP:
-    case GPUOP_REASON_POD_PENDING:
-    case GPUOP_REASON_POD_NOT_READY:
-    case GPUOP_REASON_POD_FAILED:
-    case GPUOP_REASON_POD_TERMINATING:
-        return REF_POD_STATE;
-    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
-    case GPUOP_REASON_PREREQUISITE_NOT_RUNNING:
-        return REF_POD;
-    default:
-        return REF_NONE;
-    }
-}
-
-static void fmt_time(long long t, char *buf, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= GPUOP_TIME_UNREADABLE)
-        snprintf(buf, size, "an unreadable time");
-    else if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "?");
-}
-
-int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
-{
-    if (size)
-        buf[0] = '\0';
-    if (!x || !x->ref)
-        return 0;
-    const struct gpuop_taint *t = x->ref;
-    const struct gpuop_pod *pod = x->ref;
-    const char *wr, *wm, *phase;
-    char since[64] = "";
-    switch (ref_type(x->reason)) {
-    case REF_TAINT:
-        return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
-                        t->value && *t->value ? "=" : "", t->value && *t->value ? t->value : "",
-                        t->effect ? t->effect : "");
-    case REF_LABEL:
-        return snprintf(buf, size, "%s", (const char *)x->ref);
-    case REF_POD_NAME:
-        return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
-    case REF_POD_STATE:
-        wr = pod->waiting_reason;
-        wm = pod->waiting_message;
-        phase = gpuop_phase_name(pod->phase);
-        if (pod->deleted) {
-            char when[32];
-            fmt_time(pod->deleted, when, sizeof(when));
-            snprintf(since, sizeof(since), "terminating since %s, ", when);
-        }
-        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
-                        pod->name ? pod->name : "?", since, phase ? phase : "without phase",
-                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
-                        wr ? wr : "", wm && *wm ? " - " : "", wm ? wm : "", (int)pod->restarts,
-                        pod->restarts == 1 ? "" : "s");
-    default:
-        return 0;
-    }
-}
-
-long long gpuop_finding_since(const struct gpuop_finding *x)
-{
-    if (!x)
-        return 0;
-    if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
-        return x->since;
-    if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
-        return ((const struct gpuop_pod *)x->ref)->deleted;
-    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
-        return ((const struct gpuop_pod *)x->ref)->ready_since;
-    if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
-        return ((const struct gpuop_pod *)x->ref)->gate_since;
-    if (x->ref && ref_type(x->reason) == REF_POD_STATE)
-        return ((const struct gpuop_pod *)x->ref)->created;
-    return 0;
-}
-
-/* The pod a finding is about, when it is one (borrowed from the inputs). */
-static const struct gpuop_pod *finding_pod(const struct gpuop_finding *x)
-{
-    int t = ref_type(x->reason);
-    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
-}
-
-const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
-{
-    return (f && x && x->node < f->nnodes) ? f->nodes[x->node].name : "";
-}
-
-/* ---- messages ---- */
-
-struct sbuf {
-    char *buf;
-    size_t size, len; /* len: wanted length, may exceed size */
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->len < b->size) {
-        size_t room = b->size - 1 - b->len;
-        memcpy(b->buf + b->len, s, n < room ? n : room);
-        b->buf[b->len + (n < room ? n : room)] = '\0';
-    }
-    b->len += n;
-}
-
-/* ---- stranded GPU pods (gathered by the controller, rendered here) ---- */
-
-bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r)
-{
-    for (uint32_t k = 0; k < r->nfindings && r->first + k < f->nitems; k++)
-        if (f->items[r->first + k].kind == GPUOP_KIND_ORDERING)
-            return true;
-    return false;
-}
-
-static int stranded_cmp(const void *key, const void *elem)
-{
-    return strcmp(key, ((const struct gpuop_stranded *)elem)->node);
-}
-
-const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,
-                                                     const struct gpuop_node_result *r)
-{
-    if (!f || !r || !f->stranded || !f->nstranded || !r->name || !gpuop_findings_violates(f, r))
-        return NULL;
-    return bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp);
-}
-
-void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s, size_t n)
-{
-    f->stranded = s;
-    f->nstranded = s ? n : 0;
-    f->stranded_pods = 0;
-    for (size_t i = 0; i < f->nnodes; i++) {
-        const struct gpuop_stranded *e = gpuop_findings_stranded(f, &f->nodes[i]);
-        if (e)
-            f->stranded_pods += e->count;
-    }
-}
-
-int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size)
-{
-    struct sbuf b = {buf, size, 0};
-    if (size)
-        buf[0] = '\0';
-    if (!s || !s->count)
-        return 0;
-    uint32_t n = s->nnames < GPUOP_STRANDED_NAMES_MAX ? s->nnames : GPUOP_STRANDED_NAMES_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            sb_add(&b, ", ", 2);
-        const char *name = s->names[i] ? s->names[i] : "?";
-        sb_add(&b, name, strlen(name));
-    }
-    if (s->count > n) {
-        char more[40];
-        int k = snprintf(more, sizeof(more), "%s%u more", n ? " and " : "", s->count - n);
-        sb_add(&b, more, (size_t)k);
-    }
-    return (int)b.len;
-}
-
-/* What a template's placeholders stand for, for one finding (reasons.h). */
-struct vars {
-    const struct gpuop_findings *f;
-    const struct gpuop_finding *x;
-    const struct gpuop_operand *op, *prereq;
-    char detail[GPUOP_FINDING_MESSAGE_MAX];
-};
-
-/* The DaemonSet a finding is about: a per-OS operand's pool's (an absent
- * one named in the ref, a present one by its index in the operand's
- * list), else the operand's. */
-static void pool_ds_name(const struct vars *v, char *buf, size_t size)
-{
-    const struct gpuop_finding *x = v->x;
-    const char *list = v->f->operands[x->operand].daemonsets;
-    bool pooled =
-        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED;
-    if (x->reason == GPUOP_REASON_DAEMONSET_ABSENT && x->ref) {
-        snprintf(buf, size, "%s", v->detail);
-        return;
-    }
-    for (int k = 0; pooled && list && x->prereq >= 0 && *list; k++) {
-        size_t n = strcspn(list, ",");
-        if (k == x->prereq) {
-            snprintf(buf, size, "%.*s", (int)n, list);
-            return;
-        }
-        list += n + (list[n] == ',');
-    }
-    snprintf(buf, size, "%s", v->op->ds_name);
-}
-
-/* Writes the value of placeholder name (n bytes) into buf; false when
- * there is no such placeholder. */
-static bool var(const struct vars *v, const char *name, size_t n, char *buf, size_t size)
-{
-#define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
-    const struct gpuop_node_result *r = v->x->node < v->f->nnodes ? &v->f->nodes[v->x->node] : NULL;
-    const struct gpuop_pod *pod = finding_pod(v->x);
-    buf[0] = '\0';
-    if (IS("operand"))
-        snprintf(buf, size, "%s", v->op->name);
-    else if (IS("key"))
-        snprintf(buf, size, "%s", v->op->key);
-    else if (IS("ds")) /* a per-OS pool's DaemonSet: named by the ref, or by its index */
-        pool_ds_name(v, buf, size);
-    else if (IS("prereq"))
-        snprintf(buf, size, "%s", v->prereq ? v->prereq->name : "?");
-    else if (IS("detail"))
-        snprintf(buf, size, "%s", v->detail);
-    else if (IS("since")) {
-        if (gpuop_finding_since(v->x) > 0)
-            fmt_time(gpuop_finding_since(v->x), buf, size);
-    } else if (IS("terminating")) {
-        if (pod && pod->deleted)
-            fmt_time(pod->deleted, buf, size);
-    } else if (IS("label-state")) /* enabled operand: host-provided here means "false" */
-        snprintf(buf, size, "%s",
-                 r && (r->host_provided >> v->x->operand) & 1 ? "\"false\"" : "not \"true\"");
-    else if (IS("chain")) {
-        int direct = gpuop_operand_prereq(v->x->operand);
-        size_t len = 0;
-        for (int c = v->x->operand, hops = 0; v->prereq && direct >= 0 && direct != v->x->prereq &&
-                                              c >= 0 && hops < GPUOP_OPERAND_MAX && len < size;
-             hops++, c = gpuop_operand_prereq(c)) {
-            int k = snprintf(buf + len, size - len, "%s%s", hops ? " -> " : "",
-                             gpuop_operand_get(c)->name);
-            len += k > 0 ? (size_t)k : 0;
-            if (c == v->x->prereq)
-                break;
-        }
-    } else if (IS("prereq-label") || IS("label-now")) { /* ref: a label's value, NULL absent */
-        if (v->x->ref)
-            snprintf(buf, size, "\"%.512s\"", v->detail);
-        else
-            snprintf(buf, size, "absent");
-    } else if (IS("controller")) { /* what the DaemonSet controller says (caches.h) */
-        const char *says = v->f->operands[v->x->operand].controller_says;
-        size_t len = says ? strlen(says) : 0;
-        if (len)
-            snprintf(buf, size, "%s%s", says, says[len - 1] == '.' ? "" : ".");
-    } else if (IS("node"))
-        snprintf(buf, size, "%s", r && r->name ? r->name : "");
-    else if (IS("grace"))
-        snprintf(buf, size, "%ld", v->f->terminating_grace_s);
-    else if (IS("gate") || IS("gate-file") || IS("gate-what")) { /* a pod's gate (gate.h) */
-        const struct gpuop_gate_info *g = pod ? gpuop_gate_get(pod->gate) : NULL;
-        snprintf(buf, size, "%s",
-                 !g                ? ""
-                 : IS("gate")      ? g->container
-                 : IS("gate-file") ? g->file
-                                   : g->what);
-    } else if (IS("upgrade-state")) {
-        static const char *const states[] = {[GPUOP_UPGRADE_ABSENT] = "absent",
-                                             [GPUOP_UPGRADE_DONE] = "\"upgrade-done\"",
-                                             [GPUOP_UPGRADE_FAILED] = "\"upgrade-failed\"",
-                                             [GPUOP_UPGRADE_ACTIVE] = "set"};
-        snprintf(buf, size, "%s",
-                 r && r->upgrade <= GPUOP_UPGRADE_ACTIVE ? states[r->upgrade] : "?");
-    } else if (IS("capacity"))
-        snprintf(buf, size, "%u", r ? r->gpus.capacity : 0u);
-    else if (IS("allocatable"))
-        snprintf(buf, size, "%u", r ? r->gpus.allocatable : 0u);
-    else if (IS("advertised") || IS("unadvertised")) /* the node's nvidia.com/gpu: some, none */
-        snprintf(buf, size, "%s", (r && r->gpus.allocatable) == IS("advertised") ? "yes" : "");
-    else if (IS("mig"))
-        snprintf(buf, size, "%s", r && r->gpus.mig_allocatable ? "yes" : "");
-    else if (IS("stranded")) /* GPU pods bound here (the controller's LIST) */
-        gpuop_stranded_text(gpuop_findings_stranded(v->f, r), buf, size);
-    else if (IS("stranded-count")) {
-        const struct gpuop_stranded *st = gpuop_findings_stranded(v->f, r);
-        if (st && st->count)
-            snprintf(buf, size, "%u", st->count);
-    } else
-        return false;
-    return true;
-#undef IS
-}
-
-/* Appends template text (reasons.h), at most depth levels of [name:text]. */
-static void render(struct sbuf *b, const struct vars *v, const char *text, const char *end,
-                   int depth)
-{
-    char val[GPUOP_FINDING_MESSAGE_MAX];
-    while (text < end) {
-        const char *lt = memchr(text, '<', (size_t)(end - text));
-        const char *br = depth ? memchr(text, '[', (size_t)(end - text)) : NULL;
-        const char *at = lt && (!br || lt < br) ? lt : br;
-        if (!at) {
-            sb_add(b, text, (size_t)(end - text));
-            return;
-        }
-        sb_add(b, text, (size_t)(at - text));
-        const char *close = memchr(at, at == lt ? '>' : ']', (size_t)(end - at));
-        const char *colon = at == br && close ? memchr(at, ':', (size_t)(close - at)) : NULL;
-        if (at == lt && close && var(v, at + 1, (size_t)(close - at - 1), val, sizeof(val))) {
-            sb_add(b, val, strlen(val));
-            text = close + 1;
-        } else if (at == br && colon &&
-                   var(v, at + 1, (size_t)(colon - at - 1), val, sizeof(val))) {
-            if (*val)
-                render(b, v, colon + 1, close, depth - 1);
-            text = close + 1;
-        } else { /* not a placeholder: literal */
-            sb_add(b, at, 1);
-            text = at + 1;
-        }
-    }
-}
-
-int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_finding *x, char *buf,
-                          size_t size)
-{
-    struct sbuf b = {buf, size, 0};
-    const struct gpuop_reason_info *ri = x ? gpuop_reason_get(x->reason) : NULL;
-    struct vars v = {.f = f, .x = x, .op = x ? gpuop_operand_get(x->operand) : NULL};
-
-    if (size)
-        buf[0] = '\0';
-    if (!f || !ri || !v.op)
-        return 0;
-    v.prereq =
-        x->reason == GPUOP_REASON_TAINT_NOT_TOLERATED || x->reason == GPUOP_REASON_POD_NOT_CREATED
-            ? NULL /* prereq holds a pool's DaemonSet index there */
-            : gpuop_operand_get(x->prereq);
-    gpuop_finding_detail(x, v.detail, sizeof(v.detail));
-    render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
-    sb_add(&b, " ", 1);
-    render(&b, &v, ri->action, ri->action + strlen(ri->action), 1);
-    return (int)b.len;
-}
-
-/* ---- diff ---- */
-
-static int key_cmp(const struct gpuop_findings *a, const struct gpuop_finding *x,
-                   const struct gpuop_findings *b, const struct gpuop_finding *y)
-{
-    int c = strcmp(gpuop_finding_node(a, x), gpuop_finding_node(b, y));
-    if (c)
-        return c;
-    if (x->operand != y->operand)
-        return x->operand < y->operand ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    if (x->reason != y->reason)
-        return x->reason < y->reason ? -1 : 1;
-    return 0;
-}
-
-void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
-                               const struct gpuop_findings *cur)
-{
-    *d = (struct gpuop_findings_diff){prev, cur, 0, 0};
-}
-
-static void change(struct gpuop_finding_change *out, const struct gpuop_findings *set,
-                   const struct gpuop_finding *x, bool appeared)
-{
-    *out = (struct gpuop_finding_change){appeared,   set,     x,        gpuop_finding_node(set, x),
-                                         x->operand, x->kind, x->reason};
-}
-
-bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out)
-{
-    const struct gpuop_findings *prev = d->prev, *cur = d->cur;
-    size_t np = prev ? prev->nitems : 0, nc = cur ? cur->nitems : 0;
-
-    while (d->i < np || d->j < nc) {
-        int c = d->i >= np   ? 1
-                : d->j >= nc ? -1
-                             : key_cmp(prev, &prev->items[d->i], cur, &cur->items[d->j]);
-        if (c < 0) {
-            change(out, prev, &prev->items[d->i++], false);
-            return true;
-        }
-        if (c > 0) {
-            change(out, cur, &cur->items[d->j++], true);
-            return true;
-        }
-        d->i++;
-        d->j++;
-    }
-    return false;
 }

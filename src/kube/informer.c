@@ -427,8 +427,9 @@ static void start_list(struct gpuop_informer *inf)
     gpuop_jsonlist_reset(&inf->list);
     inf->list_err[0] = '\0';
     /* Streamed, so a page is never held whole: see jsonlist.h. */
-    int rc = path ? gpuop_kube_stream(inf->kube, path, LIST_TIMEOUT_MS, on_list_data, list_done,
-                                      inf, &inf->req)
+    struct gpuop_kube_opts o = {
+        .verb = GPUOP_KUBE_GET, .path = path, .timeout_ms = LIST_TIMEOUT_MS};
+    int rc = path ? gpuop_kube_stream(inf->kube, &o, on_list_data, list_done, inf, &inf->req)
                   : GPUOP_ENOMEM;
     free(path);
     if (rc < 0) {
@@ -549,10 +550,11 @@ static void start_watch(struct gpuop_informer *inf)
     inf->watch_started = uv_now(inf->loop);
     inf->state = ST_WATCHING;
     inf->stats.watches++;
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_WATCH,
+                                .path = path,
+                                .timeout_ms = (long)(timeout_s + WATCH_CLIENT_SLACK_S) * 1000};
     int rc =
-        path ? gpuop_kube_stream(inf->kube, path, (long)(timeout_s + WATCH_CLIENT_SLACK_S) * 1000,
-                                 on_data, watch_done, inf, &inf->req)
-             : GPUOP_ENOMEM;
+        path ? gpuop_kube_stream(inf->kube, &o, on_data, watch_done, inf, &inf->req) : GPUOP_ENOMEM;
     free(path);
     if (rc < 0) {
         inf->req = NULL;

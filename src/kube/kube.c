@@ -25,12 +25,18 @@
  * then the kick tears down: easy handles, the multi handle, every poll and
  * both timers; the user's callback runs when the last close callback has.
  *
+ * Process-wide setup (curl_global_init, SIGPIPE ignored) is main's, once
+ * (kube.h): a client never changes process state.
+ *
+ * Every curl_easy_setopt and curl_multi_setopt result is checked (SET_EASY,
+ * SET_MULTI): an option libcurl refuses fails the request, or the client,
+ * with the option's name in the error.
+ *
  * Limits: a response body is capped by max_body (GPUOP_KUBE_MAX_BODY,
  * settable for tests); the bearer token file is read at most 64 KiB and
  * re-read when its copy is older than token_ttl (60 s). The token lives in
  * one header per request and is never logged.
  */
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,8 +77,8 @@ struct gpuop_kube_req {
     struct curl_slist *headers;
     char *url;
     char *body; /* request body copy */
-    const char *verb;
-    char method[16];
+    size_t body_len;
+    enum gpuop_kube_verb verb;
     gpuop_kube_done_cb done;
     gpuop_kube_data_cb on_data;
     void *arg;
@@ -112,7 +118,38 @@ struct gpuop_kube {
 static void check_multi_info(struct gpuop_kube *k);
 static void schedule_kick(struct gpuop_kube *k);
 
+/* Each verb's HTTP method and the name the observer counts it under. */
+static const struct {
+    const char *method, *name;
+} verbs[] = {
+    [GPUOP_KUBE_GET] = {"GET", "GET"},       [GPUOP_KUBE_WATCH] = {"GET", "WATCH"},
+    [GPUOP_KUBE_POST] = {"POST", "POST"},    [GPUOP_KUBE_PUT] = {"PUT", "PUT"},
+    [GPUOP_KUBE_PATCH] = {"PATCH", "PATCH"}, [GPUOP_KUBE_DELETE] = {"DELETE", "DELETE"},
+};
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
 /* ---- small helpers --------------------------------------------------- */
+
+/* The checked setter: the first option libcurl refuses is kept in c (rc
+ * and err, naming the option); the calls after it still run, harmlessly,
+ * so a run of SET_EASY/SET_MULTI reads as the list of options it is, with
+ * one check at its end. */
+struct opt_check {
+    int rc;
+    struct gpuop_err *err;
+};
+
+static void opt_result(struct opt_check *c, const char *name, CURLcode ec, CURLMcode mc)
+{
+    if (c->rc || (ec == CURLE_OK && mc == CURLM_OK))
+        return;
+    bool oom = ec == CURLE_OUT_OF_MEMORY || mc == CURLM_OUT_OF_MEMORY;
+    c->rc = gpuop_err_set(c->err, oom ? GPUOP_ENOMEM : GPUOP_EINVAL, NULL, "libcurl refused %s: %s",
+                          name, ec != CURLE_OK ? curl_easy_strerror(ec) : curl_multi_strerror(mc));
+}
+#define SET_EASY(c, e, opt, val) opt_result((c), #opt, curl_easy_setopt((e), opt, (val)), CURLM_OK)
+#define SET_MULTI(c, m, opt, val)                                                                  \
+    opt_result((c), #opt, CURLE_OK, curl_multi_setopt((m), opt, (val)))
 
 static void wipe_free(char *s)
 {
@@ -201,7 +238,7 @@ static void finish(struct gpuop_kube_req *r, int rc, json_t *body, const struct 
     r->finished = true;
     struct gpuop_kube *k = r->k;
     if (k->observe && rc != GPUOP_ECANCELED)
-        k->observe(k->observe_arg, r->verb, http_code);
+        k->observe(k->observe_arg, verbs[r->verb].name, http_code);
     if (k->fatal && rc == GPUOP_ETLS)
         k->fatal(k->fatal_arg, err);
     r->done(r->arg, rc, body, err);
@@ -229,14 +266,15 @@ static int rc_for_http(long code)
     }
 }
 
-/* Fills err from a non-2xx response: a Kubernetes Status when the body is
- * one, else the first bytes of the body, printable characters only. */
-static void decode_error(struct gpuop_kube_req *r, long code, struct gpuop_err *err)
+/* Fills err from a non-2xx response: a Kubernetes Status when the body
+ * (st, borrowed: the body parsed, or NULL) is one, else the first bytes of
+ * the raw body, printable characters only. */
+static void decode_error(const struct gpuop_kube_req *r, long code, const json_t *st,
+                         struct gpuop_err *err)
 {
     int rc = rc_for_http(code);
     gpuop_err_set(err, rc, NULL, "HTTP %ld", code);
     err->http_code = code;
-    json_t *st = r->resp.len ? json_loadb(r->resp.data, r->resp.len, 0, NULL) : NULL;
     const char *reason = json_string_value(json_object_get(st, "reason"));
     const char *msg = json_string_value(json_object_get(st, "message"));
     if (json_is_object(st) && (reason || msg)) {
@@ -257,7 +295,6 @@ static void decode_error(struct gpuop_kube_req *r, long code, struct gpuop_err *
         snip[n] = '\0';
         snprintf(err->message, sizeof(err->message), "HTTP %ld: %s", code, snip);
     }
-    json_decref(st);
 }
 
 /* A transfer curl reports finished. */
@@ -294,14 +331,17 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
                                                    : "Transport");
         err.http_code = code;
     } else if (code >= 200 && code < 300) {
-        if (!r->on_data && r->resp.len)
-            body = json_loadb(r->resp.data, r->resp.len, 0, NULL);
+        json_error_t jerr;
+        if (!r->on_data && r->resp.len && !(body = json_loadb(r->resp.data, r->resp.len, 0, &jerr)))
+            rc = gpuop_err_set(&err, GPUOP_EPARSE, NULL,
+                               "the HTTP %ld response is not JSON: %s (line %d, column %d)", code,
+                               jerr.text, jerr.line, jerr.column);
         err.http_code = code;
     } else {
-        decode_error(r, code, &err);
+        /* parsed once: the Status for err, and the body done is given */
+        body = r->resp.len ? json_loadb(r->resp.data, r->resp.len, 0, NULL) : NULL;
+        decode_error(r, code, body, &err);
         rc = err.rc;
-        if (r->resp.len)
-            body = json_loadb(r->resp.data, r->resp.len, 0, NULL);
     }
     finish(r, rc, body, &err, code);
     json_decref(body);
@@ -468,7 +508,6 @@ static void handle_gone(struct gpuop_kube *k)
     wipe_free(k->token);
     gpuop_kubeconfig_free(&k->cfg);
     free(k);
-    curl_global_cleanup();
     if (cb)
         cb(arg);
 }
@@ -564,33 +603,32 @@ int gpuop_kube_new(uv_loop_t *loop, const struct gpuop_kubeconfig *cfg, struct g
         free(k);
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        gpuop_kubeconfig_free(&k->cfg);
-        free(k);
-        return gpuop_err_set(err, GPUOP_ETRANSPORT, NULL, "curl_global_init failed");
-    }
-    signal(SIGPIPE, SIG_IGN);
+    struct opt_check oc = {.err = err};
     k->multi = curl_multi_init();
-    if (!k->multi) {
-        curl_global_cleanup();
+    if (k->multi) {
+        SET_MULTI(&oc, k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+        SET_MULTI(&oc, k->multi, CURLMOPT_SOCKETDATA, k);
+        SET_MULTI(&oc, k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+        SET_MULTI(&oc, k->multi, CURLMOPT_TIMERDATA, k);
+        /* Connections kept open, in use or idle (curl counts both). curl's
+         * default, four per transfer in flight, left 20 TLS connections
+         * open after a 5,000-node rollout, some 40 KB each; the watches
+         * hold theirs, and a quiet controller needs one more for its Lease. */
+        SET_MULTI(&oc, k->multi, CURLMOPT_MAXCONNECTS, (long)MAX_CONNECTIONS);
+    }
+    if (!k->multi || oc.rc) {
+        int rc = k->multi ? oc.rc : gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+        if (k->multi)
+            curl_multi_cleanup(k->multi);
         gpuop_kubeconfig_free(&k->cfg);
         free(k);
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+        return rc;
     }
     if ((cfg->token || cfg->token_file) && !strncasecmp(cfg->server, "http://", 7))
         warn_plain_token(cfg->server);
     k->loop = loop;
     k->max_body = GPUOP_KUBE_MAX_BODY;
     k->token_ttl_ms = TOKEN_TTL_MS;
-    curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
-    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
-    /* Connections kept open, in use or idle (curl counts both). curl's
-     * default, four per transfer in flight, left 20 TLS connections open
-     * after a 5,000-node rollout, some 40 KB each; the four watches hold
-     * theirs, and a quiet controller needs one more for its Lease. */
-    curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, (long)MAX_CONNECTIONS);
     uv_timer_init(loop, &k->timer);
     uv_timer_init(loop, &k->kick);
     k->timer.data = k;
@@ -680,6 +718,79 @@ static const char *current_token(struct gpuop_kube *k, struct gpuop_err *err, in
     return NULL;
 }
 
+/* The transfer's own options: where, how long, where the bytes go. */
+static void set_transfer(struct opt_check *oc, struct gpuop_kube_req *r, long timeout_ms)
+{
+    CURL *e = r->easy;
+    SET_EASY(oc, e, CURLOPT_URL, r->url);
+    SET_EASY(oc, e, CURLOPT_PRIVATE, r);
+    SET_EASY(oc, e, CURLOPT_ERRORBUFFER, r->errbuf);
+    SET_EASY(oc, e, CURLOPT_NOSIGNAL, 1L);
+    SET_EASY(oc, e, CURLOPT_WRITEFUNCTION, on_write);
+    SET_EASY(oc, e, CURLOPT_WRITEDATA, r);
+    SET_EASY(oc, e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    SET_EASY(oc, e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    SET_EASY(oc, e, CURLOPT_FOLLOWLOCATION, 0L);
+    SET_EASY(oc, e, CURLOPT_PROTOCOLS_STR, "http,https");
+    SET_EASY(oc, e, CURLOPT_ACCEPT_ENCODING, NULL);
+    /* The smallest upload buffer curl allows (default 64 KB): an apply or
+     * status body is a few KB, and every request in flight holds one. */
+    SET_EASY(oc, e, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
+    if (r->on_data) {
+        SET_EASY(oc, e, CURLOPT_TCP_KEEPALIVE, 1L);
+        SET_EASY(oc, e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+        SET_EASY(oc, e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
+    }
+}
+
+/* TLS from the kubeconfig: the CA, our certificate and key, as blobs
+ * (curl copies none: they live as long as the client) or files. */
+static void set_tls(struct opt_check *oc, CURL *e, const struct gpuop_kubeconfig *c)
+{
+    if (c->insecure) {
+        SET_EASY(oc, e, CURLOPT_SSL_VERIFYPEER, 0L);
+        SET_EASY(oc, e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca.data) {
+        struct curl_blob b = {.data = c->ca.data, .len = c->ca.len, .flags = CURL_BLOB_NOCOPY};
+        SET_EASY(oc, e, CURLOPT_CAINFO_BLOB, &b);
+    } else if (c->ca_file) {
+        SET_EASY(oc, e, CURLOPT_CAINFO, c->ca_file);
+    }
+    if (c->cert.data) {
+        struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_NOCOPY};
+        SET_EASY(oc, e, CURLOPT_SSLCERT_BLOB, &b);
+    } else if (c->cert_file) {
+        SET_EASY(oc, e, CURLOPT_SSLCERT, c->cert_file);
+    }
+    if (c->cert.data || c->cert_file)
+        SET_EASY(oc, e, CURLOPT_SSLCERTTYPE, "PEM");
+    if (c->key.data) {
+        struct curl_blob b = {.data = c->key.data, .len = c->key.len, .flags = CURL_BLOB_NOCOPY};
+        SET_EASY(oc, e, CURLOPT_SSLKEY_BLOB, &b);
+    } else if (c->key_file) {
+        SET_EASY(oc, e, CURLOPT_SSLKEY, c->key_file);
+    }
+    if (c->key.data || c->key_file)
+        SET_EASY(oc, e, CURLOPT_SSLKEYTYPE, "PEM");
+}
+
+/* The method, and the body when there is one. */
+static void set_method(struct opt_check *oc, struct gpuop_kube_req *r)
+{
+    CURL *e = r->easy;
+    const char *method = verbs[r->verb].method;
+    if (r->body) {
+        SET_EASY(oc, e, CURLOPT_POSTFIELDS, r->body);
+        SET_EASY(oc, e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        if (r->verb != GPUOP_KUBE_POST)
+            SET_EASY(oc, e, CURLOPT_CUSTOMREQUEST, method);
+    } else if (!strcmp(method, "GET")) {
+        SET_EASY(oc, e, CURLOPT_HTTPGET, 1L);
+    } else {
+        SET_EASY(oc, e, CURLOPT_CUSTOMREQUEST, method);
+    }
+}
+
 static int add_header(struct curl_slist **l, const char *h)
 {
     struct curl_slist *n = curl_slist_append(*l, h);
@@ -689,74 +800,12 @@ static int add_header(struct curl_slist **l, const char *h)
     return 0;
 }
 
-static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char *method,
-                      const char *content_type, size_t body_len, long timeout_ms,
-                      struct gpuop_err *err)
+/* The request's headers into r->headers, the bearer token's among them. */
+static int add_headers(struct gpuop_kube *k, struct gpuop_kube_req *r, const char *content_type,
+                       struct gpuop_err *err)
 {
-    CURL *e = r->easy;
-    int rc;
-    curl_easy_setopt(e, CURLOPT_URL, r->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
-    /* The smallest upload buffer curl allows (default 64 KB): an apply or
-     * status body is a few KB, and every request in flight holds one. */
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
-    if (r->on_data) {
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
-    }
-
-    /* TLS */
-    const struct gpuop_kubeconfig *c = &k->cfg;
-    if (c->insecure) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    } else if (c->ca.data) {
-        struct curl_blob b = {.data = c->ca.data, .len = c->ca.len, .flags = CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
-    } else if (c->ca_file) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
-    }
-    if (c->cert.data) {
-        struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
-        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-    } else if (c->cert_file) {
-        curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
-        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-    }
-    if (c->key.data) {
-        struct curl_blob b = {.data = c->key.data, .len = c->key.len, .flags = CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
-        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
-    } else if (c->key_file) {
-        curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
-        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
-    }
-
-    /* method and body */
-    if (r->body) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-        if (strcmp(method, "POST") != 0)
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-    } else if (!strcmp(method, "GET")) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-    }
-
-    /* headers */
     char h[256];
+    int rc;
     if ((rc = add_header(&r->headers, "Accept: application/json")) ||
         (rc = add_header(&r->headers, "User-Agent: gpuop/" GPUOP_VERSION)) ||
         (rc = add_header(&r->headers, "Expect:")))
@@ -767,67 +816,91 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r, const char
             return gpuop_err_set(err, rc, NULL, NULL);
     }
     const char *tok = current_token(k, err, &rc);
-    if (rc)
+    if (rc || !tok)
         return rc;
-    if (tok) {
-        size_t n = strlen(tok) + sizeof("Authorization: Bearer ");
-        char *a = malloc(n);
-        if (!a)
-            return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
-        snprintf(a, n, "Authorization: Bearer %s", tok);
-        rc = add_header(&r->headers, a);
-        explicit_bzero(a, n);
-        free(a);
-        if (rc)
-            return gpuop_err_set(err, rc, NULL, NULL);
-    }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
-    return 0;
+    size_t n = strlen(tok) + sizeof("Authorization: Bearer ");
+    char *a = malloc(n);
+    if (!a)
+        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    snprintf(a, n, "Authorization: Bearer %s", tok);
+    rc = add_header(&r->headers, a);
+    explicit_bzero(a, n);
+    free(a);
+    return rc ? gpuop_err_set(err, rc, NULL, NULL) : 0;
 }
 
-static int start(struct gpuop_kube *k, const char *method, const char *path,
-                 const char *content_type, const char *body, size_t body_len, long timeout_ms,
-                 gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
+static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r,
+                      const struct gpuop_kube_opts *o, long timeout_ms, struct gpuop_err *err)
+{
+    struct opt_check oc = {.err = err};
+    set_transfer(&oc, r, timeout_ms);
+    set_tls(&oc, r->easy, &k->cfg);
+    set_method(&oc, r);
+    if (oc.rc)
+        return oc.rc;
+    int rc = add_headers(k, r, o->content_type, err);
+    if (rc)
+        return rc;
+    SET_EASY(&oc, r->easy, CURLOPT_HTTPHEADER, r->headers);
+    return oc.rc;
+}
+
+/* Who hears of a request: on_data (streams only), done, and their arg. */
+struct handlers {
+    gpuop_kube_data_cb on_data;
+    gpuop_kube_done_cb done;
+    void *arg;
+};
+
+/* A request's arguments are usable: a verb, a path that is one (no space
+ * or line break), a watch only as a stream, someone to tell. */
+static bool opts_ok(const struct gpuop_kube_opts *o, const struct handlers *h)
+{
+    return o && (unsigned)o->verb < NVERBS && o->path && o->path[0] == '/' &&
+           !strpbrk(o->path, " \r\n") && h->done && (o->verb != GPUOP_KUBE_WATCH || h->on_data) &&
+           (!h->on_data || (o->verb == GPUOP_KUBE_GET || o->verb == GPUOP_KUBE_WATCH)) &&
+           (!h->on_data || !o->body);
+}
+
+static int start(struct gpuop_kube *k, const struct gpuop_kube_opts *o, const struct handlers *h,
                  struct gpuop_kube_req **out, struct gpuop_err *err)
 {
     if (out)
         *out = NULL;
     if (k->closing)
         return gpuop_err_set(err, GPUOP_ECANCELED, NULL, "the client is closing");
-    if (!method || !*method || strlen(method) >= 16 || strpbrk(method, " \r\n") || !path ||
-        path[0] != '/' || strpbrk(path, " \r\n") || !done)
+    if (!opts_ok(o, h))
         return gpuop_err_set(err, GPUOP_EINVAL, NULL, "bad request arguments");
     struct gpuop_kube_req *r = calloc(1, sizeof(*r));
     if (!r)
         return gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     r->k = k;
-    snprintf(r->method, sizeof(r->method), "%s", method);
-    /* A streamed GET is a WATCH when it asks for one; a streamed LIST page
-     * (informer.c) counts as the GET it is. */
-    r->verb = on_data && strstr(path, "watch=") ? "WATCH" : r->method;
-    r->done = done;
-    r->on_data = on_data;
-    r->arg = arg;
+    r->verb = o->verb;
+    r->done = h->done;
+    r->on_data = h->on_data;
+    r->arg = h->arg;
     gpuop_buf_init(&r->resp, RESP_INITIAL_CAP,
-                   on_data && k->max_body > MAX_ERROR_BODY ? MAX_ERROR_BODY : k->max_body);
-    size_t ulen = strlen(k->cfg.server) + strlen(path) + 1;
+                   h->on_data && k->max_body > MAX_ERROR_BODY ? MAX_ERROR_BODY : k->max_body);
+    size_t ulen = strlen(k->cfg.server) + strlen(o->path) + 1;
     r->url = malloc(ulen);
     r->easy = curl_easy_init();
-    if (body) {
-        r->body = malloc(body_len + 1);
+    if (o->body) {
+        r->body_len = o->body_len ? o->body_len : strlen(o->body);
+        r->body = malloc(r->body_len + 1);
         if (r->body) {
-            memcpy(r->body, body, body_len);
-            r->body[body_len] = '\0';
+            memcpy(r->body, o->body, r->body_len);
+            r->body[r->body_len] = '\0';
         }
     }
     req_link(k, r);
     int rc;
-    if (!r->url || !r->easy || (body && !r->body)) {
+    if (!r->url || !r->easy || (o->body && !r->body)) {
         rc = gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
         goto fail;
     }
-    snprintf(r->url, ulen, "%s%s", k->cfg.server, path);
-    rc = setup_easy(k, r, method, content_type, body_len, timeout_ms, err);
+    snprintf(r->url, ulen, "%s%s", k->cfg.server, o->path);
+    long timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : h->on_data ? 0 : DEFAULT_TIMEOUT_MS;
+    rc = setup_easy(k, r, o, timeout_ms, err);
     if (rc)
         goto fail;
     if (k->in_curl) {
@@ -850,22 +923,19 @@ fail:
     return rc;
 }
 
-int gpuop_kube_request(struct gpuop_kube *k, const char *method, const char *path,
-                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+int gpuop_kube_request(struct gpuop_kube *k, const struct gpuop_kube_opts *o,
                        gpuop_kube_done_cb done, void *arg, struct gpuop_kube_req **out)
 {
-    return start(k, method, path, content_type, body, body_len,
-                 timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, NULL, done, arg, out, NULL);
+    return start(k, o, &(struct handlers){.done = done, .arg = arg}, out, NULL);
 }
 
-int gpuop_kube_stream(struct gpuop_kube *k, const char *path, long timeout_ms,
+int gpuop_kube_stream(struct gpuop_kube *k, const struct gpuop_kube_opts *o,
                       gpuop_kube_data_cb on_data, gpuop_kube_done_cb done, void *arg,
                       struct gpuop_kube_req **out)
 {
     if (!on_data)
         return GPUOP_EINVAL;
-    return start(k, "GET", path, NULL, NULL, 0, timeout_ms > 0 ? timeout_ms : 0, on_data, done, arg,
-                 out, NULL);
+    return start(k, o, &(struct handlers){.on_data = on_data, .done = done, .arg = arg}, out, NULL);
 }
 
 void gpuop_kube_cancel(struct gpuop_kube_req *r)
@@ -896,15 +966,14 @@ static void call_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         cs->err = *err;
 }
 
-int gpuop_kube_call(struct gpuop_kube *k, const char *method, const char *path,
-                    const char *content_type, const char *body, json_t **out, struct gpuop_err *err)
+int gpuop_kube_call(struct gpuop_kube *k, const struct gpuop_kube_opts *o, json_t **out,
+                    struct gpuop_err *err)
 {
     if (out)
         *out = NULL;
     struct call_state cs = {0};
     struct gpuop_kube_req *r = NULL;
-    int rc = start(k, method, path, content_type, body, body ? strlen(body) : 0, DEFAULT_TIMEOUT_MS,
-                   NULL, call_done, &cs, &r, err);
+    int rc = start(k, o, &(struct handlers){.done = call_done, .arg = &cs}, &r, err);
     if (rc)
         return rc;
     while (!cs.done) {

@@ -112,6 +112,14 @@ static long request_timeout(const struct gpuop_leader *l)
     return l->leader || l->closing ? (long)l->renew_ms : 0;
 }
 
+/* Reads the Lease; done hears of it. */
+static int get_lease(struct gpuop_leader *l, gpuop_kube_done_cb done)
+{
+    struct gpuop_kube_opts o = {
+        .verb = GPUOP_KUBE_GET, .path = l->path_obj, .timeout_ms = request_timeout(l)};
+    return gpuop_kube_request(l->kube, &o, done, l, &l->req);
+}
+
 static void schedule_in(struct gpuop_leader *l, uint64_t ms)
 {
     if (l->closing || l->lost)
@@ -243,8 +251,12 @@ static int put_lease(struct gpuop_leader *l, bool take, gpuop_kube_done_cb done)
     json_decref(obj);
     if (!body)
         return GPUOP_ENOMEM;
-    int rc = gpuop_kube_request(l->kube, "PUT", l->path_obj, GPUOP_CT_JSON, body, strlen(body),
-                                request_timeout(l), done, l, &l->req);
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_PUT,
+                                .path = l->path_obj,
+                                .body = body,
+                                .body_len = strlen(body),
+                                .timeout_ms = request_timeout(l)};
+    int rc = gpuop_kube_request(l->kube, &o, done, l, &l->req);
     gpuop_json_free(body);
     return rc;
 }
@@ -258,9 +270,12 @@ static void create(struct gpuop_leader *l)
                        : NULL;
     char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
-    int rc = body ? gpuop_kube_request(l->kube, "POST", l->path_coll, GPUOP_CT_JSON, body,
-                                       strlen(body), request_timeout(l), write_done, l, &l->req)
-                  : GPUOP_ENOMEM;
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_POST,
+                                .path = l->path_coll,
+                                .body = body,
+                                .body_len = body ? strlen(body) : 0,
+                                .timeout_ms = request_timeout(l)};
+    int rc = body ? gpuop_kube_request(l->kube, &o, write_done, l, &l->req) : GPUOP_ENOMEM;
     gpuop_json_free(body);
     if (rc < 0) {
         gpuop_warn(l->obj, "cannot create the lease: %s", gpuop_strerror(rc));
@@ -322,8 +337,7 @@ static void try_once(struct gpuop_leader *l)
         schedule_in(l, l->retry_ms);
         return;
     }
-    int rc = gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
-                                get_done, l, &l->req);
+    int rc = get_lease(l, get_done);
     if (rc < 0) {
         gpuop_warn(l->obj, "cannot read the lease: %s", gpuop_strerror(rc));
         schedule_in(l, l->leader ? l->retry_ms : jittered(l));
@@ -457,8 +471,7 @@ static void release_done(void *arg, int rc, json_t *body, const struct gpuop_err
         gpuop_info(l->obj, "released the lease");
     } else if (rc == GPUOP_ECONFLICT && l->release_tries < RELEASE_TRIES) {
         /* Our last renewal may have landed after all: read and retry. */
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
-                               release_get_done, l, &l->req) == 0)
+        if (get_lease(l, release_get_done) == 0)
             return;
     } else {
         gpuop_warn(l->obj, "could not release the lease: %s",
@@ -509,8 +522,7 @@ void gpuop_leader_close(struct gpuop_leader *l, void (*cb)(void *), void *arg)
         release(l);
     } else if (l->leader) {
         l->release_tries++;
-        if (gpuop_kube_request(l->kube, "GET", l->path_obj, NULL, NULL, 0, request_timeout(l),
-                               release_get_done, l, &l->req) < 0)
+        if (get_lease(l, release_get_done) < 0)
             finish_close(l);
     } else {
         finish_close(l);

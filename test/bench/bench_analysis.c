@@ -4,7 +4,12 @@
  * "true" and a Running pod of each operand enabled by default (the sample
  * policy's six: 30,000 pods; MIG Manager is off), with
  * a sprinkle of broken nodes (missing toolkit, pending driver, tainted), then
- * times gpuop_analyze, gpuop_status_build and gpuop_findings_diff.
+ * times gpuop_analyze, gpuop_status_build and gpuop_findings_diff, and one
+ * incremental update (gpuop_analysis_update of one node whose driver pod
+ * turns Pending, or back to Running, so its findings come and go and the
+ * items after it move), averaged over UPDATES random nodes, with the
+ * slowest; and gpuop_analysis_age, the one pass over the nodes an update
+ * leaves to the reader. Several sizes in one run: bench_analysis 1000 5000 20000.
  *
  * Build and run from the repository root (after building gpuopcore in build/):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude test/bench/bench_analysis.c \
@@ -26,9 +31,30 @@ static double ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* CPU time of this thread (ms): on a loaded machine the wall clock also
+ * counts the time others ran. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Incremental updates timed per size. */
+#define UPDATES 2000
+
+static int bench(size_t n);
+
 int main(int argc, char **argv)
 {
-    size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 5000;
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++)
+        rc = bench(strtoul(argv[i], NULL, 10));
+    return argc > 1 ? rc : bench(5000);
+}
+
+static int bench(size_t n)
+{
     int nops = gpuop_operand_count();
     struct gpuop_policy pol;
     memset(&pol, 0, sizeof(pol));
@@ -39,6 +65,7 @@ int main(int argc, char **argv)
     const struct gpuop_node **np = calloc(n, sizeof(*np));
     struct gpuop_pod *pods = calloc(n * nops, sizeof(*pods));
     const struct gpuop_pod **pp = calloc(n * nops, sizeof(*pp));
+    size_t *pods_of = calloc(n + 1, sizeof(*pods_of)); /* node i's pods: pp[pods_of[i] ..] */
     struct gpuop_ds ds[GPUOP_OPERAND_MAX];
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX];
     size_t npods = 0, nds = 0;
@@ -67,6 +94,7 @@ int main(int argc, char **argv)
             nodes[i].taints[0].effect = strdup("NoSchedule");
             nodes[i].ntaints = 1;
         }
+        pods_of[i] = npods;
         for (int o = 0; o < nops; o++) {
             if (!pol.operands[o].enabled)
                 continue;
@@ -85,21 +113,27 @@ int main(int argc, char **argv)
         }
         np[i] = &nodes[i];
     }
+    pods_of[n] = npods;
 
     struct gpuop_findings f1, f2;
-    double best = 1e9, t;
+    double best = 1e9, best_cpu = 1e9, t, c0;
     for (int round = 0; round < 5; round++) {
         t = ms();
+        c0 = cpu_ms();
         if (gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f1) < 0)
             return 2;
+        c0 = cpu_ms() - c0;
         t = ms() - t;
         if (t < best)
             best = t;
+        if (c0 < best_cpu)
+            best_cpu = c0;
         if (round < 4)
             gpuop_findings_free(&f1);
     }
-    printf("nodes %zu, pods %zu: analyze %.2f ms (best of 5), %zu findings on %zu nodes\n", n,
-           npods, best, f1.nitems, f1.finding_nodes);
+    printf("nodes %zu, pods %zu: analyze %.2f ms wall, %.2f ms CPU (best of 5), %zu findings on "
+           "%zu nodes\n",
+           n, npods, best, best_cpu, f1.nitems, f1.finding_nodes);
 
     t = ms();
     json_t *st = gpuop_status_build(&pol, &f1, NULL, NULL, 0);
@@ -114,6 +148,38 @@ int main(int argc, char **argv)
     while (gpuop_findings_diff_next(&d, &c))
         events++;
     printf("findings_diff %.2f ms (%zu events)\n", ms() - t, events);
+
+    /* one node again: its first pod (the driver) flips Pending <-> Running */
+    pp[5] = &pods[5];
+    gpuop_findings_free(&f2);
+    if (gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2) < 0)
+        return 2;
+    double sum = 0, worst = 0, sum_cpu = 0;
+    unsigned long r = 12345;
+    for (int u = 0; u < UPDATES; u++) {
+        r = r * 6364136223846793005UL + 1442695040888963407UL;
+        size_t i = (size_t)(r >> 33) % n;
+        struct gpuop_pod *p = &pods[pods_of[i]];
+        bool up = p->phase != GPUOP_PHASE_RUNNING;
+        p->phase = up ? GPUOP_PHASE_RUNNING : GPUOP_PHASE_PENDING;
+        p->ready_since = up ? GPUOP_TIME_UNREADABLE : 0;
+        t = ms();
+        c0 = cpu_ms();
+        if (gpuop_analysis_update(&f2, nodes[i].name, &nodes[i], pp + pods_of[i],
+                                  pods_of[i + 1] - pods_of[i], 0) < 0)
+            return 2;
+        sum_cpu += cpu_ms() - c0;
+        t = ms() - t;
+        sum += t;
+        if (t > worst)
+            worst = t;
+    }
+    printf("analysis_update %.4f ms wall, %.4f ms CPU mean, %.4f ms wall slowest (%d updates, "
+           "one node each), %zu findings after\n",
+           sum / UPDATES, sum_cpu / UPDATES, worst, UPDATES, f2.nitems);
+    t = ms();
+    gpuop_analysis_age(&f2, 0);
+    printf("analysis_age %.4f ms\n", ms() - t);
 
     json_decref(st);
     gpuop_findings_free(&f1);
@@ -137,5 +203,6 @@ int main(int argc, char **argv)
     free(np);
     free(pods);
     free(pp);
+    free(pods_of);
     return 0;
 }

@@ -35,6 +35,7 @@
 #include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
+#include "process_setup.h"
 
 #define WAIT_MS  20000 /* generous: valgrind, a loaded machine */
 #define NS       "gpuop-system"
@@ -861,5 +862,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -5,7 +5,9 @@
  * transient findings (pending -> posted -> cleared, or pending -> gone
  * without a word), the first observation (everything waits out the grace),
  * the requeue when a grace ends, and aggregation (the
- * same Event again counts up its object). The first tests post to a port
+ * same Event again counts up its object). The kube layer's recorder
+ * (recorder.h), which does the aggregating, queueing and posting, is
+ * tested through gpuop_events and on its own (test_recorder_*). The first tests post to a port
  * nobody listens on (only what gpuop decides to post is checked); the
  * later ones to fakeapi, which records what arrived. The e2e tests read
  * real Events from the lab.
@@ -23,9 +25,11 @@
 
 #include "events_int.h"
 #include "gpuop/kube.h"
+#include "gpuop/recorder.h"
 #include "queue_int.h"
 #include "fakeapi.h"
 #include "world_fixture.h"
+#include "process_setup.h"
 
 static long long fake_now;
 
@@ -514,6 +518,62 @@ static void test_same_event_is_counted_up(void **state)
     gx_stop(&g);
 }
 
+/* The recorder alone, for an object in a namespace: the Event goes to that
+ * namespace and names it; the same Event again is a PATCH of its count;
+ * a full queue drops and counts. */
+static void test_recorder_namespaced_and_bounded(void **state)
+{
+    (void)state;
+    struct gx g;
+    gx_start(&g, false);
+    struct gpuop_recorder *r = NULL;
+    assert_int_equal(gpuop_recorder_new(g.fx.kube, "tester", &r), 0);
+    gpuop_recorder_set_clock(r, clock_fn);
+    fake_now = 5000000;
+    struct gpuop_recorder_object obj = {
+        .api_version = "apps/v1", .kind = "DaemonSet", .ns = "gpu-operator", .name = "dcgm-"};
+    gpuop_recorder_event(r, &obj, "Warning", "Broken", "it broke");
+    for (int i = 0; i < 2000 && gpuop_recorder_queued(r) > 0; i++)
+        uv_run(&g.fx.loop, UV_RUN_ONCE);
+    const struct fakeapi_request *q = fakeapi_last(g.rec.srv);
+    assert_non_null(q);
+    assert_string_equal(q->method, "POST");
+    assert_string_equal(q->path, "/api/v1/namespaces/gpu-operator/events");
+    json_t *b = json_loads(q->body, 0, NULL);
+    assert_non_null(b);
+    json_t *io = json_object_get(b, "involvedObject");
+    assert_string_equal(json_string_value(json_object_get(io, "namespace")), "gpu-operator");
+    assert_string_equal(json_string_value(json_object_get(io, "kind")), "DaemonSet");
+    assert_string_equal(json_string_value(json_object_get(io, "uid")), "");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(b, "source"), "component")), "tester");
+    const char *name = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+    assert_true(strncmp(name, "dcgm.", 5) == 0 && strlen(name) == 5 + 16); /* no "-." */
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/gpu-operator/events/%s", name);
+    json_decref(b);
+    fake_now += 5;
+    gpuop_recorder_event(r, &obj, "Warning", "Broken", "it broke");
+    for (int i = 0; i < 2000 && gpuop_recorder_queued(r) > 0; i++)
+        uv_run(&g.fx.loop, UV_RUN_ONCE);
+    q = fakeapi_last(g.rec.srv);
+    assert_string_equal(q->method, "PATCH");
+    assert_string_equal(q->path, path);
+    assert_non_null(strstr(q->body, "\"count\":2"));
+    assert_int_equal(gpuop_recorder_posted(r), 2);
+    /* an API server that does not answer in time: the queue fills */
+    char msg[32];
+    for (int i = 0; i < GPUOP_RECORDER_QUEUE_MAX + 5; i++) {
+        snprintf(msg, sizeof(msg), "number %d", i);
+        gpuop_recorder_event(r, &obj, "Normal", "Counted", msg);
+    }
+    assert_int_equal(gpuop_recorder_queued(r), GPUOP_RECORDER_QUEUE_MAX);
+    assert_int_equal(gpuop_recorder_dropped(r), 5);
+    assert_int_equal(gpuop_recorder_posted(r), 2 + GPUOP_RECORDER_QUEUE_MAX);
+    gpuop_recorder_close(r); /* with a post in flight and the rest waiting */
+    gx_stop(&g);
+}
+
 /* ---- a rollout over time: progress per node ---- */
 
 /* RFC 3339 of t (static buffer, one at a time). */
@@ -781,9 +841,10 @@ int main(void)
         cmocka_unit_test(test_first_observation_waits_out_the_grace),
         cmocka_unit_test(test_requeued_when_the_grace_ends),
         cmocka_unit_test(test_same_event_is_counted_up),
+        cmocka_unit_test(test_recorder_namespaced_and_bounded),
         cmocka_unit_test(test_long_rollout_stays_quiet),
         cmocka_unit_test(test_stalled_node_posts_once),
         cmocka_unit_test(test_docs_list_the_transient_reasons),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -33,6 +33,7 @@
 #define STR(x)  STR_(x)
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
+#include "process_setup.h"
 
 #define WAIT_MS    20000 /* generous: valgrind */
 #define BACKOFF_MS 40
@@ -1217,5 +1218,5 @@ int main(void)
         T(test_close_unstarted),     T(test_scratch_window),
         T(test_no_scratch_window),   T(test_scratch_needs_convert),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -7,8 +7,10 @@
  * The server records every request; the handler here answers by path: /ok (200 JSON),
  * /status/<code> (a Kubernetes Status), /plain/<code> (text), /split (a chunked body written in
  * odd-sized pieces), /forever (a chunk every few ms until the client goes), /cut (closes mid-body),
- * /stall (never answers), /big (a 5000-byte body). Every test ends by closing the client and the
- * server and checking that uv_loop_close finds no handle left open.
+ * /stall (never answers), /big (a 5000-byte body), /garbage/<code> (that status with a body that is
+ * not JSON). Every test ends by closing the client and the server and checking that uv_loop_close
+ * finds no handle left open. The group setup does what the process must before any client
+ * (process_setup.h), as main does.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@
 #include "fakeapi.h"
 #include "waiter.h"
 #include "gpuop/kube.h"
+#include "process_setup.h"
 
 /* ---- the server's routes --------------------------------------------- */
 
@@ -100,6 +103,8 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
                  "\"details\":{\"causes\":[{\"field\":\"spec.f%d\"}]}}",
                  code, code, code, code);
         fakeapi_respond(c, code, "application/json", buf);
+    } else if (sscanf(p, "/garbage/%d", &code) == 1) {
+        fakeapi_respond(c, code, "application/json", "{\"kind\":\"Thing\",\"n\":");
     } else if (sscanf(p, "/plain/%d", &code) == 1) {
         fakeapi_respond(c, code, "text/plain", "plain failure\x01\ttext");
     } else if (!strcmp(p, "/split")) {
@@ -217,6 +222,23 @@ static int teardown(void **state)
     return 0;
 }
 
+/* ---- requests --------------------------------------------------------- */
+
+/* A GET of path, with the defaults. */
+#define GET(p) (&(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = (p)})
+
+/* gpuop_kube_call with the request's parts as arguments. */
+static int call(struct fx *f, enum gpuop_kube_verb verb, const char *path, const char *ctype,
+                const char *body, json_t **out, struct gpuop_err *err)
+{
+    struct gpuop_kube_opts o = {.verb = verb,
+                                .path = path,
+                                .content_type = ctype,
+                                .body = body,
+                                .body_len = body ? strlen(body) : 0};
+    return gpuop_kube_call(f->k, &o, out, err);
+}
+
 /* ---- request results -------------------------------------------------- */
 
 struct res {
@@ -256,9 +278,8 @@ static void on_done(void *arg, int rc, json_t *body, const struct gpuop_err *err
     if (r->other)
         gpuop_kube_cancel(r->other);
     if (r->chain && !r->start_after_chunks)
-        assert_int_equal(gpuop_kube_request(r->f->k, "GET", r->chain_path, NULL, NULL, 0, 0,
-                                            on_done, r->chain, &r->chain->req),
-                         0);
+        assert_int_equal(
+            gpuop_kube_request(r->f->k, GET(r->chain_path), on_done, r->chain, &r->chain->req), 0);
 }
 
 static int on_data(void *arg, const char *p, size_t n)
@@ -271,9 +292,8 @@ static int on_data(void *arg, const char *p, size_t n)
     r->data_len += n;
     r->chunks++;
     if (r->start_after_chunks && r->chunks == r->start_after_chunks)
-        assert_int_equal(gpuop_kube_request(r->f->k, "GET", r->chain_path, NULL, NULL, 0, 0,
-                                            on_done, r->chain, &r->chain->req),
-                         0);
+        assert_int_equal(
+            gpuop_kube_request(r->f->k, GET(r->chain_path), on_done, r->chain, &r->chain->req), 0);
     if (r->cancel_after_chunks && r->chunks == r->cancel_after_chunks) {
         gpuop_kube_cancel(r->req);
         r->done_during_cancel = r->finished; /* done ran before cancel returned */
@@ -298,7 +318,7 @@ static void test_get_ok(void **state)
     struct fx *f = *state;
     json_t *body = NULL;
     struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok?limit=5", NULL, NULL, &body, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok?limit=5", NULL, NULL, &body, &err), 0);
     assert_non_null(body);
     assert_int_equal(json_integer_value(json_object_get(body, "n")), 42);
     assert_int_equal(err.http_code, 200);
@@ -317,18 +337,22 @@ static void test_methods_and_bodies(void **state)
     struct fx *f = *state;
     struct gpuop_err err = {0};
     const char *doc = "{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\"}";
-    assert_int_equal(gpuop_kube_call(f->k, "PATCH", "/ok/x?fieldManager=gpuop&force=true",
-                                     GPUOP_CT_APPLY, doc, NULL, &err),
+    assert_int_equal(call(f, GPUOP_KUBE_PATCH, "/ok/x?fieldManager=gpuop&force=true",
+                          GPUOP_CT_APPLY, doc, NULL, &err),
                      0);
     assert_string_equal(last(f->srv)->method, "PATCH");
     assert_string_equal(last(f->srv)->ctype, GPUOP_CT_APPLY);
     assert_string_equal(last(f->srv)->body, doc);
     assert_string_equal(last(f->srv)->expect, "");
 
-    assert_int_equal(gpuop_kube_call(f->k, "POST", "/ok", NULL, "{}", NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_POST, "/ok", NULL, "{}", NULL, &err), 0);
     assert_string_equal(last(f->srv)->method, "POST");
     assert_string_equal(last(f->srv)->ctype, GPUOP_CT_JSON);
     assert_string_equal(last(f->srv)->body, "{}");
+    /* body_len 0: the body's strlen */
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_POST, .path = "/ok", .body = "{\"a\":1}"};
+    assert_int_equal(gpuop_kube_call(f->k, &o, NULL, &err), 0);
+    assert_string_equal(last(f->srv)->body, "{\"a\":1}");
 
     /* a 3000-byte body arrives whole */
     char *large = malloc(3001);
@@ -337,21 +361,30 @@ static void test_methods_and_bodies(void **state)
     large[0] = '"';
     large[2999] = '"';
     large[3000] = '\0';
-    assert_int_equal(gpuop_kube_call(f->k, "PUT", "/ok/lease", NULL, large, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_PUT, "/ok/lease", NULL, large, NULL, &err), 0);
     assert_string_equal(last(f->srv)->method, "PUT");
     assert_int_equal(last(f->srv)->body_len, 3000);
     assert_string_equal(last(f->srv)->expect, "");
     free(large);
 
-    assert_int_equal(gpuop_kube_call(f->k, "DELETE", "/ok/y", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_DELETE, "/ok/y", NULL, NULL, NULL, &err), 0);
     assert_string_equal(last(f->srv)->method, "DELETE");
     assert_int_equal(last(f->srv)->body_len, 0);
 
     /* bad arguments never reach the network */
     int n = (int)fakeapi_nreq(f->srv);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "no-slash", NULL, NULL, NULL, &err),
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "no-slash", NULL, NULL, NULL, &err), GPUOP_EINVAL);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/a b", NULL, NULL, NULL, &err), GPUOP_EINVAL);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, NULL, NULL, NULL, NULL, &err), GPUOP_EINVAL);
+    assert_int_equal(call(f, (enum gpuop_kube_verb)99, "/ok", NULL, NULL, NULL, &err),
                      GPUOP_EINVAL);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/a b", NULL, NULL, NULL, &err), GPUOP_EINVAL);
+    /* a watch is a stream, and a stream a GET */
+    assert_int_equal(call(f, GPUOP_KUBE_WATCH, "/ok?watch=1", NULL, NULL, NULL, &err),
+                     GPUOP_EINVAL);
+    struct res r = {.f = f};
+    struct gpuop_kube_opts post = {.verb = GPUOP_KUBE_POST, .path = "/ok"};
+    assert_int_equal(gpuop_kube_stream(f->k, &post, on_data, on_done, &r, NULL), GPUOP_EINVAL);
+    assert_int_equal(r.calls, 0);
     assert_int_equal((int)fakeapi_nreq(f->srv), n);
 }
 
@@ -368,7 +401,7 @@ static void test_status_errors(void **state)
         snprintf(path, sizeof(path), "/status/%d", cases[i].code);
         json_t *body = NULL;
         struct gpuop_err err = {0};
-        int rc = gpuop_kube_call(f->k, "GET", path, NULL, NULL, &body, &err);
+        int rc = call(f, GPUOP_KUBE_GET, path, NULL, NULL, &body, &err);
         assert_int_equal(rc, cases[i].rc);
         assert_int_equal(err.rc, cases[i].rc);
         assert_int_equal(err.http_code, cases[i].code);
@@ -389,19 +422,44 @@ static void test_plain_error(void **state)
     struct fx *f = *state;
     json_t *body = NULL;
     struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/plain/502", NULL, NULL, &body, &err),
-                     GPUOP_EHTTP);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/plain/502", NULL, NULL, &body, &err), GPUOP_EHTTP);
     assert_null(body);
     assert_int_equal(err.http_code, 502);
     assert_string_equal(err.message, "HTTP 502: plain failure  text");
     assert_string_equal(err.reason, "");
 }
 
+/* A 2xx whose body is not JSON is an error, not a success without a body
+ * (it was: rc 0, body NULL, and a caller took that for an empty answer). */
+static void test_bad_2xx_body(void **state)
+{
+    struct fx *f = *state;
+    static const int codes[] = {200, 201};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/garbage/%d", codes[i]);
+        json_t *body = NULL;
+        struct gpuop_err err = {0};
+        assert_int_equal(call(f, GPUOP_KUBE_GET, path, NULL, NULL, &body, &err), GPUOP_EPARSE);
+        assert_null(body);
+        assert_int_equal(err.rc, GPUOP_EPARSE);
+        assert_int_equal(err.http_code, codes[i]);
+        assert_non_null(strstr(err.message, "not JSON"));
+    }
+    /* a non-2xx one is still the HTTP error, its raw body quoted */
+    json_t *body = NULL;
+    struct gpuop_err err = {0};
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/garbage/500", NULL, NULL, &body, &err), GPUOP_EHTTP);
+    assert_null(body);
+    assert_int_equal(err.http_code, 500);
+    assert_non_null(strstr(err.message, "HTTP 500: {\"kind\""));
+}
+
 static void test_stream_split(void **state)
 {
     struct fx *f = *state;
     struct res r = {.f = f};
-    assert_int_equal(gpuop_kube_stream(f->k, "/split", 0, on_data, on_done, &r, &r.req), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/split"), on_data, on_done, &r, &r.req), 0);
     assert_non_null(r.req);
     run_until(f, &r.finished, 10000);
     assert_int_equal(r.rc, 0);
@@ -420,7 +478,7 @@ static void test_stream_error_status(void **state)
 {
     struct fx *f = *state;
     struct res r = {.f = f};
-    assert_int_equal(gpuop_kube_stream(f->k, "/status/410", 0, on_data, on_done, &r, NULL), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/status/410"), on_data, on_done, &r, NULL), 0);
     run_until(f, &r.finished, 5000);
     assert_int_equal(r.rc, GPUOP_EGONE);
     assert_int_equal(r.chunks, 0); /* an error body is not stream data */
@@ -434,8 +492,7 @@ static void test_cut_mid_body(void **state)
     struct fx *f = *state;
     struct gpuop_err err = {0};
     json_t *body = NULL;
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/cut", NULL, NULL, &body, &err),
-                     GPUOP_ETRANSPORT);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/cut", NULL, NULL, &body, &err), GPUOP_ETRANSPORT);
     assert_null(body);
     assert_true(strlen(err.message) > 0);
 }
@@ -446,8 +503,17 @@ static void test_timeouts(void **state)
     struct res r = {.f = f}, s = {.f = f};
     uint64_t t0 = uv_now(&f->loop);
     assert_int_equal(
-        gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 300, on_done, &r, NULL), 0);
-    assert_int_equal(gpuop_kube_stream(f->k, "/stall", 400, on_data, on_done, &s, NULL), 0);
+        gpuop_kube_request(
+            f->k,
+            &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = "/stall", .timeout_ms = 300},
+            on_done, &r, NULL),
+        0);
+    assert_int_equal(
+        gpuop_kube_stream(
+            f->k,
+            &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = "/stall", .timeout_ms = 400},
+            on_data, on_done, &s, NULL),
+        0);
     run_until(f, &r.finished, 5000);
     run_until(f, &s.finished, 5000);
     uv_update_time(&f->loop);
@@ -466,10 +532,10 @@ static void test_too_big(void **state)
     struct gpuop_err err = {0};
     json_t *body = NULL;
     gpuop_kube_set_max_body(f->k, 4999);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/big", NULL, NULL, &body, &err), GPUOP_ETOOBIG);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/big", NULL, NULL, &body, &err), GPUOP_ETOOBIG);
     assert_null(body);
     gpuop_kube_set_max_body(f->k, 5000); /* exactly at the limit is fine */
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/big", NULL, NULL, &body, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/big", NULL, NULL, &body, &err), 0);
     assert_true(json_is_array(body));
     json_decref(body);
 }
@@ -495,17 +561,17 @@ static void test_token_file_rotation(void **state)
     gpuop_kube_close(first, NULL, NULL);
     make_client(f, NULL, f->tokfile, fakeapi_port(f->srv));
     struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), 0);
     assert_string_equal(last(f->srv)->auth, "Bearer one");
     write_token(f->tokfile, "two\n");
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), 0);
     assert_string_equal(last(f->srv)->auth, "Bearer one"); /* younger than a minute */
     gpuop_kube_set_token_ttl(f->k, 0);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), 0);
     assert_string_equal(last(f->srv)->auth, "Bearer two");
     /* a file that vanishes for a moment: the last good token stays */
     unlink(f->tokfile);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), 0);
     assert_string_equal(last(f->srv)->auth, "Bearer two");
     f->tokfile[0] = '\0';
 }
@@ -517,7 +583,7 @@ static void test_token_file_unreadable(void **state)
     make_client(f, NULL, "/nonexistent/gpuop/token", fakeapi_port(f->srv));
     struct gpuop_err err = {0};
     int n = (int)fakeapi_nreq(f->srv);
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), GPUOP_ECONFIG);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), GPUOP_ECONFIG);
     assert_non_null(strstr(err.message, "token file"));
     assert_int_equal((int)fakeapi_nreq(f->srv), n);
 }
@@ -526,7 +592,7 @@ static void test_cancel_in_on_data(void **state)
 {
     struct fx *f = *state;
     struct res r = {.f = f, .cancel_after_chunks = 3};
-    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &r, &r.req), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/forever"), on_data, on_done, &r, &r.req), 0);
     run_until(f, &r.finished, 5000);
     assert_true(r.done_during_cancel);
     assert_int_equal(r.rc, GPUOP_ECANCELED);
@@ -535,7 +601,7 @@ static void test_cancel_in_on_data(void **state)
     assert_int_equal(chunks, 3);
     /* the client keeps working, and the stream stays silent */
     struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), 0);
     run_for(f, 50);
     assert_int_equal(r.chunks, chunks);
     assert_int_equal(r.calls, 1);
@@ -547,7 +613,7 @@ static void test_abort_from_on_data(void **state)
 {
     struct fx *f = *state;
     struct res r = {.f = f, .abort_after_chunks = 2};
-    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &r, NULL), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/forever"), on_data, on_done, &r, NULL), 0);
     run_until(f, &r.finished, 5000);
     assert_int_equal(r.rc, GPUOP_EPARSE); /* the callback's own rc */
     assert_int_equal(r.chunks, 2);
@@ -567,7 +633,7 @@ static void test_request_from_on_data(void **state)
                     .cancel_after_chunks = 2,
                     .chain = &next,
                     .chain_path = "/ok"};
-    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &r, &r.req), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/forever"), on_data, on_done, &r, &r.req), 0);
     run_until(f, &next.finished, 5000);
     assert_int_equal(r.rc, GPUOP_ECANCELED);
     assert_int_equal(r.calls, 1);
@@ -583,8 +649,7 @@ static void test_request_from_done(void **state)
     struct fx *f = *state;
     struct res second = {.f = f};
     struct res first = {.f = f, .chain = &second, .chain_path = "/status/404"};
-    assert_int_equal(
-        gpuop_kube_request(f->k, "GET", "/ok", NULL, NULL, 0, 0, on_done, &first, &first.req), 0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/ok"), on_done, &first, &first.req), 0);
     run_until(f, &second.finished, 5000);
     assert_int_equal(first.rc, 0);
     assert_int_equal(second.rc, GPUOP_ENOTFOUND);
@@ -599,12 +664,9 @@ static void test_cancel_other_from_done(void **state)
 {
     struct fx *f = *state;
     struct res stalled = {.f = f}, quick = {.f = f};
-    assert_int_equal(gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 0, on_done, &stalled,
-                                        &stalled.req),
-                     0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/stall"), on_done, &stalled, &stalled.req), 0);
     quick.other = stalled.req;
-    assert_int_equal(
-        gpuop_kube_request(f->k, "GET", "/ok", NULL, NULL, 0, 0, on_done, &quick, NULL), 0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/ok"), on_done, &quick, NULL), 0);
     run_until(f, &stalled.finished, 5000);
     assert_int_equal(quick.rc, 0);
     assert_int_equal(stalled.rc, GPUOP_ECANCELED);
@@ -619,17 +681,15 @@ static void test_close_in_flight(void **state)
 {
     struct fx *f = *state;
     struct res a = {.f = f}, b = {.f = f}, c = {.f = f}, d = {.f = f};
-    assert_int_equal(gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 0, on_done, &a, NULL),
-                     0);
-    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &b, NULL), 0);
-    assert_int_equal(gpuop_kube_stream(f->k, "/split", 0, on_data, on_done, &c, NULL), 0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/stall"), on_done, &a, NULL), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/forever"), on_data, on_done, &b, NULL), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/split"), on_data, on_done, &c, NULL), 0);
     bool got = false;
     while (!got) { /* wait until the forever stream flows */
         uv_run(&f->loop, UV_RUN_ONCE);
         got = b.chunks >= 2;
     }
-    assert_int_equal(gpuop_kube_request(f->k, "GET", "/ok", NULL, NULL, 0, 0, on_done, &d, NULL),
-                     0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/ok"), on_done, &d, NULL), 0);
     gpuop_kube_close(f->k, on_closed, f);
     /* every done ran, with ECANCELED, before close returned */
     assert_int_equal(a.calls, 1);
@@ -642,8 +702,7 @@ static void test_close_in_flight(void **state)
     assert_int_equal(d.rc, GPUOP_ECANCELED);
     /* nothing new starts on a closing client */
     struct res e = {.f = f};
-    assert_int_equal(gpuop_kube_request(f->k, "GET", "/ok", NULL, NULL, 0, 0, on_done, &e, NULL),
-                     GPUOP_ECANCELED);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/ok"), on_done, &e, NULL), GPUOP_ECANCELED);
     assert_false(f->closed);
     run_until(f, &f->closed, 5000);
     assert_int_equal(a.calls + b.calls + c.calls + d.calls + e.calls, 4);
@@ -657,9 +716,8 @@ static void test_close_from_on_data(void **state)
 {
     struct fx *f = *state;
     struct res r = {.f = f, .close_after_chunks = 2}, s = {.f = f};
-    assert_int_equal(gpuop_kube_stream(f->k, "/forever", 0, on_data, on_done, &r, NULL), 0);
-    assert_int_equal(gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 0, on_done, &s, NULL),
-                     0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/forever"), on_data, on_done, &r, NULL), 0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/stall"), on_done, &s, NULL), 0);
     run_until(f, &f->closed, 5000);
     assert_int_equal(r.rc, GPUOP_ECANCELED);
     assert_int_equal(s.rc, GPUOP_ECANCELED);
@@ -691,7 +749,7 @@ static void test_refused(void **state)
     uv_update_time(&f->loop);
     uint64_t t0 = uv_now(&f->loop);
     struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err), GPUOP_ETRANSPORT);
+    assert_int_equal(call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err), GPUOP_ETRANSPORT);
     uv_update_time(&f->loop);
     assert_true(uv_now(&f->loop) - t0 < 2000);
     assert_int_equal(err.http_code, 0);
@@ -720,20 +778,24 @@ static void test_observer(void **state)
     struct seen seen = {0};
     gpuop_kube_set_observer(f->k, observe, &seen);
     struct gpuop_err err = {0};
-    gpuop_kube_call(f->k, "GET", "/ok", NULL, NULL, NULL, &err);
-    gpuop_kube_call(f->k, "DELETE", "/status/404", NULL, NULL, NULL, &err);
+    call(f, GPUOP_KUBE_GET, "/ok", NULL, NULL, NULL, &err);
+    call(f, GPUOP_KUBE_DELETE, "/status/404", NULL, NULL, NULL, &err);
     struct res r = {.f = f};
-    assert_int_equal(gpuop_kube_stream(f->k, "/split", 0, on_data, on_done, &r, NULL), 0);
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/split"), on_data, on_done, &r, NULL), 0);
     run_until(f, &r.finished, 5000);
     struct res w = {.f = f};
-    assert_int_equal(gpuop_kube_stream(f->k, "/ok?watch=1", 0, on_data, on_done, &w, NULL), 0);
+    struct gpuop_kube_opts watch = {.verb = GPUOP_KUBE_WATCH, .path = "/ok"};
+    assert_int_equal(gpuop_kube_stream(f->k, &watch, on_data, on_done, &w, NULL), 0);
     run_until(f, &w.finished, 5000);
+    /* the verb is the caller's: a path that looks like a watch is not one */
+    struct res g = {.f = f};
+    assert_int_equal(gpuop_kube_stream(f->k, GET("/ok?watch=1"), on_data, on_done, &g, NULL), 0);
+    run_until(f, &g.finished, 5000);
     struct res c = {.f = f};
-    assert_int_equal(
-        gpuop_kube_request(f->k, "GET", "/stall", NULL, NULL, 0, 0, on_done, &c, &c.req), 0);
+    assert_int_equal(gpuop_kube_request(f->k, GET("/stall"), on_done, &c, &c.req), 0);
     gpuop_kube_cancel(c.req); /* not observed */
     assert_int_equal(c.rc, GPUOP_ECANCELED);
-    assert_int_equal(seen.n, 4);
+    assert_int_equal(seen.n, 5);
     assert_string_equal(seen.verbs[0], "GET");
     assert_int_equal(seen.codes[0], 200);
     assert_string_equal(seen.verbs[1], "DELETE");
@@ -742,8 +804,10 @@ static void test_observer(void **state)
     assert_int_equal(seen.codes[2], 200);
     assert_string_equal(seen.verbs[3], "WATCH");
     assert_int_equal(seen.codes[3], 200);
+    assert_string_equal(seen.verbs[4], "GET");
     res_free(&r);
     res_free(&w);
+    res_free(&g);
     res_free(&c);
 }
 
@@ -850,6 +914,7 @@ int main(void)
         T(test_methods_and_bodies),
         T(test_status_errors),
         T(test_plain_error),
+        T(test_bad_2xx_body),
         T(test_stream_split),
         T(test_stream_error_status),
         T(test_cut_mid_body),
@@ -868,5 +933,5 @@ int main(void)
         T(test_observer),
         cmocka_unit_test(test_escape_and_path),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -21,6 +21,7 @@
 #include "gpuop/kube.h"
 #include "gpuop/names.h"
 #include "waiter.h"
+#include "process_setup.h"
 
 #define WAIT_MS 30000
 
@@ -255,5 +256,5 @@ int main(void)
         cmocka_unit_test(test_error_backs_off),
         cmocka_unit_test(test_off_and_stopped),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -25,6 +25,7 @@
 #include "waiter.h"
 #include "gpuop/kube.h"
 #include "gpuop/leader.h"
+#include "process_setup.h"
 
 #define LEASE_MS 4000
 #define RENEW_MS 2000
@@ -468,5 +469,5 @@ int main(void)
         T(test_renew_deadline_loses_for_good),
         T(test_taken_over_by_another),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -26,6 +26,7 @@
 #include "queue_int.h"
 #include "waiter.h"
 #include "world_fixture.h"
+#include "process_setup.h"
 
 /* Longest wait for anything (a loaded machine). */
 #define WAIT_MS 30000
@@ -423,5 +424,5 @@ int main(void)
         cmocka_unit_test(test_none_stranded_no_requeue),
         cmocka_unit_test(test_mid_rollout_not_listed),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -1,0 +1,207 @@
+/*
+ * detail.c - what a finding says beyond its reason, read from the inputs it
+ * borrows: its detail (an untolerated taint, a label's value, a pod's
+ * state), since when its situation holds, its node's name; and the
+ * stranded GPU pods of a node (gathered by the controller, only shown
+ * here). Pure reads of a findings set; the judgement is analysis.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuop/analysis.h"
+
+#include "findings_int.h"
+
+/* What a finding's ref points at, by reason. */
+enum ref_type {
+    REF_NONE,
+    REF_TAINT,
+    REF_LABEL,
+    REF_POD_NAME,  /* the pod, its name the detail */
+    REF_POD_STATE, /* the pod, its state the detail */
+    REF_POD        /* the running pod, no detail (what the templates say of it) */
+};
+
+static enum ref_type ref_type(int reason)
+{
+    switch (reason) {
+    case GPUOP_REASON_TAINT_NOT_TOLERATED:
+        return REF_TAINT;
+    case GPUOP_REASON_DAEMONSET_ABSENT:  /* a per-OS pool's DaemonSet name, or NULL */
+    case GPUOP_REASON_OS_LABELS_MISSING: /* the labels the node lacks */
+    case GPUOP_REASON_LABEL_EMPTY:
+    case GPUOP_REASON_LABEL_PAUSED:
+    case GPUOP_REASON_LABEL_PAUSED_LEFT_OVER:
+    case GPUOP_REASON_LABEL_INVALID:
+    case GPUOP_REASON_HELD_BY_PREREQUISITE:
+    case GPUOP_REASON_LABEL_CHANGED:
+        return REF_LABEL;
+    case GPUOP_REASON_OPERAND_DISABLED:
+    case GPUOP_REASON_NODE_OPTED_OUT:
+    case GPUOP_REASON_LABEL_NOT_TRUE:
+    case GPUOP_REASON_NOT_GPU_NODE:
+    case GPUOP_REASON_POD_STUCK_TERMINATING:
+    case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+    case GPUOP_REASON_WAITING_FOR_GATE:
+        return REF_POD_NAME;
+    case GPUOP_REASON_POD_UNSCHEDULABLE:
+    case GPUOP_REASON_IMAGE_PULL_FAILED:
+    case GPUOP_REASON_CRASH_LOOP:
+    case GPUOP_REASON_POD_PENDING:
+    case GPUOP_REASON_POD_NOT_READY:
+    case GPUOP_REASON_POD_FAILED:
+    case GPUOP_REASON_POD_TERMINATING:
+        return REF_POD_STATE;
+    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
+    case GPUOP_REASON_PREREQUISITE_NOT_RUNNING:
+        return REF_POD;
+    default:
+        return REF_NONE;
+    }
+}
+
+void gpuop_findings_fmt_time(long long t, char *buf, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= GPUOP_TIME_UNREADABLE)
+        snprintf(buf, size, "an unreadable time");
+    else if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, size, "?");
+}
+
+int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
+{
+    if (size)
+        buf[0] = '\0';
+    if (!x || !x->ref)
+        return 0;
+    const struct gpuop_taint *t = x->ref;
+    const struct gpuop_pod *pod = x->ref;
+    const char *wr, *wm, *phase;
+    char since[64] = "";
+    switch (ref_type(x->reason)) {
+    case REF_TAINT:
+        return snprintf(buf, size, "%s%s%s:%s", t->key ? t->key : "",
+                        t->value && *t->value ? "=" : "", t->value && *t->value ? t->value : "",
+                        t->effect ? t->effect : "");
+    case REF_LABEL:
+        return snprintf(buf, size, "%s", (const char *)x->ref);
+    case REF_POD_NAME:
+        return snprintf(buf, size, "%s", pod->name ? pod->name : "?");
+    case REF_POD_STATE:
+        wr = pod->waiting_reason;
+        wm = pod->waiting_message;
+        phase = gpuop_phase_name(pod->phase);
+        if (pod->deleted) {
+            char when[32];
+            gpuop_findings_fmt_time(pod->deleted, when, sizeof(when));
+            snprintf(since, sizeof(since), "terminating since %s, ", when);
+        }
+        return snprintf(buf, size, "%s is %s%s%s%s%s%s%s, %d restart%s",
+                        pod->name ? pod->name : "?", since, phase ? phase : "without phase",
+                        !pod->bound ? " (not bound to the node yet)" : "", wr ? ": " : "",
+                        wr ? wr : "", wm && *wm ? " - " : "", wm ? wm : "", (int)pod->restarts,
+                        pod->restarts == 1 ? "" : "s");
+    default:
+        return 0;
+    }
+}
+
+long long gpuop_finding_since(const struct gpuop_finding *x)
+{
+    if (!x)
+        return 0;
+    if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
+        return x->since;
+    if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
+        return ((const struct gpuop_pod *)x->ref)->deleted;
+    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
+        return ((const struct gpuop_pod *)x->ref)->ready_since;
+    if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
+        return ((const struct gpuop_pod *)x->ref)->gate_since;
+    if (x->ref && ref_type(x->reason) == REF_POD_STATE)
+        return ((const struct gpuop_pod *)x->ref)->created;
+    return 0;
+}
+
+/* The pod a finding is about, when it is one (borrowed from the inputs). */
+const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x)
+{
+    int t = ref_type(x->reason);
+    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
+}
+
+const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
+{
+    return (f && x && x->node < f->nnodes) ? f->nodes[x->node].name : "";
+}
+
+void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n)
+{
+    if (b->len < b->size) {
+        size_t room = b->size - 1 - b->len;
+        memcpy(b->buf + b->len, s, n < room ? n : room);
+        b->buf[b->len + (n < room ? n : room)] = '\0';
+    }
+    b->len += n;
+}
+
+/* ---- stranded GPU pods (gathered by the controller, rendered here) ---- */
+
+bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+{
+    for (uint32_t k = 0; k < r->nfindings && r->first + k < f->nitems; k++)
+        if (f->items[r->first + k].kind == GPUOP_KIND_ORDERING)
+            return true;
+    return false;
+}
+
+static int stranded_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct gpuop_stranded *)elem)->node);
+}
+
+const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,
+                                                     const struct gpuop_node_result *r)
+{
+    if (!f || !r || !f->stranded || !f->nstranded || !r->name || !gpuop_findings_violates(f, r))
+        return NULL;
+    return bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp);
+}
+
+void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s, size_t n)
+{
+    f->stranded = s;
+    f->nstranded = s ? n : 0;
+    f->stranded_pods = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_stranded *e = gpuop_findings_stranded(f, &f->nodes[i]);
+        if (e)
+            f->stranded_pods += e->count;
+    }
+}
+
+int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size)
+{
+    struct gpuop_sbuf b = {buf, size, 0};
+    if (size)
+        buf[0] = '\0';
+    if (!s || !s->count)
+        return 0;
+    uint32_t n = s->nnames < GPUOP_STRANDED_NAMES_MAX ? s->nnames : GPUOP_STRANDED_NAMES_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            gpuop_sbuf_add(&b, ", ", 2);
+        const char *name = s->names[i] ? s->names[i] : "?";
+        gpuop_sbuf_add(&b, name, strlen(name));
+    }
+    if (s->count > n) {
+        char more[40];
+        int k = snprintf(more, sizeof(more), "%s%u more", n ? " and " : "", s->count - n);
+        gpuop_sbuf_add(&b, more, (size_t)k);
+    }
+    return (int)b.len;
+}

@@ -1,0 +1,64 @@
+/*
+ * findings_int.h - what the findings layer's files share and nobody else
+ * sees: the pod a finding borrows, the one RFC 3339 formatter of its
+ * messages, and a truncating string builder that still counts what it
+ * wanted (snprintf's contract).
+ */
+#ifndef GPUOP_FINDINGS_INT_H
+#define GPUOP_FINDINGS_INT_H
+
+#include <stddef.h>
+
+#include "gpuop/analysis.h"
+
+/* The pod finding x is about, when it is one (borrowed from the inputs), or NULL. */
+const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x);
+
+/* t (seconds since epoch) as "YYYY-MM-DDTHH:MM:SSZ" into buf. */
+void gpuop_findings_fmt_time(long long t, char *buf, size_t size);
+
+struct gpuop_sbuf {
+    char *buf;
+    size_t size, len; /* len: wanted length, may exceed size */
+};
+
+/* Appends n bytes of s, truncating (always NUL-terminated when size > 0). */
+void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n);
+
+/* ---- shared by the full pass (analysis.c) and one node again (incremental.c) ---- */
+
+/* What one listed node adds to the counters that its result does not say. */
+struct gpuop_node_tally {  /* 24 bytes: a set holds one per listed node */
+    long long next_change; /* its judgements' (0 never) */
+    uint32_t idle_from;    /* idle_s counts from (a pod's Ready time; 0: not idle) */
+    uint16_t expected;     /* bit per operand: expected(N,O) */
+    uint16_t running;      /* bit per operand: running(N,O) */
+    bool violation;        /* an OrderingViolation among its findings */
+};
+_Static_assert(GPUOP_OPERAND_MAX <= 16, "a tally's operand masks are 16 bits");
+_Static_assert(sizeof(struct gpuop_node_tally) <= 24, "a node's tally is 24 bytes");
+
+/* Judges node nd, its best pod per operand bp: pushes its findings (as
+ * node index ni), fills *r but its name, and *t. */
+int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struct gpuop_node *nd,
+                              const struct gpuop_pod *const *bp, long long now,
+                              struct gpuop_node_result *r, struct gpuop_node_tally *t);
+
+/* A node is listed when it is a GPU node or has findings. */
+bool gpuop_findings_listed(const struct gpuop_node_result *r);
+
+/* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
+ * counters, the operands' expected and running nodes, the stranded pods;
+ * with items, its findings per kind and reason too (push adds those). */
+void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, bool items);
+
+/* Of two pods of one (node, operand), is a the more telling one? */
+bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b);
+
+/* Remembers t as the next time a judgement made with `now` changes. */
+void gpuop_findings_change_at(struct gpuop_findings *f, long long t);
+
+/* idle_s of a node idle since `last` (0: it is not), at now. */
+uint8_t gpuop_findings_idle_since(long long last, long long now);
+
+#endif

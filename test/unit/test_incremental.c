@@ -1,0 +1,591 @@
+/*
+ * test_incremental.c - gpuop_analysis_update against the full pass.
+ *
+ * A small random cluster (up to NODE_SLOTS nodes, POD_SLOTS pods) takes
+ * EVENTS_PER_POLICY random events under each of several policies: nodes
+ * added, removed, relabelled (deploy labels of every kind, operands=false,
+ * a label gpuop set and someone changed, the upgrade state, the OS
+ * labels), tainted and untainted, advertising GPUs or not; pods added,
+ * removed, changing phase, Ready, waiting reason, gate and deletion time.
+ * After each event the set is updated for the node it touched only, as the
+ * controller does, and compared with a full gpuop_analyze of the same
+ * inputs by findings_equal (every counter, operand result, node result,
+ * and per finding its key, prereq, since, detail and message). The clock
+ * moves on between events; when it reaches the set's next_change the set
+ * is analysed again in full (the controller's timer), since a grace
+ * period ending may change any node. An old node or pod is freed right
+ * after its update, so ASan sees a finding that still borrowed it.
+ *
+ * The seed is fixed (GPUOP_TEST_SEED overrides it) and printed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuop/analysis.h"
+#include "gpuop/gate.h"
+
+#define T0                1795986400LL
+#define NODE_SLOTS        24
+#define POD_SLOTS         160
+#define EVENTS_PER_POLICY 3000
+#define SEED_DEFAULT      20261202u
+
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return n ? (uint32_t)(rng % n) : 0;
+}
+
+static bool coin(uint32_t pct)
+{
+    return rnd(100) < pct;
+}
+
+/* ---- the cluster: nodes and pods, each one allocation ---- */
+
+struct tnode {
+    struct gpuop_node n;
+    char name[16];
+    struct gpuop_taint taints[2];
+    char *other[GPUOP_OPERAND_MAX];
+    char os[64];
+};
+
+struct tpod {
+    struct gpuop_pod p;
+    char name[32];
+    char node[16];
+};
+
+static const char *const other_values[] = {"", "paused", GPUOP_LABEL_PAUSED_FOR_UPGRADE, "bogus"};
+static const char *const waits[] = {NULL,
+                                    "ImagePullBackOff",
+                                    "CrashLoopBackOff",
+                                    "Unschedulable",
+                                    "ContainerCreating",
+                                    "CreateContainerConfigError",
+                                    "PodInitializing"};
+
+struct world {
+    struct gpuop_policy pol;
+    struct tnode *nodes[NODE_SLOTS];
+    struct tpod *pods[POD_SLOTS];
+    struct gpuop_ds ds[GPUOP_OPERAND_MAX + 2];
+    size_t nds;
+    long long now;
+    struct gpuop_stranded stranded[2];
+};
+
+static void node_name(int slot, char *buf, size_t size)
+{
+    snprintf(buf, size, "node-%02u", (unsigned)slot % 100u); /* NODE_SLOTS <= 100 */
+}
+
+static struct tnode *random_node(int slot)
+{
+    struct tnode *t = calloc(1, sizeof(*t));
+    struct gpuop_node *n = &t->n;
+    node_name(slot, t->name, sizeof(t->name));
+    n->name = t->name;
+    n->created = T0 + rnd(200);
+    n->gpu = coin(85);
+    n->operands_label = coin(8) ? GPUOP_LABEL_FALSE : coin(10) ? GPUOP_LABEL_TRUE : 0;
+    for (int o = 0; o < gpuop_operand_count(); o++) {
+        uint32_t r = rnd(100);
+        n->deploy[o] = r < 70   ? GPUOP_LABEL_TRUE
+                       : r < 80 ? GPUOP_LABEL_ABSENT
+                       : r < 90 ? GPUOP_LABEL_FALSE
+                                : GPUOP_LABEL_OTHER;
+        if (n->deploy[o] == GPUOP_LABEL_OTHER) {
+            t->other[o] = (char *)other_values[rnd(4)];
+            n->deploy_other = t->other;
+        }
+        if (coin(10))
+            n->labelled |= (uint16_t)(1u << o);
+    }
+    n->label_note = coin(30) ? GPUOP_NOTE_OK : GPUOP_NOTE_NONE;
+    n->upgrade = (uint8_t)rnd(4);
+    if (coin(25)) {
+        t->taints[n->ntaints++] = (struct gpuop_taint){"dedicated", NULL, "NoSchedule"};
+    }
+    if (coin(25)) {
+        t->taints[n->ntaints++] = (struct gpuop_taint){"nvidia.com/gpu", NULL, "NoSchedule"};
+    }
+    n->taints = t->taints;
+    if (coin(80)) { /* NFD's OS labels: ubuntu 22.04 or 24.04, or only the ID */
+        static const char os22[] = "ubuntu\0"
+                                   "22.04\0"
+                                   "22",
+                          os24[] = "ubuntu\0"
+                                   "24.04\0"
+                                   "24";
+        bool two = coin(50);
+        memcpy(t->os, two ? os22 : os24, sizeof(os22));
+        n->os = t->os;
+        n->os_labels = coin(85) ? GPUOP_OS_HAS(GPUOP_OS_ID) | GPUOP_OS_HAS(GPUOP_OS_VERSION) |
+                                      GPUOP_OS_HAS(GPUOP_OS_MAJOR)
+                                : GPUOP_OS_HAS(GPUOP_OS_ID);
+    }
+    uint32_t g = rnd(4);
+    n->gpus = (struct gpuop_gpu_counts){(uint16_t)(g * 2), (uint16_t)(g ? g * 2 - coin(20) : 0), 0,
+                                        (uint16_t)(coin(5) ? 7 : 0)};
+    return t;
+}
+
+static struct tpod *random_pod(int slot, int node_slot)
+{
+    struct tpod *t = calloc(1, sizeof(*t));
+    struct gpuop_pod *p = &t->p;
+    int o = (int)rnd((uint32_t)gpuop_operand_count());
+    snprintf(t->name, sizeof(t->name), "%s-%d", gpuop_operand_get(o)->name, slot);
+    node_name(node_slot, t->node, sizeof(t->node));
+    p->name = t->name;
+    p->node = t->node;
+    p->operand = (int8_t)o;
+    p->created = (uint32_t)(T0 + rnd(3000));
+    p->bound = coin(92);
+    uint32_t r = rnd(100);
+    p->phase = r < 65 ? GPUOP_PHASE_RUNNING : r < 85 ? GPUOP_PHASE_PENDING : (uint8_t)rnd(6);
+    p->gate = coin(10) ? (uint8_t)(1 + rnd(GPUOP_GATE_COUNT - 1)) : GPUOP_GATE_NONE;
+    if (p->gate != GPUOP_GATE_NONE)
+        p->gate_since = coin(10) ? GPUOP_TIME_UNREADABLE : (uint32_t)(T0 + rnd(4000));
+    else if (p->phase == GPUOP_PHASE_RUNNING && coin(80))
+        p->ready_since = coin(5) ? GPUOP_TIME_UNREADABLE : (uint32_t)(T0 + rnd(4000));
+    p->waiting_reason = (char *)waits[rnd(sizeof(waits) / sizeof(waits[0]))];
+    if (p->phase == GPUOP_PHASE_RUNNING && p->ready_since && coin(80))
+        p->waiting_reason = NULL;
+    p->waiting_message = p->waiting_reason ? (char *)(coin(50) ? "" : "back-off 5m0s") : NULL;
+    p->restarts = coin(20) ? (uint16_t)rnd(4) : 0;
+    if (coin(10))
+        p->deleted = (uint32_t)(T0 + rnd(4000));
+    return t;
+}
+
+static void add_ds(struct world *w, int o, const char *name)
+{
+    static struct gpuop_toleration tol = {"nvidia.com/gpu", "Exists", NULL, "NoSchedule"};
+    struct gpuop_ds *d = &w->ds[w->nds++];
+    d->name = (char *)name;
+    d->operand = o;
+    d->created = T0 + 100;
+    d->desired = 3;
+    d->ready = 2;
+    d->tolerations = &tol;
+    d->ntolerations = 1;
+}
+
+/* The policies the events run under. */
+enum { POL_DEFAULT, POL_SOME_OFF, POL_ENFORCE, POL_PER_OS, POLICIES };
+
+static void world_init(struct world *w, int kind)
+{
+    static char per_os_name[64];
+    memset(w, 0, sizeof(*w));
+    w->now = T0 + 1000;
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        w->pol.operands[o].enabled = true;
+    w->pol.generation = 1;
+    w->pol.terminating_grace_s = kind == POL_ENFORCE ? 60 : GPUOP_TERMINATING_GRACE_DEFAULT;
+    w->pol.advertise_grace_s = kind == POL_SOME_OFF ? 30 : GPUOP_ADVERTISE_GRACE_DEFAULT;
+    w->pol.event_grace_s = kind == POL_PER_OS ? 20 : GPUOP_EVENT_GRACE_DEFAULT;
+    if (kind == POL_SOME_OFF) {
+        w->pol.operands[gpuop_operand_by_name("dcgm-exporter")].enabled = false;
+        w->pol.operands[gpuop_operand_by_name("container-toolkit")].enabled = false;
+    }
+    if (kind == POL_ENFORCE)
+        w->pol.ordering = GPUOP_ORDERING_ENFORCE;
+    int driver = gpuop_operand_by_name("driver");
+    if (kind == POL_PER_OS)
+        w->pol.operands[driver].os_tag = true;
+    for (int o = 0; o < gpuop_operand_count(); o++) {
+        if (o == 4 && kind == POL_DEFAULT)
+            continue; /* one DaemonSet absent */
+        if (o == driver && kind == POL_PER_OS)
+            continue;
+        add_ds(w, o, gpuop_operand_get(o)->ds_name);
+    }
+    if (kind == POL_PER_OS) { /* the 22.04 pool has its DaemonSet, 24.04 not */
+        struct gpuop_ospool pool;
+        assert_int_equal(gpuop_ospool_make("ubuntu", "22.04", &pool), 0);
+        snprintf(per_os_name, sizeof(per_os_name), "%s-%s", gpuop_operand_get(driver)->ds_name,
+                 pool.tag);
+        add_ds(w, driver, per_os_name);
+    }
+    /* GPU pods stranded on two nodes (shown only where a violation is) */
+    static const char *names[] = {"ns/a", "ns/b"};
+    w->stranded[0] = (struct gpuop_stranded){"node-03", 5, 2, {names[0], names[1]}};
+    w->stranded[1] = (struct gpuop_stranded){"node-07", 1, 1, {names[0]}};
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (coin(70))
+            w->nodes[i] = random_node(i);
+    for (int i = 0; i < POD_SLOTS; i++)
+        if (coin(60))
+            w->pods[i] = random_pod(i, (int)rnd(NODE_SLOTS));
+}
+
+static void world_free(struct world *w)
+{
+    for (int i = 0; i < NODE_SLOTS; i++)
+        free(w->nodes[i]);
+    for (int i = 0; i < POD_SLOTS; i++)
+        free(w->pods[i]);
+}
+
+static int full(struct world *w, struct gpuop_findings *f)
+{
+    const struct gpuop_node *np[NODE_SLOTS];
+    const struct gpuop_pod *pp[POD_SLOTS];
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
+    size_t nn = 0, npods = 0;
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (w->nodes[i])
+            np[nn++] = &w->nodes[i]->n;
+    for (int i = 0; i < POD_SLOTS; i++)
+        if (w->pods[i])
+            pp[npods++] = &w->pods[i]->p;
+    for (size_t i = 0; i < w->nds; i++)
+        dp[i] = &w->ds[i];
+    int rc = gpuop_analyze(&w->pol, np, nn, dp, w->nds, pp, npods, w->now, f);
+    if (rc == 0)
+        gpuop_findings_set_stranded(f, w->stranded, 2);
+    return rc;
+}
+
+static int update(struct world *w, struct gpuop_findings *f, int slot)
+{
+    const struct gpuop_pod *pp[POD_SLOTS];
+    size_t npods = 0;
+    char name[16];
+    node_name(slot, name, sizeof(name));
+    for (int i = 0; i < POD_SLOTS; i++)
+        if (w->pods[i])
+            pp[npods++] = &w->pods[i]->p;
+    return gpuop_analysis_update(f, name, w->nodes[slot] ? &w->nodes[slot]->n : NULL, pp, npods,
+                                 w->now);
+}
+
+/* ---- the canonical comparison ---- */
+
+#define SAME(what, x, y)                                                                           \
+    do {                                                                                           \
+        if ((long long)(x) != (long long)(y)) {                                                    \
+            snprintf(why, size, "%s: %lld != %lld", what, (long long)(x), (long long)(y));         \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const char *str(const char *s)
+{
+    return s ? s : "(null)";
+}
+
+#define SAME_STR(what, x, y)                                                                       \
+    do {                                                                                           \
+        if (strcmp(str(x), str(y))) {                                                              \
+            snprintf(why, size, "%s: \"%s\" != \"%s\"", what, str(x), str(y));                     \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* Is a (incremental) the same set as b (full)? Else says the first
+ * difference in why. */
+static bool findings_equal(const struct gpuop_findings *a, const struct gpuop_findings *b,
+                           char *why, size_t size)
+{
+    char ma[GPUOP_FINDING_MESSAGE_MAX], mb[GPUOP_FINDING_MESSAGE_MAX], what[96];
+    SAME("nnodes", a->nnodes, b->nnodes);
+    SAME("nitems", a->nitems, b->nitems);
+    SAME("noperands", a->noperands, b->noperands);
+    SAME("gpu_nodes", a->gpu_nodes, b->gpu_nodes);
+    SAME("complete_nodes", a->complete_nodes, b->complete_nodes);
+    SAME("violations", a->violations, b->violations);
+    SAME("finding_nodes", a->finding_nodes, b->finding_nodes);
+    SAME("progressing_nodes", a->progressing_nodes, b->progressing_nodes);
+    SAME("advertised_gpus", a->advertised_gpus, b->advertised_gpus);
+    SAME("stranded_pods", a->stranded_pods, b->stranded_pods);
+    SAME("next_change", a->next_change, b->next_change);
+    SAME("terminating_grace_s", a->terminating_grace_s, b->terminating_grace_s);
+    for (int k = 0; k < GPUOP_KIND_COUNT; k++)
+        SAME(gpuop_kind_name(k), a->by_kind[k], b->by_kind[k]);
+    for (int k = 0; k < GPUOP_REASON_COUNT; k++)
+        SAME(gpuop_reason_get(k)->name, a->by_reason[k], b->by_reason[k]);
+    for (int o = 0; o < a->noperands; o++) {
+        const struct gpuop_operand_result *x = &a->operands[o], *y = &b->operands[o];
+        snprintf(what, sizeof(what), "operand %s", gpuop_operand_get(o)->name);
+        SAME(what, x->enabled, y->enabled);
+        SAME(what, x->ds_present, y->ds_present);
+        SAME(what, x->expected_nodes, y->expected_nodes);
+        SAME(what, x->running_nodes, y->running_nodes);
+        SAME(what, x->desired, y->desired);
+        SAME(what, x->ready, y->ready);
+        SAME_STR(what, x->controller_says, y->controller_says);
+        SAME_STR(what, x->daemonsets, y->daemonsets);
+    }
+    for (size_t i = 0; i < a->nnodes; i++) {
+        const struct gpuop_node_result *x = &a->nodes[i], *y = &b->nodes[i];
+        SAME_STR("node name", x->name, y->name);
+        snprintf(what, sizeof(what), "node %s", y->name);
+        SAME(what, x->gpu, y->gpu);
+        SAME(what, x->progressing, y->progressing);
+        SAME(what, x->idle_s, y->idle_s);
+        SAME(what, x->upgrade, y->upgrade);
+        SAME(what, x->host_provided, y->host_provided);
+        SAME(what, x->first, y->first);
+        SAME(what, x->nfindings, y->nfindings);
+        SAME(what, memcmp(x->cell, y->cell, sizeof(x->cell)), 0);
+        SAME(what, memcmp(&x->gpus, &y->gpus, sizeof(x->gpus)), 0);
+    }
+    for (size_t i = 0; i < a->nitems; i++) {
+        const struct gpuop_finding *x = &a->items[i], *y = &b->items[i];
+        snprintf(what, sizeof(what), "finding %zu (%s %s)", i, gpuop_finding_node(b, y),
+                 gpuop_reason_get(y->reason)->name);
+        SAME(what, x->node, y->node);
+        SAME(what, x->operand, y->operand);
+        SAME(what, x->kind, y->kind);
+        SAME(what, x->reason, y->reason);
+        SAME(what, x->prereq, y->prereq);
+        SAME(what, gpuop_finding_since(x), gpuop_finding_since(y));
+        gpuop_finding_detail(x, ma, sizeof(ma));
+        gpuop_finding_detail(y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+        gpuop_finding_message(a, x, ma, sizeof(ma));
+        gpuop_finding_message(b, y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+    }
+    return true;
+}
+
+/* ---- the events ---- */
+
+/* Applies one random event; returns the node slot it touched. The old
+ * node or pod, if any, is left in *old_node / *old_pod for the caller to
+ * free after the update. */
+static int random_event(struct world *w, struct tnode **old_node, struct tpod **old_pod,
+                        const char **what)
+{
+    int slot = (int)rnd(NODE_SLOTS), p = (int)rnd(POD_SLOTS);
+    struct tnode *n = w->nodes[slot];
+    struct tpod *pod = w->pods[p];
+    *old_node = NULL;
+    *old_pod = NULL;
+    switch (rnd(10)) {
+    case 0: /* a node comes or goes */
+        *what = n ? "node removed" : "node added";
+        *old_node = n;
+        w->nodes[slot] = n ? NULL : random_node(slot);
+        return slot;
+    case 1: /* relabelled, tainted, advertising: a new node object of the same name */
+    case 2: {
+        *what = "node changed";
+        if (!n)
+            return slot;
+        struct tnode *m = random_node(slot);
+        if (coin(50)) { /* one field only */
+            *m = *n;
+            m->n.name = m->name;
+            m->n.taints = m->taints;
+            m->n.deploy_other = n->n.deploy_other ? m->other : NULL;
+            m->n.os = n->n.os ? m->os : NULL;
+            int o = (int)rnd((uint32_t)gpuop_operand_count());
+            switch (rnd(5)) {
+            case 0:
+                m->n.deploy[o] = (uint8_t)rnd(4);
+                if (m->n.deploy[o] == GPUOP_LABEL_OTHER) {
+                    m->other[o] = (char *)other_values[rnd(4)];
+                    m->n.deploy_other = m->other;
+                }
+                break;
+            case 1:
+                m->n.ntaints = (uint16_t)rnd(3);
+                m->taints[0] = (struct gpuop_taint){"dedicated", NULL, "NoExecute"};
+                m->taints[1] = (struct gpuop_taint){"gpu", "bad", "NoSchedule"};
+                break;
+            case 2:
+                m->n.gpus.allocatable = (uint16_t)rnd(3);
+                break;
+            case 3:
+                m->n.operands_label = (uint8_t)rnd(3);
+                break;
+            default:
+                m->n.upgrade = (uint8_t)rnd(4);
+                break;
+            }
+        }
+        *old_node = n;
+        w->nodes[slot] = m;
+        return slot;
+    }
+    case 3: /* a pod comes or goes */
+    case 4: {
+        if (pod) {
+            *what = "pod removed";
+            *old_pod = pod;
+            w->pods[p] = NULL;
+            return atoi(pod->node + 5);
+        }
+        *what = "pod added";
+        w->pods[p] = random_pod(p, slot);
+        return slot;
+    }
+    default: { /* a pod changes: phase, Ready, waiting, gate, deletion */
+        *what = "pod changed";
+        if (!pod)
+            return slot;
+        struct tpod *q = malloc(sizeof(*q));
+        *q = *pod;
+        q->p.name = q->name;
+        q->p.node = q->node;
+        switch (rnd(5)) {
+        case 0:
+            q->p.phase = (uint8_t)rnd(6);
+            break;
+        case 1:
+            q->p.ready_since = q->p.gate          ? q->p.ready_since
+                               : q->p.ready_since ? 0
+                                                  : (uint32_t)(w->now - rnd(100));
+            break;
+        case 2:
+            q->p.waiting_reason = (char *)waits[rnd(sizeof(waits) / sizeof(waits[0]))];
+            q->p.waiting_message = q->p.waiting_reason ? "" : NULL;
+            break;
+        case 3:
+            q->p.gate = q->p.gate ? GPUOP_GATE_NONE : (uint8_t)(1 + rnd(GPUOP_GATE_COUNT - 1));
+            q->p.gate_since = (uint32_t)(w->now - rnd(100));
+            break;
+        default:
+            q->p.deleted = q->p.deleted ? q->p.deleted : (uint32_t)w->now;
+            q->p.restarts += coin(30);
+            break;
+        }
+        *old_pod = pod;
+        w->pods[p] = q;
+        return atoi(q->node + 5);
+    }
+    }
+}
+
+static void test_incremental_equals_full(void **state)
+{
+    (void)state;
+    const char *env = getenv("GPUOP_TEST_SEED");
+    uint32_t seed = env ? (uint32_t)strtoul(env, NULL, 10) : SEED_DEFAULT;
+    printf("test_incremental: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n",
+           seed, EVENTS_PER_POLICY, POLICIES);
+    rng = seed * 2654435761u + 1;
+    size_t fulls = 0, updates = 0, findings = 0;
+    for (int kind = 0; kind < POLICIES; kind++) {
+        struct world w;
+        world_init(&w, kind);
+        struct gpuop_findings inc, ref;
+        assert_int_equal(full(&w, &inc), 0);
+        for (int e = 0; e < EVENTS_PER_POLICY; e++) {
+            struct tnode *old_node;
+            struct tpod *old_pod;
+            const char *what = "";
+            w.now += rnd(40);
+            int slot = random_event(&w, &old_node, &old_pod, &what);
+            if (inc.next_change && w.now >= inc.next_change) { /* a grace ended: all again */
+                gpuop_findings_free(&inc);
+                assert_int_equal(full(&w, &inc), 0);
+                fulls++;
+            } else {
+                assert_int_equal(update(&w, &inc, slot), 0);
+                gpuop_analysis_age(&inc, w.now);
+                updates++;
+            }
+            free(old_node);
+            free(old_pod);
+            assert_int_equal(full(&w, &ref), 0);
+            char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
+            if (!findings_equal(&inc, &ref, why, sizeof(why)))
+                fail_msg("seed %u, policy %d, event %d (%s on node-%02d): %s", seed, kind, e, what,
+                         slot, why);
+            findings += ref.nitems;
+            gpuop_findings_free(&ref);
+        }
+        gpuop_findings_free(&inc);
+        world_free(&w);
+    }
+    printf("test_incremental: %zu updates, %zu full passes (a grace ended), %zu findings "
+           "compared\n",
+           updates, fulls, findings);
+    assert_true(updates > fulls);
+}
+
+/* A set reduced to its keys cannot be updated; a wrong name is refused. */
+static void test_update_refused(void **state)
+{
+    (void)state;
+    struct world w;
+    rng = 7;
+    world_init(&w, POL_DEFAULT);
+    struct gpuop_findings f;
+    assert_int_equal(full(&w, &f), 0);
+    int slot = 0;
+    while (!w.nodes[slot])
+        slot++;
+    assert_int_equal(gpuop_analysis_update(&f, "someone-else", &w.nodes[slot]->n, NULL, 0, w.now),
+                     GPUOP_EINVAL);
+    assert_int_equal(gpuop_findings_keep_keys(&f), 0);
+    assert_int_equal(update(&w, &f, slot), GPUOP_EINVAL);
+    gpuop_findings_free(&f);
+    world_free(&w);
+}
+
+/* A set with no nodes and no findings (items NULL) takes a node with
+ * findings, then loses it: back to empty, as a full pass says. */
+static void test_update_from_empty(void **state)
+{
+    (void)state;
+    struct world w;
+    rng = 11;
+    world_init(&w, POL_DEFAULT);
+    for (int i = 0; i < NODE_SLOTS; i++) {
+        free(w.nodes[i]);
+        w.nodes[i] = NULL;
+    }
+    struct gpuop_findings f, ref;
+    char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
+    assert_int_equal(full(&w, &f), 0);
+    assert_int_equal(f.nitems, 0);
+    assert_int_equal(update(&w, &f, 5), 0); /* no node there: nothing */
+    w.nodes[5] = random_node(5);
+    w.nodes[5]->n.gpu = true;
+    w.nodes[5]->n.deploy[0] = GPUOP_LABEL_ABSENT; /* NotScheduled at least */
+    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(full(&w, &ref), 0);
+    if (!findings_equal(&f, &ref, why, sizeof(why)))
+        fail_msg("after the node came: %s", why);
+    assert_true(f.nitems > 0);
+    gpuop_findings_free(&ref);
+    free(w.nodes[5]);
+    w.nodes[5] = NULL;
+    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(full(&w, &ref), 0);
+    if (!findings_equal(&f, &ref, why, sizeof(why)))
+        fail_msg("after the node went: %s", why);
+    assert_int_equal(f.nnodes, 0);
+    gpuop_findings_free(&ref);
+    gpuop_findings_free(&f);
+    world_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_incremental_equals_full),
+        cmocka_unit_test(test_update_refused),
+        cmocka_unit_test(test_update_from_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
