@@ -78,7 +78,9 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c);
 /* The caches (borrowed), e.g. for informer statistics. */
 const struct gpuop_caches *gpuop_controller_world(const struct gpuop_controller *c);
-/* Stops everything; cb(arg) runs when all is closed and freed. */
+/* Stops everything; cb(arg) runs when all is closed and freed. While
+ * writes are allowed, a status the write pacing holds is written first
+ * (at most CTL_STATUS_FLUSH_MAX_MS); writes stop with the close. */
 void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *arg), void *arg);
 
 #endif

@@ -155,7 +155,8 @@ static bool close_controller(struct run *r)
     if (!c)
         return false;
     r->ctrl = NULL;
-    gpuop_controller_set_write(c, false);
+    /* The close writes a status still held by the write pacing (while
+     * leading), then stops writes itself. */
     gpuop_controller_close(c, shutdown_next, r);
     return true;
 }

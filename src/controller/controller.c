@@ -29,6 +29,7 @@
 
 static void next(struct gpuop_controller *c);
 static void finish(struct gpuop_controller *c);
+static void close_now(struct gpuop_controller *c);
 static void advance(struct gpuop_controller *c);
 
 /* Remembers when key was first dirtied (keeps an earlier time). */
@@ -247,8 +248,18 @@ static void findings_and_status(struct gpuop_controller *c)
         update_summary(c, &f);
     else if (c->ignored && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
+    /* The status: its inputs' digest decides; the document is built only
+     * to be written (status_write.c paces the writes). */
     json_t *status = NULL;
-    if (rc == 0)
+    enum ctl_status_due due = CTL_STATUS_SAME;
+    uint64_t digest = 0, wait_ms = 0, now_ms = uv_now(c->loop);
+    if (rc == 0) {
+        digest = gpuop_status_digest(&c->policy, c->ignored ? NULL : &f, &in);
+        due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
+    }
+    if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
+        (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
+    if (due == CTL_STATUS_NOW)
         status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
     if (rc == 0 && !c->ignored && c->write)
@@ -256,12 +267,14 @@ static void findings_and_status(struct gpuop_controller *c)
     gpuop_ctl_upgrade_release(c->upgrader);
     gpuop_findings_free(&f);
     struct gpuop_err e;
-    if (!status) {
+    if (rc < 0 || (due == CTL_STATUS_NOW && !status)) {
         gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
         gpuop_ctl_fail(c, "status", &e);
         return;
     }
-    rc = gpuop_ctl_status_write(c, obj, status);
+    if (due != CTL_STATUS_NOW)
+        return;
+    rc = gpuop_ctl_status_write(c, obj, status, digest, now_ms);
     if (rc < 0) {
         gpuop_err_set(&e, rc, NULL, "cannot send the status: %s", gpuop_strerror(rc));
         gpuop_ctl_fail(c, "status", &e);
@@ -321,6 +334,10 @@ static void finish(struct gpuop_controller *c)
         c->on_reconciled(c->cb_arg, key, ok, c->stats.last_reconcile_ms / 1e3, latency);
     gpuop_queue_done(c->queue, key);
     free(key);
+    if (c->flushing && (!ok || !gpuop_ctl_status_held(c))) { /* the close's flush is over */
+        close_now(c);
+        return;
+    }
     trim_after_work(c);
     next(c);
 }
@@ -474,6 +491,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     gpuop_events_set_on_drained(c->events, on_events_drained, c);
     uv_timer_init(loop, &c->trim);
     c->trim.data = c;
+    uv_timer_init(loop, &c->flush);
+    c->flush.data = c;
     *out = c;
     return 0;
 }
@@ -545,11 +564,40 @@ static void child_closed(void *arg)
         cb(carg);
 }
 
+static void on_flush_deadline(uv_timer_t *t)
+{
+    struct gpuop_controller *c = t->data;
+    gpuop_warn("controller", "held status not written within %d ms; stopping anyway",
+               CTL_STATUS_FLUSH_MAX_MS);
+    close_now(c);
+}
+
+/* A status held for its interval's end is written before the controller
+ * stops (still leading: the caller drops writes after the close), unpaced;
+ * the reconcile in progress, if any, ends first. */
 void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void *arg)
 {
-    c->closing = true;
     c->close_cb = cb;
     c->close_arg = arg;
+    if (!c->closing && !c->flushing && c->write && gpuop_caches_synced(c->world) &&
+        gpuop_ctl_status_held(c)) {
+        c->flushing = true;
+        gpuop_info("controller", "writing the held status before stopping");
+        uv_timer_start(&c->flush, on_flush_deadline, CTL_STATUS_FLUSH_MAX_MS, 0);
+        gpuop_ctl_status_requeue_held(c);
+        next(c);
+        return;
+    }
+    close_now(c);
+}
+
+static void close_now(struct gpuop_controller *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->flushing = false;
+    gpuop_controller_set_write(c, false);
     /* Cancel what is in flight; their callbacks see closing and stop. */
     while (c->ops) {
         struct ctl_op *o = c->ops;
@@ -560,6 +608,8 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
     c->open = CTL_CHILDREN;
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);
+    uv_timer_stop(&c->flush);
+    uv_close((uv_handle_t *)&c->flush, trim_closed);
     gpuop_events_close(c->events, child_closed, c);
     gpuop_ctl_stranded_close(c->stranded, child_closed, c);
     gpuop_ctl_labeler_close(c->labeler, child_closed, c);

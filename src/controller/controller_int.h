@@ -34,9 +34,9 @@
 #include "gpuop/status.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim
- * timer, the events poster, the caches, the queue, the stranded
+ * and flush timers, the events poster, the caches, the queue, the stranded
  * pods' lister and the node labeler. */
-#define CTL_CHILDREN 6
+#define CTL_CHILDREN 7
 /* What failed, as the log's first failure names it ("gpuop-driver"). */
 #define CTL_WHAT_MAX 120
 /* "gpupolicy/<name>" and "daemonset/<ns>/<name>" log subjects. */
@@ -91,6 +91,8 @@ struct gpuop_controller {
     char *ns;
     bool write;
     bool closing;
+    bool flushing;    /* closing: held statuses go out first, unpaced */
+    uv_timer_t flush; /* the flush's deadline (CTL_STATUS_FLUSH_MAX_MS) */
     struct gpuop_caches *world;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
@@ -267,10 +269,43 @@ void gpuop_ctl_upgrade_free(struct ctl_upgrader *u);
 /* The previous status to carry lastTransitionTime from (borrowed): what
  * was last written for key, else the cached one (obj's). */
 json_t *gpuop_ctl_status_prev(struct gpuop_controller *c, const char *key, json_t *obj);
-/* Writes status (steals) for the policy obj (borrowed) unless it equals
- * what was last written for the key and the server still holds that.
- * Returns 0 (sent or not needed) or a negative gpuop_rc. */
-int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status);
+/* Under churn a key's status is written at most once per this interval;
+ * a change after a quieter interval goes out at once (status_write.c). */
+#define CTL_STATUS_WRITE_INTERVAL_MS 1000
+/* How long gpuop_controller_close waits for the held statuses to go out
+ * before it stops anyway. */
+#define CTL_STATUS_FLUSH_MAX_MS 10000
+
+enum ctl_status_due {
+    CTL_STATUS_SAME, /* the server holds this state (or not leading): nothing to write */
+    CTL_STATUS_NOW,  /* build the status and write it now */
+    CTL_STATUS_HELD, /* changed, but written too recently: queue the key again in *wait_ms */
+};
+/* Whether the status of the reconcile's key, whose inputs hash to digest
+ * (gpuop_status_digest), must be written for the policy obj (borrowed) at
+ * now_ms (the pacing's clock, ms): not when it equals what was last
+ * written for the key and the server still holds that. */
+enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj, uint64_t digest,
+                                         uint64_t now_ms, uint64_t *wait_ms);
+/* The pacing alone, pure: 0 when a write may go out at now_ms, else the ms
+ * until it may (a write was sent at sent_ms, if paced). */
+uint64_t gpuop_ctl_status_pace(bool paced, uint64_t sent_ms, uint64_t now_ms);
+/* Writes status (steals), whose inputs hash to digest, for the policy obj
+ * (borrowed), sent at now_ms. Returns 0 (sent, or not leading) or a
+ * negative gpuop_rc. */
+int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status, uint64_t digest,
+                           uint64_t now_ms);
+/* A write of key's status was sent at now_ms (the pacing starts over). */
+void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t now_ms);
+/* The server answered that write (body, borrowed) of the status whose
+ * inputs hash to digest; rv_before is the cached resourceVersion when it
+ * was sent, conds (borrowed, may be NULL) the conditions sent. */
+void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
+                               json_t *body, const char *rv_before, json_t *conds);
+/* True when a key's changed status waits for its interval's end. */
+bool gpuop_ctl_status_held(struct gpuop_controller *c);
+/* Queues every key whose status is held (the close's flush). */
+void gpuop_ctl_status_requeue_held(struct gpuop_controller *c);
 /* True when the hash of the problems (spec problems, apply failures) of
  * key differs from the last call's; remembers the new one. */
 bool gpuop_ctl_problems_changed(struct gpuop_controller *c, const char *key, uint64_t h);

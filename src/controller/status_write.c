@@ -12,10 +12,24 @@
  * status is not what the server answered the write with, someone else
  * changed the status, and it is written again.
  *
- * Per key: the hash sent, the hash of the status the server answered with,
+ * What is compared is a digest of the status's inputs
+ * (gpuop_status_digest), not the document: the document is built only
+ * when it is sent, never in a reconcile that writes nothing.
+ *
+ * Pacing: under churn a key's status is written at most once per
+ * CTL_STATUS_WRITE_INTERVAL_MS. A change when the last write is older than
+ * that goes out at once (the first change after a quiet interval is not
+ * delayed); a change sooner is held: the key is queued again for the end
+ * of the interval, and that reconcile writes whatever the state is then,
+ * so the last state is never lost, however many changes came between.
+ * Nothing is held while not leading; gpuop_controller_close writes a held
+ * status before it stops (gpuop_ctl_status_held).
+ *
+ * Per key: the digest sent, the hash of the status the server answered with,
  * that answer's resourceVersion, the conditions sent (lastTransitionTime
- * is carried from them) and the hash of the problems last logged. A
- * handful of policies: a few hundred bytes each.
+ * is carried from them), the hash of the problems last logged, when the
+ * last write was sent and whether a change is held. A handful of policies:
+ * a few hundred bytes each.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +49,18 @@ struct ctl_status_rec {
     char rv_before[64]; /* the cached object's when the write was sent (the
                            cache may still hold it: not a change by anyone) */
     json_t *prev;       /* {"conditions": [...]} as sent (new reference), or NULL */
+    json_t *keys;       /* the top-level keys of the status last sent (new reference), or NULL */
     uint64_t problems;  /* hash of the problems last logged; 0: none */
+    bool paced;         /* a write was sent at sent_ms (the pacing's clock) */
+    uint64_t sent_ms;
+    bool held; /* a change waits for the interval's end */
 };
 
 static void rec_free(void *p)
 {
     struct ctl_status_rec *r = p;
     json_decref(r->prev);
+    json_decref(r->keys);
     free(r);
 }
 
@@ -97,8 +116,62 @@ void gpuop_ctl_status_forget(struct gpuop_controller *c, const char *key)
     while (gpuop_map_next(&c->status_recs, &it, &k, &v)) {
         struct ctl_status_rec *r = v;
         r->written = false;
+        r->paced = r->held = false;
         json_decref(r->prev);
         r->prev = NULL;
+    }
+}
+
+uint64_t gpuop_ctl_status_pace(bool paced, uint64_t sent_ms, uint64_t now_ms)
+{
+    if (!paced || now_ms < sent_ms || now_ms - sent_ms >= CTL_STATUS_WRITE_INTERVAL_MS)
+        return 0;
+    return CTL_STATUS_WRITE_INTERVAL_MS - (now_ms - sent_ms);
+}
+
+bool gpuop_ctl_status_held(struct gpuop_controller *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (gpuop_map_next(&c->status_recs, &it, &k, &v))
+        if (((struct ctl_status_rec *)v)->held)
+            return true;
+    return false;
+}
+
+void gpuop_ctl_status_requeue_held(struct gpuop_controller *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (gpuop_map_next(&c->status_recs, &it, &k, &v))
+        if (((struct ctl_status_rec *)v)->held)
+            (void)gpuop_queue_add(c->queue, k);
+}
+
+void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
+                               json_t *body, const char *rv_before, json_t *conds)
+{
+    struct ctl_status_rec *r = rec_get(c, key, true);
+    if (!r)
+        return;
+    r->written = true;
+    r->sent = digest;
+    r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
+    snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
+    snprintf(r->rv_before, sizeof(r->rv_before), "%s", rv_before ? rv_before : "");
+    json_decref(r->prev);
+    r->prev = conds ? json_pack("{s:O}", "conditions", conds) : NULL;
+}
+
+void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t now_ms)
+{
+    struct ctl_status_rec *r = rec_get(c, key, true);
+    if (r) {
+        r->paced = true;
+        r->sent_ms = now_ms;
+        r->held = false;
     }
 }
 
@@ -107,56 +180,131 @@ static void status_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
     if (rc == 0) {
-        struct ctl_status_rec *r = c->key ? rec_get(c, c->key, true) : NULL;
-        if (r) {
-            r->written = true;
-            r->sent = o->body_hash;
-            r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
-            snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
-            snprintf(r->rv_before, sizeof(r->rv_before), "%s", o->rv_before);
-            json_decref(r->prev);
-            r->prev = json_pack("{s:O}", "conditions", o->conds);
-        }
+        if (c->key)
+            gpuop_ctl_status_answered(c, c->key, o->body_hash, body, o->rv_before, o->conds);
     } else if (rc != GPUOP_ECANCELED) {
         gpuop_warn(c->kobj, "status update failed: %s", err->message);
-        gpuop_ctl_fail(c, "status update", err);
+        gpuop_ctl_fail(c, "status", err);
     }
     json_decref(o->conds);
     o->conds = NULL;
     gpuop_ctl_op_end(o);
 }
 
-int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */)
+enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj, uint64_t digest,
+                                         uint64_t now_ms, uint64_t *wait_ms)
 {
-    uint64_t h = gpuop_ctl_json_hash(status);
-    struct ctl_status_rec *r = rec_get(c, c->key, false);
-    bool need = !r || !r->written || r->sent != h;
+    struct ctl_status_rec *r = rec_get(c, c->key, true);
+    *wait_ms = 0;
+    if (!r)
+        return c->write ? CTL_STATUS_NOW : CTL_STATUS_SAME;
+    bool need = !r->written || r->sent != digest;
     const char *rv = rv_of(obj);
     if (!need && strcmp(rv, r->rv) != 0 && strcmp(rv, r->rv_before) != 0)
         need = gpuop_ctl_json_hash(json_object_get(obj, "status")) != r->server;
     if (!need || !c->write) {
+        r->held = false; /* what is written is the state: nothing waits */
+        return CTL_STATUS_SAME;
+    }
+    uint64_t wait = c->flushing ? 0 : gpuop_ctl_status_pace(r->paced, r->sent_ms, now_ms);
+    if (wait > 0) {
+        r->held = true;
+        *wait_ms = wait;
+        return CTL_STATUS_HELD;
+    }
+    return CTL_STATUS_NOW;
+}
+
+/* A JSON merge patch (RFC 7386) removes a key only when it says null:
+ * every key of before (borrowed) that now (borrowed, changed) lacks
+ * becomes null in now, through the objects both have (arrays are
+ * replaced whole). 0 or GPUOP_ENOMEM. */
+static int null_removed(json_t *now, json_t *before)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(before, k, v)
+    {
+        json_t *n = json_object_get(now, k);
+        if (!n) {
+            if (json_object_set_new(now, k, json_null()) < 0)
+                return GPUOP_ENOMEM;
+        } else if (json_is_object(n) && json_is_object(v) && null_removed(n, v) < 0)
+            return GPUOP_ENOMEM;
+    }
+    return 0;
+}
+
+/* New array of status's top-level keys, or NULL. */
+static json_t *keys_of(json_t *status)
+{
+    json_t *a = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(status, k, v)
+    {
+        if (json_array_append_new(a, json_string(k)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The status is sent as a JSON merge patch of the status subresource, not
+ * a server-side apply: the status has one writer (the leader), and the
+ * apply's managed-fields bookkeeping over a status that lists 50 nodes
+ * made it the costliest request gpuop sends (docs/benchmarks.md, issue
+ * 24). What it no longer holds is removed by null: the keys of the cached
+ * status and of the last one sent that this one lacks. */
+int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */,
+                           uint64_t digest, uint64_t now_ms)
+{
+    if (!c->write) {
         json_decref(status);
         return 0;
     }
+    struct ctl_status_rec *r = rec_get(c, c->key, true);
     json_t *conds = json_incref(json_object_get(status, "conditions"));
-    json_t *patch = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", GPUOP_API_VERSION, "kind",
-                              GPUOP_KIND, "metadata", "name", c->key, "status", status);
-    char *body = patch ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_t *keys = keys_of(status);
+    int nrc = null_removed(status, json_object_get(obj, "status"));
+    size_t i;
+    json_t *k;
+    json_array_foreach(r ? r->keys : NULL, i, k)
+    {
+        if (nrc == 0 && !json_object_get(status, json_string_value(k)))
+            nrc = json_object_set_new(status, json_string_value(k), json_null()) < 0 ? GPUOP_ENOMEM
+                                                                                     : 0;
+    }
+    json_t *patch = json_pack("{s:o}", "status", status);
+    char *body =
+        patch && keys && nrc == 0 ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(patch);
-    char *full = gpuop_ctl_apply_path(GPUOP_API_VERSION, NULL, GPUOP_PLURAL, c->key, "status");
+    const struct gpuop_kube_ref ref = {.group_version = GPUOP_API_VERSION,
+                                       .resource = GPUOP_PLURAL,
+                                       .name = c->key,
+                                       .subresource = "status"};
+    static const struct gpuop_kube_param q[] = {{"fieldManager", GPUOP_MANAGER}};
+    char *full = gpuop_kube_path(&ref, q, sizeof(q) / sizeof(q[0]));
     int rc = body && full ? 0 : GPUOP_ENOMEM;
     struct ctl_op *o = NULL;
     if (rc == 0) {
         c->stats.status_writes++;
         gpuop_info(c->kobj, "writing status");
-        rc = gpuop_ctl_send(c, OP_STATUS, -1, h, GPUOP_KUBE_PATCH, full, GPUOP_CT_APPLY, body,
+        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, GPUOP_KUBE_PATCH, full, GPUOP_CT_MERGE, body,
                             status_done, &o);
     }
     if (o) {
         o->conds = conds;
         snprintf(o->rv_before, sizeof(o->rv_before), "%s", rv_of(obj));
+        gpuop_ctl_status_sent(c, c->key, now_ms);
+        if (r) { /* what a later write must null when it lacks them */
+            json_decref(r->keys);
+            r->keys = json_incref(keys);
+        }
     } else
         json_decref(conds);
+    json_decref(keys);
     free(full);
     gpuop_json_free(body);
     return rc;

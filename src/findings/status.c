@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gpuop/clock.h"
+#include "gpuop/hash.h"
 #include "gpuop/status.h"
 
 /* Longest condition message built here (bytes): six apply failures of
@@ -437,6 +438,127 @@ json_t *gpuop_status_summary(const struct gpuop_findings *f, bool truncated)
                      "completeNodes", (json_int_t)f->complete_nodes, "violations",
                      (json_int_t)f->violations, "advertisedGpus", (json_int_t)f->advertised_gpus,
                      "truncated", truncated);
+}
+
+/* ---- digest: the inputs of gpuop_status_build, hashed without building ---- */
+
+static uint64_t dig(uint64_t h, const void *p, size_t n)
+{
+    return gpuop_hash_bytes(h, p, n);
+}
+
+static uint64_t dig_str(uint64_t h, const char *s)
+{
+    return s ? gpuop_hash_bytes(h, s, strlen(s) + 1) : gpuop_hash_bytes(h, "\xff", 1);
+}
+
+static uint64_t dig_size(uint64_t h, size_t v)
+{
+    return gpuop_hash_bytes(h, &v, sizeof(v));
+}
+
+static uint64_t dig_apply(uint64_t h, const struct gpuop_apply_result *a)
+{
+    if (!a)
+        return dig(h, "-", 1);
+    h = dig(h, &a->state, sizeof(a->state));
+    h = dig(h, &a->blocked_by, sizeof(a->blocked_by));
+    bool said = a->state == GPUOP_APPLY_FAILED || a->state == GPUOP_APPLY_DELETE_FAILED;
+    return said ? dig_str(h, a->message) : h; /* what apply_sentence reads */
+}
+
+/* One listed node: what node_json reads. */
+static uint64_t dig_node(uint64_t h, const struct gpuop_findings *f,
+                         const struct gpuop_node_result *r)
+{
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    h = dig_str(h, r->name);
+    h = dig(h, &r->nfindings, sizeof(r->nfindings));
+    for (size_t k = 0; k < r->nfindings; k++) {
+        const struct gpuop_finding *x = &f->items[r->first + k];
+        int v[3] = {x->operand, x->kind, x->reason};
+        h = dig(h, v, sizeof(v));
+        gpuop_finding_message(f, x, msg, sizeof(msg));
+        h = dig_str(h, msg);
+    }
+    h = dig(h, &r->host_provided, sizeof(r->host_provided));
+    h = dig(h, &r->gpus, sizeof(r->gpus));
+    const struct gpuop_stranded *st = gpuop_findings_stranded(f, r);
+    uint32_t count = st ? st->count : 0;
+    h = dig(h, &count, sizeof(count));
+    for (uint32_t k = 0; count && k < st->nnames && k < GPUOP_STRANDED_NAMES_MAX; k++)
+        h = dig_str(h, st->names[k]);
+    return h;
+}
+
+/* status.upgrade: small (counts, and the nodes not done), so it is built
+ * and hashed; an upgrade step that changes nothing else is still written. */
+static uint64_t dig_upgrade(uint64_t h, const struct gpuop_status_input *in)
+{
+    if (!in->upgrade)
+        return dig(h, "-", 1);
+    json_t *o = json_object();
+    if (!o || gpuop_upgrade_status_add(o, in->upgrade, in->upgrade_in) < 0) {
+        json_decref(o);
+        return dig(h, &in->upgrade, sizeof(in->upgrade)); /* differs: a write is tried */
+    }
+    h = gpuop_hash_json_bytes(h, o);
+    json_decref(o);
+    return h;
+}
+
+uint64_t gpuop_status_digest(const struct gpuop_policy *p, const struct gpuop_findings *f,
+                             const struct gpuop_status_input *in)
+{
+    static const struct gpuop_status_input none = {0};
+    if (!in)
+        in = &none;
+    uint64_t h = GPUOP_HASH_INIT;
+    long long gen = p ? p->generation : 0;
+    bool flags[3] = {in->ignored, in->empty_lists, f != NULL};
+    h = dig(h, &gen, sizeof(gen));
+    h = dig(h, flags, sizeof(flags));
+    h = dig_str(h, in->active_policy);
+    h = dig_str(h, in->namespace);
+    int np = p ? p->nproblems : 0;
+    h = dig(h, &np, sizeof(np));
+    for (int i = 0; i < np && i < GPUOP_POLICY_PROBLEMS_MAX; i++) {
+        h = dig_str(h, p->problems[i].field);
+        h = dig_str(h, p->problems[i].message);
+    }
+    if (in->ignored || !f)
+        return gpuop_hash_mix(h);
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        h = dig_apply(h, in->apply ? &in->apply[o] : NULL);
+    h = dig_apply(h, in->sa);
+    size_t counts[] = {f->gpu_nodes,       f->complete_nodes, f->violations,       f->finding_nodes,
+                       f->advertised_gpus, f->nitems,         (size_t)f->noperands};
+    h = dig(h, counts, sizeof(counts));
+    h = dig(h, f->by_kind, sizeof(f->by_kind));
+    h = dig(h, f->by_reason, sizeof(f->by_reason));
+    for (int o = 0; o < f->noperands && o < GPUOP_OPERAND_MAX; o++) {
+        const struct gpuop_operand_result *r = &f->operands[o];
+        long long v[5] = {r->enabled, (long long)r->expected_nodes, (long long)r->running_nodes,
+                          r->desired, r->ready};
+        h = dig(h, v, sizeof(v));
+        h = dig_str(h, r->daemonsets);
+        h = dig_str(h, r->controller_says);
+    }
+    size_t max = in->max_nodes ? in->max_nodes : GPUOP_STATUS_MAX_NODES, listed = 0, omitted = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!r->nfindings)
+            continue;
+        if (listed >= max) {
+            omitted++;
+            continue;
+        }
+        listed++;
+        h = dig_node(h, f, r);
+    }
+    h = dig_size(h, listed);
+    h = dig_size(h, omitted);
+    return gpuop_hash_mix(dig_upgrade(h, in));
 }
 
 json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_findings *f,

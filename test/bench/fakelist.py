@@ -11,6 +11,16 @@ answered 200 with its own body echoed. Plain HTTP on 127.0.0.1.
 
 Use it to look at gpuop's memory at 5,000 nodes under massif or heaptrack
 in seconds; the numbers that count come from test/bench/run on the lab.
+At 20,000 nodes and 120,000 pods, which the 2-core lab cannot hold, it is
+the benchmark (docs/benchmarks.md, issue 24).
+
+--flips N: event -> status latency. Once gpuop has written a status with
+every node a GPU node and then nothing for a few seconds, N times (--flip-gap
+ms apart) one node loses its nvidia.com/ labels on the Nodes watch (no longer
+a GPU node), or gets them back, and the time from writing that watch event
+to the status PATCH that counts the new number of GPU nodes is taken
+(p50/p90/p99/max printed as JSON on stderr, "fakelist: flips ..."). The
+floor is this process's own delivery, well under a millisecond.
 
     test/bench/fakelist.py --nodes 5000 --port 18080 --templates DIR &
     gpuop run --kubeconfig KUBECONFIG --leader-elect=false ...
@@ -69,6 +79,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     order = "pod"
     rate = 0.0
     rollout_done = False
+    # --flips: node watch events to send, status writes seen (guarded by cond)
+    cond = threading.Condition()
+    node_events = []  # watch lines, appended by the flipper
+    ds_events = []  # watch lines: the DaemonSets gpuop applied, as the server would store them
+    status_log = []  # (monotonic time, summary.gpuNodes) of every status write
+    rv = 100000  # resourceVersions of the DaemonSets applied
 
     def log_message(self, *a):
         pass
@@ -100,7 +116,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     '"metadata":{"resourceVersion":"1000"}}}\n' % (kind[:-4], api)).encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
             self.wfile.flush()
-            time.sleep(min(int(q.get("timeoutSeconds", "300")), 3600))
+            end = time.monotonic() + min(int(q.get("timeoutSeconds", "300")), 3600)
+            evs = {"nodes": Handler.node_events, "daemonsets": Handler.ds_events}.get(res)
+            if evs is None:
+                time.sleep(max(0, end - time.monotonic()))
+            else:  # the flips' node events, the applied DaemonSets, as they come
+                with Handler.cond:
+                    sent = len(evs)
+                while time.monotonic() < end:
+                    with Handler.cond:
+                        Handler.cond.wait_for(lambda: len(evs) > sent,
+                                              timeout=max(0.01, end - time.monotonic()))
+                        lines = evs[sent:]
+                    sent += len(lines)
+                    for line in lines:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                    if lines:
+                        self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             return
         start = int(q.get("continue") or 0)
@@ -167,8 +199,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n).decode() if n else "{}"
         try:
             obj = json.loads(body)
+            if "/gpupolicies/" in self.path and "/status" in self.path:
+                g = ((obj.get("status") or {}).get("summary") or {}).get("gpuNodes")
+                with Handler.cond:
+                    Handler.status_log.append((time.monotonic(), g))
+                    Handler.cond.notify_all()
             obj.setdefault("metadata", {})["resourceVersion"] = "1001"
             obj["metadata"].setdefault("generation", 1)
+            if "/daemonsets/" in self.path and self.command == "PATCH":
+                obj = self.apply_ds(obj)
             body = json.dumps(obj)
         except ValueError:
             pass
@@ -176,12 +215,96 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     do_PATCH = do_PUT = do_POST = write
 
+    def apply_ds(self, obj):
+        """A DaemonSet apply: the stored one takes the applied metadata and
+        spec (a new generation when the spec changed), keeps its status,
+        and the change goes out on the DaemonSet watch, as on a server."""
+        name = obj["metadata"].get("name")
+        kind, api, items = Handler.data["daemonsets"]
+        with Handler.cond:
+            for i, s in enumerate(items):
+                d = json.loads(s)
+                if d["metadata"]["name"] != name:
+                    continue
+                md = d["metadata"]
+                gen = md.get("generation", 1) + (d.get("spec") != obj.get("spec"))
+                for k in ("labels", "annotations", "ownerReferences"):
+                    if k in obj["metadata"]:
+                        md[k] = obj["metadata"][k]
+                d["spec"] = obj.get("spec", d.get("spec"))
+                md["generation"] = gen
+                d.setdefault("status", {})["observedGeneration"] = gen
+                Handler.rv += 1
+                md["resourceVersion"] = str(Handler.rv)
+                items[i] = json.dumps(d, separators=(",", ":"))
+                Handler.ds_events.append((json.dumps({"type": "MODIFIED", "object": d},
+                                                     separators=(",", ":")) + "\n").encode())
+                Handler.cond.notify_all()
+                return d
+        return obj
+
     def do_DELETE(self):
         self.send(200, '{"kind":"Status","apiVersion":"v1","status":"Success"}')
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+
+
+def pct(xs, p):
+    s = sorted(xs)
+    if not s:
+        return None
+    return s[max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))]
+
+
+def flipper(args):
+    """--flips: see the module's comment."""
+    nodes = Handler.data["nodes"][2]
+    total = len(nodes)
+    quiet = 3.0
+    with Handler.cond:  # all GPU nodes written, then a quiet moment
+        while True:
+            Handler.cond.wait_for(lambda: any(g == total for _, g in Handler.status_log), timeout=5)
+            last = Handler.status_log[-1][0] if Handler.status_log else 0
+            if any(g == total for _, g in Handler.status_log) and time.monotonic() - last > quiet:
+                break
+            Handler.cond.wait(1)
+    print(f"fakelist: all {total} GPU nodes in the status; flipping", file=sys.stderr, flush=True)
+    rv = 5000
+    lat = []
+    timeouts = 0
+    for i in range(args.flips):
+        k = (i // 2) % total
+        node = json.loads(nodes[k])
+        off = i % 2 == 0
+        if off:
+            labels = node["metadata"]["labels"]
+            node["metadata"]["labels"] = {k2: v for k2, v in labels.items()
+                                          if not k2.startswith("nvidia.com/")}
+        want = total - 1 if off else total
+        rv += 1
+        node["metadata"]["resourceVersion"] = str(rv)
+        line = (json.dumps({"type": "MODIFIED", "object": node}, separators=(",", ":")) + "\n").encode()
+        with Handler.cond:
+            seen = len(Handler.status_log)
+            t0 = time.monotonic()
+            Handler.node_events.append(line)
+            Handler.cond.notify_all()
+            ok = Handler.cond.wait_for(lambda: any(g == want for _, g in Handler.status_log[seen:]),
+                                       timeout=30)
+            t1 = next((t for t, g in Handler.status_log[seen:] if g == want), None)
+        if ok and t1 is not None:
+            lat.append((t1 - t0) * 1e3)
+        else:
+            timeouts += 1
+        time.sleep(args.flip_gap / 1e3)
+    res = {"flips": args.flips, "measured": len(lat), "timeouts": timeouts}
+    for p in (50, 90, 99):
+        v = pct(lat, p)
+        res["status_ms_p%d" % p] = None if v is None else round(v, 2)
+    res["status_ms_max"] = round(max(lat), 2) if lat else None
+    print("fakelist: flips " + json.dumps(res), file=sys.stderr, flush=True)
 
 
 def main():
@@ -197,6 +320,9 @@ def main():
                     help="serve HTTPS with this certificate and key (PEM), as the API server does")
     ap.add_argument("--rate", type=float, default=0,
                     help="rollout events per second (0: as fast as possible)")
+    ap.add_argument("--flips", type=int, default=0,
+                    help="node label flips to time event -> status with (even)")
+    ap.add_argument("--flip-gap", type=float, default=1100, help="ms between flips")
     args = ap.parse_args()
     Handler.data = build(args)
     Handler.rollout = args.rollout
@@ -209,6 +335,8 @@ def main():
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(*args.tls)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    if args.flips:
+        threading.Thread(target=flipper, args=(args,), daemon=True).start()
     srv.serve_forever()
 
 

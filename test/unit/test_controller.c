@@ -176,6 +176,24 @@ static void respond_obj(struct fakeapi_conn *c, json_t *obj)
     free(s);
 }
 
+/* RFC 7386 onto target (an object): null removes, objects merge, the
+ * rest replaces. */
+static void merge_patch(json_t *target, json_t *patch)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v)
+    {
+        json_t *t = json_object_get(target, k);
+        if (json_is_null(v))
+            json_object_del(target, k);
+        else if (json_is_object(v) && json_is_object(t))
+            merge_patch(t, v);
+        else
+            json_object_set(target, k, v);
+    }
+}
+
 static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
 {
     struct fx *f = arg;
@@ -214,8 +232,11 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
     if (!strcmp(r->method, "PATCH") && k == K_POLICY) { /* .../main/status */
         assert_non_null(strstr(r->path, "/status?"));
         f->status_writes++;
+        assert_string_equal(r->ctype, "application/merge-patch+json");
         json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], name));
-        json_object_set(p, "status", json_object_get(body, "status"));
+        if (!json_is_object(json_object_get(p, "status")))
+            json_object_set_new(p, "status", json_object());
+        merge_patch(json_object_get(p, "status"), json_object_get(body, "status"));
         put(f, K_POLICY, name, json_incref(p), "MODIFIED");
         respond_obj(c, p);
         json_decref(p);
@@ -376,7 +397,14 @@ static void settle(struct fx *f, uint64_t quiet_ms)
     do {
         n = fakeapi_nreq(f->srv);
         run_for(f, quiet_ms);
-    } while (fakeapi_nreq(f->srv) != n);
+        /* a status the write pacing holds goes out at its interval's end */
+    } while (fakeapi_nreq(f->srv) != n || (f->c && gpuop_ctl_status_held(f->c)));
+}
+
+static json_int_t gpu_nodes_of(struct fx *f)
+{
+    return json_integer_value(
+        json_object_get(json_object_get(status_of(f), "summary"), "gpuNodes"));
 }
 
 /* ---- tests ---- */
@@ -579,6 +607,211 @@ static void test_refused_backoff(void **state)
     assert_true(f->status_writes <= 2);
 }
 
+/* ---- status write pacing ---- */
+
+/* A controller reduced to what the pacing reads (status records, key,
+ * write), driven by a clock the test sets: the state is a counter, its
+ * digest the counter, a reconcile asks gpuop_ctl_status_due and "writes"
+ * (sent at once, answered at once) or remembers when the held key is
+ * queued again, as findings_and_status does. */
+struct pace_sim {
+    struct gpuop_controller c;
+    json_t *obj;
+    uint64_t now;
+    int state, written, writes;
+    uint64_t requeue_at; /* 0: none */
+    uint64_t write_at[64];
+};
+
+static void sim_reconcile(struct pace_sim *s)
+{
+    uint64_t wait = 0, digest = 1000 + (uint64_t)s->state;
+    enum ctl_status_due due = gpuop_ctl_status_due(&s->c, s->obj, digest, s->now, &wait);
+    if (due == CTL_STATUS_NOW) {
+        assert_true(s->writes < 64);
+        s->write_at[s->writes++] = s->now;
+        s->written = s->state;
+        gpuop_ctl_status_sent(&s->c, s->c.key, s->now);
+        gpuop_ctl_status_answered(&s->c, s->c.key, digest, s->obj, "1", NULL);
+    } else if (due == CTL_STATUS_HELD) {
+        assert_true(wait > 0 && wait <= CTL_STATUS_WRITE_INTERVAL_MS);
+        if (!s->requeue_at || s->now + wait < s->requeue_at) /* the queue keeps the earlier */
+            s->requeue_at = s->now + wait;
+    }
+}
+
+/* Moves the clock to t, running the queued-again reconcile on the way. */
+static void sim_advance(struct pace_sim *s, uint64_t t)
+{
+    while (s->requeue_at && s->requeue_at <= t) {
+        s->now = s->requeue_at;
+        s->requeue_at = 0;
+        sim_reconcile(s);
+    }
+    s->now = t;
+}
+
+static void sim_init(struct pace_sim *s)
+{
+    memset(s, 0, sizeof(*s));
+    gpuop_map_init(&s->c.status_recs);
+    s->c.key = "main";
+    s->c.write = true;
+    s->obj = json_pack("{s:{s:s}}", "metadata", "resourceVersion", "1");
+    s->now = 100000;
+    s->written = -1;
+}
+
+static void sim_free(struct pace_sim *s)
+{
+    gpuop_ctl_status_free(&s->c);
+    json_decref(s->obj);
+}
+
+static void test_status_pacing_clock(void **state)
+{
+    (void)state;
+    assert_int_equal(gpuop_ctl_status_pace(false, 0, 5), 0);
+    assert_int_equal(gpuop_ctl_status_pace(true, 1000, 1000), CTL_STATUS_WRITE_INTERVAL_MS);
+    assert_int_equal(gpuop_ctl_status_pace(true, 1000, 1000 + CTL_STATUS_WRITE_INTERVAL_MS), 0);
+
+    for (int n = 1; n <= 40; n += 13) {
+        struct pace_sim s;
+        sim_init(&s);
+        /* N changes inside one interval: the first goes out at once, the
+         * rest wait for one trailing write of the last state */
+        uint64_t t0 = s.now;
+        for (int i = 0; i < n; i++) {
+            sim_advance(&s, t0 + (uint64_t)i * (CTL_STATUS_WRITE_INTERVAL_MS - 1) / (uint64_t)n);
+            s.state++;
+            sim_reconcile(&s);
+            if (i == 0) {
+                assert_int_equal(s.writes, 1); /* immediately when quiet */
+                assert_true(s.write_at[0] == t0);
+            }
+        }
+        sim_advance(&s, t0 + 10 * CTL_STATUS_WRITE_INTERVAL_MS);
+        assert_true(s.writes <= 2);
+        assert_int_equal(s.written, s.state); /* the last state is never lost */
+        assert_int_equal(s.writes, n == 1 ? 1 : 2);
+        /* quiet: reconciles with nothing changed write nothing */
+        int w = s.writes;
+        for (int i = 0; i < 20; i++) {
+            sim_advance(&s, s.now + 700);
+            sim_reconcile(&s);
+        }
+        assert_int_equal(s.writes, w);
+        /* the first change after a quiet interval goes out at once */
+        s.state++;
+        sim_reconcile(&s);
+        assert_int_equal(s.writes, w + 1);
+        assert_true(s.write_at[w] == s.now);
+        /* a change that flips back before the interval's end writes nothing more */
+        sim_advance(&s, s.now + 10);
+        s.state++;
+        sim_reconcile(&s);
+        s.state--;
+        sim_advance(&s, s.now + 10);
+        sim_reconcile(&s);
+        sim_advance(&s, s.now + 5 * CTL_STATUS_WRITE_INTERVAL_MS);
+        assert_int_equal(s.writes, w + 1);
+        assert_int_equal(s.written, s.state);
+        sim_free(&s);
+    }
+
+    /* churn for 5 s, a change every 10 ms: at most one write per interval
+     * (plus the first), never two closer than the interval, last one kept */
+    struct pace_sim s;
+    sim_init(&s);
+    uint64_t t0 = s.now;
+    for (uint64_t t = t0; t < t0 + 5 * CTL_STATUS_WRITE_INTERVAL_MS; t += 10) {
+        sim_advance(&s, t);
+        s.state++;
+        sim_reconcile(&s);
+    }
+    sim_advance(&s, s.now + 10 * CTL_STATUS_WRITE_INTERVAL_MS);
+    assert_true(s.writes <= 6);
+    for (int i = 1; i < s.writes; i++)
+        assert_true(s.write_at[i] - s.write_at[i - 1] >= CTL_STATUS_WRITE_INTERVAL_MS);
+    assert_int_equal(s.written, s.state);
+    /* not leading: nothing written, nothing held */
+    s.c.write = false;
+    s.state++;
+    sim_reconcile(&s);
+    assert_false(gpuop_ctl_status_held(&s.c));
+    sim_free(&s);
+}
+
+/* The real controller: a burst of node changes inside one interval after
+ * a quiet one gives at most two status writes (the first at once, one
+ * trailing), and the status ends at the last state; then the quiet
+ * window writes nothing. */
+static void test_status_churn_coalesced(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
+    int before = f->status_writes;
+    enum { N = 30 };
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-burst-%d", i);
+        put(f, K_NODE, name, os_node(name, "ubuntu", "24.04", NULL), "ADDED");
+        if (i % 10 == 9)
+            run_for(f, 30); /* several watch deliveries, several reconciles */
+    }
+    RUN_UNTIL(f, gpu_nodes_of(f) == 1 + N, WAIT_MS);
+    settle(f, 300);
+    print_message("%d node changes: %d status writes\n", N, f->status_writes - before);
+    assert_true(f->status_writes - before >= 1);
+    assert_true(f->status_writes - before <= 2);
+    assert_int_equal(gpu_nodes_of(f), 1 + N);
+    int w = f->status_writes;
+    run_for(f, 2 * CTL_STATUS_WRITE_INTERVAL_MS);
+    assert_int_equal(f->status_writes, w);
+}
+
+/* The status goes out as a merge patch: a key the new status lacks is
+ * sent as null and leaves the stored one (the fake applies RFC 7386). */
+static void test_status_merge_removes(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_non_null(json_object_get(status_of(f), "nodes")); /* gpu-1 runs nothing */
+    put(f, K_NODE, "gpu-1", json_incref(json_object_get(f->store[K_NODE], "gpu-1")), "DELETED");
+    RUN_UNTIL(f, gpu_nodes_of(f) == 0, WAIT_MS);
+    settle(f, 300);
+    assert_null(json_object_get(status_of(f), "nodes"));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(status_of(f), "conditions"), 0), "reason")),
+        "NoGpuNodes");
+}
+
+/* A status the pacing holds is written when the controller closes. */
+static void test_status_close_flushes(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100);
+    put(f, K_NODE, "gpu-a", os_node("gpu-a", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, gpu_nodes_of(f) == 2, WAIT_MS); /* written at once */
+    put(f, K_NODE, "gpu-b", os_node("gpu-b", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, gpuop_ctl_status_held(f->c) || gpu_nodes_of(f) == 3, WAIT_MS);
+    int w = f->status_writes;
+    gpuop_controller_close(f->c, c_closed, f);
+    RUN_UNTIL(f, f->c_closed, WAIT_MS);
+    f->c = NULL;
+    assert_int_equal(gpu_nodes_of(f), 3);
+    assert_true(f->status_writes <= w + 1);
+}
+
 /* The status hash is the hash of the sorted-keys dump, computed as the dump
  * streams out (never held whole): equal to hashing json_dumps' string, the
  * same for key orders that differ, different for a changed value, and the
@@ -618,6 +851,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_hash_streams),
+        cmocka_unit_test(test_status_pacing_clock),
+        cmocka_unit_test_setup_teardown(test_status_churn_coalesced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_close_flushes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_merge_removes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
