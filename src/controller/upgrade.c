@@ -64,7 +64,8 @@ struct rec {
     uint64_t listed_at; /* gpuop_clock_ms */
     struct gpuop_upgrade_pod *pods;
     size_t npods;
-    json_t *list;         /* the pods' strings live in it (new reference) */
+    char *strs;           /* the pods' names and namespaces, copied (new): a LIST body of
+                             full pods is kept by nobody */
     uint64_t retry_at_ms; /* nothing sent before */
     uint64_t backoff_ms;
     uint8_t last_action, last_state;
@@ -118,7 +119,7 @@ static long long now_s(void)
 static void rec_free(struct rec *r)
 {
     free(r->pods);
-    json_decref(r->list);
+    free(r->strs);
     free(r);
 }
 
@@ -400,11 +401,33 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
             x->blocked_why = r->blocked_why;
         }
     }
+    /* Only the names outlive the body: one block for all of them. */
+    size_t total = 0;
+    for (size_t m = 0; m < k; m++)
+        total += (pods[m].ns ? strlen(pods[m].ns) + 1 : 0) +
+                 (pods[m].name ? strlen(pods[m].name) + 1 : 0);
+    char *strs = total ? malloc(total) : NULL;
+    if (total && !strs) {
+        free(pods);
+        failed(r, "pod LIST", GPUOP_ENOMEM, NULL);
+        return;
+    }
+    for (size_t m = 0, at = 0; m < k; m++) {
+        const char **f[2] = {&pods[m].ns, &pods[m].name};
+        for (int w = 0; w < 2; w++) {
+            if (!*f[w])
+                continue;
+            size_t len = strlen(*f[w]) + 1;
+            memcpy(strs + at, *f[w], len);
+            *f[w] = strs + at;
+            at += len;
+        }
+    }
     free(r->pods);
-    json_decref(r->list);
+    free(r->strs);
     r->pods = pods;
     r->npods = k;
-    r->list = json_incref(body);
+    r->strs = strs;
     r->listed_for = (uint8_t)state;
     r->listed_at = gpuop_clock_ms();
     requeue(r->u, 0);
