@@ -42,7 +42,7 @@
  * copying their details cost is in docs/benchmarks.md). Messages and details of a set
  * may therefore be read only while the inputs it was computed from are
  * alive and unchanged: in the controller, within the reconcile. Messages
- * hold no relative times (only absolute timestamps), so an unchanged world
+ * hold no relative times (only absolute timestamps), so an unchanged cluster
  * yields byte-identical messages.
  */
 #ifndef GPUOP_ANALYSIS_H
@@ -101,7 +101,7 @@ struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node *
                                         became Ready less than the event grace ago */
     uint8_t idle_s;                  /* not progressing: seconds since one of its pods
                                         last became Ready, saturating at 255; 0 when
-                                        none did or it failed (events.h: the stall began
+                                        none did or it failed (events_int.h: the stall began
                                         then) */
     uint8_t upgrade;                 /* enum gpuop_upgrade of the node (model.h) */
     uint32_t host_provided;          /* bit per operand index: host-provided (information) */

@@ -31,7 +31,7 @@ typedef void (*gpuop_controller_reconciled_cb)(void *arg, const char *key, bool 
 
 struct gpuop_controller_config {
     const char *namespace;                        /* where the operand DaemonSets live */
-    bool write;                                   /* false while not the leader: observe only */
+    bool leader;                                  /* false while not the leader: observe only */
     gpuop_controller_reconciled_cb on_reconciled; /* optional */
     void *arg;
 };
@@ -71,13 +71,14 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
 int gpuop_controller_start(struct gpuop_controller *c);
 /* Caches have listed once (readiness). */
 bool gpuop_controller_synced(const struct gpuop_controller *c);
-/* Allows or stops writes (leader election); enabling enqueues everything. */
-void gpuop_controller_set_write(struct gpuop_controller *c, bool write);
+/* This replica leads (it writes) or not (leader election); leading
+ * enqueues everything. */
+void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader);
 void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_controller_stats *out);
 /* Borrowed; valid until the controller is closed. */
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c);
 /* The caches (borrowed), e.g. for informer statistics. */
-const struct gpuop_caches *gpuop_controller_world(const struct gpuop_controller *c);
+const struct gpuop_caches *gpuop_controller_caches(const struct gpuop_controller *c);
 /* Stops everything; cb(arg) runs when all is closed and freed. While
  * writes are allowed, a status the write pacing holds is written first
  * (at most CTL_STATUS_FLUSH_MAX_MS); writes stop with the close. */

@@ -113,7 +113,7 @@ struct gpuop_reason_info {
     /* Usually passes on its own while things start or stop (a rollout, a
      * label change): an Event is posted only once the finding has lasted
      * longer than the policy's spec.findings.eventGracePeriodSeconds
-     * (events.h); the status shows it at once. enum gpuop_wait: a rollout
+     * (events_int.h); the status shows it at once. enum gpuop_wait: a rollout
      * step (GPUOP_WAIT_STALL) waits also for its node to stop progressing. */
     unsigned char transient;
     unsigned char progress; /* enum gpuop_progress */

@@ -65,7 +65,7 @@ const char *gpuop_apply_state_name(int state);
 
 struct gpuop_status_input {
     const char *namespace;     /* the operand namespace */
-    bool ignored;              /* this policy is not the active one */
+    bool inactive;             /* this policy is not the active one (state "ignored") */
     const char *active_policy; /* name of the active policy (status.activePolicy) */
     size_t max_nodes;          /* 0: GPUOP_STATUS_MAX_NODES; SIZE_MAX: no cap */
     bool empty_lists;          /* keep empty lists (nodes, hostProvided): a fixed shape for
@@ -83,7 +83,7 @@ struct gpuop_status_input {
 
 /* New status object, or NULL on out-of-memory. p, f, prev_status (the
  * previous .status, may be NULL) and in are borrowed; f may be NULL only
- * when in->ignored. now is seconds since epoch (for lastTransitionTime). */
+ * when in->inactive. now is seconds since epoch (for lastTransitionTime). */
 json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_findings *f,
                            json_t *prev_status, const struct gpuop_status_input *in, long long now);
 

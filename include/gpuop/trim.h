@@ -28,12 +28,12 @@
 void gpuop_trim_tune(void);
 
 /* Returns freed heap pages to the kernel (after a burst of parsing). */
-void gpuop_trim_trim(void);
+void gpuop_trim_now(void);
 
 #define GPUOP_MEM_TRIM_EVERY_MS 10000
 
-/* gpuop_trim_trim() unless the last one ran less than GPUOP_MEM_TRIM_EVERY_MS
+/* gpuop_trim_now() unless the last one ran less than GPUOP_MEM_TRIM_EVERY_MS
  * before now_ms (a monotonic clock, e.g. uv_now). True when it trimmed. */
-bool gpuop_trim_trim_sometimes(uint64_t now_ms);
+bool gpuop_trim_maybe(uint64_t now_ms);
 
 #endif

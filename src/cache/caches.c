@@ -225,7 +225,7 @@ static void on_synced(void *arg)
 
 /* ---- lifecycle ---- */
 
-struct world_alloc {
+struct caches_alloc {
     struct gpuop_caches w;
     struct tramp tramps[GPUOP_CACHES_KINDS];
 };
@@ -233,7 +233,7 @@ struct world_alloc {
 int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                      const struct gpuop_caches_config *cfg, struct gpuop_caches **out)
 {
-    struct world_alloc *a = calloc(1, sizeof(*a));
+    struct caches_alloc *a = calloc(1, sizeof(*a));
     if (!a)
         return GPUOP_ENOMEM;
     struct gpuop_caches *w = &a->w;
@@ -422,7 +422,7 @@ static void informer_closed(void *arg)
     void (*cb)(void *) = w->close_cb;
     void *carg = w->close_arg;
     free(w->ns);
-    free((struct world_alloc *)w);
+    free((struct caches_alloc *)w);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */
     if (cb)
         cb(carg);

@@ -1,5 +1,5 @@
 /*
- * cli.c - the table of commands and flags (cli.h), subcommand dispatch and
+ * cli.c - the table of commands and flags (cli_int.h), subcommand dispatch and
  * the top-level help. Everything that names a flag of check or completion
  * is drawn from here: their getopt_long options and --help, and the
  * completion scripts of every command; and run's whole argument parsing

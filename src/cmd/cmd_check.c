@@ -35,7 +35,7 @@ struct check {
     uv_loop_t loop;
     uv_timer_t timer;
     struct gpuop_kube *kube;
-    struct gpuop_caches *world;
+    struct gpuop_caches *caches;
     uv_timer_t progress;
     bool show_progress;
     size_t seen[GPUOP_CACHES_KINDS]; /* objects listed so far, by kind */
@@ -121,7 +121,7 @@ static void closed_cb(void *arg)
     (void)arg;
 }
 
-static void world_closed(void *arg)
+static void caches_closed(void *arg)
 {
     struct check *ck = arg;
     gpuop_kube_close(ck->kube, closed_cb, NULL);
@@ -240,9 +240,9 @@ int gpuop_cmd_check(int argc, char **argv)
     struct gpuop_caches_config wc = {
         .namespace = ns, .on_change = on_change, .on_synced = on_synced, .arg = &ck};
     if (rc == 0)
-        rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.world);
+        rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.caches);
     if (rc == 0)
-        rc = gpuop_caches_start(ck.world);
+        rc = gpuop_caches_start(ck.caches);
     int exit_code = 2;
     if (rc < 0) {
         fprintf(stderr, "gpuop check: %s\n", err.message[0] ? err.message : gpuop_strerror(rc));
@@ -279,12 +279,12 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     const char *active = NULL;
     if (!have_policy) {
-        active = gpuop_caches_active(ck.world);
+        active = gpuop_caches_active(ck.caches);
         if (!active) {
             fprintf(stderr, "gpuop check: no GpuPolicy in the cluster; pass --policy FILE\n");
             goto out;
         }
-        if (gpuop_policy_parse(gpuop_caches_policy(ck.world, active), &policy, &err) < 0) {
+        if (gpuop_policy_parse(gpuop_caches_policy(ck.caches, active), &policy, &err) < 0) {
             fprintf(stderr, "gpuop check: %s\n", err.message);
             goto out;
         }
@@ -295,7 +295,7 @@ int gpuop_cmd_check(int argc, char **argv)
 
     struct gpuop_caches_view v = {0};
     struct gpuop_findings f = {0};
-    rc = gpuop_caches_view(ck.world, &v);
+    rc = gpuop_caches_view(ck.caches, &v);
     if (rc == 0)
         rc = gpuop_analyze(&policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
                            gpuop_clock_wall(), &f);
@@ -315,9 +315,10 @@ int gpuop_cmd_check(int argc, char **argv)
         .nnodes = v.nnodes,
         .pods = v.pods,
         .npods = v.npods,
-        .upgrade = json_object_get(/* the leader's status.upgrade, docs/upgrade.md */
-                                   json_object_get(gpuop_caches_policy(ck.world, active), "status"),
-                                   "upgrade"),
+        .upgrade =
+            json_object_get(/* the leader's status.upgrade, docs/upgrade.md */
+                            json_object_get(gpuop_caches_policy(ck.caches, active), "status"),
+                            "upgrade"),
     };
     if (!strcmp(output, "text") || wide)
         rc = gpuop_report_text(stdout, &policy, &f, &ro);
@@ -329,8 +330,8 @@ int gpuop_cmd_check(int argc, char **argv)
 out:
     if (have_policy)
         gpuop_policy_free(&policy);
-    if (ck.world)
-        gpuop_caches_close(ck.world, world_closed, &ck);
+    if (ck.caches)
+        gpuop_caches_close(ck.caches, caches_closed, &ck);
     else if (ck.kube)
         gpuop_kube_close(ck.kube, closed_cb, NULL);
     uv_run(&ck.loop, UV_RUN_DEFAULT);

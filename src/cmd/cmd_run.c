@@ -239,14 +239,14 @@ static void on_leading(void *arg)
     struct run *r = arg;
     gpuop_info("controller", "leading: writes enabled");
     if (r->ctrl)
-        gpuop_controller_set_write(r->ctrl, true);
+        gpuop_controller_set_leader(r->ctrl, true);
 }
 
 static void on_lost(void *arg)
 {
     struct run *r = arg;
     if (r->ctrl)
-        gpuop_controller_set_write(r->ctrl, false);
+        gpuop_controller_set_leader(r->ctrl, false);
     gpuop_error("controller", "leadership lost: writes stopped; exiting");
     r->exit_code = 1;
     shutdown_all(r);
@@ -280,7 +280,7 @@ static int start(struct run *r, const struct gpuop_run_options *o,
         return rc;
     gpuop_kube_set_observer(r->kube, on_api_request, r);
     struct gpuop_controller_config cc = {
-        .namespace = o->ns, .write = !o->leader_elect, .on_reconciled = on_reconciled, .arg = r};
+        .namespace = o->ns, .leader = !o->leader_elect, .on_reconciled = on_reconciled, .arg = r};
     rc = gpuop_controller_new(&r->loop, r->kube, &cc, &r->ctrl);
     if (rc < 0)
         return gpuop_err_set(err, rc, NULL, "cannot create the controller: %s", gpuop_strerror(rc));

@@ -1,6 +1,6 @@
 /*
  * completion.c - `gpuop completion bash|zsh`: prints a shell completion
- * script written from the command table (cli.h), so every command, flag
+ * script written from the command table (cli_int.h), so every command, flag
  * and value list the CLI parses completes, and nothing else does. The
  * scripts complete both `gpuop` and `kubectl-gpuop`.
  *

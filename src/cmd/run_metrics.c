@@ -198,7 +198,7 @@ static void refresh(struct gpuop_run_metrics *m, struct gpuop_controller *ctrl, 
     gpuop_metric_set(m->h[M_EVENTS_DROPPED], NULL, (double)st.events_dropped);
     gpuop_metric_set(m->h[M_STRANDED_LISTS], NULL, (double)st.stranded_lists);
 
-    const struct gpuop_caches *w = gpuop_controller_world(ctrl);
+    const struct gpuop_caches *w = gpuop_controller_caches(ctrl);
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         struct gpuop_informer_stats is;
         gpuop_caches_stats(w, (enum gpuop_caches_kind)k, &is);

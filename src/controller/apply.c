@@ -179,7 +179,7 @@ static void apply_operand(struct gpuop_controller *c, int i)
         return;
     }
     uint64_t h = gpuop_hash_str(body);
-    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, od->ds_name);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, od->ds_name);
     char obj[CTL_OBJ_MAX];
     /* Absent from the cache but applied with this body: the watch has not
      * brought it yet (a delete clears the record, gpuop_ctl_apply_gone). */
@@ -215,7 +215,7 @@ static void apply_operand(struct gpuop_controller *c, int i)
 static void delete_operand(struct gpuop_controller *c, int i)
 {
     const struct gpuop_operand *od = gpuop_operand_get(i);
-    if (!gpuop_caches_ds(c->world, od->ds_name)) {
+    if (!gpuop_caches_ds(c->caches, od->ds_name)) {
         c->res[i].state = GPUOP_APPLY_ABSENT;
         return;
     }
@@ -336,7 +336,7 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
         return;
     }
     uint64_t h = gpuop_hash_str(body);
-    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->world, name);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, name);
     if (r->a.body_hash == h &&
         (!live || (live->ds.generation == r->a.generation && live->meta_hash == r->a.meta_hash))) {
         gpuop_json_free(body);
@@ -412,7 +412,7 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
 
     if (!od->per_os)
         return false;
-    if (gpuop_caches_view(c->world, &v) < 0) {
+    if (gpuop_caches_view(c->caches, &v) < 0) {
         if (per_os)
             fail_now(c, i, GPUOP_APPLY_FAILED, GPUOP_ENOMEM);
         return per_os;
@@ -659,7 +659,7 @@ static enum gate gate(const struct gpuop_controller *c, int i, int *root)
 
 void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
-    if (!c->write)
+    if (!c->leader)
         return; /* a follower observes only: every result stays NONE */
     if (!c->sa_started) {
         c->sa_started = true;

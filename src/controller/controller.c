@@ -116,7 +116,7 @@ void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct g
 static void on_trim(uv_timer_t *t)
 {
     struct gpuop_controller *c = t->data;
-    gpuop_trim_trim_sometimes(uv_now(c->loop));
+    gpuop_trim_maybe(uv_now(c->loop));
 }
 
 /* The work's garbage back to the kernel (trim.h), once nothing is queued.
@@ -124,7 +124,7 @@ static void on_trim(uv_timer_t *t)
  * resident. */
 static void trim_after_work(struct gpuop_controller *c)
 {
-    if (gpuop_queue_len(c->queue) == 0 && !gpuop_trim_trim_sometimes(uv_now(c->loop)) &&
+    if (gpuop_queue_len(c->queue) == 0 && !gpuop_trim_maybe(uv_now(c->loop)) &&
         !uv_is_active((uv_handle_t *)&c->trim))
         uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
 }
@@ -209,44 +209,44 @@ static void update_summary(struct gpuop_controller *c, const struct gpuop_findin
 /* STAGE_STATUS: findings, status, its write (maybe in flight after). */
 static void findings_and_status(struct gpuop_controller *c)
 {
-    json_t *obj = gpuop_caches_policy(c->world, c->key);
+    json_t *obj = gpuop_caches_policy(c->caches, c->key);
     if (!obj)
         return; /* deleted meanwhile: nothing to write to */
     log_problems(c);
     struct gpuop_status_input in = {
         .namespace = c->ns,
-        .ignored = c->ignored,
-        .active_policy = gpuop_caches_active(c->world),
-        .apply = c->ignored || !c->write ? NULL : c->res,
-        .sa = c->ignored || !c->write ? NULL : &c->sa,
+        .inactive = c->inactive,
+        .active_policy = gpuop_caches_active(c->caches),
+        .apply = c->inactive || !c->leader ? NULL : c->res,
+        .sa = c->inactive || !c->leader ? NULL : &c->sa,
     };
     struct gpuop_findings f = {0};
     struct gpuop_caches_view v;
-    int rc = gpuop_caches_view(c->world, &v);
-    if (rc == 0 && !c->ignored)
+    int rc = gpuop_caches_view(c->caches, &v);
+    if (rc == 0 && !c->inactive)
         rc = gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
                            gpuop_clock_wall(), &f);
-    if (rc == 0 && !c->ignored && c->write) /* SPEC 4a: the leader labels new GPU nodes */
+    if (rc == 0 && !c->inactive && c->leader) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
-    if (rc == 0 && !c->ignored && c->write) { /* the driver upgrade (upgrade.c), leader only */
+    if (rc == 0 && !c->inactive && c->leader) { /* the driver upgrade (upgrade.c), leader only */
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
     }
     gpuop_caches_view_free(&v);
-    if (rc == 0 && !c->ignored && c->write) { /* who is stranded: the controller lists them */
+    if (rc == 0 && !c->inactive && c->leader) { /* who is stranded: the controller lists them */
         (void)gpuop_ctl_stranded_track(c->stranded, &f, c->events, c->key, uid);
         size_t ns;
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
         gpuop_findings_set_stranded(&f, st, ns);
     }
-    if (rc == 0 && !c->ignored &&
+    if (rc == 0 && !c->inactive &&
         f.next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
         (void)gpuop_queue_add_after(c->queue, c->key,
                                     (uint64_t)(f.next_change - gpuop_clock_wall()) * 1000);
-    if (rc == 0 && !c->ignored)
+    if (rc == 0 && !c->inactive)
         update_summary(c, &f);
-    else if (c->ignored && strcmp(c->summary.policy, c->key) == 0)
+    else if (c->inactive && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
     /* The status: its inputs' digest decides; the document is built only
      * to be written (status_write.c paces the writes). */
@@ -254,15 +254,15 @@ static void findings_and_status(struct gpuop_controller *c)
     enum ctl_status_due due = CTL_STATUS_SAME;
     uint64_t digest = 0, wait_ms = 0, now_ms = uv_now(c->loop);
     if (rc == 0) {
-        digest = gpuop_status_digest(&c->policy, c->ignored ? NULL : &f, &in);
+        digest = gpuop_status_digest(&c->policy, c->inactive ? NULL : &f, &in);
         due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
     }
     if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
         (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
     if (due == CTL_STATUS_NOW)
-        status = gpuop_status_build(&c->policy, c->ignored ? NULL : &f,
+        status = gpuop_status_build(&c->policy, c->inactive ? NULL : &f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
-    if (rc == 0 && !c->ignored && c->write)
+    if (rc == 0 && !c->inactive && c->leader)
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &f);
     gpuop_ctl_upgrade_release(c->upgrader);
     gpuop_findings_free(&f);
@@ -349,14 +349,14 @@ static void begin(struct gpuop_controller *c)
     c->pending = c->failed = 0;
     c->problems_changed = true;
     gpuop_err_clear(&c->err);
-    c->ignored = false;
+    c->inactive = false;
     c->stage = STAGE_APPLY;
     gpuop_ctl_apply_reset(c);
     snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->key);
     uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
     c->origin_ns = since ? *since : 0;
     free(since);
-    json_t *obj = gpuop_caches_policy(c->world, c->key);
+    json_t *obj = gpuop_caches_policy(c->caches, c->key);
     if (!obj) {
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
@@ -368,7 +368,7 @@ static void begin(struct gpuop_controller *c)
         finish(c);
         return;
     }
-    const char *active = gpuop_caches_active(c->world);
+    const char *active = gpuop_caches_active(c->caches);
     struct gpuop_err perr = {0};
     if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
         gpuop_ctl_fail(c, "policy", &perr);
@@ -378,7 +378,7 @@ static void begin(struct gpuop_controller *c)
     }
     c->have_policy = true;
     if (!active || strcmp(active, c->key) != 0) {
-        c->ignored = true;
+        c->inactive = true;
         c->stage = STAGE_STATUS; /* nothing to apply */
     } else {
         /* A different policy object (re-created, or another became active):
@@ -399,7 +399,7 @@ static void begin(struct gpuop_controller *c)
 /* Takes the next key if idle. */
 static void next(struct gpuop_controller *c)
 {
-    if (c->closing || c->key || !gpuop_caches_synced(c->world))
+    if (c->closing || c->key || !gpuop_caches_synced(c->caches))
         return;
     c->key = gpuop_queue_get(c->queue);
     if (c->key)
@@ -417,7 +417,7 @@ static void enqueue_all(struct gpuop_controller *c)
 {
     size_t it = 0;
     const char *key;
-    while (gpuop_caches_next_policy(c->world, &it, &key, NULL))
+    while (gpuop_caches_next_policy(c->caches, &it, &key, NULL))
         gpuop_queue_add(c->queue, key);
 }
 
@@ -441,7 +441,7 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     uint64_t t = uv_hrtime();
     size_t it = 0;
     const char *pkey;
-    while (gpuop_caches_next_policy(c->world, &it, &pkey, NULL)) {
+    while (gpuop_caches_next_policy(c->caches, &it, &pkey, NULL)) {
         mark_dirty(c, pkey, t);
         gpuop_queue_add(c->queue, pkey);
     }
@@ -463,7 +463,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_ENOMEM;
     c->loop = loop;
     c->kube = kube;
-    c->write = cfg->write;
+    c->leader = cfg->leader;
     c->on_reconciled = cfg->on_reconciled;
     c->cb_arg = cfg->arg;
     gpuop_map_init(&c->dirty_since);
@@ -471,7 +471,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     c->ns = strdup(cfg->namespace);
     struct gpuop_caches_config wc = {
         .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
-    int rc = c->ns ? gpuop_caches_new(loop, kube, &wc, &c->world) : GPUOP_ENOMEM;
+    int rc = c->ns ? gpuop_caches_new(loop, kube, &wc, &c->caches) : GPUOP_ENOMEM;
     if (rc == 0)
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
     if (rc == 0)
@@ -499,23 +499,23 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
 
 int gpuop_controller_start(struct gpuop_controller *c)
 {
-    return gpuop_caches_start(c->world);
+    return gpuop_caches_start(c->caches);
 }
 
 bool gpuop_controller_synced(const struct gpuop_controller *c)
 {
-    return gpuop_caches_synced(c->world);
+    return gpuop_caches_synced(c->caches);
 }
 
-void gpuop_controller_set_write(struct gpuop_controller *c, bool write)
+void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader)
 {
-    bool was = c->write;
-    c->write = write;
-    if (write && !was)
+    bool was = c->leader;
+    c->leader = leader;
+    if (leader && !was)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
-    if (write && !was && gpuop_caches_synced(c->world))
+    if (leader && !was && gpuop_caches_synced(c->caches))
         enqueue_all(c);
-    if (!write && was) {
+    if (!leader && was) {
         gpuop_ctl_labeler_stop(c->labeler);  /* only the leader labels */
         gpuop_ctl_upgrade_stop(c->upgrader); /* and upgrades */
     }
@@ -534,9 +534,9 @@ const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpu
     return &c->summary;
 }
 
-const struct gpuop_caches *gpuop_controller_world(const struct gpuop_controller *c)
+const struct gpuop_caches *gpuop_controller_caches(const struct gpuop_controller *c)
 {
-    return c->world;
+    return c->caches;
 }
 
 static void child_closed(void *arg);
@@ -579,7 +579,7 @@ void gpuop_controller_close(struct gpuop_controller *c, void (*cb)(void *), void
 {
     c->close_cb = cb;
     c->close_arg = arg;
-    if (!c->closing && !c->flushing && c->write && gpuop_caches_synced(c->world) &&
+    if (!c->closing && !c->flushing && c->leader && gpuop_caches_synced(c->caches) &&
         gpuop_ctl_status_held(c)) {
         c->flushing = true;
         gpuop_info("controller", "writing the held status before stopping");
@@ -597,7 +597,7 @@ static void close_now(struct gpuop_controller *c)
         return;
     c->closing = true;
     c->flushing = false;
-    gpuop_controller_set_write(c, false);
+    gpuop_controller_set_leader(c, false);
     /* Cancel what is in flight; their callbacks see closing and stop. */
     while (c->ops) {
         struct ctl_op *o = c->ops;
@@ -613,6 +613,6 @@ static void close_now(struct gpuop_controller *c)
     gpuop_events_close(c->events, child_closed, c);
     gpuop_ctl_stranded_close(c->stranded, child_closed, c);
     gpuop_ctl_labeler_close(c->labeler, child_closed, c);
-    gpuop_caches_close(c->world, child_closed, c);
+    gpuop_caches_close(c->caches, child_closed, c);
     gpuop_queue_close(c->queue, child_closed, c);
 }

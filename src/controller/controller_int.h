@@ -89,11 +89,11 @@ struct gpuop_controller {
     uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
     struct gpuop_kube *kube;
     char *ns;
-    bool write;
+    bool leader; /* this replica leads: it writes (apply, status, labels, Events) */
     bool closing;
     bool flushing;    /* closing: held statuses go out first, unpaced */
     uv_timer_t flush; /* the flush's deadline (CTL_STATUS_FLUSH_MAX_MS) */
-    struct gpuop_caches *world;
+    struct gpuop_caches *caches;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
     struct ctl_stranded *stranded; /* stranded.c */
@@ -105,7 +105,7 @@ struct gpuop_controller {
     enum ctl_stage stage;
     struct gpuop_policy policy;
     bool have_policy;
-    bool ignored;
+    bool inactive;         /* this policy is not the active one (its status says "ignored") */
     int pending;           /* API operations in flight */
     int failed;            /* failures (apply, delete, status write, parse) */
     bool problems_changed; /* the problems differ from the last reconcile's */

@@ -1,5 +1,5 @@
 /*
- * events.c - Events for findings that appear or clear (see events.h).
+ * events.c - Events for findings that appear or clear (see events_int.h).
  *
  * The previous findings are kept (moved in by observe, details dropped)
  * and the walk of their differences with the new ones

@@ -1,6 +1,6 @@
 /*
  * queue.c - work queue with dirty/processing sets, per-key backoff and a
- * delay heap (see queue.h for the semantics).
+ * delay heap (see queue_int.h for the semantics).
  *
  * Data: a FIFO array of ready keys (served from head, compacted when it
  * would grow); three maps (dirty, processing, failures); a binary min-heap

@@ -5,7 +5,7 @@
  * of it, keys sorted), not with the cached object: the GpuPolicy watch may
  * be down (after an API-server restart it is refused longer than the
  * others), so the cache may still hold a status older than the last
- * write, and a world that flipped back would then look unchanged. The
+ * write, and a cluster that flipped back would then look unchanged. The
  * cache is still read for one thing: when its object moved on past the
  * write (a resourceVersion neither the write's answer nor the one cached
  * when it was sent: a cache that has not caught up is no change) and its
@@ -197,12 +197,12 @@ enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj
     struct ctl_status_rec *r = rec_get(c, c->key, true);
     *wait_ms = 0;
     if (!r)
-        return c->write ? CTL_STATUS_NOW : CTL_STATUS_SAME;
+        return c->leader ? CTL_STATUS_NOW : CTL_STATUS_SAME;
     bool need = !r->written || r->sent != digest;
     const char *rv = rv_of(obj);
     if (!need && strcmp(rv, r->rv) != 0 && strcmp(rv, r->rv_before) != 0)
         need = gpuop_ctl_json_hash(json_object_get(obj, "status")) != r->server;
-    if (!need || !c->write) {
+    if (!need || !c->leader) {
         r->held = false; /* what is written is the state: nothing waits */
         return CTL_STATUS_SAME;
     }
@@ -260,7 +260,7 @@ static json_t *keys_of(json_t *status)
 int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */,
                            uint64_t digest, uint64_t now_ms)
 {
-    if (!c->write) {
+    if (!c->leader) {
         json_decref(status);
         return 0;
     }

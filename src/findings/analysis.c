@@ -276,7 +276,7 @@ static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, i
     return -1;
 }
 
-/* ---- progress (a node mid-rollout: events.h, stranded.c) ---- */
+/* ---- progress (a node mid-rollout: events_int.h, stranded.c) ---- */
 
 /* A GPU Operator driver upgrade pause with no upgrade in progress on the
  * node (its upgrade-state label absent, done or failed). */

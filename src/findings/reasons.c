@@ -43,7 +43,7 @@ static const struct {
 
 /* Rows: kind, name, message template, summary, action template, ordering
  * pair (or NULL, NULL), transient (true: Events wait out the grace period;
- * GPUOP_WAIT_STALL: and their node's progress, events.h), progress (what
+ * GPUOP_WAIT_STALL: and their node's progress, events_int.h), progress (what
  * the finding says of its node's progress, reasons.h). */
 #define M GPUOP_KIND_MISSING
 #define N GPUOP_KIND_NOT_SCHEDULED

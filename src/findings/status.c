@@ -145,7 +145,7 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
             cat(unapplied, sizeof(unapplied), "%s%s", napplied++ ? ", " : "",
                 gpuop_operand_get(o)->name);
 
-    if (in->ignored) {
+    if (in->inactive) {
         snprintf(msg, sizeof(msg),
                  "GpuPolicy \"%s\" is active (the oldest GpuPolicy); this one is ignored. Delete "
                  "it, or move its settings into \"%s\".",
@@ -249,7 +249,7 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
         return -1;
 
     /* Reconciled: every apply failure, by operand in table order, then the
-     * spec problems; the order is fixed so an unchanged world reads the same. */
+     * spec problems; the order is fixed so an unchanged cluster reads the same. */
     char spec[600] = "";
     if (p && p->nproblems > 0) {
         int more = p->nproblems - 1;
@@ -515,7 +515,7 @@ uint64_t gpuop_status_digest(const struct gpuop_policy *p, const struct gpuop_fi
         in = &none;
     uint64_t h = GPUOP_HASH_INIT;
     long long gen = p ? p->generation : 0;
-    bool flags[3] = {in->ignored, in->empty_lists, f != NULL};
+    bool flags[3] = {in->inactive, in->empty_lists, f != NULL};
     h = dig(h, &gen, sizeof(gen));
     h = dig(h, flags, sizeof(flags));
     h = dig_str(h, in->active_policy);
@@ -526,7 +526,7 @@ uint64_t gpuop_status_digest(const struct gpuop_policy *p, const struct gpuop_fi
         h = dig_str(h, p->problems[i].field);
         h = dig_str(h, p->problems[i].message);
     }
-    if (in->ignored || !f)
+    if (in->inactive || !f)
         return gpuop_hash_mix(h);
     for (int o = 0; o < gpuop_operand_count(); o++)
         h = dig_apply(h, in->apply ? &in->apply[o] : NULL);
@@ -567,14 +567,14 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
     static const struct gpuop_status_input none = {0};
     if (!in)
         in = &none;
-    if (!f && !in->ignored)
+    if (!f && !in->inactive)
         return NULL;
 
     json_t *st = json_object(), *conds = json_array();
     if (!st || !conds)
         goto fail;
     if (json_object_set_new(st, "observedGeneration", json_integer(p ? p->generation : 0)) < 0 ||
-        json_object_set_new(st, "state", json_string(in->ignored ? "ignored" : "notReady")) < 0 ||
+        json_object_set_new(st, "state", json_string(in->inactive ? "ignored" : "notReady")) < 0 ||
         (in->active_policy &&
          json_object_set_new(st, "activePolicy", json_string(in->active_policy)) < 0) ||
         json_object_set_new(st, "namespace", json_string(in->namespace ? in->namespace : "")) < 0)
@@ -582,7 +582,7 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
     if (conditions(conds, p, f, prev_status, in, now) < 0)
         goto fail;
     json_t *ready = json_array_get(conds, 0);
-    if (!in->ignored && strcmp(json_string_value(json_object_get(ready, "status")), "True") == 0 &&
+    if (!in->inactive && strcmp(json_string_value(json_object_get(ready, "status")), "True") == 0 &&
         json_object_set_new(st, "state", json_string("ready")) < 0)
         goto fail;
     if (json_object_set_new(st, "conditions", conds) < 0) {
@@ -590,7 +590,7 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         goto fail;
     }
     conds = NULL;
-    if (in->ignored)
+    if (in->inactive)
         return st;
 
     size_t omitted = 0, max = in->max_nodes ? in->max_nodes : GPUOP_STATUS_MAX_NODES;

@@ -427,7 +427,7 @@ static void start_list(struct gpuop_informer *inf)
     inf->state = ST_LISTING;
     gpuop_jsonlist_reset(&inf->list);
     inf->list_err[0] = '\0';
-    /* Streamed, so a page is never held whole: see jsonlist.h. */
+    /* Streamed, so a page is never held whole: see jsonlist_int.h. */
     struct gpuop_kube_opts o = {
         .verb = GPUOP_KUBE_GET, .path = path, .timeout_ms = LIST_TIMEOUT_MS};
     int rc = path ? gpuop_kube_stream(inf->kube, &o, on_list_data, list_done, inf, &inf->req)

@@ -1,5 +1,5 @@
 /*
- * jsonlist.c - the List splitter of jsonlist.h: one pass over the bytes, a
+ * jsonlist.c - the List splitter of jsonlist_int.h: one pass over the bytes, a
  * few flags of state, and a capture buffer that holds only the object being
  * read (grown by doubling up to max_object).
  */

@@ -1,5 +1,5 @@
 /*
- * memcheck.h - what pool.c and jsonarena.c tell AddressSanitizer and
+ * memcheck_int.h - what pool.c and jsonarena.c tell AddressSanitizer and
  * valgrind about the memory they hand out themselves, so that use after
  * free and leaks of their blocks are reported as malloc's are. Internal to
  * src/; every macro is a no-op when neither tool is there.

@@ -17,14 +17,14 @@ void gpuop_trim_tune(void)
 #endif
 }
 
-void gpuop_trim_trim(void)
+void gpuop_trim_now(void)
 {
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
 }
 
-bool gpuop_trim_trim_sometimes(uint64_t now_ms)
+bool gpuop_trim_maybe(uint64_t now_ms)
 {
     static bool ever;
     static uint64_t last;
@@ -32,6 +32,6 @@ bool gpuop_trim_trim_sometimes(uint64_t now_ms)
         return false;
     ever = true;
     last = now_ms;
-    gpuop_trim_trim();
+    gpuop_trim_now();
     return true;
 }

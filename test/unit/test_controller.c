@@ -334,7 +334,7 @@ static int setup(void **state)
 
 static void start(struct fx *f)
 {
-    struct gpuop_controller_config cc = {.namespace = NS, .write = true};
+    struct gpuop_controller_config cc = {.namespace = NS, .leader = true};
     assert_int_equal(gpuop_controller_new(&f->loop, f->k, &cc, &f->c), 0);
     assert_int_equal(gpuop_controller_start(f->c), 0);
 }
@@ -656,7 +656,7 @@ static void sim_init(struct pace_sim *s)
     memset(s, 0, sizeof(*s));
     gpuop_map_init(&s->c.status_recs);
     s->c.key = "main";
-    s->c.write = true;
+    s->c.leader = true;
     s->obj = json_pack("{s:{s:s}}", "metadata", "resourceVersion", "1");
     s->now = 100000;
     s->written = -1;
@@ -735,7 +735,7 @@ static void test_status_pacing_clock(void **state)
         assert_true(s.write_at[i] - s.write_at[i - 1] >= CTL_STATUS_WRITE_INTERVAL_MS);
     assert_int_equal(s.written, s.state);
     /* not leading: nothing written, nothing held */
-    s.c.write = false;
+    s.c.leader = false;
     s.state++;
     sim_reconcile(&s);
     assert_false(gpuop_ctl_status_held(&s.c));

@@ -400,7 +400,7 @@ static void test_ignored(void **state)
     struct fx_world w;
     world_init(&w);
     struct gpuop_status_input in = {
-        .namespace = "gpuop-system", .ignored = true, .active_policy = "oldest"};
+        .namespace = "gpuop-system", .inactive = true, .active_policy = "oldest"};
     json_t *st = gpuop_status_build(&w.pol, NULL, NULL, &in, T0);
     assert_non_null(st);
     assert_string_equal(str(st, "state"), "ignored");
@@ -413,7 +413,7 @@ static void test_ignored(void **state)
     assert_null(json_object_get(st, "summary"));
     json_decref(st);
     /* not ignored and no findings: refused */
-    in.ignored = false;
+    in.inactive = false;
     assert_null(gpuop_status_build(&w.pol, NULL, NULL, &in, T0));
     fx_world_free(&w);
 }
@@ -527,7 +527,7 @@ static void dig_add(struct dig_case *cs, size_t *n, const struct fx_world *w,
                     const struct gpuop_status_input *in)
 {
     assert_true(*n < DIG_MAX);
-    const struct gpuop_findings *f = in->ignored ? NULL : &w->f;
+    const struct gpuop_findings *f = in->inactive ? NULL : &w->f;
     cs[*n].d = gpuop_status_digest(&w->pol, f, in);
     cs[*n].st = gpuop_status_build(&w->pol, f, NULL, in, T0);
     assert_non_null(cs[*n].st);
@@ -565,7 +565,7 @@ static void dig_inputs(struct dig_case *cs, size_t *n, struct fx_world *w)
     w->pol.generation++;
     dig_add(cs, n, w, &in);
     w->pol.nproblems = 0;
-    struct gpuop_status_input ign = {.namespace = "ns", .ignored = true, .active_policy = "x"};
+    struct gpuop_status_input ign = {.namespace = "ns", .inactive = true, .active_policy = "x"};
     dig_add(cs, n, w, &ign);
     ign.active_policy = "y";
     dig_add(cs, n, w, &ign);

@@ -14,10 +14,10 @@
 static void test_trim_sometimes(void **state)
 {
     (void)state;
-    assert_true(gpuop_trim_trim_sometimes(1000000));
-    assert_false(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS - 1));
-    assert_true(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS));
-    assert_false(gpuop_trim_trim_sometimes(1000000 + GPUOP_MEM_TRIM_EVERY_MS + 1));
+    assert_true(gpuop_trim_maybe(1000000));
+    assert_false(gpuop_trim_maybe(1000000 + GPUOP_MEM_TRIM_EVERY_MS - 1));
+    assert_true(gpuop_trim_maybe(1000000 + GPUOP_MEM_TRIM_EVERY_MS));
+    assert_false(gpuop_trim_maybe(1000000 + GPUOP_MEM_TRIM_EVERY_MS + 1));
 }
 
 static void test_trim_keeps_live_blocks(void **state)
@@ -38,7 +38,7 @@ static void test_trim_keeps_live_blocks(void **state)
         free(p[i]);
         p[i] = NULL;
     }
-    gpuop_trim_trim();
+    gpuop_trim_now();
     for (int i = 1; i < N; i += 2) {
         assert_int_equal(p[i][0], (char)i);
         free(p[i]);
