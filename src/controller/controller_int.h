@@ -165,13 +165,6 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
 void gpuop_ctl_op_end(struct ctl_op *o);
 /* Counts a failure of the reconcile; the first one is kept for the log. */
 void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e);
-/* Hash of a JSON value (borrowed), keys sorted; 0 for NULL: the one JSON
- * content hash, gpuop_hash_json (hash.h), under the name status_write.c
- * still calls it by. */
-static inline uint64_t gpuop_ctl_json_hash(json_t *v)
-{
-    return gpuop_hash_json(v);
-}
 
 /* ---- apply.c ---- */
 

@@ -158,7 +158,7 @@ void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint
         return;
     r->written = true;
     r->sent = digest;
-    r->server = gpuop_ctl_json_hash(json_object_get(body, "status"));
+    r->server = gpuop_hash_json(json_object_get(body, "status"));
     snprintf(r->rv, sizeof(r->rv), "%s", rv_of(body));
     snprintf(r->rv_before, sizeof(r->rv_before), "%s", rv_before ? rv_before : "");
     json_decref(r->prev);
@@ -201,7 +201,7 @@ enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj
     bool need = !r->written || r->sent != digest;
     const char *rv = rv_of(obj);
     if (!need && strcmp(rv, r->rv) != 0 && strcmp(rv, r->rv_before) != 0)
-        need = gpuop_ctl_json_hash(json_object_get(obj, "status")) != r->server;
+        need = gpuop_hash_json(json_object_get(obj, "status")) != r->server;
     if (!need || !c->leader) {
         r->held = false; /* what is written is the state: nothing waits */
         return CTL_STATUS_SAME;

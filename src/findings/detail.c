@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/analysis.h"
 
 #include "findings_int.h"
@@ -64,12 +65,10 @@ static enum ref_type ref_type(int reason)
 
 void gpuop_findings_fmt_time(long long t, char *buf, size_t size)
 {
-    time_t tt = (time_t)t;
-    struct tm tm;
     if (t <= GPUOP_TIME_UNREADABLE)
         snprintf(buf, size, "an unreadable time");
-    else if (!gmtime_r(&tt, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, size, "?");
+    else
+        gpuop_time_format(buf, size, (int64_t)t * GPUOP_US_PER_S, GPUOP_TIME_S);
 }
 
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
