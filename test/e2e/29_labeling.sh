@@ -36,7 +36,7 @@ EOF
 # labels NODE: the node's nvidia.com/gpu.* labels, sorted, one "k=v" a line.
 labels() {
 	kc get node "$1" -o json |
-		jq -r '.metadata.labels | to_entries[] | select(.key | startswith("nvidia.com/gpu")) | "\(.key)=\(.value)"' | sort
+		jq -r '.metadata.labels | to_entries[] | select(.key | startswith("nvidia.com/gpu.")) | "\(.key)=\(.value)"' | sort
 }
 note() { kc get node "$1" -o json | jq -r --arg a "$NOTE" '.metadata.annotations[$a] // ""'; }
 status_has() {

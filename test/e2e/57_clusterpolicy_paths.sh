@@ -57,7 +57,11 @@ wait_for 60 ds_jq nvidia-container-toolkit-daemonset \
 
 log "daemonsets.labels reach the operand pods"
 jpatch '[{"op": "add", "path": "/spec/daemonsets/labels", "value": {"cloudprovider": "aws", "platform": "kubernetes"}}]'
-wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get pods -l app=nvidia-device-plugin-daemonset \
+# The labels change the driver's template too, so the node first goes
+# through the driver upgrade (docs/upgrade.md: about ten steps, each seen
+# through the watches and re-planned at most 5 s apart) before its device
+# plugin comes back with them: 90 s was too short on a loaded machine.
+wait_for 300 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get pods -l app=nvidia-device-plugin-daemonset \
 	--field-selector spec.nodeName=$NODE -o json | jq -e '[.items[] | select(.metadata.labels.cloudprovider == \"aws\" and
 	.metadata.labels.platform == \"kubernetes\" and .metadata.deletionTimestamp == null)] | length == 1'"
 
