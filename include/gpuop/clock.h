@@ -39,6 +39,11 @@ uint64_t gpuop_clock_ms(void);
  * with gpuop_clock_advance, until gpuop_clock_real. */
 void gpuop_clock_set(int64_t wall_us, uint64_t mono_ms);
 
+/* Test hook: from now on the wall reading is wall_us (until the next set
+ * or gpuop_clock_real); the monotonic one stays the system's, so timers and
+ * the work queue keep running (tests of what a time is said as). */
+void gpuop_clock_set_wall(int64_t wall_us);
+
 /* Test hook: moves a set clock (both readings) on by ms; a real clock is
  * first set to its current readings. */
 void gpuop_clock_advance(uint64_t ms);

@@ -70,10 +70,6 @@ size_t gpuop_recorder_queued(const struct gpuop_recorder *r);
  * been posted, or could not be). */
 void gpuop_recorder_set_on_drained(struct gpuop_recorder *r, void (*cb)(void *arg), void *arg);
 
-/* Test hook: the clock (seconds since the epoch) of the Events' times and
- * of the aggregation's TTL; NULL restores time(). */
-void gpuop_recorder_set_clock(struct gpuop_recorder *r, long long (*now)(void));
-
 /* Cancels the post in flight, drops what waits, frees r. */
 void gpuop_recorder_close(struct gpuop_recorder *r);
 

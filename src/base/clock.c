@@ -11,14 +11,15 @@
 #include "gpuop/clock.h"
 
 static struct {
-    bool set;
+    bool set;      /* both readings are set */
+    bool wall_set; /* the wall reading is set (both, or gpuop_clock_set_wall) */
     int64_t wall_us;
     uint64_t mono_ms;
 } fake;
 
 int64_t gpuop_clock_wall_us(void)
 {
-    if (fake.set)
+    if (fake.wall_set)
         return fake.wall_us;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -44,6 +45,13 @@ void gpuop_clock_set(int64_t wall_us, uint64_t mono_ms)
     fake.wall_us = wall_us;
     fake.mono_ms = mono_ms;
     fake.set = true;
+    fake.wall_set = true;
+}
+
+void gpuop_clock_set_wall(int64_t wall_us)
+{
+    fake.wall_us = wall_us;
+    fake.wall_set = true;
 }
 
 void gpuop_clock_advance(uint64_t ms)
@@ -57,6 +65,7 @@ void gpuop_clock_advance(uint64_t ms)
 void gpuop_clock_real(void)
 {
     fake.set = false;
+    fake.wall_set = false;
 }
 
 char *gpuop_time_format(char *buf, size_t size, int64_t wall_us, enum gpuop_time_digits digits)

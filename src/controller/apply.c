@@ -312,7 +312,8 @@ static void pool_delete_done(void *arg, int rc, json_t *body, const struct gpuop
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
         gpuop_info(obj, "deleted DaemonSet (no GPU node of its OS pool, or the driver image "
                         "changed between per-OS and one reference)");
-        memset(r, 0, sizeof(*r));
+        memset(&r->a, 0, sizeof(r->a));
+        r->deleted = true; /* the record goes when the watch shows it gone */
     } else if (rc != GPUOP_ECANCELED) {
         pool_failed(c, GPUOP_APPLY_DELETE_FAILED, r->name, err);
     }
@@ -335,6 +336,7 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
         pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
         return;
     }
+    r->deleted = false; /* wanted again: applied (its record was cleared by the delete) */
     uint64_t h = gpuop_hash_str(body);
     const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, name);
     if (r->a.body_hash == h &&
@@ -437,7 +439,8 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
             gpuop_render_ds_name(&c->policy, i, &pools[j], name, sizeof(name));
             keep = !strcmp(name, dn);
         }
-        if (!keep) {
+        const struct ctl_pool_applied *rec = pool_rec(c, dn, false);
+        if (!keep && !(rec && rec->deleted)) {
             if (per_os || strcmp(dn, od->ds_name))
                 pool_delete(c, i, dn);
         }
@@ -726,7 +729,9 @@ void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kin
 {
     int op = kind == GPUOP_CACHES_DS ? gpuop_operand_by_ds(key) : -1;
     struct ctl_pool_applied *r = op >= 0 ? pool_rec(c, key, false) : NULL;
-    if (r)
+    if (r && r->deleted)
+        memset(r, 0, sizeof(*r)); /* deleted by gpuop and now gone: the slot is free */
+    else if (r)
         memset(&r->a, 0, sizeof(r->a)); /* an OS pool's: applied again if still wanted */
     if (op >= 0 && !strcmp(key, gpuop_operand_get(op)->ds_name))
         memset(&c->applied[op], 0, sizeof(c->applied[op]));

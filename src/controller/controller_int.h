@@ -64,6 +64,8 @@ struct ctl_applied {
 struct ctl_pool_applied {
     char name[GPUOP_RENDER_NAME_MAX]; /* "gpuop-driver-ubuntu24.04"; "" free */
     struct ctl_applied a;
+    bool deleted; /* its DELETE was answered; the watch has not shown it gone yet,
+                     so a reconcile meanwhile does not delete it again */
 };
 
 enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };

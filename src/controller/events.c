@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "events_int.h"
+#include "gpuop/clock.h"
 #include "gpuop/flap.h"
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
@@ -65,7 +66,6 @@ struct gpuop_events {
     struct gpuop_flap stalled; /* hash of node -> not progressing since */
     struct gpuop_flap shown;   /* hash of key -> time its Warning was posted */
     long long last_prune;
-    long long (*now)(void);
     /* during one observe */
     const char *policy, *uid;
     long long grace, tnow;
@@ -73,11 +73,6 @@ struct gpuop_events {
     int burst;
     int suppressed;
 };
-
-static long long wall_clock(void)
-{
-    return (long long)time(NULL);
-}
 
 int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct gpuop_events **out)
 {
@@ -95,7 +90,6 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
     ev->waiting = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->stalled = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->shown = (struct gpuop_flap)GPUOP_FLAP_INIT;
-    ev->now = wall_clock;
     *out = ev;
     return 0;
 }
@@ -304,7 +298,7 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     ev->policy = policy;
     ev->uid = uid;
     ev->grace = grace_s;
-    ev->tnow = ev->now();
+    ev->tnow = gpuop_clock_wall();
     ev->burst = 0;
     ev->suppressed = 0;
     /* The first observation of a policy cannot tell new findings from old
@@ -387,12 +381,6 @@ size_t gpuop_events_stalled(const struct gpuop_events *ev)
 size_t gpuop_events_shown(const struct gpuop_events *ev)
 {
     return ev->shown.len;
-}
-
-void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void))
-{
-    ev->now = now ? now : wall_clock;
-    gpuop_recorder_set_clock(ev->rec, now); /* the Events' times too */
 }
 
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)

@@ -91,9 +91,6 @@ size_t gpuop_events_shown(const struct gpuop_events *ev);
  * been posted): the controller trims the heap then, as after a reconcile. */
 void gpuop_events_set_on_drained(struct gpuop_events *ev, void (*cb)(void *arg), void *arg);
 
-/* Test hook: the clock (seconds since the epoch); NULL restores time(). */
-void gpuop_events_set_clock(struct gpuop_events *ev, long long (*now)(void));
-
 /* Cancels posts in flight; cb(arg) runs when freed. */
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *arg), void *arg);
 

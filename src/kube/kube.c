@@ -47,7 +47,9 @@
 #include <curl/curl.h>
 
 #include "gpuop/buf.h"
+#include "gpuop/clock.h"
 #include "gpuop/kube.h"
+#include "gpuop/list.h"
 #include "gpuop/log.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
@@ -68,7 +70,7 @@ struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
     struct gpuop_kube *k;
-    struct sock *prev, *next;
+    struct gpuop_list_node link; /* in the client's socks */
 };
 
 struct gpuop_kube_req {
@@ -89,7 +91,7 @@ struct gpuop_kube_req {
     bool stream_ok;        /* stream with a 2xx status: bytes go to on_data */
     bool status_seen;
     char errbuf[CURL_ERROR_SIZE];
-    struct gpuop_kube_req *prev, *next;
+    struct gpuop_list_node link; /* in the client's reqs */
 };
 
 struct gpuop_kube {
@@ -106,9 +108,9 @@ struct gpuop_kube {
     void *observe_arg;
     gpuop_kube_fatal_cb fatal;
     void *fatal_arg;
-    struct gpuop_kube_req *reqs; /* every request not yet freed */
-    struct sock *socks;          /* every poll not yet closing */
-    int in_curl;                 /* > 0 while inside curl_multi_socket_action */
+    struct gpuop_list reqs;  /* every request not yet freed (list.h) */
+    struct gpuop_list socks; /* every poll not yet closing */
+    int in_curl;             /* > 0 while inside curl_multi_socket_action */
     int open_handles;
     bool closing, torn_down;
     void (*close_cb)(void *arg);
@@ -159,24 +161,18 @@ static void wipe_free(char *s)
     }
 }
 
+#define REQ_FIRST(k)  GPUOP_LIST_FIRST(&(k)->reqs, struct gpuop_kube_req, link)
+#define REQ_NEXT(r)   GPUOP_LIST_NEXT(r, struct gpuop_kube_req, link)
+#define SOCK_FIRST(k) GPUOP_LIST_FIRST(&(k)->socks, struct sock, link)
+
 static void req_link(struct gpuop_kube *k, struct gpuop_kube_req *r)
 {
-    r->next = k->reqs;
-    r->prev = NULL;
-    if (k->reqs)
-        k->reqs->prev = r;
-    k->reqs = r;
+    gpuop_list_push(&k->reqs, &r->link);
 }
 
-static void req_unlink(struct gpuop_kube *k, struct gpuop_kube_req *r)
+static void req_unlink(struct gpuop_kube_req *r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        k->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+    gpuop_list_remove(&r->link);
 }
 
 /* Frees r: detaches it from curl. Never inside a curl callback. */
@@ -194,7 +190,7 @@ static void req_free(struct gpuop_kube_req *r)
             explicit_bzero(h->data, strlen(h->data));
         curl_slist_free_all(r->headers);
     }
-    req_unlink(k, r);
+    req_unlink(r);
     free(r->url);
     free(r->body);
     gpuop_buf_free(&r->resp);
@@ -389,14 +385,9 @@ static void sock_closed(uv_handle_t *h)
     handle_gone(k);
 }
 
-static void sock_close(struct gpuop_kube *k, struct sock *s)
+static void sock_close(struct sock *s)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        k->socks = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    gpuop_list_remove(&s->link);
     uv_poll_stop(&s->poll);
     uv_close((uv_handle_t *)&s->poll, sock_closed);
 }
@@ -432,7 +423,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
     if (what == CURL_POLL_REMOVE) {
         if (s) { /* curl may remove a socket it never announced: s is NULL then */
             curl_multi_assign(k->multi, fd, NULL);
-            sock_close(k, s);
+            sock_close(s);
         }
         return 0;
     }
@@ -449,10 +440,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
         s->fd = fd;
         s->k = k;
         s->poll.data = s;
-        s->next = k->socks;
-        if (k->socks)
-            k->socks->prev = s;
-        k->socks = s;
+        gpuop_list_push(&k->socks, &s->link);
         k->open_handles++;
         curl_multi_assign(k->multi, fd, s);
     }
@@ -519,13 +507,13 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void teardown(struct gpuop_kube *k)
 {
-    while (k->reqs)
-        req_free(k->reqs); /* all finished by gpuop_kube_close */
+    while (!gpuop_list_empty(&k->reqs))
+        req_free(REQ_FIRST(k)); /* all finished by gpuop_kube_close */
     /* close the polls first; curl's removes during cleanup then find NULL */
-    while (k->socks) {
-        struct sock *s = k->socks;
+    while (!gpuop_list_empty(&k->socks)) {
+        struct sock *s = SOCK_FIRST(k);
         curl_multi_assign(k->multi, s->fd, NULL);
-        sock_close(k, s);
+        sock_close(s);
     }
     k->torn_down = true;
     curl_multi_cleanup(k->multi);
@@ -542,9 +530,9 @@ static void on_kick(uv_timer_t *t)
         teardown(k);
         return;
     }
-    struct gpuop_kube_req *r = k->reqs, *next;
+    struct gpuop_kube_req *r = REQ_FIRST(k), *next;
     for (; r; r = next) {
-        next = r->next;
+        next = REQ_NEXT(r);
         if (r->finished) {
             req_free(r);
         } else if (!r->in_multi) {
@@ -561,7 +549,7 @@ static void on_kick(uv_timer_t *t)
                  * it: restart from the head (freed ones are gone, added ones
                  * are skipped) */
                 req_free(r);
-                next = k->closing ? NULL : k->reqs;
+                next = k->closing ? NULL : REQ_FIRST(k);
             }
         }
     }
@@ -678,7 +666,7 @@ static const char *current_token(struct gpuop_kube *k, struct gpuop_err *err, in
         return k->cfg.token;
     if (!k->cfg.token_file)
         return NULL;
-    uint64_t now = uv_now(k->loop);
+    uint64_t now = gpuop_clock_ms();
     if (k->token && now - k->token_read_ms < k->token_ttl_ms && k->token_ttl_ms > 0)
         return k->token;
     FILE *f = fopen(k->cfg.token_file, "rb");
@@ -1003,9 +991,9 @@ void gpuop_kube_close(struct gpuop_kube *k, void (*cb)(void *arg), void *arg)
     gpuop_err_set(&err, GPUOP_ECANCELED, NULL, "client closed");
     /* done callbacks may cancel others: restart from the head each time */
     for (;;) {
-        struct gpuop_kube_req *r = k->reqs;
+        struct gpuop_kube_req *r = REQ_FIRST(k);
         while (r && r->finished)
-            r = r->next;
+            r = REQ_NEXT(r);
         if (!r)
             break;
         finish(r, GPUOP_ECANCELED, NULL, &err, 0);

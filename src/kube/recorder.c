@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
@@ -53,8 +54,7 @@ struct gpuop_recorder {
     struct gpuop_kube *kube; /* borrowed */
     const char *component;   /* borrowed, static */
     char host[HOST_MAX];
-    uint64_t nonce; /* this process's part of Event names */
-    long long (*now)(void);
+    uint64_t nonce;   /* this process's part of Event names */
     struct agg *aggs; /* new memory, up to GPUOP_RECORDER_AGG_MAX */
     size_t naggs;
     struct post *head, *tail; /* posted one at a time, in order */
@@ -65,11 +65,6 @@ struct gpuop_recorder {
     void *drained_arg;
     bool closing;
 };
-
-static long long wall_clock(void)
-{
-    return (long long)time(NULL);
-}
 
 int gpuop_recorder_new(struct gpuop_kube *kube, const char *component, struct gpuop_recorder **out)
 {
@@ -87,7 +82,6 @@ int gpuop_recorder_new(struct gpuop_kube *kube, const char *component, struct gp
     snprintf(seed, sizeof(seed), "%s|%ld|%lld.%09ld", r->host, (long)getpid(), (long long)ts.tv_sec,
              ts.tv_nsec);
     r->nonce = gpuop_hash_str(seed);
-    r->now = wall_clock;
     *out = r;
     return 0;
 }
@@ -232,7 +226,7 @@ void gpuop_recorder_event(struct gpuop_recorder *r, const struct gpuop_recorder_
         r->dropped++;
         return;
     }
-    long long now = r->now();
+    long long now = gpuop_clock_wall();
     uint64_t key = event_key(obj, type, reason, msg);
     bool found;
     struct agg *a = agg_slot(r, key, now, &found);
@@ -246,11 +240,8 @@ void gpuop_recorder_event(struct gpuop_recorder *r, const struct gpuop_recorder_
     snprintf(name + plen, sizeof(name) - (size_t)plen, ".%016llx",
              (unsigned long long)(key ^ r->nonce));
 
-    char ts[32];
-    time_t tt = (time_t)now;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char ts[GPUOP_TIME_MAX];
+    gpuop_time_format(ts, sizeof(ts), (int64_t)now * GPUOP_US_PER_S, GPUOP_TIME_S);
     char *body = event_body(r, obj, ns, name, type, reason, msg, ts, count);
     struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
     if (p)
@@ -305,11 +296,6 @@ void gpuop_recorder_set_on_drained(struct gpuop_recorder *r, void (*cb)(void *),
 {
     r->on_drained = cb;
     r->drained_arg = arg;
-}
-
-void gpuop_recorder_set_clock(struct gpuop_recorder *r, long long (*now)(void))
-{
-    r->now = now ? now : wall_clock;
 }
 
 void gpuop_recorder_close(struct gpuop_recorder *r)

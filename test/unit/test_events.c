@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "events_int.h"
+#include "gpuop/clock.h"
 #include "gpuop/kube.h"
 #include "gpuop/recorder.h"
 #include "queue_int.h"
@@ -31,11 +32,20 @@
 #include "world_fixture.h"
 #include "process_setup.h"
 
-static long long fake_now;
-
-static long long clock_fn(void)
+/* The wall clock the events module and the recorder read (clock.h); the
+ * monotonic one stays real, so the queue and the client's timers run. */
+static void set_now(long long t)
 {
-    return fake_now;
+    gpuop_clock_set_wall((int64_t)t * GPUOP_US_PER_S);
+}
+#define fake_now gpuop_clock_wall()
+
+/* Each test starts on the system's clock. */
+static int real_clock(void **state)
+{
+    (void)state;
+    gpuop_clock_real();
+    return 0;
 }
 
 struct fx {
@@ -74,8 +84,7 @@ static void test_bounded_memory(void **state)
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f.loop, &cfg, &f.kube, &err), 0);
     assert_int_equal(gpuop_events_new(f.kube, NULL, &f.ev), 0);
-    gpuop_events_set_clock(f.ev, clock_fn);
-    fake_now = 1000000;
+    set_now(1000000);
 
     struct fx_world w;
     struct gpuop_findings none = {0}, f1;
@@ -97,12 +106,12 @@ static void test_bounded_memory(void **state)
     /* all clear: a Cleared only for the ten said (no summary: nothing
      * else to say); then all back within the window: the ten already said
      * are not said again, ten others are, and a summary */
-    fake_now += 30;
+    set_now(fake_now + 30);
     struct gpuop_findings empty = {0};
     gpuop_events_observe(f.ev, "main", "uid-1", 0, &empty);
     assert_int_equal(gpuop_events_posted(f.ev), GPUOP_EVENTS_BURST + 1 + GPUOP_EVENTS_BURST);
     assert_int_equal(gpuop_events_remembered(f.ev), 2 * GPUOP_EVENTS_BURST);
-    fake_now += 30;
+    set_now(fake_now + 30);
     missing(&w, 20, &f1);
     gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1);
     fx_world_free(&w);
@@ -111,7 +120,7 @@ static void test_bounded_memory(void **state)
     assert_int_equal(gpuop_events_remembered(f.ev), 3 * GPUOP_EVENTS_BURST);
 
     /* past the quiet window everything is forgotten */
-    fake_now += GPUOP_EVENTS_QUIET_S + 1;
+    set_now(fake_now + (GPUOP_EVENTS_QUIET_S + 1));
     missing(&w, 20, &f1);
     gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1); /* no change */
     fx_world_free(&w);
@@ -167,8 +176,7 @@ static void test_posted_one_at_a_time(void **state)
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f.loop, &cfg, &f.kube, &err), 0);
     assert_int_equal(gpuop_events_new(f.kube, NULL, &f.ev), 0);
-    gpuop_events_set_clock(f.ev, clock_fn);
-    fake_now = 2000000;
+    set_now(2000000);
 
     struct fx_world w;
     struct gpuop_findings none = {0}, f1;
@@ -239,8 +247,8 @@ static void gx_start(struct gx *g, bool fake_clock)
     assert_int_equal(gpuop_kube_new(&g->fx.loop, &cfg, &g->fx.kube, &err), 0);
     assert_int_equal(gpuop_queue_new(&g->fx.loop, on_ready, g, &g->queue), 0);
     assert_int_equal(gpuop_events_new(g->fx.kube, g->queue, &g->fx.ev), 0);
-    if (fake_clock)
-        gpuop_events_set_clock(g->fx.ev, clock_fn);
+    if (!fake_clock)
+        gpuop_clock_real();
 }
 
 static void gx_drain(struct gx *g)
@@ -350,7 +358,7 @@ static void test_transient_waits_out_the_grace(void **state)
     (void)state;
     struct gx g;
     gx_start(&g, true);
-    fake_now = 3000000;
+    set_now(3000000);
     struct got got;
 
     gx_observe(&g, W_RUNNING, 60); /* learns: all running */
@@ -361,9 +369,9 @@ static void test_transient_waits_out_the_grace(void **state)
     assert_int_equal(gpuop_events_pending(g.fx.ev), NOPS);
     assert_int_equal(gpuop_queue_delayed(g.queue), 1);
     /* pods come up within the grace: no Warning, no Cleared, nothing left */
-    fake_now += 30;
+    set_now(fake_now + 30);
     gx_observe(&g, W_NOT_CREATED, 60);
-    fake_now += 20;
+    set_now(fake_now + 20);
     gx_observe(&g, W_RUNNING, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals + got.patches, 0);
@@ -379,13 +387,13 @@ static void test_transient_waits_out_the_grace(void **state)
 
     /* PodNotCreated again, and it lasts: posted when the grace has passed
      * (one second short: not yet) */
-    fake_now += 10;
+    set_now(fake_now + 10);
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
-    fake_now += 59;
+    set_now(fake_now + 59);
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals, 0);
-    fake_now += 1;
+    set_now(fake_now + 1);
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings, NOPS);
@@ -394,7 +402,7 @@ static void test_transient_waits_out_the_grace(void **state)
     assert_int_equal(gpuop_events_pending(g.fx.ev), 0);
     assert_int_equal(gpuop_events_shown(g.fx.ev), 2 * NOPS);
     /* nothing more while it stays */
-    fake_now += 100;
+    set_now(fake_now + 100);
     gx_observe(&g, W_NOT_CREATED | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals + got.patches, 0);
@@ -411,7 +419,7 @@ static void test_transient_waits_out_the_grace(void **state)
     assert_int_equal(gpuop_events_shown(g.fx.ev), 0);
 
     /* grace 0: transient findings are posted at once */
-    fake_now += 1000;
+    set_now(fake_now + 1000);
     gx_observe(&g, W_NOT_CREATED, 0);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.patches, NOPS); /* the same Events: counted up */
@@ -427,13 +435,13 @@ static void test_first_observation_waits_out_the_grace(void **state)
     (void)state;
     struct gx g;
     gx_start(&g, true);
-    fake_now = 5000000;
+    set_now(5000000);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     struct got got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals + got.patches, 0);
     assert_int_equal(gpuop_events_pending(g.fx.ev), NOPS);
     assert_int_equal(gpuop_queue_delayed(g.queue), 1);
-    fake_now += 60;
+    set_now(fake_now + 60);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings, NOPS);
@@ -480,7 +488,7 @@ static void test_same_event_is_counted_up(void **state)
     (void)state;
     struct gx g;
     gx_start(&g, true);
-    fake_now = 4000000;
+    set_now(4000000);
     gx_observe(&g, W_RUNNING, 60);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     struct got got = gx_got(&g);
@@ -490,11 +498,11 @@ static void test_same_event_is_counted_up(void **state)
     snprintf(name, sizeof(name), "%s", got.last_name);
     assert_true(strncmp(name, "main.", 5) == 0 && strlen(name) == 5 + 16);
     /* cleared, then back after the flap window: the same six messages */
-    fake_now += 10;
+    set_now(fake_now + 10);
     gx_observe(&g, W_RUNNING, 60);
     got = gx_got(&g);
     assert_int_equal(got.normals, NOPS);
-    fake_now += GPUOP_EVENTS_QUIET_S + 1;
+    set_now(fake_now + (GPUOP_EVENTS_QUIET_S + 1));
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
     assert_int_equal(got.warnings + got.normals, 0);
@@ -505,9 +513,9 @@ static void test_same_event_is_counted_up(void **state)
     assert_non_null(strstr(r->body, "\"lastTimestamp\":"));
     /* once more, and the objects have expired: PATCH 404, then POST */
     g.rec.patch_404 = true;
-    fake_now += 10;
+    set_now(fake_now + 10);
     gx_observe(&g, W_RUNNING, 60);
-    fake_now += GPUOP_EVENTS_QUIET_S + 1;
+    set_now(fake_now + (GPUOP_EVENTS_QUIET_S + 1));
     (void)gx_got(&g);
     gx_observe(&g, W_RUNNING | W_LABELLESS, 60);
     got = gx_got(&g);
@@ -528,8 +536,7 @@ static void test_recorder_namespaced_and_bounded(void **state)
     gx_start(&g, false);
     struct gpuop_recorder *r = NULL;
     assert_int_equal(gpuop_recorder_new(g.fx.kube, "tester", &r), 0);
-    gpuop_recorder_set_clock(r, clock_fn);
-    fake_now = 5000000;
+    set_now(5000000);
     struct gpuop_recorder_object obj = {
         .api_version = "apps/v1", .kind = "DaemonSet", .ns = "gpu-operator", .name = "dcgm-"};
     gpuop_recorder_event(r, &obj, "Warning", "Broken", "it broke");
@@ -552,7 +559,7 @@ static void test_recorder_namespaced_and_bounded(void **state)
     char path[128];
     snprintf(path, sizeof(path), "/api/v1/namespaces/gpu-operator/events/%s", name);
     json_decref(b);
-    fake_now += 5;
+    set_now(fake_now + 5);
     gpuop_recorder_event(r, &obj, "Warning", "Broken", "it broke");
     for (int i = 0; i < 2000 && gpuop_recorder_queued(r) > 0; i++)
         uv_run(&g.fx.loop, UV_RUN_ONCE);
@@ -692,13 +699,13 @@ static void test_long_rollout_stays_quiet(void **state)
     struct gx g;
     gx_start(&g, true);
     long long t0 = 7000000;
-    fake_now = t0 - 10;
+    set_now(t0 - 10);
     struct fx_world w;
     fx_world_init(&w, 0, 0); /* learns a world without GPU nodes */
     observe_at_now(&g, &w);
     fx_world_free(&w);
     bool saw_gate = false, saw_order = false;
-    for (fake_now = t0; fake_now <= t0 + 520; fake_now += 5) {
+    for (set_now(t0); fake_now <= t0 + 520; set_now(fake_now + 5)) {
         rollout_world(&w, t0, fake_now);
         observe_at_now(&g, &w);
         /* what the status shows meanwhile: the truth */
@@ -749,13 +756,13 @@ static void test_stalled_node_posts_once(void **state)
     struct gx g;
     gx_start(&g, true);
     long long t0 = 8000000;
-    fake_now = t0 - 10;
+    set_now(t0 - 10);
     struct fx_world w;
     fx_world_init(&w, 0, 0);
     observe_at_now(&g, &w);
     fx_world_free(&w);
     struct got got;
-    for (fake_now = t0; fake_now < t0 + 160; fake_now += 10) {
+    for (set_now(t0); fake_now < t0 + 160; set_now(fake_now + 10)) {
         stuck_world(&w, t0, false);
         observe_at_now(&g, &w);
         fx_world_free(&w);
@@ -766,7 +773,7 @@ static void test_stalled_node_posts_once(void **state)
     assert_int_equal(gpuop_events_pending(g.fx.ev), 1); /* the gate, waiting for the node */
     assert_int_equal(gpuop_events_stalled(g.fx.ev), 0); /* still progressing at t0 + 150 */
     /* a grace after the driver became Ready: stalled since then, said */
-    fake_now = t0 + 161;
+    set_now(t0 + 161);
     stuck_world(&w, t0, false);
     observe_at_now(&g, &w);
     fx_world_free(&w);
@@ -778,7 +785,7 @@ static void test_stalled_node_posts_once(void **state)
     assert_int_equal(gpuop_events_shown(g.fx.ev), 1);
     const struct fakeapi_request *r = fakeapi_last(g.rec.srv);
     assert_non_null(strstr(r->body, "held in init container driver-validation"));
-    for (fake_now = t0 + 170; fake_now < t0 + 400; fake_now += 30) {
+    for (set_now(t0 + 170); fake_now < t0 + 400; set_now(fake_now + 30)) {
         stuck_world(&w, t0, false);
         observe_at_now(&g, &w);
         fx_world_free(&w);
@@ -835,16 +842,16 @@ static void test_docs_list_the_transient_reasons(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bounded_memory),
-        cmocka_unit_test(test_posted_one_at_a_time),
-        cmocka_unit_test(test_transient_waits_out_the_grace),
-        cmocka_unit_test(test_first_observation_waits_out_the_grace),
-        cmocka_unit_test(test_requeued_when_the_grace_ends),
-        cmocka_unit_test(test_same_event_is_counted_up),
-        cmocka_unit_test(test_recorder_namespaced_and_bounded),
-        cmocka_unit_test(test_long_rollout_stays_quiet),
-        cmocka_unit_test(test_stalled_node_posts_once),
-        cmocka_unit_test(test_docs_list_the_transient_reasons),
+        cmocka_unit_test_setup(test_bounded_memory, real_clock),
+        cmocka_unit_test_setup(test_posted_one_at_a_time, real_clock),
+        cmocka_unit_test_setup(test_transient_waits_out_the_grace, real_clock),
+        cmocka_unit_test_setup(test_first_observation_waits_out_the_grace, real_clock),
+        cmocka_unit_test_setup(test_requeued_when_the_grace_ends, real_clock),
+        cmocka_unit_test_setup(test_same_event_is_counted_up, real_clock),
+        cmocka_unit_test_setup(test_recorder_namespaced_and_bounded, real_clock),
+        cmocka_unit_test_setup(test_long_rollout_stays_quiet, real_clock),
+        cmocka_unit_test_setup(test_stalled_node_posts_once, real_clock),
+        cmocka_unit_test_setup(test_docs_list_the_transient_reasons, real_clock),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
