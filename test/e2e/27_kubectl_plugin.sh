@@ -45,7 +45,7 @@ run_check() {
 }
 
 log "kubectl finds the plugin"
-kubectl plugin list 2>/dev/null | grep -q "$BIN/kubectl-gpuop" || fail "kubectl plugin list: $(kubectl plugin list 2>&1)"
+grep -q "$BIN/kubectl-gpuop" <<<"$(kubectl plugin list 2>/dev/null)" || fail "kubectl plugin list: $(kubectl plugin list 2>&1)"
 help=$(kubectl gpuop check --help)
 grep -q '^usage: kubectl gpuop check' <<<"$help" || fail "help does not say kubectl gpuop: $help"
 
@@ -118,14 +118,14 @@ assert_eq "true false" "$(tr -d ' ' <<<"$got" | tr '\n' ' ' | sed 's/ $//')" "--
 log "kubectl's completion of the plugin, through kubectl_complete-gpuop"
 kcomp() { KUBECONFIG=$KCFG kubectl __complete gpuop "$@" 2>/dev/null; }
 assert_eq "$(printf 'text\nwide\njson\nyaml\n:4')" "$(kcomp check -o "")" "kubectl __complete gpuop check -o"
-kcomp "" | grep -q "^check	" || fail "kubectl __complete gpuop: $(kcomp "")"
-kcomp check --context "" | grep -qx lab || fail "kubectl __complete gpuop check --context: $(kcomp check --context "")"
+grep -q "^check	" <<<"$(kcomp "")" || fail "kubectl __complete gpuop: $(kcomp "")"
+grep -qx lab <<<"$(kcomp check --context "")" || fail "kubectl __complete gpuop check --context: $(kcomp check --context "")"
 # The namespaces come from the cluster (the plugin runs kubectl get
 # namespaces): on a loaded machine one such request can fail while the API
 # server waits for etcd, and a completion is simply asked for again; so
 # ask again, until a deadline.
 ns_completed() {
-	KUBECONFIG=$LAB_DIR/kubeconfig kubectl __complete gpuop check -n "$GPUOP_NS" 2>/dev/null | grep -qx "$GPUOP_NS"
+	grep -qx "$GPUOP_NS" <<<"$(KUBECONFIG=$LAB_DIR/kubeconfig kubectl __complete gpuop check -n "$GPUOP_NS" 2>/dev/null)"
 }
 wait_for 60 ns_completed
 if command -v zsh >/dev/null; then
@@ -146,8 +146,8 @@ print -r -- "$REPLY" | sed -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's/\r//g'
 zpty -d z
 ZSH
 	zcomplete() { timeout 30 zsh -f "$E2E_TMP/zcomplete.zsh" "$E2E_TMP/zfunc" "$1"; }
-	zcomplete "gpuop check --outp" | grep -q -- "--output=" || fail "zsh: --outp: $(zcomplete "gpuop check --outp")"
-	zcomplete "gpuop check -o " | grep -q "json *text *wide *yaml" || fail "zsh: -o: $(zcomplete "gpuop check -o ")"
-	zcomplete "gpuop " | grep -q "check *-- one-shot report" || fail "zsh: commands: $(zcomplete "gpuop ")"
+	grep -q -- "--output=" <<<"$(zcomplete "gpuop check --outp")" || fail "zsh: --outp: $(zcomplete "gpuop check --outp")"
+	grep -q "json *text *wide *yaml" <<<"$(zcomplete "gpuop check -o ")" || fail "zsh: -o: $(zcomplete "gpuop check -o ")"
+	grep -q "check *-- one-shot report" <<<"$(zcomplete "gpuop ")" || fail "zsh: commands: $(zcomplete "gpuop ")"
 fi
 log "ok"

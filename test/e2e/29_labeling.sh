@@ -50,8 +50,8 @@ message_of() {
 			'[.status.nodes[]? | select(.name == $n) | .findings[] | select(.operand == $o and .reason == $r) | .message][0] // ""'
 }
 running_on() {
-	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$2" --field-selector "spec.nodeName=$1" \
-		-o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -qx Running
+	grep -qx Running <<<"$(kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$2" \
+		--field-selector "spec.nodeName=$1" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')"
 }
 # stays WINDOW_S CMD...: CMD holds at every poll (0.5 s) for WINDOW_S seconds.
 stays() {

@@ -303,8 +303,8 @@ wait_for "$READY_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n 
 for node in $(pods_json | jq -r '.items[].spec.nodeName'); do
 	assert_eq "$REAL_NODE" "$node" "the replacement runs on the real node"
 done
-ready_pods | grep -qxF "$LEADER" && fail "the deleted pod $LEADER is back"
-ready_pods | grep -qxF "$NEW_LEADER" || fail "the new Lease holder $NEW_LEADER is not a Ready gpuop pod"
+grep -qxF "$LEADER" <<<"$(ready_pods)" && fail "the deleted pod $LEADER is back"
+grep -qxF "$NEW_LEADER" <<<"$(ready_pods)" || fail "the new Lease holder $NEW_LEADER is not a Ready gpuop pod"
 log "delete took ${delete_ms} ms; $NEW_LEADER ($([[ $NEW_LEADER == "$STANDBY" ]] && echo standby || echo replacement)) held the Lease ${takeover_ms} ms after the delete began"
 # the new leader keeps the policy true
 wait_for "$SETTLE_TIMEOUT" status_ready 5

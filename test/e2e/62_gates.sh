@@ -302,7 +302,7 @@ new_driver() {
 	p=$(kc -n "$GPUOP_NS" get pods -o json | jq -r --arg img "$1" '.items[]
 		| select(.metadata.deletionTimestamp == null)
 		| select(any(.spec.containers[]; .image == $img)) | select(.status.phase == "Running") | .metadata.name' | head -1)
-	[[ -n $p ]] && kc -n "$GPUOP_NS" logs "$p" 2>/dev/null | grep -q 'never loads'
+	[[ -n $p ]] && grep -q 'never loads' <<<"$(kc -n "$GPUOP_NS" logs "$p" 2>/dev/null)"
 }
 export -f new_driver
 wait_for "$READY_TIMEOUT" new_driver "${IMG[driver-never-ready]}"

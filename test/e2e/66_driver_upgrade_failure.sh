@@ -102,7 +102,7 @@ kc patch gpupolicy upgrade-fail --type=json -p "[{\"op\": \"replace\", \"path\":
 
 log "the first node waits for its job"
 first() {
-	kc get nodes -l "upgrade-e2e=$P,$UP_STATE=wait-for-jobs-required" -o name | grep -q . || {
+	grep -q . <<<"$(kc get nodes -l "upgrade-e2e=$P,$UP_STATE=wait-for-jobs-required" -o name)" || {
 		up_states "$P"
 		return 1
 	}

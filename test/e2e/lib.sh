@@ -29,6 +29,11 @@
 #   GPUOP_SRC (repo root), GPUOP_BIN (gpuop binary; set by CTest, else
 #   guessed from build/), E2E_NAME, E2E_TMP (removed on exit; TMPDIR
 #   points into it, so a run leaves nothing in the temporary folder).
+#
+# Under pipefail, `CMD | grep -q X` fails when grep finds X before CMD has
+# written its last line (CMD dies of SIGPIPE, the pipeline's status is
+# 141): CI saw `kubectl __complete ... | grep -qx lab` fail on an output
+# holding "lab". Match a multi-line output as `grep -q X <<<"$(CMD)"`.
 
 # Run directly (CTest's e2e glob also matches this file): not a test.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
