@@ -154,7 +154,18 @@ static int load_policy_file(const char *path, struct gpuop_policy *p, struct gpu
     return rc;
 }
 
-int gpuop_cmd_check(int argc, char **argv)
+/* What the command line asked for. */
+struct check_opts {
+    const char *kubeconfig, *context, *ns, *policy_file;
+    const char *output, *color, *filter;
+    uint64_t timeout_ms;
+    bool wide;
+};
+
+/* Reads the options into *o: 0 go on, else the exit code (--help: 0 after
+ * the usage is printed, so it comes back as CHECK_EXIT_HELP). */
+#define CHECK_EXIT_HELP (-1)
+static int parse_options(int argc, char **argv, struct check_opts *o)
 {
     const struct gpuop_cli_command *self = gpuop_cli_command("check");
     struct option opts[24];
@@ -162,71 +173,176 @@ int gpuop_cmd_check(int argc, char **argv)
     if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
         0)
         return 2;
-    const char *kubeconfig = NULL, *context = NULL, *ns = NULL, *policy_file = NULL;
-    const char *output = "text", *color = "auto", *filter = NULL;
-    uint64_t timeout_ms = CHECK_TIMEOUT_MS;
+    *o = (struct check_opts){.output = "text", .color = "auto", .timeout_ms = CHECK_TIMEOUT_MS};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
         const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
         const char *name = fl ? fl->name : "";
         if (!strcmp(name, "kubeconfig"))
-            kubeconfig = optarg;
+            o->kubeconfig = optarg;
         else if (!strcmp(name, "context"))
-            context = optarg;
+            o->context = optarg;
         else if (!strcmp(name, "namespace"))
-            ns = optarg;
+            o->ns = optarg;
         else if (!strcmp(name, "request-timeout")) {
-            if (gpuop_cli_duration(optarg, 1, &timeout_ms) < 0) {
+            if (gpuop_cli_duration(optarg, 1, &o->timeout_ms) < 0) {
                 fprintf(stderr, "%s check: bad --request-timeout '%s' (e.g. 30s, 2m, 0)\n",
                         gpuop_cli_program(), optarg);
                 return 2;
             }
         } else if (!strcmp(name, "policy"))
-            policy_file = optarg;
+            o->policy_file = optarg;
         else if (!strcmp(name, "nodes"))
-            filter = optarg;
+            o->filter = optarg;
         else if (!strcmp(name, "output"))
-            output = optarg;
+            o->output = optarg;
         else if (!strcmp(name, "color"))
-            color = optarg;
+            o->color = optarg;
         else if (!strcmp(name, "help")) {
             usage(stdout);
-            return 0;
+            return CHECK_EXIT_HELP;
         } else {
             usage(stderr);
             return 2;
         }
     }
-    bool wide = !strcmp(output, "wide");
-    if (optind < argc ||
-        (strcmp(output, "text") && !wide && strcmp(output, "json") && strcmp(output, "yaml"))) {
+    o->wide = !strcmp(o->output, "wide");
+    if (optind < argc || (strcmp(o->output, "text") && !o->wide && strcmp(o->output, "json") &&
+                          strcmp(o->output, "yaml"))) {
         usage(stderr);
         return 2;
     }
-    if (strcmp(color, "auto") && strcmp(color, "always") && strcmp(color, "never")) {
+    if (strcmp(o->color, "auto") && strcmp(o->color, "always") && strcmp(o->color, "never")) {
         usage(stderr);
         return 2;
     }
-    if (!ns)
-        ns = gpuop_cmd_default_namespace();
+    if (!o->ns)
+        o->ns = gpuop_cmd_default_namespace();
+    return 0;
+}
+
+/* Lists the cluster into ck->caches (the loop runs until every cache has
+ * listed, the silence passes the timeout, or a request fails for good):
+ * 0 listed, else 2 after saying why on stderr. */
+static int list_cluster(struct check *ck, const struct gpuop_kubeconfig *cfg,
+                        const struct check_opts *o)
+{
+    struct gpuop_err err = {0};
+    int rc = gpuop_kube_new(&ck->loop, cfg, &ck->kube, &err);
+    if (rc == 0)
+        gpuop_kube_set_fatal(ck->kube, on_fatal, ck);
+    struct gpuop_caches_config wc = {
+        .namespace = o->ns, .on_change = on_change, .on_synced = on_synced, .arg = ck};
+    if (rc == 0)
+        rc = gpuop_caches_new(&ck->loop, ck->kube, &wc, &ck->caches);
+    if (rc == 0)
+        rc = gpuop_caches_start(ck->caches);
+    if (rc < 0) {
+        fprintf(stderr, "gpuop check: %s\n", err.message[0] ? err.message : gpuop_strerror(rc));
+        return 2;
+    }
+    uv_timer_init(&ck->loop, &ck->timer);
+    ck->timer.data = ck;
+    ck->timeout_ms = o->timeout_ms;
+    uv_update_time(&ck->loop);
+    ck->last_arrival = gpuop_clock_ms();
+    if (o->timeout_ms)
+        uv_timer_start(&ck->timer, on_timeout, TIMEOUT_TICK_MS, TIMEOUT_TICK_MS);
+    uv_timer_init(&ck->loop, &ck->progress);
+    ck->progress.data = ck;
+    ck->show_progress = isatty(STDERR_FILENO);
+    if (ck->show_progress)
+        uv_timer_start(&ck->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
+    uv_run(&ck->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&ck->timer, NULL);
+    uv_close((uv_handle_t *)&ck->progress, NULL);
+    if (ck->show_progress)
+        progress_draw(ck, true);
+    if (ck->fatal) {
+        fprintf(stderr, "%s check: cannot talk to the API server at %s: %s\n", gpuop_cli_program(),
+                cfg->server, ck->fatal_err.message);
+        return 2;
+    }
+    if (!ck->synced) {
+        fprintf(stderr,
+                "%s check: the cluster at %s sent nothing for %.1f s (see the "
+                "warnings above; --request-timeout sets the limit)\n",
+                gpuop_cli_program(), cfg->server, (double)o->timeout_ms / 1000);
+        return 2;
+    }
+    return 0;
+}
+
+/* Judges the listed cluster against policy (borrowed; active names the
+ * cluster's policy it came from, or NULL for --policy) and prints the
+ * report: the exit code. */
+static int judge_and_report(struct check *ck, const struct gpuop_policy *policy, const char *active,
+                            const struct check_opts *o)
+{
+    for (int i = 0; i < policy->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        fprintf(stderr, "warning: %s: %s\n", policy->problems[i].field,
+                policy->problems[i].message);
+    struct gpuop_caches_view v = {0};
+    struct gpuop_findings f = {0};
+    int rc = gpuop_caches_view(ck->caches, &v);
+    if (rc == 0)
+        rc = gpuop_analyze(policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
+                           gpuop_clock_wall(), &f);
+    if (rc < 0) {
+        gpuop_caches_view_free(&v);
+        gpuop_findings_free(&f);
+        fprintf(stderr, "%s check: %s\n", gpuop_cli_program(), gpuop_strerror(rc));
+        return 2;
+    }
+    struct gpuop_report_opts ro = {
+        .policy_name = o->policy_file ? o->policy_file : active,
+        .namespace = o->ns,
+        .color =
+            !strcmp(o->color, "always") || (!strcmp(o->color, "auto") && isatty(STDOUT_FILENO)),
+        .node_filter = o->filter,
+        .wide = o->wide,
+        .nodes = v.nodes,
+        .nnodes = v.nnodes,
+        .pods = v.pods,
+        .npods = v.npods,
+        .upgrade =
+            json_object_get(/* the leader's status.upgrade, docs/upgrade.md */
+                            json_object_get(gpuop_caches_policy(ck->caches, active), "status"),
+                            "upgrade"),
+    };
+    if (!strcmp(o->output, "text") || o->wide)
+        rc = gpuop_report_text(stdout, policy, &f, &ro);
+    else
+        rc = gpuop_report_structured(stdout, policy, &f, &ro, !strcmp(o->output, "yaml"));
+    int exit_code = rc < 0 ? 2 : gpuop_report_exit_code(&f);
+    gpuop_findings_free(&f);
+    gpuop_caches_view_free(&v); /* after the report: wide reads the nodes and pods */
+    return exit_code;
+}
+
+int gpuop_cmd_check(int argc, char **argv)
+{
+    struct check_opts o;
+    int exit_code = parse_options(argc, argv, &o);
+    if (exit_code)
+        return exit_code == CHECK_EXIT_HELP ? 0 : exit_code;
     gpuop_log_set_level("warn");
 
     struct gpuop_err err = {0};
     struct gpuop_policy policy = {0};
     bool have_policy = false;
-    if (policy_file) {
-        if (load_policy_file(policy_file, &policy, &err) < 0) {
+    if (o.policy_file) {
+        if (load_policy_file(o.policy_file, &policy, &err) < 0) {
             fprintf(stderr, "gpuop check: %s\n", err.message);
             return 2;
         }
         have_policy = true;
     }
-
     struct gpuop_kubeconfig cfg = {0};
     /* A context is a kubeconfig's: with one, never in-cluster. */
-    if ((context ? gpuop_kubeconfig_load(kubeconfig, context, &cfg, &err)
-                 : gpuop_kubeconfig_auto(kubeconfig, &cfg, &err)) < 0) {
+    if ((o.context ? gpuop_kubeconfig_load(o.kubeconfig, o.context, &cfg, &err)
+                   : gpuop_kubeconfig_auto(o.kubeconfig, &cfg, &err)) < 0) {
         fprintf(stderr, "gpuop check: %s\n", err.message);
         if (have_policy)
             gpuop_policy_free(&policy);
@@ -234,100 +350,22 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     struct check ck = {0};
     uv_loop_init(&ck.loop);
-    int rc = gpuop_kube_new(&ck.loop, &cfg, &ck.kube, &err);
-    if (rc == 0)
-        gpuop_kube_set_fatal(ck.kube, on_fatal, &ck);
-    struct gpuop_caches_config wc = {
-        .namespace = ns, .on_change = on_change, .on_synced = on_synced, .arg = &ck};
-    if (rc == 0)
-        rc = gpuop_caches_new(&ck.loop, ck.kube, &wc, &ck.caches);
-    if (rc == 0)
-        rc = gpuop_caches_start(ck.caches);
-    int exit_code = 2;
-    if (rc < 0) {
-        fprintf(stderr, "gpuop check: %s\n", err.message[0] ? err.message : gpuop_strerror(rc));
-        goto out;
-    }
-    uv_timer_init(&ck.loop, &ck.timer);
-    ck.timer.data = &ck;
-    ck.timeout_ms = timeout_ms;
-    uv_update_time(&ck.loop);
-    ck.last_arrival = gpuop_clock_ms();
-    if (timeout_ms)
-        uv_timer_start(&ck.timer, on_timeout, TIMEOUT_TICK_MS, TIMEOUT_TICK_MS);
-    uv_timer_init(&ck.loop, &ck.progress);
-    ck.progress.data = &ck;
-    ck.show_progress = isatty(STDERR_FILENO);
-    if (ck.show_progress)
-        uv_timer_start(&ck.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
-    uv_run(&ck.loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&ck.timer, NULL);
-    uv_close((uv_handle_t *)&ck.progress, NULL);
-    if (ck.show_progress)
-        progress_draw(&ck, true);
-    if (ck.fatal) {
-        fprintf(stderr, "%s check: cannot talk to the API server at %s: %s\n", gpuop_cli_program(),
-                cfg.server, ck.fatal_err.message);
-        goto out;
-    }
-    if (!ck.synced) {
-        fprintf(stderr,
-                "%s check: the cluster at %s sent nothing for %.1f s (see the "
-                "warnings above; --request-timeout sets the limit)\n",
-                gpuop_cli_program(), cfg.server, (double)timeout_ms / 1000);
-        goto out;
-    }
+    exit_code = list_cluster(&ck, &cfg, &o);
     const char *active = NULL;
-    if (!have_policy) {
+    if (exit_code == 0 && !have_policy) {
         active = gpuop_caches_active(ck.caches);
         if (!active) {
             fprintf(stderr, "gpuop check: no GpuPolicy in the cluster; pass --policy FILE\n");
-            goto out;
-        }
-        if (gpuop_policy_parse(gpuop_caches_policy(ck.caches, active), &policy, &err) < 0) {
+            exit_code = 2;
+        } else if (gpuop_policy_parse(gpuop_caches_policy(ck.caches, active), &policy, &err) < 0) {
             fprintf(stderr, "gpuop check: %s\n", err.message);
-            goto out;
+            exit_code = 2;
+        } else {
+            have_policy = true;
         }
-        have_policy = true;
     }
-    for (int i = 0; i < policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
-        fprintf(stderr, "warning: %s: %s\n", policy.problems[i].field, policy.problems[i].message);
-
-    struct gpuop_caches_view v = {0};
-    struct gpuop_findings f = {0};
-    rc = gpuop_caches_view(ck.caches, &v);
-    if (rc == 0)
-        rc = gpuop_analyze(&policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
-                           gpuop_clock_wall(), &f);
-    if (rc < 0) {
-        gpuop_caches_view_free(&v);
-        gpuop_findings_free(&f);
-        fprintf(stderr, "%s check: %s\n", gpuop_cli_program(), gpuop_strerror(rc));
-        goto out;
-    }
-    struct gpuop_report_opts ro = {
-        .policy_name = policy_file ? policy_file : active,
-        .namespace = ns,
-        .color = !strcmp(color, "always") || (!strcmp(color, "auto") && isatty(STDOUT_FILENO)),
-        .node_filter = filter,
-        .wide = wide,
-        .nodes = v.nodes,
-        .nnodes = v.nnodes,
-        .pods = v.pods,
-        .npods = v.npods,
-        .upgrade =
-            json_object_get(/* the leader's status.upgrade, docs/upgrade.md */
-                            json_object_get(gpuop_caches_policy(ck.caches, active), "status"),
-                            "upgrade"),
-    };
-    if (!strcmp(output, "text") || wide)
-        rc = gpuop_report_text(stdout, &policy, &f, &ro);
-    else
-        rc = gpuop_report_structured(stdout, &policy, &f, &ro, !strcmp(output, "yaml"));
-    exit_code = rc < 0 ? 2 : gpuop_report_exit_code(&f);
-    gpuop_findings_free(&f);
-    gpuop_caches_view_free(&v); /* after the report: wide reads the nodes and pods */
-out:
+    if (exit_code == 0)
+        exit_code = judge_and_report(&ck, &policy, active, &o);
     if (have_policy)
         gpuop_policy_free(&policy);
     if (ck.caches)
