@@ -133,63 +133,52 @@ static void reason_counts(const struct gpuop_findings *f, int kind, char *buf, s
     }
 }
 
-static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
-                      json_t *prev, const struct gpuop_status_input *in, long long now)
+/* One condition's verdict: status, reason, message (into msg). */
+struct cond {
+    const char *status, *reason;
+    char msg[STATUS_MESSAGE_MAX];
+};
+
+/* The enabled operands whose DaemonSet is not on the current spec, as a
+ * list of names into out; their number. */
+static int unapplied_operands(const struct gpuop_status_input *in, char *out, size_t cap)
 {
-    const long long gen = p ? p->generation : 0;
-    char msg[STATUS_MESSAGE_MAX], a[400], b[400];
-    int napplied = 0; /* enabled operands whose DaemonSet is not on the current spec */
-    char unapplied[400] = "";
+    int n = 0;
+    out[0] = '\0';
     for (int o = 0; in->apply && o < gpuop_operand_count(); o++)
         if (not_applied(&in->apply[o]))
-            cat(unapplied, sizeof(unapplied), "%s%s", napplied++ ? ", " : "",
-                gpuop_operand_get(o)->name);
+            cat(out, cap, "%s%s", n++ ? ", " : "", gpuop_operand_get(o)->name);
+    return n;
+}
 
-    if (in->inactive) {
-        snprintf(msg, sizeof(msg),
-                 "GpuPolicy \"%s\" is active (the oldest GpuPolicy); this one is ignored. Delete "
-                 "it, or move its settings into \"%s\".",
-                 in->active_policy ? in->active_policy : "?",
-                 in->active_policy ? in->active_policy : "?");
-        if (add_condition(conds, prev, "Ready", "False", "Ignored", msg, gen, now) < 0)
-            return -1;
-        static const char *const others[] = {"OperandsComplete", "OrderingValid", "Reconciled"};
-        for (size_t i = 0; i < 3; i++)
-            if (add_condition(conds, prev, others[i], "Unknown", "Ignored",
-                              "This GpuPolicy is ignored; see the Ready condition.", gen, now) < 0)
-                return -1;
-        return 0;
-    }
-
-    /* Ready */
-    const char *st, *reason;
+static void cond_ready(const struct gpuop_findings *f, const struct gpuop_status_input *in,
+                       struct cond *c)
+{
+    char unapplied[400];
+    int napplied = unapplied_operands(in, unapplied, sizeof(unapplied));
     if (f->gpu_nodes == 0) {
-        st = "False";
-        reason = "NoGpuNodes";
-        snprintf(msg, sizeof(msg),
+        *c = (struct cond){"False", "NoGpuNodes", ""};
+        snprintf(c->msg, sizeof(c->msg),
                  "No node is a GPU node: none is labelled %s=true, %s=true or %s<operand>.%s",
                  GPUOP_LABEL_GPU_PRESENT, GPUOP_LABEL_NFD_NVIDIA, GPUOP_LABEL_PREFIX,
                  f->nitems ? " Operand pods run on non-GPU nodes: see status.nodes." : "");
     } else if (napplied) {
-        st = "False";
-        reason = "OperandsNotApplied";
-        snprintf(msg, sizeof(msg),
+        *c = (struct cond){"False", "OperandsNotApplied", ""};
+        snprintf(c->msg, sizeof(c->msg),
                  "The DaemonSet%s of %s %s not on the current spec (see the Reconciled "
                  "condition); %zu of %zu GPU nodes are complete.",
                  napplied == 1 ? "" : "s", unapplied, napplied == 1 ? "is" : "are",
                  f->complete_nodes, f->gpu_nodes);
     } else if (f->nitems == 0) {
-        st = "True";
-        reason = "AllNodesComplete";
-        snprintf(msg, sizeof(msg), "All %zu GPU nodes run every expected operand, in order.",
+        *c = (struct cond){"True", "AllNodesComplete", ""};
+        snprintf(c->msg, sizeof(c->msg), "All %zu GPU nodes run every expected operand, in order.",
                  f->gpu_nodes);
     } else {
-        st = "False";
-        reason = "FindingsPresent";
+        *c = (struct cond){"False", "FindingsPresent", ""};
         char held[32] = "";
         if (f->by_kind[GPUOP_KIND_HELD])
             snprintf(held, sizeof(held), ", Held %zu", f->by_kind[GPUOP_KIND_HELD]);
-        snprintf(msg, sizeof(msg),
+        snprintf(c->msg, sizeof(c->msg),
                  "%zu of %zu GPU nodes are complete; %zu node%s with findings (Missing %zu, "
                  "NotScheduled %zu, Unexpected %zu, OrderingViolation %zu%s): see "
                  "status.nodes.",
@@ -198,58 +187,55 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                  f->by_kind[GPUOP_KIND_NOT_SCHEDULED], f->by_kind[GPUOP_KIND_UNEXPECTED],
                  f->by_kind[GPUOP_KIND_ORDERING], held);
     }
-    if (add_condition(conds, prev, "Ready", st, reason, msg, gen, now) < 0)
-        return -1;
+}
 
-    /* OperandsComplete */
+static void cond_complete(const struct gpuop_findings *f, struct cond *c)
+{
     size_t miss = f->by_kind[GPUOP_KIND_MISSING], nots = f->by_kind[GPUOP_KIND_NOT_SCHEDULED];
     if (f->gpu_nodes == 0) {
-        st = "True";
-        reason = "NoGpuNodes";
-        snprintf(msg, sizeof(msg), "No GPU node, so no operand is expected anywhere.");
+        *c =
+            (struct cond){"True", "NoGpuNodes", "No GPU node, so no operand is expected anywhere."};
     } else if (!miss && !nots) {
-        st = "True";
-        reason = "Complete";
-        snprintf(msg, sizeof(msg),
-                 "Every expected operand runs, and every GPU node is labelled for every enabled "
-                 "operand.");
+        *c = (struct cond){"True", "Complete",
+                           "Every expected operand runs, and every GPU node is labelled for every "
+                           "enabled operand."};
     } else {
-        st = "False";
-        reason = miss ? "OperandsMissing" : "OperandsNotScheduled";
+        char a[400], b[400];
+        *c = (struct cond){"False", miss ? "OperandsMissing" : "OperandsNotScheduled", ""};
         reason_counts(f, GPUOP_KIND_MISSING, a, sizeof(a));
         reason_counts(f, GPUOP_KIND_NOT_SCHEDULED, b, sizeof(b));
-        snprintf(msg, sizeof(msg), "Missing: %zu%s%s%s; NotScheduled: %zu%s%s%s.", miss,
+        snprintf(c->msg, sizeof(c->msg), "Missing: %zu%s%s%s; NotScheduled: %zu%s%s%s.", miss,
                  miss ? " (" : "", a, miss ? ")" : "", nots, nots ? " (" : "", b, nots ? ")" : "");
     }
-    if (add_condition(conds, prev, "OperandsComplete", st, reason, msg, gen, now) < 0)
-        return -1;
+}
 
-    /* OrderingValid */
-    size_t ord = f->by_kind[GPUOP_KIND_ORDERING];
-    if (!ord) {
-        st = "True";
-        reason = "ChainIntact";
-        snprintf(msg, sizeof(msg),
-                 "No operand runs without its prerequisites (running or host-provided).");
-    } else {
-        st = "False";
-        bool gpuless = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] ||
-                       f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT];
-        reason = f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT]
-                     ? "DevicePluginWithoutToolkit"
-                 : f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT]
-                     ? "GpusAdvertisedWithoutToolkit"
-                     : "OrderingViolations";
-        reason_counts(f, GPUOP_KIND_ORDERING, a, sizeof(a));
-        snprintf(msg, sizeof(msg), "The operand chain is broken on %zu node%s (%s).%s",
-                 f->violations, f->violations == 1 ? "" : "s", a,
-                 gpuless ? " GPU pods scheduled on those nodes fail to get a GPU." : "");
+static void cond_ordering(const struct gpuop_findings *f, struct cond *c)
+{
+    if (!f->by_kind[GPUOP_KIND_ORDERING]) {
+        *c = (struct cond){"True", "ChainIntact",
+                           "No operand runs without its prerequisites (running or host-provided)."};
+        return;
     }
-    if (add_condition(conds, prev, "OrderingValid", st, reason, msg, gen, now) < 0)
-        return -1;
+    /* The silent GPU-less scheduling case names itself (SPEC 5). */
+    const char *reason = "OrderingViolations";
+    if (f->by_reason[GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT])
+        reason = "DevicePluginWithoutToolkit";
+    else if (f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT])
+        reason = "GpusAdvertisedWithoutToolkit";
+    bool gpuless = strcmp(reason, "OrderingViolations") != 0;
+    char a[400];
+    *c = (struct cond){"False", reason, ""};
+    reason_counts(f, GPUOP_KIND_ORDERING, a, sizeof(a));
+    snprintf(c->msg, sizeof(c->msg), "The operand chain is broken on %zu node%s (%s).%s",
+             f->violations, f->violations == 1 ? "" : "s", a,
+             gpuless ? " GPU pods scheduled on those nodes fail to get a GPU." : "");
+}
 
-    /* Reconciled: every apply failure, by operand in table order, then the
-     * spec problems; the order is fixed so an unchanged cluster reads the same. */
+/* Reconciled: every apply failure, by operand in table order, then the
+ * spec problems; the order is fixed so an unchanged cluster reads the same. */
+static void cond_reconciled(const struct gpuop_policy *p, const struct gpuop_status_input *in,
+                            struct cond *c)
+{
     char spec[600] = "";
     if (p && p->nproblems > 0) {
         int more = p->nproblems - 1;
@@ -257,35 +243,65 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
         if (more > 0)
             cat(spec, sizeof(spec), " (and %d more problem%s)", more, more == 1 ? "" : "s");
     }
-    msg[0] = '\0';
+    c->msg[0] = '\0';
     int nfail = 0;
     for (int o = 0; in->apply && o < gpuop_operand_count(); o++) {
         char one[GPUOP_APPLY_MESSAGE_MAX + 200];
         apply_sentence(&in->apply[o], o, one, sizeof(one));
         if (one[0])
-            cat(msg, sizeof(msg), "%s%s", nfail++ ? "; " : "", one);
+            cat(c->msg, sizeof(c->msg), "%s%s", nfail++ ? "; " : "", one);
     }
     if (in->sa && in->sa->state == GPUOP_APPLY_FAILED)
-        cat(msg, sizeof(msg), "%sServiceAccount %s was not applied: %s", nfail++ ? "; " : "",
+        cat(c->msg, sizeof(c->msg), "%sServiceAccount %s was not applied: %s", nfail++ ? "; " : "",
             GPUOP_OPERAND_SA, in->sa->message[0] ? in->sa->message : "the request failed");
     if (nfail) {
-        st = "False";
-        reason = "ApplyFailed";
-        cat(msg, sizeof(msg), ".");
+        c->status = "False";
+        c->reason = "ApplyFailed";
+        cat(c->msg, sizeof(c->msg), ".");
         if (spec[0])
-            cat(msg, sizeof(msg), " Spec problems: %s.", spec);
+            cat(c->msg, sizeof(c->msg), " Spec problems: %s.", spec);
     } else if (spec[0]) {
-        st = "False";
-        reason = "InvalidSpec";
-        snprintf(msg, sizeof(msg), "%s", spec);
+        c->status = "False";
+        c->reason = "InvalidSpec";
+        snprintf(c->msg, sizeof(c->msg), "%s", spec);
     } else {
-        st = "True";
-        reason = "Applied";
-        snprintf(msg, sizeof(msg),
+        c->status = "True";
+        c->reason = "Applied";
+        snprintf(c->msg, sizeof(c->msg),
                  "The DaemonSets of all enabled operands are applied in namespace %s.",
                  in->namespace ? in->namespace : "?");
     }
-    return add_condition(conds, prev, "Reconciled", st, reason, msg, gen, now);
+}
+
+/* The conditions (SPEC 6), in their fixed order, into conds (borrowed). */
+#define STATUS_CONDITIONS 4
+static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
+                      json_t *prev, const struct gpuop_status_input *in, long long now)
+{
+    static const char *const types[STATUS_CONDITIONS] = {"Ready", "OperandsComplete",
+                                                         "OrderingValid", "Reconciled"};
+    const long long gen = p ? p->generation : 0;
+    struct cond c[STATUS_CONDITIONS];
+    if (in->inactive) {
+        c[0] = (struct cond){"False", "Ignored", ""};
+        snprintf(c[0].msg, sizeof(c[0].msg),
+                 "GpuPolicy \"%s\" is active (the oldest GpuPolicy); this one is ignored. Delete "
+                 "it, or move its settings into \"%s\".",
+                 in->active_policy ? in->active_policy : "?",
+                 in->active_policy ? in->active_policy : "?");
+        for (size_t i = 1; i < STATUS_CONDITIONS; i++)
+            c[i] = (struct cond){"Unknown", "Ignored",
+                                 "This GpuPolicy is ignored; see the Ready condition."};
+    } else {
+        cond_ready(f, in, &c[0]);
+        cond_complete(f, &c[1]);
+        cond_ordering(f, &c[2]);
+        cond_reconciled(p, in, &c[3]);
+    }
+    for (size_t i = 0; i < STATUS_CONDITIONS; i++)
+        if (add_condition(conds, prev, types[i], c[i].status, c[i].reason, c[i].msg, gen, now) < 0)
+            return -1;
+    return 0;
 }
 
 /* ---- operands, nodes, summary ---- */
