@@ -33,7 +33,7 @@ void gpuop_trim_now(void);
 #define GPUOP_MEM_TRIM_EVERY_MS 10000
 
 /* gpuop_trim_now() unless the last one ran less than GPUOP_MEM_TRIM_EVERY_MS
- * before now_ms (a monotonic clock, e.g. uv_now). True when it trimmed. */
+ * before now_ms (gpuop_clock_ms). True when it trimmed. */
 bool gpuop_trim_maybe(uint64_t now_ms);
 
 #endif

@@ -115,8 +115,8 @@ void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct g
 
 static void on_trim(uv_timer_t *t)
 {
-    struct gpuop_controller *c = t->data;
-    gpuop_trim_maybe(uv_now(c->loop));
+    (void)t;
+    gpuop_trim_maybe(gpuop_clock_ms());
 }
 
 /* The work's garbage back to the kernel (trim.h), once nothing is queued.
@@ -124,7 +124,7 @@ static void on_trim(uv_timer_t *t)
  * resident. */
 static void trim_after_work(struct gpuop_controller *c)
 {
-    if (gpuop_queue_len(c->queue) == 0 && !gpuop_trim_maybe(uv_now(c->loop)) &&
+    if (gpuop_queue_len(c->queue) == 0 && !gpuop_trim_maybe(gpuop_clock_ms()) &&
         !uv_is_active((uv_handle_t *)&c->trim))
         uv_timer_start(&c->trim, on_trim, GPUOP_MEM_TRIM_EVERY_MS, 0);
 }
@@ -252,7 +252,7 @@ static void findings_and_status(struct gpuop_controller *c)
      * to be written (status_write.c paces the writes). */
     json_t *status = NULL;
     enum ctl_status_due due = CTL_STATUS_SAME;
-    uint64_t digest = 0, wait_ms = 0, now_ms = uv_now(c->loop);
+    uint64_t digest = 0, wait_ms = 0, now_ms = gpuop_clock_ms();
     if (rc == 0) {
         digest = gpuop_status_digest(&c->policy, c->inactive ? NULL : &f, &in);
         due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
