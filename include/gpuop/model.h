@@ -109,13 +109,15 @@ const char *gpuop_upgrade_state_name(int s);
 
 /* What the driver upgrade reads of a node (12 bytes). */
 struct gpuop_node_upgrade {
-    uint32_t since;         /* GPUOP_ANNOTATION_UPGRADE_SINCE; 0 none or unreadable */
-    uint32_t failed_gen;    /* the generation GPUOP_ANNOTATION_UPGRADE_FAILED names; 0 none */
-    uint8_t state;          /* enum gpuop_upgrade_state of the label */
-    bool unschedulable : 1; /* spec.unschedulable */
-    bool cordoned : 1;      /* GPUOP_ANNOTATION_UPGRADE_CORDONED is "true" */
-    bool paused : 1;        /* GPUOP_ANNOTATION_UPGRADE_PAUSED is there */
-    bool not_ready : 1;     /* condition Ready is there and not True */
+    uint32_t since;           /* GPUOP_ANNOTATION_UPGRADE_SINCE; 0 none or unreadable */
+    uint32_t failed_gen;      /* the generation GPUOP_ANNOTATION_UPGRADE_FAILED names; 0 none */
+    uint8_t state;            /* enum gpuop_upgrade_state of the label */
+    bool unschedulable : 1;   /* spec.unschedulable */
+    bool cordoned : 1;        /* GPUOP_ANNOTATION_UPGRADE_CORDONED is "true" */
+    bool paused : 1;          /* GPUOP_ANNOTATION_UPGRADE_PAUSED is there */
+    bool rollback : 1;        /* GPUOP_LABEL_DRIVER_ROLLBACK is there (not empty) */
+    bool rollback_ending : 1; /* ... and is GPUOP_DRIVER_ROLLBACK_ENDING */
+    bool not_ready : 1;       /* condition Ready is there and not True */
 };
 
 struct gpuop_node { /* 88 bytes, its strings and taints after it */
@@ -277,7 +279,9 @@ const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 const char *gpuop_node_os(const struct gpuop_node *n, int f);
 /* The pod-template-generation label of a driver pod made by gpuop_pod_new
  * (kept after the struct, for driver pods only: 8 bytes a GPU node, not
- * 8 a pod); 0 for any other pod, or when it has none. */
+ * 8 a pod); 0 for any other pod, when it has none, or for a rollback
+ * DaemonSet's pod (label GPUOP_LABEL_DRIVER_ROLLBACK: of no pool's
+ * generation, never the one being rolled out). */
 uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p);
 
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d

@@ -33,6 +33,16 @@
  * selector, so the pools' DaemonSets never select each other's pods. */
 #define GPUOP_LABEL_OS_POOL "gpuop.dev/os-pool"
 
+/* onFailure rollback: the node label naming the pool DaemonSet whose
+ * previous template runs on the node (its DaemonSet "<value>-rollback");
+ * the driver's own DaemonSets keep off a node carrying it (node affinity
+ * DoesNotExist, render.c). */
+#define GPUOP_LABEL_DRIVER_ROLLBACK "gpuop.dev/driver-rollback"
+/* The label's value while the previous driver is taken off the node again:
+ * neither the rollback DaemonSet nor the pool's selects the node, so the
+ * old pod leaves before the new one comes (docs/upgrade.md). */
+#define GPUOP_DRIVER_ROLLBACK_ENDING "ending"
+
 /* The annotation in which gpuop records on a node the labels it set there
  * (SPEC 4a): a JSON object, label -> {"value": "true", "at": RFC 3339}. */
 #define GPUOP_ANNOTATION_NODE_LABELS "gpuop.dev/node-labels"

@@ -100,7 +100,12 @@ enum gpuop_upgrade_action {
     GPUOP_UA_RESTORE_VALIDATOR, /* the validator's deploy label only, back from it */
     GPUOP_UA_UNCORDON,          /* spec.unschedulable false, annotation removed; next */
     GPUOP_UA_FAIL,              /* next upgrade-failed + the failed annotation (reason) */
-    GPUOP_UA_ROLLBACK,          /* onFailure rollback: the previous driver back here */
+    GPUOP_UA_ROLLBACK,          /* onFailure rollback: the previous driver back here
+                                   (label GPUOP_LABEL_DRIVER_ROLLBACK = its DaemonSet) */
+    GPUOP_UA_ROLLBACK_END,      /* a rolled-back node upgrades again: the label
+                                   GPUOP_DRIVER_ROLLBACK_ENDING (the old pod leaves) */
+    GPUOP_UA_ROLLBACK_CLEAR,    /* ... the label removed (the new pod comes); the
+                                   rollback DaemonSet deleted when no node uses it */
     GPUOP_UA_COUNT
 };
 

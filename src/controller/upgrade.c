@@ -106,9 +106,9 @@ struct ctl_upgrader {
     char ns[254], uid[64];
 };
 
-/* onFailure rollback (docs/upgrade.md): the node's label naming the
- * rollback DaemonSet that runs the previous driver there. */
-#define LABEL_ROLLBACK  "gpuop.dev/driver-rollback"
+/* onFailure rollback (docs/upgrade.md): the rollback DaemonSet of a pool
+ * DaemonSet is named after it with this suffix; it runs the previous driver
+ * on the nodes labelled GPUOP_LABEL_DRIVER_ROLLBACK=<pool DaemonSet>. */
 #define ROLLBACK_SUFFIX "-rollback"
 
 static long long now_s(void)
@@ -547,9 +547,8 @@ static void rollback_ds_done(void *arg, int rc, json_t *body, const struct gpuop
         failed(r, "rollback DaemonSet apply", rc, err);
         return;
     }
-    /* the pool's DaemonSet leaves the node, the rollback one comes */
-    json_t *labels = json_pack("{s:s, s:s}", "nvidia.com/gpu.deploy.driver",
-                               GPUOP_LABEL_PAUSED_FOR_UPGRADE, LABEL_ROLLBACK, ds);
+    /* the pool's DaemonSet leaves the node (its affinity), the rollback one comes */
+    json_t *labels = json_pack("{s:s}", GPUOP_LABEL_DRIVER_ROLLBACK, ds);
     if (patch_node(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, labels, NULL, NULL, NULL) < 0)
         failed(r, "rollback PATCH", GPUOP_ENOMEM, NULL);
 }
@@ -580,16 +579,19 @@ static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpu
     json_t *tm = json_object_get(t, "metadata"), *ts = json_object_get(t, "spec");
     if (!json_is_object(json_object_get(tm, "labels")))
         json_object_set_new(tm, "labels", json_object());
-    json_object_set_new(json_object_get(tm, "labels"), LABEL_ROLLBACK, json_string(ds));
-    json_object_set_new(ts, "nodeSelector", json_pack("{s:s}", LABEL_ROLLBACK, ds));
+    json_object_set_new(json_object_get(tm, "labels"), GPUOP_LABEL_DRIVER_ROLLBACK,
+                        json_string(ds));
+    json_object_set_new(ts, "nodeSelector", json_pack("{s:s}", GPUOP_LABEL_DRIVER_ROLLBACK, ds));
+    /* the pool's node affinity keeps drivers off a rolled-back node: not this one */
+    json_object_del(json_object_get(ts, "affinity"), "nodeAffinity");
     json_t *obj = json_pack(
         "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s, s:s}]}, s:{s:{s:{s:s}}, "
         "s:{s:s}, s:o}}",
         "apiVersion", "apps/v1", "kind", "DaemonSet", "metadata", "name", name, "namespace", u->ns,
-        "labels", "app.kubernetes.io/part-of", "gpuop", LABEL_ROLLBACK, ds, "ownerReferences",
-        "apiVersion", GPUOP_API_VERSION, "kind", "GpuPolicy", "name", u->policy, "uid", u->uid,
-        "spec", "selector", "matchLabels", LABEL_ROLLBACK, ds, "updateStrategy", "type", "OnDelete",
-        "template", t);
+        "labels", "app.kubernetes.io/part-of", "gpuop", GPUOP_LABEL_DRIVER_ROLLBACK, ds,
+        "ownerReferences", "apiVersion", GPUOP_API_VERSION, "kind", "GpuPolicy", "name", u->policy,
+        "uid", u->uid, "spec", "selector", "matchLabels", GPUOP_LABEL_DRIVER_ROLLBACK, ds,
+        "updateStrategy", "type", "OnDelete", "template", t);
     char *b = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     char *path = gpuop_ctl_apply_path("apps/v1", u->ns, "daemonsets", name, NULL);
@@ -602,6 +604,63 @@ static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpu
         failed(r, "rollback DaemonSet apply", k, NULL);
     gpuop_json_free(b);
     free(path);
+}
+
+/* The name of the driver DaemonSet covering node n into ds; -1 when none
+ * does (per-OS DaemonSets and n in no OS pool). */
+static int driver_ds_of(const struct ctl_upgrader *u, const struct gpuop_node *n, char *ds,
+                        size_t size)
+{
+    int d = gpuop_operand_by_key("driver");
+    struct gpuop_ospool pool;
+    unsigned missing = 0;
+    bool per_os = gpuop_render_per_os(u->pol, d);
+    if (per_os && gpuop_ospool_of_node(n, &pool, &missing) < 0)
+        return -1;
+    gpuop_render_ds_name(u->pol, d, per_os ? &pool : NULL, ds, size);
+    return 0;
+}
+
+static void rollback_delete_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    (void)body;
+    if (!req_end(q) || rc == GPUOP_ECANCELED)
+        return;
+    if (rc < 0 && rc != GPUOP_ENOTFOUND) /* gone already, or next time no node uses it */
+        gpuop_warn("upgrade", "deleting the rollback DaemonSet after node %s: %s", r->name,
+                   err && err->message[0] ? err->message : gpuop_strerror(rc));
+}
+
+/* The rollback label leaves node x: its rollback DaemonSet is deleted
+ * when no other node of the last plan's input carries the label for the
+ * same pool. (Killed in between, the empty DaemonSet stays until the next
+ * rollback of that pool re-applies it, or the GpuPolicy goes.) */
+static int rollback_clear(struct ctl_upgrader *u, struct rec *r,
+                          const struct gpuop_upgrade_node_in *x, int next, const char *ns)
+{
+    int rc = patch_node(r, GPUOP_UA_ROLLBACK_CLEAR, next,
+                        json_pack("{s:n}", GPUOP_LABEL_DRIVER_ROLLBACK), NULL, NULL, NULL);
+    char ds[GPUOP_RENDER_NAME_MAX], other[GPUOP_RENDER_NAME_MAX];
+    if (rc < 0 || driver_ds_of(u, x->node, ds, sizeof(ds)) < 0)
+        return rc;
+    for (size_t i = 0; i < u->in.n; i++) {
+        const struct gpuop_node *n = u->nodes[i].node;
+        if (n && n != x->node && n->up.rollback && driver_ds_of(u, n, other, sizeof(other)) == 0 &&
+            !strcmp(other, ds))
+            return 0;
+    }
+    char name[GPUOP_RENDER_NAME_MAX + sizeof(ROLLBACK_SUFFIX)];
+    snprintf(name, sizeof(name), "%s%s", ds, ROLLBACK_SUFFIX);
+    struct gpuop_kube_ref ref = {"apps/v1", ns, "daemonsets", name, NULL};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    rc = up_send(r, GPUOP_UA_ROLLBACK_CLEAR, next, 0, GPUOP_KUBE_DELETE, path, NULL, NULL,
+                 rollback_delete_done);
+    free(path);
+    gpuop_info("upgrade", "node %s: the last rolled-back node of %s; deleting %s", r->name, ds,
+               name);
+    return rc;
 }
 
 /* ---- one node's action ----------------------------------------------- */
@@ -685,14 +744,9 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         break;
     }
     case GPUOP_UA_ROLLBACK: { /* the pool's previous template, on this node only */
-        int d = gpuop_operand_by_key("driver");
         char ds[GPUOP_RENDER_NAME_MAX], sel[512];
-        struct gpuop_ospool pool;
-        unsigned missing = 0;
-        bool per_os = gpuop_render_per_os(u->pol, d);
-        if (per_os && gpuop_ospool_of_node(x->node, &pool, &missing) < 0)
+        if (driver_ds_of(u, x->node, ds, sizeof(ds)) < 0)
             break;
-        gpuop_render_ds_name(u->pol, d, per_os ? &pool : NULL, ds, sizeof(ds));
         snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver",
                  GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER);
         struct gpuop_kube_param q[] = {{"labelSelector", sel}};
@@ -706,6 +760,15 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         gpuop_info("upgrade", "node %s: rolling back to the previous template of %s", r->name, ds);
         break;
     }
+    case GPUOP_UA_ROLLBACK_END: /* neither DaemonSet selects it: the old pod leaves */
+        rc = patch_node(
+            r, o->action, o->next,
+            json_pack("{s:s}", GPUOP_LABEL_DRIVER_ROLLBACK, GPUOP_DRIVER_ROLLBACK_ENDING), NULL,
+            NULL, NULL);
+        break;
+    case GPUOP_UA_ROLLBACK_CLEAR: /* the pool's DaemonSet brings the new driver */
+        rc = rollback_clear(u, r, x, o->next, ns);
+        break;
     default:
         break;
     }

@@ -52,6 +52,8 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_UNCORDON] = "uncordon",
     [GPUOP_UA_FAIL] = "fail",
     [GPUOP_UA_ROLLBACK] = "roll back",
+    [GPUOP_UA_ROLLBACK_END] = "end the rollback",
+    [GPUOP_UA_ROLLBACK_CLEAR] = "clear the rollback",
 };
 
 const char *gpuop_upgrade_action_name(int a)
@@ -209,6 +211,8 @@ static void wake_at(struct gpuop_upgrade_plan *p, long long t)
 static int recompute(const struct gpuop_upgrade_node_in *x)
 {
     const struct gpuop_node_upgrade *u = &x->node->up;
+    if (!x->driver && u->rollback)
+        return GPUOP_US_REQUIRED; /* its previous driver went: the new one takes its turn */
     if (!x->driver)
         return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_NONE;
     if (in_sync(x))
@@ -361,6 +365,29 @@ static void step_evict(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     to(o, evictable ? GPUOP_UA_EVICT : GPUOP_UA_NONE, o->state);
 }
 
+/* A rolled-back node (its previous driver run by the rollback DaemonSet)
+ * upgrades again: the old pod leaves before the new one comes. The label
+ * goes to "ending" (neither DaemonSet selects the node, the rollback one
+ * takes its pod off), then, once that pod is gone, away (the pool's
+ * DaemonSet brings the new driver). */
+static void step_end_rollback(const struct gpuop_upgrade_node_in *x,
+                              struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_pod *d = x->driver;
+    if (!x->node->up.rollback_ending) {
+        say(w, "taking the previous driver off (label %s=%s)", GPUOP_LABEL_DRIVER_ROLLBACK,
+            GPUOP_DRIVER_ROLLBACK_ENDING);
+        return to(o, GPUOP_UA_ROLLBACK_END, o->state);
+    }
+    if (d) {
+        say(w, "waiting for the previous driver pod %s to leave", d->name);
+        return to(o, GPUOP_UA_NONE, o->state);
+    }
+    say(w, "letting the driver's DaemonSet bring the new driver (label %s removed)",
+        GPUOP_LABEL_DRIVER_ROLLBACK);
+    to(o, GPUOP_UA_ROLLBACK_CLEAR, o->state);
+}
+
 static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                          struct gpuop_upgrade_node_out *o, struct words *w)
 {
@@ -387,6 +414,8 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                 x->dependents > 1 ? " ..." : "");
             return to(o, GPUOP_UA_NONE, o->state);
         }
+        if (x->node->up.rollback)
+            return step_end_rollback(x, o, w);
         if (d && !d->deleted) {
             say(w, "deleting the old driver pod %s", d->name);
             return to(o, GPUOP_UA_DELETE_DRIVER, o->state);
@@ -431,6 +460,8 @@ static void step_validation(struct ctx *c, const struct gpuop_upgrade_node_in *x
         say(w, "bringing the validator back to validate the new driver");
         return to(o, GPUOP_UA_RESTORE_VALIDATOR, o->state);
     }
+    if (vi >= 0 && x->node->deploy[vi] != GPUOP_LABEL_TRUE)
+        return to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON); /* no validator runs here */
     uint32_t ready = d->ready_since > GPUOP_TIME_UNREADABLE ? d->ready_since : d->created;
     if (v && !v->deleted && v->created && ready && v->created < ready) {
         say(w, "making the validator validate the new driver again (deleting %s)", v->name);
@@ -464,18 +495,22 @@ static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         c->oom = 1;
     say(w, "upgrade-failed at driver generation %u (%s): ", x->target_gen, why);
     to(o, GPUOP_UA_NONE, GPUOP_US_FAILED);
+    const struct gpuop_node_upgrade *u = &x->node->up;
     if (c->u->on_failure == GPUOP_ON_FAILURE_ROLLBACK) {
-        if (in_sync(x) || !d) {
+        if (!u->rollback || u->rollback_ending) {
             say(w, "rolling back to the previous driver; ");
             o->action = GPUOP_UA_ROLLBACK;
+        } else if (!d || in_sync(x)) {
+            say(w, "waiting for the previous driver's pod (DaemonSet of label %s); ",
+                GPUOP_LABEL_DRIVER_ROLLBACK);
         } else if (!driver_ready(d)) {
             say(w, "waiting for the previous driver pod %s to become Ready; ", d->name);
-        } else if (x->node->up.paused) {
+        } else if (u->paused) {
             o->action = GPUOP_UA_RESTORE;
-        } else if (x->node->up.cordoned) {
+        } else if (u->cordoned) {
             o->action = GPUOP_UA_UNCORDON;
         } else {
-            say(w, "rolled back to driver generation %u; ", gpuop_pod_template_gen(d));
+            say(w, "rolled back: the previous driver runs again (pod %s); ", d->name);
         }
     } else {
         say(w, "left cordoned; ");
@@ -683,7 +718,10 @@ int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_p
         step(&c, x, o, live[i]);
         if (o->action == GPUOP_UA_FAIL && out->failed == SIZE_MAX)
             out->failed = i;
-        if (in_progress(o->next))
+        /* a node holds its slot until its label leaves the range: the
+           PATCH that ends it and the one that starts the next may land in
+           either order */
+        if (in_progress(o->next) || in_progress(o->state))
             out->in_progress++;
         o->unavailable = unavailable(x, o);
         out->unavailable += o->unavailable;
@@ -695,7 +733,7 @@ int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_p
         const struct gpuop_upgrade_node_out *o = &out->nodes[i];
         const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
         out->counts[o->next]++;
-        if (x->driver)
+        if (x->driver && gpuop_pod_template_gen(x->driver)) /* 0: a rollback's */
             count_gen(out, gpuop_pod_template_gen(x->driver));
     }
     if (c.oom) {

@@ -307,6 +307,11 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
                                                               : GPUOP_UPGRADE_ACTIVE;
             continue;
         }
+        if (strcmp(key, GPUOP_LABEL_DRIVER_ROLLBACK) == 0) {
+            n->up.rollback = val && *val;
+            n->up.rollback_ending = val && strcmp(val, GPUOP_DRIVER_ROLLBACK_ENDING) == 0;
+            continue;
+        }
         if (strncmp(key, GPUOP_LABEL_PREFIX, plen) != 0)
             continue;
         n->gpu = true; /* any nvidia.com/gpu.deploy.* label */
@@ -800,7 +805,11 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err 
     k = (struct packer){.p = blk + head};
     pod_fields(obj, name, p, &k);
     if (driver) {
-        const char *g = jstr(jobj(jobj(obj, "metadata"), "labels"), GPUOP_LABEL_POD_TEMPLATE_GEN);
+        /* a rollback DaemonSet's pod is of no pool generation: 0 */
+        json_t *labels = jobj(jobj(obj, "metadata"), "labels");
+        const char *g = jstr(labels, GPUOP_LABEL_DRIVER_ROLLBACK)
+                            ? NULL
+                            : jstr(labels, GPUOP_LABEL_POD_TEMPLATE_GEN);
         unsigned long v = g ? strtoul(g, NULL, 10) : 0;
         uint32_t gen = v <= UINT32_MAX ? (uint32_t)v : 0;
         memcpy(blk + align8(sizeof(struct gpuop_pod)), &gen, sizeof(gen));

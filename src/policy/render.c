@@ -927,14 +927,21 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
  * must be "true" (gpuop runs it there) or "false" (the host provides it). A
  * prerequisite disabled in the policy is host-provided everywhere and adds no
  * expression; the walk goes on above it. So a node without its toolkit label
- * gets no device plugin, and loses it when the label goes. Expressions of one
- * term are ANDed. Returns nonzero on ENOMEM. */
+ * gets no device plugin, and loses it when the label goes. The driver's
+ * DaemonSets also keep off a node labelled GPUOP_LABEL_DRIVER_ROLLBACK,
+ * where a failed upgrade's rollback runs the previous driver
+ * (docs/upgrade.md). Expressions of one term are ANDed. Returns nonzero on
+ * ENOMEM. */
 static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
 {
     char key[128];
     json_t *exprs = json_pack("[{s:s, s:s, s:[s]}]", "key", GPUOP_LABEL_OPERANDS, "operator",
                               "NotIn", "values", "false");
     int rc = !exprs;
+    if (!rc && idx == gpuop_operand_by_key("driver"))
+        rc |=
+            json_array_append_new(exprs, json_pack("{s:s, s:s}", "key", GPUOP_LABEL_DRIVER_ROLLBACK,
+                                                   "operator", "DoesNotExist"));
     for (int c = gpuop_operand_prereq(idx), hops = 0;
          !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
          c = gpuop_operand_prereq(c), hops++) {

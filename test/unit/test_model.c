@@ -495,6 +495,12 @@ static void test_upgrade_fields(void **state)
     assert_int_equal(gpuop_pod_template_gen(q), 8);
     assert_false(gpuop_pod_equal(p, q));
     gpuop_pod_free(q);
+    /* a rollback DaemonSet's pod is of no pool generation */
+    json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                        "gpuop.dev/driver-rollback", json_string("gpuop-driver"));
+    q = gpuop_pod_new(j, NULL, NULL);
+    assert_int_equal(gpuop_pod_template_gen(q), 0);
+    gpuop_pod_free(q);
     gpuop_pod_free(p);
     json_decref(j);
     /* another operand's pod has none */
@@ -541,8 +547,23 @@ static void test_upgrade_fields(void **state)
     n = gpuop_node_new(j, NULL, NULL);
     assert_int_equal(n->up.state, GPUOP_US_OTHER);
     assert_false(n->up.unschedulable || n->up.cordoned || n->up.not_ready || n->up.paused);
+    assert_false(n->up.rollback || n->up.rollback_ending);
     gpuop_node_free(n);
     json_decref(j);
+    static const char *const rb[] = {"gpuop-driver", "ending"};
+    for (int i = 0; i < 2; i++) {
+        char buf[256];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\": {\"name\": \"n1\", \"labels\": "
+                 "{\"gpuop.dev/driver-rollback\": \"%s\"}}}",
+                 rb[i]);
+        j = json_loads(buf, 0, NULL);
+        n = gpuop_node_new(j, NULL, NULL);
+        assert_true(n->up.rollback);
+        assert_int_equal(n->up.rollback_ending, i == 1);
+        gpuop_node_free(n);
+        json_decref(j);
+    }
     assert_string_equal(gpuop_upgrade_state_name(GPUOP_US_WAIT_JOBS), "wait-for-jobs-required");
     assert_null(gpuop_upgrade_state_name(GPUOP_US_OTHER));
 }

@@ -280,6 +280,11 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     assert_int_equal(json_array_size(json_object_get(optout, "values")), 1);
     assert_string_equal(str_at(optout, "values/0"), "false");
     size_t want = 1;
+    if (idx == gpuop_operand_by_key("driver")) { /* off a node rolled back (docs/upgrade.md) */
+        json_t *rb = json_array_get(exprs, want++);
+        assert_string_equal(str_at(rb, "key"), "gpuop.dev/driver-rollback");
+        assert_string_equal(str_at(rb, "operator"), "DoesNotExist");
+    }
     for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
         if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
             continue;
@@ -658,7 +663,8 @@ static void test_enforce(void **state)
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 2), "key"),
                         "nvidia.com/gpu.deploy.driver");
     json_t *drv = render_one(&p, "driver");
-    assert_int_equal(json_array_size(path_get(drv, ex)), 1); /* the opt-out alone */
+    /* the opt-out and the rollback's exclusion: a driver has no prerequisite */
+    assert_int_equal(json_array_size(path_get(drv, ex)), 2);
     json_decref(dp);
     json_decref(drv);
     gpuop_policy_free(&p);

@@ -49,10 +49,14 @@ struct fnode {
 
 static const char paused_value[] = GPUOP_LABEL_PAUSED_FOR_UPGRADE;
 
+/* The controller's pause and restore of the validator's deploy label: a
+ * "false" label is left alone (pause_node, restore_get_done). */
 static void set_validator_paused(struct fnode *f, bool paused)
 {
     int vi = gpuop_operand_by_key("validator");
-    f->n.deploy[vi] = paused ? GPUOP_LABEL_OTHER : GPUOP_LABEL_ABSENT;
+    if (f->n.deploy[vi] == GPUOP_LABEL_FALSE)
+        return;
+    f->n.deploy[vi] = paused ? GPUOP_LABEL_OTHER : GPUOP_LABEL_TRUE;
     f->others[vi] = paused ? (char *)paused_value : NULL;
     f->n.deploy_other = paused ? f->others : NULL;
 }
@@ -143,6 +147,7 @@ static void world_init(struct world *w, size_t n, uint32_t old)
         snprintf(f->name, sizeof(f->name), "gpu-%02zu", i);
         f->n.name = f->name;
         f->n.gpu = true;
+        f->n.deploy[gpuop_operand_by_key("validator")] = GPUOP_LABEL_TRUE;
         set_driver(w, f, old, true, NULL);
         w->now -= 10; /* the validator is older than any new driver */
         set_validator(w, f);
@@ -260,6 +265,7 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         set_validator_paused(f, false);
         break;
     case GPUOP_UA_DELETE_DRIVER:
+        assert_false(u->rollback); /* the rollback DaemonSet would bring it back */
         if (gpu_running(f) && !w->u.delete_force)
             f->deleted_under_gpu++;
         assert_null(f->validator); /* the dependents left first */
@@ -282,8 +288,19 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         u->failed_gen = w->target;
         w->fails++;
         break;
-    case GPUOP_UA_ROLLBACK:
-        set_driver(w, f, w->target - 1, true, NULL);
+    case GPUOP_UA_ROLLBACK: /* the pool's pod leaves, the rollback DaemonSet's comes (tick) */
+        u->rollback = true;
+        u->rollback_ending = false;
+        break;
+    case GPUOP_UA_ROLLBACK_END:
+        assert_true(u->rollback);
+        assert_null(f->validator); /* the dependents left first */
+        u->rollback_ending = true;
+        break;
+    case GPUOP_UA_ROLLBACK_CLEAR:
+        assert_true(u->rollback_ending);
+        assert_null(f->driver); /* the old pod left before the new one comes */
+        u->rollback = u->rollback_ending = false;
         break;
     }
     if (label && o->next != u->state) {
@@ -301,12 +318,17 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
     struct gpuop_upgrade_plan p;
     build_in(w, &in, xs);
     assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
-    int in_progress = 0, acted = 0, failed_now = 0;
+    int in_progress = 0, holding = 0, acted = 0, failed_now = 0;
     bool failure_before = false;
     for (size_t i = 0; i < p.n; i++) {
         const struct gpuop_upgrade_node_out *o = &p.nodes[i];
         if (o->next >= GPUOP_US_CORDON && o->next <= GPUOP_US_UNCORDON)
             in_progress++;
+        /* its label in the range now or after this plan: the PATCHes of one
+           plan land in any order */
+        if ((o->next >= GPUOP_US_CORDON && o->next <= GPUOP_US_UNCORDON) ||
+            (o->state >= GPUOP_US_CORDON && o->state <= GPUOP_US_UNCORDON))
+            holding++;
         if (o->state == GPUOP_US_FAILED)
             failure_before = true;
         struct fnode *f = fnode_of(w, &in, o);
@@ -325,8 +347,9 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
         failed_now += o->action == GPUOP_UA_FAIL;
     }
     assert_true(failed_now <= 1);
-    if (w->u.max_parallel)
-        assert_true(in_progress <= w->u.max_parallel);
+    if (w->u.max_parallel && holding > w->u.max_parallel)
+        fail_msg("%d nodes in progress at once, maxParallelUpgrades %d", holding,
+                 w->u.max_parallel);
     if (in_progress > w->max_in_progress)
         w->max_in_progress = in_progress;
     for (size_t i = 0; i < p.n; i++) {
@@ -334,15 +357,24 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
         acted += o->action != GPUOP_UA_NONE;
         apply(w, fnode_of(w, &in, o), o);
     }
-    /* the DaemonSet controller: a deleted driver pod comes back on the target */
+    /* the DaemonSet controller: a deleted driver pod comes back on the
+       target; a node labelled for the rollback gets the rollback DaemonSet's
+       pod (generation 0: of no pool) instead, one labelled "ending" none */
     for (size_t i = 0; i < w->n; i++) {
         struct fnode *f = &w->nodes[i];
-        if (!f->driver && f->n.gpu)
+        if (f->n.up.rollback_ending && f->driver) {
+            gpuop_pod_free(f->driver);
+            f->driver = NULL;
+        } else if (f->n.up.rollback && !f->n.up.rollback_ending && (!f->driver || f->gen)) {
+            set_driver(w, f, 0, true, NULL);
+        } else if (!f->driver && f->n.gpu && !f->n.up.rollback) {
             set_driver(w, f, w->target, !f->crash, f->crash ? "CrashLoopBackOff" : NULL);
+        }
         if (validator_paused(f) && f->validator) { /* its pod leaves the paused node */
             gpuop_pod_free(f->validator);
             f->validator = NULL;
-        } else if (!validator_paused(f) && !f->validator && f->n.gpu) {
+        } else if (f->n.deploy[gpuop_operand_by_key("validator")] == GPUOP_LABEL_TRUE &&
+                   !f->validator && f->n.gpu) {
             set_validator(w, f);
         }
     }
@@ -381,7 +413,9 @@ static void assert_all(struct world *w, int state, uint32_t gen)
         assert_false(f->n.up.unschedulable);
         assert_false(f->n.up.paused);
         assert_false(validator_paused(f));
-        assert_non_null(f->validator);
+        assert_false(f->n.up.rollback);
+        if (f->n.deploy[gpuop_operand_by_key("validator")] == GPUOP_LABEL_TRUE)
+            assert_non_null(f->validator);
     }
 }
 
@@ -632,8 +666,37 @@ static void test_ready_timeout(void **state)
     world_free(&w);
 }
 
-/* onFailure rollback: the node gets the previous driver back and is
- * uncordoned; it stays upgrade-failed (remembered); no other node starts. */
+/* onFailure rollback: the node gets the previous driver back (the rollback
+ * DaemonSet's pod) and is uncordoned, its dependents restored; it stays
+ * upgrade-failed (remembered) and no other node starts. Cleared while the
+ * new driver still fails, it fails and rolls back again; cleared once the
+ * image is fixed, or outdated by a new spec, the old pod leaves before the
+ * new one comes and every node ends on the target. */
+/* others: the generation every other node is at (0: not checked) */
+static void rolled_back(struct world *w, int fails, uint32_t others)
+{
+    struct fnode *f = &w->nodes[0];
+    assert_int_equal(w->fails, fails);
+    assert_int_equal(f->n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(f->n.up.failed_gen, w->target);
+    assert_true(f->n.up.rollback);
+    assert_int_equal(f->gen, 0);
+    assert_true(f->driver && f->driver->ready_since);
+    assert_false(f->n.up.unschedulable);
+    assert_false(f->n.up.paused);
+    assert_false(validator_paused(f));
+    assert_int_equal(w->starts_after_fail, 0);
+    for (size_t i = 1; others && i < w->n; i++)
+        if (w->nodes[i].gen != others)
+            fail_msg("%s at generation %u, want %u", w->nodes[i].name, w->nodes[i].gen, others);
+    struct gpuop_upgrade_plan p;
+    tick(w, &p);
+    assert_int_equal(p.failed, 0);
+    assert_non_null(strstr(p.nodes[0].waiting, "rolled back: the previous driver runs again"));
+    assert_int_equal(p.nodes[0].action, GPUOP_UA_NONE);
+    gpuop_upgrade_plan_free(&p);
+}
+
 static void test_rollback(void **state)
 {
     (void)state;
@@ -644,18 +707,53 @@ static void test_rollback(void **state)
     w.nodes[0].crash = true;
     w.target = 2;
     run(&w, 200);
-    struct fnode *f = &w.nodes[0];
-    assert_int_equal(f->n.up.state, GPUOP_US_FAILED);
-    assert_int_equal(f->gen, 1);
-    assert_false(f->n.up.unschedulable);
-    assert_false(f->n.up.paused);
-    assert_int_equal(w.starts_after_fail, 0);
-    for (size_t i = 1; i < 4; i++)
-        assert_int_equal(w.nodes[i].gen, 1);
-    struct gpuop_upgrade_plan p;
-    tick(&w, &p);
-    assert_non_null(strstr(p.nodes[0].waiting, "rolled back to driver generation 1"));
-    gpuop_upgrade_plan_free(&p);
+    rolled_back(&w, 1, 1);
+
+    /* the clear command while the image still crash-loops: the upgrade
+       goes on (gpu-01, already labelled upgrade-required, first), the node
+       takes its turn again, fails again and stops it again */
+    w.nodes[0].n.up.failed_gen = 0;
+    run(&w, 400);
+    rolled_back(&w, 2, 0);
+
+    w.nodes[0].crash = false; /* fixed, then cleared */
+    w.nodes[0].n.up.failed_gen = 0;
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+
+    /* a new spec outdates the failure of a rolled-back node */
+    world_init(&w, 3, 1);
+    w.u.on_failure = GPUOP_ON_FAILURE_ROLLBACK;
+    run(&w, 50);
+    w.nodes[0].crash = true;
+    w.target = 2;
+    run(&w, 200);
+    rolled_back(&w, 1, 1);
+    w.nodes[0].crash = false;
+    w.target = 3;
+    run(&w, 400);
+    assert_all(&w, GPUOP_US_DONE, 3);
+    world_free(&w);
+}
+
+/* A node whose validator does not run (its deploy label false) is not
+ * held in validation-required for a validator that never comes. */
+static void test_no_validator_on_node(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    struct fnode *f = &w.nodes[1];
+    f->n.deploy[gpuop_operand_by_key("validator")] = GPUOP_LABEL_FALSE;
+    gpuop_pod_free(f->validator);
+    f->validator = NULL;
+    run(&w, 50);
+    w.target = 2;
+    run(&w, 300);
+    assert_int_equal(w.fails, 0);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_null(f->validator);
     world_free(&w);
 }
 
@@ -833,19 +931,13 @@ static void test_gpu_pod_detection(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_upgrade),
-        cmocka_unit_test(test_parallel_and_unavailable),
-        cmocka_unit_test(test_gpu_pods_and_pdb),
-        cmocka_unit_test(test_wait_for_jobs),
-        cmocka_unit_test(test_crash_loop_stops),
-        cmocka_unit_test(test_ready_timeout),
-        cmocka_unit_test(test_rollback),
-        cmocka_unit_test(test_hand_cordoned),
-        cmocka_unit_test(test_unmanaged_and_new_nodes),
-        cmocka_unit_test(test_stale_labels),
-        cmocka_unit_test(test_resume_each_state),
-        cmocka_unit_test(test_auto_upgrade_off),
-        cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_full_upgrade),     cmocka_unit_test(test_parallel_and_unavailable),
+        cmocka_unit_test(test_gpu_pods_and_pdb), cmocka_unit_test(test_wait_for_jobs),
+        cmocka_unit_test(test_crash_loop_stops), cmocka_unit_test(test_ready_timeout),
+        cmocka_unit_test(test_rollback),         cmocka_unit_test(test_no_validator_on_node),
+        cmocka_unit_test(test_hand_cordoned),    cmocka_unit_test(test_unmanaged_and_new_nodes),
+        cmocka_unit_test(test_stale_labels),     cmocka_unit_test(test_resume_each_state),
+        cmocka_unit_test(test_auto_upgrade_off), cmocka_unit_test(test_gpu_pod_detection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
