@@ -532,7 +532,9 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         say(&w, "waiting for its driver pod to be created");
         break;
     case GPUOP_US_DONE:
-        if (x->node->up.state != GPUOP_US_DONE)
+        /* the label only replaces another state: a node that never
+           upgraded (none) stays unlabelled, done in the plan and the status */
+        if (u->state != GPUOP_US_DONE && u->state != GPUOP_US_NONE)
             to(o, GPUOP_UA_LABEL, GPUOP_US_DONE);
         break;
     case GPUOP_US_REQUIRED:
