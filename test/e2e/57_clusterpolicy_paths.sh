@@ -56,11 +56,6 @@ wait_for 60 ds_jq nvidia-container-toolkit-daemonset \
 	 ([.spec.template.spec.volumes[] | select(.hostPath.path == "/opt/nvidia")] | length == 1)'
 
 log "daemonsets.labels reach the operand pods"
-# Not through a driver upgrade: with autoUpgrade on, the labels' change of
-# the driver's template upgraded the node first, and in the full suite that
-# upgrade did not finish within 300 s (it did in 26 s alone; issue 22 keeps
-# it open). autoUpgrade off: the driver's pods are left as they are.
-kc patch "$P" --type=merge -p '{"spec": {"driver": {"upgradePolicy": {"autoUpgrade": false}}}}' >/dev/null
 jpatch '[{"op": "add", "path": "/spec/daemonsets/labels", "value": {"cloudprovider": "aws", "platform": "kubernetes"}}]'
 # The labels change the driver's template too, so the node first goes
 # through the driver upgrade (docs/upgrade.md: about ten steps, each seen

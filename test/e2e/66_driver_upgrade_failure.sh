@@ -9,12 +9,16 @@
 #     the old driver and stay schedulable and never start, status.upgrade
 #     .failed and one DriverUpgradeFailed Event name the node, the version
 #     and the reason;
-#   the whole timeline holds the invariants (upgrade_check.py), and one
-#   node started in it.
-# Not here yet: onFailure: rollback. It puts the old driver back on the
-# failed node and uncordons it, but leaves its dependents paused and does
-# not keep the failed version in status (docs/upgrade.md, "Not done yet");
-# its half of this test failed, and comes back with the fix.
+#   onFailure: rollback set then (the policy changes, the driver's
+#   template does not: the failure stays live): the node gets the old
+#   driver back from the rollback DaemonSet, Ready,
+#   uncordoned, every deploy label true again (its dependents restored, the
+#   driver's own label never paused); the failed version stays in status;
+#   still no other node starts. The whole timeline holds the invariants
+#   (upgrade_check.py), and one node started in it.
+#   A new version then: the rolled-back node upgrades too (the old pod off
+#   before the new one comes), its rollback label and the rollback
+#   DaemonSet go, every node ends on it.
 #
 # kwok makes a bound pod Ready at once (test/lab/up, stage pod-ready), so
 # the new driver pod would be Ready before pod-state could break it. The
@@ -155,8 +159,56 @@ wait_for 30 events_posted
 log "Event: $(kc get events -A -o json | jq -r --arg f "$F" '[.items[] | select(.reason == "DriverUpgradeFailed" and (.message | contains($f)))][0].message')"
 assert_eq 1 "$(events)" "one DriverUpgradeFailed Event naming $F and $NEW"
 
+log "onFailure: rollback"
+set_pods "$F" 0
+kc patch gpupolicy upgrade-fail --type=merge -p '{"spec":{"driver":{"upgradePolicy":{"onFailure":"rollback"}}}}' >/dev/null
+rolled_back() {
+	hold_step "$F"
+	up_at "$F" "$OLD" && [[ -z $(up_unschedulable "$F") ]] || {
+		echo "$(up_states "$P"); driver pods for $F: $(pods_for "$F" | tr '\n' ';')"
+		return 1
+	}
+}
+wait_for 180 rolled_back
+set_pods "$F" 110
+log "$F is back at $OLD, uncordoned; state $(up_state "$F")"
+assert_eq "$DS" "$(kc get node "$F" -o jsonpath='{.metadata.labels.gpuop\.dev/driver-rollback}')" "$F's rollback label"
+kc -n "$GPUOP_NS" get ds "$DS-rollback" >/dev/null || fail "no rollback DaemonSet $DS-rollback"
+# every deploy label of the node "true" again: the dependents restored
+# after the pause, the driver's own label never paused
+deps_restored() {
+	[[ $(kc get node "$F" -o json | jq -r '[.metadata.labels | to_entries[] | select(.key | startswith("nvidia.com/gpu.deploy.")) | .value] | unique | join(",")') == true ]]
+}
+wait_for 30 deps_restored
+assert_eq upgrade-failed "$(up_state "$F")" "$F stays upgrade-failed after the rollback"
+assert_eq "$F" "$(up_status '.failed.node // ""')" "status.upgrade.failed.node after the rollback"
+assert_eq "$NEW" "$(up_status '.failed.version')" "the failed version stays in status after the rollback"
+said_rolled_back() {
+	grep -q "rolled back" <<<"$(up_status ".nodes[]? | select(.name == \"$F\") | .waitingFor")" || {
+		up_status '.nodes'
+		return 1
+	}
+}
+wait_for 30 said_rolled_back
+others_old
+
 up_check fail --nodes-prefix "$P-"
 assert_eq 1 "$(jq .nodes_started "$E2E_TMP/fail.stats.json")" "one node started in the whole timeline"
+
+log "a new version: every node gets it, the rolled-back one too"
+NEWER=595.91.08
+kc -n "$WL" delete pods --all --wait=false >/dev/null
+kc patch gpupolicy upgrade-fail --type=merge -p "{\"spec\":{\"driver\":{\"version\":\"$NEWER\",\"upgradePolicy\":{\"maxParallelUpgrades\":0,\"maxUnavailable\":\"100%\",\"waitForCompletion\":null}}}}" >/dev/null
+newer_everywhere() {
+	up_all_at "$P" "$N" "$NEWER" && [[ $(up_state "$F") == upgrade-done && -z $(up_unschedulable "$F") ]] || {
+		up_states "$P"
+		return 1
+	}
+}
+wait_for 300 newer_everywhere
+assert_eq "" "$(kc get node "$F" -o jsonpath='{.metadata.labels.gpuop\.dev/driver-rollback}')" "$F's rollback label after the upgrade"
+rollback_ds_gone() { ! kc -n "$GPUOP_NS" get ds "$DS-rollback" >/dev/null 2>&1; }
+wait_for 60 rollback_ds_gone
 
 gpuop_uninstall
 gpuop_stop
