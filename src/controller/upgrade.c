@@ -686,15 +686,20 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
                         json_pack("{s:n}", "unschedulable"), NULL);
         break;
     case GPUOP_UA_FAIL: {
-        char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 256];
+        char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 384];
         snprintf(val, sizeof(val), "%u %s", x->target_gen, o->fail_reason ? o->fail_reason : "");
         rc = patch_node(r, o->action, o->next, NULL,
                         json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_FAILED, val), NULL, NULL);
         snprintf(msg, sizeof(msg),
-                 "Driver upgrade failed on node %s (version %s, driver generation %u): %s. No "
-                 "other node starts; clear with: kubectl annotate node %s %s-",
+                 "Driver upgrade failed on node %s (version %s, driver generation %u): %s. %s"
+                 "No other node starts; clear with: kubectl annotate node %s %s-",
                  r->name, u->in.version ? u->in.version : "?", x->target_gen,
-                 o->fail_reason ? o->fail_reason : "", r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
+                 o->fail_reason ? o->fail_reason : "",
+                 pol->on_failure == GPUOP_ON_FAILURE_ROLLBACK
+                     ? "onFailure rollback: the previous driver goes back on the node, which "
+                       "is then uncordoned. "
+                     : "The node stays cordoned. ",
+                 r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
         gpuop_warn("upgrade", "%s", msg);
         if (rc == 0 && ev)
             gpuop_events_say(ev, u->policy, uid, "Warning", "DriverUpgradeFailed", msg);
