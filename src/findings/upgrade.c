@@ -603,6 +603,7 @@ static void starts(struct ctx *c)
     struct gpuop_upgrade_plan *p = c->p;
     const struct gpuop_upgrade_policy *u = c->u;
     size_t maxu = p->max_unavailable > 0 ? (size_t)p->max_unavailable : 0;
+    bool held = false; /* a node before in name order waits for its label */
     for (size_t i = 0; i < p->n; i++) {
         struct gpuop_upgrade_node_out *o = &p->nodes[i];
         const struct gpuop_upgrade_node_in *x = &c->in->nodes[o->in];
@@ -629,8 +630,12 @@ static void starts(struct ctx *c)
         else if (!o->unavailable && p->unavailable + 1 > maxu)
             say(&w, "waiting: %zu of %zu GPU nodes unavailable, maxUnavailable %d", p->unavailable,
                 p->n, p->max_unavailable);
-        else if (!labelled)
+        else if (!labelled) {
             say(&w, "labelling it upgrade-required first");
+            held = true;
+        } else if (held) /* its label landed first: the order is the names' */
+            say(&w, "waiting for the nodes before it in name order to be labelled "
+                    "upgrade-required");
         else {
             if (p->nnext < GPUOP_UPGRADE_NEXT_MAX) /* next until its label says it started */
                 p->next[p->nnext++] = i;

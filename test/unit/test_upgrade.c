@@ -454,6 +454,38 @@ static void test_full_upgrade(void **state)
     world_free(&w);
 }
 
+/* Nodes start in name order even when their upgrade-required labels land
+ * in another order: a node labelled before an earlier one waits for it
+ * (the status promised the earlier one next). */
+static void test_start_order_labels(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 4, 1);
+    w.u.max_parallel = 0;
+    w.u.max_unavailable = 100;
+    run(&w, 50);
+    w.target = 2;
+    w.nodes[2].n.up.state = GPUOP_US_REQUIRED; /* its PATCH landed first */
+    w.nodes[2].n.up.since = (uint32_t)w.now;
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.nodes[2].next, GPUOP_US_REQUIRED);
+    assert_int_equal(p.nodes[2].action, GPUOP_UA_NONE);
+    assert_non_null(strstr(p.nodes[2].waiting, "name order"));
+    assert_int_equal(p.nodes[0].action, GPUOP_UA_LABEL);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_REQUIRED);
+    assert_int_equal(p.nnext, 4);
+    gpuop_upgrade_plan_free(&p);
+    tick(&w, &p); /* every label there: all four start, in order */
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(p.nodes[i].next, GPUOP_US_CORDON);
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 300);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+}
+
 /* maxParallelUpgrades 0 is no limit: maxUnavailable (25% of 8 = 2) rules. */
 static void test_parallel_and_unavailable(void **state)
 {
@@ -942,13 +974,21 @@ static void test_gpu_pod_detection(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_upgrade),     cmocka_unit_test(test_parallel_and_unavailable),
-        cmocka_unit_test(test_gpu_pods_and_pdb), cmocka_unit_test(test_wait_for_jobs),
-        cmocka_unit_test(test_crash_loop_stops), cmocka_unit_test(test_ready_timeout),
-        cmocka_unit_test(test_rollback),         cmocka_unit_test(test_no_validator_on_node),
-        cmocka_unit_test(test_hand_cordoned),    cmocka_unit_test(test_unmanaged_and_new_nodes),
-        cmocka_unit_test(test_stale_labels),     cmocka_unit_test(test_resume_each_state),
-        cmocka_unit_test(test_auto_upgrade_off), cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_full_upgrade),
+        cmocka_unit_test(test_start_order_labels),
+        cmocka_unit_test(test_parallel_and_unavailable),
+        cmocka_unit_test(test_gpu_pods_and_pdb),
+        cmocka_unit_test(test_wait_for_jobs),
+        cmocka_unit_test(test_crash_loop_stops),
+        cmocka_unit_test(test_ready_timeout),
+        cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_no_validator_on_node),
+        cmocka_unit_test(test_hand_cordoned),
+        cmocka_unit_test(test_unmanaged_and_new_nodes),
+        cmocka_unit_test(test_stale_labels),
+        cmocka_unit_test(test_resume_each_state),
+        cmocka_unit_test(test_auto_upgrade_off),
+        cmocka_unit_test(test_gpu_pod_detection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
