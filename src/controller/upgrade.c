@@ -24,8 +24,11 @@
  *   delete pods / driver / validator: DELETE the pod
  *
  * After an action the node settles for SETTLE_MS: the same action in the
- * same state is not sent again before the cache shows its effect (the
- * reconcile that follows the cache's event plans from it). Everything is
+ * same state towards the same next state is not sent again before the
+ * cache shows its effect (the reconcile that follows the cache's event
+ * plans from it). Starts (upgrade-required -> cordon-required) go one at a
+ * time in name order: the next once the one before is answered, none while
+ * an earlier one waits. Everything is
  * state in the cluster; this file only keeps the pod lists, the eviction
  * answers and the backoffs, which a restart rebuilds.
  */
@@ -68,7 +71,7 @@ struct rec {
                              full pods is kept by nobody */
     uint64_t retry_at_ms; /* nothing sent before */
     uint64_t backoff_ms;
-    uint8_t last_action, last_state;
+    uint8_t last_action, last_state, last_next;
     uint64_t settle_until;
     bool blocked_round; /* an eviction of the round in flight was refused */
     char blocked_why[WHY_MAX];
@@ -81,6 +84,7 @@ struct ureq {
     int kind;                       /* enum gpuop_upgrade_action */
     int next;                       /* the state written */
     size_t pod;                     /* EVICT: index into r->pods */
+    bool start;                     /* counted in starts_inflight (is_start) */
     char ds[GPUOP_RENDER_NAME_MAX]; /* ROLLBACK: the pool\'s driver DaemonSet */
     struct ureq *prev, *nextq;
 };
@@ -99,6 +103,7 @@ struct ctl_upgrader {
     struct gpuop_upgrade_node_in *nodes;
     struct gpuop_upgrade_plan plan;
     bool have_plan;
+    int starts_inflight; /* start PATCHes (upgrade-required -> cordon-required) in flight */
     char version[GPUOP_RENDER_IMAGE_MAX];
     uint64_t actions;
     /* during a track (borrowed): the policy, for the rollback's names */
@@ -201,12 +206,22 @@ static void now_rfc3339(char *buf, size_t size)
 
 /* ---- node patches ------------------------------------------------------ */
 
+/* A start: the PATCH that takes a node from upgrade-required into the
+ * upgrade. One at a time, in name order: the labels of one plan's starts
+ * would otherwise land in any order (the status promised the names'). */
+static bool is_start(int kind, int state, int next)
+{
+    return kind == GPUOP_UA_LABEL && state == GPUOP_US_REQUIRED && next == GPUOP_US_CORDON;
+}
+
 static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
 {
     struct ureq *q = arg;
     struct rec *r = q->r;
     int kind = q->kind, next = q->next;
     (void)body;
+    if (q->start)
+        r->u->starts_inflight--;
     if (!req_end(q) || rc == GPUOP_ECANCELED)
         return;
     if (rc < 0) {
@@ -674,6 +689,10 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
     switch (o->action) {
     case GPUOP_UA_LABEL:
         rc = patch_node(r, o->action, o->next, NULL, NULL, NULL, NULL);
+        if (rc == 0 && is_start(o->action, o->state, o->next)) {
+            u->reqs->start = true; /* patch_node's request, first in the list */
+            u->starts_inflight++;
+        }
         break;
     case GPUOP_UA_CORDON:
         rc = patch_node(r, o->action, o->next, NULL,
@@ -781,6 +800,7 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         failed(r, gpuop_upgrade_action_name(o->action), rc, NULL);
     r->last_action = o->action;
     r->last_state = o->state;
+    r->last_next = o->next;
     r->settle_until = gpuop_clock_ms() + SETTLE_MS;
 }
 
@@ -944,6 +964,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         return rc;
     }
     u->have_plan = true;
+    bool held = false; /* a start not sent: the later ones (by name) wait too */
     for (size_t i = 0; i < u->plan.n; i++) {
         const struct gpuop_upgrade_node_out *o = &u->plan.nodes[i];
         const struct gpuop_upgrade_node_in *x = &u->nodes[o->in];
@@ -951,21 +972,28 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
                     (o->next >= GPUOP_US_CORDON && o->next <= GPUOP_US_UNCORDON);
         if (!keep)
             continue;
+        bool start = is_start(o->action, o->state, o->next);
         struct rec *r = rec_get(u, x->node->name);
-        if (!r)
+        if (!r) {
+            held |= start;
             continue;
+        }
         r->seen = u->tracks;
         if (o->action == GPUOP_UA_NONE && o->next >= GPUOP_US_CORDON &&
             o->next <= GPUOP_US_UNCORDON)
             requeue(u, LIST_TTL_MS); /* workload pods are not watched: look again */
-        if (o->action == GPUOP_UA_NONE || r->inflight)
+        if (o->action == GPUOP_UA_NONE)
             continue;
-        if (r->retry_at_ms > now) {
-            requeue(u, r->retry_at_ms - now);
-            continue;
-        }
-        if (r->last_action == o->action && r->last_state == o->state && r->settle_until > now) {
-            requeue(u, r->settle_until - now);
+        /* a start waits for the one in flight: patch_done's requeue */
+        bool wait = r->inflight || (start && (held || u->starts_inflight));
+        uint64_t due = r->retry_at_ms > now ? r->retry_at_ms : 0;
+        if (!due && r->last_action == o->action && r->last_state == o->state &&
+            r->last_next == o->next && r->settle_until > now)
+            due = r->settle_until;
+        if (!wait && due)
+            requeue(u, due - now);
+        if (wait || due) {
+            held |= start;
             continue;
         }
         act(u, r, x, o, ns, ev, uid);
