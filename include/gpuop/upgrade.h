@@ -18,9 +18,9 @@
  * (cordoned, NotReady, or driver not Ready, plus those about to be
  * cordoned) stay within maxUnavailable; no driver pod is deleted while a
  * GPU pod runs on its node (unless gpuPodDeletion.force); a node someone
- * else cordoned is not started; deploy.driver=false nodes are not
- * managed; a live failure (a node upgrade-failed at the generation being
- * rolled out) starts no further node.
+ * else cordoned is not started; deploy.driver=false and
+ * deploy.operands=false nodes are not managed; a live failure (a node upgrade-failed at the
+ * generation being rolled out) starts no further node.
  */
 #ifndef GPUOP_UPGRADE_H
 #define GPUOP_UPGRADE_H

@@ -83,6 +83,7 @@ static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrad
 {
     int d = gpuop_operand_by_key("driver");
     return in->driver_enabled && x->node && x->node->gpu && x->target_gen &&
+           x->node->operands_label != GPUOP_LABEL_FALSE &&
            (d < 0 || x->node->deploy[d] != GPUOP_LABEL_FALSE);
 }
 
@@ -211,9 +212,12 @@ static void wake_at(struct gpuop_upgrade_plan *p, long long t)
 static int recompute(const struct gpuop_upgrade_node_in *x)
 {
     const struct gpuop_node_upgrade *u = &x->node->up;
-    if (!x->driver && u->rollback)
+    /* a terminating driver pod outside the upgrade is going for another
+       reason (its node left the DaemonSet): no driver to upgrade */
+    bool none = !x->driver || x->driver->deleted;
+    if (none && u->rollback)
         return GPUOP_US_REQUIRED; /* its previous driver went: the new one takes its turn */
-    if (!x->driver)
+    if (none)
         return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_NONE;
     if (in_sync(x))
         return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_DONE;

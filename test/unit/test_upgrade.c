@@ -486,6 +486,30 @@ static void test_start_order_labels(void **state)
     world_free(&w);
 }
 
+/* A node whose driver pod is going away for another reason than the
+ * upgrade (deploy.operands=false opts the node out; the DaemonSet removes
+ * its pod) is not started: a terminating old pod is no driver to upgrade,
+ * and an opted-out node is not managed. */
+static void test_driver_leaving(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    run(&w, 50);
+    w.target = 2;
+    w.nodes[1].driver->deleted = true; /* terminating, old generation */
+    w.nodes[2].n.operands_label = GPUOP_LABEL_FALSE;
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.n, 2); /* gpu-02 opted out */
+    assert_int_equal(p.nodes[1].state, GPUOP_US_NONE);
+    assert_int_equal(p.nodes[1].next, GPUOP_US_NONE);
+    assert_int_equal(p.nodes[1].action, GPUOP_UA_NONE);
+    assert_int_equal(p.nodes[0].state, GPUOP_US_REQUIRED);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
 /* maxParallelUpgrades 0 is no limit: maxUnavailable (25% of 8 = 2) rules. */
 static void test_parallel_and_unavailable(void **state)
 {
@@ -974,21 +998,14 @@ static void test_gpu_pod_detection(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_upgrade),
-        cmocka_unit_test(test_start_order_labels),
-        cmocka_unit_test(test_parallel_and_unavailable),
-        cmocka_unit_test(test_gpu_pods_and_pdb),
-        cmocka_unit_test(test_wait_for_jobs),
-        cmocka_unit_test(test_crash_loop_stops),
-        cmocka_unit_test(test_ready_timeout),
-        cmocka_unit_test(test_rollback),
-        cmocka_unit_test(test_no_validator_on_node),
-        cmocka_unit_test(test_hand_cordoned),
-        cmocka_unit_test(test_unmanaged_and_new_nodes),
-        cmocka_unit_test(test_stale_labels),
-        cmocka_unit_test(test_resume_each_state),
-        cmocka_unit_test(test_auto_upgrade_off),
-        cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_full_upgrade),     cmocka_unit_test(test_start_order_labels),
+        cmocka_unit_test(test_driver_leaving),   cmocka_unit_test(test_parallel_and_unavailable),
+        cmocka_unit_test(test_gpu_pods_and_pdb), cmocka_unit_test(test_wait_for_jobs),
+        cmocka_unit_test(test_crash_loop_stops), cmocka_unit_test(test_ready_timeout),
+        cmocka_unit_test(test_rollback),         cmocka_unit_test(test_no_validator_on_node),
+        cmocka_unit_test(test_hand_cordoned),    cmocka_unit_test(test_unmanaged_and_new_nodes),
+        cmocka_unit_test(test_stale_labels),     cmocka_unit_test(test_resume_each_state),
+        cmocka_unit_test(test_auto_upgrade_off), cmocka_unit_test(test_gpu_pod_detection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
