@@ -145,6 +145,11 @@ on_exit 'gpuop_kill'
 track_ns "$GPUOP_NS"
 
 gpuop_install
+# autoUpgrade off: the negative step below replaces the driver pod by hand
+# (as a user without gpuop's upgrades does) to hold the toolkit's gate
+# against a driver that never becomes ready; gpuop's own upgrade would
+# pause the dependents and fail the node instead (docs/upgrade.md, and
+# e2e/66_driver_upgrade_failure).
 policy() { # policy DRIVER_IMAGE
 	kc apply -f - >/dev/null <<EOF
 apiVersion: gpuop.dev/v1alpha1
@@ -152,7 +157,7 @@ kind: GpuPolicy
 metadata:
   name: $POLICY
 spec:
-  driver: {enabled: true, image: "$1", imagePullPolicy: Never}
+  driver: {enabled: true, image: "$1", imagePullPolicy: Never, upgradePolicy: {autoUpgrade: false}}
   toolkit: {enabled: true, image: "${IMG[toolkit]}", imagePullPolicy: Never}
   devicePlugin: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
   gfd: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
