@@ -15,7 +15,9 @@
  *   (max_line, default GPUOP_INFORMER_MAX_LINE);
  * - neither a LIST page nor a watch is held whole: a page streams through
  *   the jsonlist splitter and each item is parsed alone as it arrives, so
- *   the memory of a (re)list is one item, whatever the page size.
+ *   the memory of a (re)list is one item, whatever the page size;
+ * - an object's metadata.managedFields is cut from its bytes before they
+ *   are parsed: neither convert nor a stored JSON item ever sees it.
  *
  * Items are whatever the convert op makes of an object (a compact struct,
  * or the json_t itself); the store owns them. Event callbacks run after

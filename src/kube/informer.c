@@ -14,7 +14,10 @@
  * Neither a LIST page nor a watch stream is ever held whole: a page is
  * streamed through the jsonlist splitter, each item parsed alone as it
  * arrives; a watch is split into lines, each event parsed alone. Either is
- * bounded by max_line per item or event. Every request path comes from
+ * bounded by max_line per item or event. Neither is parsed with its
+ * metadata.managedFields (jsonstrip_int.h): gpuop never reads them, and
+ * they were most of a pod's bytes and of the CPU its events cost. Every
+ * request path comes from
  * gpuop_kube_path (escaped), and every timing is a named constant below
  * (client-go's reflector's names and values where it has them).
  */
@@ -25,6 +28,7 @@
 #include "gpuop/informer.h"
 #include "gpuop/jsonarena.h"
 #include "jsonlist_int.h"
+#include "jsonstrip_int.h"
 #include "lines_int.h"
 #include "gpuop/log.h"
 
@@ -87,6 +91,12 @@ struct gpuop_informer {
 
 static void start_list(struct gpuop_informer *inf);
 static void start_watch(struct gpuop_informer *inf);
+
+/* The member cut from every object before it is parsed: the server-side
+ * apply bookkeeping, in a list item and in a watch event. */
+static const char *const ITEM_MANAGED_FIELDS[] = {"metadata", "managedFields"};
+static const char *const EVENT_MANAGED_FIELDS[] = {"object", "metadata", "managedFields"};
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- store ---- */
 
@@ -389,7 +399,8 @@ static int on_list_item(void *arg, const char *json, size_t len)
     struct gpuop_informer *inf = arg;
     json_error_t je;
     scratch_begin(inf);
-    json_t *obj = json_loadb(json, len, 0, &je);
+    json_t *obj =
+        gpuop_jsonstrip_load(json, len, ITEM_MANAGED_FIELDS, NELEM(ITEM_MANAGED_FIELDS), 0, &je);
     if (!obj) {
         scratch_end(inf);
         snprintf(inf->list_err, sizeof(inf->list_err), "malformed object in the list: %s", je.text);
@@ -448,7 +459,8 @@ static int on_line(void *arg, const char *line, size_t len)
     if (inf->state == ST_CLOSED)
         return -1; /* closed from on_event: the rest of the chunk is dropped */
     scratch_begin(inf);
-    json_t *ev = json_loadb(line, len, 0, &jerr);
+    json_t *ev = gpuop_jsonstrip_load(line, len, EVENT_MANAGED_FIELDS, NELEM(EVENT_MANAGED_FIELDS),
+                                      0, &jerr);
     if (!ev) {
         scratch_end(inf);
         gpuop_warn(inf->cfg.name, "malformed watch event: %s", jerr.text);

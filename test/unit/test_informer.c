@@ -50,6 +50,9 @@ static int live_items; /* converted and not yet freed */
 /* The scratch window as convert and on_event saw it (a test of the
  * config's scratch). */
 static int converts_in_window, converts_outside;
+/* Objects convert saw with a metadata.managedFields (the informer cuts
+ * them before parsing). */
+static int converts_with_managed_fields;
 
 /* obj borrowed -> new item; NULL for objects marked "bad". */
 static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
@@ -59,6 +62,8 @@ static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
         converts_in_window++;
     else
         converts_outside++;
+    if (json_object_get(json_object_get(obj, "metadata"), "managedFields"))
+        converts_with_managed_fields++;
     if (json_is_true(json_object_get(obj, "bad"))) {
         gpuop_err_set(err, GPUOP_EINVAL, "bad", "marked bad");
         return NULL;
@@ -204,7 +209,7 @@ static int setup(void **state)
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->k, &err), 0);
     live_items = 0;
-    converts_in_window = converts_outside = 0;
+    converts_in_window = converts_outside = converts_with_managed_fields = 0;
     gpuop_log_set_level("error"); /* the warnings are the point of most tests */
     *state = f;
     return 0;
@@ -486,6 +491,49 @@ static void test_watch_events(void **state)
     assert_int_equal(s.watches, 1);
     assert_int_equal(s.restarts, 0);
     assert_watch_from(f, 1, "10");
+}
+
+/* Objects with managedFields, listed and watched: the informer never
+ * parses them, and the rest of the object arrives whole. */
+#define MANAGED_FIELDS                                                                             \
+    "\"managedFields\":[{\"manager\":\"kwok\",\"fieldsV1\":{\"f:metadata\":{\"f:labels\":"         \
+    "{\".\":{},\"f:x]}\\\"\":{}}}}}]"
+static void route_managed_fields(struct fx *f, struct fakeapi_conn *c,
+                                 const struct fakeapi_request *r)
+{
+    if (!is_watch(r)) {
+        fakeapi_respond(c, 200, "application/json",
+                        "{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                        "\"items\":[{\"metadata\":{\"name\":\"a\"," MANAGED_FIELDS
+                        ",\"resourceVersion\":\"10\"},\"v\":\"1\"}]}");
+        return;
+    }
+    if (f->nwatch > 1)
+        return;
+    watch_begin(c);
+    fakeapi_stream_sendf(c, 5,
+                         "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" MANAGED_FIELDS
+                         ",\"name\":\"a\",\"resourceVersion\":\"11\"},\"v\":\"2\"}}\n");
+}
+
+static void test_managed_fields_listed(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_managed_fields);
+    RUN_UNTIL(f, gpuop_informer_synced(f->inf), WAIT_MS);
+    assert_string_equal(get(f, "a")->v, "1");
+    assert_int_equal(converts_in_window + converts_outside, 1);
+    assert_int_equal(converts_with_managed_fields, 0);
+}
+
+static void test_managed_fields_watched(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_managed_fields);
+    RUN_UNTIL(f, !strcmp(rv(f), "11"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
+    assert_int_equal(converts_in_window + converts_outside, 2);
+    assert_int_equal(converts_with_managed_fields, 0);
 }
 
 /* With scratch, list items and watch events are parsed and converted in
@@ -1205,18 +1253,32 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_paged_list),          T(test_watch_events),
-        T(test_resume_after_end),    T(test_bookmark),
-        T(test_gone_event_relist),   T(test_gone_http_relist),
-        T(test_expired_continue),    T(test_http_500_backoff),
-        T(test_cut_mid_line),        T(test_refused),
-        T(test_one_namespace_keys),  T(test_broken_list_pages),
-        T(test_malformed_line),      T(test_line_too_long),
-        T(test_same_and_convert),    T(test_close_in_flight),
-        T(test_close_from_on_event), T(test_close_from_on_event_in_list),
-        T(test_close_while_listing), T(test_close_during_backoff),
-        T(test_close_unstarted),     T(test_scratch_window),
-        T(test_no_scratch_window),   T(test_scratch_needs_convert),
+        T(test_paged_list),
+        T(test_watch_events),
+        T(test_managed_fields_listed),
+        T(test_managed_fields_watched),
+        T(test_resume_after_end),
+        T(test_bookmark),
+        T(test_gone_event_relist),
+        T(test_gone_http_relist),
+        T(test_expired_continue),
+        T(test_http_500_backoff),
+        T(test_cut_mid_line),
+        T(test_refused),
+        T(test_one_namespace_keys),
+        T(test_broken_list_pages),
+        T(test_malformed_line),
+        T(test_line_too_long),
+        T(test_same_and_convert),
+        T(test_close_in_flight),
+        T(test_close_from_on_event),
+        T(test_close_from_on_event_in_list),
+        T(test_close_while_listing),
+        T(test_close_during_backoff),
+        T(test_close_unstarted),
+        T(test_scratch_window),
+        T(test_no_scratch_window),
+        T(test_scratch_needs_convert),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
