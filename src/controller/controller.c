@@ -289,6 +289,7 @@ static void advance(struct gpuop_controller *c)
         gpuop_ctl_apply_step(c);
         if (c->pending > 0)
             return;
+        gpuop_ctl_apply_done(c);
         c->stage = STAGE_STATUS;
         findings_and_status(c);
     }
@@ -385,6 +386,7 @@ static void begin(struct gpuop_controller *c)
          * what we applied before says nothing about this one. */
         const char *uid = c->policy.uid ? c->policy.uid : "";
         if (strcmp(uid, c->applied_uid) != 0) {
+            gpuop_ctl_apply_forget(c);
             memset(c->applied, 0, sizeof(c->applied));
             memset(c->pool_applied, 0, sizeof(c->pool_applied));
             memset(&c->sa_applied, 0, sizeof(c->sa_applied));
@@ -511,6 +513,8 @@ void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader)
 {
     bool was = c->leader;
     c->leader = leader;
+    if (leader != was)
+        gpuop_ctl_apply_forget(c); /* another leader may have changed what was applied */
     if (leader && !was)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (leader && !was && gpuop_caches_synced(c->caches))
