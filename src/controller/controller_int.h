@@ -147,6 +147,7 @@ struct gpuop_controller {
         struct gpuop_apply_result sa;
     } apply_memo;
     uint64_t apply_key; /* memo_key of the reconcile in progress */
+    uint64_t spec_seen; /* gpuop_caches_spec_changes at the last cache event (on_change) */
     struct ctl_op *ops; /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
@@ -314,6 +315,10 @@ void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t
  * was sent, conds (borrowed, may be NULL) the conditions sent. */
 void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
                                json_t *body, const char *rv_before, json_t *conds);
+/* How long a write of key's status would be held at now_ms (the pacing's
+ * interval since its last write), 0 when one may go out now (or not
+ * leading, or flushing). */
+uint64_t gpuop_ctl_status_wait(struct gpuop_controller *c, const char *key, uint64_t now_ms);
 /* True when a key's changed status waits for its interval's end. */
 bool gpuop_ctl_status_held(struct gpuop_controller *c);
 /* Queues every key whose status is held (the close's flush). */

@@ -565,6 +565,70 @@ static void test_apply_memo(void **state)
     json_decref(full);
 }
 
+/* New: operand_pod, Running and Ready when ready. */
+static json_t *ready_pod(const char *ds, bool ready)
+{
+    json_t *p = operand_pod(ds, ready ? "Running" : "Pending");
+    if (ready)
+        json_object_set_new(json_object_get(p, "status"), "conditions",
+                            json_pack("[{s:s, s:s}]", "type", "Ready", "status", "True"));
+    return p;
+}
+
+/* Pod events while the status pacing's interval runs (only the findings
+ * change) are judged together at its end: a burst of 30 pod changes in 10
+ * deliveries after a quiet interval costs the first reconcile at once and
+ * one at the interval's end, not one per delivery; the status ends at the
+ * last state. A node event in the interval still reconciles at once. */
+static void test_findings_events_coalesced(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
+    gpuop_controller_stats(f->c, &st);
+    uint64_t before = st.reconciles;
+    int writes = f->status_writes;
+    enum { ROUNDS = 10 };
+    for (int i = 0; i < ROUNDS; i++) {
+        for (int k = 0; k < 3; k++) {
+            char name[32];
+            snprintf(name, sizeof(name), "pod-%d", k);
+            put(f, K_POD, name, ready_pod("gpuop-container-toolkit", (i + k) % 2 == 1),
+                i == 0 ? "ADDED" : "MODIFIED");
+        }
+        run_for(f, 20); /* a watch delivery, a reconcile if one is due */
+    }
+    gpuop_controller_stats(f->c, &st);
+    uint64_t during = st.reconciles - before;
+    /* the last state: pod-0 and pod-2 ready (i = 9), pod-1 not */
+    RUN_UNTIL(f,
+              gpuop_controller_summary(f->c)->operands[1].running == 1 && f->c->key == NULL &&
+                  !gpuop_ctl_status_held(f->c),
+              WAIT_MS);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100);
+    gpuop_controller_stats(f->c, &st);
+    print_message(
+        "%d delivered pod bursts: %llu reconciles during, %llu in all, %d status writes\n", ROUNDS,
+        (unsigned long long)during, (unsigned long long)(st.reconciles - before),
+        f->status_writes - writes);
+    assert_true(during <= 2);
+    assert_true(st.reconciles - before <= 3);
+    assert_true(f->status_writes - writes <= 2);
+    json_t *op1 = json_array_get(json_object_get(status_of(f), "operands"), 1);
+    assert_int_equal(json_integer_value(json_object_get(op1, "runningNodes")), 1);
+
+    /* a node inside the interval: at once */
+    put(f, K_POD, "pod-1", ready_pod("gpuop-container-toolkit", true), "MODIFIED");
+    run_for(f, 50);
+    gpuop_controller_stats(f->c, &st);
+    before = st.reconciles;
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, gpuop_controller_summary(f->c)->gpu_nodes == 2, CTL_STATUS_WRITE_INTERVAL_MS / 2);
+}
+
 /* The RuntimeClass and the DCGM Service are applied once beside the
  * DaemonSets, not again while their body stays; the Service is deleted
  * when the exporter is disabled; MIG Manager's default config appears when
@@ -926,6 +990,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
