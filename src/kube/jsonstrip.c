@@ -5,8 +5,8 @@
  * A recursive-descent scanner over the raw bytes that checks the JSON
  * grammar (RFC 8259: strings with their escapes and UTF-8, numbers,
  * literals, nesting) without building anything. It walks the members of
- * the objects on the path and skips every other value; it stops once the
- * member at the end of the path has been passed over. Recursion is bounded
+ * the objects on the paths and skips every other value; it stops once the
+ * member at the end of every path has been passed over. Recursion is bounded
  * by GPUOP_JSONSTRIP_MAX_DEPTH. Nothing is allocated; the bytes are only
  * read.
  */
@@ -222,117 +222,161 @@ static int skip_value(struct scan *sc, int depth)
     }
 }
 
-/* Walks the members of the object at sc->i looking for path[0]: the last
- * key of the path is cut, any other is descended into when its value is
- * an object. */
-static int find_in(struct scan *sc, const char *const *path, size_t npath, int depth,
-                   struct gpuop_jsonstrip_cut *cut)
+/* The finder's state: the paths, which are cut, the cuts made so far. */
+struct strip {
+    const struct gpuop_jsonstrip_path *paths;
+    size_t npaths;
+    uint32_t all, done; /* a bit per path: every path, the paths cut */
+    struct gpuop_jsonstrip_cut *cuts;
+    size_t ncuts;
+};
+
+#define NONE      SIZE_MAX
+#define STOP_SCAN 1 /* every path is cut: nothing more to read */
+
+static void emit(struct strip *st, size_t from, size_t to)
+{
+    st->cuts[st->ncuts++] = (struct gpuop_jsonstrip_cut){.off = from, .len = to - from};
+}
+
+/* Walks the members of the object at sc->i, the paths in alive having
+ * matched every key above it (level keys): a member that ends a path is
+ * cut, one that continues a path is descended into when its value is an
+ * object. Consecutive cut members are one cut, with their commas, so what
+ * is left is a valid object: up to the next kept member's key, or (at the
+ * object's end) from the end of the last kept member's value. Returns 0
+ * past the object's end, STOP_SCAN once every path is cut, or a negative
+ * code. */
+static int find_in(struct scan *sc, struct strip *st, uint32_t alive, size_t level, int depth)
 {
     if (depth >= GPUOP_JSONSTRIP_MAX_DEPTH)
         return GPUOP_ETOOBIG;
     if (!at(sc, '{'))
         return GPUOP_EPARSE;
-    size_t want = strlen(path[0]);
-    size_t comma = SIZE_MAX; /* the comma before the member being read */
     sc->i++;
     skip_ws(sc);
     if (at(sc, '}')) {
         sc->i++;
-        return GPUOP_ENOTFOUND;
+        return 0;
     }
+    size_t run = NONE;      /* the key of the first member of the cut run pending */
+    size_t run_prev = NONE; /* the end of the kept value before that run */
+    size_t prev_end = NONE; /* the end of the last kept member's value */
     for (;;) {
         bool plain;
         size_t key = sc->i;
         if (!at(sc, '"') || !skip_string(sc, &plain))
             return GPUOP_EPARSE;
+        const char *k = sc->s + key + 1;
         size_t klen = sc->i - key - 2;
-        if (!plain)
-            return GPUOP_EPARSE; /* it might spell path[0]: not guessed at */
-        bool match = klen == want && memcmp(sc->s + key + 1, path[0], want) == 0;
+        uint32_t leaf = 0, inner = 0, open = alive & ~st->done;
+        if (open && !plain)
+            return GPUOP_EPARSE; /* it might spell a path's key: not guessed at */
+        for (size_t p = 0; open && p < st->npaths; p++) {
+            const char *want = st->paths[p].key[level];
+            if (!(open & (1u << p)) || strlen(want) != klen || memcmp(k, want, klen) != 0)
+                continue;
+            if (st->paths[p].n == level + 1)
+                leaf |= 1u << p;
+            else
+                inner |= 1u << p;
+        }
         skip_ws(sc);
         if (!at(sc, ':'))
             return GPUOP_EPARSE;
         sc->i++;
         skip_ws(sc);
+        if (leaf) {
+            st->done |= leaf; /* the first of a name only */
+            if (run == NONE) {
+                run = key;
+                run_prev = prev_end;
+            }
+        } else if (run != NONE) { /* a kept member ends the run */
+            emit(st, run, key);
+            run = NONE;
+            if (st->done == st->all)
+                return STOP_SCAN;
+        }
         int rc;
-        if (match && npath > 1 && at(sc, '{')) {
-            rc = find_in(sc, path + 1, npath - 1, depth + 1, cut);
-            if (rc != GPUOP_ENOTFOUND)
-                return rc;
-            /* find_in stopped at the object's end: carry on after it */
-        } else {
-            rc = skip_value(sc, depth + 1);
-            if (rc < 0)
-                return rc;
+        if (!leaf && inner && at(sc, '{')) {
+            rc = find_in(sc, st, inner, level + 1, depth + 1);
+            if (rc != 0)
+                return rc; /* STOP_SCAN, or an error */
+        } else if ((rc = skip_value(sc, depth + 1)) < 0) {
+            return rc;
         }
         size_t end = sc->i;
+        if (!leaf)
+            prev_end = end;
         skip_ws(sc);
         bool more = at(sc, ',');
         if (!more && !at(sc, '}'))
             return GPUOP_EPARSE;
-        if (match && npath == 1) {
-            if (comma != SIZE_MAX) { /* ", "key": value" */
-                cut->off = comma;
-                cut->len = end - comma;
-            } else if (more) { /* ""key": value, " */
-                sc->i++;
-                skip_ws(sc);
-                cut->off = key;
-                cut->len = sc->i - key;
-            } else { /* the only member */
-                cut->off = key;
-                cut->len = end - key;
-            }
-            return 0;
-        }
         if (!more) {
+            if (run != NONE)
+                emit(st, run_prev != NONE ? run_prev : run, end);
             sc->i++;
-            return GPUOP_ENOTFOUND;
+            return st->done == st->all ? STOP_SCAN : 0;
         }
-        comma = sc->i;
         sc->i++;
         skip_ws(sc);
+        if (st->done == st->all && run == NONE)
+            return STOP_SCAN;
     }
 }
 
-int gpuop_jsonstrip_find(const char *json, size_t len, const char *const *path, size_t npath,
-                         struct gpuop_jsonstrip_cut *cut)
+int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
+                         size_t npaths, struct gpuop_jsonstrip_cut *cuts, size_t *ncuts)
 {
-    if (npath == 0 || npath > GPUOP_JSONSTRIP_PATH_MAX)
+    *ncuts = 0;
+    if (npaths == 0 || npaths > GPUOP_JSONSTRIP_PATHS_MAX)
         return GPUOP_EINVAL;
+    for (size_t p = 0; p < npaths; p++)
+        if (paths[p].n == 0 || paths[p].n > GPUOP_JSONSTRIP_PATH_MAX)
+            return GPUOP_EINVAL;
+    struct strip st = {
+        .paths = paths, .npaths = npaths, .all = (uint32_t)((1ull << npaths) - 1), .cuts = cuts};
     struct scan sc = {.s = json, .n = len, .i = 0};
     skip_ws(&sc);
-    return find_in(&sc, path, npath, 0, cut);
+    int rc = find_in(&sc, &st, st.all, 0, 0);
+    if (rc < 0)
+        return rc;
+    if (!st.ncuts)
+        return GPUOP_ENOTFOUND;
+    *ncuts = st.ncuts;
+    return 0;
 }
 
-/* json_load_callback's reader: the bytes before the cut, then after it. */
+/* json_load_callback's reader: the bytes between the cuts, in turn. */
 struct segments {
-    const char *p[2];
-    size_t n[2];
-    int k;
+    const char *json;
+    size_t len, pos; /* the next byte to read */
+    const struct gpuop_jsonstrip_cut *cuts;
+    size_t ncuts, k; /* the next cut ahead */
 };
 
 static size_t read_segments(void *buf, size_t buflen, void *arg)
 {
     struct segments *sg = arg;
-    while (sg->k < 2 && sg->n[sg->k] == 0)
+    while (sg->k < sg->ncuts && sg->pos >= sg->cuts[sg->k].off) {
+        sg->pos = sg->cuts[sg->k].off + sg->cuts[sg->k].len;
         sg->k++;
-    if (sg->k >= 2)
-        return 0;
-    size_t n = sg->n[sg->k] < buflen ? sg->n[sg->k] : buflen;
-    memcpy(buf, sg->p[sg->k], n);
-    sg->p[sg->k] += n;
-    sg->n[sg->k] -= n;
+    }
+    size_t stop = sg->k < sg->ncuts ? sg->cuts[sg->k].off : sg->len;
+    size_t n = stop - sg->pos < buflen ? stop - sg->pos : buflen;
+    memcpy(buf, sg->json + sg->pos, n);
+    sg->pos += n;
     return n;
 }
 
-json_t *gpuop_jsonstrip_load(const char *json, size_t len, const char *const *path, size_t npath,
-                             size_t flags, json_error_t *err)
+json_t *gpuop_jsonstrip_load(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
+                             size_t npaths, size_t flags, json_error_t *err)
 {
-    struct gpuop_jsonstrip_cut cut;
-    if (gpuop_jsonstrip_find(json, len, path, npath, &cut) < 0)
+    struct gpuop_jsonstrip_cut cuts[GPUOP_JSONSTRIP_PATHS_MAX];
+    size_t ncuts;
+    if (gpuop_jsonstrip_find(json, len, paths, npaths, cuts, &ncuts) < 0)
         return json_loadb(json, len, flags, err);
-    struct segments sg = {.p = {json, json + cut.off + cut.len},
-                          .n = {cut.off, len - cut.off - cut.len}};
+    struct segments sg = {.json = json, .len = len, .cuts = cuts, .ncuts = ncuts};
     return json_load_callback(read_segments, &sg, flags, err);
 }

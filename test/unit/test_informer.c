@@ -50,7 +50,8 @@ static int live_items; /* converted and not yet freed */
 /* The scratch window as convert and on_event saw it (a test of the
  * config's scratch). */
 static int converts_in_window, converts_outside;
-/* Objects convert saw with a metadata.managedFields (the informer cuts
+/* Objects convert saw with a metadata.managedFields, or with the
+ * spec.containers or spec.volumes a test calls unread (the informer cuts
  * them before parsing). */
 static int converts_with_managed_fields;
 
@@ -62,7 +63,9 @@ static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
         converts_in_window++;
     else
         converts_outside++;
-    if (json_object_get(json_object_get(obj, "metadata"), "managedFields"))
+    if (json_object_get(json_object_get(obj, "metadata"), "managedFields") ||
+        json_object_get(json_object_get(obj, "spec"), "containers") ||
+        json_object_get(json_object_get(obj, "spec"), "volumes"))
         converts_with_managed_fields++;
     if (json_is_true(json_object_get(obj, "bad"))) {
         gpuop_err_set(err, GPUOP_EINVAL, "bad", "marked bad");
@@ -115,6 +118,7 @@ struct fx {
     struct gpuop_kube_ref res; /* the collection; resource NULL: nodes */
     size_t max_line;           /* 0: the informer's default */
     bool scratch;              /* the config's scratch */
+    const char *const *unread; /* the config's unread */
     char *big;                 /* a buffer a test may fill */
 };
 
@@ -229,6 +233,7 @@ static void start(struct fx *f, route_fn route)
         .convert = convert,
         .free_item = free_item,
         .scratch = f->scratch,
+        .unread = f->unread,
         .same = f->use_same ? same : NULL,
         .on_event = on_event,
         .on_synced = on_synced,
@@ -572,6 +577,58 @@ static void test_scratch_needs_convert(void **state)
     struct gpuop_informer *inf = NULL;
     assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
     assert_null(inf);
+}
+
+/* The members a config calls unread are cut from list items and watch
+ * events, beside managedFields; the rest of the object arrives whole. */
+#define POD_SPEC "\"spec\":{\"containers\":[{\"name\":\"c]\"}],\"nodeName\":\"n\",\"volumes\":[]}"
+static void route_unread(struct fx *f, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    if (!is_watch(r)) {
+        fakeapi_respond(c, 200, "application/json",
+                        "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                        "\"items\":[{\"metadata\":{\"name\":\"a\"," MANAGED_FIELDS "}," POD_SPEC
+                        ",\"v\":\"1\"}]}");
+        return;
+    }
+    if (f->nwatch > 1)
+        return;
+    watch_begin(c);
+    fakeapi_stream_sendf(c, 5,
+                         "{\"type\":\"MODIFIED\",\"object\":{" POD_SPEC
+                         ",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"11\"},"
+                         "\"v\":\"2\"}}\n");
+}
+
+static void test_unread_cut(void **state)
+{
+    struct fx *f = *state;
+    static const char *const unread[] = {"spec.containers", "spec.volumes", NULL};
+    f->unread = unread;
+    start(f, route_unread);
+    RUN_UNTIL(f, !strcmp(rv(f), "11"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
+    assert_int_equal(converts_in_window + converts_outside, 2);
+    assert_int_equal(converts_with_managed_fields, 0);
+}
+
+/* unread beyond its limits: refused. */
+static void test_unread_limits(void **state)
+{
+    struct fx *f = *state;
+    static const char *const many[] = {"a", "b", "c", "d", "e", "f", "g", "h", NULL};
+    static const char *const deep[] = {"a.b.c.d.e.f.g", NULL};
+    static const char *const empty[] = {"spec..x", NULL};
+    const char *const *bad[] = {many, deep, empty};
+    for (size_t i = 0; i < 3; i++) {
+        struct gpuop_informer_config cfg = {
+            .res = {.group_version = "v1", .resource = "nodes"},
+            .unread = bad[i],
+        };
+        struct gpuop_informer *inf = NULL;
+        assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+        assert_null(inf);
+    }
 }
 
 /* ---- a stream that ends normally is resumed, without a list ---- */
@@ -1256,6 +1313,8 @@ int main(void)
         T(test_paged_list),
         T(test_watch_events),
         T(test_managed_fields_listed),
+        T(test_unread_cut),
+        T(test_unread_limits),
         T(test_managed_fields_watched),
         T(test_resume_after_end),
         T(test_bookmark),
