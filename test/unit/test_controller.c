@@ -481,6 +481,18 @@ static json_t *operands_of(struct fx *f)
     return out;
 }
 
+/* Runs the loop until a reconcile has begun and ended since the call: a
+ * change that only moves findings may wait for the status pacing's
+ * interval. */
+static void wait_reconcile(struct fx *f)
+{
+    struct gpuop_controller_stats st;
+    gpuop_controller_stats(f->c, &st);
+    uint64_t r0 = st.reconciles;
+    RUN_UNTIL(f, (gpuop_controller_stats(f->c, &st), st.reconciles > r0) && f->c->key == NULL,
+              WAIT_MS);
+}
+
 /* Pod events, and a DaemonSet's status alone, reuse the last apply stage's
  * verdicts: no stage runs, no request, and the status's operands are what
  * a full stage made. What the stage reads moving (a node, a DaemonSet's
@@ -505,15 +517,16 @@ static void test_apply_memo(void **state)
         char name[32];
         snprintf(name, sizeof(name), "pod-%d", i);
         put(f, K_POD, name, operand_pod(ds[i], "Pending"), "ADDED");
-        settle(f, 100);
+        wait_reconcile(f);
         put(f, K_POD, name, operand_pod(ds[i], "Running"), "MODIFIED");
-        settle(f, 100);
+        wait_reconcile(f);
     }
     /* a DaemonSet's status alone */
     json_t *d = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-device-plugin"));
     json_object_set_new(d, "status",
                         json_pack("{s:i, s:i}", "desiredNumberScheduled", 1, "numberReady", 1));
     put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
+    wait_reconcile(f);
     settle(f, 300);
     gpuop_controller_stats(f->c, &st);
     assert_true(st.reconciles >= reconciles + 3);
