@@ -85,6 +85,13 @@ const char *gpuop_caches_active(const struct gpuop_caches *w);
  * name and obj are borrowed. */
 int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
                              json_t **obj);
+/* A counter that moves whenever what the apply stage reads from the
+ * caches may have changed: a GpuPolicy (a change its same op does not
+ * filter), a Node, a DaemonSet added, deleted, or with another generation
+ * or metadata hash, the operands' ServiceAccount. A pod or an Event, or a
+ * DaemonSet's status alone, never moves it. Equal values: none of those
+ * changed in between. */
+uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w);
 /* The operands' ServiceAccount is in the cache. */
 bool gpuop_caches_sa_present(const struct gpuop_caches *w);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */

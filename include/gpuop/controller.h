@@ -56,6 +56,9 @@ struct gpuop_controller_stats {
     uint64_t reconciles;
     uint64_t reconcile_errors;
     uint64_t applies;        /* DaemonSet server-side applies sent */
+    uint64_t apply_stages;   /* apply stages run in full (every body rendered and hashed);
+                                the other reconciles of the active policy reused the
+                                last one's verdicts, nothing having changed */
     uint64_t deletes;        /* DaemonSet deletes sent */
     uint64_t status_writes;  /* status patches sent */
     uint64_t events;         /* Events posted (queued to be posted) */

@@ -15,7 +15,10 @@
  *   (max_line, default GPUOP_INFORMER_MAX_LINE);
  * - neither a LIST page nor a watch is held whole: a page streams through
  *   the jsonlist splitter and each item is parsed alone as it arrives, so
- *   the memory of a (re)list is one item, whatever the page size.
+ *   the memory of a (re)list is one item, whatever the page size;
+ * - an object's metadata.managedFields, and the members the config calls
+ *   unread, are cut from its bytes before they are parsed: neither convert
+ *   nor a stored JSON item ever sees them.
  *
  * Items are whatever the convert op makes of an object (a compact struct,
  * or the json_t itself); the store owns them. Event callbacks run after
@@ -39,6 +42,9 @@
  * sets how much one request carries and how often a list round-trips,
  * not the memory a list needs. */
 #define GPUOP_INFORMER_PAGE 100
+/* Most members a config may call unread, and most keys in one's path. */
+#define GPUOP_INFORMER_UNREAD_MAX  7
+#define GPUOP_INFORMER_UNREAD_KEYS 6
 
 struct gpuop_informer;
 
@@ -57,6 +63,12 @@ struct gpuop_informer_config {
      * the item may point at it instead of copying the name. */
     void *(*convert)(json_t *obj, const char *key, struct gpuop_err *err);
     void (*free_item)(void *item); /* NULL op: json_decref */
+    /* Members of an object that convert never reads, as paths from the
+     * object ("spec.containers": keys without dots), NULL-terminated, or
+     * NULL: cut from its bytes before it is parsed, as metadata.managedFields
+     * always is. At most GPUOP_INFORMER_UNREAD_MAX, each of at most
+     * GPUOP_INFORMER_UNREAD_KEYS keys (GPUOP_EINVAL otherwise); copied. */
+    const char *const *unread;
     /* Parse each list item and watch event in the JSON scratch window
      * (jsonarena.h) instead of the heap: for kinds converted to structs
      * (needs convert; GPUOP_EINVAL otherwise), whose convert copies out all
@@ -86,8 +98,8 @@ struct gpuop_informer_stats {
 };
 
 /* cfg strings are copied. *out is new; close with gpuop_informer_close.
- * GPUOP_EINVAL without res.resource, with a res.name, or with scratch
- * but no convert. */
+ * GPUOP_EINVAL without res.resource, with a res.name, with scratch but no
+ * convert, or with unread paths beyond their limits. */
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);

@@ -30,7 +30,8 @@ struct gpuop_kube;
 struct gpuop_kube_req;
 
 /* body: the parsed JSON response (borrowed, valid during the call; NULL when
- * there was none or it was not JSON). err is borrowed; rc == 0 on 2xx. */
+ * there was none or it was not JSON), without its metadata.managedFields
+ * on 2xx. err is borrowed; rc == 0 on 2xx. */
 typedef void (*gpuop_kube_done_cb)(void *arg, int rc, json_t *body, const struct gpuop_err *err);
 
 /* Streaming data of a 2xx response (a watch): raw transport chunks, borrowed.

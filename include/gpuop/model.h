@@ -268,6 +268,13 @@ int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct 
  * field is compared as soon as it is added. */
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b);
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b);
+/* The members of a Pod that gpuop_pod_new never reads, as paths from the
+ * object ("spec.containers"), NULL-terminated (static): the caches' pod
+ * informer cuts them from a pod's bytes before they are parsed (they are
+ * most of a pod once its managedFields are cut). A field read from one of
+ * them must leave this list (test_model checks that a pod converts the
+ * same without them). */
+const char *const *gpuop_pod_unread(void);
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
 
 /* The value of operand i's deploy label when it is neither "true" nor

@@ -23,6 +23,7 @@
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
     struct gpuop_caches_config cfg;
+    uint64_t spec_changes; /* gpuop_caches_spec_changes */
     char *ns;
     int nsynced;
     int open;
@@ -207,9 +208,33 @@ static const char *newest_warning(const struct gpuop_caches *w, const char *ds)
 
 /* ---- events ---- */
 
+/* Whether a change of kind (old_item or new_item NULL: an add or a
+ * delete) moves gpuop_caches_spec_changes: for a DaemonSet only its
+ * presence, generation and applied metadata (not its status counters);
+ * for policies, nodes and the ServiceAccount every change the informer
+ * reports (their same ops filter what nobody reads); pods and Events
+ * never. */
+static bool spec_change(enum gpuop_caches_kind kind, const void *old_item, const void *new_item)
+{
+    switch (kind) {
+    case GPUOP_CACHES_POLICY:
+    case GPUOP_CACHES_NODE:
+    case GPUOP_CACHES_SA:
+        return true;
+    case GPUOP_CACHES_DS: {
+        const struct gpuop_caches_ds *a = old_item, *b = new_item;
+        return !a || !b || a->ds.generation != b->ds.generation || a->meta_hash != b->meta_hash;
+    }
+    default:
+        return false;
+    }
+}
+
 static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
 {
     struct tramp *t = arg;
+    if (spec_change(t->kind, old_item, new_item))
+        t->w->spec_changes++;
     if (t->w->cfg.on_change)
         t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
 }
@@ -270,6 +295,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                               .res = {.group_version = "v1", .ns = w->ns, .resource = "pods"},
                               .label_selector = sel,
                               .convert = pod_convert,
+                              .unread = gpuop_pod_unread(),
                               .scratch = true,
                               .free_item = pod_free,
                               .same = pod_same},
@@ -325,6 +351,11 @@ int gpuop_caches_start(struct gpuop_caches *w)
 bool gpuop_caches_synced(const struct gpuop_caches *w)
 {
     return w->nsynced == GPUOP_CACHES_MAIN;
+}
+
+uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w)
+{
+    return w->spec_changes;
 }
 
 bool gpuop_caches_sa_present(const struct gpuop_caches *w)

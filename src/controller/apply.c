@@ -32,6 +32,19 @@
  * DaemonSet deleted, and so has the plain gpuop-driver. The other way round
  * (a full reference or a digest) the pools' DaemonSets are deleted and the
  * one gpuop-driver is applied. The operand's result sums the pools up.
+ *
+ * A reconcile whose inputs are those of the last stage does not render:
+ * every input of the stage is the policy object (its name, uid and what
+ * its cache's same op compares: the spec), the namespace, and the caches'
+ * nodes (the OS pools), DaemonSets (presence, generation, metadata) and
+ * ServiceAccount, all of which move gpuop_caches_spec_changes. When that
+ * counter, the policy and the leadership are those of the last stage that
+ * ended with every operand current or absent (nothing failed, blocked or
+ * refused), its verdicts are the stage's (apply_memo): a pod event, most
+ * of a rollout's, costs no render, dump and hash of six DaemonSets. Any
+ * other stage runs in full, which stays the reference (test_controller
+ * checks the two agree). A new input of the render must move the counter
+ * or be part of memo_key.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -660,11 +673,61 @@ static enum gate gate(const struct gpuop_controller *c, int i, int *root)
     return GATE_OPEN; /* a cycle in the table: not reachable */
 }
 
+/* The inputs of the apply stage the caches' counter does not cover. */
+static uint64_t memo_key(const struct gpuop_controller *c)
+{
+    uint64_t h = gpuop_hash_str(c->key);
+    const char *uid = c->policy.uid ? c->policy.uid : "";
+    h = gpuop_hash_bytes(h, uid, strlen(uid) + 1);
+    h = gpuop_hash_bytes(h, c->ns, strlen(c->ns) + 1);
+    uint64_t gen = gpuop_caches_spec_changes(c->caches);
+    h = gpuop_hash_bytes(h, &gen, sizeof(gen));
+    return gpuop_hash_mix(h);
+}
+
+/* The first step of a reconcile's stage: the kept verdicts, when its
+ * inputs are the last stage's. True when they were taken. */
+static bool memo_take(struct gpuop_controller *c)
+{
+    c->apply_key = memo_key(c);
+    if (!c->apply_memo.valid || c->apply_memo.key != c->apply_key)
+        return false;
+    memcpy(c->res, c->apply_memo.res, sizeof(c->res));
+    c->sa = c->apply_memo.sa;
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        c->started[i] = true;
+    c->sa_started = c->extras_started = true;
+    return true;
+}
+
+void gpuop_ctl_apply_done(struct gpuop_controller *c)
+{
+    if (!c->leader || c->closing || !c->sa_started)
+        return; /* not a stage that ran */
+    bool settled = c->failed == 0 && c->sa.state == GPUOP_APPLY_CURRENT;
+    for (int i = 0; settled && i < gpuop_operand_count(); i++)
+        settled = c->res[i].state == GPUOP_APPLY_CURRENT || c->res[i].state == GPUOP_APPLY_ABSENT;
+    c->apply_memo.valid = settled;
+    if (!settled)
+        return;
+    c->apply_memo.key = c->apply_key;
+    memcpy(c->apply_memo.res, c->res, sizeof(c->res));
+    c->apply_memo.sa = c->sa;
+}
+
+void gpuop_ctl_apply_forget(struct gpuop_controller *c)
+{
+    c->apply_memo.valid = false;
+}
+
 void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
     if (!c->leader)
         return; /* a follower observes only: every result stays NONE */
+    if (!c->sa_started && memo_take(c))
+        return;
     if (!c->sa_started) {
+        c->stats.apply_stages++;
         c->sa_started = true;
         apply_sa(c);
     }

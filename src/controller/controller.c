@@ -289,6 +289,7 @@ static void advance(struct gpuop_controller *c)
         gpuop_ctl_apply_step(c);
         if (c->pending > 0)
             return;
+        gpuop_ctl_apply_done(c);
         c->stage = STAGE_STATUS;
         findings_and_status(c);
     }
@@ -385,6 +386,7 @@ static void begin(struct gpuop_controller *c)
          * what we applied before says nothing about this one. */
         const char *uid = c->policy.uid ? c->policy.uid : "";
         if (strcmp(uid, c->applied_uid) != 0) {
+            gpuop_ctl_apply_forget(c);
             memset(c->applied, 0, sizeof(c->applied));
             memset(c->pool_applied, 0, sizeof(c->pool_applied));
             memset(&c->sa_applied, 0, sizeof(c->sa_applied));
@@ -436,14 +438,29 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     }
     if (deleted)
         gpuop_ctl_apply_gone(c, kind, key);
+    /* An event that moved nothing the apply stage reads (a pod, an Event,
+     * a DaemonSet's status: gpuop_caches_spec_changes stayed) changes at
+     * most the findings, whose status cannot be written before the write
+     * pacing's interval ends: while it runs, such an event queues the
+     * policy for the interval's end, where one reconcile judges everything
+     * that came meanwhile, instead of one full reconcile per event. The
+     * first change after a quiet interval, and anything else, reconciles
+     * at once. */
+    uint64_t spec = gpuop_caches_spec_changes(c->caches);
+    bool findings_only = spec == c->spec_seen;
+    c->spec_seen = spec;
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
-    uint64_t t = uv_hrtime();
+    uint64_t t = uv_hrtime(), now_ms = gpuop_clock_ms();
     size_t it = 0;
     const char *pkey;
     while (gpuop_caches_next_policy(c->caches, &it, &pkey, NULL)) {
         mark_dirty(c, pkey, t);
-        gpuop_queue_add(c->queue, pkey);
+        uint64_t wait = findings_only ? gpuop_ctl_status_wait(c, pkey, now_ms) : 0;
+        if (wait > 0)
+            (void)gpuop_queue_add_after(c->queue, pkey, wait);
+        else
+            gpuop_queue_add(c->queue, pkey);
     }
 }
 
@@ -511,6 +528,8 @@ void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader)
 {
     bool was = c->leader;
     c->leader = leader;
+    if (leader != was)
+        gpuop_ctl_apply_forget(c); /* another leader may have changed what was applied */
     if (leader && !was)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (leader && !was && gpuop_caches_synced(c->caches))

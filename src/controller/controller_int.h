@@ -136,7 +136,19 @@ struct gpuop_controller {
     struct ctl_applied extras_applied[GPUOP_RENDER_EXTRA_MAX];
     bool extras_started;
     char applied_uid[64]; /* policy uid the applied[] records are for */
-    struct ctl_op *ops;   /* in flight */
+    /* The last apply stage that ended with every operand current or
+     * absent and the ServiceAccount current, and the inputs it ran on
+     * (apply.c, memo_key): while they are the same, a reconcile reuses its
+     * verdicts instead of rendering and hashing every body again. */
+    struct {
+        bool valid;
+        uint64_t key;
+        struct gpuop_apply_result res[GPUOP_OPERAND_MAX];
+        struct gpuop_apply_result sa;
+    } apply_memo;
+    uint64_t apply_key; /* memo_key of the reconcile in progress */
+    uint64_t spec_seen; /* gpuop_caches_spec_changes at the last cache event (on_change) */
+    struct ctl_op *ops; /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
@@ -180,8 +192,14 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c);
 /* Starts every apply or delete whose prerequisite is settled and marks
  * blocked the operands whose prerequisite could not be applied; called
  * again whenever an operation ends. Nothing in flight afterwards: the
- * stage is over. */
+ * stage is over. The first call of a reconcile takes the last stage's
+ * verdicts instead when nothing it read has changed since (apply_memo). */
 void gpuop_ctl_apply_step(struct gpuop_controller *c);
+/* The apply stage is over (nothing in flight): its verdicts are kept for
+ * the next reconcile when every operand is current or absent. */
+void gpuop_ctl_apply_done(struct gpuop_controller *c);
+/* Forgets the kept verdicts (leadership changed, another policy object). */
+void gpuop_ctl_apply_forget(struct gpuop_controller *c);
 /* The caches saw kind/key deleted: a DaemonSet or the ServiceAccount gone
  * forgets what was applied, so the next reconcile applies it again. */
 void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key);
@@ -297,6 +315,10 @@ void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t
  * was sent, conds (borrowed, may be NULL) the conditions sent. */
 void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
                                json_t *body, const char *rv_before, json_t *conds);
+/* How long a write of key's status would be held at now_ms (the pacing's
+ * interval since its last write), 0 when one may go out now (or not
+ * leading, or flushing). */
+uint64_t gpuop_ctl_status_wait(struct gpuop_controller *c, const char *key, uint64_t now_ms);
 /* True when a key's changed status waits for its interval's end. */
 bool gpuop_ctl_status_held(struct gpuop_controller *c);
 /* Queues every key whose status is held (the close's flush). */

@@ -23,7 +23,9 @@
  * of the interval, and that reconcile writes whatever the state is then,
  * so the last state is never lost, however many changes came between.
  * Nothing is held while not leading; gpuop_controller_close writes a held
- * status before it stops (gpuop_ctl_status_held).
+ * status before it stops (gpuop_ctl_status_held). The controller reads the
+ * same pacing to queue a findings-only event for the interval's end
+ * (gpuop_ctl_status_wait, controller.c on_change).
  *
  * Per key: the digest sent, the hash of the status the server answered with,
  * that answer's resourceVersion, the conditions sent (lastTransitionTime
@@ -125,6 +127,14 @@ uint64_t gpuop_ctl_status_pace(bool paced, uint64_t sent_ms, uint64_t now_ms)
     if (!paced || now_ms < sent_ms || now_ms - sent_ms >= CTL_STATUS_WRITE_INTERVAL_MS)
         return 0;
     return CTL_STATUS_WRITE_INTERVAL_MS - (now_ms - sent_ms);
+}
+
+uint64_t gpuop_ctl_status_wait(struct gpuop_controller *c, const char *key, uint64_t now_ms)
+{
+    if (!c->leader || c->flushing)
+        return 0;
+    const struct ctl_status_rec *r = gpuop_map_get(&c->status_recs, key);
+    return r ? gpuop_ctl_status_pace(r->paced, r->sent_ms, now_ms) : 0;
 }
 
 bool gpuop_ctl_status_held(struct gpuop_controller *c)

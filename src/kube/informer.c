@@ -14,7 +14,11 @@
  * Neither a LIST page nor a watch stream is ever held whole: a page is
  * streamed through the jsonlist splitter, each item parsed alone as it
  * arrives; a watch is split into lines, each event parsed alone. Either is
- * bounded by max_line per item or event. Every request path comes from
+ * bounded by max_line per item or event. Neither is parsed with its
+ * metadata.managedFields, nor with the members the config calls unread
+ * (jsonstrip_int.h): gpuop never reads them, and they were most of a
+ * pod's bytes and of the CPU its events cost. Every
+ * request path comes from
  * gpuop_kube_path (escaped), and every timing is a named constant below
  * (client-go's reflector's names and values where it has them).
  */
@@ -25,6 +29,7 @@
 #include "gpuop/informer.h"
 #include "gpuop/jsonarena.h"
 #include "jsonlist_int.h"
+#include "jsonstrip_int.h"
 #include "lines_int.h"
 #include "gpuop/log.h"
 
@@ -70,6 +75,12 @@ struct gpuop_informer {
     struct gpuop_jsonlist list; /* the LIST page streaming in */
     char list_err[512];         /* why the splitter stopped a page */
     enum verdict verdict;
+    /* the members cut before parsing (managedFields, cfg.unread): their
+     * paths in a list item and in a watch event, keys in unread_keys */
+    struct gpuop_jsonstrip_path item_cut[GPUOP_JSONSTRIP_PATHS_MAX];
+    struct gpuop_jsonstrip_path event_cut[GPUOP_JSONSTRIP_PATHS_MAX];
+    size_t ncut;
+    char *unread_keys;      /* owned: cfg.unread's strings, split at the dots */
     uint64_t watch_started; /* gpuop_clock_ms at open */
     uint64_t watch_events;  /* events on the current stream */
     bool synced;
@@ -87,6 +98,15 @@ struct gpuop_informer {
 
 static void start_list(struct gpuop_informer *inf);
 static void start_watch(struct gpuop_informer *inf);
+
+/* Cut from every object before it is parsed: the server-side apply
+ * bookkeeping, then the members the config calls unread. A watch event
+ * holds the object under "object". */
+#define MANAGED_FIELDS_PATH {"metadata", "managedFields"}, 2
+_Static_assert(GPUOP_INFORMER_UNREAD_MAX + 1 <= GPUOP_JSONSTRIP_PATHS_MAX,
+               "the unread members and managedFields are cut in one pass");
+_Static_assert(GPUOP_INFORMER_UNREAD_KEYS + 1 <= GPUOP_JSONSTRIP_PATH_MAX,
+               "a watch event's paths begin with \"object\"");
 
 /* ---- store ---- */
 
@@ -389,7 +409,7 @@ static int on_list_item(void *arg, const char *json, size_t len)
     struct gpuop_informer *inf = arg;
     json_error_t je;
     scratch_begin(inf);
-    json_t *obj = json_loadb(json, len, 0, &je);
+    json_t *obj = gpuop_jsonstrip_load(json, len, inf->item_cut, inf->ncut, 0, &je);
     if (!obj) {
         scratch_end(inf);
         snprintf(inf->list_err, sizeof(inf->list_err), "malformed object in the list: %s", je.text);
@@ -448,7 +468,7 @@ static int on_line(void *arg, const char *line, size_t len)
     if (inf->state == ST_CLOSED)
         return -1; /* closed from on_event: the rest of the chunk is dropped */
     scratch_begin(inf);
-    json_t *ev = json_loadb(line, len, 0, &jerr);
+    json_t *ev = gpuop_jsonstrip_load(line, len, inf->event_cut, inf->ncut, 0, &jerr);
     if (!ev) {
         scratch_end(inf);
         gpuop_warn(inf->cfg.name, "malformed watch event: %s", jerr.text);
@@ -570,6 +590,49 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The paths cut before parsing: managedFields, then cfg->unread ("a.b",
+ * NULL-terminated; copied into unread_keys). GPUOP_EINVAL for more than
+ * GPUOP_INFORMER_UNREAD_MAX of them, one of more than
+ * GPUOP_INFORMER_UNREAD_KEYS keys or with an empty key. */
+static int cut_paths(struct gpuop_informer *inf, const char *const *unread)
+{
+    static const struct gpuop_jsonstrip_path mf = {MANAGED_FIELDS_PATH};
+    size_t n = 0, bytes = 0;
+    for (; unread && unread[n]; n++)
+        bytes += strlen(unread[n]) + 1;
+    if (n > GPUOP_INFORMER_UNREAD_MAX)
+        return GPUOP_EINVAL;
+    inf->item_cut[0] = mf;
+    inf->ncut = 1;
+    char *p = n ? malloc(bytes) : NULL;
+    if (n && !p)
+        return GPUOP_ENOMEM;
+    inf->unread_keys = p;
+    for (size_t i = 0; i < n; i++) {
+        struct gpuop_jsonstrip_path *x = &inf->item_cut[inf->ncut++];
+        size_t len = strlen(unread[i]);
+        memcpy(p, unread[i], len + 1);
+        x->n = 0;
+        for (char *k = p; k; x->n++) {
+            char *dot = strchr(k, '.');
+            if (dot)
+                *dot = '\0';
+            if (!*k || x->n >= GPUOP_INFORMER_UNREAD_KEYS)
+                return GPUOP_EINVAL;
+            x->key[x->n] = k;
+            k = dot ? dot + 1 : NULL;
+        }
+        p += len + 1;
+    }
+    for (size_t i = 0; i < inf->ncut; i++) {
+        inf->event_cut[i].key[0] = "object";
+        memcpy(&inf->event_cut[i].key[1], inf->item_cut[i].key,
+               inf->item_cut[i].n * sizeof(inf->item_cut[i].key[0]));
+        inf->event_cut[i].n = inf->item_cut[i].n + 1;
+    }
+    return 0;
+}
+
 /* The strings of cfg the informer owns. */
 static void free_cfg(struct gpuop_informer_config *c)
 {
@@ -607,6 +670,14 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         free_cfg(c);
         free(inf);
         return GPUOP_ENOMEM;
+    }
+    c->unread = NULL; /* not kept: cut_paths copies what it needs */
+    int rc = cut_paths(inf, cfg->unread);
+    if (rc < 0) {
+        free(inf->unread_keys);
+        free_cfg(c);
+        free(inf);
+        return rc;
     }
     inf->one_namespace = c->res.ns && *c->res.ns;
     inf->max_line = cfg->max_line ? cfg->max_line : GPUOP_INFORMER_MAX_LINE;
@@ -679,6 +750,7 @@ static void timer_closed(uv_handle_t *h)
     gpuop_jsonlist_free(&inf->list);
     free(inf->rv);
     free(inf->cont);
+    free(inf->unread_keys);
     free_cfg(&inf->cfg);
     void (*cb)(void *) = inf->close_cb;
     void *arg = inf->close_arg;

@@ -36,6 +36,10 @@
  * settable for tests); the bearer token file is read at most 64 KiB and
  * re-read when its copy is older than token_ttl (60 s). The token lives in
  * one header per request and is never logged.
+ *
+ * A 2xx body is parsed without its metadata.managedFields (jsonstrip_int.h;
+ * nobody reads them, and they are most of a Node's or a DaemonSet's bytes):
+ * RESPONSE_CUT.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,6 +55,7 @@
 #include "gpuop/kube.h"
 #include "gpuop/list.h"
 #include "gpuop/log.h"
+#include "jsonstrip_int.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 10000L
@@ -59,8 +64,10 @@
 #define MAX_ERROR_BODY     (64u << 10) /* an error response of a stream */
 #define ERROR_SNIPPET      200         /* bytes of a non-JSON error body quoted */
 #define MAX_CONNECTIONS    8           /* kept open for reuse; more may be open meanwhile */
-#define UPLOAD_BUFFER      16384L      /* curl's smallest upload buffer (default 64 KB) */
-#define RESP_INITIAL_CAP   4096u       /* a response buffer's first size; doubles as it grows */
+/* The member cut from an object a 2xx response holds. */
+static const struct gpuop_jsonstrip_path RESPONSE_CUT[] = {{{"metadata", "managedFields"}, 2}};
+#define UPLOAD_BUFFER    16384L /* curl's smallest upload buffer (default 64 KB) */
+#define RESP_INITIAL_CAP 4096u  /* a response buffer's first size; doubles as it grows */
 /* A watch stream's TCP keepalive, so a dead peer is noticed within about
  * KEEPALIVE_IDLE_S + 9 probes x KEEPALIVE_INTVL_S (Linux's default count). */
 #define KEEPALIVE_IDLE_S  30L
@@ -328,7 +335,10 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
         err.http_code = code;
     } else if (code >= 200 && code < 300) {
         json_error_t jerr;
-        if (!r->on_data && r->resp.len && !(body = json_loadb(r->resp.data, r->resp.len, 0, &jerr)))
+        if (!r->on_data && r->resp.len &&
+            !(body =
+                  gpuop_jsonstrip_load(r->resp.data, r->resp.len, RESPONSE_CUT,
+                                       sizeof(RESPONSE_CUT) / sizeof(RESPONSE_CUT[0]), 0, &jerr)))
             rc = gpuop_err_set(&err, GPUOP_EPARSE, NULL,
                                "the HTTP %ld response is not JSON: %s (line %d, column %d)", code,
                                jerr.text, jerr.line, jerr.column);

@@ -459,6 +459,189 @@ static void test_disabled_deleted(void **state)
     assert_int_equal(json_object_size(f->store[K_DS]), 5);
 }
 
+/* New: a pod of DaemonSet ds on node gpu-1, in phase. */
+static json_t *operand_pod(const char *ds, const char *phase)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:[{s:s, s:s}]}, s:{s:s}, s:{s:s}}", "apiVersion", "v1",
+                     "kind", "Pod", "metadata", "namespace", NS, "ownerReferences", "kind",
+                     "DaemonSet", "name", ds, "spec", "nodeName", "gpu-1", "status", "phase",
+                     phase);
+}
+
+/* New: what the status says of each operand's apply (its "apply" and its
+ * DaemonSets), the facts the apply stage gives it. */
+static json_t *operands_of(struct fx *f)
+{
+    json_t *out = json_array(), *op;
+    size_t i;
+    json_array_foreach(json_object_get(status_of(f), "operands"), i, op) json_array_append_new(
+        out,
+        json_pack("{s:O?, s:O?, s:O?}", "apply", json_object_get(op, "apply"), "daemonSets",
+                  json_object_get(op, "daemonSets"), "message", json_object_get(op, "message")));
+    return out;
+}
+
+/* Runs the loop until a reconcile has begun and ended since the call: a
+ * change that only moves findings may wait for the status pacing's
+ * interval. */
+static void wait_reconcile(struct fx *f)
+{
+    struct gpuop_controller_stats st;
+    gpuop_controller_stats(f->c, &st);
+    uint64_t r0 = st.reconciles;
+    RUN_UNTIL(f, (gpuop_controller_stats(f->c, &st), st.reconciles > r0) && f->c->key == NULL,
+              WAIT_MS);
+}
+
+/* Pod events, and a DaemonSet's status alone, reuse the last apply stage's
+ * verdicts: no stage runs, no request, and the status's operands are what
+ * a full stage made. What the stage reads moving (a node, a DaemonSet's
+ * generation, the policy, the leadership) runs a full stage again, which
+ * puts back what changed. */
+static void test_apply_memo(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    json_t *full = operands_of(f), *now; /* the reference */
+    gpuop_controller_stats(f->c, &st);
+    uint64_t stages = st.apply_stages, reconciles = st.reconciles;
+    assert_true(stages >= 1);
+
+    /* pods come and change: reconciles, each reusing the verdicts */
+    static const char *const ds[] = {"gpuop-driver-ubuntu24.04", "gpuop-container-toolkit",
+                                     "gpuop-device-plugin"};
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "pod-%d", i);
+        put(f, K_POD, name, operand_pod(ds[i], "Pending"), "ADDED");
+        wait_reconcile(f);
+        put(f, K_POD, name, operand_pod(ds[i], "Running"), "MODIFIED");
+        wait_reconcile(f);
+    }
+    /* a DaemonSet's status alone */
+    json_t *d = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-device-plugin"));
+    json_object_set_new(d, "status",
+                        json_pack("{s:i, s:i}", "desiredNumberScheduled", 1, "numberReady", 1));
+    put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
+    wait_reconcile(f);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.reconciles >= reconciles + 3);
+    assert_int_equal(st.apply_stages, stages);
+    assert_int_equal(total_applies(f), 6);
+    assert_true(json_equal(now = operands_of(f), full));
+    json_decref(now);
+
+    /* a node: a full stage (the OS pools), nothing to apply */
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    stages = st.apply_stages;
+    assert_int_equal(total_applies(f), 6);
+    assert_true(json_equal(now = operands_of(f), full));
+    json_decref(now);
+
+    /* a DaemonSet edited by hand: a full stage puts it back */
+    d = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-device-plugin"));
+    json_t *md = json_object_get(d, "metadata");
+    json_object_set_new(md, "generation",
+                        json_integer(json_integer_value(json_object_get(md, "generation")) + 1));
+    put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
+    RUN_UNTIL(f, f->applies[2] == 2, WAIT_MS);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    stages = st.apply_stages;
+
+    /* leadership lost and regained: a full stage */
+    gpuop_controller_set_leader(f->c, false);
+    gpuop_controller_set_leader(f->c, true);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    stages = st.apply_stages;
+
+    /* the policy: a full stage, and the change applied */
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(p, "spec", json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f, f->deletes == 1, WAIT_MS);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    assert_string_equal(operand_apply(f, 4), "Absent");
+    json_decref(full);
+}
+
+/* New: operand_pod, Running and Ready when ready. */
+static json_t *ready_pod(const char *ds, bool ready)
+{
+    json_t *p = operand_pod(ds, ready ? "Running" : "Pending");
+    if (ready)
+        json_object_set_new(json_object_get(p, "status"), "conditions",
+                            json_pack("[{s:s, s:s}]", "type", "Ready", "status", "True"));
+    return p;
+}
+
+/* Pod events while the status pacing's interval runs (only the findings
+ * change) are judged together at its end: a burst of 30 pod changes in 10
+ * deliveries after a quiet interval costs the first reconcile at once and
+ * one at the interval's end, not one per delivery; the status ends at the
+ * last state. A node event in the interval still reconciles at once. */
+static void test_findings_events_coalesced(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
+    gpuop_controller_stats(f->c, &st);
+    uint64_t before = st.reconciles;
+    int writes = f->status_writes;
+    enum { ROUNDS = 10 };
+    for (int i = 0; i < ROUNDS; i++) {
+        for (int k = 0; k < 3; k++) {
+            char name[32];
+            snprintf(name, sizeof(name), "pod-%d", k);
+            put(f, K_POD, name, ready_pod("gpuop-container-toolkit", (i + k) % 2 == 1),
+                i == 0 ? "ADDED" : "MODIFIED");
+        }
+        run_for(f, 20); /* a watch delivery, a reconcile if one is due */
+    }
+    gpuop_controller_stats(f->c, &st);
+    uint64_t during = st.reconciles - before;
+    /* the last state: pod-0 and pod-2 ready (i = 9), pod-1 not */
+    RUN_UNTIL(f,
+              gpuop_controller_summary(f->c)->operands[1].running == 1 && f->c->key == NULL &&
+                  !gpuop_ctl_status_held(f->c),
+              WAIT_MS);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100);
+    gpuop_controller_stats(f->c, &st);
+    print_message(
+        "%d delivered pod bursts: %llu reconciles during, %llu in all, %d status writes\n", ROUNDS,
+        (unsigned long long)during, (unsigned long long)(st.reconciles - before),
+        f->status_writes - writes);
+    assert_true(during <= 2);
+    assert_true(st.reconciles - before <= 3);
+    assert_true(f->status_writes - writes <= 2);
+    json_t *op1 = json_array_get(json_object_get(status_of(f), "operands"), 1);
+    assert_int_equal(json_integer_value(json_object_get(op1, "runningNodes")), 1);
+
+    /* a node inside the interval: at once */
+    put(f, K_POD, "pod-1", ready_pod("gpuop-container-toolkit", true), "MODIFIED");
+    run_for(f, 50);
+    gpuop_controller_stats(f->c, &st);
+    before = st.reconciles;
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, gpuop_controller_summary(f->c)->gpu_nodes == 2, CTL_STATUS_WRITE_INTERVAL_MS / 2);
+}
+
 /* The RuntimeClass and the DCGM Service are applied once beside the
  * DaemonSets, not again while their body stays; the Service is deleted
  * when the exporter is disabled; MIG Manager's default config appears when
@@ -819,6 +1002,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),

@@ -50,6 +50,10 @@ static int live_items; /* converted and not yet freed */
 /* The scratch window as convert and on_event saw it (a test of the
  * config's scratch). */
 static int converts_in_window, converts_outside;
+/* Objects convert saw with a metadata.managedFields, or with the
+ * spec.containers or spec.volumes a test calls unread (the informer cuts
+ * them before parsing). */
+static int converts_with_managed_fields;
 
 /* obj borrowed -> new item; NULL for objects marked "bad". */
 static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
@@ -59,6 +63,10 @@ static void *convert(json_t *obj, const char *key, struct gpuop_err *err)
         converts_in_window++;
     else
         converts_outside++;
+    if (json_object_get(json_object_get(obj, "metadata"), "managedFields") ||
+        json_object_get(json_object_get(obj, "spec"), "containers") ||
+        json_object_get(json_object_get(obj, "spec"), "volumes"))
+        converts_with_managed_fields++;
     if (json_is_true(json_object_get(obj, "bad"))) {
         gpuop_err_set(err, GPUOP_EINVAL, "bad", "marked bad");
         return NULL;
@@ -110,6 +118,7 @@ struct fx {
     struct gpuop_kube_ref res; /* the collection; resource NULL: nodes */
     size_t max_line;           /* 0: the informer's default */
     bool scratch;              /* the config's scratch */
+    const char *const *unread; /* the config's unread */
     char *big;                 /* a buffer a test may fill */
 };
 
@@ -204,7 +213,7 @@ static int setup(void **state)
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->k, &err), 0);
     live_items = 0;
-    converts_in_window = converts_outside = 0;
+    converts_in_window = converts_outside = converts_with_managed_fields = 0;
     gpuop_log_set_level("error"); /* the warnings are the point of most tests */
     *state = f;
     return 0;
@@ -224,6 +233,7 @@ static void start(struct fx *f, route_fn route)
         .convert = convert,
         .free_item = free_item,
         .scratch = f->scratch,
+        .unread = f->unread,
         .same = f->use_same ? same : NULL,
         .on_event = on_event,
         .on_synced = on_synced,
@@ -488,6 +498,49 @@ static void test_watch_events(void **state)
     assert_watch_from(f, 1, "10");
 }
 
+/* Objects with managedFields, listed and watched: the informer never
+ * parses them, and the rest of the object arrives whole. */
+#define MANAGED_FIELDS                                                                             \
+    "\"managedFields\":[{\"manager\":\"kwok\",\"fieldsV1\":{\"f:metadata\":{\"f:labels\":"         \
+    "{\".\":{},\"f:x]}\\\"\":{}}}}}]"
+static void route_managed_fields(struct fx *f, struct fakeapi_conn *c,
+                                 const struct fakeapi_request *r)
+{
+    if (!is_watch(r)) {
+        fakeapi_respond(c, 200, "application/json",
+                        "{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                        "\"items\":[{\"metadata\":{\"name\":\"a\"," MANAGED_FIELDS
+                        ",\"resourceVersion\":\"10\"},\"v\":\"1\"}]}");
+        return;
+    }
+    if (f->nwatch > 1)
+        return;
+    watch_begin(c);
+    fakeapi_stream_sendf(c, 5,
+                         "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" MANAGED_FIELDS
+                         ",\"name\":\"a\",\"resourceVersion\":\"11\"},\"v\":\"2\"}}\n");
+}
+
+static void test_managed_fields_listed(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_managed_fields);
+    RUN_UNTIL(f, gpuop_informer_synced(f->inf), WAIT_MS);
+    assert_string_equal(get(f, "a")->v, "1");
+    assert_int_equal(converts_in_window + converts_outside, 1);
+    assert_int_equal(converts_with_managed_fields, 0);
+}
+
+static void test_managed_fields_watched(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_managed_fields);
+    RUN_UNTIL(f, !strcmp(rv(f), "11"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
+    assert_int_equal(converts_in_window + converts_outside, 2);
+    assert_int_equal(converts_with_managed_fields, 0);
+}
+
 /* With scratch, list items and watch events are parsed and converted in
  * the JSON scratch window, and stored and reported (on_event, which checks
  * the window is closed) after it. Without, neither is in a window. */
@@ -524,6 +577,58 @@ static void test_scratch_needs_convert(void **state)
     struct gpuop_informer *inf = NULL;
     assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
     assert_null(inf);
+}
+
+/* The members a config calls unread are cut from list items and watch
+ * events, beside managedFields; the rest of the object arrives whole. */
+#define POD_SPEC "\"spec\":{\"containers\":[{\"name\":\"c]\"}],\"nodeName\":\"n\",\"volumes\":[]}"
+static void route_unread(struct fx *f, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    if (!is_watch(r)) {
+        fakeapi_respond(c, 200, "application/json",
+                        "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                        "\"items\":[{\"metadata\":{\"name\":\"a\"," MANAGED_FIELDS "}," POD_SPEC
+                        ",\"v\":\"1\"}]}");
+        return;
+    }
+    if (f->nwatch > 1)
+        return;
+    watch_begin(c);
+    fakeapi_stream_sendf(c, 5,
+                         "{\"type\":\"MODIFIED\",\"object\":{" POD_SPEC
+                         ",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"11\"},"
+                         "\"v\":\"2\"}}\n");
+}
+
+static void test_unread_cut(void **state)
+{
+    struct fx *f = *state;
+    static const char *const unread[] = {"spec.containers", "spec.volumes", NULL};
+    f->unread = unread;
+    start(f, route_unread);
+    RUN_UNTIL(f, !strcmp(rv(f), "11"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
+    assert_int_equal(converts_in_window + converts_outside, 2);
+    assert_int_equal(converts_with_managed_fields, 0);
+}
+
+/* unread beyond its limits: refused. */
+static void test_unread_limits(void **state)
+{
+    struct fx *f = *state;
+    static const char *const many[] = {"a", "b", "c", "d", "e", "f", "g", "h", NULL};
+    static const char *const deep[] = {"a.b.c.d.e.f.g", NULL};
+    static const char *const empty[] = {"spec..x", NULL};
+    const char *const *bad[] = {many, deep, empty};
+    for (size_t i = 0; i < 3; i++) {
+        struct gpuop_informer_config cfg = {
+            .res = {.group_version = "v1", .resource = "nodes"},
+            .unread = bad[i],
+        };
+        struct gpuop_informer *inf = NULL;
+        assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+        assert_null(inf);
+    }
 }
 
 /* ---- a stream that ends normally is resumed, without a list ---- */
@@ -1205,18 +1310,34 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_paged_list),          T(test_watch_events),
-        T(test_resume_after_end),    T(test_bookmark),
-        T(test_gone_event_relist),   T(test_gone_http_relist),
-        T(test_expired_continue),    T(test_http_500_backoff),
-        T(test_cut_mid_line),        T(test_refused),
-        T(test_one_namespace_keys),  T(test_broken_list_pages),
-        T(test_malformed_line),      T(test_line_too_long),
-        T(test_same_and_convert),    T(test_close_in_flight),
-        T(test_close_from_on_event), T(test_close_from_on_event_in_list),
-        T(test_close_while_listing), T(test_close_during_backoff),
-        T(test_close_unstarted),     T(test_scratch_window),
-        T(test_no_scratch_window),   T(test_scratch_needs_convert),
+        T(test_paged_list),
+        T(test_watch_events),
+        T(test_managed_fields_listed),
+        T(test_unread_cut),
+        T(test_unread_limits),
+        T(test_managed_fields_watched),
+        T(test_resume_after_end),
+        T(test_bookmark),
+        T(test_gone_event_relist),
+        T(test_gone_http_relist),
+        T(test_expired_continue),
+        T(test_http_500_backoff),
+        T(test_cut_mid_line),
+        T(test_refused),
+        T(test_one_namespace_keys),
+        T(test_broken_list_pages),
+        T(test_malformed_line),
+        T(test_line_too_long),
+        T(test_same_and_convert),
+        T(test_close_in_flight),
+        T(test_close_from_on_event),
+        T(test_close_from_on_event_in_list),
+        T(test_close_while_listing),
+        T(test_close_during_backoff),
+        T(test_close_unstarted),
+        T(test_scratch_window),
+        T(test_no_scratch_window),
+        T(test_scratch_needs_convert),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
