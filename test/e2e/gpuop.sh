@@ -9,7 +9,7 @@ GPUOP_PID=
 # Installs the CRD, the namespace and the service accounts from deploy/.
 gpuop_install() {
 	kc apply -f "$GPUOP_SRC/crd/" >/dev/null
-	kc wait --for=condition=Established --timeout=60s crd/gpupolicies.gpuop.dev >/dev/null
+	KUBECONFIG=$LAB_DIR/kubeconfig PATH=$LAB_DIR/bin:$PATH "$GPUOP_SRC/test/lab/wait-crd" gpupolicies.gpuop.dev
 	kc apply -f "$GPUOP_SRC/deploy/00-namespace.yaml" -f "$GPUOP_SRC/deploy/10-rbac.yaml" >/dev/null
 	wait_for 30 kc -n "$GPUOP_NS" get serviceaccount default
 }
