@@ -32,9 +32,11 @@ struct lx {
     struct ctl_labeler *l;
     struct waiter wait;
     int gets, patches;
-    int conflicts;        /* answer this many PATCHes 409, and the node is a person's after */
-    int errors;           /* answer this many PATCHes 500 */
-    bool persons;         /* GET: the node carries a deploy label */
+    int conflicts; /* answer this many PATCHes 409, and the node is a person's after */
+    int errors;    /* answer this many PATCHes 500 */
+    bool persons;  /* GET: the node carries a deploy label */
+    bool hold;     /* keep the next PATCH unanswered, in held */
+    struct fakeapi_conn *held;
     uint64_t patch_ms[8]; /* uv_now of each PATCH */
     char patch[8][4096];
     int rv;
@@ -60,7 +62,11 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
             snprintf(x->patch[i], sizeof(x->patch[i]), "%s", r->body ? r->body : "");
         }
         assert_string_equal(r->ctype, GPUOP_CT_MERGE);
-        if (x->conflicts > 0) {
+        if (x->hold) {
+            x->hold = false;
+            x->held = c;
+            x->rv++;
+        } else if (x->conflicts > 0) {
             x->conflicts--;
             x->persons = true;
             x->rv++;
@@ -109,16 +115,24 @@ static void lx_close(struct lx *x)
 
 /* The cached node n1 (fresh: NFD only) and a policy with labelling on,
  * dcgm-exporter disabled. */
-static struct gpuop_node *cached_node(void)
+static struct gpuop_node *node_with(const char *more_labels)
 {
-    json_t *obj = json_loads("{\"metadata\":{\"name\":\"n1\",\"labels\":{"
-                             "\"feature.node.kubernetes.io/pci-10de.present\":\"true\"}}}",
-                             0, NULL);
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"name\":\"n1\",\"labels\":{"
+             "\"feature.node.kubernetes.io/pci-10de.present\":\"true\"%s}}}",
+             more_labels);
+    json_t *obj = json_loads(text, 0, NULL);
     struct gpuop_err err = {0};
     struct gpuop_node *n = gpuop_node_new(obj, NULL, &err);
     json_decref(obj);
     assert_non_null(n);
     return n;
+}
+
+static struct gpuop_node *cached_node(void)
+{
+    return node_with("");
 }
 
 static void policy(struct gpuop_policy *p)
@@ -200,6 +214,36 @@ static void test_conflict_decides_again(void **state)
     lx_close(&x);
 }
 
+/* The PATCH's own change reaches the cache (the node watch) before its
+ * answer does: the node is no longer a candidate, but the PATCH that was
+ * sent is not cancelled, and its success is counted and logged (e2e
+ * 29_labeling greps the log line). */
+static void test_watch_before_answer(void **state)
+{
+    (void)state;
+    struct lx x = {0};
+    lx_open(&x);
+    x.hold = true;
+    struct gpuop_policy p;
+    policy(&p);
+    struct gpuop_node *n = cached_node();
+    const struct gpuop_node *nodes[] = {n};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, nodes, 1), 0);
+    WAITER_RUN_UNTIL(&x.wait, x.held != NULL, WAIT_MS);
+    struct gpuop_node *done = node_with(",\"nvidia.com/gpu.present\":\"true\","
+                                        "\"nvidia.com/gpu.deploy.driver\":\"true\"");
+    const struct gpuop_node *now[] = {done};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, now, 1), 0); /* the watch event */
+    waiter_run_for(&x.wait, 100);
+    fakeapi_respond(x.held, 200, "application/json", "{\"kind\":\"Node\"}");
+    WAITER_RUN_UNTIL(&x.wait, gpuop_ctl_labeler_patches(x.l) == 1, WAIT_MS);
+    assert_int_equal(x.patches, 1);
+    assert_int_equal(x.gets, 1);
+    gpuop_node_free(done);
+    gpuop_node_free(n);
+    lx_close(&x);
+}
+
 /* An API error backs the node off (no PATCH before the first delay); then
  * it is labelled. */
 static void test_error_backs_off(void **state)
@@ -251,9 +295,8 @@ static void test_off_and_stopped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_patch_once),
-        cmocka_unit_test(test_conflict_decides_again),
-        cmocka_unit_test(test_error_backs_off),
+        cmocka_unit_test(test_patch_once),          cmocka_unit_test(test_conflict_decides_again),
+        cmocka_unit_test(test_watch_before_answer), cmocka_unit_test(test_error_backs_off),
         cmocka_unit_test(test_off_and_stopped),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
