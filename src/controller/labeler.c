@@ -61,6 +61,7 @@ struct rec {
     uint64_t backoff_ms;        /* the next failure's delay; 0: none failed */
     uint64_t seen;              /* the track that last wanted it */
     bool dropped;               /* no longer a candidate: freed when its request ends */
+    bool patching;              /* req is the PATCH */
     char *said;                 /* the labels of the PATCH in flight, for the log (new) */
     char name[];
 };
@@ -88,12 +89,17 @@ static void rec_free(struct rec *r)
     free(r);
 }
 
+/* A GET in flight is cancelled; a PATCH is not while the labeler runs:
+ * it was sent, and the node watch often shows its change (so the node is
+ * no longer a candidate) before its answer arrives, which is then still
+ * counted and logged. Stopping or closing cancels both. */
 static void rec_forget(struct ctl_labeler *l, struct rec *r)
 {
     gpuop_map_del(&l->recs, r->name);
     if (r->req) {
         r->dropped = true;
-        gpuop_kube_cancel(r->req); /* its done callback frees it */
+        if (!r->patching || l->stopped)
+            gpuop_kube_cancel(r->req); /* its done callback frees it */
     } else {
         rec_free(r);
     }
@@ -104,6 +110,7 @@ static bool ended(struct rec *r)
 {
     struct ctl_labeler *l = r->l;
     r->req = NULL;
+    r->patching = false;
     l->inflight--;
     if (r->dropped) {
         rec_free(r);
@@ -140,6 +147,10 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     struct rec *r = arg;
     struct ctl_labeler *l = r->l;
     (void)body;
+    if (rc >= 0) { /* also when r was dropped meanwhile */
+        l->patches++;
+        gpuop_info("labeler", "labelled node %s: %s", r->name, r->said ? r->said : "?");
+    }
     if (!ended(r))
         goto out;
     if (rc < 0) {
@@ -147,8 +158,6 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     } else {
         r->backoff_ms = 0;
         r->retry_at_ms = gpuop_clock_ms() + LABELER_SETTLE_MS;
-        l->patches++;
-        gpuop_info("labeler", "labelled node %s: %s", r->name, r->said ? r->said : "?");
     }
 out:
     if (!l->closing)
@@ -227,6 +236,7 @@ static void get_done(void *arg, int rc, json_t *body, const struct gpuop_err *er
                                 .body_len = patch ? strlen(patch) : 0};
     if (patch && path && gpuop_kube_request(l->kube, &o, patch_done, r, &r->req) == 0) {
         l->inflight++;
+        r->patching = true;
         free(r->said);
         r->said = strdup(said); /* NULL: the log says "?" */
         gpuop_debug("labeler", "labelling node %s: %s", r->name, said);
