@@ -61,6 +61,14 @@ static void set_validator_paused(struct fnode *f, bool paused)
     f->n.deploy_other = paused ? f->others : NULL;
 }
 
+/* deploy.driver=false or deploy.operands=false: no driver DaemonSet
+ * selects the node any more. */
+static bool opted_out(const struct fnode *f)
+{
+    return f->n.deploy[gpuop_operand_by_key("driver")] == GPUOP_LABEL_FALSE ||
+           f->n.operands_label == GPUOP_LABEL_FALSE;
+}
+
 static bool validator_paused(const struct fnode *f)
 {
     return f->n.deploy[gpuop_operand_by_key("validator")] == GPUOP_LABEL_OTHER;
@@ -217,7 +225,8 @@ static int count_unavailable(struct world *w)
     int u = 0;
     for (size_t i = 0; i < w->n; i++) {
         struct fnode *f = &w->nodes[i];
-        if (f->n.gpu && (f->n.up.unschedulable || !f->driver || !f->driver->ready_since))
+        if (f->n.gpu && !opted_out(f) &&
+            (f->n.up.unschedulable || !f->driver || !f->driver->ready_since))
             u++;
     }
     return u;
@@ -275,8 +284,8 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
     case GPUOP_UA_DELETE_VALIDATOR:
         set_validator(w, f);
         break;
-    case GPUOP_UA_RESTORE:
-        assert_true(f->driver && f->driver->ready_since); /* only once the new one is Ready */
+    case GPUOP_UA_RESTORE: /* only once the new one is Ready, or the node left the upgrade */
+        assert_true(opted_out(f) || (f->driver && f->driver->ready_since));
         u->paused = false;
         set_validator_paused(f, false);
         break;
@@ -305,7 +314,7 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
     }
     if (label && o->next != u->state) {
         u->state = o->next;
-        u->since = (uint32_t)w->now;
+        u->since = o->next == GPUOP_US_NONE ? 0 : (uint32_t)w->now; /* the label removed */
     }
 }
 
@@ -337,6 +346,10 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
             fail_msg("%s waits silently in %s", f->name, gpuop_upgrade_state_name(o->next));
         if (f->hand)
             assert_true(o->next == GPUOP_US_REQUIRED || o->next == GPUOP_US_DONE);
+        if (opted_out(f)) /* only what gpuop did is undone */
+            assert_true((o->action == GPUOP_UA_RESTORE || o->action == GPUOP_UA_UNCORDON ||
+                         o->action == GPUOP_UA_LABEL) &&
+                        (o->next == GPUOP_US_UNCORDON || o->next == GPUOP_US_NONE));
         if (o->action == GPUOP_UA_DELETE_DRIVER && !w->u.delete_force)
             assert_false(gpu_running(f));
     }
@@ -362,7 +375,10 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
        pod (generation 0: of no pool) instead, one labelled "ending" none */
     for (size_t i = 0; i < w->n; i++) {
         struct fnode *f = &w->nodes[i];
-        if (f->n.up.rollback_ending && f->driver) {
+        if (opted_out(f)) {
+            gpuop_pod_free(f->driver);
+            f->driver = NULL;
+        } else if (f->n.up.rollback_ending && f->driver) {
             gpuop_pod_free(f->driver);
             f->driver = NULL;
         } else if (f->n.up.rollback && !f->n.up.rollback_ending && (!f->driver || f->gen)) {
@@ -882,6 +898,48 @@ static void test_unmanaged_and_new_nodes(void **state)
     world_free(&w);
 }
 
+/* A node opted out (deploy.driver=false: host-provided from now on, or
+ * deploy.operands=false) while gpuop has it cordoned and its dependents
+ * paused: gpuop puts back what it did (the dependents' labels, the
+ * cordon), removes its state label, and touches nothing else there; the
+ * other nodes go on. */
+static void test_opted_out_mid_upgrade(void **state)
+{
+    (void)state;
+    for (int how = 0; how < 2; how++) {
+        struct world w;
+        world_init(&w, 3, 1);
+        run(&w, 50);
+        w.target = 2;
+        struct fnode *f = &w.nodes[0];
+        for (int t = 0; t < 100 && !f->n.up.paused; t++)
+            tick(&w, NULL);
+        assert_true(f->n.up.paused && f->n.up.cordoned);
+        assert_int_equal(f->n.up.state, GPUOP_US_POD_RESTART);
+        if (how == 0)
+            f->n.deploy[gpuop_operand_by_key("driver")] = GPUOP_LABEL_FALSE;
+        else
+            f->n.operands_label = GPUOP_LABEL_FALSE;
+        run(&w, 400);
+        assert_false(f->n.up.unschedulable);
+        assert_false(f->n.up.cordoned);
+        assert_false(f->n.up.paused);
+        assert_false(validator_paused(f));
+        assert_int_equal(f->n.up.state, GPUOP_US_NONE);
+        assert_null(f->driver);
+        for (size_t i = 1; i < w.n; i++) {
+            assert_int_equal(w.nodes[i].n.up.state, GPUOP_US_DONE);
+            assert_int_equal(w.nodes[i].gen, 2);
+            assert_false(w.nodes[i].n.up.unschedulable);
+        }
+        struct gpuop_upgrade_plan p;
+        tick(&w, &p);
+        assert_int_equal(p.n, 2); /* out of the plan once gpuop's marks are gone */
+        gpuop_upgrade_plan_free(&p);
+        world_free(&w);
+    }
+}
+
 /* A stale upgrade-done (or upgrade-required) label is read, not trusted:
  * the driver pod's generation decides. An in-progress label without
  * gpuop's since annotation (another operator's) is recomputed too. */
@@ -998,14 +1056,23 @@ static void test_gpu_pod_detection(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_upgrade),     cmocka_unit_test(test_start_order_labels),
-        cmocka_unit_test(test_driver_leaving),   cmocka_unit_test(test_parallel_and_unavailable),
-        cmocka_unit_test(test_gpu_pods_and_pdb), cmocka_unit_test(test_wait_for_jobs),
-        cmocka_unit_test(test_crash_loop_stops), cmocka_unit_test(test_ready_timeout),
-        cmocka_unit_test(test_rollback),         cmocka_unit_test(test_no_validator_on_node),
-        cmocka_unit_test(test_hand_cordoned),    cmocka_unit_test(test_unmanaged_and_new_nodes),
-        cmocka_unit_test(test_stale_labels),     cmocka_unit_test(test_resume_each_state),
-        cmocka_unit_test(test_auto_upgrade_off), cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_full_upgrade),
+        cmocka_unit_test(test_start_order_labels),
+        cmocka_unit_test(test_driver_leaving),
+        cmocka_unit_test(test_parallel_and_unavailable),
+        cmocka_unit_test(test_gpu_pods_and_pdb),
+        cmocka_unit_test(test_wait_for_jobs),
+        cmocka_unit_test(test_crash_loop_stops),
+        cmocka_unit_test(test_ready_timeout),
+        cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_no_validator_on_node),
+        cmocka_unit_test(test_hand_cordoned),
+        cmocka_unit_test(test_unmanaged_and_new_nodes),
+        cmocka_unit_test(test_stale_labels),
+        cmocka_unit_test(test_resume_each_state),
+        cmocka_unit_test(test_auto_upgrade_off),
+        cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_opted_out_mid_upgrade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
