@@ -247,7 +247,8 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
 }
 
 /* PATCH node r with metadata labels/annotations (steal; may be NULL) and
- * spec (steals; may be NULL), the state label next and the since time. */
+ * spec (steals; may be NULL), the state label next and the since time
+ * (GPUOP_US_NONE: both removed). */
 static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t *annotations,
                       json_t *spec, const char *rv)
 {
@@ -261,6 +262,9 @@ static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t 
     if (st) {
         json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_string(st));
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_string(at));
+    } else if (next == GPUOP_US_NONE) { /* the node left the upgrade: no state at all */
+        json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_null());
+        json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_null());
     }
     json_t *meta = json_pack("{s:o, s:o}", "labels", labels, "annotations", annotations);
     if (meta && rv)

@@ -79,12 +79,20 @@ static bool in_sync(const struct gpuop_upgrade_node_in *x)
     return x->driver && !x->driver->deleted && gpuop_pod_template_gen(x->driver) == x->target_gen;
 }
 
-static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
+/* The node's driver is gpuop's to upgrade. */
+static bool wanted(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
 {
     int d = gpuop_operand_by_key("driver");
     return in->driver_enabled && x->node && x->node->gpu && x->target_gen &&
            x->node->operands_label != GPUOP_LABEL_FALSE &&
            (d < 0 || x->node->deploy[d] != GPUOP_LABEL_FALSE);
+}
+
+/* In the plan: wanted, or not any more (opted out, the driver disabled)
+ * while gpuop's cordon or pause is still on it: that is undone first. */
+static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
+{
+    return wanted(in, x) || (x->node && (x->node->up.cordoned || x->node->up.paused));
 }
 
 /* Why a new driver pod is bad (a static string), or NULL: the kubelet's
@@ -224,10 +232,13 @@ static int recompute(const struct gpuop_upgrade_node_in *x)
     return GPUOP_US_REQUIRED;
 }
 
-static int state_of(const struct gpuop_upgrade_node_in *x, bool *live_failure)
+static int state_of(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x,
+                    bool *live_failure)
 {
     const struct gpuop_node_upgrade *u = &x->node->up;
     *live_failure = false;
+    if (!wanted(in, x))
+        return GPUOP_US_UNCORDON; /* left the upgrade: gpuop's marks go, nothing else */
     if (in_progress(u->state) && u->since)
         return u->state;
     if (u->state == GPUOP_US_FAILED && u->failed_gen && u->failed_gen == x->target_gen) {
@@ -567,14 +578,22 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     case GPUOP_US_VALIDATION:
         step_validation(c, x, o, &w);
         break;
-    case GPUOP_US_UNCORDON:
+    case GPUOP_US_UNCORDON: {
+        /* a node that left the upgrade loses the state label too */
+        int after = !wanted(c->in, x) ? GPUOP_US_NONE
+                    : in_sync(x)      ? GPUOP_US_DONE
+                                      : GPUOP_US_REQUIRED;
+        if (!wanted(c->in, x))
+            say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
+                    "gpuop's pause and cordon");
         if (u->paused)
             to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
         else if (u->cordoned)
-            to(o, GPUOP_UA_UNCORDON, in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED);
+            to(o, GPUOP_UA_UNCORDON, after);
         else
-            to(o, GPUOP_UA_LABEL, in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED);
+            to(o, GPUOP_UA_LABEL, after);
         break;
+    }
     case GPUOP_US_FAILED:
         if (live_failure)
             step_failed(c, x, o, &w);
@@ -715,7 +734,7 @@ int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_p
     for (size_t i = 0; i < out->n; i++) {
         struct gpuop_upgrade_node_out *o = &out->nodes[i];
         const struct gpuop_upgrade_node_in *x = &in->nodes[o->in];
-        o->state = (uint8_t)state_of(x, &live[i]);
+        o->state = (uint8_t)state_of(in, x, &live[i]);
         o->since = o->state == x->node->up.state ? x->node->up.since : 0;
         if (x->target_gen > out->target_gen)
             out->target_gen = x->target_gen;
