@@ -299,9 +299,10 @@ static bool starting_reason(const char *r)
  * prog holds, per operand, what its Missing finding said (the findings
  * come in operand-table order, prerequisites first), -1 for none. Notes
  * when a step's judgement changes with time. */
-static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding *x,
-                            const struct gpuop_pod *const *bp, const bool *running,
-                            const bool *host, const int8_t *prog, long grace, long long now)
+static int finding_progress(struct gpuop_findings *f, const struct gpuop_node *nd,
+                            const struct gpuop_finding *x, const struct gpuop_pod *const *bp,
+                            const bool *running, const bool *host, const int8_t *prog, long grace,
+                            long long now)
 {
     int progress = gpuop_reason_get(x->reason)->progress;
     if (progress != GPUOP_PROGRESS_STEP)
@@ -316,6 +317,13 @@ static int finding_progress(struct gpuop_findings *f, const struct gpuop_finding
         return GPUOP_PROGRESS_FAILED;
     if (x->reason == GPUOP_REASON_POD_TERMINATING)
         since = pod->deleted;
+    /* a driver upgrade's pause is a step while gpuop's upgrade dates it
+       (the since annotation of the node's state); another's pause is not */
+    if (x->reason == GPUOP_REASON_LABEL_PAUSED) {
+        if (nd->up.since <= GPUOP_TIME_UNREADABLE)
+            return GPUOP_PROGRESS_NONE;
+        since = nd->up.since;
+    }
     if (x->reason == GPUOP_REASON_WAITING_FOR_GATE) {
         /* Once what the gate waits for runs (or the host provides it), the
          * file follows within moments: a gate still shut a grace later is
@@ -362,15 +370,15 @@ uint8_t gpuop_findings_idle_since(long long last, long long now)
  * ago one last did (idle_s). Returns since when it is idle (0: it is
  * not), which gpuop_analysis_age reads. */
 static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
-                                const struct gpuop_pod *const *bp, const bool *running,
-                                const bool *host, long grace, long long now)
+                                const struct gpuop_node *nd, const struct gpuop_pod *const *bp,
+                                const bool *running, const bool *host, long grace, long long now)
 {
     bool step = false;
     int8_t prog[GPUOP_OPERAND_MAX];
     memset(prog, -1, sizeof(prog));
     for (uint32_t k = 0; k < r->nfindings; k++) {
         const struct gpuop_finding *x = &f->items[r->first + k];
-        int pr = finding_progress(f, x, bp, running, host, prog, grace, now);
+        int pr = finding_progress(f, nd, x, bp, running, host, prog, grace, now);
         if (pr == GPUOP_PROGRESS_FAILED)
             return 0; /* stalled now: idle 0 */
         if (x->kind == GPUOP_KIND_MISSING)
@@ -830,7 +838,7 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->nfindings = (uint32_t)(f->nitems - first);
     if (rc >= 0 && r->nfindings)
         t->idle_from =
-            (uint32_t)judge_progress(f, r, bp, j.running, j.host, f->inc.event_grace_s, now);
+            (uint32_t)judge_progress(f, r, nd, bp, j.running, j.host, f->inc.event_grace_s, now);
     t->next_change = f->next_change;
     f->next_change = before;
     if (t->next_change)

@@ -172,7 +172,7 @@ static const struct gpuop_reason_info reasons[] = {
          "pauses operands this way during upgrades).",
          "When the maintenance is over, set the label back to \"true\" (or \"false\" if the host "
          "provides the operand).",
-         NULL, NULL},
+         NULL, NULL, GPUOP_WAIT_STALL, GPUOP_PROGRESS_STEP},
     [GPUOP_REASON_LABEL_PAUSED_LEFT_OVER] =
         {N, "LabelPausedLeftOver",
          "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\" but no driver upgrade is in "

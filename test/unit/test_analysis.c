@@ -1352,6 +1352,43 @@ static void test_paused_left_over(void **state)
     world_free(&w);
 }
 
+/* gpuop's own driver upgrade pauses a node's dependents while the driver
+ * reloads (its state dated by gpuop's since annotation): LabelPaused is
+ * then a rollout step, the node progresses (no Event while it does, at
+ * 1,000 nodes that was about two Events a node), until the state is older
+ * than the progress deadline; a pause nobody dated (the GPU Operator's,
+ * a person's) says nothing of progress. */
+static void test_paused_by_upgrade_progresses(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    w.pol.event_grace_s = 60;
+    add_all_ds(&w);
+    const char *labels = "present=true driver=true device-plugin=paused-for-driver-upgrade";
+    struct gpuop_node *n = add_node(&w, "a", labels, NULL);
+    n->upgrade = GPUOP_UPGRADE_ACTIVE;
+    n->up.since = (uint32_t)(T0 + 990); /* pod-restart-required 10 s ago */
+    n = add_node(&w, "b", labels, NULL);
+    n->upgrade = GPUOP_UPGRADE_ACTIVE;
+    n->up.since = (uint32_t)(T0 + 1000 - GPUOP_PROGRESS_DEADLINE_S - 1);
+    add_node(&w, "c", labels, NULL)->upgrade = GPUOP_UPGRADE_ACTIVE; /* not gpuop's */
+    /* the driver Ready long ago: no other reason to progress */
+    for (const char *const *nd = (const char *const[]){"a", "b", "c", NULL}; *nd; nd++) {
+        add_pod(&w, "driver", *nd, "Running", true)->ready_since = (uint32_t)T0;
+    }
+    analyze(&w);
+    for (const char *const *nd = (const char *const[]){"a", "b", "c", NULL}; *nd; nd++)
+        assert_int_equal(find(&w, *nd, "device-plugin", GPUOP_KIND_NOT_SCHEDULED)->reason,
+                         GPUOP_REASON_LABEL_PAUSED);
+    assert_true(node_res(&w, "a")->progressing);
+    assert_false(node_res(&w, "b")->progressing);
+    assert_false(node_res(&w, "c")->progressing);
+    /* a stops progressing at the deadline: the analysis says when */
+    assert_true(w.f.next_change > 0 && w.f.next_change <= T0 + 990 + GPUOP_PROGRESS_DEADLINE_S + 1);
+    world_free(&w);
+}
+
 /* A pod held in its init container, a gate of the GPU Operator's, waits
  * for a prerequisite's validation file: WaitingForGate, naming the gate,
  * the file and since when; not PodPending. A gate that crash-loops or
@@ -1586,6 +1623,7 @@ int main(void)
         cmocka_unit_test(test_robust_inputs),
         cmocka_unit_test(test_sorting),
         cmocka_unit_test(test_paused_left_over),
+        cmocka_unit_test(test_paused_by_upgrade_progresses),
         cmocka_unit_test(test_waiting_for_gate),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_label_changed),
