@@ -50,21 +50,7 @@ wait_for 180 up_all_at "$P" "$N" "$OLD"
 DS=$(kc -n "$GPUOP_NS" get ds -l app.kubernetes.io/component=driver -o jsonpath='{.items[0].metadata.name}')
 
 log "a GPU job on each node"
-for ((i = 1; i <= N; i++)); do
-	kc -n "$WL" apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: job-$i, labels: {$JOB: "true"}}
-spec:
-  nodeSelector: {kubernetes.io/hostname: $P-$i}
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: train
-    image: registry.example/train:1
-    resources: {limits: {nvidia.com/gpu: 1}}
-EOF
-done
+for ((i = 1; i <= N; i++)); do up_job "$WL" "job-$i" "$P-$i" "$JOB"; done
 jobs_ready() { [[ $(kc -n "$WL" get pods -o json | jq '[.items[] | select(.status.phase == "Running")] | length') == "$N" ]]; }
 wait_for 60 jobs_ready
 

@@ -15,6 +15,9 @@
 #                             a Deployment of N pods requesting GPUS each on
 #                             the nodes, placed by the scheduler, and a PDB
 #                             (maxUnavailable 1)
+#   up_job NS NAME NODE LABEL a GPU job pod (1 nvidia.com/gpu, restartPolicy
+#                             Never) on NODE, labelled LABEL=true (what
+#                             waitForCompletion.podSelector selects)
 #   up_record NAME            starts the timeline recorder into
 #                             $E2E_TMP/NAME.jsonl, returns once it has
 #                             listed everything
@@ -132,6 +135,22 @@ spec:
 EOF
 	wait_for 120 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $ns get deploy gpu-work -o jsonpath='{.status.readyReplicas}')\" = $n ]"
 	wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $ns get pdb gpu-work -o jsonpath='{.status.disruptionsAllowed}')\" = 1 ]"
+}
+
+up_job() {
+	kc -n "$1" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, labels: {$4: "true"}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $3}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: train
+    image: registry.example/train:1
+    resources: {limits: {nvidia.com/gpu: 1}}
+EOF
 }
 
 up_record() {

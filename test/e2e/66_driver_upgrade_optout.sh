@@ -33,19 +33,7 @@ gpuop_start --leader-elect=false
 wait_for 180 up_all_at "$P" "$N" "$OLD"
 
 log "a GPU job on $F"
-kc -n "$WL" apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: job, labels: {$JOB: "true"}}
-spec:
-  nodeSelector: {kubernetes.io/hostname: $F}
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: train
-    image: registry.example/train:1
-    resources: {limits: {nvidia.com/gpu: 1}}
-EOF
+up_job "$WL" job "$F" "$JOB"
 job_running() { [[ $(kc -n "$WL" get pod job -o jsonpath='{.status.phase}') == Running ]]; }
 wait_for 60 job_running
 
