@@ -105,6 +105,7 @@ static void lx_close(struct lx *x)
 {
     int closed = 0;
     gpuop_ctl_labeler_close(x->l, on_closed, &closed);
+    WAITER_RUN_UNTIL(&x->wait, closed == 1, WAIT_MS); /* gone before the client */
     gpuop_kube_close(x->kube, on_closed, &closed);
     WAITER_RUN_UNTIL(&x->wait, closed == 2, WAIT_MS);
     fakeapi_stop(x->srv);
@@ -244,6 +245,30 @@ static void test_watch_before_answer(void **state)
     lx_close(&x);
 }
 
+/* The same, but the labeler closes (leadership lost, shutdown) before the
+ * answer: the PATCH is cancelled and nothing is touched after the close
+ * (valgrind, ASan). */
+static void test_close_with_patch_in_flight(void **state)
+{
+    (void)state;
+    struct lx x = {0};
+    lx_open(&x);
+    x.hold = true;
+    struct gpuop_policy p;
+    policy(&p);
+    struct gpuop_node *n = cached_node();
+    const struct gpuop_node *nodes[] = {n};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, nodes, 1), 0);
+    WAITER_RUN_UNTIL(&x.wait, x.held != NULL, WAIT_MS);
+    struct gpuop_node *done = node_with(",\"nvidia.com/gpu.deploy.driver\":\"false\"");
+    const struct gpuop_node *now[] = {done};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, now, 1), 0);
+    waiter_run_for(&x.wait, 100);
+    lx_close(&x); /* the held PATCH is never answered */
+    gpuop_node_free(done);
+    gpuop_node_free(n);
+}
+
 /* An API error backs the node off (no PATCH before the first delay); then
  * it is labelled. */
 static void test_error_backs_off(void **state)
@@ -295,8 +320,11 @@ static void test_off_and_stopped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_patch_once),          cmocka_unit_test(test_conflict_decides_again),
-        cmocka_unit_test(test_watch_before_answer), cmocka_unit_test(test_error_backs_off),
+        cmocka_unit_test(test_patch_once),
+        cmocka_unit_test(test_conflict_decides_again),
+        cmocka_unit_test(test_watch_before_answer),
+        cmocka_unit_test(test_close_with_patch_in_flight),
+        cmocka_unit_test(test_error_backs_off),
         cmocka_unit_test(test_off_and_stopped),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
