@@ -92,14 +92,18 @@ static void rec_free(struct rec *r)
 /* A GET in flight is cancelled; a PATCH is not while the labeler runs:
  * it was sent, and the node watch often shows its change (so the node is
  * no longer a candidate) before its answer arrives, which is then still
- * counted and logged. Stopping or closing cancels both. */
+ * counted and logged. Such a record stays in the map, marked dropped,
+ * until its answer (or until stopping or closing cancels it). */
 static void rec_forget(struct ctl_labeler *l, struct rec *r)
 {
+    if (r->req && r->patching && !l->stopped) {
+        r->dropped = true; /* stays in the map (stop finds it) until its answer */
+        return;
+    }
     gpuop_map_del(&l->recs, r->name);
     if (r->req) {
         r->dropped = true;
-        if (!r->patching || l->stopped)
-            gpuop_kube_cancel(r->req); /* its done callback frees it */
+        gpuop_kube_cancel(r->req); /* its done callback frees it */
     } else {
         rec_free(r);
     }
@@ -113,6 +117,8 @@ static bool ended(struct rec *r)
     r->patching = false;
     l->inflight--;
     if (r->dropped) {
+        if (gpuop_map_get(&l->recs, r->name) == r) /* a PATCH let finish */
+            gpuop_map_del(&l->recs, r->name);
         rec_free(r);
         return false;
     }
@@ -354,6 +360,7 @@ int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
             r->l = l;
         }
         r->seen = l->tracks;
+        r->dropped = false; /* wanted again while its PATCH was let finish */
     }
     /* the nodes that no longer want labels: forgotten, with their backoff */
     if (forget_unseen(l) < 0)
