@@ -26,6 +26,7 @@
 #include "gpuop/model.h"
 #include "gpuop/operand.h"
 #include "gpuop/policy.h"
+#include "gpuop/status.h"
 #include "gpuop/upgrade.h"
 
 #define NMAX 16
@@ -940,6 +941,62 @@ static void test_opted_out_mid_upgrade(void **state)
     }
 }
 
+/* status.upgrade.nodes lists the nodes in the upgrade, not every GPU node
+ * still waiting for its first driver pod (a rollout: at 5,000 nodes that
+ * was 5,000 entries in every status write; the findings say why), and at
+ * most GPUOP_STATUS_MAX_NODES of them, the rest counted in nodesOmitted. */
+static void test_status_nodes_capped(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    gpuop_pod_free(w.nodes[0].driver); /* its first driver pod not created yet */
+    w.nodes[0].driver = NULL;
+    w.u.auto_upgrade = false;
+    w.target = 2; /* the other two: upgrade-required, waiting (autoUpgrade off) */
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in xs[NMAX];
+    struct gpuop_upgrade_plan p;
+    build_in(&w, &in, xs);
+    assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
+    json_t *st = json_object();
+    assert_int_equal(gpuop_upgrade_status_add(st, &p, &in), 0);
+    json_t *nodes = json_object_get(json_object_get(st, "upgrade"), "nodes");
+    assert_int_equal(json_array_size(nodes), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(nodes, 0), "name")),
+                        "gpu-01");
+    json_decref(st);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+
+    /* more waiting nodes than the cap */
+    enum { MANY = GPUOP_STATUS_MAX_NODES + 7 };
+    struct gpuop_node *ns = calloc(MANY, sizeof(*ns));
+    struct gpuop_upgrade_node_in *xin = calloc(MANY, sizeof(*xin));
+    struct gpuop_upgrade_node_out *outs = calloc(MANY, sizeof(*outs));
+    char(*names)[16] = calloc(MANY, sizeof(*names));
+    assert_true(ns && xin && outs && names);
+    for (size_t i = 0; i < MANY; i++) {
+        snprintf(names[i], sizeof(names[i]), "n-%03zu", i);
+        ns[i].name = names[i];
+        xin[i].node = &ns[i];
+        outs[i].in = i;
+        outs[i].state = outs[i].next = GPUOP_US_REQUIRED;
+    }
+    struct gpuop_upgrade_in many = {.policy = &w.u, .nodes = xin, .n = MANY};
+    struct gpuop_upgrade_plan mp = {.nodes = outs, .n = MANY, .failed = SIZE_MAX};
+    st = json_object();
+    assert_int_equal(gpuop_upgrade_status_add(st, &mp, &many), 0);
+    json_t *up = json_object_get(st, "upgrade");
+    assert_int_equal(json_array_size(json_object_get(up, "nodes")), GPUOP_STATUS_MAX_NODES);
+    assert_int_equal(json_integer_value(json_object_get(up, "nodesOmitted")), 7);
+    json_decref(st);
+    free(ns);
+    free(xin);
+    free(outs);
+    free(names);
+}
+
 /* A stale upgrade-done (or upgrade-required) label is read, not trusted:
  * the driver pod's generation decides. An in-progress label without
  * gpuop's since annotation (another operator's) is recomputed too. */
@@ -1073,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_auto_upgrade_off),
         cmocka_unit_test(test_gpu_pod_detection),
         cmocka_unit_test(test_opted_out_mid_upgrade),
+        cmocka_unit_test(test_status_nodes_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
