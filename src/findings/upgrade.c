@@ -841,10 +841,18 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
         snprintf(g, sizeof(g), "%u", plan->gens[i].gen);
         oom |= json_object_set_new(gens, g, json_integer((json_int_t)plan->gens[i].n));
     }
+    size_t listed = 0, omitted = 0;
     for (size_t i = 0; !oom && i < plan->n; i++) {
         const struct gpuop_upgrade_node_out *o = &plan->nodes[i];
-        if (o->next == GPUOP_US_DONE)
+        /* done, or no driver pod yet (a rollout, not an upgrade: the
+           findings say why): not listed; the rest up to the cap */
+        if (o->next == GPUOP_US_DONE || o->next == GPUOP_US_NONE)
             continue;
+        if (listed == GPUOP_STATUS_MAX_NODES) {
+            omitted++;
+            continue;
+        }
+        listed++;
         const char *st = gpuop_upgrade_state_name(o->next);
         json_t *e =
             json_pack("{s:s, s:s}", "name", in->nodes[o->in].node->name, "state", st ? st : "none");
@@ -866,6 +874,8 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
         oom |= json_object_set(up, "counts", counts) || json_object_set(up, "versions", gens);
         if (json_array_size(nodes))
             oom |= json_object_set(up, "nodes", nodes);
+        if (omitted)
+            oom |= json_object_set_new(up, "nodesOmitted", json_integer((json_int_t)omitted));
         if (json_array_size(next))
             oom |= json_object_set(up, "next", next);
     }
