@@ -413,6 +413,10 @@ static void upgrade_text(FILE *out, json_t *up, const struct gpuop_report_opts *
                     : "?",
                 since ? " since " : "", since ? since : "", w ? ", " : "", w ? w : "");
     }
+    json_int_t omitted = json_integer_value(json_object_get(up, "nodesOmitted"));
+    if (omitted > 0)
+        fprintf(out, "  and %" JSON_INTEGER_FORMAT " more node%s in the upgrade\n", omitted,
+                omitted == 1 ? "" : "s");
     json_t *next = json_object_get(up, "next");
     if (json_array_size(next)) {
         fprintf(out, "  next:");

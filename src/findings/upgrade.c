@@ -580,10 +580,9 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         break;
     case GPUOP_US_UNCORDON: {
         /* a node that left the upgrade loses the state label too */
-        int after = !wanted(c->in, x) ? GPUOP_US_NONE
-                    : in_sync(x)      ? GPUOP_US_DONE
-                                      : GPUOP_US_REQUIRED;
-        if (!wanted(c->in, x))
+        bool left = !wanted(c->in, x);
+        int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
+        if (left)
             say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
                     "gpuop's pause and cordon");
         if (u->paused)

@@ -180,6 +180,30 @@ static void test_clean_and_empty(void **state)
     fx_world_free(&w);
 }
 
+/* status.upgrade in the text: the listed nodes with what they wait for,
+ * and how many more the status left out (nodesOmitted). */
+static void test_upgrade_text(void **state)
+{
+    (void)state;
+    struct fx_world w;
+    fx_world_init(&w, 0, 0);
+    fx_add_node(&w, "gpu-a", FX_ALL);
+    fx_run(&w, "gpu-a", FX_ALL);
+    fx_analyze(&w);
+    json_t *up = json_pack("{s:i, s:s, s:{s:i}, s:{s:i}, s:[{s:s, s:s, s:s}], s:i}", "revision", 2,
+                           "version", "595.91.07", "counts", "upgrade-required", 4, "versions", "1",
+                           4, "nodes", "name", "gpu-a", "state", "upgrade-required", "waitingFor",
+                           "waiting for a free slot", "nodesOmitted", 3);
+    assert_non_null(up);
+    struct gpuop_report_opts o = {.upgrade = up, .now = T0};
+    char *t = text(&w, &o);
+    assert_non_null(strstr(t, "gpu-a: upgrade-required, waiting for a free slot\n"));
+    assert_non_null(strstr(t, "  and 3 more nodes in the upgrade\n"));
+    free(t);
+    json_decref(up);
+    fx_world_free(&w);
+}
+
 static void test_json(void **state)
 {
     struct fx_world w;
@@ -301,9 +325,10 @@ static void test_gpus_violations_held(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_matrix),     cmocka_unit_test(test_text_grouping),
-        cmocka_unit_test(test_clean_and_empty), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_symbols),         cmocka_unit_test(test_gpus_violations_held),
+        cmocka_unit_test(test_text_matrix),          cmocka_unit_test(test_text_grouping),
+        cmocka_unit_test(test_clean_and_empty),      cmocka_unit_test(test_json),
+        cmocka_unit_test(test_upgrade_text),         cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_gpus_violations_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
