@@ -11,8 +11,8 @@ bin=$1 version=$2 policy=$3
 
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
-! readelf -lW "$bin" | grep -q 'Requesting program interpreter' || fail "$bin has a program interpreter"
-! readelf -dW "$bin" | grep -q '(NEEDED)' || fail "$bin needs shared libraries: $(readelf -dW "$bin" | grep NEEDED)"
+! grep -q 'Requesting program interpreter' <<<"$(readelf -lW "$bin")" || fail "$bin has a program interpreter"
+! grep -qF '(NEEDED)' <<<"$(readelf -dW "$bin")" || fail "$bin needs shared libraries: $(readelf -dW "$bin" | grep NEEDED)"
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 strip -o "$root/stripped" "$bin"
@@ -32,8 +32,8 @@ else
 fi
 
 out=$(inroot /gpuop version) || fail "gpuop version failed in an empty root ($how)"
-printf '%s\n' "$out" | head -1 | grep -q "^gpuop $version\b" || fail "gpuop version said: $out"
-echo "ok: gpuop version in an empty root ($how): $(printf '%s' "$out" | head -1)"
+grep -q "^gpuop $version\b" <<<"${out%%$'\n'*}" || fail "gpuop version said: $out"
+echo "ok: gpuop version in an empty root ($how): ${out%%$'\n'*}"
 
 inroot /gpuop render -f /policy.yaml --os ubuntu24.04 --strict >"$root/ds.yaml" || fail "gpuop render failed in an empty root"
 n=$(grep -c '^kind: DaemonSet' "$root/ds.yaml" || true)

@@ -63,7 +63,7 @@ wait_for 30 bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gp
 assert_eq "$before" "$(untouched)" "the other five DaemonSets untouched"
 dp=$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o json)
 assert_eq "" "$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "NVIDIA_DRIVER_ROOT") | .value' <<<"$dp")" "no policy-wide driver root"
-jq -r '.spec.template.spec.containers[0].command[2]' <<<"$dp" | grep -qF '. /run/nvidia/validations/driver-ready' ||
+grep -qF '. /run/nvidia/validations/driver-ready' <<<"$(jq -r '.spec.template.spec.containers[0].command[2]' <<<"$dp")" ||
 	fail "the device plugin does not take the node's driver root from driver-ready"
 assert_eq "5" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "five DaemonSets left"
 

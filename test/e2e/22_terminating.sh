@@ -80,7 +80,7 @@ release
 HELD_POD=
 wait_for 60 bash -c "[ -z \"\$(kc -n $GPUOP_NS get pods -l app.kubernetes.io/component=container-toolkit --field-selector spec.nodeName=$N -o name)\" ]"
 wait_for 60 bash -c "[ \"\$(finding $N container-toolkit reason)\" = LabelAbsent ]"
-wait_for 60 bash -c "reasons_on $N | grep -q device-plugin/DevicePluginWithoutToolkit"
+wait_for 60 bash -c "grep -q device-plugin/DevicePluginWithoutToolkit <<<\"\$(reasons_on $N)\""
 
 kc delete gpupolicy "$POLICY" --wait=true >/dev/null
 gpuop_stop

@@ -26,7 +26,7 @@ reasons_on() {
 	kc get gpupolicy "$POLICY" -o json |
 		jq -r --arg n "$1" '[.status.nodes[]? | select(.name == $n) | .findings[] | "\(.operand)/\(.reason)"] | sort | join(" ")'
 }
-has() { reasons_on "$1" | grep -qw "$2"; }
+has() { grep -qw "$2" <<<"$(reasons_on "$1")"; }
 export -f reasons_on has kc
 export POLICY
 

@@ -76,7 +76,7 @@ grep -q 'bad --request-timeout' <<<"$OUT" || fail "bad --request-timeout message
 log "-o wide: PODS and TAINTS"
 KUBECONFIG=$LAB_DIR/kubeconfig run_check -o wide --color never
 grep -q 'PODS  TAINTS$' <<<"$OUT" || fail "no PODS/TAINTS header: $OUT"
-grep "^$N " <<<"$OUT" | grep -Eq '0/0 +gpuop-e2e=yes:NoSchedule$' || fail "wide row of $N: $OUT"
+grep -Eq "^$N .*0/0 +gpuop-e2e=yes:NoSchedule\$" <<<"$OUT" || fail "wide row of $N: $OUT"
 KUBECONFIG=$LAB_DIR/kubeconfig run_check --color never
 grep -q 'TAINTS' <<<"$OUT" && fail "TAINTS without -o wide: $OUT"
 

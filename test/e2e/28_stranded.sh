@@ -34,7 +34,7 @@ chain_policy "$POLICY"
 
 node_json() { kc get gpupolicy "$POLICY" -o json | jq -c --arg n "$1" '.status.nodes[]? | select(.name == $n)'; }
 reasons_on() { node_json "$1" | jq -r '[.findings[] | "\(.operand)/\(.reason)"] | sort | join(" ")'; }
-has() { reasons_on "$1" | grep -qw "$2"; }
+has() { grep -qw "$2" <<<"$(reasons_on "$1")"; }
 stranded_on() { node_json "$1" | jq -c '.strandedPods // empty'; }
 export -f node_json reasons_on has stranded_on kc
 export POLICY
@@ -77,7 +77,7 @@ kc label node "$G" nvidia.com/gpu.deploy.container-toolkit=true >/dev/null
 wait_for 90 bash -c "! has $G device-plugin/DevicePluginWithoutToolkit"
 assert_eq "" "$(stranded_on "$G")" "strandedPods of $G"
 wait_for 30 bash -c "[ \"\$(curl -sf --max-time 5 http://127.0.0.1:$MP/metrics | awk '\$1 == \"gpuop_stranded_gpu_pods\" {print \$2}')\" = 0 ]"
-wait_for 60 bash -c "kc -n default get events --field-selector involvedObject.name=$POLICY,reason=StrandedGpuPodsCleared -o name | grep -q ."
+wait_for 60 bash -c "[[ -n \$(kc -n default get events --field-selector involvedObject.name=$POLICY,reason=StrandedGpuPodsCleared -o name) ]]"
 
 kc -n "$NS" delete pod cuda-job --wait=false >/dev/null
 kc delete gpupolicy "$POLICY" --wait=true >/dev/null

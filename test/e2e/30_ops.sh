@@ -97,7 +97,7 @@ assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P2H/r
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P2H/nope")" "unknown path"
 assert_eq 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$P2M/metrics")" "POST"
 
-ID1=$(sed -n 's/.*became leader as \([^ "]*\).*/\1/p' "$E2E_TMP/r1.log" | head -n 1)
+ID1=$(sed -n 's/.*became leader as \([^ "]*\).*/\1/p' "$E2E_TMP/r1.log" | sed -n 1p)
 assert_eq "$ID1" "$(kc -n "$GPUOP_NS" get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}')" "lease holder"
 assert_eq 1 "$(metric "$P1M" gpuop_leader_is_leader)" "r1 is leader"
 assert_eq 0 "$(metric "$P2M" gpuop_leader_is_leader)" "r2 is follower"
@@ -190,7 +190,7 @@ jq -e -s 'length > 5 and all(.[]; has("ts") and has("level") and has("msg") and 
 ! grep -qF "$TOKEN" "$E2E_TMP/r1.log" "$E2E_TMP/r2.log" || fail "a log contains the token"
 
 log "kill -9 the leader: the follower takes over and reconciles a change"
-ID2=$(jq -r 'select(.msg | startswith("trying to become leader as")) | .msg' "$E2E_TMP/r2.log" | head -n 1 | awk '{print $NF}')
+ID2=$(jq -r 'select(.msg | startswith("trying to become leader as")) | .msg' "$E2E_TMP/r2.log" | sed -n 1p | awk '{print $NF}')
 [[ -n $ID2 ]] || fail "no identity in r2's log"
 kill -KILL "$(pid_of r1)"
 t0=$(date +%s)

@@ -82,7 +82,7 @@ staticbin=$(dirname "$E2E_IMAGE")/gpuop
 
 log "import $ref into the node's containerd"
 ctr images import "$E2E_IMAGE" >/dev/null
-ctr images list --quiet | grep -qxF "$ref" || fail "$ref not in containerd after import"
+grep -qxF "$ref" <<<"$(ctr images list --quiet)" || fail "$ref not in containerd after import"
 
 NS=$(unique gpuop-rn)
 track_ns "$NS"
@@ -179,7 +179,7 @@ kc -n "$NS" logs "$LEADER" >"$E2E_TMP/leader.log"
 grep -q 'started: server https://10.96.0.1:443' "$E2E_TMP/leader.log" ||
 	fail "gpuop did not start against https://10.96.0.1:443 in-cluster: $(head -5 "$E2E_TMP/leader.log")"
 if grep -qi 'insecure' "$E2E_TMP/leader.log"; then
-	fail "gpuop's log mentions insecure TLS: $(grep -i insecure "$E2E_TMP/leader.log" | head -2)"
+	fail "gpuop's log mentions insecure TLS: $(grep -i -m 2 insecure "$E2E_TMP/leader.log")"
 fi
 grep -q 'leading' "$E2E_TMP/leader.log" || fail "the leader's log does not say it leads"
 LEADER_IP=$(jq -r .status.podIP <<<"$spec")
@@ -187,7 +187,7 @@ metrics() { curl -sf --max-time 5 "http://$1:8080/metrics"; }
 m=$(metrics "$LEADER_IP")
 ok=$(awk '/^gpuop_api_requests_total\{.*code="200"/ { s += $NF } END { print s + 0 }' <<<"$m")
 bad=$(awk '/^gpuop_api_requests_total\{.*code="(0|401|403)"/ { s += $NF } END { print s + 0 }' <<<"$m")
-((ok > 0)) || fail "no API request answered 200 (metrics: $(grep gpuop_api_requests_total <<<"$m" | head))"
+((ok > 0)) || fail "no API request answered 200 (metrics: $(grep -m 10 gpuop_api_requests_total <<<"$m"))"
 assert_eq 0 "$bad" "API requests refused or failed (codes 0, 401, 403)"
 assert_eq 1 "$(awk '/^gpuop_leader_is_leader / { print $NF }' <<<"$m")" "leader's gpuop_leader_is_leader"
 

@@ -201,7 +201,7 @@ pod_of() {
 	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
 		| select(.metadata.deletionTimestamp == null)
 		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
-		| .metadata.name' | head -1
+		| .metadata.name' | sed -n 1p
 }
 all_ready() {
 	local n
@@ -238,11 +238,11 @@ all_logs() {
 all_logs >"$E2E_TMP/logs.txt"
 # first_t REGEX: the earliest stand-in time stamp of a log line matching.
 first_t() {
-	grep -E "$1" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | head -1
+	grep -E "$1" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | sed -n 1p
 }
 # start_t POD APPLET: when the stand-in APPLET first started in POD.
 start_t() {
-	grep -E "^$1 [^ ]+ \[$2 t=" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | head -1
+	grep -E "^$1 [^ ]+ \[$2 t=" "$E2E_TMP/logs.txt" | sed -n 's/.* t=\([0-9.]*\)\].*/\1/p' | sort -n | sed -n 1p
 }
 after() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
 
@@ -306,7 +306,7 @@ new_driver() {
 	local p
 	p=$(kc -n "$GPUOP_NS" get pods -o json | jq -r --arg img "$1" '.items[]
 		| select(.metadata.deletionTimestamp == null)
-		| select(any(.spec.containers[]; .image == $img)) | select(.status.phase == "Running") | .metadata.name' | head -1)
+		| select(any(.spec.containers[]; .image == $img)) | select(.status.phase == "Running") | .metadata.name' | sed -n 1p)
 	[[ -n $p ]] && grep -q 'never loads' <<<"$(kc -n "$GPUOP_NS" logs "$p" 2>/dev/null)"
 }
 export -f new_driver

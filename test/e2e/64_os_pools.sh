@@ -99,7 +99,7 @@ wait_for 90 image_is "$R" nvcr.io/nvidia/driver:580.95.05-rhel9
 
 log "a bad version is a condition naming spec.driver.version"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"version":"580!95"}}}' >/dev/null
-wait_for 30 bash -c "kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].message}' | grep -qF spec.driver.version"
+wait_for 30 bash -c "kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].message}' | grep -F spec.driver.version >/dev/null"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"version":"580.95.05"}}}' >/dev/null
 wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
 

@@ -68,7 +68,7 @@ log "seven nodes upgraded in $((SECONDS - t0)) s"
 log "the hand-cordoned node: old driver, still cordoned, listed as waiting"
 up_at "$HAND" "$OLD" || fail "$HAND's driver changed: $(up_driver "$HAND")"
 assert_eq true "$(up_unschedulable "$HAND")" "$HAND stays cordoned"
-waiting() { up_status ".nodes[]? | select(.name == \"$HAND\") | .waitingFor // \"\"" | grep -qi cordon; }
+waiting() { grep -qi cordon <<<"$(up_status ".nodes[]? | select(.name == \"$HAND\") | .waitingFor // \"\"")"; }
 wait_for 30 waiting
 log "status says of $HAND: $(up_status ".nodes[]? | select(.name == \"$HAND\") | .waitingFor")"
 # the status is written at most once a second (docs/controller.md): it may

@@ -132,8 +132,8 @@ others_old
 fail_status() { [[ $(up_status '.failed.node // ""') == "$F" ]]; }
 wait_for 30 fail_status
 assert_eq "$NEW" "$(up_status '.failed.version')" "status.upgrade.failed.version"
-up_status '.failed.reason' | grep -q CrashLoopBackOff || fail "status.upgrade.failed.reason: $(up_status '.failed.reason')"
-up_status ".nodes[]? | select(.name == \"$F\") | .state" | grep -qx upgrade-failed ||
+grep -q CrashLoopBackOff <<<"$(up_status '.failed.reason')" || fail "status.upgrade.failed.reason: $(up_status '.failed.reason')"
+grep -qx upgrade-failed <<<"$(up_status ".nodes[]? | select(.name == \"$F\") | .state")" ||
 	fail "status.upgrade.nodes does not list $F as upgrade-failed: $(up_status '.nodes')"
 events() {
 	kc get events -A -o json | jq -r --arg f "$F" --arg v "$NEW" \

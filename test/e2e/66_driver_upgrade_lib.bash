@@ -172,7 +172,7 @@ up_check() {
 	out=$(python3 "$GPUOP_SRC/test/e2e/upgrade_check.py" "$E2E_TMP/$name.jsonl" \
 		--stats "$E2E_TMP/$name.stats.json" "$@" 2>&1) || rc=$?
 	if ((rc != 0)); then
-		printf '%s\n' "$out" | head -c 20000 >&2
+		printf '%s\n' "${out:0:20000}" >&2
 		fail "the timeline $name breaks the upgrade's invariants (above)"
 	fi
 	log "timeline $name: $(tail -n 1 <<<"$out"); $(jq -c '{nodes_done, node_seconds_mean, node_seconds_max, first_start_to_last_done_s}' "$E2E_TMP/$name.stats.json")"
@@ -201,7 +201,11 @@ up_all_at() {
 up_status() { kc get gpupolicy "$UP_POLICY" -o json | jq -r ".status.upgrade | $1"; }
 
 # up_waiting: what status.upgrade says each node waits for (failure messages)
-up_waiting() { up_status '[.nodes[]? | "\(.name): \(.state): \(.waitingFor)"] | join("; ")' 2>/dev/null | head -c 1500; }
+up_waiting() {
+	local s
+	s=$(up_status '[.nodes[]? | "\(.name): \(.state): \(.waitingFor)"] | join("; ")' 2>/dev/null) || true
+	printf '%s' "${s:0:1500}"
+}
 
 # up_states PREFIX N: "node=state ..." for a failure message
 up_states() {

@@ -76,7 +76,7 @@ assert_eq '|||' "$(marks)" "gpuop's marks on $F after the upgrade"
 assert_eq "" "$(up_driver "$F")" "a driver pod on $F, which is host-provided now"
 assert_eq Running "$(kc -n "$WL" get pod job -o jsonpath='{.status.phase}')" "the job on $F"
 # (the status is written at most once a second: waited for, not read once)
-unlisted() { ! up_status ".nodes[]? | select(.name == \"$F\") | .name" | grep -q .; }
+unlisted() { [[ -z $(up_status ".nodes[]? | select(.name == \"$F\") | .name") ]]; }
 wait_for 30 unlisted
 
 gpuop_uninstall

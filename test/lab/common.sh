@@ -74,7 +74,9 @@ lab_pid() {
 # lab_port_free PORT: true if no TCP socket (listening or connected) uses
 # PORT locally.
 lab_port_free() {
-	! ss -Htan "sport = :$1" 2>/dev/null | grep -q .
+	local used
+	used=$(ss -Htan "sport = :$1" 2>/dev/null) || return 1
+	[[ -z $used ]]
 }
 
 # lab_free_port VAR: sets VAR to a free TCP port below the kernel's ephemeral range
