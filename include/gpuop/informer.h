@@ -79,6 +79,11 @@ struct gpuop_informer_config {
     /* Optional: true when the change makes no difference to the operator
      * (heartbeats); the item is replaced but on_event is not called. */
     bool (*same)(const void *old_item, const void *new_item);
+    /* With same: an update it calls the same keeps the cached item and
+     * frees the new one, so a pointer to an item stays valid until an
+     * on_event names its key (for converted items whose same compares
+     * everything they hold: a reader cannot tell the two apart). */
+    bool keep_same;
     /* key: the store key: "name" for cluster-scoped objects and for an
      * informer of one namespace (res.ns set), else "namespace/name";
      * old_item NULL on add, new_item NULL on delete; all
@@ -99,7 +104,8 @@ struct gpuop_informer_stats {
 
 /* cfg strings are copied. *out is new; close with gpuop_informer_close.
  * GPUOP_EINVAL without res.resource, with a res.name, with scratch but no
- * convert, or with unread paths beyond their limits. */
+ * convert, with keep_same but no same, or with unread paths beyond their
+ * limits. */
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);

@@ -212,6 +212,13 @@ static void commit(struct gpuop_informer *inf, struct staged *st)
         return;
     const char *skey = gpuop_map_key(&inf->store, st->key);
     void *item = st->item, *old = NULL;
+    if (!st->added && inf->cfg.keep_same) {
+        old = gpuop_map_get(&inf->store, st->key);
+        if (old && inf->cfg.same(old, item)) {
+            free_item(inf, item); /* the cached item stays: nothing changed */
+            return;
+        }
+    }
     gpuop_map_put(&inf->store, st->key, item, &old); /* a replace: cannot fail */
     if (st->added) {
         if (inf->cfg.on_event)
@@ -651,6 +658,8 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_EINVAL; /* a collection */
     if (cfg->scratch && !cfg->convert)
         return GPUOP_EINVAL; /* the items would be trees in the scratch region */
+    if (cfg->keep_same && !cfg->same)
+        return GPUOP_EINVAL; /* nothing says what is the same */
     struct gpuop_informer *inf = calloc(1, sizeof(*inf));
     if (!inf)
         return GPUOP_ENOMEM;

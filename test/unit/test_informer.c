@@ -114,6 +114,7 @@ struct fx {
     bool inf_closed, kube_closed;
     const char *close_on_key; /* close the informer from on_event */
     bool use_same;
+    bool keep_same; /* the config's keep_same */
     const char *selector;
     struct gpuop_kube_ref res; /* the collection; resource NULL: nodes */
     size_t max_line;           /* 0: the informer's default */
@@ -235,6 +236,7 @@ static void start(struct fx *f, route_fn route)
         .scratch = f->scratch,
         .unread = f->unread,
         .same = f->use_same ? same : NULL,
+        .keep_same = f->keep_same,
         .on_event = on_event,
         .on_synced = on_synced,
         .arg = f,
@@ -1164,6 +1166,39 @@ static void test_same_and_convert(void **state)
     assert_int_equal(stats(f).restarts, 0);
 }
 
+/* keep_same: an update the same op calls the same keeps the cached item
+ * (a pointer to it stays valid: the incremental analysis borrows them);
+ * one that differs replaces it and says so. */
+static void test_keep_same(void **state)
+{
+    struct fx *f = *state;
+    f->use_same = f->keep_same = true;
+    start(f, route_same);
+    RUN_UNTIL(f, gpuop_informer_synced(f->inf), WAIT_MS);
+    const struct item *a1 = get(f, "a"), *b1 = get(f, "b");
+    int b_hb = b1->hb;
+    RUN_UNTIL(f, !strcmp(rv(f), "16"), WAIT_MS);
+    assert_string_equal(f->log, "A:a=1 A:b=1 | M:a=1>2 A:c=1 ");
+    assert_int_not_equal(b_hb, 9);
+    assert_int_equal(get(f, "b")->hb, b_hb); /* the kept one, not the heartbeat's 9 */
+    assert_ptr_equal(get(f, "b"), b1);
+    assert_ptr_not_equal(get(f, "a"), a1); /* a=2 replaced it, with an event */
+    assert_int_equal(live_items, 3);
+}
+
+static void test_keep_same_needs_same(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_informer_config cfg = {
+        .name = "nodes",
+        .res = {.group_version = "v1", .resource = "nodes"},
+        .keep_same = true,
+    };
+    struct gpuop_informer *inf = NULL;
+    assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+    assert_null(inf);
+}
+
 /* ---- close ---- */
 
 static void tick_modified(struct fakeapi_conn *c, void *arg)
@@ -1329,6 +1364,8 @@ int main(void)
         T(test_malformed_line),
         T(test_line_too_long),
         T(test_same_and_convert),
+        T(test_keep_same),
+        T(test_keep_same_needs_same),
         T(test_close_in_flight),
         T(test_close_from_on_event),
         T(test_close_from_on_event_in_list),
