@@ -242,6 +242,14 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
  * the nodes, no allocation. */
 void gpuop_analysis_age(struct gpuop_findings *f, long long now);
 
+/* Is a (say, a set kept up to date by gpuop_analysis_update and aged to
+ * now) the same as b (a full pass at now, with the same stranded pods)?
+ * Compares every count, operand, node result and finding with its detail
+ * and message; on the first difference writes it into why (size bytes)
+ * and returns false. */
+bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_findings *b, char *why,
+                         size_t size);
+
 /* Updates have left enough of f's names unused (removed nodes, re-judged
  * details) that a full pass would give memory back. */
 bool gpuop_analysis_wants_full(const struct gpuop_findings *f);
@@ -277,6 +285,12 @@ int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size);
  * left as they were. Returns 0, or GPUOP_ENOMEM with the refs forgotten and
  * the nodes kept (f still diffs correctly). */
 int gpuop_findings_keep_keys(struct gpuop_findings *f);
+
+/* The same reduction as a copy: *dst (new: gpuop_findings_free) holds what
+ * gpuop_findings_keep_keys would leave of src (borrowed, unchanged), for a
+ * set that is kept and updated while a copy is diffed against. Returns 0
+ * or GPUOP_ENOMEM (*dst is then empty). */
+int gpuop_findings_copy_keys(const struct gpuop_findings *src, struct gpuop_findings *dst);
 
 /* Writes finding x's detail into buf (NUL-terminated, truncated to size):
  * "key=value:Effect" of an untolerated taint, a deploy label's value, the

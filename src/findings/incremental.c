@@ -14,6 +14,7 @@
  * it). The full pass is the reference: test_incremental compares the two
  * after every one of thousands of random events.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,4 +216,93 @@ void gpuop_analysis_age(struct gpuop_findings *f, long long now)
 bool gpuop_analysis_wants_full(const struct gpuop_findings *f)
 {
     return f->inc.waste > WASTE_FLOOR_BYTES && f->inc.waste > f->names.total / 2;
+}
+
+/* ---- the comparison: an updated set against a full pass ---- */
+
+#define SAME(what, x, y)                                                                           \
+    do {                                                                                           \
+        if ((long long)(x) != (long long)(y)) {                                                    \
+            snprintf(why, size, "%s: %lld != %lld", what, (long long)(x), (long long)(y));         \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const char *str(const char *s)
+{
+    return s ? s : "(null)";
+}
+
+#define SAME_STR(what, x, y)                                                                       \
+    do {                                                                                           \
+        if (strcmp(str(x), str(y))) {                                                              \
+            snprintf(why, size, "%s: \"%s\" != \"%s\"", what, str(x), str(y));                     \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_findings *b, char *why,
+                         size_t size)
+{
+    char ma[GPUOP_FINDING_MESSAGE_MAX], mb[GPUOP_FINDING_MESSAGE_MAX], what[96];
+    SAME("nnodes", a->nnodes, b->nnodes);
+    SAME("nitems", a->nitems, b->nitems);
+    SAME("noperands", a->noperands, b->noperands);
+    SAME("gpu_nodes", a->gpu_nodes, b->gpu_nodes);
+    SAME("complete_nodes", a->complete_nodes, b->complete_nodes);
+    SAME("violations", a->violations, b->violations);
+    SAME("finding_nodes", a->finding_nodes, b->finding_nodes);
+    SAME("progressing_nodes", a->progressing_nodes, b->progressing_nodes);
+    SAME("advertised_gpus", a->advertised_gpus, b->advertised_gpus);
+    SAME("stranded_pods", a->stranded_pods, b->stranded_pods);
+    SAME("next_change", a->next_change, b->next_change);
+    SAME("terminating_grace_s", a->terminating_grace_s, b->terminating_grace_s);
+    for (int k = 0; k < GPUOP_KIND_COUNT; k++)
+        SAME(gpuop_kind_name(k), a->by_kind[k], b->by_kind[k]);
+    for (int k = 0; k < GPUOP_REASON_COUNT; k++)
+        SAME(gpuop_reason_get(k)->name, a->by_reason[k], b->by_reason[k]);
+    for (int o = 0; o < a->noperands; o++) {
+        const struct gpuop_operand_result *x = &a->operands[o], *y = &b->operands[o];
+        snprintf(what, sizeof(what), "operand %s", gpuop_operand_get(o)->name);
+        SAME(what, x->enabled, y->enabled);
+        SAME(what, x->ds_present, y->ds_present);
+        SAME(what, x->expected_nodes, y->expected_nodes);
+        SAME(what, x->running_nodes, y->running_nodes);
+        SAME(what, x->desired, y->desired);
+        SAME(what, x->ready, y->ready);
+        SAME_STR(what, x->controller_says, y->controller_says);
+        SAME_STR(what, x->daemonsets, y->daemonsets);
+    }
+    for (size_t i = 0; i < a->nnodes; i++) {
+        const struct gpuop_node_result *x = &a->nodes[i], *y = &b->nodes[i];
+        SAME_STR("node name", x->name, y->name);
+        snprintf(what, sizeof(what), "node %s", y->name);
+        SAME(what, x->gpu, y->gpu);
+        SAME(what, x->progressing, y->progressing);
+        SAME(what, x->idle_s, y->idle_s);
+        SAME(what, x->upgrade, y->upgrade);
+        SAME(what, x->host_provided, y->host_provided);
+        SAME(what, x->first, y->first);
+        SAME(what, x->nfindings, y->nfindings);
+        SAME(what, memcmp(x->cell, y->cell, sizeof(x->cell)), 0);
+        SAME(what, memcmp(&x->gpus, &y->gpus, sizeof(x->gpus)), 0);
+    }
+    for (size_t i = 0; i < a->nitems; i++) {
+        const struct gpuop_finding *x = &a->items[i], *y = &b->items[i];
+        snprintf(what, sizeof(what), "finding %zu (%s %s)", i, gpuop_finding_node(b, y),
+                 gpuop_reason_get(y->reason)->name);
+        SAME(what, x->node, y->node);
+        SAME(what, x->operand, y->operand);
+        SAME(what, x->kind, y->kind);
+        SAME(what, x->reason, y->reason);
+        SAME(what, x->prereq, y->prereq);
+        SAME(what, gpuop_finding_since(x), gpuop_finding_since(y));
+        gpuop_finding_detail(x, ma, sizeof(ma));
+        gpuop_finding_detail(y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+        gpuop_finding_message(a, x, ma, sizeof(ma));
+        gpuop_finding_message(b, y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+    }
+    return true;
 }
