@@ -50,6 +50,9 @@ struct gpuop_caches_config {
     /* Something changed (key of the object); borrowed strings. deleted:
      * the object is going (it is still in the cache during the call). */
     void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted);
+    /* Optional: node's object, or one of the pods on it (gpuop_pod.node),
+     * changed; called before on_change. node borrowed, for the call. */
+    void (*on_node)(void *arg, const char *node);
     /* All four informers have listed once. */
     void (*on_synced)(void *arg);
     void *arg;
@@ -96,6 +99,21 @@ uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w);
 bool gpuop_caches_sa_present(const struct gpuop_caches *w);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */
 const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name);
+
+/* The cached Node of that name (borrowed: valid until on_node names it),
+ * or NULL. */
+const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const char *name);
+/* Keeps (on) or drops the index of pods by node that gpuop_caches_node_pods
+ * reads; building it walks the pods once. 0, or GPUOP_ENOMEM / GPUOP_ETOOBIG
+ * when a pod could not be indexed (node_pods then refuses until it is
+ * built again). */
+int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
+/* The operand pods whose node (gpuop_pod.node) is node: *pods (borrowed
+ * array of borrowed pods, valid until the pod cache changes) holds *n.
+ * 0, or GPUOP_EINVAL when the index is not kept or not whole (a full view
+ * is needed). */
+int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
+                           const struct gpuop_pod *const **pods, size_t *n);
 
 int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v);
 void gpuop_caches_view_free(struct gpuop_caches_view *v);

@@ -9,6 +9,13 @@
  * The Warning Events of DaemonSets are kept as "<reason>: <message>" with
  * the DaemonSet's name and the Event's time; the view lends each DaemonSet
  * the newest one while it has fewer pods scheduled than desired.
+ *
+ * Nodes, pods and DaemonSets keep their cached item when an update is the
+ * same (keep_same), so a pointer into the caches stays valid until a
+ * change names its key; while asked (gpuop_caches_index_pods) the pods are
+ * also indexed by node (nodepods.c), and on_node names each node whose
+ * object or pods changed: what the controller's per-node update of the
+ * findings reads.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,10 +27,15 @@
 #include "gpuop/pool.h"
 #include "gpuop/caches.h"
 
+#include "nodepods_int.h"
+
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
     struct gpuop_caches_config cfg;
     uint64_t spec_changes; /* gpuop_caches_spec_changes */
+    struct gpuop_nodepods pods_by_node;
+    bool indexed;     /* pods_by_node is kept */
+    bool index_whole; /* and holds every pod with a node (no overflow since built) */
     char *ns;
     int nsynced;
     int open;
@@ -230,11 +242,33 @@ static bool spec_change(enum gpuop_caches_kind kind, const void *old_item, const
     }
 }
 
+/* A pod changed: the index follows, and its node(s) are named. */
+static void pod_moved(struct gpuop_caches *w, const struct gpuop_pod *old,
+                      const struct gpuop_pod *p)
+{
+    if (w->indexed) {
+        if (old)
+            gpuop_nodepods_del(&w->pods_by_node, old);
+        if (p && gpuop_nodepods_add(&w->pods_by_node, p) < 0)
+            w->index_whole = false;
+    }
+    if (!w->cfg.on_node)
+        return;
+    if (old && old->node)
+        w->cfg.on_node(w->cfg.arg, old->node);
+    if (p && p->node && !(old && old->node && strcmp(old->node, p->node) == 0))
+        w->cfg.on_node(w->cfg.arg, p->node);
+}
+
 static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
 {
     struct tramp *t = arg;
     if (spec_change(t->kind, old_item, new_item))
         t->w->spec_changes++;
+    if (t->kind == GPUOP_CACHES_POD)
+        pod_moved(t->w, old_item, new_item);
+    else if (t->kind == GPUOP_CACHES_NODE && t->w->cfg.on_node)
+        t->w->cfg.on_node(t->w->cfg.arg, key);
     if (t->w->cfg.on_change)
         t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
 }
@@ -269,6 +303,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_ENOMEM;
     }
     w->cfg.namespace = w->ns;
+    gpuop_nodepods_init(&w->pods_by_node);
 
     const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
     struct gpuop_informer_config ic[GPUOP_CACHES_KINDS] = {
@@ -281,7 +316,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                                .convert = node_convert,
                                .scratch = true,
                                .free_item = node_free,
-                               .same = node_same},
+                               .same = node_same,
+                               .keep_same = true},
         [GPUOP_CACHES_DS] = {.name = "daemonsets",
                              .res = {.group_version = "apps/v1",
                                      .ns = w->ns,
@@ -290,7 +326,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                              .convert = ds_convert,
                              .scratch = true,
                              .free_item = ds_free,
-                             .same = ds_same},
+                             .same = ds_same,
+                             .keep_same = true},
         [GPUOP_CACHES_POD] = {.name = "pods",
                               .res = {.group_version = "v1", .ns = w->ns, .resource = "pods"},
                               .label_selector = sel,
@@ -298,7 +335,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                               .unread = gpuop_pod_unread(),
                               .scratch = true,
                               .free_item = pod_free,
-                              .same = pod_same},
+                              .same = pod_same,
+                              .keep_same = true},
         [GPUOP_CACHES_SA] = {.name = "serviceaccounts",
                              .res = {.group_version = "v1",
                                      .ns = w->ns,
@@ -399,6 +437,38 @@ const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, cons
     return gpuop_informer_get(w->inf[GPUOP_CACHES_DS], name); /* one namespace: keyed by name */
 }
 
+int gpuop_caches_index_pods(struct gpuop_caches *w, bool on)
+{
+    if (on == w->indexed)
+        return 0;
+    gpuop_nodepods_free(&w->pods_by_node);
+    w->indexed = w->index_whole = on;
+    if (!on)
+        return 0;
+    size_t it = 0;
+    void *v;
+    while (gpuop_informer_next(w->inf[GPUOP_CACHES_POD], &it, NULL, &v))
+        if (gpuop_nodepods_add(&w->pods_by_node, v) < 0)
+            w->index_whole = false;
+    return w->index_whole ? 0 : GPUOP_ETOOBIG;
+}
+
+const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const char *name)
+{
+    return gpuop_informer_get(w->inf[GPUOP_CACHES_NODE], name);
+}
+
+int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
+                           const struct gpuop_pod *const **pods, size_t *n)
+{
+    *pods = NULL;
+    *n = 0;
+    if (!w->indexed || !w->index_whole)
+        return GPUOP_EINVAL;
+    *pods = gpuop_nodepods_get(&w->pods_by_node, node, n);
+    return 0;
+}
+
 static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)
 {
     size_t len = gpuop_informer_len(inf);
@@ -453,6 +523,7 @@ static void informer_closed(void *arg)
     void (*cb)(void *) = w->close_cb;
     void *carg = w->close_arg;
     free(w->ns);
+    gpuop_nodepods_free(&w->pods_by_node);
     free((struct caches_alloc *)w);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */
     if (cb)
@@ -465,6 +536,7 @@ void gpuop_caches_close(struct gpuop_caches *w, void (*cb)(void *), void *arg)
     w->close_arg = arg;
     w->open = GPUOP_CACHES_KINDS;
     w->cfg.on_change = NULL;
+    w->cfg.on_node = NULL;
     w->cfg.on_synced = NULL;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++)
         gpuop_informer_close(w->inf[k], informer_closed, w);
