@@ -29,9 +29,22 @@
 typedef void (*gpuop_controller_reconciled_cb)(void *arg, const char *key, bool ok, double seconds,
                                                double latency);
 
+/* How a reconcile gets its findings (controller keep.c). */
+enum gpuop_analysis_mode {
+    GPUOP_ANALYSIS_AUTO,        /* per-node updates from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes */
+    GPUOP_ANALYSIS_FULL,        /* a full pass every reconcile */
+    GPUOP_ANALYSIS_INCREMENTAL, /* per-node updates at any size */
+    GPUOP_ANALYSIS_VERIFY,      /* the updates, then a full pass compared with them */
+};
+/* auto keeps the findings (and the pods' index by node) between
+ * reconciles from this many nodes: below, a full pass costs less than the
+ * memory they hold (docs/benchmarks.md). */
+#define GPUOP_ANALYSIS_KEEP_MIN_NODES 2000
+
 struct gpuop_controller_config {
-    const char *namespace;                        /* where the operand DaemonSets live */
-    bool leader;                                  /* false while not the leader: observe only */
+    const char *namespace; /* where the operand DaemonSets live */
+    bool leader;           /* false while not the leader: observe only */
+    enum gpuop_analysis_mode analysis;
     gpuop_controller_reconciled_cb on_reconciled; /* optional */
     void *arg;
 };
@@ -55,15 +68,18 @@ struct gpuop_controller_summary {
 struct gpuop_controller_stats {
     uint64_t reconciles;
     uint64_t reconcile_errors;
-    uint64_t applies;        /* DaemonSet server-side applies sent */
-    uint64_t apply_stages;   /* apply stages run in full (every body rendered and hashed);
-                                the other reconciles of the active policy reused the
-                                last one's verdicts, nothing having changed */
-    uint64_t deletes;        /* DaemonSet deletes sent */
-    uint64_t status_writes;  /* status patches sent */
-    uint64_t events;         /* Events posted (queued to be posted) */
-    uint64_t events_dropped; /* Events dropped: too many waiting to be posted */
-    uint64_t stranded_lists; /* pod LISTs of violating nodes sent (stranded.c) */
+    uint64_t applies;             /* DaemonSet server-side applies sent */
+    uint64_t apply_stages;        /* apply stages run in full (every body rendered and hashed);
+                                     the other reconciles of the active policy reused the
+                                     last one's verdicts, nothing having changed */
+    uint64_t deletes;             /* DaemonSet deletes sent */
+    uint64_t status_writes;       /* status patches sent */
+    uint64_t events;              /* Events posted (queued to be posted) */
+    uint64_t events_dropped;      /* Events dropped: too many waiting to be posted */
+    uint64_t stranded_lists;      /* pod LISTs of violating nodes sent (stranded.c) */
+    uint64_t analysis_fulls;      /* full passes over every node (keep.c) */
+    uint64_t analysis_updates;    /* nodes judged again one by one instead */
+    uint64_t analysis_mismatches; /* --analysis verify: updated sets that differed */
     double last_reconcile_ms;
 };
 

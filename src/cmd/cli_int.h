@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpuop/controller.h"
+
 /* Parses argv and runs the chosen command; returns the process exit code. */
 int gpuop_cli_main(int argc, char **argv);
 
@@ -96,6 +98,7 @@ struct gpuop_run_options {
     uint64_t lease_ms, renew_ms, retry_ms; /* checked together */
     const char *lease_ns;                  /* defaulted to ns */
     const char *lease_name;
+    enum gpuop_analysis_mode analysis; /* --analysis (default auto) */
 };
 
 /* Parses run's argv (argv[0] is "run"; strings borrowed from argv) into o,

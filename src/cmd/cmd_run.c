@@ -279,8 +279,11 @@ static int start(struct run *r, const struct gpuop_run_options *o,
     if (rc < 0)
         return rc;
     gpuop_kube_set_observer(r->kube, on_api_request, r);
-    struct gpuop_controller_config cc = {
-        .namespace = o->ns, .leader = !o->leader_elect, .on_reconciled = on_reconciled, .arg = r};
+    struct gpuop_controller_config cc = {.namespace = o->ns,
+                                         .leader = !o->leader_elect,
+                                         .analysis = o->analysis,
+                                         .on_reconciled = on_reconciled,
+                                         .arg = r};
     rc = gpuop_controller_new(&r->loop, r->kube, &cc, &r->ctrl);
     if (rc < 0)
         return gpuop_err_set(err, rc, NULL, "cannot create the controller: %s", gpuop_strerror(rc));

@@ -35,6 +35,8 @@ enum metric_id {
     M_RECONCILE_SECONDS,
     M_LATENCY,
     M_STATUS_WRITES,
+    M_ANALYSES,
+    M_ANALYSIS_MISMATCHES,
     M_APPLIES,
     M_DELETES,
     M_EVENTS,
@@ -58,6 +60,7 @@ static const char *const L_FINDING[] = {"kind", "reason"};
 static const char *const L_API[] = {"verb", "code"};
 static const char *const L_RESOURCE[] = {"resource"};
 static const char *const L_VERSION[] = {"version"};
+static const char *const L_PASS[] = {"pass"};
 static const char *const L_POLICY[] = {"policy"};
 static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {
     "gpupolicies", "nodes", "daemonsets", "pods", "serviceaccounts", "events"};
@@ -126,6 +129,14 @@ static const struct metric_def METRICS[M_COUNT] = {
                    0, NULL, latency_b, (int)(sizeof(latency_b) / sizeof(latency_b[0]))},
     [M_STATUS_WRITES] = {GPUOP_COUNTER, "gpuop_status_writes_total",
                          "GpuPolicy status writes sent (leader only).", 0, NULL},
+    [M_ANALYSES] = {GPUOP_COUNTER, "gpuop_analyses_total",
+                    "Findings computed: full passes over every node (pass=\"full\") and nodes "
+                    "judged again one by one in the kept findings (pass=\"node\").",
+                    1, L_PASS},
+    [M_ANALYSIS_MISMATCHES] = {GPUOP_COUNTER, "gpuop_analysis_mismatches_total",
+                               "With --analysis verify: node-by-node findings that differed "
+                               "from a full pass (a bug; the full pass's are used).",
+                               0, NULL},
     [M_APPLIES] = {GPUOP_COUNTER, "gpuop_daemonset_applies_total",
                    "Operand DaemonSet server-side applies sent.", 0, NULL},
     [M_DELETES] = {GPUOP_COUNTER, "gpuop_daemonset_deletes_total",
@@ -197,6 +208,10 @@ static void refresh(struct gpuop_run_metrics *m, struct gpuop_controller *ctrl, 
     gpuop_metric_set(m->h[M_EVENTS], NULL, (double)st.events);
     gpuop_metric_set(m->h[M_EVENTS_DROPPED], NULL, (double)st.events_dropped);
     gpuop_metric_set(m->h[M_STRANDED_LISTS], NULL, (double)st.stranded_lists);
+    const char *full[] = {"full"}, *node[] = {"node"};
+    gpuop_metric_set(m->h[M_ANALYSES], full, (double)st.analysis_fulls);
+    gpuop_metric_set(m->h[M_ANALYSES], node, (double)st.analysis_updates);
+    gpuop_metric_set(m->h[M_ANALYSIS_MISMATCHES], NULL, (double)st.analysis_mismatches);
 
     const struct gpuop_caches *w = gpuop_controller_caches(ctrl);
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {

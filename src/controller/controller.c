@@ -220,12 +220,16 @@ static void findings_and_status(struct gpuop_controller *c)
         .apply = c->inactive || !c->leader ? NULL : c->res,
         .sa = c->inactive || !c->leader ? NULL : &c->sa,
     };
-    struct gpuop_findings f = {0};
+    struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
     struct gpuop_caches_view v;
     int rc = gpuop_caches_view(c->caches, &v);
-    if (rc == 0 && !c->inactive)
-        rc = gpuop_analyze(&c->policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
-                           gpuop_clock_wall(), &f);
+    if (rc == 0 && !c->inactive) {
+        size_t nst;
+        const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &nst);
+        rc = gpuop_ctl_keep_analyze(&c->keep, c->caches, c->key, &c->policy, &v, st, nst,
+                                    gpuop_clock_wall(), &fp);
+    }
+    struct gpuop_findings *f = fp;            /* keep.c's, until its release below */
     if (rc == 0 && !c->inactive && c->leader) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
@@ -235,17 +239,17 @@ static void findings_and_status(struct gpuop_controller *c)
     }
     gpuop_caches_view_free(&v);
     if (rc == 0 && !c->inactive && c->leader) { /* who is stranded: the controller lists them */
-        (void)gpuop_ctl_stranded_track(c->stranded, &f, c->events, c->key, uid);
+        (void)gpuop_ctl_stranded_track(c->stranded, f, c->events, c->key, uid);
         size_t ns;
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
-        gpuop_findings_set_stranded(&f, st, ns);
+        gpuop_findings_set_stranded(f, st, ns);
     }
     if (rc == 0 && !c->inactive &&
-        f.next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
+        f->next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
         (void)gpuop_queue_add_after(c->queue, c->key,
-                                    (uint64_t)(f.next_change - gpuop_clock_wall()) * 1000);
+                                    (uint64_t)(f->next_change - gpuop_clock_wall()) * 1000);
     if (rc == 0 && !c->inactive)
-        update_summary(c, &f);
+        update_summary(c, f);
     else if (c->inactive && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
     /* The status: its inputs' digest decides; the document is built only
@@ -254,18 +258,27 @@ static void findings_and_status(struct gpuop_controller *c)
     enum ctl_status_due due = CTL_STATUS_SAME;
     uint64_t digest = 0, wait_ms = 0, now_ms = gpuop_clock_ms();
     if (rc == 0) {
-        digest = gpuop_status_digest(&c->policy, c->inactive ? NULL : &f, &in);
+        digest = gpuop_status_digest(&c->policy, c->inactive ? NULL : f, &in);
         due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
     }
     if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
         (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
     if (due == CTL_STATUS_NOW)
-        status = gpuop_status_build(&c->policy, c->inactive ? NULL : &f,
+        status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
-    if (rc == 0 && !c->inactive && c->leader)
-        gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &f);
+    if (rc == 0 && !c->inactive && c->leader) {
+        /* The Events diff against what they saw last: they take the set,
+         * or a copy of its keys when keep.c keeps it for the next
+         * reconcile (not taken: the next reconcile says it). */
+        struct gpuop_findings seen;
+        if (!c->keep.valid)
+            gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
+        else if (gpuop_findings_copy_keys(f, &seen) == 0)
+            gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &seen);
+    }
     gpuop_ctl_upgrade_release(c->upgrader);
-    gpuop_findings_free(&f);
+    if (!c->inactive) /* an inactive policy's reconcile leaves the active one's set */
+        gpuop_ctl_keep_release(&c->keep);
     struct gpuop_err e;
     if (rc < 0 || (due == CTL_STATUS_NOW && !status)) {
         gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
@@ -362,6 +375,8 @@ static void begin(struct gpuop_controller *c)
         if (strcmp(c->summary.policy, c->key) == 0)
             c->summary.valid = false;
         gpuop_ctl_status_forget(c, c->key);
+        if (strcmp(c->keep.key, c->key) == 0)
+            gpuop_ctl_keep_drop(&c->keep);
         gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
         gpuop_ctl_upgrade_stop(c->upgrader);
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
@@ -438,6 +453,8 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     }
     if (deleted)
         gpuop_ctl_apply_gone(c, kind, key);
+    if (kind != GPUOP_CACHES_NODE && kind != GPUOP_CACHES_POD) /* on_node said those */
+        gpuop_ctl_keep_stale(&c->keep);
     /* An event that moved nothing the apply stage reads (a pod, an Event,
      * a DaemonSet's status: gpuop_caches_spec_changes stayed) changes at
      * most the findings, whose status cannot be written before the write
@@ -464,6 +481,12 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     }
 }
 
+static void on_node(void *arg, const char *node)
+{
+    struct gpuop_controller *c = arg;
+    gpuop_ctl_keep_touch(&c->keep, node);
+}
+
 static void on_synced(void *arg)
 {
     struct gpuop_controller *c = arg;
@@ -486,8 +509,12 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     gpuop_map_init(&c->dirty_since);
     gpuop_map_init(&c->status_recs);
     c->ns = strdup(cfg->namespace);
-    struct gpuop_caches_config wc = {
-        .namespace = cfg->namespace, .on_change = on_change, .on_synced = on_synced, .arg = c};
+    gpuop_ctl_keep_init(&c->keep, cfg->analysis);
+    struct gpuop_caches_config wc = {.namespace = cfg->namespace,
+                                     .on_node = on_node,
+                                     .on_change = on_change,
+                                     .on_synced = on_synced,
+                                     .arg = c};
     int rc = c->ns ? gpuop_caches_new(loop, kube, &wc, &c->caches) : GPUOP_ENOMEM;
     if (rc == 0)
         rc = gpuop_queue_new(loop, on_ready, c, &c->queue);
@@ -546,6 +573,9 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
     out->events = gpuop_events_posted(c->events);
     out->events_dropped = gpuop_events_dropped(c->events);
     out->stranded_lists = gpuop_ctl_stranded_lists(c->stranded);
+    out->analysis_fulls = c->keep.stats.fulls;
+    out->analysis_updates = c->keep.stats.updates;
+    out->analysis_mismatches = c->keep.stats.mismatches;
 }
 
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)
@@ -575,6 +605,7 @@ static void child_closed(void *arg)
     free(c->key);
     free(c->ns);
     gpuop_map_free(&c->dirty_since, free);
+    gpuop_ctl_keep_free(&c->keep);
     gpuop_ctl_status_free(c);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;

@@ -26,6 +26,7 @@
 #include "gpuop/controller.h"
 #include "gpuop/hash.h"
 #include "events_int.h"
+#include "gpuop/analysis.h"
 #include "gpuop/map.h"
 #include "gpuop/ospool.h"
 #include "gpuop/policy.h"
@@ -85,6 +86,19 @@ struct ctl_op {
 };
 
 enum ctl_stage { STAGE_APPLY, STAGE_STATUS, STAGE_DONE };
+
+/* The findings kept between reconciles (keep.c). */
+struct ctl_keep {
+    enum gpuop_analysis_mode mode;
+    struct gpuop_findings f; /* the last reconcile's set; valid: kept for key */
+    bool valid;
+    bool full_due;            /* a change beyond nodes and pods since */
+    char key[254];            /* the policy f was made for */
+    struct gpuop_map touched; /* names of nodes whose object or pods changed since f */
+    struct {
+        uint64_t fulls, updates, mismatches;
+    } stats;
+};
 
 struct gpuop_controller {
     uv_loop_t *loop;
@@ -146,9 +160,10 @@ struct gpuop_controller {
         struct gpuop_apply_result res[GPUOP_OPERAND_MAX];
         struct gpuop_apply_result sa;
     } apply_memo;
-    uint64_t apply_key; /* memo_key of the reconcile in progress */
-    uint64_t spec_seen; /* gpuop_caches_spec_changes at the last cache event (on_change) */
-    struct ctl_op *ops; /* in flight */
+    uint64_t apply_key;   /* memo_key of the reconcile in progress */
+    uint64_t spec_seen;   /* gpuop_caches_spec_changes at the last cache event (on_change) */
+    struct ctl_keep keep; /* the findings between reconciles (keep.c) */
+    struct ctl_op *ops;   /* in flight */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
@@ -179,6 +194,34 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
 void gpuop_ctl_op_end(struct ctl_op *o);
 /* Counts a failure of the reconcile; the first one is kept for the log. */
 void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e);
+
+/* ---- keep.c ---- */
+
+void gpuop_ctl_keep_init(struct ctl_keep *k, enum gpuop_analysis_mode mode);
+/* Node node (borrowed) or one of its pods changed in the caches: the
+ * next reconcile judges it again (or runs a full pass when too many
+ * did). */
+void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node);
+/* Something every node's judgement reads changed (the policy, a
+ * DaemonSet, an Event, a resync): the next reconcile runs a full pass. */
+void gpuop_ctl_keep_stale(struct ctl_keep *k);
+/* The findings of policy key (p, v, st borrowed: the reconcile's policy,
+ * the caches' view, the stranded pods' view with nst entries) at now:
+ * the kept set with the touched nodes judged again, or a full pass (see
+ * keep.c for when). *out is borrowed: valid until the next call,
+ * gpuop_ctl_keep_release or drop; the caches' pod index is kept or
+ * dropped as the mode and size say. 0 or GPUOP_ENOMEM (*out then holds
+ * a partial set: free it with release). */
+int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
+                           const struct gpuop_policy *p, const struct gpuop_caches_view *v,
+                           const struct gpuop_stranded *st, size_t nst, long long now,
+                           struct gpuop_findings **out);
+/* The reconcile is done with the set: kept when it may be updated next
+ * time, else freed. */
+void gpuop_ctl_keep_release(struct ctl_keep *k);
+/* Nothing kept (an inactive policy's reconcile, the policy gone). */
+void gpuop_ctl_keep_drop(struct ctl_keep *k);
+void gpuop_ctl_keep_free(struct ctl_keep *k);
 
 /* ---- apply.c ---- */
 

@@ -12,7 +12,9 @@
  * the list (a GPU node, or one with findings). next_change stays the
  * earliest of the nodes' (a rescan of the tallies only when the node held
  * it). The full pass is the reference: test_incremental compares the two
- * after every one of thousands of random events.
+ * after every one of thousands of random events, with gpuop_findings_same
+ * (below), which the controller's --analysis verify runs after each
+ * reconcile's updates.
  */
 #include <stdio.h>
 #include <stdlib.h>

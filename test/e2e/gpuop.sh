@@ -21,11 +21,15 @@ gpuop_start() {
 	log "gpuop log: $GPUOP_LOG"
 	# No fixed port unless the test names one: another gpuop on this
 	# machine (a developer's, a second lab's) may hold 8080/8081.
-	local ports=()
-	[[ " $* " == *" --metrics-addr"* ]] || ports+=(--metrics-addr 0)
-	[[ " $* " == *" --health-addr"* ]] || ports+=(--health-addr 0)
+	local extra=()
+	[[ " $* " == *" --metrics-addr"* ]] || extra+=(--metrics-addr 0)
+	[[ " $* " == *" --health-addr"* ]] || extra+=(--health-addr 0)
+	# Every reconcile's node-by-node findings are compared with a full pass
+	# (gpuop_stop fails on a difference): each test is also a test of the
+	# incremental analysis on a real cluster's events.
+	[[ " $* " == *" --analysis"* ]] || extra+=(--analysis verify)
 	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
-		"${ports[@]}" "$@" >>"$GPUOP_LOG" 2>&1 &
+		"${extra[@]}" "$@" >>"$GPUOP_LOG" 2>&1 &
 	GPUOP_PID=$!
 }
 
@@ -40,6 +44,9 @@ gpuop_stop() {
 	if [ "$rc" -ne 0 ]; then
 		tail -n 60 "$GPUOP_LOG" >&2
 		fail "gpuop exited with status $rc at shutdown"
+	fi
+	if grep -F 'incremental analysis differs from a full pass' "$GPUOP_LOG" >&2; then
+		fail "gpuop's node-by-node findings differed from a full pass (above)"
 	fi
 }
 

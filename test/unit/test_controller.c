@@ -311,6 +311,13 @@ static int setup(void **state)
     return 0;
 }
 
+static void start_mode(struct fx *f, enum gpuop_analysis_mode mode)
+{
+    struct gpuop_controller_config cc = {.namespace = NS, .leader = true, .analysis = mode};
+    assert_int_equal(gpuop_controller_new(&f->loop, f->k, &cc, &f->c), 0);
+    assert_int_equal(gpuop_controller_start(f->c), 0);
+}
+
 static void start(struct fx *f)
 {
     struct gpuop_controller_config cc = {.namespace = NS, .leader = true};
@@ -992,6 +999,130 @@ static void test_json_hash_streams(void **state)
     assert_true(gpuop_hash_json(NULL) == 0);
 }
 
+/* ---- the findings kept between reconciles (keep.c) ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+enum { KEEP_NODES = 6, KEEP_ROUNDS = 60 };
+
+/* A pod of DaemonSet ds on node: Pending, Running, or Running and Ready;
+ * maybe being deleted. */
+static json_t *pod_on(const char *ds, const char *node, int state, bool deleting)
+{
+    json_t *p = json_pack("{s:s, s:s, s:{s:s, s:[{s:s, s:s}]}, s:{s:s}, s:{s:s}}", "apiVersion",
+                          "v1", "kind", "Pod", "metadata", "namespace", NS, "ownerReferences",
+                          "kind", "DaemonSet", "name", ds, "spec", "nodeName", node, "status",
+                          "phase", state ? "Running" : "Pending");
+    if (state == 2)
+        json_object_set_new(json_object_get(p, "status"), "conditions",
+                            json_pack("[{s:s, s:s}]", "type", "Ready", "status", "True"));
+    if (deleting)
+        json_object_set_new(json_object_get(p, "metadata"), "deletionTimestamp",
+                            json_string("2026-11-29T21:07:40Z"));
+    return p;
+}
+
+/* One random change of a node or a pod of the fake cluster. */
+static void random_change(struct fx *f)
+{
+    static const char *const ds[] = {"gpuop-driver-ubuntu24.04", "gpuop-container-toolkit",
+                                     "gpuop-device-plugin",      "gpuop-gpu-feature-discovery",
+                                     "gpuop-dcgm-exporter",      "gpuop-operator-validator"};
+    char node[16], pod[64];
+    snprintf(node, sizeof(node), "gpu-%u", 1 + rnd(KEEP_NODES));
+    bool node_there = json_object_get(f->store[K_NODE], node) != NULL;
+    if (rnd(5) == 0) { /* the node: comes, changes a label, goes */
+        if (node_there && rnd(4) == 0) {
+            put(f, K_NODE, node, json_deep_copy(json_object_get(f->store[K_NODE], node)),
+                "DELETED");
+            return;
+        }
+        json_t *n = os_node(node, "ubuntu", "24.04", NULL);
+        json_t *labels = json_object_get(json_object_get(n, "metadata"), "labels");
+        if (rnd(3) == 0)
+            json_object_set_new(labels, "nvidia.com/gpu.deploy.device-plugin",
+                                json_string(rnd(2) ? "false" : "true"));
+        if (rnd(4) == 0)
+            json_object_set_new(labels, "nvidia.com/gpu.present", json_string("false"));
+        put(f, K_NODE, node, n, node_there ? "MODIFIED" : "ADDED");
+        return;
+    }
+    const char *d = ds[rnd(6)];
+    snprintf(pod, sizeof(pod), "%s-%s", d + strlen("gpuop-"), node);
+    bool pod_there = json_object_get(f->store[K_POD], pod) != NULL;
+    if (pod_there && rnd(4) == 0) {
+        put(f, K_POD, pod, json_deep_copy(json_object_get(f->store[K_POD], pod)), "DELETED");
+        return;
+    }
+    put(f, K_POD, pod, pod_on(d, node, (int)rnd(3), rnd(8) == 0), pod_there ? "MODIFIED" : "ADDED");
+}
+
+/* --analysis verify: after every reconcile the set updated node by node
+ * equals a full pass (keep.c compares them and counts a difference), over
+ * random node and pod changes; the updates are used (not a full pass
+ * every time), and a DaemonSet's change, which every node's judgement
+ * reads, runs a full pass. */
+static void test_keep_verified(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start_mode(f, GPUOP_ANALYSIS_VERIFY);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 100);
+    for (int i = 0; i < KEEP_ROUNDS; i++) {
+        int n = 1 + (int)rnd(3);
+        for (int k = 0; k < n; k++)
+            random_change(f);
+        run_for(f, 15); /* a delivery; a reconcile when one is due */
+    }
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    print_message("%d rounds: %llu reconciles, %llu full passes, %llu node updates\n", KEEP_ROUNDS,
+                  (unsigned long long)st.reconciles, (unsigned long long)st.analysis_fulls,
+                  (unsigned long long)st.analysis_updates);
+    assert_int_equal(st.analysis_mismatches, 0);
+    assert_true(st.analysis_updates > 0);
+
+    /* a DaemonSet changes: a full pass, still equal */
+    uint64_t fulls = st.analysis_fulls;
+    json_t *d = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-device-plugin"));
+    json_object_set_new(d, "status",
+                        json_pack("{s:i, s:i}", "desiredNumberScheduled", 3, "numberReady", 1));
+    put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
+    random_change(f);
+    wait_reconcile(f);
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.analysis_fulls > fulls);
+    assert_int_equal(st.analysis_mismatches, 0);
+}
+
+/* auto keeps nothing below GPUOP_ANALYSIS_KEEP_MIN_NODES nodes: a full
+ * pass every reconcile, no update. */
+static void test_keep_auto_small(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    for (int i = 0; i < 10; i++) {
+        random_change(f);
+        run_for(f, 15);
+    }
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    assert_int_equal(st.analysis_updates, 0);
+    assert_true(st.analysis_fulls > 0);
+    assert_false(f->c->keep.valid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1007,6 +1138,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_auto_small, setup, teardown),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -1,0 +1,197 @@
+/*
+ * keep.c - the findings kept between reconciles: the cost of a pod or
+ * node event is the cost of its node.
+ *
+ * The caches name every node whose object or pods changed (on_node); the
+ * names wait here until the next reconcile, which judges only those nodes
+ * again (gpuop_analysis_update, with the node and its pods from the
+ * caches' index) in the set the last reconcile left. A full pass
+ * (gpuop_analyze over the caches' view) is the reference, and runs
+ * instead when the set cannot be trusted or would cost more to update:
+ *
+ *   - nothing kept yet, or kept for another policy;
+ *   - a change beyond nodes and pods (the policy, a DaemonSet, a
+ *     DaemonSet's Warning Event, the ServiceAccount: what every node's
+ *     judgement reads), or a resync touching more than a share of nodes;
+ *   - a judgement that moves with the clock is due (next_change);
+ *   - the updates left too much of the set's names unused;
+ *   - the pod index is incomplete, or an update failed.
+ *
+ * Pointers the set borrows from the caches stay valid while their node is
+ * not named: the caches keep an item whose update is the same
+ * (keep_same) and say every other change. --analysis verify also runs the
+ * full pass after the updates and compares (gpuop_findings_same): a
+ * difference is logged as an error, counted, and the full pass's set kept.
+ * In auto, the set is kept only from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes:
+ * below, a full pass costs less than the memory the set and the index hold.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/log.h"
+
+#include "controller_int.h"
+
+/* Past this share of the listed nodes touched (in percent), and this
+ * floor, a full pass is cheaper than the updates. */
+#define KEEP_UPDATE_SHARE_PCT 25
+#define KEEP_UPDATE_FLOOR     64
+
+void gpuop_ctl_keep_init(struct ctl_keep *k, enum gpuop_analysis_mode mode)
+{
+    memset(k, 0, sizeof(*k));
+    k->mode = mode;
+    gpuop_map_init(&k->touched);
+}
+
+/* Forgets the touched names (a full pass comes). */
+static void clear_touched(struct ctl_keep *k)
+{
+    gpuop_map_free(&k->touched, NULL);
+    gpuop_map_init(&k->touched);
+}
+
+void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node)
+{
+    if (!k->valid || k->full_due)
+        return; /* the next reconcile runs a full pass anyway */
+    if (gpuop_map_get(&k->touched, node))
+        return;
+    size_t limit = k->f.nnodes * KEEP_UPDATE_SHARE_PCT / 100;
+    if (limit < KEEP_UPDATE_FLOOR)
+        limit = KEEP_UPDATE_FLOOR;
+    if (k->touched.len >= limit || gpuop_map_put(&k->touched, node, k, NULL) < 0) {
+        k->full_due = true;
+        clear_touched(k);
+    }
+}
+
+void gpuop_ctl_keep_stale(struct ctl_keep *k)
+{
+    k->full_due = true;
+    clear_touched(k);
+}
+
+/* Judges the touched nodes again in k->f: 0, or negative (then a full
+ * pass). */
+static int update_touched(struct ctl_keep *k, const struct gpuop_caches *caches, long long now)
+{
+    size_t it = 0;
+    const char *name;
+    while (gpuop_map_next(&k->touched, &it, &name, NULL)) {
+        const struct gpuop_pod *const *pods;
+        size_t n;
+        int rc = gpuop_caches_node_pods(caches, name, &pods, &n);
+        if (rc == 0)
+            rc = gpuop_analysis_update(&k->f, name, gpuop_caches_node(caches, name), pods, n, now);
+        if (rc < 0)
+            return rc;
+        k->stats.updates++;
+    }
+    gpuop_analysis_age(&k->f, now);
+    return 0;
+}
+
+/* The full pass into *out (zeroed first). */
+static int full_pass(const struct gpuop_policy *p, const struct gpuop_caches_view *v,
+                     const struct gpuop_stranded *st, size_t nst, long long now,
+                     struct gpuop_findings *out)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
+    if (rc == 0)
+        gpuop_findings_set_stranded(out, st, nst);
+    return rc;
+}
+
+/* --analysis verify: the updated set against a full pass; the full one
+ * wins. */
+static int verify(struct ctl_keep *k, const char *key, const struct gpuop_policy *p,
+                  const struct gpuop_caches_view *v, const struct gpuop_stranded *st, size_t nst,
+                  long long now)
+{
+    struct gpuop_findings ref;
+    int rc = full_pass(p, v, st, nst, now, &ref);
+    if (rc < 0) {
+        gpuop_findings_free(&ref);
+        return rc;
+    }
+    char why[GPUOP_FINDING_MESSAGE_MAX + 128];
+    if (gpuop_findings_same(&k->f, &ref, why, sizeof(why))) {
+        gpuop_findings_free(&ref);
+        return 0;
+    }
+    k->stats.mismatches++;
+    gpuop_error("controller", "gpupolicy/%s: the incremental analysis differs from a full pass: %s",
+                key, why);
+    gpuop_findings_free(&k->f);
+    k->f = ref;
+    return 0;
+}
+
+int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
+                           const struct gpuop_policy *p, const struct gpuop_caches_view *v,
+                           const struct gpuop_stranded *st, size_t nst, long long now,
+                           struct gpuop_findings **out)
+{
+    bool keep = k->mode != GPUOP_ANALYSIS_FULL &&
+                (k->mode != GPUOP_ANALYSIS_AUTO || v->nnodes >= GPUOP_ANALYSIS_KEEP_MIN_NODES);
+    /* The index follows: kept while the set is, so below the threshold
+     * neither costs anything. */
+    bool indexed = keep && gpuop_caches_index_pods(caches, true) == 0;
+    if (!keep)
+        (void)gpuop_caches_index_pods(caches, false);
+    const char *why = !keep                                         ? NULL
+                      : !indexed                                    ? "no pod index"
+                      : !k->valid                                   ? "nothing kept"
+                      : k->full_due                                 ? "a change all nodes read"
+                      : strcmp(k->key, key) != 0                    ? "another policy"
+                      : k->f.next_change && k->f.next_change <= now ? "a judgement is due"
+                      : gpuop_analysis_wants_full(&k->f)            ? "names to give back"
+                                                                    : NULL;
+    bool full = !keep || why;
+    if (why)
+        gpuop_debug("controller", "gpupolicy/%s: a full analysis: %s", key, why);
+    int rc = 0;
+    if (!full) {
+        gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone */
+        full = update_touched(k, caches, now) < 0;
+        if (!full)
+            gpuop_findings_set_stranded(&k->f, st, nst);
+        if (!full && k->mode == GPUOP_ANALYSIS_VERIFY)
+            rc = verify(k, key, p, v, st, nst, now);
+    }
+    clear_touched(k);
+    k->full_due = false;
+    if (full) {
+        gpuop_findings_free(&k->f);
+        rc = full_pass(p, v, st, nst, now, &k->f);
+        k->stats.fulls++;
+    }
+    k->valid = rc == 0 && keep;
+    snprintf(k->key, sizeof(k->key), "%s", key);
+    *out = &k->f;
+    return rc;
+}
+
+void gpuop_ctl_keep_release(struct ctl_keep *k)
+{
+    if (k->valid)
+        return;
+    gpuop_findings_free(&k->f);
+    memset(&k->f, 0, sizeof(k->f));
+}
+
+void gpuop_ctl_keep_drop(struct ctl_keep *k)
+{
+    k->valid = false;
+    gpuop_ctl_keep_release(k);
+    clear_touched(k);
+}
+
+void gpuop_ctl_keep_free(struct ctl_keep *k)
+{
+    gpuop_ctl_keep_drop(k);
+    gpuop_map_free(&k->touched, NULL);
+}
