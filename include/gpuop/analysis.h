@@ -161,6 +161,7 @@ struct gpuop_analysis_state {
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
     int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_operand_prereq per operand */
     size_t items_cap, nodes_cap;
+    uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry; NULL: not updatable */
     size_t waste;                   /* bytes of the names arena nothing refers to any more */
 };
@@ -235,6 +236,16 @@ void gpuop_findings_free(struct gpuop_findings *f);
  * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now);
+
+/* The DaemonSets changed, but maybe only in what no node's judgement
+ * reads (their status counters, what their controller says: a rollout
+ * moves them with every pod): ds (borrowed, NULL entries skipped) become
+ * the ones f borrows, and the operands' results they make are made again,
+ * without judging a node. Returns 0, GPUOP_EINVAL when the DaemonSets the
+ * nodes are judged against differ in anything they read (which one an
+ * operand has, its name, creation, host network, tolerations: analyse
+ * again) or f cannot be updated, GPUOP_ENOMEM (analyse again). */
+int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds);
 
 /* Brings every node's idle_s to `now` (the one judgement that moves with
  * the clock alone, and no next_change; after updates at other times):

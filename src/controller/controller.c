@@ -453,7 +453,9 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     }
     if (deleted)
         gpuop_ctl_apply_gone(c, kind, key);
-    if (kind != GPUOP_CACHES_NODE && kind != GPUOP_CACHES_POD) /* on_node said those */
+    if (kind == GPUOP_CACHES_DS || kind == GPUOP_CACHES_EVENT)
+        gpuop_ctl_keep_ds(&c->keep);
+    else if (kind != GPUOP_CACHES_NODE && kind != GPUOP_CACHES_POD) /* on_node said those */
         gpuop_ctl_keep_stale(&c->keep);
     /* An event that moved nothing the apply stage reads (a pod, an Event,
      * a DaemonSet's status: gpuop_caches_spec_changes stayed) changes at

@@ -92,7 +92,8 @@ struct ctl_keep {
     enum gpuop_analysis_mode mode;
     struct gpuop_findings f; /* the last reconcile's set; valid: kept for key */
     bool valid;
-    bool full_due;            /* a change beyond nodes and pods since */
+    bool full_due;            /* a change beyond nodes, pods and DaemonSets since */
+    bool ds_due;              /* a DaemonSet or its Warning Events changed since */
     char key[254];            /* the policy f was made for */
     struct gpuop_map touched; /* names of nodes whose object or pods changed since f */
     struct {
@@ -202,8 +203,12 @@ void gpuop_ctl_keep_init(struct ctl_keep *k, enum gpuop_analysis_mode mode);
  * next reconcile judges it again (or runs a full pass when too many
  * did). */
 void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node);
+/* A DaemonSet, or one of their Warning Events, changed: the next
+ * reconcile takes the new ones (a full pass when a node's judgement
+ * reads what changed). */
+void gpuop_ctl_keep_ds(struct ctl_keep *k);
 /* Something every node's judgement reads changed (the policy, a
- * DaemonSet, an Event, a resync): the next reconcile runs a full pass. */
+ * resync): the next reconcile runs a full pass. */
 void gpuop_ctl_keep_stale(struct ctl_keep *k);
 /* The findings of policy key (p, v, st borrowed: the reconcile's policy,
  * the caches' view, the stranded pods' view with nst entries) at now:

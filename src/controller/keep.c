@@ -10,9 +10,12 @@
  * instead when the set cannot be trusted or would cost more to update:
  *
  *   - nothing kept yet, or kept for another policy;
- *   - a change beyond nodes and pods (the policy, a DaemonSet, a
- *     DaemonSet's Warning Event, the ServiceAccount: what every node's
- *     judgement reads), or a resync touching more than a share of nodes;
+ *   - a change beyond nodes, pods and DaemonSets (the policy, the
+ *     ServiceAccount), or a resync touching more than a share of nodes;
+ *   - a DaemonSet changed in what a node's judgement reads (which one an
+ *     operand has, its tolerations ...); a change of its status counters
+ *     or Warning Events, which a rollout makes with every pod, only makes
+ *     the operands' results again (gpuop_analysis_set_ds);
  *   - a judgement that moves with the clock is due (next_change);
  *   - the updates left too much of the set's names unused;
  *   - the pod index is incomplete, or an update failed.
@@ -65,6 +68,11 @@ void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node)
         k->full_due = true;
         clear_touched(k);
     }
+}
+
+void gpuop_ctl_keep_ds(struct ctl_keep *k)
+{
+    k->ds_due = true;
 }
 
 void gpuop_ctl_keep_stale(struct ctl_keep *k)
@@ -154,6 +162,11 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
     if (why)
         gpuop_debug("controller", "gpupolicy/%s: a full analysis: %s", key, why);
     int rc = 0;
+    if (!full && k->ds_due && gpuop_analysis_set_ds(&k->f, v->ds, v->nds) < 0) {
+        full = true;
+        gpuop_debug("controller",
+                    "gpupolicy/%s: a full analysis: a DaemonSet changed what nodes read", key);
+    }
     if (!full) {
         gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone */
         full = update_touched(k, caches, now) < 0;
@@ -163,7 +176,7 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
             rc = verify(k, key, p, v, st, nst, now);
     }
     clear_touched(k);
-    k->full_due = false;
+    k->full_due = k->ds_due = false;
     if (full) {
         gpuop_findings_free(&k->f);
         rc = full_pass(p, v, st, nst, now, &k->f);

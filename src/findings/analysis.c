@@ -883,6 +883,84 @@ void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, boo
 
 /* ---- the full pass ---- */
 
+/* The DaemonSet each operand is judged against (s->per_os set): its one,
+ * or a per-OS operand's, one per OS pool (SPEC 4b), sorted by name. */
+static void choose_ds(struct gpuop_analysis_state *s, int nops, const struct gpuop_ds *const *ds,
+                      size_t nds)
+{
+    memset(s->dsof, 0, sizeof(s->dsof));
+    s->nosds = 0;
+    for (size_t i = 0; i < nds; i++) {
+        if (!ds || !ds[i])
+            continue;
+        int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
+        if (op < 0 || op >= nops)
+            continue;
+        if (s->per_os[op]) {
+            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) &&
+                s->nosds < GPUOP_ANALYSIS_OS_DS_MAX)
+                s->osds[s->nosds++] = ds[i];
+        } else if (!s->dsof[op] && (!gpuop_operand_get(op)->per_os ||
+                                    !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
+            s->dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
+        }
+    }
+    qsort(s->osds, s->nosds, sizeof(*s->osds), ds_by_name);
+}
+
+static uint64_t hash_str(uint64_t h, const char *str)
+{
+    return str ? gpuop_hash_bytes(h, str, strlen(str) + 1) : gpuop_hash_bytes(h, "", 1) + 1;
+}
+
+/* What a node's judgement reads of one DaemonSet: its name and operand,
+ * creation, host network and tolerations (not its status counters). */
+static uint64_t ds_judged(uint64_t h, const struct gpuop_ds *d)
+{
+    if (!d)
+        return gpuop_hash_bytes(h, "-", 1);
+    h = hash_str(h, d->name);
+    h = gpuop_hash_bytes(h, &d->operand, sizeof(d->operand));
+    h = gpuop_hash_bytes(h, &d->created, sizeof(d->created));
+    h = gpuop_hash_bytes(h, &d->host_network, sizeof(d->host_network));
+    for (size_t i = 0; i < d->ntolerations; i++) {
+        const struct gpuop_toleration *t = &d->tolerations[i];
+        h = hash_str(hash_str(hash_str(hash_str(h, t->key), t->op), t->value), t->effect);
+    }
+    return gpuop_hash_bytes(h, &d->ntolerations, sizeof(d->ntolerations));
+}
+
+/* The choice of s as the nodes read it. */
+static uint64_t ds_fingerprint(const struct gpuop_analysis_state *s, int nops)
+{
+    uint64_t h = GPUOP_HASH_INIT;
+    for (int o = 0; o < nops; o++)
+        h = ds_judged(h, s->dsof[o]);
+    for (size_t i = 0; i < s->nosds; i++)
+        h = ds_judged(h, s->osds[i]);
+    return gpuop_hash_mix(gpuop_hash_bytes(h, &s->nosds, sizeof(s->nosds)));
+}
+
+/* The operands' results the chosen DaemonSets make: present, desired,
+ * ready, what their controller says, a per-OS operand's list. */
+static int ds_results(struct gpuop_findings *f)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    for (int o = 0; o < f->noperands; o++) {
+        const struct gpuop_ds *d = s->dsof[o];
+        struct gpuop_operand_result *r = &f->operands[o];
+        r->ds_present = d != NULL;
+        r->desired = d ? d->desired : 0;
+        r->ready = d ? d->ready : 0;
+        r->controller_says = d ? d->controller_says : NULL;
+        r->daemonsets = NULL;
+        int rc;
+        if (s->per_os[o] && (rc = pool_sums(f, o, s->osds, s->nosds)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* What every node is judged against, into out (zeroed): the policy's
  * switches and graces, the prerequisite chain, and the DaemonSets chosen
  * per operand (a per-OS operand's, one per OS pool: SPEC 4b), with the
@@ -892,7 +970,6 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
 {
     const int nops = gpuop_operand_count();
     struct gpuop_analysis_state *s = &out->inc;
-    int rc;
 
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
@@ -910,33 +987,28 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
     for (int o = 0; o < nops; o++)
         s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
-    for (size_t i = 0; i < nds; i++) {
-        if (!ds || !ds[i])
-            continue;
-        int op = ds[i]->operand >= 0 ? ds[i]->operand : gpuop_operand_by_ds(ds[i]->name);
-        if (op < 0 || op >= nops)
-            continue;
-        if (s->per_os[op]) {
-            if (strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name) &&
-                s->nosds < GPUOP_ANALYSIS_OS_DS_MAX)
-                s->osds[s->nosds++] = ds[i];
-        } else if (!s->dsof[op] && (!gpuop_operand_get(op)->per_os ||
-                                    !strcmp(ds[i]->name, gpuop_operand_get(op)->ds_name))) {
-            s->dsof[op] = ds[i]; /* a per-OS row without pools: its one DaemonSet */
-        }
-    }
-    qsort(s->osds, s->nosds, sizeof(*s->osds), ds_by_name);
-    for (int o = 0; o < nops; o++) {
-        const struct gpuop_ds *d = s->dsof[o];
+    choose_ds(s, nops, ds, nds);
+    s->ds_fp = ds_fingerprint(s, nops);
+    for (int o = 0; o < nops; o++)
         out->operands[o].enabled = p ? p->operands[o].enabled : true;
-        out->operands[o].ds_present = d != NULL;
-        out->operands[o].desired = d ? d->desired : 0;
-        out->operands[o].ready = d ? d->ready : 0;
-        out->operands[o].controller_says = d ? d->controller_says : NULL;
-        if (s->per_os[o] && (rc = pool_sums(out, o, s->osds, s->nosds)) < 0)
-            return rc;
-    }
-    return 0;
+    return ds_results(out);
+}
+
+int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds)
+{
+    struct gpuop_analysis_state *s = &f->inc, next = f->inc;
+    if (!s->tally)
+        return GPUOP_EINVAL;
+    choose_ds(&next, f->noperands, ds, nds);
+    if (ds_fingerprint(&next, f->noperands) != s->ds_fp)
+        return GPUOP_EINVAL; /* what the nodes are judged against changed */
+    memcpy(s->dsof, next.dsof, sizeof(s->dsof));
+    memcpy(s->osds, next.osds, sizeof(s->osds));
+    s->nosds = next.nosds;
+    for (int o = 0; o < f->noperands; o++)
+        if (f->operands[o].daemonsets) /* made again below */
+            s->waste += strlen(f->operands[o].daemonsets) + 1;
+    return ds_results(f);
 }
 
 int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,

@@ -383,6 +383,40 @@ static int random_event(struct world *w, struct tnode **old_node, struct tpod **
     }
 }
 
+/* A share of the events (in percent) that also change a DaemonSet. */
+#define DS_EVENT_PCT 8
+
+/* A DaemonSet changes: its status counters and what its controller says
+ * (a rollout's every pod moves them), or, a quarter of the time,
+ * something each node's judgement reads (returns true then). */
+static bool ds_event(struct world *w)
+{
+    static const char *const says[] = {NULL, "FailedCreate: exceeded quota",
+                                       "FailedDaemonPod: found failed daemon pod"};
+    struct gpuop_ds *d = &w->ds[rnd((uint32_t)w->nds)];
+    if (coin(25)) {
+        if (coin(50))
+            d->created += 1 + rnd(100);
+        else
+            d->host_network = !d->host_network;
+        return true;
+    }
+    d->desired = rnd(6);
+    d->ready = rnd(6);
+    d->current = rnd(6);
+    d->controller_says = says[rnd(3)];
+    return false;
+}
+
+/* gpuop_analysis_set_ds with the world's DaemonSets. */
+static int set_ds(struct world *w, struct gpuop_findings *f)
+{
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
+    for (size_t i = 0; i < w->nds; i++)
+        dp[i] = &w->ds[i];
+    return gpuop_analysis_set_ds(f, dp, w->nds);
+}
+
 static void test_incremental_equals_full(void **state)
 {
     (void)state;
@@ -391,7 +425,7 @@ static void test_incremental_equals_full(void **state)
     printf("test_incremental: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n",
            seed, EVENTS_PER_POLICY, POLICIES);
     rng = seed * 2654435761u + 1;
-    size_t fulls = 0, updates = 0, findings = 0;
+    size_t fulls = 0, updates = 0, ds_updates = 0, findings = 0;
     for (int kind = 0; kind < POLICIES; kind++) {
         struct world w;
         world_init(&w, kind);
@@ -403,12 +437,18 @@ static void test_incremental_equals_full(void **state)
             const char *what = "";
             w.now += rnd(40);
             int slot = random_event(&w, &old_node, &old_pod, &what);
-            if (inc.next_change && w.now >= inc.next_change) { /* a grace ended: all again */
+            bool ds_changed = coin(DS_EVENT_PCT), judged = ds_changed && ds_event(&w);
+            if (judged) /* set_ds refuses it: the nodes must be judged again */
+                assert_int_equal(set_ds(&w, &inc), GPUOP_EINVAL);
+            if (judged || (inc.next_change && w.now >= inc.next_change)) {
+                /* a grace ended, or what the nodes read of a DaemonSet changed: all again */
                 gpuop_findings_free(&inc);
                 assert_int_equal(full(&w, &inc), 0);
                 fulls++;
             } else {
                 assert_int_equal(update(&w, &inc, slot), 0);
+                if (ds_changed)
+                    assert_int_equal(set_ds(&w, &inc), 0), ds_updates++;
                 gpuop_analysis_age(&inc, w.now);
                 updates++;
             }
@@ -425,10 +465,11 @@ static void test_incremental_equals_full(void **state)
         gpuop_findings_free(&inc);
         world_free(&w);
     }
-    printf("test_incremental: %zu updates, %zu full passes (a grace ended), %zu findings "
-           "compared\n",
-           updates, fulls, findings);
+    printf("test_incremental: %zu updates (%zu with a DaemonSet's status), %zu full passes (a "
+           "grace ended, a DaemonSet changed what nodes read), %zu findings compared\n",
+           updates, ds_updates, fulls, findings);
     assert_true(updates > fulls);
+    assert_true(ds_updates > 0);
 }
 
 /* A set reduced to its keys cannot be updated; a wrong name is refused. */
