@@ -70,6 +70,7 @@ struct gpuop_caches_view {
     size_t nds;
     const struct gpuop_pod **pods;
     size_t npods;
+    const struct gpuop_caches *from; /* the caches (borrowed): gpuop_caches_node_pods */
 };
 
 struct gpuop_caches;

@@ -490,6 +490,7 @@ int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
     v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_CACHES_DS], &v->nds,
                                               offsetof(struct gpuop_caches_ds, ds));
     v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_CACHES_POD], &v->npods, 0);
+    v->from = w;
     if (!v->nodes || !v->ds || !v->pods) {
         gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;

@@ -838,6 +838,20 @@ static bool better(const struct gpuop_pod *a, const struct gpuop_pod *b)
     return a->created > b->created;
 }
 
+/* What pod tells of its node's upgrade: its driver, its validator, the
+ * dependents that must leave before the driver goes. */
+static void take_pod(struct gpuop_upgrade_node_in *x, const struct gpuop_pod *pod, int d, int val)
+{
+    if (!pod || !pod->node || pod->operand < 0)
+        return;
+    if (pod->operand == d && better(pod, x->driver))
+        x->driver = pod;
+    else if (pod->operand == val && better(pod, x->validator))
+        x->validator = pod;
+    if (pod->operand != d && !x->dependents++)
+        x->dependent = pod->name; /* must leave before the driver goes */
+}
+
 static struct rec *rec_get(struct ctl_upgrader *u, const char *name)
 {
     struct rec *r = gpuop_map_get(&u->recs, name);
@@ -909,6 +923,11 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     }
     if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
         return GPUOP_ENOMEM;
+    /* Each GPU node's pods: from the caches' index when it is kept (the
+     * kept findings keep it: from 2,000 nodes), else joined by name here. */
+    const struct gpuop_pod *const *pp;
+    size_t npp;
+    bool indexed = v->from && gpuop_caches_node_pods(v->from, "", &pp, &npp) == 0;
     struct gpuop_map idx;
     gpuop_map_init(&idx);
     int rc = 0;
@@ -917,7 +936,10 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         u->nodes[i].node = n;
         if (!n || !n->gpu)
             continue;
-        if (gpuop_map_put(&idx, n->name, &u->nodes[i], NULL) < 0)
+        if (indexed && gpuop_caches_node_pods(v->from, n->name, &pp, &npp) == 0)
+            for (size_t k = 0; k < npp; k++)
+                take_pod(&u->nodes[i], pp[k], d, val);
+        else if (gpuop_map_put(&idx, n->name, &u->nodes[i], NULL) < 0)
             rc = GPUOP_ENOMEM;
         char name[GPUOP_RENDER_NAME_MAX];
         struct gpuop_ospool pool;
@@ -931,19 +953,11 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
                                      ? (uint32_t)ds->template_gen
                                      : 0;
     }
-    for (size_t i = 0; i < v->npods; i++) {
+    for (size_t i = 0; !indexed && i < v->npods; i++) {
         const struct gpuop_pod *pod = v->pods[i];
-        if (!pod || !pod->node || pod->operand < 0)
-            continue;
-        struct gpuop_upgrade_node_in *x = gpuop_map_get(&idx, pod->node);
-        if (!x)
-            continue;
-        if (pod->operand == d && better(pod, x->driver))
-            x->driver = pod;
-        else if (pod->operand == val && better(pod, x->validator))
-            x->validator = pod;
-        if (pod->operand != d && !x->dependents++)
-            x->dependent = pod->name; /* must leave before the driver goes */
+        struct gpuop_upgrade_node_in *x = pod && pod->node ? gpuop_map_get(&idx, pod->node) : NULL;
+        if (x)
+            take_pod(x, pod, d, val);
     }
     gpuop_map_free(&idx, NULL);
     uint64_t now = gpuop_clock_ms();
