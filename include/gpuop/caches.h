@@ -116,7 +116,15 @@ int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
 int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
                            const struct gpuop_pod *const **pods, size_t *n);
 
+/* The nodes and DaemonSets (arrays new, items borrowed; pods NULL: ask
+ * gpuop_caches_view_pods, a walk over every pod, only where nothing
+ * cheaper serves). 0 or GPUOP_ENOMEM. */
 int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v);
+/* Adds the pods to a view (once; later calls do nothing). 0 or
+ * GPUOP_ENOMEM. */
+int gpuop_caches_view_pods(const struct gpuop_caches *w, struct gpuop_caches_view *v);
+/* gpuop_caches_node_pods answers (the index is kept and whole). */
+bool gpuop_caches_pods_indexed(const struct gpuop_caches *w);
 void gpuop_caches_view_free(struct gpuop_caches_view *v);
 
 void gpuop_caches_stats(const struct gpuop_caches *w, enum gpuop_caches_kind kind,

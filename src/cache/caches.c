@@ -489,9 +489,8 @@ int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
     v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
     v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_CACHES_DS], &v->nds,
                                               offsetof(struct gpuop_caches_ds, ds));
-    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_CACHES_POD], &v->npods, 0);
     v->from = w;
-    if (!v->nodes || !v->ds || !v->pods) {
+    if (!v->nodes || !v->ds) {
         gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;
     }
@@ -500,6 +499,19 @@ int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
         d->controller_says = d->desired > d->current ? newest_warning(w, d->name) : NULL;
     }
     return 0;
+}
+
+int gpuop_caches_view_pods(const struct gpuop_caches *w, struct gpuop_caches_view *v)
+{
+    if (v->pods)
+        return 0;
+    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_CACHES_POD], &v->npods, 0);
+    return v->pods ? 0 : GPUOP_ENOMEM;
+}
+
+bool gpuop_caches_pods_indexed(const struct gpuop_caches *w)
+{
+    return w->indexed && w->index_whole;
 }
 
 void gpuop_caches_view_free(struct gpuop_caches_view *v)

@@ -287,6 +287,8 @@ static int judge_and_report(struct check *ck, const struct gpuop_policy *policy,
     struct gpuop_findings f = {0};
     int rc = gpuop_caches_view(ck->caches, &v);
     if (rc == 0)
+        rc = gpuop_caches_view_pods(ck->caches, &v);
+    if (rc == 0)
         rc = gpuop_analyze(policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
                            gpuop_clock_wall(), &f);
     if (rc < 0) {

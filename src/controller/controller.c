@@ -233,6 +233,8 @@ static void findings_and_status(struct gpuop_controller *c)
     if (rc == 0 && !c->inactive && c->leader) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (rc == 0 && !c->inactive && c->leader && !gpuop_caches_pods_indexed(c->caches))
+        rc = gpuop_caches_view_pods(c->caches, &v); /* the upgrade joins them to nodes */
     if (rc == 0 && !c->inactive && c->leader) { /* the driver upgrade (upgrade.c), leader only */
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);

@@ -211,14 +211,15 @@ void gpuop_ctl_keep_ds(struct ctl_keep *k);
  * resync): the next reconcile runs a full pass. */
 void gpuop_ctl_keep_stale(struct ctl_keep *k);
 /* The findings of policy key (p, v, st borrowed: the reconcile's policy,
- * the caches' view, the stranded pods' view with nst entries) at now:
+ * the caches' view, to which a full pass adds the pods, the stranded
+ * pods' view with nst entries) at now:
  * the kept set with the touched nodes judged again, or a full pass (see
  * keep.c for when). *out is borrowed: valid until the next call,
  * gpuop_ctl_keep_release or drop; the caches' pod index is kept or
  * dropped as the mode and size say. 0 or GPUOP_ENOMEM (*out then holds
  * a partial set: free it with release). */
 int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
-                           const struct gpuop_policy *p, const struct gpuop_caches_view *v,
+                           const struct gpuop_policy *p, struct gpuop_caches_view *v,
                            const struct gpuop_stranded *st, size_t nst, long long now,
                            struct gpuop_findings **out);
 /* The reconcile is done with the set: kept when it may be updated next

@@ -102,12 +102,14 @@ static int update_touched(struct ctl_keep *k, const struct gpuop_caches *caches,
 }
 
 /* The full pass into *out (zeroed first). */
-static int full_pass(const struct gpuop_policy *p, const struct gpuop_caches_view *v,
-                     const struct gpuop_stranded *st, size_t nst, long long now,
-                     struct gpuop_findings *out)
+static int full_pass(const struct gpuop_caches *caches, const struct gpuop_policy *p,
+                     struct gpuop_caches_view *v, const struct gpuop_stranded *st, size_t nst,
+                     long long now, struct gpuop_findings *out)
 {
     memset(out, 0, sizeof(*out));
-    int rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
+    int rc = gpuop_caches_view_pods(caches, v); /* only a full pass reads every pod */
+    if (rc == 0)
+        rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
     if (rc == 0)
         gpuop_findings_set_stranded(out, st, nst);
     return rc;
@@ -115,12 +117,12 @@ static int full_pass(const struct gpuop_policy *p, const struct gpuop_caches_vie
 
 /* --analysis verify: the updated set against a full pass; the full one
  * wins. */
-static int verify(struct ctl_keep *k, const char *key, const struct gpuop_policy *p,
-                  const struct gpuop_caches_view *v, const struct gpuop_stranded *st, size_t nst,
-                  long long now)
+static int verify(struct ctl_keep *k, const struct gpuop_caches *caches, const char *key,
+                  const struct gpuop_policy *p, struct gpuop_caches_view *v,
+                  const struct gpuop_stranded *st, size_t nst, long long now)
 {
     struct gpuop_findings ref;
-    int rc = full_pass(p, v, st, nst, now, &ref);
+    int rc = full_pass(caches, p, v, st, nst, now, &ref);
     if (rc < 0) {
         gpuop_findings_free(&ref);
         return rc;
@@ -139,7 +141,7 @@ static int verify(struct ctl_keep *k, const char *key, const struct gpuop_policy
 }
 
 int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
-                           const struct gpuop_policy *p, const struct gpuop_caches_view *v,
+                           const struct gpuop_policy *p, struct gpuop_caches_view *v,
                            const struct gpuop_stranded *st, size_t nst, long long now,
                            struct gpuop_findings **out)
 {
@@ -173,13 +175,13 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
         if (!full)
             gpuop_findings_set_stranded(&k->f, st, nst);
         if (!full && k->mode == GPUOP_ANALYSIS_VERIFY)
-            rc = verify(k, key, p, v, st, nst, now);
+            rc = verify(k, caches, key, p, v, st, nst, now);
     }
     clear_touched(k);
     k->full_due = k->ds_due = false;
     if (full) {
         gpuop_findings_free(&k->f);
-        rc = full_pass(p, v, st, nst, now, &k->f);
+        rc = full_pass(caches, p, v, st, nst, now, &k->f);
         k->stats.fulls++;
     }
     k->valid = rc == 0 && keep;
