@@ -37,9 +37,10 @@ enum gpuop_analysis_mode {
     GPUOP_ANALYSIS_VERIFY,      /* the updates, then a full pass compared with them */
 };
 /* auto keeps the findings (and the pods' index by node) between
- * reconciles from this many nodes: below, a full pass costs less than the
- * memory they hold (docs/benchmarks.md). */
-#define GPUOP_ANALYSIS_KEEP_MIN_NODES 2000
+ * reconciles from this many nodes, about where one full pass reaches
+ * 20 ms of CPU: below, it costs less than the memory they hold (at 5,000
+ * nodes 2–3 MiB for a 7 ms pass; docs/benchmarks.md). */
+#define GPUOP_ANALYSIS_KEEP_MIN_NODES 10000
 
 struct gpuop_controller_config {
     const char *namespace; /* where the operand DaemonSets live */

@@ -924,7 +924,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
         return GPUOP_ENOMEM;
     /* Each GPU node's pods: from the caches' index when it is kept (the
-     * kept findings keep it: from 2,000 nodes), else joined by name here. */
+     * kept findings keep it: from GPUOP_ANALYSIS_KEEP_MIN_NODES), else joined by name here. */
     const struct gpuop_pod *const *pp;
     size_t npp;
     bool indexed = v->from && gpuop_caches_node_pods(v->from, "", &pp, &npp) == 0;
