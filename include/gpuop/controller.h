@@ -37,10 +37,11 @@ enum gpuop_analysis_mode {
     GPUOP_ANALYSIS_VERIFY,      /* the updates, then a full pass compared with them */
 };
 /* auto keeps the findings (and the pods' index by node) between
- * reconciles from this many nodes, about where one full pass reaches
- * 20 ms of CPU: below, it costs less than the memory they hold (at 5,000
- * nodes 2–3 MiB for a 7 ms pass; docs/benchmarks.md). */
-#define GPUOP_ANALYSIS_KEEP_MIN_NODES 10000
+ * reconciles from this many nodes. At 5,000 nodes keeping costs 2.7 MiB
+ * of steady RSS and gives back a third of the rollout's CPU and the
+ * event->status p99 (docs/benchmarks.md); at 1,000 a full pass is under
+ * 1 ms and the memory budget has no room. */
+#define GPUOP_ANALYSIS_KEEP_MIN_NODES 2000
 
 struct gpuop_controller_config {
     const char *namespace; /* where the operand DaemonSets live */
