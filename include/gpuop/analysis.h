@@ -228,7 +228,8 @@ void gpuop_findings_free(struct gpuop_findings *f);
  * expected and running nodes, next_change, stranded_pods. The rest of f
  * stays, so f still borrows the inputs of the earlier passes for every
  * other node: call it for every node whose node or pods changed since,
- * and gpuop_analyze again when a DaemonSet or the policy changed. Costs
+ * gpuop_analysis_set_ds when a DaemonSet changed, and gpuop_analyze again
+ * when the policy changed or set_ds refuses. Costs
  * the node's pods, plus moving the items and nodes after it when its
  * number of findings changes or it enters or leaves the list; allocates
  * only to grow. f must come from gpuop_analyze (not reduced by

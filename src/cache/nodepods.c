@@ -21,7 +21,6 @@ GPUOP_ARRAY(podlist, const struct gpuop_pod *);
 void gpuop_nodepods_init(struct gpuop_nodepods *ix)
 {
     gpuop_map_init(&ix->by_node); /* keys come and go with a node's pods */
-    ix->overflow = 0;
 }
 
 int gpuop_nodepods_add(struct gpuop_nodepods *ix, const struct gpuop_pod *p)
@@ -30,22 +29,15 @@ int gpuop_nodepods_add(struct gpuop_nodepods *ix, const struct gpuop_pod *p)
         return 0;
     struct podlist *l = gpuop_map_get(&ix->by_node, p->node);
     if (!l) {
-        l = malloc(sizeof(*l));
-        if (!l) {
-            ix->overflow++;
+        if (!(l = malloc(sizeof(*l))))
             return GPUOP_ENOMEM;
-        }
         podlist_init(l, NODEPODS_FIRST, GPUOP_NODEPODS_MAX);
         if (gpuop_map_put(&ix->by_node, p->node, l, NULL) < 0) {
             free(l);
-            ix->overflow++;
             return GPUOP_ENOMEM;
         }
     }
-    int rc = podlist_push(l, p);
-    if (rc < 0)
-        ix->overflow++;
-    return rc;
+    return podlist_push(l, p);
 }
 
 void gpuop_nodepods_del(struct gpuop_nodepods *ix, const struct gpuop_pod *p)

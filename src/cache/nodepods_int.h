@@ -6,7 +6,6 @@
 #ifndef GPUOP_NODEPODS_INT_H
 #define GPUOP_NODEPODS_INT_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "gpuop/map.h"
@@ -20,13 +19,12 @@
 
 struct gpuop_nodepods {
     struct gpuop_map by_node; /* node name -> struct podlist (nodepods.c), new */
-    size_t overflow;          /* pods not indexed: their node had GPUOP_NODEPODS_MAX */
 };
 
 void gpuop_nodepods_init(struct gpuop_nodepods *ix);
 /* Adds p (borrowed: it must stay until removed) under p->node; a pod
- * without a node is not indexed. 0, or GPUOP_ENOMEM / GPUOP_ETOOBIG (the
- * pod is then counted in overflow). */
+ * without a node is not indexed. 0, or GPUOP_ENOMEM / GPUOP_ETOOBIG (p is
+ * then not indexed: the caller no longer trusts the index). */
 int gpuop_nodepods_add(struct gpuop_nodepods *ix, const struct gpuop_pod *p);
 /* Removes p from its node's list (nothing if it is not there). */
 void gpuop_nodepods_del(struct gpuop_nodepods *ix, const struct gpuop_pod *p);

@@ -127,7 +127,7 @@ static int verify(struct ctl_keep *k, const struct gpuop_caches *caches, const c
         gpuop_findings_free(&ref);
         return rc;
     }
-    char why[GPUOP_FINDING_MESSAGE_MAX + 128];
+    char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128]; /* both texts of a difference */
     if (gpuop_findings_same(&k->f, &ref, why, sizeof(why))) {
         gpuop_findings_free(&ref);
         return 0;
@@ -170,10 +170,9 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
                     "gpupolicy/%s: a full analysis: a DaemonSet changed what nodes read", key);
     }
     if (!full) {
-        gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone */
+        gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone; the
+                                                        updates keep its count */
         full = update_touched(k, caches, now) < 0;
-        if (!full)
-            gpuop_findings_set_stranded(&k->f, st, nst);
         if (!full && k->mode == GPUOP_ANALYSIS_VERIFY)
             rc = verify(k, caches, key, p, v, st, nst, now);
     }

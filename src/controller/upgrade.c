@@ -927,7 +927,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
      * kept findings keep it: from GPUOP_ANALYSIS_KEEP_MIN_NODES), else joined by name here. */
     const struct gpuop_pod *const *pp;
     size_t npp;
-    bool indexed = v->from && gpuop_caches_node_pods(v->from, "", &pp, &npp) == 0;
+    bool indexed = v->from && gpuop_caches_pods_indexed(v->from);
     struct gpuop_map idx;
     gpuop_map_init(&idx);
     int rc = 0;

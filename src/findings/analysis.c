@@ -1142,61 +1142,20 @@ nomem:
 
 int gpuop_findings_keep_keys(struct gpuop_findings *f)
 {
-    f->stranded = NULL; /* borrowed from the controller */
-    free(f->inc.tally); /* no longer updatable: its nodes are about to go */
-    f->inc.tally = NULL;
+    struct gpuop_findings k;
+    if (gpuop_findings_copy_keys(f, &k) == 0) {
+        gpuop_findings_free(f);
+        *f = k;
+        return 0;
+    }
+    /* no memory for the copy: what is borrowed forgotten in place */
+    f->stranded = NULL;
     f->nstranded = 0;
+    free(f->inc.tally); /* no longer updatable */
+    f->inc.tally = NULL;
     for (size_t i = 0; i < f->nitems; i++)
         f->items[i].ref = NULL;
     for (int o = 0; o < f->noperands; o++)
-        f->operands[o].controller_says = NULL; /* borrowed from the inputs */
-    if (f->nitems) { /* exactly the findings' size (a set is built by growing) */
-        struct gpuop_finding *items = realloc(f->items, f->nitems * sizeof(*items));
-        if (items) {
-            f->items = items;
-            f->inc.items_cap = f->nitems;
-        }
-    }
-    /* the nodes with findings, their names in a new arena, in name order */
-    size_t n = 0;
-    for (size_t i = 0; i < f->nnodes; i++)
-        if (f->nodes[i].nfindings)
-            n++;
-    if (n == f->nnodes)
-        return 0;
-    struct gpuop_node_result *nodes = n ? malloc(n * sizeof(*nodes)) : NULL;
-    if (n && !nodes)
-        return GPUOP_ENOMEM;
-    struct gpuop_arena names = GPUOP_ARENA_INIT;
-    size_t k = 0;
-    for (size_t i = 0; i < f->nnodes; i++) {
-        const struct gpuop_node_result *r = &f->nodes[i];
-        if (!r->nfindings)
-            continue;
-        nodes[k] = *r;
-        if (!(nodes[k].name = gpuop_arena_strdup(&names, r->name))) {
-            gpuop_arena_free(&names);
-            free(nodes);
-            return GPUOP_ENOMEM;
-        }
-        for (size_t j = r->first; j < r->first + r->nfindings; j++)
-            f->items[j].node = (uint32_t)k;
-        k++;
-    }
-    const char *dsl[GPUOP_OPERAND_MAX] = {0};
-    for (int o = 0; o < f->noperands && o < GPUOP_OPERAND_MAX; o++)
-        if (f->operands[o].daemonsets &&
-            !(dsl[o] = gpuop_arena_strdup(&names, f->operands[o].daemonsets))) {
-            gpuop_arena_free(&names);
-            free(nodes);
-            return GPUOP_ENOMEM;
-        }
-    for (int o = 0; o < f->noperands && o < GPUOP_OPERAND_MAX; o++)
-        f->operands[o].daemonsets = dsl[o];
-    gpuop_arena_free(&f->names);
-    free(f->nodes);
-    f->names = names;
-    f->nodes = nodes;
-    f->nnodes = n;
-    return 0;
+        f->operands[o].controller_says = NULL;
+    return GPUOP_ENOMEM;
 }

@@ -211,13 +211,11 @@ static void commit(struct gpuop_informer *inf, struct staged *st)
     if (st->op != STAGED_PUT)
         return;
     const char *skey = gpuop_map_key(&inf->store, st->key);
-    void *item = st->item, *old = NULL;
-    if (!st->added && inf->cfg.keep_same) {
-        old = gpuop_map_get(&inf->store, st->key);
-        if (old && inf->cfg.same(old, item)) {
-            free_item(inf, item); /* the cached item stays: nothing changed */
-            return;
-        }
+    void *item = st->item, *old = st->added ? NULL : gpuop_map_get(&inf->store, st->key);
+    bool same = old && inf->cfg.same && inf->cfg.same(old, item);
+    if (same && inf->cfg.keep_same) {
+        free_item(inf, item); /* the cached item stays: nothing changed */
+        return;
     }
     gpuop_map_put(&inf->store, st->key, item, &old); /* a replace: cannot fail */
     if (st->added) {
@@ -225,7 +223,7 @@ static void commit(struct gpuop_informer *inf, struct staged *st)
             inf->cfg.on_event(inf->cfg.arg, skey, NULL, item);
         return;
     }
-    if (!(inf->cfg.same && inf->cfg.same(old, item)) && inf->cfg.on_event)
+    if (!same && inf->cfg.on_event)
         inf->cfg.on_event(inf->cfg.arg, skey, old, item);
     free_item(inf, old);
 }
