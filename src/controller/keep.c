@@ -164,10 +164,13 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
     if (why)
         gpuop_debug("controller", "gpupolicy/%s: a full analysis: %s", key, why);
     int rc = 0;
-    if (!full && k->ds_due && gpuop_analysis_set_ds(&k->f, v->ds, v->nds) < 0) {
+    /* A DaemonSet or Event change: a full pass. gpuop_analysis_set_ds is
+     * not used here: what a DaemonSet's controller says (from its status
+     * and Events) also moves nodes' next_change, which set_ds does not
+     * judge again (e2e/61_pod_creation under --analysis verify). */
+    if (!full && k->ds_due) {
         full = true;
-        gpuop_debug("controller",
-                    "gpupolicy/%s: a full analysis: a DaemonSet changed what nodes read", key);
+        gpuop_debug("controller", "gpupolicy/%s: a full analysis: a DaemonSet changed", key);
     }
     if (!full) {
         gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone; the

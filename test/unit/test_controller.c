@@ -1100,7 +1100,7 @@ static void test_keep_verified(void **state)
     wait_reconcile(f);
     settle(f, 100);
     gpuop_controller_stats(f->c, &st);
-    assert_int_equal(st.analysis_fulls, fulls);
+    assert_true(st.analysis_fulls > fulls); /* a DaemonSet change: a full pass (keep.c) */
     assert_int_equal(st.analysis_mismatches, 0);
     json_t *op2 = json_array_get(json_object_get(status_of(f), "operands"), 2);
     assert_int_equal(json_integer_value(json_object_get(op2, "desiredNumberScheduled")), 3);
