@@ -238,15 +238,24 @@ void gpuop_findings_free(struct gpuop_findings *f);
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now);
 
-/* The DaemonSets changed, but maybe only in what no node's judgement
- * reads (their status counters, what their controller says: a rollout
+/* Called by gpuop_analysis_set_ds with the name of a node to judge again
+ * (borrowed, valid until f is freed; a name may come more than once). */
+typedef void (*gpuop_analysis_rejudge_fn)(const char *node, void *arg);
+
+/* The DaemonSets changed, but maybe only in what few nodes' judgements
+ * read (their status counters, what their controller says: a rollout
  * moves them with every pod): ds (borrowed, NULL entries skipped) become
  * the ones f borrows, and the operands' results they make are made again,
- * without judging a node. Returns 0, GPUOP_EINVAL when the DaemonSets the
- * nodes are judged against differ in anything they read (which one an
- * operand has, its name, creation, host network, tolerations: analyse
+ * without judging a node. Whether an operand's controller says why it
+ * creates no pod decides whether its nodes' PodNotCreated steps are
+ * progress (and when they stop being): when that changes, rejudge names
+ * each node with such a finding, and the caller must judge them again (gpuop_analysis_update)
+ * before reading f. Returns 0, GPUOP_EINVAL without rejudge, when the DaemonSets the
+ * nodes are judged against differ in anything else they read (which one
+ * an operand has, its name, creation, host network, tolerations: analyse
  * again) or f cannot be updated, GPUOP_ENOMEM (analyse again). */
-int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds);
+int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds,
+                          gpuop_analysis_rejudge_fn rejudge, void *arg);
 
 /* Brings every node's idle_s to `now` (the one judgement that moves with
  * the clock alone, and no next_change; after updates at other times):

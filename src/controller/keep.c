@@ -15,7 +15,9 @@
  *   - a DaemonSet changed in what a node's judgement reads (which one an
  *     operand has, its tolerations ...); a change of its status counters
  *     or Warning Events, which a rollout makes with every pod, only makes
- *     the operands' results again (gpuop_analysis_set_ds);
+ *     the operands' results again (gpuop_analysis_set_ds) and touches the
+ *     nodes whose PodNotCreated steps read whether its controller says
+ *     why it creates no pod;
  *   - a judgement that moves with the clock is due (next_change);
  *   - the updates left too much of the set's names unused;
  *   - the pod index is incomplete, or an update failed.
@@ -68,6 +70,12 @@ void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node)
         k->full_due = true;
         clear_touched(k);
     }
+}
+
+/* gpuop_analysis_set_ds's rejudge: the node is judged again below. */
+static void rejudge(const char *node, void *arg)
+{
+    gpuop_ctl_keep_touch(arg, node);
 }
 
 void gpuop_ctl_keep_ds(struct ctl_keep *k)
@@ -164,13 +172,17 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
     if (why)
         gpuop_debug("controller", "gpupolicy/%s: a full analysis: %s", key, why);
     int rc = 0;
-    /* A DaemonSet or Event change: a full pass. gpuop_analysis_set_ds is
-     * not used here: what a DaemonSet's controller says (from its status
-     * and Events) also moves nodes' next_change, which set_ds does not
-     * judge again (e2e/61_pod_creation under --analysis verify). */
-    if (!full && k->ds_due) {
+    /* A DaemonSet's status or Warning Events: the operands' results again,
+     * and the nodes whose steps read what its controller says are touched */
+    if (!full && k->ds_due && gpuop_analysis_set_ds(&k->f, v->ds, v->nds, rejudge, k) < 0) {
         full = true;
-        gpuop_debug("controller", "gpupolicy/%s: a full analysis: a DaemonSet changed", key);
+        gpuop_debug("controller",
+                    "gpupolicy/%s: a full analysis: a DaemonSet changed what nodes read", key);
+    }
+    if (!full && k->full_due) {
+        full = true;
+        gpuop_debug("controller", "gpupolicy/%s: a full analysis: too many nodes to judge again",
+                    key);
     }
     if (!full) {
         gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone; the

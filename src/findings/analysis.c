@@ -994,21 +994,36 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     return ds_results(out);
 }
 
-int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds)
+int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds,
+                          gpuop_analysis_rejudge_fn rejudge, void *arg)
 {
     struct gpuop_analysis_state *s = &f->inc, next = f->inc;
-    if (!s->tally)
+    if (!s->tally || !rejudge)
         return GPUOP_EINVAL;
     choose_ds(&next, f->noperands, ds, nds);
     if (ds_fingerprint(&next, f->noperands) != s->ds_fp)
         return GPUOP_EINVAL; /* what the nodes are judged against changed */
+    /* only whether it says anything: the old text may be freed already */
+    bool said[GPUOP_OPERAND_MAX];
+    for (int o = 0; o < f->noperands; o++)
+        said[o] = f->operands[o].controller_says != NULL;
     memcpy(s->dsof, next.dsof, sizeof(s->dsof));
     memcpy(s->osds, next.osds, sizeof(s->osds));
     s->nosds = next.nosds;
     for (int o = 0; o < f->noperands; o++)
         if (f->operands[o].daemonsets) /* made again below */
             s->waste += strlen(f->operands[o].daemonsets) + 1;
-    return ds_results(f);
+    int rc = ds_results(f);
+    if (rc < 0)
+        return rc;
+    /* the steps finding_progress judges on it */
+    for (size_t i = 0; i < f->nitems; i++) {
+        const struct gpuop_finding *x = &f->items[i];
+        if (x->reason == GPUOP_REASON_POD_NOT_CREATED &&
+            said[x->operand] != (f->operands[x->operand].controller_says != NULL))
+            rejudge(gpuop_finding_node(f, x), arg);
+    }
+    return 0;
 }
 
 int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,

@@ -1100,7 +1100,7 @@ static void test_keep_verified(void **state)
     wait_reconcile(f);
     settle(f, 100);
     gpuop_controller_stats(f->c, &st);
-    assert_true(st.analysis_fulls > fulls); /* a DaemonSet change: a full pass (keep.c) */
+    assert_int_equal(st.analysis_fulls, fulls);
     assert_int_equal(st.analysis_mismatches, 0);
     json_t *op2 = json_array_get(json_object_get(status_of(f), "operands"), 2);
     assert_int_equal(json_integer_value(json_object_get(op2, "desiredNumberScheduled")), 3);
@@ -1114,6 +1114,42 @@ static void test_keep_verified(void **state)
     gpuop_controller_stats(f->c, &st);
     assert_true(st.analysis_fulls > fulls);
     assert_int_equal(st.analysis_mismatches, 0);
+
+    /* A node created now without its device plugin's pod: a step within
+     * its deadline. The DaemonSet's controller says why it creates none
+     * (a Warning Event, while it lacks pods): the step is no progress
+     * any more, and only the nodes with that finding are judged again. */
+    char ts[32];
+    time_t t = time(NULL);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
+    json_object_set_new(json_object_get(n, "metadata"), "creationTimestamp", json_string(ts));
+    json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                        "nvidia.com/gpu.deploy.device-plugin", json_string("true"));
+    put(f, K_NODE, "gpu-1", n, "MODIFIED");
+    json_t *pod = json_object_get(f->store[K_POD], "device-plugin-gpu-1");
+    if (pod)
+        put(f, K_POD, "device-plugin-gpu-1", json_deep_copy(pod), "DELETED");
+    wait_reconcile(f);
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    fulls = st.analysis_fulls;
+    uint64_t updates = st.analysis_updates;
+    put(f, K_EVENT, "dp.1",
+        json_pack("{s:{s:s}, s:{s:s, s:s}, s:s, s:s, s:s, s:s}", "metadata", "namespace", NS,
+                  "involvedObject", "kind", "DaemonSet", "name", "gpuop-device-plugin", "type",
+                  "Warning", "reason", "FailedCreate", "message", "exceeded quota", "lastTimestamp",
+                  ts),
+        "ADDED");
+    wait_reconcile(f);
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    assert_int_equal(st.analysis_mismatches, 0);
+    assert_int_equal(st.analysis_fulls, fulls);
+    assert_true(st.analysis_updates > updates);
+    op2 = json_array_get(json_object_get(status_of(f), "operands"), 2);
+    assert_string_equal(json_string_value(json_object_get(op2, "controllerWarning")),
+                        "FailedCreate: exceeded quota");
 }
 
 /* auto keeps nothing below GPUOP_ANALYSIS_KEEP_MIN_NODES nodes: a full

@@ -395,8 +395,8 @@ static bool ds_event(struct world *w)
                                        "FailedDaemonPod: found failed daemon pod"};
     struct gpuop_ds *d = &w->ds[rnd((uint32_t)w->nds)];
     if (coin(25)) {
-        if (coin(50))
-            d->created += 1 + rnd(100);
+        if (coin(50)) /* often recent: its nodes' steps are judged on it */
+            d->created = w->now - rnd(GPUOP_PROGRESS_DEADLINE_S);
         else
             d->host_network = !d->host_network;
         return true;
@@ -408,13 +408,36 @@ static bool ds_event(struct world *w)
     return false;
 }
 
-/* gpuop_analysis_set_ds with the world's DaemonSets. */
-static int set_ds(struct world *w, struct gpuop_findings *f)
+/* The nodes set_ds names, to judge again. */
+struct rejudged {
+    bool slot[NODE_SLOTS];
+    int n;
+};
+
+static void rejudge(const char *node, void *arg)
+{
+    struct rejudged *r = arg;
+    int slot = atoi(node + 5); /* node-NN */
+    assert_true(slot >= 0 && slot < NODE_SLOTS);
+    r->n += !r->slot[slot];
+    r->slot[slot] = true;
+}
+
+/* gpuop_analysis_set_ds with the world's DaemonSets, then the nodes it
+ * names judged again; *named counts them. */
+static int set_ds(struct world *w, struct gpuop_findings *f, size_t *named)
 {
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
     for (size_t i = 0; i < w->nds; i++)
         dp[i] = &w->ds[i];
-    return gpuop_analysis_set_ds(f, dp, w->nds);
+    struct rejudged r = {0};
+    int rc = gpuop_analysis_set_ds(f, dp, w->nds, rejudge, &r);
+    for (int i = 0; rc == 0 && i < NODE_SLOTS; i++)
+        if (r.slot[i])
+            rc = update(w, f, i);
+    if (named)
+        *named += (size_t)r.n;
+    return rc;
 }
 
 static void test_incremental_equals_full(void **state)
@@ -425,7 +448,7 @@ static void test_incremental_equals_full(void **state)
     printf("test_incremental: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n",
            seed, EVENTS_PER_POLICY, POLICIES);
     rng = seed * 2654435761u + 1;
-    size_t fulls = 0, updates = 0, ds_updates = 0, findings = 0;
+    size_t fulls = 0, updates = 0, ds_updates = 0, rejudged = 0, findings = 0;
     for (int kind = 0; kind < POLICIES; kind++) {
         struct world w;
         world_init(&w, kind);
@@ -439,7 +462,7 @@ static void test_incremental_equals_full(void **state)
             int slot = random_event(&w, &old_node, &old_pod, &what);
             bool ds_changed = coin(DS_EVENT_PCT), judged = ds_changed && ds_event(&w);
             if (judged) /* set_ds refuses it: the nodes must be judged again */
-                assert_int_equal(set_ds(&w, &inc), GPUOP_EINVAL);
+                assert_int_equal(set_ds(&w, &inc, NULL), GPUOP_EINVAL);
             if (judged || (inc.next_change && w.now >= inc.next_change)) {
                 /* a grace ended, or what the nodes read of a DaemonSet changed: all again */
                 gpuop_findings_free(&inc);
@@ -448,7 +471,7 @@ static void test_incremental_equals_full(void **state)
             } else {
                 assert_int_equal(update(&w, &inc, slot), 0);
                 if (ds_changed)
-                    assert_int_equal(set_ds(&w, &inc), 0), ds_updates++;
+                    assert_int_equal(set_ds(&w, &inc, &rejudged), 0), ds_updates++;
                 gpuop_analysis_age(&inc, w.now);
                 updates++;
             }
@@ -465,9 +488,11 @@ static void test_incremental_equals_full(void **state)
         gpuop_findings_free(&inc);
         world_free(&w);
     }
-    printf("test_incremental: %zu updates (%zu with a DaemonSet's status), %zu full passes (a "
-           "grace ended, a DaemonSet changed what nodes read), %zu findings compared\n",
-           updates, ds_updates, fulls, findings);
+    printf("test_incremental: %zu updates (%zu with a DaemonSet's status, which named %zu nodes "
+           "to judge again), %zu full passes (a grace ended, a DaemonSet changed what nodes "
+           "read), %zu findings compared\n",
+           updates, ds_updates, rejudged, fulls, findings);
+    assert_true(rejudged > 0); /* the controller's words moved some node's steps */
     assert_true(updates > fulls);
     assert_true(ds_updates > 0);
 }
