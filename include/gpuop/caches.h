@@ -109,12 +109,17 @@ const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const c
  * when a pod could not be indexed (node_pods then refuses until it is
  * built again). */
 int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
-/* The operand pods whose node (gpuop_pod.node) is node: *pods (borrowed
- * array of borrowed pods, valid until the pod cache changes) holds *n.
- * 0, or GPUOP_EINVAL when the index is not kept or not whole (a full view
- * is needed). */
+/* Most operand pods of one node gpuop_caches_node_pods gives: an
+ * operand's pod and its replacement while the old one terminates, per
+ * DaemonSet (per-OS ones and a rollback one included), with room. */
+#define GPUOP_CACHES_NODE_PODS_MAX 64
+
+/* The operand pods whose node (gpuop_pod.node) is node, into buf (max
+ * borrowed pods, valid until on_node names the node): *n of them. 0,
+ * GPUOP_ETOOBIG when the node has more than max, or GPUOP_EINVAL when the
+ * index is not kept or not whole (a full view is needed). */
 int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
-                           const struct gpuop_pod *const **pods, size_t *n);
+                           const struct gpuop_pod **buf, size_t max, size_t *n);
 
 /* The nodes and DaemonSets (arrays new, items borrowed; pods NULL: ask
  * gpuop_caches_view_pods, a walk over every pod, only where nothing

@@ -12,6 +12,9 @@
  *     32-bit hash and the key (8 bytes a slot, load <= 0.7);
  *   - the flap memory (findings/flap.c): {64-bit hash, time} (16 bytes,
  *     load <= 3/4);
+ *   - the caches' pods by node (cache/nodepods.c): a borrowed pod pointer
+ *     whose home is its node name's hash, many entries a key (8 bytes a
+ *     slot, load <= 0.7);
  *   - the analysis's node-name index (findings/analysis.c): a borrowed
  *     name pointer, beside an array of positions (8 + 4 bytes, load
  *     <= 1/2, built once per pass and never deleted from).

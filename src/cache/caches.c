@@ -459,14 +459,12 @@ const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const c
 }
 
 int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
-                           const struct gpuop_pod *const **pods, size_t *n)
+                           const struct gpuop_pod **buf, size_t max, size_t *n)
 {
-    *pods = NULL;
     *n = 0;
     if (!w->indexed || !w->index_whole)
         return GPUOP_EINVAL;
-    *pods = gpuop_nodepods_get(&w->pods_by_node, node, n);
-    return 0;
+    return gpuop_nodepods_get(&w->pods_by_node, node, buf, max, n);
 }
 
 static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)

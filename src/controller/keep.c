@@ -96,9 +96,9 @@ static int update_touched(struct ctl_keep *k, const struct gpuop_caches *caches,
     size_t it = 0;
     const char *name;
     while (gpuop_map_next(&k->touched, &it, &name, NULL)) {
-        const struct gpuop_pod *const *pods;
+        const struct gpuop_pod *pods[GPUOP_CACHES_NODE_PODS_MAX];
         size_t n;
-        int rc = gpuop_caches_node_pods(caches, name, &pods, &n);
+        int rc = gpuop_caches_node_pods(caches, name, pods, GPUOP_CACHES_NODE_PODS_MAX, &n);
         if (rc == 0)
             rc = gpuop_analysis_update(&k->f, name, gpuop_caches_node(caches, name), pods, n, now);
         if (rc < 0)

@@ -925,7 +925,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         return GPUOP_ENOMEM;
     /* Each GPU node's pods: from the caches' index when it is kept (the
      * kept findings keep it: from GPUOP_ANALYSIS_KEEP_MIN_NODES), else joined by name here. */
-    const struct gpuop_pod *const *pp;
+    const struct gpuop_pod *pp[GPUOP_CACHES_NODE_PODS_MAX];
     size_t npp;
     bool indexed = v->from && gpuop_caches_pods_indexed(v->from);
     struct gpuop_map idx;
@@ -936,7 +936,8 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         u->nodes[i].node = n;
         if (!n || !n->gpu)
             continue;
-        if (indexed && gpuop_caches_node_pods(v->from, n->name, &pp, &npp) == 0)
+        if (indexed &&
+            gpuop_caches_node_pods(v->from, n->name, pp, GPUOP_CACHES_NODE_PODS_MAX, &npp) == 0)
             for (size_t k = 0; k < npp; k++)
                 take_pod(&u->nodes[i], pp[k], d, val);
         else if (gpuop_map_put(&idx, n->name, &u->nodes[i], NULL) < 0)
