@@ -7,18 +7,20 @@
 #define GPUOP_NODEPODS_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpuop/model.h"
 
 struct gpuop_nodepods {
-    const struct gpuop_pod **slots; /* cap slots (table.h), NULL when empty; borrowed pods */
+    uint64_t *slots; /* cap slots (table.h), 0 when empty: a borrowed pod and its tag */
     size_t cap, len;
 };
 
 void gpuop_nodepods_init(struct gpuop_nodepods *ix);
 /* Adds p (borrowed: it must stay until removed, with its node name) under
- * p->node; a pod without a node is not indexed. 0, or GPUOP_ENOMEM (p is
- * then not indexed: the caller no longer trusts the index). */
+ * p->node; a pod without a node is not indexed. 0, or GPUOP_ENOMEM /
+ * GPUOP_EINVAL (an address above 48 bits) (p is then not indexed: the
+ * caller no longer trusts the index). */
 int gpuop_nodepods_add(struct gpuop_nodepods *ix, const struct gpuop_pod *p);
 /* Removes p (nothing if it is not there). */
 void gpuop_nodepods_del(struct gpuop_nodepods *ix, const struct gpuop_pod *p);
