@@ -464,20 +464,27 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
      * most the findings, whose status cannot be written before the write
      * pacing's interval ends: while it runs, such an event queues the
      * policy for the interval's end, where one reconcile judges everything
-     * that came meanwhile, instead of one full reconcile per event. The
-     * first change after a quiet interval, and anything else, reconciles
-     * at once. */
+     * that came meanwhile, instead of one full reconcile per event; and
+     * while the interval does not run (the status stayed the same), it
+     * waits for the end of CTL_FINDINGS_RECONCILE_GAP_MS after the last
+     * reconcile began. The first change after a quiet interval, and
+     * anything else, reconciles at once. */
     uint64_t spec = gpuop_caches_spec_changes(c->caches);
     bool findings_only = spec == c->spec_seen;
     c->spec_seen = spec;
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
     uint64_t t = uv_hrtime(), now_ms = gpuop_clock_ms();
+    uint64_t gap = 0, since_ms = (t - c->started_ns) / 1000000;
+    if (c->stats.reconciles && since_ms < CTL_FINDINGS_RECONCILE_GAP_MS)
+        gap = CTL_FINDINGS_RECONCILE_GAP_MS - since_ms;
     size_t it = 0;
     const char *pkey;
     while (gpuop_caches_next_policy(c->caches, &it, &pkey, NULL)) {
         mark_dirty(c, pkey, t);
         uint64_t wait = findings_only ? gpuop_ctl_status_wait(c, pkey, now_ms) : 0;
+        if (findings_only && wait < gap)
+            wait = gap;
         if (wait > 0)
             (void)gpuop_queue_add_after(c->queue, pkey, wait);
         else

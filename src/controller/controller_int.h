@@ -334,6 +334,13 @@ json_t *gpuop_ctl_status_prev(struct gpuop_controller *c, const char *key, json_
 /* Under churn a key's status is written at most once per this interval;
  * a change after a quieter interval goes out at once (status_write.c). */
 #define CTL_STATUS_WRITE_INTERVAL_MS 1000
+/* An event that moves only the findings (a pod, an Event, a DaemonSet's
+ * status) reconciles at most once per this gap after the last reconcile
+ * began: under churn (a rollout's 500 pod events a second) one reconcile
+ * judges the events of a gap instead of one each, every reconcile's cost
+ * outside the analysis (the upgrade's inputs, the Events' diff, the
+ * digest) with it. A change after a quieter gap reconciles at once. */
+#define CTL_FINDINGS_RECONCILE_GAP_MS 250
 /* How long gpuop_controller_close waits for the held statuses to go out
  * before it stops anyway. */
 #define CTL_STATUS_FLUSH_MAX_MS 10000
