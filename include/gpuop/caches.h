@@ -59,7 +59,9 @@ struct gpuop_caches_config {
 };
 
 /* Arrays of borrowed pointers into the caches, valid until the loop runs
- * again; the arrays themselves are new (gpuop_caches_view_free). Each
+ * again; the nodes in name order (strcmp), their array lent by the caches
+ * (or, after a failed allocation there, new and in no order), the others
+ * new (gpuop_caches_view_free). Each
  * DaemonSet's controller_says is set when the view is made: the newest
  * Warning Event of that DaemonSet, while it has fewer pods scheduled than
  * desired. */
@@ -71,6 +73,7 @@ struct gpuop_caches_view {
     const struct gpuop_pod **pods;
     size_t npods;
     const struct gpuop_caches *from; /* the caches (borrowed): gpuop_caches_node_pods */
+    bool nodes_lent;                 /* nodes is the caches' array: not freed */
 };
 
 struct gpuop_caches;
@@ -121,7 +124,7 @@ int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
 int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
                            const struct gpuop_pod **buf, size_t max, size_t *n);
 
-/* The nodes and DaemonSets (arrays new, items borrowed; pods NULL: ask
+/* The nodes and DaemonSets (nodes lent, DaemonSets new, items borrowed; pods NULL: ask
  * gpuop_caches_view_pods, a walk over every pod, only where nothing
  * cheaper serves). 0 or GPUOP_ENOMEM. */
 int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v);

@@ -15,7 +15,8 @@
  * change names its key; while asked (gpuop_caches_index_pods) the pods are
  * also indexed by node (nodepods.c), and on_node names each node whose
  * object or pods changed: what the controller's per-node update of the
- * findings reads.
+ * findings reads. The nodes are kept in name order (nodelist.c), which the
+ * view lends.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -27,12 +28,14 @@
 #include "gpuop/pool.h"
 #include "gpuop/caches.h"
 
+#include "nodelist_int.h"
 #include "nodepods_int.h"
 
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
     struct gpuop_caches_config cfg;
-    uint64_t spec_changes; /* gpuop_caches_spec_changes */
+    uint64_t spec_changes;       /* gpuop_caches_spec_changes */
+    struct gpuop_nodelist nodes; /* the cached nodes in name order (nodelist.c) */
     struct gpuop_nodepods pods_by_node;
     bool indexed;     /* pods_by_node is kept */
     bool index_whole; /* and holds every pod with a node (no overflow since built) */
@@ -267,7 +270,13 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         t->w->spec_changes++;
     if (t->kind == GPUOP_CACHES_POD)
         pod_moved(t->w, old_item, new_item);
-    else if (t->kind == GPUOP_CACHES_NODE && t->w->cfg.on_node)
+    if (t->kind == GPUOP_CACHES_NODE) {
+        if (new_item)
+            (void)gpuop_nodelist_put(&t->w->nodes, new_item); /* ENOMEM: not whole */
+        else
+            gpuop_nodelist_del(&t->w->nodes, key);
+    }
+    if (t->kind == GPUOP_CACHES_NODE && t->w->cfg.on_node)
         t->w->cfg.on_node(t->w->cfg.arg, key);
     if (t->w->cfg.on_change)
         t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
@@ -303,6 +312,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_ENOMEM;
     }
     w->cfg.namespace = w->ns;
+    gpuop_nodelist_init(&w->nodes);
     gpuop_nodepods_init(&w->pods_by_node);
 
     const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
@@ -484,11 +494,17 @@ static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset
 int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
 {
     memset(v, 0, sizeof(*v));
-    v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
+    if (w->nodes.whole) { /* lent, in name order */
+        v->nodes = w->nodes.a;
+        v->nnodes = w->nodes.n;
+        v->nodes_lent = true;
+    } else {
+        v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
+    }
     v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_CACHES_DS], &v->nds,
                                               offsetof(struct gpuop_caches_ds, ds));
     v->from = w;
-    if (!v->nodes || !v->ds) {
+    if ((!v->nodes && !v->nodes_lent) || !v->ds) {
         gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;
     }
@@ -514,7 +530,8 @@ bool gpuop_caches_pods_indexed(const struct gpuop_caches *w)
 
 void gpuop_caches_view_free(struct gpuop_caches_view *v)
 {
-    free(v->nodes);
+    if (!v->nodes_lent)
+        free(v->nodes);
     free(v->ds);
     free(v->pods);
     memset(v, 0, sizeof(*v));
@@ -534,6 +551,7 @@ static void informer_closed(void *arg)
     void (*cb)(void *) = w->close_cb;
     void *carg = w->close_arg;
     free(w->ns);
+    gpuop_nodelist_free(&w->nodes);
     gpuop_nodepods_free(&w->pods_by_node);
     free((struct caches_alloc *)w);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */

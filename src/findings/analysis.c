@@ -29,6 +29,7 @@
 #include "gpuop/ospool.h"
 #include "gpuop/render.h"
 #include "gpuop/table.h"
+#include "gpuop/sort.h"
 
 #include "findings_int.h"
 
@@ -1050,7 +1051,7 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     for (size_t i = 0; i < nnodes; i++)
         if (nodes && nodes[i] && nodes[i]->name)
             sorted[n++] = nodes[i];
-    qsort(sorted, n, sizeof(*sorted), by_name);
+    gpuop_sort(sorted, n, sizeof(*sorted), by_name); /* the caches' are in order */
     if (nindex_init(&ix, sorted, n) < 0)
         goto done;
     best = calloc(n * (size_t)nops + 1, sizeof(*best));

@@ -36,6 +36,7 @@
 #include "gpuop/clock.h"
 #include "gpuop/upgrade.h"
 #include "gpuop/status.h"
+#include "gpuop/sort.h"
 
 static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_NONE] = "none",
@@ -719,7 +720,7 @@ int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_p
         if (managed(in, &in->nodes[i]))
             out->nodes[out->n++].in = i;
     sort_in = in;
-    qsort(out->nodes, out->n, sizeof(*out->nodes), by_name);
+    gpuop_sort(out->nodes, out->n, sizeof(*out->nodes), by_name); /* usually in order */
     sort_in = NULL;
 
     struct ctx c = {.in = in, .u = in->policy, .p = out};
