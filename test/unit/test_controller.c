@@ -649,6 +649,49 @@ static void test_findings_events_coalesced(void **state)
     RUN_UNTIL(f, gpuop_controller_summary(f->c)->gpu_nodes == 2, CTL_STATUS_WRITE_INTERVAL_MS / 2);
 }
 
+/* Findings-only events that leave the status as it is (Warning Events of
+ * a DaemonSet with all its pods: nothing shows them) start no write
+ * interval; they still reconcile at most once per
+ * CTL_FINDINGS_RECONCILE_GAP_MS after the last reconcile began: ten
+ * deliveries in 200 ms after a quiet interval cost the first reconcile at
+ * once and one at the gap's end, not ten. */
+static void test_findings_reconcile_gap(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_controller_stats st;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
+    gpuop_controller_stats(f->c, &st);
+    uint64_t before = st.reconciles;
+    int writes = f->status_writes;
+    enum { DELIVERIES = 10 };
+    for (int i = 0; i < DELIVERIES; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "ev.%d", i);
+        put(f, K_EVENT, name,
+            json_pack("{s:{s:s}, s:{s:s, s:s}, s:s, s:s, s:s, s:s}", "metadata", "namespace", NS,
+                      "involvedObject", "kind", "DaemonSet", "name", "gpuop-dcgm-exporter", "type",
+                      "Warning", "reason", "FailedCreate", "message", "try again", "lastTimestamp",
+                      "2026-11-29T21:07:40Z"),
+            "ADDED");
+        run_for(f, 20); /* a watch delivery, a reconcile if one is due */
+    }
+    gpuop_controller_stats(f->c, &st);
+    uint64_t during = st.reconciles - before;
+    RUN_UNTIL(f, f->c->key == NULL && !gpuop_ctl_status_held(f->c), WAIT_MS);
+    run_for(f, CTL_FINDINGS_RECONCILE_GAP_MS + 100);
+    gpuop_controller_stats(f->c, &st);
+    print_message("%d deliveries of Events: %llu reconciles during, %llu in all, %d writes\n",
+                  DELIVERIES, (unsigned long long)during,
+                  (unsigned long long)(st.reconciles - before), f->status_writes - writes);
+    assert_true(during <= 2);
+    assert_true(st.reconciles - before >= 1);
+    assert_true(st.reconciles - before <= 3);
+    assert_int_equal(f->status_writes, writes); /* nothing showed them */
+}
+
 /* The RuntimeClass and the DCGM Service are applied once beside the
  * DaemonSets, not again while their body stays; the Service is deleted
  * when the exporter is disabled; MIG Manager's default config appears when
@@ -1183,6 +1226,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
