@@ -47,6 +47,23 @@ int gpuop_ospool_make(const char *id, const char *version_id, struct gpuop_ospoo
  * for rhel, rocky and ol), or GPUOP_EINVAL when the values make no tag. */
 int gpuop_ospool_of_node(const struct gpuop_node *n, struct gpuop_ospool *out, unsigned *missing);
 
+/* What gpuop_ospool_of_node made of the last node's OS labels, whose
+ * strings it borrows: a memo lives only as long as the nodes it saw (one
+ * loop over them). A loop over many nodes of few OSes then compares three
+ * labels a node instead of making its pool again. Zeroed before use. */
+struct gpuop_ospool_memo {
+    bool valid;
+    const char *os[GPUOP_OS_FIELDS];
+    int rc;
+    unsigned missing;
+    struct gpuop_ospool pool;
+};
+
+/* gpuop_ospool_of_node, through memo m; *hit says whether n's labels were
+ * the last node's (hit may be NULL). */
+int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_memo *m,
+                              struct gpuop_ospool *out, unsigned *missing, bool *hit);
+
 /* "<label>[, <label> and <label>]" of the missing bits, into buf. */
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size);
 

@@ -931,6 +931,11 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     struct gpuop_map idx;
     gpuop_map_init(&idx);
     int rc = 0;
+    /* the target generation: one for all, or per OS pool (few, and nodes
+     * of one pool mostly follow each other) */
+    bool per_os = gpuop_render_per_os(p, d), have_gen = false;
+    struct gpuop_ospool_memo memo = {0};
+    uint32_t gen = 0;
     for (size_t i = 0; i < v->nnodes; i++) {
         const struct gpuop_node *n = v->nodes[i];
         u->nodes[i].node = n;
@@ -942,17 +947,20 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
                 take_pod(&u->nodes[i], pp[k], d, val);
         else if (gpuop_map_put(&idx, n->name, &u->nodes[i], NULL) < 0)
             rc = GPUOP_ENOMEM;
-        char name[GPUOP_RENDER_NAME_MAX];
         struct gpuop_ospool pool;
-        unsigned missing = 0;
-        bool per_os = gpuop_render_per_os(p, d);
-        if (per_os && gpuop_ospool_of_node(n, &pool, &missing) < 0)
-            continue; /* no pool: no driver DaemonSet covers it */
-        gpuop_render_ds_name(p, d, per_os ? &pool : NULL, name, sizeof(name));
-        const struct gpuop_ds *ds = find_ds(v, name);
-        u->nodes[i].target_gen = ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX
-                                     ? (uint32_t)ds->template_gen
-                                     : 0;
+        bool hit = false;
+        if (per_os && gpuop_ospool_of_node_memo(n, &memo, &pool, NULL, &hit) < 0)
+            continue;                        /* no pool: no driver DaemonSet covers it */
+        if (!have_gen || (per_os && !hit)) { /* the last node's pool's, else its own */
+            char name[GPUOP_RENDER_NAME_MAX];
+            gpuop_render_ds_name(p, d, per_os ? &pool : NULL, name, sizeof(name));
+            const struct gpuop_ds *ds = find_ds(v, name);
+            gen = ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX
+                      ? (uint32_t)ds->template_gen
+                      : 0;
+            have_gen = true;
+        }
+        u->nodes[i].target_gen = gen;
     }
     for (size_t i = 0; !indexed && i < v->npods; i++) {
         const struct gpuop_pod *pod = v->pods[i];

@@ -76,6 +76,31 @@ int gpuop_ospool_of_node(const struct gpuop_node *n, struct gpuop_ospool *out, u
     return rc;
 }
 
+static bool same_label(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_memo *m,
+                              struct gpuop_ospool *out, unsigned *missing, bool *hit)
+{
+    bool same = m->valid;
+    for (int k = 0; same && k < GPUOP_OS_FIELDS; k++)
+        same = same_label(m->os[k], gpuop_node_os(n, k));
+    if (hit)
+        *hit = same;
+    if (!same) {
+        m->rc = gpuop_ospool_of_node(n, &m->pool, &m->missing);
+        for (int k = 0; k < GPUOP_OS_FIELDS; k++)
+            m->os[k] = gpuop_node_os(n, k);
+        m->valid = true;
+    }
+    *out = m->pool;
+    if (missing)
+        *missing = m->missing;
+    return m->rc;
+}
+
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 {
     static const char *const names[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
@@ -135,11 +160,15 @@ size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes
 {
     size_t n = 0, over = 0;
     struct gpuop_ospool p;
+    struct gpuop_ospool_memo memo = {0};
+    bool hit, full = false; /* the last pool did not fit */
     for (size_t i = 0; i < nnodes; i++) {
-        if (!nodes[i] || !nodes[i]->gpu || gpuop_ospool_of_node(nodes[i], &p, NULL) < 0)
+        if (!nodes[i] || !nodes[i]->gpu ||
+            gpuop_ospool_of_node_memo(nodes[i], &memo, &p, NULL, &hit) < 0)
             continue;
-        if (gpuop_ospool_add(set, &n, max, &p) == GPUOP_ETOOBIG)
-            over++;
+        if (!hit) /* the last node's pool is in the set already, or did not fit */
+            full = gpuop_ospool_add(set, &n, max, &p) == GPUOP_ETOOBIG;
+        over += full;
     }
     if (dropped)
         *dropped = over;

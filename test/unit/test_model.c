@@ -118,6 +118,38 @@ static void test_node_os(void **state)
     assert_int_equal(gpuop_ospool_collect(all, 4, set, 4, NULL), 2);
     assert_string_equal(set[0].tag, "rhel9");
     assert_string_equal(set[1].tag, "ubuntu24.04");
+    /* two of the same OS after one another make the same pool, and the
+     * memo says so; full, the second node of a pool that did not fit is
+     * dropped too */
+    size_t dropped = 0;
+    const struct gpuop_node *two[] = {a, a, c, c};
+    assert_int_equal(gpuop_ospool_collect(two, 4, set, 1, &dropped), 1);
+    assert_int_equal(dropped, 2);
+    /* the memo: every order of these nodes (a rhel9, b a bad major, c
+     * ubuntu, d without VERSION_ID) gives what the plain call does */
+    json_t *dj = json_pack("{s:{s:s, s:{s:s, s:s}}}", "metadata", "name", "d", "labels",
+                           "nvidia.com/gpu.present", "true", GPUOP_LABEL_OS_ID, "ubuntu");
+    struct gpuop_node *d = gpuop_node_new(dj, NULL, NULL);
+    assert_non_null(d);
+    const struct gpuop_node *nodes[] = {a, b, c, d};
+    for (int seq = 0; seq < 256; seq++) { /* four picks of two bits */
+        struct gpuop_ospool_memo memo = {0};
+        const struct gpuop_node *last = NULL;
+        for (int pick = 0; pick < 4; pick++) {
+            const struct gpuop_node *n = nodes[(seq >> (2 * pick)) & 3];
+            struct gpuop_ospool want, got;
+            unsigned lw = 0, lg = 0;
+            bool hit;
+            int rw = gpuop_ospool_of_node(n, &want, &lw);
+            assert_int_equal(gpuop_ospool_of_node_memo(n, &memo, &got, &lg, &hit), rw);
+            assert_int_equal(lg, lw);
+            assert_memory_equal(&got, &want, sizeof(want));
+            assert_int_equal(hit, last == n);
+            last = n;
+        }
+    }
+    gpuop_node_free(d);
+    json_decref(dj);
     gpuop_node_free(a);
     gpuop_node_free(b);
     gpuop_node_free(c);
