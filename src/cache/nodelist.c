@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpuop/error.h"
+#include "gpuop/sort.h"
 
 #include "nodelist_int.h"
 
@@ -21,24 +22,16 @@ void gpuop_nodelist_init(struct gpuop_nodelist *l)
     l->whole = true;
 }
 
+/* gpuop_sort_find's order of a name against a node. */
+static int name_vs_node(const void *key, const void *item)
+{
+    return strcmp(key, (*(const struct gpuop_node *const *)item)->name);
+}
+
 /* Position of name: found, or where it goes. */
 static bool find(const struct gpuop_nodelist *l, const char *name, size_t *pos)
 {
-    size_t lo = 0, hi = l->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(l->a[mid]->name, name);
-        if (c == 0) {
-            *pos = mid;
-            return true;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *pos = lo;
-    return false;
+    return gpuop_sort_find(l->a, l->n, sizeof(*l->a), name, name_vs_node, pos);
 }
 
 int gpuop_nodelist_put(struct gpuop_nodelist *l, const struct gpuop_node *nd)

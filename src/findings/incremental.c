@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "gpuop/analysis.h"
+#include "gpuop/sort.h"
 
 #include "findings_int.h"
 
@@ -32,29 +33,16 @@
  * in use (and this floor), a full pass is worth its cost. */
 #define WASTE_FLOOR_BYTES (64 * 1024)
 
-static int name_cmp_at(const struct gpuop_findings *f, size_t i, const char *name)
+/* gpuop_sort_find's order of a name against a node's result. */
+static int name_vs_result(const void *key, const void *item)
 {
-    return strcmp(f->nodes[i].name, name);
+    return strcmp(key, ((const struct gpuop_node_result *)item)->name);
 }
 
 /* Position of name among f's nodes (sorted): found, or where it goes. */
 static bool node_pos(const struct gpuop_findings *f, const char *name, size_t *pos)
 {
-    size_t lo = 0, hi = f->nnodes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp_at(f, mid, name);
-        if (c == 0) {
-            *pos = mid;
-            return true;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *pos = lo;
-    return false;
+    return gpuop_sort_find(f->nodes, f->nnodes, sizeof(*f->nodes), name, name_vs_result, pos);
 }
 
 /* Room for one more node (result and tally). */

@@ -3,7 +3,8 @@
  * against a reference set: random adds, replacements and removals, and
  * after each the list holds exactly the present nodes, in strcmp order,
  * each replacement's newest pointer. And gpuop_sort (base/sort.c): sorts
- * what is out of order, and leaves what is in order as it is.
+ * what is out of order, and leaves what is in order as it is; and
+ * gpuop_sort_find against a walk.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +103,20 @@ static void test_sort(void **state)
     for (int i = 0; i < 64; i++)
         assert_int_equal(p[i].tag, 63 - i);
     gpuop_sort(NULL, 0, sizeof(int), cmp_int);
+    /* the binary search: every key from below the first to above the
+     * last, against a walk */
+    int u[100];
+    for (int i = 0; i < 100; i++)
+        u[i] = 3 * i; /* distinct, sorted */
+    for (int n = 0; n <= 100; n += 33)
+        for (int key = -2; key <= 3 * n + 2; key++) {
+            size_t pos, want = 0;
+            while (want < (size_t)n && u[want] < key)
+                want++;
+            bool found = gpuop_sort_find(u, (size_t)n, sizeof(*u), &key, cmp_int, &pos);
+            assert_int_equal(pos, want);
+            assert_int_equal(found, want < (size_t)n && u[want] == key);
+        }
 }
 
 int main(void)
