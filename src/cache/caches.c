@@ -10,9 +10,11 @@
  * the DaemonSet's name and the Event's time; the view lends each DaemonSet
  * the newest one while it has fewer pods scheduled than desired.
  *
- * Nodes, pods and DaemonSets keep their cached item when an update is the
- * same (keep_same), so a pointer into the caches stays valid until a
- * change names its key; while asked (gpuop_caches_index_pods) the pods are
+ * Nodes, pods, DaemonSets and Events keep their cached item when an
+ * update is the same (keep_same), so a pointer into the caches stays
+ * valid until a change names its key (an Event's text is borrowed by the
+ * kept findings: the DaemonSet controller repeats a Warning within a
+ * second, and only its count moves); while asked (gpuop_caches_index_pods) the pods are
  * also indexed by node (nodepods.c), and on_node names each node whose
  * object or pods changed: what the controller's per-node update of the
  * findings reads. The nodes are kept in name order (nodelist.c), which the
@@ -362,7 +364,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                                 .convert = event_convert,
                                 .scratch = true,
                                 .free_item = free,
-                                .same = event_same},
+                                .same = event_same,
+                                .keep_same = true}, /* the kept findings borrow its text */
     };
     int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
