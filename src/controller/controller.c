@@ -270,13 +270,8 @@ static void findings_and_status(struct gpuop_controller *c)
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last: they take the set,
-         * or a copy of its keys when keep.c keeps it for the next
-         * reconcile (not taken: the next reconcile says it). */
-        struct gpuop_findings seen;
-        if (!c->keep.valid)
-            gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
-        else if (gpuop_findings_copy_keys(f, &seen) == 0)
-            gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, &seen);
+         * or borrow it when keep.c keeps it for the next reconcile */
+        gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f, !c->keep.valid);
     }
     gpuop_ctl_upgrade_release(c->upgrader);
     if (!c->inactive) /* an inactive policy's reconcile leaves the active one's set */

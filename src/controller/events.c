@@ -1,8 +1,10 @@
 /*
  * events.c - Events for findings that appear or clear (see events_int.h).
  *
- * The previous findings are kept (moved in by observe, details dropped)
- * and the walk of their differences with the new ones
+ * The previous findings' keys are kept (moved in by observe, details
+ * dropped, or copied when the controller keeps the set for its per-node
+ * updates; the messages are made from the new set, with its details) and
+ * the walk of their differences with the new ones
  * (gpuop_findings_diff_begin/next) decides. Per finding
  * (node, operand, reason), kept as 64-bit hashes in hash -> time sets
  * (flap.h, 16 bytes a slot):
@@ -284,7 +286,7 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, lo
 }
 
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
-                          long long grace_s, struct gpuop_findings *f)
+                          long long grace_s, struct gpuop_findings *f, bool take)
 {
     bool same = ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
     if (!same) {
@@ -322,10 +324,16 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     }
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
-    ev->prev = *f;
-    memset(f, 0, sizeof(*f));
-    (void)gpuop_findings_keep_keys(&ev->prev); /* only diffed against, never printed */
     ev->have_prev = true;
+    if (take) {
+        ev->prev = *f;
+        memset(f, 0, sizeof(*f));
+        (void)gpuop_findings_keep_keys(&ev->prev); /* only diffed against, never printed */
+    } else if (gpuop_findings_copy_keys(f, &ev->prev) < 0) {
+        memset(&ev->prev, 0, sizeof(ev->prev)); /* the next call learns again */
+        ev->have_prev = false;
+        gpuop_warn("events", "out of memory keeping the findings: the next ones wait their grace");
+    }
     if (!same) {
         free(ev->prev_policy);
         ev->prev_policy = strdup(policy);

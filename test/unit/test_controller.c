@@ -84,6 +84,7 @@ struct fx {
     int extra_applies, extra_deletes; /* RuntimeClass, ConfigMap, Service */
     uint64_t apply_at[64];            /* uv_now of each PATCH of the refused one */
     int nrefused;
+    char said[8192]; /* "<reason>: <message>\n" of each Event POSTed, truncated */
 };
 
 #define RUN_UNTIL(f, cond, ms) WAITER_RUN_UNTIL(&(f)->wait, cond, ms)
@@ -181,11 +182,23 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
     struct fx *f = arg;
     int k = kind_of(r->path);
     char name[256], v[32];
+    if (k < 0 && !strcmp(r->method, "POST") && strstr(r->path, "/events"))
+        k = K_EVENT; /* about the cluster-scoped policy: in another namespace */
     if (k < 0) {
         fakeapi_respond_status(c, 404, "NotFound", "no such path");
         return;
     }
     name_of(r->path, k, name, sizeof(name));
+    if (!strcmp(r->method, "POST") && strstr(r->path, "/events")) { /* gpuop's own Events */
+        json_t *ev = json_loads(r->body, 0, NULL);
+        size_t used = strlen(f->said);
+        snprintf(f->said + used, sizeof(f->said) - used, "%s: %s\n",
+                 json_string_value(json_object_get(ev, "reason")),
+                 json_string_value(json_object_get(ev, "message")));
+        json_decref(ev);
+        fakeapi_respond(c, 201, "application/json", r->body);
+        return;
+    }
     if (!strcmp(r->method, "GET") && fakeapi_query(r, "watch", v, sizeof(v))) {
         assert_true(f->nw < CONN_MAX);
         struct watcher *w = &f->w[f->nw++];
@@ -1220,6 +1233,38 @@ static void test_keep_verified(void **state)
                         "FailedCreate: exceeded quota");
 }
 
+/* The Events of a kept set say what a full pass's would: the details a
+ * finding borrows from the caches (the pod, its state, since when) are in
+ * their messages, not only the finding's key. */
+static void test_keep_event_details(void **state)
+{
+    struct fx *f = *state;
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(p, "spec",
+                        json_pack("{s:{s:i}}", "findings", "eventGracePeriodSeconds", 0));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
+    for (int i = 0; i < 6; i++) { /* every operand runs here */
+        char label[128];
+        snprintf(label, sizeof(label), "nvidia.com/gpu.deploy.%s", operands[i]);
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), label,
+                            json_string("true"));
+    }
+    put(f, K_NODE, "gpu-1", n, "MODIFIED");
+    start_mode(f, GPUOP_ANALYSIS_VERIFY);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    json_t *pod = pod_on("gpuop-container-toolkit", "gpu-1", 1, false);
+    json_object_set_new(json_object_get(pod, "status"), "phase", json_string("Failed"));
+    put(f, K_POD, "container-toolkit-gpu-1", pod, "ADDED");
+    RUN_UNTIL(f, strstr(f->said, "PodFailed: ") != NULL, WAIT_MS);
+    const char *line = strstr(f->said, "PodFailed: ");
+    print_message("%.*s\n", (int)strcspn(line, "\n"), line);
+    assert_true(f->c->keep.valid); /* the set was kept */
+    const char *name = strstr(line, "container-toolkit-gpu-1");
+    assert_non_null(name); /* the pod the finding is about */
+    assert_true(name < line + strcspn(line, "\n"));
+}
+
 /* auto keeps nothing below GPUOP_ANALYSIS_KEEP_MIN_NODES nodes: a full
  * pass every reconcile, no update. */
 static void test_keep_auto_small(void **state)
@@ -1256,6 +1301,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_event_details, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_auto_small, setup, teardown),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
