@@ -218,6 +218,25 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
                   const struct gpuop_pod *const *pods, size_t npods, long long now,
                   struct gpuop_findings *out);
 
+/* The pods of node (borrowed name) into buf (at most max, borrowed pods),
+ * *n of them: exactly the pods whose node it is (gpuop_pod.node). 0, or
+ * a negative code (GPUOP_ETOOBIG: more than max), which ends the pass. */
+typedef int (*gpuop_analysis_pods_fn)(void *arg, const char *node, const struct gpuop_pod **buf,
+                                      size_t max, size_t *n);
+
+/* Most pods of one node gpuop_analyze_by_node reads. */
+#define GPUOP_ANALYSIS_NODE_PODS_MAX 64
+
+/* gpuop_analyze, each node's pods from pods_of instead of one array of
+ * every pod: no index of all pods per pass (the caches keep one as pods
+ * change). The same set as gpuop_analyze over the same pods, but for
+ * nodes of equal names (each gets the pods). Returns 0, GPUOP_EINVAL
+ * without pods_of, GPUOP_ENOMEM, or pods_of's code. */
+int gpuop_analyze_by_node(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                          size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                          gpuop_analysis_pods_fn pods_of, void *arg, long long now,
+                          struct gpuop_findings *out);
+
 void gpuop_findings_free(struct gpuop_findings *f);
 
 /* Judges node `name` of f again, as gpuop_analyze would with the same

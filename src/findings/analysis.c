@@ -132,6 +132,20 @@ bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod
     return strcmp(a->name ? a->name : "", b->name ? b->name : "") < 0;
 }
 
+void gpuop_findings_best_pods(const char *name, const struct gpuop_pod *const *pods, size_t npods,
+                              int nops, const struct gpuop_pod **bp)
+{
+    memset(bp, 0, (size_t)nops * sizeof(*bp));
+    for (size_t i = 0; i < npods; i++) {
+        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
+        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops ||
+            (name && strcmp(pod->node, name)))
+            continue;
+        if (!bp[pod->operand] || gpuop_findings_pod_better(pod, bp[pod->operand]))
+            bp[pod->operand] = pod;
+    }
+}
+
 /* The policy's grace periods (SPEC 5), or their defaults without a policy. */
 static long terminating_grace(const struct gpuop_policy *p)
 {
@@ -1027,10 +1041,20 @@ int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const
     return 0;
 }
 
-int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                  const struct gpuop_pod *const *pods, size_t npods, long long now,
-                  struct gpuop_findings *out)
+/* Where a pass takes each node's best pods from: a table made from an
+ * array of every pod (gpuop_analyze), or the caller's per-node source
+ * (gpuop_analyze_by_node). */
+struct pod_source {
+    const struct gpuop_pod *const *pods; /* the array: best is made from it */
+    size_t npods;
+    gpuop_analysis_pods_fn pods_of; /* or this */
+    void *arg;
+};
+
+/* The pass over nodes, each node's best pods from src. */
+static int analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                   size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                   const struct pod_source *src, long long now, struct gpuop_findings *out)
 {
     const int nops = gpuop_operand_count();
     struct gpuop_analysis_state *s = &out->inc;
@@ -1052,21 +1076,23 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
         if (nodes && nodes[i] && nodes[i]->name)
             sorted[n++] = nodes[i];
     gpuop_sort(sorted, n, sizeof(*sorted), by_name); /* the caches' are in order */
-    if (nindex_init(&ix, sorted, n) < 0)
-        goto done;
-    best = calloc(n * (size_t)nops + 1, sizeof(*best));
-    if (!best)
-        goto done;
-    for (size_t i = 0; i < npods; i++) {
-        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
-        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops)
-            continue;
-        long pos = nindex_get(&ix, pod->node);
-        if (pos < 0)
-            continue; /* node gone: nothing to say about it */
-        const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
-        if (!*slot || gpuop_findings_pod_better(pod, *slot))
-            *slot = pod;
+    if (!src->pods_of) { /* every pod's node looked up once: the best per (node, operand) */
+        if (nindex_init(&ix, sorted, n) < 0)
+            goto done;
+        best = calloc(n * (size_t)nops + 1, sizeof(*best));
+        if (!best)
+            goto done;
+        for (size_t i = 0; i < src->npods; i++) {
+            const struct gpuop_pod *pod = src->pods ? src->pods[i] : NULL;
+            if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops)
+                continue;
+            long pos = nindex_get(&ix, pod->node);
+            if (pos < 0)
+                continue; /* node gone: nothing to say about it */
+            const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
+            if (!*slot || gpuop_findings_pod_better(pod, *slot))
+                *slot = pod;
+        }
     }
 
     s->nodes_cap = n ? n : 1;
@@ -1077,7 +1103,16 @@ int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *
     for (size_t i = 0; i < n; i++) {
         size_t at = out->nnodes;
         struct gpuop_node_result *r = &out->nodes[at];
-        if ((rc = gpuop_findings_judge_node(out, (uint32_t)at, sorted[i], &best[i * nops], now, r,
+        const struct gpuop_pod *mine[GPUOP_ANALYSIS_NODE_PODS_MAX], *bp[GPUOP_OPERAND_MAX];
+        const struct gpuop_pod *const *b = best ? &best[i * nops] : bp;
+        if (!best) {
+            size_t np = 0;
+            if ((rc = src->pods_of(src->arg, sorted[i]->name, mine, GPUOP_ANALYSIS_NODE_PODS_MAX,
+                                   &np)) < 0)
+                goto done;
+            gpuop_findings_best_pods(NULL, mine, np, nops, bp); /* all the node's */
+        }
+        if ((rc = gpuop_findings_judge_node(out, (uint32_t)at, sorted[i], b, now, r,
                                             &s->tally[at])) < 0)
             goto done;
         rc = GPUOP_ENOMEM;
@@ -1094,6 +1129,28 @@ done:
     free(best);
     nindex_free(&ix);
     return rc;
+}
+
+int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                  const struct gpuop_pod *const *pods, size_t npods, long long now,
+                  struct gpuop_findings *out)
+{
+    struct pod_source src = {.pods = pods, .npods = npods};
+    return analyze(p, nodes, nnodes, ds, nds, &src, now, out);
+}
+
+int gpuop_analyze_by_node(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                          size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
+                          gpuop_analysis_pods_fn pods_of, void *arg, long long now,
+                          struct gpuop_findings *out)
+{
+    if (!pods_of) {
+        memset(out, 0, sizeof(*out));
+        return GPUOP_EINVAL;
+    }
+    struct pod_source src = {.pods_of = pods_of, .arg = arg};
+    return analyze(p, nodes, nnodes, ds, nds, &src, now, out);
 }
 
 void gpuop_findings_free(struct gpuop_findings *f)

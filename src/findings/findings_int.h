@@ -55,6 +55,12 @@ void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, boo
 /* Of two pods of one (node, operand), is a the more telling one? */
 bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b);
 
+/* Node name's best pod per operand (bp[nops], zeroed first) among pods
+ * (borrowed, NULL entries and other nodes' pods skipped; name NULL: pods
+ * are all the node's). */
+void gpuop_findings_best_pods(const char *name, const struct gpuop_pod *const *pods, size_t npods,
+                              int nops, const struct gpuop_pod **bp);
+
 /* Remembers t as the next time a judgement made with `now` changes. */
 void gpuop_findings_change_at(struct gpuop_findings *f, long long t);
 

@@ -153,14 +153,8 @@ int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const stru
 
     /* its best pod per operand */
     const struct gpuop_pod *bp[GPUOP_OPERAND_MAX] = {0};
-    for (size_t i = 0; node && i < npods; i++) {
-        const struct gpuop_pod *pod = pods ? pods[i] : NULL;
-        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops ||
-            strcmp(pod->node, name))
-            continue;
-        if (!bp[pod->operand] || gpuop_findings_pod_better(pod, bp[pod->operand]))
-            bp[pod->operand] = pod;
-    }
+    if (node)
+        gpuop_findings_best_pods(name, pods, npods, nops, bp);
 
     /* judged at the end of the items, then moved into its place */
     struct gpuop_node_result r = {0};

@@ -261,6 +261,40 @@ static int full(struct world *w, struct gpuop_findings *f)
     return rc;
 }
 
+/* gpuop_analysis_pods_fn over the world: the pods of node, as the
+ * caches' index gives them. */
+static int world_pods_of(void *arg, const char *node, const struct gpuop_pod **buf, size_t max,
+                         size_t *n)
+{
+    struct world *w = arg;
+    *n = 0;
+    for (int i = 0; i < POD_SLOTS; i++) {
+        if (!w->pods[i] || !w->pods[i]->p.node || strcmp(w->pods[i]->p.node, node))
+            continue;
+        if (*n == max)
+            return GPUOP_ETOOBIG;
+        buf[(*n)++] = &w->pods[i]->p;
+    }
+    return 0;
+}
+
+/* full, each node's pods from world_pods_of (the controller's full pass). */
+static int full_by_node(struct world *w, struct gpuop_findings *f)
+{
+    const struct gpuop_node *np[NODE_SLOTS];
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
+    size_t nn = 0;
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (w->nodes[i])
+            np[nn++] = &w->nodes[i]->n;
+    for (size_t i = 0; i < w->nds; i++)
+        dp[i] = &w->ds[i];
+    int rc = gpuop_analyze_by_node(&w->pol, np, nn, dp, w->nds, world_pods_of, w, w->now, f);
+    if (rc == 0)
+        gpuop_findings_set_stranded(f, w->stranded, 2);
+    return rc;
+}
+
 static int update(struct world *w, struct gpuop_findings *f, int slot)
 {
     const struct gpuop_pod *pp[POD_SLOTS];
@@ -448,7 +482,7 @@ static void test_incremental_equals_full(void **state)
     printf("test_incremental: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n",
            seed, EVENTS_PER_POLICY, POLICIES);
     rng = seed * 2654435761u + 1;
-    size_t fulls = 0, updates = 0, ds_updates = 0, rejudged = 0, findings = 0;
+    size_t fulls = 0, updates = 0, ds_updates = 0, rejudged = 0, findings = 0, by_node = 0;
     for (int kind = 0; kind < POLICIES; kind++) {
         struct world w;
         world_init(&w, kind);
@@ -466,7 +500,9 @@ static void test_incremental_equals_full(void **state)
             if (judged || (inc.next_change && w.now >= inc.next_change)) {
                 /* a grace ended, or what the nodes read of a DaemonSet changed: all again */
                 gpuop_findings_free(&inc);
-                assert_int_equal(full(&w, &inc), 0);
+                bool per_node = coin(50); /* the controller's way, half of the time */
+                by_node += per_node;
+                assert_int_equal(per_node ? full_by_node(&w, &inc) : full(&w, &inc), 0);
                 fulls++;
             } else {
                 assert_int_equal(update(&w, &inc, slot), 0);
@@ -483,6 +519,13 @@ static void test_incremental_equals_full(void **state)
                 fail_msg("seed %u, policy %d, event %d (%s on node-%02d): %s", seed, kind, e, what,
                          slot, why);
             findings += ref.nitems;
+            if (e % 4 == 0) { /* a pass reading each node's pods alone says the same */
+                struct gpuop_findings per;
+                assert_int_equal(full_by_node(&w, &per), 0);
+                if (!gpuop_findings_same(&per, &ref, why, sizeof(why)))
+                    fail_msg("seed %u, policy %d, event %d: by node: %s", seed, kind, e, why);
+                gpuop_findings_free(&per);
+            }
             gpuop_findings_free(&ref);
         }
         gpuop_findings_free(&inc);
@@ -490,9 +533,10 @@ static void test_incremental_equals_full(void **state)
     }
     printf("test_incremental: %zu updates (%zu with a DaemonSet's status, which named %zu nodes "
            "to judge again), %zu full passes (a grace ended, a DaemonSet changed what nodes "
-           "read), %zu findings compared\n",
-           updates, ds_updates, rejudged, fulls, findings);
+           "read; %zu of them by node), %zu findings compared\n",
+           updates, ds_updates, rejudged, fulls, by_node, findings);
     assert_true(rejudged > 0); /* the controller's words moved some node's steps */
+    assert_true(by_node > 0);
     assert_true(updates > fulls);
     assert_true(ds_updates > 0);
 }
