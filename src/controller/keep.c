@@ -6,8 +6,9 @@
  * names wait here until the next reconcile, which judges only those nodes
  * again (gpuop_analysis_update, with the node and its pods from the
  * caches' index) in the set the last reconcile left. A full pass
- * (gpuop_analyze over the caches' view) is the reference, and runs
- * instead when the set cannot be trusted or would cost more to update:
+ * (gpuop_analyze_by_node over the caches' view, each node's pods from the
+ * same index) is the reference, and runs instead when the set cannot be
+ * trusted or would cost more to update:
  *
  *   - nothing kept yet, or kept for another policy;
  *   - a change beyond nodes, pods and DaemonSets (the policy, the
@@ -24,8 +25,9 @@
  *
  * Pointers the set borrows from the caches stay valid while their node is
  * not named: the caches keep an item whose update is the same
- * (keep_same) and say every other change. --analysis verify also runs the
- * full pass after the updates and compares (gpuop_findings_same): a
+ * (keep_same) and say every other change. --analysis verify also runs a
+ * full pass over every pod (gpuop_analyze: the index is checked too) after
+ * the updates and compares (gpuop_findings_same): a
  * difference is logged as an error, counted, and the full pass's set kept.
  * In auto, the set is kept only from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes:
  * below, a full pass costs less than the memory the set and the index hold.
@@ -109,15 +111,34 @@ static int update_touched(struct ctl_keep *k, const struct gpuop_caches *caches,
     return 0;
 }
 
-/* The full pass into *out (zeroed first). */
+/* gpuop_analysis_pods_fn over the caches' index of pods by node. */
+static int pods_of(void *arg, const char *node, const struct gpuop_pod **buf, size_t max, size_t *n)
+{
+    return gpuop_caches_node_pods(arg, node, buf, max, n);
+}
+
+/* The full pass into *out (zeroed first): each node's pods from the
+ * caches' index while it is whole (no array of every pod, no index of
+ * them made again), else, or with every_pod (verify's reference, which
+ * then checks the index too), from every pod; a node with more pods than
+ * the index gives also falls back to every pod. */
 static int full_pass(const struct gpuop_caches *caches, const struct gpuop_policy *p,
                      struct gpuop_caches_view *v, const struct gpuop_stranded *st, size_t nst,
-                     long long now, struct gpuop_findings *out)
+                     long long now, bool every_pod, struct gpuop_findings *out)
 {
-    memset(out, 0, sizeof(*out));
-    int rc = gpuop_caches_view_pods(caches, v); /* only a full pass reads every pod */
-    if (rc == 0)
-        rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
+    int rc = GPUOP_EINVAL;
+    if (!every_pod && gpuop_caches_pods_indexed(caches)) {
+        rc = gpuop_analyze_by_node(p, v->nodes, v->nnodes, v->ds, v->nds, pods_of, (void *)caches,
+                                   now, out);
+        if (rc < 0)
+            gpuop_findings_free(out);
+    }
+    if (rc < 0) {
+        memset(out, 0, sizeof(*out));
+        rc = gpuop_caches_view_pods(caches, v); /* then every pod is read */
+        if (rc == 0)
+            rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
+    }
     if (rc == 0)
         gpuop_findings_set_stranded(out, st, nst);
     return rc;
@@ -130,7 +151,7 @@ static int verify(struct ctl_keep *k, const struct gpuop_caches *caches, const c
                   const struct gpuop_stranded *st, size_t nst, long long now)
 {
     struct gpuop_findings ref;
-    int rc = full_pass(caches, p, v, st, nst, now, &ref);
+    int rc = full_pass(caches, p, v, st, nst, now, true, &ref);
     if (rc < 0) {
         gpuop_findings_free(&ref);
         return rc;
@@ -195,7 +216,7 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
     k->full_due = k->ds_due = false;
     if (full) {
         gpuop_findings_free(&k->f);
-        rc = full_pass(caches, p, v, st, nst, now, &k->f);
+        rc = full_pass(caches, p, v, st, nst, now, false, &k->f);
         k->stats.fulls++;
     }
     k->valid = rc == 0 && keep;
