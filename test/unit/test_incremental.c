@@ -241,26 +241,6 @@ static void world_free(struct world *w)
         free(w->pods[i]);
 }
 
-static int full(struct world *w, struct gpuop_findings *f)
-{
-    const struct gpuop_node *np[NODE_SLOTS];
-    const struct gpuop_pod *pp[POD_SLOTS];
-    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
-    size_t nn = 0, npods = 0;
-    for (int i = 0; i < NODE_SLOTS; i++)
-        if (w->nodes[i])
-            np[nn++] = &w->nodes[i]->n;
-    for (int i = 0; i < POD_SLOTS; i++)
-        if (w->pods[i])
-            pp[npods++] = &w->pods[i]->p;
-    for (size_t i = 0; i < w->nds; i++)
-        dp[i] = &w->ds[i];
-    int rc = gpuop_analyze(&w->pol, np, nn, dp, w->nds, pp, npods, w->now, f);
-    if (rc == 0)
-        gpuop_findings_set_stranded(f, w->stranded, 2);
-    return rc;
-}
-
 /* gpuop_analysis_pods_fn over the world: the pods of node, as the
  * caches' index gives them. */
 static int world_pods_of(void *arg, const char *node, const struct gpuop_pod **buf, size_t max,
@@ -278,21 +258,38 @@ static int world_pods_of(void *arg, const char *node, const struct gpuop_pod **b
     return 0;
 }
 
-/* full, each node's pods from world_pods_of (the controller's full pass). */
-static int full_by_node(struct world *w, struct gpuop_findings *f)
+/* A full pass over the world: from the array of every pod, or with
+ * by_node each node's pods from world_pods_of (the controller's). */
+static int full_pass(struct world *w, struct gpuop_findings *f, bool by_node)
 {
     const struct gpuop_node *np[NODE_SLOTS];
+    const struct gpuop_pod *pp[POD_SLOTS];
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
-    size_t nn = 0;
+    size_t nn = 0, npods = 0;
     for (int i = 0; i < NODE_SLOTS; i++)
         if (w->nodes[i])
             np[nn++] = &w->nodes[i]->n;
+    for (int i = 0; i < POD_SLOTS; i++)
+        if (w->pods[i])
+            pp[npods++] = &w->pods[i]->p;
     for (size_t i = 0; i < w->nds; i++)
         dp[i] = &w->ds[i];
-    int rc = gpuop_analyze_by_node(&w->pol, np, nn, dp, w->nds, world_pods_of, w, w->now, f);
+    int rc = by_node
+                 ? gpuop_analyze_by_node(&w->pol, np, nn, dp, w->nds, world_pods_of, w, w->now, f)
+                 : gpuop_analyze(&w->pol, np, nn, dp, w->nds, pp, npods, w->now, f);
     if (rc == 0)
         gpuop_findings_set_stranded(f, w->stranded, 2);
     return rc;
+}
+
+static int full(struct world *w, struct gpuop_findings *f)
+{
+    return full_pass(w, f, false);
+}
+
+static int full_by_node(struct world *w, struct gpuop_findings *f)
+{
+    return full_pass(w, f, true);
 }
 
 static int update(struct world *w, struct gpuop_findings *f, int slot)
