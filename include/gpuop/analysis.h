@@ -119,8 +119,8 @@ struct gpuop_operand_result {
     long long desired;           /* DaemonSet status.desiredNumberScheduled (0 if absent) */
     long long ready;             /* DaemonSet status.numberReady (0 if absent) */
     const char *controller_says; /* the DaemonSet's controller_says (borrowed from the
-                                    inputs, see model.h), or NULL; forgotten by
-                                    gpuop_findings_keep_keys */
+                                    inputs, see model.h), or NULL; not in
+                                    gpuop_findings_copy_keys's copy */
     const char *daemonsets;      /* a per-OS operand (SPEC 4b): its DaemonSets'
                                     names, sorted, comma-separated, "" for none
                                     (in the findings' names arena); NULL for an
@@ -251,8 +251,8 @@ void gpuop_findings_free(struct gpuop_findings *f);
  * when the policy changed or set_ds refuses. Costs
  * the node's pods, plus moving the items and nodes after it when its
  * number of findings changes or it enters or leaves the list; allocates
- * only to grow. f must come from gpuop_analyze (not reduced by
- * gpuop_findings_keep_keys). Returns 0, GPUOP_EINVAL when f cannot be
+ * only to grow. f must come from gpuop_analyze (not be a copy made by
+ * gpuop_findings_copy_keys). Returns 0, GPUOP_EINVAL when f cannot be
  * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now);
@@ -317,25 +317,19 @@ const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings
  * it wanted, like snprintf. */
 int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size);
 
-/* Reduces f to what gpuop_findings_diff compares, for a set kept after its
- * inputs may have changed, only to diff the next one against: forgets every
- * finding's ref (details become "") and the nodes without findings, and
- * gives back the memory they took (after a rollout, every complete node's
- * result and name: docs/benchmarks.md). Counters and operand results are
- * left as they were. Returns 0, or GPUOP_ENOMEM with the refs forgotten and
- * the nodes kept (f still diffs correctly). */
-int gpuop_findings_keep_keys(struct gpuop_findings *f);
-
-/* The same reduction as a copy: *dst (new: gpuop_findings_free) holds what
- * gpuop_findings_keep_keys would leave of src (borrowed, unchanged), for a
- * set that is kept and updated while a copy is diffed against. Returns 0
+/* What gpuop_findings_diff compares of src (borrowed, unchanged), into
+ * *dst (new: gpuop_findings_free), for a set kept after its inputs may
+ * have changed, only to diff the next one against: without any finding's
+ * ref (details become "") and without the nodes that have no findings
+ * (after a rollout, every complete node's result and name:
+ * docs/benchmarks.md). Counters and operand results are copied. Returns 0
  * or GPUOP_ENOMEM (*dst is then empty). */
 int gpuop_findings_copy_keys(const struct gpuop_findings *src, struct gpuop_findings *dst);
 
 /* Writes finding x's detail into buf (NUL-terminated, truncated to size):
  * "key=value:Effect" of an untolerated taint, a deploy label's value, the
  * name of an unexpected pod, or "<pod> is <phase>..., N restarts" for pod
- * reasons; "" for other reasons and after gpuop_findings_keep_keys.
+ * reasons; "" for other reasons and in gpuop_findings_copy_keys's copy.
  * Reads the inputs x->ref borrows from: call it only while they are alive
  * and unchanged. Returns the length it wanted, like snprintf. */
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size);

@@ -12,10 +12,11 @@
  *
  * Nodes, pods, DaemonSets and Events keep their cached item when an
  * update is the same (keep_same), so a pointer into the caches stays
- * valid until a change names its key (an Event's text is borrowed by the
- * kept findings: the DaemonSet controller repeats a Warning within a
- * second, and only its count moves); while asked (gpuop_caches_index_pods) the pods are
- * also indexed by node (nodepods.c), and on_node names each node whose
+ * valid until a change names its key (the kept findings borrow an
+ * Event's text, and the DaemonSet controller repeats a Warning within a
+ * second with only its count moved); while asked
+ * (gpuop_caches_index_pods) the pods are also indexed by node
+ * (nodepods.c), and on_node names each node whose
  * object or pods changed: what the controller's per-node update of the
  * findings reads. The nodes are kept in name order (nodelist.c), which the
  * view lends.

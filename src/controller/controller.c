@@ -269,9 +269,9 @@ static void findings_and_status(struct gpuop_controller *c)
         status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
     if (rc == 0 && !c->inactive && c->leader) {
-        /* The Events diff against what they saw last: they take the set,
-         * or borrow it when keep.c keeps it for the next reconcile */
-        gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f, !c->keep.valid);
+        /* The Events diff against what they saw last; the set is
+         * released below, or kept by keep.c for the next reconcile */
+        gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
     }
     gpuop_ctl_upgrade_release(c->upgrader);
     if (!c->inactive) /* an inactive policy's reconcile leaves the active one's set */

@@ -1,10 +1,9 @@
 /*
  * events.c - Events for findings that appear or clear (see events_int.h).
  *
- * The previous findings' keys are kept (moved in by observe, details
- * dropped, or copied when the controller keeps the set for its per-node
- * updates; the messages are made from the new set, with its details) and
- * the walk of their differences with the new ones
+ * A copy of the previous findings' keys is kept (observe borrows the
+ * set, whose details the messages are made from) and the walk of their
+ * differences with the new ones
  * (gpuop_findings_diff_begin/next) decides. Per finding
  * (node, operand, reason), kept as 64-bit hashes in hash -> time sets
  * (flap.h, 16 bytes a slot):
@@ -286,7 +285,7 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, lo
 }
 
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
-                          long long grace_s, struct gpuop_findings *f, bool take)
+                          long long grace_s, const struct gpuop_findings *f)
 {
     bool same = ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
     if (!same) {
@@ -324,16 +323,11 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     }
     if (ev->have_prev)
         gpuop_findings_free(&ev->prev);
-    ev->have_prev = true;
-    if (take) {
-        ev->prev = *f;
-        memset(f, 0, sizeof(*f));
-        (void)gpuop_findings_keep_keys(&ev->prev); /* only diffed against, never printed */
-    } else if (gpuop_findings_copy_keys(f, &ev->prev) < 0) {
-        memset(&ev->prev, 0, sizeof(ev->prev)); /* the next call learns again */
-        ev->have_prev = false;
+    /* only diffed against, never printed: the keys, after the previous
+     * ones are freed (one copy at a time) */
+    ev->have_prev = gpuop_findings_copy_keys(f, &ev->prev) == 0;
+    if (!ev->have_prev) /* the next call learns again */
         gpuop_warn("events", "out of memory keeping the findings: the next ones wait their grace");
-    }
     if (!same) {
         free(ev->prev_policy);
         ev->prev_policy = strdup(policy);

@@ -58,16 +58,15 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
 
 /* Compares f with the findings of the previous call for the same policy and
  * posts Events for the differences, transient ones after grace_s (0: at
- * once), their messages made from f with its details. take: steals f's
- * contents (f is zeroed) and keeps their keys; else f is borrowed (the
- * caller keeps the set: keep.c) and a copy of its keys is kept, made
+ * once), their messages made from f (borrowed) with its details; a copy
+ * of f's keys (gpuop_findings_copy_keys) is kept for the next call, made
  * after the previous one is freed (one copy at a time). The first call
  * after start, or after another policy, or after no memory for that copy,
  * cannot tell new findings from old: it posts nothing at once, and each
  * of its findings that lasts grace_s is posted then (a restart
  * re-announces what is still wrong, once). */
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
-                          long long grace_s, struct gpuop_findings *f, bool take);
+                          long long grace_s, const struct gpuop_findings *f);
 
 /* Posts one Event about the policy (borrowed names, copied into the
  * Event) outside the findings' diff: a change that is no finding of its

@@ -1212,23 +1212,3 @@ nomem:
     gpuop_findings_free(dst);
     return GPUOP_ENOMEM;
 }
-
-int gpuop_findings_keep_keys(struct gpuop_findings *f)
-{
-    struct gpuop_findings k;
-    if (gpuop_findings_copy_keys(f, &k) == 0) {
-        gpuop_findings_free(f);
-        *f = k;
-        return 0;
-    }
-    /* no memory for the copy: what is borrowed forgotten in place */
-    f->stranded = NULL;
-    f->nstranded = 0;
-    free(f->inc.tally); /* no longer updatable */
-    f->inc.tally = NULL;
-    for (size_t i = 0; i < f->nitems; i++)
-        f->items[i].ref = NULL;
-    for (int o = 0; o < f->noperands; o++)
-        f->operands[o].controller_says = NULL;
-    return GPUOP_ENOMEM;
-}

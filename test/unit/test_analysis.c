@@ -553,8 +553,10 @@ static void test_os_pools(void **state)
     assert_non_null(strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_OS_VERSION ","));
     assert_null(node_res(&w, "x3")->nfindings ? &w : NULL);
     /* kept across reconciles (events' diff): the list survives */
-    assert_int_equal(gpuop_findings_keep_keys(&w.f), 0);
-    assert_string_equal(w.f.operands[d].daemonsets, "gpuop-driver-rhel9,gpuop-driver-ubuntu24.04");
+    struct gpuop_findings keys;
+    assert_int_equal(gpuop_findings_copy_keys(&w.f, &keys), 0);
+    assert_string_equal(keys.operands[d].daemonsets, "gpuop-driver-rhel9,gpuop-driver-ubuntu24.04");
+    gpuop_findings_free(&keys);
 
     /* a full reference: the one gpuop-driver, no OS needed */
     w.pol.operands[d].os_tag = false;
@@ -1190,7 +1192,10 @@ static void test_node_removal_and_diff(void **state)
     gpuop_finding_detail(&prev.items[0], d0, sizeof(d0));
     assert_non_null(strstr(d0, "is Pending: ImagePullBackOff"));
     assert_int_equal(prev.nnodes, 3);
-    assert_int_equal(gpuop_findings_keep_keys(&prev), 0);
+    struct gpuop_findings keys;
+    assert_int_equal(gpuop_findings_copy_keys(&prev, &keys), 0);
+    gpuop_findings_free(&prev);
+    prev = keys;
     assert_null(prev.items[0].ref);
     /* c is complete: its result and name are gone, a's and b's kept */
     assert_int_equal(prev.nnodes, 2);

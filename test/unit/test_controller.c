@@ -180,16 +180,9 @@ static void respond_obj(struct fakeapi_conn *c, json_t *obj)
 static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
 {
     struct fx *f = arg;
-    int k = kind_of(r->path);
-    char name[256], v[32];
-    if (k < 0 && !strcmp(r->method, "POST") && strstr(r->path, "/events"))
-        k = K_EVENT; /* about the cluster-scoped policy: in another namespace */
-    if (k < 0) {
-        fakeapi_respond_status(c, 404, "NotFound", "no such path");
-        return;
-    }
-    name_of(r->path, k, name, sizeof(name));
-    if (!strcmp(r->method, "POST") && strstr(r->path, "/events")) { /* gpuop's own Events */
+    /* gpuop's own Events (about the cluster-scoped policy: in the default
+     * namespace), recorded */
+    if (!strcmp(r->method, "POST") && strstr(r->path, "/events")) {
         json_t *ev = json_loads(r->body, 0, NULL);
         size_t used = strlen(f->said);
         snprintf(f->said + used, sizeof(f->said) - used, "%s: %s\n",
@@ -199,6 +192,13 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         fakeapi_respond(c, 201, "application/json", r->body);
         return;
     }
+    int k = kind_of(r->path);
+    char name[256], v[32];
+    if (k < 0) {
+        fakeapi_respond_status(c, 404, "NotFound", "no such path");
+        return;
+    }
+    name_of(r->path, k, name, sizeof(name));
     if (!strcmp(r->method, "GET") && fakeapi_query(r, "watch", v, sizeof(v))) {
         assert_true(f->nw < CONN_MAX);
         struct watcher *w = &f->w[f->nw++];

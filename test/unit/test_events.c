@@ -89,14 +89,15 @@ static void test_bounded_memory(void **state)
     struct fx_world w;
     struct gpuop_findings none = {0}, f1;
     /* the first observation only learns */
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &none, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &none);
     assert_int_equal(gpuop_events_posted(f.ev), 0);
 
     /* 20 nodes x every operand appear: 10 posted plus a summary; only the 10
      * are remembered, not the 110 suppressed by the burst limit */
     missing(&w, 20, &f1);
     assert_true(f1.nitems >= 120);
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1);
+    gpuop_findings_free(&f1);
     fx_world_free(&w);
     assert_int_equal(gpuop_events_posted(f.ev), GPUOP_EVENTS_BURST + 1);
     assert_int_equal(gpuop_events_remembered(f.ev), GPUOP_EVENTS_BURST);
@@ -108,12 +109,13 @@ static void test_bounded_memory(void **state)
      * are not said again, ten others are, and a summary */
     set_now(fake_now + 30);
     struct gpuop_findings empty = {0};
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &empty, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &empty);
     assert_int_equal(gpuop_events_posted(f.ev), GPUOP_EVENTS_BURST + 1 + GPUOP_EVENTS_BURST);
     assert_int_equal(gpuop_events_remembered(f.ev), 2 * GPUOP_EVENTS_BURST);
     set_now(fake_now + 30);
     missing(&w, 20, &f1);
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1);
+    gpuop_findings_free(&f1);
     fx_world_free(&w);
     size_t after_flap = gpuop_events_posted(f.ev);
     assert_int_equal(after_flap, 3 * GPUOP_EVENTS_BURST + 2); /* ten others, not the same */
@@ -122,7 +124,8 @@ static void test_bounded_memory(void **state)
     /* past the quiet window everything is forgotten */
     set_now(fake_now + (GPUOP_EVENTS_QUIET_S + 1));
     missing(&w, 20, &f1);
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1, true); /* no change */
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1);
+    gpuop_findings_free(&f1); /* no change */
     fx_world_free(&w);
     assert_int_equal(gpuop_events_posted(f.ev), after_flap);
     assert_int_equal(gpuop_events_remembered(f.ev), 0);
@@ -180,9 +183,10 @@ static void test_posted_one_at_a_time(void **state)
 
     struct fx_world w;
     struct gpuop_findings none = {0}, f1;
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &none, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &none);
     missing(&w, 20, &f1);
-    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1, true);
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &f1);
+    gpuop_findings_free(&f1);
     fx_world_free(&w);
     int drained = 0;
     gpuop_events_set_on_drained(f.ev, count_drained, &drained);
@@ -347,8 +351,8 @@ static void gx_observe(struct gx *g, int what, long long grace)
     if (what & W_LABELLESS)
         fx_add_node(&w, "gpu-01", "");
     fx_analyze(&w);
-    /* borrowed, as a kept set is: the world and its set go right after */
-    gpuop_events_observe(g->fx.ev, "main", "uid-1", grace, &w.f, false);
+    /* borrowed: the world and its set go right after */
+    gpuop_events_observe(g->fx.ev, "main", "uid-1", grace, &w.f);
     fx_world_free(&w);
 }
 
@@ -645,9 +649,7 @@ static void observe_at_now(struct gx *g, struct fx_world *w)
     gpuop_findings_free(&w->f);
     assert_int_equal(
         gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, fake_now, &w->f), 0);
-    struct gpuop_findings f = w->f;
-    memset(&w->f, 0, sizeof(w->f));
-    gpuop_events_observe(g->fx.ev, "main", "uid-1", GPUOP_EVENT_GRACE_DEFAULT, &f, true);
+    gpuop_events_observe(g->fx.ev, "main", "uid-1", GPUOP_EVENT_GRACE_DEFAULT, &w->f);
 }
 
 /* gpu-00 at t seconds into a rollout that started at t0, as the GPU

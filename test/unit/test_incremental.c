@@ -552,8 +552,10 @@ static void test_update_refused(void **state)
         slot++;
     assert_int_equal(gpuop_analysis_update(&f, "someone-else", &w.nodes[slot]->n, NULL, 0, w.now),
                      GPUOP_EINVAL);
-    assert_int_equal(gpuop_findings_keep_keys(&f), 0);
-    assert_int_equal(update(&w, &f, slot), GPUOP_EINVAL);
+    struct gpuop_findings keys;
+    assert_int_equal(gpuop_findings_copy_keys(&f, &keys), 0);
+    assert_int_equal(update(&w, &keys, slot), GPUOP_EINVAL);
+    gpuop_findings_free(&keys);
     gpuop_findings_free(&f);
     world_free(&w);
 }
