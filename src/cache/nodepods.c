@@ -103,17 +103,33 @@ int gpuop_nodepods_get(const struct gpuop_nodepods *ix, const char *node,
     *n = 0;
     if (!ix->cap)
         return 0;
+    /* Two walks: the first collects the pods whose tag matches and asks
+     * for their memory (prefetch) without waiting for it; the second
+     * reads their node names, which have then been on their way
+     * together rather than one after the other. */
     uint64_t h = gpuop_hash_str(node), tag = tag_of(h), mask = ix->cap - 1;
+    size_t cand = 0;
     for (size_t i = (size_t)(h & mask); ix->slots[i]; i = (i + 1) & mask) {
         if (ix->slots[i] >> ADDR_BITS != tag)
             continue;
         const struct gpuop_pod *p = pod_at(ix->slots[i]);
-        if (strcmp(p->node, node) != 0)
-            continue;
-        if (*n == max)
-            return GPUOP_ETOOBIG;
-        out[(*n)++] = p;
+        if (cand == max) { /* a full out: the rest is judged as before */
+            if (strcmp(p->node, node) != 0)
+                continue;
+            size_t kept = 0; /* out[] may still hold tag-only matches */
+            for (size_t j = 0; j < cand; j++)
+                if (strcmp(out[j]->node, node) == 0)
+                    out[kept++] = out[j];
+            if (kept == max)
+                return GPUOP_ETOOBIG;
+            cand = kept;
+        }
+        __builtin_prefetch(p);
+        out[cand++] = p;
     }
+    for (size_t j = 0; j < cand; j++)
+        if (strcmp(out[j]->node, node) == 0)
+            out[(*n)++] = out[j];
     return 0;
 }
 

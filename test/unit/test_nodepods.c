@@ -3,7 +3,9 @@
  * against a plain array: random adds and removes of pods on a few nodes
  * (so that nodes' runs meet and wrap), and after every step each node's
  * pods from the index are exactly the reference's; more pods than asked
- * for is GPUOP_ETOOBIG, never a short answer.
+ * for is GPUOP_ETOOBIG, never a short answer; two nodes whose names share
+ * the bits a slot keeps and their home, so that each one's walk meets the
+ * other's pods as candidates, still get exactly their own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "gpuop/error.h"
+#include "gpuop/hash.h"
 
 #include "nodepods_int.h"
 
@@ -105,10 +108,62 @@ static void test_nodepods_random(void **state)
     gpuop_nodepods_free(&ix);
 }
 
+/* Two names of equal tag (the hash's top 16 bits) and equal low bits (the
+ * home in a small table): a birthday search among generated names. */
+static void tag_twins(char a[16], char b[16])
+{
+    enum { TRIES = 8192 };
+    static uint64_t h[TRIES];
+    const uint64_t same = UINT64_C(0xffff000000000000) | 0xff;
+    for (int i = 0; i < TRIES; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "twin-%d", i);
+        h[i] = gpuop_hash_str(n);
+        for (int j = 0; j < i; j++)
+            if ((h[i] & same) == (h[j] & same)) {
+                snprintf(a, 16, "twin-%d", j);
+                snprintf(b, 16, "twin-%d", i);
+                return;
+            }
+    }
+    fail_msg("no two names share a tag and a home");
+}
+
+static void test_nodepods_tag_twins(void **state)
+{
+    (void)state;
+    static char a[16], b[16];
+    static struct gpuop_pod pods[2 * MAX + 1];
+    tag_twins(a, b);
+    struct gpuop_nodepods ix;
+    gpuop_nodepods_init(&ix);
+    for (int i = 0; i < 2 * MAX; i++) { /* interleaved: a, b, a, b ... */
+        pods[i].node = i % 2 ? b : a;
+        assert_int_equal(gpuop_nodepods_add(&ix, &pods[i]), 0);
+    }
+    const struct gpuop_pod *got[2 * MAX + 1];
+    size_t n = 0;
+    for (int k = 0; k < 2; k++) { /* MAX of each: just room, the twin's pods met as candidates */
+        assert_int_equal(gpuop_nodepods_get(&ix, k ? b : a, got, MAX, &n), 0);
+        assert_int_equal(n, MAX);
+        for (size_t i = 0; i < n; i++)
+            assert_string_equal(got[i]->node, k ? b : a);
+    }
+    pods[2 * MAX].node = a; /* one more on a: more than asked for */
+    assert_int_equal(gpuop_nodepods_add(&ix, &pods[2 * MAX]), 0);
+    assert_int_equal(gpuop_nodepods_get(&ix, a, got, MAX, &n), GPUOP_ETOOBIG);
+    assert_int_equal(gpuop_nodepods_get(&ix, b, got, MAX, &n), 0);
+    assert_int_equal(n, MAX);
+    assert_int_equal(gpuop_nodepods_get(&ix, a, got, MAX + 1, &n), 0);
+    assert_int_equal(n, MAX + 1);
+    gpuop_nodepods_free(&ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nodepods_random),
+        cmocka_unit_test(test_nodepods_tag_twins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
