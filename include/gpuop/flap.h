@@ -8,10 +8,10 @@
  * the events module remembers about 6,000 keys for ten minutes: 128 KB
  * instead of 0.6 MB.
  *
- * The events module keeps three: what it posted (for flap suppression),
- * which present findings it posted a Warning for (so only those get a
- * "...Cleared"), and when it first saw each transient finding still in
- * its grace period.
+ * The events module keeps two: what it posted (for flap suppression), and
+ * since when each node with a waiting rollout step has stalled. What it
+ * knows of each present finding is not here but in its records, one per
+ * finding in the findings' order (events.c).
  *
  * A key is its hash (gpuop_hash_str, base/hash.c): two keys of equal 64-bit hash are
  * one. At 10,000 keys the chance of any such pair is about 3 in 10^12;

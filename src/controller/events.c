@@ -1,33 +1,38 @@
 /*
  * events.c - Events for findings that appear or clear (see events_int.h).
  *
- * A copy of the previous findings' keys is kept (observe borrows the
- * set, whose details the messages are made from) and the walk of their
- * differences with the new ones
- * (gpuop_findings_diff_begin/next) decides. Per finding
- * (node, operand, reason), kept as 64-bit hashes in hash -> time sets
- * (flap.h, 16 bytes a slot):
+ * What the Events remember of the findings is one 8-byte record per
+ * present finding (struct ev_rec), in the findings' own order (node name,
+ * operand, kind, reason), with the nodes' names beside them: the memo.
+ * Each observation walks the memo and the new findings together (one
+ * merge, a strcmp per node), which decides what appeared and what
+ * cleared, and builds the next memo aligned with the new set, so that
+ * record i is the one of f->items[i] and nothing is looked up by key. A
+ * record's state:
  *   pending  a finding of a transient reason (the reasons table's column)
  *            that appeared less than the grace period ago, or any finding
  *            of the first observation of a policy (new or old, it cannot
- *            tell): when it was first seen. The policy's key is requeued for the moment the
- *            earliest grace ends (gpuop_queue_add_after), so the reconcile
- *            that posts it comes even when nothing else changes; its
- *            message is then built from that reconcile's findings, as for
- *            any other Event. A pending finding that clears was never said
- *            and is forgotten without an Event.
+ *            tell), with when it was first seen. The policy's key is
+ *            requeued for the moment the earliest grace ends
+ *            (gpuop_queue_add_after), so the reconcile that posts it comes
+ *            even when nothing else changes; its message is then built
+ *            from that reconcile's findings, as for any other Event. A
+ *            pending finding that clears was never said and is forgotten
+ *            without an Event.
  *   waiting  the same for a rollout step (GPUOP_WAIT_STALL: a pod being
  *            created, starting, held in its gate, an operand up before its
  *            prerequisite): said only once it has lasted the grace and its
  *            node (gpuop_node_result.progressing) has not progressed for
  *            the grace; never while the node progresses.
- *   stalled  per node (hash of its name) with such a finding that does not
+ *   shown    its Warning was posted: only these get a "<Reason>Cleared".
+ *   quiet    present, and nothing more to say of it (its Warning was held
+ *            back by flap suppression or the burst).
+ * Beside the memo, two hash -> time sets (flap.h, 16 bytes a slot):
+ *   stalled  per node (hash of its name) with a waiting step that does not
  *            progress: since when (the last Ready of one of its pods, else
  *            the first observation that saw it so). Rebuilt at each
  *            observation from the nodes that are stalled then, so a node
  *            that progresses again, or is gone, is forgotten.
- *   shown    a finding whose Warning was posted, until it clears: only
- *            these get a "<Reason>Cleared".
  *   last     "A|key" / "C|key" -> when it was last said: flap suppression.
  * What is decided here is what to say and when; the saying is the kube
  * layer's Event recorder (recorder.h: aggregation into one Event object
@@ -55,17 +60,37 @@
  * the wall clock by a reconcile's length. */
 #define RECHECK_SLACK_MS 500
 
+enum rec_state { REC_QUIET, REC_PENDING, REC_WAITING, REC_SHOWN };
+
+/* One present finding: its key (with the node's) and what is said of it. */
+struct ev_rec {
+    uint32_t seen; /* pending, waiting: when it was first seen (seconds since the epoch) */
+    uint8_t operand, kind, reason;
+    uint8_t state; /* enum rec_state */
+};
+_Static_assert(sizeof(struct ev_rec) == 8, "a record is 8 bytes: one per present finding");
+
+struct ev_node {
+    uint32_t name;     /* offset in the memo's names */
+    uint32_t first, n; /* its records */
+};
+
+struct ev_memo {
+    struct ev_rec *recs;   /* new; nrecs, recs[i] the record of the set's items[i] */
+    struct ev_node *nodes; /* new; the nodes with findings, by name */
+    char *names;           /* new; their names, each after the other */
+    size_t nrecs, nnodes;
+    size_t pending, waiting, shown; /* records in those states */
+};
+
 struct gpuop_events {
     struct gpuop_recorder *rec; /* new: posts what is said */
     struct gpuop_queue *queue;  /* borrowed, may be NULL: rechecks when a grace ends */
-    struct gpuop_findings prev;
-    bool have_prev;
+    struct ev_memo memo;
+    bool have_memo;
     char *prev_policy;
     struct gpuop_flap last;    /* hash of "A|key" / "C|key" -> time said */
-    struct gpuop_flap pending; /* hash of key -> first seen, transient, not said */
-    struct gpuop_flap waiting; /* hash of key -> first seen, a rollout step, not said */
     struct gpuop_flap stalled; /* hash of node -> not progressing since */
-    struct gpuop_flap shown;   /* hash of key -> time its Warning was posted */
     long long last_prune;
     /* during one observe */
     const char *policy, *uid;
@@ -87,10 +112,7 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
     }
     ev->queue = queue;
     ev->last = (struct gpuop_flap)GPUOP_FLAP_INIT;
-    ev->pending = (struct gpuop_flap)GPUOP_FLAP_INIT;
-    ev->waiting = (struct gpuop_flap)GPUOP_FLAP_INIT;
     ev->stalled = (struct gpuop_flap)GPUOP_FLAP_INIT;
-    ev->shown = (struct gpuop_flap)GPUOP_FLAP_INIT;
     *out = ev;
     return 0;
 }
@@ -112,53 +134,60 @@ static void prune(struct gpuop_events *ev, long long now)
     gpuop_flap_prune(&ev->last, now - GPUOP_EVENTS_QUIET_S + 1);
 }
 
-/* The hash of a finding's identity (node, operand, reason), without
- * formatting a string: it runs for every finding of a reconcile in which
- * some grace ends (30,000 of them mid-rollout on 5,000 nodes). */
-static uint64_t finding_key(const struct gpuop_findings *f, const struct gpuop_finding *x)
+/* Whether a change may be said now: not said in this direction within
+ * the flap window, and the burst not spent. If so it is remembered as
+ * said. */
+static bool may_say(struct gpuop_events *ev, bool appeared, const char *node, const char *operand,
+                    const char *reason)
 {
-    const char *node = gpuop_finding_node(f, x);
-    const uint8_t what[2] = {x->operand, x->reason};
-    uint64_t h = gpuop_hash_bytes(GPUOP_HASH_INIT, node, strlen(node) + 1); /* NUL separates */
-    return gpuop_hash_mix(gpuop_hash_bytes(h, what, sizeof(what)));
-}
-
-/* Posts the Warning of an appeared finding or the Normal "...Cleared" of a
- * shown one, unless it flaps or the burst is spent. */
-static void say(struct gpuop_events *ev, const struct gpuop_findings *f,
-                const struct gpuop_finding *x, bool appeared, uint64_t fkey)
-{
-    const char *node = gpuop_finding_node(f, x);
-    const char *operand = gpuop_operand_get(x->operand)->name;
-    const char *reason = gpuop_reason_get(x->reason)->name;
     char key[512];
     snprintf(key, sizeof(key), "%c|%s|%s|%s", appeared ? 'A' : 'C', node, operand, reason);
     uint64_t h = gpuop_hash_str(key);
     long long last = gpuop_flap_get(&ev->last, h);
     if (last && ev->tnow - last < GPUOP_EVENTS_QUIET_S) {
         ev->suppressed++;
-        return; /* flapping: said recently */
+        return false; /* flapping: said recently */
     }
     if (ev->burst >= GPUOP_EVENTS_BURST) {
         ev->suppressed++;
-        return; /* not said, so not remembered either */
+        return false; /* not said, so not remembered either */
     }
     (void)gpuop_flap_put(&ev->last, h, ev->tnow); /* ENOMEM: said, not remembered */
     ev->burst++;
+    return true;
+}
+
+/* Posts the Warning of a finding of f that appeared, unless it flaps or
+ * the burst is spent; whether it was posted. */
+static bool say_appeared(struct gpuop_events *ev, const struct gpuop_findings *f,
+                         const struct gpuop_finding *x)
+{
+    const char *node = gpuop_finding_node(f, x);
+    const char *operand = gpuop_operand_get(x->operand)->name;
+    const char *reason = gpuop_reason_get(x->reason)->name;
+    if (!may_say(ev, true, node, operand, reason))
+        return false;
+    char text[GPUOP_FINDING_MESSAGE_MAX];
     char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
-    if (appeared) {
-        /* ENOMEM: said, and its clearing will not be */
-        (void)gpuop_flap_put(&ev->shown, fkey, ev->tnow);
-        char text[GPUOP_FINDING_MESSAGE_MAX];
-        gpuop_finding_message(f, x, text, sizeof(text));
-        snprintf(msg, sizeof(msg), "node %s, %s: %s", node, operand, text);
-        post(ev, "Warning", reason, msg);
-    } else {
-        snprintf(msg, sizeof(msg), "node %s, %s: %s cleared", node, operand, reason);
-        char creason[96];
-        snprintf(creason, sizeof(creason), "%sCleared", reason);
-        post(ev, "Normal", creason, msg);
-    }
+    gpuop_finding_message(f, x, text, sizeof(text));
+    snprintf(msg, sizeof(msg), "node %s, %s: %s", node, operand, text);
+    post(ev, "Warning", reason, msg);
+    return true;
+}
+
+/* Posts the Normal "<Reason>Cleared" of a shown finding that went, unless
+ * it flaps or the burst is spent. */
+static void say_cleared(struct gpuop_events *ev, const char *node, const struct ev_rec *r)
+{
+    const char *operand = gpuop_operand_get(r->operand)->name;
+    const char *reason = gpuop_reason_get(r->reason)->name;
+    if (!may_say(ev, false, node, operand, reason))
+        return;
+    char msg[GPUOP_FINDING_MESSAGE_MAX + 128];
+    snprintf(msg, sizeof(msg), "node %s, %s: %s cleared", node, operand, reason);
+    char creason[96];
+    snprintf(creason, sizeof(creason), "%sCleared", reason);
+    post(ev, "Normal", creason, msg);
 }
 
 static bool transient(const struct gpuop_finding *x)
@@ -172,21 +201,147 @@ static bool step(const struct gpuop_finding *x)
     return gpuop_reason_get(x->reason)->transient == GPUOP_WAIT_STALL;
 }
 
-static void on_change(struct gpuop_events *ev, const struct gpuop_finding_change *c)
+static void memo_free(struct ev_memo *m)
 {
-    const struct gpuop_findings *f = c->set;
-    const struct gpuop_finding *x = c->item;
-    uint64_t k = finding_key(f, x);
-    if (c->appeared) {
-        struct gpuop_flap *wait = ev->grace > 0 && step(x) ? &ev->waiting : &ev->pending;
-        if ((ev->learning || (ev->grace > 0 && transient(x))) &&
-            gpuop_flap_put(wait, k, ev->tnow) == 0)
-            return; /* said when it outlasts the grace (ENOMEM: said now) */
-        say(ev, f, x, true, k);
-    } else if (gpuop_flap_del(&ev->pending, k) || gpuop_flap_del(&ev->waiting, k)) {
-        return; /* passed within its grace, or while its node progressed: never said */
-    } else if (gpuop_flap_del(&ev->shown, k)) {
-        say(ev, f, x, false, k);
+    free(m->recs);
+    free(m->nodes);
+    free(m->names);
+    memset(m, 0, sizeof(*m));
+}
+
+/* The next memo's memory for f, all of it before anything is said (so an
+ * allocation that fails changes nothing): 0 or GPUOP_ENOMEM. */
+static int memo_alloc(struct ev_memo *m, const struct gpuop_findings *f)
+{
+    size_t nn = 0, bytes = 0;
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; i < f->nnodes; i++)
+        if (f->nodes[i].nfindings) {
+            nn++;
+            bytes += strlen(f->nodes[i].name) + 1;
+        }
+    if (bytes > UINT32_MAX || f->nitems > UINT32_MAX)
+        return GPUOP_ENOMEM; /* past what an offset holds: not kept */
+    m->recs = f->nitems ? calloc(f->nitems, sizeof(*m->recs)) : NULL;
+    m->nodes = nn ? malloc(nn * sizeof(*m->nodes)) : NULL;
+    m->names = bytes ? malloc(bytes) : NULL;
+    if ((f->nitems && !m->recs) || (nn && (!m->nodes || !m->names))) {
+        memo_free(m);
+        return GPUOP_ENOMEM;
+    }
+    m->nrecs = f->nitems;
+    return 0;
+}
+
+static void count(struct ev_memo *m, const struct ev_rec *r, int by)
+{
+    size_t *n = r->state == REC_PENDING   ? &m->pending
+                : r->state == REC_WAITING ? &m->waiting
+                : r->state == REC_SHOWN   ? &m->shown
+                                          : NULL;
+    if (n)
+        *n += (size_t)by;
+}
+
+/* Record r of the next memo after its Warning was said (shown) or held
+ * back (quiet). */
+static void said(struct ev_memo *m, struct ev_rec *r, bool posted)
+{
+    count(m, r, -1);
+    r->state = posted ? REC_SHOWN : REC_QUIET;
+    count(m, r, 1);
+}
+
+/* A finding of f that appeared: it waits (pending or waiting), or its
+ * Warning is said now. */
+static void appeared(struct gpuop_events *ev, const struct gpuop_findings *f, size_t i,
+                     struct ev_memo *next)
+{
+    const struct gpuop_finding *x = &f->items[i];
+    struct ev_rec *r = &next->recs[i];
+    *r = (struct ev_rec){0, x->operand, x->kind, x->reason, REC_QUIET};
+    if (ev->learning || (ev->grace > 0 && transient(x))) {
+        r->state = ev->grace > 0 && step(x) ? REC_WAITING : REC_PENDING;
+        r->seen = (uint32_t)ev->tnow; /* said when it outlasts the grace */
+        count(next, r, 1);
+        return;
+    }
+    said(next, r, say_appeared(ev, f, x));
+}
+
+/* A remembered finding that went: a shown one's clearing is said; one
+ * still waiting passed within its grace, or while its node progressed,
+ * and is never said. */
+static void cleared(struct gpuop_events *ev, const char *node, const struct ev_rec *r)
+{
+    if (r->state == REC_SHOWN)
+        say_cleared(ev, node, r);
+}
+
+static int rec_cmp(const struct ev_rec *r, const struct gpuop_finding *x)
+{
+    if (r->operand != x->operand)
+        return r->operand < x->operand ? -1 : 1;
+    if (r->kind != x->kind)
+        return r->kind < x->kind ? -1 : 1;
+    if (r->reason != x->reason)
+        return r->reason < x->reason ? -1 : 1;
+    return 0;
+}
+
+/* Node r of f (with findings) into the next memo, its findings merged
+ * with what was remembered of it (o, or NULL: a node new to the
+ * findings). */
+static void walk_node(struct gpuop_events *ev, const struct gpuop_findings *f,
+                      const struct gpuop_node_result *r, const struct ev_memo *old,
+                      const struct ev_node *o, struct ev_memo *next, size_t *name_at)
+{
+    size_t len = strlen(r->name) + 1;
+    memcpy(next->names + *name_at, r->name, len);
+    next->nodes[next->nnodes++] = (struct ev_node){(uint32_t)*name_at, r->first, r->nfindings};
+    *name_at += len;
+    size_t i = 0, j = 0, on = o ? o->n : 0;
+    while (i < on || j < r->nfindings) {
+        const struct ev_rec *was = i < on ? &old->recs[o->first + i] : NULL;
+        size_t at = r->first + j;
+        int c = !was ? 1 : j >= r->nfindings ? -1 : rec_cmp(was, &f->items[at]);
+        if (c < 0) {
+            cleared(ev, r->name, was);
+            i++;
+        } else if (c > 0) {
+            appeared(ev, f, at, next);
+            j++;
+        } else {
+            next->recs[at] = *was;
+            count(next, was, 1);
+            i++, j++;
+        }
+    }
+}
+
+/* Compares f with the memo (old, borrowed; empty on a first observation),
+ * says what appeared and what cleared as decided above, and fills next
+ * (from memo_alloc) with f's records. */
+static void walk(struct gpuop_events *ev, const struct ev_memo *old, const struct gpuop_findings *f,
+                 struct ev_memo *next)
+{
+    size_t i = 0, j = 0, name_at = 0;
+    while (i < old->nnodes || j < f->nnodes) {
+        if (j < f->nnodes && !f->nodes[j].nfindings) {
+            j++; /* a GPU node with nothing to say */
+            continue;
+        }
+        const char *was = i < old->nnodes ? old->names + old->nodes[i].name : NULL;
+        int c = !was ? 1 : j >= f->nnodes ? -1 : strcmp(was, f->nodes[j].name);
+        if (c < 0) { /* a node whose findings all cleared (or gone) */
+            for (uint32_t k = 0; k < old->nodes[i].n; k++)
+                cleared(ev, was, &old->recs[old->nodes[i].first + k]);
+            i++;
+        } else {
+            walk_node(ev, f, &f->nodes[j], old, c == 0 ? &old->nodes[i] : NULL, next, &name_at);
+            i += c == 0;
+            j++;
+        }
     }
 }
 
@@ -205,11 +360,12 @@ static void earliest(long long *at, long long t)
  * the grace and that have lasted it, and rebuilds the stalled set.
  * Returns when the next waiting one will be due, 0 when none is (a node
  * that progresses changes only with the cluster: its reconcile comes). */
-static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findings *f)
+static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findings *f,
+                              struct ev_memo *m)
 {
     struct gpuop_flap next = GPUOP_FLAP_INIT;
     long long due = 0;
-    for (size_t i = 0; ev->waiting.len && i < f->nnodes; i++) {
+    for (size_t i = 0; m->waiting && i < f->nnodes; i++) {
         const struct gpuop_node_result *r = &f->nodes[i];
         const struct gpuop_finding *x = &f->items[r->first];
         if (!r->nfindings || r->progressing)
@@ -229,19 +385,16 @@ static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findin
             continue;
         }
         for (; k < r->nfindings; k++) {
-            if (!step(&x[k]))
-                continue;
-            uint64_t fk = finding_key(f, &x[k]);
-            long long seen = gpuop_flap_get(&ev->waiting, fk);
-            if (!seen)
+            struct ev_rec *rec = &m->recs[r->first + k];
+            if (!step(&x[k]) || rec->state != REC_WAITING)
                 continue; /* said already, or appeared with grace 0 */
+            long long seen = rec->seen;
             long long at = (seen > since ? seen : since) + ev->grace;
             if (at > ev->tnow) {
                 earliest(&due, at);
                 continue;
             }
-            gpuop_flap_del(&ev->waiting, fk);
-            say(ev, f, &x[k], true, fk);
+            said(m, rec, say_appeared(ev, f, &x[k]));
         }
     }
     gpuop_flap_free(&ev->stalled);
@@ -252,23 +405,18 @@ static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findin
 /* Says the pending findings of f whose grace has ended, and has the policy
  * reconciled again when the next one's will, or at stalled_due (when the
  * next waiting rollout step is due; 0 none). */
-static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, long long stalled_due)
+static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, struct ev_memo *m,
+                     long long stalled_due)
 {
-    long long first = gpuop_flap_min(&ev->pending);
-    if (first && first + ev->grace <= ev->tnow) {
-        for (size_t i = 0; i < f->nitems; i++) {
-            const struct gpuop_finding *x = &f->items[i];
-            uint64_t k = finding_key(f, x);
-            long long seen = gpuop_flap_get(&ev->pending, k);
-            if (seen && seen + ev->grace <= ev->tnow) {
-                gpuop_flap_del(&ev->pending, k);
-                say(ev, f, x, true, k);
-            }
-        }
-        /* Any left overdue are of no present finding (a hash collision):
-         * dropped, or they would requeue the policy at once, forever. */
-        gpuop_flap_prune(&ev->pending, ev->tnow - ev->grace + 1);
-        first = gpuop_flap_min(&ev->pending);
+    long long first = 0;
+    for (size_t i = 0; m->pending && i < m->nrecs; i++) {
+        struct ev_rec *r = &m->recs[i];
+        if (r->state != REC_PENDING)
+            continue;
+        if ((long long)r->seen + ev->grace <= ev->tnow)
+            said(m, r, say_appeared(ev, f, &f->items[i]));
+        else
+            earliest(&first, r->seen);
     }
     long long at = first ? first + ev->grace : 0;
     if (stalled_due)
@@ -280,21 +428,20 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, lo
         gpuop_debug("events",
                     "%zu findings in their grace period, %zu rollout steps on %zu stalled nodes "
                     "waiting; next recheck in %llu ms",
-                    ev->pending.len, ev->waiting.len, ev->stalled.len, (unsigned long long)ms);
+                    m->pending, m->waiting, ev->stalled.len, (unsigned long long)ms);
     }
 }
 
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
                           long long grace_s, const struct gpuop_findings *f)
 {
-    bool same = ev->have_prev && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
+    bool same = ev->have_memo && ev->prev_policy && strcmp(ev->prev_policy, policy) == 0;
     if (!same) {
-        /* another policy (or the first): what was pending or shown was
-         * about the old one */
-        gpuop_flap_free(&ev->pending);
-        gpuop_flap_free(&ev->waiting);
+        /* another policy (or the first): what was remembered was about
+         * the old one */
+        memo_free(&ev->memo);
+        ev->have_memo = false;
         gpuop_flap_free(&ev->stalled);
-        gpuop_flap_free(&ev->shown);
     }
     ev->policy = policy;
     ev->uid = uid;
@@ -302,17 +449,24 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
     ev->tnow = gpuop_clock_wall();
     ev->burst = 0;
     ev->suppressed = 0;
+    struct ev_memo next;
+    if (memo_alloc(&next, f) < 0) { /* nothing said; the next call learns again */
+        gpuop_warn("events", "out of memory remembering the findings: the next ones wait their "
+                             "grace");
+        memo_free(&ev->memo);
+        ev->have_memo = false;
+        return;
+    }
     /* The first observation of a policy cannot tell new findings from old
      * ones (gpuop restarted, or the policy became active): every one
      * waits out the grace, and what lasts is said once. */
     ev->learning = !same;
-    struct gpuop_findings_diff d;
-    struct gpuop_finding_change c;
-    gpuop_findings_diff_begin(&d, same ? &ev->prev : NULL, f);
-    while (gpuop_findings_diff_next(&d, &c))
-        on_change(ev, &c);
+    walk(ev, &ev->memo, f, &next);
     ev->learning = false;
-    post_due(ev, f, post_stalled(ev, f));
+    memo_free(&ev->memo);
+    ev->memo = next;
+    ev->have_memo = true;
+    post_due(ev, f, &ev->memo, post_stalled(ev, f, &ev->memo));
     prune(ev, ev->tnow);
     if (ev->burst >= GPUOP_EVENTS_BURST && ev->suppressed > 0) {
         char msg[128];
@@ -321,13 +475,6 @@ void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const cha
                  ev->suppressed);
         post(ev, "Normal", "FindingsSummarized", msg);
     }
-    if (ev->have_prev)
-        gpuop_findings_free(&ev->prev);
-    /* only diffed against, never printed: the keys, after the previous
-     * ones are freed (one copy at a time) */
-    ev->have_prev = gpuop_findings_copy_keys(f, &ev->prev) == 0;
-    if (!ev->have_prev) /* the next call learns again */
-        gpuop_warn("events", "out of memory keeping the findings: the next ones wait their grace");
     if (!same) {
         free(ev->prev_policy);
         ev->prev_policy = strdup(policy);
@@ -372,7 +519,7 @@ size_t gpuop_events_remembered(const struct gpuop_events *ev)
 
 size_t gpuop_events_pending(const struct gpuop_events *ev)
 {
-    return ev->pending.len + ev->waiting.len;
+    return ev->memo.pending + ev->memo.waiting;
 }
 
 size_t gpuop_events_stalled(const struct gpuop_events *ev)
@@ -382,19 +529,15 @@ size_t gpuop_events_stalled(const struct gpuop_events *ev)
 
 size_t gpuop_events_shown(const struct gpuop_events *ev)
 {
-    return ev->shown.len;
+    return ev->memo.shown;
 }
 
 void gpuop_events_close(struct gpuop_events *ev, void (*cb)(void *), void *arg)
 {
     gpuop_recorder_close(ev->rec); /* cancels the post in flight */
-    if (ev->have_prev)
-        gpuop_findings_free(&ev->prev);
+    memo_free(&ev->memo);
     gpuop_flap_free(&ev->last);
-    gpuop_flap_free(&ev->pending);
-    gpuop_flap_free(&ev->waiting);
     gpuop_flap_free(&ev->stalled);
-    gpuop_flap_free(&ev->shown);
     free(ev->prev_policy);
     free(ev);
     if (cb)

@@ -29,13 +29,14 @@
  *   most GPUOP_RECORDER_QUEUE_MAX and posts one at a time. This file
  *   decides what is said and when; the recorder, how.
  *
- * Memory: only findings that were posted are remembered for flap
- * suppression, and a memory older than GPUOP_EVENTS_QUIET_S is dropped
- * (checked at most once a minute); findings in their grace period cost 16
- * bytes a slot until they are posted or clear (mid-rollout on 5,000 nodes,
- * up to 30,000: 1 MiB of slots, freed as they pass; at start, every
- * finding present waits once); the recorder's aggregation memory is at
- * most GPUOP_RECORDER_AGG_MAX records of 24 bytes.
+ * Memory: one 8-byte record per present finding, in the findings' order,
+ * and the names of the nodes that have findings (mid-rollout on 5,000
+ * nodes, about 33,000 findings: 0.4 MiB, twice that while one
+ * observation builds the next from the last); only findings that were
+ * posted are remembered for flap suppression, and a memory older than
+ * GPUOP_EVENTS_QUIET_S is dropped (checked at most once a minute); the
+ * recorder's aggregation memory is at most GPUOP_RECORDER_AGG_MAX records
+ * of 24 bytes.
  */
 #ifndef GPUOP_EVENTS_INT_H
 #define GPUOP_EVENTS_INT_H
@@ -58,13 +59,12 @@ int gpuop_events_new(struct gpuop_kube *kube, struct gpuop_queue *queue, struct 
 
 /* Compares f with the findings of the previous call for the same policy and
  * posts Events for the differences, transient ones after grace_s (0: at
- * once), their messages made from f (borrowed) with its details; a copy
- * of f's keys (gpuop_findings_copy_keys) is kept for the next call, made
- * after the previous one is freed (one copy at a time). The first call
- * after start, or after another policy, or after no memory for that copy,
- * cannot tell new findings from old: it posts nothing at once, and each
- * of its findings that lasts grace_s is posted then (a restart
- * re-announces what is still wrong, once). */
+ * once), their messages made from f (borrowed) with its details; a record
+ * of each of f's findings is kept for the next call (events.c). The first
+ * call after start, or after another policy, or after no memory for those
+ * records (nothing is posted then), cannot tell new findings from old: it
+ * posts nothing at once, and each of its findings that lasts grace_s is
+ * posted then (a restart re-announces what is still wrong, once). */
 void gpuop_events_observe(struct gpuop_events *ev, const char *policy, const char *uid,
                           long long grace_s, const struct gpuop_findings *f);
 

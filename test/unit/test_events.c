@@ -48,6 +48,16 @@ static int real_clock(void **state)
     return 0;
 }
 
+static uint64_t rng_events = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t rnd_events(uint32_t n)
+{
+    rng_events ^= rng_events << 13;
+    rng_events ^= rng_events >> 7;
+    rng_events ^= rng_events << 17;
+    return (uint32_t)(rng_events % n);
+}
+
 struct fx {
     uv_loop_t loop;
     struct gpuop_kube *kube;
@@ -129,6 +139,115 @@ static void test_bounded_memory(void **state)
     fx_world_free(&w);
     assert_int_equal(gpuop_events_posted(f.ev), after_flap);
     assert_int_equal(gpuop_events_remembered(f.ev), 0);
+
+    gpuop_events_close(f.ev, NULL, NULL);
+    gpuop_kube_close(f.kube, on_closed, &f.closed);
+    while (!f.closed)
+        uv_run(&f.loop, UV_RUN_ONCE);
+    assert_int_equal(uv_loop_close(&f.loop), 0);
+}
+
+/* Random walk of a small cluster, one change a step, against a model
+ * made from the findings themselves: with grace 0 and the clock moved past
+ * the flap window each step, every finding that appears is said, and
+ * every one that clears (all were said) gets its Cleared. After each
+ * observation the Events remember exactly the keys said in it (the older
+ * ones pruned), show every present finding, and have none pending: what
+ * the walk of their records against the new findings decided equals the
+ * keys' difference. */
+enum { RW_NODES = 10, RW_OPS = 4, RW_STEPS = 400, RW_KEYS = 256 };
+static const char *const rw_ops[RW_OPS] = {"driver", "container-toolkit", "device-plugin",
+                                           "gpu-feature-discovery"};
+
+struct rw_keys {
+    char k[RW_KEYS][96];
+    size_t n;
+};
+
+static void rw_keys_of(const struct gpuop_findings *f, struct rw_keys *out)
+{
+    out->n = 0;
+    for (size_t i = 0; i < f->nitems; i++) {
+        const struct gpuop_finding *x = &f->items[i];
+        assert_true(out->n < RW_KEYS);
+        snprintf(out->k[out->n++], sizeof(out->k[0]), "%s|%d|%d|%d", gpuop_finding_node(f, x),
+                 x->operand, x->kind, x->reason);
+    }
+}
+
+static size_t rw_missing_from(const struct rw_keys *a, const struct rw_keys *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < b->n && !found; j++)
+            found = strcmp(a->k[i], b->k[j]) == 0;
+        n += !found;
+    }
+    return n;
+}
+
+static void test_random_walk_matches_the_keys(void **state)
+{
+    (void)state;
+    struct fx f = {0};
+    assert_int_equal(uv_loop_init(&f.loop), 0);
+    struct gpuop_kubeconfig cfg = {0};
+    cfg.server = "http://127.0.0.1:9"; /* discard: nothing answers */
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_kube_new(&f.loop, &cfg, &f.kube, &err), 0);
+    assert_int_equal(gpuop_events_new(f.kube, NULL, &f.ev), 0);
+    set_now(4000000);
+
+    static char names[RW_NODES][16];
+    static struct rw_keys before, after;
+    bool present[RW_NODES] = {0}, runs[RW_NODES][RW_OPS] = {{0}};
+    char deploy[160] = "";
+    for (int o = 0; o < RW_OPS; o++)
+        snprintf(deploy + strlen(deploy), sizeof(deploy) - strlen(deploy), "%s ", rw_ops[o]);
+    for (int i = 0; i < RW_NODES; i++)
+        snprintf(names[i], sizeof(names[i]), "gpu-%02d", (i * 7) % RW_NODES); /* not in order */
+    struct gpuop_findings none = {0};
+    gpuop_events_observe(f.ev, "main", "uid-1", 0, &none); /* learns an empty cluster */
+    before.n = 0;
+    size_t said = 0;
+    for (int step = 0; step < RW_STEPS; step++) {
+        int n = (int)rnd_events(RW_NODES);
+        if (!present[n] || rnd_events(3) == 0) {
+            present[n] = !present[n];
+            for (int o = 0; o < RW_OPS; o++)
+                runs[n][o] = rnd_events(2);
+        } else {
+            int o = (int)rnd_events(RW_OPS);
+            runs[n][o] = !runs[n][o];
+        }
+        struct fx_world w;
+        fx_world_init(&w, 0, 0);
+        for (int i = 0; i < RW_NODES; i++) {
+            if (!present[i])
+                continue;
+            fx_add_node(&w, names[i], deploy);
+            char ops[160] = "";
+            for (int o = 0; o < RW_OPS; o++)
+                if (runs[i][o])
+                    snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s ", rw_ops[o]);
+            fx_run(&w, names[i], ops);
+        }
+        fx_analyze(&w);
+        rw_keys_of(&w.f, &after);
+        size_t appeared = rw_missing_from(&after, &before), gone = rw_missing_from(&before, &after);
+        assert_true(appeared + gone <= GPUOP_EVENTS_BURST); /* one change: within the burst */
+        set_now(fake_now + GPUOP_EVENTS_QUIET_S + 61);
+        gpuop_events_observe(f.ev, "main", "uid-1", 0, &w.f);
+        fx_world_free(&w);
+        assert_int_equal(gpuop_events_remembered(f.ev), appeared + gone);
+        assert_int_equal(gpuop_events_shown(f.ev), after.n);
+        assert_int_equal(gpuop_events_pending(f.ev), 0);
+        said += appeared + gone;
+        before = after;
+    }
+    print_message("%d steps, %zu findings said appeared or cleared\n", RW_STEPS, said);
+    assert_true(said > RW_STEPS); /* the walk did change things */
 
     gpuop_events_close(f.ev, NULL, NULL);
     gpuop_kube_close(f.kube, on_closed, &f.closed);
@@ -844,6 +963,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_bounded_memory, real_clock),
+        cmocka_unit_test_setup(test_random_walk_matches_the_keys, real_clock),
         cmocka_unit_test_setup(test_posted_one_at_a_time, real_clock),
         cmocka_unit_test_setup(test_transient_waits_out_the_grace, real_clock),
         cmocka_unit_test_setup(test_first_observation_waits_out_the_grace, real_clock),
