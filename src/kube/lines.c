@@ -6,7 +6,8 @@
  * the end of a chunk is copied into the carry-over buffer, which grows
  * geometrically (so a long line arriving in many small chunks costs O(n),
  * not O(n^2)) and never beyond max_line + 1 bytes (the extra byte is room
- * for a '\r' that the '\n' of the next chunk will show to be a CRLF).
+ * for a '\r' that the '\n' of the next chunk will show to be a CRLF); one
+ * grown past KEEP_CAP for a long line is freed once that line is out.
  *
  * Limits: a line is at most max_line bytes without its "\n" / "\r\n".
  * A longer line returns GPUOP_ETOOBIG and discards the carry-over; the rest
@@ -20,6 +21,11 @@
 #include "lines_int.h"
 
 #define MIN_CAP 256
+
+/* A carry-over grown past this for a long line (a GpuPolicy with its
+ * status: about 200 KB at 5,000 nodes, once a write) is given back once
+ * that line is delivered, not kept at its largest for the stream's life. */
+#define KEEP_CAP (64 * 1024)
 
 void gpuop_lines_init(struct gpuop_lines *l, size_t max_line)
 {
@@ -102,7 +108,10 @@ int gpuop_lines_feed(struct gpuop_lines *l, const char *chunk, size_t len, gpuop
         }
         n = l->buf.len;
         gpuop_buf_clear(&l->buf);
-        if ((rc = deliver(l->buf.data, n, cb, arg)) != 0)
+        rc = deliver(l->buf.data, n, cb, arg);
+        if (l->buf.cap > KEEP_CAP)
+            gpuop_buf_free(&l->buf); /* its limits stay */
+        if (rc != 0)
             return rc;
         p = nl + 1;
     }

@@ -135,6 +135,38 @@ static void test_long_line_small_chunks(void **state)
     free(line);
 }
 
+/* A carry-over grown for a long line is given back once the line is out;
+ * one that a short line used is kept for the next. */
+static void test_long_carry_given_back(void **state)
+{
+    (void)state;
+    enum { LONG = 200 * 1024 };
+    struct gpuop_lines l;
+    struct counter c = {0};
+    char *line = malloc(LONG + 1);
+    assert_non_null(line);
+    memset(line, 'b', LONG);
+    line[LONG] = '\n';
+    gpuop_lines_init(&l, 1 << 20);
+    assert_int_equal(gpuop_lines_feed(&l, "short", 5, count, &c), 0);
+    assert_int_equal(gpuop_lines_feed(&l, "er\n", 3, count, &c), 0);
+    assert_int_equal(c.lines, 1);
+    assert_true(l.buf.cap > 0); /* kept */
+    assert_int_equal(gpuop_lines_feed(&l, line, LONG / 2, count, &c), 0);
+    assert_true(l.buf.cap >= LONG / 2);
+    assert_int_equal(gpuop_lines_feed(&l, line + LONG / 2, LONG / 2 + 1, count, &c), 0);
+    assert_int_equal(c.lines, 2);
+    assert_int_equal(c.last_len, LONG);
+    assert_int_equal(l.buf.cap, 0); /* given back */
+    /* and grows again for the next one, within the same limit */
+    assert_int_equal(gpuop_lines_feed(&l, line, LONG / 2, count, &c), 0);
+    assert_int_equal(gpuop_lines_feed(&l, line + LONG / 2, LONG / 2 + 1, count, &c), 0);
+    assert_int_equal(c.lines, 3);
+    assert_int_equal(c.last_len, LONG);
+    gpuop_lines_free(&l);
+    free(line);
+}
+
 /* Whole lines in one chunk are delivered from the chunk itself and the
  * carry-over buffer is never allocated. */
 static void test_whole_lines_no_copy(void **state)
@@ -285,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_every_split),
         cmocka_unit_test(test_one_byte_chunks),
         cmocka_unit_test(test_long_line_small_chunks),
+        cmocka_unit_test(test_long_carry_given_back),
         cmocka_unit_test(test_whole_lines_no_copy),
         cmocka_unit_test(test_limit_edges),
         cmocka_unit_test(test_oversized_and_reset),
