@@ -119,8 +119,7 @@ struct gpuop_operand_result {
     long long desired;           /* DaemonSet status.desiredNumberScheduled (0 if absent) */
     long long ready;             /* DaemonSet status.numberReady (0 if absent) */
     const char *controller_says; /* the DaemonSet's controller_says (borrowed from the
-                                    inputs, see model.h), or NULL; not in
-                                    gpuop_findings_copy_keys's copy */
+                                    inputs, see model.h), or NULL */
     const char *daemonsets;      /* a per-OS operand (SPEC 4b): its DaemonSets'
                                     names, sorted, comma-separated, "" for none
                                     (in the findings' names arena); NULL for an
@@ -251,8 +250,8 @@ void gpuop_findings_free(struct gpuop_findings *f);
  * when the policy changed or set_ds refuses. Costs
  * the node's pods, plus moving the items and nodes after it when its
  * number of findings changes or it enters or leaves the list; allocates
- * only to grow. f must come from gpuop_analyze (not be a copy made by
- * gpuop_findings_copy_keys). Returns 0, GPUOP_EINVAL when f cannot be
+ * only to grow. f must come from gpuop_analyze or gpuop_analyze_by_node.
+ * Returns 0, GPUOP_EINVAL when f cannot be
  * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
                           const struct gpuop_pod *const *pods, size_t npods, long long now);
@@ -317,19 +316,10 @@ const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings
  * it wanted, like snprintf. */
 int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size);
 
-/* What gpuop_findings_diff compares of src (borrowed, unchanged), into
- * *dst (new: gpuop_findings_free), for a set kept after its inputs may
- * have changed, only to diff the next one against: without any finding's
- * ref (details become "") and without the nodes that have no findings
- * (after a rollout, every complete node's result and name:
- * docs/benchmarks.md). Counters and operand results are copied. Returns 0
- * or GPUOP_ENOMEM (*dst is then empty). */
-int gpuop_findings_copy_keys(const struct gpuop_findings *src, struct gpuop_findings *dst);
-
 /* Writes finding x's detail into buf (NUL-terminated, truncated to size):
  * "key=value:Effect" of an untolerated taint, a deploy label's value, the
  * name of an unexpected pod, or "<pod> is <phase>..., N restarts" for pod
- * reasons; "" for other reasons and in gpuop_findings_copy_keys's copy.
+ * reasons; "" for other reasons.
  * Reads the inputs x->ref borrows from: call it only while they are alive
  * and unchanged. Returns the length it wanted, like snprintf. */
 int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size);
@@ -351,35 +341,5 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
 
 /* Name of the node of finding x (borrowed from f). */
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x);
-
-/* One difference between two sets: a finding that appeared (in cur, not
- * in prev) or cleared (in prev, not in cur). Everything borrowed from the
- * set it comes from. */
-struct gpuop_finding_change {
-    bool appeared;
-    const struct gpuop_findings *set; /* cur when appeared, prev when cleared */
-    const struct gpuop_finding *item; /* in set: gpuop_finding_message(set, item) */
-    const char *node;
-    int operand, kind, reason;
-};
-
-/* Walks the differences of prev and cur (borrowed; they must outlive the
- * walk): the key is (node, operand, kind, reason), so a changed message
- * alone is no change. prev may be NULL (everything appeared). Order: by
- * node name, operand, kind. Nothing is allocated: the caller drives it,
- *   struct gpuop_findings_diff d;
- *   struct gpuop_finding_change c;
- *   gpuop_findings_diff_begin(&d, prev, cur);
- *   while (gpuop_findings_diff_next(&d, &c)) ...
- * and the analysis never calls back into its consumer. */
-struct gpuop_findings_diff {
-    const struct gpuop_findings *prev, *cur;
-    size_t i, j;
-};
-
-void gpuop_findings_diff_begin(struct gpuop_findings_diff *d, const struct gpuop_findings *prev,
-                               const struct gpuop_findings *cur);
-/* Fills *out with the next difference; false when there is none left. */
-bool gpuop_findings_diff_next(struct gpuop_findings_diff *d, struct gpuop_finding_change *out);
 
 #endif

@@ -15,8 +15,7 @@
  * O(nodes x pods). judge_node is also what incremental.c calls to judge
  * one node again. Messages are built on demand by gpuop_finding_message()
  * (message.c) from the reasons table's templates; details, since and the
- * stranded view are detail.c's, the diff of two sets diff.c's. No reason
- * is worded here.
+ * stranded view are detail.c's. No reason is worded here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1180,53 +1179,4 @@ void gpuop_findings_free(struct gpuop_findings *f)
     free(f->items);
     free(f->inc.tally);
     memset(f, 0, sizeof(*f));
-}
-
-int gpuop_findings_copy_keys(const struct gpuop_findings *src, struct gpuop_findings *dst)
-{
-    *dst = *src; /* the counts and operands */
-    dst->nodes = NULL;
-    dst->items = NULL;
-    dst->nnodes = dst->nitems = 0;
-    dst->names = (struct gpuop_arena)GPUOP_ARENA_INIT;
-    memset(&dst->inc, 0, sizeof(dst->inc));
-    dst->stranded = NULL;
-    dst->nstranded = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < src->nnodes; i++)
-        if (src->nodes[i].nfindings)
-            n++;
-    dst->nodes = n ? malloc(n * sizeof(*dst->nodes)) : NULL;
-    dst->items = src->nitems ? malloc(src->nitems * sizeof(*dst->items)) : NULL;
-    if ((n && !dst->nodes) || (src->nitems && !dst->items))
-        goto nomem;
-    for (size_t i = 0; i < src->nnodes; i++) {
-        const struct gpuop_node_result *r = &src->nodes[i];
-        if (!r->nfindings)
-            continue;
-        struct gpuop_node_result *d = &dst->nodes[dst->nnodes];
-        *d = *r;
-        d->first = (uint32_t)dst->nitems;
-        if (!(d->name = gpuop_arena_strdup(&dst->names, r->name)))
-            goto nomem;
-        for (size_t j = r->first; j < r->first + r->nfindings; j++) {
-            struct gpuop_finding *x = &dst->items[dst->nitems++];
-            *x = src->items[j];
-            x->node = (uint32_t)dst->nnodes;
-            x->ref = NULL;
-        }
-        dst->nnodes++;
-    }
-    for (int o = 0; o < dst->noperands && o < GPUOP_OPERAND_MAX; o++) {
-        dst->operands[o].controller_says = NULL; /* borrowed from the inputs */
-        if (src->operands[o].daemonsets && !(dst->operands[o].daemonsets = gpuop_arena_strdup(
-                                                 &dst->names, src->operands[o].daemonsets)))
-            goto nomem;
-    }
-    dst->inc.items_cap = dst->nitems;
-    dst->inc.nodes_cap = dst->nnodes;
-    return 0;
-nomem:
-    gpuop_findings_free(dst);
-    return GPUOP_ENOMEM;
 }

@@ -4,7 +4,7 @@
  * "true" and a Running pod of each operand enabled by default (the sample
  * policy's six: 30,000 pods; MIG Manager is off), with
  * a sprinkle of broken nodes (missing toolkit, pending driver, tainted), then
- * times gpuop_analyze, gpuop_status_build and gpuop_findings_diff, and one
+ * times gpuop_analyze and gpuop_status_build, and one
  * incremental update (gpuop_analysis_update of one node whose driver pod
  * turns Pending, or back to Running, so its findings come and go and the
  * items after it move), averaged over UPDATES random nodes, with the
@@ -192,14 +192,6 @@ static int bench(size_t n)
     printf("status_build %.2f ms\n", ms() - t);
     pp[5] = NULL; /* node 1 loses its driver pod */
     gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2);
-    size_t events = 0;
-    t = ms();
-    struct gpuop_findings_diff d;
-    struct gpuop_finding_change c;
-    gpuop_findings_diff_begin(&d, &f1, &f2);
-    while (gpuop_findings_diff_next(&d, &c))
-        events++;
-    printf("findings_diff %.2f ms (%zu events)\n", ms() - t, events);
 
     /* one node again: its first pod (the driver) flips Pending <-> Running */
     pp[5] = &pods[5];

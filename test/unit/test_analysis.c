@@ -552,11 +552,6 @@ static void test_os_pools(void **state)
     assert_int_equal(x->reason, GPUOP_REASON_OS_LABELS_MISSING);
     assert_non_null(strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_OS_VERSION ","));
     assert_null(node_res(&w, "x3")->nfindings ? &w : NULL);
-    /* kept across reconciles (events' diff): the list survives */
-    struct gpuop_findings keys;
-    assert_int_equal(gpuop_findings_copy_keys(&w.f, &keys), 0);
-    assert_string_equal(keys.operands[d].daemonsets, "gpuop-driver-rhel9,gpuop-driver-ubuntu24.04");
-    gpuop_findings_free(&keys);
 
     /* a full reference: the one gpuop-driver, no OS needed */
     w.pol.operands[d].os_tag = false;
@@ -1141,33 +1136,8 @@ static void test_unexpected(void **state)
     world_free(&w);
 }
 
-struct diffrec {
-    char lines[16][160];
-    int n;
-};
-
-/* Records the differences of prev and cur as "+ node operand Reason". */
-static void diff(const struct gpuop_findings *prev, const struct gpuop_findings *cur,
-                 struct diffrec *d)
-{
-    struct gpuop_findings_diff it;
-    struct gpuop_finding_change c;
-    gpuop_findings_diff_begin(&it, prev, cur);
-    while (gpuop_findings_diff_next(&it, &c)) {
-        /* the change carries its key, and the finding in the set it is from */
-        assert_string_equal(c.node, gpuop_finding_node(c.set, c.item));
-        assert_int_equal(c.reason, c.item->reason);
-        assert_int_equal(c.kind, gpuop_reason_get(c.reason)->kind);
-        assert_ptr_equal(c.set, c.appeared ? cur : prev);
-        if (d->n < 16)
-            snprintf(d->lines[d->n++], sizeof(d->lines[0]), "%c %s %s %s", c.appeared ? '+' : '-',
-                     c.node, gpuop_operand_get(c.operand)->name, gpuop_reason_get(c.reason)->name);
-    }
-    assert_false(gpuop_findings_diff_next(&it, &c)); /* stays done */
-}
-
-/* A node removed takes its findings (and its pods) with it; the diff says so. */
-static void test_node_removal_and_diff(void **state)
+/* A node removed takes its findings (and its pods) with it. */
+static void test_node_removal(void **state)
 {
     struct world w;
     world_init(&w);
@@ -1182,35 +1152,10 @@ static void test_node_removal_and_diff(void **state)
     run_pods(&w, "c", "driver");
     analyze(&w);
     assert_int_equal(w.f.nitems, 2); /* a: ImagePullFailed, b: PodNotCreated */
-
-    struct gpuop_findings prev = w.f;
-    memset(&w.f, 0, sizeof(w.f));
-    struct diffrec d = {0};
-
-    /* a set kept only to diff against forgets its inputs, not its keys */
     char d0[256];
-    gpuop_finding_detail(&prev.items[0], d0, sizeof(d0));
+    gpuop_finding_detail(&w.f.items[0], d0, sizeof(d0));
     assert_non_null(strstr(d0, "is Pending: ImagePullBackOff"));
-    assert_int_equal(prev.nnodes, 3);
-    struct gpuop_findings keys;
-    assert_int_equal(gpuop_findings_copy_keys(&prev, &keys), 0);
-    gpuop_findings_free(&prev);
-    prev = keys;
-    assert_null(prev.items[0].ref);
-    /* c is complete: its result and name are gone, a's and b's kept */
-    assert_int_equal(prev.nnodes, 2);
-    assert_string_equal(prev.nodes[0].name, "a");
-    assert_string_equal(prev.nodes[1].name, "b");
-    assert_string_equal(gpuop_finding_node(&prev, &prev.items[1]), "b");
-    assert_int_equal(gpuop_finding_detail(&prev.items[0], d0, sizeof(d0)), 0);
-    assert_string_equal(d0, "");
-    assert_string_equal(gpuop_finding_node(&prev, &prev.items[0]), "a");
-
-    /* same world, restarts changed: same keys, no event */
-    pa->restarts = 3;
-    analyze(&w);
-    diff(&prev, &w.f, &d);
-    assert_int_equal(d.n, 0);
+    assert_int_equal(w.f.nnodes, 3);
 
     /* node b removed (pods and node gone); a's pod now crash-loops; c loses its pod */
     hand_node_free(w.nodes[1]);
@@ -1221,19 +1166,11 @@ static void test_node_removal_and_diff(void **state)
     analyze(&w);
     assert_null(node_res(&w, "b"));
     assert_int_equal(w.f.gpu_nodes, 2);
-    diff(&prev, &w.f, &d);
-    assert_int_equal(d.n, 4);
-    assert_string_equal(d.lines[0], "- a driver ImagePullFailed");
-    assert_string_equal(d.lines[1], "+ a driver CrashLoopBackOff");
-    assert_string_equal(d.lines[2], "- b driver PodNotCreated");
-    assert_string_equal(d.lines[3], "+ c driver PodNotCreated");
-
-    /* from nothing: everything appeared */
-    d.n = 0;
-    diff(NULL, &w.f, &d);
-    assert_int_equal(d.n, 2);
-    assert_true(d.lines[0][0] == '+' && d.lines[1][0] == '+');
-    gpuop_findings_free(&prev);
+    assert_int_equal(w.f.nitems, 2);
+    assert_string_equal(gpuop_finding_node(&w.f, &w.f.items[0]), "a");
+    assert_int_equal(w.f.items[0].reason, GPUOP_REASON_CRASH_LOOP);
+    assert_string_equal(gpuop_finding_node(&w.f, &w.f.items[1]), "c");
+    assert_int_equal(w.f.items[1].reason, GPUOP_REASON_POD_NOT_CREATED);
 
     /* pods on nodes that are not in the input are ignored */
     w.nn = 0;
@@ -1624,7 +1561,7 @@ int main(void)
         cmocka_unit_test(test_ordering),
         cmocka_unit_test(test_ordering_counts_nodes),
         cmocka_unit_test(test_unexpected),
-        cmocka_unit_test(test_node_removal_and_diff),
+        cmocka_unit_test(test_node_removal),
         cmocka_unit_test(test_robust_inputs),
         cmocka_unit_test(test_sorting),
         cmocka_unit_test(test_paused_left_over),
