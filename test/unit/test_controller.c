@@ -27,6 +27,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rnd.h"
+
 #include "fakeapi.h"
 #include "waiter.h"
 #include "controller_int.h"
@@ -1060,10 +1062,7 @@ static void test_json_hash_streams(void **state)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    return test_rnd(&rng, n);
 }
 
 enum { KEEP_NODES = 6, KEEP_ROUNDS = 60 };

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "rnd.h"
+
 #include "events_int.h"
 #include "gpuop/clock.h"
 #include "gpuop/kube.h"
@@ -52,10 +54,7 @@ static uint64_t rng_events = 0x9e3779b97f4a7c15ULL;
 
 static uint32_t rnd_events(uint32_t n)
 {
-    rng_events ^= rng_events << 13;
-    rng_events ^= rng_events >> 7;
-    rng_events ^= rng_events << 17;
-    return (uint32_t)(rng_events % n);
+    return test_rnd(&rng_events, n);
 }
 
 struct fx {
@@ -68,6 +67,27 @@ struct fx {
 static void on_closed(void *arg)
 {
     *(bool *)arg = true;
+}
+
+/* An events module whose API server is the discard port: nothing answers,
+ * so what it said stays queued. */
+static void fx_open_discard(struct fx *f)
+{
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    struct gpuop_kubeconfig cfg = {0};
+    cfg.server = "http://127.0.0.1:9";
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_kube_new(&f->loop, &cfg, &f->kube, &err), 0);
+    assert_int_equal(gpuop_events_new(f->kube, NULL, &f->ev), 0);
+}
+
+static void fx_close(struct fx *f)
+{
+    gpuop_events_close(f->ev, NULL, NULL);
+    gpuop_kube_close(f->kube, on_closed, &f->closed);
+    while (!f->closed)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
 }
 
 /* Findings of a world with n GPU nodes and no operand pods: 6n Missing. */
@@ -88,12 +108,7 @@ static void test_bounded_memory(void **state)
 {
     (void)state;
     struct fx f = {0};
-    assert_int_equal(uv_loop_init(&f.loop), 0);
-    struct gpuop_kubeconfig cfg = {0};
-    cfg.server = "http://127.0.0.1:9"; /* discard: nothing answers */
-    struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_new(&f.loop, &cfg, &f.kube, &err), 0);
-    assert_int_equal(gpuop_events_new(f.kube, NULL, &f.ev), 0);
+    fx_open_discard(&f);
     set_now(1000000);
 
     struct fx_world w;
@@ -140,11 +155,7 @@ static void test_bounded_memory(void **state)
     assert_int_equal(gpuop_events_posted(f.ev), after_flap);
     assert_int_equal(gpuop_events_remembered(f.ev), 0);
 
-    gpuop_events_close(f.ev, NULL, NULL);
-    gpuop_kube_close(f.kube, on_closed, &f.closed);
-    while (!f.closed)
-        uv_run(&f.loop, UV_RUN_ONCE);
-    assert_int_equal(uv_loop_close(&f.loop), 0);
+    fx_close(&f);
 }
 
 /* Random walk of a small cluster, one change a step, against a model
@@ -191,12 +202,7 @@ static void test_random_walk_matches_the_keys(void **state)
 {
     (void)state;
     struct fx f = {0};
-    assert_int_equal(uv_loop_init(&f.loop), 0);
-    struct gpuop_kubeconfig cfg = {0};
-    cfg.server = "http://127.0.0.1:9"; /* discard: nothing answers */
-    struct gpuop_err err = {0};
-    assert_int_equal(gpuop_kube_new(&f.loop, &cfg, &f.kube, &err), 0);
-    assert_int_equal(gpuop_events_new(f.kube, NULL, &f.ev), 0);
+    fx_open_discard(&f);
     set_now(4000000);
 
     static char names[RW_NODES][16];
@@ -249,11 +255,7 @@ static void test_random_walk_matches_the_keys(void **state)
     print_message("%d steps, %zu findings said appeared or cleared\n", RW_STEPS, said);
     assert_true(said > RW_STEPS); /* the walk did change things */
 
-    gpuop_events_close(f.ev, NULL, NULL);
-    gpuop_kube_close(f.kube, on_closed, &f.closed);
-    while (!f.closed)
-        uv_run(&f.loop, UV_RUN_ONCE);
-    assert_int_equal(uv_loop_close(&f.loop), 0);
+    fx_close(&f);
 }
 
 /* Each POST is answered after 20 ms; the handler notes how many

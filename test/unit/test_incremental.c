@@ -27,6 +27,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rnd.h"
+
 #include "gpuop/analysis.h"
 #include "gpuop/gate.h"
 
@@ -40,10 +42,7 @@ static uint64_t rng;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return n ? (uint32_t)(rng % n) : 0;
+    return test_rnd(&rng, n);
 }
 
 static bool coin(uint32_t pct)

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "rnd.h"
+
 #include "gpuop/sort.h"
 
 #include "nodelist_int.h"
@@ -26,10 +28,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    return test_rnd(&rng, n);
 }
 
 static void test_nodelist_random(void **state)

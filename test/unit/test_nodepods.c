@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "rnd.h"
+
 #include "gpuop/error.h"
 #include "gpuop/hash.h"
 
@@ -28,10 +30,7 @@ static uint64_t rng = 88172645463325252ULL;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    return test_rnd(&rng, n);
 }
 
 static char names[NODES][16];
