@@ -83,8 +83,15 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
 int gpuop_caches_start(struct gpuop_caches *w);
 bool gpuop_caches_synced(const struct gpuop_caches *w);
 
-/* The GpuPolicy object named name (borrowed), or NULL. */
+/* The GpuPolicy object named name (borrowed), or NULL. Its status.nodes
+ * (a hundred KB with the cap's 50 nodes, read by no one here) is held as
+ * a digest of its bytes (informer.h, digested), as the members
+ * gpuop_caches_policy_digested names. */
 json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name);
+/* Those members ("status.nodes"), NULL-terminated, static: a status
+ * write's answer is parsed with the same (kube.h, digested), so the
+ * status it shows compares with the cached one's. */
+const char *const *gpuop_caches_policy_digested(void);
 /* The active policy's name (borrowed): the oldest by creationTimestamp,
  * ties broken by name; NULL when there is none. */
 const char *gpuop_caches_active(const struct gpuop_caches *w);

@@ -18,7 +18,8 @@
  *   the memory of a (re)list is one item, whatever the page size;
  * - an object's metadata.managedFields, and the members the config calls
  *   unread, are cut from its bytes before they are parsed: neither convert
- *   nor a stored JSON item ever sees them.
+ *   nor a stored JSON item ever sees them; the members it calls digested
+ *   are cut too and come back as a digest of their bytes.
  *
  * Items are whatever the convert op makes of an object (a compact struct,
  * or the json_t itself); the store owns them. Event callbacks run after
@@ -69,6 +70,12 @@ struct gpuop_informer_config {
      * always is. At most GPUOP_INFORMER_UNREAD_MAX, each of at most
      * GPUOP_INFORMER_UNREAD_KEYS keys (GPUOP_EINVAL otherwise); copied. */
     const char *const *unread;
+    /* Members cut the same way but put back as a digest of their bytes
+     * (a string, "digest:" and 16 hex digits), NULL-terminated, or NULL:
+     * the item then shows whether such a member changed, not what it
+     * holds. They count with unread against GPUOP_INFORMER_UNREAD_MAX;
+     * copied. */
+    const char *const *digested;
     /* Parse each list item and watch event in the JSON scratch window
      * (jsonarena.h) instead of the heap: for kinds converted to structs
      * (needs convert; GPUOP_EINVAL otherwise), whose convert copies out all

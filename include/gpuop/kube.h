@@ -31,7 +31,8 @@ struct gpuop_kube_req;
 
 /* body: the parsed JSON response (borrowed, valid during the call; NULL when
  * there was none or it was not JSON), without its metadata.managedFields
- * on 2xx. err is borrowed; rc == 0 on 2xx. */
+ * and with the request's digested members as digests on 2xx. err is
+ * borrowed; rc == 0 on 2xx. */
 typedef void (*gpuop_kube_done_cb)(void *arg, int rc, json_t *body, const struct gpuop_err *err);
 
 /* Streaming data of a 2xx response (a watch): raw transport chunks, borrowed.
@@ -82,7 +83,15 @@ struct gpuop_kube_opts {
     const char *body;         /* NULL: none */
     size_t body_len;          /* bytes of body; 0: strlen(body) */
     long timeout_ms;          /* the whole transfer; 0: 30 s (a stream: no limit) */
+    /* Members of a 2xx body ("status.nodes", NULL-terminated, or NULL)
+     * that done sees as a digest of their bytes, as an informer's
+     * digested (informer.h): they are not parsed. At most
+     * GPUOP_KUBE_DIGESTED_MAX, each of at most GPUOP_KUBE_DIGESTED_KEYS
+     * keys (GPUOP_EINVAL otherwise); copied. */
+    const char *const *digested;
 };
+#define GPUOP_KUBE_DIGESTED_MAX  2
+#define GPUOP_KUBE_DIGESTED_KEYS 4
 
 /* Starts a request. *out (may be NULL) is a borrowed handle valid until
  * done is called. A 2xx response whose body is not JSON is an error

@@ -323,6 +323,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
         [GPUOP_CACHES_POLICY] = {.name = "gpupolicies",
                                  .res = {.group_version = GPUOP_API_VERSION,
                                          .resource = GPUOP_PLURAL},
+                                 .digested = gpuop_caches_policy_digested(),
                                  .same = policy_same},
         [GPUOP_CACHES_NODE] = {.name = "nodes",
                                .res = {.group_version = "v1", .resource = "nodes"},
@@ -413,6 +414,12 @@ uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w)
 bool gpuop_caches_sa_present(const struct gpuop_caches *w)
 {
     return gpuop_informer_get(w->inf[GPUOP_CACHES_SA], GPUOP_OPERAND_SA) != NULL;
+}
+
+const char *const *gpuop_caches_policy_digested(void)
+{
+    static const char *const digested[] = {"status.nodes", NULL};
+    return digested;
 }
 
 json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name)

@@ -68,7 +68,10 @@ int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operan
                                  .path = path,
                                  .content_type = ctype,
                                  .body = body,
-                                 .body_len = body ? strlen(body) : 0};
+                                 .body_len = body ? strlen(body) : 0,
+                                 /* the answer's status compares with the cache's */
+                                 .digested =
+                                     kind == OP_STATUS ? gpuop_caches_policy_digested() : NULL};
     int rc = gpuop_kube_request(c->kube, &ko, done, o, &o->req);
     if (rc < 0) {
         free(o);

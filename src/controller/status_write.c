@@ -10,7 +10,9 @@
  * write (a resourceVersion neither the write's answer nor the one cached
  * when it was sent: a cache that has not caught up is no change) and its
  * status is not what the server answered the write with, someone else
- * changed the status, and it is written again.
+ * changed the status, and it is written again. Both hold status.nodes as
+ * a digest of its bytes (gpuop_caches_policy_digested), the cache and the
+ * write's answer alike, so the two hashes compare.
  *
  * What is compared is a digest of the status's inputs
  * (gpuop_status_digest), not the document: the document is built only

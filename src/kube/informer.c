@@ -102,7 +102,7 @@ static void start_watch(struct gpuop_informer *inf);
 /* Cut from every object before it is parsed: the server-side apply
  * bookkeeping, then the members the config calls unread. A watch event
  * holds the object under "object". */
-#define MANAGED_FIELDS_PATH {"metadata", "managedFields"}, 2
+#define MANAGED_FIELDS_PATH .key = {"metadata", "managedFields"}, .n = 2
 _Static_assert(GPUOP_INFORMER_UNREAD_MAX + 1 <= GPUOP_JSONSTRIP_PATHS_MAX,
                "the unread members and managedFields are cut in one pass");
 _Static_assert(GPUOP_INFORMER_UNREAD_KEYS + 1 <= GPUOP_JSONSTRIP_PATH_MAX,
@@ -595,38 +595,35 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* The paths cut before parsing: managedFields, then cfg->unread ("a.b",
- * NULL-terminated; copied into unread_keys). GPUOP_EINVAL for more than
- * GPUOP_INFORMER_UNREAD_MAX of them, one of more than
- * GPUOP_INFORMER_UNREAD_KEYS keys or with an empty key. */
-static int cut_paths(struct gpuop_informer *inf, const char *const *unread)
+/* The paths cut before parsing: managedFields, then cfg->unread, then
+ * cfg->digested ("a.b", NULL-terminated; copied into unread_keys).
+ * GPUOP_EINVAL for more than GPUOP_INFORMER_UNREAD_MAX of them, one of
+ * more than GPUOP_INFORMER_UNREAD_KEYS keys or with an empty key. */
+static int cut_paths(struct gpuop_informer *inf, const char *const *unread,
+                     const char *const *digested)
 {
     static const struct gpuop_jsonstrip_path mf = {MANAGED_FIELDS_PATH};
-    size_t n = 0, bytes = 0;
-    for (; unread && unread[n]; n++)
-        bytes += strlen(unread[n]) + 1;
-    if (n > GPUOP_INFORMER_UNREAD_MAX)
+    size_t nu = 0, nd = 0, bytes = 0;
+    for (; unread && unread[nu]; nu++)
+        bytes += strlen(unread[nu]) + 1;
+    for (; digested && digested[nd]; nd++)
+        bytes += strlen(digested[nd]) + 1;
+    if (nu + nd > GPUOP_INFORMER_UNREAD_MAX)
         return GPUOP_EINVAL;
     inf->item_cut[0] = mf;
     inf->ncut = 1;
-    char *p = n ? malloc(bytes) : NULL;
-    if (n && !p)
+    char *p = nu + nd ? malloc(bytes) : NULL;
+    if (nu + nd && !p)
         return GPUOP_ENOMEM;
     inf->unread_keys = p;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < nu + nd; i++) {
+        const char *dotted = i < nu ? unread[i] : digested[i - nu];
+        size_t len = strlen(dotted);
+        memcpy(p, dotted, len + 1);
         struct gpuop_jsonstrip_path *x = &inf->item_cut[inf->ncut++];
-        size_t len = strlen(unread[i]);
-        memcpy(p, unread[i], len + 1);
-        x->n = 0;
-        for (char *k = p; k; x->n++) {
-            char *dot = strchr(k, '.');
-            if (dot)
-                *dot = '\0';
-            if (!*k || x->n >= GPUOP_INFORMER_UNREAD_KEYS)
-                return GPUOP_EINVAL;
-            x->key[x->n] = k;
-            k = dot ? dot + 1 : NULL;
-        }
+        if (gpuop_jsonstrip_split(p, NULL, GPUOP_INFORMER_UNREAD_KEYS, x) < 0)
+            return GPUOP_EINVAL;
+        x->digest = i >= nu;
         p += len + 1;
     }
     for (size_t i = 0; i < inf->ncut; i++) {
@@ -634,6 +631,7 @@ static int cut_paths(struct gpuop_informer *inf, const char *const *unread)
         memcpy(&inf->event_cut[i].key[1], inf->item_cut[i].key,
                inf->item_cut[i].n * sizeof(inf->item_cut[i].key[0]));
         inf->event_cut[i].n = inf->item_cut[i].n + 1;
+        inf->event_cut[i].digest = inf->item_cut[i].digest;
     }
     return 0;
 }
@@ -678,8 +676,8 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         free(inf);
         return GPUOP_ENOMEM;
     }
-    c->unread = NULL; /* not kept: cut_paths copies what it needs */
-    int rc = cut_paths(inf, cfg->unread);
+    c->unread = c->digested = NULL; /* not kept: cut_paths copies what it needs */
+    int rc = cut_paths(inf, cfg->unread, cfg->digested);
     if (rc < 0) {
         free(inf->unread_keys);
         free_cfg(c);

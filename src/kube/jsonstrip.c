@@ -8,11 +8,16 @@
  * the objects on the paths and skips every other value; it stops once the
  * member at the end of every path has been passed over. Recursion is bounded
  * by GPUOP_JSONSTRIP_MAX_DEPTH. Nothing is allocated; the bytes are only
- * read.
+ * read. A digest path's member also leaves where its value was, and once
+ * the rest is parsed, it goes back in as the hash of those bytes.
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "gpuop/hash.h"
 
 #include "jsonstrip_int.h"
 
@@ -222,13 +227,15 @@ static int skip_value(struct scan *sc, int depth)
     }
 }
 
-/* The finder's state: the paths, which are cut, the cuts made so far. */
+/* The finder's state: the paths, which are cut, the cuts made so far,
+ * and (spans, or NULL) where each digest path's value is. */
 struct strip {
     const struct gpuop_jsonstrip_path *paths;
     size_t npaths;
     uint32_t all, done; /* a bit per path: every path, the paths cut */
     struct gpuop_jsonstrip_cut *cuts;
     size_t ncuts;
+    struct gpuop_jsonstrip_cut *spans; /* per path; len 0: not found */
 };
 
 #define NONE      SIZE_MAX
@@ -299,6 +306,7 @@ static int find_in(struct scan *sc, struct strip *st, uint32_t alive, size_t lev
                 return STOP_SCAN;
         }
         int rc;
+        size_t value = sc->i;
         if (!leaf && inner && at(sc, '{')) {
             rc = find_in(sc, st, inner, level + 1, depth + 1);
             if (rc != 0)
@@ -309,6 +317,9 @@ static int find_in(struct scan *sc, struct strip *st, uint32_t alive, size_t lev
         size_t end = sc->i;
         if (!leaf)
             prev_end = end;
+        for (size_t p = 0; leaf && st->spans && p < st->npaths; p++)
+            if ((leaf & (1u << p)) && st->paths[p].digest)
+                st->spans[p] = (struct gpuop_jsonstrip_cut){.off = value, .len = end - value};
         skip_ws(sc);
         bool more = at(sc, ',');
         if (!more && !at(sc, '}'))
@@ -326,8 +337,9 @@ static int find_in(struct scan *sc, struct strip *st, uint32_t alive, size_t lev
     }
 }
 
-int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
-                         size_t npaths, struct gpuop_jsonstrip_cut *cuts, size_t *ncuts)
+static int find(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
+                size_t npaths, struct gpuop_jsonstrip_cut *cuts, size_t *ncuts,
+                struct gpuop_jsonstrip_cut *spans)
 {
     *ncuts = 0;
     if (npaths == 0 || npaths > GPUOP_JSONSTRIP_PATHS_MAX)
@@ -335,8 +347,13 @@ int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonst
     for (size_t p = 0; p < npaths; p++)
         if (paths[p].n == 0 || paths[p].n > GPUOP_JSONSTRIP_PATH_MAX)
             return GPUOP_EINVAL;
-    struct strip st = {
-        .paths = paths, .npaths = npaths, .all = (uint32_t)((1ull << npaths) - 1), .cuts = cuts};
+    struct strip st = {.paths = paths,
+                       .npaths = npaths,
+                       .all = (uint32_t)((1ull << npaths) - 1),
+                       .cuts = cuts,
+                       .spans = spans};
+    if (spans)
+        memset(spans, 0, npaths * sizeof(*spans));
     struct scan sc = {.s = json, .n = len, .i = 0};
     skip_ws(&sc);
     int rc = find_in(&sc, &st, st.all, 0, 0);
@@ -345,6 +362,57 @@ int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonst
     if (!st.ncuts)
         return GPUOP_ENOTFOUND;
     *ncuts = st.ncuts;
+    return 0;
+}
+
+int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
+                         size_t npaths, struct gpuop_jsonstrip_cut *cuts, size_t *ncuts)
+{
+    return find(json, len, paths, npaths, cuts, ncuts, NULL);
+}
+
+int gpuop_jsonstrip_split(char *dotted, const char *prefix, size_t max_keys,
+                          struct gpuop_jsonstrip_path *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (max_keys > GPUOP_JSONSTRIP_PATH_MAX)
+        max_keys = GPUOP_JSONSTRIP_PATH_MAX;
+    if (prefix) {
+        if (max_keys == 0)
+            return GPUOP_EINVAL;
+        out->key[out->n++] = prefix;
+    }
+    for (char *k = dotted; k;) {
+        char *dot = strchr(k, '.');
+        if (dot)
+            *dot = '\0';
+        if (!*k || out->n >= max_keys)
+            return GPUOP_EINVAL;
+        out->key[out->n++] = k;
+        k = dot ? dot + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Puts each digest path's member found (spans) back into obj, as its
+ * digest. GPUOP_ENOMEM when jansson cannot. */
+static int put_digests(json_t *obj, const char *json, const struct gpuop_jsonstrip_path *paths,
+                       size_t npaths, const struct gpuop_jsonstrip_cut *spans)
+{
+    for (size_t p = 0; p < npaths; p++) {
+        if (!paths[p].digest || spans[p].len == 0)
+            continue;
+        json_t *parent = obj;
+        for (size_t k = 0; k + 1 < paths[p].n; k++)
+            parent = json_object_get(parent, paths[p].key[k]);
+        if (!json_is_object(parent))
+            continue; /* a duplicate key above it, which jansson kept instead */
+        char d[GPUOP_JSONSTRIP_DIGEST_LEN + 1];
+        snprintf(d, sizeof(d), GPUOP_JSONSTRIP_DIGEST "%016" PRIx64,
+                 gpuop_hash_bytes(GPUOP_HASH_INIT, json + spans[p].off, spans[p].len));
+        if (json_object_set_new(parent, paths[p].key[paths[p].n - 1], json_string(d)) < 0)
+            return GPUOP_ENOMEM;
+    }
     return 0;
 }
 
@@ -373,10 +441,17 @@ static size_t read_segments(void *buf, size_t buflen, void *arg)
 json_t *gpuop_jsonstrip_load(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
                              size_t npaths, size_t flags, json_error_t *err)
 {
-    struct gpuop_jsonstrip_cut cuts[GPUOP_JSONSTRIP_PATHS_MAX];
+    struct gpuop_jsonstrip_cut cuts[GPUOP_JSONSTRIP_PATHS_MAX], spans[GPUOP_JSONSTRIP_PATHS_MAX];
     size_t ncuts;
-    if (gpuop_jsonstrip_find(json, len, paths, npaths, cuts, &ncuts) < 0)
+    if (find(json, len, paths, npaths, cuts, &ncuts, spans) < 0)
         return json_loadb(json, len, flags, err);
     struct segments sg = {.json = json, .len = len, .cuts = cuts, .ncuts = ncuts};
-    return json_load_callback(read_segments, &sg, flags, err);
+    json_t *obj = json_load_callback(read_segments, &sg, flags, err);
+    if (obj && put_digests(obj, json, paths, npaths, spans) < 0) {
+        json_decref(obj);
+        if (err)
+            snprintf(err->text, sizeof(err->text), "out of memory");
+        return NULL;
+    }
+    return obj;
 }

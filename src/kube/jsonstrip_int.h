@@ -27,6 +27,7 @@
 #ifndef GPUOP_JSONSTRIP_INT_H
 #define GPUOP_JSONSTRIP_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -40,11 +41,22 @@
 #define GPUOP_JSONSTRIP_PATHS_MAX 8
 
 /* A member by its keys from the top: {{"metadata", "managedFields"}, 2};
- * each a plain key (without characters JSON escapes). */
+ * each a plain key (without characters JSON escapes). With digest,
+ * gpuop_jsonstrip_load puts the member back as a string: the digest of its
+ * value's bytes (GPUOP_JSONSTRIP_DIGEST), which tells whether the value
+ * changed without parsing it. Two documents whose value has the same
+ * bytes get the same digest: the API server writes an object's JSON the
+ * same way in a watch event and in a write's answer. */
 struct gpuop_jsonstrip_path {
     const char *key[GPUOP_JSONSTRIP_PATH_MAX];
     size_t n;
+    bool digest;
 };
+
+/* A digested member's value: this prefix, then 16 lowercase hex digits
+ * (FNV-1a of the value's bytes, hash.h). */
+#define GPUOP_JSONSTRIP_DIGEST     "digest:"
+#define GPUOP_JSONSTRIP_DIGEST_LEN (sizeof(GPUOP_JSONSTRIP_DIGEST) - 1 + 16)
 
 /* Bytes a cut removes: one member or several members next to each other
  * ("key": value), with the commas between and beside them, so what is
@@ -64,10 +76,18 @@ struct gpuop_jsonstrip_cut {
 int gpuop_jsonstrip_find(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
                          size_t npaths, struct gpuop_jsonstrip_cut *cuts, size_t *ncuts);
 
+/* Splits dotted ("status.nodes", modified in place: the dots become NULs)
+ * into out's keys after prefix (NULL: none), out->digest false. The keys
+ * point into dotted. GPUOP_EINVAL for an empty key, or more than max_keys
+ * keys in all (prefix included; at most GPUOP_JSONSTRIP_PATH_MAX). */
+int gpuop_jsonstrip_split(char *dotted, const char *prefix, size_t max_keys,
+                          struct gpuop_jsonstrip_path *out);
+
 /* json_loadb(json, len, flags, err) of the document without the members
  * at paths that gpuop_jsonstrip_find finds, or of the document as it is
  * when it finds none: new reference, or NULL with err (borrowed, may be
- * NULL) filled. */
+ * NULL) filled. A member found at a digest path is there again, as its
+ * digest (a document parsed unchanged keeps it as it is). */
 json_t *gpuop_jsonstrip_load(const char *json, size_t len, const struct gpuop_jsonstrip_path *paths,
                              size_t npaths, size_t flags, json_error_t *err);
 

@@ -39,7 +39,8 @@
  *
  * A 2xx body is parsed without its metadata.managedFields (jsonstrip_int.h;
  * nobody reads them, and they are most of a Node's or a DaemonSet's bytes):
- * RESPONSE_CUT.
+ * RESPONSE_CUT; the members a request calls digested are not parsed
+ * either, and come back as a digest of their bytes.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,7 +66,8 @@
 #define ERROR_SNIPPET      200         /* bytes of a non-JSON error body quoted */
 #define MAX_CONNECTIONS    8           /* kept open for reuse; more may be open meanwhile */
 /* The member cut from an object a 2xx response holds. */
-static const struct gpuop_jsonstrip_path RESPONSE_CUT[] = {{{"metadata", "managedFields"}, 2}};
+static const struct gpuop_jsonstrip_path RESPONSE_CUT = {.key = {"metadata", "managedFields"},
+                                                         .n = 2};
 #define UPLOAD_BUFFER    16384L /* curl's smallest upload buffer (default 64 KB) */
 #define RESP_INITIAL_CAP 4096u  /* a response buffer's first size; doubles as it grows */
 /* A watch stream's TCP keepalive, so a dead peer is noticed within about
@@ -92,10 +94,15 @@ struct gpuop_kube_req {
     gpuop_kube_data_cb on_data;
     void *arg;
     struct gpuop_buf resp; /* collected response (non-stream, or a stream's error body) */
-    int abort_rc;          /* set by the write callback: why it stopped the transfer */
-    bool in_multi;         /* added to the multi handle */
-    bool finished;         /* done has been called */
-    bool stream_ok;        /* stream with a 2xx status: bytes go to on_data */
+    /* cut from a 2xx body before it is parsed: managedFields, then the
+     * digested members (their keys in cut_keys, owned) */
+    struct gpuop_jsonstrip_path cut[1 + GPUOP_KUBE_DIGESTED_MAX];
+    size_t ncut;
+    char *cut_keys;
+    int abort_rc;   /* set by the write callback: why it stopped the transfer */
+    bool in_multi;  /* added to the multi handle */
+    bool finished;  /* done has been called */
+    bool stream_ok; /* stream with a 2xx status: bytes go to on_data */
     bool status_seen;
     char errbuf[CURL_ERROR_SIZE];
     struct gpuop_list_node link; /* in the client's reqs */
@@ -200,6 +207,7 @@ static void req_free(struct gpuop_kube_req *r)
     req_unlink(r);
     free(r->url);
     free(r->body);
+    free(r->cut_keys);
     gpuop_buf_free(&r->resp);
     free(r);
 }
@@ -336,9 +344,7 @@ static void complete(struct gpuop_kube_req *r, CURLcode res)
     } else if (code >= 200 && code < 300) {
         json_error_t jerr;
         if (!r->on_data && r->resp.len &&
-            !(body =
-                  gpuop_jsonstrip_load(r->resp.data, r->resp.len, RESPONSE_CUT,
-                                       sizeof(RESPONSE_CUT) / sizeof(RESPONSE_CUT[0]), 0, &jerr)))
+            !(body = gpuop_jsonstrip_load(r->resp.data, r->resp.len, r->cut, r->ncut, 0, &jerr)))
             rc = gpuop_err_set(&err, GPUOP_EPARSE, NULL,
                                "the HTTP %ld response is not JSON: %s (line %d, column %d)", code,
                                jerr.text, jerr.line, jerr.column);
@@ -860,6 +866,34 @@ static bool opts_ok(const struct gpuop_kube_opts *o, const struct handlers *h)
            (!h->on_data || !o->body);
 }
 
+/* r's cut: managedFields, then digested (NULL-terminated, or NULL),
+ * copied. GPUOP_EINVAL beyond GPUOP_KUBE_DIGESTED_MAX or _KEYS. */
+static int cut_paths(struct gpuop_kube_req *r, const char *const *digested)
+{
+    r->cut[0] = RESPONSE_CUT;
+    r->ncut = 1;
+    size_t n = 0, bytes = 0;
+    for (; digested && digested[n]; n++)
+        bytes += strlen(digested[n]) + 1;
+    if (n == 0)
+        return 0;
+    if (n > GPUOP_KUBE_DIGESTED_MAX)
+        return GPUOP_EINVAL;
+    char *p = r->cut_keys = malloc(bytes);
+    if (!p)
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(digested[i]);
+        memcpy(p, digested[i], len + 1);
+        struct gpuop_jsonstrip_path *x = &r->cut[r->ncut++];
+        if (gpuop_jsonstrip_split(p, NULL, GPUOP_KUBE_DIGESTED_KEYS, x) < 0)
+            return GPUOP_EINVAL;
+        x->digest = true;
+        p += len + 1;
+    }
+    return 0;
+}
+
 static int start(struct gpuop_kube *k, const struct gpuop_kube_opts *o, const struct handlers *h,
                  struct gpuop_kube_req **out, struct gpuop_err *err)
 {
@@ -891,7 +925,11 @@ static int start(struct gpuop_kube *k, const struct gpuop_kube_opts *o, const st
         }
     }
     req_link(k, r);
-    int rc;
+    int rc = cut_paths(r, o->digested);
+    if (rc < 0) {
+        gpuop_err_set(err, rc, NULL, rc == GPUOP_EINVAL ? "bad digested members" : NULL);
+        goto fail;
+    }
     if (!r->url || !r->easy || (o->body && !r->body)) {
         rc = gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
         goto fail;

@@ -2,9 +2,10 @@
  * fuzz_jsonstrip.c - libFuzzer target for the members cut out before
  * parsing (src/kube/jsonstrip.c). The first byte picks the paths (bits:
  * managedFields; metadata.managedFields; object.metadata.managedFields;
- * spec.a; spec.b; a), the rest is the document. Whenever jansson can parse
- * the document as it is, the cut one must parse too and equal it once the
- * members at the paths are deleted from both; the cuts must lie in order,
+ * spec.a; spec.b; a; spec.d, digested), the rest is the document.
+ * Whenever jansson can parse the document as it is, the cut one must parse
+ * too and equal it once the members at the paths are deleted from both
+ * (a digested member is back as its digest, deleted with them); the cuts must lie in order,
  * apart, within the document; when nothing is cut, the load is
  * json_loadb's.
  *
@@ -21,12 +22,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct gpuop_jsonstrip_path ALL[] = {
-    {{"managedFields"}, 1},
-    {{"metadata", "managedFields"}, 2},
-    {{"object", "metadata", "managedFields"}, 3},
-    {{"spec", "a"}, 2},
-    {{"spec", "b"}, 2},
-    {{"a"}, 1},
+    {.key = {"managedFields"}, .n = 1},
+    {.key = {"metadata", "managedFields"}, .n = 2},
+    {.key = {"object", "metadata", "managedFields"}, .n = 3},
+    {.key = {"spec", "a"}, .n = 2},
+    {.key = {"spec", "b"}, .n = 2},
+    {.key = {"a"}, .n = 1},
+    {.key = {"spec", "d"}, .n = 2, .digest = true},
 };
 #define NALL (sizeof(ALL) / sizeof(ALL[0]))
 

@@ -1022,6 +1022,57 @@ static void test_status_close_flushes(void **state)
     assert_true(f->status_writes <= w + 1);
 }
 
+/* The policy as edited by someone else (stolen: obj), stored and watched,
+ * seen in gpuop's cache, and the key reconciled. */
+static void edit_policy(struct fx *f, json_t *obj)
+{
+    put(f, K_POLICY, "main", obj, "MODIFIED");
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%ld", f->rv);
+    RUN_UNTIL(
+        f,
+        !strcmp(rv, json_string_value(json_object_get(
+                        json_object_get(gpuop_caches_policy(f->c->caches, "main"), "metadata"),
+                        "resourceVersion"))),
+        WAIT_MS);
+    /* the cache holds status.nodes as a digest, not the nodes */
+    const char *held = json_string_value(json_object_get(
+        json_object_get(gpuop_caches_policy(f->c->caches, "main"), "status"), "nodes"));
+    assert_non_null(held);
+    assert_int_equal(strncmp(held, "digest:", 7), 0);
+    assert_int_equal(gpuop_queue_add(f->c->queue, "main"), 0);
+}
+
+/* Someone else writes the status: a change to status.nodes, which the
+ * cache and the write's answer both hold as a digest of its bytes, is
+ * put back at the next reconcile; a change of the policy's labels alone
+ * leaves the status as written (the two digests agree): no write. */
+static void test_status_edited_elsewhere(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    json_t *mine = json_deep_copy(json_object_get(status_of(f), "nodes"));
+    assert_true(json_array_size(mine) > 0); /* gpu-1 has no operand pod */
+    int w = f->status_writes;
+
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(json_object_get(p, "metadata"), "labels", json_pack("{s:s}", "team", "a"));
+    edit_policy(f, p);
+    settle(f, 300);
+    assert_int_equal(f->status_writes, w);
+
+    p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(json_object_get(p, "status"), "nodes",
+                        json_pack("[{s:s}]", "name", "gpu-9"));
+    edit_policy(f, p);
+    RUN_UNTIL(f, f->status_writes > w, WAIT_MS);
+    settle(f, 300);
+    assert_true(json_equal(json_object_get(status_of(f), "nodes"), mine));
+    json_decref(mine);
+}
+
 /* The status hash is the hash of the sorted-keys dump, computed as the dump
  * streams out (never held whole): equal to hashing json_dumps' string, the
  * same for key orders that differ, different for a changed value, and the
@@ -1290,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_status_pacing_clock),
         cmocka_unit_test_setup_teardown(test_status_churn_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_close_flushes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_edited_elsewhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),

@@ -4,8 +4,8 @@
  * brackets, braces, quotes and escapes; the key at another level or not
  * at all; malformed bytes of every kind the scanner checks, nesting past
  * its limit and escaped keys, which leave the document unchanged (jansson
- * reports the same error); and a watch event shaped as the API server
- * sends it.
+ * reports the same error); a watch event shaped as the API server
+ * sends it; and a digested member, back as the hash of its bytes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,11 +16,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpuop/hash.h"
+
 #include "jsonstrip_int.h"
 
-static const struct gpuop_jsonstrip_path MF[] = {{{"managedFields"}, 1}};
-static const struct gpuop_jsonstrip_path MD_MF[] = {{{"metadata", "managedFields"}, 2}};
-static const struct gpuop_jsonstrip_path EV_MF[] = {{{"object", "metadata", "managedFields"}, 3}};
+static const struct gpuop_jsonstrip_path MF[] = {{.key = {"managedFields"}, .n = 1}};
+static const struct gpuop_jsonstrip_path MD_MF[] = {{.key = {"metadata", "managedFields"}, .n = 2}};
+static const struct gpuop_jsonstrip_path EV_MF[] = {
+    {.key = {"object", "metadata", "managedFields"}, .n = 3}};
 
 /* The document with the cuts taken out, as a string (static buffer). */
 static const char *cut_out(const char *doc, const struct gpuop_jsonstrip_cut *c, size_t nc)
@@ -244,8 +247,9 @@ static void test_bad_path(void **state)
     (void)state;
     struct gpuop_jsonstrip_cut c[GPUOP_JSONSTRIP_PATHS_MAX + 1];
     size_t nc;
-    static const struct gpuop_jsonstrip_path empty[] = {{{"a"}, 0}};
-    static const struct gpuop_jsonstrip_path deep[] = {{{"a"}, GPUOP_JSONSTRIP_PATH_MAX + 1}};
+    static const struct gpuop_jsonstrip_path empty[] = {{.key = {"a"}, .n = 0}};
+    static const struct gpuop_jsonstrip_path deep[] = {
+        {.key = {"a"}, .n = GPUOP_JSONSTRIP_PATH_MAX + 1}};
     struct gpuop_jsonstrip_path many[GPUOP_JSONSTRIP_PATHS_MAX + 1];
     for (size_t i = 0; i < GPUOP_JSONSTRIP_PATHS_MAX + 1; i++)
         many[i] = MF[0];
@@ -263,7 +267,8 @@ static void test_bad_path(void **state)
 static void test_several(void **state)
 {
     (void)state;
-    static const struct gpuop_jsonstrip_path xy[] = {{{"x"}, 1}, {{"y"}, 1}};
+    static const struct gpuop_jsonstrip_path xy[] = {{.key = {"x"}, .n = 1},
+                                                     {.key = {"y"}, .n = 1}};
     expect_cut("{\"x\":1,\"y\":2,\"b\":3}", xy, 2, "{\"b\":3}");
     expect_cut("{\"a\":1,\"x\":1,\"y\":2,\"b\":3}", xy, 2, "{\"a\":1,\"b\":3}");
     expect_cut("{\"a\":1,\"x\":1,\"y\":2}", xy, 2, "{\"a\":1}");
@@ -277,10 +282,10 @@ static void test_several(void **state)
     expect_unchanged("{\"a\":0}", xy, 2, GPUOP_ENOTFOUND);
     /* a pod's watch event: managedFields and members of the spec */
     static const struct gpuop_jsonstrip_path pod[] = {
-        {{"object", "metadata", "managedFields"}, 3},
-        {{"object", "spec", "containers"}, 3},
-        {{"object", "spec", "volumes"}, 3},
-        {{"object", "spec", "tolerations"}, 3},
+        {.key = {"object", "metadata", "managedFields"}, .n = 3},
+        {.key = {"object", "spec", "containers"}, .n = 3},
+        {.key = {"object", "spec", "volumes"}, .n = 3},
+        {.key = {"object", "spec", "tolerations"}, .n = 3},
     };
     expect_cut("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\","
                "\"managedFields\":[{\"f:spec\":{}}]},\"spec\":{\"containers\":[{\"name\":"
@@ -290,7 +295,8 @@ static void test_several(void **state)
                "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\"},\"spec\":{"
                "\"nodeName\":\"n\"},\"status\":{\"phase\":\"Running\"}}}");
     /* "spec" cut whole: nothing below it is looked at */
-    static const struct gpuop_jsonstrip_path nested[] = {{{"spec"}, 1}, {{"spec", "x"}, 2}};
+    static const struct gpuop_jsonstrip_path nested[] = {{.key = {"spec"}, .n = 1},
+                                                         {.key = {"spec", "x"}, .n = 2}};
     expect_cut("{\"spec\":{\"x\":1},\"b\":2}", nested, 2, "{\"b\":2}");
     /* the scan stops once every path is cut: what follows is jansson's */
     const char *doc = "{\"x\":1,\"y\":2,\"b\":tru}";
@@ -343,6 +349,93 @@ static void test_large(void **state)
     free(want);
 }
 
+/* A digested member comes back as "digest:" and the FNV-1a of its value's
+ * bytes, beside the cut managedFields: equal bytes give equal digests
+ * whatever else differs, other bytes another; a document without it has
+ * none; a malformed one is parsed unchanged (jansson's error). */
+static json_t *load_digested(const char *doc)
+{
+    static const struct gpuop_jsonstrip_path p[] = {
+        {.key = {"metadata", "managedFields"}, .n = 2},
+        {.key = {"status", "nodes"}, .n = 2, .digest = true},
+    };
+    json_error_t je;
+    return gpuop_jsonstrip_load(doc, strlen(doc), p, 2, 0, &je);
+}
+
+static void test_digest(void **state)
+{
+    (void)state;
+    const char *nodes = "[{\"name\":\"n1\",\"findings\":[{\"kind\":\"Missing\"}]}]";
+    char doc[512], want[64];
+    snprintf(doc, sizeof(doc),
+             "{\"metadata\":{\"name\":\"p\",\"managedFields\":[{}]},"
+             "\"status\":{\"a\":1,\"nodes\":%s,\"z\":{\"nodes\":[]}}}",
+             nodes);
+    snprintf(want, sizeof(want), "digest:%016llx",
+             (unsigned long long)gpuop_hash_bytes(GPUOP_HASH_INIT, nodes, strlen(nodes)));
+    json_t *a = load_digested(doc);
+    assert_non_null(a);
+    json_t *st = json_object_get(a, "status");
+    assert_string_equal(json_string_value(json_object_get(st, "nodes")), want);
+    assert_int_equal(strlen(want), GPUOP_JSONSTRIP_DIGEST_LEN);
+    assert_int_equal(json_integer_value(json_object_get(st, "a")), 1);
+    assert_non_null(json_object_get(json_object_get(st, "z"), "nodes")); /* another level */
+    assert_null(json_object_get(json_object_get(a, "metadata"), "managedFields"));
+
+    /* the same bytes elsewhere in another document: the same digest */
+    snprintf(doc, sizeof(doc), "{\"status\":{\"nodes\":%s},\"metadata\":{\"name\":\"q\"}}", nodes);
+    json_t *b = load_digested(doc);
+    assert_non_null(b);
+    assert_true(json_equal(json_object_get(json_object_get(b, "status"), "nodes"),
+                           json_object_get(st, "nodes")));
+    /* one byte more: another */
+    json_t *c = load_digested("{\"status\":{\"nodes\":[{\"name\":\"n2\"}]}}");
+    assert_non_null(c);
+    const char *dc = json_string_value(json_object_get(json_object_get(c, "status"), "nodes"));
+    assert_non_null(dc);
+    assert_string_not_equal(dc, want);
+    /* absent: nothing is added */
+    json_t *d = load_digested("{\"status\":{\"a\":1}}");
+    assert_non_null(d);
+    assert_null(json_object_get(json_object_get(d, "status"), "nodes"));
+    /* the only member of its object */
+    json_t *e = load_digested("{\"status\":{\"nodes\":[]}}");
+    assert_non_null(e);
+    assert_true(json_is_string(json_object_get(json_object_get(e, "status"), "nodes")));
+    /* malformed after the member: parsed unchanged, so jansson refuses it */
+    assert_null(load_digested("{\"status\":{\"nodes\":[]},\"x\":}"));
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    json_decref(e);
+}
+
+/* gpuop_jsonstrip_split: keys in place after a prefix; empty keys and
+ * too many keys refused. */
+static void test_split(void **state)
+{
+    (void)state;
+    struct gpuop_jsonstrip_path p;
+    char a[] = "status.nodes";
+    assert_int_equal(gpuop_jsonstrip_split(a, "object", 3, &p), 0);
+    assert_int_equal(p.n, 3);
+    assert_string_equal(p.key[0], "object");
+    assert_string_equal(p.key[1], "status");
+    assert_string_equal(p.key[2], "nodes");
+    assert_false(p.digest);
+    char b[] = "status.nodes";
+    assert_int_equal(gpuop_jsonstrip_split(b, "object", 2, &p), GPUOP_EINVAL);
+    char c[] = "a..b", d[] = "", e[] = "a.";
+    assert_int_equal(gpuop_jsonstrip_split(c, NULL, 4, &p), GPUOP_EINVAL);
+    assert_int_equal(gpuop_jsonstrip_split(d, NULL, 4, &p), GPUOP_EINVAL);
+    assert_int_equal(gpuop_jsonstrip_split(e, NULL, 4, &p), GPUOP_EINVAL);
+    char f[] = "spec";
+    assert_int_equal(gpuop_jsonstrip_split(f, NULL, 1, &p), 0);
+    assert_int_equal(p.n, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +450,8 @@ int main(void)
         cmocka_unit_test(test_bad_path),
         cmocka_unit_test(test_several),
         cmocka_unit_test(test_large),
+        cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
