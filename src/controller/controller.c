@@ -271,27 +271,28 @@ static void findings_and_status(struct gpuop_controller *c)
     if (due == CTL_STATUS_NOW)
         status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
                                     gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
+    struct gpuop_err e;
+    if (rc < 0 || (due == CTL_STATUS_NOW && !status)) {
+        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
+        gpuop_ctl_fail(c, "status", &e);
+    } else if (due == CTL_STATUS_NOW) {
+        int wrc = gpuop_ctl_status_write(c, obj, status, digest, now_ms);
+        if (wrc < 0) {
+            gpuop_err_set(&e, wrc, NULL, "cannot send the status: %s", gpuop_strerror(wrc));
+            gpuop_ctl_fail(c, "status", &e);
+        }
+    }
     if (rc == 0 && !c->inactive && c->leader) {
-        /* The Events diff against what they saw last; the set is
-         * released below, or kept by keep.c for the next reconcile */
+        /* The Events diff against what they saw last, after the status
+         * went out: the status is what a user waits for, and an Event
+         * created first would be in the API server and etcd before it.
+         * The set is released below, or kept by keep.c for the next
+         * reconcile */
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
     }
     gpuop_ctl_upgrade_release(c->upgrader);
     if (!c->inactive) /* an inactive policy's reconcile leaves the active one's set */
         gpuop_ctl_keep_release(&c->keep);
-    struct gpuop_err e;
-    if (rc < 0 || (due == CTL_STATUS_NOW && !status)) {
-        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
-        gpuop_ctl_fail(c, "status", &e);
-        return;
-    }
-    if (due != CTL_STATUS_NOW)
-        return;
-    rc = gpuop_ctl_status_write(c, obj, status, digest, now_ms);
-    if (rc < 0) {
-        gpuop_err_set(&e, rc, NULL, "cannot send the status: %s", gpuop_strerror(rc));
-        gpuop_ctl_fail(c, "status", &e);
-    }
 }
 
 /* Moves the reconcile on once nothing is in flight; the one path to
