@@ -106,6 +106,12 @@ int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const c
  * DaemonSet's status alone, never moves it. Equal values: none of those
  * changed in between. */
 uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w);
+/* The same for what the apply stage reads, where a Node counts only
+ * when the OS pools of the GPU nodes may have changed (a pool appears or
+ * its last node leaves; ospools_int.h), not for every change of a node:
+ * a node that becomes a GPU node of a pool already there, or any other
+ * change of its labels, leaves it. */
+uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *w);
 /* The operands' ServiceAccount is in the cache. */
 bool gpuop_caches_sa_present(const struct gpuop_caches *w);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */

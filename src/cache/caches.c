@@ -33,11 +33,14 @@
 
 #include "nodelist_int.h"
 #include "nodepods_int.h"
+#include "ospools_int.h"
 
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
     struct gpuop_caches_config cfg;
     uint64_t spec_changes;       /* gpuop_caches_spec_changes */
+    uint64_t apply_changes;      /* gpuop_caches_apply_changes, but the nodes' share */
+    struct gpuop_ospools pools;  /* the GPU nodes' OS pools, counted (ospools.c) */
     struct gpuop_nodelist nodes; /* the cached nodes in name order (nodelist.c) */
     struct gpuop_nodepods pods_by_node;
     bool indexed;     /* pods_by_node is kept */
@@ -269,8 +272,13 @@ static void pod_moved(struct gpuop_caches *w, const struct gpuop_pod *old,
 static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
 {
     struct tramp *t = arg;
-    if (spec_change(t->kind, old_item, new_item))
+    if (spec_change(t->kind, old_item, new_item)) {
         t->w->spec_changes++;
+        if (t->kind != GPUOP_CACHES_NODE)
+            t->w->apply_changes++;
+    }
+    if (t->kind == GPUOP_CACHES_NODE)
+        gpuop_ospools_move(&t->w->pools, old_item, new_item);
     if (t->kind == GPUOP_CACHES_POD)
         pod_moved(t->w, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE) {
@@ -316,6 +324,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     }
     w->cfg.namespace = w->ns;
     gpuop_nodelist_init(&w->nodes);
+    gpuop_ospools_init(&w->pools);
     gpuop_nodepods_init(&w->pods_by_node);
 
     const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
@@ -409,6 +418,11 @@ bool gpuop_caches_synced(const struct gpuop_caches *w)
 uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w)
 {
     return w->spec_changes;
+}
+
+uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *w)
+{
+    return w->apply_changes + w->pools.changes;
 }
 
 bool gpuop_caches_sa_present(const struct gpuop_caches *w)
@@ -563,6 +577,7 @@ static void informer_closed(void *arg)
     void *carg = w->close_arg;
     free(w->ns);
     gpuop_nodelist_free(&w->nodes);
+    gpuop_ospools_free(&w->pools);
     gpuop_nodepods_free(&w->pods_by_node);
     free((struct caches_alloc *)w);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */

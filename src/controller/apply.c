@@ -36,15 +36,17 @@
  * A reconcile whose inputs are those of the last stage does not render:
  * every input of the stage is the policy object (its name, uid and what
  * its cache's same op compares: the spec), the namespace, and the caches'
- * nodes (the OS pools), DaemonSets (presence, generation, metadata) and
- * ServiceAccount, all of which move gpuop_caches_spec_changes. When that
- * counter, the policy and the leadership are those of the last stage that
- * ended with every operand current or absent (nothing failed, blocked or
- * refused), its verdicts are the stage's (apply_memo): a pod event, most
- * of a rollout's, costs no render, dump and hash of six DaemonSets. Any
- * other stage runs in full, which stays the reference (test_controller
- * checks the two agree). A new input of the render must move the counter
- * or be part of memo_key.
+ * DaemonSets (presence, generation, metadata), ServiceAccount and the OS
+ * pools of the GPU nodes, all of which move gpuop_caches_apply_changes
+ * (the nodes only when the pools may have changed: the stage reads
+ * nothing else of them). When that counter, the policy and the leadership
+ * are those of the last stage that ended with every operand current or
+ * absent (nothing failed, blocked or refused), its verdicts are the
+ * stage's (apply_memo): a pod event, most of a rollout's, and a node that
+ * comes, goes or changes within the pools there are, cost no render, dump
+ * and hash of six DaemonSets. Any other stage runs in full, which stays
+ * the reference (test_controller checks the two agree). A new input of
+ * the render must move the counter or be part of memo_key.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -680,7 +682,7 @@ static uint64_t memo_key(const struct gpuop_controller *c)
     const char *uid = c->policy.uid ? c->policy.uid : "";
     h = gpuop_hash_bytes(h, uid, strlen(uid) + 1);
     h = gpuop_hash_bytes(h, c->ns, strlen(c->ns) + 1);
-    uint64_t gen = gpuop_caches_spec_changes(c->caches);
+    uint64_t gen = gpuop_caches_apply_changes(c->caches);
     h = gpuop_hash_bytes(h, &gen, sizeof(gen));
     return gpuop_hash_mix(h);
 }

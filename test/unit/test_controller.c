@@ -515,11 +515,11 @@ static void wait_reconcile(struct fx *f)
               WAIT_MS);
 }
 
-/* Pod events, and a DaemonSet's status alone, reuse the last apply stage's
- * verdicts: no stage runs, no request, and the status's operands are what
- * a full stage made. What the stage reads moving (a node, a DaemonSet's
- * generation, the policy, the leadership) runs a full stage again, which
- * puts back what changed. */
+/* Pod events, a DaemonSet's status alone, and nodes within the OS pools
+ * there are reuse the last apply stage's verdicts: no stage runs, no
+ * request, and the status's operands are what a full stage made. What the
+ * stage reads moving (an OS pool, a DaemonSet's generation, the policy,
+ * the leadership) runs a full stage again, which puts back what changed. */
 static void test_apply_memo(void **state)
 {
     struct fx *f = *state;
@@ -557,13 +557,48 @@ static void test_apply_memo(void **state)
     assert_true(json_equal(now = operands_of(f), full));
     json_decref(now);
 
-    /* a node: a full stage (the OS pools), nothing to apply */
+    /* nodes within the OS pools there are: a GPU node of the one pool
+     * comes, a GPU node's labels change, a plain node comes and becomes a
+     * GPU node of that pool (the benchmark's latency flip): reconciles,
+     * no stage */
     put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    wait_reconcile(f);
+    json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
+    json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), "team",
+                        json_string("a"));
+    put(f, K_NODE, "gpu-1", n, "MODIFIED");
+    wait_reconcile(f);
+    n = os_node("cpu-1", "ubuntu", "24.04", NULL);
+    json_object_del(json_object_get(json_object_get(n, "metadata"), "labels"),
+                    "nvidia.com/gpu.present");
+    put(f, K_NODE, "cpu-1", n, "ADDED");
+    wait_reconcile(f);
+    put(f, K_NODE, "cpu-1", os_node("cpu-1", "ubuntu", "24.04", NULL), "MODIFIED");
+    wait_reconcile(f);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.reconciles >= reconciles + 7);
+    assert_int_equal(st.apply_stages, stages);
+    assert_int_equal(total_applies(f), 6);
+    assert_true(json_equal(now = operands_of(f), full));
+    json_decref(now);
+
+    /* a GPU node of a new pool: a full stage applies its driver's
+     * DaemonSet; its only node leaving, a full stage deletes it */
+    int deletes = f->deletes;
+    put(f, K_NODE, "gpu-3", os_node("gpu-3", "rhel", "9.4", "9"), "ADDED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver-rhel9") != NULL, WAIT_MS);
     settle(f, 300);
     gpuop_controller_stats(f->c, &st);
     assert_true(st.apply_stages > stages);
     stages = st.apply_stages;
-    assert_int_equal(total_applies(f), 6);
+    put(f, K_NODE, "gpu-3", json_deep_copy(json_object_get(f->store[K_NODE], "gpu-3")), "DELETED");
+    RUN_UNTIL(f, !json_object_get(f->store[K_DS], "gpuop-driver-rhel9"), WAIT_MS);
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    stages = st.apply_stages;
+    assert_int_equal(f->deletes, deletes + 1);
     assert_true(json_equal(now = operands_of(f), full));
     json_decref(now);
 
@@ -592,7 +627,7 @@ static void test_apply_memo(void **state)
     json_object_set_new(p, "spec", json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
     json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
     put(f, K_POLICY, "main", p, "MODIFIED");
-    RUN_UNTIL(f, f->deletes == 1, WAIT_MS);
+    RUN_UNTIL(f, f->deletes == deletes + 2, WAIT_MS);
     settle(f, 300);
     gpuop_controller_stats(f->c, &st);
     assert_true(st.apply_stages > stages);

@@ -1,0 +1,38 @@
+/*
+ * ospools_int.h - the OS pools of the cached GPU nodes, counted as nodes
+ * come, change and go, so the apply stage knows whether its per-OS driver
+ * DaemonSets can have changed without walking the nodes.
+ *
+ * A pool is counted by its whole identity (tag, ID, the version selected
+ * on): changes moves when one appears or its last GPU node leaves. The
+ * apply stage collects the pools in node order and keeps the first of a
+ * tag and the first GPUOP_OSPOOL_MAX tags, so while two identities share
+ * a tag or there are more pools than that, which pools it keeps may move
+ * with any node of a pool: then every change of a node with a pool moves
+ * the counter. A count that could not be stored (out of memory) makes it
+ * move on every node change from then on.
+ */
+#ifndef GPUOP_OSPOOLS_INT_H
+#define GPUOP_OSPOOLS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpuop/map.h"
+#include "gpuop/model.h"
+
+struct gpuop_ospools {
+    struct gpuop_map ids;  /* identity -> GPU nodes in it (a count in the pointer) */
+    struct gpuop_map tags; /* tag -> identities with it (a count in the pointer) */
+    uint64_t changes;
+    bool lost; /* a count was not stored: every node change moves changes */
+};
+
+void gpuop_ospools_init(struct gpuop_ospools *p);
+/* A node changed from old to nw (borrowed; either NULL: an add or a
+ * delete). */
+void gpuop_ospools_move(struct gpuop_ospools *p, const struct gpuop_node *old,
+                        const struct gpuop_node *nw);
+void gpuop_ospools_free(struct gpuop_ospools *p);
+
+#endif
