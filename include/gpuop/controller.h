@@ -39,9 +39,11 @@ enum gpuop_analysis_mode {
 /* auto keeps the findings (and the pods' index by node) between
  * reconciles from this many nodes. At 5,000 nodes keeping costs 2.7 MiB
  * of steady RSS and gives back a third of the rollout's CPU and the
- * event->status p99 (docs/benchmarks.md); at 1,000 a full pass is under
- * 1 ms and the memory budget has no room. */
-#define GPUOP_ANALYSIS_KEEP_MIN_NODES 2000
+ * event->status p99; at 1,000 it costs 0.3 MiB and takes 1.6 ms off the
+ * event->status p50 (the full pass, the pods' view and the upgrade's join
+ * of every pod to its node, each reconcile; docs/benchmarks.md). Below a
+ * few hundred nodes both are too small to matter. */
+#define GPUOP_ANALYSIS_KEEP_MIN_NODES 500
 
 struct gpuop_controller_config {
     const char *namespace; /* where the operand DaemonSets live */
