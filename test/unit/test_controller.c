@@ -515,6 +515,34 @@ static void wait_reconcile(struct fx *f)
               WAIT_MS);
 }
 
+/* After what the stage reads moved: a full stage ran beyond the stages
+ * there were; returns the count now. */
+static uint64_t assert_staged(struct fx *f, uint64_t stages)
+{
+    struct gpuop_controller_stats st;
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.apply_stages > stages);
+    return st.apply_stages;
+}
+
+/* After what reuses the last stage's verdicts: at least min_reconciles
+ * ran, no stage beyond the stages there were, still the six first applies,
+ * and the status's operands equal the full stage's (borrowed). */
+static void assert_no_stage(struct fx *f, uint64_t min_reconciles, uint64_t stages,
+                            const json_t *full)
+{
+    struct gpuop_controller_stats st;
+    settle(f, 300);
+    gpuop_controller_stats(f->c, &st);
+    assert_true(st.reconciles >= min_reconciles);
+    assert_int_equal(st.apply_stages, stages);
+    assert_int_equal(total_applies(f), 6);
+    json_t *now = operands_of(f);
+    assert_true(json_equal(now, full));
+    json_decref(now);
+}
+
 /* Pod events, a DaemonSet's status alone, and nodes within the OS pools
  * there are reuse the last apply stage's verdicts: no stage runs, no
  * request, and the status's operands are what a full stage made. What the
@@ -527,7 +555,7 @@ static void test_apply_memo(void **state)
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
-    json_t *full = operands_of(f), *now; /* the reference */
+    json_t *full = operands_of(f); /* the reference */
     gpuop_controller_stats(f->c, &st);
     uint64_t stages = st.apply_stages, reconciles = st.reconciles;
     assert_true(stages >= 1);
@@ -549,13 +577,7 @@ static void test_apply_memo(void **state)
                         json_pack("{s:i, s:i}", "desiredNumberScheduled", 1, "numberReady", 1));
     put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
     wait_reconcile(f);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.reconciles >= reconciles + 3);
-    assert_int_equal(st.apply_stages, stages);
-    assert_int_equal(total_applies(f), 6);
-    assert_true(json_equal(now = operands_of(f), full));
-    json_decref(now);
+    assert_no_stage(f, reconciles + 3, stages, full);
 
     /* nodes within the OS pools there are: a GPU node of the one pool
      * comes, a GPU node's labels change, a plain node comes and becomes a
@@ -575,31 +597,20 @@ static void test_apply_memo(void **state)
     wait_reconcile(f);
     put(f, K_NODE, "cpu-1", os_node("cpu-1", "ubuntu", "24.04", NULL), "MODIFIED");
     wait_reconcile(f);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.reconciles >= reconciles + 7);
-    assert_int_equal(st.apply_stages, stages);
-    assert_int_equal(total_applies(f), 6);
-    assert_true(json_equal(now = operands_of(f), full));
-    json_decref(now);
+    assert_no_stage(f, reconciles + 7, stages, full);
 
     /* a GPU node of a new pool: a full stage applies its driver's
      * DaemonSet; its only node leaving, a full stage deletes it */
     int deletes = f->deletes;
     put(f, K_NODE, "gpu-3", os_node("gpu-3", "rhel", "9.4", "9"), "ADDED");
     RUN_UNTIL(f, json_object_get(f->store[K_DS], "gpuop-driver-rhel9") != NULL, WAIT_MS);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.apply_stages > stages);
-    stages = st.apply_stages;
+    stages = assert_staged(f, stages);
     put(f, K_NODE, "gpu-3", json_deep_copy(json_object_get(f->store[K_NODE], "gpu-3")), "DELETED");
     RUN_UNTIL(f, !json_object_get(f->store[K_DS], "gpuop-driver-rhel9"), WAIT_MS);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.apply_stages > stages);
-    stages = st.apply_stages;
+    stages = assert_staged(f, stages);
     assert_int_equal(f->deletes, deletes + 1);
-    assert_true(json_equal(now = operands_of(f), full));
+    json_t *now = operands_of(f);
+    assert_true(json_equal(now, full));
     json_decref(now);
 
     /* a DaemonSet edited by hand: a full stage puts it back */
@@ -609,18 +620,12 @@ static void test_apply_memo(void **state)
                         json_integer(json_integer_value(json_object_get(md, "generation")) + 1));
     put(f, K_DS, "gpuop-device-plugin", d, "MODIFIED");
     RUN_UNTIL(f, f->applies[2] == 2, WAIT_MS);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.apply_stages > stages);
-    stages = st.apply_stages;
+    stages = assert_staged(f, stages);
 
     /* leadership lost and regained: a full stage */
     gpuop_controller_set_leader(f->c, false);
     gpuop_controller_set_leader(f->c, true);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.apply_stages > stages);
-    stages = st.apply_stages;
+    stages = assert_staged(f, stages);
 
     /* the policy: a full stage, and the change applied */
     json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
@@ -628,9 +633,7 @@ static void test_apply_memo(void **state)
     json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
     put(f, K_POLICY, "main", p, "MODIFIED");
     RUN_UNTIL(f, f->deletes == deletes + 2, WAIT_MS);
-    settle(f, 300);
-    gpuop_controller_stats(f->c, &st);
-    assert_true(st.apply_stages > stages);
+    assert_staged(f, stages);
     assert_string_equal(operand_apply(f, 4), "Absent");
     json_decref(full);
 }
