@@ -1110,10 +1110,162 @@ static void test_gpu_pod_detection(void **state)
     }
 }
 
+/* A quiet plan kept node by node (gpuop_upgrade_quiet) against the full
+ * plan, after every one of 6,000 random changes of one node (its driver
+ * pod's generation, readiness or absence, its state label, cordon, GPU,
+ * deploy label, target generation, or the node gone and back): kept while
+ * and only while the full plan is quiet and countable, and then the same
+ * status.upgrade; set again from the full plan when not. */
+static bool full_countable(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_plan *p)
+{
+    uint32_t drv[NMAX], tgt[NMAX];
+    size_t nd = 0, nt = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct gpuop_upgrade_node_in *x = &in->nodes[p->nodes[i].in];
+        uint32_t g = x->driver ? gpuop_pod_template_gen(x->driver) : 0, t = x->target_gen;
+        if (g >= (1u << 28) || t >= (1u << 28))
+            return false;
+        size_t k = 0;
+        while (g && k < nd && drv[k] != g)
+            k++;
+        if (g && k == nd)
+            drv[nd++] = g;
+        for (k = 0; k < nt && tgt[k] != t; k++)
+            ;
+        if (k == nt)
+            tgt[nt++] = t;
+    }
+    return nd <= GPUOP_UPGRADE_GENS_MAX && nt <= GPUOP_UPGRADE_GENS_MAX;
+}
+
+static json_t *status_of(const struct gpuop_upgrade_plan *p, const struct gpuop_upgrade_in *in)
+{
+    json_t *st = json_object();
+    assert_int_equal(gpuop_upgrade_status_add(st, p, in), 0);
+    return st;
+}
+
+static void test_quiet_follows_full(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, NMAX, 3);
+    bool present[NMAX];
+    uint32_t tgt[NMAX];
+    int d = gpuop_operand_by_key("driver");
+    srandom(24);
+    for (size_t i = 0; i < NMAX; i++) {
+        present[i] = true;
+        tgt[i] = 3;
+    }
+    struct gpuop_upgrade_quiet q;
+    gpuop_upgrade_quiet_init(&q);
+    size_t kept = 0, set = 0, fell = 0;
+    for (int step = 0; step < 6000; step++) {
+        /* the cluster now: the present nodes, each with its target */
+        struct gpuop_upgrade_in in;
+        struct gpuop_upgrade_node_in all[NMAX], xs[NMAX];
+        build_in(&w, &in, all);
+        size_t n = 0;
+        for (size_t i = 0; i < NMAX; i++)
+            if (present[i]) {
+                xs[n] = all[i];
+                xs[n++].target_gen = tgt[i];
+            }
+        in.nodes = xs;
+        in.n = n;
+        struct gpuop_upgrade_plan p;
+        assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
+        bool quiet = gpuop_upgrade_plan_quiet(&p) && full_countable(&in, &p);
+        if (q.valid) {
+            json_t *a = status_of(&q.plan, &in), *b = status_of(&p, &in);
+            assert_true(quiet);
+            if (!json_equal(a, b)) {
+                char *x = json_dumps(a, JSON_SORT_KEYS), *y = json_dumps(b, JSON_SORT_KEYS);
+                fail_msg("step %d: kept %s, full %s", step, x, y);
+            }
+            json_decref(a);
+            json_decref(b);
+            assert_int_equal(q.plan.n, p.n);
+            kept++;
+        } else {
+            assert_int_equal(gpuop_upgrade_quiet_set(&q, &in, &p), 0);
+            assert_int_equal(q.valid, quiet);
+            set++;
+        }
+        gpuop_upgrade_plan_free(&p);
+
+        /* one node changes */
+        size_t i = (size_t)(random() % NMAX);
+        struct fnode *f = &w.nodes[i];
+        switch (random() % 8 ? 10 : random() % 10) { /* mostly back to done */
+        case 0: /* its driver pod on the target, or an older one */
+        case 1:
+            set_driver(&w, f, random() % 4 ? tgt[i] : tgt[i] - 1, random() % 8 != 0, NULL);
+            break;
+        case 2: /* no driver pod yet, or a rollback's */
+            gpuop_pod_free(f->driver);
+            f->driver = NULL;
+            if (random() % 2)
+                set_driver(&w, f, 0, true, NULL);
+            break;
+        case 3: /* its state label, as gpuop or someone else left it */
+            f->n.up.state = (uint8_t)(random() % GPUOP_US_COUNT);
+            f->n.up.since = random() % 2 ? (uint32_t)(w.now - 30) : 0;
+            f->n.up.failed_gen = random() % 3 == 0 ? tgt[i] : 0;
+            f->n.up.rollback = random() % 6 == 0;
+            f->n.up.paused = random() % 6 == 0;
+            break;
+        case 4: /* cordoned, by gpuop or by hand */
+            f->n.up.unschedulable = random() % 3 == 0;
+            f->n.up.cordoned = f->n.up.unschedulable && random() % 2;
+            break;
+        case 5:
+            f->n.gpu = random() % 4 != 0;
+            break;
+        case 6:
+            f->n.deploy[d] = random() % 4 ? GPUOP_LABEL_TRUE : GPUOP_LABEL_FALSE;
+            break;
+        case 7: /* another pool: another target, now and then many */
+            tgt[i] = 2 + (uint32_t)(random() % (random() % 8 ? 3 : 12));
+            break;
+        case 8: /* a generation too large to keep */
+            if (random() % 10 == 0)
+                tgt[i] = 1u << 28;
+            break;
+        case 9:
+            present[i] = !present[i];
+            break;
+        default: /* back to done on its target, the common case */
+            set_driver(&w, f, tgt[i], true, NULL);
+            f->n.up = (struct gpuop_node_upgrade){0};
+            f->n.gpu = true;
+            f->n.deploy[d] = GPUOP_LABEL_TRUE;
+            present[i] = true;
+            if (tgt[i] >= (1u << 28))
+                tgt[i] = 3;
+            break;
+        }
+        if (!q.valid)
+            continue;
+        build_in(&w, &in, all);
+        all[i].target_gen = tgt[i];
+        int rc = gpuop_upgrade_quiet_update(&q, &in, f->name, present[i] ? &all[i] : NULL);
+        assert_true(rc == 0 || rc == 1);
+        assert_int_equal(q.valid, rc == 0);
+        fell += rc == 1;
+    }
+    /* every way was taken, often */
+    assert_true(kept > 1000 && set > 1000 && fell > 50);
+    gpuop_upgrade_quiet_reset(&q);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_upgrade),
+        cmocka_unit_test(test_quiet_follows_full),
         cmocka_unit_test(test_start_order_labels),
         cmocka_unit_test(test_driver_leaving),
         cmocka_unit_test(test_parallel_and_unavailable),
