@@ -24,9 +24,10 @@ gpuop_start() {
 	local extra=()
 	[[ " $* " == *" --metrics-addr"* ]] || extra+=(--metrics-addr 0)
 	[[ " $* " == *" --health-addr"* ]] || extra+=(--health-addr 0)
-	# Every reconcile's node-by-node findings are compared with a full pass
-	# (gpuop_stop fails on a difference): each test is also a test of the
-	# incremental analysis on a real cluster's events.
+	# Every reconcile's node-by-node findings, and the driver upgrade's
+	# quiet plan kept node by node, are compared with a full pass (gpuop_stop
+	# fails on a difference): each test is also a test of both on a real
+	# cluster's events.
 	[[ " $* " == *" --analysis"* ]] || extra+=(--analysis verify)
 	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
 		"${extra[@]}" "$@" >>"$GPUOP_LOG" 2>&1 &
@@ -45,8 +46,9 @@ gpuop_stop() {
 		tail -n 60 "$GPUOP_LOG" >&2
 		fail "gpuop exited with status $rc at shutdown"
 	fi
-	if grep -F 'incremental analysis differs from a full pass' "$GPUOP_LOG" >&2; then
-		fail "gpuop's node-by-node findings differed from a full pass (above)"
+	if grep -F -e 'incremental analysis differs from a full pass' \
+		-e 'upgrade plan kept node by node differs from a full plan' "$GPUOP_LOG" >&2; then
+		fail "gpuop's node-by-node findings or upgrade plan differed from a full one (above)"
 	fi
 }
 

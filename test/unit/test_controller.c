@@ -83,6 +83,8 @@ struct fx {
     const char *refuse; /* DaemonSet name whose apply gets a 422 */
     int applies[8];     /* PATCHes per operand index */
     int deletes, status_writes, sa_applies;
+    bool template_gens; /* applied DaemonSets get the DaemonSet controller's template generation,
+                           random_change's driver pods theirs */
     int extra_applies, extra_deletes; /* RuntimeClass, ConfigMap, Service */
     uint64_t apply_at[64];            /* uv_now of each PATCH of the refused one */
     int nrefused;
@@ -250,6 +252,13 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
             if (!old || !json_equal(json_object_get(old, "spec"), json_object_get(body, "spec")))
                 gen++;
             json_object_set_new(json_object_get(body, "metadata"), "generation", json_integer(gen));
+            if (f->template_gens) {
+                json_t *md = json_object_get(body, "metadata");
+                if (!json_object_get(md, "annotations"))
+                    json_object_set_new(md, "annotations", json_object());
+                json_object_set_new(json_object_get(md, "annotations"),
+                                    GPUOP_ANNOTATION_TEMPLATE_GEN, json_sprintf("%lld", gen));
+            }
             put(f, K_DS, name, json_incref(body), old ? "MODIFIED" : "ADDED");
             respond_obj(c, body);
         }
@@ -1205,18 +1214,32 @@ static void random_change(struct fx *f)
         put(f, K_POD, pod, json_deep_copy(json_object_get(f->store[K_POD], pod)), "DELETED");
         return;
     }
-    put(f, K_POD, pod, pod_on(d, node, (int)rnd(3), rnd(8) == 0), pod_there ? "MODIFIED" : "ADDED");
+    json_t *p = pod_on(d, node, (int)rnd(3), rnd(8) == 0);
+    json_t *dsobj = json_object_get(f->store[K_DS], d);
+    if (f->template_gens && dsobj && !strcmp(d, ds[0])) { /* the driver's: the current, but on
+                                                            every fifth node (random's draws
+                                                            unchanged) */
+        long long gen =
+            json_integer_value(json_object_get(json_object_get(dsobj, "metadata"), "generation"));
+        json_object_set_new(json_object_get(p, "metadata"), "labels",
+                            json_pack("{s:o}", "pod-template-generation",
+                                      json_sprintf("%lld", atoi(node + 4) % 5 ? gen : gen - 1)));
+    }
+    put(f, K_POD, pod, p, pod_there ? "MODIFIED" : "ADDED");
 }
 
 /* --analysis verify: after every reconcile the set updated node by node
- * equals a full pass (keep.c compares them and counts a difference), over
- * random node and pod changes; the updates are used (not a full pass
- * every time), and a DaemonSet's change, which every node's judgement
+ * equals a full pass (keep.c compares them and counts a difference), and
+ * so does the driver upgrade's quiet plan kept node by node (upgrade.c),
+ * over random node and pod changes (driver pods mostly on their
+ * DaemonSet's template generation); the updates are used (not a full
+ * pass every time), and a DaemonSet's change, which every node's judgement
  * reads, runs a full pass. */
 static void test_keep_verified(void **state)
 {
     struct fx *f = *state;
     struct gpuop_controller_stats st;
+    f->template_gens = true;
     start_mode(f, GPUOP_ANALYSIS_VERIFY);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 100);
@@ -1228,11 +1251,14 @@ static void test_keep_verified(void **state)
     }
     settle(f, 100);
     gpuop_controller_stats(f->c, &st);
-    print_message("%d rounds: %llu reconciles, %llu full passes, %llu node updates\n", KEEP_ROUNDS,
-                  (unsigned long long)st.reconciles, (unsigned long long)st.analysis_fulls,
-                  (unsigned long long)st.analysis_updates);
+    print_message("%d rounds: %llu reconciles, %llu full passes, %llu node updates, %llu upgrade "
+                  "plans kept node by node\n",
+                  KEEP_ROUNDS, (unsigned long long)st.reconciles,
+                  (unsigned long long)st.analysis_fulls, (unsigned long long)st.analysis_updates,
+                  (unsigned long long)st.upgrade_kept);
     assert_int_equal(st.analysis_mismatches, 0);
     assert_true(st.analysis_updates > 0);
+    assert_true(st.upgrade_kept > 0);
 
     /* a DaemonSet's status changes: the operands' results only, no full
      * pass; its tolerations change: a full pass. Equal each time. */
