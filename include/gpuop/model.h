@@ -102,6 +102,10 @@ const char *gpuop_upgrade_state_name(int s);
 #define GPUOP_ANNOTATION_UPGRADE_SINCE    "gpuop.dev/driver-upgrade-since"
 #define GPUOP_ANNOTATION_UPGRADE_PAUSED   "gpuop.dev/driver-upgrade-paused"
 #define GPUOP_ANNOTATION_UPGRADE_FAILED   "gpuop.dev/driver-upgrade-failed"
+/* A node an admin keeps out of every driver upgrade: "true" (the GPU
+ * Operator's, k8s-operator-libs pkg/upgrade: "nvidia.com/%s-driver-upgrade.skip"
+ * with the driver name "gpu"; docs/upgrade.md). */
+#define GPUOP_LABEL_UPGRADE_SKIP "nvidia.com/gpu-driver-upgrade.skip"
 /* The DaemonSet's template generation (the API server sets it, the
  * DaemonSet controller copies it into each pod's label below). */
 #define GPUOP_ANNOTATION_TEMPLATE_GEN "deprecated.daemonset.template.generation"
@@ -118,6 +122,7 @@ struct gpuop_node_upgrade {
     bool rollback : 1;        /* GPUOP_LABEL_DRIVER_ROLLBACK is there (not empty) */
     bool rollback_ending : 1; /* ... and is GPUOP_DRIVER_ROLLBACK_ENDING */
     bool not_ready : 1;       /* condition Ready is there and not True */
+    bool skip : 1;            /* GPUOP_LABEL_UPGRADE_SKIP is "true" */
 };
 
 struct gpuop_node { /* 88 bytes, its strings and taints after it */

@@ -42,19 +42,26 @@
 #define GPUOP_UPGRADE_WAIT_MAX 512
 /* Pods named in one waiting text at most ("and 3 more"). */
 #define GPUOP_UPGRADE_NAMED_MAX 5
+/* A new driver pod not Ready with more restarts than this has failed (the
+ * GPU Operator's rule, docs/upgrade.md); fewer: it fails only past
+ * driverReadyTimeoutSeconds. */
+#define GPUOP_UPGRADE_FAIL_RESTARTS 10
 
 /* One pod on a node, as the controller listed it; strings borrowed. */
 struct gpuop_upgrade_pod {
     const char *ns, *name;
-    bool gpu;       /* nvidia.com/gpu or nvidia.com/mig-* in a container's requests or limits */
-    bool job;       /* selected by waitForCompletion.podSelector */
-    bool drain;     /* drain would evict it: selected by drain.podSelector (or none set),
-                       not a DaemonSet's, not a mirror pod */
-    bool unmanaged; /* no controller owns it */
-    bool empty_dir; /* has an emptyDir volume */
-    bool terminal;  /* Succeeded or Failed */
-    bool deleting;  /* metadata.deletionTimestamp set */
-    bool blocked;   /* its last eviction was answered 429: a PodDisruptionBudget */
+    bool gpu;                /* a GPU pod: nvidia.com/gpu* or nvidia.com/mig-* in a container's
+                                requests or limits (gpuop_upgrade_pod_uses_gpu) */
+    bool job;                /* selected by waitForCompletion.podSelector */
+    bool drain;              /* drain would evict it: selected by drain.podSelector (or none set),
+                                not a DaemonSet's, not a mirror pod */
+    bool unmanaged;          /* no controller owns it */
+    bool daemonset;          /* a DaemonSet owns it: evicted, it would come straight back */
+    bool mirror;             /* a static pod's mirror (annotation kubernetes.io/config.mirror) */
+    bool empty_dir;          /* has an emptyDir volume */
+    bool terminal;           /* Succeeded or Failed */
+    bool deleting;           /* metadata.deletionTimestamp set */
+    bool blocked;            /* its last eviction was answered 429: a PodDisruptionBudget */
     const char *blocked_why; /* what that 429 said, or NULL */
 };
 
@@ -89,8 +96,8 @@ enum gpuop_upgrade_action {
     GPUOP_UA_LABEL,             /* write the state label next */
     GPUOP_UA_CORDON,            /* spec.unschedulable true + the cordoned annotation; next */
     GPUOP_UA_LIST,              /* list the node's pods (the step needs them) */
-    GPUOP_UA_EVICT,             /* evict the pods gpuop_upgrade_evicts() selects */
-    GPUOP_UA_DELETE_PODS,       /* delete them (gpuPodDeletion.force after the timeout) */
+    GPUOP_UA_EVICT,             /* evict the pods gpuop_upgrade_evicts() selects, through the
+                                   Eviction API (never a DELETE: PodDisruptionBudgets hold) */
     GPUOP_UA_PAUSE,             /* dependents' deploy labels (every operand's but the
                                    driver's) paused-for-driver-upgrade; the old driver pod
                                    is deleted once their pods left;
@@ -107,6 +114,9 @@ enum gpuop_upgrade_action {
                                    GPUOP_DRIVER_ROLLBACK_ENDING (the old pod leaves) */
     GPUOP_UA_ROLLBACK_CLEAR,    /* ... the label removed (the new pod comes); the
                                    rollback DaemonSet deleted when no node uses it */
+    GPUOP_UA_FORGET_CORDON,     /* someone uncordoned the node mid-upgrade: gpuop's
+                                   cordoned annotation removed (gpuop never uncordons
+                                   a cordon it did not make) */
     GPUOP_UA_COUNT
 };
 
@@ -145,6 +155,7 @@ struct gpuop_upgrade_plan {
                             upgrade; SIZE_MAX none */
     size_t next[GPUOP_UPGRADE_NEXT_MAX]; /* indexes into nodes: next to start, in order */
     size_t nnext;
+    size_t skipped; /* upgrade-required nodes the skip label keeps out */
     long long wake; /* the earliest time a wait times out (plan again then); 0 none */
 };
 

@@ -49,6 +49,10 @@
 
 #include "controller_int.h"
 
+/* Pods labelled so are never drained (gpu-operator v26.7.0
+ * controllers/upgrade_controller.go UpgradeSkipDrainLabelSelector, appended
+ * to drain.podSelector). */
+#define DRAIN_SKIP_SELECTOR    "nvidia.com/gpu-driver-upgrade-drain.skip!=true"
 #define SETTLE_MS              3000
 #define LIST_TTL_MS            5000 /* a pod list older than this is listed again */
 #define EVICT_BACKOFF_FIRST_MS 2000
@@ -82,6 +86,7 @@ struct rec {
     uint64_t retry_at_ms; /* nothing sent before */
     uint64_t backoff_ms;
     uint8_t last_action, last_state, last_next;
+    bool clear_failed; /* the node carries a failure it is leaving: PATCHes remove it */
     uint64_t settle_until;
     bool blocked_round; /* an eviction of the round in flight was refused */
     char blocked_why[WHY_MAX];
@@ -272,6 +277,9 @@ static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t 
         labels = json_object();
     if (!annotations)
         annotations = json_object();
+    if (r->clear_failed && next != GPUOP_US_FAILED && annotations &&
+        !json_object_get(annotations, GPUOP_ANNOTATION_UPGRADE_FAILED))
+        json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_FAILED, json_null());
     const char *st = gpuop_upgrade_state_name(next);
     if (st) {
         json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_string(st));
@@ -432,9 +440,15 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         bool ds = has_owner(meta, "DaemonSet", &controller);
         bool mirror = json_object_get(json_object_get(meta, "annotations"),
                                       "kubernetes.io/config.mirror") != NULL;
+        /* gpuop's own pods (its namespace: the controller, the operands)
+           are never evicted, drained or waited for */
+        bool own = x->ns && r->u->ns[0] && !strcmp(x->ns, r->u->ns);
         x->unmanaged = !controller;
-        x->job = state == GPUOP_US_WAIT_JOBS;
-        x->drain = state == GPUOP_US_DRAIN && !ds && !mirror;
+        x->daemonset = ds;
+        x->mirror = mirror;
+        x->gpu = x->gpu && !own;
+        x->job = state == GPUOP_US_WAIT_JOBS && !own;
+        x->drain = state == GPUOP_US_DRAIN && !ds && !mirror && !own;
         size_t j;
         json_t *vol;
         json_array_foreach(json_object_get(spec, "volumes"), j, vol) x->empty_dir |=
@@ -714,6 +728,9 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
 {
     const struct gpuop_upgrade_policy *pol = u->in.policy;
     int rc = 0;
+    /* a node recovered (its new driver Ready by itself) or moving on from
+       an outdated failure leaves upgrade-failed: its failure annotation goes */
+    r->clear_failed = x->node->up.failed_gen && o->next != GPUOP_US_FAILED;
     switch (o->action) {
     case GPUOP_UA_LABEL:
         rc = patch_node(r, o->action, o->next, NULL, NULL, NULL, NULL);
@@ -731,6 +748,10 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         rc = patch_node(r, o->action, o->next, NULL,
                         json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_CORDONED),
                         json_pack("{s:n}", "unschedulable"), NULL);
+        break;
+    case GPUOP_UA_FORGET_CORDON: /* someone uncordoned it: never gpuop's cordon again */
+        rc = patch_node(r, o->action, o->next, NULL,
+                        json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_CORDONED), NULL, NULL);
         break;
     case GPUOP_UA_FAIL: {
         char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 384];
@@ -764,10 +785,14 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         break;
     }
     case GPUOP_UA_LIST: {
-        char field[300];
+        char field[300], drain[GPUOP_UPGRADE_SELECTOR_MAX + sizeof(DRAIN_SKIP_SELECTOR) + 2];
         snprintf(field, sizeof(field), "spec.nodeName=%s", r->name);
+        /* the drain never takes a pod labelled to skip it (the GPU
+           Operator appends the same to drain.podSelector) */
+        snprintf(drain, sizeof(drain), "%s%s%s", pol->drain_selector ? pol->drain_selector : "",
+                 pol->drain_selector && *pol->drain_selector ? "," : "", DRAIN_SKIP_SELECTOR);
         const char *sel = o->state == GPUOP_US_WAIT_JOBS ? pol->wait_selector
-                          : o->state == GPUOP_US_DRAIN   ? pol->drain_selector
+                          : o->state == GPUOP_US_DRAIN   ? drain
                                                          : NULL;
         struct gpuop_kube_param q[] = {{"fieldSelector", field},
                                        {"labelSelector", sel && *sel ? sel : NULL},
@@ -778,14 +803,11 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         free(path);
         break;
     }
-    case GPUOP_UA_EVICT:
-    case GPUOP_UA_DELETE_PODS:
+    case GPUOP_UA_EVICT: /* the Eviction API only: a PodDisruptionBudget always holds */
         for (size_t i = 0; rc == 0 && i < r->npods; i++) {
             const struct gpuop_upgrade_pod *p = &r->pods[i];
-            bool take = o->action == GPUOP_UA_EVICT ? gpuop_upgrade_evicts(pol, o->state, p)
-                                                    : (p->gpu && !p->terminal && !p->deleting);
-            if (take && p->ns && p->name)
-                rc = pod_request(r, o->action, i, p->ns, p->name, o->action == GPUOP_UA_EVICT);
+            if (gpuop_upgrade_evicts(pol, o->state, p) && p->ns && p->name)
+                rc = pod_request(r, o->action, i, p->ns, p->name, true);
         }
         break;
     case GPUOP_UA_DELETE_DRIVER:

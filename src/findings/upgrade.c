@@ -44,7 +44,6 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_CORDON] = "cordon",
     [GPUOP_UA_LIST] = "list pods",
     [GPUOP_UA_EVICT] = "evict",
-    [GPUOP_UA_DELETE_PODS] = "delete pods",
     [GPUOP_UA_PAUSE] = "pause dependents",
     [GPUOP_UA_DELETE_DRIVER] = "delete driver pod",
     [GPUOP_UA_DELETE_VALIDATOR] = "delete validator pod",
@@ -55,6 +54,7 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_ROLLBACK] = "roll back",
     [GPUOP_UA_ROLLBACK_END] = "end the rollback",
     [GPUOP_UA_ROLLBACK_CLEAR] = "clear the rollback",
+    [GPUOP_UA_FORGET_CORDON] = "forget its cordon",
 };
 
 const char *gpuop_upgrade_action_name(int a)
@@ -80,13 +80,16 @@ static bool in_sync(const struct gpuop_upgrade_node_in *x)
     return x->driver && !x->driver->deleted && gpuop_pod_template_gen(x->driver) == x->target_gen;
 }
 
-/* The node's driver is gpuop's to upgrade. */
+/* The node's driver is gpuop's to upgrade: its deploy label is "true"
+ * (only then does a driver DaemonSet select it). "false", "pre-installed"
+ * (a host driver), absent or any other value: not managed, and not counted
+ * for maxUnavailable. */
 static bool wanted(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
 {
     int d = gpuop_operand_by_key("driver");
     return in->driver_enabled && x->node && x->node->gpu && x->target_gen &&
            x->node->operands_label != GPUOP_LABEL_FALSE &&
-           (d < 0 || x->node->deploy[d] != GPUOP_LABEL_FALSE);
+           (d < 0 || x->node->deploy[d] == GPUOP_LABEL_TRUE);
 }
 
 /* In the plan: wanted, or not any more (opted out, the driver disabled)
@@ -96,35 +99,20 @@ static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrad
     return wanted(in, x) || (x->node && (x->node->up.cordoned || x->node->up.paused));
 }
 
-/* Why a new driver pod is bad (a static string), or NULL: the kubelet's
- * waiting reasons that do not pass by themselves. */
-static const char *driver_failing(const struct gpuop_pod *d)
+/* Whether a new driver pod fails by itself: not Ready and restarted more
+ * than GPUOP_UPGRADE_FAIL_RESTARTS times (the GPU Operator's rule; an image
+ * pull error or a crash loop alone is not a failure: it fails once it is
+ * not Ready past driverReadyTimeoutSeconds, step_restart). */
+static bool driver_failing(const struct gpuop_pod *d)
 {
-    static const char *const bad[] = {"CrashLoopBackOff",          "ErrImagePull",
-                                      "ImagePullBackOff",          "InvalidImageName",
-                                      "ErrImageNeverPull",         "CreateContainerError",
-                                      "CreateContainerConfigError"};
-    if (!d)
-        return NULL;
-    if (d->phase == GPUOP_PHASE_FAILED)
-        return "Failed";
-    for (size_t i = 0; d->waiting_reason && i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (!strcmp(d->waiting_reason, bad[i]))
-            return bad[i];
-    return NULL;
+    return d && !driver_ready(d) && d->restarts > GPUOP_UPGRADE_FAIL_RESTARTS;
 }
 
-bool gpuop_upgrade_evicts(const struct gpuop_upgrade_policy *u, int state,
-                          const struct gpuop_upgrade_pod *pod)
+/* What a failing pod says: its waiting reason, else "not Ready"; static
+ * or borrowed. */
+static const char *failing_words(const struct gpuop_pod *d)
 {
-    if (pod->terminal || pod->deleting)
-        return false;
-    if (state == GPUOP_US_POD_DELETION)
-        return pod->gpu && (!pod->empty_dir || u->delete_empty_dir);
-    if (state == GPUOP_US_DRAIN)
-        return pod->drain && (!pod->unmanaged || u->drain_force) &&
-               (!pod->empty_dir || u->drain_empty_dir);
-    return false;
+    return d && d->waiting_reason ? d->waiting_reason : "not Ready";
 }
 
 /* ---- words ------------------------------------------------------------- */
@@ -178,6 +166,12 @@ static bool sel_gpu(const struct gpuop_upgrade_pod *p, const void *arg)
     return p->gpu && !p->terminal;
 }
 
+static bool sel_ds_gpu(const struct gpuop_upgrade_pod *p, const void *arg)
+{
+    (void)arg;
+    return p->gpu && p->daemonset && !p->terminal && !p->deleting;
+}
+
 static bool sel_drain(const struct gpuop_upgrade_pod *p, const void *arg)
 {
     (void)arg;
@@ -218,19 +212,28 @@ static void wake_at(struct gpuop_upgrade_plan *p, long long t)
 
 /* ---- pass 1: the state a node is in ----------------------------------- */
 
+/* A node gpuop is upgrading (wanted) whose state label says nothing
+ * gpuop can trust. gpuop's cordon or pause on it means an upgrade of
+ * gpuop's is under way (its label removed or changed by someone): it is in
+ * progress, never done, until its new driver is Ready and validated. */
 static int recompute(const struct gpuop_upgrade_node_in *x)
 {
     const struct gpuop_node_upgrade *u = &x->node->up;
+    bool marked = u->cordoned || u->paused;
     /* a terminating driver pod outside the upgrade is going for another
        reason (its node left the DaemonSet): no driver to upgrade */
     bool none = !x->driver || x->driver->deleted;
     if (none && u->rollback)
         return GPUOP_US_REQUIRED; /* its previous driver went: the new one takes its turn */
     if (none)
-        return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_NONE;
+        return marked ? GPUOP_US_POD_RESTART : GPUOP_US_NONE; /* the new one is coming */
+    if (in_sync(x) && marked)
+        return driver_ready(x->driver) ? GPUOP_US_VALIDATION : GPUOP_US_POD_RESTART;
     if (in_sync(x))
-        return u->cordoned || u->paused ? GPUOP_US_UNCORDON : GPUOP_US_DONE;
-    return GPUOP_US_REQUIRED;
+        return GPUOP_US_DONE;
+    /* the old driver still there under gpuop's marks: from the start of
+       the node's steps (GPU pods may have come back meanwhile) */
+    return marked ? GPUOP_US_CORDON : GPUOP_US_REQUIRED;
 }
 
 static int state_of(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x,
@@ -242,13 +245,18 @@ static int state_of(const struct gpuop_upgrade_in *in, const struct gpuop_upgrad
         return GPUOP_US_UNCORDON; /* left the upgrade: gpuop's marks go, nothing else */
     if (in_progress(u->state) && u->since)
         return u->state;
+    /* a failed node whose new driver became Ready by itself recovers: it
+       is validated, its dependents restored and (if gpuop cordoned it)
+       uncordoned, and the upgrade goes on */
+    if (u->state == GPUOP_US_FAILED && in_sync(x) && driver_ready(x->driver) && !u->rollback)
+        return GPUOP_US_VALIDATION;
     if (u->state == GPUOP_US_FAILED && u->failed_gen && u->failed_gen == x->target_gen) {
         *live_failure = true;
         return GPUOP_US_FAILED;
     }
-    /* a failure cleared while the new driver still fails: judged again (it
-       fails again), not taken for done */
-    if (u->state == GPUOP_US_FAILED && in_sync(x) && driver_failing(x->driver))
+    /* a failure cleared while the new driver is not Ready: judged again
+       (it fails again past the timeout), not taken for done */
+    if (u->state == GPUOP_US_FAILED && in_sync(x))
         return GPUOP_US_POD_RESTART;
     return recompute(x);
 }
@@ -260,6 +268,7 @@ struct ctx {
     const struct gpuop_upgrade_policy *u;
     struct gpuop_upgrade_plan *p;
     int oom;
+    bool stuck_drain; /* sel_stuck's step: the drain's (else pod deletion's) */
 };
 
 static void to(struct gpuop_upgrade_node_out *o, int action, int next)
@@ -325,7 +334,62 @@ static void step_wait_jobs(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         say(w, "no timeout)");
 }
 
-/* Pod deletion and drain: evict what the step takes, until none is left. */
+/* Why a pod the step must remove cannot be evicted (the GPU Operator's,
+ * through kubectl's drain filters: k8s-operator-libs pod_manager.go,
+ * drain_manager.go), or NULL: evictable. Static. */
+static const char *not_evictable(const struct gpuop_upgrade_policy *u, bool drain,
+                                 const struct gpuop_upgrade_pod *p)
+{
+    if (!drain && p->daemonset)
+        return "owned by a DaemonSet (evicted, it would come straight back)";
+    if (!drain && p->mirror)
+        return "a static (mirror) pod";
+    if (p->unmanaged && !(drain ? u->drain_force : u->delete_force))
+        return drain ? "no controller and drain.force is false"
+                     : "no controller and gpuPodDeletion.force is false";
+    if (p->empty_dir && !(drain ? u->drain_empty_dir : u->delete_empty_dir))
+        return drain ? "emptyDir data and drain.deleteEmptyDir is false"
+                     : "emptyDir data and gpuPodDeletion.deleteEmptyDir is false";
+    return NULL;
+}
+
+bool gpuop_upgrade_evicts(const struct gpuop_upgrade_policy *u, int state,
+                          const struct gpuop_upgrade_pod *pod)
+{
+    if (pod->terminal || pod->deleting)
+        return false;
+    if (state == GPUOP_US_POD_DELETION)
+        return pod->gpu && !not_evictable(u, false, pod);
+    if (state == GPUOP_US_DRAIN)
+        return pod->drain && !not_evictable(u, true, pod);
+    return false;
+}
+
+static bool sel_stuck(const struct gpuop_upgrade_pod *p, const void *arg)
+{
+    const struct ctx *c = arg;
+    bool drain = c->stuck_drain;
+    return (drain ? p->drain : p->gpu) && !p->terminal && !p->deleting &&
+           not_evictable(c->u, drain, p);
+}
+
+/* The step cannot remove every pod it must (or ran out of time): a pod
+ * deletion goes on to the drain when drain.enable, else fails; a drain
+ * fails. Nothing is evicted then (the GPU Operator's updateNodeToDrainOrFailed). */
+static void give_up(struct ctx *c, struct gpuop_upgrade_node_out *o, bool drain, const char *why,
+                    struct words *w)
+{
+    if (!drain && c->u->drain) {
+        say(w, "pod deletion could not remove every GPU pod (%s): draining the node", why);
+        return to(o, GPUOP_UA_LABEL, GPUOP_US_DRAIN);
+    }
+    fail(c, o, "%s could not remove every pod: %s", drain ? "the drain" : "pod deletion", why);
+}
+
+/* Pod deletion and drain: evict what the step takes, until none is left.
+ * A pod the step must remove and cannot (not_evictable) ends it at once,
+ * naming the pod, with nothing evicted; so does its timeout. Evictions go
+ * through the Eviction API only: a PodDisruptionBudget always holds. */
 static void step_evict(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                        struct gpuop_upgrade_node_out *o, struct words *w)
 {
@@ -338,44 +402,46 @@ static void step_evict(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         return to(o, GPUOP_UA_LIST, o->state);
     }
     bool (*sel)(const struct gpuop_upgrade_pod *, const void *) = drain ? sel_drain : sel_gpu;
-    char tmp[GPUOP_UPGRADE_WAIT_MAX];
-    struct words list = {0};
+    struct words list = {0}, why = {0};
     if (!say_pods(&list, x, drain ? "pod" : "GPU pod", sel, NULL))
         return to(o, GPUOP_UA_LABEL, after);
-    snprintf(tmp, sizeof(tmp), "%s", list.buf);
-    size_t evictable = 0, deleting = 0, kept = 0;
+    /* a DaemonSet's GPU pod comes straight back after an eviction: the
+       node fails and names it, never a loop (and never a drain, which
+       leaves DaemonSet pods alone) */
+    list.len = 0;
+    if (!drain && say_pods(&list, x, "GPU pod", sel_ds_gpu, NULL))
+        return fail(c, o,
+                    "%s owned by a DaemonSet: evicted it would come straight back (keep its "
+                    "DaemonSet off the node, or stop it requesting a GPU)",
+                    list.buf);
+    c->stuck_drain = drain;
+    list.len = 0;
+    if (say_pods(&list, x, drain ? "pod" : "GPU pod", sel_stuck, c)) {
+        const struct gpuop_upgrade_pod *first = NULL;
+        for (size_t i = 0; !first && i < x->npods; i++)
+            if (sel_stuck(&x->pods[i], c))
+                first = &x->pods[i];
+        say(&why, "%s not evictable: %s", list.buf, first ? not_evictable(c->u, drain, first) : "");
+        return give_up(c, o, drain, why.buf, w);
+    }
+    size_t evictable = 0, deleting = 0;
     for (size_t i = 0; i < x->npods; i++) {
         const struct gpuop_upgrade_pod *q = &x->pods[i];
         if (!sel(q, NULL))
             continue;
-        if (gpuop_upgrade_evicts(c->u, o->state, q))
-            evictable++;
-        else if (q->deleting)
-            deleting++;
-        else
-            kept++;
+        evictable += gpuop_upgrade_evicts(c->u, o->state, q);
+        deleting += q->deleting;
     }
+    list.len = 0;
+    say_pods(&list, x, drain ? "pod" : "GPU pod", sel, NULL);
     long timeout = drain ? c->u->drain_timeout_s : c->u->delete_timeout_s;
-    bool force = drain ? c->u->drain_force : c->u->delete_force;
-    say(w, "waiting for %s", tmp);
-    say_blocked(w, x, sel);
     if (timed_out(c, o->since, timeout)) {
-        if (force && !drain && evictable + kept) {
-            say(w, "; %s.timeoutSeconds (%ld s) passed: deleting them (force)",
-                drain ? "drain" : "gpuPodDeletion", timeout);
-            return to(o, GPUOP_UA_DELETE_PODS, o->state);
-        }
-        say(w,
-            "; %s.timeoutSeconds (%ld s) passed and %s.force is false: the node waits "
-            "until they are gone (evict them, or set force)",
-            drain ? "drain" : "gpuPodDeletion", timeout, drain ? "drain" : "gpuPodDeletion");
-        return to(o, evictable ? GPUOP_UA_EVICT : GPUOP_UA_NONE, o->state);
+        say(&why, "%s.timeoutSeconds (%ld s) passed with %s left",
+            drain ? "drain" : "gpuPodDeletion", timeout, list.buf);
+        return give_up(c, o, drain, why.buf, w);
     }
-    if (kept)
-        say(w, "; %zu of them %s", kept,
-            drain ? "not evicted (emptyDir volumes without drain.deleteEmptyDir, or no "
-                    "controller without drain.force)"
-                  : "not evicted: emptyDir volumes and gpuPodDeletion.deleteEmptyDir is false");
+    say(w, "waiting for %s", list.buf);
+    say_blocked(w, x, sel);
     if (deleting)
         say(w, "; %zu terminating", deleting);
     to(o, evictable ? GPUOP_UA_EVICT : GPUOP_UA_NONE, o->state);
@@ -413,11 +479,17 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
             say(w, "listing its pods");
             return to(o, GPUOP_UA_LIST, o->state);
         }
-        size_t gpu = 0;
-        for (size_t i = 0; i < x->npods; i++)
-            gpu += sel_gpu(&x->pods[i], NULL);
-        if (gpu && !c->u->delete_force) {
-            say(w, "a GPU pod came back: evicting again");
+        /* never a driver pod deleted under a GPU pod: one that came back
+           is evicted again; one pod deletion cannot remove (the drain
+           passed it over) fails the node, naming it, instead of a loop */
+        struct words gpu = {0};
+        c->stuck_drain = false;
+        if (say_pods(&gpu, x, "GPU pod", sel_stuck, c) ||
+            say_pods(&gpu, x, "GPU pod", sel_ds_gpu, NULL))
+            return fail(c, o, "%s still on the node, and pod deletion cannot remove %s", gpu.buf,
+                        "them");
+        if (say_pods(&gpu, x, "GPU pod", sel_gpu, NULL)) {
+            say(w, "%s came back: evicting again", gpu.buf);
             return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
         }
         if (!x->node->up.paused) {
@@ -445,15 +517,16 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     }
     if (driver_ready(d))
         return to(o, GPUOP_UA_LABEL, GPUOP_US_VALIDATION);
-    const char *bad = driver_failing(d);
-    if (bad)
-        return fail(c, o, "new driver pod %s: %s%s%s%s", d->name, bad,
-                    d->waiting_message && *d->waiting_message ? " (" : "",
-                    d->waiting_message && *d->waiting_message ? d->waiting_message : "",
-                    d->waiting_message && *d->waiting_message ? ")" : "");
+    const char *msg = d->waiting_message && *d->waiting_message ? d->waiting_message : NULL;
+    if (driver_failing(d))
+        return fail(c, o, "new driver pod %s: %s after %u restarts%s%s%s", d->name,
+                    failing_words(d), (unsigned)d->restarts, msg ? " (" : "", msg ? msg : "",
+                    msg ? ")" : "");
     if (d->created && timed_out(c, d->created, c->u->ready_timeout_s))
-        return fail(c, o, "new driver pod %s not Ready within driverReadyTimeoutSeconds (%ld s)",
-                    d->name, c->u->ready_timeout_s);
+        return fail(c, o,
+                    "new driver pod %s not Ready within driverReadyTimeoutSeconds (%ld s)%s%s",
+                    d->name, c->u->ready_timeout_s, d->waiting_reason ? ": " : "",
+                    d->waiting_reason ? d->waiting_reason : "");
     say(w, "waiting for the new driver pod %s to become Ready%s%s%s", d->name,
         d->waiting_reason ? " (" : "", d->waiting_reason ? d->waiting_reason : "",
         d->waiting_reason ? ")" : "");
@@ -464,10 +537,9 @@ static void step_validation(struct ctx *c, const struct gpuop_upgrade_node_in *x
                             struct gpuop_upgrade_node_out *o, struct words *w)
 {
     const struct gpuop_pod *d = x->driver, *v = x->validator;
-    const char *bad = driver_failing(d);
-    if (!in_sync(x) || bad)
+    if (!in_sync(x) || driver_failing(d))
         return fail(c, o, "the new driver pod %s %s after it was Ready", d ? d->name : "",
-                    bad ? bad : "went");
+                    in_sync(x) ? failing_words(d) : "went");
     if (!c->in->validator_enabled)
         return to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
     int vi = gpuop_operand_by_key("validator");
@@ -499,10 +571,10 @@ static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                         struct gpuop_upgrade_node_out *o, struct words *w)
 {
     const struct gpuop_pod *d = x->driver;
-    const char *bad = driver_failing(d);
     char why[GPUOP_UPGRADE_WAIT_MAX];
-    if (bad && d)
-        snprintf(why, sizeof(why), "driver pod %s: %s", d->name, bad);
+    if (driver_failing(d))
+        snprintf(why, sizeof(why), "driver pod %s: %s after %u restarts", d->name, failing_words(d),
+                 (unsigned)d->restarts);
     else if (d && in_sync(x) && !driver_ready(d))
         snprintf(why, sizeof(why), "driver pod %s not Ready", d->name);
     else
@@ -537,6 +609,26 @@ static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         x->node->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
 }
 
+/* A node past its cordon that is schedulable: someone uncordoned it. gpuop
+ * forgets its cordon at once (so a cordon made later by a person is never
+ * removed by gpuop), then goes on with the node's steps, saying so. True
+ * when the action is to forget it. */
+static bool forget_cordon(const struct gpuop_upgrade_node_in *x, struct gpuop_upgrade_node_out *o,
+                          struct words *w)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    (void)w;
+    if (u->unschedulable || !u->cordoned)
+        return false;
+    to(o, GPUOP_UA_FORGET_CORDON, o->state);
+    return true;
+}
+
+/* Words before a schedulable node's step (forget_cordon). */
+#define UNCORDONED_WORDS                                                                           \
+    "uncordoned by someone else mid-upgrade (gpuop will not cordon or uncordon it again; GPU "     \
+    "pods may be scheduled onto it): "
+
 static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                  struct gpuop_upgrade_node_out *o, bool live_failure)
 {
@@ -567,16 +659,24 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         }
         break;
     case GPUOP_US_WAIT_JOBS:
+        if (forget_cordon(x, o, &w))
+            break;
         step_wait_jobs(c, x, o, &w);
         break;
     case GPUOP_US_POD_DELETION:
     case GPUOP_US_DRAIN:
+        if (forget_cordon(x, o, &w))
+            break;
         step_evict(c, x, o, &w);
         break;
     case GPUOP_US_POD_RESTART:
+        if (forget_cordon(x, o, &w))
+            break;
         step_restart(c, x, o, &w);
         break;
     case GPUOP_US_VALIDATION:
+        if (forget_cordon(x, o, &w))
+            break;
         step_validation(c, x, o, &w);
         break;
     case GPUOP_US_UNCORDON: {
@@ -604,6 +704,11 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     if (o->action == GPUOP_UA_FAIL) {
         w.len = 0;
         say(&w, "upgrade-failed: %s", o->fail_reason ? o->fail_reason : "");
+    }
+    if (o->state >= GPUOP_US_WAIT_JOBS && o->state <= GPUOP_US_VALIDATION && !u->unschedulable) {
+        struct words pre = {0};
+        say(&pre, "%s%s", UNCORDONED_WORDS, w.len ? w.buf : "going on with its steps");
+        w = pre;
     }
     set_wait(o, &w, &c->oom);
 }
@@ -636,7 +741,15 @@ static void starts(struct ctx *c)
         bool labelled = x->node->up.state == GPUOP_US_REQUIRED; /* the GPU Operator's order */
         if (o->waiting) /* pass 2 said something (cordoned meanwhile) */
             say(&w, "%s", o->waiting);
-        else if (p->failed != SIZE_MAX)
+        else if (x->node->up.skip) {
+            say(&w,
+                "skipped: label %s=true keeps it out of every driver upgrade (remove the label "
+                "to upgrade it)",
+                GPUOP_LABEL_UPGRADE_SKIP);
+            p->skipped++;
+            set_wait(o, &w, &c->oom);
+            continue;
+        } else if (p->failed != SIZE_MAX)
             say(&w,
                 "upgrade stopped: node %s failed (%s); the failed version is not tried "
                 "again until the driver's spec changes or the failure is cleared",
@@ -956,10 +1069,12 @@ static bool gpu_resources(json_t *rl)
 {
     const char *k;
     json_t *v;
-    const size_t mlen = strlen(GPUOP_RESOURCE_MIG_PREFIX);
+    const size_t mlen = strlen(GPUOP_RESOURCE_MIG_PREFIX), glen = strlen(GPUOP_RESOURCE_GPU);
     json_object_foreach(rl, k, v)
     {
-        if (!strcmp(k, GPUOP_RESOURCE_GPU) || !strncmp(k, GPUOP_RESOURCE_MIG_PREFIX, mlen)) {
+        /* prefixes, as the GPU Operator's gpuPodSpecFilter: nvidia.com/gpu,
+           nvidia.com/gpu.shared ... and every MIG resource */
+        if (!strncmp(k, GPUOP_RESOURCE_GPU, glen) || !strncmp(k, GPUOP_RESOURCE_MIG_PREFIX, mlen)) {
             const char *s = json_string_value(v);
             if ((s && strcmp(s, "0") != 0) || (json_is_integer(v) && json_integer_value(v) > 0))
                 return true;
@@ -994,8 +1109,8 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
     if (!plan || !plan->n || !in || !json_is_object(status))
         return 0;
     json_t *up = json_object(), *counts = json_object(), *gens = json_object(),
-           *nodes = json_array(), *next = json_array();
-    int oom = !up || !counts || !gens || !nodes || !next;
+           *nodes = json_array(), *next = json_array(), *skipped = json_array();
+    int oom = !up || !counts || !gens || !nodes || !next || !skipped;
     char t[32], g[16];
     for (int s = 0; !oom && s < GPUOP_US_COUNT; s++)
         if (plan->counts[s] && gpuop_upgrade_state_name(s))
@@ -1008,6 +1123,10 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
     size_t listed = 0, omitted = 0;
     for (size_t i = 0; !oom && plan->nodes && i < plan->n; i++) {
         const struct gpuop_upgrade_node_out *o = &plan->nodes[i];
+        const struct gpuop_node *node = in->nodes[o->in].node;
+        if (node->up.skip && o->next == GPUOP_US_REQUIRED &&
+            json_array_size(skipped) < GPUOP_STATUS_MAX_NODES)
+            oom |= json_array_append_new(skipped, json_string(node->name));
         /* done, or no driver pod yet (a rollout, not an upgrade: the
            findings say why): not listed; the rest up to the cap */
         if (o->next == GPUOP_US_DONE || o->next == GPUOP_US_NONE)
@@ -1042,6 +1161,8 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
             oom |= json_object_set_new(up, "nodesOmitted", json_integer((json_int_t)omitted));
         if (json_array_size(next))
             oom |= json_object_set(up, "next", next);
+        if (json_array_size(skipped))
+            oom |= json_object_set(up, "skipped", skipped);
     }
     if (!oom && plan->failed != SIZE_MAX) {
         const struct gpuop_upgrade_node_out *o = &plan->nodes[plan->failed];
@@ -1061,5 +1182,6 @@ int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *pl
     json_decref(gens);
     json_decref(nodes);
     json_decref(next);
+    json_decref(skipped);
     return oom ? GPUOP_ENOMEM : 0;
 }

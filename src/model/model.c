@@ -307,6 +307,10 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
                                                               : GPUOP_UPGRADE_ACTIVE;
             continue;
         }
+        if (strcmp(key, GPUOP_LABEL_UPGRADE_SKIP) == 0) {
+            n->up.skip = val && strcmp(val, "true") == 0;
+            continue;
+        }
         if (strcmp(key, GPUOP_LABEL_DRIVER_ROLLBACK) == 0) {
             n->up.rollback = val && *val;
             n->up.rollback_ending = val && strcmp(val, GPUOP_DRIVER_ROLLBACK_ENDING) == 0;

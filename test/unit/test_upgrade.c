@@ -45,6 +45,7 @@ struct fnode {
     bool pdb[PMAX]; /* its eviction is refused */
     size_t npods;
     int deleted_under_gpu;           /* driver deleted while a GPU pod ran */
+    int cordons;                     /* CORDON actions taken here */
     char *others[GPUOP_OPERAND_MAX]; /* deploy label values (the validator's when paused) */
 };
 
@@ -62,11 +63,11 @@ static void set_validator_paused(struct fnode *f, bool paused)
     f->n.deploy_other = paused ? f->others : NULL;
 }
 
-/* deploy.driver=false or deploy.operands=false: no driver DaemonSet
- * selects the node any more. */
+/* deploy.driver not "true" (false, pre-installed, absent) or
+ * deploy.operands=false: no driver DaemonSet selects the node. */
 static bool opted_out(const struct fnode *f)
 {
-    return f->n.deploy[gpuop_operand_by_key("driver")] == GPUOP_LABEL_FALSE ||
+    return f->n.deploy[gpuop_operand_by_key("driver")] != GPUOP_LABEL_TRUE ||
            f->n.operands_label == GPUOP_LABEL_FALSE;
 }
 
@@ -99,11 +100,14 @@ static struct gpuop_pod *mkpod(const char *name, const char *node, const char *c
                  ",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
                  "\"lastTransitionTime\":\"%s\"}]",
                  ts);
+    /* a crash loop that fails the node has restarted more than
+       GPUOP_UPGRADE_FAIL_RESTARTS times; "CrashLoopBackOff-young" has not */
+    bool loop = waiting && !strcmp(waiting, "CrashLoopBackOff");
     if (waiting)
         snprintf(wt, sizeof(wt),
-                 ",\"containerStatuses\":[{\"name\":\"c\",\"restartCount\":3,\"state\":"
-                 "{\"waiting\":{\"reason\":\"%s\",\"message\":\"back-off\"}}}]",
-                 waiting);
+                 ",\"containerStatuses\":[{\"name\":\"c\",\"restartCount\":%d,\"state\":"
+                 "{\"waiting\":{\"reason\":\"%.*s\",\"message\":\"back-off\"}}}]",
+                 loop ? GPUOP_UPGRADE_FAIL_RESTARTS + 1 : 3, (int)strcspn(waiting, "-"), waiting);
     snprintf(buf, sizeof(buf),
              "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":\"%s\",\"labels\":"
              "{\"app.kubernetes.io/component\":\"%s\",\"pod-template-generation\":\"%u\"}},"
@@ -156,6 +160,7 @@ static void world_init(struct world *w, size_t n, uint32_t old)
         snprintf(f->name, sizeof(f->name), "gpu-%02zu", i);
         f->n.name = f->name;
         f->n.gpu = true;
+        f->n.deploy[gpuop_operand_by_key("driver")] = GPUOP_LABEL_TRUE;
         f->n.deploy[gpuop_operand_by_key("validator")] = GPUOP_LABEL_TRUE;
         set_driver(w, f, old, true, NULL);
         w->now -= 10; /* the validator is older than any new driver */
@@ -251,17 +256,17 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         break;
     case GPUOP_UA_CORDON:
         assert_false(f->hand);
+        f->cordons++;
         u->unschedulable = u->cordoned = true;
         break;
     case GPUOP_UA_LIST:
         f->listed = true;
         break;
     case GPUOP_UA_EVICT:
-    case GPUOP_UA_DELETE_PODS:
         for (size_t i = f->npods; i-- > 0;) {
-            if (o->action == GPUOP_UA_EVICT && !gpuop_upgrade_evicts(&w->u, o->state, &f->pods[i]))
+            if (!gpuop_upgrade_evicts(&w->u, o->state, &f->pods[i]))
                 continue;
-            if (o->action == GPUOP_UA_EVICT && f->pdb[i])
+            if (f->pdb[i])
                 f->pods[i].blocked = true, f->pods[i].blocked_why = "PDB team-a/train allows 0";
             else
                 remove_pod(f, i);
@@ -292,7 +297,12 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         break;
     case GPUOP_UA_UNCORDON:
         assert_false(f->hand);
+        assert_true(u->cordoned); /* only a cordon gpuop made */
         u->unschedulable = u->cordoned = false;
+        break;
+    case GPUOP_UA_FORGET_CORDON:
+        assert_true(u->cordoned && !u->unschedulable);
+        u->cordoned = false;
         break;
     case GPUOP_UA_FAIL:
         u->failed_gen = w->target;
@@ -407,6 +417,19 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
     else
         gpuop_upgrade_plan_free(&p);
     return acted;
+}
+
+/* Ticks until a node fails: *p is that plan (free it). */
+static void until_fail(struct world *w, struct gpuop_upgrade_plan *p)
+{
+    for (int t = 0; t < 200; t++) {
+        tick(w, p);
+        for (size_t i = 0; i < p->n; i++)
+            if (p->nodes[i].action == GPUOP_UA_FAIL)
+                return;
+        gpuop_upgrade_plan_free(p);
+    }
+    fail_msg("no node failed");
 }
 
 static int run(struct world *w, int max_ticks)
@@ -605,17 +628,114 @@ static void test_gpu_pods_and_pdb(void **state)
     assert_non_null(strstr(p.nodes[1].waiting, "maxParallelUpgrades 1"));
     assert_int_equal(p.nnext, 1);
     gpuop_upgrade_plan_free(&p);
-    /* the timeout passes: without force the node still waits */
+    /* the timeout passes: the node fails (drain off), nothing deleted */
     w.now += 400;
     tick(&w, &p);
-    assert_non_null(strstr(p.nodes[0].waiting, "force is false"));
-    assert_int_equal(w.nodes[0].gen, 1);
+    assert_int_equal(p.nodes[0].action, GPUOP_UA_FAIL);
+    assert_non_null(strstr(p.nodes[0].fail_reason, "gpuPodDeletion.timeoutSeconds (300 s) passed"));
+    assert_non_null(strstr(p.nodes[0].fail_reason, "team-a/train-0"));
     gpuop_upgrade_plan_free(&p);
-    /* with force: deleted, and the upgrade goes on */
+    run(&w, 50);
+    assert_int_equal(w.nodes[0].gen, 1);
+    assert_int_equal(w.nodes[0].npods, 2);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    world_free(&w);
+
+    /* force changes nothing for a PDB: evictions only, never a DELETE past
+       it, whatever gpuPodDeletion.force says; with drain.enable the node
+       goes on to the drain, which the PDB holds the same way */
+    for (int drain = 0; drain < 2; drain++) {
+        world_init(&w, 1, 1);
+        w.u.delete_force = true;
+        w.u.drain = drain;
+        w.u.drain_force = true;
+        run(&w, 20);
+        add_gpu_pod(&w.nodes[0], "train-0", true);
+        w.target = 2;
+        for (int i = 0; i < 200; i++) {
+            tick(&w, NULL);
+            w.now += 10;
+        }
+        assert_int_equal(w.nodes[0].npods, 1);
+        assert_int_equal(w.nodes[0].gen, 1);
+        assert_int_equal(w.nodes[0].deleted_under_gpu, 0);
+        assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+        world_free(&w);
+    }
+}
+
+/* Pods pod deletion must not evict (the GPU Operator's rules): a GPU pod
+ * with no controller without gpuPodDeletion.force, and a DaemonSet's GPU
+ * pod, end the step naming the pod, with nothing evicted; the node fails
+ * (or, with drain.enable, goes on to the drain); force lets the bare pod be
+ * evicted (never deleted). */
+static void test_unevictable_gpu_pods(void **state)
+{
+    (void)state;
+    struct world w;
+    struct gpuop_upgrade_plan p;
+    /* a bare GPU pod, no force: the node fails naming it, the pod stays */
+    world_init(&w, 2, 1);
+    run(&w, 20);
+    add_gpu_pod(&w.nodes[0], "bare-0", false);
+    w.nodes[0].pods[0].unmanaged = true;
+    add_gpu_pod(&w.nodes[0], "train-0", false);
+    w.target = 2;
+    until_fail(&w, &p);
+    assert_non_null(strstr(p.nodes[0].fail_reason, "team-a/bare-0 not evictable: no controller"));
+    assert_null(strstr(p.nodes[0].fail_reason, "train-0"));
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 60);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(w.nodes[0].npods, 2); /* nothing evicted */
+    assert_int_equal(w.nodes[0].gen, 1);
+    world_free(&w);
+
+    /* with force: evicted (the Eviction API), and the upgrade goes on */
+    world_init(&w, 2, 1);
     w.u.delete_force = true;
+    run(&w, 20);
+    add_gpu_pod(&w.nodes[0], "bare-0", false);
+    w.nodes[0].pods[0].unmanaged = true;
+    w.target = 2;
     run(&w, 200);
     assert_all(&w, GPUOP_US_DONE, 2);
-    assert_int_equal(w.nodes[1].npods, 0); /* evicted (no PDB) */
+    assert_int_equal(w.nodes[0].npods, 0);
+    world_free(&w);
+
+    /* a bare pod without force, drain.enable with drain.force: the drain
+       takes it */
+    world_init(&w, 1, 1);
+    w.u.drain = true;
+    w.u.drain_force = true;
+    run(&w, 20);
+    add_gpu_pod(&w.nodes[0], "bare-0", false);
+    w.nodes[0].pods[0].unmanaged = true;
+    w.target = 2;
+    run(&w, 200);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    assert_int_equal(w.nodes[0].npods, 0);
+    world_free(&w);
+
+    /* a DaemonSet's GPU pod: the node fails naming it, even with force and
+       drain, and does not loop */
+    world_init(&w, 2, 1);
+    w.u.delete_force = true;
+    w.u.drain = true;
+    run(&w, 20);
+    add_gpu_pod(&w.nodes[0], "ds-gpu-0", false);
+    w.nodes[0].pods[0].daemonset = true;
+    w.nodes[0].pods[0].drain = false; /* the controller never drains a DaemonSet's pod */
+    w.target = 2;
+    until_fail(&w, &p);
+    assert_non_null(strstr(p.nodes[0].fail_reason, "team-a/ds-gpu-0 owned by a DaemonSet"));
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 200);
+    assert_int_equal(w.fails, 1);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_int_equal(w.nodes[0].npods, 1);
+    assert_int_equal(w.nodes[0].gen, 1);
+    assert_int_equal(w.starts_after_fail, 0);
     world_free(&w);
 }
 
@@ -861,6 +981,223 @@ static void test_hand_cordoned(void **state)
     world_free(&w);
 }
 
+/* The skip label (k8s-operator-libs SkipNodeUpgrade): a node labelled
+ * nvidia.com/gpu-driver-upgrade.skip=true is never started, cordoned or
+ * evicted while the others upgrade; status.upgrade names it and why. Only
+ * "true" counts; a node already past upgrade-required finishes. */
+static void test_skip_label(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 4, 1);
+    run(&w, 50);
+    w.nodes[1].n.up.skip = true;
+    add_gpu_pod(&w.nodes[1], "train-long", false);
+    w.target = 2;
+    run(&w, 400);
+    assert_int_equal(w.nodes[1].cordons, 0);
+    assert_int_equal(w.nodes[1].gen, 1);
+    assert_int_equal(w.nodes[1].npods, 1);
+    assert_int_equal(w.nodes[1].n.up.state, GPUOP_US_REQUIRED);
+    for (size_t i = 0; i < 4; i++)
+        if (i != 1)
+            assert_int_equal(w.nodes[i].gen, 2);
+    struct gpuop_upgrade_plan p;
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in xs[NMAX];
+    tick(&w, &p);
+    assert_non_null(
+        strstr(p.nodes[1].waiting, "skipped: label nvidia.com/gpu-driver-upgrade.skip"));
+    assert_int_equal(p.skipped, 1);
+    assert_int_equal(p.nnext, 0);
+    json_t *st = json_object();
+    build_in(&w, &in, xs);
+    assert_int_equal(gpuop_upgrade_status_add(st, &p, &in), 0);
+    json_t *sk = json_object_get(json_object_get(st, "upgrade"), "skipped");
+    assert_int_equal(json_array_size(sk), 1);
+    assert_string_equal(json_string_value(json_array_get(sk, 0)), "gpu-01");
+    json_decref(st);
+    gpuop_upgrade_plan_free(&p);
+    /* the label removed: it takes its turn */
+    w.nodes[1].n.up.skip = false;
+    w.nodes[1].npods = 0;
+    run(&w, 200);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+
+    /* set once the node is past upgrade-required: it finishes */
+    world_init(&w, 1, 1);
+    run(&w, 20);
+    w.target = 2;
+    for (int i = 0; i < 20 && w.nodes[0].n.up.state != GPUOP_US_WAIT_JOBS; i++)
+        tick(&w, NULL);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_WAIT_JOBS);
+    w.nodes[0].n.up.skip = true;
+    run(&w, 100);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+}
+
+/* The GPU Operator's failure rule: a new driver pod fails the node when it
+ * is not Ready after more than GPUOP_UPGRADE_FAIL_RESTARTS restarts, or not
+ * Ready past driverReadyTimeoutSeconds; an image pull error or a young
+ * crash loop alone does not. A failed node whose driver becomes Ready by
+ * itself leaves upgrade-failed, is uncordoned and the upgrade goes on. */
+static void test_failure_rules(void **state)
+{
+    (void)state;
+    struct world w;
+    struct gpuop_upgrade_plan p;
+    static const char *const transient[] = {"ErrImagePull", "ImagePullBackOff",
+                                            "CrashLoopBackOff-young"};
+    for (size_t k = 0; k < sizeof(transient) / sizeof(transient[0]); k++) {
+        world_init(&w, 2, 1);
+        run(&w, 20);
+        w.target = 2;
+        for (int i = 0; i < 30 && !(w.nodes[0].driver && w.nodes[0].gen == 2); i++)
+            tick(&w, NULL);
+        set_driver(&w, &w.nodes[0], 2, false, transient[k]);
+        for (int i = 0; i < 20; i++)
+            tick(&w, NULL);
+        assert_int_equal(w.fails, 0);
+        assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_POD_RESTART);
+        tick(&w, &p);
+        assert_non_null(strstr(p.nodes[0].waiting, "to become Ready"));
+        gpuop_upgrade_plan_free(&p);
+        set_driver(&w, &w.nodes[0], 2, true, NULL); /* the registry answered */
+        run(&w, 200);
+        assert_int_equal(w.fails, 0);
+        assert_all(&w, GPUOP_US_DONE, 2);
+        world_free(&w);
+    }
+
+    /* a crash loop past 10 restarts fails the node; Ready later, it leaves
+       upgrade-failed by itself, uncordoned, and the next node starts */
+    world_init(&w, 3, 1);
+    run(&w, 20);
+    w.nodes[0].crash = true;
+    w.target = 2;
+    run(&w, 100);
+    assert_int_equal(w.fails, 1);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_FAILED);
+    assert_true(w.nodes[0].n.up.unschedulable);
+    assert_int_equal(w.nodes[1].gen, 1);
+    w.nodes[0].crash = false;
+    set_driver(&w, &w.nodes[0], 2, true, NULL);
+    run(&w, 300);
+    assert_int_equal(w.fails, 1);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+}
+
+/* Probe findings: a node carrying gpuop's marks (cordon, pause) whose
+ * state label someone removed is in progress, never done, until its new
+ * driver is Ready; a node someone uncordons mid-upgrade loses gpuop's
+ * cordon mark at once, so a later cordon of theirs is never removed. */
+static void test_marks_without_label(void **state)
+{
+    (void)state;
+    struct world w;
+    struct gpuop_upgrade_plan p;
+    world_init(&w, 2, 1);
+    run(&w, 20);
+    w.target = 2;
+    /* up to the old driver's deletion */
+    for (int i = 0; i < 40 && w.nodes[0].driver && w.nodes[0].gen == 1; i++)
+        tick(&w, NULL);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_POD_RESTART);
+    /* the new pod is Pending (not Ready), and the label goes */
+    set_driver(&w, &w.nodes[0], 2, false, "ContainerCreating");
+    w.nodes[0].n.up.state = GPUOP_US_NONE;
+    w.nodes[0].n.up.since = 0;
+    for (int i = 0; i < 20; i++) {
+        tick(&w, &p);
+        assert_int_not_equal(p.nodes[0].next, GPUOP_US_DONE);
+        assert_int_not_equal(p.nodes[0].action, GPUOP_UA_UNCORDON);
+        assert_int_not_equal(p.nodes[0].action, GPUOP_UA_RESTORE);
+        assert_int_not_equal(p.nodes[1].next, GPUOP_US_CORDON); /* no next node */
+        gpuop_upgrade_plan_free(&p);
+    }
+    assert_true(w.nodes[0].n.up.unschedulable);
+    set_driver(&w, &w.nodes[0], 2, true, NULL);
+    run(&w, 200);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    world_free(&w);
+
+    /* the label removed with no driver pod at all (deleted, not yet made) */
+    world_init(&w, 1, 1);
+    run(&w, 20);
+    w.target = 2;
+    for (int i = 0; i < 40 && w.nodes[0].driver && w.nodes[0].gen == 1; i++)
+        tick(&w, NULL);
+    gpuop_pod_free(w.nodes[0].driver);
+    w.nodes[0].driver = NULL;
+    w.nodes[0].n.up.state = GPUOP_US_NONE;
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_POD_RESTART);
+    assert_true(p.nodes[0].action == GPUOP_UA_NONE || p.nodes[0].action == GPUOP_UA_LIST);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+
+    /* someone uncordons it mid-upgrade, then cordons it again: gpuop forgets
+       its cordon at once, says so, and leaves their cordon on at the end */
+    world_init(&w, 1, 1);
+    run(&w, 20);
+    add_gpu_pod(&w.nodes[0], "train-0", true); /* a PDB holds it a while */
+    w.target = 2;
+    for (int i = 0; i < 20 && w.nodes[0].n.up.state != GPUOP_US_POD_DELETION; i++)
+        tick(&w, NULL);
+    assert_true(w.nodes[0].n.up.cordoned);
+    w.nodes[0].n.up.unschedulable = false; /* kubectl uncordon */
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].action, GPUOP_UA_FORGET_CORDON);
+    assert_non_null(strstr(p.nodes[0].waiting, "uncordoned by someone else mid-upgrade"));
+    gpuop_upgrade_plan_free(&p);
+    assert_false(w.nodes[0].n.up.cordoned);
+    w.nodes[0].n.up.unschedulable = true; /* kubectl cordon, theirs */
+    w.nodes[0].pdb[0] = false;
+    w.nodes[0].pods[0].blocked = false;
+    run(&w, 200);
+    assert_int_equal(w.nodes[0].gen, 2);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_DONE);
+    assert_true(w.nodes[0].n.up.unschedulable); /* theirs, kept */
+    assert_false(w.nodes[0].n.up.cordoned);
+    world_free(&w);
+}
+
+/* Nodes whose driver is host-provided ("false", "pre-installed") or whose
+ * driver label is absent are not managed: they do not count for
+ * maxUnavailable (two such nodes of five once stalled a 25 % upgrade). */
+static void test_host_driver_not_counted(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 5, 1);
+    int d = gpuop_operand_by_key("driver");
+    static char pre[] = "pre-installed";
+    for (size_t i = 3; i < 5; i++) {
+        struct fnode *f = &w.nodes[i];
+        f->n.deploy[d] = i == 3 ? GPUOP_LABEL_OTHER : GPUOP_LABEL_ABSENT;
+        f->others[d] = pre;
+        f->n.deploy_other = i == 3 ? f->others : NULL;
+        gpuop_pod_free(f->driver);
+        f->driver = NULL; /* no driver DaemonSet selects it */
+    }
+    w.target = 2;
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.n, 3);
+    assert_int_equal(p.max_unavailable, 1);
+    gpuop_upgrade_plan_free(&p);
+    run(&w, 400);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(w.nodes[i].gen, 2);
+        assert_int_equal(w.nodes[i].n.up.state, GPUOP_US_DONE);
+    }
+    assert_null(w.nodes[3].driver);
+    world_free(&w);
+}
+
 /* deploy.driver=false nodes and nodes no driver DaemonSet covers are not
  * planned; a node added during the upgrade starts on the new version. */
 static void test_unmanaged_and_new_nodes(void **state)
@@ -883,6 +1220,7 @@ static void test_unmanaged_and_new_nodes(void **state)
     snprintf(f->name, sizeof(f->name), "gpu-new");
     f->n.name = f->name;
     f->n.gpu = true;
+    f->n.deploy[d] = GPUOP_LABEL_TRUE;
     set_driver(&w, f, 2, true, NULL);
     set_validator(&w, f);
     tick(&w, &p);
@@ -1270,6 +1608,11 @@ int main(void)
         cmocka_unit_test(test_driver_leaving),
         cmocka_unit_test(test_parallel_and_unavailable),
         cmocka_unit_test(test_gpu_pods_and_pdb),
+        cmocka_unit_test(test_unevictable_gpu_pods),
+        cmocka_unit_test(test_skip_label),
+        cmocka_unit_test(test_failure_rules),
+        cmocka_unit_test(test_marks_without_label),
+        cmocka_unit_test(test_host_driver_not_counted),
         cmocka_unit_test(test_wait_for_jobs),
         cmocka_unit_test(test_crash_loop_stops),
         cmocka_unit_test(test_ready_timeout),
