@@ -209,6 +209,37 @@ static void update_summary(struct gpuop_controller *c, const struct gpuop_findin
     }
 }
 
+/* The last GpuPolicy went (kubectl delete, helm uninstall): every node
+ * gpuop has marked for a driver upgrade is let go as driver.enabled=false
+ * lets it go (docs/upgrade.md): the dependents' deploy labels restored,
+ * uncordoned where gpuop cordoned it, its state label and gpuop's
+ * annotations removed. The upgrader requeues the gone policy's key until
+ * nothing is left to undo; a policy made meanwhile takes over. */
+static void release_upgrades(struct gpuop_controller *c)
+{
+    json_t *gone = json_pack("{s:{s:s}, s:{s:{s:b}}}", "metadata", "name", c->key, "spec", "driver",
+                             "enabled", 0);
+    struct gpuop_policy p;
+    struct gpuop_err err = {0};
+    struct gpuop_caches_view v = {0};
+    if (!gone || gpuop_policy_parse(gone, &p, &err) < 0) {
+        json_decref(gone);
+        gpuop_ctl_upgrade_stop(c->upgrader);
+        return;
+    }
+    json_decref(gone);
+    int rc = gpuop_caches_view(c->caches, &v);
+    if (rc == 0 && !gpuop_caches_pods_indexed(c->caches))
+        rc = gpuop_caches_view_pods(c->caches, &v);
+    if (rc == 0)
+        rc = gpuop_ctl_upgrade_track(c->upgrader, &p, &v, c->ns, NULL, c->key, NULL);
+    gpuop_ctl_upgrade_release(c->upgrader); /* nothing borrows p after this */
+    gpuop_caches_view_free(&v);
+    gpuop_policy_free(&p);
+    if (rc < 0)
+        gpuop_warn(c->kobj, "releasing the nodes of a driver upgrade: %s", gpuop_strerror(rc));
+}
+
 /* STAGE_STATUS: findings, status, its write (maybe in flight after). */
 static void findings_and_status(struct gpuop_controller *c)
 {
@@ -379,7 +410,10 @@ static void begin(struct gpuop_controller *c)
         if (strcmp(c->keep.key, c->key) == 0)
             gpuop_ctl_keep_drop(&c->keep);
         gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
-        gpuop_ctl_upgrade_stop(c->upgrader);
+        if (c->leader && !gpuop_caches_active(c->caches))
+            release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
+        else
+            gpuop_ctl_upgrade_stop(c->upgrader);
         gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
         c->stage = STAGE_DONE;
         finish(c);

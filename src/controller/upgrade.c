@@ -286,7 +286,9 @@ static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t 
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_string(at));
     } else if (next == GPUOP_US_NONE) { /* the node left the upgrade: no state at all */
         json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_null());
+        json_object_set_new(labels, GPUOP_LABEL_DRIVER_ROLLBACK, json_null());
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_null());
+        json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_FAILED, json_null());
     }
     json_t *meta = json_pack("{s:o, s:o}", "labels", labels, "annotations", annotations);
     if (meta && rv)
@@ -983,7 +985,7 @@ static uint32_t target_gen_of(const struct gpuop_policy *p, int d, const struct 
 static bool track_quiet(struct ctl_upgrader *u, const struct gpuop_policy *p,
                         const struct gpuop_caches_view *v, int d, int val, uint64_t key)
 {
-    if (!u->quiet.valid)
+    if (!u->quiet.valid || !u->in.driver_enabled) /* disabled: every mark of gpuop's goes */
         return false;
     bool ok = !u->touched_over && key == u->quiet_key && !u->recs.len && !u->reqs && v->from &&
               gpuop_caches_pods_indexed(v->from) && !strcmp(u->quiet_policy, u->policy);

@@ -93,10 +93,16 @@ static bool wanted(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade
 }
 
 /* In the plan: wanted, or not any more (opted out, the driver disabled)
- * while gpuop's cordon or pause is still on it: that is undone first. */
+ * while gpuop's cordon or pause is still on it: that is undone first. With
+ * the driver disabled (or the policy gone: the controller plans so) every
+ * mark of gpuop's goes too, its state label and annotations included, so
+ * that a policy made later resumes nothing stale. */
 static bool managed(const struct gpuop_upgrade_in *in, const struct gpuop_upgrade_node_in *x)
 {
-    return wanted(in, x) || (x->node && (x->node->up.cordoned || x->node->up.paused));
+    const struct gpuop_node_upgrade *u = x->node ? &x->node->up : NULL;
+    return wanted(in, x) ||
+           (u && (u->cordoned || u->paused ||
+                  (!in->driver_enabled && (u->since || u->failed_gen || u->rollback))));
 }
 
 /* Whether a new driver pod fails by itself: not Ready and restarted more

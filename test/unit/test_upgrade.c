@@ -83,6 +83,7 @@ struct world {
     long long now;
     struct gpuop_upgrade_policy u;
     bool validator;
+    bool disabled; /* spec.driver.enabled false, or the policy gone */
     int max_in_progress, max_unavailable_seen, base_unavailable;
     int fails, starts_after_fail;
 };
@@ -204,7 +205,7 @@ static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_
                                            .npods = f->npods};
     }
     *in = (struct gpuop_upgrade_in){.policy = &w->u,
-                                    .driver_enabled = true,
+                                    .driver_enabled = !w->disabled,
                                     .validator_enabled = w->validator,
                                     .version = "595.91.07",
                                     .now = w->now,
@@ -291,7 +292,7 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         set_validator(w, f);
         break;
     case GPUOP_UA_RESTORE: /* only once the new one is Ready, or the node left the upgrade */
-        assert_true(opted_out(f) || (f->driver && f->driver->ready_since));
+        assert_true(w->disabled || opted_out(f) || (f->driver && f->driver->ready_since));
         u->paused = false;
         set_validator_paused(f, false);
         break;
@@ -327,6 +328,8 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         u->state = o->next;
         u->since = o->next == GPUOP_US_NONE ? 0 : (uint32_t)w->now; /* the label removed */
     }
+    if (label && o->next == GPUOP_US_NONE) /* patch_node: every mark of gpuop's goes */
+        u->failed_gen = 0, u->rollback = u->rollback_ending = false;
 }
 
 /* Plans once, checks the invariants, applies every action. Returns the
@@ -371,7 +374,7 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
         failed_now += o->action == GPUOP_UA_FAIL;
     }
     assert_true(failed_now <= 1);
-    if (w->u.max_parallel && holding > w->u.max_parallel)
+    if (w->u.max_parallel && holding > w->u.max_parallel && !w->disabled) /* not a release */
         fail_msg("%d nodes in progress at once, maxParallelUpgrades %d", holding,
                  w->u.max_parallel);
     if (in_progress > w->max_in_progress)
@@ -407,7 +410,7 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
     }
     int unav = count_unavailable(w);
     int maxu = gpuop_policy_max_unavailable(&w->u, (int)p.n);
-    if (unav > maxu && unav > w->base_unavailable)
+    if (unav > maxu && unav > w->base_unavailable && !w->disabled)
         fail_msg("%d GPU nodes unavailable, maxUnavailable %d", unav, maxu);
     if (unav > w->max_unavailable_seen)
         w->max_unavailable_seen = unav;
@@ -1279,6 +1282,44 @@ static void test_opted_out_mid_upgrade(void **state)
     }
 }
 
+/* The driver disabled, or the last policy gone (the controller plans with
+ * the driver disabled then), mid-upgrade: every node gpuop marked is let
+ * go: dependents restored, uncordoned where gpuop cordoned it, no state
+ * label, since or failed annotation left for a later policy to resume. */
+static void test_released_when_gone(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 4, 1);
+    w.u.max_parallel = 2;
+    w.u.max_unavailable = 100;
+    run(&w, 50);
+    w.nodes[1].crash = true;
+    add_gpu_pod(&w.nodes[0], "train-0", true); /* held in pod deletion by its PDB */
+    w.target = 2;
+    for (int t = 0; t < 100 && !w.fails; t++)
+        tick(&w, NULL);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_POD_DELETION);
+    assert_int_equal(w.nodes[1].n.up.state, GPUOP_US_FAILED);
+    assert_true(w.nodes[1].n.up.paused);
+    assert_int_equal(w.nodes[2].n.up.state, GPUOP_US_REQUIRED);
+    w.disabled = true;
+    run(&w, 100);
+    for (size_t i = 0; i < w.n; i++) {
+        const struct gpuop_node_upgrade *u = &w.nodes[i].n.up;
+        if (u->state || u->since || u->failed_gen || u->cordoned || u->paused || u->unschedulable ||
+            validator_paused(&w.nodes[i]))
+            fail_msg("%s still marked: state %d since %u failed %u cordoned %d paused %d",
+                     w.nodes[i].name, u->state, u->since, u->failed_gen, u->cordoned, u->paused);
+    }
+    assert_int_equal(w.nodes[0].npods, 1); /* its GPU pod untouched */
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.n, 0);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
 /* status.upgrade.nodes lists the nodes in the upgrade, not every GPU node
  * still waiting for its first driver pod (a rollout: at 5,000 nodes that
  * was 5,000 entries in every status write; the findings say why), and at
@@ -1613,6 +1654,7 @@ int main(void)
         cmocka_unit_test(test_failure_rules),
         cmocka_unit_test(test_marks_without_label),
         cmocka_unit_test(test_host_driver_not_counted),
+        cmocka_unit_test(test_released_when_gone),
         cmocka_unit_test(test_wait_for_jobs),
         cmocka_unit_test(test_crash_loop_stops),
         cmocka_unit_test(test_ready_timeout),
