@@ -73,6 +73,8 @@ struct gpuop_upgrade_node_in {
                                           covering it; 0: none does (not managed) */
     size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
     const char *dependent;             /* the first one's name, or NULL */
+    const char *failed_why;            /* why it failed, from gpuop's failure annotation
+                                          (the controller reads it); borrowed, or NULL */
     bool pods_known;                   /* pods[] was listed for it */
     const struct gpuop_upgrade_pod *pods; /* borrowed */
     size_t npods;

@@ -126,6 +126,8 @@ struct ctl_upgrader {
     uint64_t quiet_key;
     char quiet_policy[254];
     struct gpuop_map touched; /* the nodes named since the last track */
+    struct gpuop_map failed;  /* node name -> why it failed (new strings): the failure
+                                 annotation's words, for the status */
     bool touched_over;        /* more than TOUCH_SHARE_PCT of them: plan in full */
     bool verify;              /* plan in full after a quiet track too, and compare */
     uint64_t mismatches, kept;
@@ -386,6 +388,80 @@ static void restore_get_done(void *arg, int rc, json_t *body, const struct gpuop
         ann = json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_PAUSED);
     if (patch_node(r, kind, next, labels, ann, NULL, rv) < 0)
         failed(r, "PATCH (restore)", GPUOP_ENOMEM, NULL);
+}
+
+/* ---- why a node failed ------------------------------------------------ */
+
+static struct rec *rec_get(struct ctl_upgrader *u, const char *name);
+
+/* Keeps why (borrowed; "" while it is being read) as the failure of node. */
+static void remember_failure(struct ctl_upgrader *u, const char *node, const char *why)
+{
+    char *was = gpuop_map_get(&u->failed, node), *s = strdup(why ? why : "");
+    if (!s || gpuop_map_put(&u->failed, node, s, NULL) < 0) {
+        free(s);
+        return;
+    }
+    free(was);
+}
+
+/* A GET of a failed node gpuop knows no reason of (after a restart): the
+ * words of its failure annotation, "<generation> <why>". */
+static void failed_get_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    struct ctl_upgrader *u = r->u;
+    char node[GPUOP_RENDER_NAME_MAX * 2];
+    snprintf(node, sizeof(node), "%s", r->name);
+    bool wanted = req_end(q); /* r may be gone after this */
+    (void)err;
+    if (rc == GPUOP_ECANCELED)
+        return;
+    const char *s = json_string_value(
+        json_object_get(json_object_get(json_object_get(body, "metadata"), "annotations"),
+                        GPUOP_ANNOTATION_UPGRADE_FAILED));
+    const char *why = s ? strchr(s, ' ') : NULL;
+    remember_failure(u, node, why ? why + 1 : "unreadable failure annotation");
+    if (wanted || !u->stopped)
+        requeue(u, 0);
+}
+
+/* The failure words of each failed node into its input; a failed node
+ * whose words are unknown is read once. Forgets the nodes that are not
+ * failed any more. */
+static void failures_in(struct ctl_upgrader *u, const struct gpuop_caches_view *v)
+{
+    const char *name;
+    void *val;
+    size_t it = 0, ngone = 0;
+    const char *gone[GPUOP_UPGRADE_NAMED_MAX * 4];
+    while (v->from && gpuop_map_next(&u->failed, &it, &name, &val)) {
+        const struct gpuop_node *n = gpuop_caches_node(v->from, name);
+        if ((!n || !n->up.failed_gen) && ngone < sizeof(gone) / sizeof(*gone))
+            gone[ngone++] = name;
+    }
+    for (size_t i = 0; i < ngone; i++)
+        free(gpuop_map_del(&u->failed, gone[i]));
+    for (size_t i = 0; i < u->in.n; i++) {
+        struct gpuop_upgrade_node_in *x = &u->nodes[i];
+        if (!x->node || !x->node->up.failed_gen || x->node->up.state != GPUOP_US_FAILED)
+            continue;
+        const char *why = gpuop_map_get(&u->failed, x->node->name);
+        if (why) {
+            x->failed_why = why;
+            continue;
+        }
+        struct rec *r = rec_get(u, x->node->name);
+        if (!r || r->inflight)
+            continue;
+        r->seen = u->tracks;
+        remember_failure(u, x->node->name, ""); /* being read: once */
+        struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
+        char *path = gpuop_kube_path(&ref, NULL, 0);
+        (void)up_send(r, GPUOP_UA_NONE, 0, 0, GPUOP_KUBE_GET, path, NULL, NULL, failed_get_done);
+        free(path);
+    }
 }
 
 /* ---- pods ------------------------------------------------------------ */
@@ -771,6 +847,8 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
                      : "The node stays cordoned. ",
                  r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
         gpuop_warn("upgrade", "%s", msg);
+        if (rc == 0)
+            remember_failure(u, r->name, o->fail_reason);
         if (rc == 0 && ev)
             gpuop_events_say(ev, u->policy, uid, "Warning", "DriverUpgradeFailed", msg);
         break;
@@ -1132,6 +1210,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     }
     u->in.nodes = u->nodes;
     u->in.n = v->nnodes;
+    failures_in(u, v);
     if (rc == 0)
         rc = gpuop_upgrade_plan(&u->in, &u->plan);
     if (rc < 0) {
@@ -1238,6 +1317,7 @@ int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop
     u->queue = queue;
     gpuop_map_init(&u->recs);
     gpuop_map_init(&u->touched);
+    gpuop_map_init(&u->failed);
     gpuop_upgrade_quiet_init(&u->quiet);
     *out = u;
     return 0;
@@ -1261,5 +1341,6 @@ void gpuop_ctl_upgrade_free(struct ctl_upgrader *u)
         return;
     gpuop_ctl_upgrade_stop(u);
     gpuop_map_free(&u->recs, NULL);
+    gpuop_map_free(&u->failed, free);
     free(u);
 }

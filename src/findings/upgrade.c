@@ -578,7 +578,9 @@ static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
 {
     const struct gpuop_pod *d = x->driver;
     char why[GPUOP_UPGRADE_WAIT_MAX];
-    if (driver_failing(d))
+    if (x->failed_why && *x->failed_why)
+        snprintf(why, sizeof(why), "%s", x->failed_why);
+    else if (driver_failing(d))
         snprintf(why, sizeof(why), "driver pod %s: %s after %u restarts", d->name, failing_words(d),
                  (unsigned)d->restarts);
     else if (d && in_sync(x) && !driver_ready(d))
