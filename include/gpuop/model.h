@@ -110,6 +110,12 @@ const char *gpuop_upgrade_state_name(int s);
  * DaemonSet controller copies it into each pod's label below). */
 #define GPUOP_ANNOTATION_TEMPLATE_GEN "deprecated.daemonset.template.generation"
 #define GPUOP_LABEL_POD_TEMPLATE_GEN  "pod-template-generation"
+/* The driver container's install configuration digest (docs/upgrade.md;
+ * the GPU Operator's and NVIDIA's driver container's name), decimal. */
+#define GPUOP_DRIVER_DIGEST_ENV "DRIVER_CONFIG_DIGEST"
+/* ... and the same digest as a label of the driver pods (the caches keep
+ * no pod's containers: this is how gpuop reads a pod's digest). */
+#define GPUOP_LABEL_DRIVER_DIGEST "gpuop.dev/driver-config-digest"
 
 /* What the driver upgrade reads of a node (12 bytes). */
 struct gpuop_node_upgrade {

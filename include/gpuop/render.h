@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #include "gpuop/names.h"
@@ -40,6 +41,16 @@ int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct
  * Rendered whether or not the operand is enabled. */
 json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
                                   const struct gpuop_ospool *pool, const char *ns);
+
+/* The driver's install configuration digest (policy/digest.c) of the
+ * container named container in pod_spec (borrowed): what NVIDIA's
+ * DRIVER_CONFIG_DIGEST covers; 0 when there is no such container. */
+uint32_t gpuop_render_driver_digest(json_t *pod_spec, const char *container);
+/* Adds env GPUOP_DRIVER_DIGEST_ENV with that digest to the container of
+ * the DaemonSet ds (modified in place) and the label
+ * GPUOP_LABEL_DRIVER_DIGEST to it and its pod template. Returns 0,
+ * GPUOP_EINVAL (no container) or GPUOP_ENOMEM. */
+int gpuop_render_driver_digest_set(json_t *ds, const char *container);
 
 /* gpuop_render_daemonset_os without a pool: the table's name and the image
  * as the policy has it (for a per-OS operand an image without the OS tag,

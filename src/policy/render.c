@@ -1116,6 +1116,12 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
                    "selector", "matchLabels", sel, "updateStrategy", update_strategy(p, op),
                    "template", "metadata", template_metadata(p, op, pool), "spec",
                    pod_spec(p, operand, &t, pool, image));
+    /* the driver's install configuration digest: a template change that
+       leaves it alone restarts the driver with no eviction (digest.c) */
+    if (ds && operand == idx_of("driver") && gpuop_render_driver_digest_set(ds, t.container) < 0) {
+        json_decref(ds);
+        ds = NULL;
+    }
     tmpl_free(&t);
     return ds;
 }

@@ -1,0 +1,132 @@
+/*
+ * digest.c - the driver's install configuration digest, DRIVER_CONFIG_DIGEST
+ * (docs/upgrade.md, "A restart without evictions").
+ *
+ * NVIDIA's driver container keeps the loaded kernel module and only
+ * refreshes its userspace when the digest in its env equals the one it
+ * stored after its last install (/run/nvidia/nvidia-driver.state;
+ * gpu-driver-container ubuntu24.04/nvidia-driver
+ * _should_skip_kernel_module_reload), and the GPU Operator restarts a
+ * driver pod in place, without evicting anything, when the running pod's
+ * digest equals the template's (gpu-operator v26.7.0
+ * internal/predicates/restart_only.go). gpuop does both: the digest goes
+ * into the driver container's env at render time, and the upgrade planner
+ * compares the pod's with the DaemonSet's.
+ *
+ * What it covers is what NVIDIA's covers of a pod spec (gpu-operator
+ * internal/config/driver_config_digest.go, DriverInstallState): the driver
+ * container's image, command, args and direct env values, its mounts
+ * (name, mountPath, subPath, readOnly) and the pod's volumes (name, and a
+ * ConfigMap's, Secret's or host path's source). Not labels, annotations,
+ * tolerations, priority, resources, probes, pull policy or secrets: a
+ * change of those restarts the driver pod with the module kept. The value
+ * is the project's hash of the canonical JSON of those fields, cut to 32
+ * bits and printed in decimal as NVIDIA's is; its numbers differ from
+ * NVIDIA's (a driver installed by the GPU Operator is installed again once).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpuop/hash.h"
+#include "gpuop/render.h"
+
+static json_t *find_container(json_t *pod_spec, const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(pod_spec, "containers"), i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && !strcmp(n, name))
+            return c;
+    }
+    return NULL;
+}
+
+/* Copies of the keys of src (borrowed) into a new object; steals nothing. */
+static json_t *pick(json_t *src, const char *const *keys, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++) {
+        json_t *v = json_object_get(src, keys[i]);
+        if (v)
+            json_object_set(o, keys[i], v);
+    }
+    return o;
+}
+
+/* The covered fields of the container ctr and the pod's volumes; new. */
+static json_t *install_state(json_t *pod_spec, json_t *ctr)
+{
+    static const char *const mount_keys[] = {"name", "mountPath", "subPath", "readOnly"};
+    static const char *const vol_keys[] = {"name", "configMap", "secret", "hostPath"};
+    json_t *s = json_object(), *env = json_object(), *mounts = json_array(), *vols = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(ctr, "env"), i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        json_t *v = json_object_get(e, "value");
+        if (n && json_is_string(v) && strcmp(n, GPUOP_DRIVER_DIGEST_ENV) != 0)
+            json_object_set(env, n, v); /* direct values only, by name (sorted when dumped) */
+    }
+    json_array_foreach(json_object_get(ctr, "volumeMounts"), i, e) json_array_append_new(
+        mounts, pick(e, mount_keys, sizeof(mount_keys) / sizeof(*mount_keys)));
+    json_array_foreach(json_object_get(pod_spec, "volumes"), i, e)
+        json_array_append_new(vols, pick(e, vol_keys, sizeof(vol_keys) / sizeof(*vol_keys)));
+    if (s) {
+        static const char *const keys[] = {"image", "command", "args"};
+        for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
+            if (json_object_get(ctr, keys[k]))
+                json_object_set(s, keys[k], json_object_get(ctr, keys[k]));
+        json_object_set(s, "env", env);
+        json_object_set(s, "volumeMounts", mounts);
+        json_object_set(s, "volumes", vols);
+    }
+    json_decref(env);
+    json_decref(mounts);
+    json_decref(vols);
+    return s;
+}
+
+uint32_t gpuop_render_driver_digest(json_t *pod_spec, const char *container)
+{
+    json_t *ctr = find_container(pod_spec, container);
+    if (!ctr)
+        return 0;
+    json_t *s = install_state(pod_spec, ctr);
+    uint64_t h = s ? gpuop_hash_json(s) : 0;
+    json_decref(s);
+    uint32_t d = (uint32_t)(h ^ (h >> 32));
+    return h && !d ? 1 : d; /* 0 means none */
+}
+
+int gpuop_render_driver_digest_set(json_t *ds, const char *container)
+{
+    json_t *tmpl = json_object_get(json_object_get(ds, "spec"), "template");
+    json_t *pod_spec = json_object_get(tmpl, "spec");
+    json_t *labels[] = {json_object_get(json_object_get(ds, "metadata"), "labels"),
+                        json_object_get(json_object_get(tmpl, "metadata"), "labels")};
+    json_t *ctr = find_container(pod_spec, container);
+    uint32_t d = gpuop_render_driver_digest(pod_spec, container);
+    if (!ctr || !d)
+        return GPUOP_EINVAL;
+    json_t *env = json_object_get(ctr, "env");
+    if (!json_is_array(env)) {
+        env = json_array();
+        if (!env || json_object_set_new(ctr, "env", env) < 0)
+            return GPUOP_ENOMEM;
+    }
+    char v[16];
+    snprintf(v, sizeof(v), "%u", d);
+    json_t *e = json_pack("{s:s, s:s}", "name", GPUOP_DRIVER_DIGEST_ENV, "value", v);
+    if (!e || json_array_append_new(env, e) < 0)
+        return GPUOP_ENOMEM;
+    for (size_t i = 0; i < sizeof(labels) / sizeof(*labels); i++) {
+        if (!json_is_object(labels[i]))
+            return GPUOP_EINVAL;
+        if (json_object_set_new(labels[i], GPUOP_LABEL_DRIVER_DIGEST, json_string(v)) < 0)
+            return GPUOP_ENOMEM;
+    }
+    return 0;
+}
