@@ -109,6 +109,7 @@ static void test_persons_node(void **state)
     struct gpuop_label_plan p;
     static const char *const theirs[] = {
         NFD ",\"nvidia.com/gpu.deploy.driver\":\"false\"",
+        NFD ",\"nvidia.com/gpu.deploy.driver\":\"pre-installed\"",   /* a GPU Operator node */
         NFD ",\"nvidia.com/gpu.deploy.sandbox-workloads\":\"true\"", /* not an operand */
         NFD ",\"nvidia.com/gpu.deploy.operands\":\"true\"",
         NFD ",\"nvidia.com/gpu.deploy.operands\":\"false\"",
@@ -216,15 +217,19 @@ static void test_mig_capable(void **state)
 }
 
 /* What is reported: each label gpuop set whose value is no longer "true";
- * a paused one is an upgrade's, not a change. */
+ * a paused one is an upgrade's, not a change, and "pre-installed" NVIDIA's
+ * driver container's (it found a driver on the host: host-provided). */
 static void test_changed(void **state)
 {
     const char *note = "{\"nvidia.com/gpu.deploy.driver\":{\"value\":\"true\",\"at\":\"t\"},"
                        "\"nvidia.com/gpu.deploy.container-toolkit\":{\"value\":\"true\"},"
                        "\"nvidia.com/gpu.deploy.device-plugin\":{\"value\":\"true\"},"
                        "\"nvidia.com/gpu.deploy.dcgm-exporter\":{\"value\":\"true\"},"
+                       "\"nvidia.com/gpu.deploy.operator-validator\":{\"value\":\"true\"},"
                        "\"nvidia.com/gpu.deploy.no-such-operand\":{\"value\":\"true\"}}";
     struct gpuop_node *n = node(NFD ",\"nvidia.com/gpu.deploy.container-toolkit\":\"false\","
+                                    "\"nvidia.com/gpu.deploy.operator-validator\":"
+                                    "\"pre-installed\","
                                     "\"nvidia.com/gpu.deploy.device-plugin\":"
                                     "\"paused-for-driver-upgrade\","
                                     "\"nvidia.com/gpu.deploy.dcgm-exporter\":\"true\","
@@ -234,6 +239,7 @@ static void test_changed(void **state)
     assert_true(gpuop_labeling_changed(n, op("container-toolkit")));      /* "false" */
     assert_false(gpuop_labeling_changed(n, op("device-plugin")));         /* paused */
     assert_false(gpuop_labeling_changed(n, op("dcgm-exporter")));         /* still true */
+    assert_false(gpuop_labeling_changed(n, op("operator-validator")));    /* pre-installed */
     assert_false(gpuop_labeling_changed(n, op("gpu-feature-discovery"))); /* never gpuop's */
     assert_false(gpuop_labeling_changed(n, -1));
     assert_false(gpuop_labeling_changed(NULL, 0));

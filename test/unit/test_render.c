@@ -662,6 +662,13 @@ static void test_enforce(void **state)
                         "nvidia.com/gpu.deploy.container-toolkit");
     assert_string_equal(str_at(json_array_get(path_get(dp, ex), 2), "key"),
                         "nvidia.com/gpu.deploy.driver");
+    /* "true", or host-provided: "false" (a person's) or "pre-installed"
+       (NVIDIA's driver container found a driver on the host) */
+    json_t *vals = json_object_get(json_array_get(path_get(dp, ex), 2), "values");
+    assert_int_equal(json_array_size(vals), 3);
+    assert_string_equal(json_string_value(json_array_get(vals, 0)), "true");
+    assert_string_equal(json_string_value(json_array_get(vals, 1)), "false");
+    assert_string_equal(json_string_value(json_array_get(vals, 2)), "pre-installed");
     json_t *drv = render_one(&p, "driver");
     /* the opt-out and the rollback's exclusion: a driver has no prerequisite */
     assert_int_equal(json_array_size(path_get(drv, ex)), 2);

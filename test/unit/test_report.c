@@ -60,6 +60,67 @@ static const char *line_of(const char *txt, const char *name, char *buf, size_t 
     return NULL;
 }
 
+/* Issue 38: "pre-installed" (NVIDIA's driver container found a driver on
+ * the host) is host-provided as "false" is, for any operand: a node with
+ * it on the driver and the toolkit and the rest running is complete, and
+ * the report says who wrote which value. */
+static void test_preinstalled(void **state)
+{
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
+    w.pol.operands[gpuop_operand_by_name("mig-manager")].enabled = false;
+    const char *above = "device-plugin gpu-feature-discovery dcgm-exporter operator-validator";
+    fx_add_node_values(&w, "gpu-pre", "driver=pre-installed container-toolkit=pre-installed");
+    fx_run(&w, "gpu-pre", above);
+    fx_add_node_values(&w, "gpu-off", "driver=false container-toolkit=false");
+    fx_run(&w, "gpu-off", above);
+    fx_add_node_values(&w, "gpu-mix", "driver=pre-installed container-toolkit=false");
+    fx_run(&w, "gpu-mix", above);
+    fx_analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.complete_nodes, 3);
+    assert_int_equal(w.f.violations, 0);
+    int drv = gpuop_operand_by_name("driver"), tk = gpuop_operand_by_name("container-toolkit");
+    for (size_t i = 0; i < w.f.nnodes; i++) {
+        const struct gpuop_node_result *r = &w.f.nodes[i];
+        assert_int_equal(r->cell[drv], GPUOP_CELL_HOST_PROVIDED);
+        assert_int_equal(r->cell[tk], GPUOP_CELL_HOST_PROVIDED);
+        assert_int_equal(r->host_provided & ((1u << drv) | (1u << tk)), (1u << drv) | (1u << tk));
+    }
+    assert_int_equal(w.f.operands[drv].expected_nodes, 0);
+    struct gpuop_report_opts o = {.policy_name = "main", .namespace = "gpuop-system", .now = T0};
+    char *t = text(&w, &o), line[256];
+    assert_string_equal(line_of(t, "gpu-pre", line, sizeof(line)),
+                        "gpu-pre  h       h        +             +    +             +          d");
+    assert_non_null(strstr(
+        t, "Host-provided (information, not findings):\n"
+           "  driver on 1 node (label nvidia.com/gpu.deploy.driver=false: excluded on purpose by "
+           "a person)\n"
+           "  driver on 2 nodes (label nvidia.com/gpu.deploy.driver=pre-installed: NVIDIA's driver "
+           "container found a driver on the host)\n"
+           "  container-toolkit on 2 nodes (label nvidia.com/gpu.deploy.container-toolkit=false: "
+           "excluded on purpose by a person)\n"
+           "  container-toolkit on 1 node (label "
+           "nvidia.com/gpu.deploy.container-toolkit=pre-installed: NVIDIA's driver container "
+           "found a driver on the host)\n"));
+    free(t);
+    fx_world_free(&w);
+
+    /* a driver pod left on a node the driver container labelled so: the
+       message says the value and who wrote it */
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
+    fx_add_node_values(&w, "gpu-left", "driver=pre-installed");
+    fx_run_all(&w, "gpu-left", NULL);
+    fx_analyze(&w);
+    assert_int_equal(w.f.nitems, 1);
+    assert_int_equal(w.f.items[0].reason, GPUOP_REASON_LABEL_NOT_TRUE);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, &w.f.items[0], msg, sizeof(msg));
+    assert_non_null(strstr(msg, "label nvidia.com/gpu.deploy.driver is \"pre-installed\" "
+                                "(NVIDIA's driver container found a driver on the host)"));
+    fx_world_free(&w);
+}
+
 static void test_text_matrix(void **state)
 {
     struct fx_world w;
@@ -325,10 +386,10 @@ static void test_gpus_violations_held(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_matrix),          cmocka_unit_test(test_text_grouping),
-        cmocka_unit_test(test_clean_and_empty),      cmocka_unit_test(test_json),
-        cmocka_unit_test(test_upgrade_text),         cmocka_unit_test(test_symbols),
-        cmocka_unit_test(test_gpus_violations_held),
+        cmocka_unit_test(test_text_matrix),  cmocka_unit_test(test_text_grouping),
+        cmocka_unit_test(test_preinstalled), cmocka_unit_test(test_clean_and_empty),
+        cmocka_unit_test(test_json),         cmocka_unit_test(test_upgrade_text),
+        cmocka_unit_test(test_symbols),      cmocka_unit_test(test_gpus_violations_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,6 +81,28 @@ void fx_add_node_except(struct fx_world *w, const char *name, const char *except
     add_node(w, name, labels);
 }
 
+void fx_add_node_values(struct fx_world *w, const char *name, const char *values)
+{
+    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        char key[128];
+        deploy_key(i, key, sizeof(key));
+        json_object_set_new(labels, key, json_string("true"));
+    }
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", values);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '='), key[128];
+        assert_non_null(eq);
+        *eq = '\0';
+        int i = gpuop_operand_by_name(tok);
+        assert_true(i >= 0);
+        deploy_key(i, key, sizeof(key));
+        json_object_set_new(labels, key, json_string(eq + 1));
+    }
+    add_node(w, name, labels);
+}
+
 /* A Running, Ready pod of operand i on node. */
 static void add_pod(struct fx_world *w, const char *node, int i)
 {

@@ -58,6 +58,11 @@ void fx_add_node(struct fx_world *w, const char *name, const char *ops);
 void fx_add_node_except(struct fx_world *w, const char *name, const char *except,
                         const char *value);
 
+/* A GPU node with every deploy label "true" but those `values` names
+ * ("driver=pre-installed container-toolkit=false": space separated
+ * operand=value pairs), set to their value. Names are borrowed. */
+void fx_add_node_values(struct fx_world *w, const char *name, const char *values);
+
 /* A Running, Ready pod "<operand>-<node>" on node for every operand whose
  * name occurs in `ops`. */
 void fx_run(struct fx_world *w, const char *node, const char *ops);
