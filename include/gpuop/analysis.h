@@ -21,7 +21,9 @@
  *                      advertises GPUs); its findings say since when it is
  *                      terminating, and one terminating longer than the
  *                      policy's grace is Unexpected/PodStuckTerminating.
- *   host-provided(N,O) O disabled in the policy, or N's label for O is "false".
+ *   host-provided(N,O) O disabled in the policy, or N's label for O is "false"
+ *                      (a person excluded it) or "pre-installed" (NVIDIA's
+ *                      driver container found it on the host).
  *
  * Findings are listed node by node (nodes sorted by name), and within a node
  * in operand-table order, then kind order. At most one finding per (node,
@@ -65,7 +67,7 @@ enum gpuop_cell {
     GPUOP_CELL_RUNNING,       /* running and expected, prerequisites satisfied */
     GPUOP_CELL_MISSING,       /* finding Missing */
     GPUOP_CELL_NOT_SCHEDULED, /* finding NotScheduled */
-    GPUOP_CELL_HOST_PROVIDED, /* label "false" */
+    GPUOP_CELL_HOST_PROVIDED, /* label "false" or "pre-installed" */
     GPUOP_CELL_DISABLED,      /* disabled in the policy (host-provided) */
     GPUOP_CELL_UNEXPECTED,    /* finding Unexpected */
     GPUOP_CELL_VIOLATION,     /* running, finding OrderingViolation */
@@ -104,7 +106,9 @@ struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node *
                                         none did or it failed (events_int.h: the stall began
                                         then) */
     uint8_t upgrade;                 /* enum gpuop_upgrade of the node (model.h) */
-    uint32_t host_provided;          /* bit per operand index: host-provided (information) */
+    uint16_t host_provided;          /* bit per operand index: host-provided (information) */
+    uint16_t preinstalled;           /* ... of those, by the label "pre-installed" (NVIDIA's
+                                        driver container wrote it), not "false" */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
     uint32_t first;                  /* this node's findings: items[first .. first+nfindings) */
     uint32_t nfindings;

@@ -55,7 +55,9 @@ bool gpuop_labeling_plan(const struct gpuop_labeling *l, const struct gpuop_node
 /* Operand i's deploy label was set "true" by gpuop (its annotation says
  * so) and is not "true" now: removed, "false" or another value. A
  * "paused..." value is not a change (an upgrade pauses operands that way:
- * LabelPaused). Does not depend on the policy: what gpuop set and someone
+ * LabelPaused), nor "pre-installed" (NVIDIA's driver container, which
+ * gpuop runs, writes it when it finds a driver on the host: host-provided,
+ * no person's decision). Does not depend on the policy: what gpuop set and someone
  * changed is reported even with labelling turned off since. */
 bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
 

@@ -29,11 +29,31 @@
 
 /* State of one nvidia.com/gpu.deploy.* label on a node. */
 enum gpuop_label {
-    GPUOP_LABEL_ABSENT = 0, /* no such label */
-    GPUOP_LABEL_TRUE,       /* exactly "true" */
-    GPUOP_LABEL_FALSE,      /* exactly "false": excluded on purpose, host-provided */
-    GPUOP_LABEL_OTHER       /* any other value ("", "paused" ...): value kept */
+    GPUOP_LABEL_ABSENT = 0,  /* no such label */
+    GPUOP_LABEL_TRUE,        /* exactly "true" */
+    GPUOP_LABEL_FALSE,       /* exactly "false": excluded on purpose by a person, host-provided */
+    GPUOP_LABEL_OTHER,       /* any other value ("", "paused" ...): value kept */
+    GPUOP_LABEL_PREINSTALLED /* exactly GPUOP_LABEL_VALUE_PREINSTALLED, on an operand's label
+                                only (gpu.present and deploy.operands read it as OTHER):
+                                NVIDIA's driver container found a driver on the host,
+                                host-provided */
 };
+
+/* The deploy label value NVIDIA's driver container writes when it finds a
+ * driver already on the host, and turns itself off (GPU Operator release
+ * notes, 1.11.1: "NVIDIA driver container will auto-disable itself on the
+ * node with pre-installed drivers by applying label
+ * nvidia.com/gpu.deploy.driver=pre-installed"); nodes moved from the GPU
+ * Operator carry it for the driver and sometimes the container toolkit. */
+#define GPUOP_LABEL_VALUE_PREINSTALLED "pre-installed"
+
+/* host-provided(N,O) by N's label (SPEC 5): "false" (a person excluded
+ * the operand) or "pre-installed" (NVIDIA's driver container found it on
+ * the host). label: an enum gpuop_label. The one test of it. */
+static inline bool gpuop_label_host_provided(int label)
+{
+    return label == GPUOP_LABEL_FALSE || label == GPUOP_LABEL_PREINSTALLED;
+}
 
 struct gpuop_taint {
     char *key;
@@ -289,7 +309,8 @@ const char *const *gpuop_pod_unread(void);
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
 
 /* The value of operand i's deploy label when it is neither "true" nor
- * "false" (deploy[i] == GPUOP_LABEL_OTHER), else NULL; borrowed. */
+ * "false" (deploy[i] == GPUOP_LABEL_OTHER, or GPUOP_LABEL_PREINSTALLED:
+ * GPUOP_LABEL_VALUE_PREINSTALLED), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
 
 /* The value of the node's OS label f (enum gpuop_os_field), borrowed, or

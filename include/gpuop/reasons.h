@@ -65,7 +65,8 @@ enum gpuop_reason {
  * of an ordering finding), detail (gpuop_finding_detail), since
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state
- * ("\"false\"" or "not \"true\""), terminating (when the pod was deleted,
+ * ("\"false\"", "\"pre-installed\" (NVIDIA's driver container found a
+ * driver on the host)" or "not \"true\""), terminating (when the pod was deleted,
  * empty when it is not), grace (the terminating grace, s), prereq-label
  * (the prerequisite's deploy label on the node: "absent", or its value
  * quoted), capacity and allocatable (nvidia.com/gpu of the node),

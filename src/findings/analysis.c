@@ -235,6 +235,7 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
+_Static_assert(GPUOP_OPERAND_MAX <= 16, "host_provided and preinstalled: a bit per operand");
 _Static_assert(sizeof(struct gpuop_node_result) <= 48,
                "a node's result is 48 bytes: one per GPU node");
 
@@ -288,14 +289,15 @@ static bool image_pull_reason(const char *r)
 }
 
 /* With spec.ordering: enforce, operand o's DaemonSet requires every enabled
- * prerequisite up its chain to be labelled "true" or "false" on the node:
- * the nearest one that is not, or -1. */
+ * prerequisite up its chain to be labelled "true" or host-provided
+ * ("false", "pre-installed") on the node: the nearest one that is not, or
+ * -1. */
 static int held_by(const struct gpuop_node *n, const struct gpuop_findings *f, int o)
 {
     int q = f->inc.prereq[o];
     for (int hops = 0; q >= 0 && hops < GPUOP_OPERAND_MAX; hops++, q = f->inc.prereq[q])
         if (f->operands[q].enabled && n->deploy[q] != GPUOP_LABEL_TRUE &&
-            n->deploy[q] != GPUOP_LABEL_FALSE)
+            !gpuop_label_host_provided(n->deploy[q]))
             return q;
     return -1;
 }
@@ -466,7 +468,7 @@ enum fact {
     F_ENABLED = 1u << 1,        /* the operand is enabled in the policy */
     F_OPTOUT = 1u << 2,         /* nvidia.com/gpu.deploy.operands=false */
     F_LABEL_TRUE = 1u << 3,     /* the operand's deploy label is "true" */
-    F_LABEL_FALSE = 1u << 4,    /* ... "false" */
+    F_LABEL_HOST = 1u << 4,     /* ... "false" or "pre-installed": host-provided */
     F_LABEL_ABSENT = 1u << 5,   /* ... absent */
     F_LABEL_OTHER = 1u << 6,    /* ... another value */
     F_LABEL_EMPTY = 1u << 7,    /* ... "" */
@@ -519,7 +521,7 @@ struct row {
 /* The matrix cell to start from. */
 static const struct row start_cell[] = {
     {F_GPU, F_ENABLED, WHY_NONE, GPUOP_CELL_DISABLED, R_NONE, P_NONE},
-    {F_GPU | F_LABEL_FALSE, 0, WHY_NONE, GPUOP_CELL_HOST_PROVIDED, R_NONE, P_NONE},
+    {F_GPU | F_LABEL_HOST, 0, WHY_NONE, GPUOP_CELL_HOST_PROVIDED, R_NONE, P_NONE},
     {0, 0, WHY_NONE, GPUOP_CELL_NA, R_NONE, P_NONE},
 };
 
@@ -696,10 +698,10 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     h |= nd->gpu ? F_GPU : 0;
     h |= f->operands[o].enabled ? F_ENABLED : 0;
     h |= nd->operands_label == GPUOP_LABEL_FALSE ? F_OPTOUT : 0;
-    h |= label == GPUOP_LABEL_TRUE     ? F_LABEL_TRUE
-         : label == GPUOP_LABEL_FALSE  ? F_LABEL_FALSE
-         : label == GPUOP_LABEL_ABSENT ? F_LABEL_ABSENT
-                                       : F_LABEL_OTHER;
+    h |= label == GPUOP_LABEL_TRUE          ? F_LABEL_TRUE
+         : gpuop_label_host_provided(label) ? F_LABEL_HOST
+         : label == GPUOP_LABEL_ABSENT      ? F_LABEL_ABSENT
+                                            : F_LABEL_OTHER;
     if (label == GPUOP_LABEL_OTHER)
         h |= !v || !*v                 ? F_LABEL_EMPTY
              : strncmp(v, "paused", 6) ? 0
@@ -774,9 +776,7 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
         ref = gpuop_node_deploy_value(nd, o);
         break;
     case R_LABEL_NOW:
-        ref = nd->deploy[o] == GPUOP_LABEL_FALSE   ? "false"
-              : nd->deploy[o] == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o)
-                                                   : NULL;
+        ref = nd->deploy[o] == GPUOP_LABEL_FALSE ? "false" : gpuop_node_deploy_value(nd, o);
         break;
     case R_BLOCKER_LABEL:
         ref = gpuop_node_deploy_value(nd, k->blocker);
@@ -843,9 +843,12 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->upgrade = nd->upgrade;
     for (int o = 0; o < nops; o++) {
         j.running[o] = gpuop_pod_running(bp[o]);
-        j.host[o] = nd->gpu && (!f->operands[o].enabled || nd->deploy[o] == GPUOP_LABEL_FALSE);
+        j.host[o] =
+            nd->gpu && (!f->operands[o].enabled || gpuop_label_host_provided(nd->deploy[o]));
         if (j.host[o])
-            r->host_provided |= 1u << o;
+            r->host_provided |= (uint16_t)(1u << o);
+        if (j.host[o] && nd->deploy[o] == GPUOP_LABEL_PREINSTALLED)
+            r->preinstalled |= (uint16_t)(1u << o);
         if (j.running[o])
             t->running |= (uint16_t)(1u << o);
         if (nd->gpu && f->operands[o].enabled && nd->deploy[o] == GPUOP_LABEL_TRUE &&

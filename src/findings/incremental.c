@@ -266,6 +266,7 @@ bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_find
         SAME(what, x->idle_s, y->idle_s);
         SAME(what, x->upgrade, y->upgrade);
         SAME(what, x->host_provided, y->host_provided);
+        SAME(what, x->preinstalled, y->preinstalled);
         SAME(what, x->first, y->first);
         SAME(what, x->nfindings, y->nfindings);
         SAME(what, memcmp(x->cell, y->cell, sizeof(x->cell)), 0);

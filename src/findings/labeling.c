@@ -54,6 +54,8 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i)
     if (!n || n->label_note != GPUOP_NOTE_OK || i < 0 || i >= GPUOP_OPERAND_MAX ||
         !((n->labelled >> i) & 1u) || n->deploy[i] == GPUOP_LABEL_TRUE)
         return false;
+    if (n->deploy[i] == GPUOP_LABEL_PREINSTALLED)
+        return false; /* NVIDIA's driver container wrote it, not a person */
     const char *v = gpuop_node_deploy_value(n, i);
     return !(n->deploy[i] == GPUOP_LABEL_OTHER && v && strncmp(v, "paused", 6) == 0);
 }

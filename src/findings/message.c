@@ -88,11 +88,16 @@ static void ph_terminating(const struct vars *v, char *buf, size_t size)
         gpuop_findings_fmt_time(v->pod->deleted, buf, size);
 }
 
-/* enabled operand: host-provided here means "false" */
+/* enabled operand: host-provided here means "false" or "pre-installed" */
 static void ph_label_state(const struct vars *v, char *buf, size_t size)
 {
+    int o = v->x->operand;
     snprintf(buf, size, "%s",
-             v->r && (v->r->host_provided >> v->x->operand) & 1 ? "\"false\"" : "not \"true\"");
+             !v->r || !((v->r->host_provided >> o) & 1) ? "not \"true\""
+             : (v->r->preinstalled >> o) & 1            ? "\"" GPUOP_LABEL_VALUE_PREINSTALLED
+                                               "\" (NVIDIA's driver container found a driver on "
+                                               "the host)"
+                                             : "\"false\"");
 }
 
 static void ph_chain(const struct vars *v, char *buf, size_t size)
@@ -222,7 +227,9 @@ static const struct placeholder {
     {"detail", "gpuop_finding_detail", ph_detail},
     {"since", "gpuop_finding_since, RFC 3339; empty when unknown", ph_since},
     {"terminating", "when the pod was deleted; empty when it is not", ph_terminating},
-    {"label-state", "\"false\" or not \"true\" (an enabled operand's label)", ph_label_state},
+    {"label-state",
+     "\"false\", \"pre-installed\" (and who wrote it) or not \"true\" (an enabled operand's label)",
+     ph_label_state},
     {"chain", "a -> b -> c when the prerequisite is not the direct one; else empty", ph_chain},
     {"prereq-label", "the prerequisite's deploy label: absent, or its value quoted",
      ph_label_value},

@@ -20,8 +20,8 @@ static const struct {
                                        "runs there."},
     [GPUOP_KIND_NOT_SCHEDULED] = {"NotScheduled",
                                   "The operand is enabled and the node is a GPU node, but the "
-                                  "node's deploy label is not \"true\" (nor \"false\"), so "
-                                  "nothing happens here."},
+                                  "node's deploy label is not \"true\" (nor \"false\" or "
+                                  "\"pre-installed\"), so nothing happens here."},
     [GPUOP_KIND_UNEXPECTED] = {"Unexpected", "A pod of the operand runs on a node where it is not "
                                              "expected."},
     [GPUOP_KIND_ORDERING] = {"OrderingViolation",
@@ -30,8 +30,8 @@ static const struct {
     [GPUOP_KIND_HELD] = {"Held",
                          "The operand is labelled to run on the node, but with spec.ordering: "
                          "enforce its DaemonSet keeps off the node until every prerequisite's "
-                         "label says \"true\" or \"false\" (not a violation: the order is "
-                         "kept)."},
+                         "label says \"true\", \"false\" or \"pre-installed\" (not a "
+                         "violation: the order is kept)."},
 };
 
 /* Message templates: every pod state reads the same ("<pod> is Pending:
@@ -187,11 +187,12 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL},
     [GPUOP_REASON_LABEL_INVALID] =
         {N, "LabelInvalid",
-         "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\", which is neither \"true\" nor "
-         "\"false\": nothing happens here.",
-         "The node's nvidia.com/gpu.deploy.<operand> label has a value other than true or "
-         "false.",
-         "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it.",
+         "Label nvidia.com/gpu.deploy.<operand> is \"<detail>\", which is neither \"true\", "
+         "\"false\" nor \"pre-installed\": nothing happens here.",
+         "The node's nvidia.com/gpu.deploy.<operand> label has a value other than true, false "
+         "or pre-installed.",
+         "Only \"true\" runs the operand: set \"true\", or \"false\" if the host provides it "
+         "(\"pre-installed\", which NVIDIA's driver container writes, means the same).",
          NULL, NULL},
     [GPUOP_REASON_LABEL_CHANGED] =
         {N, "LabelChanged",
@@ -284,11 +285,11 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_HELD_BY_PREREQUISITE] =
         {H, "HeldByPrerequisite",
          "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "
-         "requires label nvidia.com/gpu.deploy.<prereq> to be \"true\" or \"false\", and it is "
-         "<prereq-label>.",
+         "requires label nvidia.com/gpu.deploy.<prereq> to be \"true\", \"false\" or "
+         "\"pre-installed\", and it is <prereq-label>.",
          "The operand's label is \"true\" but the label of a prerequisite up its chain is "
-         "neither \"true\" nor \"false\", so the enforced order keeps the operand off the "
-         "node.",
+         "neither \"true\" nor host-provided (\"false\", \"pre-installed\"), so the enforced "
+         "order keeps the operand off the node.",
          "Label the node nvidia.com/gpu.deploy.<prereq>=true to run <prereq> here (<operand> "
          "follows once it runs), or =false if the host provides it.",
          NULL, NULL},

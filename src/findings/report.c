@@ -29,7 +29,8 @@ static const struct {
     [GPUOP_CELL_RUNNING] = {"+", "running", "\033[32m"},
     [GPUOP_CELL_MISSING] = {"M", "missing", "\033[31m"},
     [GPUOP_CELL_NOT_SCHEDULED] = {"N", "not scheduled (label not true/false)", "\033[33m"},
-    [GPUOP_CELL_HOST_PROVIDED] = {"h", "host-provided (label \"false\")", "\033[36m"},
+    [GPUOP_CELL_HOST_PROVIDED] = {"h", "host-provided (label \"false\" or \"pre-installed\")",
+                                  "\033[36m"},
     [GPUOP_CELL_DISABLED] = {"d", "disabled in the policy (host-provided)", "\033[36m"},
     [GPUOP_CELL_UNEXPECTED] = {"U", "running but not expected", "\033[35m"},
     [GPUOP_CELL_VIOLATION] = {"V", "running (or advertising GPUs) without a prerequisite",
@@ -303,7 +304,7 @@ static void host_info(FILE *out, const struct gpuop_findings *f, const struct gp
 {
     bool any = false;
     for (int c = 0; c < f->noperands; c++) {
-        size_t disabled = 0, labelled = 0;
+        size_t disabled = 0, labelled = 0, preinstalled = 0;
         for (size_t i = 0; i < f->nnodes; i++) {
             const struct gpuop_node_result *r = &f->nodes[i];
             if (!shown(o, r->name) || !((r->host_provided >> c) & 1))
@@ -311,10 +312,12 @@ static void host_info(FILE *out, const struct gpuop_findings *f, const struct gp
             if (r->cell[c] == GPUOP_CELL_DISABLED ||
                 (r->cell[c] != GPUOP_CELL_HOST_PROVIDED && !f->operands[c].enabled))
                 disabled++;
+            else if ((r->preinstalled >> c) & 1)
+                preinstalled++;
             else
                 labelled++;
         }
-        if (!disabled && !labelled)
+        if (!disabled && !labelled && !preinstalled)
             continue;
         if (!any)
             fputs("\nHost-provided (information, not findings):\n", out);
@@ -324,8 +327,14 @@ static void host_info(FILE *out, const struct gpuop_findings *f, const struct gp
             fprintf(out, "  %s on %zu node%s (spec.%s.enabled=false)\n", name, disabled,
                     disabled == 1 ? "" : "s", gpuop_operand_get(c)->key);
         if (labelled)
-            fprintf(out, "  %s on %zu node%s (label %s%s=false)\n", name, labelled,
-                    labelled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, name);
+            fprintf(out, "  %s on %zu node%s (label %s%s=false: excluded on purpose by a person)\n",
+                    name, labelled, labelled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, name);
+        if (preinstalled)
+            fprintf(out,
+                    "  %s on %zu node%s (label %s%s=%s: NVIDIA's driver container found a "
+                    "driver on the host)\n",
+                    name, preinstalled, preinstalled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, name,
+                    GPUOP_LABEL_VALUE_PREINSTALLED);
     }
 }
 

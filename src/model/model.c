@@ -327,6 +327,8 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
         int i = gpuop_operand_by_name(key + plen);
         if (i < 0 || n->deploy[i] != GPUOP_LABEL_ABSENT)
             continue; /* JSON objects have unique keys; keep the first */
+        if (st == GPUOP_LABEL_OTHER && val && strcmp(val, GPUOP_LABEL_VALUE_PREINSTALLED) == 0)
+            st = GPUOP_LABEL_PREINSTALLED; /* its value is a constant: no string kept */
         n->deploy[i] = (unsigned char)st;
         if (st == GPUOP_LABEL_OTHER) {
             char *d = pack(k, val ? val : "", NAME_MAX_LEN);
@@ -579,7 +581,11 @@ struct gpuop_node *gpuop_node_new(json_t *obj, const char *name, struct gpuop_er
 
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i)
 {
-    return n->deploy_other && i >= 0 && i < GPUOP_OPERAND_MAX ? n->deploy_other[i] : NULL;
+    if (i < 0 || i >= GPUOP_OPERAND_MAX)
+        return NULL;
+    if (n->deploy[i] == GPUOP_LABEL_PREINSTALLED)
+        return GPUOP_LABEL_VALUE_PREINSTALLED;
+    return n->deploy_other ? n->deploy_other[i] : NULL;
 }
 
 void gpuop_node_free(struct gpuop_node *n)

@@ -924,7 +924,8 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
  * appears and brings them back when it goes; a node without the label
  * qualifies). With spec.ordering: enforce the same term also requires every
  * prerequisite up the operand's chain that the policy runs: its deploy label
- * must be "true" (gpuop runs it there) or "false" (the host provides it). A
+ * must be "true" (gpuop runs it there) or host-provided: "false" (a person
+ * says so) or "pre-installed" (NVIDIA's driver container found it). A
  * prerequisite disabled in the policy is host-provided everywhere and adds no
  * expression; the walk goes on above it. So a node without its toolkit label
  * gets no device plugin, and loses it when the label goes. The driver's
@@ -948,8 +949,9 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
         if (!p->operands[c].enabled)
             continue;
         snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(c)->name);
-        rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s]}", "key", key, "operator",
-                                                     "In", "values", "true", "false"));
+        rc |= json_array_append_new(exprs, json_pack("{s:s, s:s, s:[s,s,s]}", "key", key,
+                                                     "operator", "In", "values", "true", "false",
+                                                     GPUOP_LABEL_VALUE_PREINSTALLED));
     }
     if (!rc)
         rc |= json_object_set_new(spec, "affinity",

@@ -65,9 +65,10 @@ static struct gpuop_node *add_node(struct world *w, const char *name, const char
         assert_non_null(eq);
         *eq = '\0';
         const char *v = eq + 1;
-        int st = strcmp(v, "true") == 0    ? GPUOP_LABEL_TRUE
-                 : strcmp(v, "false") == 0 ? GPUOP_LABEL_FALSE
-                                           : GPUOP_LABEL_OTHER;
+        int st = strcmp(v, "true") == 0            ? GPUOP_LABEL_TRUE
+                 : strcmp(v, "false") == 0         ? GPUOP_LABEL_FALSE
+                 : strcmp(v, "pre-installed") == 0 ? GPUOP_LABEL_PREINSTALLED
+                                                   : GPUOP_LABEL_OTHER;
         if (strcmp(tok, "present") == 0) {
             n->gpu = n->gpu || st == GPUOP_LABEL_TRUE;
         } else if (strcmp(tok, "operands") == 0) {
@@ -950,6 +951,10 @@ static void test_held(void **state)
     add_node(&w, "deep", "present=true container-toolkit=true device-plugin=true", NULL);
     add_node(&w, "hosted", "present=true driver=false container-toolkit=false device-plugin=true",
              NULL);
+    add_node(&w, "preinstalled",
+             "present=true driver=pre-installed container-toolkit=pre-installed "
+             "device-plugin=true",
+             NULL);
     run_pods(&w, "seed", "driver");
     run_pods(&w, "paused", "driver");
     analyze(&w);
@@ -960,7 +965,7 @@ static void test_held(void **state)
     assert_int_equal(x->prereq, op("container-toolkit"));
     const char *m = msg_of(&w, x);
     assert_non_null(strstr(m, "requires label nvidia.com/gpu.deploy.container-toolkit to be "
-                              "\"true\" or \"false\", and it is absent."));
+                              "\"true\", \"false\" or \"pre-installed\", and it is absent."));
     assert_non_null(strstr(m, "Label the node nvidia.com/gpu.deploy.container-toolkit=true"));
     assert_null(find(&w, "seed", "device-plugin", GPUOP_KIND_MISSING));
     assert_int_equal(node_res(&w, "seed")->cell[op("device-plugin")], GPUOP_CELL_HELD);
@@ -977,6 +982,11 @@ static void test_held(void **state)
     assert_int_equal(find(&w, "hosted", "device-plugin", GPUOP_KIND_MISSING)->reason,
                      GPUOP_REASON_POD_NOT_CREATED);
     assert_null(find(&w, "hosted", "device-plugin", GPUOP_KIND_HELD));
+    assert_int_equal(find(&w, "preinstalled", "device-plugin", GPUOP_KIND_MISSING)->reason,
+                     GPUOP_REASON_POD_NOT_CREATED);
+    assert_null(find(&w, "preinstalled", "device-plugin", GPUOP_KIND_HELD));
+    assert_null(find(&w, "preinstalled", "driver", GPUOP_KIND_NOT_SCHEDULED));
+    assert_null(find(&w, "preinstalled", "container-toolkit", GPUOP_KIND_NOT_SCHEDULED));
     assert_int_equal(w.f.violations, 0); /* the order is kept: not a violation */
     assert_int_equal(w.f.by_kind[GPUOP_KIND_HELD], 4);
     assert_string_equal(gpuop_kind_name(GPUOP_KIND_HELD), "Held");

@@ -103,7 +103,8 @@ static struct tnode *random_node(int slot)
         uint32_t r = rnd(100);
         n->deploy[o] = r < 70   ? GPUOP_LABEL_TRUE
                        : r < 80 ? GPUOP_LABEL_ABSENT
-                       : r < 90 ? GPUOP_LABEL_FALSE
+                       : r < 85 ? GPUOP_LABEL_FALSE
+                       : r < 90 ? GPUOP_LABEL_PREINSTALLED
                                 : GPUOP_LABEL_OTHER;
         if (n->deploy[o] == GPUOP_LABEL_OTHER) {
             t->other[o] = (char *)other_values[rnd(4)];
@@ -338,7 +339,7 @@ static int random_event(struct world *w, struct tnode **old_node, struct tpod **
             int o = (int)rnd((uint32_t)gpuop_operand_count());
             switch (rnd(5)) {
             case 0:
-                m->n.deploy[o] = (uint8_t)rnd(4);
+                m->n.deploy[o] = (uint8_t)rnd(GPUOP_LABEL_PREINSTALLED + 1); /* every state */
                 if (m->n.deploy[o] == GPUOP_LABEL_OTHER) {
                     m->other[o] = (char *)other_values[rnd(4)];
                     m->n.deploy_other = m->other;

@@ -183,6 +183,33 @@ static void test_node_kinds(void **state)
     gpuop_node_free(n);
     json_decref(j);
 
+    /* "pre-installed" (NVIDIA's driver container found a host driver) is
+       its own state on an operand's label, with its value; on gpu.present
+       and deploy.operands it is any other value */
+    j = json_pack("{s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}}", "metadata", "name", "x", "labels",
+                  "nvidia.com/gpu.deploy.driver", "pre-installed",
+                  "nvidia.com/gpu.deploy.container-toolkit", "Pre-installed",
+                  "nvidia.com/gpu.deploy.device-plugin", "pre-installed ",
+                  "nvidia.com/gpu.deploy.operands", "pre-installed", "nvidia.com/gpu.present",
+                  "pre-installed");
+    assert_non_null(n = gpuop_node_new(j, NULL, NULL));
+    int drv = gpuop_operand_by_name("driver"), tk = gpuop_operand_by_name("container-toolkit");
+    int dp = gpuop_operand_by_name("device-plugin");
+    assert_int_equal(n->deploy[drv], GPUOP_LABEL_PREINSTALLED);
+    assert_true(gpuop_label_host_provided(n->deploy[drv]));
+    assert_string_equal(gpuop_node_deploy_value(n, drv), "pre-installed");
+    assert_int_equal(n->deploy[tk], GPUOP_LABEL_OTHER); /* exactly, case included */
+    assert_string_equal(gpuop_node_deploy_value(n, tk), "Pre-installed");
+    assert_false(gpuop_label_host_provided(n->deploy[tk]));
+    assert_int_equal(n->deploy[dp], GPUOP_LABEL_OTHER);
+    assert_int_equal(n->operands_label, GPUOP_LABEL_OTHER);
+    assert_int_equal(n->present_label, GPUOP_LABEL_OTHER);
+    assert_true(gpuop_label_host_provided(GPUOP_LABEL_FALSE));
+    assert_false(gpuop_label_host_provided(GPUOP_LABEL_TRUE));
+    assert_false(gpuop_label_host_provided(GPUOP_LABEL_ABSENT));
+    gpuop_node_free(n);
+    json_decref(j);
+
     /* a non-string deploy label value is "other" with value "" */
     j = json_pack("{s:{s:s, s:{s:i}}}", "metadata", "name", "x", "labels",
                   "nvidia.com/gpu.deploy.driver", 1);

@@ -293,9 +293,10 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_non_null(ex);
         assert_string_equal(str_at(ex, "key"), key);
         assert_string_equal(str_at(ex, "operator"), "In");
-        assert_int_equal(json_array_size(json_object_get(ex, "values")), 2);
+        assert_int_equal(json_array_size(json_object_get(ex, "values")), 3);
         assert_string_equal(str_at(ex, "values/0"), "true");
         assert_string_equal(str_at(ex, "values/1"), "false");
+        assert_string_equal(str_at(ex, "values/2"), "pre-installed");
     }
     assert_int_equal(json_array_size(exprs), want);
     if (json_array_size(p->tolerations))
