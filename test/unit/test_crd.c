@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -225,6 +226,109 @@ static void test_upgrade_policy_keys(void **state)
     json_decref(crd);
 }
 
+/* No silent pruning (issue 38 item 5). The API server drops a key no schema
+ * admits (kubectl apply --validate=false, a merge patch, any client without
+ * strict validation), so a ClusterPolicy field gpuop does not implement
+ * (spec.driver.usePrecompiled, spec.cdi) would never reach policy.c, which
+ * refuses it with a condition naming it. So every object under spec whose
+ * keys gpuop reads (it has properties) keeps unknown keys, and the parser
+ * names one put there: walked from the schema, one unknown key at a time. */
+#define UNKNOWN_KEY "zzNotAField"
+
+static int unkept, checked;
+
+/* The value at segs[i] (its schema schemas[i + 1]) of a policy whose
+ * object at segs[0..n) holds the unknown key: an array ("[]" follows) of
+ * one item, or an object with the keys its schema requires and the next
+ * segment's value, the last one the unknown key; new. */
+static json_t *value_at(json_t *const *schemas, const char *const *segs, int i, int n)
+{
+    if (i + 1 < n && !strcmp(segs[i + 1], "[]")) {
+        json_t *arr = json_array();
+        json_array_append_new(arr, value_at(schemas, segs, i + 1, n));
+        return arr;
+    }
+    json_t *obj = json_object();
+    size_t k;
+    json_t *req;
+    json_array_foreach(json_object_get(schemas[i + 1], "required"), k, req)
+        json_object_set_new(obj, json_string_value(req), json_string("x"));
+    if (i + 1 < n)
+        json_object_set_new(obj, segs[i + 1], value_at(schemas, segs, i + 1, n));
+    else
+        json_object_set_new(obj, UNKNOWN_KEY, json_true());
+    return obj;
+}
+
+static json_t *policy_with_unknown(json_t *const *schemas, const char *const *segs, int n)
+{
+    return json_pack("{s:o}", segs[0], value_at(schemas, segs, 0, n));
+}
+
+static void walk_kept(json_t *const *schemas, const char **segs, int n)
+{
+    json_t *s = schemas[n];
+    char path[512] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s", i ? "." : "", segs[i]);
+    if (json_object_get(s, "properties")) {
+        if (!json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"))) {
+            print_message("crd: %s prunes unknown keys (no x-kubernetes-preserve-unknown-fields)\n",
+                          path);
+            unkept++;
+        }
+        checked++;
+        json_t *obj = policy_with_unknown(schemas, segs, n);
+        struct gpuop_policy pol;
+        assert_int_equal(gpuop_policy_parse(obj, &pol, NULL), 0);
+        bool named = false;
+        for (int i = 0; i < pol.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++) {
+            const char *f = pol.problems[i].field;
+            size_t fl = strlen(f), kl = strlen("." UNKNOWN_KEY);
+            named |= fl > kl && !strcmp(f + fl - kl, "." UNKNOWN_KEY) &&
+                     strstr(pol.problems[i].message, "unknown field");
+        }
+        if (!named) {
+            char *dump = json_dumps(obj, JSON_COMPACT);
+            print_message("policy: an unknown key in %s is not named: %s\n", path, dump);
+            free(dump);
+            unkept++;
+        }
+        gpuop_policy_free(&pol);
+        json_decref(obj);
+    }
+    assert_true(n + 1 < 16);
+    const char *key;
+    json_t *sub;
+    json_t *next[16];
+    memcpy(next, schemas, (size_t)(n + 1) * sizeof(*next));
+    json_object_foreach(json_object_get(s, "properties"), key, sub)
+    {
+        segs[n] = key;
+        next[n + 1] = sub;
+        walk_kept(next, segs, n + 1);
+    }
+    if (json_object_get(s, "items")) {
+        segs[n] = "[]";
+        next[n + 1] = json_object_get(s, "items");
+        walk_kept(next, segs, n + 1);
+    }
+}
+
+static void test_keeps_unknown_fields(void **state)
+{
+    json_t *crd = load_crd();
+    json_t *schemas[16] = {schema_of(crd),
+                           json_object_get(json_object_get(schema_of(crd), "properties"), "spec")};
+    const char *segs[16] = {"spec"};
+    unkept = checked = 0;
+    walk_kept(schemas, segs, 1);
+    assert_int_equal(unkept, 0);
+    /* spec, each operand, its env items and resources at least */
+    assert_true(checked > 3 * gpuop_operand_count());
+    json_decref(crd);
+}
+
 /* Every field `kubectl explain gpupolicy` shows has a description a person
  * can act on (issue 16): the root, and every schema under `properties`, at
  * any depth (inside list items and maps too). Missing ones are listed by
@@ -273,10 +377,9 @@ static void test_descriptions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_operands_match_table),
-        cmocka_unit_test(test_defaults_match_parser),
-        cmocka_unit_test(test_upgrade_policy_keys),
-        cmocka_unit_test(test_descriptions),
+        cmocka_unit_test(test_operands_match_table), cmocka_unit_test(test_defaults_match_parser),
+        cmocka_unit_test(test_upgrade_policy_keys),  cmocka_unit_test(test_descriptions),
+        cmocka_unit_test(test_keeps_unknown_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
