@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# End-to-end: no silent pruning (issue 38 item 5; docs/operations.md,
+# "Fields gpuop does not implement"). The CRD keeps unknown keys in spec and
+# in every object under it, so against the real API server:
+#   a merge patch of spec.driver.usePrecompiled: true stays on the object
+#     (read back) and gpuop's Reconciled=False condition names the field,
+#     the rest of the policy still applied; removing it clears the condition;
+#   `kubectl apply --validate=false` of the policy with spec.cdi keeps it,
+#     and the condition names spec.cdi;
+#   a strict `kubectl apply` (kubectl's default, --validate=strict: the API
+#     server's Strict field validation) of the same is accepted too, with no
+#     "unknown field" (spec keeps unknown keys, so none is unknown to the API
+#     server): gpuop is the one that names it;
+#   typed validation still holds: a strict apply with a value outside an
+#     enum (spec.driver.imagePullPolicy: Sometimes) is refused by the API
+#     server and changes nothing.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gpuop.sh"
+on_exit 'gpuop_kill; gpuop_uninstall'
+
+NODE=$(unique gpu-uf)
+gpuop_install
+gpuop_start
+kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
+NAME=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+lab_node "$NODE" --label nvidia.com/gpu.present=true --label nvidia.com/gpu.deploy.driver=true \
+	--label nvidia.com/gpu.deploy.container-toolkit=true --label nvidia.com/gpu.deploy.device-plugin=true
+
+# reconciled STATUS [TEXT]: the Reconciled condition has STATUS and, when
+# given, its message contains TEXT, for the object's current generation
+reconciled() {
+	kc get gpupolicy "$NAME" -o json | jq -e --arg s "$1" --arg t "${2:-}" '
+		.status.observedGeneration == .metadata.generation and
+		any(.status.conditions[]?; .type == "Reconciled" and .status == $s and (.message | contains($t)))' >/dev/null
+}
+export -f reconciled kc
+export NAME
+
+wait_for 60 kc -n "$GPUOP_NS" get ds gpuop-device-plugin
+wait_for 60 reconciled True
+
+log "merge patch spec.driver.usePrecompiled: true: kept, and named by gpuop"
+out=$(kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"usePrecompiled":true}}}' 2>&1)
+[[ $out != *'unknown field'* ]] || fail "the API server calls it unknown: $out"
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.driver.usePrecompiled}')" \
+	"spec.driver.usePrecompiled read back after the merge patch"
+wait_for 60 reconciled False spec.driver.usePrecompiled
+kc -n "$GPUOP_NS" get ds gpuop-device-plugin >/dev/null || fail "the rest of the policy is no longer applied"
+kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"usePrecompiled":null}}}' >/dev/null
+wait_for 60 reconciled True
+
+# the sample with spec.cdi added (cdi is a top-level key of the
+# ClusterPolicy's spec that gpuop does not read)
+with_cdi() {
+	sed 's/^spec:$/spec:\n  cdi:\n    enabled: true/' "$GPUOP_SRC/deploy/sample-gpupolicy.yaml"
+}
+grep -q '^  cdi:' <<<"$(with_cdi)" || fail "the test's policy lacks spec.cdi"
+
+log "kubectl apply --validate=false with spec.cdi: kept, and named by gpuop"
+with_cdi | kc apply --validate=false -f - >/dev/null
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.cdi.enabled}')" "spec.cdi.enabled read back"
+wait_for 60 reconciled False spec.cdi
+
+log "a strict kubectl apply with spec.cdi: accepted, no unknown field"
+kc patch gpupolicy "$NAME" --type json -p '[{"op": "remove", "path": "/spec/cdi"}]' >/dev/null
+wait_for 60 reconciled True
+out=$(with_cdi | kc apply --validate=strict -f - 2>&1) || fail "the strict apply was refused: $out"
+[[ $out != *'unknown field'* ]] || fail "the API server calls spec.cdi unknown: $out"
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.cdi.enabled}')" "spec.cdi.enabled after the strict apply"
+wait_for 60 reconciled False spec.cdi
+
+log "typed validation still holds: an enum value outside it is refused"
+gen=$(kc get gpupolicy "$NAME" -o jsonpath='{.metadata.generation}')
+if out=$(with_cdi | sed 's/^  driver:$/  driver:\n    imagePullPolicy: Sometimes/' | kc apply --validate=strict -f - 2>&1); then
+	fail "imagePullPolicy: Sometimes was accepted: $out"
+fi
+[[ $out == *spec.driver.imagePullPolicy* ]] || fail "the refusal does not name spec.driver.imagePullPolicy: $out"
+assert_eq "$gen" "$(kc get gpupolicy "$NAME" -o jsonpath='{.metadata.generation}')" "generation after a refused apply"
+
+gpuop_uninstall
+gpuop_stop
+log "ok"
