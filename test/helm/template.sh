@@ -151,6 +151,35 @@ grep -q '^  driver:$' "$tmp/null.yaml" || fail "driver=null dropped the driver f
 grep -q '^  daemonsets: {}$' "$tmp/null.yaml" || fail "daemonsets=null is not written as daemonsets: {}"
 ok "maxUnavailable, priorityClassName, updateStrategy, tolerations and null edge cases"
 
+# The notes name every value the chart does not honour (issue 38), with
+# why. `helm template` leaves NOTES.txt out, so it is rendered from a copy
+# of the chart as the text of a manifest.
+notes() {
+    rm -rf "$tmp/notes" && cp -r "$CHART" "$tmp/notes"
+    { echo 'notes: |'; sed 's/^/  /' "$CHART/templates/NOTES.txt"; } >"$tmp/notes/templates/zz-notes.yaml"
+    rm "$tmp/notes/templates/NOTES.txt"
+    "$helm" template gpuop "$tmp/notes" -n "$NS" --kube-version "$KVER" \
+        --show-only templates/zz-notes.yaml "$@"
+}
+out=$(notes)
+! grep -q 'Ignored:' <<<"$out" || fail "the defaults' notes name an ignored value: $out"
+out=$(notes -f "$DATA/values/gpu-operator.yaml" --set driver.usePrecompiled=true --set-json 'driver.rdma={"enabled":true}' \
+    --set devicePlugin.mps.root=/run/nvidia/mps --set dcgmExporter.serviceMonitor.enabled=false \
+    --set daemonsets.updateStrategy=OnDelete --set cdi.enabled=false)
+for want in 'Ignored: nfd.enabled=true: gpuop does not deploy node-feature-discovery' \
+    'Ignored: operator.version=v25.3.2: configures the NVIDIA GPU Operator' \
+    'Ignored: driver.usePrecompiled=true: not written into the GpuPolicy' \
+    'Ignored: driver.rdma.enabled=true: GPUDirect RDMA' \
+    'Ignored: devicePlugin.mps.root=/run/nvidia/mps: MPS' \
+    'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete' \
+    'Ignored: cdi.enabled=false: gpuop'"'"'s toolkit and device plugin always use CDI'; do
+    grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
+done
+for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa; do
+    ! grep -qF "Ignored: $honoured" <<<"$out" || fail "the notes call $honoured ignored: $out"
+done
+ok "the notes name each value the chart does not honour, and no other"
+
 # One source for the RBAC: deploy/10-rbac.yaml (for kubectl users and the
 # e2e tests) is the chart's, rendered for gpuop-system without Helm's labels.
 gen_rbac() {
