@@ -22,10 +22,7 @@ L=nvidia.com/gpu.deploy
 ABOVE=(device-plugin gpu-feature-discovery dcgm-exporter operator-validator)
 PRE=$(unique gpu-pre)
 
-gpuop_install
-gpuop_start
-kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
-POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+gpuop_sample
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"nodeLabeling":{"enabled":true}}}' >/dev/null
 
 # running_on NODE OPERAND: Running pods of OPERAND bound to NODE

@@ -20,10 +20,8 @@ source "$(dirname "$0")/gpuop.sh"
 on_exit 'gpuop_kill; gpuop_uninstall'
 
 NODE=$(unique gpu-uf)
-gpuop_install
-gpuop_start
-kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
-NAME=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+gpuop_sample
+NAME=$POLICY
 lab_node "$NODE" --label nvidia.com/gpu.present=true --label nvidia.com/gpu.deploy.driver=true \
 	--label nvidia.com/gpu.deploy.container-toolkit=true --label nvidia.com/gpu.deploy.device-plugin=true
 

@@ -59,6 +59,15 @@ gpuop_kill() {
 	return 0
 }
 
+# gpuop_sample [ARGS...]: gpuop_install, gpuop_start ARGS, and
+# deploy/sample-gpupolicy.yaml applied; the policy's name in POLICY.
+gpuop_sample() {
+	gpuop_install
+	gpuop_start "$@"
+	kc apply -f "$GPUOP_SRC/deploy/sample-gpupolicy.yaml" >/dev/null
+	POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
+}
+
 # Removes every GpuPolicy and waits until the operand DaemonSets are gone.
 gpuop_uninstall() {
 	kc delete gpupolicies --all --wait=true >/dev/null 2>&1 || true
