@@ -57,8 +57,8 @@ bool gpuop_labeling_plan(const struct gpuop_labeling *l, const struct gpuop_node
  * "paused..." value is not a change (an upgrade pauses operands that way:
  * LabelPaused), nor "pre-installed" (NVIDIA's driver container, which
  * gpuop runs, writes it when it finds a driver on the host: host-provided,
- * no person's decision). Does not depend on the policy: what gpuop set and someone
- * changed is reported even with labelling turned off since. */
+ * no person's decision). Does not depend on the policy: what gpuop set and
+ * someone changed is reported even with labelling turned off since. */
 bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
 
 #endif

@@ -66,8 +66,8 @@ enum gpuop_reason {
  * (gpuop_finding_since, RFC 3339, empty when unknown), chain ("a -> b -> c"
  * when the prerequisite is not the direct one, else empty), label-state
  * ("\"false\"", "\"pre-installed\" (NVIDIA's driver container found a
- * driver on the host)" or "not \"true\""), terminating (when the pod was deleted,
- * empty when it is not), grace (the terminating grace, s), prereq-label
+ * driver on the host)" or "not \"true\""), terminating (when the pod was
+ * deleted, empty when it is not), grace (the terminating grace, s), prereq-label
  * (the prerequisite's deploy label on the node: "absent", or its value
  * quoted), capacity and allocatable (nvidia.com/gpu of the node),
  * advertised / unadvertised (non-empty when its allocatable is above 0 /

@@ -91,13 +91,13 @@ static void ph_terminating(const struct vars *v, char *buf, size_t size)
 /* enabled operand: host-provided here means "false" or "pre-installed" */
 static void ph_label_state(const struct vars *v, char *buf, size_t size)
 {
+    static const char preinstalled[] = "\"" GPUOP_LABEL_VALUE_PREINSTALLED
+                                       "\" (NVIDIA's driver container found a driver on the host)";
     int o = v->x->operand;
-    snprintf(buf, size, "%s",
-             !v->r || !((v->r->host_provided >> o) & 1) ? "not \"true\""
-             : (v->r->preinstalled >> o) & 1            ? "\"" GPUOP_LABEL_VALUE_PREINSTALLED
-                                               "\" (NVIDIA's driver container found a driver on "
-                                               "the host)"
-                                             : "\"false\"");
+    const char *state = "not \"true\"";
+    if (v->r && ((v->r->host_provided >> o) & 1))
+        state = (v->r->preinstalled >> o) & 1 ? preinstalled : "\"false\"";
+    snprintf(buf, size, "%s", state);
 }
 
 static void ph_chain(const struct vars *v, char *buf, size_t size)
