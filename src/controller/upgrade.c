@@ -320,7 +320,7 @@ static int pause_node(struct rec *r, const struct gpuop_node *n, int state)
     char key[128];
     int d = gpuop_operand_by_key("driver");
     for (int i = 0; i < gpuop_operand_count(); i++) {
-        if (i == d || n->deploy[i] == GPUOP_LABEL_FALSE)
+        if (i == d || gpuop_label_host_provided(n->deploy[i])) /* false, pre-installed: kept */
             continue;
         snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(i)->name);
         const char *old = n->deploy[i] == GPUOP_LABEL_TRUE     ? "true"

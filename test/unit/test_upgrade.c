@@ -1177,12 +1177,9 @@ static void test_host_driver_not_counted(void **state)
     struct world w;
     world_init(&w, 5, 1);
     int d = gpuop_operand_by_key("driver");
-    static char pre[] = "pre-installed";
     for (size_t i = 3; i < 5; i++) {
         struct fnode *f = &w.nodes[i];
-        f->n.deploy[d] = i == 3 ? GPUOP_LABEL_OTHER : GPUOP_LABEL_ABSENT;
-        f->others[d] = pre;
-        f->n.deploy_other = i == 3 ? f->others : NULL;
+        f->n.deploy[d] = i == 3 ? GPUOP_LABEL_PREINSTALLED : GPUOP_LABEL_ABSENT;
         gpuop_pod_free(f->driver);
         f->driver = NULL; /* no driver DaemonSet selects it */
     }
