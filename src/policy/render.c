@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "gpuop/render.h"
+#include "migconfig_int.h"
 
 /* What a template contributes; every json_t is new and released by
  * tmpl_free(). NULL members are left out of the output. */
@@ -1156,36 +1157,6 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
 
 /* ---- objects beside the DaemonSets ---------------------------------------- */
 
-/* The default MIG layouts (mig-parted's config format, gpuop's own list as
- * in deploy/sample-mig-parted-config.yaml): MIG Manager v0.15 falls back to
- * them when it cannot generate the layouts from the GPUs it finds. */
-static const char default_mig_config[] = "version: v1\n"
-                                         "mig-configs:\n"
-                                         "  all-disabled:\n"
-                                         "    - devices: all\n"
-                                         "      mig-enabled: false\n"
-                                         "  all-enabled:\n"
-                                         "    - devices: all\n"
-                                         "      mig-enabled: true\n"
-                                         "      mig-devices: {}\n"
-                                         "  all-1g.5gb:\n"
-                                         "    - devices: all\n"
-                                         "      mig-enabled: true\n"
-                                         "      mig-devices:\n"
-                                         "        \"1g.5gb\": 7\n"
-                                         "  all-1g.10gb:\n"
-                                         "    - devices: all\n"
-                                         "      mig-enabled: true\n"
-                                         "      mig-devices:\n"
-                                         "        \"1g.10gb\": 7\n"
-                                         "  all-balanced-a100-40gb:\n"
-                                         "    - devices: all\n"
-                                         "      mig-enabled: true\n"
-                                         "      mig-devices:\n"
-                                         "        \"3g.20gb\": 1\n"
-                                         "        \"2g.10gb\": 1\n"
-                                         "        \"1g.5gb\": 1\n";
-
 enum { EXTRA_RUNTIME_CLASS, EXTRA_MIG_CONFIG, EXTRA_DCGM_SERVICE, EXTRA_COUNT };
 
 static const struct gpuop_render_extra extras[EXTRA_COUNT] = {
@@ -1267,11 +1238,15 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
                       "metadata", extra_metadata(p, x, "container-toolkit", ns), "handler",
                       GPUOP_RUNTIME_CLASS);
         break;
-    case EXTRA_MIG_CONFIG:
-        o = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", x->group_version, "kind", x->kind,
-                      "metadata", extra_metadata(p, x, "mig-manager", ns), "data", "config.yaml",
-                      default_mig_config);
+    case EXTRA_MIG_CONFIG: { /* the default MIG layouts, from their facts: migconfig.c */
+        char *layouts = gpuop_migconfig_yaml();
+        o = layouts ? json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", x->group_version, "kind",
+                                x->kind, "metadata", extra_metadata(p, x, "mig-manager", ns),
+                                "data", "config.yaml", layouts)
+                    : NULL;
+        free(layouts);
         break;
+    }
     case EXTRA_DCGM_SERVICE: { /* the exporter's pods, by the DaemonSet's selector */
         json_t *md = extra_metadata(p, x, "dcgm-exporter", ns);
         if (md && json_object_set_new(md, "annotations",
