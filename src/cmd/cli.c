@@ -87,6 +87,15 @@ static const struct gpuop_cli_flag render_flags[] = {
     {"help", 'h', no_argument, NULL, NULL, "this help"},
     {NULL, 0, 0, NULL, NULL, NULL}};
 
+static const struct gpuop_cli_flag upgrade_crd_flags[] = {
+    kubeconfig_flag,
+    {"filename", 'f', required_argument, "FILE", F,
+     "the CRDs to apply (YAML; - for stdin): the chart mounts\nits crds/gpupolicy.yaml"},
+    {"timeout", 0, required_argument, "D", NULL,
+     "give up after D (\"30s\", \"2m\"; default 2m), waiting\nfor Established included"},
+    {"help", 'h', no_argument, NULL, NULL, "this help"},
+    {NULL, 0, 0, NULL, NULL, NULL}};
+
 static const struct gpuop_cli_flag completion_flags[] = {
     {"help", 'h', no_argument, NULL, NULL, "this help"}, {NULL, 0, 0, NULL, NULL, NULL}};
 
@@ -106,6 +115,8 @@ static const struct gpuop_cli_command commands[] = {
     {"run", "run the controller", gpuop_cmd_run, run_flags, NULL},
     {"check", "one-shot report of every GPU node", gpuop_cmd_check, check_flags, NULL},
     {"render", "print the DaemonSets a policy expands to", gpuop_cmd_render, render_flags, NULL},
+    {"upgrade-crd", "create or replace the GpuPolicy CRD (the chart's hook)", gpuop_cmd_upgrade_crd,
+     upgrade_crd_flags, NULL},
     {"completion", "print a bash or zsh completion script", gpuop_cmd_completion, completion_flags,
      "bash zsh"},
     {"version", "print the version, and the libcurl and TLS library linked in", cmd_version, NULL,
@@ -347,7 +358,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: %s <command> [options]\n\ncommands:\n", program);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-11s%s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-13s%s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n", program);
 }
 

@@ -51,8 +51,7 @@ struct run {
     int exit_code;
 };
 
-/* The service-account folder: GPUOP_SA_DIR (for tests) or the pod's. */
-static const char *sa_dir(void)
+const char *gpuop_cmd_sa_dir(void)
 {
     const char *d = getenv("GPUOP_SA_DIR");
     return d && *d ? d : GPUOP_SA_DIR;
@@ -65,7 +64,7 @@ const char *gpuop_cmd_default_namespace(void)
     if (env && *env)
         return env;
     char path[4096];
-    snprintf(path, sizeof(path), "%s/namespace", sa_dir());
+    snprintf(path, sizeof(path), "%s/namespace", gpuop_cmd_sa_dir());
     FILE *f = fopen(path, "r");
     if (f) {
         size_t n = fread(ns, 1, sizeof(ns) - 1, f);
@@ -327,7 +326,7 @@ int gpuop_cmd_run(int argc, char **argv)
     struct gpuop_kubeconfig cfg = {0};
     struct gpuop_err err = {0};
     bool in_cluster = !o.kubeconfig && getenv("KUBERNETES_SERVICE_HOST");
-    rc = in_cluster ? gpuop_kubeconfig_in_cluster(sa_dir(), &cfg, &err)
+    rc = in_cluster ? gpuop_kubeconfig_in_cluster(gpuop_cmd_sa_dir(), &cfg, &err)
                     : gpuop_kubeconfig_auto(o.kubeconfig, &cfg, &err);
     if (rc < 0) {
         gpuop_error("controller", "%s", err.message);
