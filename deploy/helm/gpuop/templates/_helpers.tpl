@@ -173,3 +173,22 @@ imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+The CRD upgrade hook (templates/upgrade-crd.yaml): on with upgradeCRD, off
+when it is false or when a GPU Operator values file says
+operator.upgradeCRD: false. "true" or "".
+*/}}
+{{- define "gpuop.upgradeCRD" -}}
+{{- $op := .Values.operator | default dict -}}
+{{- $nvidiaOff := and (hasKey $op "upgradeCRD") (eq (toString $op.upgradeCRD) "false") -}}
+{{- if and (eq (toString .Values.upgradeCRD) "true") (not $nvidiaOff) -}}true{{- end -}}
+{{- end }}
+
+{{/* A hook object's annotations; argument: its weight (the Job runs after
+the rest). */}}
+{{- define "gpuop.upgradeCRDHook" -}}
+helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook-weight: {{ . | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
