@@ -38,7 +38,6 @@
 #define CRD_REQUEST_MS       30000  /* one request at most */
 #define CRD_CONFLICT_RETRIES 5      /* PUTs lost to another writer before giving up */
 #define CRD_POLL_MS          200    /* how often Established is read again */
-#define MS_PER_S             1000
 #define NS_PER_MS            1000000L
 
 static void usage(FILE *f)
