@@ -149,12 +149,13 @@ rm "$OLD/templates/upgrade-crd.yaml"
 cp "$E2E_TMP/old.json" "$OLD/crds/gpupolicy.yaml"
 sed -i -e 's/^version: .*/version: 0.0.1/' "$OLD/Chart.yaml"
 kc delete crd "$CRD" --wait=true --timeout=120s >/dev/null
+on_exit '"$HELM" uninstall gpuop-crd -n "$NS" --timeout 60s >/dev/null 2>&1'
 # What other tests applied by hand (deploy/10-rbac.yaml's cluster-wide
-# names): the release takes them over, and they are put back after.
+# names): the release takes them over, and they are put back after it is
+# uninstalled (the clean-ups run in the order they were added).
 if kc get clusterrole gpuop >/dev/null 2>&1; then
 	on_exit 'kc apply -f "$GPUOP_SRC/deploy/00-namespace.yaml" -f "$GPUOP_SRC/deploy/10-rbac.yaml" >/dev/null 2>&1'
 fi
-on_exit '"$HELM" uninstall gpuop-crd -n "$NS" --timeout 60s >/dev/null 2>&1'
 "$HELM" install gpuop-crd "$OLD" -n "$NS" --set nodeLabeling=null --take-ownership --timeout 120s \
 	>"$E2E_TMP/helm-install.out" 2>&1 || fail "helm install of the older chart: $(cat "$E2E_TMP/helm-install.out")"
 ! has_field nodeLabeling || fail "the older chart installed a CRD with nodeLabeling"
