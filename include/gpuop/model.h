@@ -268,6 +268,7 @@ struct gpuop_ds {
     long long observed;     /* status.observedGeneration */
     long long created;      /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
     long long template_gen; /* GPUOP_ANNOTATION_TEMPLATE_GEN; 0 unknown */
+    uint32_t driver_digest; /* its pod template's GPUOP_LABEL_DRIVER_DIGEST; 0 none */
     bool host_network;      /* spec.template.spec.hostNetwork (the DaemonSet controller
                                then also tolerates network-unavailable) */
     /* What the DaemonSet controller says when it makes no pod: "<reason>:
@@ -322,6 +323,9 @@ const char *gpuop_node_os(const struct gpuop_node *n, int f);
  * DaemonSet's pod (label GPUOP_LABEL_DRIVER_ROLLBACK: of no pool's
  * generation, never the one being rolled out). */
 uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p);
+/* A driver pod's install configuration digest (label
+ * GPUOP_LABEL_DRIVER_DIGEST, docs/upgrade.md); 0 for any other pod or none. */
+uint32_t gpuop_pod_driver_digest(const struct gpuop_pod *p);
 
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */

@@ -71,6 +71,8 @@ struct gpuop_upgrade_node_in {
     const struct gpuop_pod *validator; /* its validator pod, or NULL */
     uint32_t target_gen;               /* template generation of the driver DaemonSet
                                           covering it; 0: none does (not managed) */
+    uint32_t target_digest;            /* that DaemonSet's install configuration digest
+                                          (GPUOP_LABEL_DRIVER_DIGEST); 0 none */
     size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
     const char *dependent;             /* the first one's name, or NULL */
     const char *failed_why;            /* why it failed, from gpuop's failure annotation

@@ -1041,16 +1041,18 @@ void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node)
     }
 }
 
-/* The template generation of the driver DaemonSet for pool (NULL: the one
- * for every node); 0 when there is none. */
+/* The template generation (and the install configuration digest, *digest)
+ * of the driver DaemonSet for pool (NULL: the one for every node); 0 when
+ * there is none. */
 static uint32_t target_gen_of(const struct gpuop_policy *p, int d, const struct gpuop_ospool *pool,
-                              const struct gpuop_caches_view *v)
+                              const struct gpuop_caches_view *v, uint32_t *digest)
 {
     char name[GPUOP_RENDER_NAME_MAX];
     gpuop_render_ds_name(p, d, pool, name, sizeof(name));
     const struct gpuop_ds *ds = find_ds(v, name);
-    return ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX ? (uint32_t)ds->template_gen
-                                                                        : 0;
+    bool ok = ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX;
+    *digest = ok ? ds->driver_digest : 0;
+    return ok ? (uint32_t)ds->template_gen : 0;
 }
 
 /* The quiet plan, brought to the caches node by node: each node named
@@ -1080,7 +1082,7 @@ static bool track_quiet(struct ctl_upgrader *u, const struct gpuop_policy *p,
             for (size_t k = 0; ok && k < npp; k++)
                 take_pod(&x, pp[k], d, val);
             if (!per_os || gpuop_ospool_of_node(n, &pool, NULL) == 0)
-                x.target_gen = target_gen_of(p, d, per_os ? &pool : NULL, v);
+                x.target_gen = target_gen_of(p, d, per_os ? &pool : NULL, v, &x.target_digest);
         }
         ok = ok && gpuop_upgrade_quiet_update(&u->quiet, &u->in, name, n ? &x : NULL) == 0;
     }
@@ -1169,7 +1171,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
      * of one pool mostly follow each other) */
     bool per_os = gpuop_render_per_os(p, d), have_gen = false;
     struct gpuop_ospool_memo memo = {0};
-    uint32_t gen = 0;
+    uint32_t gen = 0, digest = 0;
     for (size_t i = 0; i < v->nnodes; i++) {
         const struct gpuop_node *n = v->nodes[i];
         u->nodes[i].node = n;
@@ -1186,10 +1188,11 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         if (per_os && gpuop_ospool_of_node_memo(n, &memo, &pool, NULL, &hit) < 0)
             continue;                        /* no pool: no driver DaemonSet covers it */
         if (!have_gen || (per_os && !hit)) { /* the last node's pool's, else its own */
-            gen = target_gen_of(p, d, per_os ? &pool : NULL, v);
+            gen = target_gen_of(p, d, per_os ? &pool : NULL, v, &digest);
             have_gen = true;
         }
         u->nodes[i].target_gen = gen;
+        u->nodes[i].target_digest = digest;
     }
     for (size_t i = 0; !indexed && i < v->npods; i++) {
         const struct gpuop_pod *pod = v->pods[i];

@@ -80,6 +80,20 @@ static bool in_sync(const struct gpuop_upgrade_node_in *x)
     return x->driver && !x->driver->deleted && gpuop_pod_template_gen(x->driver) == x->target_gen;
 }
 
+/* The driver's template changed but not its install configuration
+ * (DRIVER_CONFIG_DIGEST: the pod's equals the DaemonSet's): the GPU
+ * Operator's restart-only path (gpu-operator v26.7.0
+ * internal/predicates/restart_only.go; k8s-operator-libs
+ * upgrade_inplace.go): the node is cordoned and its driver pod replaced,
+ * with no wait for jobs, no eviction and no drain. NVIDIA's driver
+ * container keeps the loaded module (the digest it stored matches) and
+ * refreshes its userspace only. */
+static bool restart_only(const struct gpuop_upgrade_node_in *x)
+{
+    uint32_t d = x->driver ? gpuop_pod_driver_digest(x->driver) : 0;
+    return d && d == x->target_digest && !in_sync(x);
+}
+
 /* The node's driver is gpuop's to upgrade: its deploy label is "true"
  * (only then does a driver DaemonSet select it). "false", "pre-installed"
  * (a host driver), absent or any other value: not managed, and not counted
@@ -480,21 +494,24 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                          struct gpuop_upgrade_node_out *o, struct words *w)
 {
     const struct gpuop_pod *d = x->driver;
+    bool old = d && !d->deleted; /* the driver pod to replace is still there */
     if (!in_sync(x)) {
-        if (!x->pods_known) {
+        /* never a driver pod deleted under a GPU pod, unless only its
+           userspace restarts (the module stays loaded): one that came back
+           is evicted again; one pod deletion cannot remove (the drain
+           passed it over) fails the node, naming it, instead of a loop */
+        if (old && !restart_only(x) && !x->pods_known) {
             say(w, "listing its pods");
             return to(o, GPUOP_UA_LIST, o->state);
         }
-        /* never a driver pod deleted under a GPU pod: one that came back
-           is evicted again; one pod deletion cannot remove (the drain
-           passed it over) fails the node, naming it, instead of a loop */
         struct words gpu = {0};
         c->stuck_drain = false;
-        if (say_pods(&gpu, x, "GPU pod", sel_stuck, c) ||
-            say_pods(&gpu, x, "GPU pod", sel_ds_gpu, NULL))
+        if (old && !restart_only(x) &&
+            (say_pods(&gpu, x, "GPU pod", sel_stuck, c) ||
+             say_pods(&gpu, x, "GPU pod", sel_ds_gpu, NULL)))
             return fail(c, o, "%s still on the node, and pod deletion cannot remove %s", gpu.buf,
                         "them");
-        if (say_pods(&gpu, x, "GPU pod", sel_gpu, NULL)) {
+        if (old && !restart_only(x) && say_pods(&gpu, x, "GPU pod", sel_gpu, NULL)) {
             say(w, "%s came back: evicting again", gpu.buf);
             return to(o, GPUOP_UA_LABEL, GPUOP_US_POD_DELETION);
         }
@@ -502,7 +519,7 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
             say(w, "pausing the driver's dependents");
             return to(o, GPUOP_UA_PAUSE, o->state);
         }
-        if (d && !d->deleted && x->dependents) {
+        if (old && x->dependents) {
             say(w, "waiting for %zu dependent operand pod%s to leave (%s%s)", x->dependents,
                 x->dependents == 1 ? "" : "s", x->dependent ? x->dependent : "",
                 x->dependents > 1 ? " ..." : "");
@@ -510,8 +527,11 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         }
         if (x->node->up.rollback)
             return step_end_rollback(x, o, w);
-        if (d && !d->deleted) {
-            say(w, "deleting the old driver pod %s", d->name);
+        if (old) {
+            say(w, "deleting the old driver pod %s%s", d->name,
+                restart_only(x) ? " (its install configuration is unchanged: the module "
+                                  "stays loaded, no GPU pod is evicted)"
+                                : "");
             return to(o, GPUOP_UA_DELETE_DRIVER, o->state);
         }
         if (timed_out(c, o->since, c->u->ready_timeout_s))
@@ -662,8 +682,14 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
             say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
             to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
         } else {
+            /* restart only: straight to the driver pod's replacement */
             to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
-               GPUOP_US_WAIT_JOBS);
+               restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
+            if (restart_only(x))
+                say(&w,
+                    "restarting its driver pod in place: the install configuration is "
+                    "unchanged (%s), no GPU pod is evicted",
+                    GPUOP_DRIVER_DIGEST_ENV);
         }
         break;
     case GPUOP_US_WAIT_JOBS:

@@ -791,7 +791,8 @@ const char *const *gpuop_pod_unread(void)
     return POD_UNREAD;
 }
 
-/* Room after a driver pod's struct for its template generation. */
+/* Room after a driver pod's struct: its template generation, then its
+ * install configuration digest (GPUOP_LABEL_DRIVER_DIGEST), 4 bytes each. */
 #define TGEN_ROOM 8
 
 static int driver_operand(void)
@@ -834,8 +835,21 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err 
         unsigned long v = g ? strtoul(g, NULL, 10) : 0;
         uint32_t gen = v <= UINT32_MAX ? (uint32_t)v : 0;
         memcpy(blk + align8(sizeof(struct gpuop_pod)), &gen, sizeof(gen));
+        const char *dg = jstr(labels, GPUOP_LABEL_DRIVER_DIGEST);
+        v = dg ? strtoul(dg, NULL, 10) : 0;
+        uint32_t digest = v <= UINT32_MAX ? (uint32_t)v : 0;
+        memcpy(blk + align8(sizeof(struct gpuop_pod)) + sizeof(gen), &digest, sizeof(digest));
     }
     return p;
+}
+
+uint32_t gpuop_pod_driver_digest(const struct gpuop_pod *p)
+{
+    uint32_t d = 0;
+    if (p && p->operand >= 0 && p->operand == driver_operand())
+        memcpy(&d, (const char *)p + align8(sizeof(struct gpuop_pod)) + sizeof(uint32_t),
+               sizeof(d));
+    return d;
 }
 
 uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p)
@@ -870,6 +884,10 @@ int gpuop_ds_from_json(json_t *obj, struct gpuop_ds *out, struct gpuop_err *err)
     {
         const char *g = jstr(jobj(meta, "annotations"), GPUOP_ANNOTATION_TEMPLATE_GEN);
         out->template_gen = g ? strtoll(g, NULL, 10) : 0;
+        g = jstr(jobj(jobj(jobj(jobj(obj, "spec"), "template"), "metadata"), "labels"),
+                 GPUOP_LABEL_DRIVER_DIGEST);
+        unsigned long d = g ? strtoul(g, NULL, 10) : 0;
+        out->driver_digest = d <= UINT32_MAX ? (uint32_t)d : 0;
     }
     out->host_network = jtrue(pspec, "hostNetwork");
     out->desired = jint(status, "desiredNumberScheduled");
@@ -939,7 +957,8 @@ bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
            str_eq(a->name, b->name) && str_eq(a->node, b->node) &&
            str_eq(a->waiting_reason, b->waiting_reason) &&
            str_eq(a->waiting_message, b->waiting_message) &&
-           gpuop_pod_template_gen(a) == gpuop_pod_template_gen(b);
+           gpuop_pod_template_gen(a) == gpuop_pod_template_gen(b) &&
+           gpuop_pod_driver_digest(a) == gpuop_pod_driver_digest(b);
 }
 
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
@@ -947,8 +966,8 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
     if (!str_eq(a->name, b->name) || a->operand != b->operand || a->desired != b->desired ||
         a->current != b->current || a->ready != b->ready || a->available != b->available ||
         a->generation != b->generation || a->observed != b->observed || a->created != b->created ||
-        a->template_gen != b->template_gen || a->host_network != b->host_network ||
-        a->ntolerations != b->ntolerations)
+        a->template_gen != b->template_gen || a->driver_digest != b->driver_digest ||
+        a->host_network != b->host_network || a->ntolerations != b->ntolerations)
         return false;
     for (size_t i = 0; i < a->ntolerations; i++) {
         const struct gpuop_toleration *x = &a->tolerations[i], *y = &b->tolerations[i];

@@ -83,10 +83,15 @@ struct world {
     long long now;
     struct gpuop_upgrade_policy u;
     bool validator;
-    bool disabled; /* spec.driver.enabled false, or the policy gone */
+    bool disabled;   /* spec.driver.enabled false, or the policy gone */
+    uint32_t digest; /* the driver template's install configuration digest; 0 none */
     int max_in_progress, max_unavailable_seen, base_unavailable;
     int fails, starts_after_fail;
 };
+
+/* The install configuration digest the next pods made carry (label
+ * GPUOP_LABEL_DRIVER_DIGEST; 0: none). */
+static uint32_t next_digest;
 
 static struct gpuop_pod *mkpod(const char *name, const char *node, const char *component,
                                uint32_t gen, bool ready, const char *waiting, long long created)
@@ -111,9 +116,10 @@ static struct gpuop_pod *mkpod(const char *name, const char *node, const char *c
                  loop ? GPUOP_UPGRADE_FAIL_RESTARTS + 1 : 3, (int)strcspn(waiting, "-"), waiting);
     snprintf(buf, sizeof(buf),
              "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":\"%s\",\"labels\":"
-             "{\"app.kubernetes.io/component\":\"%s\",\"pod-template-generation\":\"%u\"}},"
+             "{\"app.kubernetes.io/component\":\"%s\",\"pod-template-generation\":\"%u\","
+             "\"" GPUOP_LABEL_DRIVER_DIGEST "\":\"%u\"}},"
              "\"spec\":{\"nodeName\":\"%s\"},\"status\":{\"phase\":\"Running\"%s%s}}",
-             name, ts, component, gen, node, rd, wt);
+             name, ts, component, gen, next_digest, node, rd, wt);
     json_t *j = json_loads(buf, 0, NULL);
     assert_non_null(j);
     struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
@@ -128,7 +134,9 @@ static void set_driver(struct world *w, struct fnode *f, uint32_t gen, bool read
     char name[64];
     gpuop_pod_free(f->driver);
     snprintf(name, sizeof(name), "gpuop-driver-%s-g%u", f->name, gen);
+    next_digest = w->digest;
     f->driver = mkpod(name, f->name, "driver", gen, ready, waiting, w->now);
+    next_digest = 0;
     f->gen = gen;
 }
 
@@ -198,6 +206,7 @@ static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_
                                            .driver = f->driver,
                                            .validator = f->validator,
                                            .target_gen = w->target,
+                                           .target_digest = w->digest,
                                            .dependents = f->validator ? 1 : 0,
                                            .dependent = f->validator ? f->validator->name : NULL,
                                            .pods_known = f->listed,
@@ -246,6 +255,12 @@ static void remove_pod(struct fnode *f, size_t i)
     f->npods--;
 }
 
+/* The node's driver pod has the template's install configuration. */
+static bool restart_only_here(const struct world *w, const struct fnode *f)
+{
+    return w->digest && f->driver && gpuop_pod_driver_digest(f->driver) == w->digest;
+}
+
 /* The controller's part: one action. */
 static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_node_out *o)
 {
@@ -282,7 +297,7 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         break;
     case GPUOP_UA_DELETE_DRIVER:
         assert_false(u->rollback); /* the rollback DaemonSet would bring it back */
-        if (gpu_running(f) && !w->u.delete_force)
+        if (gpu_running(f) && !restart_only_here(w, f))
             f->deleted_under_gpu++;
         assert_null(f->validator); /* the dependents left first */
         gpuop_pod_free(f->driver);
@@ -364,7 +379,8 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
             assert_true((o->action == GPUOP_UA_RESTORE || o->action == GPUOP_UA_UNCORDON ||
                          o->action == GPUOP_UA_LABEL) &&
                         (o->next == GPUOP_US_UNCORDON || o->next == GPUOP_US_NONE));
-        if (o->action == GPUOP_UA_DELETE_DRIVER && !w->u.delete_force)
+        /* unless only its userspace restarts (the digests match) */
+        if (o->action == GPUOP_UA_DELETE_DRIVER && !restart_only_here(w, f))
             assert_false(gpu_running(f));
     }
     for (size_t i = 0; i < p.n; i++) {
@@ -1198,6 +1214,57 @@ static void test_host_driver_not_counted(void **state)
     world_free(&w);
 }
 
+/* A template change that leaves the install configuration alone (the
+ * pods' DRIVER_CONFIG_DIGEST equals the DaemonSet's, the GPU Operator's
+ * restart-only path): every driver pod is replaced node by node, cordoned
+ * but with no job wait, no eviction (a PDB that refuses everything is never
+ * asked) and no drain; a configuration change is a full upgrade again. */
+static void test_restart_only(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    w.digest = 4242;
+    for (size_t i = 0; i < w.n; i++)
+        set_driver(&w, &w.nodes[i], 1, true, NULL);
+    w.u.drain = true;
+    w.u.wait_selector = "app=job";
+    run(&w, 20);
+    for (size_t i = 0; i < w.n; i++) {
+        add_gpu_pod(&w.nodes[i], "train", true); /* a PDB refuses its eviction */
+        w.nodes[i].pods[0].job = true;
+    }
+    w.target = 2; /* tolerations changed: a new template, the same digest */
+    struct gpuop_upgrade_plan p;
+    bool said = false;
+    for (int t = 0; t < 200; t++) {
+        tick(&w, &p);
+        for (size_t i = 0; i < p.n; i++) {
+            assert_int_not_equal(p.nodes[i].action, GPUOP_UA_EVICT);
+            assert_int_not_equal(p.nodes[i].action, GPUOP_UA_LIST);
+            assert_int_not_equal(p.nodes[i].next, GPUOP_US_WAIT_JOBS);
+            assert_int_not_equal(p.nodes[i].next, GPUOP_US_POD_DELETION);
+            assert_int_not_equal(p.nodes[i].next, GPUOP_US_DRAIN);
+            said |= p.nodes[i].waiting && strstr(p.nodes[i].waiting, "install configuration");
+        }
+        gpuop_upgrade_plan_free(&p);
+    }
+    assert_true(said);
+    assert_all(&w, GPUOP_US_DONE, 2);
+    for (size_t i = 0; i < w.n; i++) {
+        assert_int_equal(w.nodes[i].npods, 1); /* the job kept its GPU */
+        assert_int_equal(w.nodes[i].cordons, 1);
+    }
+    /* the configuration changes (a new version): the full upgrade, which
+       waits for the job (no timeout) */
+    w.digest = 4343;
+    w.target = 3;
+    run(&w, 50);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_WAIT_JOBS);
+    assert_int_equal(w.nodes[0].gen, 2);
+    world_free(&w);
+}
+
 /* deploy.driver=false nodes and nodes no driver DaemonSet covers are not
  * planned; a node added during the upgrade starts on the new version. */
 static void test_unmanaged_and_new_nodes(void **state)
@@ -1652,6 +1719,7 @@ int main(void)
         cmocka_unit_test(test_marks_without_label),
         cmocka_unit_test(test_host_driver_not_counted),
         cmocka_unit_test(test_released_when_gone),
+        cmocka_unit_test(test_restart_only),
         cmocka_unit_test(test_wait_for_jobs),
         cmocka_unit_test(test_crash_loop_stops),
         cmocka_unit_test(test_ready_timeout),
