@@ -96,6 +96,10 @@ struct gpuop_operand_spec {
     json_t *resources; /* object (owned), NULL when unset */
     char *config_name; /* config.name: the ConfigMap the operand reads; default
                           from the operand table; NULL when it reads none */
+    bool held;         /* its image fields (repository, image, version) could not be
+                          used (a problem names the field): the controller keeps its
+                          DaemonSets as they are instead of rolling out the default
+                          image; `gpuop render` shows the default */
 };
 
 struct gpuop_policy_problem {

@@ -759,6 +759,10 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 c->res[i].state = GPUOP_APPLY_BLOCKED;
                 c->res[i].blocked_by = (signed char)root;
                 c->failed++;
+            } else if (c->policy.operands[i].held) {
+                /* an image field refused: its DaemonSets kept as they run,
+                   never the default rolled out (the problem names it) */
+                c->res[i].state = GPUOP_APPLY_CURRENT;
             } else if (!pools_step(c, i, true)) {
                 apply_operand(c, i);
             }

@@ -343,6 +343,13 @@ static const char *image_key(struct gpuop_policy *p, const char *path, const cha
  * (the driver) gets its node's OS tag appended to a tag, never to a digest
  * or a full reference (SPEC 4b). A value that cannot be used is a problem
  * naming its field, and the default image is used. */
+/* A refused image field: what runs is kept (the controller does not touch
+ * the operand's DaemonSets, gpuop_operand_spec.held); %s: the default a
+ * new DaemonSet, and gpuop render, would use. */
+#define HELD_WORDS                                                                                 \
+    "its DaemonSets are kept as they run, not rolled out to the default %s (fix the value to "     \
+    "roll it out)"
+
 static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t *jrepo,
                        json_t *jimage, json_t *jversion)
 {
@@ -351,17 +358,21 @@ static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t
     char dflt[IMAGE_MAX + 1], ref[3 * IMAGE_MAX + 3], field[FIELD_MAX], vbuf[64];
     const char *why = "is not a valid image reference";
     gpuop_operand_image_ref(op, dflt, sizeof(dflt));
+    int n0 = p->nproblems;
     const char *repo = image_key(p, path, "repository", jrepo, dflt);
     const char *image = image_key(p, path, "image", jimage, dflt);
     const char *version = image_key(p, path, "version", jversion, dflt);
+    o->held = p->nproblems > n0; /* a value refused: what runs is kept (below too) */
     if (!repo && !image && !version)
         return 0; /* the defaults, set already */
 
     if (image && full_reference(image)) {
         fieldf(field, "%s.image", path);
         if (!gpuop_validate_image(image, &why)) {
-            problem(p, field, "%s %s, which the kubelet would refuse (InvalidImageName); using %s",
+            problem(p, field,
+                    "%s %s, which the kubelet would refuse (InvalidImageName); " HELD_WORDS,
                     describe(jimage, vbuf, sizeof(vbuf)), why, dflt);
+            o->held = true;
             return 0;
         }
         for (int k = 0; k < 2; k++) {
@@ -384,18 +395,20 @@ static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t
     snprintf(ref, sizeof(ref), "x%s%s", digest ? "@" : ":", v);
     if (version && !gpuop_validate_image(ref, &why)) {
         fieldf(field, "%s.version", path);
-        problem(p, field, "%s %s; using %s", describe(jversion, vbuf, sizeof(vbuf)),
+        problem(p, field, "%s %s; " HELD_WORDS, describe(jversion, vbuf, sizeof(vbuf)),
                 digest ? why
                        : "is not a valid image tag (letters, digits, '_', '.', '-'; at most 128)",
                 dflt);
+        o->held = true;
         return 0;
     }
     if (version && os_tag && strlen(version) > 128 - 1 - GPUOP_OSPOOL_TAG_MAX) {
         fieldf(field, "%s.version", path);
         problem(p, field,
                 "is longer than %d characters, which leaves no room for the OS tag gpuop "
-                "appends; using %s",
+                "appends; " HELD_WORDS,
                 128 - 1 - GPUOP_OSPOOL_TAG_MAX, dflt);
+        o->held = true;
         return 0;
     }
     char r[IMAGE_MAX + 1];
@@ -408,8 +421,9 @@ static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t
         if (strlen(ref) > IMAGE_MAX)
             why = "makes a reference longer than 512 characters";
         fieldf(field, "%s.%s", path, image ? "image" : "repository");
-        problem(p, field, "%s %s (%.200s), which the kubelet would refuse; using %s",
+        problem(p, field, "%s %s (%.200s), which the kubelet would refuse; " HELD_WORDS,
                 describe(image ? jimage : jrepo, vbuf, sizeof(vbuf)), why, ref, dflt);
+        o->held = true;
         return 0;
     }
     o->os_tag = os_tag;

@@ -854,6 +854,53 @@ static void test_os_pools(void **state)
     assert_string_equal(operand_apply(f, 0), "Current");
 }
 
+/* The driver image of the DaemonSet name in the fake API server; borrowed. */
+static const char *ds_image(struct fx *f, const char *name)
+{
+    json_t *ds = json_object_get(f->store[K_DS], name);
+    json_t *c = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(ds, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    return json_string_value(json_object_get(c, "image"));
+}
+
+/* A mistyped spec.driver.version (issue 37, probe 11): the driver's
+ * DaemonSets are kept as they run, never rolled out to the built-in
+ * default (which would upgrade every node to a version nobody asked
+ * for); Reconciled=False names the field. Fixed, it rolls out. */
+static void test_invalid_spec_kept(void **state)
+{
+    struct fx *f = *state;
+    const char *drv = "gpuop-driver-ubuntu24.04";
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    for (int gen = 2; gen <= 4; gen++) {
+        static const char *const versions[] = {"580.95.05", "580 95 05", "580.126.09"};
+        json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+        json_object_set_new(p, "spec",
+                            json_pack("{s:{s:s}}", "driver", "version", versions[gen - 2]));
+        json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(gen));
+        put(f, K_POLICY, "main", p, "MODIFIED");
+        if (gen == 3) { /* the typo: nothing is sent for the driver */
+            int before = f->applies[0];
+            settle(f, 500);
+            assert_int_equal(f->applies[0], before);
+            assert_string_equal(ds_image(f, drv), "nvcr.io/nvidia/driver:580.95.05-ubuntu24.04");
+            json_t *rec = json_array_get(json_object_get(status_of(f), "conditions"), 3);
+            assert_string_equal(json_string_value(json_object_get(rec, "status")), "False");
+            const char *m = json_string_value(json_object_get(rec, "message"));
+            assert_non_null(strstr(m, "spec.driver.version"));
+            assert_non_null(strstr(m, "kept as they run"));
+            continue;
+        }
+        char want[128];
+        snprintf(want, sizeof(want), "nvcr.io/nvidia/driver:%s-ubuntu24.04", versions[gen - 2]);
+        RUN_UNTIL(f, ds_image(f, drv) && !strcmp(ds_image(f, drv), want), WAIT_MS);
+    }
+}
+
 static void test_refused_backoff(void **state)
 {
     struct fx *f = *state;
@@ -1414,6 +1461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_spec_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_event_details, setup, teardown),
