@@ -326,6 +326,15 @@ uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p);
 /* A driver pod's install configuration digest (label
  * GPUOP_LABEL_DRIVER_DIGEST, docs/upgrade.md); 0 for any other pod or none. */
 uint32_t gpuop_pod_driver_digest(const struct gpuop_pod *p);
+/* The DaemonSet controller's label naming a pod's ControllerRevision (the
+ * hash part of its name), which the GPU Operator's "in sync" compares with
+ * the DaemonSet's newest revision (k8s-operator-libs common_manager.go). */
+#define GPUOP_LABEL_REVISION_HASH "controller-revision-hash"
+/* A 32-bit hash of a revision hash string (never 0); 0 for NULL or "". */
+uint32_t gpuop_revision_hash(const char *rev);
+/* A driver pod's gpuop_revision_hash of its GPUOP_LABEL_REVISION_HASH; 0
+ * for any other pod or none. */
+uint32_t gpuop_pod_revision(const struct gpuop_pod *p);
 
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */

@@ -73,6 +73,8 @@ struct gpuop_upgrade_node_in {
                                           covering it; 0: none does (not managed) */
     uint32_t target_digest;            /* that DaemonSet's install configuration digest
                                           (GPUOP_LABEL_DRIVER_DIGEST); 0 none */
+    uint32_t target_rev;               /* gpuop_revision_hash of that DaemonSet's newest
+                                          ControllerRevision; 0 unknown */
     size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
     const char *dependent;             /* the first one's name, or NULL */
     const char *failed_why;            /* why it failed, from gpuop's failure annotation

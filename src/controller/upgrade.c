@@ -71,6 +71,19 @@
 #define TOUCH_SHARE_PCT 25
 #define TOUCH_FLOOR     64
 
+/* The newest ControllerRevision of a driver DaemonSet (the GPU Operator's
+ * "in sync", docs/upgrade.md): read by one LIST when a node's driver pod
+ * is not on the DaemonSet's template generation, for that generation, and
+ * only once the DaemonSet controller has seen the template
+ * (status.observedGeneration): its revision of the template exists then. */
+#define REVS_MAX (GPUOP_OSPOOL_MAX + 1)
+struct rev {
+    char ds[GPUOP_RENDER_NAME_MAX];
+    uint32_t tgen; /* the template generation it was read for */
+    uint32_t hash; /* gpuop_revision_hash of its controller-revision-hash; 0 none */
+    bool asked;    /* a LIST for it is in flight */
+};
+
 /* One node gpuop acts on or lists pods of: in the map by name. */
 struct rec {
     struct ctl_upgrader *u;
@@ -132,6 +145,11 @@ struct ctl_upgrader {
     bool verify;              /* plan in full after a quiet track too, and compare */
     uint64_t mismatches, kept;
     int starts_inflight; /* start PATCHes (upgrade-required -> cordon-required) in flight */
+    struct rev revs[REVS_MAX]; /* the driver DaemonSets' newest revisions */
+    size_t nrevs;
+    struct gpuop_kube_req *rev_req; /* their LIST in flight, or NULL */
+    bool revs_due;                  /* a revision is wanted: LIST them */
+    size_t revs_missing;            /* nodes this track could not judge for want of one */
     char version[GPUOP_RENDER_IMAGE_MAX];
     uint64_t actions;
     /* during a track (borrowed): the policy, for the rollback's names */
@@ -638,6 +656,102 @@ static int pod_request(struct rec *r, int kind, size_t pod, const char *ns, cons
     return rc;
 }
 
+/* ---- the driver DaemonSets' newest revisions ------------------------ */
+
+/* The newest revision of ds at its current template (the caches'), or 0
+ * when it is not known (then asked for, once the DaemonSet controller has
+ * seen that template). */
+static uint32_t rev_of(struct ctl_upgrader *u, const struct gpuop_ds *ds)
+{
+    if (!ds || ds->template_gen <= 0 || ds->template_gen > UINT32_MAX)
+        return 0;
+    uint32_t tgen = (uint32_t)ds->template_gen;
+    struct rev *r = NULL;
+    for (size_t i = 0; i < u->nrevs && !r; i++)
+        if (!strcmp(u->revs[i].ds, ds->name))
+            r = &u->revs[i];
+    if (r && r->tgen == tgen && !r->asked)
+        return r->hash; /* 0: it has none, judged by generation alone */
+    u->revs_missing++;
+    if (r && r->asked)
+        return 0;
+    if (ds->observed != ds->generation)
+        return 0; /* the DaemonSet controller has not made its revision yet */
+    if (!r && u->nrevs == REVS_MAX)
+        return 0;
+    if (!r)
+        r = &u->revs[u->nrevs++];
+    snprintf(r->ds, sizeof(r->ds), "%s", ds->name);
+    r->tgen = tgen;
+    r->hash = 0;
+    r->asked = true;
+    u->revs_due = true;
+    return 0;
+}
+
+static void revs_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ctl_upgrader *u = arg;
+    u->rev_req = NULL;
+    if (rc == GPUOP_ECANCELED)
+        return;
+    for (size_t k = 0; k < u->nrevs; k++) {
+        struct rev *r = &u->revs[k];
+        if (!r->asked)
+            continue;
+        r->asked = false;
+        if (rc < 0) { /* asked again by the next track */
+            r->tgen = 0;
+            continue;
+        }
+        long long best = -1;
+        size_t i, j;
+        json_t *cr, *o;
+        json_array_foreach(json_object_get(body, "items"), i, cr)
+        {
+            bool mine = false;
+            json_array_foreach(json_object_get(json_object_get(cr, "metadata"), "ownerReferences"),
+                               j, o) mine |=
+                json_is_string(json_object_get(o, "name")) &&
+                !strcmp(json_string_value(json_object_get(o, "name")), r->ds);
+            long long rev = json_integer_value(json_object_get(cr, "revision"));
+            if (!mine || rev <= best)
+                continue;
+            best = rev;
+            r->hash = gpuop_revision_hash(json_string_value(json_object_get(
+                json_object_get(json_object_get(cr, "metadata"), "labels"),
+                GPUOP_LABEL_REVISION_HASH)));
+        }
+    }
+    if (rc < 0)
+        gpuop_warn("upgrade", "listing the driver DaemonSets' revisions: %s",
+                   err && err->message[0] ? err->message : gpuop_strerror(rc));
+    requeue(u, rc < 0 ? ERROR_BACKOFF_MS : 0);
+}
+
+/* One LIST of the driver DaemonSets' ControllerRevisions, when wanted. */
+static void revs_list(struct ctl_upgrader *u)
+{
+    if (!u->revs_due || u->rev_req)
+        return;
+    u->revs_due = false;
+    char sel[256];
+    snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver", GPUOP_LABEL_MANAGED_BY,
+             GPUOP_MANAGER);
+    struct gpuop_kube_param q[] = {{"labelSelector", sel}};
+    struct gpuop_kube_ref ref = {"apps/v1", u->ns, "controllerrevisions", NULL, NULL};
+    char *path = gpuop_kube_path(&ref, q, 1);
+    struct gpuop_kube_opts o = {.verb = GPUOP_KUBE_GET, .path = path};
+    if (!path || gpuop_kube_request(u->kube, &o, revs_done, u, &u->rev_req) < 0) {
+        u->rev_req = NULL;
+        for (size_t k = 0; k < u->nrevs; k++)
+            if (u->revs[k].asked)
+                u->revs[k].asked = false, u->revs[k].tgen = 0;
+        requeue(u, ERROR_BACKOFF_MS);
+    }
+    free(path);
+}
+
 /* ---- onFailure rollback ---------------------------------------------- */
 
 /* The previous template of DaemonSet ds among the ControllerRevisions
@@ -1041,18 +1155,36 @@ void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node)
     }
 }
 
+/* The driver DaemonSet for pool (NULL: the one for every node); borrowed,
+ * NULL when there is none. */
+static const struct gpuop_ds *target_ds(const struct gpuop_policy *p, int d,
+                                        const struct gpuop_ospool *pool,
+                                        const struct gpuop_caches_view *v)
+{
+    char name[GPUOP_RENDER_NAME_MAX];
+    gpuop_render_ds_name(p, d, pool, name, sizeof(name));
+    return find_ds(v, name);
+}
+
 /* The template generation (and the install configuration digest, *digest)
  * of the driver DaemonSet for pool (NULL: the one for every node); 0 when
  * there is none. */
 static uint32_t target_gen_of(const struct gpuop_policy *p, int d, const struct gpuop_ospool *pool,
                               const struct gpuop_caches_view *v, uint32_t *digest)
 {
-    char name[GPUOP_RENDER_NAME_MAX];
-    gpuop_render_ds_name(p, d, pool, name, sizeof(name));
-    const struct gpuop_ds *ds = find_ds(v, name);
+    const struct gpuop_ds *ds = target_ds(p, d, pool, v);
     bool ok = ds && ds->template_gen > 0 && ds->template_gen <= UINT32_MAX;
     *digest = ok ? ds->driver_digest : 0;
     return ok ? (uint32_t)ds->template_gen : 0;
+}
+
+/* The node's target revision, when its driver pod is not on the target
+ * generation (else it needs none): asked for when unknown. */
+static void target_rev(struct ctl_upgrader *u, struct gpuop_upgrade_node_in *x,
+                       const struct gpuop_ds *ds)
+{
+    uint32_t g = x->driver ? gpuop_pod_template_gen(x->driver) : 0;
+    x->target_rev = g && x->target_gen && g != x->target_gen ? rev_of(u, ds) : 0;
 }
 
 /* The quiet plan, brought to the caches node by node: each node named
@@ -1081,8 +1213,10 @@ static bool track_quiet(struct ctl_upgrader *u, const struct gpuop_policy *p,
             ok = gpuop_caches_node_pods(v->from, name, pp, GPUOP_CACHES_NODE_PODS_MAX, &npp) == 0;
             for (size_t k = 0; ok && k < npp; k++)
                 take_pod(&x, pp[k], d, val);
-            if (!per_os || gpuop_ospool_of_node(n, &pool, NULL) == 0)
+            if (!per_os || gpuop_ospool_of_node(n, &pool, NULL) == 0) {
                 x.target_gen = target_gen_of(p, d, per_os ? &pool : NULL, v, &x.target_digest);
+                target_rev(u, &x, target_ds(p, d, per_os ? &pool : NULL, v));
+            }
         }
         ok = ok && gpuop_upgrade_quiet_update(&u->quiet, &u->in, name, n ? &x : NULL) == 0;
     }
@@ -1201,8 +1335,13 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             take_pod(x, pod, d, val);
     }
     gpuop_map_free(&idx, NULL);
+    u->revs_missing = 0;
     for (size_t i = 0; i < v->nnodes; i++) {
         struct gpuop_upgrade_node_in *x = &u->nodes[i];
+        struct gpuop_ospool pool;
+        if (x->target_gen && x->driver && gpuop_pod_template_gen(x->driver) != x->target_gen &&
+            (!per_os || gpuop_ospool_of_node(x->node, &pool, NULL) == 0))
+            target_rev(u, x, target_ds(p, d, per_os ? &pool : NULL, v));
         struct rec *r = x->node ? gpuop_map_get(&u->recs, x->node->name) : NULL;
         if (r && r->listed_for && r->listed_for == x->node->up.state &&
             now - r->listed_at < LIST_TTL_MS) {
@@ -1236,6 +1375,11 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     }
     u->shown = &u->plan;
     u->have_plan = true;
+    revs_list(u);
+    if (u->revs_missing) { /* judged by generation only: act once the revisions are known */
+        forget_unseen(u);
+        return 0;
+    }
     bool held = false; /* a start not sent: the later ones (by name) wait too */
     for (size_t i = 0; i < u->plan.n; i++) {
         const struct gpuop_upgrade_node_out *o = &u->plan.nodes[i];
@@ -1331,6 +1475,9 @@ void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u)
     u->stopped = true;
     while (u->reqs)
         gpuop_kube_cancel(u->reqs->req); /* its done callback unlinks it */
+    if (u->rev_req)
+        gpuop_kube_cancel(u->rev_req); /* revs_done clears it */
+    u->nrevs = 0;
     u->tracks++;
     forget_unseen(u);
     plan_release(u);

@@ -74,10 +74,18 @@ static bool driver_ready(const struct gpuop_pod *d)
     return d && d->ready_since && d->gate == GPUOP_GATE_NONE && !d->deleted;
 }
 
-/* The driver pod is on the target generation (and not going). */
+/* The driver pod is on the DaemonSet's current template (and not going):
+ * its template generation is the DaemonSet's, or its controller revision
+ * is the DaemonSet's newest, as the GPU Operator judges it (k8s-operator-libs
+ * common_manager.go: controller-revision-hash against the newest
+ * ControllerRevision), so a template changed back (X -> Y -> X) finds the
+ * pods still on X current. */
 static bool in_sync(const struct gpuop_upgrade_node_in *x)
 {
-    return x->driver && !x->driver->deleted && gpuop_pod_template_gen(x->driver) == x->target_gen;
+    if (!x->driver || x->driver->deleted)
+        return false;
+    return gpuop_pod_template_gen(x->driver) == x->target_gen ||
+           (x->target_rev && gpuop_pod_revision(x->driver) == x->target_rev);
 }
 
 /* The driver's template changed but not its install configuration

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/hash.h"
 #include "gpuop/model.h"
 #include "gpuop/names.h"
 #include "gpuop/pool.h"
@@ -791,9 +792,10 @@ const char *const *gpuop_pod_unread(void)
     return POD_UNREAD;
 }
 
-/* Room after a driver pod's struct: its template generation, then its
- * install configuration digest (GPUOP_LABEL_DRIVER_DIGEST), 4 bytes each. */
-#define TGEN_ROOM 8
+/* Room after a driver pod's struct: its template generation, its install
+ * configuration digest (GPUOP_LABEL_DRIVER_DIGEST) and the hash of its
+ * controller revision (GPUOP_LABEL_REVISION_HASH), 4 bytes each. */
+#define TGEN_ROOM 16
 
 static int driver_operand(void)
 {
@@ -839,6 +841,8 @@ struct gpuop_pod *gpuop_pod_new(json_t *obj, const char *name, struct gpuop_err 
         v = dg ? strtoul(dg, NULL, 10) : 0;
         uint32_t digest = v <= UINT32_MAX ? (uint32_t)v : 0;
         memcpy(blk + align8(sizeof(struct gpuop_pod)) + sizeof(gen), &digest, sizeof(digest));
+        uint32_t rev = gpuop_revision_hash(jstr(labels, GPUOP_LABEL_REVISION_HASH));
+        memcpy(blk + align8(sizeof(struct gpuop_pod)) + 2 * sizeof(gen), &rev, sizeof(rev));
     }
     return p;
 }
@@ -850,6 +854,24 @@ uint32_t gpuop_pod_driver_digest(const struct gpuop_pod *p)
         memcpy(&d, (const char *)p + align8(sizeof(struct gpuop_pod)) + sizeof(uint32_t),
                sizeof(d));
     return d;
+}
+
+uint32_t gpuop_revision_hash(const char *rev)
+{
+    if (!rev || !*rev)
+        return 0;
+    uint64_t h = gpuop_hash_str(rev);
+    uint32_t r = (uint32_t)(h ^ (h >> 32));
+    return r ? r : 1;
+}
+
+uint32_t gpuop_pod_revision(const struct gpuop_pod *p)
+{
+    uint32_t r = 0;
+    if (p && p->operand >= 0 && p->operand == driver_operand())
+        memcpy(&r, (const char *)p + align8(sizeof(struct gpuop_pod)) + 2 * sizeof(uint32_t),
+               sizeof(r));
+    return r;
 }
 
 uint32_t gpuop_pod_template_gen(const struct gpuop_pod *p)
@@ -958,7 +980,8 @@ bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b)
            str_eq(a->waiting_reason, b->waiting_reason) &&
            str_eq(a->waiting_message, b->waiting_message) &&
            gpuop_pod_template_gen(a) == gpuop_pod_template_gen(b) &&
-           gpuop_pod_driver_digest(a) == gpuop_pod_driver_digest(b);
+           gpuop_pod_driver_digest(a) == gpuop_pod_driver_digest(b) &&
+           gpuop_pod_revision(a) == gpuop_pod_revision(b);
 }
 
 bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)

@@ -12,6 +12,11 @@
 #     time every driver pod is replaced, node by node, with the same
 #     DRIVER_CONFIG_DIGEST; no GPU pod is deleted or evicted, no node
 #     fails, every node ends upgrade-done and uncordoned;
+#   then X -> Y -> X: a new version with autoUpgrade false (no node moves),
+#     then the old version back with autoUpgrade true -> the pods on X are
+#     current (their controller revision is the DaemonSet's newest again,
+#     the GPU Operator's "in sync"): no node is cordoned, no driver pod
+#     replaced, every node upgrade-done;
 #   then a new version (the digest changes) -> a full upgrade: the first
 #     node waits for its job.
 set -euo pipefail
@@ -86,6 +91,25 @@ gone=$(jq -c --arg ns "$WL" 'select(.kind == "Pod" and .ns == $ns and (.deleting
 assert_eq "" "$gone" "a GPU job pod deleted during the restarts"
 evicted=$(grep -c 'upgrade: node .*: evict' "$GPUOP_LOG" || true)
 assert_eq 0 "$evicted" "evictions in gpuop's log"
+
+log "X -> Y -> X: no node upgrades on the way back"
+before=$(driver_pods)
+gen_before=$(kc -n "$GPUOP_NS" get ds -l app.kubernetes.io/component=driver -o jsonpath='{.items[0].metadata.annotations.deprecated\.daemonset\.template\.generation}')
+kc patch gpupolicy upgrade-restart --type=merge -p "{\"spec\":{\"driver\":{\"version\":\"$NEW\",\"upgradePolicy\":{\"autoUpgrade\":false}}}}" >/dev/null
+at_gen() { [[ $(kc -n "$GPUOP_NS" get ds -l app.kubernetes.io/component=driver -o jsonpath='{.items[0].metadata.annotations.deprecated\.daemonset\.template\.generation}') == "$1" ]]; }
+wait_for 60 at_gen $((gen_before + 1))
+up_record back
+kc patch gpupolicy upgrade-restart --type=merge -p "{\"spec\":{\"driver\":{\"version\":\"$OLD\",\"upgradePolicy\":{\"autoUpgrade\":true}}}}" >/dev/null
+wait_for 60 at_gen $((gen_before + 2))
+all_done() { [[ $(up_status ".revision == $((gen_before + 2)) and .counts[\"upgrade-done\"] == $N") == true ]] || {
+	up_status '{revision, counts}' | tr -d '\n '
+	return 1
+}; }
+wait_for 60 all_done
+assert_eq "$before" "$(driver_pods)" "the driver pods after X -> Y -> X"
+stop_spawned record-back
+cordons=$(jq -c 'select(.kind == "Node" and .unschedulable)' "$E2E_TMP/back.jsonl")
+assert_eq "" "$cordons" "a node cordoned on the way back"
 
 log "a new version: the full upgrade, which waits for the first node's job"
 kc patch gpupolicy upgrade-restart --type=json -p "[{\"op\": \"replace\", \"path\": \"/spec/driver/version\", \"value\": \"$NEW\"}]" >/dev/null

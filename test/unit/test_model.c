@@ -668,6 +668,33 @@ static void test_upgrade_fields(void **state)
 /* gpuop_*_new makes what the caches keep: one allocation holding the
  * struct and its strings (released with gpuop_*_free), the same values for
  * the same object. */
+/* A driver pod's upgrade facts: template generation, install digest,
+ * controller revision (as a 32-bit hash); none on another operand's pod. */
+static void test_driver_pod_facts(void **state)
+{
+    (void)state;
+    static const char *const fmt =
+        "{\"metadata\":{\"name\":\"p\",\"labels\":{\"app.kubernetes.io/component\":\"%s\","
+        "\"pod-template-generation\":\"7\",\"gpuop.dev/driver-config-digest\":\"123456\","
+        "\"controller-revision-hash\":\"5d9c7b8f6\"}},\"spec\":{\"nodeName\":\"n\"}}";
+    static const char *const comps[] = {"driver", "device-plugin"};
+    for (int k = 0; k < 2; k++) {
+        char buf[512];
+        snprintf(buf, sizeof(buf), fmt, comps[k]);
+        json_t *j = json_loads(buf, 0, NULL);
+        struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
+        assert_non_null(p);
+        assert_int_equal(gpuop_pod_template_gen(p), k ? 0 : 7);
+        assert_int_equal(gpuop_pod_driver_digest(p), k ? 0 : 123456);
+        assert_int_equal(gpuop_pod_revision(p), k ? 0 : gpuop_revision_hash("5d9c7b8f6"));
+        gpuop_pod_free(p);
+        json_decref(j);
+    }
+    assert_int_equal(gpuop_revision_hash(NULL), 0);
+    assert_int_equal(gpuop_revision_hash(""), 0);
+    assert_int_not_equal(gpuop_revision_hash("a"), gpuop_revision_hash("b"));
+}
+
 static void test_new_single_block(void **state)
 {
     static const char *const pods[] = {"pod-crashloop.json", "pod-unbound.json",
@@ -679,9 +706,10 @@ static void test_new_single_block(void **state)
         struct gpuop_pod *b = gpuop_pod_new(j, NULL, NULL);
         assert_non_null(b);
         assert_true(gpuop_pod_equal(a, b));
-        /* a driver pod keeps its template generation (8 bytes) before the strings */
+        /* a driver pod keeps its template generation, install digest and
+           revision hash (16 bytes) before the strings */
         assert_ptr_equal(b->name, (char *)b + ((sizeof(*b) + 7) & ~(size_t)7) +
-                                      (b->operand == gpuop_operand_by_key("driver") ? 8 : 0));
+                                      (b->operand == gpuop_operand_by_key("driver") ? 16 : 0));
         assert_true(b->node > b->name);
         if (b->waiting_reason)
             assert_true(b->waiting_reason > b->node);
@@ -881,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_pod_gate),
         cmocka_unit_test(test_ds),
         cmocka_unit_test(test_equal),
+        cmocka_unit_test(test_driver_pod_facts),
         cmocka_unit_test(test_new_single_block),
         cmocka_unit_test(test_upgrade_fields),
         cmocka_unit_test(test_garbage),

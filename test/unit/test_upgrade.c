@@ -92,6 +92,8 @@ struct world {
 /* The install configuration digest the next pods made carry (label
  * GPUOP_LABEL_DRIVER_DIGEST; 0: none). */
 static uint32_t next_digest;
+/* ... and controller revision (label controller-revision-hash; NULL none). */
+static const char *next_rev;
 
 static struct gpuop_pod *mkpod(const char *name, const char *node, const char *component,
                                uint32_t gen, bool ready, const char *waiting, long long created)
@@ -117,9 +119,9 @@ static struct gpuop_pod *mkpod(const char *name, const char *node, const char *c
     snprintf(buf, sizeof(buf),
              "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":\"%s\",\"labels\":"
              "{\"app.kubernetes.io/component\":\"%s\",\"pod-template-generation\":\"%u\","
-             "\"" GPUOP_LABEL_DRIVER_DIGEST "\":\"%u\"}},"
+             "\"" GPUOP_LABEL_DRIVER_DIGEST "\":\"%u\",\"" GPUOP_LABEL_REVISION_HASH "\":\"%s\"}},"
              "\"spec\":{\"nodeName\":\"%s\"},\"status\":{\"phase\":\"Running\"%s%s}}",
-             name, ts, component, gen, next_digest, node, rd, wt);
+             name, ts, component, gen, next_digest, next_rev ? next_rev : "", node, rd, wt);
     json_t *j = json_loads(buf, 0, NULL);
     assert_non_null(j);
     struct gpuop_pod *p = gpuop_pod_new(j, NULL, NULL);
@@ -1214,6 +1216,43 @@ static void test_host_driver_not_counted(void **state)
     world_free(&w);
 }
 
+/* "In sync" is the GPU Operator's: the pod's controller revision against
+ * the DaemonSet's newest. A template changed X -> Y -> X (generation 3,
+ * revision X again) upgrades no node still on X (generation 1); a node
+ * already on Y (generation 2) goes back to X like any upgrade. */
+static void test_revision_back(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 3, 1);
+    next_rev = "rev-x";
+    for (size_t i = 0; i < w.n; i++)
+        set_driver(&w, &w.nodes[i], 1, true, NULL);
+    next_rev = "rev-y";
+    set_driver(&w, &w.nodes[2], 2, true, NULL); /* gpu-02 upgraded to Y already */
+    next_rev = NULL;
+    run(&w, 20);
+    w.target = 3; /* back to X */
+    struct gpuop_upgrade_in in;
+    struct gpuop_upgrade_node_in xs[NMAX];
+    struct gpuop_upgrade_plan p;
+    build_in(&w, &in, xs);
+    for (size_t i = 0; i < w.n; i++)
+        xs[i].target_rev = gpuop_revision_hash("rev-x");
+    assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_DONE);
+    assert_int_equal(p.nodes[1].next, GPUOP_US_DONE);
+    assert_int_equal(p.nodes[2].next, GPUOP_US_REQUIRED); /* on Y: it goes back to X */
+    assert_int_equal(p.counts[GPUOP_US_DONE], 2);
+    gpuop_upgrade_plan_free(&p);
+    /* without the revision (unknown) it is generation alone: all three */
+    build_in(&w, &in, xs);
+    assert_int_equal(gpuop_upgrade_plan(&in, &p), 0);
+    assert_int_equal(p.counts[GPUOP_US_REQUIRED], 3);
+    gpuop_upgrade_plan_free(&p);
+    world_free(&w);
+}
+
 /* A template change that leaves the install configuration alone (the
  * pods' DRIVER_CONFIG_DIGEST equals the DaemonSet's, the GPU Operator's
  * restart-only path): every driver pod is replaced node by node, cordoned
@@ -1720,6 +1759,7 @@ int main(void)
         cmocka_unit_test(test_host_driver_not_counted),
         cmocka_unit_test(test_released_when_gone),
         cmocka_unit_test(test_restart_only),
+        cmocka_unit_test(test_revision_back),
         cmocka_unit_test(test_wait_for_jobs),
         cmocka_unit_test(test_crash_loop_stops),
         cmocka_unit_test(test_ready_timeout),
