@@ -717,6 +717,27 @@ void gpuop_ctl_apply_done(struct gpuop_controller *c)
     c->apply_memo.sa = c->sa;
 }
 
+/* One record's DaemonSet (name) is in the caches at its applied generation. */
+static bool seen_at(const struct gpuop_controller *c, const char *name, const struct ctl_applied *a)
+{
+    if (!a->body_hash || a->generation <= 0)
+        return true; /* nothing applied (or no answer yet): nothing to wait for */
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, name);
+    return live && live->ds.generation >= a->generation;
+}
+
+bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c)
+{
+    int d = gpuop_operand_by_key("driver");
+    if (d < 0 || !seen_at(c, gpuop_operand_get(d)->ds_name, &c->applied[d]))
+        return d < 0;
+    for (size_t k = 0; k < sizeof(c->pool_applied) / sizeof(c->pool_applied[0]); k++)
+        if (c->pool_applied[k].name[0] && !c->pool_applied[k].deleted &&
+            !seen_at(c, c->pool_applied[k].name, &c->pool_applied[k].a))
+            return false;
+    return true;
+}
+
 void gpuop_ctl_apply_forget(struct gpuop_controller *c)
 {
     c->apply_memo.valid = false;

@@ -231,6 +231,7 @@ static void release_upgrades(struct gpuop_controller *c)
     int rc = gpuop_caches_view(c->caches, &v);
     if (rc == 0 && !gpuop_caches_pods_indexed(c->caches))
         rc = gpuop_caches_view_pods(c->caches, &v);
+    gpuop_ctl_upgrade_hold(c->upgrader, false);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_track(c->upgrader, &p, &v, c->ns, NULL, c->key, NULL);
     gpuop_ctl_upgrade_release(c->upgrader); /* nothing borrows p after this */
@@ -270,6 +271,7 @@ static void findings_and_status(struct gpuop_controller *c)
     if (rc == 0 && !c->inactive && c->leader && !gpuop_caches_pods_indexed(c->caches))
         rc = gpuop_caches_view_pods(c->caches, &v); /* the upgrade joins them to nodes */
     if (rc == 0 && !c->inactive && c->leader) { /* the driver upgrade (upgrade.c), leader only */
+        gpuop_ctl_upgrade_hold(c->upgrader, !gpuop_ctl_apply_driver_seen(c));
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
     }

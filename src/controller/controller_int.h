@@ -247,6 +247,10 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c);
 /* The apply stage is over (nothing in flight): its verdicts are kept for
  * the next reconcile when every operand is current or absent. */
 void gpuop_ctl_apply_done(struct gpuop_controller *c);
+/* True when the caches hold every driver DaemonSet at least at the
+ * generation its last apply was answered with: the driver upgrade plans
+ * from the template the policy asks for, not the one before it. */
+bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c);
 /* Forgets the kept verdicts (leadership changed, another policy object). */
 void gpuop_ctl_apply_forget(struct gpuop_controller *c);
 /* The caches saw kind/key deleted: a DaemonSet or the ServiceAccount gone
@@ -329,6 +333,10 @@ void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node);
 /* --analysis verify: after a track kept the quiet plan node by node, plan
  * in full too, and count a difference (gpuop_ctl_upgrade_mismatches). */
 void gpuop_ctl_upgrade_set_verify(struct ctl_upgrader *u, bool on);
+/* While on, tracks plan (and show the plan) but take no action: a driver
+ * DaemonSet just applied is not in the caches yet (the plan would start
+ * nodes against the template before it). */
+void gpuop_ctl_upgrade_hold(struct ctl_upgrader *u, bool on);
 uint64_t gpuop_ctl_upgrade_mismatches(const struct ctl_upgrader *u);
 /* Tracks that kept the quiet plan node by node. */
 uint64_t gpuop_ctl_upgrade_kept(const struct ctl_upgrader *u);

@@ -144,11 +144,12 @@ struct ctl_upgrader {
     bool touched_over;        /* more than TOUCH_SHARE_PCT of them: plan in full */
     bool verify;              /* plan in full after a quiet track too, and compare */
     uint64_t mismatches, kept;
-    int starts_inflight; /* start PATCHes (upgrade-required -> cordon-required) in flight */
+    int starts_inflight;       /* start PATCHes (upgrade-required -> cordon-required) in flight */
     struct rev revs[REVS_MAX]; /* the driver DaemonSets' newest revisions */
     size_t nrevs;
     struct gpuop_kube_req *rev_req; /* their LIST in flight, or NULL */
     bool revs_due;                  /* a revision is wanted: LIST them */
+    bool hold;                      /* plan, act on nothing (gpuop_ctl_upgrade_hold) */
     size_t revs_missing;            /* nodes this track could not judge for want of one */
     char version[GPUOP_RENDER_IMAGE_MAX];
     uint64_t actions;
@@ -718,9 +719,9 @@ static void revs_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
             if (!mine || rev <= best)
                 continue;
             best = rev;
-            r->hash = gpuop_revision_hash(json_string_value(json_object_get(
-                json_object_get(json_object_get(cr, "metadata"), "labels"),
-                GPUOP_LABEL_REVISION_HASH)));
+            r->hash = gpuop_revision_hash(json_string_value(
+                json_object_get(json_object_get(json_object_get(cr, "metadata"), "labels"),
+                                GPUOP_LABEL_REVISION_HASH)));
         }
     }
     if (rc < 0)
@@ -1376,7 +1377,9 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     u->shown = &u->plan;
     u->have_plan = true;
     revs_list(u);
-    if (u->revs_missing) { /* judged by generation only: act once the revisions are known */
+    /* judged by generation only: act once the revisions are known; and
+       nothing against a driver template the caches do not hold yet */
+    if (u->revs_missing || u->hold) {
         forget_unseen(u);
         return 0;
     }
@@ -1436,6 +1439,11 @@ void gpuop_ctl_upgrade_release(struct ctl_upgrader *u)
 uint64_t gpuop_ctl_upgrade_actions(const struct ctl_upgrader *u)
 {
     return u->actions;
+}
+
+void gpuop_ctl_upgrade_hold(struct ctl_upgrader *u, bool on)
+{
+    u->hold = on;
 }
 
 void gpuop_ctl_upgrade_set_verify(struct ctl_upgrader *u, bool on)
