@@ -68,7 +68,10 @@ struct gpuop_toleration {
     char *effect; /* may be NULL/empty: all effects */
 };
 
-#define GPUOP_RESOURCE_GPU        "nvidia.com/gpu"
+#define GPUOP_RESOURCE_GPU "nvidia.com/gpu"
+/* NVIDIA's GPU DRA driver: a pod holding a ResourceClaim allocated by it
+ * holds a GPU (gpu-operator v26.7.0 PodHasNVIDIAGPUClaim). */
+#define GPUOP_DRA_GPU_DRIVER      "gpu.nvidia.com"
 #define GPUOP_RESOURCE_MIG_PREFIX "nvidia.com/mig-"
 
 /* What a node advertises to the scheduler (status.capacity and

@@ -96,6 +96,10 @@ struct rec {
     size_t npods;
     char *strs;           /* the pods' names and namespaces, copied (new): a LIST body of
                              full pods is kept by nobody */
+    uint8_t claims_state; /* the state the pods were listed in, while their ResourceClaims
+                             are read (GETs in flight); listed_for is set once all answered */
+    uint32_t list_seq;    /* bumped by each pod list: a claim answer of an older one is
+                             dropped */
     uint64_t retry_at_ms; /* nothing sent before */
     uint64_t backoff_ms;
     uint8_t last_action, last_state, last_next;
@@ -501,6 +505,80 @@ static bool has_owner(json_t *meta, const char *kind, bool *controller)
     return found;
 }
 
+/* ---- DRA: pods holding a GPU through a ResourceClaim ------------------ */
+
+/* The pod list counts (the claims are all answered). */
+static void claims_listed(struct rec *r)
+{
+    r->listed_for = r->claims_state;
+    r->listed_at = gpuop_clock_ms();
+    requeue(r->u, 0);
+}
+
+/* A ResourceClaim's answer for pod index `pod` of list `seq`: a GPU pod when
+ * the claim is allocated a device of NVIDIA's GPU DRA driver, not for admin
+ * access; a read error other than 404 counts as one too, as the GPU
+ * Operator's PodHasNVIDIAGPUClaim (controllers/nodelabeling_controller.go). */
+static void claim_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
+{
+    struct ureq *q = arg;
+    struct rec *r = q->r;
+    size_t pod = q->pod;
+    uint32_t seq = (uint32_t)q->next;
+    (void)err;
+    if (!req_end(q) || rc == GPUOP_ECANCELED || seq != r->list_seq)
+        return;
+    bool gpu = rc < 0 && rc != GPUOP_ENOTFOUND;
+    size_t i;
+    json_t *res;
+    json_array_foreach(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(body, "status"), "allocation"),
+                            "devices"),
+            "results"),
+        i, res)
+    {
+        const char *drv = json_string_value(json_object_get(res, "driver"));
+        gpu |= drv && !strcmp(drv, GPUOP_DRA_GPU_DRIVER) &&
+               !json_is_true(json_object_get(res, "adminAccess"));
+    }
+    if (gpu && pod < r->npods)
+        r->pods[pod].gpu = true;
+    if (!r->inflight)
+        claims_listed(r);
+}
+
+/* GETs the ResourceClaims pod `idx` (JSON p, borrowed) refers to; returns
+ * how many were asked for. */
+static size_t claims_get(struct rec *r, size_t idx, json_t *p)
+{
+    json_t *meta = json_object_get(p, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    json_t *sts = json_object_get(json_object_get(p, "status"), "resourceClaimStatuses");
+    size_t i, j, n = 0;
+    json_t *c, *s;
+    json_array_foreach(json_object_get(json_object_get(p, "spec"), "resourceClaims"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "resourceClaimName"));
+        const char *ref = json_string_value(json_object_get(c, "name"));
+        json_array_foreach(sts, j, s) /* a claim made from a template */
+        {
+            const char *sn = json_string_value(json_object_get(s, "name"));
+            if (!name && ref && sn && !strcmp(sn, ref))
+                name = json_string_value(json_object_get(s, "resourceClaimName"));
+        }
+        if (!name || !ns)
+            continue; /* not made yet: holds nothing */
+        struct gpuop_kube_ref kr = {"resource.k8s.io/v1", ns, "resourceclaims", name, NULL};
+        char *path = gpuop_kube_path(&kr, NULL, 0);
+        if (path && up_send(r, GPUOP_UA_LIST, (int)r->list_seq, idx, GPUOP_KUBE_GET, path, NULL,
+                            NULL, claim_done) == 0)
+            n++;
+        free(path);
+    }
+    return n;
+}
+
 static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
 {
     struct ureq *q = arg;
@@ -582,9 +660,21 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     r->pods = pods;
     r->npods = k;
     r->strs = strs;
-    r->listed_for = (uint8_t)state;
-    r->listed_at = gpuop_clock_ms();
-    requeue(r->u, 0);
+    r->list_seq++;
+    /* a pod holding a GPU through a DRA claim is a GPU pod too: its claims
+       are read before the list counts (claims_get) */
+    r->claims_state = (uint8_t)state;
+    size_t asked = 0;
+    json_array_foreach(items, i, p)
+    {
+        if (i < k && !pods[i].gpu && !pods[i].terminal &&
+            (state == GPUOP_US_POD_DELETION || state == GPUOP_US_POD_RESTART))
+            asked += claims_get(r, i, p);
+    }
+    if (!asked)
+        claims_listed(r);
+    else
+        gpuop_debug("upgrade", "node %s: reading %zu ResourceClaim(s) of its pods", r->name, asked);
 }
 
 static void pod_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)

@@ -427,10 +427,14 @@ static void upgrade_text(FILE *out, json_t *up, const struct gpuop_report_opts *
     if (omitted > 0)
         fprintf(out, "  and %" JSON_INTEGER_FORMAT " more node%s in the upgrade\n", omitted,
                 omitted == 1 ? "" : "s");
-    json_t *next = json_object_get(up, "next");
-    if (json_array_size(next)) {
-        fprintf(out, "  next:");
-        json_array_foreach(next, i, v) fprintf(out, "%s %s", i ? "," : "", json_string_value(v));
+    static const char *const lists[][2] = {
+        {"next", "next"}, {"skipped", "skipped (label nvidia.com/gpu-driver-upgrade.skip=true)"}};
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        json_t *names = json_object_get(up, lists[l][0]);
+        if (!json_array_size(names))
+            continue;
+        fprintf(out, "  %s:", lists[l][1]);
+        json_array_foreach(names, i, v) fprintf(out, "%s %s", i ? "," : "", json_string_value(v));
         fputc('\n', out);
     }
     json_t *f = json_object_get(up, "failed");

@@ -798,8 +798,8 @@ static void starts(struct ctx *c)
                 c->in->nodes[p->nodes[p->failed].in].node->name,
                 p->nodes[p->failed].fail_reason ? p->nodes[p->failed].fail_reason : "");
         else if (!u->auto_upgrade)
-            say(&w, "upgradePolicy.autoUpgrade is false: gpuop upgrades no node (delete its "
-                    "driver pod to upgrade it by hand)");
+            say(&w, "upgradePolicy.autoUpgrade is false: gpuop upgrades no node (to upgrade it "
+                    "by hand, drain its GPU pods first, then delete its driver pod)");
         else if (x->node->up.unschedulable && !x->node->up.cordoned)
             say(&w, "cordoned by someone else (not gpuop): not touched until it is uncordoned");
         else if (u->max_parallel && p->in_progress >= (size_t)u->max_parallel)

@@ -260,6 +260,13 @@ static void test_upgrade_text(void **state)
     char *t = text(&w, &o);
     assert_non_null(strstr(t, "gpu-a: upgrade-required, waiting for a free slot\n"));
     assert_non_null(strstr(t, "  and 3 more nodes in the upgrade\n"));
+    assert_null(strstr(t, "skipped"));
+    free(t);
+    /* the nodes the skip label keeps out, by name */
+    json_object_set_new(up, "skipped", json_pack("[s, s]", "gpu-b", "gpu-c"));
+    t = text(&w, &o);
+    assert_non_null(
+        strstr(t, "  skipped (label nvidia.com/gpu-driver-upgrade.skip=true): gpu-b, gpu-c\n"));
     free(t);
     json_decref(up);
     fx_world_free(&w);
