@@ -35,6 +35,22 @@ enum gpuop_mig_strategy {
 /* spec.toolkit.installDir's default: the GPU Operator's */
 #define GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT "/usr/local/nvidia"
 
+/* spec.hostPaths' defaults: the GPU Operator's (gpu-operator v26.7.0
+ * controllers/object_controls.go, DefaultDriverInstallDir,
+ * DefaultKubeletRootDir; transformForHostRoot takes "" and "/" alike). */
+#define GPUOP_HOST_ROOT_DEFAULT          "/"
+#define GPUOP_DRIVER_INSTALL_DIR_DEFAULT "/run/nvidia/driver"
+#define GPUOP_KUBELET_ROOT_DIR_DEFAULT   "/var/lib/kubelet"
+
+/* The validator's components whose init containers take env of their own
+ * (spec.validator.<component>.env, as ClusterPolicy's ValidatorSpec). */
+enum gpuop_validator_component {
+    GPUOP_VALIDATOR_DRIVER,
+    GPUOP_VALIDATOR_TOOLKIT,
+    GPUOP_VALIDATOR_PLUGIN,
+    GPUOP_VALIDATOR_COMPONENTS,
+};
+
 /* Defaults and bounds of spec.findings.* (seconds). */
 #define GPUOP_TERMINATING_GRACE_DEFAULT 300
 #define GPUOP_ADVERTISE_GRACE_DEFAULT   120
@@ -126,9 +142,19 @@ struct gpuop_policy {
     enum gpuop_mig_strategy mig_strategy; /* spec.mig.strategy; default single */
     char *toolkit_install_dir;            /* spec.toolkit.installDir: the runtime's host directory;
                                              default GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT */
-    bool node_labeling;                   /* spec.nodeLabeling.enabled: gpuop labels new GPU
-                                             nodes (SPEC 4a); false when absent */
-    struct gpuop_upgrade_policy upgrade;  /* spec.driver.upgradePolicy */
+    char *host_root;                      /* spec.hostPaths.rootFS: the host's root directory;
+                                             default GPUOP_HOST_ROOT_DEFAULT */
+    char *driver_install_dir;             /* spec.hostPaths.driverInstallDir: where a driver not
+                                             installed on the host root is (the driver container's
+                                             root, or GKE's /home/kubernetes/bin/nvidia); default
+                                             GPUOP_DRIVER_INSTALL_DIR_DEFAULT */
+    char *kubelet_root_dir;               /* spec.hostPaths.kubeletRootDir; default
+                                             GPUOP_KUBELET_ROOT_DIR_DEFAULT */
+    json_t *validator_env[GPUOP_VALIDATOR_COMPONENTS]; /* spec.validator.<component>.env:
+                                             arrays of {name, value} (owned), never NULL */
+    bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU
+                                            nodes (SPEC 4a); false when absent */
+    struct gpuop_upgrade_policy upgrade; /* spec.driver.upgradePolicy */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */
@@ -146,6 +172,9 @@ struct gpuop_policy {
  * GPUOP_ENOMEM, or GPUOP_EINVAL when obj is not an object. On failure *out
  * is released. */
 int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err);
+
+/* The spec.validator key of component c ("driver", "toolkit", "plugin"); static. */
+const char *gpuop_policy_validator_component(enum gpuop_validator_component c);
 
 /* The spec.mig.strategy value of s ("none", "single", "mixed"); static. */
 const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);

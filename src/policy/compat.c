@@ -59,9 +59,6 @@ static const struct refused refused[] = {
     {"spec", "psa", IF_ENABLED,
      "gpuop does not label namespaces for Pod Security Admission: label its namespace "
      "pod-security.kubernetes.io/enforce=privileged yourself, ignored"},
-    {"spec", "hostPaths", ALWAYS,
-     "gpuop uses the standard host paths (the host root /, the driver at /run/nvidia/driver), "
-     "ignored"},
     {"spec.driver", "usePrecompiled", IF_ENABLED,
      "precompiled driver images are not selected by gpuop: name one in spec.driver.image, "
      "ignored"},
@@ -93,13 +90,9 @@ static const struct refused refused[] = {
      "a custom metrics ConfigMap is not mounted by gpuop, ignored"},
     {"spec.dcgmExporter", "serviceMonitor", ALWAYS,
      "gpuop creates no ServiceMonitor for dcgm-exporter, ignored"},
-    {"spec.validator", "plugin", ALWAYS,
-     "the validator's per-component env is not passed, ignored"},
-    {"spec.validator", "driver", ALWAYS,
-     "the validator's per-component env is not passed, ignored"},
-    {"spec.validator", "toolkit", ALWAYS,
-     "the validator's per-component env is not passed, ignored"},
-    {"spec.validator", "cuda", ALWAYS, "the validator's per-component env is not passed, ignored"},
+    {"spec.validator", "cuda", ALWAYS,
+     "gpuop runs no cuda-validation (its workload pod needs the GPU Operator's ServiceAccount "
+     "and DaemonSet names), so its env has no container to go to, ignored"},
     {"spec.*", "imagePullSecrets", ALWAYS,
      "gpuop has one list for every operand: use spec.daemonsets.imagePullSecrets, ignored"},
 };

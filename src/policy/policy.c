@@ -278,8 +278,14 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->update_strategy, "RollingUpdate") ||
         set_json(&p->image_pull_secrets, json_array()))
         return GPUOP_ENOMEM;
-    if (set_str(&p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT))
+    if (set_str(&p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT) ||
+        set_str(&p->host_root, GPUOP_HOST_ROOT_DEFAULT) ||
+        set_str(&p->driver_install_dir, GPUOP_DRIVER_INSTALL_DIR_DEFAULT) ||
+        set_str(&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT))
         return GPUOP_ENOMEM;
+    for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
+        if (set_json(&p->validator_env[c], json_array()))
+            return GPUOP_ENOMEM;
     p->ordering = GPUOP_ORDERING_REPORT;
     p->mig_strategy = GPUOP_MIG_SINGLE;
     p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
@@ -473,8 +479,9 @@ static int env_find(json_t *arr, const char *name)
     return -1;
 }
 
-static int parse_env(struct gpuop_policy *p, const char *path, json_t *v,
-                     struct gpuop_operand_spec *o)
+/* path.env into *dst (an array of {name, value}, replaced: a new
+ * reference stored there); a bad entry is a problem and left out. */
+static int parse_env(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst)
 {
     char field[FIELD_MAX], buf[64];
     size_t i;
@@ -574,7 +581,7 @@ static int parse_env(struct gpuop_policy *p, const char *path, json_t *v,
             return GPUOP_ENOMEM;
         }
     }
-    return set_json(&o->env, out);
+    return set_json(dst, out);
 }
 
 /* What kind of container resource a name is, as the API server sorts them. */
@@ -845,18 +852,170 @@ static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
     return 0;
 }
 
+/* A host directory at field (spec.toolkit.installDir, spec.hostPaths.*):
+ * an absolute path without spaces, ':' or "..", stored in *dst without a
+ * trailing '/' ("/" stays "/"); "" keeps the default, as the GPU Operator
+ * reads an empty value (its chart's values leave them ""). Anything else is
+ * a problem and dflt stays. */
+static int parse_host_dir(struct gpuop_policy *p, const char *field, json_t *v, char **dst,
+                          const char *dflt)
+{
+    char vbuf[64], clean[PATH_MAX_LEN + 1];
+    const char *s = json_string_value(v);
+    if (s && !*s)
+        return 0;
+    if (s && s[0] == '/' && strlen(s) <= PATH_MAX_LEN && !strstr(s, "/..") && !strstr(s, "//") &&
+        !strpbrk(s, " \t\n:")) {
+        size_t n = strlen(s);
+        while (n > 1 && s[n - 1] == '/')
+            n--;
+        snprintf(clean, sizeof(clean), "%.*s", (int)n, s);
+        return set_str(dst, clean);
+    }
+    problem(p, field,
+            "must be an absolute host path without spaces, ':', '//' or '..', not %s; using %s",
+            describe(v, vbuf, sizeof(vbuf)), dflt);
+    return 0;
+}
+
 /* spec.toolkit.installDir: where the toolkit installs the NVIDIA runtime on
- * the host (the GPU Operator's key and default); an absolute path. */
+ * the host (the GPU Operator's key and default). */
 static int parse_install_dir(struct gpuop_policy *p, const char *field, json_t *v)
 {
-    char vbuf[64];
-    const char *s = json_string_value(v);
-    if (s && s[0] == '/' && strlen(s) <= PATH_MAX_LEN && !strstr(s, "/../") &&
-        !strpbrk(s, " \t\n:"))
-        return set_str(&p->toolkit_install_dir, s);
-    problem(p, field, "must be an absolute host path without spaces or ':', not %s; using %s",
-            describe(v, vbuf, sizeof(vbuf)), GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT);
+    return parse_host_dir(p, field, v, &p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT);
+}
+
+/* spec.hostPaths: the GPU Operator's keys, where the host keeps its root,
+ * a driver not on that root, and the kubelet's state (ClusterPolicy's
+ * HostPathsSpec, gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go;
+ * render.c carries them into the operands as its transforms do). */
+static int parse_host_paths(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"rootFS", "driverInstallDir", "kubeletRootDir", NULL};
+    struct {
+        char **dst;
+        const char *dflt;
+    } const slots[] = {
+        {&p->host_root, GPUOP_HOST_ROOT_DEFAULT},
+        {&p->driver_install_dir, GPUOP_DRIVER_INSTALL_DIR_DEFAULT},
+        {&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT},
+    };
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, "spec.hostPaths", "must be an object, not %s; using the standard host paths",
+                type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        size_t k = 0;
+        while (known[k] && strcmp(known[k], key))
+            k++;
+        if (!known[k]) {
+            unknown_field(p, "spec.hostPaths", key, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        fieldf(field, "spec.hostPaths.%s", key);
+        int rc = parse_host_dir(p, field, e, slots[k].dst, slots[k].dflt);
+        if (rc)
+            return rc;
+        /* the driver's or the kubelet's directory cannot be the whole host:
+         * it is mounted over a container's own paths */
+        if (slots[k].dst != &p->host_root && !strcmp(*slots[k].dst, "/")) {
+            problem(p, field, "must be a directory below the host root, not \"/\"; using %s",
+                    slots[k].dflt);
+            rc = set_str(slots[k].dst, slots[k].dflt);
+            if (rc)
+                return rc;
+        }
+    }
     return 0;
+}
+
+/* ---- spec.validator.<component> ------------------------------------------- */
+
+static const char *const validator_components[GPUOP_VALIDATOR_COMPONENTS] = {
+    [GPUOP_VALIDATOR_DRIVER] = "driver",
+    [GPUOP_VALIDATOR_TOOLKIT] = "toolkit",
+    [GPUOP_VALIDATOR_PLUGIN] = "plugin",
+};
+
+const char *gpuop_policy_validator_component(enum gpuop_validator_component c)
+{
+    return (unsigned)c < GPUOP_VALIDATOR_COMPONENTS ? validator_components[c] : "";
+}
+
+/* The workload validation's switch: gpuop renders no workload validation
+ * (its pod runs under the GPU Operator's own ServiceAccount and DaemonSet
+ * names, docs/operands.md), so only "false" may pass. */
+#define WITH_WORKLOAD "WITH_WORKLOAD"
+
+/* Takes WITH_WORKLOAD out of env (borrowed) unless it is "false", saying
+ * so at field. */
+static void drop_workload(struct gpuop_policy *p, const char *field, json_t *env)
+{
+    int at = env_find(env, WITH_WORKLOAD);
+    if (at < 0)
+        return;
+    const char *v = json_string_value(json_object_get(json_array_get(env, (size_t)at), "value"));
+    if (v && !strcmp(v, "false"))
+        return;
+    problem(p, field,
+            "WITH_WORKLOAD=\"%.32s\": gpuop runs no workload validation (its pod needs the GPU "
+            "Operator's ServiceAccount and DaemonSet names); WITH_WORKLOAD stays \"false\"",
+            v ? v : "");
+    json_array_remove(env, (size_t)at);
+}
+
+/* spec.validator.<component>: {env}, passed to that component's
+ * validation init container (ClusterPolicy's ValidatorSpec; the GPU
+ * Operator's TransformValidatorComponent and transformValidationInitContainer). */
+static int parse_validator_component(struct gpuop_policy *p, const char *path,
+                                     enum gpuop_validator_component c, json_t *v)
+{
+    static const char *const known[] = {"env", NULL};
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object {env}, not %s; no extra environment used",
+                type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "env")) {
+            unknown_field(p, path, key, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        int rc = parse_env(p, path, e, &p->validator_env[c]);
+        if (rc)
+            return rc;
+        if (c == GPUOP_VALIDATOR_PLUGIN) {
+            fieldf(field, "%s.env", path);
+            drop_workload(p, field, p->validator_env[c]);
+        }
+    }
+    return 0;
+}
+
+/* The validator component called key, or -1. */
+static int validator_component(const struct gpuop_operand *op, const char *key)
+{
+    if (strcmp(op->key, "validator"))
+        return -1;
+    for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
+        if (!strcmp(validator_components[c], key))
+            return c;
+    return -1;
 }
 
 /* ---- spec.driver.upgradePolicy -------------------------------------------- */
@@ -1109,7 +1268,7 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
         } else if (!strcmp(key, "args")) {
             rc = parse_args(p, path, e, o);
         } else if (!strcmp(key, "env")) {
-            rc = parse_env(p, path, e, o);
+            rc = parse_env(p, path, e, &o->env);
         } else if (!strcmp(key, "resources")) {
             rc = parse_resources(p, path, e, o);
         } else if (!strcmp(key, "config") && op->config) {
@@ -1118,6 +1277,9 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_install_dir(p, field, e);
         } else if (!strcmp(key, "upgradePolicy") && !strcmp(op->key, "driver")) {
             rc = parse_upgrade_policy(p, field, e);
+        } else if (validator_component(op, key) >= 0) {
+            rc = parse_validator_component(
+                p, field, (enum gpuop_validator_component)validator_component(op, key), e);
         } else {
             other_field(p, path, key, e, operand_fields);
         }
@@ -1696,7 +1858,7 @@ static void parse_node_labeling(struct gpuop_policy *p, json_t *v)
 
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 5];
+    const char *known[GPUOP_OPERAND_MAX + 6];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -1708,6 +1870,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "findings";
     known[n++] = "mig";
     known[n++] = "nodeLabeling";
+    known[n++] = "hostPaths";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1731,6 +1894,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             parse_mig(p, e);
         else if (!strcmp(key, "nodeLabeling"))
             parse_node_labeling(p, e);
+        else if (!strcmp(key, "hostPaths"))
+            rc = parse_host_paths(p, e);
         else
             other_field(p, "spec", key, e, known);
         if (rc)
@@ -1781,6 +1946,11 @@ void gpuop_policy_free(struct gpuop_policy *p)
     json_decref(p->max_unavailable);
     json_decref(p->image_pull_secrets);
     free(p->toolkit_install_dir);
+    free(p->host_root);
+    free(p->driver_install_dir);
+    free(p->kubelet_root_dir);
+    for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
+        json_decref(p->validator_env[c]);
     free(p->upgrade.wait_selector);
     free(p->upgrade.drain_selector);
     memset(p, 0, sizeof(*p));

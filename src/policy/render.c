@@ -139,17 +139,18 @@ static int vol_add(json_t *volumes, const struct vol *rows, size_t n)
     return 0;
 }
 
-static int vol_add_validation(json_t *volumes);
+static int vol_add_validation(const struct gpuop_policy *p, json_t *volumes);
 
 /* Sets t's volumeMounts and volumes from its table: the volumes of the
  * driver-validation init container first when the pod runs it, then the
  * table's in row order, each name once. */
-static void vol_table(struct tmpl *t, const struct vol *rows, size_t n, bool validation)
+static void vol_table(const struct gpuop_policy *p, struct tmpl *t, const struct vol *rows,
+                      size_t n, bool validation)
 {
     t->mounts = need(t, vol_mounts(rows, n));
     t->volumes = need(t, json_array());
     if (t->volumes &&
-        ((validation && vol_add_validation(t->volumes)) || vol_add(t->volumes, rows, n)))
+        ((validation && vol_add_validation(p, t->volumes)) || vol_add(t->volumes, rows, n)))
         t->oom = true;
 }
 
@@ -199,7 +200,14 @@ static json_t *privileged(void)
 #define GATE_SLEEP           "5" /* seconds between two looks at a validation file */
 #define CDI_HOOK_REL         "/toolkit/nvidia-cdi-hook" /* under spec.toolkit.installDir */
 #define CDI_HOOK_MAX         320
-#define CDI_DEFAULT_KIND     "management.nvidia.com/gpu"
+#define HOST_PATH_MAX        320 /* a spec.hostPaths directory and a path below it */
+/* the directories under the kubelet's root the operands use: pod-resources
+ * follows --root-dir; device-plugins does not (see tmpl_device_plugin) */
+#define KUBELET_POD_RESOURCES  "/pod-resources"
+#define KUBELET_DEVICE_PLUGINS "/var/lib/kubelet/device-plugins"
+#define HOST_DEV_CHAR          "/dev/char"
+#define HOST_ROOT_ENV          "HOST_ROOT" /* nvidia-validator's --host-root */
+#define CDI_DEFAULT_KIND       "management.nvidia.com/gpu"
 /* where GFD writes its feature file: node-feature-discovery's local source */
 #define NFD_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
 
@@ -257,6 +265,45 @@ static const char *install_dir(const struct gpuop_policy *p)
     return p->toolkit_install_dir ? p->toolkit_install_dir : GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT;
 }
 
+/* spec.hostPaths (a policy built without gpuop_policy_parse has none: the
+ * GPU Operator's defaults): the host's root, the directory of a driver not
+ * installed on that root, the kubelet's root directory. */
+static const char *host_root(const struct gpuop_policy *p)
+{
+    return p->host_root ? p->host_root : GPUOP_HOST_ROOT_DEFAULT;
+}
+
+static const char *driver_dir(const struct gpuop_policy *p)
+{
+    return p->driver_install_dir ? p->driver_install_dir : GPUOP_DRIVER_INSTALL_DIR_DEFAULT;
+}
+
+static bool custom_host_root(const struct gpuop_policy *p)
+{
+    return strcmp(host_root(p), GPUOP_HOST_ROOT_DEFAULT) != 0;
+}
+
+static bool custom_driver_dir(const struct gpuop_policy *p)
+{
+    return strcmp(driver_dir(p), GPUOP_DRIVER_INSTALL_DIR_DEFAULT) != 0;
+}
+
+/* sub (starting with '/') under the host root or the kubelet's root
+ * directory, written into buf[HOST_PATH_MAX] (each is at most 256
+ * characters, policy.c). */
+static const char *under_root(const struct gpuop_policy *p, const char *sub, char *buf)
+{
+    snprintf(buf, HOST_PATH_MAX, "%s%s", custom_host_root(p) ? host_root(p) : "", sub);
+    return buf;
+}
+
+static const char *under_kubelet(const struct gpuop_policy *p, const char *sub, char *buf)
+{
+    snprintf(buf, HOST_PATH_MAX, "%s%s",
+             p->kubelet_root_dir ? p->kubelet_root_dir : GPUOP_KUBELET_ROOT_DIR_DEFAULT, sub);
+    return buf;
+}
+
 /* The toolkit's CDI hook under installDir, written into buf[CDI_HOOK_MAX]
  * (installDir is at most 256 characters, policy.c). */
 static const char *cdi_hook(const struct gpuop_policy *p, char *buf)
@@ -280,16 +327,23 @@ static bool toolkit_ready_written(const struct gpuop_policy *p)
 }
 
 /* Where the driver lives on the host when no validation file can say it
- * per node (neither toolkit nor validator runs): in the driver container's
- * root when gpuop runs the driver, on the host itself otherwise. */
+ * per node (neither toolkit nor validator runs): in spec.hostPaths.
+ * driverInstallDir when gpuop runs the driver (its container's root) or the
+ * policy names one (a driver the platform installs there, as GKE's), on
+ * the host root (spec.hostPaths.rootFS) otherwise. */
+static bool driver_in_dir(const struct gpuop_policy *p)
+{
+    return enabled(p, "driver") || custom_driver_dir(p);
+}
+
 static const char *driver_root(const struct gpuop_policy *p)
 {
-    return enabled(p, "driver") ? "/run/nvidia/driver" : "/";
+    return driver_in_dir(p) ? driver_dir(p) : host_root(p);
 }
 
 static const char *driver_root_ctr(const struct gpuop_policy *p)
 {
-    return enabled(p, "driver") ? "/driver-root" : "/host";
+    return driver_in_dir(p) ? "/driver-root" : "/host";
 }
 
 /* The shell that waits for driver-ready, exports what it says (the
@@ -328,22 +382,30 @@ static json_t *gate(const struct gpuop_policy *p, const char *name, const char *
                                VALIDATIONS, "mountPropagation", "HostToContainer"));
 }
 
+static json_t *merge_env(json_t *base, json_t *extra);
+
 /* One component of nvidia-validator (COMPONENT) as an init container of
  * the validator's image, run as root; env (steals, may be NULL) comes
- * after WITH_WAIT and COMPONENT, mounts (steals) are its volumeMounts. */
-static json_t *validator_ctr(const struct gpuop_policy *p, const char *component, bool wait,
-                             json_t *env, json_t *mounts)
+ * after WITH_WAIT and COMPONENT, then spec.validator.<component>.env
+ * merged by name (the policy's wins, as the GPU Operator's
+ * TransformValidatorComponent sets it last); mounts (steals) are its
+ * volumeMounts. */
+static json_t *validator_ctr(const struct gpuop_policy *p, enum gpuop_validator_component c,
+                             bool wait, json_t *env, json_t *mounts)
 {
     const struct gpuop_operand_spec *v = &p->operands[idx_of("operator-validator")];
+    const char *component = gpuop_policy_validator_component(c);
     char name[64];
     snprintf(name, sizeof(name), "%s-validation", component);
-    json_t *all = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "WITH_WAIT", "value",
-                            wait ? "true" : "false", "name", "COMPONENT", "value", component);
-    if (all && env && json_array_extend(all, env)) {
-        json_decref(all);
-        all = NULL;
+    json_t *base = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "WITH_WAIT", "value",
+                             wait ? "true" : "false", "name", "COMPONENT", "value", component);
+    if (base && env && json_array_extend(base, env)) {
+        json_decref(base);
+        base = NULL;
     }
     json_decref(env);
+    json_t *all = base ? merge_env(base, p->validator_env[c]) : NULL;
+    json_decref(base);
     return json_pack("{s:s, s:s, s:s, s:[s,s], s:[s], s:o, s:{s:b, s:i}, s:o}", "name", name,
                      "image", v->image, "imagePullPolicy", v->pull_policy, "command", "sh", "-c",
                      "args", "nvidia-validator", "env", all, "securityContext", "privileged", 1,
@@ -351,29 +413,56 @@ static json_t *validator_ctr(const struct gpuop_policy *p, const char *component
 }
 
 /* driver-validation: nvidia-validator COMPONENT=driver, waiting until the
- * driver works on the node (a host driver under /host, or the driver
- * container's under /run/nvidia/driver), then writing driver-ready with
- * that node's driver root. It asks the API whether an operator manages
- * the driver: the pod needs its token (cmd/nvidia-validator/main.go). */
-static const struct vol validation_vols[] = {
-    {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
-    {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/run/nvidia/driver", RW,
-     "HostToContainer", NULL},
-    {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, "Bidirectional", NULL},
-    {"host-dev-char", "/dev/char", NULL, "/host-dev-char", RW, NULL, NULL},
-};
+ * driver works on the node (a host driver under /host, or one in
+ * spec.hostPaths.driverInstallDir, the driver container's root by default),
+ * then writing driver-ready with that node's driver root. The host root
+ * (spec.hostPaths.rootFS) is mounted at /host and its /dev/char at
+ * /host-dev-char; driverInstallDir at its own path, which DRIVER_INSTALL_DIR
+ * and DRIVER_INSTALL_DIR_CTR_PATH name when it is not the default (the GPU
+ * Operator's transformForHostRoot and transformForDriverInstallDir). It
+ * asks the API whether an operator manages the driver: the pod needs its
+ * token (cmd/nvidia-validator/main.go). */
+#define VALIDATION_VOLS 4
+
+/* Fills rows[VALIDATION_VOLS] for p; dev_char[HOST_PATH_MAX] holds a path. */
+static void validation_vols(const struct gpuop_policy *p, struct vol *rows, char *dev_char)
+{
+    const struct vol all[VALIDATION_VOLS] = {
+        {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
+        {"driver-install-dir", driver_dir(p), DIR_OR_CREATE, driver_dir(p), RW, "HostToContainer",
+         NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, "Bidirectional",
+         NULL},
+        {"host-dev-char", under_root(p, HOST_DEV_CHAR, dev_char), NULL, "/host-dev-char", RW, NULL,
+         NULL},
+    };
+    memcpy(rows, all, sizeof(all));
+}
 
 static json_t *driver_validation(const struct gpuop_policy *p)
 {
-    return validator_ctr(p, "driver", true,
-                         json_pack("[o]", env_field("OPERATOR_NAMESPACE", "metadata.namespace")),
-                         vol_mounts(validation_vols, NROWS(validation_vols)));
+    struct vol rows[VALIDATION_VOLS];
+    char dev_char[HOST_PATH_MAX];
+    validation_vols(p, rows, dev_char);
+    json_t *more = json_pack("[o]", env_field("OPERATOR_NAMESPACE", "metadata.namespace"));
+    if (more && custom_driver_dir(p) &&
+        extend(more, json_pack("[o,o]", env("DRIVER_INSTALL_DIR", driver_dir(p)),
+                               env("DRIVER_INSTALL_DIR_CTR_PATH", driver_dir(p))))) {
+        json_decref(more);
+        more = NULL;
+    }
+    if (!more)
+        return NULL;
+    return validator_ctr(p, GPUOP_VALIDATOR_DRIVER, true, more, vol_mounts(rows, VALIDATION_VOLS));
 }
 
 /* Appends the volumes driver_validation mounts to volumes (borrowed). */
-static int vol_add_validation(json_t *volumes)
+static int vol_add_validation(const struct gpuop_policy *p, json_t *volumes)
 {
-    return vol_add(volumes, validation_vols, NROWS(validation_vols));
+    struct vol rows[VALIDATION_VOLS];
+    char dev_char[HOST_PATH_MAX];
+    validation_vols(p, rows, dev_char);
+    return vol_add(volumes, rows, VALIDATION_VOLS);
 }
 
 /* The device plugin's and GFD's securityContext, by their MIG strategy:
@@ -416,7 +505,7 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
         {"var-log", "/var/log", NULL, "/var/log", RW, NULL, NULL},
         {"dev-log", "/dev/log", NULL, "/dev/log", RW, NULL, NULL},
     };
-    vol_table(t, vols, NROWS(vols), false);
+    vol_table(p, t, vols, NROWS(vols), false);
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
                           "nvidia-smi -L", "initialDelaySeconds", 60, "periodSeconds", 10,
@@ -504,16 +593,16 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
          NULL},
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
         {"toolkit-install-dir", install_dir(p), DIR_OR_CREATE, install_dir(p), RW, NULL, NULL},
-        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
-         "HostToContainer", NULL},
-        {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
+        {"driver-install-dir", driver_dir(p), DIR_OR_CREATE, "/driver-root", RW, "HostToContainer",
+         NULL},
+        {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
         {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
         {"containerd-config", cfg_dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR, RW, NULL, NULL},
         {"containerd-drop-in-config", dropin_dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR, RW, NULL,
          NULL},
         {"containerd-socket", sock_dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL},
     };
-    vol_table(t, vols, NROWS(vols), true); /* driver-validation runs first */
+    vol_table(p, t, vols, NROWS(vols), true); /* driver-validation runs first */
 }
 
 /* device-plugin: registers with the kubelet through its socket directory
@@ -552,15 +641,14 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
         t->oom = true;
     t->security = need(t, plugin_security(mig));
     const struct vol vols[] = {
-        {"device-plugin", "/var/lib/kubelet/device-plugins", NULL,
-         "/var/lib/kubelet/device-plugins", RW, NULL, NULL},
+        {"device-plugin", KUBELET_DEVICE_PLUGINS, NULL, KUBELET_DEVICE_PLUGINS, RW, NULL, NULL},
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
-        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
-         "HostToContainer", NULL},
-        {"host-root", "/", NULL, "/host", RO, "HostToContainer", NULL},
+        {"driver-install-dir", driver_dir(p), DIR_OR_CREATE, "/driver-root", RW, "HostToContainer",
+         NULL},
+        {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
         {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
     };
-    vol_table(t, vols, NROWS(vols), false);
+    vol_table(p, t, vols, NROWS(vols), false);
 }
 
 /* gpu-feature-discovery: writes GPU labels as a node-feature-discovery
@@ -593,7 +681,7 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL,
          NULL}, /* the gate's */
     };
-    vol_table(t, vols, NROWS(vols), false);
+    vol_table(p, t, vols, NROWS(vols), false);
 }
 
 /* dcgm-exporter: Prometheus metrics on :9400 (the Service gpuop applies
@@ -602,6 +690,7 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
  * RuntimeClass. The image's own entrypoint runs (no command). */
 static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
 {
+    char pod_resources[HOST_PATH_MAX];
     t->container = "nvidia-dcgm-exporter";
     t->runtime_class = GPUOP_RUNTIME_CLASS;
     if (toolkit_ready_written(p))
@@ -617,12 +706,12 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
     t->security = need(t, json_pack("{s:b, s:i, s:{s:[s]}}", "runAsNonRoot", 0, "runAsUser", 0,
                                     "capabilities", "add", "SYS_ADMIN"));
     const struct vol vols[] = {
-        {"pod-resources", "/var/lib/kubelet/pod-resources", DIR_OR_CREATE,
-         "/var/lib/kubelet/pod-resources", RO, NULL, NULL},
+        {"pod-resources", under_kubelet(p, KUBELET_POD_RESOURCES, pod_resources), DIR_OR_CREATE,
+         GPUOP_KUBELET_ROOT_DIR_DEFAULT KUBELET_POD_RESOURCES, RO, NULL, NULL},
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL,
          NULL}, /* the gate's */
     };
-    vol_table(t, vols, NROWS(vols), false);
+    vol_table(p, t, vols, NROWS(vols), false);
     t->readiness =
         need(t, json_pack("{s:{s:s, s:s}, s:i, s:i}", "httpGet", "path", "/health", "port",
                           "metrics", "initialDelaySeconds", 45, "periodSeconds", 5));
@@ -650,13 +739,13 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
     t->api_token = true;
     t->init = need(
         t, json_pack("[o,o]", driver_validation(p),
-                     validator_ctr(p, "toolkit", false,
+                     validator_ctr(p, GPUOP_VALIDATOR_TOOLKIT, false,
                                    json_pack("[o]", env("NVIDIA_VISIBLE_DEVICES", "all")),
                                    json_pack("[o]", mount("run-nvidia-validations", VALIDATIONS,
                                                           false, "Bidirectional")))));
     if (t->init && enabled(p, "device-plugin") &&
         json_array_append_new(
-            t->init, validator_ctr(p, "plugin", false,
+            t->init, validator_ctr(p, GPUOP_VALIDATOR_PLUGIN, false,
                                    json_pack("[o,o,o,o]", env("WITH_WORKLOAD", "false"),
                                              env("MIG_STRATEGY", mig_strategy(p, "device-plugin")),
                                              env_field("NODE_NAME", "spec.nodeName"),
@@ -673,7 +762,7 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, "Bidirectional",
          NULL},
     };
-    vol_table(t, vols, NROWS(vols), true); /* driver-validation runs first */
+    vol_table(p, t, vols, NROWS(vols), true); /* driver-validation runs first */
 }
 
 /* mig-manager: applies the MIG layout named by the node's
@@ -738,16 +827,68 @@ static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
                      : json_pack("{s:s}", "name", config));
     const struct vol vols[] = {
         {"host-sys", "/sys", "Directory", "/sys", RW, NULL, NULL},
-        {"host-root", "/", NULL, "/host", RW, "HostToContainer", NULL},
-        {"driver-install-dir", "/run/nvidia/driver", DIR_OR_CREATE, "/driver-root", RW,
-         "HostToContainer", NULL},
+        {"host-root", host_root(p), NULL, "/host", RW, "HostToContainer", NULL},
+        {"driver-install-dir", driver_dir(p), DIR_OR_CREATE, "/driver-root", RW, "HostToContainer",
+         NULL},
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
         {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
         {"mig-parted-config", NULL, NULL, "/mig-parted-config", RO, NULL, cm},
     };
     if (cm)
-        vol_table(t, vols, NROWS(vols), false);
+        vol_table(p, t, vols, NROWS(vols), false);
     json_decref(cm);
+}
+
+/* The name of the env entry or volume e (borrowed), "" when it has none. */
+static const char *name_of(json_t *e)
+{
+    const char *n = json_string_value(json_object_get(e, "name"));
+    return n ? n : "";
+}
+
+static bool has_named(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        if (!strcmp(name_of(e), name))
+            return true;
+    }
+    return false;
+}
+
+/* Appends HOST_ROOT=value to list (borrowed) unless it names HOST_ROOT
+ * already; nonzero on failure. */
+static int add_host_root(json_t *list, const char *value)
+{
+    return has_named(list, HOST_ROOT_ENV) ? 0
+                                          : json_array_append_new(list, env(HOST_ROOT_ENV, value));
+}
+
+/* spec.hostPaths.rootFS other than "/": every container of a pod that mounts
+ * the host root learns where it is, HOST_ROOT (the GPU Operator's
+ * transformHostRootVolume: every init and main container of a DaemonSet
+ * with a host-root volume). Set before the policy's env, which may
+ * override it, as the GPU Operator's per-operand env does. */
+static void host_root_env(const struct gpuop_policy *p, struct tmpl *t)
+{
+    size_t i;
+    json_t *c;
+    if (t->oom || !custom_host_root(p) || !has_named(t->volumes, "host-root"))
+        return;
+    if (!t->env)
+        t->env = need(t, json_array());
+    if (t->env && add_host_root(t->env, host_root(p)))
+        t->oom = true;
+    json_array_foreach(t->init, i, c)
+    {
+        json_t *e = json_object_get(c, "env");
+        if (!e && json_object_set_new(c, "env", e = json_array()))
+            e = NULL;
+        if (!e || add_host_root(e, host_root(p)))
+            t->oom = true;
+    }
 }
 
 static const struct {
@@ -1108,6 +1249,7 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
     for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
         if (!strcmp(templates[i].operand, op->name))
             templates[i].fn(p, &t);
+    host_root_env(p, &t);
     if (t.oom) {
         tmpl_free(&t);
         return NULL;

@@ -22,13 +22,16 @@
 #include "gpuop/yaml.h"
 
 /* The spec keys that are not operands. */
-static const char *const shared_keys[] = {"daemonsets",   "ordering", "findings",
-                                          "nodeLabeling", "mig",      NULL};
+static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings", "nodeLabeling",
+                                          "mig",        "hostPaths", NULL};
 
 /* Operand keys beyond the common ones that gpuop implements for one operand
  * (the GPU Operator's paths). */
 static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
-                                                {"driver", "upgradePolicy"}};
+                                                {"driver", "upgradePolicy"},
+                                                {"validator", "driver"},
+                                                {"validator", "toolkit"},
+                                                {"validator", "plugin"}};
 
 /* A key the CRD admits only so that ClusterPolicy manifests and patches
  * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or
@@ -329,6 +332,37 @@ static void test_keeps_unknown_fields(void **state)
     json_decref(crd);
 }
 
+/* spec.hostPaths and spec.validator.<component>: the keys the parser
+ * reads, and the parser's defaults are the GPU Operator's. */
+static void test_platform_keys(void **state)
+{
+    (void)state;
+    json_t *crd = load_crd();
+    json_t *spec = props(schema_of(crd), "spec");
+    json_t *hp = json_object_get(json_object_get(spec, "hostPaths"), "properties");
+    static const char *const paths[] = {"rootFS", "driverInstallDir", "kubeletRootDir"};
+    assert_int_equal(json_object_size(hp), sizeof(paths) / sizeof(paths[0]));
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+        if (!json_is_string(json_object_get(json_object_get(hp, paths[i]), "pattern")))
+            fail_msg("crd: spec.hostPaths has no %s with a pattern", paths[i]);
+    json_t *v = json_object_get(json_object_get(spec, "validator"), "properties");
+    for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++) {
+        const char *name = gpuop_policy_validator_component((enum gpuop_validator_component)c);
+        json_t *cp = json_object_get(json_object_get(v, name), "properties");
+        if (json_object_size(cp) != 1 || !json_object_get(cp, "env"))
+            fail_msg("crd: spec.validator.%s is not {env}", name);
+    }
+    struct gpuop_policy pol;
+    json_t *empty = json_object();
+    assert_int_equal(gpuop_policy_parse(empty, &pol, NULL), 0);
+    assert_string_equal(pol.host_root, "/");
+    assert_string_equal(pol.driver_install_dir, "/run/nvidia/driver");
+    assert_string_equal(pol.kubelet_root_dir, "/var/lib/kubelet");
+    gpuop_policy_free(&pol);
+    json_decref(empty);
+    json_decref(crd);
+}
+
 /* Every field `kubectl explain gpupolicy` shows has a description a person
  * can act on (issue 16): the root, and every schema under `properties`, at
  * any depth (inside list items and maps too). Missing ones are listed by
@@ -378,8 +412,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operands_match_table), cmocka_unit_test(test_defaults_match_parser),
-        cmocka_unit_test(test_upgrade_policy_keys),  cmocka_unit_test(test_descriptions),
-        cmocka_unit_test(test_keeps_unknown_fields),
+        cmocka_unit_test(test_upgrade_policy_keys),  cmocka_unit_test(test_platform_keys),
+        cmocka_unit_test(test_descriptions),         cmocka_unit_test(test_keeps_unknown_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,6 +244,25 @@ static const struct bad_case bad_cases[] = {
     {"{\"toolkit\": {\"installDir\": \"/opt/a b\"}}", "spec.toolkit.installDir",
      "using /usr/local/nvidia"},
     {"{\"driver\": {\"installDir\": \"/opt\"}}", "spec.driver.installDir", "unknown field"},
+    {"{\"hostPaths\": {\"driverInstallDir\": \"home/kubernetes\"}}",
+     "spec.hostPaths.driverInstallDir", "absolute host path"},
+    {"{\"hostPaths\": {\"rootFS\": \"/a/../b\"}}", "spec.hostPaths.rootFS", "using /"},
+    {"{\"hostPaths\": {\"kubeletRootDir\": \"/\"}}", "spec.hostPaths.kubeletRootDir",
+     "below the host root"},
+    {"{\"hostPaths\": {\"driverInstallDir\": 7}}", "spec.hostPaths.driverInstallDir",
+     "using /run/nvidia/driver"},
+    {"{\"hostPaths\": {\"kubletRootDir\": \"/x\"}}", "spec.hostPaths.kubletRootDir",
+     "did you mean \"kubeletRootDir\""},
+    {"{\"hostPaths\": \"/x\"}", "spec.hostPaths", "must be an object"},
+    {"{\"validator\": {\"plugin\": {\"env\": [{\"name\": \"WITH_WORKLOAD\", \"value\": "
+     "\"true\"}]}}}",
+     "spec.validator.plugin.env", "no workload validation"},
+    {"{\"validator\": {\"driver\": {\"env\": \"A=1\"}}}", "spec.validator.driver.env",
+     "must be a list"},
+    {"{\"validator\": {\"toolkit\": {\"evn\": []}}}", "spec.validator.toolkit.evn",
+     "did you mean \"env\""},
+    {"{\"validator\": {\"cuda\": {\"env\": []}}}", "spec.validator.cuda", "no cuda-validation"},
+    {"{\"toolkit\": {\"plugin\": {\"env\": []}}}", "spec.toolkit.plugin", "unknown field"},
     {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
     {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator",
      "the NVIDIA GPU Operator's own pod"},
@@ -577,6 +596,9 @@ static void test_clusterpolicy_fields(void **state)
     parse_json("{\"spec\": {}}", &p);
     assert_int_equal(p.mig_strategy, GPUOP_MIG_SINGLE);
     assert_string_equal(p.toolkit_install_dir, "/usr/local/nvidia");
+    assert_string_equal(p.host_root, "/");
+    assert_string_equal(p.driver_install_dir, "/run/nvidia/driver");
+    assert_string_equal(p.kubelet_root_dir, "/var/lib/kubelet");
     gpuop_policy_free(&p);
 
     parse_json("{\"spec\": {\"mig\": {\"strategy\": \"mixed\"}, \"toolkit\": {\"installDir\": "
@@ -587,6 +609,38 @@ static void test_clusterpolicy_fields(void **state)
     assert_int_equal(p.nproblems, 0);
     assert_int_equal(p.mig_strategy, GPUOP_MIG_MIXED);
     assert_string_equal(p.toolkit_install_dir, "/opt/nvidia");
+    gpuop_policy_free(&p);
+
+    /* spec.hostPaths (GKE with COS) and the validator's per-component env:
+     * implemented, no problem; a trailing '/' is dropped, "" is the default */
+    parse_json(
+        "{\"spec\": {\"hostPaths\": {\"driverInstallDir\": \"/home/kubernetes/bin/nvidia/\", "
+        "\"rootFS\": \"/host-root\", \"kubeletRootDir\": \"\"}, \"validator\": "
+        "{\"plugin\": {\"env\": [{\"name\": \"WITH_WORKLOAD\", \"value\": \"false\"}]}, "
+        "\"driver\": {\"env\": [{\"name\": \"DISABLE_DEV_CHAR_SYMLINK_CREATION\", "
+        "\"value\": \"true\"}]}, \"toolkit\": {\"env\": null}}}}",
+        &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.driver_install_dir, "/home/kubernetes/bin/nvidia");
+    assert_string_equal(p.host_root, "/host-root");
+    assert_string_equal(p.kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT);
+    assert_int_equal(json_array_size(p.validator_env[GPUOP_VALIDATOR_PLUGIN]), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(p.validator_env[GPUOP_VALIDATOR_DRIVER], 0), "name")),
+                        "DISABLE_DEV_CHAR_SYMLINK_CREATION");
+    assert_int_equal(json_array_size(p.validator_env[GPUOP_VALIDATOR_TOOLKIT]), 0);
+    gpuop_policy_free(&p);
+
+    /* WITH_WORKLOAD other than "false" is said and taken out; the rest passes */
+    parse_json("{\"spec\": {\"validator\": {\"plugin\": {\"env\": [{\"name\": \"A\", "
+               "\"value\": \"1\"}, {\"name\": \"WITH_WORKLOAD\", \"value\": \"true\"}]}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_int_equal(json_array_size(p.validator_env[GPUOP_VALIDATOR_PLUGIN]), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(p.validator_env[GPUOP_VALIDATOR_PLUGIN], 0), "name")),
+                        "A");
     gpuop_policy_free(&p);
 
     parse_json("{\"spec\": {\"mig\": {\"strategy\": \"none\"}}}", &p);

@@ -1142,6 +1142,139 @@ static void test_toolkit_runtime(void **state)
     json_decref(empty);
 }
 
+/* The mount of volume `vol` in container c (borrowed), or NULL. */
+static json_t *mount_of(json_t *c, const char *vol)
+{
+    return find_named(json_object_get(c, "volumeMounts"), vol);
+}
+
+/* spec.hostPaths as the GPU Operator's transforms carry them (GKE with
+ * COS: the driver under /home/kubernetes/bin/nvidia; a host root elsewhere;
+ * k0s's kubelet root). */
+static void test_host_paths(void **state)
+{
+    static const char gke[] = "/home/kubernetes/bin/nvidia";
+    json_t *pol = json_pack("{s:{s:{s:s, s:s, s:s}, s:{s:b}}}", "spec", "hostPaths",
+                            "driverInstallDir", gke, "rootFS", "/hostfs", "kubeletRootDir",
+                            "/var/lib/k0s/kubelet", "driver", "enabled", 0);
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+
+    /* the validator: driver-validation finds the driver in driverInstallDir,
+     * mounted at its own path, and the host root at /host */
+    json_t *v = render_one(&p, "operator-validator");
+    json_t *dv = find_init(v, "driver-validation");
+    assert_non_null(dv);
+    assert_string_equal(init_env(dv, "DRIVER_INSTALL_DIR"), gke);
+    assert_string_equal(init_env(dv, "DRIVER_INSTALL_DIR_CTR_PATH"), gke);
+    assert_string_equal(init_env(dv, "HOST_ROOT"), "/hostfs");
+    assert_string_equal(str_at(mount_of(dv, "driver-install-dir"), "mountPath"), gke);
+    assert_string_equal(str_at(mount_of(dv, "host-root"), "mountPath"), "/host");
+    assert_string_equal(str_at(find_volume(v, "driver-install-dir"), "hostPath/path"), gke);
+    assert_string_equal(str_at(find_volume(v, "host-root"), "hostPath/path"), "/hostfs");
+    assert_string_equal(str_at(find_volume(v, "host-dev-char"), "hostPath/path"),
+                        "/hostfs/dev/char");
+    /* every container of a pod with the host root: the other validations
+     * and the main container too */
+    assert_string_equal(init_env(find_init(v, "toolkit-validation"), "HOST_ROOT"), "/hostfs");
+    assert_string_equal(str_at(find_env(v, "HOST_ROOT"), "value"), "/hostfs");
+    json_decref(v);
+
+    /* toolkit, device plugin, MIG Manager: the node's driver root at
+     * /driver-root comes from driverInstallDir, the host root from rootFS */
+    static const char *const rooted[] = {"container-toolkit", "device-plugin", "mig-manager"};
+    for (size_t i = 0; i < sizeof(rooted) / sizeof(rooted[0]); i++) {
+        json_t *ds = render_one(&p, rooted[i]);
+        json_t *c = path_get(ds, "spec/template/spec/containers/0");
+        assert_string_equal(str_at(find_volume(ds, "driver-install-dir"), "hostPath/path"), gke);
+        assert_string_equal(str_at(mount_of(c, "driver-install-dir"), "mountPath"), "/driver-root");
+        assert_string_equal(str_at(find_volume(ds, "host-root"), "hostPath/path"), "/hostfs");
+        assert_string_equal(str_at(find_env(ds, "HOST_ROOT"), "value"), "/hostfs");
+        json_decref(ds);
+    }
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(init_env(find_init(tk, "driver-validation"), "DRIVER_INSTALL_DIR"), gke);
+    json_decref(tk);
+
+    /* the kubelet's root: pod-resources follows it; device-plugins is the
+     * kubelet's fixed path, whatever its root */
+    json_t *dcgm = render_one(&p, "dcgm-exporter");
+    assert_string_equal(str_at(find_volume(dcgm, "pod-resources"), "hostPath/path"),
+                        "/var/lib/k0s/kubelet/pod-resources");
+    assert_string_equal(
+        str_at(path_get(dcgm, "spec/template/spec/containers/0/volumeMounts/0"), "mountPath"),
+        "/var/lib/kubelet/pod-resources");
+    assert_null(find_env(dcgm, "HOST_ROOT")); /* no host root mounted */
+    json_decref(dcgm);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(find_volume(dp, "device-plugin"), "hostPath/path"),
+                        "/var/lib/kubelet/device-plugins");
+    json_decref(dp);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    /* neither toolkit nor validator: the policy's driver root is
+     * driverInstallDir (a driver the platform installs there) */
+    pol = json_pack("{s:{s:{s:s}, s:{s:b}, s:{s:b}, s:{s:b}}}", "spec", "hostPaths",
+                    "driverInstallDir", gke, "driver", "enabled", 0, "toolkit", "enabled", 0,
+                    "validator", "enabled", 0);
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(find_env(dp, "NVIDIA_DRIVER_ROOT"), "value"), gke);
+    assert_string_equal(str_at(find_env(dp, "DRIVER_ROOT_CTR_PATH"), "value"), "/driver-root");
+    json_decref(dp);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    /* the defaults name nothing: no env the GPU Operator would not set */
+    pol = json_pack("{}");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    v = render_one(&p, "operator-validator");
+    dv = find_init(v, "driver-validation");
+    assert_null(init_env(dv, "DRIVER_INSTALL_DIR"));
+    assert_null(init_env(dv, "HOST_ROOT"));
+    assert_string_equal(str_at(mount_of(dv, "driver-install-dir"), "mountPath"),
+                        "/run/nvidia/driver");
+    assert_string_equal(str_at(find_volume(v, "host-dev-char"), "hostPath/path"), "/dev/char");
+    json_decref(v);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
+/* spec.validator.<component>.env reaches that component's validation, and
+ * only it; the policy's value wins over gpuop's. */
+static void test_validator_env(void **state)
+{
+    json_t *pol = json_pack(
+        "{s:{s:{s:{s:[{s:s,s:s}]}, s:{s:[{s:s,s:s}]}, s:{s:[{s:s,s:s},{s:s,s:s}]}}}}", "spec",
+        "validator", "driver", "env", "name", "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value", "true",
+        "toolkit", "env", "name", "NVIDIA_VISIBLE_DEVICES", "value", "0", "plugin", "env", "name",
+        "WITH_WORKLOAD", "value", "false", "name", "PLUGIN_X", "value", "1");
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    json_t *v = render_one(&p, "operator-validator");
+    json_t *dv = find_init(v, "driver-validation"), *tv = find_init(v, "toolkit-validation"),
+           *pv = find_init(v, "plugin-validation");
+    assert_string_equal(init_env(dv, "DISABLE_DEV_CHAR_SYMLINK_CREATION"), "true");
+    assert_string_equal(init_env(dv, "COMPONENT"), "driver");
+    assert_null(init_env(tv, "DISABLE_DEV_CHAR_SYMLINK_CREATION"));
+    assert_string_equal(init_env(tv, "NVIDIA_VISIBLE_DEVICES"), "0"); /* replaced, not added */
+    assert_int_equal(json_array_size(json_object_get(tv, "env")), 3);
+    assert_string_equal(init_env(pv, "PLUGIN_X"), "1");
+    assert_string_equal(init_env(pv, "WITH_WORKLOAD"), "false");
+    assert_null(init_env(dv, "PLUGIN_X"));
+    json_decref(v);
+    /* the toolkit's own driver-validation takes the driver's env too */
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(
+        init_env(find_init(tk, "driver-validation"), "DISABLE_DEV_CHAR_SYMLINK_CREATION"), "true");
+    json_decref(tk);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
 /* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
 static void test_mig_caps(void **state)
 {
@@ -1298,6 +1431,8 @@ int main(void)
         cmocka_unit_test(test_mig_caps),
         cmocka_unit_test(test_extras),
         cmocka_unit_test(test_driver_no_host_root),
+        cmocka_unit_test(test_host_paths),
+        cmocka_unit_test(test_validator_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
