@@ -98,7 +98,7 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator; do
+    for c in defaults gpu-operator gke-cos; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
@@ -124,6 +124,16 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         grep -qF -- "$want" "$ds" || fail "gpu-operator values: gpuop render output lacks '$want'"
     done
     ok "gpu-operator values: gpuop renders the operands the values describe"
+    ds=$tmp/gke-cos.ds
+    ! grep -q 'name: gpuop-driver$' "$ds" || fail "gke-cos values: driver.enabled=false rendered a driver DaemonSet"
+    for want in \
+        'value: /home/kubernetes/bin/nvidia' 'path: /home/kubernetes/bin/nvidia' \
+        'mountPath: /home/kubernetes/bin/nvidia' 'name: DRIVER_INSTALL_DIR_CTR_PATH' \
+        'name: DISABLE_DEV_CHAR_SYMLINK_CREATION'; do
+        grep -qF -- "$want" "$ds" || fail "gke-cos values: gpuop render output lacks '$want'"
+    done
+    ! grep -qF 'path: /run/nvidia/driver' "$ds" || fail "gke-cos values: a volume still mounts /run/nvidia/driver"
+    ok "gke-cos values: the driver install dir reaches the operands"
 fi
 
 # The GPU Operator's image keys pass through: what a ClusterPolicy user

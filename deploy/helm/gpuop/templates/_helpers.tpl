@@ -81,6 +81,15 @@ resources:
 installDir: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- if eq .key "validator" }}
+{{- range $c := list "driver" "toolkit" "plugin" }}
+{{- with (get $v $c | default dict).env }}
+{{ $c }}:
+  env:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if eq .key "driver" }}
 {{- with $v.upgradePolicy }}
 upgradePolicy:
