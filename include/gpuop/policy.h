@@ -150,6 +150,9 @@ struct gpuop_policy {
                                              GPUOP_DRIVER_INSTALL_DIR_DEFAULT */
     char *kubelet_root_dir;               /* spec.hostPaths.kubeletRootDir; default
                                              GPUOP_KUBELET_ROOT_DIR_DEFAULT */
+    char *runtime_class;                  /* spec.operator.runtimeClass: the RuntimeClass gpuop
+                                             applies (its handler the same name) and the GPU
+                                             operands run in; default GPUOP_RUNTIME_CLASS */
     json_t *validator_env[GPUOP_VALIDATOR_COMPONENTS]; /* spec.validator.<component>.env:
                                              arrays of {name, value} (owned), never NULL */
     bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU

@@ -72,7 +72,9 @@ struct gpuop_render_extra {
     const char *group_version; /* "node.k8s.io/v1" */
     const char *resource;      /* "runtimeclasses" */
     bool namespaced;           /* in the operands' namespace, else cluster-scoped */
-    const char *name;
+    const char *name;          /* its default name; the rendered object's metadata.name is
+                                  the one applied (the RuntimeClass's is the policy's
+                                  spec.operator.runtimeClass) */
 };
 #define GPUOP_RENDER_EXTRA_MAX 4
 

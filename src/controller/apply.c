@@ -566,26 +566,69 @@ static void apply_sa(struct gpuop_controller *c)
  * deleted. A refused body waits for
  * the key's backoff, as a DaemonSet's does. */
 
-static void extra_label(const struct gpuop_render_extra *x, char *buf, size_t len)
+static void extra_label(const struct gpuop_render_extra *x, const char *name, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s %s", x->kind, x->name);
+    snprintf(buf, len, "%s %s", x->kind, name);
 }
+
+/* The name extra i was last applied under by this process (borrowed). */
+static const char *extra_applied_name(const struct gpuop_controller *c, int i)
+{
+    return c->extras_name[i][0] ? c->extras_name[i] : gpuop_render_extra_get(i)->name;
+}
+
+/* Sends the DELETE of extra i under name; body_hash CTL_EXTRA_DELETED (not
+ * wanted) or CTL_EXTRA_RENAMED (its old name). Returns 0 or a negative
+ * code. */
+static int extra_delete(struct gpuop_controller *c, int i, const char *name, uint64_t body_hash);
 
 static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
 {
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
-    const struct gpuop_render_extra *x = gpuop_render_extra_get(o->operand);
-    struct ctl_applied *a = &c->extras_applied[o->operand];
-    bool del = o->body_hash == CTL_EXTRA_DELETED;
+    int i = o->operand;
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+    struct ctl_applied *a = &c->extras_applied[i];
+    bool renamed = o->body_hash == CTL_EXTRA_RENAMED;
+    bool del = renamed || o->body_hash == CTL_EXTRA_DELETED;
     char what[CTL_OBJ_MAX];
     (void)body;
-    extra_label(x, what, sizeof(what));
-    if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
+    extra_label(x,
+                renamed ? c->extras_old[i]
+                : del   ? extra_applied_name(c, i)
+                        : c->extras_sending[i],
+                what, sizeof(what));
+    if (renamed) {
+        if (rc == 0 || rc == GPUOP_ENOTFOUND) {
+            if (rc == 0)
+                gpuop_info(what, "deleted (spec.operator.runtimeClass names another)");
+        } else if (rc != GPUOP_ECANCELED) {
+            gpuop_ctl_fail(c, what, err);
+        }
+    } else if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
+        bool was_ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
+        char old[GPUOP_RENDER_NAME_MAX];
+        snprintf(old, sizeof(old), "%s", extra_applied_name(c, i));
         memset(a, 0, sizeof(*a));
         a->body_hash = o->body_hash;
         if (rc == 0)
             gpuop_info(what, del ? "deleted (not wanted by the policy)" : "applied");
+        if (del) {
+            c->extras_name[i][0] = '\0';
+        } else {
+            memcpy(c->extras_name[i], c->extras_sending[i], sizeof(c->extras_name[i]));
+            /* applied under a new name: the one this process applied before
+             * goes (its answer is logged under the old name) */
+            if (was_ours && strcmp(old, c->extras_name[i])) {
+                memcpy(c->extras_old[i], old, sizeof(c->extras_old[i]));
+                int drc = extra_delete(c, i, old, CTL_EXTRA_RENAMED);
+                if (drc < 0) {
+                    struct gpuop_err e;
+                    gpuop_err_set(&e, drc, NULL, "%s", gpuop_strerror(drc));
+                    gpuop_ctl_fail(c, what, &e);
+                }
+            }
+        }
     } else if (rc != GPUOP_ECANCELED) {
         struct gpuop_apply_result r;
         set_failed(&r, GPUOP_APPLY_FAILED, err);
@@ -596,22 +639,40 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     gpuop_ctl_op_end(o);
 }
 
+static int extra_delete(struct gpuop_controller *c, int i, const char *name, uint64_t body_hash)
+{
+    const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+    const struct gpuop_kube_ref ref = {.group_version = x->group_version,
+                                       .ns = x->namespaced ? c->ns : NULL,
+                                       .resource = x->resource,
+                                       .name = name};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    int rc = !path ? GPUOP_ENOMEM
+                   : gpuop_ctl_send(c, OP_EXTRA, i, body_hash, GPUOP_KUBE_DELETE, path, NULL, NULL,
+                                    extra_done, NULL);
+    free(path);
+    return rc;
+}
+
 static void apply_extra(struct gpuop_controller *c, int i)
 {
     const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
     struct ctl_applied *a = &c->extras_applied[i];
-    char what[CTL_OBJ_MAX];
+    char what[CTL_OBJ_MAX], name[GPUOP_RENDER_NAME_MAX];
     json_t *obj = NULL;
     struct gpuop_err e;
-    extra_label(x, what, sizeof(what));
     int rc = gpuop_render_extra(&c->policy, c->ns, i, &obj);
+    const char *want = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    /* wanted: the name it is rendered under; not wanted: the name applied */
+    snprintf(name, sizeof(name), "%s", want ? want : extra_applied_name(c, i));
+    extra_label(x, name, what, sizeof(what));
     char *body = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == 0 && obj && !body)
         rc = GPUOP_ENOMEM;
     json_decref(obj);
     uint64_t h = body ? gpuop_hash_str(body) : CTL_EXTRA_DELETED;
-    if (h == CTL_EXTRA_DELETED && body)
-        h++; /* a body never hashes to the "deleted" mark */
+    if (h <= CTL_EXTRA_RENAMED && body)
+        h = CTL_EXTRA_RENAMED + 1; /* a body never hashes to a mark */
     struct gpuop_apply_result refused;
     /* deleted only when this process applied it: a ConfigMap of that name
      * that a person made while gpuop did not want its own stays theirs */
@@ -619,20 +680,17 @@ static void apply_extra(struct gpuop_controller *c, int i)
     if (!body && !ours)
         h = a->body_hash; /* nothing to do */
     if (rc == 0 && a->body_hash != h && !(body && still_refused(c, a, h, &refused, &e))) {
-        const char *ns = x->namespaced ? c->ns : NULL;
-        char *path =
-            body ? gpuop_ctl_apply_path(x->group_version, ns, x->resource, x->name, NULL) : NULL;
-        if (!body) {
-            const struct gpuop_kube_ref ref = {.group_version = x->group_version,
-                                               .ns = ns,
-                                               .resource = x->resource,
-                                               .name = x->name};
-            path = gpuop_kube_path(&ref, NULL, 0);
+        if (body) {
+            char *path = gpuop_ctl_apply_path(x->group_version, x->namespaced ? c->ns : NULL,
+                                              x->resource, name, NULL);
+            snprintf(c->extras_sending[i], sizeof(c->extras_sending[i]), "%s", name);
+            rc = !path ? GPUOP_ENOMEM
+                       : gpuop_ctl_send(c, OP_EXTRA, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY,
+                                        body, extra_done, NULL);
+            free(path);
+        } else {
+            rc = extra_delete(c, i, name, CTL_EXTRA_DELETED);
         }
-        rc = !path ? GPUOP_ENOMEM
-                   : gpuop_ctl_send(c, OP_EXTRA, i, h, body ? GPUOP_KUBE_PATCH : GPUOP_KUBE_DELETE,
-                                    path, body ? GPUOP_CT_APPLY : NULL, body, extra_done, NULL);
-        free(path);
     } else if (rc == 0 && a->body_hash != h) {
         gpuop_ctl_fail(c, what, &e); /* refused before; not resent before the backoff */
     }

@@ -71,6 +71,9 @@ struct ctl_pool_applied {
 
 enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
 #define CTL_EXTRA_DELETED 1 /* extras_applied[].body_hash: not there */
+#define CTL_EXTRA_RENAMED                                                                          \
+    2 /* an OP_EXTRA's body_hash: the delete of a renamed extra's                                  \
+         old name, which leaves extras_applied[] alone */
 
 struct ctl_op {
     struct gpuop_controller *c;
@@ -149,6 +152,14 @@ struct gpuop_controller {
      * (apply.c): body_hash of the body applied, CTL_EXTRA_DELETED once a
      * delete was answered, 0 unknown */
     struct ctl_applied extras_applied[GPUOP_RENDER_EXTRA_MAX];
+    /* the name each extra was last applied under by this process ("": the
+     * table's), and the name of the apply in flight: the RuntimeClass's
+     * follows the policy, and one renamed is deleted under its old name
+     * (extras_old) once the new one is applied (apply.c) */
+    char extras_name[GPUOP_RENDER_EXTRA_MAX][GPUOP_RENDER_NAME_MAX];
+    char extras_sending[GPUOP_RENDER_EXTRA_MAX][GPUOP_RENDER_NAME_MAX];
+    char extras_old[GPUOP_RENDER_EXTRA_MAX][GPUOP_RENDER_NAME_MAX]; /* the renamed one's
+                                                                       delete in flight */
     bool extras_started;
     char applied_uid[64]; /* policy uid the applied[] records are for */
     /* The last apply stage that ended with every operand current or

@@ -26,15 +26,15 @@ enum when {
 
 struct refused {
     const char *path; /* the parent: "spec", "spec.driver"; "spec.*" = every operand */
-    const char *key;
+    const char *key;  /* "*": every key under path */
     enum when when;
     const char *why; /* the problem's message */
 };
 
 static const struct refused refused[] = {
-    {"spec", "operator", ALWAYS,
+    {"spec.operator", "*", ALWAYS,
      "configures the NVIDIA GPU Operator's own pod; gpuop's comes from its Helm chart and "
-     "flags, ignored"},
+     "flags (spec.operator.runtimeClass is implemented), ignored"},
     {"spec", "dcgm", IF_ENABLED,
      "gpuop runs no standalone DCGM host engine: dcgm-exporter uses the DCGM embedded in its "
      "image, ignored"},
@@ -113,7 +113,7 @@ const char *gpuop_compat_refused(const char *path, const char *key, json_t *v)
 {
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         const struct refused *r = &refused[i];
-        if (strcmp(r->key, key) || !path_matches(r->path, path))
+        if ((strcmp(r->key, "*") && strcmp(r->key, key)) || !path_matches(r->path, path))
             continue;
         if (r->when == IF_ENABLED && !enabled(v))
             return GPUOP_COMPAT_ACCEPTED;

@@ -281,7 +281,8 @@ static int set_defaults(struct gpuop_policy *p)
     if (set_str(&p->toolkit_install_dir, GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT) ||
         set_str(&p->host_root, GPUOP_HOST_ROOT_DEFAULT) ||
         set_str(&p->driver_install_dir, GPUOP_DRIVER_INSTALL_DIR_DEFAULT) ||
-        set_str(&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT))
+        set_str(&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT) ||
+        set_str(&p->runtime_class, GPUOP_RUNTIME_CLASS))
         return GPUOP_ENOMEM;
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         if (set_json(&p->validator_env[c], json_array()))
@@ -934,6 +935,64 @@ static int parse_host_paths(struct gpuop_policy *p, json_t *v)
             if (rc)
                 return rc;
         }
+    }
+    return 0;
+}
+
+/* ---- spec.operator ------------------------------------------------------- */
+
+#define RUNTIME_HANDLER_MAX 63 /* a RuntimeClass handler is an RFC 1123 label */
+
+/* A lowercase RFC 1123 label: what the API server takes as a RuntimeClass
+ * handler (and so as a name that is also its handler). */
+static bool dns_label_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > RUNTIME_HANDLER_MAX || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* spec.operator: the GPU Operator's OperatorSpec. runtimeClass is the
+ * RuntimeClass its operands run in and that it creates with the handler of
+ * the same name, the name the toolkit registers in containerd
+ * (controllers/object_controls.go, getRuntimeClassName,
+ * transformRuntimeClass, transformForRuntime at v26.7.0); gpuop does the
+ * same. Its other keys describe NVIDIA's operator pod (compat.c). */
+static int parse_operator(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"runtimeClass", NULL};
+    char vbuf[64];
+    const char *key;
+    json_t *e;
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, "spec.operator", "must be an object, not %s; ignored", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "runtimeClass")) {
+            other_field(p, "spec.operator", key, e, known);
+            continue;
+        }
+        const char *s = json_string_value(e);
+        if (json_is_null(e) || (s && !*s))
+            continue;
+        if (s && dns_label_ok(s)) {
+            int rc = set_str(&p->runtime_class, s);
+            if (rc)
+                return rc;
+            continue;
+        }
+        problem(p, "spec.operator.runtimeClass",
+                "must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most %d characters: it is "
+                "also the RuntimeClass's handler), not %s; using %s",
+                RUNTIME_HANDLER_MAX, describe(e, vbuf, sizeof(vbuf)), GPUOP_RUNTIME_CLASS);
     }
     return 0;
 }
@@ -1858,7 +1917,7 @@ static void parse_node_labeling(struct gpuop_policy *p, json_t *v)
 
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 6];
+    const char *known[GPUOP_OPERAND_MAX + 7];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -1871,6 +1930,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "mig";
     known[n++] = "nodeLabeling";
     known[n++] = "hostPaths";
+    known[n++] = "operator";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1896,6 +1956,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             parse_node_labeling(p, e);
         else if (!strcmp(key, "hostPaths"))
             rc = parse_host_paths(p, e);
+        else if (!strcmp(key, "operator"))
+            rc = parse_operator(p, e);
         else
             other_field(p, "spec", key, e, known);
         if (rc)
@@ -1949,6 +2011,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->host_root);
     free(p->driver_install_dir);
     free(p->kubelet_root_dir);
+    free(p->runtime_class);
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         json_decref(p->validator_env[c]);
     free(p->upgrade.wait_selector);

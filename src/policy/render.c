@@ -304,6 +304,15 @@ static const char *under_kubelet(const struct gpuop_policy *p, const char *sub, 
     return buf;
 }
 
+/* spec.operator.runtimeClass (default GPUOP_RUNTIME_CLASS): the
+ * RuntimeClass the GPU operands run in, gpuop's RuntimeClass's name and
+ * handler, and the handler the toolkit registers in containerd, one name
+ * for all three as the GPU Operator's getRuntimeClassName gives it. */
+static const char *runtime_class(const struct gpuop_policy *p)
+{
+    return p->runtime_class ? p->runtime_class : GPUOP_RUNTIME_CLASS;
+}
+
 /* The toolkit's CDI hook under installDir, written into buf[CDI_HOOK_MAX]
  * (installDir is at most 256 characters, policy.c). */
 static const char *cdi_hook(const struct gpuop_policy *p, char *buf)
@@ -578,7 +587,7 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
     t->env =
         need(t, json_pack("[o,o,o,o,o,o,o,o,o,o,o]", env("ROOT", install_dir(p)),
                           env("RUNTIME", "containerd"),
-                          env("CONTAINERD_RUNTIME_CLASS", GPUOP_RUNTIME_CLASS),
+                          env("CONTAINERD_RUNTIME_CLASS", runtime_class(p)),
                           env("CDI_ENABLED", "true"), env("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
                           env("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
                           env("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND),
@@ -615,7 +624,7 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
     char hook[CDI_HOOK_MAX];
     const char *mig = mig_strategy(p, "device-plugin");
     t->container = "nvidia-device-plugin";
-    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->runtime_class = runtime_class(p);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     if (driver_ready_written(p))
@@ -659,7 +668,7 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
 {
     const char *mig = mig_strategy(p, "gpu-feature-discovery");
     t->container = "gpu-feature-discovery";
-    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->runtime_class = runtime_class(p);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->command = need(t, json_pack("[s]", "gpu-feature-discovery"));
@@ -692,7 +701,7 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
 {
     char pod_resources[HOST_PATH_MAX];
     t->container = "nvidia-dcgm-exporter";
-    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->runtime_class = runtime_class(p);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->env = need(
@@ -734,7 +743,7 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
     static const char main_script[] = "echo 'gpuop: every validation passed'\n"
                                       "exec sleep infinity\n";
     t->container = "nvidia-operator-validator";
-    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->runtime_class = runtime_class(p);
     t->service_account = GPUOP_VALIDATOR_SA;
     t->api_token = true;
     t->init = need(
@@ -786,7 +795,7 @@ static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
     t->container = "nvidia-mig-manager";
     t->host_pid = true;
     t->host_ipc = true;
-    t->runtime_class = GPUOP_RUNTIME_CLASS;
+    t->runtime_class = runtime_class(p);
     t->service_account = GPUOP_MIG_MANAGER_SA;
     t->api_token = true;
     if (toolkit_ready_written(p))
@@ -1375,11 +1384,16 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
     if (!extra_wanted(p, i))
         return 0;
     switch (i) {
-    case EXTRA_RUNTIME_CLASS: /* the handler the toolkit registers in containerd */
+    case EXTRA_RUNTIME_CLASS: { /* the handler the toolkit registers in containerd */
+        json_t *md = extra_metadata(p, x, "container-toolkit", ns);
+        if (md && json_object_set_new(md, "name", json_string(runtime_class(p)))) {
+            json_decref(md);
+            md = NULL;
+        }
         o = json_pack("{s:s, s:s, s:o, s:s}", "apiVersion", x->group_version, "kind", x->kind,
-                      "metadata", extra_metadata(p, x, "container-toolkit", ns), "handler",
-                      GPUOP_RUNTIME_CLASS);
+                      "metadata", md, "handler", runtime_class(p));
         break;
+    }
     case EXTRA_MIG_CONFIG: { /* the default MIG layouts, from their facts: migconfig.c */
         char *layouts = gpuop_migconfig_yaml();
         o = layouts ? json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", x->group_version, "kind",

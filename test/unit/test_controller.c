@@ -795,6 +795,43 @@ static void test_extras(void **state)
         "GpuPolicy");
 }
 
+/* spec.operator.runtimeClass renamed: the RuntimeClass is applied under
+ * the new name (its handler the same) and the one gpuop applied under the
+ * old name is deleted after it, once. */
+static void test_runtime_class_rename(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_get(f->store[K_RC], "nvidia") && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    int applies = f->extra_applies;
+    assert_int_equal(f->extra_deletes, 0);
+
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(
+        p, "spec", json_pack("{s:{s:s}}", "operator", "runtimeClass", "nvidia-container-runtime"));
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_RC], "nvidia-container-runtime") &&
+                  !json_object_get(f->store[K_RC], "nvidia"),
+              WAIT_MS);
+    settle(f, 300);
+    json_t *rc = json_object_get(f->store[K_RC], "nvidia-container-runtime");
+    assert_string_equal(json_string_value(json_object_get(rc, "handler")),
+                        "nvidia-container-runtime");
+    assert_int_equal(f->extra_deletes, 1);
+    assert_int_equal(f->extra_applies, applies + 1);
+    json_t *ds = json_object_get(f->store[K_DS], "gpuop-device-plugin");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(ds, "spec"), "template"), "spec"),
+            "runtimeClassName")),
+        "nvidia-container-runtime");
+    run_for(f, 500);
+    assert_int_equal(f->extra_deletes, 1); /* not again */
+}
+
 /* The driver per OS pool (SPEC 4b): a pool's DaemonSet comes with its
  * first GPU node and goes with its last; a full reference gives the one
  * gpuop-driver instead, and the pools' DaemonSets go. */
@@ -1459,6 +1496,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime_class_rename, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_spec_kept, setup, teardown),

@@ -264,8 +264,14 @@ static const struct bad_case bad_cases[] = {
     {"{\"validator\": {\"cuda\": {\"env\": []}}}", "spec.validator.cuda", "no cuda-validation"},
     {"{\"toolkit\": {\"plugin\": {\"env\": []}}}", "spec.toolkit.plugin", "unknown field"},
     {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
-    {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator",
+    {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator.defaultRuntime",
      "the NVIDIA GPU Operator's own pod"},
+    {"{\"operator\": {\"runtimeClass\": \"Nvidia\"}}", "spec.operator.runtimeClass",
+     "RFC 1123 label"},
+    {"{\"operator\": {\"runtimeClass\": \"nvidia.runtime\"}}", "spec.operator.runtimeClass",
+     "using nvidia"},
+    {"{\"operator\": {\"runtimeClass\": 3}}", "spec.operator.runtimeClass", "not a number"},
+    {"{\"operator\": \"nvidia\"}", "spec.operator", "must be an object"},
     {"{\"driver\": {\"upgradePolicy\": 5}}", "spec.driver.upgradePolicy", "must be an object"},
     {"{\"driver\": {\"upgradePolicy\": {\"autoUpgrade\": \"yes\"}}}",
      "spec.driver.upgradePolicy.autoUpgrade", "true or false"},
@@ -641,6 +647,16 @@ static void test_clusterpolicy_fields(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(p.validator_env[GPUOP_VALIDATOR_PLUGIN], 0), "name")),
                         "A");
+    gpuop_policy_free(&p);
+
+    /* spec.operator.runtimeClass (AKS); "" keeps the default */
+    parse_json("{\"spec\": {\"operator\": {\"runtimeClass\": \"nvidia-container-runtime\"}}}", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.runtime_class, "nvidia-container-runtime");
+    gpuop_policy_free(&p);
+    parse_json("{\"spec\": {\"operator\": {\"runtimeClass\": \"\"}}}", &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.runtime_class, GPUOP_RUNTIME_CLASS);
     gpuop_policy_free(&p);
 
     parse_json("{\"spec\": {\"mig\": {\"strategy\": \"none\"}}}", &p);

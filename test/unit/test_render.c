@@ -1275,6 +1275,46 @@ static void test_validator_env(void **state)
     json_decref(pol);
 }
 
+/* spec.operator.runtimeClass (AKS: nvidia-container-runtime): one name for
+ * the RuntimeClass gpuop applies, its handler, the toolkit's containerd
+ * handler and every GPU operand's runtimeClassName. */
+static void test_runtime_class(void **state)
+{
+    static const char aks[] = "nvidia-container-runtime";
+    json_t *pol = json_pack("{s:{s:{s:s}, s:{s:b}}}", "spec", "operator", "runtimeClass", aks,
+                            "migManager", "enabled", 1);
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    static const char *const in_class[] = {"device-plugin", "gpu-feature-discovery",
+                                           "dcgm-exporter", "operator-validator", "mig-manager"};
+    for (size_t i = 0; i < sizeof(in_class) / sizeof(in_class[0]); i++) {
+        json_t *ds = render_one(&p, in_class[i]);
+        assert_string_equal(str_at(ds, "spec/template/spec/runtimeClassName"), aks);
+        json_decref(ds);
+    }
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(str_at(find_env(tk, "CONTAINERD_RUNTIME_CLASS"), "value"), aks);
+    assert_null(path_get(tk, "spec/template/spec/runtimeClassName"));
+    json_decref(tk);
+    json_t *rc = NULL;
+    json_t *all = gpuop_render_extras(&p, NS), *o;
+    size_t i;
+    json_array_foreach(all, i, o)
+    {
+        if (!strcmp(str_at(o, "kind"), "RuntimeClass"))
+            rc = o;
+    }
+    assert_non_null(rc);
+    assert_string_equal(str_at(rc, "metadata/name"), aks);
+    assert_string_equal(str_at(rc, "handler"), aks);
+    /* the name keeps its place: metadata's keys in the order of every extra */
+    assert_string_equal(json_object_iter_key(json_object_iter(path_get(rc, "metadata"))), "name");
+    json_decref(all);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
 /* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
 static void test_mig_caps(void **state)
 {
@@ -1433,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_driver_no_host_root),
         cmocka_unit_test(test_host_paths),
         cmocka_unit_test(test_validator_env),
+        cmocka_unit_test(test_runtime_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
