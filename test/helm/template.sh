@@ -98,7 +98,7 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator gke-cos; do
+    for c in defaults gpu-operator gke-cos aks; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
@@ -134,6 +134,15 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     done
     ! grep -qF 'path: /run/nvidia/driver' "$ds" || fail "gke-cos values: a volume still mounts /run/nvidia/driver"
     ok "gke-cos values: the driver install dir reaches the operands"
+    ds=$tmp/aks.ds
+    for want in 'runtimeClassName: nvidia-container-runtime' 'handler: nvidia-container-runtime' \
+        'value: nvidia-container-runtime'; do
+        grep -qF -- "$want" "$ds" || fail "aks values: gpuop render output lacks '$want'"
+    done
+    ! grep -q 'runtimeClassName: nvidia$' "$ds" || fail "aks values: an operand still runs in nvidia"
+    grep -qF 'resourceNames: ["nvidia","nvidia-container-runtime"]' "$tmp/aks.yaml" ||
+        fail "aks values: gpuop's ClusterRole may not patch the RuntimeClass nvidia-container-runtime"
+    ok "aks values: operator.runtimeClass names the RuntimeClass, its handler and the operands'"
 fi
 
 # The GPU Operator's image keys pass through: what a ClusterPolicy user

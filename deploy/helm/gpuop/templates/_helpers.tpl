@@ -201,3 +201,13 @@ helm.sh/hook: pre-install,pre-upgrade
 helm.sh/hook-weight: {{ . | quote }}
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
+
+{{/* The RuntimeClass names gpuop may patch and delete: nvidia and
+operator.runtimeClass, once each; a JSON list. */}}
+{{- define "gpuop.runtimeClassNames" -}}
+{{- $names := list "nvidia" -}}
+{{- with (.Values.operator | default dict).runtimeClass -}}
+{{- $names = append $names (toString .) | uniq -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end }}
