@@ -143,6 +143,16 @@ static void put(struct fx *f, enum kind k, const char *name, json_t *obj, const 
     }
 }
 
+/* The policy "main" with spec (steals) as its new spec, generation 2,
+ * stored and watched. */
+static void set_spec(struct fx *f, json_t *spec)
+{
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(p, "spec", spec);
+    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+}
+
 static void pump(struct fakeapi_conn *c, void *arg)
 {
     struct watcher *w = arg;
@@ -478,10 +488,7 @@ static void test_disabled_deleted(void **state)
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
-    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
-    json_object_set_new(p, "spec", json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
-    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
-    put(f, K_POLICY, "main", p, "MODIFIED");
+    set_spec(f, json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
     RUN_UNTIL(f, f->deletes == 1 && !json_object_get(f->store[K_DS], "gpuop-dcgm-exporter"),
               WAIT_MS);
     settle(f, 300);
@@ -637,10 +644,7 @@ static void test_apply_memo(void **state)
     stages = assert_staged(f, stages);
 
     /* the policy: a full stage, and the change applied */
-    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
-    json_object_set_new(p, "spec", json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
-    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
-    put(f, K_POLICY, "main", p, "MODIFIED");
+    set_spec(f, json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
     RUN_UNTIL(f, f->deletes == deletes + 2, WAIT_MS);
     assert_staged(f, stages);
     assert_string_equal(operand_apply(f, 4), "Absent");
@@ -774,12 +778,8 @@ static void test_extras(void **state)
     run_for(f, 500);
     assert_int_equal(f->extra_applies, 2);
 
-    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
-    json_object_set_new(
-        p, "spec",
-        json_pack("{s:{s:b}, s:{s:b}}", "dcgmExporter", "enabled", 0, "migManager", "enabled", 1));
-    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
-    put(f, K_POLICY, "main", p, "MODIFIED");
+    set_spec(f, json_pack("{s:{s:b}, s:{s:b}}", "dcgmExporter", "enabled", 0, "migManager",
+                          "enabled", 1));
     RUN_UNTIL(f,
               f->extra_deletes == 1 && !json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter") &&
                   json_object_get(f->store[K_CM], "default-mig-parted-config"),
@@ -807,11 +807,7 @@ static void test_runtime_class_rename(void **state)
     int applies = f->extra_applies;
     assert_int_equal(f->extra_deletes, 0);
 
-    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
-    json_object_set_new(
-        p, "spec", json_pack("{s:{s:s}}", "operator", "runtimeClass", "nvidia-container-runtime"));
-    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
-    put(f, K_POLICY, "main", p, "MODIFIED");
+    set_spec(f, json_pack("{s:{s:s}}", "operator", "runtimeClass", "nvidia-container-runtime"));
     RUN_UNTIL(f,
               json_object_get(f->store[K_RC], "nvidia-container-runtime") &&
                   !json_object_get(f->store[K_RC], "nvidia"),
@@ -877,11 +873,7 @@ static void test_os_pools(void **state)
     assert_int_equal(json_array_size(list), 1);
     assert_string_equal(json_string_value(json_array_get(list, 0)), "gpuop-driver-ubuntu24.04");
     /* a full reference: one gpuop-driver, the pools' DaemonSets deleted */
-    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
-    json_object_set_new(
-        p, "spec", json_pack("{s:{s:s}}", "driver", "image", "r.example/driver:1-ubuntu24.04"));
-    json_object_set_new(json_object_get(p, "metadata"), "generation", json_integer(2));
-    put(f, K_POLICY, "main", p, "MODIFIED");
+    set_spec(f, json_pack("{s:{s:s}}", "driver", "image", "r.example/driver:1-ubuntu24.04"));
     RUN_UNTIL(f,
               json_object_get(f->store[K_DS], "gpuop-driver") &&
                   !json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04"),
