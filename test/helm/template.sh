@@ -145,6 +145,27 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     ok "aks values: operator.runtimeClass names the RuntimeClass, its handler and the operands'"
 fi
 
+# The notes (helm install's; `helm template` never renders NOTES.txt, so a
+# copy of the chart renders them as a ConfigMap's data): the values this
+# chart honours (hostPaths, validator.<component>.env, operator.runtimeClass)
+# give no "Ignored" line; validator.plugin.env WITH_WORKLOAD=true does.
+cp -r "$CHART" "$tmp/notes-chart"
+cp "$CHART/templates/NOTES.txt" "$tmp/notes-chart/notes.txt"
+printf '%s\n' 'apiVersion: v1' 'kind: ConfigMap' 'metadata: {name: notes}' 'data:' '  notes: |' \
+    '{{ tpl (.Files.Get "notes.txt") . | indent 4 }}' >"$tmp/notes-chart/templates/notes.yaml"
+notes() {
+    "$helm" template gpuop "$tmp/notes-chart" -n "$NS" --show-only templates/notes.yaml "$@"
+}
+for c in gke-cos aks; do
+    out=$(notes -f "$DATA/values/$c.yaml") || fail "notes of case $c"
+    ! grep -q 'Ignored' <<<"$out" || fail "notes of case $c name an ignored value: $(grep Ignored <<<"$out")"
+done
+out=$(notes -f "$DATA/values/gke-cos.yaml" --set-string 'validator.plugin.env[0].value=true') ||
+    fail "notes with WITH_WORKLOAD=true"
+grep -q 'Ignored: validator.plugin.env WITH_WORKLOAD=true' <<<"$out" ||
+    fail "notes do not name validator.plugin.env WITH_WORKLOAD=true"
+ok "notes: hostPaths, validator env and operator.runtimeClass are not ignored; WITH_WORKLOAD=true is said"
+
 # The GPU Operator's image keys pass through: what a ClusterPolicy user
 # sets (--set driver.version=..., the patch of /spec/driver/version) is the
 # GpuPolicy's own field.
