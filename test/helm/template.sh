@@ -145,27 +145,6 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     ok "aks values: operator.runtimeClass names the RuntimeClass, its handler and the operands'"
 fi
 
-# The notes (helm install's; `helm template` never renders NOTES.txt, so a
-# copy of the chart renders them as a ConfigMap's data): the values this
-# chart honours (hostPaths, validator.<component>.env, operator.runtimeClass)
-# give no "Ignored" line; validator.plugin.env WITH_WORKLOAD=true does.
-cp -r "$CHART" "$tmp/notes-chart"
-cp "$CHART/templates/NOTES.txt" "$tmp/notes-chart/notes.txt"
-printf '%s\n' 'apiVersion: v1' 'kind: ConfigMap' 'metadata: {name: notes}' 'data:' '  notes: |' \
-    '{{ tpl (.Files.Get "notes.txt") . | indent 4 }}' >"$tmp/notes-chart/templates/notes.yaml"
-notes() {
-    "$helm" template gpuop "$tmp/notes-chart" -n "$NS" --show-only templates/notes.yaml "$@"
-}
-for c in gke-cos aks; do
-    out=$(notes -f "$DATA/values/$c.yaml") || fail "notes of case $c"
-    ! grep -q 'Ignored' <<<"$out" || fail "notes of case $c name an ignored value: $(grep Ignored <<<"$out")"
-done
-out=$(notes -f "$DATA/values/gke-cos.yaml" --set-string 'validator.plugin.env[0].value=true') ||
-    fail "notes with WITH_WORKLOAD=true"
-grep -q 'Ignored: validator.plugin.env WITH_WORKLOAD=true' <<<"$out" ||
-    fail "notes do not name validator.plugin.env WITH_WORKLOAD=true"
-ok "notes: hostPaths, validator env and operator.runtimeClass are not ignored; WITH_WORKLOAD=true is said"
-
 # The GPU Operator's image keys pass through: what a ClusterPolicy user
 # sets (--set driver.version=..., the patch of /spec/driver/version) is the
 # GpuPolicy's own field.
@@ -227,6 +206,28 @@ done
 out=$(notes --set operator.upgradeCRD=false --set upgradeCRD=false)
 ! grep -q 'Ignored:' <<<"$out" || fail "the notes call the CRD upgrade switches ignored: $out"
 ok "the notes name each value the chart does not honour, and no other"
+# The values this chart honours (hostPaths, validator.<component>.env,
+# operator.runtimeClass) give no "Ignored" line: the gke-cos values none, the
+# aks values only operator.defaultRuntime (NVIDIA's operator's; gpuop's
+# toolkit always configures containerd). validator.plugin.env WITH_WORKLOAD
+# other than false is named, and so is a key beside the honoured ones.
+out=$(notes -f "$DATA/values/gke-cos.yaml") || fail "notes of case gke-cos"
+! grep -q 'Ignored' <<<"$out" || fail "notes of case gke-cos name an ignored value: $(grep Ignored <<<"$out")"
+out=$(notes -f "$DATA/values/aks.yaml") || fail "notes of case aks"
+[ "$(grep Ignored <<<"$out" | sed 's/^ *//')" = "Ignored: operator.defaultRuntime=containerd: configures the NVIDIA GPU Operator's own pod; gpuop's is this chart's own values." ] ||
+    fail "notes of case aks name other than operator.defaultRuntime: $(grep Ignored <<<"$out")"
+out=$(notes -f "$DATA/values/gke-cos.yaml" --set-string 'validator.plugin.env[0].value=true' \
+    --set hostPaths.sysfs=/x --set validator.driver.args=a --set-json 'validator.cuda.env=[{"name":"A","value":"b"}]') ||
+    fail "notes with WITH_WORKLOAD=true"
+for want in 'Ignored: validator.plugin.env WITH_WORKLOAD=true: gpuop runs no workload validation' \
+    'Ignored: hostPaths.sysfs=/x: not written into the GpuPolicy' \
+    'Ignored: validator.driver.args=a: not written into the GpuPolicy' \
+    'Ignored: validator.cuda.env=[{"name":"A","value":"b"}]: gpuop runs no CUDA validation'; do
+    grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
+done
+! grep -qE 'Ignored: (hostPaths\.driverInstallDir|validator\.(driver|plugin)\.env=|operator\.runtimeClass)' <<<"$out" ||
+    fail "the notes call an honoured value ignored: $out"
+ok "notes: hostPaths, validator env and operator.runtimeClass are not ignored; WITH_WORKLOAD=true and the keys beside them are"
 
 # The CRD upgrade hook (templates/upgrade-crd.yaml): on by default, with
 # the gpu-operator values too; its ConfigMap holds crd/gpupolicy.yaml byte
