@@ -5,8 +5,9 @@
 # template` renders for the hook (ConfigMap, ServiceAccount, ClusterRole,
 # ClusterRoleBinding) applied, then the Job's own arguments run with that
 # ServiceAccount's token in-cluster, reading the ConfigMap's CRD.
-#   an older CRD (spec.nodeLabeling missing, a field the chart's lacks
-#     added, a label someone put on it) -> a GpuPolicy's nodeLabeling is
+#   an older CRD (spec.nodeLabeling missing and spec pruning unknown keys,
+#     as before issue 38, a field the chart's lacks added, a label someone
+#     put on it) -> a GpuPolicy's nodeLabeling is
 #     pruned; the hook replaces it: nodeLabeling is back and kept in a
 #     GpuPolicy, the stale field gone, the label kept; "replaced";
 #   run again -> "unchanged";
@@ -74,8 +75,11 @@ has_field() { # has_field PATH: the live CRD's spec schema has that property
 }
 
 log "an older CRD: nodeLabeling missing, a stale field, a label of someone's"
+# Older as CRDs before issue 38 were: spec prunes the keys it does not list
+# (today's spec keeps them, so nodeLabeling would stay without its schema).
 kc create --dry-run=client -o json -f "$GPUOP_SRC/crd/gpupolicy.yaml" |
-	jq '.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties |= (del(.nodeLabeling) | .e2eStale = {"type": "string"})' \
+	jq '.spec.versions[0].schema.openAPIV3Schema.properties.spec |= (del(."x-kubernetes-preserve-unknown-fields") |
+		.properties |= (del(.nodeLabeling) | .e2eStale = {"type": "string"}))' \
 		>"$E2E_TMP/old.json"
 kc replace -f "$E2E_TMP/old.json" >/dev/null 2>&1 || kc create -f "$E2E_TMP/old.json" >/dev/null
 kc label crd "$CRD" e2e.gpuop.dev/keep=yes >/dev/null
