@@ -3,6 +3,12 @@
 # tests (66_driver_upgrade*.sh, issue 22, docs/upgrade.md); sourced after
 # lib.sh and gpuop.sh. (Not *.sh: CTest's e2e glob would make it a test.)
 #
+#   up_begin NS_PREFIX PREFIX N  no other GPU node left, gpuop's CRD and
+#                             RBAC installed, a workload namespace in $WL,
+#                             N GPU nodes $P-1..N ($P unique from PREFIX)
+#   up_go NAME VERSION UPGRADE_POLICY_JSON N
+#                             the policy (up_policy), gpuop started, every
+#                             driver of $P-1..N Ready at VERSION
 #   up_controllers            the controller manager runs the disruption,
 #                             deployment and replicaset controllers (PDBs
 #                             and Deployments work; see below)
@@ -72,6 +78,20 @@ up_controllers() {
 # (maxUnavailable is a share of them) and the checker counts ours.
 up_no_other_gpu_nodes() {
 	wait_for 90 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' get nodes -l nvidia.com/gpu.present=true -o name)\" ]"
+}
+
+up_begin() {
+	up_no_other_gpu_nodes
+	gpuop_install
+	make_ns WL "$1"
+	P=$(unique "$2")
+	up_nodes "$P" "$3"
+}
+
+up_go() {
+	up_policy "$1" "$2" "$3"
+	gpuop_start --leader-elect=false
+	wait_for 180 up_all_at "$P" "$4" "$2"
 }
 
 up_nodes() {

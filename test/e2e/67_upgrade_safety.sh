@@ -28,17 +28,10 @@ OLD=580.95.05
 NEW=595.91.07
 N=5
 
-up_no_other_gpu_nodes
-gpuop_install
-make_ns WL upgrade-safety
-P=$(unique ups)
-
-up_nodes "$P" "$N"
+up_begin upgrade-safety ups "$N"
 kc label node "$P-2" nvidia.com/gpu-driver-upgrade.skip=true >/dev/null
 kc label node "$P-4" "$P-5" nvidia.com/gpu.deploy.driver=pre-installed --overwrite >/dev/null
-up_policy upgrade-safety "$OLD" "{maxParallelUpgrades: 1, drain: {enable: true, timeoutSeconds: 120}}"
-gpuop_start --leader-elect=false
-wait_for 180 up_all_at "$P" 3 "$OLD"
+up_go upgrade-safety "$OLD" "{maxParallelUpgrades: 1, drain: {enable: true, timeoutSeconds: 120}}" 3
 assert_eq "" "$(up_driver "$P-4")" "a driver pod on the pre-installed $P-4"
 
 # bare_pod NS NAME NODE GPUS [LABEL]: a pod no controller owns

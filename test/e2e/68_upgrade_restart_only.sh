@@ -30,15 +30,8 @@ NEW=595.91.07
 N=3
 JOB=upgrade-e2e-job
 
-up_no_other_gpu_nodes
-gpuop_install
-make_ns WL upgrade-restart
-P=$(unique upr)
-
-up_nodes "$P" "$N"
-up_policy upgrade-restart "$OLD" "{maxParallelUpgrades: 1, waitForCompletion: {podSelector: \"$JOB=true\"}}"
-gpuop_start --leader-elect=false
-wait_for 180 up_all_at "$P" "$N" "$OLD"
+up_begin upgrade-restart upr "$N"
+up_go upgrade-restart "$OLD" "{maxParallelUpgrades: 1, waitForCompletion: {podSelector: \"$JOB=true\"}}" "$N"
 for ((i = 1; i <= N; i++)); do up_job "$WL" "job-$i" "$P-$i" "$JOB"; done
 jobs_ready() { [[ $(kc -n "$WL" get pods -o json | jq '[.items[] | select(.status.phase == "Running")] | length') == "$N" ]]; }
 wait_for 60 jobs_ready

@@ -21,15 +21,8 @@ OLD=580.95.05
 NEW=595.91.07
 N=2
 
-up_no_other_gpu_nodes
-gpuop_install
-make_ns WL upgrade-holders
-P=$(unique uph)
-
-up_nodes "$P" "$N"
-up_policy upgrade-holders "$OLD" "{maxParallelUpgrades: 2, maxUnavailable: \"100%\"}"
-gpuop_start --leader-elect=false
-wait_for 180 up_all_at "$P" "$N" "$OLD"
+up_begin upgrade-holders uph "$N"
+up_go upgrade-holders "$OLD" "{maxParallelUpgrades: 2, maxUnavailable: \"100%\"}" "$N"
 
 log "a DRA claim of gpu.nvidia.com allocated on $P-1, held by a bare pod"
 kc -n "$WL" apply -f - >/dev/null <<EOF
