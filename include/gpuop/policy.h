@@ -114,8 +114,9 @@ struct gpuop_operand_spec {
                           from the operand table; NULL when it reads none */
     bool held;         /* its image fields (repository, image, version) could not be
                           used (a problem names the field): the controller keeps its
-                          DaemonSets as they are instead of rolling out the default
-                          image; `gpuop render` shows the default */
+                          running DaemonSets as they are instead of rolling out the
+                          default image (one that does not exist yet gets the
+                          default, as `gpuop render` shows) */
 };
 
 struct gpuop_policy_problem {

@@ -733,6 +733,20 @@ static enum gate gate(const struct gpuop_controller *c, int i, int *root)
     return GATE_OPEN; /* a cycle in the table: not reachable */
 }
 
+/* Some DaemonSet of operand i is in the caches (a per-OS operand's pools
+ * included). */
+static bool operand_runs(const struct gpuop_controller *c, int i)
+{
+    struct gpuop_caches_view v = {0};
+    bool found = false;
+    if (gpuop_caches_view(c->caches, &v) < 0)
+        return true; /* when in doubt, touch nothing */
+    for (size_t k = 0; k < v.nds && !found; k++)
+        found = v.ds[k] && v.ds[k]->name && gpuop_operand_by_ds(v.ds[k]->name) == i;
+    gpuop_caches_view_free(&v);
+    return found;
+}
+
 /* The inputs of the apply stage the caches' counter does not cover. */
 static uint64_t memo_key(const struct gpuop_controller *c)
 {
@@ -838,7 +852,7 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 c->res[i].state = GPUOP_APPLY_BLOCKED;
                 c->res[i].blocked_by = (signed char)root;
                 c->failed++;
-            } else if (c->policy.operands[i].held) {
+            } else if (c->policy.operands[i].held && operand_runs(c, i)) {
                 /* an image field refused: its DaemonSets kept as they run,
                    never the default rolled out (the problem names it) */
                 c->res[i].state = GPUOP_APPLY_CURRENT;

@@ -354,8 +354,8 @@ static const char *image_key(struct gpuop_policy *p, const char *path, const cha
  * the operand's DaemonSets, gpuop_operand_spec.held); %s: the default a
  * new DaemonSet, and gpuop render, would use. */
 #define HELD_WORDS                                                                                 \
-    "its DaemonSets are kept as they run, not rolled out to the default %s (fix the value to "     \
-    "roll it out)"
+    "its running DaemonSets are kept as they run, never rolled out to the default %s (which "      \
+    "only a DaemonSet that does not exist yet gets); fix the value to roll it out"
 
 static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t *jrepo,
                        json_t *jimage, json_t *jversion)
