@@ -647,20 +647,14 @@ static void step_failed(struct ctx *c, const struct gpuop_upgrade_node_in *x,
 
 /* A node past its cordon that is schedulable: someone uncordoned it. gpuop
  * forgets its cordon at once (so a cordon made later by a person is never
- * removed by gpuop), then goes on with the node's steps, saying so. True
- * when the action is to forget it. */
-static bool forget_cordon(const struct gpuop_upgrade_node_in *x, struct gpuop_upgrade_node_out *o,
-                          struct words *w)
+ * removed by gpuop), then goes on with the node's steps, saying so. */
+static bool uncordoned_midway(const struct gpuop_upgrade_node_out *o,
+                              const struct gpuop_node_upgrade *u)
 {
-    const struct gpuop_node_upgrade *u = &x->node->up;
-    (void)w;
-    if (u->unschedulable || !u->cordoned)
-        return false;
-    to(o, GPUOP_UA_FORGET_CORDON, o->state);
-    return true;
+    return o->state >= GPUOP_US_WAIT_JOBS && o->state <= GPUOP_US_VALIDATION && !u->unschedulable;
 }
 
-/* Words before a schedulable node's step (forget_cordon). */
+/* Words before a schedulable node's step (uncordoned_midway). */
 #define UNCORDONED_WORDS                                                                           \
     "uncordoned by someone else mid-upgrade (gpuop will not cordon or uncordon it again; GPU "     \
     "pods may be scheduled onto it): "
@@ -671,83 +665,79 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     struct words w = {0};
     const struct gpuop_node_upgrade *u = &x->node->up;
     to(o, GPUOP_UA_NONE, o->state);
-    switch (o->state) {
-    case GPUOP_US_NONE:
-        say(&w, "waiting for its driver pod to be created");
-        break;
-    case GPUOP_US_DONE:
-        /* the label only replaces another state: a node that never
-           upgraded (none) stays unlabelled, done in the plan and the status */
-        if (u->state != GPUOP_US_DONE && u->state != GPUOP_US_NONE)
-            to(o, GPUOP_UA_LABEL, GPUOP_US_DONE);
-        break;
-    case GPUOP_US_REQUIRED:
-        if (x->node->up.state != GPUOP_US_REQUIRED)
-            to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED); /* pass 3 may start it instead */
-        break;
-    case GPUOP_US_CORDON:
-        if (u->unschedulable && !u->cordoned) {
-            say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
-            to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
-        } else {
-            /* restart only: straight to the driver pod's replacement */
-            to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
-               restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
-            if (restart_only(x))
-                say(&w,
-                    "restarting its driver pod in place: the install configuration is "
-                    "unchanged (%s), no GPU pod is evicted",
-                    GPUOP_DRIVER_DIGEST_ENV);
+    bool midway = uncordoned_midway(o, u);
+    if (midway && u->cordoned) /* this plan forgets gpuop's cordon, nothing else */
+        to(o, GPUOP_UA_FORGET_CORDON, o->state);
+    else
+        switch (o->state) {
+        case GPUOP_US_NONE:
+            say(&w, "waiting for its driver pod to be created");
+            break;
+        case GPUOP_US_DONE:
+            /* the label only replaces another state: a node that never
+               upgraded (none) stays unlabelled, done in the plan and the status */
+            if (u->state != GPUOP_US_DONE && u->state != GPUOP_US_NONE)
+                to(o, GPUOP_UA_LABEL, GPUOP_US_DONE);
+            break;
+        case GPUOP_US_REQUIRED:
+            if (x->node->up.state != GPUOP_US_REQUIRED)
+                to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED); /* pass 3 may start it instead */
+            break;
+        case GPUOP_US_CORDON:
+            if (u->unschedulable && !u->cordoned) {
+                say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
+                to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
+            } else {
+                /* restart only: straight to the driver pod's replacement */
+                to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
+                   restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
+                if (restart_only(x))
+                    say(&w,
+                        "restarting its driver pod in place: the install configuration is "
+                        "unchanged (%s), no GPU pod is evicted",
+                        GPUOP_DRIVER_DIGEST_ENV);
+            }
+            break;
+        case GPUOP_US_WAIT_JOBS:
+            step_wait_jobs(c, x, o, &w);
+            break;
+        case GPUOP_US_POD_DELETION:
+        case GPUOP_US_DRAIN:
+            step_evict(c, x, o, &w);
+            break;
+        case GPUOP_US_POD_RESTART:
+            step_restart(c, x, o, &w);
+            break;
+        case GPUOP_US_VALIDATION:
+            step_validation(c, x, o, &w);
+            break;
+        case GPUOP_US_UNCORDON: {
+            /* a node that left the upgrade loses the state label too */
+            bool left = !wanted(c->in, x);
+            int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
+            if (left)
+                say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
+                        "gpuop's pause and cordon");
+            if (u->paused)
+                to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+            else if (u->cordoned)
+                to(o, GPUOP_UA_UNCORDON, after);
+            else
+                to(o, GPUOP_UA_LABEL, after);
+            break;
         }
-        break;
-    case GPUOP_US_WAIT_JOBS:
-        if (forget_cordon(x, o, &w))
+        case GPUOP_US_FAILED:
+            if (live_failure)
+                step_failed(c, x, o, &w);
             break;
-        step_wait_jobs(c, x, o, &w);
-        break;
-    case GPUOP_US_POD_DELETION:
-    case GPUOP_US_DRAIN:
-        if (forget_cordon(x, o, &w))
+        default:
             break;
-        step_evict(c, x, o, &w);
-        break;
-    case GPUOP_US_POD_RESTART:
-        if (forget_cordon(x, o, &w))
-            break;
-        step_restart(c, x, o, &w);
-        break;
-    case GPUOP_US_VALIDATION:
-        if (forget_cordon(x, o, &w))
-            break;
-        step_validation(c, x, o, &w);
-        break;
-    case GPUOP_US_UNCORDON: {
-        /* a node that left the upgrade loses the state label too */
-        bool left = !wanted(c->in, x);
-        int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
-        if (left)
-            say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
-                    "gpuop's pause and cordon");
-        if (u->paused)
-            to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
-        else if (u->cordoned)
-            to(o, GPUOP_UA_UNCORDON, after);
-        else
-            to(o, GPUOP_UA_LABEL, after);
-        break;
-    }
-    case GPUOP_US_FAILED:
-        if (live_failure)
-            step_failed(c, x, o, &w);
-        break;
-    default:
-        break;
-    }
+        }
     if (o->action == GPUOP_UA_FAIL) {
         w.len = 0;
         say(&w, "upgrade-failed: %s", o->fail_reason ? o->fail_reason : "");
     }
-    if (o->state >= GPUOP_US_WAIT_JOBS && o->state <= GPUOP_US_VALIDATION && !u->unschedulable) {
+    if (midway) {
         struct words pre = {0};
         say(&pre, "%s%s", UNCORDONED_WORDS, w.len ? w.buf : "going on with its steps");
         w = pre;
