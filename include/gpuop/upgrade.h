@@ -9,7 +9,7 @@
  * last eviction was answered), gpuop_upgrade_plan() says for every GPU
  * node whose driver gpuop manages: its state, the state to write, the one
  * action to take now, and in words what it waits for. The controller
- * (src/controller/upgrade.c) takes the actions; every fact the plan reads
+ * (src/controller/upgrade_actor.c) takes the actions; every fact the plan reads
  * lives in the cluster, so a restart plans the same.
  *
  * Invariants the plan keeps (unit tests: test/unit/test_upgrade.c):
@@ -181,7 +181,7 @@ bool gpuop_upgrade_plan_quiet(const struct gpuop_upgrade_plan *p);
  * state, its driver pod's and its DaemonSet's generations) by name, and
  * their sums as a plan without nodes. */
 struct gpuop_upgrade_quiet {
-    struct gpuop_map shares;        /* node name -> its share, packed (upgrade.c) */
+    struct gpuop_map shares;        /* node name -> its share, packed (upgrade_planner.c) */
     struct gpuop_upgrade_plan plan; /* nodes NULL; n, counts, gens, target_gen */
     struct gpuop_upgrade_gen_count targets[GPUOP_UPGRADE_GENS_MAX]; /* managed nodes per
                                                                        target generation */

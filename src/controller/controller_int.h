@@ -118,7 +118,7 @@ struct gpuop_controller {
     struct gpuop_events *events;
     struct ctl_stranded *stranded; /* stranded.c */
     struct ctl_labeler *labeler;   /* labeler.c */
-    struct ctl_upgrader *upgrader; /* upgrade.c */
+    struct ctl_upgrader *upgrader; /* upgrade_actor.c */
 
     /* the reconcile in progress */
     char *key;
@@ -316,12 +316,12 @@ void gpuop_ctl_labeler_stop(struct ctl_labeler *l);
 uint64_t gpuop_ctl_labeler_patches(const struct ctl_labeler *l);
 void gpuop_ctl_labeler_close(struct ctl_labeler *l, void (*cb)(void *), void *arg);
 
-/* ---- upgrade.c ---- */
+/* ---- upgrade_actor.c ---- */
 
 struct ctl_upgrader;
 int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
                           struct ctl_upgrader **out);
-/* Plans the driver upgrade (findings/upgrade.c) from the view v (borrowed;
+/* Plans the driver upgrade (findings/upgrade_planner.c) from the view v (borrowed;
  * the caches) and policy p (borrowed; the active one) and takes each
  * node's action in the background; the pods of the operator namespace ns.
  * Call it only while leading. The plan stays until the next track or

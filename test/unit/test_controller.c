@@ -1306,7 +1306,7 @@ static void random_change(struct fx *f)
 
 /* --analysis verify: after every reconcile the set updated node by node
  * equals a full pass (keep.c compares them and counts a difference), and
- * so does the driver upgrade's quiet plan kept node by node (upgrade.c),
+ * so does the driver upgrade's quiet plan kept node by node (upgrade_actor.c),
  * over random node and pod changes (driver pods mostly on their
  * DaemonSet's template generation); the updates are used (not a full
  * pass every time), and a DaemonSet's change, which every node's judgement

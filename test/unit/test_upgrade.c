@@ -1,5 +1,5 @@
 /*
- * test_upgrade.c - the driver upgrade's planner (findings/upgrade.c).
+ * test_upgrade.c - the driver upgrade's planner (findings/upgrade_planner.c).
  *
  * A small fake cluster (nodes, their driver and validator pods, GPU
  * workload pods, PodDisruptionBudgets that refuse evictions) is driven by

@@ -1,5 +1,5 @@
 /*
- * upgrade.c - the driver upgrade's planner (upgrade.h, docs/upgrade.md).
+ * upgrade_planner.c - the driver upgrade's planner (upgrade.h, docs/upgrade.md).
  *
  * Level-triggered and pure: each call recomputes every node's state from
  * what the cluster holds, in three passes.

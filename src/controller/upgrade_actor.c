@@ -1,11 +1,11 @@
 /*
- * upgrade.c - the driver upgrade's actions (docs/upgrade.md), leader only.
+ * upgrade_actor.c - the driver upgrade's actions (docs/upgrade.md), leader only.
  *
  * Driven by the reconcile of the active policy: gpuop_ctl_upgrade_track()
  * builds the planner's input from the caches (each GPU node, its driver
  * and validator pod, the template generation of the driver DaemonSet of
  * its OS pool) plus what this file listed of the nodes whose step needs
- * their pods, asks the pure planner (findings/upgrade.c) and takes each
+ * their pods, asks the pure planner (findings/upgrade_planner.c) and takes each
  * node's one action, at most one request chain per node at a time:
  *
  *   label / cordon / uncordon / fail: one merge PATCH of the node (the
