@@ -14,6 +14,16 @@
  * golden-tested, diffed by people reviewing `gpuop render`, and sent by
  * server-side apply, where it is the complete set of fields gpuop owns.
  *
+ * Every list the render has a place for is written, empty ones included
+ * (put_list): the apply owns a list the API server keeps whole
+ * (tolerations, command, args) even when it is empty, so one set by hand
+ * where the policy has none is put back (SPEC 4.2; left out, the field was
+ * nobody's and a hand edit stayed). An empty keyed list (env, volumes,
+ * imagePullSecrets: entries merged by name) records no owner; and a
+ * map's keys, as a keyed list's entries, are fields of their own: an
+ * entry or key added by hand belongs to whoever added it and stays, as
+ * server-side apply has it.
+ *
  * The selector holds only the operand name and the manager (selectors are
  * immutable); the policy name goes into the instance label, which may
  * change freely.
@@ -1025,6 +1035,18 @@ static int put(json_t *obj, const char *key, json_t *v)
     return v ? json_object_set_new(obj, key, v) : 0;
 }
 
+/* Sets list key of obj to src (borrowed; NULL or empty: an empty list,
+ * written all the same, see the top comment): a deep copy when copy is
+ * set (the policy's), else shared (a template's, released with it).
+ * Returns nonzero on ENOMEM. */
+static int put_list(json_t *obj, const char *key, json_t *src, bool copy)
+{
+    json_t *v = !json_array_size(src) ? json_array()
+                : copy                ? json_deep_copy(src)
+                                      : json_incref(src);
+    return !v || json_object_set_new(obj, key, v);
+}
+
 static json_t *container(const struct gpuop_policy *p, int idx, const struct tmpl *t,
                          const char *image)
 {
@@ -1036,22 +1058,20 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     json_t *c = json_pack("{s:s, s:s, s:s}", "name", t->container, "image", image,
                           "imagePullPolicy", o->pull_policy);
     int rc = !c || !env_all;
-    if (!rc && t->command)
-        rc |= json_object_set(c, "command", t->command);
-    if (!rc && args && json_array_size(args))
-        rc |= put(c, "args", json_deep_copy(args)) || !json_object_get(c, "args");
-    if (!rc && json_array_size(env_all)) {
-        rc |= json_object_set_new(c, "env", env_all);
-        env_all = NULL;
-    }
-    if (!rc && t->ports)
-        rc |= json_object_set(c, "ports", t->ports);
+    if (!rc)
+        rc |= put_list(c, "command", t->command, false);
+    if (!rc)
+        rc |= put_list(c, "args", args, true);
+    if (!rc)
+        rc |= put_list(c, "env", env_all, false);
+    if (!rc)
+        rc |= put_list(c, "ports", t->ports, false);
     if (!rc && o->resources)
         rc |= put(c, "resources", json_deep_copy(o->resources)) || !json_object_get(c, "resources");
     if (!rc && t->security)
         rc |= json_object_set(c, "securityContext", t->security);
-    if (!rc && t->mounts)
-        rc |= json_object_set(c, "volumeMounts", t->mounts);
+    if (!rc)
+        rc |= put_list(c, "volumeMounts", t->mounts, false);
     if (!rc && t->startup)
         rc |= json_object_set(c, "startupProbe", t->startup);
     if (!rc && t->readiness)
@@ -1146,18 +1166,16 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= json_object_set_new(s, "nodeSelector", node_selector(op, pool));
     if (!rc)
         rc |= put_affinity(s, p, idx);
-    if (!rc && json_array_size(p->tolerations))
-        rc |= put(s, "tolerations", json_deep_copy(p->tolerations)) ||
-              !json_object_get(s, "tolerations");
-    if (!rc && json_array_size(p->image_pull_secrets))
-        rc |= put(s, "imagePullSecrets", json_deep_copy(p->image_pull_secrets)) ||
-              !json_object_get(s, "imagePullSecrets");
-    if (!rc && json_array_size(t->init))
-        rc |= json_object_set(s, "initContainers", t->init);
+    if (!rc)
+        rc |= put_list(s, "tolerations", p->tolerations, true);
+    if (!rc)
+        rc |= put_list(s, "imagePullSecrets", p->image_pull_secrets, true);
+    if (!rc)
+        rc |= put_list(s, "initContainers", t->init, false);
     if (!rc)
         rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t, image)));
-    if (!rc && t->volumes)
-        rc |= json_object_set(s, "volumes", t->volumes);
+    if (!rc)
+        rc |= put_list(s, "volumes", t->volumes, false);
     if (rc) {
         json_decref(s);
         return NULL;

@@ -188,6 +188,15 @@ static const char *str_at(json_t *o, const char *path)
     return json_string_value(path_get(o, path));
 }
 
+/* The list at path of o is there, and empty (render.c writes every list,
+ * empty ones included, so the apply owns it). */
+static void assert_empty_list(json_t *o, const char *path)
+{
+    json_t *v = path_get(o, path);
+    if (!json_is_array(v) || json_array_size(v))
+        fail_msg("%s: want an empty list, got %s", path, v ? "another value" : "nothing");
+}
+
 static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -302,7 +311,7 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     if (json_array_size(p->tolerations))
         assert_true(json_equal(json_object_get(pod, "tolerations"), p->tolerations));
     else
-        assert_null(json_object_get(pod, "tolerations"));
+        assert_empty_list(pod, "tolerations");
     /* the driver is OnDelete: gpuop replaces its pods node by node (docs/upgrade.md) */
     assert_string_equal(str_at(ds, "spec/updateStrategy/type"),
                         !strcmp(op->key, "driver") ? "OnDelete" : p->update_strategy);
@@ -637,7 +646,7 @@ static void test_host_driver(void **state)
                            ". /run/nvidia/validations/driver-ready"));
     assert_non_null(find_init(dp, "toolkit-validation"));
     assert_null(path_get(dp, "spec/template/spec/priorityClassName"));
-    assert_null(path_get(dp, "spec/template/spec/tolerations"));
+    assert_empty_list(dp, "spec/template/spec/tolerations");
     assert_string_equal(str_at(dp, "spec/updateStrategy/type"), "OnDelete");
     assert_null(path_get(dp, "spec/updateStrategy/rollingUpdate"));
     json_decref(dp);
@@ -696,6 +705,52 @@ static void test_enforce(void **state)
     gpuop_policy_free(&p);
 }
 
+/* Every list the render has a place for is in every DaemonSet, empty ones
+ * included, for a policy that sets none (tolerations [], no pull secrets,
+ * no args): the apply owns a whole list even when it is empty, so one set
+ * by hand is put back (issue 40: a hand-made toleration stayed). */
+static void test_empty_lists_written(void **state)
+{
+    (void)state;
+    static const char *const pod_lists[] = {"tolerations", "imagePullSecrets", "initContainers",
+                                            "containers", "volumes"};
+    static const char *const ctr_lists[] = {"command", "args", "env", "ports", "volumeMounts"};
+    struct gpuop_policy p;
+    json_t *spec = json_pack("{s:{s:{s:[]}}}", "spec", "daemonsets", "tolerations");
+    assert_int_equal(gpuop_policy_parse(spec, &p, NULL), 0);
+    json_decref(spec);
+    json_t *all = render_all(&p, NS), *ds;
+    size_t i, n = 0;
+    char path[128];
+    json_array_foreach(all, i, ds)
+    {
+        if (strcmp(str_at(ds, "kind"), "DaemonSet"))
+            continue;
+        n++;
+        json_t *pod = path_get(ds, "spec/template/spec");
+        for (size_t k = 0; k < sizeof(pod_lists) / sizeof(pod_lists[0]); k++)
+            if (!json_is_array(json_object_get(pod, pod_lists[k])))
+                fail_msg("%s: no %s list", str_at(ds, "metadata/name"), pod_lists[k]);
+        for (size_t k = 0; k < sizeof(ctr_lists) / sizeof(ctr_lists[0]); k++) {
+            snprintf(path, sizeof(path), "containers/0/%s", ctr_lists[k]);
+            if (!json_is_array(path_get(pod, path)))
+                fail_msg("%s: no %s list", str_at(ds, "metadata/name"), path);
+        }
+        assert_empty_list(pod, "tolerations");
+        assert_empty_list(pod, "imagePullSecrets");
+    }
+    assert_true(n >= 6);
+    /* the ones no template fills: the toolkit's args, dcgm-exporter's
+     * command */
+    json_t *tk = render_one(&p, "container-toolkit"), *dcgm = render_one(&p, "dcgm-exporter");
+    assert_empty_list(tk, "spec/template/spec/containers/0/args");
+    assert_empty_list(dcgm, "spec/template/spec/containers/0/command");
+    json_decref(tk);
+    json_decref(dcgm);
+    json_decref(all);
+    gpuop_policy_free(&p);
+}
+
 static void test_invalid_still_renders(void **state)
 {
     struct gpuop_policy p;
@@ -708,7 +763,7 @@ static void test_invalid_still_renders(void **state)
         on += gpuop_operand_get(i)->enabled;
     assert_int_equal(json_array_size(all), on - 1 + 1);
     json_t *dp = render_one(&p, "device-plugin");
-    assert_null(path_get(dp, "spec/template/spec/containers/0/args"));
+    assert_empty_list(dp, "spec/template/spec/containers/0/args");
     assert_string_equal(str_at(find_env(dp, "FAIL_ON_INIT_ERROR"), "value"), "false");
     assert_string_equal(
         json_string_value(json_object_get(path_get(dp, "metadata/labels"), GPUOP_LABEL_NAME)),
@@ -1063,7 +1118,7 @@ static void test_gates(void **state)
     json_t *novalid = json_pack("{s:{s:{s:b}}}", "spec", "validator", "enabled", 0);
     assert_int_equal(gpuop_policy_parse(novalid, &p, NULL), 0);
     json_t *dp = render_one(&p, "device-plugin");
-    assert_null(path_get(dp, "spec/template/spec/initContainers"));
+    assert_empty_list(dp, "spec/template/spec/initContainers");
     assert_non_null(
         strstr(str_at(dp, "spec/template/spec/containers/0/command/2"), "driver-ready"));
     json_decref(dp);
@@ -1458,6 +1513,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_structure),
+        cmocka_unit_test(test_empty_lists_written),
         cmocka_unit_test(test_full_policy),
         cmocka_unit_test(test_host_driver),
         cmocka_unit_test(test_invalid_still_renders),
