@@ -274,6 +274,8 @@ struct gpuop_ds {
     uint32_t driver_digest; /* its pod template's GPUOP_LABEL_DRIVER_DIGEST; 0 none */
     bool host_network;      /* spec.template.spec.hostNetwork (the DaemonSet controller
                                then also tolerates network-unavailable) */
+    bool deleting;          /* metadata.deletionTimestamp set: being deleted (a finalizer,
+                               the orphan one of --cascade=orphan, holds it for a while) */
     /* What the DaemonSet controller says when it makes no pod: "<reason>:
      * <message>" of the DaemonSet's newest Warning Event ("FailedCreate:
      * ... serviceaccount ... not found"), or NULL. Not read from the

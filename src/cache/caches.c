@@ -231,7 +231,8 @@ static const char *newest_warning(const struct gpuop_caches *w, const char *ds)
 
 /* Whether a change of kind (old_item or new_item NULL: an add or a
  * delete) moves gpuop_caches_spec_changes: for a DaemonSet only its
- * presence, generation and applied metadata (not its status counters);
+ * presence, generation, applied metadata and deletion (not its status
+ * counters);
  * for policies, nodes and the ServiceAccount every change the informer
  * reports (their same ops filter what nobody reads); pods and Events
  * never. */
@@ -244,7 +245,8 @@ static bool spec_change(enum gpuop_caches_kind kind, const void *old_item, const
         return true;
     case GPUOP_CACHES_DS: {
         const struct gpuop_caches_ds *a = old_item, *b = new_item;
-        return !a || !b || a->ds.generation != b->ds.generation || a->meta_hash != b->meta_hash;
+        return !a || !b || a->ds.generation != b->ds.generation || a->meta_hash != b->meta_hash ||
+               a->ds.deleting != b->ds.deleting;
     }
     default:
         return false;

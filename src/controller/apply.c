@@ -20,7 +20,16 @@
  * server refused is not
  * sent again before the key's backoff has passed (a changed body is sent at
  * once), so a rejected policy costs one PATCH per backoff step, not one per
- * event. The ServiceAccount likewise: applied when its body changed or
+ * event.
+ *
+ * Deleted in any way, re-created once gone: a DaemonSet the caches hold
+ * with a deletionTimestamp (a finalizer, as --cascade=orphan's, keeps it a
+ * while) is not there: nothing is applied onto it (nor deleted again), and
+ * the watch's DELETED, which forgets its record and queues the policy,
+ * re-creates it. An answer to an apply sent before the watch saw the
+ * object gone is of that gone object: it is not recorded (answer_stale),
+ * or the next stage would take the DaemonSet for one the watch has not
+ * brought yet and never re-create it. The ServiceAccount likewise: applied when its body changed or
  * the watch saw it deleted. The objects beside the DaemonSets (RuntimeClass,
  * MIG config, DCGM Service) are applied or deleted at each reconcile's
  * start when their body changed (see apply_extra).
@@ -130,6 +139,33 @@ static bool still_refused(const struct gpuop_controller *c, const struct ctl_app
     return true;
 }
 
+/* Forgets what was applied of the object record a is for (the watch saw
+ * it gone, or another policy object): the next stage applies it again.
+ * Its count of gones goes on. */
+static void forget_applied(struct ctl_applied *a)
+{
+    unsigned gone = a->gone + 1;
+    memset(a, 0, sizeof(*a));
+    a->gone = gone;
+}
+
+/* True when the object of record a was seen gone after op o was sent: o's
+ * answer is of an object that is no more, and is not recorded. */
+static bool answer_stale(const struct ctl_op *o, const struct ctl_applied *a)
+{
+    return o->gone != a->gone;
+}
+
+/* Some DaemonSet is being deleted (a deletionTimestamp): not there for the
+ * apply stage, which waits for the watch's DELETED to re-create it. */
+static bool being_deleted(const struct gpuop_caches_ds *live, const char *obj)
+{
+    if (!live || !live->ds.deleting)
+        return false;
+    gpuop_debug(obj, "being deleted; applied again once the deletion completes");
+    return true;
+}
+
 /* ---- DaemonSets ---- */
 
 static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
@@ -139,7 +175,10 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     struct ctl_applied *a = &c->applied[o->operand];
     char obj[CTL_OBJ_MAX];
     ds_obj(c, o->operand, obj, sizeof(obj));
-    if (rc == 0) {
+    if (rc == 0 && answer_stale(o, a)) {
+        c->res[o->operand].state = GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
+        gpuop_info(obj, "applied DaemonSet, deleted since: applied again");
+    } else if (rc == 0) {
         a->body_hash = o->body_hash;
         a->generation =
             json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
@@ -163,7 +202,7 @@ static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     char obj[CTL_OBJ_MAX];
     (void)body;
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
-        memset(&c->applied[o->operand], 0, sizeof(c->applied[0]));
+        forget_applied(&c->applied[o->operand]);
         c->res[o->operand].state = GPUOP_APPLY_ABSENT;
         gpuop_info(ds_obj(c, o->operand, obj, sizeof(obj)), "deleted DaemonSet (operand disabled)");
     } else if (rc != GPUOP_ECANCELED) {
@@ -197,9 +236,11 @@ static void apply_operand(struct gpuop_controller *c, int i)
     const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, od->ds_name);
     char obj[CTL_OBJ_MAX];
     /* Absent from the cache but applied with this body: the watch has not
-     * brought it yet (a delete clears the record, gpuop_ctl_apply_gone). */
-    if (a->body_hash == h &&
-        (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash))) {
+     * brought it yet (a delete clears the record, gpuop_ctl_apply_gone).
+     * Being deleted: re-created once gone. */
+    if (being_deleted(live, ds_obj(c, i, obj, sizeof(obj))) ||
+        (a->body_hash == h &&
+         (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash)))) {
         gpuop_json_free(body);
         c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
         return;
@@ -215,12 +256,15 @@ static void apply_operand(struct gpuop_controller *c, int i)
         gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
                    "DaemonSet changed outside the policy; putting it back");
     char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", od->ds_name, NULL);
+    struct ctl_op *op = NULL;
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
         rc = gpuop_ctl_send(c, OP_APPLY, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
-                            apply_done, NULL);
+                            apply_done, &op);
     }
+    if (rc == 0)
+        op->gone = a->gone;
     free(path);
     gpuop_json_free(body);
     if (rc < 0)
@@ -230,7 +274,8 @@ static void apply_operand(struct gpuop_controller *c, int i)
 static void delete_operand(struct gpuop_controller *c, int i)
 {
     const struct gpuop_operand *od = gpuop_operand_get(i);
-    if (!gpuop_caches_ds(c->caches, od->ds_name)) {
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, od->ds_name);
+    if (!live || live->ds.deleting) {
         c->res[i].state = GPUOP_APPLY_ABSENT;
         return;
     }
@@ -297,7 +342,9 @@ static void pool_apply_done(void *arg, int rc, json_t *body, const struct gpuop_
     char obj[CTL_OBJ_MAX];
     snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, r->name);
     c->pool_pending--;
-    if (rc == 0) {
+    if (rc == 0 && answer_stale(o, &r->a)) {
+        gpuop_info(obj, "applied DaemonSet, deleted since: applied again");
+    } else if (rc == 0) {
         r->a.body_hash = o->body_hash;
         r->a.generation =
             json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
@@ -327,7 +374,7 @@ static void pool_delete_done(void *arg, int rc, json_t *body, const struct gpuop
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
         gpuop_info(obj, "deleted DaemonSet (no GPU node of its OS pool, or the driver image "
                         "changed between per-OS and one reference)");
-        memset(&r->a, 0, sizeof(r->a));
+        forget_applied(&r->a);
         r->deleted = true; /* the record goes when the watch shows it gone */
     } else if (rc != GPUOP_ECANCELED) {
         pool_failed(c, GPUOP_APPLY_DELETE_FAILED, r->name, err);
@@ -354,10 +401,13 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
     r->deleted = false; /* wanted again: applied (its record was cleared by the delete) */
     uint64_t h = gpuop_hash_str(body);
     const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, name);
-    if (r->a.body_hash == h &&
-        (!live || (live->ds.generation == r->a.generation && live->meta_hash == r->a.meta_hash))) {
+    char obj[CTL_OBJ_MAX];
+    snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, name);
+    if (being_deleted(live, obj) ||
+        (r->a.body_hash == h && (!live || (live->ds.generation == r->a.generation &&
+                                           live->meta_hash == r->a.meta_hash)))) {
         gpuop_json_free(body);
-        return; /* in line with the policy */
+        return; /* in line with the policy, or re-created once gone */
     }
     struct gpuop_apply_result tmp;
     if (still_refused(c, &r->a, h, &tmp, &e)) {
@@ -365,8 +415,6 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
         pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
         return;
     }
-    char obj[CTL_OBJ_MAX];
-    snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, name);
     if (live && r->a.body_hash == h)
         gpuop_info(obj, "DaemonSet changed outside the policy; putting it back");
     char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", name, NULL);
@@ -385,6 +433,7 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
         return;
     }
     op->slot = (int)(r - c->pool_applied);
+    op->gone = r->a.gone;
     c->pool_pending++;
 }
 
@@ -455,7 +504,7 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
             keep = !strcmp(name, dn);
         }
         const struct ctl_pool_applied *rec = pool_rec(c, dn, false);
-        if (!keep && !(rec && rec->deleted)) {
+        if (!keep && !(rec && rec->deleted) && !v.ds[k]->deleting) {
             if (per_os || strcmp(dn, od->ds_name))
                 pool_delete(c, i, dn);
         }
@@ -482,7 +531,10 @@ static void sa_done(void *arg, int rc, json_t *body, const struct gpuop_err *err
     char obj[CTL_OBJ_MAX];
     (void)body;
     snprintf(obj, sizeof(obj), "serviceaccount/%s/%s", c->ns, GPUOP_OPERAND_SA);
-    if (rc == 0) {
+    if (rc == 0 && answer_stale(o, &c->sa_applied)) {
+        c->sa.state = GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
+        gpuop_info(obj, "applied ServiceAccount, deleted since: applied again");
+    } else if (rc == 0) {
         c->sa_applied.body_hash = o->body_hash;
         c->sa_applied.rejected_hash = 0;
         c->sa.state = GPUOP_APPLY_CURRENT;
@@ -543,9 +595,12 @@ static void apply_sa(struct gpuop_controller *c)
         return;
     }
     char *path = gpuop_ctl_apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA, NULL);
+    struct ctl_op *op = NULL;
     int rc = path ? gpuop_ctl_send(c, OP_SA, -1, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
-                                   sa_done, NULL)
+                                   sa_done, &op)
                   : GPUOP_ENOMEM;
+    if (rc == 0)
+        op->gone = c->sa_applied.gone;
     free(path);
     gpuop_json_free(body);
     if (rc < 0) {
@@ -891,12 +946,15 @@ void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kin
 {
     int op = kind == GPUOP_CACHES_DS ? gpuop_operand_by_ds(key) : -1;
     struct ctl_pool_applied *r = op >= 0 ? pool_rec(c, key, false) : NULL;
-    if (r && r->deleted)
+    if (r && r->deleted) {
+        unsigned gone = r->a.gone + 1;
         memset(r, 0, sizeof(*r)); /* deleted by gpuop and now gone: the slot is free */
-    else if (r)
-        memset(&r->a, 0, sizeof(r->a)); /* an OS pool's: applied again if still wanted */
+        r->a.gone = gone;
+    } else if (r) {
+        forget_applied(&r->a); /* an OS pool's: applied again if still wanted */
+    }
     if (op >= 0 && !strcmp(key, gpuop_operand_get(op)->ds_name))
-        memset(&c->applied[op], 0, sizeof(c->applied[op]));
+        forget_applied(&c->applied[op]);
     else if (kind == GPUOP_CACHES_SA)
-        memset(&c->sa_applied, 0, sizeof(c->sa_applied));
+        forget_applied(&c->sa_applied);
 }

@@ -55,6 +55,10 @@ struct ctl_applied {
     uint64_t rejected_hash;
     uint64_t retry_at_ms; /* gpuop_clock_ms */
     bool rejected_now;    /* refused in the reconcile in progress */
+    /* Times the watch saw the object gone (kept when the rest is cleared):
+     * an answer to a request sent before the last of them is of an object
+     * that is gone since, and is not recorded (apply.c, answer_stale). */
+    unsigned gone;
     char reason[64];
     char message[GPUOP_APPLY_MESSAGE_MAX];
 };
@@ -83,6 +87,7 @@ struct ctl_op {
     int slot; /* OP_APPLY/OP_DELETE of an OS pool's DaemonSet: its
                  pool_applied index (apply.c); -1 otherwise */
     uint64_t body_hash;
+    unsigned gone;      /* OP_APPLY, OP_SA: its record's ctl_applied.gone when sent */
     json_t *conds;      /* OP_STATUS: the conditions sent (new reference) */
     char rv_before[64]; /* OP_STATUS: the cached resourceVersion when sent */
     struct ctl_op *next;

@@ -912,6 +912,7 @@ int gpuop_ds_from_json(json_t *obj, struct gpuop_ds *out, struct gpuop_err *err)
         out->driver_digest = d <= UINT32_MAX ? (uint32_t)d : 0;
     }
     out->host_network = jtrue(pspec, "hostNetwork");
+    out->deleting = json_is_string(json_object_get(meta, "deletionTimestamp"));
     out->desired = jint(status, "desiredNumberScheduled");
     out->current = jint(status, "currentNumberScheduled");
     out->ready = jint(status, "numberReady");
@@ -990,7 +991,8 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b)
         a->current != b->current || a->ready != b->ready || a->available != b->available ||
         a->generation != b->generation || a->observed != b->observed || a->created != b->created ||
         a->template_gen != b->template_gen || a->driver_digest != b->driver_digest ||
-        a->host_network != b->host_network || a->ntolerations != b->ntolerations)
+        a->host_network != b->host_network || a->deleting != b->deleting ||
+        a->ntolerations != b->ntolerations)
         return false;
     for (size_t i = 0; i < a->ntolerations; i++) {
         const struct gpuop_toleration *x = &a->tolerations[i], *y = &b->tolerations[i];

@@ -81,7 +81,12 @@ struct fx {
     struct watcher w[CONN_MAX];
     size_t nw;
     const char *refuse; /* DaemonSet name whose apply gets a 422 */
-    int applies[8];     /* PATCHes per operand index */
+    /* DaemonSet name whose next apply is answered only when the test says
+     * (release_held): held, its connection and the answer it gets */
+    const char *hold;
+    struct fakeapi_conn *held;
+    json_t *held_answer;
+    int applies[8]; /* PATCHes per operand index */
     int deletes, status_writes, sa_applies;
     bool template_gens; /* applied DaemonSets get the DaemonSet controller's template generation,
                            random_change's driver pods theirs */
@@ -262,6 +267,14 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
             if (!old || !json_equal(json_object_get(old, "spec"), json_object_get(body, "spec")))
                 gen++;
             json_object_set_new(json_object_get(body, "metadata"), "generation", json_integer(gen));
+            if (f->hold && !strcmp(name, f->hold) && !f->held) {
+                /* landed on the object as it is now; answered later */
+                f->held = c;
+                f->held_answer = json_incref(body);
+                f->hold = NULL;
+                json_decref(body);
+                return;
+            }
             if (f->template_gens) {
                 json_t *md = json_object_get(body, "metadata");
                 if (!json_object_get(md, "annotations"))
@@ -480,6 +493,79 @@ static void test_drift_put_back(void **state)
     settle(f, 300);
     assert_int_equal(f->applies[0], 2);
     assert_int_equal(total_applies(f), 8);
+}
+
+/* Answers the held apply with what it got when it landed. */
+static void release_held(struct fx *f)
+{
+    assert_non_null(f->held);
+    respond_obj(f->held, f->held_answer);
+    json_decref(f->held_answer);
+    f->held = NULL;
+    f->held_answer = NULL;
+}
+
+/* Stores DaemonSet name as a DaemonSet controller shows it once a delete
+ * with propagationPolicy Orphan was asked for (deletionTimestamp, the
+ * orphan finalizer, the generation moved), and logs the change. */
+static void put_deleting(struct fx *f, const char *name)
+{
+    json_t *ds = json_deep_copy(json_object_get(f->store[K_DS], name));
+    json_t *md = json_object_get(ds, "metadata");
+    json_object_set_new(md, "generation",
+                        json_integer(json_integer_value(json_object_get(md, "generation")) + 1));
+    json_object_set_new(md, "deletionTimestamp", json_string("2026-11-29T21:07:40Z"));
+    json_object_set_new(md, "finalizers", json_pack("[s]", "orphan"));
+    put(f, K_DS, name, ds, "MODIFIED");
+}
+
+/* A DaemonSet being deleted is not there: nothing is applied onto it, and
+ * it is re-created once the watch shows it gone (issue 40: deleted with
+ * --cascade=orphan, it stayed deleted). */
+static void test_deleting_recreated(void **state)
+{
+    struct fx *f = *state;
+    const char *dp = "gpuop-device-plugin";
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    int before = f->applies[2];
+    put_deleting(f, dp);
+    settle(f, 300);
+    assert_int_equal(f->applies[2], before); /* nothing applied onto it */
+    put(f, K_DS, dp, json_incref(json_object_get(f->store[K_DS], dp)), "DELETED");
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], dp) != NULL, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->applies[2], before + 1);
+    assert_int_equal(total_applies(f), 6 + 1);
+}
+
+/* An apply in flight when the watch shows its DaemonSet deleted: its answer
+ * is of the object that is gone, and the DaemonSet is re-created. */
+static void test_deleted_while_applying(void **state)
+{
+    struct fx *f = *state;
+    const char *dp = "gpuop-device-plugin";
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    int before = f->applies[2];
+    /* a hand edit gpuop puts back; that apply is held */
+    f->hold = dp;
+    json_t *ds = json_deep_copy(json_object_get(f->store[K_DS], dp));
+    json_t *md = json_object_get(ds, "metadata");
+    json_object_set_new(md, "generation",
+                        json_integer(json_integer_value(json_object_get(md, "generation")) + 1));
+    put(f, K_DS, dp, ds, "MODIFIED");
+    RUN_UNTIL(f, f->held != NULL, WAIT_MS);
+    /* the deletion completes before the apply's answer is read */
+    put_deleting(f, dp);
+    put(f, K_DS, dp, json_incref(json_object_get(f->store[K_DS], dp)), "DELETED");
+    run_for(f, 200);
+    release_held(f);
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], dp) != NULL, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->applies[2], before + 2); /* the held one, and the re-creation */
 }
 
 static void test_disabled_deleted(void **state)
@@ -1484,6 +1570,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_edited_elsewhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift_put_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleting_recreated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_while_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
