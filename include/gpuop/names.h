@@ -61,6 +61,10 @@
 /* The RuntimeClass gpuop applies for the containerd handler the toolkit
  * registers; the GPU operands' pods run in it (CDI mode). */
 #define GPUOP_RUNTIME_CLASS "nvidia"
+/* The two RuntimeClasses the GPU Operator applies beside it in CDI mode,
+ * for the toolkit's nvidia-cdi and nvidia-legacy handlers. */
+#define GPUOP_RUNTIME_CLASS_CDI    "nvidia-cdi"
+#define GPUOP_RUNTIME_CLASS_LEGACY "nvidia-legacy"
 /* The Service gpuop applies in front of the DCGM exporter's pods. */
 #define GPUOP_DCGM_SERVICE "gpuop-dcgm-exporter"
 

@@ -51,6 +51,16 @@ enum gpuop_validator_component {
     GPUOP_VALIDATOR_COMPONENTS,
 };
 
+/* spec.operator.defaultRuntime: the container runtime the toolkit
+ * configures on the nodes (the GPU Operator's Runtime, gpu-operator
+ * v26.7.0 api/nvidia/v1/clusterpolicy_types.go). */
+enum gpuop_container_runtime {
+    GPUOP_RUNTIME_CONTAINERD, /* default */
+    GPUOP_RUNTIME_CRIO,
+    GPUOP_RUNTIME_DOCKER,
+    GPUOP_RUNTIMES,
+};
+
 /* Defaults and bounds of spec.findings.* (seconds). */
 #define GPUOP_TERMINATING_GRACE_DEFAULT 300
 #define GPUOP_ADVERTISE_GRACE_DEFAULT   120
@@ -154,6 +164,11 @@ struct gpuop_policy {
     char *runtime_class;                  /* spec.operator.runtimeClass: the RuntimeClass gpuop
                                              applies (its handler the same name) and the GPU
                                              operands run in; default GPUOP_RUNTIME_CLASS */
+    enum gpuop_container_runtime runtime; /* spec.operator.defaultRuntime; default containerd */
+    bool cdi_disabled;                    /* spec.cdi.enabled false: legacy mode (no CDI); the
+                                             GPU Operator's default is CDI */
+    bool nri_plugin;                      /* spec.cdi.nriPluginEnabled: the toolkit runs an NRI
+                                             plugin that gives the operands their devices */
     json_t *validator_env[GPUOP_VALIDATOR_COMPONENTS]; /* spec.validator.<component>.env:
                                              arrays of {name, value} (owned), never NULL */
     bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU
@@ -179,6 +194,10 @@ int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *
 
 /* The spec.validator key of component c ("driver", "toolkit", "plugin"); static. */
 const char *gpuop_policy_validator_component(enum gpuop_validator_component c);
+
+/* The spec.operator.defaultRuntime value of r ("containerd", "crio",
+ * "docker"), also the toolkit's RUNTIME; static. */
+const char *gpuop_policy_runtime_name(enum gpuop_container_runtime r);
 
 /* The spec.mig.strategy value of s ("none", "single", "mixed"); static. */
 const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);

@@ -63,10 +63,10 @@ json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const 
 json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
                          const struct gpuop_ospool *pools, size_t npools);
 
-/* Objects beside the DaemonSets that the operands need: the nvidia
- * RuntimeClass, the default MIG config ConfigMap, the DCGM exporter's
- * Service. A fixed table; each is wanted or not by the policy, and the
- * controller applies the wanted ones and deletes the others. */
+/* Objects beside the DaemonSets that the operands need: the nvidia,
+ * nvidia-cdi and nvidia-legacy RuntimeClasses, the default MIG config ConfigMap, the DCGM
+ * exporter's Service. A fixed table; each is wanted or not by the policy, and the controller
+ * applies the wanted ones and deletes the others. */
 struct gpuop_render_extra {
     const char *kind;          /* "RuntimeClass" */
     const char *group_version; /* "node.k8s.io/v1" */
@@ -76,7 +76,7 @@ struct gpuop_render_extra {
                                   the one applied (the RuntimeClass's is the policy's
                                   spec.operator.runtimeClass) */
 };
-#define GPUOP_RENDER_EXTRA_MAX 4
+#define GPUOP_RENDER_EXTRA_MAX 8
 
 int gpuop_render_extra_count(void);
 /* Row i of the table (borrowed, static), NULL out of range. */

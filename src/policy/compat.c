@@ -34,7 +34,8 @@ struct refused {
 static const struct refused refused[] = {
     {"spec.operator", "*", ALWAYS,
      "configures the NVIDIA GPU Operator's own pod; gpuop's comes from its Helm chart and "
-     "flags (spec.operator.runtimeClass is implemented), ignored"},
+     "flags (spec.operator.runtimeClass and spec.operator.defaultRuntime are implemented), "
+     "ignored"},
     {"spec", "dcgm", IF_ENABLED,
      "gpuop runs no standalone DCGM host engine: dcgm-exporter uses the DCGM embedded in its "
      "image, ignored"},

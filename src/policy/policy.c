@@ -956,16 +956,66 @@ static bool dns_label_ok(const char *s)
     return true;
 }
 
+static const char *const runtime_names[GPUOP_RUNTIMES] = {
+    [GPUOP_RUNTIME_CONTAINERD] = "containerd",
+    [GPUOP_RUNTIME_CRIO] = "crio",
+    [GPUOP_RUNTIME_DOCKER] = "docker",
+};
+
+const char *gpuop_policy_runtime_name(enum gpuop_container_runtime r)
+{
+    return (unsigned)r < GPUOP_RUNTIMES ? runtime_names[r] : "containerd";
+}
+
+/* spec.operator.runtimeClass: a lowercase RFC 1123 label, else a problem
+ * and the default. */
+static int parse_runtime_class(struct gpuop_policy *p, json_t *e)
+{
+    char vbuf[64];
+    const char *s = json_string_value(e);
+    if (json_is_null(e) || (s && !*s))
+        return 0;
+    if (s && dns_label_ok(s))
+        return set_str(&p->runtime_class, s);
+    problem(p, "spec.operator.runtimeClass",
+            "must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most %d characters: it is "
+            "also the RuntimeClass's handler), not %s; using %s",
+            RUNTIME_HANDLER_MAX, describe(e, vbuf, sizeof(vbuf)), GPUOP_RUNTIME_CLASS);
+    return 0;
+}
+
+/* spec.operator.defaultRuntime: containerd, crio or docker, else a problem
+ * and containerd. */
+static void parse_default_runtime(struct gpuop_policy *p, json_t *e)
+{
+    char vbuf[64];
+    const char *s = json_string_value(e);
+    if (json_is_null(e) || (s && !*s))
+        return;
+    for (int i = 0; s && i < GPUOP_RUNTIMES; i++)
+        if (!strcmp(s, runtime_names[i])) {
+            p->runtime = (enum gpuop_container_runtime)i;
+            return;
+        }
+    problem(p, "spec.operator.defaultRuntime",
+            "must be containerd, crio or docker, not %s; using containerd",
+            describe(e, vbuf, sizeof(vbuf)));
+}
+
 /* spec.operator: the GPU Operator's OperatorSpec. runtimeClass is the
  * RuntimeClass its operands run in and that it creates with the handler of
  * the same name, the name the toolkit registers in containerd
  * (controllers/object_controls.go, getRuntimeClassName,
  * transformRuntimeClass, transformForRuntime at v26.7.0); gpuop does the
- * same. Its other keys describe NVIDIA's operator pod (compat.c). */
+ * same. defaultRuntime is the runtime the toolkit configures: the GPU
+ * Operator v26.7.0 deprecates it and reads each GPU node's
+ * containerRuntimeVersion instead (controllers/state_manager.go,
+ * getRuntime); gpuop renders from the policy alone, so it is the field that
+ * says so (docs/operands.md). Its other keys describe NVIDIA's operator pod
+ * (compat.c). */
 static int parse_operator(struct gpuop_policy *p, json_t *v)
 {
-    static const char *const known[] = {"runtimeClass", NULL};
-    char vbuf[64];
+    static const char *const known[] = {"runtimeClass", "defaultRuntime", NULL};
     const char *key;
     json_t *e;
     if (json_is_null(v))
@@ -976,25 +1026,72 @@ static int parse_operator(struct gpuop_policy *p, json_t *v)
     }
     json_object_foreach(v, key, e)
     {
-        if (strcmp(key, "runtimeClass")) {
-            other_field(p, "spec.operator", key, e, known);
-            continue;
-        }
-        const char *s = json_string_value(e);
-        if (json_is_null(e) || (s && !*s))
-            continue;
-        if (s && dns_label_ok(s)) {
-            int rc = set_str(&p->runtime_class, s);
+        if (!strcmp(key, "runtimeClass")) {
+            int rc = parse_runtime_class(p, e);
             if (rc)
                 return rc;
-            continue;
+        } else if (!strcmp(key, "defaultRuntime")) {
+            parse_default_runtime(p, e);
+        } else {
+            other_field(p, "spec.operator", key, e, known);
         }
-        problem(p, "spec.operator.runtimeClass",
-                "must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most %d characters: it is "
-                "also the RuntimeClass's handler), not %s; using %s",
-                RUNTIME_HANDLER_MAX, describe(e, vbuf, sizeof(vbuf)), GPUOP_RUNTIME_CLASS);
     }
     return 0;
+}
+
+/* ---- spec.cdi ------------------------------------------------------------- */
+
+/* spec.cdi: the GPU Operator's CDIConfigSpec (gpu-operator v26.7.0
+ * api/nvidia/v1/clusterpolicy_types.go). enabled (default true, IsEnabled)
+ * picks CDI or the legacy mode; default is deprecated there ("no longer
+ * used"), so it is accepted and does nothing, except that default: true
+ * beside enabled: false asks for what is switched off and is named;
+ * nriPluginEnabled needs CDI and the toolkit, as the GPU Operator's
+ * validateClusterPolicySpec says (there the whole policy is refused; here
+ * the NRI plugin stays off). */
+static void parse_cdi(struct gpuop_policy *p, json_t *v)
+{
+    static const char *const known[] = {"enabled", "default", "nriPluginEnabled", NULL};
+    const char *key;
+    json_t *e;
+    bool dflt = false, nri = false;
+    if (json_is_null(v))
+        return;
+    if (!json_is_object(v)) {
+        problem(p, "spec.cdi", "must be an object, not %s; CDI stays enabled", type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        char field[FIELD_MAX];
+        if (json_is_null(e))
+            continue;
+        if (strcmp(key, "enabled") && strcmp(key, "default") && strcmp(key, "nriPluginEnabled")) {
+            unknown_field(p, "spec.cdi", key, known);
+            continue;
+        }
+        fieldf(field, "spec.cdi.%s", key);
+        if (!json_is_boolean(e)) {
+            problem(p, field, "must be true or false, not %s; using %s", type_name(e),
+                    strcmp(key, "enabled") ? "false" : "true");
+            continue;
+        }
+        if (!strcmp(key, "enabled"))
+            p->cdi_disabled = json_is_false(e);
+        else if (!strcmp(key, "default"))
+            dflt = json_is_true(e);
+        else
+            nri = json_is_true(e);
+    }
+    if (dflt && p->cdi_disabled)
+        problem(p, "spec.cdi.default",
+                "deprecated and no longer used (as in the GPU Operator): spec.cdi.enabled "
+                "false keeps CDI off, ignored");
+    if (nri && p->cdi_disabled)
+        problem(p, "spec.cdi.nriPluginEnabled",
+                "the NRI plugin injects CDI devices and spec.cdi.enabled is false; it stays off");
+    else if (nri)
+        p->nri_plugin = true;
 }
 
 /* ---- spec.validator.<component> ------------------------------------------- */
@@ -1915,9 +2012,22 @@ static void parse_node_labeling(struct gpuop_policy *p, json_t *v)
     }
 }
 
+/* The NRI plugin is the toolkit's (nvidia-ctk-installer --enable-nri-plugin):
+ * without the toolkit nobody runs it (the GPU Operator's
+ * validateClusterPolicySpec refuses that policy; here it stays off). */
+static void check_nri(struct gpuop_policy *p)
+{
+    int tk = gpuop_operand_by_name("container-toolkit");
+    if (p->nri_plugin && (tk < 0 || !p->operands[tk].enabled)) {
+        problem(p, "spec.cdi.nriPluginEnabled",
+                "the NRI plugin runs in the container toolkit, which is disabled; it stays off");
+        p->nri_plugin = false;
+    }
+}
+
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 7];
+    const char *known[GPUOP_OPERAND_MAX + 8];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -1931,6 +2041,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "nodeLabeling";
     known[n++] = "hostPaths";
     known[n++] = "operator";
+    known[n++] = "cdi";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -1958,6 +2069,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             rc = parse_host_paths(p, e);
         else if (!strcmp(key, "operator"))
             rc = parse_operator(p, e);
+        else if (!strcmp(key, "cdi"))
+            parse_cdi(p, e);
         else
             other_field(p, "spec", key, e, known);
         if (rc)
@@ -1978,6 +2091,8 @@ int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *
         rc = parse_metadata(out, json_object_get(obj, "metadata"));
     if (!rc)
         rc = parse_spec(out, json_object_get(obj, "spec"));
+    if (!rc)
+        check_nri(out);
     if (rc) {
         gpuop_policy_free(out);
         return gpuop_err_set(err, rc, "", "out of memory while parsing the GpuPolicy");

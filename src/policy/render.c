@@ -45,6 +45,8 @@ struct tmpl {
     const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
     bool api_token;              /* mount the service account token: the operand uses the API */
     const char *runtime_class;   /* runtimeClassName, or NULL */
+    const char *nri_container;   /* NRI mode: the container the toolkit's NRI plugin gives
+                                    every GPU (a pod annotation), or NULL */
     json_t *init;                /* initContainers: the gates (whole containers) */
     json_t *command;
     json_t *args; /* default args, replaced by the policy's when non-empty */
@@ -221,15 +223,47 @@ static json_t *privileged(void)
 /* where GFD writes its feature file: node-feature-discovery's local source */
 #define NFD_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
 
-/* The runtime paths the toolkit edits on the host, and where they are
- * mounted in its container (defaults as the GPU Operator's). */
-#define CONTAINERD_CONFIG_DEFAULT "/etc/containerd/config.toml"
-#define CONTAINERD_DROPIN_DEFAULT "/etc/containerd/conf.d/99-nvidia.toml"
-#define CONTAINERD_SOCKET_DEFAULT "/run/containerd/containerd.sock"
-#define RUNTIME_CONFIG_CTR_DIR    "/runtime/config-dir/"
-#define RUNTIME_DROPIN_CTR_DIR    "/runtime/config-dir.d/"
-#define RUNTIME_SOCKET_CTR_DIR    "/runtime/sock-dir/"
-#define RUNTIME_PATH_MAX          1024
+/* Where the toolkit's container sees the runtime's config, drop-in and
+ * socket directories and the NRI socket's (the GPU Operator's). */
+#define RUNTIME_CONFIG_CTR_DIR "/runtime/config-dir/"
+#define RUNTIME_DROPIN_CTR_DIR "/runtime/config-dir.d/"
+#define RUNTIME_SOCKET_CTR_DIR "/runtime/sock-dir/"
+#define NRI_SOCKET_CTR_DIR     "/runtime/nri-sock-dir/"
+#define NRI_SOCKET_DEFAULT     "/var/run/nri/nri.sock"
+#define RUNTIME_PATH_MAX       1024
+#define RUNTIME_VOL_MAX        32 /* "<runtime>-drop-in-config" */
+/* CRI-O's OCI hooks directory outside OpenShift, where the toolkit writes
+ * its prestart hook in hook mode (the legacy mode on CRI-O) */
+#define CRIO_HOOKS_DIR "/usr/share/containers/oci/hooks.d"
+/* NRI mode: the pod annotation that asks the toolkit's NRI plugin for every
+ * GPU in a container (gpu-operator v26.7.0 controllers/object_controls.go,
+ * NRIAnnotationDomain, setNRIPluginAnnotation) */
+#define NRI_ANNOTATION_PREFIX "nvidia.cdi.k8s.io/container."
+#define NRI_ALL_GPUS          CDI_DEFAULT_KIND "=all"
+
+/* The runtime paths the toolkit edits on the host, per spec.operator.
+ * defaultRuntime: the env names that move them and their defaults, as the
+ * GPU Operator's (v26.7.0 controllers/object_controls.go,
+ * getRuntimeConfigFiles, getRuntimeSocketFile, Default*ConfigFile,
+ * Default*SocketFile). Docker has no drop-in; CRI-O's socket is not
+ * mounted: the toolkit restarts CRI-O through systemd on the host root
+ * (nvidia-container-toolkit v1.20.0 cmd/nvidia-ctk-installer/container/
+ * runtime/crio/crio.go, DefaultRestartMode). */
+static const struct runtime_files {
+    const char *config_env; /* the top-level config (RUNTIME_CONFIG is read after it) */
+    const char *config;
+    const char *dropin; /* its default (RUNTIME_DROP_IN_CONFIG moves it), NULL: none */
+    const char *socket_env;
+    const char *socket; /* NULL: none mounted */
+} runtime_files[GPUOP_RUNTIMES] = {
+    [GPUOP_RUNTIME_CONTAINERD] = {"CONTAINERD_CONFIG", "/etc/containerd/config.toml",
+                                  "/etc/containerd/conf.d/99-nvidia.toml", "CONTAINERD_SOCKET",
+                                  "/run/containerd/containerd.sock"},
+    [GPUOP_RUNTIME_CRIO] = {"CRIO_CONFIG", "/etc/crio/config.toml",
+                            "/etc/crio/crio.conf.d/99-nvidia.conf", NULL, NULL},
+    [GPUOP_RUNTIME_DOCKER] = {"DOCKER_CONFIG", "/etc/docker/daemon.json", NULL, "DOCKER_SOCKET",
+                              "/var/run/docker.sock"},
+};
 
 static int idx_of(const char *name)
 {
@@ -321,6 +355,23 @@ static const char *under_kubelet(const struct gpuop_policy *p, const char *sub, 
 static const char *runtime_class(const struct gpuop_policy *p)
 {
     return p->runtime_class ? p->runtime_class : GPUOP_RUNTIME_CLASS;
+}
+
+static bool cdi(const struct gpuop_policy *p)
+{
+    return !p->cdi_disabled;
+}
+
+/* How a GPU operand's container ctr gets the GPUs (the GPU Operator's
+ * setRuntimeClassName and setNRIPluginAnnotation): the RuntimeClass; in NRI
+ * mode the plugin's annotation instead; neither in the legacy mode on CRI-O,
+ * where the toolkit's OCI hook injects them and no nvidia handler exists. */
+static void gpu_access(const struct gpuop_policy *p, struct tmpl *t, const char *ctr)
+{
+    if (p->nri_plugin)
+        t->nri_container = ctr;
+    else if (cdi(p) || p->runtime != GPUOP_RUNTIME_CRIO)
+        t->runtime_class = runtime_class(p);
 }
 
 /* The toolkit's CDI hook under installDir, written into buf[CDI_HOOK_MAX]
@@ -544,38 +595,74 @@ static bool split_path(const char *path, char *dir, size_t len, const char **bas
     return true;
 }
 
-/* container-toolkit: installs the NVIDIA runtime under /usr/local/nvidia,
- * writes containerd's drop-in (99-nvidia.toml in conf.d, imported from the
- * top-level config) with an "nvidia" runtime that is not the default, and
- * generates the CDI specs (CDI mode, the GPU Operator's default): GPU pods
- * get their devices through CDI, the GPU operands through the nvidia
- * RuntimeClass gpuop applies. It first runs the validator's
- * driver-validation (writing driver-ready), then takes the node's driver
- * root from driver-ready. The host paths of containerd's config, drop-in
- * and socket come from the policy's CONTAINERD_CONFIG,
- * RUNTIME_DROP_IN_CONFIG and CONTAINERD_SOCKET (k3s, RKE2: see
+/* One host file the toolkit edits (a runtime's config, drop-in or socket):
+ * its host path, directory and base name, the container's path, and the
+ * volume that mounts the directory. */
+struct runtime_file {
+    const char *host;
+    const char *base;
+    char dir[RUNTIME_PATH_MAX];
+    char ctr[RUNTIME_PATH_MAX];
+    char vol[RUNTIME_VOL_MAX];
+};
+
+/* Fills f from the policy's env env1 (else env2, when not NULL) or dflt,
+ * seen in the container under ctr_dir, mounted by volume <runtime>-suffix;
+ * a value that is no absolute file path is the default (validate.c's env
+ * checks say what the policy holds). */
+static void runtime_file(const struct gpuop_policy *p, const char *env1, const char *env2,
+                         const char *dflt, const char *ctr_dir, const char *suffix,
+                         struct runtime_file *f)
+{
+    const char *v = env1 ? policy_env(p, "container-toolkit", env1) : NULL;
+    if (!v && env2)
+        v = policy_env(p, "container-toolkit", env2);
+    f->host = v;
+    if (!split_path(f->host, f->dir, sizeof(f->dir), &f->base))
+        split_path(f->host = dflt, f->dir, sizeof(f->dir), &f->base);
+    snprintf(f->ctr, sizeof(f->ctr), "%s%s", ctr_dir, f->base);
+    snprintf(f->vol, sizeof(f->vol), "%s%s", gpuop_policy_runtime_name(p->runtime), suffix);
+}
+
+/* Appends (name, value) to list; nonzero on failure. */
+static int env_add(json_t *list, const char *name, const char *value)
+{
+    return !list || json_array_append_new(list, env(name, value));
+}
+
+/* container-toolkit: installs the NVIDIA runtime under /usr/local/nvidia
+ * and configures the node's runtime (spec.operator.defaultRuntime) with an
+ * "nvidia" handler (and nvidia-cdi, nvidia-legacy): containerd's drop-in
+ * (99-nvidia.toml in conf.d, imported from the top-level config), CRI-O's
+ * (99-nvidia.conf in crio.conf.d) or Docker's daemon.json. In CDI mode
+ * (the GPU Operator's default) it generates the CDI specs and leaves the
+ * runtime's default alone: GPU pods get their devices through CDI, the GPU
+ * operands through the RuntimeClass gpuop applies. In the legacy mode
+ * (spec.cdi.enabled false) "nvidia" becomes the default runtime (the
+ * installer's default), and on CRI-O the toolkit installs an OCI prestart
+ * hook instead (CRIO_CONFIG_MODE=hook). In NRI mode it edits no runtime
+ * config and runs an NRI plugin on the runtime's NRI socket. It first runs
+ * the validator's driver-validation (writing driver-ready), then takes the
+ * node's driver root from driver-ready. The host paths come from the
+ * policy's env as the GPU Operator reads them (k3s, RKE2: see
  * deploy/sample-gpupolicy.yaml); their directories are mounted and the
- * container sees them at fixed paths, as the GPU Operator does. */
+ * container sees them at fixed paths (gpu-operator v26.7.0
+ * controllers/object_controls.go, TransformToolkit,
+ * transformToolkitCtrForCDI, transformForRuntime). */
 static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
 {
-    const char *cfg = policy_env(p, "container-toolkit", "CONTAINERD_CONFIG");
-    const char *dropin = policy_env(p, "container-toolkit", "RUNTIME_DROP_IN_CONFIG");
-    const char *sock = policy_env(p, "container-toolkit", "CONTAINERD_SOCKET");
-    char cfg_dir[RUNTIME_PATH_MAX], dropin_dir[RUNTIME_PATH_MAX], sock_dir[RUNTIME_PATH_MAX];
-    char cfg_ctr[RUNTIME_PATH_MAX], dropin_ctr[RUNTIME_PATH_MAX], sock_ctr[RUNTIME_PATH_MAX];
-    const char *cfg_base, *dropin_base, *sock_base;
-    /* a value that is no absolute file path: the default (validate.c's
-     * env checks say what the policy holds) */
-    if (!split_path(cfg, cfg_dir, sizeof(cfg_dir), &cfg_base))
-        split_path(cfg = CONTAINERD_CONFIG_DEFAULT, cfg_dir, sizeof(cfg_dir), &cfg_base);
-    if (!split_path(dropin, dropin_dir, sizeof(dropin_dir), &dropin_base))
-        split_path(dropin = CONTAINERD_DROPIN_DEFAULT, dropin_dir, sizeof(dropin_dir),
-                   &dropin_base);
-    if (!split_path(sock, sock_dir, sizeof(sock_dir), &sock_base))
-        split_path(sock = CONTAINERD_SOCKET_DEFAULT, sock_dir, sizeof(sock_dir), &sock_base);
-    snprintf(cfg_ctr, sizeof(cfg_ctr), RUNTIME_CONFIG_CTR_DIR "%s", cfg_base);
-    snprintf(dropin_ctr, sizeof(dropin_ctr), RUNTIME_DROPIN_CTR_DIR "%s", dropin_base);
-    snprintf(sock_ctr, sizeof(sock_ctr), RUNTIME_SOCKET_CTR_DIR "%s", sock_base);
+    const struct runtime_files *rf = &runtime_files[p->runtime];
+    const char *rt = gpuop_policy_runtime_name(p->runtime);
+    struct runtime_file cfg, dropin, sock, nri;
+    bool has_dropin = rf->dropin && !p->nri_plugin, has_sock = rf->socket && !p->nri_plugin;
+    runtime_file(p, rf->config_env, "RUNTIME_CONFIG", rf->config, RUNTIME_CONFIG_CTR_DIR, "-config",
+                 &cfg);
+    if (has_dropin)
+        runtime_file(p, "RUNTIME_DROP_IN_CONFIG", NULL, rf->dropin, RUNTIME_DROPIN_CTR_DIR,
+                     "-drop-in-config", &dropin);
+    if (has_sock)
+        runtime_file(p, rf->socket_env, NULL, rf->socket, RUNTIME_SOCKET_CTR_DIR, "-socket", &sock);
+    runtime_file(p, "NRI_SOCKET", NULL, NRI_SOCKET_DEFAULT, NRI_SOCKET_CTR_DIR, "", &nri);
 
     t->container = "nvidia-container-toolkit-ctr";
     t->host_pid = true;
@@ -589,25 +676,47 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
     t->command = need(t, sourcing_command("nvidia-toolkit", "sleep " TOOLKIT_START_DELAY "\n"));
     /* the container's view of the host paths: in the template's order, and
      * set again over the policy's values (which name host paths) */
-    t->env_after =
-        need(t, json_pack("[o,o,o,o,o,o]", env("CONTAINERD_CONFIG", cfg_ctr),
-                          env("RUNTIME_CONFIG", cfg_ctr), env("RUNTIME_DROP_IN_CONFIG", dropin_ctr),
-                          env("RUNTIME_DROP_IN_CONFIG_HOST_PATH", dropin),
-                          env("CONTAINERD_SOCKET", sock_ctr), env("RUNTIME_SOCKET", sock_ctr)));
-    t->env =
-        need(t, json_pack("[o,o,o,o,o,o,o,o,o,o,o]", env("ROOT", install_dir(p)),
-                          env("RUNTIME", "containerd"),
-                          env("CONTAINERD_RUNTIME_CLASS", runtime_class(p)),
-                          env("CDI_ENABLED", "true"), env("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
-                          env("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
-                          env("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND),
-                          env("CRIO_CONFIG_MODE", "config"), env("NVIDIA_VISIBLE_DEVICES", "void"),
-                          env("TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid"),
-                          env_field("NRI_NAMESPACE", "metadata.namespace")));
-    if (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after)))
+    t->env_after = need(t, json_array());
+    int bad = 0;
+    if (p->nri_plugin) {
+        bad |= env_add(t->env_after, "NRI_SOCKET", nri.ctr);
+    } else {
+        bad |= env_add(t->env_after, rf->config_env, cfg.ctr);
+        bad |= env_add(t->env_after, "RUNTIME_CONFIG", cfg.ctr);
+    }
+    if (has_dropin) {
+        bad |= env_add(t->env_after, "RUNTIME_DROP_IN_CONFIG", dropin.ctr);
+        bad |= env_add(t->env_after, "RUNTIME_DROP_IN_CONFIG_HOST_PATH", dropin.host);
+    }
+    if (has_sock) {
+        bad |= env_add(t->env_after, rf->socket_env, sock.ctr);
+        bad |= env_add(t->env_after, "RUNTIME_SOCKET", sock.ctr);
+    }
+    t->env = need(t, json_array());
+    bad |= env_add(t->env, "ROOT", install_dir(p));
+    bad |= env_add(t->env, "RUNTIME", rt);
+    if (p->runtime == GPUOP_RUNTIME_CONTAINERD && !p->nri_plugin)
+        bad |= env_add(t->env, "CONTAINERD_RUNTIME_CLASS", runtime_class(p));
+    if (cdi(p)) {
+        bad |= env_add(t->env, "CDI_ENABLED", "true");
+        bad |= env_add(t->env, "NVIDIA_RUNTIME_SET_AS_DEFAULT", "false");
+        bad |= env_add(t->env, "NVIDIA_CONTAINER_RUNTIME_MODE", "cdi");
+    }
+    bad |= env_add(t->env, "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND);
+    if (cdi(p))
+        bad |= env_add(t->env, "CRIO_CONFIG_MODE", "config");
+    else if (p->runtime == GPUOP_RUNTIME_CRIO)
+        bad |= env_add(t->env, "CRIO_CONFIG_MODE", "hook");
+    if (p->nri_plugin)
+        bad |= env_add(t->env, "ENABLE_NRI_PLUGIN", "true");
+    bad |= env_add(t->env, "NVIDIA_VISIBLE_DEVICES", "void");
+    bad |= env_add(t->env, "TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid");
+    bad |=
+        !t->env || json_array_append_new(t->env, env_field("NRI_NAMESPACE", "metadata.namespace"));
+    if (bad || (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after))))
         t->oom = true;
     t->security = need(t, privileged());
-    const struct vol vols[] = {
+    struct vol vols[] = {
         {"toolkit-root", "/run/nvidia/toolkit", DIR_OR_CREATE, "/run/nvidia/toolkit", RW, NULL,
          NULL},
         {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RW, NULL, NULL},
@@ -616,12 +725,29 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
          NULL},
         {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
         {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
-        {"containerd-config", cfg_dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR, RW, NULL, NULL},
-        {"containerd-drop-in-config", dropin_dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR, RW, NULL,
-         NULL},
-        {"containerd-socket", sock_dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL},
+        {0},
+        {0},
+        {0},
+        {0},
     };
-    vol_table(p, t, vols, NROWS(vols), true); /* driver-validation runs first */
+    size_t n = 6;
+    if (p->runtime == GPUOP_RUNTIME_CRIO) /* the hook mode's (mounted in both, as NVIDIA's) */
+        vols[n++] =
+            (struct vol){"crio-hooks", CRIO_HOOKS_DIR, NULL, CRIO_HOOKS_DIR, RW, NULL, NULL};
+    if (p->nri_plugin) {
+        vols[n++] =
+            (struct vol){"nri-socket", nri.dir, DIR_OR_CREATE, NRI_SOCKET_CTR_DIR, RW, NULL, NULL};
+    } else {
+        vols[n++] =
+            (struct vol){cfg.vol, cfg.dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR, RW, NULL, NULL};
+        if (has_dropin)
+            vols[n++] = (struct vol){dropin.vol, dropin.dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR,
+                                     RW,         NULL,       NULL};
+        if (has_sock)
+            vols[n++] =
+                (struct vol){sock.vol, sock.dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL};
+    }
+    vol_table(p, t, vols, n, true); /* driver-validation runs first */
 }
 
 /* device-plugin: registers with the kubelet through its socket directory
@@ -634,25 +760,33 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
     char hook[CDI_HOOK_MAX];
     const char *mig = mig_strategy(p, "device-plugin");
     t->container = "nvidia-device-plugin";
-    t->runtime_class = runtime_class(p);
+    gpu_access(p, t, t->container);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     if (driver_ready_written(p))
         t->command = need(t, sourcing_command("nvidia-device-plugin", NULL));
     else
         t->command = need(t, json_pack("[s]", "nvidia-device-plugin"));
-    t->env = need(t, json_pack("[o,o,o,o,o,o,o,o,o]", env("PASS_DEVICE_SPECS", "true"),
-                               env("FAIL_ON_INIT_ERROR", "true"),
-                               env("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri"),
-                               env("DEVICE_ID_STRATEGY", "uuid"), env("CDI_ENABLED", "true"),
-                               env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
-                               env("NVIDIA_VISIBLE_DEVICES", "all"),
-                               env("NVIDIA_DRIVER_CAPABILITIES", "all"), env("MIG_STRATEGY", mig)));
-    if (t->env && strcmp(mig, "none") &&
-        json_array_append_new(t->env, env("NVIDIA_MIG_MONITOR_DEVICES", "all")))
-        t->oom = true;
-    if (t->env && enabled(p, "container-toolkit") &&
-        json_array_append_new(t->env, env("NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook))))
+    /* the legacy mode: NVIDIA_VISIBLE_DEVICES (envvar) read by the runtime's
+     * hook; CDI mode: CDI devices (gpu-operator v26.7.0
+     * assets/state-device-plugin/0500_daemonset.yaml, transformDevicePluginCtrForCDI) */
+    t->env = need(t, json_array());
+    int bad = env_add(t->env, "PASS_DEVICE_SPECS", "true");
+    bad |= env_add(t->env, "FAIL_ON_INIT_ERROR", "true");
+    bad |= env_add(t->env, "DEVICE_LIST_STRATEGY", cdi(p) ? "cdi-annotations,cdi-cri" : "envvar");
+    bad |= env_add(t->env, "DEVICE_ID_STRATEGY", "uuid");
+    if (cdi(p)) {
+        bad |= env_add(t->env, "CDI_ENABLED", "true");
+        bad |= env_add(t->env, "CDI_ANNOTATION_PREFIX", "cdi.k8s.io/");
+    }
+    bad |= env_add(t->env, "NVIDIA_VISIBLE_DEVICES", "all");
+    bad |= env_add(t->env, "NVIDIA_DRIVER_CAPABILITIES", "all");
+    bad |= env_add(t->env, "MIG_STRATEGY", mig);
+    if (strcmp(mig, "none"))
+        bad |= env_add(t->env, "NVIDIA_MIG_MONITOR_DEVICES", "all");
+    if (cdi(p) && enabled(p, "container-toolkit"))
+        bad |= env_add(t->env, "NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook));
+    if (bad)
         t->oom = true;
     if (t->env && !driver_ready_written(p) &&
         extend(t->env, json_pack("[o,o]", env("NVIDIA_DRIVER_ROOT", driver_root(p)),
@@ -678,7 +812,7 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
 {
     const char *mig = mig_strategy(p, "gpu-feature-discovery");
     t->container = "gpu-feature-discovery";
-    t->runtime_class = runtime_class(p);
+    gpu_access(p, t, t->container);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->command = need(t, json_pack("[s]", "gpu-feature-discovery"));
@@ -711,7 +845,7 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
 {
     char pod_resources[HOST_PATH_MAX];
     t->container = "nvidia-dcgm-exporter";
-    t->runtime_class = runtime_class(p);
+    gpu_access(p, t, t->container);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->env = need(
@@ -753,7 +887,7 @@ static void tmpl_validator(const struct gpuop_policy *p, struct tmpl *t)
     static const char main_script[] = "echo 'gpuop: every validation passed'\n"
                                       "exec sleep infinity\n";
     t->container = "nvidia-operator-validator";
-    t->runtime_class = runtime_class(p);
+    gpu_access(p, t, "toolkit-validation"); /* the one that runs nvidia-smi */
     t->service_account = GPUOP_VALIDATOR_SA;
     t->api_token = true;
     t->init = need(
@@ -805,7 +939,7 @@ static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
     t->container = "nvidia-mig-manager";
     t->host_pid = true;
     t->host_ipc = true;
-    t->runtime_class = runtime_class(p);
+    gpu_access(p, t, t->container);
     t->service_account = GPUOP_MIG_MANAGER_SA;
     t->api_token = true;
     if (toolkit_ready_written(p))
@@ -818,20 +952,23 @@ static void tmpl_mig_manager(const struct gpuop_policy *p, struct tmpl *t)
     else
         t->command = need(t, json_pack("[s]", "nvidia-mig-manager"));
     t->env = need(
-        t,
-        json_pack("[o,o,o,o,o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
-                  env_field("POD_NAME", "metadata.name"),
-                  env_field("POD_NAMESPACE", "metadata.namespace"),
-                  dflt ? env("DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml")
-                       : env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
-                  env("HOST_ROOT_MOUNT", "/host"), env("HOST_NVIDIA_DIR", install_dir(p)),
-                  env("HOST_MIG_MANAGER_STATE_FILE",
-                      "/etc/systemd/system/nvidia-mig-manager.service.d/override.conf"),
-                  env("HOST_KUBELET_SYSTEMD_SERVICE", "kubelet.service"),
-                  env_field("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
-                  env("WITH_REBOOT", "false"), env("CDI_ENABLED", "true"),
-                  env("NVIDIA_VISIBLE_DEVICES", "all"), env("NVIDIA_DRIVER_CAPABILITIES", "all")));
-    if (t->env && enabled(p, "container-toolkit") &&
+        t, json_pack("[o,o,o,o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                     env_field("POD_NAME", "metadata.name"),
+                     env_field("POD_NAMESPACE", "metadata.namespace"),
+                     dflt ? env("DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml")
+                          : env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
+                     env("HOST_ROOT_MOUNT", "/host"), env("HOST_NVIDIA_DIR", install_dir(p)),
+                     env("HOST_MIG_MANAGER_STATE_FILE",
+                         "/etc/systemd/system/nvidia-mig-manager.service.d/override.conf"),
+                     env("HOST_KUBELET_SYSTEMD_SERVICE", "kubelet.service"),
+                     env_field("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+                     env("WITH_REBOOT", "false"), env("NVIDIA_VISIBLE_DEVICES", "all"),
+                     env("NVIDIA_DRIVER_CAPABILITIES", "all")));
+    /* CDI mode (gpu-operator v26.7.0 TransformMIGManager) */
+    if (cdi(p) && t->env &&
+        json_array_insert_new(t->env, json_array_size(t->env) - 2, env("CDI_ENABLED", "true")))
+        t->oom = true;
+    if (cdi(p) && t->env && enabled(p, "container-toolkit") &&
         json_array_append_new(t->env, env("NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook))))
         t->oom = true;
     if (t->env && !driver_ready_written(p) &&
@@ -1209,11 +1346,16 @@ static json_t *metadata(const struct gpuop_policy *p, const struct gpuop_operand
 }
 
 static json_t *template_metadata(const struct gpuop_policy *p, const struct gpuop_operand *op,
-                                 const struct gpuop_ospool *pool)
+                                 const struct gpuop_ospool *pool, const struct tmpl *t)
 {
     json_t *ann = annotations(p);
     json_t *m = json_pack("{s:o}", "labels", labels(p, op, pool));
     int rc = !m || !ann;
+    if (!rc && t->nri_container) { /* NRI mode: every GPU to that container (gpu_access) */
+        char key[128];
+        snprintf(key, sizeof(key), NRI_ANNOTATION_PREFIX "%s", t->nri_container);
+        rc |= json_object_set_new(ann, key, json_string(NRI_ALL_GPUS));
+    }
     if (!rc && json_object_size(ann)) {
         rc |= json_object_set_new(m, "annotations", ann);
         ann = NULL;
@@ -1286,7 +1428,7 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
     ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
                    "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
                    "selector", "matchLabels", sel, "updateStrategy", update_strategy(p, op),
-                   "template", "metadata", template_metadata(p, op, pool), "spec",
+                   "template", "metadata", template_metadata(p, op, pool, &t), "spec",
                    pod_spec(p, operand, &t, pool, image));
     /* the driver's install configuration digest: a template change that
        leaves it alone restarts the driver with no eviction (digest.c) */
@@ -1326,11 +1468,28 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
 
 /* ---- objects beside the DaemonSets ---------------------------------------- */
 
-enum { EXTRA_RUNTIME_CLASS, EXTRA_MIG_CONFIG, EXTRA_DCGM_SERVICE, EXTRA_COUNT };
+enum {
+    EXTRA_RUNTIME_CLASS,
+    EXTRA_RUNTIME_CLASS_CDI,
+    EXTRA_RUNTIME_CLASS_LEGACY,
+    EXTRA_MIG_CONFIG,
+    EXTRA_DCGM_SERVICE,
+    EXTRA_COUNT
+};
 
+/* The RuntimeClasses are the GPU Operator's three (v26.7.0
+ * assets/pre-requisites/0200_runtime_class.yaml, 0210_runtime_class_legacy.yaml,
+ * 0220_runtime_class_cdi.yaml): the first named by spec.operator.runtimeClass,
+ * the other two fixed, each with the handler of its name, which the toolkit
+ * registers beside "nvidia" (nvidia-container-toolkit v1.20.0
+ * cmd/nvidia-ctk-installer/container/operator/operator.go, GetRuntimes). */
 static const struct gpuop_render_extra extras[EXTRA_COUNT] = {
     [EXTRA_RUNTIME_CLASS] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
                              GPUOP_RUNTIME_CLASS},
+    [EXTRA_RUNTIME_CLASS_CDI] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
+                                 GPUOP_RUNTIME_CLASS_CDI},
+    [EXTRA_RUNTIME_CLASS_LEGACY] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
+                                    GPUOP_RUNTIME_CLASS_LEGACY},
     [EXTRA_MIG_CONFIG] = {"ConfigMap", "v1", "configmaps", true, "default-mig-parted-config"},
     [EXTRA_DCGM_SERVICE] = {"Service", "v1", "services", true, GPUOP_DCGM_SERVICE},
 };
@@ -1353,12 +1512,16 @@ static bool extra_wanted(const struct gpuop_policy *p, int i)
                                                    "dcgm-exporter", "operator-validator",
                                                    "mig-manager"};
     int mig = idx_of("mig-manager");
+    bool gpu_operands = false;
+    for (size_t k = 0; k < sizeof(in_runtime_class) / sizeof(in_runtime_class[0]); k++)
+        gpu_operands = gpu_operands || enabled(p, in_runtime_class[k]);
     switch (i) {
-    case EXTRA_RUNTIME_CLASS:
-        for (size_t k = 0; k < sizeof(in_runtime_class) / sizeof(in_runtime_class[0]); k++)
-            if (enabled(p, in_runtime_class[k]))
-                return true;
-        return false;
+    case EXTRA_RUNTIME_CLASS: /* none in NRI mode (the GPU Operator's isStateEnabled) */
+        return gpu_operands && !p->nri_plugin;
+    case EXTRA_RUNTIME_CLASS_CDI: /* CDI mode only (RuntimeClasses); not twice */
+    case EXTRA_RUNTIME_CLASS_LEGACY:
+        return gpu_operands && !p->nri_plugin && cdi(p) &&
+               strcmp(runtime_class(p), extras[i].name) != 0;
     case EXTRA_MIG_CONFIG: /* the default is named, or none is */
         return mig >= 0 && p->operands[mig].enabled &&
                (!p->operands[mig].config_name ||
@@ -1402,6 +1565,12 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
     if (!extra_wanted(p, i))
         return 0;
     switch (i) {
+    case EXTRA_RUNTIME_CLASS_CDI: /* handler: its own name */
+    case EXTRA_RUNTIME_CLASS_LEGACY:
+        o = json_pack("{s:s, s:s, s:o, s:s}", "apiVersion", x->group_version, "kind", x->kind,
+                      "metadata", extra_metadata(p, x, "container-toolkit", ns), "handler",
+                      x->name);
+        break;
     case EXTRA_RUNTIME_CLASS: { /* the handler the toolkit registers in containerd */
         json_t *md = extra_metadata(p, x, "container-toolkit", ns);
         if (md && json_object_set_new(md, "name", json_string(runtime_class(p)))) {

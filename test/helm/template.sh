@@ -140,7 +140,7 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         grep -qF -- "$want" "$ds" || fail "aks values: gpuop render output lacks '$want'"
     done
     ! grep -q 'runtimeClassName: nvidia$' "$ds" || fail "aks values: an operand still runs in nvidia"
-    grep -qF 'resourceNames: ["nvidia","nvidia-container-runtime"]' "$tmp/aks.yaml" ||
+    grep -qF 'resourceNames: ["nvidia","nvidia-cdi","nvidia-legacy","nvidia-container-runtime"]' "$tmp/aks.yaml" ||
         fail "aks values: gpuop's ClusterRole may not patch the RuntimeClass nvidia-container-runtime"
     ok "aks values: operator.runtimeClass names the RuntimeClass, its handler and the operands'"
 fi
@@ -196,26 +196,39 @@ for want in 'Ignored: nfd.enabled=true: gpuop does not deploy node-feature-disco
     'Ignored: driver.usePrecompiled=true: not written into the GpuPolicy' \
     'Ignored: driver.rdma.enabled=true: GPUDirect RDMA' \
     'Ignored: devicePlugin.mps.root=/run/nvidia/mps: MPS' \
-    'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete' \
-    'Ignored: cdi.enabled=false: gpuop'"'"'s toolkit and device plugin always use CDI'; do
+    'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete'; do
     grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
 done
-for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa; do
+for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa cdi; do
     ! grep -qF "Ignored: $honoured" <<<"$out" || fail "the notes call $honoured ignored: $out"
 done
 out=$(notes --set operator.upgradeCRD=false --set upgradeCRD=false)
 ! grep -q 'Ignored:' <<<"$out" || fail "the notes call the CRD upgrade switches ignored: $out"
 ok "the notes name each value the chart does not honour, and no other"
 # The values this chart honours (hostPaths, validator.<component>.env,
-# operator.runtimeClass) give no "Ignored" line: the gke-cos values none, the
-# aks values only operator.defaultRuntime (NVIDIA's operator's; gpuop's
-# toolkit always configures containerd). validator.plugin.env WITH_WORKLOAD
+# operator.runtimeClass, operator.defaultRuntime, cdi) give no "Ignored"
+# line: the gke-cos and aks values none. validator.plugin.env WITH_WORKLOAD
 # other than false is named, and so is a key beside the honoured ones.
 out=$(notes -f "$DATA/values/gke-cos.yaml") || fail "notes of case gke-cos"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case gke-cos name an ignored value: $(grep Ignored <<<"$out")"
 out=$(notes -f "$DATA/values/aks.yaml") || fail "notes of case aks"
-[ "$(grep Ignored <<<"$out" | sed 's/^ *//')" = "Ignored: operator.defaultRuntime=containerd: configures the NVIDIA GPU Operator's own pod; gpuop's is this chart's own values." ] ||
-    fail "notes of case aks name other than operator.defaultRuntime: $(grep Ignored <<<"$out")"
+! grep -q 'Ignored' <<<"$out" || fail "notes of case aks name an ignored value: $(grep Ignored <<<"$out")"
+# CRI-O in the legacy mode (issue 39): written into the GpuPolicy, no
+# "Ignored" line; cdi.default (deprecated) is said to do nothing, and
+# nriPluginEnabled beside enabled=false is named (the GPU Operator's chart
+# leaves it out too).
+crio=(--set operator.defaultRuntime=crio --set cdi.enabled=false)
+out=$(notes "${crio[@]}") || fail "notes with operator.defaultRuntime=crio, cdi.enabled=false"
+! grep -q 'Ignored' <<<"$out" || fail "notes of crio, cdi.enabled=false name an ignored value: $(grep Ignored <<<"$out")"
+! grep -q 'Deprecated' <<<"$out" || fail "notes of crio name cdi.default unset: $out"
+out=$("$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --show-only templates/gpupolicy.yaml "${crio[@]}") ||
+    fail "the GpuPolicy with crio"
+grep -q '^    defaultRuntime: "crio"$' <<<"$out" || fail "operator.defaultRuntime=crio is not in the GpuPolicy: $out"
+grep -q '^    enabled: false$' <<<"$(sed -n '/^  cdi:$/,/^  [a-z]/p' <<<"$out")" || fail "cdi.enabled=false is not in the GpuPolicy: $out"
+out=$(notes "${crio[@]}" --set cdi.default=true --set cdi.nriPluginEnabled=true) || fail "notes with cdi.default"
+grep -qF 'Deprecated: cdi.default=true: no longer used' <<<"$out" || fail "the notes do not say cdi.default is deprecated: $out"
+grep -qF 'Ignored: cdi.nriPluginEnabled=true: the NRI plugin injects CDI devices and cdi.enabled is false' <<<"$out" ||
+    fail "the notes do not name cdi.nriPluginEnabled beside cdi.enabled=false: $out"
 out=$(notes -f "$DATA/values/gke-cos.yaml" --set-string 'validator.plugin.env[0].value=true' \
     --set hostPaths.sysfs=/x --set validator.driver.args=a --set-json 'validator.cuda.env=[{"name":"A","value":"b"}]') ||
     fail "notes with WITH_WORKLOAD=true"
@@ -227,7 +240,7 @@ for want in 'Ignored: validator.plugin.env WITH_WORKLOAD=true: gpuop runs no wor
 done
 ! grep -qE 'Ignored: (hostPaths\.driverInstallDir|validator\.(driver|plugin)\.env=|operator\.runtimeClass)' <<<"$out" ||
     fail "the notes call an honoured value ignored: $out"
-ok "notes: hostPaths, validator env and operator.runtimeClass are not ignored; WITH_WORKLOAD=true and the keys beside them are"
+ok "notes: hostPaths, validator env, operator.runtimeClass, operator.defaultRuntime and cdi are not ignored; WITH_WORKLOAD=true and the keys beside them are"
 
 # The CRD upgrade hook (templates/upgrade-crd.yaml): on by default, with
 # the gpu-operator values too; its ConfigMap holds crd/gpupolicy.yaml byte

@@ -854,15 +854,20 @@ static void test_extras(void **state)
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
-    assert_int_equal(f->extra_applies, 2);
+    assert_int_equal(f->extra_applies, 4); /* nvidia, nvidia-cdi, nvidia-legacy, the Service */
     assert_int_equal(f->extra_deletes, 0); /* never applied: nothing of gpuop's to delete */
     json_t *rc = json_object_get(f->store[K_RC], "nvidia");
     assert_non_null(rc);
     assert_string_equal(json_string_value(json_object_get(rc, "handler")), "nvidia");
+    static const char *const cdi_classes[] = {"nvidia-cdi", "nvidia-legacy"};
+    for (size_t i = 0; i < 2; i++)
+        assert_string_equal(json_string_value(json_object_get(
+                                json_object_get(f->store[K_RC], cdi_classes[i]), "handler")),
+                            cdi_classes[i]);
     assert_non_null(json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter"));
     assert_null(json_object_get(f->store[K_CM], "default-mig-parted-config"));
     run_for(f, 500);
-    assert_int_equal(f->extra_applies, 2);
+    assert_int_equal(f->extra_applies, 4);
 
     set_spec(f, json_pack("{s:{s:b}, s:{s:b}}", "dcgmExporter", "enabled", 0, "migManager",
                           "enabled", 1));
@@ -872,7 +877,7 @@ static void test_extras(void **state)
               WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->extra_deletes, 1);
-    assert_int_equal(f->extra_applies, 3); /* the ConfigMap; the RuntimeClass unchanged */
+    assert_int_equal(f->extra_applies, 5); /* the ConfigMap; the RuntimeClasses unchanged */
     json_t *cm = json_object_get(f->store[K_CM], "default-mig-parted-config");
     assert_string_equal(
         json_string_value(json_object_get(
@@ -912,6 +917,59 @@ static void test_runtime_class_rename(void **state)
         "nvidia-container-runtime");
     run_for(f, 500);
     assert_int_equal(f->extra_deletes, 1); /* not again */
+}
+
+/* spec.cdi.enabled false (issue 39): the nvidia-cdi and nvidia-legacy
+ * RuntimeClasses gpuop applied are deleted, once each, as the GPU
+ * Operator's RuntimeClasses does; nvidia stays; the device plugin's
+ * DaemonSet goes to the legacy envvar strategy. Back on, they return. */
+static void test_cdi_runtime_classes(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_get(f->store[K_RC], "nvidia-legacy") && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    int applies = f->extra_applies;
+    assert_int_equal(f->extra_deletes, 0);
+
+    set_spec(f, json_pack("{s:{s:b}}", "cdi", "enabled", 0));
+    RUN_UNTIL(f,
+              !json_object_get(f->store[K_RC], "nvidia-cdi") &&
+                  !json_object_get(f->store[K_RC], "nvidia-legacy"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_deletes, 2);
+    assert_int_equal(f->extra_applies, applies); /* nvidia unchanged */
+    assert_non_null(json_object_get(f->store[K_RC], "nvidia"));
+    json_t *ds = json_object_get(f->store[K_DS], "gpuop-device-plugin");
+    json_t *env = json_object_get(
+        json_array_get(
+            json_object_get(
+                json_object_get(json_object_get(json_object_get(ds, "spec"), "template"), "spec"),
+                "containers"),
+            0),
+        "env");
+    size_t i;
+    json_t *e;
+    const char *strategy = NULL;
+    json_array_foreach(env, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), "DEVICE_LIST_STRATEGY"))
+            strategy = json_string_value(json_object_get(e, "value"));
+        assert_string_not_equal(json_string_value(json_object_get(e, "name")), "CDI_ENABLED");
+    }
+    assert_non_null(strategy);
+    assert_string_equal(strategy, "envvar");
+    run_for(f, 500);
+    assert_int_equal(f->extra_deletes, 2); /* not again */
+
+    set_spec(f, json_pack("{s:{s:b}}", "cdi", "enabled", 1));
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_RC], "nvidia-cdi") &&
+                  json_object_get(f->store[K_RC], "nvidia-legacy"),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->extra_applies, applies + 2);
 }
 
 /* The driver per OS pool (SPEC 4b): a pool's DaemonSet comes with its
@@ -1576,6 +1634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cdi_runtime_classes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime_class_rename, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),

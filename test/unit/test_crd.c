@@ -22,8 +22,9 @@
 #include "gpuop/yaml.h"
 
 /* The spec keys that are not operands. */
-static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings", "nodeLabeling",
-                                          "mig",        "hostPaths", "operator", NULL};
+static const char *const shared_keys[] = {"daemonsets",   "ordering", "findings",
+                                          "nodeLabeling", "mig",      "hostPaths",
+                                          "operator",     "cdi",      NULL};
 
 /* Operand keys beyond the common ones that gpuop implements for one operand
  * (the GPU Operator's paths). */
@@ -358,7 +359,27 @@ static void test_platform_keys(void **state)
     }
     json_t *rc = json_object_get(json_object_get(spec, "operator"), "properties");
     assert_non_null(json_object_get(rc, "runtimeClass"));
-    assert_int_equal(json_object_size(rc), 1);
+    assert_non_null(json_object_get(rc, "defaultRuntime"));
+    assert_int_equal(json_object_size(rc), 2);
+    /* every value the schema admits is one the parser takes */
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(rc, "defaultRuntime"), "enum"), k, e)
+    {
+        json_t *pol = json_pack("{s:{s:{s:O}}}", "spec", "operator", "defaultRuntime", e);
+        struct gpuop_policy one;
+        assert_int_equal(gpuop_policy_parse(pol, &one, NULL), 0);
+        assert_int_equal(one.nproblems, 0);
+        gpuop_policy_free(&one);
+        json_decref(pol);
+    }
+    json_t *cdi = json_object_get(json_object_get(spec, "cdi"), "properties");
+    static const char *const cdi_keys[] = {"enabled", "default", "nriPluginEnabled"};
+    assert_int_equal(json_object_size(cdi), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(cdi, cdi_keys[i]), "type")),
+            "boolean");
     struct gpuop_policy pol;
     json_t *empty = json_object();
     assert_int_equal(gpuop_policy_parse(empty, &pol, NULL), 0);

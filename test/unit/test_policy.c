@@ -264,8 +264,21 @@ static const struct bad_case bad_cases[] = {
     {"{\"validator\": {\"cuda\": {\"env\": []}}}", "spec.validator.cuda", "no cuda-validation"},
     {"{\"toolkit\": {\"plugin\": {\"env\": []}}}", "spec.toolkit.plugin", "unknown field"},
     {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
-    {"{\"operator\": {\"defaultRuntime\": \"containerd\"}}", "spec.operator.defaultRuntime",
+    {"{\"operator\": {\"initContainer\": {\"image\": \"x\"}}}", "spec.operator.initContainer",
      "the NVIDIA GPU Operator's own pod"},
+    {"{\"operator\": {\"defaultRuntime\": \"cri-o\"}}", "spec.operator.defaultRuntime",
+     "containerd, crio or docker, not \"cri-o\"; using containerd"},
+    {"{\"operator\": {\"defaultRuntime\": true}}", "spec.operator.defaultRuntime",
+     "using containerd"},
+    {"{\"cdi\": true}", "spec.cdi", "must be an object"},
+    {"{\"cdi\": {\"enabled\": \"false\"}}", "spec.cdi.enabled", "must be true or false"},
+    {"{\"cdi\": {\"enable\": false}}", "spec.cdi.enable", "did you mean \"enabled\""},
+    {"{\"cdi\": {\"enabled\": false, \"default\": true}}", "spec.cdi.default",
+     "deprecated and no longer used"},
+    {"{\"cdi\": {\"enabled\": false, \"nriPluginEnabled\": true}}", "spec.cdi.nriPluginEnabled",
+     "spec.cdi.enabled is false; it stays off"},
+    {"{\"cdi\": {\"nriPluginEnabled\": true}, \"toolkit\": {\"enabled\": false}}",
+     "spec.cdi.nriPluginEnabled", "container toolkit, which is disabled"},
     {"{\"operator\": {\"runtimeClass\": \"Nvidia\"}}", "spec.operator.runtimeClass",
      "RFC 1123 label"},
     {"{\"operator\": {\"runtimeClass\": \"nvidia.runtime\"}}", "spec.operator.runtimeClass",
@@ -602,6 +615,10 @@ static void test_clusterpolicy_fields(void **state)
     parse_json("{\"spec\": {}}", &p);
     assert_int_equal(p.mig_strategy, GPUOP_MIG_SINGLE);
     assert_string_equal(p.toolkit_install_dir, "/usr/local/nvidia");
+    /* the GPU Operator's defaults: containerd, CDI on, no NRI plugin */
+    assert_int_equal(p.runtime, GPUOP_RUNTIME_CONTAINERD);
+    assert_false(p.cdi_disabled);
+    assert_false(p.nri_plugin);
     assert_string_equal(p.host_root, "/");
     assert_string_equal(p.driver_install_dir, "/run/nvidia/driver");
     assert_string_equal(p.kubelet_root_dir, "/var/lib/kubelet");
@@ -616,6 +633,38 @@ static void test_clusterpolicy_fields(void **state)
     assert_int_equal(p.mig_strategy, GPUOP_MIG_MIXED);
     assert_string_equal(p.toolkit_install_dir, "/opt/nvidia");
     gpuop_policy_free(&p);
+
+    /* spec.operator.defaultRuntime and spec.cdi (issue 39): implemented, no
+     * problem; cdi.default is accepted (deprecated, no effect) */
+    static const struct {
+        const char *spec;
+        enum gpuop_container_runtime runtime;
+        bool cdi_disabled, nri;
+    } modes[] = {
+        {"{\"operator\": {\"defaultRuntime\": \"crio\"}}", GPUOP_RUNTIME_CRIO, false, false},
+        {"{\"operator\": {\"defaultRuntime\": \"docker\", \"runtimeClass\": \"x\"}}",
+         GPUOP_RUNTIME_DOCKER, false, false},
+        {"{\"operator\": {\"defaultRuntime\": \"\"}, \"cdi\": {\"enabled\": true, \"default\": "
+         "true}}",
+         GPUOP_RUNTIME_CONTAINERD, false, false},
+        {"{\"cdi\": {\"enabled\": false, \"default\": false, \"nriPluginEnabled\": false}}",
+         GPUOP_RUNTIME_CONTAINERD, true, false},
+        {"{\"cdi\": {\"nriPluginEnabled\": true}}", GPUOP_RUNTIME_CONTAINERD, false, true},
+        {"{\"cdi\": {\"enabled\": null}, \"operator\": null}", GPUOP_RUNTIME_CONTAINERD, false,
+         false},
+    };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        char buf[512];
+        snprintf(buf, sizeof(buf), "{\"spec\": %s}", modes[i].spec);
+        parse_json(buf, &p);
+        print_problems(&p);
+        assert_int_equal(p.nproblems, 0);
+        assert_int_equal(p.runtime, modes[i].runtime);
+        assert_int_equal(p.cdi_disabled, modes[i].cdi_disabled);
+        assert_int_equal(p.nri_plugin, modes[i].nri);
+        gpuop_policy_free(&p);
+    }
+    assert_string_equal(gpuop_policy_runtime_name(GPUOP_RUNTIME_CRIO), "crio");
 
     /* spec.hostPaths (GKE with COS) and the validator's per-component env:
      * implemented, no problem; a trailing '/' is dropped, "" is the default */

@@ -1357,8 +1357,8 @@ static void test_runtime_class(void **state)
     size_t i;
     json_array_foreach(all, i, o)
     {
-        if (!strcmp(str_at(o, "kind"), "RuntimeClass"))
-            rc = o;
+        if (!strcmp(str_at(o, "kind"), "RuntimeClass") && !rc)
+            rc = o; /* the first; nvidia-cdi and nvidia-legacy follow */
     }
     assert_non_null(rc);
     assert_string_equal(str_at(rc, "metadata/name"), aks);
@@ -1368,6 +1368,228 @@ static void test_runtime_class(void **state)
     json_decref(all);
     gpuop_policy_free(&p);
     json_decref(pol);
+}
+
+/* A policy parsed from JSON text (no problems); *p to be freed. */
+static void parse_text(const char *text, struct gpuop_policy *p)
+{
+    json_t *pol = json_loads(text, 0, NULL);
+    assert_non_null(pol);
+    assert_int_equal(gpuop_policy_parse(pol, p, NULL), 0);
+    for (int i = 0; i < p->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        print_message("problem %s: %s\n", p->problems[i].field, p->problems[i].message);
+    assert_int_equal(p->nproblems, 0);
+    json_decref(pol);
+}
+
+static const char *env_value(json_t *ds, const char *name)
+{
+    json_t *e = find_env(ds, name);
+    return e ? str_at(e, "value") : NULL;
+}
+
+/* The names of p's RuntimeClass extras, joined by ' ', into buf. */
+static const char *runtime_classes(const struct gpuop_policy *p, char *buf, size_t len)
+{
+    json_t *all = gpuop_render_extras(p, NS), *o;
+    size_t i;
+    buf[0] = '\0';
+    json_array_foreach(all, i, o)
+    {
+        if (!strcmp(str_at(o, "kind"), "RuntimeClass")) {
+            assert_string_equal(str_at(o, "handler"), str_at(o, "metadata/name"));
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? " " : "",
+                     str_at(o, "metadata/name"));
+        }
+    }
+    json_decref(all);
+    return buf;
+}
+
+static const char *const gpu_operands[] = {"device-plugin", "gpu-feature-discovery",
+                                           "dcgm-exporter", "operator-validator", "mig-manager"};
+
+/* spec.operator.defaultRuntime crio (issue 39), as the GPU Operator v26.7.0
+ * renders it (TransformToolkit, transformRuntimeConfigAndSocketMounts,
+ * getRuntimeConfigFiles): CRI-O's config directory and drop-in, no socket
+ * (restarted through systemd), the hooks directory; CDI mode writes the
+ * nvidia handlers (config), the legacy mode the OCI hook, and then no
+ * operand names a RuntimeClass. */
+static void test_crio(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    char rcs[128];
+    parse_text("{\"spec\": {\"operator\": {\"defaultRuntime\": \"crio\"}, \"migManager\": "
+               "{\"enabled\": true}}}",
+               &p);
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(env_value(tk, "RUNTIME"), "crio");
+    assert_string_equal(env_value(tk, "CRIO_CONFIG_MODE"), "config");
+    assert_string_equal(env_value(tk, "CDI_ENABLED"), "true");
+    assert_string_equal(env_value(tk, "CRIO_CONFIG"), "/runtime/config-dir/config.toml");
+    assert_string_equal(env_value(tk, "RUNTIME_CONFIG"), "/runtime/config-dir/config.toml");
+    assert_string_equal(env_value(tk, "RUNTIME_DROP_IN_CONFIG"),
+                        "/runtime/config-dir.d/99-nvidia.conf");
+    assert_string_equal(env_value(tk, "RUNTIME_DROP_IN_CONFIG_HOST_PATH"),
+                        "/etc/crio/crio.conf.d/99-nvidia.conf");
+    static const char *const absent[] = {"CONTAINERD_RUNTIME_CLASS", "CONTAINERD_CONFIG",
+                                         "CONTAINERD_SOCKET", "RUNTIME_SOCKET",
+                                         "ENABLE_NRI_PLUGIN"};
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+        if (find_env(tk, absent[i]))
+            fail_msg("crio: the toolkit has %s", absent[i]);
+    assert_string_equal(str_at(find_volume(tk, "crio-config"), "hostPath/path"), "/etc/crio");
+    assert_string_equal(str_at(find_volume(tk, "crio-drop-in-config"), "hostPath/path"),
+                        "/etc/crio/crio.conf.d");
+    assert_string_equal(str_at(find_volume(tk, "crio-hooks"), "hostPath/path"),
+                        "/usr/share/containers/oci/hooks.d");
+    assert_null(find_volume(tk, "containerd-config"));
+    assert_null(find_volume(tk, "crio-socket"));
+    json_t *m = find_named(path_get(tk, "spec/template/spec/containers/0/volumeMounts"),
+                           "crio-drop-in-config");
+    assert_string_equal(str_at(m, "mountPath"), "/runtime/config-dir.d/");
+    json_decref(tk);
+    for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
+        json_t *ds = render_one(&p, gpu_operands[i]);
+        assert_string_equal(str_at(ds, "spec/template/spec/runtimeClassName"), "nvidia");
+        json_decref(ds);
+    }
+    assert_string_equal(runtime_classes(&p, rcs, sizeof(rcs)), "nvidia nvidia-cdi nvidia-legacy");
+    gpuop_policy_free(&p);
+
+    /* the legacy mode: the OCI hook; no RuntimeClass on the operands */
+    parse_text("{\"spec\": {\"operator\": {\"defaultRuntime\": \"crio\"}, \"cdi\": "
+               "{\"enabled\": false}, \"migManager\": {\"enabled\": true}, \"toolkit\": {\"env\": "
+               "[{\"name\": \"CRIO_CONFIG\", \"value\": \"/etc/crio/crio.conf\"}, {\"name\": "
+               "\"RUNTIME_DROP_IN_CONFIG\", \"value\": \"/etc/crio/drop/50-nvidia.conf\"}]}}}",
+               &p);
+    tk = render_one(&p, "container-toolkit");
+    assert_string_equal(env_value(tk, "CRIO_CONFIG_MODE"), "hook");
+    assert_null(find_env(tk, "CDI_ENABLED"));
+    assert_null(find_env(tk, "NVIDIA_CONTAINER_RUNTIME_MODE"));
+    /* the policy's paths move the mounts; the container sees its own */
+    assert_string_equal(env_value(tk, "CRIO_CONFIG"), "/runtime/config-dir/crio.conf");
+    assert_string_equal(env_value(tk, "RUNTIME_DROP_IN_CONFIG_HOST_PATH"),
+                        "/etc/crio/drop/50-nvidia.conf");
+    assert_string_equal(str_at(find_volume(tk, "crio-drop-in-config"), "hostPath/path"),
+                        "/etc/crio/drop");
+    json_decref(tk);
+    for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
+        json_t *ds = render_one(&p, gpu_operands[i]);
+        if (path_get(ds, "spec/template/spec/runtimeClassName"))
+            fail_msg("crio legacy: %s names a RuntimeClass", gpu_operands[i]);
+        json_decref(ds);
+    }
+    assert_string_equal(runtime_classes(&p, rcs, sizeof(rcs)), "nvidia");
+    gpuop_policy_free(&p);
+}
+
+/* spec.cdi.enabled false on containerd (issue 39): every env the GPU
+ * Operator sets on cdi.enabled is gone (toolkit transformToolkitCtrForCDI,
+ * device plugin transformDevicePluginCtrForCDI and its asset's envvar
+ * strategy, MIG Manager), the operands keep the nvidia RuntimeClass, and
+ * nvidia-cdi and nvidia-legacy are not applied. Docker: daemon.json and its
+ * socket, no drop-in. */
+static void test_cdi_off(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    char rcs[128];
+    parse_text("{\"spec\": {\"cdi\": {\"enabled\": false, \"default\": false}, \"migManager\": "
+               "{\"enabled\": true}}}",
+               &p);
+    json_t *tk = render_one(&p, "container-toolkit");
+    static const char *const cdi_env[] = {"CDI_ENABLED", "NVIDIA_RUNTIME_SET_AS_DEFAULT",
+                                          "NVIDIA_CONTAINER_RUNTIME_MODE", "CRIO_CONFIG_MODE"};
+    for (size_t i = 0; i < sizeof(cdi_env) / sizeof(cdi_env[0]); i++)
+        if (find_env(tk, cdi_env[i]))
+            fail_msg("legacy: the toolkit has %s", cdi_env[i]);
+    assert_string_equal(env_value(tk, "RUNTIME"), "containerd");
+    assert_string_equal(env_value(tk, "CONTAINERD_RUNTIME_CLASS"), "nvidia");
+    assert_non_null(find_volume(tk, "containerd-socket"));
+    json_decref(tk);
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_string_equal(env_value(dp, "DEVICE_LIST_STRATEGY"), "envvar");
+    assert_null(find_env(dp, "CDI_ENABLED"));
+    assert_null(find_env(dp, "CDI_ANNOTATION_PREFIX"));
+    assert_null(find_env(dp, "NVIDIA_CDI_HOOK_PATH"));
+    json_decref(dp);
+    json_t *mig = render_one(&p, "mig-manager");
+    assert_null(find_env(mig, "CDI_ENABLED"));
+    assert_null(find_env(mig, "NVIDIA_CDI_HOOK_PATH"));
+    json_decref(mig);
+    for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
+        json_t *ds = render_one(&p, gpu_operands[i]);
+        assert_string_equal(str_at(ds, "spec/template/spec/runtimeClassName"), "nvidia");
+        json_decref(ds);
+    }
+    assert_string_equal(runtime_classes(&p, rcs, sizeof(rcs)), "nvidia");
+    gpuop_policy_free(&p);
+
+    /* CDI on (the default): the MIG Manager's CDI env */
+    parse_text("{\"spec\": {\"migManager\": {\"enabled\": true}}}", &p);
+    mig = render_one(&p, "mig-manager");
+    assert_string_equal(env_value(mig, "CDI_ENABLED"), "true");
+    assert_string_equal(env_value(mig, "NVIDIA_CDI_HOOK_PATH"),
+                        "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+    json_decref(mig);
+    gpuop_policy_free(&p);
+
+    parse_text("{\"spec\": {\"operator\": {\"defaultRuntime\": \"docker\"}}}", &p);
+    tk = render_one(&p, "container-toolkit");
+    assert_string_equal(env_value(tk, "RUNTIME"), "docker");
+    assert_string_equal(env_value(tk, "DOCKER_CONFIG"), "/runtime/config-dir/daemon.json");
+    assert_string_equal(env_value(tk, "DOCKER_SOCKET"), "/runtime/sock-dir/docker.sock");
+    assert_string_equal(str_at(find_volume(tk, "docker-socket"), "hostPath/path"), "/var/run");
+    assert_null(find_env(tk, "RUNTIME_DROP_IN_CONFIG"));
+    assert_null(find_env(tk, "CONTAINERD_RUNTIME_CLASS"));
+    json_decref(tk);
+    gpuop_policy_free(&p);
+
+    /* operator.runtimeClass naming one of the fixed two: applied once */
+    parse_text("{\"spec\": {\"operator\": {\"runtimeClass\": \"nvidia-cdi\"}}}", &p);
+    assert_string_equal(runtime_classes(&p, rcs, sizeof(rcs)), "nvidia-cdi nvidia-legacy");
+    gpuop_policy_free(&p);
+}
+
+/* spec.cdi.nriPluginEnabled (issue 39), as the GPU Operator v26.7.0:
+ * ENABLE_NRI_PLUGIN and the NRI socket instead of the runtime's config and
+ * socket (transformForRuntime, transformNRISocketMounts), no RuntimeClass
+ * at all, the operands' GPUs asked for by annotation
+ * (setNRIPluginAnnotation; the validator's for toolkit-validation). */
+static void test_nri(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    char rcs[128];
+    parse_text("{\"spec\": {\"cdi\": {\"nriPluginEnabled\": true}, \"migManager\": "
+               "{\"enabled\": true}, \"toolkit\": {\"env\": [{\"name\": \"NRI_SOCKET\", "
+               "\"value\": \"/run/nri/nri.sock\"}]}}}",
+               &p);
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_string_equal(env_value(tk, "ENABLE_NRI_PLUGIN"), "true");
+    assert_string_equal(env_value(tk, "NRI_SOCKET"), "/runtime/nri-sock-dir/nri.sock");
+    assert_string_equal(str_at(find_volume(tk, "nri-socket"), "hostPath/path"), "/run/nri");
+    assert_null(find_env(tk, "CONTAINERD_RUNTIME_CLASS"));
+    assert_null(find_env(tk, "CONTAINERD_CONFIG"));
+    assert_null(find_volume(tk, "containerd-config"));
+    assert_null(find_volume(tk, "containerd-socket"));
+    json_decref(tk);
+    for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
+        json_t *ds = render_one(&p, gpu_operands[i]);
+        assert_null(path_get(ds, "spec/template/spec/runtimeClassName"));
+        const char *ctr =
+            i == 3 ? "toolkit-validation" : str_at(ds, "spec/template/spec/containers/0/name");
+        char key[128];
+        snprintf(key, sizeof(key), "nvidia.cdi.k8s.io/container.%s", ctr);
+        json_t *ann = path_get(ds, "spec/template/metadata/annotations");
+        assert_string_equal(json_string_value(json_object_get(ann, key)),
+                            "management.nvidia.com/gpu=all");
+        json_decref(ds);
+    }
+    assert_string_equal(runtime_classes(&p, rcs, sizeof(rcs)), "");
+    gpuop_policy_free(&p);
 }
 
 /* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
@@ -1460,7 +1682,7 @@ static void test_extras(void **state)
     /* MIG Manager is off by default: no MIG config */
     assert_null(extra_of(&p, "ConfigMap"));
     json_t *all = gpuop_render_extras(&p, NS);
-    assert_int_equal(json_array_size(all), 2);
+    assert_int_equal(json_array_size(all), 4); /* three RuntimeClasses, the Service */
     json_decref(all);
     gpuop_policy_free(&p);
 
@@ -1530,6 +1752,9 @@ int main(void)
         cmocka_unit_test(test_host_paths),
         cmocka_unit_test(test_validator_env),
         cmocka_unit_test(test_runtime_class),
+        cmocka_unit_test(test_crio),
+        cmocka_unit_test(test_cdi_off),
+        cmocka_unit_test(test_nri),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

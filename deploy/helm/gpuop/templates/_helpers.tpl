@@ -202,10 +202,11 @@ helm.sh/hook-weight: {{ . | quote }}
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
 
-{{/* The RuntimeClass names gpuop may patch and delete: nvidia and
-operator.runtimeClass, once each; a JSON list. */}}
+{{/* The RuntimeClass names gpuop may patch and delete: nvidia,
+nvidia-cdi, nvidia-legacy (CDI mode's) and operator.runtimeClass, once
+each; a JSON list. */}}
 {{- define "gpuop.runtimeClassNames" -}}
-{{- $names := list "nvidia" -}}
+{{- $names := list "nvidia" "nvidia-cdi" "nvidia-legacy" -}}
 {{- with (.Values.operator | default dict).runtimeClass -}}
 {{- $names = append $names (toString .) | uniq -}}
 {{- end -}}
