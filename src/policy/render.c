@@ -649,73 +649,96 @@ static int env_add(json_t *list, const char *name, const char *value)
  * container sees them at fixed paths (gpu-operator v26.7.0
  * controllers/object_controls.go, TransformToolkit,
  * transformToolkitCtrForCDI, transformForRuntime). */
-static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
-{
-    const struct runtime_files *rf = &runtime_files[p->runtime];
-    const char *rt = gpuop_policy_runtime_name(p->runtime);
+/* The host files the toolkit edits for the policy's runtime (NRI mode:
+ * the NRI socket alone), as runtime_file reads them. */
+struct toolkit_files {
+    const struct runtime_files *rf;
+    bool has_dropin, has_sock;
     struct runtime_file cfg, dropin, sock, nri;
-    bool has_dropin = rf->dropin && !p->nri_plugin, has_sock = rf->socket && !p->nri_plugin;
-    runtime_file(p, rf->config_env, "RUNTIME_CONFIG", rf->config, RUNTIME_CONFIG_CTR_DIR, "-config",
-                 &cfg);
-    if (has_dropin)
-        runtime_file(p, "RUNTIME_DROP_IN_CONFIG", NULL, rf->dropin, RUNTIME_DROPIN_CTR_DIR,
-                     "-drop-in-config", &dropin);
-    if (has_sock)
-        runtime_file(p, rf->socket_env, NULL, rf->socket, RUNTIME_SOCKET_CTR_DIR, "-socket", &sock);
-    runtime_file(p, "NRI_SOCKET", NULL, NRI_SOCKET_DEFAULT, NRI_SOCKET_CTR_DIR, "", &nri);
+};
 
-    t->container = "nvidia-container-toolkit-ctr";
-    t->host_pid = true;
-    t->service_account = GPUOP_TOOLKIT_SA;
-    t->api_token = true; /* driver-validation asks the API */
-    t->init = need(t, json_pack("[o]", driver_validation(p)));
-    /* NVIDIA's toolkit entrypoint waits 5 s more before it starts, a
-     * workaround for containerd 1.6.9 and later, which sent the toolkit a
-     * SIGTERM shortly after it restarted containerd (gpu-operator v26.7.0
-     * assets/state-container-toolkit/0400_configmap.yaml) */
-    t->command = need(t, sourcing_command("nvidia-toolkit", "sleep " TOOLKIT_START_DELAY "\n"));
-    /* the container's view of the host paths: in the template's order, and
-     * set again over the policy's values (which name host paths) */
-    t->env_after = need(t, json_array());
+static void toolkit_files(const struct gpuop_policy *p, struct toolkit_files *f)
+{
+    const struct runtime_files *rf = f->rf = &runtime_files[p->runtime];
+    f->has_dropin = rf->dropin && !p->nri_plugin;
+    f->has_sock = rf->socket && !p->nri_plugin;
+    runtime_file(p, rf->config_env, "RUNTIME_CONFIG", rf->config, RUNTIME_CONFIG_CTR_DIR, "-config",
+                 &f->cfg);
+    if (f->has_dropin)
+        runtime_file(p, "RUNTIME_DROP_IN_CONFIG", NULL, rf->dropin, RUNTIME_DROPIN_CTR_DIR,
+                     "-drop-in-config", &f->dropin);
+    if (f->has_sock)
+        runtime_file(p, rf->socket_env, NULL, rf->socket, RUNTIME_SOCKET_CTR_DIR, "-socket",
+                     &f->sock);
+    runtime_file(p, "NRI_SOCKET", NULL, NRI_SOCKET_DEFAULT, NRI_SOCKET_CTR_DIR, "", &f->nri);
+}
+
+/* New: the container's view of the host files, in the template's order (set
+ * again over the policy's values, which name host paths); NULL on ENOMEM. */
+static json_t *toolkit_paths_env(const struct gpuop_policy *p, const struct toolkit_files *f)
+{
+    json_t *l = json_array();
     int bad = 0;
     if (p->nri_plugin) {
-        bad |= env_add(t->env_after, "NRI_SOCKET", nri.ctr);
+        bad |= env_add(l, "NRI_SOCKET", f->nri.ctr);
     } else {
-        bad |= env_add(t->env_after, rf->config_env, cfg.ctr);
-        bad |= env_add(t->env_after, "RUNTIME_CONFIG", cfg.ctr);
+        bad |= env_add(l, f->rf->config_env, f->cfg.ctr);
+        bad |= env_add(l, "RUNTIME_CONFIG", f->cfg.ctr);
     }
-    if (has_dropin) {
-        bad |= env_add(t->env_after, "RUNTIME_DROP_IN_CONFIG", dropin.ctr);
-        bad |= env_add(t->env_after, "RUNTIME_DROP_IN_CONFIG_HOST_PATH", dropin.host);
+    if (f->has_dropin) {
+        bad |= env_add(l, "RUNTIME_DROP_IN_CONFIG", f->dropin.ctr);
+        bad |= env_add(l, "RUNTIME_DROP_IN_CONFIG_HOST_PATH", f->dropin.host);
     }
-    if (has_sock) {
-        bad |= env_add(t->env_after, rf->socket_env, sock.ctr);
-        bad |= env_add(t->env_after, "RUNTIME_SOCKET", sock.ctr);
+    if (f->has_sock) {
+        bad |= env_add(l, f->rf->socket_env, f->sock.ctr);
+        bad |= env_add(l, "RUNTIME_SOCKET", f->sock.ctr);
     }
-    t->env = need(t, json_array());
-    bad |= env_add(t->env, "ROOT", install_dir(p));
-    bad |= env_add(t->env, "RUNTIME", rt);
+    if (bad) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* New: the toolkit's own env for the runtime and the CDI mode (gpu-operator
+ * v26.7.0 assets/state-container-toolkit/0500_daemonset.yaml,
+ * TransformToolkit, transformToolkitCtrForCDI, transformForRuntime); NULL
+ * on ENOMEM. */
+static json_t *toolkit_env(const struct gpuop_policy *p)
+{
+    json_t *l = json_array();
+    int bad = env_add(l, "ROOT", install_dir(p));
+    bad |= env_add(l, "RUNTIME", gpuop_policy_runtime_name(p->runtime));
     if (p->runtime == GPUOP_RUNTIME_CONTAINERD && !p->nri_plugin)
-        bad |= env_add(t->env, "CONTAINERD_RUNTIME_CLASS", runtime_class(p));
+        bad |= env_add(l, "CONTAINERD_RUNTIME_CLASS", runtime_class(p));
     if (cdi(p)) {
-        bad |= env_add(t->env, "CDI_ENABLED", "true");
-        bad |= env_add(t->env, "NVIDIA_RUNTIME_SET_AS_DEFAULT", "false");
-        bad |= env_add(t->env, "NVIDIA_CONTAINER_RUNTIME_MODE", "cdi");
+        bad |= env_add(l, "CDI_ENABLED", "true");
+        bad |= env_add(l, "NVIDIA_RUNTIME_SET_AS_DEFAULT", "false");
+        bad |= env_add(l, "NVIDIA_CONTAINER_RUNTIME_MODE", "cdi");
     }
-    bad |= env_add(t->env, "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND);
+    bad |= env_add(l, "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", CDI_DEFAULT_KIND);
     if (cdi(p))
-        bad |= env_add(t->env, "CRIO_CONFIG_MODE", "config");
+        bad |= env_add(l, "CRIO_CONFIG_MODE", "config");
     else if (p->runtime == GPUOP_RUNTIME_CRIO)
-        bad |= env_add(t->env, "CRIO_CONFIG_MODE", "hook");
+        bad |= env_add(l, "CRIO_CONFIG_MODE", "hook");
     if (p->nri_plugin)
-        bad |= env_add(t->env, "ENABLE_NRI_PLUGIN", "true");
-    bad |= env_add(t->env, "NVIDIA_VISIBLE_DEVICES", "void");
-    bad |= env_add(t->env, "TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid");
-    bad |=
-        !t->env || json_array_append_new(t->env, env_field("NRI_NAMESPACE", "metadata.namespace"));
-    if (bad || (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after))))
-        t->oom = true;
-    t->security = need(t, privileged());
+        bad |= env_add(l, "ENABLE_NRI_PLUGIN", "true");
+    bad |= env_add(l, "NVIDIA_VISIBLE_DEVICES", "void");
+    bad |= env_add(l, "TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid");
+    bad |= !l || json_array_append_new(l, env_field("NRI_NAMESPACE", "metadata.namespace"));
+    if (bad) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* The toolkit's volumes: its own, then CRI-O's hooks directory (the hook
+ * mode's; mounted in both modes, as NVIDIA's), then the runtime's files'
+ * directories or, in NRI mode, the NRI socket's. */
+static void toolkit_vols(const struct gpuop_policy *p, struct tmpl *t,
+                         const struct toolkit_files *f)
+{
     struct vol vols[] = {
         {"toolkit-root", "/run/nvidia/toolkit", DIR_OR_CREATE, "/run/nvidia/toolkit", RW, NULL,
          NULL},
@@ -731,23 +754,44 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
         {0},
     };
     size_t n = 6;
-    if (p->runtime == GPUOP_RUNTIME_CRIO) /* the hook mode's (mounted in both, as NVIDIA's) */
+    if (p->runtime == GPUOP_RUNTIME_CRIO)
         vols[n++] =
             (struct vol){"crio-hooks", CRIO_HOOKS_DIR, NULL, CRIO_HOOKS_DIR, RW, NULL, NULL};
-    if (p->nri_plugin) {
+    if (p->nri_plugin)
+        vols[n++] = (struct vol){"nri-socket", f->nri.dir, DIR_OR_CREATE, NRI_SOCKET_CTR_DIR,
+                                 RW,           NULL,       NULL};
+    else
+        vols[n++] = (struct vol){f->cfg.vol, f->cfg.dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR,
+                                 RW,         NULL,       NULL};
+    if (f->has_dropin)
+        vols[n++] = (struct vol){
+            f->dropin.vol, f->dropin.dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR, RW, NULL, NULL};
+    if (f->has_sock)
         vols[n++] =
-            (struct vol){"nri-socket", nri.dir, DIR_OR_CREATE, NRI_SOCKET_CTR_DIR, RW, NULL, NULL};
-    } else {
-        vols[n++] =
-            (struct vol){cfg.vol, cfg.dir, DIR_OR_CREATE, RUNTIME_CONFIG_CTR_DIR, RW, NULL, NULL};
-        if (has_dropin)
-            vols[n++] = (struct vol){dropin.vol, dropin.dir, DIR_OR_CREATE, RUNTIME_DROPIN_CTR_DIR,
-                                     RW,         NULL,       NULL};
-        if (has_sock)
-            vols[n++] =
-                (struct vol){sock.vol, sock.dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL};
-    }
+            (struct vol){f->sock.vol, f->sock.dir, NULL, RUNTIME_SOCKET_CTR_DIR, RW, NULL, NULL};
     vol_table(p, t, vols, n, true); /* driver-validation runs first */
+}
+
+static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
+{
+    struct toolkit_files f;
+    toolkit_files(p, &f);
+    t->container = "nvidia-container-toolkit-ctr";
+    t->host_pid = true;
+    t->service_account = GPUOP_TOOLKIT_SA;
+    t->api_token = true; /* driver-validation asks the API */
+    t->init = need(t, json_pack("[o]", driver_validation(p)));
+    /* NVIDIA's toolkit entrypoint waits 5 s more before it starts, a
+     * workaround for containerd 1.6.9 and later, which sent the toolkit a
+     * SIGTERM shortly after it restarted containerd (gpu-operator v26.7.0
+     * assets/state-container-toolkit/0400_configmap.yaml) */
+    t->command = need(t, sourcing_command("nvidia-toolkit", "sleep " TOOLKIT_START_DELAY "\n"));
+    t->env_after = need(t, toolkit_paths_env(p, &f));
+    t->env = need(t, toolkit_env(p));
+    if (t->env && t->env_after && extend(t->env, json_deep_copy(t->env_after)))
+        t->oom = true;
+    t->security = need(t, privileged());
+    toolkit_vols(p, t, &f);
 }
 
 /* device-plugin: registers with the kubelet through its socket directory
