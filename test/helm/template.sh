@@ -98,13 +98,21 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator gke-cos aks; do
+    for c in defaults gpu-operator gke-cos aks crio; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
         }
         ok "gpuop render --strict accepts the GpuPolicy of case $c"
     done
+    # crio: the toolkit configures CRI-O with its OCI hook (the legacy mode),
+    # no operand names a RuntimeClass, only nvidia is applied
+    for want in 'value: crio' 'value: hook' 'path: /etc/crio/crio.conf.d' 'name: crio-hooks'; do
+        grep -qF -- "$want" "$tmp/crio.ds" || fail "crio values: gpuop render output lacks '$want'"
+    done
+    ! grep -qE 'runtimeClassName|name: nvidia-(cdi|legacy)$|CDI_ENABLED' "$tmp/crio.ds" ||
+        fail "crio values: a RuntimeClass or CDI in the legacy mode on CRI-O"
+    ok "crio values: the toolkit configures CRI-O in the legacy mode"
     n=$(grep -c '^kind: DaemonSet' "$tmp/defaults.ds" || true)
     [ "$n" = 6 ] || fail "defaults: $n DaemonSets, not 6"
     grep -qF 'image: nvcr.io/nvidia/driver:595.91.07-ubuntu24.04' "$tmp/defaults.ds" ||
