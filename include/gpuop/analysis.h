@@ -41,7 +41,7 @@
  * operand, prerequisite and detail, and the detail from what
  * the finding borrows from the inputs (the pod, the taint, the label value),
  * so 5,000 nodes of findings stay small (mid-rollout they are 30,000; what
- * copying their details cost is in docs/benchmarks.md). Messages and details of a set
+ * copying their details cost is in docs/benchmarks-history.md). Messages and details of a set
  * may therefore be read only while the inputs it was computed from are
  * alive and unchanged: in the controller, within the reconcile. Messages
  * hold no relative times (only absolute timestamps), so an unchanged cluster

@@ -41,7 +41,7 @@ enum gpuop_analysis_mode {
  * of steady RSS and gives back a third of the rollout's CPU and the
  * event->status p99; at 1,000 it costs 0.3 MiB and takes 1.6 ms off the
  * event->status p50 (the full pass, the pods' view and the upgrade's join
- * of every pod to its node, each reconcile; docs/benchmarks.md). Below a
+ * of every pod to its node, each reconcile; docs/benchmarks-history.md). Below a
  * few hundred nodes both are too small to matter. */
 #define GPUOP_ANALYSIS_KEEP_MIN_NODES 500
 

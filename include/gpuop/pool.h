@@ -7,7 +7,7 @@
  * 5,000-node rollout 90,000 events and hundreds of reconciles interleave
  * with 35,000 cache entries, and when the short-lived memory is freed it
  * leaves holes smaller than a page between live entries, which
- * malloc_trim() cannot give back (measured in docs/benchmarks.md, "How the
+ * malloc_trim() cannot give back (measured in docs/benchmarks-history.md, "How the
  * memory came down"). Blocks from
  * this pool live in slabs of their own, one size class per slab, so the
  * general heap empties into whole free pages and the caches stay packed.

@@ -12,7 +12,7 @@
  * see ends in its work queue, so every burst of parsing and writing ends
  * when that queue runs dry; then it trims, at most every
  * GPUOP_MEM_TRIM_EVERY_MS (a rollout parses one watch event after another,
- * and their freed trees leave holes; how much, docs/benchmarks.md, "How
+ * and their freed trees leave holes; how much, docs/benchmarks-history.md, "How
  * the memory came down"), or once that long after the last burst. The informers parse watch events
  * and list items of the kinds they convert in the JSON scratch arena
  * (jsonarena.h), which makes no heap garbage at all. All no-ops on other C

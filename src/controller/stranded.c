@@ -26,7 +26,7 @@
  * (100 nodes: 100 a minute; never more than 120). Beyond 120 violating
  * nodes each is listed in turn, the one listed longest ago first, every
  * V / 2 s (next_due). Measured by test/bench/stranded-rate: see
- * docs/benchmarks.md.
+ * docs/benchmarks-history.md, "Stranded-pod LISTs".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@
  * is listed again while it violates, and how many may be in flight at
  * once (an API server slow to answer gets no more than that: without it,
  * two more each tick piled up during a rollout, each with its own TLS
- * connection and response, docs/benchmarks.md). */
+ * connection and response, docs/benchmarks-history.md). */
 #define STRANDED_LISTS_PER_TICK 2
 #define STRANDED_IN_FLIGHT_MAX  2
 #define STRANDED_TICK_MS        1000
@@ -55,7 +55,7 @@
  * which indexes pods by spec.nodeName, and never by reading every pod of
  * the cluster from etcd and filtering them, as a consistent LIST is when
  * that cache lags (121 of 223 LISTs in a 1,000-node rollout on the lab,
- * docs/benchmarks.md). It may be as old as the cache: nothing beside a
+ * docs/benchmarks-history.md). It may be as old as the cache: nothing beside a
  * re-list a minute. */
 #define STRANDED_LIST_RV "0"
 /* Longest "namespace/name" kept (63 + 1 + 253). */

@@ -2,7 +2,7 @@
  * jsonlist_int.h - a Kubernetes List response split while it streams in.
  *
  * A LIST page of 100 pods is hundreds of KB of JSON and several times that
- * once parsed whole (docs/benchmarks.md, "streamed LIST pages"); the
+ * once parsed whole (docs/benchmarks-history.md, "streamed LIST pages"); the
  * informer needs one object at a time. The splitter
  * scans the body as transport chunks arrive (tracking nesting, strings and
  * escapes, so chunks may split anywhere) and hands over the raw bytes of

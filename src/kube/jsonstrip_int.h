@@ -6,7 +6,7 @@
  * metadata.managedFields (the server-side apply bookkeeping), most of a
  * kwok pod's 16 KB and never read by gpuop; parsing it into jansson
  * objects was most of the CPU of a rollout's watch events
- * (docs/benchmarks.md, issue 24); so were a pod's containers, volumes
+ * (docs/benchmarks-history.md, issue 24); so were a pod's containers, volumes
  * and tolerations, which the pod's converter never reads either. The
  * scanner finds members by their paths of keys ({"object", "metadata",
  * "managedFields"} in a watch event), in one pass,

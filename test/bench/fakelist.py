@@ -12,7 +12,7 @@ answered 200 with its own body echoed. Plain HTTP on 127.0.0.1.
 Use it to look at gpuop's memory at 5,000 nodes under massif or heaptrack
 in seconds; the numbers that count come from test/bench/run on the lab.
 At 20,000 nodes and 120,000 pods, which the 2-core lab cannot hold, it is
-the benchmark (docs/benchmarks.md, issue 24).
+the benchmark (docs/benchmarks-history.md, issue 24).
 
 --flips N: event -> status latency. Once gpuop has written a status with
 every node a GPU node and then nothing for a few seconds, N times (--flip-gap

@@ -15,7 +15,7 @@
       first pages, the cold code the rest). Exit 1 with the first
       exception otherwise.
 
-Why (docs/benchmarks.md, "The binary's pages"): the kernel maps a file's
+Why (docs/benchmarks-history.md, "The binary's pages"): the kernel maps a file's
 pages around each page a process faults on (fault-around, 64 KiB), so a
 function run once at startup in the middle of 2 MB of libcrypto keeps
 16 pages of it resident. Linked as they come, the 670 members gpuop runs lie
