@@ -11,8 +11,8 @@
  *         -> STAGE_STATUS (findings from the caches -> status -> write)
  *         -> finish       (forget or back off the key, take the next one)
  *
- * Every API operation is a struct op; when the last one in flight ends,
- * gpuop_ctl_advance() moves the reconcile on.
+ * Every API operation of a reconcile is a struct ctl_op; when the last one
+ * in flight ends (gpuop_ctl_op_end), the reconcile moves on.
  */
 #ifndef GPUOP_CONTROLLER_INT_H
 #define GPUOP_CONTROLLER_INT_H
