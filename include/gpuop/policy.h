@@ -129,6 +129,37 @@ struct gpuop_operand_spec {
                           default, as `gpuop render` shows) */
 };
 
+/* spec.driver's install options and spec.gds / spec.gdrcopy: the GPU
+ * Operator's DriverSpec fields and its GPUDirectStorageSpec / GDRCopySpec
+ * (gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go), which its
+ * TransformDriver renders into the driver's DaemonSet (render.c does the
+ * same: docs/operands.md). A name is NULL when unset. */
+struct gpuop_driver_sidecar {
+    bool enabled;      /* spec.<gds|gdrcopy>.enabled; default false */
+    char *image;       /* repository/image:version joined (or a full reference, as
+                          the driver's); default NVIDIA's chart's (policy.c) */
+    bool os_tag;       /* the node's OS tag is appended, as to the driver's image
+                          (resolveDriverTag); false for a full reference or a digest */
+    char *pull_policy; /* default IfNotPresent */
+    json_t *env;       /* array of {name, value} (owned), never NULL */
+};
+struct gpuop_driver_opts {
+    char *kernel_module_type;        /* kernelModuleType: auto | open | proprietary; NULL when
+                                        unset (the image's own default, auto) */
+    char *kernel_module_config;      /* kernelModuleConfig.name: a ConfigMap of module parameters */
+    char *repo_config;               /* repoConfig.configMapName: package repositories */
+    char *cert_config;               /* certConfig.name: CA certificates */
+    char *licensing_config_map;      /* licensingConfig.configMapName (deprecated by NVIDIA) */
+    char *licensing_secret;          /* licensingConfig.secretName (used before configMapName) */
+    bool nls;                        /* licensingConfig.nlsEnabled: the NLS client token too */
+    char *secret_env;                /* secretEnv: a Secret whose keys become environment */
+    bool rdma;                       /* rdma.enabled: GPUDirect RDMA, the nvidia-peermem sidecar */
+    bool host_mofed;                 /* rdma.useHostMofed: MOFED installed on the host */
+    bool precompiled;                /* usePrecompiled: true was asked (refused, compat.c) */
+    struct gpuop_driver_sidecar gds; /* spec.gds: the nvidia-fs sidecar */
+    struct gpuop_driver_sidecar gdrcopy; /* spec.gdrcopy: the nvidia-gdrcopy sidecar */
+};
+
 struct gpuop_policy_problem {
     char field[128];   /* e.g. "spec.driver.imagePullPolicy" */
     char message[256]; /* what is wrong and what was used instead */
@@ -174,6 +205,7 @@ struct gpuop_policy {
     bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU
                                             nodes (SPEC 4a); false when absent */
     struct gpuop_upgrade_policy upgrade; /* spec.driver.upgradePolicy */
+    struct gpuop_driver_opts driver;     /* spec.driver's options, spec.gds, spec.gdrcopy */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

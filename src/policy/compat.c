@@ -42,8 +42,6 @@ static const struct refused refused[] = {
     {"spec", "nodeStatusExporter", IF_ENABLED,
      "gpuop runs no node-status-exporter: its findings are in this status and on gpuop's "
      "/metrics, ignored"},
-    {"spec", "gds", IF_ENABLED, "GPUDirect Storage is not run by gpuop, ignored"},
-    {"spec", "gdrcopy", IF_ENABLED, "GDRCopy is not run by gpuop, ignored"},
     {"spec", "sandboxWorkloads", IF_ENABLED,
      "sandboxed (VM pass-through) workloads are not run by gpuop, ignored"},
     {"spec", "sandboxDevicePlugin", IF_ENABLED,
@@ -63,23 +61,15 @@ static const struct refused refused[] = {
     {"spec.driver", "usePrecompiled", IF_ENABLED,
      "precompiled driver images are not selected by gpuop: name one in spec.driver.image, "
      "ignored"},
-    {"spec.driver", "rdma", IF_ENABLED, "GPUDirect RDMA is not set up by gpuop, ignored"},
     {"spec.driver", "useOpenKernelModules", IF_ENABLED,
-     "pass the driver image's own setting in spec.driver.env or args, ignored"},
-    {"spec.driver", "kernelModuleType", ALWAYS,
-     "pass the driver image's own setting in spec.driver.env or args, ignored"},
+     "deprecated, and no longer honoured by NVIDIA's GPU Operator (v26.7.0) either: set "
+     "spec.driver.kernelModuleType: open, ignored"},
     {"spec.driver", "useNvidiaDriverCRD", IF_ENABLED,
      "gpuop has no NVIDIADriver resource: the GpuPolicy's driver is the one driver, ignored"},
     {"spec.driver", "manager", ALWAYS,
      "gpuop runs no k8s-driver-manager: it does not drain nodes for a driver change yet, "
      "ignored"},
-    {"spec.driver", "repoConfig", ALWAYS,
-     "custom package repositories are not mounted by gpuop, ignored"},
-    {"spec.driver", "certConfig", ALWAYS, "custom certificates are not mounted by gpuop, ignored"},
-    {"spec.driver", "licensingConfig", ALWAYS, "vGPU licensing is not set up by gpuop, ignored"},
     {"spec.driver", "virtualTopology", ALWAYS, "vGPU topology is not set up by gpuop, ignored"},
-    {"spec.driver", "kernelModuleConfig", ALWAYS,
-     "kernel module parameters are not mounted by gpuop, ignored"},
     {"spec.driver", "startupProbe", ALWAYS,
      "gpuop's driver startup probe waits up to 20 minutes for the module build, ignored"},
     {"spec.driver", "livenessProbe", ALWAYS, "gpuop sets the driver's probes, ignored"},
@@ -94,6 +84,12 @@ static const struct refused refused[] = {
     {"spec.validator", "cuda", ALWAYS,
      "gpuop runs no cuda-validation (its workload pod needs the GPU Operator's ServiceAccount "
      "and DaemonSet names), so its env has no container to go to, ignored"},
+    {"spec.gds", "args", ALWAYS,
+     "NVIDIA's GPU Operator passes no args to the nvidia-fs sidecar either (its command is the "
+     "image's installer), ignored"},
+    {"spec.gdrcopy", "args", ALWAYS,
+     "NVIDIA's GPU Operator passes no args to the nvidia-gdrcopy sidecar either (its command is "
+     "the image's installer), ignored"},
     {"spec.*", "imagePullSecrets", ALWAYS,
      "gpuop has one list for every operand: use spec.daemonsets.imagePullSecrets, ignored"},
 };

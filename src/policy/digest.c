@@ -17,13 +17,19 @@
  * internal/config/driver_config_digest.go, DriverInstallState): the driver
  * container's image, command, args and direct env values, its mounts
  * (name, mountPath, subPath, readOnly) and the pod's volumes (name, and a
- * ConfigMap's, Secret's or host path's source). Not labels, annotations,
+ * ConfigMap's, Secret's or host path's source), the Secret of its envFrom
+ * (secretEnv), and each sidecar NVIDIA's covers: nvidia-peermem-ctr's
+ * image, nvidia-fs-ctr's and nvidia-gdrcopy-ctr's image and direct env
+ * values (PeermemImage, GDSImage, GDSEnv, GDRCopyImage, GDRCopyEnv). A key
+ * is added only when the pod has it, so a policy without those options
+ * keeps the digest it had before them. Not labels, annotations,
  * tolerations, priority, resources, probes, pull policy or secrets: a
  * change of those restarts the driver pod with the module kept. The value
  * is the project's hash of the canonical JSON of those fields, cut to 32
  * bits and printed in decimal as NVIDIA's is; its numbers differ from
  * NVIDIA's (a driver installed by the GPU Operator is installed again once).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,21 +61,73 @@ static json_t *pick(json_t *src, const char *const *keys, size_t n)
     return o;
 }
 
+/* The sidecars the digest covers, and whether their env is covered. */
+static const struct {
+    const char *name;
+    bool env;
+} covered_sidecars[] = {
+    {"nvidia-peermem-ctr", false},
+    {"nvidia-fs-ctr", true},
+    {"nvidia-gdrcopy-ctr", true},
+};
+
+/* The direct env values of container c (borrowed) by name, without the
+ * digest's own; new. */
+static json_t *direct_env(json_t *c)
+{
+    json_t *env = json_object();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(c, "env"), i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        json_t *v = json_object_get(e, "value");
+        if (env && n && json_is_string(v) && strcmp(n, GPUOP_DRIVER_DIGEST_ENV) != 0)
+            json_object_set(env, n, v); /* direct values only, by name (sorted when dumped) */
+    }
+    return env;
+}
+
+/* Adds to s (borrowed) what the digest covers beyond the driver container
+ * ctr: its envFrom Secrets, the sidecars of pod_spec. Nonzero on ENOMEM. */
+static int covered_extras(json_t *s, json_t *pod_spec, json_t *ctr)
+{
+    json_t *secrets = json_array(), *sidecars = json_object();
+    int rc = !secrets || !sidecars;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(ctr, "envFrom"), i, e)
+    {
+        json_t *n = json_object_get(json_object_get(e, "secretRef"), "name");
+        if (!rc && json_is_string(n))
+            rc |= json_array_append(secrets, n);
+    }
+    for (size_t k = 0; !rc && k < sizeof(covered_sidecars) / sizeof(*covered_sidecars); k++) {
+        json_t *c = find_container(pod_spec, covered_sidecars[k].name);
+        if (!c)
+            continue;
+        json_t *o = json_pack("{s:O*}", "image", json_object_get(c, "image"));
+        if (o && covered_sidecars[k].env)
+            rc |= json_object_set_new(o, "env", direct_env(c));
+        rc |= !o || json_object_set_new(sidecars, covered_sidecars[k].name, o);
+    }
+    if (!rc && json_array_size(secrets))
+        rc |= json_object_set(s, "secretEnv", secrets);
+    if (!rc && json_object_size(sidecars))
+        rc |= json_object_set(s, "sidecars", sidecars);
+    json_decref(secrets);
+    json_decref(sidecars);
+    return rc;
+}
+
 /* The covered fields of the container ctr and the pod's volumes; new. */
 static json_t *install_state(json_t *pod_spec, json_t *ctr)
 {
     static const char *const mount_keys[] = {"name", "mountPath", "subPath", "readOnly"};
     static const char *const vol_keys[] = {"name", "configMap", "secret", "hostPath"};
-    json_t *s = json_object(), *env = json_object(), *mounts = json_array(), *vols = json_array();
+    json_t *s = json_object(), *env = direct_env(ctr), *mounts = json_array(), *vols = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(ctr, "env"), i, e)
-    {
-        const char *n = json_string_value(json_object_get(e, "name"));
-        json_t *v = json_object_get(e, "value");
-        if (n && json_is_string(v) && strcmp(n, GPUOP_DRIVER_DIGEST_ENV) != 0)
-            json_object_set(env, n, v); /* direct values only, by name (sorted when dumped) */
-    }
     json_array_foreach(json_object_get(ctr, "volumeMounts"), i, e) json_array_append_new(
         mounts, pick(e, mount_keys, sizeof(mount_keys) / sizeof(*mount_keys)));
     json_array_foreach(json_object_get(pod_spec, "volumes"), i, e)
@@ -82,6 +140,10 @@ static json_t *install_state(json_t *pod_spec, json_t *ctr)
         json_object_set(s, "env", env);
         json_object_set(s, "volumeMounts", mounts);
         json_object_set(s, "volumes", vols);
+        if (covered_extras(s, pod_spec, ctr)) {
+            json_decref(s);
+            s = NULL;
+        }
     }
     json_decref(env);
     json_decref(mounts);

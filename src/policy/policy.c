@@ -257,6 +257,25 @@ static json_t *default_tolerations(void)
                      "NoSchedule");
 }
 
+/* The images of the driver's sidecars that have their own spec key:
+ * NVIDIA's chart's defaults (gpu-operator v26.7.0
+ * deployments/gpu-operator/values.yaml gds, gdrcopy). */
+static const struct sidecar_row {
+    const char *key; /* spec.<key> */
+    const char *what;
+    const char *repository, *image, *version;
+} sidecar_rows[] = {
+    {"gds", "GPUDirect Storage (the nvidia-fs sidecar)", "nvcr.io/nvidia/cloud-native", "nvidia-fs",
+     "2.29.4"},
+    {"gdrcopy", "GDRCopy (the nvidia-gdrcopy sidecar)", "nvcr.io/nvidia/cloud-native", "gdrdrv",
+     "v2.6"},
+};
+
+static struct gpuop_driver_sidecar *sidecar_of(struct gpuop_policy *p, size_t row)
+{
+    return row == 0 ? &p->driver.gds : &p->driver.gdrcopy;
+}
+
 static int set_defaults(struct gpuop_policy *p)
 {
     for (int i = 0; i < gpuop_operand_count(); i++) {
@@ -303,6 +322,16 @@ static int set_defaults(struct gpuop_policy *p)
     };
     if (set_str(&p->upgrade.wait_selector, "") || set_str(&p->upgrade.drain_selector, ""))
         return GPUOP_ENOMEM;
+    for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
+        struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
+        char ref[IMAGE_MAX + 1];
+        snprintf(ref, sizeof(ref), "%s/%s:%s", sidecar_rows[row].repository,
+                 sidecar_rows[row].image, sidecar_rows[row].version);
+        sc->os_tag = true;
+        if (set_str(&sc->image, ref) || set_str(&sc->pull_policy, "IfNotPresent") ||
+            set_json(&sc->env, json_array()))
+            return GPUOP_ENOMEM;
+    }
     return 0;
 }
 
@@ -1375,6 +1404,310 @@ int gpuop_policy_max_unavailable(const struct gpuop_upgrade_policy *u, int total
     return (int)(((long long)total * u->max_unavailable + 99) / 100); /* rounded up */
 }
 
+/* ---- spec.driver's options, spec.gds, spec.gdrcopy ------------------------ */
+
+/* The longest version a per-OS image keeps room for the OS tag with (a tag
+ * is at most 128 characters). */
+#define SIDECAR_VERSION_MAX (128 - 1 - GPUOP_OSPOOL_TAG_MAX)
+
+/* A ConfigMap's or Secret's name at field (borrowed v): a DNS subdomain, or
+ * "" for none (as NVIDIA reads an empty name). Else a problem, unset. */
+static int parse_object_name(struct gpuop_policy *p, const char *field, json_t *v, const char *what,
+                             char **dst)
+{
+    char vbuf[64];
+    const char *s = json_string_value(v);
+    if (s && !*s)
+        return 0;
+    if (s && subdomain_ok(s, strlen(s)))
+        return set_str(dst, s);
+    problem(p, field, "must be a %s name (a lower-case DNS name), not %s; ignored", what,
+            describe(v, vbuf, sizeof(vbuf)));
+    return 0;
+}
+
+/* field: an object whose one key `key` names a ConfigMap (kernelModuleConfig
+ * {name}, repoConfig {configMapName}, certConfig {name}). */
+static int parse_name_object(struct gpuop_policy *p, const char *field, json_t *v, const char *key,
+                             char **dst)
+{
+    const char *const known[] = {key, NULL};
+    char sub[FIELD_MAX];
+    const char *k;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {%s}, not %s; ignored", key, type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, k, e)
+    {
+        if (strcmp(k, key)) {
+            unknown_field(p, field, k, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        fieldf(sub, "%s.%s", field, key);
+        int rc = parse_object_name(p, sub, e, "ConfigMap", dst);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* spec.driver.licensingConfig: {configMapName, secretName, nlsEnabled}
+ * (DriverLicensingConfigSpec). */
+static int parse_licensing(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    static const char *const known[] = {"configMapName", "secretName", "nlsEnabled", NULL};
+    char sub[FIELD_MAX];
+    const char *k;
+    json_t *e;
+    int rc = 0;
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {secretName, nlsEnabled}, not %s; ignored",
+                type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, k, e)
+    {
+        fieldf(sub, "%s.%s", field, k);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(k, "configMapName"))
+            rc = parse_object_name(p, sub, e, "ConfigMap", &p->driver.licensing_config_map);
+        else if (!strcmp(k, "secretName"))
+            rc = parse_object_name(p, sub, e, "Secret", &p->driver.licensing_secret);
+        else if (!strcmp(k, "nlsEnabled"))
+            up_bool(p, sub, e, &p->driver.nls, false);
+        else
+            unknown_field(p, field, k, known);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* spec.driver.rdma: {enabled, useHostMofed} (GPUDirectRDMASpec). */
+static void parse_rdma(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    static const char *const known[] = {"enabled", "useHostMofed", NULL};
+    char sub[FIELD_MAX];
+    const char *k;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {enabled, useHostMofed}, not %s; RDMA stays off",
+                type_name(v));
+        return;
+    }
+    json_object_foreach(v, k, e)
+    {
+        fieldf(sub, "%s.%s", field, k);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(k, "enabled"))
+            up_bool(p, sub, e, &p->driver.rdma, false);
+        else if (!strcmp(k, "useHostMofed"))
+            up_bool(p, sub, e, &p->driver.host_mofed, false);
+        else
+            unknown_field(p, field, k, known);
+    }
+}
+
+/* The spec.driver keys parse_driver_option reads. */
+static const char *const driver_options[] = {
+    "kernelModuleType", "kernelModuleConfig", "repoConfig", "certConfig",
+    "licensingConfig",  "secretEnv",          "rdma",       NULL};
+
+static bool driver_option(const char *key)
+{
+    for (int i = 0; driver_options[i]; i++)
+        if (!strcmp(driver_options[i], key))
+            return true;
+    return false;
+}
+
+/* One of driver_options at field (its value v borrowed, not null). */
+static int parse_driver_option(struct gpuop_policy *p, const char *field, const char *key,
+                               json_t *v)
+{
+    struct gpuop_driver_opts *d = &p->driver;
+    char vbuf[64];
+    if (!strcmp(key, "kernelModuleType")) {
+        const char *s = json_string_value(v);
+        if (s && !*s)
+            return 0;
+        if (s && (!strcmp(s, "auto") || !strcmp(s, "open") || !strcmp(s, "proprietary")))
+            return set_str(&d->kernel_module_type, s);
+        problem(p, field,
+                "must be auto, open or proprietary, not %s; the image's default (auto) is used",
+                describe(v, vbuf, sizeof(vbuf)));
+        return 0;
+    }
+    if (!strcmp(key, "kernelModuleConfig"))
+        return parse_name_object(p, field, v, "name", &d->kernel_module_config);
+    if (!strcmp(key, "repoConfig"))
+        return parse_name_object(p, field, v, "configMapName", &d->repo_config);
+    if (!strcmp(key, "certConfig"))
+        return parse_name_object(p, field, v, "name", &d->cert_config);
+    if (!strcmp(key, "licensingConfig"))
+        return parse_licensing(p, field, v);
+    if (!strcmp(key, "secretEnv"))
+        return parse_object_name(p, field, v, "Secret", &d->secret_env);
+    parse_rdma(p, field, v);
+    return 0;
+}
+
+/* A sidecar's image fields (borrowed, each NULL when absent) into sc, as
+ * parse_image resolves the driver's: a full reference as it is, else
+ * repository/image:version (@version for a digest) with the node's OS tag
+ * appended at render time. A value that cannot be used is a problem; the
+ * driver's running DaemonSets are then kept as they are (held). */
+static int parse_sidecar_image(struct gpuop_policy *p, const char *path,
+                               const struct sidecar_row *row, struct gpuop_driver_sidecar *sc,
+                               json_t *jrepo, json_t *jimage, json_t *jversion)
+{
+    char dflt[IMAGE_MAX + 1], ref[3 * IMAGE_MAX + 3], field[FIELD_MAX], r[IMAGE_MAX + 1];
+    const char *why = "is not a valid image reference";
+    int n0 = p->nproblems;
+    snprintf(dflt, sizeof(dflt), "%s/%s:%s", row->repository, row->image, row->version);
+    const char *repo = image_key(p, path, "repository", jrepo, dflt);
+    const char *image = image_key(p, path, "image", jimage, dflt);
+    const char *version = image_key(p, path, "version", jversion, dflt);
+    if (p->nproblems > n0)
+        goto held;
+    if (!repo && !image && !version)
+        return 0;
+    if (image && full_reference(image)) {
+        if (gpuop_validate_image(image, &why)) {
+            sc->os_tag = false;
+            return set_str(&sc->image, image);
+        }
+        snprintf(ref, sizeof(ref), "%s", image);
+        fieldf(field, "%s.image", path);
+    } else {
+        const char *v = version ? version : row->version;
+        bool digest = !strncmp(v, "sha256:", 7);
+        snprintf(r, sizeof(r), "%s", repo ? repo : row->repository);
+        size_t rl = strlen(r);
+        if (rl > 1 && r[rl - 1] == '/')
+            r[rl - 1] = '\0';
+        snprintf(ref, sizeof(ref), "%s/%s%s%s", r, image ? image : row->image, digest ? "@" : ":",
+                 v);
+        fieldf(field, "%s.%s", path, version ? "version" : image ? "image" : "repository");
+        if (!digest && strlen(v) > SIDECAR_VERSION_MAX)
+            why = "has a version too long for the OS tag gpuop appends";
+        else if (strlen(ref) <= IMAGE_MAX && gpuop_validate_image(ref, &why)) {
+            sc->os_tag = !digest;
+            return set_str(&sc->image, ref);
+        }
+    }
+    problem(p, field,
+            "makes the image \"%.200s\", which %s; the driver's running DaemonSets are kept as "
+            "they run (a new one gets %s); fix the value to roll it out",
+            ref, why, dflt);
+held:
+    p->operands[gpuop_operand_by_key("driver")].held = true;
+    return 0;
+}
+
+/* spec.gds, spec.gdrcopy: {enabled, repository, image, version,
+ * imagePullPolicy, env} (GPUDirectStorageSpec, GDRCopySpec); their args and
+ * imagePullSecrets are refused (compat.c). */
+static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
+{
+    static const char *const known[] = {"enabled",         "repository", "image", "version",
+                                        "imagePullPolicy", "env",        NULL};
+    struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
+    char path[FIELD_MAX], field[FIELD_MAX], vbuf[64];
+    const char *key;
+    json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL;
+    int rc = 0;
+    fieldf(path, "spec.%s", sidecar_rows[row].key);
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; %s stays off", type_name(v),
+                sidecar_rows[row].what);
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, "enabled")) {
+            up_bool(p, field, e, &sc->enabled, false);
+        } else if (!strcmp(key, "repository")) {
+            jrepo = e;
+        } else if (!strcmp(key, "image")) {
+            jimage = e;
+        } else if (!strcmp(key, "version")) {
+            jversion = e;
+        } else if (!strcmp(key, "imagePullPolicy")) {
+            const char *s = json_string_value(e);
+            if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
+                rc = set_str(&sc->pull_policy, s);
+            else
+                problem(p, field,
+                        "must be Always, IfNotPresent or Never, not %s; using IfNotPresent",
+                        describe(e, vbuf, sizeof(vbuf)));
+        } else if (!strcmp(key, "env")) {
+            rc = parse_env(p, path, e, &sc->env);
+        } else {
+            other_field(p, path, key, e, known);
+        }
+        if (rc)
+            return rc;
+    }
+    return parse_sidecar_image(p, path, &sidecar_rows[row], sc, jrepo, jimage, jversion);
+}
+
+/* What the options need of the rest of the policy, once all is parsed:
+ * the sidecars live in the driver's DaemonSet, are refused with
+ * precompiled drivers as NVIDIA refuses them (transformGDSContainer,
+ * transformGDRCopyContainer), and take the node's OS tag, as do the repo
+ * and certificate mount paths (RepoConfigPathMap, CertConfigPathMap):
+ * those need the driver's per-OS DaemonSets. */
+static void check_driver_opts(struct gpuop_policy *p)
+{
+    int d = gpuop_operand_by_key("driver");
+    const struct gpuop_operand_spec *drv = &p->operands[d];
+    char field[FIELD_MAX];
+    for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
+        struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
+        const char *why = NULL;
+        if (!sc->enabled)
+            continue;
+        if (!drv->enabled)
+            why = "it runs in the driver's DaemonSet, which spec.driver.enabled: false leaves out";
+        else if (p->driver.precompiled)
+            why = "NVIDIA's GPU Operator does not run it with precompiled drivers "
+                  "(spec.driver.usePrecompiled)";
+        else if (sc->os_tag && !drv->os_tag)
+            why = "its image takes the node's OS tag, which needs the driver's per-OS DaemonSets, "
+                  "and spec.driver's image is a full reference or a digest: give this image as a "
+                  "full reference too";
+        if (!why)
+            continue;
+        fieldf(field, "spec.%s.enabled", sidecar_rows[row].key);
+        problem(p, field, "%s is not run: %s", sidecar_rows[row].what, why);
+        sc->enabled = false;
+    }
+    char **paths[] = {&p->driver.repo_config, &p->driver.cert_config};
+    const char *names[] = {"repoConfig.configMapName", "certConfig.name"};
+    for (size_t i = 0; drv->enabled && !drv->os_tag && i < 2; i++) {
+        if (!*paths[i])
+            continue;
+        fieldf(field, "spec.driver.%s", names[i]);
+        problem(p, field,
+                "is not mounted: its path is the node's OS's, known with the driver's per-OS "
+                "DaemonSets only, and spec.driver's image is a full reference or a digest");
+        free(*paths[i]);
+        *paths[i] = NULL;
+    }
+}
+
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -1433,10 +1766,14 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_install_dir(p, field, e);
         } else if (!strcmp(key, "upgradePolicy") && !strcmp(op->key, "driver")) {
             rc = parse_upgrade_policy(p, field, e);
+        } else if (!strcmp(op->key, "driver") && driver_option(key)) {
+            rc = parse_driver_option(p, field, key, e);
         } else if (validator_component(op, key) >= 0) {
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
         } else {
+            if (!strcmp(op->key, "driver") && !strcmp(key, "usePrecompiled"))
+                p->driver.precompiled = json_is_true(e); /* refused; the sidecars follow it */
             other_field(p, path, key, e, operand_fields);
         }
         if (rc)
@@ -2027,7 +2364,7 @@ static void check_nri(struct gpuop_policy *p)
 
 static int parse_spec(struct gpuop_policy *p, json_t *spec)
 {
-    const char *known[GPUOP_OPERAND_MAX + 8];
+    const char *known[GPUOP_OPERAND_MAX + 10];
     const char *key;
     json_t *e;
     int n = 0, rc = 0;
@@ -2042,6 +2379,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     known[n++] = "hostPaths";
     known[n++] = "operator";
     known[n++] = "cdi";
+    known[n++] = "gds";
+    known[n++] = "gdrcopy";
     known[n] = NULL;
 
     if (!spec || json_is_null(spec))
@@ -2071,11 +2410,14 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             rc = parse_operator(p, e);
         else if (!strcmp(key, "cdi"))
             parse_cdi(p, e);
+        else if (!strcmp(key, "gds") || !strcmp(key, "gdrcopy"))
+            rc = parse_sidecar(p, strcmp(key, "gds") ? 1 : 0, e);
         else
             other_field(p, "spec", key, e, known);
         if (rc)
             return rc;
     }
+    check_driver_opts(p);
     return 0;
 }
 
@@ -2131,5 +2473,14 @@ void gpuop_policy_free(struct gpuop_policy *p)
         json_decref(p->validator_env[c]);
     free(p->upgrade.wait_selector);
     free(p->upgrade.drain_selector);
+    struct gpuop_driver_opts *d = &p->driver;
+    char *names[] = {
+        d->kernel_module_type,   d->kernel_module_config, d->repo_config,        d->cert_config,
+        d->licensing_config_map, d->licensing_secret,     d->secret_env,         d->gds.image,
+        d->gds.pull_policy,      d->gdrcopy.image,        d->gdrcopy.pull_policy};
+    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+        free(names[i]);
+    json_decref(d->gds.env);
+    json_decref(d->gdrcopy.env);
     memset(p, 0, sizeof(*p));
 }

@@ -40,6 +40,8 @@
  * tmpl_free(). NULL members are left out of the output. */
 struct tmpl {
     const char *container;
+    const struct gpuop_ospool *pool; /* the OS pool rendered for, or NULL (borrowed) */
+    const char *image;               /* the main container's image (borrowed) */
     bool host_pid;
     bool host_ipc;
     const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
@@ -60,14 +62,16 @@ struct tmpl {
     json_t *readiness;
     json_t *liveness;
     json_t *lifecycle;
-    bool oom; /* a builder returned NULL */
+    json_t *env_from; /* the main container's envFrom */
+    json_t *sidecars; /* containers after the main one (whole containers) */
+    bool oom;         /* a builder returned NULL */
 };
 
 static void tmpl_free(struct tmpl *t)
 {
-    json_t **all[] = {&t->init,      &t->command,  &t->args,     &t->env,     &t->env_after,
-                      &t->ports,     &t->security, &t->mounts,   &t->volumes, &t->startup,
-                      &t->readiness, &t->liveness, &t->lifecycle};
+    json_t **all[] = {&t->init,      &t->command,  &t->args,      &t->env,      &t->env_after,
+                      &t->ports,     &t->security, &t->mounts,    &t->volumes,  &t->startup,
+                      &t->readiness, &t->liveness, &t->lifecycle, &t->env_from, &t->sidecars};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         json_decref(*all[i]);
         *all[i] = NULL;
@@ -264,6 +268,22 @@ static const struct runtime_files {
     [GPUOP_RUNTIME_DOCKER] = {"DOCKER_CONFIG", "/etc/docker/daemon.json", NULL, "DOCKER_SOCKET",
                               "/var/run/docker.sock"},
 };
+
+/* The driver's options (driver_options): where the driver image reads
+ * module parameters and vGPU licensing, the NLS token's directory, MOFED's
+ * paths, the volumes gpuop names (NVIDIA names the ConfigMaps' volumes
+ * after the ConfigMaps, which two options naming one ConfigMap would
+ * collide on), the sidecars' probe timeout, the driver pod's most volumes. */
+#define DRIVERS_DIR           "/drivers"
+#define NLS_TOKEN_DIR         "/drivers/ClientConfigToken"
+#define MOFED_DRIVERS         "/run/mellanox/drivers"
+#define MOFED_USR_SRC         "/run/mellanox/drivers/usr/src"
+#define VOL_LICENSING         "licensing-config"
+#define VOL_MODULE_CONF       "kernel-module-config"
+#define VOL_REPO_CONF         "repo-config"
+#define VOL_CERT_CONF         "cert-config"
+#define SIDECAR_PROBE_TIMEOUT 10 /* seconds */
+#define DRIVER_VOLS_MAX       8
 
 static int idx_of(const char *name)
 {
@@ -558,15 +578,18 @@ static json_t *plugin_security(const char *strategy)
  * NVIDIA's driver container does not mount either and which the rbind would
  * expose again under /run/nvidia/driver/host. Compiling can take many
  * minutes, hence the patient startup probe. */
+static void driver_options(const struct gpuop_policy *p, struct tmpl *t);
+static int put_list(json_t *obj, const char *key, json_t *src, bool copy);
+
 static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
 {
-    (void)p;
+    const struct gpuop_driver_opts *o = &p->driver;
     t->container = "nvidia-driver";
     t->host_pid = true;
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
     t->security = need(t, privileged());
-    const struct vol vols[] = {
+    struct vol vols[DRIVER_VOLS_MAX] = {
         {"run-nvidia", "/run/nvidia", DIR_OR_CREATE, "/run/nvidia", RW, "Bidirectional", NULL},
         {"host-os-release", "/etc/os-release", NULL, "/host-etc/os-release", RO, NULL, NULL},
         {"nv-firmware", "/run/nvidia/driver/lib/firmware", DIR_OR_CREATE, "/lib/firmware", RW, NULL,
@@ -575,11 +598,328 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
         {"var-log", "/var/log", NULL, "/var/log", RW, NULL, NULL},
         {"dev-log", "/dev/log", NULL, "/dev/log", RW, NULL, NULL},
     };
-    vol_table(p, t, vols, NROWS(vols), false);
+    size_t n = 6;
+    if (o->rdma) { /* MOFED's sources to build nvidia-peermem, its driver-ready */
+        vols[n++] = (struct vol){"mlnx-ofed-usr-src",
+                                 o->host_mofed ? "/usr/src" : MOFED_USR_SRC,
+                                 DIR_OR_CREATE,
+                                 MOFED_USR_SRC,
+                                 RW,
+                                 "HostToContainer",
+                                 NULL};
+        vols[n++] =
+            (struct vol){"run-mellanox-drivers", MOFED_DRIVERS, DIR_OR_CREATE, MOFED_DRIVERS, RW,
+                         "HostToContainer",      NULL};
+    }
+    vol_table(p, t, vols, n, false);
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
                           "nvidia-smi -L", "initialDelaySeconds", 60, "periodSeconds", 10,
                           "timeoutSeconds", 60, "failureThreshold", 120));
+    if (!t->oom)
+        driver_options(p, t);
+}
+
+/* ---- the driver's options and sidecars (docs/operands.md, "The driver's
+ * options and sidecars"): gpu-operator v26.7.0 TransformDriver,
+ * transformDriverContainer, applyLicensingConfig, transformPeerMemoryContainer,
+ * transformGDSContainer, transformGDRCopyContainer and
+ * assets/state-driver/0500_daemonset.yaml; the files and env the driver
+ * image reads: gpu-driver-container ubuntu24.04/nvidia-driver. */
+
+/* The package-repository and CA-certificate directories of each OS, where
+ * repoConfig and certConfig are mounted (RepoConfigPathMap,
+ * CertConfigPathMap); an OS not here gets neither, as NVIDIA's refuses
+ * them. */
+static const struct {
+    const char *id;
+    const char *repo;
+    const char *cert;
+} os_paths[] = {
+    {"centos", "/etc/yum.repos.d", "/etc/pki/ca-trust/extracted/pem"},
+    {"debian", "/etc/apt/sources.list.d", "/usr/local/share/ca-certificates"},
+    {"ubuntu", "/etc/apt/sources.list.d", "/usr/local/share/ca-certificates"},
+    {"rhcos", "/etc/yum.repos.d", "/etc/pki/ca-trust/extracted/pem"},
+    {"rhel", "/etc/yum.repos.d", "/etc/pki/ca-trust/extracted/pem"},
+    {"rocky", "/etc/yum.repos.d", "/etc/pki/ca-trust/extracted/pem"},
+    {"ol", "/etc/yum.repos.d", "/etc/pki/ca-trust/extracted/pem"},
+    {"sles", "/etc/zypp/repos.d", "/etc/pki/trust/anchors"},
+    {"sl-micro", "/etc/zypp/repos.d", "/etc/pki/trust/anchors"},
+};
+
+/* The module parameter files the driver image reads from /drivers (one
+ * line per parameter; _get_module_params). */
+static const char *const module_conf_keys[] = {"nvidia.conf", "nvidia-uvm.conf",
+                                               "nvidia-modeset.conf", "nvidia-peermem.conf"};
+
+/* Where the os pool's files go (static), or NULL. */
+static const char *os_path(const struct gpuop_ospool *pool, bool cert)
+{
+    for (size_t i = 0; pool && i < NROWS(os_paths); i++)
+        if (!strcmp(os_paths[i].id, pool->id))
+            return cert ? os_paths[i].cert : os_paths[i].repo;
+    return NULL;
+}
+
+/* New: a read-only mount of one key of volume `name` at dir/key. */
+static json_t *mount_key(const char *name, const char *dir, const char *key)
+{
+    char path[HOST_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, key);
+    return json_pack("{s:s, s:s, s:s, s:b}", "name", name, "mountPath", path, "subPath", key,
+                     "readOnly", 1);
+}
+
+/* New: the mounts of kernelModuleConfig's files, empty without one. */
+static json_t *module_conf_mounts(const struct gpuop_policy *p)
+{
+    json_t *m = json_array();
+    for (size_t i = 0; m && p->driver.kernel_module_config && i < NROWS(module_conf_keys); i++)
+        if (json_array_append_new(m,
+                                  mount_key(VOL_MODULE_CONF, DRIVERS_DIR, module_conf_keys[i]))) {
+            json_decref(m);
+            m = NULL;
+        }
+    return m;
+}
+
+/* New: the mounts of repoConfig and certConfig at the pool's OS's paths,
+ * empty without them. */
+static json_t *repo_cert_mounts(const struct gpuop_policy *p, const struct gpuop_ospool *pool)
+{
+    const char *repo = os_path(pool, false), *cert = os_path(pool, true);
+    json_t *m = json_array();
+    if (m && p->driver.repo_config && repo &&
+        json_array_append_new(m, mount(VOL_REPO_CONF, repo, RO, NULL)))
+        goto oom;
+    if (m && p->driver.cert_config && cert &&
+        json_array_append_new(m, mount(VOL_CERT_CONF, cert, RO, NULL)))
+        goto oom;
+    return m;
+oom:
+    json_decref(m);
+    return NULL;
+}
+
+/* New: envFrom the secretEnv Secret, or NULL without one (check the option
+ * first to tell that from out-of-memory). */
+static json_t *secret_env_from(const struct gpuop_policy *p)
+{
+    if (!p->driver.secret_env)
+        return NULL;
+    return json_pack("[{s:{s:s}}]", "secretRef", "name", p->driver.secret_env);
+}
+
+/* Appends a configMap (or, with secret, Secret) volume `name` of object
+ * obj with items (steals, may be NULL) to t's volumes. */
+static void add_object_volume(struct tmpl *t, const char *name, const char *obj, bool secret,
+                              json_t *items, bool optional)
+{
+    json_t *src = secret ? json_pack("{s:s}", "secretName", obj) : json_pack("{s:s}", "name", obj);
+    if (src && ((items && json_object_set(src, "items", items)) ||
+                (optional && json_object_set_new(src, "optional", json_true())))) {
+        json_decref(src);
+        src = NULL;
+    }
+    json_decref(items);
+    if (!src || json_array_append_new(t->volumes, json_pack("{s:s, s:o}", "name", name,
+                                                            secret ? "secret" : "configMap", src)))
+        t->oom = true;
+}
+
+/* New: items [{key, path: key}] of keys[n]. */
+static json_t *key_items(const char *const *keys, size_t n)
+{
+    json_t *items = json_array();
+    for (size_t i = 0; items && i < n; i++)
+        if (json_array_append_new(items,
+                                  json_pack("{s:s, s:s}", "key", keys[i], "path", keys[i]))) {
+            json_decref(items);
+            items = NULL;
+        }
+    return items;
+}
+
+/* The probe NVIDIA's sidecars start with (command: "sh -c <cmd>"). */
+static json_t *sidecar_probe(const char *cmd, int initial, int period, int failures)
+{
+    return json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c", cmd,
+                     "initialDelaySeconds", initial, "failureThreshold", failures,
+                     "successThreshold", 1, "periodSeconds", period, "timeoutSeconds",
+                     SIDECAR_PROBE_TIMEOUT);
+}
+
+/* A sidecar's own parts; the json_t members are stolen by sidecar(). */
+struct sidecar_parts {
+    const char *name;
+    const char *image;
+    const char *pull;
+    json_t *command;
+    json_t *args;
+    json_t *mounts;
+    json_t *startup;
+};
+
+/* New: a sidecar of parts x, privileged, with the driver's resources. */
+static json_t *sidecar(const struct gpuop_policy *p, struct sidecar_parts x)
+{
+    json_t *res = p->operands[idx_of("driver")].resources;
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:O*, s:o, s:o, s:o}", "name", x.name, "image",
+                     x.image, "imagePullPolicy", x.pull, "command", x.command, "args", x.args,
+                     "resources", res, "securityContext", privileged(), "volumeMounts", x.mounts,
+                     "startupProbe", x.startup);
+}
+
+/* The shell NVIDIA's nvidia-fs and nvidia-gdrcopy sidecars run: wait for
+ * the driver's sources and module, then the image's installer. */
+#define SIDECAR_WAIT                                                                               \
+    "until [ -d /run/nvidia/driver/usr/src ] && lsmod | grep nvidia; do echo  Waiting for "        \
+    "nvidia-driver to be installed...; sleep 10; done; exec "
+
+/* New: the mounts every sidecar has: /run/nvidia (`run_nvidia_prop`),
+ * /var/log and /dev/log read-only. */
+static json_t *sidecar_mounts(const char *run_nvidia_prop)
+{
+    return json_pack("[o,o,o]", mount("run-nvidia", "/run/nvidia", RW, run_nvidia_prop),
+                     mount("var-log", "/var/log", RW, NULL),
+                     mount("dev-log", "/dev/log", RO, NULL));
+}
+
+/* nvidia-peermem-ctr: the driver image reloading nvidia-peermem whenever
+ * MOFED's driver is reinstalled (nvidia-driver reload_nvidia_peermem). */
+static json_t *peermem_ctr(const struct gpuop_policy *p, const struct tmpl *t)
+{
+    const struct gpuop_operand_spec *d = &p->operands[idx_of("driver")];
+    json_t *mounts = sidecar_mounts("Bidirectional");
+    if (mounts && (json_array_append_new(mounts, mount("run-mellanox-drivers", MOFED_DRIVERS, RW,
+                                                       "HostToContainer")) ||
+                   extend(mounts, module_conf_mounts(p)))) {
+        json_decref(mounts);
+        mounts = NULL;
+    }
+    json_t *c =
+        sidecar(p, (struct sidecar_parts){
+                       "nvidia-peermem-ctr", t->image, d->pull_policy,
+                       json_pack("[s]", "nvidia-driver"), json_pack("[s]", "reload_nvidia_peermem"),
+                       mounts, sidecar_probe("nvidia-driver probe_nvidia_peermem", 10, 10, 120)});
+    json_t *e = p->driver.host_mofed ? json_pack("[o]", env("USE_HOST_MOFED", "true")) : NULL;
+    if (c && ((p->driver.host_mofed && !e) || put_list(c, "env", e, false))) {
+        json_decref(e);
+        json_decref(c);
+        return NULL;
+    }
+    json_decref(e);
+    if (c && json_object_set_new(c, "livenessProbe",
+                                 sidecar_probe("nvidia-driver probe_nvidia_peermem", 30, 30, 1))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* nvidia-fs-ctr and nvidia-gdrcopy-ctr: their image (the node's OS tag
+ * appended as to the driver's), installing their module once the driver's
+ * is loaded; spec.<gds|gdrcopy>.env, secretEnv, repoConfig and certConfig
+ * as the driver's. */
+static json_t *module_ctr(const struct gpuop_policy *p, const struct tmpl *t,
+                          const struct gpuop_driver_sidecar *sc, const char *name,
+                          const char *installer, const char *module)
+{
+    char image[GPUOP_RENDER_IMAGE_MAX], script[256], probe[64];
+    snprintf(image, sizeof(image), "%s%s%s", sc->image, sc->os_tag && t->pool ? "-" : "",
+             sc->os_tag && t->pool ? t->pool->tag : "");
+    snprintf(script, sizeof(script), SIDECAR_WAIT "%s install", installer);
+    snprintf(probe, sizeof(probe), "lsmod | grep %s", module);
+    json_t *mounts = sidecar_mounts("HostToContainer");
+    if (mounts && extend(mounts, repo_cert_mounts(p, t->pool))) {
+        json_decref(mounts);
+        mounts = NULL;
+    }
+    json_t *c = sidecar(p, (struct sidecar_parts){name, image, sc->pull_policy,
+                                                  json_pack("[s,s]", "bash", "-xc"),
+                                                  json_pack("[s]", script), mounts,
+                                                  sidecar_probe(probe, 10, 10, 120)});
+    json_t *from = secret_env_from(p); /* NULL without secretEnv: an empty list */
+    if (c && ((p->driver.secret_env && !from) || put_list(c, "env", sc->env, true) ||
+              put_list(c, "envFrom", from, false))) {
+        json_decref(from);
+        goto oom;
+    }
+    json_decref(from);
+    return c;
+oom:
+    json_decref(c);
+    return NULL;
+}
+
+/* The driver container's env, mounts, volumes and envFrom for the policy's
+ * options, and its sidecars, in the order NVIDIA's transforms add them. */
+static void driver_options(const struct gpuop_policy *p, struct tmpl *t)
+{
+    const struct gpuop_driver_opts *o = &p->driver;
+    static const char *const licensing_keys[] = {"gridd.conf", "client_configuration_token.tok"};
+    json_t *e = need(t, json_array());
+    int rc = !e;
+    /* env: KERNEL_MODULE_TYPE (and OPEN_KERNEL_MODULES_ENABLED for older
+       images), then what the sidecars and RDMA need the build to know */
+    if (!rc && o->kernel_module_type)
+        rc |= json_array_append_new(e, env("KERNEL_MODULE_TYPE", o->kernel_module_type));
+    if (!rc && o->kernel_module_type && !strcmp(o->kernel_module_type, "open"))
+        rc |= json_array_append_new(e, env("OPEN_KERNEL_MODULES_ENABLED", "true"));
+    if (!rc && o->gdrcopy.enabled)
+        rc |= json_array_append_new(e, env("GDRCOPY_ENABLED", "true"));
+    if (!rc && o->gds.enabled)
+        rc |= json_array_append_new(e, env("GDS_ENABLED", "true"));
+    if (!rc && o->rdma)
+        rc |= json_array_append_new(e, env("GPU_DIRECT_RDMA_ENABLED", "true"));
+    if (!rc && o->rdma && o->host_mofed)
+        rc |= json_array_append_new(e, env("USE_HOST_MOFED", "true"));
+    if (!rc && json_array_size(e))
+        t->env = json_incref(e);
+    json_decref(e);
+    /* licensing: gridd.conf, and the NLS client token, from a Secret or
+       (deprecated) a ConfigMap */
+    const char *lic = o->licensing_secret ? o->licensing_secret : o->licensing_config_map;
+    if (!rc && lic) {
+        size_t nkeys = o->nls ? 2 : 1;
+        rc |= json_array_append_new(t->mounts,
+                                    mount_key(VOL_LICENSING, DRIVERS_DIR, licensing_keys[0]));
+        if (!rc && o->nls)
+            rc |= json_array_append_new(t->mounts,
+                                        mount_key(VOL_LICENSING, NLS_TOKEN_DIR, licensing_keys[1]));
+        if (!rc)
+            add_object_volume(t, VOL_LICENSING, lic, o->licensing_secret != NULL,
+                              key_items(licensing_keys, nkeys), false);
+    }
+    /* kernel module parameters: the files the image reads, each optional */
+    if (!rc && o->kernel_module_config) {
+        rc |= extend(t->mounts, module_conf_mounts(p));
+        if (!rc)
+            add_object_volume(t, VOL_MODULE_CONF, o->kernel_module_config, false,
+                              key_items(module_conf_keys, NROWS(module_conf_keys)), true);
+    }
+    /* package repositories and CA certificates, at the node's OS's paths */
+    if (!rc)
+        rc |= extend(t->mounts, repo_cert_mounts(p, t->pool));
+    if (!rc && o->repo_config && os_path(t->pool, false))
+        add_object_volume(t, VOL_REPO_CONF, o->repo_config, false, NULL, false);
+    if (!rc && o->cert_config && os_path(t->pool, true))
+        add_object_volume(t, VOL_CERT_CONF, o->cert_config, false, NULL, false);
+    if (!rc && o->secret_env)
+        t->env_from = need(t, secret_env_from(p));
+    /* the sidecars, in NVIDIA's order */
+    if (!rc && (o->rdma || o->gds.enabled || o->gdrcopy.enabled))
+        t->sidecars = need(t, json_array());
+    if (!rc && t->sidecars && o->rdma)
+        rc |= json_array_append_new(t->sidecars, peermem_ctr(p, t));
+    if (!rc && t->sidecars && o->gds.enabled)
+        rc |= json_array_append_new(t->sidecars, module_ctr(p, t, &o->gds, "nvidia-fs-ctr",
+                                                            "nvidia-gds-driver", "nvidia_fs"));
+    if (!rc && t->sidecars && o->gdrcopy.enabled)
+        rc |= json_array_append_new(t->sidecars, module_ctr(p, t, &o->gdrcopy, "nvidia-gdrcopy-ctr",
+                                                            "nvidia-gdrcopy-driver", "gdrdrv"));
+    if (rc)
+        t->oom = true;
 }
 
 /* Splits host path into its directory (dir, size len) and base name; false
@@ -828,6 +1168,14 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
     bad |= env_add(t->env, "MIG_STRATEGY", mig);
     if (strcmp(mig, "none"))
         bad |= env_add(t->env, "NVIDIA_MIG_MONITOR_DEVICES", "all");
+    /* the devices of GPUDirect Storage (/dev/nvidia-fs*, /dev/infiniband)
+       and GDRCopy (/dev/gdrdrv) into GPU pods (TransformDevicePlugin) */
+    if (p->driver.gds.enabled) {
+        bad |= env_add(t->env, "GDS_ENABLED", "true");
+        bad |= env_add(t->env, "MOFED_ENABLED", "true");
+    }
+    if (p->driver.gdrcopy.enabled)
+        bad |= env_add(t->env, "GDRCOPY_ENABLED", "true");
     if (cdi(p) && enabled(p, "container-toolkit"))
         bad |= env_add(t->env, "NVIDIA_CDI_HOOK_PATH", cdi_hook(p, hook));
     if (bad)
@@ -1246,6 +1594,8 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     if (!rc)
         rc |= put_list(c, "env", env_all, false);
     if (!rc)
+        rc |= put_list(c, "envFrom", t->env_from, false);
+    if (!rc)
         rc |= put_list(c, "ports", t->ports, false);
     if (!rc && o->resources)
         rc |= put(c, "resources", json_deep_copy(o->resources)) || !json_object_get(c, "resources");
@@ -1355,6 +1705,8 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= put_list(s, "initContainers", t->init, false);
     if (!rc)
         rc |= json_object_set_new(s, "containers", json_pack("[o]", container(p, idx, t, image)));
+    if (!rc && json_array_size(t->sidecars))
+        rc |= json_array_extend(json_object_get(s, "containers"), t->sidecars);
     if (!rc)
         rc |= put_list(s, "volumes", t->volumes, false);
     if (rc) {
@@ -1459,6 +1811,8 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
     snprintf(image, sizeof(image), "%s%s%s", p->operands[operand].image, pool ? "-" : "",
              pool ? pool->tag : "");
     t.container = op->name;
+    t.pool = pool;
+    t.image = image;
     for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
         if (!strcmp(templates[i].operand, op->name))
             templates[i].fn(p, &t);

@@ -22,17 +22,17 @@
 #include "gpuop/yaml.h"
 
 /* The spec keys that are not operands. */
-static const char *const shared_keys[] = {"daemonsets",   "ordering", "findings",
-                                          "nodeLabeling", "mig",      "hostPaths",
-                                          "operator",     "cdi",      NULL};
+static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings", "nodeLabeling",
+                                          "mig",        "hostPaths", "operator", "cdi",
+                                          "gds",        "gdrcopy",   NULL};
 
 /* Operand keys beyond the common ones that gpuop implements for one operand
  * (the GPU Operator's paths). */
-static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
-                                                {"driver", "upgradePolicy"},
-                                                {"validator", "driver"},
-                                                {"validator", "toolkit"},
-                                                {"validator", "plugin"}};
+static const char *const operand_extras[][2] = {
+    {"toolkit", "installDir"},        {"driver", "upgradePolicy"}, {"driver", "kernelModuleType"},
+    {"driver", "kernelModuleConfig"}, {"driver", "repoConfig"},    {"driver", "certConfig"},
+    {"driver", "licensingConfig"},    {"driver", "secretEnv"},     {"driver", "rdma"},
+    {"validator", "driver"},          {"validator", "toolkit"},    {"validator", "plugin"}};
 
 /* A key the CRD admits only so that ClusterPolicy manifests and patches
  * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or

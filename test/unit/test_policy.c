@@ -1184,9 +1184,121 @@ static void test_image_keys(void **state)
     }
 }
 
+/* spec.driver's options and spec.gds / spec.gdrcopy (issue 38): parsed
+ * into the policy; a value that cannot be used is a problem naming its
+ * field; the sidecars refused with precompiled drivers (as NVIDIA refuses
+ * them), without the driver, and with a driver image that has no OS tag. */
+static void test_driver_options(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\":{\"driver\":{\"kernelModuleType\":\"open\",\"kernelModuleConfig\":{"
+               "\"name\":\"params\"},\"repoConfig\":{\"configMapName\":\"repos\"},\"certConfig\":{"
+               "\"name\":\"ca\"},\"licensingConfig\":{\"configMapName\":\"old\",\"secretName\":"
+               "\"lic\",\"nlsEnabled\":true},\"secretEnv\":\"env\",\"rdma\":{\"enabled\":true,"
+               "\"useHostMofed\":true}},\"gds\":{\"enabled\":true,\"repository\":\"reg.example/"
+               "nv/\",\"imagePullPolicy\":\"Always\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]},"
+               "\"gdrcopy\":{\"enabled\":true,\"version\":\"sha256:"
+               "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.driver.kernel_module_type, "open");
+    assert_string_equal(p.driver.kernel_module_config, "params");
+    assert_string_equal(p.driver.repo_config, "repos");
+    assert_string_equal(p.driver.cert_config, "ca");
+    assert_string_equal(p.driver.licensing_secret, "lic");
+    assert_string_equal(p.driver.licensing_config_map, "old");
+    assert_true(p.driver.nls);
+    assert_string_equal(p.driver.secret_env, "env");
+    assert_true(p.driver.rdma && p.driver.host_mofed);
+    assert_true(p.driver.gds.enabled && p.driver.gds.os_tag);
+    assert_string_equal(p.driver.gds.image, "reg.example/nv/nvidia-fs:2.29.4");
+    assert_string_equal(p.driver.gds.pull_policy, "Always");
+    assert_int_equal(json_array_size(p.driver.gds.env), 1);
+    assert_true(p.driver.gdrcopy.enabled && !p.driver.gdrcopy.os_tag); /* a digest */
+    assert_non_null(strstr(p.driver.gdrcopy.image, "gdrdrv@sha256:"));
+    gpuop_policy_free(&p);
+
+    /* the defaults: nothing set, NVIDIA's sidecar images */
+    parse_json("{\"spec\":{}}", &p);
+    assert_null(p.driver.kernel_module_type);
+    assert_false(p.driver.gds.enabled || p.driver.gdrcopy.enabled || p.driver.rdma);
+    assert_string_equal(p.driver.gds.image, "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4");
+    assert_string_equal(p.driver.gdrcopy.image, "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6");
+    gpuop_policy_free(&p);
+
+    /* values that cannot be used, each named */
+    parse_json("{\"spec\":{\"driver\":{\"kernelModuleType\":\"closed\",\"kernelModuleConfig\":{"
+               "\"name\":\"Bad_Name\"},\"repoConfig\":\"repos\",\"licensingConfig\":{\"nlsEnable\":"
+               "true},\"secretEnv\":7,\"rdma\":{\"enabled\":\"yes\"},\"useOpenKernelModules\":"
+               "true},\"gds\":{\"enabled\":true,\"version\":\"bad tag!\",\"args\":[\"x\"]},"
+               "\"gdrcopy\":{\"imagePullSecrets\":[\"s\"]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.kernelModuleType", "auto, open or proprietary");
+    assert_null(p.driver.kernel_module_type);
+    assert_problem(&p, "spec.driver.kernelModuleConfig.name", "ConfigMap name");
+    assert_null(p.driver.kernel_module_config);
+    assert_problem(&p, "spec.driver.repoConfig", "{configMapName}");
+    assert_problem(&p, "spec.driver.licensingConfig.nlsEnable", "nlsEnabled");
+    assert_problem(&p, "spec.driver.secretEnv", "Secret name");
+    assert_problem(&p, "spec.driver.rdma.enabled", "true or false");
+    assert_false(p.driver.rdma);
+    assert_problem(&p, "spec.driver.useOpenKernelModules", "kernelModuleType: open");
+    assert_problem(&p, "spec.gds.version", "bad tag!");
+    assert_true(p.operands[gpuop_operand_by_key("driver")].held);
+    assert_problem(&p, "spec.gds.args", "no args");
+    assert_problem(&p, "spec.gdrcopy.imagePullSecrets", "spec.daemonsets.imagePullSecrets");
+    gpuop_policy_free(&p);
+}
+
+/* GDRCopy and GPUDirect Storage with precompiled drivers: NVIDIA's
+ * transformGDRCopyContainer and transformGDSContainer refuse the pair, so
+ * does gpuop (the sidecar is not run, the field named); without the driver
+ * and with a driver image that has no OS tag, neither sidecar runs either,
+ * nor are repoConfig and certConfig mounted. */
+static void test_driver_options_refused(void **state)
+{
+    struct gpuop_policy p;
+    parse_json("{\"spec\":{\"gdrcopy\":{\"enabled\":true},\"gds\":{\"enabled\":true},"
+               "\"driver\":{\"usePrecompiled\":true}}}",
+               &p);
+    assert_problem(&p, "spec.driver.usePrecompiled", NULL);
+    assert_problem(&p, "spec.gdrcopy.enabled", "precompiled");
+    assert_problem(&p, "spec.gds.enabled", "precompiled");
+    assert_false(p.driver.gdrcopy.enabled || p.driver.gds.enabled);
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\":{\"gdrcopy\":{\"enabled\":true},\"driver\":{\"enabled\":false}}}", &p);
+    assert_problem(&p, "spec.gdrcopy.enabled", "spec.driver.enabled: false");
+    assert_false(p.driver.gdrcopy.enabled);
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\":{\"gds\":{\"enabled\":true},\"driver\":{\"image\":\"reg.example/"
+               "driver:1\",\"repoConfig\":{\"configMapName\":\"r\"},\"certConfig\":{\"name\":"
+               "\"c\"}}}}",
+               &p);
+    assert_problem(&p, "spec.gds.enabled", "OS tag");
+    assert_problem(&p, "spec.driver.repoConfig.configMapName", "per-OS");
+    assert_problem(&p, "spec.driver.certConfig.name", "per-OS");
+    assert_null(p.driver.repo_config);
+    assert_null(p.driver.cert_config);
+    assert_false(p.driver.gds.enabled);
+    gpuop_policy_free(&p);
+
+    /* with a full reference for the sidecar too, it runs */
+    parse_json("{\"spec\":{\"gds\":{\"enabled\":true,\"image\":\"reg.example/nvidia-fs:2\"},"
+               "\"driver\":{\"image\":\"reg.example/driver:1\"}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_true(p.driver.gds.enabled);
+    gpuop_policy_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_driver_options),
+        cmocka_unit_test(test_driver_options_refused),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_not_an_object),

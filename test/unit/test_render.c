@@ -1333,6 +1333,146 @@ static void test_validator_env(void **state)
 /* spec.operator.runtimeClass (AKS: nvidia-container-runtime): one name for
  * the RuntimeClass gpuop applies, its handler, the toolkit's containerd
  * handler and every GPU operand's runtimeClassName. */
+/* The driver's options (issue 38): on each OS pool's DaemonSet, the
+ * driver container's env, envFrom and mounts, the sidecars in NVIDIA's
+ * order with their images (the OS tag appended) and the paths of the
+ * pool's OS (RepoConfigPathMap, CertConfigPathMap); the device plugin's
+ * GDS and GDRCopy env. */
+static void test_driver_options(void **state)
+{
+    struct gpuop_policy p;
+    struct gpuop_ospool pools[2];
+    test_pools(pools);
+    load_policy("driver-options.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    static const char *const repo[] = {"/etc/apt/sources.list.d", "/etc/yum.repos.d"};
+    static const char *const cert[] = {"/usr/local/share/ca-certificates",
+                                       "/etc/pki/ca-trust/extracted/pem"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *ds = gpuop_render_daemonset_os(&p, gpuop_operand_by_key("driver"), &pools[k], NS);
+        assert_non_null(ds);
+        json_t *ctrs = path_get(ds, "spec/template/spec/containers");
+        assert_int_equal(json_array_size(ctrs), 4);
+        static const char *const names[] = {"nvidia-driver", "nvidia-peermem-ctr", "nvidia-fs-ctr",
+                                            "nvidia-gdrcopy-ctr"};
+        for (size_t i = 0; i < 4; i++)
+            assert_string_equal(str_at(json_array_get(ctrs, i), "name"), names[i]);
+        assert_string_equal(str_at(find_env(ds, "KERNEL_MODULE_TYPE"), "value"), "open");
+        assert_string_equal(str_at(find_env(ds, "OPEN_KERNEL_MODULES_ENABLED"), "value"), "true");
+        assert_non_null(find_env(ds, "GPU_DIRECT_RDMA_ENABLED"));
+        assert_non_null(find_env(ds, "USE_HOST_MOFED"));
+        assert_non_null(find_env(ds, "GDS_ENABLED"));
+        assert_non_null(find_env(ds, "GDRCOPY_ENABLED"));
+        assert_string_equal(str_at(ds, "spec/template/spec/containers/0/envFrom/0/secretRef/name"),
+                            "driver-secrets");
+        /* the peermem sidecar runs the driver's own image */
+        assert_string_equal(str_at(json_array_get(ctrs, 1), "image"),
+                            str_at(json_array_get(ctrs, 0), "image"));
+        char want[128];
+        snprintf(want, sizeof(want), "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-%s",
+                 pools[k].tag);
+        assert_string_equal(str_at(json_array_get(ctrs, 2), "image"), want);
+        snprintf(want, sizeof(want), "nvcr.io/nvidia/cloud-native/gdrdrv:v2.5-%s", pools[k].tag);
+        assert_string_equal(str_at(json_array_get(ctrs, 3), "image"), want);
+        json_t *mounts = path_get(ds, "spec/template/spec/containers/0/volumeMounts");
+        size_t i;
+        json_t *m;
+        int seen = 0;
+        json_array_foreach(mounts, i, m)
+        {
+            const char *at = str_at(m, "mountPath");
+            seen |= !strcmp(at, repo[k]) << 0 | !strcmp(at, cert[k]) << 1 |
+                    !strcmp(at, "/drivers/nvidia.conf") << 2 |
+                    !strcmp(at, "/drivers/gridd.conf") << 3 |
+                    !strcmp(at, "/drivers/ClientConfigToken/client_configuration_token.tok") << 4;
+        }
+        assert_int_equal(seen, 0x1f);
+        json_t *vol = find_named(path_get(ds, "spec/template/spec/volumes"), "licensing-config");
+        assert_string_equal(str_at(vol, "secret/secretName"), "licensing");
+        vol = find_named(path_get(ds, "spec/template/spec/volumes"), "kernel-module-config");
+        assert_true(json_is_true(path_get(vol, "configMap/optional")));
+        assert_string_equal(
+            str_at(find_named(path_get(ds, "spec/template/spec/volumes"), "mlnx-ofed-usr-src"),
+                   "hostPath/path"),
+            "/usr/src");
+        json_decref(ds);
+    }
+    json_t *dp = render_one(&p, "device-plugin");
+    assert_string_equal(str_at(find_env(dp, "GDS_ENABLED"), "value"), "true");
+    assert_string_equal(str_at(find_env(dp, "MOFED_ENABLED"), "value"), "true");
+    assert_string_equal(str_at(find_env(dp, "GDRCOPY_ENABLED"), "value"), "true");
+    json_decref(dp);
+    gpuop_policy_free(&p);
+}
+
+/* The driver's digest of the policy in JSON text, on ubuntu24.04. */
+static uint32_t digest_of(const char *text)
+{
+    struct gpuop_policy p;
+    struct gpuop_ospool pool;
+    json_error_t jerr;
+    json_t *obj = json_loads(text, 0, &jerr);
+    assert_non_null(obj);
+    assert_int_equal(gpuop_policy_parse(obj, &p, NULL), 0);
+    if (p.nproblems)
+        fail_msg("%s: %s: %s", text, p.problems[0].field, p.problems[0].message);
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pool), 0);
+    json_t *ds = gpuop_render_daemonset_os(&p, gpuop_operand_by_key("driver"), &pool, NS);
+    assert_non_null(ds);
+    uint32_t d = gpuop_render_driver_digest(path_get(ds, "spec/template/spec"), "nvidia-driver");
+    assert_true(d != 0);
+    json_decref(ds);
+    json_decref(obj);
+    gpuop_policy_free(&p);
+    return d;
+}
+
+/* Every install option changes the driver's DRIVER_CONFIG_DIGEST, as
+ * NVIDIA's DriverInstallState covers it (a new install, not a restart
+ * with the module kept): the kernel module type, module parameters,
+ * repositories, certificates, licensing, the Secret's environment, RDMA
+ * (the peermem sidecar), the nvidia-fs and nvidia-gdrcopy sidecars, their
+ * images and env. A change outside it (the priority class) does not. */
+static void test_driver_options_digest(void **state)
+{
+    static const char *const variants[] = {
+        "{\"spec\":{\"driver\":{\"kernelModuleType\":\"auto\"}}}",
+        "{\"spec\":{\"driver\":{\"kernelModuleType\":\"proprietary\"}}}",
+        "{\"spec\":{\"driver\":{\"kernelModuleConfig\":{\"name\":\"params\"}}}}",
+        "{\"spec\":{\"driver\":{\"kernelModuleConfig\":{\"name\":\"params2\"}}}}",
+        "{\"spec\":{\"driver\":{\"repoConfig\":{\"configMapName\":\"repos\"}}}}",
+        "{\"spec\":{\"driver\":{\"certConfig\":{\"name\":\"ca\"}}}}",
+        "{\"spec\":{\"driver\":{\"licensingConfig\":{\"secretName\":\"lic\"}}}}",
+        "{\"spec\":{\"driver\":{\"licensingConfig\":{\"secretName\":\"lic\",\"nlsEnabled\":true}}}"
+        "}",
+        "{\"spec\":{\"driver\":{\"secretEnv\":\"s1\"}}}",
+        "{\"spec\":{\"driver\":{\"secretEnv\":\"s2\"}}}",
+        "{\"spec\":{\"driver\":{\"rdma\":{\"enabled\":true}}}}",
+        "{\"spec\":{\"driver\":{\"rdma\":{\"enabled\":true,\"useHostMofed\":true}}}}",
+        "{\"spec\":{\"gds\":{\"enabled\":true}}}",
+        "{\"spec\":{\"gds\":{\"enabled\":true,\"version\":\"2.30.0\"}}}",
+        "{\"spec\":{\"gds\":{\"enabled\":true,\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}}}",
+        "{\"spec\":{\"gdrcopy\":{\"enabled\":true}}}",
+        "{\"spec\":{\"gdrcopy\":{\"enabled\":true,\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}}}",
+    };
+    enum { N = sizeof(variants) / sizeof(variants[0]) };
+    uint32_t base = digest_of("{\"spec\":{}}"), d[N];
+    for (size_t i = 0; i < N; i++) {
+        d[i] = digest_of(variants[i]);
+        if (d[i] == base)
+            fail_msg("%s leaves the driver's digest as it was", variants[i]);
+        for (size_t j = 0; j < i; j++)
+            if (d[i] == d[j])
+                fail_msg("%s and %s give one digest", variants[i], variants[j]);
+    }
+    assert_int_equal(digest_of("{\"spec\":{\"daemonsets\":{\"priorityClassName\":\"other\"}}}"),
+                     base);
+    /* off is the default: the same digest as before the options existed */
+    assert_int_equal(digest_of("{\"spec\":{\"gds\":{\"enabled\":false},\"driver\":{\"rdma\":{"
+                               "\"enabled\":false}}}}"),
+                     base);
+}
+
 static void test_runtime_class(void **state)
 {
     static const char aks[] = "nvidia-container-runtime";
@@ -1755,6 +1895,8 @@ int main(void)
         cmocka_unit_test(test_crio),
         cmocka_unit_test(test_cdi_off),
         cmocka_unit_test(test_nri),
+        cmocka_unit_test(test_driver_options),
+        cmocka_unit_test(test_driver_options_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
