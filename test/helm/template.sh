@@ -184,6 +184,33 @@ grep -q '^  driver:$' "$tmp/null.yaml" || fail "driver=null dropped the driver f
 grep -q '^  daemonsets: {}$' "$tmp/null.yaml" || fail "daemonsets=null is not written as daemonsets: {}"
 ok "maxUnavailable, priorityClassName, updateStrategy, tolerations and null edge cases"
 
+# The driver's options and sidecars (issue 38): the GPU Operator's keys
+# reach the GpuPolicy, and gpuop runs what they say; unset ones (the
+# defaults, NVIDIA's chart's) write nothing.
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --no-hooks --set driver.kernelModuleType=open \
+    --set driver.kernelModuleConfig.name=module-params --set driver.secretEnv=driver-env \
+    --set driver.licensingConfig.secretName=licensing --set-json 'driver.rdma={"enabled":true,"useHostMofed":true}' \
+    --set gds.enabled=true --set gdrcopy.enabled=true --set gdrcopy.version=v2.5 --set-json 'gds.imagePullSecrets=["gds-pull"]' \
+    >"$tmp/opts.yaml"
+for want in 'kernelModuleType: "open"' 'name: "module-params"' 'secretEnv: "driver-env"' 'secretName: "licensing"' \
+    'nlsEnabled: true' 'useHostMofed: true' '  gds:' '  gdrcopy:' 'version: "v2.5"' '- gds-pull'; do
+    grep -qF -- "$want" "$tmp/opts.yaml" || fail "driver options: the GpuPolicy lacks '$want'"
+done
+for absent in kernelModuleType repoConfig certConfig licensingConfig secretEnv rdma '  gds:' '  gdrcopy:'; do
+    ! grep -qF -- "$absent" "$tmp/pass.yaml" || fail "defaults: the GpuPolicy writes $absent"
+done
+if [ -n "${GPUOP_BIN:-}" ]; then
+    "$GPUOP_BIN" render -f "$tmp/opts.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/opts.ds" ||
+        fail "gpuop render --strict rejects the GpuPolicy of the driver options"
+    for want in 'name: nvidia-peermem-ctr' 'name: nvidia-fs-ctr' 'name: nvidia-gdrcopy-ctr' \
+        'image: nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-ubuntu24.04' \
+        'image: nvcr.io/nvidia/cloud-native/gdrdrv:v2.5-ubuntu24.04' 'name: KERNEL_MODULE_TYPE' \
+        'mountPath: /drivers/nvidia.conf' 'mountPath: /drivers/gridd.conf' 'name: driver-env' 'name: gds-pull'; do
+        grep -qF -- "$want" "$tmp/opts.ds" || fail "driver options: gpuop render output lacks '$want'"
+    done
+fi
+ok "the driver's options and sidecars pass through to the GpuPolicy"
+
 # The notes name every value the chart does not honour (issue 38), with
 # why. `helm template` leaves NOTES.txt out, so it is rendered from a copy
 # of the chart as the text of a manifest.
@@ -197,17 +224,19 @@ notes() {
 out=$(notes)
 ! grep -q 'Ignored:' <<<"$out" || fail "the defaults' notes name an ignored value: $out"
 out=$(notes -f "$DATA/values/gpu-operator.yaml" --set driver.usePrecompiled=true --set-json 'driver.rdma={"enabled":true}' \
+    --set driver.kernelModuleType=open --set gds.enabled=true --set-json 'gds.args=["x"]' --set gdrcopy.enabled=true \
     --set devicePlugin.mps.root=/run/nvidia/mps --set dcgmExporter.serviceMonitor.enabled=false \
     --set daemonsets.updateStrategy=OnDelete --set cdi.enabled=false)
 for want in 'Ignored: nfd.enabled=true: gpuop does not deploy node-feature-discovery' \
     'Ignored: operator.version=v25.3.2: configures the NVIDIA GPU Operator' \
     'Ignored: driver.usePrecompiled=true: not written into the GpuPolicy' \
-    'Ignored: driver.rdma.enabled=true: GPUDirect RDMA' \
+    'Ignored: gds.args=["x"]: NVIDIA'"'"'s GPU Operator passes no args to the nvidia-fs sidecar either' \
     'Ignored: devicePlugin.mps.root=/run/nvidia/mps: MPS' \
     'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete'; do
     grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
 done
-for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa cdi; do
+for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa cdi \
+    driver.rdma driver.kernelModuleType gds.enabled gdrcopy.enabled driver.licensingConfig; do
     ! grep -qF "Ignored: $honoured" <<<"$out" || fail "the notes call $honoured ignored: $out"
 done
 out=$(notes --set operator.upgradeCRD=false --set upgradeCRD=false)

@@ -95,6 +95,7 @@ installDir: {{ . | quote }}
 upgradePolicy:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- include "gpuop.driverOptions" $v }}
 {{- end }}
 {{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
 {{- with ($v.config | default dict).name }}
@@ -102,6 +103,64 @@ config:
   name: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+The driver's options (the GPU Operator's driver.* keys, issue 38), each
+only when it names something or is on: an empty name, rdma.enabled false
+and licensingConfig without a Secret or ConfigMap write nothing, so the
+GPU Operator chart's defaults leave the driver as it is.
+*/}}
+{{- define "gpuop.driverOptions" -}}
+{{- $v := . | default dict -}}
+{{- with $v.kernelModuleType }}
+kernelModuleType: {{ . | quote }}
+{{- end }}
+{{- range $k, $sub := dict "kernelModuleConfig" "name" "repoConfig" "configMapName" "certConfig" "name" }}
+{{- with get (get $v $k | default dict) $sub }}
+{{ $k }}:
+  {{ $sub }}: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- $lic := $v.licensingConfig | default dict }}
+{{- if or $lic.secretName $lic.configMapName }}
+licensingConfig:
+  {{- with $lic.secretName }}
+  secretName: {{ . | quote }}
+  {{- end }}
+  {{- with $lic.configMapName }}
+  configMapName: {{ . | quote }}
+  {{- end }}
+  nlsEnabled: {{ eq (toString $lic.nlsEnabled) "true" }}
+{{- end }}
+{{- with $v.secretEnv }}
+secretEnv: {{ . | quote }}
+{{- end }}
+{{- $rdma := $v.rdma | default dict }}
+{{- if eq (toString $rdma.enabled) "true" }}
+rdma:
+  enabled: true
+  useHostMofed: {{ eq (toString $rdma.useHostMofed) "true" }}
+{{- end }}
+{{- end }}
+
+{{/*
+spec.gds or spec.gdrcopy from its values (the GPU Operator's keys), when
+enabled: the sidecar's image keys, pull policy and env.
+*/}}
+{{- define "gpuop.sidecarSpec" -}}
+{{- $v := . | default dict -}}
+{{- if eq (toString $v.enabled) "true" -}}
+enabled: true
+{{- include "gpuop.operandImage" $v }}
+{{- with $v.imagePullPolicy }}
+imagePullPolicy: {{ . }}
+{{- end }}
+{{- with $v.env }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
 {{- end }}
 
 {{/* The operands' keys, in gpuop's order (src/model/operand.c): the same
@@ -123,7 +182,7 @@ order; entries may be names or {name: ...}. A JSON list. */}}
 {{- define "gpuop.pullSecrets" -}}
 {{- $all := list -}}
 {{- $lists := list ((.Values.daemonsets | default dict).imagePullSecrets | default list) -}}
-{{- range $k := splitList " " (include "gpuop.operandKeys" .) -}}
+{{- range $k := concat (splitList " " (include "gpuop.operandKeys" .)) (list "gds" "gdrcopy") -}}
 {{- $lists = append $lists ((get $.Values $k | default dict).imagePullSecrets | default list) -}}
 {{- end -}}
 {{- range $l := $lists -}}
