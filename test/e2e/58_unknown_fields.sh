@@ -5,9 +5,10 @@
 #   a merge patch of spec.driver.usePrecompiled: true stays on the object
 #     (read back) and gpuop's Reconciled=False condition names the field,
 #     the rest of the policy still applied; removing it clears the condition;
-#   `kubectl apply --validate=false` of the policy with spec.gds keeps it,
-#     and the condition names spec.gds (spec.gds was the example until
-#     gpuop implemented it, issue 39);
+#   `kubectl apply --validate=false` of the policy with spec.sandboxWorkloads
+#     keeps it, and the condition names spec.sandboxWorkloads (spec.cdi,
+#     then spec.gds were the example until gpuop implemented them, issues
+#     39 and 38);
 #   a strict `kubectl apply` (kubectl's default, --validate=strict: the API
 #     server's Strict field validation) of the same is accepted too, with no
 #     "unknown field" (spec keeps unknown keys, so none is unknown to the API
@@ -49,29 +50,29 @@ kc -n "$GPUOP_NS" get ds gpuop-device-plugin >/dev/null || fail "the rest of the
 kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"usePrecompiled":null}}}' >/dev/null
 wait_for 60 reconciled True
 
-# the sample with spec.gds added (gds is a top-level key of the
+# the sample with spec.sandboxWorkloads added (a top-level key of the
 # ClusterPolicy's spec that gpuop does not implement)
-with_gds() {
-	sed 's/^spec:$/spec:\n  gds:\n    enabled: true/' "$GPUOP_SRC/deploy/sample-gpupolicy.yaml"
+with_refused() {
+	sed 's/^spec:$/spec:\n  sandboxWorkloads:\n    enabled: true/' "$GPUOP_SRC/deploy/sample-gpupolicy.yaml"
 }
-grep -q '^  gds:' <<<"$(with_gds)" || fail "the test's policy lacks spec.gds"
+grep -q '^  sandboxWorkloads:' <<<"$(with_refused)" || fail "the test's policy lacks spec.sandboxWorkloads"
 
-log "kubectl apply --validate=false with spec.gds: kept, and named by gpuop"
-with_gds | kc apply --validate=false -f - >/dev/null
-assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.gds.enabled}')" "spec.gds.enabled read back"
-wait_for 60 reconciled False spec.gds
+log "kubectl apply --validate=false with spec.sandboxWorkloads: kept, and named by gpuop"
+with_refused | kc apply --validate=false -f - >/dev/null
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.sandboxWorkloads.enabled}')" "spec.sandboxWorkloads.enabled read back"
+wait_for 60 reconciled False spec.sandboxWorkloads
 
-log "a strict kubectl apply with spec.gds: accepted, no unknown field"
-kc patch gpupolicy "$NAME" --type json -p '[{"op": "remove", "path": "/spec/gds"}]' >/dev/null
+log "a strict kubectl apply with spec.sandboxWorkloads: accepted, no unknown field"
+kc patch gpupolicy "$NAME" --type json -p '[{"op": "remove", "path": "/spec/sandboxWorkloads"}]' >/dev/null
 wait_for 60 reconciled True
-out=$(with_gds | kc apply --validate=strict -f - 2>&1) || fail "the strict apply was refused: $out"
-[[ $out != *'unknown field'* ]] || fail "the API server calls spec.gds unknown: $out"
-assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.gds.enabled}')" "spec.gds.enabled after the strict apply"
-wait_for 60 reconciled False spec.gds
+out=$(with_refused | kc apply --validate=strict -f - 2>&1) || fail "the strict apply was refused: $out"
+[[ $out != *'unknown field'* ]] || fail "the API server calls spec.sandboxWorkloads unknown: $out"
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.sandboxWorkloads.enabled}')" "spec.sandboxWorkloads.enabled after the strict apply"
+wait_for 60 reconciled False spec.sandboxWorkloads
 
 log "typed validation still holds: an enum value outside it is refused"
 gen=$(kc get gpupolicy "$NAME" -o jsonpath='{.metadata.generation}')
-if out=$(with_gds | sed 's/^  driver:$/  driver:\n    imagePullPolicy: Sometimes/' | kc apply --validate=strict -f - 2>&1); then
+if out=$(with_refused | sed 's/^  driver:$/  driver:\n    imagePullPolicy: Sometimes/' | kc apply --validate=strict -f - 2>&1); then
 	fail "imagePullPolicy: Sometimes was accepted: $out"
 fi
 [[ $out == *spec.driver.imagePullPolicy* ]] || fail "the refusal does not name spec.driver.imagePullPolicy: $out"
