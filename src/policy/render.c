@@ -22,7 +22,10 @@
  * imagePullSecrets: entries merged by name) records no owner; and a
  * map's keys, as a keyed list's entries, are fields of their own: an
  * entry or key added by hand belongs to whoever added it and stays, as
- * server-side apply has it.
+ * server-side apply has it. So is every optional field of the pod spec
+ * (priorityClassName, hostPID, hostIPC, hostNetwork, runtimeClassName):
+ * unset, it is written null or false, owned all the same, and a value set
+ * by hand is put back.
  *
  * The selector holds only the operand name and the manager (selectors are
  * immutable); the policy name goes into the instance label, which may
@@ -1685,14 +1688,20 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
                           t->service_account ? t->service_account : GPUOP_OPERAND_SA,
                           "automountServiceAccountToken", t->api_token);
     int rc = !s;
-    if (!rc && p->priority_class && *p->priority_class)
-        rc |= json_object_set_new(s, "priorityClassName", json_string(p->priority_class));
-    if (!rc && t->host_pid)
-        rc |= json_object_set_new(s, "hostPID", json_true());
-    if (!rc && t->host_ipc)
-        rc |= json_object_set_new(s, "hostIPC", json_true());
-    if (!rc && t->runtime_class)
-        rc |= json_object_set_new(s, "runtimeClassName", json_string(t->runtime_class));
+    /* unset: null or false, owned all the same (the top comment) */
+    if (!rc)
+        rc |= json_object_set_new(
+            s, "priorityClassName",
+            p->priority_class && *p->priority_class ? json_string(p->priority_class) : json_null());
+    if (!rc)
+        rc |= json_object_set_new(s, "hostPID", json_boolean(t->host_pid));
+    if (!rc)
+        rc |= json_object_set_new(s, "hostIPC", json_boolean(t->host_ipc));
+    if (!rc)
+        rc |= json_object_set_new(s, "hostNetwork", json_false());
+    if (!rc)
+        rc |= json_object_set_new(s, "runtimeClassName",
+                                  t->runtime_class ? json_string(t->runtime_class) : json_null());
     if (!rc)
         rc |= json_object_set_new(s, "nodeSelector", node_selector(op, pool));
     if (!rc)

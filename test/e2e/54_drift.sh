@@ -3,7 +3,9 @@
 # policy are put back"; issue 40's two holes).
 #   a toleration patched by hand onto a DaemonSet whose policy has none is
 #   put back (the render writes the empty list, so the apply owns it); so
-#   are args added by hand to a container the policy gives none;
+#   are args added by hand to a container the policy gives none, and
+#   hostPID, hostNetwork or runtimeClassName set where the render has them
+#   unset (written false or null);
 #   a DaemonSet deleted with --cascade=orphan is re-created every time: ten
 #   times in a row (the device plugin's and the per-OS driver's), and twice
 #   with the deletion held by a finalizer while gpuop sees it (an object
@@ -46,6 +48,16 @@ kc -n "$GPUOP_NS" patch ds gpuop-container-toolkit --type=json \
 	-p '[{"op":"add","path":"/spec/template/spec/containers/0/args","value":["--by-hand"]}]' >/dev/null
 wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-container-toolkit -o json |
 	jq -e --argjson pre '$pre' '(.spec.template.spec.containers[0].args // []) == \$pre'"
+
+log "pod fields set by hand where the render has them unset (hostPID, hostNetwork, runtimeClassName) are put back"
+kc -n "$GPUOP_NS" patch ds gpuop-device-plugin --type=merge \
+	-p '{"spec":{"template":{"spec":{"hostPID":true,"hostNetwork":true}}}}' >/dev/null
+kc -n "$GPUOP_NS" patch ds gpuop-container-toolkit --type=merge \
+	-p '{"spec":{"template":{"spec":{"runtimeClassName":"nvidia"}}}}' >/dev/null
+wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-device-plugin -o json |
+	jq -e '(.spec.template.spec.hostPID // false) == false and (.spec.template.spec.hostNetwork // false) == false'"
+wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds gpuop-container-toolkit -o json |
+	jq -e '.spec.template.spec.runtimeClassName == null'"
 
 uid_of() { kc -n "$GPUOP_NS" get ds "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null || true; }
 

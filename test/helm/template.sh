@@ -110,7 +110,8 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     for want in 'value: crio' 'value: hook' 'path: /etc/crio/crio.conf.d' 'name: crio-hooks'; do
         grep -qF -- "$want" "$tmp/crio.ds" || fail "crio values: gpuop render output lacks '$want'"
     done
-    ! grep -qE 'runtimeClassName|name: nvidia-(cdi|legacy)$|CDI_ENABLED' "$tmp/crio.ds" ||
+    # (an operand without one writes runtimeClassName: null, owning the field)
+    ! grep -qE 'runtimeClassName: [^n]|runtimeClassName: n[^u]|name: nvidia-(cdi|legacy)$|CDI_ENABLED' "$tmp/crio.ds" ||
         fail "crio values: a RuntimeClass or CDI in the legacy mode on CRI-O"
     ok "crio values: the toolkit configures CRI-O in the legacy mode"
     n=$(grep -c '^kind: DaemonSet' "$tmp/defaults.ds" || true)

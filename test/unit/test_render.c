@@ -188,6 +188,14 @@ static const char *str_at(json_t *o, const char *path)
     return json_string_value(path_get(o, path));
 }
 
+/* The optional field at path of o is unset: written null (render.c writes
+ * every optional pod field, so the apply owns it). */
+static void assert_unset(json_t *o, const char *path)
+{
+    if (!json_is_null(path_get(o, path)))
+        fail_msg("%s: want null, got %s", path, path_get(o, path) ? "a value" : "nothing");
+}
+
 /* The list at path of o is there, and empty (render.c writes every list,
  * empty ones included, so the apply owns it). */
 static void assert_empty_list(json_t *o, const char *path)
@@ -270,7 +278,7 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")),
                             p->priority_class);
     else
-        assert_null(json_object_get(pod, "priorityClassName"));
+        assert_true(json_is_null(json_object_get(pod, "priorityClassName")));
     /* one required term: first the node-wide opt-out (operands NotIn
      * [false]) on every operand; then, with ordering: enforce, one
      * expression on each enabled prerequisite up the chain, walked from the
@@ -645,7 +653,7 @@ static void test_host_driver(void **state)
     assert_non_null(strstr(str_at(dp, "spec/template/spec/containers/0/command/2"),
                            ". /run/nvidia/validations/driver-ready"));
     assert_non_null(find_init(dp, "toolkit-validation"));
-    assert_null(path_get(dp, "spec/template/spec/priorityClassName"));
+    assert_unset(dp, "spec/template/spec/priorityClassName");
     assert_empty_list(dp, "spec/template/spec/tolerations");
     assert_string_equal(str_at(dp, "spec/updateStrategy/type"), "OnDelete");
     assert_null(path_get(dp, "spec/updateStrategy/rollingUpdate"));
@@ -1064,7 +1072,7 @@ static void test_gates(void **state)
     assert_non_null(strstr(str_at(tk, "spec/template/spec/containers/0/command/2"),
                            "until [ -f /run/nvidia/validations/driver-ready ]"));
     assert_string_equal(str_at(tk, "spec/template/spec/containers/0/command/3"), "nvidia-toolkit");
-    assert_null(path_get(tk, "spec/template/spec/runtimeClassName"));
+    assert_unset(tk, "spec/template/spec/runtimeClassName");
     json_decref(tk);
 
     /* the GPU operands: toolkit-validation waits for toolkit-ready */
@@ -1490,7 +1498,7 @@ static void test_runtime_class(void **state)
     }
     json_t *tk = render_one(&p, "container-toolkit");
     assert_string_equal(str_at(find_env(tk, "CONTAINERD_RUNTIME_CLASS"), "value"), aks);
-    assert_null(path_get(tk, "spec/template/spec/runtimeClassName"));
+    assert_unset(tk, "spec/template/spec/runtimeClassName");
     json_decref(tk);
     json_t *rc = NULL;
     json_t *all = gpuop_render_extras(&p, NS), *o;
@@ -1617,7 +1625,7 @@ static void test_crio(void **state)
     json_decref(tk);
     for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
         json_t *ds = render_one(&p, gpu_operands[i]);
-        if (path_get(ds, "spec/template/spec/runtimeClassName"))
+        if (json_string_value(path_get(ds, "spec/template/spec/runtimeClassName")))
             fail_msg("crio legacy: %s names a RuntimeClass", gpu_operands[i]);
         json_decref(ds);
     }
@@ -1718,7 +1726,7 @@ static void test_nri(void **state)
     json_decref(tk);
     for (size_t i = 0; i < sizeof(gpu_operands) / sizeof(gpu_operands[0]); i++) {
         json_t *ds = render_one(&p, gpu_operands[i]);
-        assert_null(path_get(ds, "spec/template/spec/runtimeClassName"));
+        assert_unset(ds, "spec/template/spec/runtimeClassName");
         const char *ctr =
             i == 3 ? "toolkit-validation" : str_at(ds, "spec/template/spec/containers/0/name");
         char key[128];
