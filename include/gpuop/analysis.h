@@ -162,7 +162,7 @@ struct gpuop_analysis_state {
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
-    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_operand_prereq per operand */
+    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */
     size_t items_cap, nodes_cap;
     uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry; NULL: not updatable */

@@ -65,7 +65,15 @@
  * for the toolkit's nvidia-cdi and nvidia-legacy handlers. */
 #define GPUOP_RUNTIME_CLASS_CDI    "nvidia-cdi"
 #define GPUOP_RUNTIME_CLASS_LEGACY "nvidia-legacy"
-/* The Service gpuop applies in front of the DCGM exporter's pods. */
-#define GPUOP_DCGM_SERVICE "gpuop-dcgm-exporter"
+/* The Service gpuop applies in front of the DCGM exporter's pods, and the
+ * ServiceMonitor (spec.dcgmExporter.serviceMonitor) that selects it. */
+#define GPUOP_DCGM_SERVICE        "gpuop-dcgm-exporter"
+#define GPUOP_DCGM_SERVICEMONITOR "gpuop-dcgm-exporter"
+/* The standalone DCGM host engine (spec.dcgm): its Service, named as its
+ * DaemonSet, with internalTrafficPolicy Local, so an exporter that reads
+ * GPUOP_DCGM_HOSTENGINE:GPUOP_DCGM_PORT reaches the host engine on its own
+ * node (the GPU Operator's nvidia-dcgm:5555, v26.7.0). */
+#define GPUOP_DCGM_HOSTENGINE "gpuop-dcgm"
+#define GPUOP_DCGM_PORT       5555
 
 #endif

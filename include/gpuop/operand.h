@@ -24,6 +24,10 @@ struct gpuop_operand {
     const char *name;    /* label suffix and component name, e.g. "device-plugin" */
     const char *ds_name; /* DaemonSet name, e.g. "gpuop-device-plugin" */
     const char *prereq;  /* name of the direct prerequisite, or NULL */
+    const char *via;     /* an operand, off by default, that when the policy enables
+                            it comes between this one and prereq (dcgm for
+                            dcgm-exporter, which then reads that host engine and
+                            needs it on its node), or NULL: gpuop_policy_prereq */
     /* default image, the GPU Operator's three keys: joined
        repository/image:version (or @version for a "sha256:" digest) */
     const char *repository; /* e.g. "nvcr.io/nvidia" */
@@ -55,7 +59,8 @@ int gpuop_operand_by_ds(const char *ds_name);
  * repository/image/version (without an OS tag); snprintf's return. */
 int gpuop_operand_image_ref(const struct gpuop_operand *op, char *buf, size_t size);
 
-/* Index of the direct prerequisite of idx, or -1. */
+/* Index of the direct prerequisite of idx by the table alone (its via
+ * operand not counted: gpuop_policy_prereq counts it), or -1. */
 int gpuop_operand_prereq(int idx);
 
 #endif

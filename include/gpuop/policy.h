@@ -200,6 +200,12 @@ struct gpuop_policy {
                                              GPU Operator's default is CDI */
     bool nri_plugin;                      /* spec.cdi.nriPluginEnabled: the toolkit runs an NRI
                                              plugin that gives the operands their devices */
+    bool dcgm_host_network;               /* spec.dcgm.hostNetwork: the host engine's pod in the
+                                              host's network (and its DNS policy so) */
+    json_t *service_monitor;              /* spec.dcgmExporter.serviceMonitor while enabled:
+                                              {interval, scrapeTimeout, honorLabels,
+                                              additionalLabels, relabelings} as far as given
+                                              (owned); NULL when off */
     json_t *validator_env[GPUOP_VALIDATOR_COMPONENTS]; /* spec.validator.<component>.env:
                                              arrays of {name, value} (owned), never NULL */
     bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU
@@ -236,5 +242,11 @@ const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);
 
 /* Releases everything the policy owns and zeroes it. */
 void gpuop_policy_free(struct gpuop_policy *p);
+
+/* The direct prerequisite of operand idx under policy p (borrowed, may be
+ * NULL: the table's): the table's prerequisite, or its via operand when p
+ * enables that (dcgm-exporter needs the DCGM host engine when dcgm is
+ * enabled, container-toolkit otherwise); -1 for none. */
+int gpuop_policy_prereq(const struct gpuop_policy *p, int idx);
 
 #endif

@@ -75,6 +75,10 @@ struct gpuop_render_extra {
     const char *name;          /* its default name; the rendered object's metadata.name is
                                   the one applied (the RuntimeClass's is the policy's
                                   spec.operator.runtimeClass) */
+    const char *crd;           /* the CRD of its kind when a cluster may lack it
+                                  ("servicemonitors.monitoring.coreos.com"), else NULL:
+                                  the API server's 404 then means "not installed",
+                                  said by a condition, not an apply failure */
 };
 #define GPUOP_RENDER_EXTRA_MAX 8
 

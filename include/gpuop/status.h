@@ -19,6 +19,11 @@
  *                    ApplyFailed listing every apply failure by operand, in
  *                    operand-table order, then the spec problems; else
  *                    InvalidSpec naming the first invalid field.
+ *   ServiceMonitor   only while spec.dcgmExporter.serviceMonitor is enabled
+ *                    (and the exporter is) and gpuop applies: False with
+ *                    reason CRDNotInstalled while the API server has no
+ *                    ServiceMonitor kind (the rest applied, Reconciled
+ *                    unaffected), else True.
  * An ignored policy (not the oldest) gets state "ignored", Ready=False with
  * reason Ignored naming the active policy, the other conditions Unknown, and
  * no operands, nodes or summary. Empty lists (nodes, a node's hostProvided)
@@ -75,6 +80,10 @@ struct gpuop_status_input {
      * ServiceAccount, or NULL. */
     const struct gpuop_apply_result *apply;
     const struct gpuop_apply_result *sa;
+    /* The objects beside the DaemonSets whose kind's CRD the API server
+     * lacked when gpuop applied them: a bit per gpuop_render_extra index
+     * (its row names the CRD); 0 with apply NULL. */
+    unsigned absent_crds;
     /* The driver upgrade's plan and its input (status.upgrade), borrowed;
      * NULL: none (not the leader, gpuop check). */
     const struct gpuop_upgrade_plan *upgrade;

@@ -31,8 +31,9 @@
  * or the next stage would take the DaemonSet for one the watch has not
  * brought yet and never re-create it. The ServiceAccount likewise: applied when its body changed or
  * the watch saw it deleted. The objects beside the DaemonSets (RuntimeClass,
- * MIG config, DCGM Service) are applied or deleted at each reconcile's
- * start when their body changed (see apply_extra).
+ * MIG config, the DCGM Services, the exporter's ServiceMonitor) are
+ * applied or deleted at each reconcile's start when their body changed
+ * (see apply_extra).
  *
  * The driver per OS (SPEC 4b): when its image takes the node's OS tag, the
  * driver operand is one DaemonSet per OS pool among the GPU nodes of the
@@ -68,6 +69,12 @@
 #include "gpuop/render.h"
 
 #include "controller_int.h"
+
+/* The queue read the clock for the key's due time a moment before the
+ * backoff below reads it (two readings, not libuv's one cached time): the
+ * backoff ends this much early, so the key's requeue always finds it passed
+ * (a tenth of the shortest backoff, GPUOP_QUEUE_BACKOFF_BASE_MS). */
+#define BACKOFF_CLOCK_SLACK_MS 10
 
 static const char *ds_obj(const struct gpuop_controller *c, int operand, char *buf, size_t len)
 {
@@ -612,14 +619,16 @@ static void apply_sa(struct gpuop_controller *c)
 
 /* ---- the objects beside the DaemonSets (gpuop_render_extra) ---- */
 
-/* The RuntimeClass, the default MIG config and the DCGM exporter's Service:
- * applied by server-side apply when the policy wants one and its body
+/* The RuntimeClass, the default MIG config, the DCGM Services and the
+ * exporter's ServiceMonitor: applied by server-side apply when the policy wants one and its body
  * changed since the last answer, deleted once when it does not and this
  * process applied it (a 404 is as good as a delete). They are not watched:
  * one deleted by hand comes back when its body changes or gpuop restarts,
  * and one left from before a restart stays until the policy, its owner, is
  * deleted. A refused body waits for
- * the key's backoff, as a DaemonSet's does. */
+ * the key's backoff, as a DaemonSet's does. The ServiceMonitor's kind may
+ * not exist (no Prometheus Operator): its 404 is no failure, the status
+ * says so (extras_absent), and it is tried again. */
 
 static void extra_label(const struct gpuop_render_extra *x, const char *name, char *buf, size_t len)
 {
@@ -660,7 +669,22 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         } else if (rc != GPUOP_ECANCELED) {
             gpuop_ctl_fail(c, what, err);
         }
+    } else if (!del && rc == GPUOP_ENOTFOUND && x->crd) {
+        /* its kind is unknown to the API server: the CRD is not installed;
+           no failure, a condition says so, tried again later */
+        if (!c->extras_absent[i])
+            gpuop_info(what,
+                       "not applied: the API server has no %s (its CRD is not installed); "
+                       "trying again every %d s",
+                       x->crd, CTL_CRD_RECHECK_MS / 1000);
+        c->extras_absent[i] = true;
+        /* the requeue's timer may wake a little before the clock reads
+           this: the recheck's time is a little earlier */
+        c->extras_recheck_at[i] = gpuop_clock_ms() + CTL_CRD_RECHECK_MS - BACKOFF_CLOCK_SLACK_MS;
+        if (c->key)
+            (void)gpuop_queue_add_after(c->queue, c->key, CTL_CRD_RECHECK_MS);
     } else if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
+        c->extras_absent[i] = false;
         bool was_ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
         char old[GPUOP_RENDER_NAME_MAX];
         snprintf(old, sizeof(old), "%s", extra_applied_name(c, i));
@@ -734,6 +758,8 @@ static void apply_extra(struct gpuop_controller *c, int i)
     bool ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
     if (!body && !ours)
         h = a->body_hash; /* nothing to do */
+    if (!body)
+        c->extras_absent[i] = false; /* not wanted: nothing to say of its CRD */
     if (rc == 0 && a->body_hash != h && !(body && still_refused(c, a, h, &refused, &e))) {
         if (body) {
             char *path = gpuop_ctl_apply_path(x->group_version, x->namespaced ? c->ns : NULL,
@@ -765,7 +791,7 @@ enum gate { GATE_WAIT, GATE_OPEN, GATE_BLOCKED };
 static enum gate gate(const struct gpuop_controller *c, int i, int *root)
 {
     for (int depth = 0; depth < GPUOP_OPERAND_MAX; depth++) {
-        int p = gpuop_operand_prereq(i);
+        int p = gpuop_policy_prereq(&c->policy, i);
         if (p < 0)
             return GATE_OPEN;
         if (!c->policy.operands[p].enabled) {
@@ -874,8 +900,18 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
     if (!c->leader)
         return; /* a follower observes only: every result stays NONE */
-    if (!c->sa_started && memo_take(c))
+    if (!c->sa_started && memo_take(c)) {
+        /* the memo holds the stage; an extra whose CRD was missing is
+           tried again when its time has come (the CRD installed since) */
+        for (int i = 0; i < gpuop_render_extra_count(); i++) {
+            uint64_t now = gpuop_clock_ms();
+            if (c->extras_absent[i] && now >= c->extras_recheck_at[i])
+                apply_extra(c, i);
+            else if (c->extras_absent[i] && c->key) /* woken early: its time again */
+                (void)gpuop_queue_add_after(c->queue, c->key, c->extras_recheck_at[i] - now);
+        }
         return;
+    }
     if (!c->sa_started) {
         c->stats.apply_stages++;
         c->sa_started = true;
@@ -917,12 +953,6 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
         }
     }
 }
-
-/* The queue read the clock for the key's due time a moment before the
- * backoff below reads it (two readings, not libuv's one cached time): the
- * backoff ends this much early, so the key's requeue always finds it passed
- * (a tenth of the shortest backoff, GPUOP_QUEUE_BACKOFF_BASE_MS). */
-#define BACKOFF_CLOCK_SLACK_MS 10
 
 void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
 {

@@ -255,6 +255,8 @@ static void findings_and_status(struct gpuop_controller *c)
         .apply = c->inactive || !c->leader ? NULL : c->res,
         .sa = c->inactive || !c->leader ? NULL : &c->sa,
     };
+    for (int i = 0; !c->inactive && c->leader && i < GPUOP_RENDER_EXTRA_MAX; i++)
+        in.absent_crds |= (unsigned)c->extras_absent[i] << i;
     struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
     struct gpuop_caches_view v;
     int rc = gpuop_caches_view(c->caches, &v);
@@ -270,7 +272,8 @@ static void findings_and_status(struct gpuop_controller *c)
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (rc == 0 && !c->inactive && c->leader && !gpuop_caches_pods_indexed(c->caches))
         rc = gpuop_caches_view_pods(c->caches, &v); /* the upgrade joins them to nodes */
-    if (rc == 0 && !c->inactive && c->leader) { /* the driver upgrade (upgrade_actor.c), leader only */
+    if (rc == 0 && !c->inactive &&
+        c->leader) { /* the driver upgrade (upgrade_actor.c), leader only */
         gpuop_ctl_upgrade_hold(c->upgrader, !gpuop_ctl_apply_driver_seen(c));
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);

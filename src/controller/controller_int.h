@@ -74,7 +74,10 @@ struct ctl_pool_applied {
 };
 
 enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
-#define CTL_EXTRA_DELETED 1 /* extras_applied[].body_hash: not there */
+/* How often an extra whose CRD is not installed is tried again while
+ * nothing else makes the apply stage run (ms). */
+#define CTL_CRD_RECHECK_MS 30000
+#define CTL_EXTRA_DELETED  1 /* extras_applied[].body_hash: not there */
 #define CTL_EXTRA_RENAMED                                                                          \
     2 /* an OP_EXTRA's body_hash: the delete of a renamed extra's                                  \
          old name, which leaves extras_applied[] alone */
@@ -166,6 +169,13 @@ struct gpuop_controller {
     char extras_old[GPUOP_RENDER_EXTRA_MAX][GPUOP_RENDER_NAME_MAX]; /* the renamed one's
                                                                        delete in flight */
     bool extras_started;
+    /* an extra whose kind's CRD the API server lacked at its last apply
+     * (gpuop_render_extra.crd: the ServiceMonitor without the Prometheus
+     * Operator): no failure, a condition says so (status.c), and it is
+     * sent again at every full apply stage and, while the stage's memo
+     * holds, once extras_recheck_at passed (CTL_CRD_RECHECK_MS) */
+    bool extras_absent[GPUOP_RENDER_EXTRA_MAX];
+    uint64_t extras_recheck_at[GPUOP_RENDER_EXTRA_MAX];
     char applied_uid[64]; /* policy uid the applied[] records are for */
     /* The last apply stage that ended with every operand current or
      * absent and the ServiceAccount current, and the inputs it ran on

@@ -1009,7 +1009,7 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     s->device_plugin = gpuop_operand_by_name(adv->operand);
     s->toolkit = gpuop_operand_by_name(adv->prereq);
     for (int o = 0; o < nops; o++) /* looked up by name: once a pass, not once a cell */
-        s->prereq[o] = (int8_t)gpuop_operand_prereq(o);
+        s->prereq[o] = (int8_t)gpuop_policy_prereq(p, o); /* dcgm-exporter's: dcgm when on */
 
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
     for (int o = 0; o < nops; o++)

@@ -102,11 +102,12 @@ static void ph_label_state(const struct vars *v, char *buf, size_t size)
 
 static void ph_chain(const struct vars *v, char *buf, size_t size)
 {
-    int direct = gpuop_operand_prereq(v->x->operand);
+    const int8_t *prereq = v->f->inc.prereq; /* the policy's chain (gpuop_policy_prereq) */
+    int direct = prereq[v->x->operand];
     size_t len = 0;
     for (int c = v->x->operand, hops = 0; v->prereq && direct >= 0 && direct != v->x->prereq &&
                                           c >= 0 && hops < GPUOP_OPERAND_MAX && len < size;
-         hops++, c = gpuop_operand_prereq(c)) {
+         hops++, c = prereq[c]) {
         int k =
             snprintf(buf + len, size - len, "%s%s", hops ? " -> " : "", gpuop_operand_get(c)->name);
         len += k > 0 ? (size_t)k : 0;

@@ -17,6 +17,8 @@
 
 #include "gpuop/clock.h"
 #include "gpuop/hash.h"
+#include "gpuop/names.h"
+#include "gpuop/render.h"
 #include "gpuop/status.h"
 
 /* Longest condition message built here (bytes): six apply failures of
@@ -273,13 +275,44 @@ static void cond_reconciled(const struct gpuop_policy *p, const struct gpuop_sta
     }
 }
 
-/* The conditions (SPEC 6), in their fixed order, into conds (borrowed). */
-#define STATUS_CONDITIONS 4
+/* ServiceMonitor: whether it is wanted (it is then conditions()'s fifth),
+ * and whether its kind exists (in->absent_crds, by the extra that names its
+ * CRD). */
+static bool cond_service_monitor(const struct gpuop_policy *p, const struct gpuop_status_input *in,
+                                 struct cond *c)
+{
+    int exporter = gpuop_operand_by_name("dcgm-exporter");
+    if (!p || !p->service_monitor || exporter < 0 || !p->operands[exporter].enabled || !in->apply)
+        return false;
+    for (int i = 0; i < gpuop_render_extra_count(); i++) {
+        const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+        if (!x->crd || strcmp(x->kind, "ServiceMonitor") || !((in->absent_crds >> i) & 1))
+            continue;
+        *c = (struct cond){"False", "CRDNotInstalled", ""};
+        snprintf(c->msg, sizeof(c->msg),
+                 "spec.dcgmExporter.serviceMonitor is enabled, but the API server has no %s (the "
+                 "Prometheus Operator's CRD): ServiceMonitor %s is not applied, and gpuop applies "
+                 "it once the CRD is installed. Everything else is applied; Prometheus can scrape "
+                 "the Service %s (annotation prometheus.io/scrape) meanwhile.",
+                 x->crd, x->name, GPUOP_DCGM_SERVICE);
+        return true;
+    }
+    *c = (struct cond){"True", "Applied", ""};
+    snprintf(c->msg, sizeof(c->msg),
+             "ServiceMonitor %s in namespace %s selects the Service %s (port gpu-metrics).",
+             GPUOP_DCGM_SERVICEMONITOR, in->namespace ? in->namespace : "?", GPUOP_DCGM_SERVICE);
+    return true;
+}
+
+/* The conditions (SPEC 6), in their fixed order, into conds (borrowed):
+ * the four of every status, then ServiceMonitor when it is wanted. */
+#define STATUS_CONDITIONS 5
 static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       json_t *prev, const struct gpuop_status_input *in, long long now)
 {
-    static const char *const types[STATUS_CONDITIONS] = {"Ready", "OperandsComplete",
-                                                         "OrderingValid", "Reconciled"};
+    static const char *const types[STATUS_CONDITIONS] = {
+        "Ready", "OperandsComplete", "OrderingValid", "Reconciled", "ServiceMonitor"};
+    size_t n = STATUS_CONDITIONS - 1;
     const long long gen = p ? p->generation : 0;
     struct cond c[STATUS_CONDITIONS];
     if (in->inactive) {
@@ -289,7 +322,7 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
                  "it, or move its settings into \"%s\".",
                  in->active_policy ? in->active_policy : "?",
                  in->active_policy ? in->active_policy : "?");
-        for (size_t i = 1; i < STATUS_CONDITIONS; i++)
+        for (size_t i = 1; i < n; i++)
             c[i] = (struct cond){"Unknown", "Ignored",
                                  "This GpuPolicy is ignored; see the Ready condition."};
     } else {
@@ -297,8 +330,9 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
         cond_complete(f, &c[1]);
         cond_ordering(f, &c[2]);
         cond_reconciled(p, in, &c[3]);
+        n += cond_service_monitor(p, in, &c[4]);
     }
-    for (size_t i = 0; i < STATUS_CONDITIONS; i++)
+    for (size_t i = 0; i < n; i++)
         if (add_condition(conds, prev, types[i], c[i].status, c[i].reason, c[i].msg, gen, now) < 0)
             return -1;
     return 0;
@@ -547,6 +581,9 @@ uint64_t gpuop_status_digest(const struct gpuop_policy *p, const struct gpuop_fi
     for (int o = 0; o < gpuop_operand_count(); o++)
         h = dig_apply(h, in->apply ? &in->apply[o] : NULL);
     h = dig_apply(h, in->sa);
+    bool sm[2] = {p && p->service_monitor, in->apply != NULL};
+    h = dig(h, sm, sizeof(sm));
+    h = dig(h, &in->absent_crds, sizeof(in->absent_crds));
     size_t counts[] = {f->gpu_nodes,       f->complete_nodes, f->violations,       f->finding_nodes,
                        f->advertised_gpus, f->nitems,         (size_t)f->noperands};
     h = dig(h, counts, sizeof(counts));

@@ -15,24 +15,32 @@
  * the tag (values.yaml: "If version is not specified, then default is to
  * use chart.AppVersion"). */
 static const struct gpuop_operand operands[] = {
-    /* key, name (label suffix), DaemonSet, prerequisite,
+    /* key, name (label suffix), DaemonSet, prerequisite, via,
        repository, image, version, enabled by default, default ConfigMap,
        NVIDIA's app label, driver tag per OS */
-    {"driver", "driver", "gpuop-driver", NULL, "nvcr.io/nvidia", "driver", "595.91.07", true, NULL,
-     "nvidia-driver-daemonset", true},
-    {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver", "nvcr.io/nvidia/k8s",
-     "container-toolkit", "v1.20.0", true, NULL, "nvidia-container-toolkit-daemonset", false},
-    {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit", "nvcr.io/nvidia",
-     "k8s-device-plugin", "v0.20.0", true, NULL, "nvidia-device-plugin-daemonset", false},
-    {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin",
+    {"driver", "driver", "gpuop-driver", NULL, NULL, "nvcr.io/nvidia", "driver", "595.91.07", true,
+     NULL, "nvidia-driver-daemonset", true},
+    {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver", NULL,
+     "nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0", true, NULL,
+     "nvidia-container-toolkit-daemonset", false},
+    {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit", NULL,
+     "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL, "nvidia-device-plugin-daemonset",
+     false},
+    {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin", NULL,
      "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL, "gpu-feature-discovery", false},
-    {"dcgmExporter", "dcgm-exporter", "gpuop-dcgm-exporter", "container-toolkit",
-     "nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless", true, NULL,
+    /* the standalone DCGM host engine (dcgm.enabled in the GPU Operator's
+       values, off by default: the exporter embeds one); its init container
+       waits for toolkit-ready (assets/state-dcgm/0400_dcgm.yml) */
+    {"dcgm", "dcgm", "gpuop-dcgm", "container-toolkit", NULL, "nvcr.io/nvidia/cloud-native", "dcgm",
+     "4.6.0-1-ubuntu24.04", false, NULL, "nvidia-dcgm", false},
+    /* reads no ConfigMap unless one is named (""), then its metrics CSV */
+    {"dcgmExporter", "dcgm-exporter", "gpuop-dcgm-exporter", "container-toolkit", "dcgm",
+     "nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless", true, "",
      "nvidia-dcgm-exporter", false},
-    {"validator", "operator-validator", "gpuop-operator-validator", "gpu-feature-discovery",
+    {"validator", "operator-validator", "gpuop-operator-validator", "gpu-feature-discovery", NULL,
      "nvcr.io/nvidia", "gpu-operator", "v26.7.0", true, NULL, "nvidia-operator-validator", false},
     /* off by default: a fresh install without MIG GPUs does not want it */
-    {"migManager", "mig-manager", "gpuop-mig-manager", "container-toolkit",
+    {"migManager", "mig-manager", "gpuop-mig-manager", "container-toolkit", NULL,
      "nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0", false,
      "default-mig-parted-config", "nvidia-mig-manager", false},
 };

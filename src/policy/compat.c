@@ -3,7 +3,7 @@
  * does not implement, as data.
  *
  * A GPU Operator user swaps kind and name in their scripts and manifests
- * (`kubectl patch clusterpolicy ... /spec/dcgm/enabled`) and expects them to
+ * (`kubectl patch clusterpolicy ... /spec/gds/enabled`) and expects them to
  * work. For every ClusterPolicy field gpuop implements, the GpuPolicy has the
  * same path (policy.c). The fields below it does not implement: the CRD
  * accepts them, so the patch succeeds, and the policy reports each one as a
@@ -36,9 +36,6 @@ static const struct refused refused[] = {
      "configures the NVIDIA GPU Operator's own pod; gpuop's comes from its Helm chart and "
      "flags (spec.operator.runtimeClass and spec.operator.defaultRuntime are implemented), "
      "ignored"},
-    {"spec", "dcgm", IF_ENABLED,
-     "gpuop runs no standalone DCGM host engine: dcgm-exporter uses the DCGM embedded in its "
-     "image, ignored"},
     {"spec", "nodeStatusExporter", IF_ENABLED,
      "gpuop runs no node-status-exporter: its findings are in this status and on gpuop's "
      "/metrics, ignored"},
@@ -77,10 +74,6 @@ static const struct refused refused[] = {
     {"spec.devicePlugin", "config", ALWAYS,
      "a device plugin ConfigMap (time-slicing, MPS) is not mounted by gpuop yet, ignored"},
     {"spec.devicePlugin", "mps", ALWAYS, "MPS is not set up by gpuop, ignored"},
-    {"spec.dcgmExporter", "config", ALWAYS,
-     "a custom metrics ConfigMap is not mounted by gpuop, ignored"},
-    {"spec.dcgmExporter", "serviceMonitor", ALWAYS,
-     "gpuop creates no ServiceMonitor for dcgm-exporter, ignored"},
     {"spec.validator", "cuda", ALWAYS,
      "gpuop runs no cuda-validation (its workload pod needs the GPU Operator's ServiceAccount "
      "and DaemonSet names), so its env has no container to go to, ignored"},

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpuop/model.h"
+#include "gpuop/names.h"
 #include "compat_int.h"
 #include "gpuop/ospool.h"
 #include "gpuop/policy.h"
@@ -33,6 +34,7 @@
 #define ANNOTATIONS_MAX      262144 /* the API server's limit on all annotations of an object */
 #define ANNOTATIONS_RESERVED 1024   /* left for those the API server and controllers add */
 #define PATH_MAX_LEN         256    /* longest accepted host path */
+#define DURATION_MAX         32     /* longest accepted Prometheus duration */
 
 /* ---- problems ---------------------------------------------------------- */
 
@@ -282,7 +284,7 @@ static int set_defaults(struct gpuop_policy *p)
         struct gpuop_operand_spec *o = &p->operands[i];
         const struct gpuop_operand *op = gpuop_operand_get(i);
         o->enabled = op->enabled;
-        if (op->config && set_str(&o->config_name, op->config))
+        if (op->config && *op->config && set_str(&o->config_name, op->config))
             return GPUOP_ENOMEM;
         char ref[IMAGE_MAX + 1];
         gpuop_operand_image_ref(op, ref, sizeof(ref));
@@ -861,8 +863,8 @@ static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
     json_t *e;
     fieldf(field, "%s.config", path);
     if (!json_is_object(v)) {
-        problem(p, field, "must be an object {name}, not %s; using the ConfigMap %s", type_name(v),
-                op->config);
+        problem(p, field, "must be an object {name}, not %s; using %s%s", type_name(v),
+                *op->config ? "the ConfigMap " : "none", op->config);
         return 0;
     }
     json_object_foreach(v, key, e)
@@ -878,7 +880,7 @@ static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
     if (s && subdomain_ok(s, strlen(s)))
         return set_str(&o->config_name, s);
     problem(p, field, "must be a ConfigMap name (lower-case DNS name), not %s; using %s",
-            describe(name, vbuf, sizeof(vbuf)), op->config);
+            describe(name, vbuf, sizeof(vbuf)), *op->config ? op->config : "none");
     return 0;
 }
 
@@ -1708,6 +1710,137 @@ static void check_driver_opts(struct gpuop_policy *p)
     }
 }
 
+/* ---- spec.dcgm, spec.dcgmExporter.serviceMonitor ------------------------ */
+
+static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v, bool labels,
+                            json_t **dst);
+
+/* spec.dcgm.hostPort: deprecated in the GPU Operator, which reads it
+ * nowhere (v26.7.0: the host engine listens on GPUOP_DCGM_PORT, reached
+ * through its Service). That port is accepted; another is named. */
+static void parse_dcgm_host_port(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    if (json_is_integer(v) && json_integer_value(v) == GPUOP_DCGM_PORT)
+        return;
+    problem(p, field,
+            "is deprecated and unused, as in the GPU Operator: the host engine listens on %d, "
+            "which the exporter reaches through the Service %s; ignored",
+            GPUOP_DCGM_PORT, GPUOP_DCGM_HOSTENGINE);
+}
+
+/* A Prometheus duration (the ServiceMonitor's interval, scrapeTimeout):
+ * [0-9]+ followed by y, w, d, h, m, s or ms, one or more, in that order; or
+ * "0". */
+static bool prom_duration_ok(const char *s)
+{
+    static const char *const units[] = {"y", "w", "d", "h", "m", "s", "ms"};
+    size_t next = 0;
+    if (!strcmp(s, "0"))
+        return true;
+    if (!*s || strlen(s) > DURATION_MAX)
+        return false;
+    while (*s) {
+        if (*s < '0' || *s > '9')
+            return false;
+        while (*s >= '0' && *s <= '9')
+            s++;
+        size_t u = next;
+        while (u < sizeof(units) / sizeof(units[0]) &&
+               (strncmp(s, units[u], strlen(units[u])) || (!strcmp(units[u], "m") && s[1] == 's')))
+            u++;
+        if (u == sizeof(units) / sizeof(units[0]))
+            return false;
+        s += strlen(units[u]);
+        next = u + 1;
+    }
+    return true;
+}
+
+/* spec.dcgmExporter.serviceMonitor: the GPU Operator's ServiceMonitorConfig
+ * (enabled, interval, scrapeTimeout, honorLabels, additionalLabels,
+ * relabelings). Kept in p->service_monitor (new) while enabled, with the
+ * keys that could be used; relabelings go as they are (the ServiceMonitor
+ * CRD judges them when gpuop applies it). */
+static int parse_service_monitor(struct gpuop_policy *p, const char *path, json_t *v)
+{
+    static const char *const known[] = {"enabled",     "interval",         "scrapeTimeout",
+                                        "honorLabels", "additionalLabels", "relabelings",
+                                        NULL};
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; no ServiceMonitor", type_name(v));
+        return 0;
+    }
+    json_t *sm = json_object();
+    if (!sm)
+        return GPUOP_ENOMEM;
+    bool on = false;
+    int rc = 0;
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (rc || json_is_null(e))
+            continue;
+        if (!strcmp(key, "enabled")) {
+            if (json_is_boolean(e))
+                on = json_is_true(e);
+            else
+                problem(p, field, "must be true or false, not %s; no ServiceMonitor", type_name(e));
+        } else if (!strcmp(key, "interval") || !strcmp(key, "scrapeTimeout")) {
+            const char *s = json_string_value(e);
+            if (s && prom_duration_ok(s))
+                rc = json_object_set_new(sm, key, json_string(s));
+            else
+                problem(p, field,
+                        "must be a Prometheus duration (30s, 1m30s, 500ms), not %s; Prometheus' "
+                        "global setting is used",
+                        s ? "that string" : type_name(e));
+        } else if (!strcmp(key, "honorLabels")) {
+            if (json_is_boolean(e))
+                rc = json_object_set(sm, key, e);
+            else
+                problem(p, field, "must be true or false, not %s; using false", type_name(e));
+        } else if (!strcmp(key, "additionalLabels")) {
+            json_t *labels = NULL;
+            rc = parse_string_map(p, field, e, true, &labels);
+            if (!rc && labels && json_object_size(labels))
+                rc = json_object_set(sm, key, labels);
+            json_decref(labels);
+        } else if (!strcmp(key, "relabelings")) {
+            size_t i;
+            json_t *r;
+            bool ok = json_is_array(e);
+            json_array_foreach(e, i, r)
+            {
+                ok = ok && json_is_object(r);
+            }
+            if (ok && json_array_size(e))
+                rc = json_object_set(sm, key, e);
+            else if (!ok)
+                problem(p, field, "must be a list of relabelings (objects), not %s; ignored",
+                        type_name(e));
+        } else {
+            unknown_field(p, path, key, known);
+        }
+    }
+    if (rc || !on) {
+        json_decref(sm);
+        return rc ? GPUOP_ENOMEM : 0;
+    }
+    return set_json(&p->service_monitor, sm);
+}
+
+int gpuop_policy_prereq(const struct gpuop_policy *p, int idx)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(idx);
+    int via = op ? gpuop_operand_by_name(op->via) : -1;
+    if (via >= 0 && p && p->operands[via].enabled)
+        return via;
+    return gpuop_operand_prereq(idx);
+}
+
 static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -1768,6 +1901,15 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_upgrade_policy(p, field, e);
         } else if (!strcmp(op->key, "driver") && driver_option(key)) {
             rc = parse_driver_option(p, field, key, e);
+        } else if (!strcmp(key, "serviceMonitor") && !strcmp(op->key, "dcgmExporter")) {
+            rc = parse_service_monitor(p, field, e);
+        } else if (!strcmp(key, "hostNetwork") && !strcmp(op->key, "dcgm")) {
+            if (json_is_boolean(e))
+                p->dcgm_host_network = json_is_true(e);
+            else
+                problem(p, field, "must be true or false, not %s; using false", type_name(e));
+        } else if (!strcmp(key, "hostPort") && !strcmp(op->key, "dcgm")) {
+            parse_dcgm_host_port(p, field, e);
         } else if (validator_component(op, key) >= 0) {
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
@@ -2464,6 +2606,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->update_strategy);
     json_decref(p->max_unavailable);
     json_decref(p->image_pull_secrets);
+    json_decref(p->service_monitor);
     free(p->toolkit_install_dir);
     free(p->host_root);
     free(p->driver_install_dir);

@@ -47,6 +47,7 @@ struct tmpl {
     const char *image;               /* the main container's image (borrowed) */
     bool host_pid;
     bool host_ipc;
+    bool host_network;           /* hostNetwork, with dnsPolicy ClusterFirstWithHostNet */
     const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
     bool api_token;              /* mount the service account token: the operand uses the API */
     const char *runtime_class;   /* runtimeClassName, or NULL */
@@ -1232,15 +1233,88 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
     vol_table(p, t, vols, NROWS(vols), false);
 }
 
+/* The DCGM host engine's address as the exporter reads it
+ * (DCGM_REMOTE_HOSTENGINE_INFO): the host engine's Service, whose
+ * internalTrafficPolicy Local keeps it on the exporter's node. */
+#define DCGM_REMOTE_ENV "DCGM_REMOTE_HOSTENGINE_INFO"
+#define DCGM_ADDR_MAX   64
+/* the metrics CSV of spec.dcgmExporter.config.name: the ConfigMap's key,
+ * mounted at this path (the GPU Operator's MetricsConfigMountPath) */
+#define DCGM_METRICS_KEY  "dcgm-metrics.csv"
+#define DCGM_METRICS_PATH "/etc/dcgm-exporter/" DCGM_METRICS_KEY
+#define DCGM_METRICS_VOL  "metrics-config"
+
+/* dcgm (spec.dcgm): the standalone DCGM host engine, nv-hostengine on
+ * port GPUOP_DCGM_PORT, privileged, probed by TCP there; the Service
+ * GPUOP_DCGM_HOSTENGINE gpuop applies beside it takes the exporters of its
+ * node to it. Held until toolkit-ready; nvidia RuntimeClass. The image's
+ * own entrypoint runs (gpu-operator v26.7.0 assets/state-dcgm/0400_dcgm.yml,
+ * TransformDCGM). */
+static void tmpl_dcgm_hostengine(const struct gpuop_policy *p, struct tmpl *t)
+{
+    t->container = "nvidia-dcgm-ctr";
+    gpu_access(p, t, t->container);
+    t->host_network = p->dcgm_host_network;
+    if (toolkit_ready_written(p))
+        t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
+    t->ports = need(t, json_pack("[{s:s, s:i, s:s}]", "name", "dcgm", "containerPort",
+                                 GPUOP_DCGM_PORT, "protocol", "TCP"));
+    t->security = need(t, privileged());
+    const struct vol vols[] = {
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL,
+         NULL}, /* the gate's */
+    };
+    vol_table(p, t, vols, NROWS(vols), false);
+    t->readiness = need(t, json_pack("{s:{s:i}, s:i}", "tcpSocket", "port", GPUOP_DCGM_PORT,
+                                     "initialDelaySeconds", 15));
+    t->liveness = need(t, json_pack("{s:{s:i}, s:i}", "tcpSocket", "port", GPUOP_DCGM_PORT,
+                                    "initialDelaySeconds", 15));
+}
+
+/* Appends the metrics ConfigMap of spec.dcgmExporter.config.name (its
+ * dcgm-metrics.csv as a file, subPath) to t's mounts and volumes, and
+ * points DCGM_EXPORTER_COLLECTORS at it (TransformDCGMExporter). */
+static void dcgm_metrics_config(struct tmpl *t, const char *name)
+{
+    size_t i;
+    json_t *e;
+    if (t->oom)
+        return;
+    if (json_array_append_new(t->mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", DCGM_METRICS_VOL,
+                                                   "mountPath", DCGM_METRICS_PATH, "subPath",
+                                                   DCGM_METRICS_KEY, "readOnly", 1)) ||
+        json_array_append_new(t->volumes,
+                              json_pack("{s:s, s:{s:s, s:[{s:s, s:s}]}}", "name", DCGM_METRICS_VOL,
+                                        "configMap", "name", name, "items", "key", DCGM_METRICS_KEY,
+                                        "path", DCGM_METRICS_KEY)))
+        t->oom = true;
+    json_array_foreach(t->env, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), "DCGM_EXPORTER_COLLECTORS") &&
+            json_object_set_new(e, "value", json_string(DCGM_METRICS_PATH)))
+            t->oom = true;
+    }
+}
+
 /* dcgm-exporter: Prometheus metrics on :9400 (the Service gpuop applies
  * beside it), mapped to pods through the kubelet's pod-resources API;
  * profiling metrics need SYS_ADMIN. Held until toolkit-ready; nvidia
- * RuntimeClass. The image's own entrypoint runs (no command). */
+ * RuntimeClass. The image's own entrypoint runs (no command). With
+ * spec.dcgm enabled it reads that host engine (DCGM_REMOTE_HOSTENGINE_INFO
+ * the host engine's Service) instead of the one embedded in its image;
+ * without, an address on localhost in the policy's env means a host
+ * engine on the host (DGX OS): the pod joins the host's network, as the
+ * GPU Operator's TransformDCGMExporter does. A metrics ConfigMap named in
+ * spec.dcgmExporter.config.name is mounted and read. */
 static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
 {
-    char pod_resources[HOST_PATH_MAX];
+    char pod_resources[HOST_PATH_MAX], addr[DCGM_ADDR_MAX];
+    int me = idx_of("dcgm-exporter");
+    const char *config = me >= 0 ? p->operands[me].config_name : NULL;
+    const char *remote = policy_env(p, "dcgm-exporter", DCGM_REMOTE_ENV);
     t->container = "nvidia-dcgm-exporter";
     gpu_access(p, t, t->container);
+    t->host_network = !enabled(p, "dcgm") && remote && !strncmp(remote, "localhost", 9);
     if (toolkit_ready_written(p))
         t->init = need(t, json_pack("[o]", gate(p, "toolkit-validation", TOOLKIT_READY)));
     t->env = need(
@@ -1249,6 +1323,9 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
                      env("DCGM_EXPORTER_COLLECTORS", "/etc/dcgm-exporter/dcp-metrics-included.csv"),
                      env_field("NODE_NAME", "spec.nodeName"), env("NVIDIA_VISIBLE_DEVICES", "all"),
                      env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")));
+    snprintf(addr, sizeof(addr), "%s:%d", GPUOP_DCGM_HOSTENGINE, GPUOP_DCGM_PORT);
+    if (t->env && enabled(p, "dcgm") && json_array_append_new(t->env, env(DCGM_REMOTE_ENV, addr)))
+        t->oom = true;
     t->ports = need(t, json_pack("[{s:s, s:i, s:s}]", "name", "metrics", "containerPort", 9400,
                                  "protocol", "TCP"));
     t->security = need(t, json_pack("{s:b, s:i, s:{s:[s]}}", "runAsNonRoot", 0, "runAsUser", 0,
@@ -1260,6 +1337,8 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
          NULL}, /* the gate's */
     };
     vol_table(p, t, vols, NROWS(vols), false);
+    if (config)
+        dcgm_metrics_config(t, config);
     t->readiness =
         need(t, json_pack("{s:{s:s, s:s}, s:i, s:i}", "httpGet", "path", "/health", "port",
                           "metrics", "initialDelaySeconds", 45, "periodSeconds", 5));
@@ -1450,6 +1529,7 @@ static const struct {
     {"container-toolkit", tmpl_toolkit},
     {"device-plugin", tmpl_device_plugin},
     {"gpu-feature-discovery", tmpl_gfd},
+    {"dcgm", tmpl_dcgm_hostengine},
     {"dcgm-exporter", tmpl_dcgm},
     {"operator-validator", tmpl_validator},
     {"mig-manager", tmpl_mig_manager},
@@ -1648,9 +1728,9 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
         rc |=
             json_array_append_new(exprs, json_pack("{s:s, s:s}", "key", GPUOP_LABEL_DRIVER_ROLLBACK,
                                                    "operator", "DoesNotExist"));
-    for (int c = gpuop_operand_prereq(idx), hops = 0;
+    for (int c = gpuop_policy_prereq(p, idx), hops = 0;
          !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
-         c = gpuop_operand_prereq(c), hops++) {
+         c = gpuop_policy_prereq(p, c), hops++) {
         if (!p->operands[c].enabled)
             continue;
         snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(c)->name);
@@ -1698,7 +1778,9 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     if (!rc)
         rc |= json_object_set_new(s, "hostIPC", json_boolean(t->host_ipc));
     if (!rc)
-        rc |= json_object_set_new(s, "hostNetwork", json_false());
+        rc |= json_object_set_new(s, "hostNetwork", json_boolean(t->host_network));
+    if (!rc && t->host_network) /* else the default, ClusterFirst (given up, reset by apply) */
+        rc |= json_object_set_new(s, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
     if (!rc)
         rc |= json_object_set_new(s, "runtimeClassName",
                                   t->runtime_class ? json_string(t->runtime_class) : json_null());
@@ -1881,6 +1963,8 @@ enum {
     EXTRA_RUNTIME_CLASS_LEGACY,
     EXTRA_MIG_CONFIG,
     EXTRA_DCGM_SERVICE,
+    EXTRA_DCGM_HOSTENGINE_SERVICE,
+    EXTRA_SERVICE_MONITOR,
     EXTRA_COUNT
 };
 
@@ -1892,13 +1976,18 @@ enum {
  * cmd/nvidia-ctk-installer/container/operator/operator.go, GetRuntimes). */
 static const struct gpuop_render_extra extras[EXTRA_COUNT] = {
     [EXTRA_RUNTIME_CLASS] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
-                             GPUOP_RUNTIME_CLASS},
+                             GPUOP_RUNTIME_CLASS, NULL},
     [EXTRA_RUNTIME_CLASS_CDI] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
-                                 GPUOP_RUNTIME_CLASS_CDI},
+                                 GPUOP_RUNTIME_CLASS_CDI, NULL},
     [EXTRA_RUNTIME_CLASS_LEGACY] = {"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false,
-                                    GPUOP_RUNTIME_CLASS_LEGACY},
-    [EXTRA_MIG_CONFIG] = {"ConfigMap", "v1", "configmaps", true, "default-mig-parted-config"},
-    [EXTRA_DCGM_SERVICE] = {"Service", "v1", "services", true, GPUOP_DCGM_SERVICE},
+                                    GPUOP_RUNTIME_CLASS_LEGACY, NULL},
+    [EXTRA_MIG_CONFIG] = {"ConfigMap", "v1", "configmaps", true, "default-mig-parted-config", NULL},
+    [EXTRA_DCGM_SERVICE] = {"Service", "v1", "services", true, GPUOP_DCGM_SERVICE, NULL},
+    [EXTRA_DCGM_HOSTENGINE_SERVICE] = {"Service", "v1", "services", true, GPUOP_DCGM_HOSTENGINE,
+                                       NULL},
+    [EXTRA_SERVICE_MONITOR] = {"ServiceMonitor", "monitoring.coreos.com/v1", "servicemonitors",
+                               true, GPUOP_DCGM_SERVICEMONITOR,
+                               "servicemonitors.monitoring.coreos.com"},
 };
 _Static_assert(EXTRA_COUNT <= GPUOP_RENDER_EXTRA_MAX, "raise GPUOP_RENDER_EXTRA_MAX");
 
@@ -1915,9 +2004,9 @@ const struct gpuop_render_extra *gpuop_render_extra_get(int i)
 /* Whether policy p wants extra i. */
 static bool extra_wanted(const struct gpuop_policy *p, int i)
 {
-    static const char *const in_runtime_class[] = {"device-plugin", "gpu-feature-discovery",
-                                                   "dcgm-exporter", "operator-validator",
-                                                   "mig-manager"};
+    static const char *const in_runtime_class[] = {
+        "device-plugin", "gpu-feature-discovery", "dcgm",
+        "dcgm-exporter", "operator-validator",    "mig-manager"};
     int mig = idx_of("mig-manager");
     bool gpu_operands = false;
     for (size_t k = 0; k < sizeof(in_runtime_class) / sizeof(in_runtime_class[0]); k++)
@@ -1935,6 +2024,10 @@ static bool extra_wanted(const struct gpuop_policy *p, int i)
                 !strcmp(p->operands[mig].config_name, extras[i].name));
     case EXTRA_DCGM_SERVICE:
         return enabled(p, "dcgm-exporter");
+    case EXTRA_DCGM_HOSTENGINE_SERVICE:
+        return enabled(p, "dcgm");
+    case EXTRA_SERVICE_MONITOR: /* selects the exporter's Service */
+        return enabled(p, "dcgm-exporter") && p->service_monitor;
     default:
         return false;
     }
@@ -1960,6 +2053,60 @@ static json_t *extra_metadata(const struct gpuop_policy *p, const struct gpuop_r
         return NULL;
     }
     return m;
+}
+
+/* Adds NVIDIA's "app" label of operand name to metadata md (borrowed):
+ * the GPU Operator's Service and ServiceMonitor carry it, and its value is
+ * the scrape job's name (jobLabel), which dashboards and alerts written
+ * for the GPU Operator select on. Nonzero on failure. */
+static int app_label(json_t *md, const char *name)
+{
+    const struct gpuop_operand *op = gpuop_operand_get(idx_of(name));
+    json_t *labels = json_object_get(md, "labels");
+    return !op || !labels || json_object_set_new(labels, GPUOP_LABEL_APP, json_string(op->app));
+}
+
+/* New: the ServiceMonitor of the exporter's Service (gpu-operator v26.7.0
+ * assets/state-dcgm-exporter/0500_service_monitor.yaml with
+ * applyServiceMonitorCustomEdits): port gpu-metrics at /metrics, jobLabel
+ * app, the namespace and the Service's labels selected; the policy's
+ * additionalLabels on it (gpuop's own win), interval, scrapeTimeout,
+ * honorLabels and relabelings on its endpoint. */
+static json_t *service_monitor(const struct gpuop_policy *p, const struct gpuop_render_extra *x,
+                               const char *ns)
+{
+    static const char *const endpoint_keys[][2] = {{"interval", "interval"},
+                                                   {"scrapeTimeout", "scrapeTimeout"},
+                                                   {"honorLabels", "honorLabels"},
+                                                   {"relabelings", "relabelings"}};
+    json_t *sm = p->service_monitor;
+    json_t *md = extra_metadata(p, x, "dcgm-exporter", ns);
+    json_t *labels = json_object();
+    if (md && app_label(md, "dcgm-exporter")) {
+        json_decref(md);
+        md = NULL;
+    }
+    json_t *ep = json_pack("{s:s, s:s}", "port", "gpu-metrics", "path", "/metrics");
+    int rc = !md || !labels || !ep ||
+             merge_sorted(labels, json_object_get(sm, "additionalLabels")) ||
+             json_object_update(labels, json_object_get(md, "labels")) ||
+             json_object_set(md, "labels", labels);
+    for (size_t i = 0; !rc && i < sizeof(endpoint_keys) / sizeof(endpoint_keys[0]); i++) {
+        json_t *v = json_object_get(sm, endpoint_keys[i][0]);
+        if (v)
+            rc = json_object_set(ep, endpoint_keys[i][1], v);
+    }
+    json_decref(labels);
+    json_t *o =
+        rc ? NULL
+           : json_pack("{s:s, s:s, s:O, s:{s:[O], s:s, s:{s:[s]}, s:{s:{s:s, s:s}}}}", "apiVersion",
+                       x->group_version, "kind", x->kind, "metadata", md, "spec", "endpoints", ep,
+                       "jobLabel", GPUOP_LABEL_APP, "namespaceSelector", "matchNames", ns,
+                       "selector", "matchLabels", GPUOP_LABEL_NAME, "dcgm-exporter",
+                       GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER);
+    json_decref(md);
+    json_decref(ep);
+    return o;
 }
 
 int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out)
@@ -1999,8 +2146,9 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
     }
     case EXTRA_DCGM_SERVICE: { /* the exporter's pods, by the DaemonSet's selector */
         json_t *md = extra_metadata(p, x, "dcgm-exporter", ns);
-        if (md && json_object_set_new(md, "annotations",
-                                      json_pack("{s:s}", "prometheus.io/scrape", "true"))) {
+        if (md && (app_label(md, "dcgm-exporter") ||
+                   json_object_set_new(md, "annotations",
+                                       json_pack("{s:s}", "prometheus.io/scrape", "true")))) {
             json_decref(md);
             md = NULL;
         }
@@ -2011,6 +2159,17 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
                       "TCP");
         break;
     }
+    case EXTRA_DCGM_HOSTENGINE_SERVICE: /* the host engine of the exporter's own node */
+        o = json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:i, s:i, s:s}]}}",
+                      "apiVersion", x->group_version, "kind", x->kind, "metadata",
+                      extra_metadata(p, x, "dcgm", ns), "spec", "type", "ClusterIP",
+                      "internalTrafficPolicy", "Local", "selector", GPUOP_LABEL_NAME, "dcgm",
+                      GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, "ports", "name", "dcgm", "port",
+                      GPUOP_DCGM_PORT, "targetPort", GPUOP_DCGM_PORT, "protocol", "TCP");
+        break;
+    case EXTRA_SERVICE_MONITOR:
+        o = service_monitor(p, x, ns);
+        break;
     }
     if (!o)
         return GPUOP_ENOMEM;

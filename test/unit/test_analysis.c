@@ -295,9 +295,10 @@ static const char *msg_of(const struct world *w, const struct gpuop_finding *x)
 
 #define ALL_TRUE                                                                                   \
     "present=true driver=true container-toolkit=true device-plugin=true "                          \
-    "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true mig-manager=true"
+    "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "             \
+    "mig-manager=true"
 #define ALL_OPS                                                                                    \
-    "driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter "                  \
+    "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "             \
     "operator-validator mig-manager"
 
 /* ---- tests ---- */
@@ -407,11 +408,12 @@ static void test_host_provided(void **state)
     add_all_ds(&w);
     add_node(&w, "n",
              "present=true driver=true container-toolkit=false device-plugin=true "
-             "gpu-feature-discovery=true dcgm-exporter=true operator-validator=true "
+             "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "
              "mig-manager=true",
              NULL);
     run_pods(&w, "n",
-             "device-plugin gpu-feature-discovery dcgm-exporter operator-validator mig-manager");
+             "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator "
+             "mig-manager");
     analyze(&w);
     assert_int_equal(w.f.nitems, 0);
     const struct gpuop_node_result *r = node_res(&w, "n");
@@ -1017,43 +1019,66 @@ static void test_ordering(void **state)
         const char *prereq; /* expected unsatisfied prerequisite */
         int reason;
         const char *in_message;
+        bool dcgm; /* spec.dcgm.enabled */
     } cases[] = {
         /* the silent GPU-less scheduling case */
         {"driver=true container-toolkit=true device-plugin=true", false, "driver device-plugin",
          "device-plugin", "container-toolkit", GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
-         "GPU pods will be scheduled here and fail to get a GPU"},
+         "GPU pods will be scheduled here and fail to get a GPU", false},
         /* toolkit label removed entirely: still the same reason */
         {"driver=true device-plugin=true", false, "driver device-plugin", "device-plugin",
-         "container-toolkit", GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT, "container-toolkit"},
+         "container-toolkit", GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT, "container-toolkit",
+         false},
         /* a running toolkit does not excuse a missing driver */
         {"driver=true container-toolkit=true device-plugin=true", false,
          "container-toolkit device-plugin", "device-plugin", "driver",
          GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
          "prerequisite driver neither runs nor is host-provided here (chain: device-plugin -> "
-         "container-toolkit -> driver)"},
+         "container-toolkit -> driver)",
+         false},
         /* a host-provided toolkit is walked past too */
         {"driver=true container-toolkit=false device-plugin=true", false, "device-plugin",
-         "device-plugin", "driver", GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "driver"},
+         "device-plugin", "driver", GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "driver", false},
         /* host-provided driver (policy) and toolkit (label): no violation */
-        {"container-toolkit=false device-plugin=true", true, "device-plugin", NULL, NULL, 0, NULL},
+        {"container-toolkit=false device-plugin=true", true, "device-plugin", NULL, NULL, 0, NULL,
+         false},
         /* everything below the validator host-provided by labels */
         {"driver=false container-toolkit=false device-plugin=false gpu-feature-discovery=false "
          "operator-validator=true",
-         false, "operator-validator", NULL, NULL, 0, NULL},
+         false, "operator-validator", NULL, NULL, 0, NULL, false},
         /* gfd without device-plugin, toolkit also missing: the nearest is reported */
         {"driver=true container-toolkit=true device-plugin=true gpu-feature-discovery=true", false,
          "driver gpu-feature-discovery", "gpu-feature-discovery", "device-plugin",
-         GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "prerequisite device-plugin"},
-        /* dcgm-exporter hangs off the toolkit */
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "prerequisite device-plugin", false},
+        /* dcgm-exporter hangs off the toolkit (dcgm off: its embedded host engine) */
         {"driver=true container-toolkit=true dcgm-exporter=true", false, "driver dcgm-exporter",
          "dcgm-exporter", "container-toolkit", GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
-         "prerequisite container-toolkit"},
+         "prerequisite container-toolkit", false},
+        /* dcgm on: the exporter reads the host engine of its node, which is not there */
+        {"driver=true container-toolkit=true dcgm=true dcgm-exporter=true", false,
+         "driver container-toolkit dcgm-exporter", "dcgm-exporter", "dcgm",
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+         "dcgm-exporter runs but its prerequisite dcgm neither runs nor is host-provided here",
+         true},
+        /* ... nor labelled for it: the same */
+        {"driver=true container-toolkit=true dcgm-exporter=true", false,
+         "driver container-toolkit dcgm-exporter", "dcgm-exporter", "dcgm",
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING, "prerequisite dcgm", true},
+        /* a host engine the node provides (dcgm=false) satisfies it */
+        {"driver=true container-toolkit=true dcgm=false dcgm-exporter=true", false,
+         "driver container-toolkit dcgm-exporter", NULL, NULL, 0, NULL, true},
+        /* the host engine runs, the toolkit does not: the walk goes on past dcgm */
+        {"driver=true container-toolkit=true dcgm=true dcgm-exporter=true", false,
+         "driver dcgm dcgm-exporter", "dcgm-exporter", "container-toolkit",
+         GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
+         "(chain: dcgm-exporter -> dcgm -> container-toolkit)", true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct world w;
         char labels[256];
         world_init(&w);
         w.pol.operands[op("driver")].enabled = !cases[i].driver_disabled;
+        w.pol.operands[op("dcgm")].enabled = cases[i].dcgm;
         add_all_ds(&w);
         snprintf(labels, sizeof(labels), "present=true %s", cases[i].labels);
         add_node(&w, "n", labels, NULL);
@@ -1102,7 +1127,8 @@ static void test_ordering_counts_nodes(void **state)
                      GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
     assert_int_equal(w.f.violations, 1);
     assert_int_equal(w.f.complete_nodes, 1);
-    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 4); /* driver, toolkit, dcgm, mig-manager */
+    /* driver, toolkit, dcgm, dcgm-exporter, mig-manager */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 5);
     world_free(&w);
 }
 

@@ -86,7 +86,7 @@ struct fx {
     const char *hold;
     struct fakeapi_conn *held;
     json_t *held_answer;
-    int applies[8]; /* PATCHes per operand index */
+    int applies[GPUOP_OPERAND_MAX]; /* PATCHes per operand index */
     int deletes, status_writes, sa_applies;
     bool template_gens; /* applied DaemonSets get the DaemonSet controller's template generation,
                            random_change's driver pods theirs */
@@ -105,13 +105,14 @@ static void run_for(struct fx *f, uint64_t ms)
 
 /* ---- the fake cluster ---- */
 
+/* the operand table's names, in its order (dcgm and mig-manager off by default) */
 static const char *operands[] = {
-    "driver",        "container-toolkit",  "device-plugin", "gpu-feature-discovery",
-    "dcgm-exporter", "operator-validator", "mig-manager"};
+    "driver", "container-toolkit", "device-plugin",      "gpu-feature-discovery",
+    "dcgm",   "dcgm-exporter",     "operator-validator", "mig-manager"};
 
 static int operand_of(const char *ds)
 {
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < (int)(sizeof(operands) / sizeof(operands[0])); i++)
         if (!strcmp(ds + strlen("gpuop-"), operands[i]))
             return i;
     return !strncmp(ds, "gpuop-driver-", 13) ? 0 : -1; /* an OS pool's driver */
@@ -406,7 +407,7 @@ static int teardown(void **state)
 static int total_applies(const struct fx *f)
 {
     int n = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < gpuop_operand_count(); i++)
         n += f->applies[i];
     return n;
 }
@@ -450,7 +451,9 @@ static void test_apply_then_quiet(void **state)
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 500);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        if (!gpuop_operand_get(i)->enabled)
+            continue;                       /* off by default: not applied */
         assert_int_equal(f->applies[i], 1); /* once each */
         assert_string_equal(operand_apply(f, i), "Current");
     }
@@ -579,7 +582,7 @@ static void test_disabled_deleted(void **state)
               WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->deletes, 1);
-    assert_string_equal(operand_apply(f, 4), "Absent");
+    assert_string_equal(operand_apply(f, gpuop_operand_by_name("dcgm-exporter")), "Absent");
     assert_int_equal(json_object_size(f->store[K_DS]), 5);
 }
 
@@ -733,7 +736,7 @@ static void test_apply_memo(void **state)
     set_spec(f, json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
     RUN_UNTIL(f, f->deletes == deletes + 2, WAIT_MS);
     assert_staged(f, stages);
-    assert_string_equal(operand_apply(f, 4), "Absent");
+    assert_string_equal(operand_apply(f, gpuop_operand_by_name("dcgm-exporter")), "Absent");
     json_decref(full);
 }
 
@@ -884,6 +887,48 @@ static void test_extras(void **state)
             json_array_get(json_object_get(json_object_get(cm, "metadata"), "ownerReferences"), 0),
             "kind")),
         "GpuPolicy");
+}
+
+/* The condition of type in the policy's status (borrowed), or NULL. */
+static json_t *condition_of(struct fx *f, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(status_of(f), "conditions"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "type")), type))
+            return c;
+    }
+    return NULL;
+}
+
+/* spec.dcgmExporter.serviceMonitor on a cluster without the Prometheus
+ * Operator (the fake API server answers its path 404, as an API server
+ * without the CRD does): the ServiceMonitor condition says so, the reconcile
+ * does not fail (Reconciled True, the rest applied, no retry by backoff),
+ * and the ServiceMonitor is tried again at the next full stage. Switched
+ * off, the condition goes. */
+static void test_service_monitor_without_crd(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_null(condition_of(f, "ServiceMonitor")); /* not asked for: not said */
+    set_spec(f, json_pack("{s:{s:{s:b}}}", "dcgmExporter", "serviceMonitor", "enabled", 1));
+    RUN_UNTIL(f, condition_of(f, "ServiceMonitor") != NULL, WAIT_MS);
+    settle(f, 300);
+    json_t *c = condition_of(f, "ServiceMonitor");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), "CRDNotInstalled");
+    assert_non_null(strstr(json_string_value(json_object_get(c, "message")),
+                           "servicemonitors.monitoring.coreos.com"));
+    c = condition_of(f, "Reconciled");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "True");
+    assert_non_null(json_object_get(f->store[K_SVC], "gpuop-dcgm-exporter"));
+    assert_int_equal(f->c->stats.reconcile_errors, 0);
+    set_spec(f, json_pack("{s:{s:{s:b}}}", "dcgmExporter", "serviceMonitor", "enabled", 0));
+    RUN_UNTIL(f, condition_of(f, "ServiceMonitor") == NULL, WAIT_MS);
 }
 
 /* spec.operator.runtimeClass renamed: the RuntimeClass is applied under
@@ -1094,7 +1139,9 @@ static void test_refused_backoff(void **state)
     assert_true(f->apply_at[f->nrefused - 1] - f->apply_at[0] + 10 >= min_span);
     /* what needs the toolkit was never applied; the driver was */
     assert_int_equal(f->applies[0], 1);
-    for (int i = 2; i < 6; i++) {
+    for (int i = 2; i < gpuop_operand_count(); i++) {
+        if (!gpuop_operand_get(i)->enabled)
+            continue;
         assert_int_equal(f->applies[i], 0);
         assert_string_equal(operand_apply(f, i), "Blocked");
     }
@@ -1578,7 +1625,9 @@ static void test_keep_event_details(void **state)
                         json_pack("{s:{s:i}}", "findings", "eventGracePeriodSeconds", 0));
     put(f, K_POLICY, "main", p, "MODIFIED");
     json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
-    for (int i = 0; i < 6; i++) { /* every operand runs here */
+    for (int i = 0; i < gpuop_operand_count(); i++) { /* every operand runs here */
+        if (!gpuop_operand_get(i)->enabled)
+            continue; /* off by default */
         char label[128];
         snprintf(label, sizeof(label), "nvidia.com/gpu.deploy.%s", operands[i]);
         json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), label,
@@ -1637,6 +1686,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cdi_runtime_classes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime_class_rename, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_monitor_without_crd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_spec_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),

@@ -28,11 +28,21 @@ static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings",
 
 /* Operand keys beyond the common ones that gpuop implements for one operand
  * (the GPU Operator's paths). */
-static const char *const operand_extras[][2] = {
-    {"toolkit", "installDir"},        {"driver", "upgradePolicy"}, {"driver", "kernelModuleType"},
-    {"driver", "kernelModuleConfig"}, {"driver", "repoConfig"},    {"driver", "certConfig"},
-    {"driver", "licensingConfig"},    {"driver", "secretEnv"},     {"driver", "rdma"},
-    {"validator", "driver"},          {"validator", "toolkit"},    {"validator", "plugin"}};
+static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
+                                                {"driver", "upgradePolicy"},
+                                                {"driver", "kernelModuleType"},
+                                                {"driver", "kernelModuleConfig"},
+                                                {"driver", "repoConfig"},
+                                                {"driver", "certConfig"},
+                                                {"driver", "licensingConfig"},
+                                                {"driver", "secretEnv"},
+                                                {"driver", "rdma"},
+                                                {"validator", "driver"},
+                                                {"validator", "toolkit"},
+                                                {"validator", "plugin"},
+                                                {"dcgm", "hostPort"},
+                                                {"dcgm", "hostNetwork"},
+                                                {"dcgmExporter", "serviceMonitor"}};
 
 /* A key the CRD admits only so that ClusterPolicy manifests and patches
  * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or

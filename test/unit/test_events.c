@@ -783,7 +783,8 @@ static void observe_at_now(struct gx *g, struct fx_world *w)
  * order, not a failure. */
 static void rollout_world(struct fx_world *w, long long t0, long long t)
 {
-    static const char *const gated[] = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"};
+    static const char *const gated[] = {"device-plugin", "gpu-feature-discovery", "dcgm",
+                                        "dcgm-exporter"};
     fx_world_init(w, 0, 0);
     fx_add_node(w, "gpu-00", FX_ALL);
     long long d = t - t0, start = t0 + 75;

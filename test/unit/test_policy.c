@@ -61,9 +61,9 @@ static void assert_defaults(const struct gpuop_policy *p)
         const struct gpuop_operand_spec *o = &p->operands[i];
         const char *cfg = gpuop_operand_get(i)->config;
         assert_int_equal(o->enabled, gpuop_operand_get(i)->enabled);
-        if (cfg)
+        if (cfg && *cfg)
             assert_string_equal(o->config_name, cfg);
-        else
+        else /* none, or "": one only when named */
             assert_null(o->config_name);
         char ref[600];
         gpuop_operand_image_ref(gpuop_operand_get(i), ref, sizeof(ref));
@@ -263,7 +263,21 @@ static const struct bad_case bad_cases[] = {
      "did you mean \"env\""},
     {"{\"validator\": {\"cuda\": {\"env\": []}}}", "spec.validator.cuda", "no cuda-validation"},
     {"{\"toolkit\": {\"plugin\": {\"env\": []}}}", "spec.toolkit.plugin", "unknown field"},
-    {"{\"dcgm\": {\"enabled\": true}}", "spec.dcgm", "no standalone DCGM host engine"},
+    {"{\"dcgm\": {\"hostPort\": 1234}}", "spec.dcgm.hostPort", "deprecated and unused"},
+    {"{\"dcgm\": {\"hostNetwork\": \"yes\"}}", "spec.dcgm.hostNetwork", "true or false"},
+    {"{\"dcgmExporter\": {\"config\": {\"name\": \"Bad_Name\"}}}", "spec.dcgmExporter.config.name",
+     "using none"},
+    {"{\"dcgmExporter\": {\"serviceMonitor\": {\"enabled\": true, \"interval\": \"15 sec\"}}}",
+     "spec.dcgmExporter.serviceMonitor.interval", "Prometheus duration"},
+    {"{\"dcgmExporter\": {\"serviceMonitor\": {\"scrapeTimeout\": \"1s5m\"}}}",
+     "spec.dcgmExporter.serviceMonitor.scrapeTimeout", "Prometheus duration"},
+    {"{\"dcgmExporter\": {\"serviceMonitor\": {\"enabld\": true}}}",
+     "spec.dcgmExporter.serviceMonitor.enabld", "did you mean \"enabled\""},
+    {"{\"dcgmExporter\": {\"serviceMonitor\": {\"relabelings\": [1]}}}",
+     "spec.dcgmExporter.serviceMonitor.relabelings", "list of relabelings"},
+    {"{\"dcgmExporter\": {\"serviceMonitor\": {\"additionalLabels\": {\"app.kubernetes.io/name\": "
+     "\"x\"}}}}",
+     "spec.dcgmExporter.serviceMonitor.additionalLabels.app.kubernetes.io/name", "set by gpuop"},
     {"{\"operator\": {\"initContainer\": {\"image\": \"x\"}}}", "spec.operator.initContainer",
      "the NVIDIA GPU Operator's own pod"},
     {"{\"operator\": {\"defaultRuntime\": \"cri-o\"}}", "spec.operator.defaultRuntime",
@@ -712,8 +726,39 @@ static void test_clusterpolicy_fields(void **state)
     assert_int_equal(p.mig_strategy, GPUOP_MIG_NONE);
     gpuop_policy_free(&p);
 
+    /* spec.dcgm (the host engine) and the exporter's serviceMonitor and config */
+    parse_json("{\"spec\": {\"dcgm\": {\"enabled\": true, \"hostPort\": 5555, \"hostNetwork\": "
+               "true}, \"dcgmExporter\": {\"config\": {\"name\": \"my-metrics\"}, "
+               "\"serviceMonitor\": {\"enabled\": true, \"interval\": \"1m30s\", "
+               "\"scrapeTimeout\": \"500ms\", \"honorLabels\": true, \"additionalLabels\": "
+               "{\"release\": \"prom\"}, \"relabelings\": [{\"action\": \"drop\"}]}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_true(p.operands[gpuop_operand_by_key("dcgm")].enabled);
+    assert_true(p.dcgm_host_network);
+    assert_string_equal(p.operands[gpuop_operand_by_key("dcgmExporter")].config_name, "my-metrics");
+    assert_string_equal(json_string_value(json_object_get(p.service_monitor, "interval")), "1m30s");
+    assert_string_equal(json_string_value(json_object_get(p.service_monitor, "scrapeTimeout")),
+                        "500ms");
+    assert_true(json_is_true(json_object_get(p.service_monitor, "honorLabels")));
+    assert_int_equal(json_array_size(json_object_get(p.service_monitor, "relabelings")), 1);
+    /* the exporter's prerequisite: the host engine when it is on */
+    assert_int_equal(gpuop_policy_prereq(&p, gpuop_operand_by_key("dcgmExporter")),
+                     gpuop_operand_by_key("dcgm"));
+    gpuop_policy_free(&p);
+    parse_json("{\"spec\": {\"dcgmExporter\": {\"serviceMonitor\": {\"enabled\": false, "
+               "\"interval\": \"15s\"}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_null(p.service_monitor); /* off: none */
+    assert_int_equal(gpuop_policy_prereq(&p, gpuop_operand_by_key("dcgmExporter")),
+                     gpuop_operand_by_name("container-toolkit"));
+    gpuop_policy_free(&p);
+
     /* a refused field leaves the rest applied */
-    parse_json("{\"spec\": {\"dcgm\": {\"enabled\": true}, \"gfd\": {\"enabled\": false}}}", &p);
+    parse_json("{\"spec\": {\"vgpuManager\": {\"enabled\": true}, \"gfd\": {\"enabled\": false}}}",
+               &p);
     assert_int_equal(p.nproblems, 1);
     assert_false(p.operands[gpuop_operand_by_key("gfd")].enabled);
     gpuop_policy_free(&p);

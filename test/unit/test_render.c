@@ -282,7 +282,7 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     /* one required term: first the node-wide opt-out (operands NotIn
      * [false]) on every operand; then, with ordering: enforce, one
      * expression on each enabled prerequisite up the chain, walked from the
-     * table */
+     * table and the policy (dcgm-exporter's: dcgm when it is on) */
     json_t *exprs =
         path_get(pod, "affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                       "nodeSelectorTerms/0/matchExpressions");
@@ -302,7 +302,7 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_string_equal(str_at(rb, "key"), "gpuop.dev/driver-rollback");
         assert_string_equal(str_at(rb, "operator"), "DoesNotExist");
     }
-    for (int c = gpuop_operand_prereq(idx); c >= 0; c = gpuop_operand_prereq(c)) {
+    for (int c = gpuop_policy_prereq(p, idx); c >= 0; c = gpuop_policy_prereq(p, c)) {
         if (!p->operands[c].enabled || p->ordering != GPUOP_ORDERING_ENFORCE)
             continue;
         json_t *ex = json_array_get(exprs, want++);
@@ -1740,6 +1740,95 @@ static void test_nri(void **state)
     gpuop_policy_free(&p);
 }
 
+/* The kinds of the extras policy json pol (new) wants, space separated,
+ * into buf. */
+static const char *extra_kinds(json_t *pol, char *buf, size_t size)
+{
+    struct gpuop_policy p;
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    json_t *all = gpuop_render_extras(&p, NS), *o;
+    size_t i;
+    buf[0] = '\0';
+    json_array_foreach(all, i, o)
+    {
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s/%s", i ? " " : "", str_at(o, "kind"),
+                 str_at(o, "metadata/name"));
+    }
+    json_decref(all);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+    return buf;
+}
+
+/* spec.dcgm and the exporter: off (the default), the exporter embeds its
+ * host engine: no remote address, no host engine Service; on, the exporter
+ * reads gpuop-dcgm:5555 (test/data/golden/dcgm.json has the whole of it).
+ * A localhost address in the exporter's env without spec.dcgm is a host
+ * engine on the host: the pod joins the host's network, as the GPU
+ * Operator's TransformDCGMExporter does. The ServiceMonitor only with
+ * serviceMonitor.enabled and the exporter on. */
+static void test_dcgm(void **state)
+{
+    char kinds[512];
+    struct gpuop_policy p;
+    json_t *pol = json_pack("{s:{}}", "spec");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    json_t *ex = render_one(&p, "dcgm-exporter");
+    assert_null(find_env(ex, "DCGM_REMOTE_HOSTENGINE_INFO"));
+    assert_string_equal(str_at(find_env(ex, "DCGM_EXPORTER_COLLECTORS"), "value"),
+                        "/etc/dcgm-exporter/dcp-metrics-included.csv");
+    assert_null(find_volume(ex, "metrics-config"));
+    assert_true(json_is_false(path_get(ex, "spec/template/spec/hostNetwork")));
+    assert_null(path_get(ex, "spec/template/spec/dnsPolicy"));
+    json_decref(ex);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+    assert_string_equal(extra_kinds(json_pack("{s:{}}", "spec"), kinds, sizeof(kinds)),
+                        "RuntimeClass/nvidia RuntimeClass/nvidia-cdi RuntimeClass/nvidia-legacy "
+                        "Service/gpuop-dcgm-exporter");
+
+    pol =
+        json_pack("{s:{s:{s:b}, s:{s:[{s:s, s:s}]}}}", "spec", "dcgm", "enabled", 1, "dcgmExporter",
+                  "env", "name", "DCGM_REMOTE_HOSTENGINE_INFO", "value", "localhost:5555");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    ex = render_one(&p, "dcgm-exporter"); /* spec.dcgm on: the policy's env wins, no host net */
+    assert_string_equal(str_at(find_env(ex, "DCGM_REMOTE_HOSTENGINE_INFO"), "value"),
+                        "localhost:5555");
+    assert_true(json_is_false(path_get(ex, "spec/template/spec/hostNetwork")));
+    assert_null(path_get(ex, "spec/template/spec/dnsPolicy"));
+    json_decref(ex);
+    p.operands[gpuop_operand_by_name("dcgm")].enabled = false; /* a DGX OS host engine */
+    ex = render_one(&p, "dcgm-exporter");
+    assert_true(json_is_true(path_get(ex, "spec/template/spec/hostNetwork")));
+    assert_string_equal(str_at(ex, "spec/template/spec/dnsPolicy"), "ClusterFirstWithHostNet");
+    json_decref(ex);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    /* the host engine's own hostNetwork */
+    pol = json_pack("{s:{s:{s:b, s:b}}}", "spec", "dcgm", "enabled", 1, "hostNetwork", 1);
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    json_t *he = render_one(&p, "dcgm");
+    assert_true(json_is_true(path_get(he, "spec/template/spec/hostNetwork")));
+    assert_string_equal(str_at(he, "spec/template/spec/containers/0/ports/0/name"), "dcgm");
+    json_decref(he);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    assert_string_equal(
+        extra_kinds(json_pack("{s:{s:{s:b}, s:{s:{s:b}}}}", "spec", "dcgm", "enabled", 1,
+                              "dcgmExporter", "serviceMonitor", "enabled", 1),
+                    kinds, sizeof(kinds)),
+        "RuntimeClass/nvidia RuntimeClass/nvidia-cdi RuntimeClass/nvidia-legacy "
+        "Service/gpuop-dcgm-exporter Service/gpuop-dcgm "
+        "ServiceMonitor/gpuop-dcgm-exporter");
+    /* no exporter, no ServiceMonitor (nor its Service) */
+    assert_string_equal(extra_kinds(json_pack("{s:{s:{s:b, s:{s:b}}}}", "spec", "dcgmExporter",
+                                              "enabled", 0, "serviceMonitor", "enabled", 1),
+                                    kinds, sizeof(kinds)),
+                        "RuntimeClass/nvidia RuntimeClass/nvidia-cdi RuntimeClass/nvidia-legacy");
+}
+
 /* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
 static void test_mig_caps(void **state)
 {
@@ -1882,6 +1971,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_dcgm),
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_empty_lists_written),
         cmocka_unit_test(test_full_policy),

@@ -171,16 +171,20 @@ static void test_findings(void **state)
     assert_non_null(strstr(str(fa, "message"), "\"paused\""));
     assert_int_equal(json_object_size(fa), 4);
     json_t *fb = json_object_get(b, "findings");
-    /* toolkit missing; device-plugin, gfd, dcgm-exporter, validator and mig-manager all run
-     * above it */
-    assert_int_equal(json_array_size(fb), 6);
+    /* toolkit missing; device-plugin, gfd, dcgm, dcgm-exporter (its host engine runs, the
+     * walk goes on), validator and mig-manager all run above it */
+    assert_int_equal(json_array_size(fb), 7);
     assert_string_equal(str(json_array_get(fb, 0), "reason"), "PodNotCreated");
     assert_string_equal(str(json_array_get(fb, 1), "kind"), "OrderingViolation");
     assert_string_equal(str(json_array_get(fb, 1), "reason"), "DevicePluginWithoutToolkit");
-    for (size_t i = 2; i < 6; i++)
+    for (size_t i = 2; i < 7; i++)
         assert_string_equal(str(json_array_get(fb, i), "reason"), "PrerequisiteNotRunning");
-    assert_string_equal(str(json_array_get(fb, 4), "operand"), "operator-validator");
-    assert_string_equal(str(json_array_get(fb, 5), "operand"), "mig-manager");
+    assert_string_equal(str(json_array_get(fb, 3), "operand"), "dcgm");
+    assert_string_equal(str(json_array_get(fb, 4), "operand"), "dcgm-exporter");
+    assert_non_null(strstr(str(json_array_get(fb, 4), "message"),
+                           "(chain: dcgm-exporter -> dcgm -> container-toolkit)"));
+    assert_string_equal(str(json_array_get(fb, 5), "operand"), "operator-validator");
+    assert_string_equal(str(json_array_get(fb, 6), "operand"), "mig-manager");
     json_t *hp = json_object_get(b, "hostProvided");
     assert_int_equal(json_array_size(hp), 1);
     assert_string_equal(json_string_value(json_array_get(hp, 0)), "driver");
@@ -445,7 +449,9 @@ static void test_reconciled(void **state)
         "DaemonSet gpuop-device-plugin was not created or changed, because its prerequisite "
         "container-toolkit could not be applied; DaemonSet gpuop-gpu-feature-discovery was not "
         "created or changed, because its prerequisite container-toolkit could not be applied; "
-        "DaemonSet gpuop-dcgm-exporter was not created or changed, because its prerequisite "
+        "DaemonSet gpuop-dcgm was not created or changed, because its prerequisite "
+        "container-toolkit could not be applied; DaemonSet gpuop-dcgm-exporter was not created or "
+        "changed, because its prerequisite "
         "container-toolkit could not be applied; DaemonSet gpuop-operator-validator was not "
         "created or changed, because its prerequisite container-toolkit could not be applied; "
         "DaemonSet gpuop-mig-manager was not created or changed, because its prerequisite "

@@ -48,6 +48,18 @@ static void add_node(struct fx_world *w, const char *name, json_t *labels)
     json_decref(j);
 }
 
+/* Operand i is a word of the space-separated list ("dcgm" is not in
+ * "dcgm-exporter"). */
+static bool listed(const char *list, int i)
+{
+    const char *name = gpuop_operand_get(i)->name;
+    size_t n = strlen(name);
+    for (const char *s = list; s && (s = strstr(s, name)); s += n)
+        if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == '\0'))
+            return true;
+    return false;
+}
+
 static void deploy_key(int i, char *key, size_t size)
 {
     snprintf(key, size, "nvidia.com/gpu.deploy.%s", gpuop_operand_get(i)->name);
@@ -59,7 +71,7 @@ void fx_add_node(struct fx_world *w, const char *name, const char *ops)
     for (int i = 0; i < gpuop_operand_count(); i++) {
         char key[128];
         deploy_key(i, key, sizeof(key));
-        if (strstr(ops, gpuop_operand_get(i)->name))
+        if (listed(ops, i))
             json_object_set_new(labels, key, json_string("true"));
     }
     add_node(w, name, labels);
@@ -124,14 +136,14 @@ static void add_pod(struct fx_world *w, const char *node, int i)
 void fx_run(struct fx_world *w, const char *node, const char *ops)
 {
     for (int i = 0; i < gpuop_operand_count(); i++)
-        if (strstr(ops, gpuop_operand_get(i)->name))
+        if (listed(ops, i))
             add_pod(w, node, i);
 }
 
 void fx_run_all(struct fx_world *w, const char *node, const char *skip)
 {
     for (int i = 0; i < gpuop_operand_count(); i++)
-        if (!skip || !strstr(skip, gpuop_operand_get(i)->name))
+        if (!listed(skip, i))
             add_pod(w, node, i);
 }
 
