@@ -98,7 +98,7 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator gke-cos aks crio; do
+    for c in defaults gpu-operator gke-cos aks crio monitoring; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
@@ -152,6 +152,21 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     grep -qF 'resourceNames: ["nvidia","nvidia-cdi","nvidia-legacy","nvidia-container-runtime"]' "$tmp/aks.yaml" ||
         fail "aks values: gpuop's ClusterRole may not patch the RuntimeClass nvidia-container-runtime"
     ok "aks values: operator.runtimeClass names the RuntimeClass, its handler and the operands'"
+    # monitoring: the chart makes the metrics ConfigMap from config.data and
+    # gpuop mounts it by name; the ServiceMonitor, the host engine and its
+    # Service come with the GpuPolicy (gpuop applies them)
+    ds=$tmp/monitoring.ds
+    grep -qF 'name: custom-dcgm-metrics' "$tmp/monitoring.yaml" || fail "monitoring values: no metrics ConfigMap"
+    grep -qF 'dcgm-metrics.csv: |' "$tmp/monitoring.yaml" || fail "monitoring values: the ConfigMap lacks dcgm-metrics.csv"
+    grep -qF 'DCGM_FI_DEV_GPU_UTIL,  gauge' "$tmp/monitoring.yaml" || fail "monitoring values: the ConfigMap lacks the data"
+    for want in 'kind: ServiceMonitor' 'release: kube-prometheus-stack' 'interval: "30s"' 'honorLabels: true' \
+        'targetLabel: instance' 'name: custom-dcgm-metrics' 'mountPath: /etc/dcgm-exporter/dcgm-metrics.csv' \
+        'value: /etc/dcgm-exporter/dcgm-metrics.csv' 'value: gpuop-dcgm:5555' 'name: gpuop-dcgm' \
+        'image: nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04' 'internalTrafficPolicy: Local' \
+        'nvidia.com/gpu.deploy.dcgm: "true"'; do
+        grep -qF -- "$want" "$ds" || fail "monitoring values: gpuop render output lacks '$want'"
+    done
+    ok "monitoring values: the metrics ConfigMap (chart), mounted; the ServiceMonitor and the host engine (gpuop)"
 fi
 
 # The GPU Operator's image keys pass through: what a ClusterPolicy user
@@ -249,6 +264,8 @@ ok "the notes name each value the chart does not honour, and no other"
 # other than false is named, and so is a key beside the honoured ones.
 out=$(notes -f "$DATA/values/gke-cos.yaml") || fail "notes of case gke-cos"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case gke-cos name an ignored value: $(grep Ignored <<<"$out")"
+out=$(notes -f "$DATA/values/monitoring.yaml") || fail "notes of case monitoring"
+! grep -q 'Ignored' <<<"$out" || fail "notes of case monitoring name an ignored value: $(grep Ignored <<<"$out")"
 out=$(notes -f "$DATA/values/aks.yaml") || fail "notes of case aks"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case aks name an ignored value: $(grep Ignored <<<"$out")"
 # CRI-O in the legacy mode (issue 39): written into the GpuPolicy, no

@@ -90,6 +90,20 @@ installDir: {{ . | quote }}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq .key "dcgm" }}
+{{- with $v.hostPort }}
+hostPort: {{ . }}
+{{- end }}
+{{- if eq (toString $v.hostNetwork) "true" }}
+hostNetwork: true
+{{- end }}
+{{- end }}
+{{- if eq .key "dcgmExporter" }}
+{{- with $v.serviceMonitor }}
+serviceMonitor:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
 {{- if eq .key "driver" }}
 {{- with $v.upgradePolicy }}
 upgradePolicy:
@@ -166,15 +180,15 @@ env:
 {{/* The operands' keys, in gpuop's order (src/model/operand.c): the same
 in the values and in the GpuPolicy's spec. */}}
 {{- define "gpuop.operandKeys" -}}
-driver toolkit devicePlugin gfd dcgmExporter validator migManager
+driver toolkit devicePlugin gfd dcgm dcgmExporter validator migManager
 {{- end }}
 
 {{/* The operands whose GpuPolicy spec takes config.name (a ConfigMap):
-those whose operand-table row names a default ConfigMap. The GPU
-Operator's chart has config.name for others too, which gpuop does not
-read: not written. */}}
+those whose operand-table row names a default ConfigMap, or "" (the
+exporter reads one only when named). The GPU Operator's chart has
+config.name for others too, which gpuop does not read: not written. */}}
 {{- define "gpuop.configKeys" -}}
-migManager
+dcgmExporter migManager
 {{- end }}
 
 {{/* daemonsets.imagePullSecrets and every operand's, deduplicated, in
