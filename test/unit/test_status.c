@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "gpuop/clock.h"
+#include "gpuop/render.h"
 #include "gpuop/status.h"
 #include "world_fixture.h"
 
@@ -25,7 +26,8 @@ static void world_init(struct fx_world *w)
     w->pol.generation = 4;
 }
 
-static json_t *cond(json_t *st, const char *type)
+/* The condition of type (borrowed), or NULL. */
+static json_t *find_cond(json_t *st, const char *type)
 {
     size_t i;
     json_t *c;
@@ -34,8 +36,15 @@ static json_t *cond(json_t *st, const char *type)
         if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
             return c;
     }
-    fail_msg("no condition %s", type);
     return NULL;
+}
+
+static json_t *cond(json_t *st, const char *type)
+{
+    json_t *c = find_cond(st, type);
+    if (!c)
+        fail_msg("no condition %s", type);
+    return c;
 }
 
 static const char *cstr(json_t *st, const char *type, const char *field)
@@ -573,6 +582,66 @@ static void dig_inputs(struct dig_case *cs, size_t *n, struct fx_world *w)
     dig_add(cs, n, w, &ign);
 }
 
+/* ServiceMonitor (spec.dcgmExporter.serviceMonitor): said only while it is
+ * wanted and gpuop applies (not by gpuop check); False with CRDNotInstalled
+ * while its CRD is missing, and Reconciled stays True; the digest follows
+ * each change. */
+static void test_service_monitor(void **state)
+{
+    (void)state;
+    struct fx_world w;
+    world_init(&w);
+    fx_add_node_except(&w, "gpu-a", NULL, NULL);
+    fx_run_all(&w, "gpu-a", NULL);
+    fx_analyze(&w);
+    struct gpuop_apply_result ap[GPUOP_OPERAND_MAX] = {{0}};
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        ap[o] = (struct gpuop_apply_result){.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
+    struct gpuop_status_input in = {.namespace = "ns", .apply = ap};
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "ServiceMonitor")); /* not asked for */
+    uint64_t d0 = gpuop_status_digest(&w.pol, &w.f, &in);
+    json_decref(st);
+
+    w.pol.service_monitor = json_object();
+    int sm = -1;
+    for (int i = 0; i < gpuop_render_extra_count(); i++)
+        if (gpuop_render_extra_get(i)->crd)
+            sm = i;
+    assert_true(sm >= 0);
+    in.absent_crds = 1u << sm;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "ServiceMonitor", "status"), "False");
+    assert_string_equal(cstr(st, "ServiceMonitor", "reason"), "CRDNotInstalled");
+    assert_non_null(
+        strstr(cstr(st, "ServiceMonitor", "message"), "servicemonitors.monitoring.coreos.com"));
+    assert_string_equal(cstr(st, "Reconciled", "status"), "True");
+    assert_string_equal(str(st, "state"), "ready"); /* not a reason to be not ready */
+    uint64_t d1 = gpuop_status_digest(&w.pol, &w.f, &in);
+    json_decref(st);
+
+    in.absent_crds = 0; /* the CRD installed, the ServiceMonitor applied */
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "ServiceMonitor", "status"), "True");
+    assert_string_equal(cstr(st, "ServiceMonitor", "reason"), "Applied");
+    uint64_t d2 = gpuop_status_digest(&w.pol, &w.f, &in);
+    json_decref(st);
+    assert_true(d0 != d1 && d1 != d2 && d0 != d2);
+
+    in.apply = NULL; /* gpuop check: nothing applied, nothing said */
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "ServiceMonitor"));
+    json_decref(st);
+    w.pol.operands[gpuop_operand_by_name("dcgm-exporter")].enabled = false;
+    in.apply = ap;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "ServiceMonitor")); /* no exporter: no ServiceMonitor */
+    json_decref(st);
+    json_decref(w.pol.service_monitor);
+    w.pol.service_monitor = NULL;
+    fx_world_free(&w);
+}
+
 static void test_digest(void **state)
 {
     (void)state;
@@ -622,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_reconciled),
         cmocka_unit_test(test_time_format),
         cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_service_monitor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
