@@ -57,6 +57,17 @@
  * node): each its own account, with a token (deploy/10-rbac.yaml). */
 #define GPUOP_VALIDATOR_SA "gpuop-operator-validator"
 #define GPUOP_TOOLKIT_SA   "gpuop-container-toolkit"
+/* The driver pods: their k8s-driver-manager init container pauses the
+ * operands, evicts GPU pods and relabels its node (deploy/10-rbac.yaml). */
+#define GPUOP_DRIVER_SA "gpuop-driver"
+/* The driver pods' init container, by NVIDIA's name (gpu-operator v26.7.0
+ * assets/state-driver/0500_daemonset.yaml). */
+#define GPUOP_DRIVER_MANAGER_CTR "k8s-driver-manager"
+/* The node annotation that tells the driver manager an upgrade controller
+ * owns the node's evictions and drain (k8s-driver-manager v0.12.0
+ * cmd/driver-manager/main.go fetchAutoUpgradeAnnotation): gpuop sets it
+ * on a node only while it upgrades that node (docs/upgrade.md). */
+#define GPUOP_ANNOTATION_DRIVER_UPGRADE_ENABLED "nvidia.com/gpu-driver-upgrade-enabled"
 
 /* The RuntimeClass gpuop applies for the containerd handler the toolkit
  * registers; the GPU operands' pods run in it (CDI mode). */

@@ -42,6 +42,22 @@ enum gpuop_mig_strategy {
 #define GPUOP_DRIVER_INSTALL_DIR_DEFAULT "/run/nvidia/driver"
 #define GPUOP_KUBELET_ROOT_DIR_DEFAULT   "/var/lib/kubelet"
 
+/* spec.driver.manager's image by default: NVIDIA's k8s-driver-manager, the
+ * driver pod's init container (gpu-operator v26.7.0
+ * deployments/gpu-operator/values.yaml driver.manager). */
+#define GPUOP_DRIVER_MANAGER_REPOSITORY "nvcr.io/nvidia/cloud-native"
+#define GPUOP_DRIVER_MANAGER_IMAGE      "k8s-driver-manager"
+#define GPUOP_DRIVER_MANAGER_VERSION    "v0.12.0"
+
+/* spec.driver.manager (the GPU Operator's DriverManagerSpec): the
+ * k8s-driver-manager init container of the driver pods. */
+struct gpuop_driver_manager {
+    char *image;          /* repository/image:version joined, or a full reference in image */
+    char *pull_policy;    /* Always | IfNotPresent | Never; default IfNotPresent */
+    json_t *env;          /* array of {name, value} (owned), never NULL: set over NVIDIA's */
+    json_t *pull_secrets; /* array of {name} (owned), never NULL: added to the driver pods' */
+};
+
 /* The validator's components whose init containers take env of their own
  * (spec.validator.<component>.env, as ClusterPolicy's ValidatorSpec). */
 enum gpuop_validator_component {
@@ -208,10 +224,11 @@ struct gpuop_policy {
                                               (owned); NULL when off */
     json_t *validator_env[GPUOP_VALIDATOR_COMPONENTS]; /* spec.validator.<component>.env:
                                              arrays of {name, value} (owned), never NULL */
-    bool node_labeling;                  /* spec.nodeLabeling.enabled: gpuop labels new GPU
-                                            nodes (SPEC 4a); false when absent */
-    struct gpuop_upgrade_policy upgrade; /* spec.driver.upgradePolicy */
-    struct gpuop_driver_opts driver;     /* spec.driver's options, spec.gds, spec.gdrcopy */
+    bool node_labeling;                         /* spec.nodeLabeling.enabled: gpuop labels new GPU
+                                                   nodes (SPEC 4a); false when absent */
+    struct gpuop_upgrade_policy upgrade;        /* spec.driver.upgradePolicy */
+    struct gpuop_driver_opts driver;            /* spec.driver's options, spec.gds, spec.gdrcopy */
+    struct gpuop_driver_manager driver_manager; /* spec.driver.manager */
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */

@@ -63,9 +63,6 @@ static const struct refused refused[] = {
      "spec.driver.kernelModuleType: open, ignored"},
     {"spec.driver", "useNvidiaDriverCRD", IF_ENABLED,
      "gpuop has no NVIDIADriver resource: the GpuPolicy's driver is the one driver, ignored"},
-    {"spec.driver", "manager", ALWAYS,
-     "gpuop runs no k8s-driver-manager: it does not drain nodes for a driver change yet, "
-     "ignored"},
     {"spec.driver", "virtualTopology", ALWAYS, "vGPU topology is not set up by gpuop, ignored"},
     {"spec.driver", "startupProbe", ALWAYS,
      "gpuop's driver startup probe waits up to 20 minutes for the module build, ignored"},

@@ -34,19 +34,39 @@
 #include <string.h>
 
 #include "gpuop/hash.h"
+#include "gpuop/names.h"
 #include "gpuop/render.h"
 
-static json_t *find_container(json_t *pod_spec, const char *name)
+static json_t *find_in(json_t *pod_spec, const char *list, const char *name)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(pod_spec, "containers"), i, c)
+    json_array_foreach(json_object_get(pod_spec, list), i, c)
     {
         const char *n = json_string_value(json_object_get(c, "name"));
         if (n && !strcmp(n, name))
             return c;
     }
     return NULL;
+}
+
+static json_t *find_container(json_t *pod_spec, const char *name)
+{
+    return find_in(pod_spec, "containers", name);
+}
+
+/* Appends the digest env (v) to container c's env (borrowed); 0 or
+ * GPUOP_ENOMEM. */
+static int put_digest(json_t *c, const char *v)
+{
+    json_t *env = json_object_get(c, "env");
+    if (!json_is_array(env)) {
+        env = json_array();
+        if (!env || json_object_set_new(c, "env", env) < 0)
+            return GPUOP_ENOMEM;
+    }
+    json_t *e = json_pack("{s:s, s:s}", "name", GPUOP_DRIVER_DIGEST_ENV, "value", v);
+    return !e || json_array_append_new(env, e) < 0 ? GPUOP_ENOMEM : 0;
 }
 
 /* Copies of the keys of src (borrowed) into a new object; steals nothing. */
@@ -173,16 +193,13 @@ int gpuop_render_driver_digest_set(json_t *ds, const char *container)
     uint32_t d = gpuop_render_driver_digest(pod_spec, container);
     if (!ctr || !d)
         return GPUOP_EINVAL;
-    json_t *env = json_object_get(ctr, "env");
-    if (!json_is_array(env)) {
-        env = json_array();
-        if (!env || json_object_set_new(ctr, "env", env) < 0)
-            return GPUOP_ENOMEM;
-    }
     char v[16];
     snprintf(v, sizeof(v), "%u", d);
-    json_t *e = json_pack("{s:s, s:s}", "name", GPUOP_DRIVER_DIGEST_ENV, "value", v);
-    if (!e || json_array_append_new(env, e) < 0)
+    /* the driver manager reads it too: the same digest as the one stored
+       means the loaded module stays (k8s-driver-manager v0.12.0
+       shouldSkipUninstall; gpu-operator v26.7.0 object_controls.go) */
+    json_t *mgr = find_in(pod_spec, "initContainers", GPUOP_DRIVER_MANAGER_CTR);
+    if (put_digest(ctr, v) || (mgr && put_digest(mgr, v)))
         return GPUOP_ENOMEM;
     for (size_t i = 0; i < sizeof(labels) / sizeof(*labels); i++) {
         if (!json_is_object(labels[i]))

@@ -334,6 +334,12 @@ static int set_defaults(struct gpuop_policy *p)
             set_json(&sc->env, json_array()))
             return GPUOP_ENOMEM;
     }
+    struct gpuop_driver_manager *m = &p->driver_manager;
+    if (set_str(&m->image, GPUOP_DRIVER_MANAGER_REPOSITORY "/" GPUOP_DRIVER_MANAGER_IMAGE
+                                                           ":" GPUOP_DRIVER_MANAGER_VERSION) ||
+        set_str(&m->pull_policy, "IfNotPresent") || set_json(&m->env, json_array()) ||
+        set_json(&m->pull_secrets, json_array()))
+        return GPUOP_ENOMEM;
     return 0;
 }
 
@@ -400,7 +406,8 @@ static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t
     const char *repo = image_key(p, path, "repository", jrepo, dflt);
     const char *image = image_key(p, path, "image", jimage, dflt);
     const char *version = image_key(p, path, "version", jversion, dflt);
-    o->held = p->nproblems > n0; /* a value refused: what runs is kept (below too) */
+    o->held |= p->nproblems > n0; /* a value refused: what runs is kept (below too; and
+                                     spec.driver.manager's, parsed before) */
     if (!repo && !image && !version)
         return 0; /* the defaults, set already */
 
@@ -1406,6 +1413,24 @@ int gpuop_policy_max_unavailable(const struct gpuop_upgrade_policy *u, int total
     return (int)(((long long)total * u->max_unavailable + 99) / 100); /* rounded up */
 }
 
+/* An imagePullPolicy at field (e borrowed) into *dst; a bad value is a
+ * problem and leaves *dst as it is (IfNotPresent by default). */
+static int parse_pull_policy(struct gpuop_policy *p, const char *field, json_t *e, char **dst)
+{
+    const char *s = json_string_value(e);
+    if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
+        return set_str(dst, s);
+    if (s)
+        problem(p, field, "must be Always, IfNotPresent or Never, not \"%.64s\"; using %s", s,
+                *dst);
+    else
+        problem(p, field, "must be Always, IfNotPresent or Never, not %s; using %s", type_name(e),
+                *dst);
+    return 0;
+}
+
+static int parse_driver_manager(struct gpuop_policy *p, int driver, const char *path, json_t *v);
+
 /* ---- spec.driver's options, spec.gds, spec.gdrcopy ------------------------ */
 
 /* The longest version a per-OS image keeps room for the OS tag with (a tag
@@ -1621,7 +1646,7 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
     static const char *const known[] = {"enabled",         "repository", "image", "version",
                                         "imagePullPolicy", "env",        NULL};
     struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
-    char path[FIELD_MAX], field[FIELD_MAX], vbuf[64];
+    char path[FIELD_MAX], field[FIELD_MAX];
     const char *key;
     json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL;
     int rc = 0;
@@ -1647,13 +1672,7 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
         } else if (!strcmp(key, "version")) {
             jversion = e;
         } else if (!strcmp(key, "imagePullPolicy")) {
-            const char *s = json_string_value(e);
-            if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
-                rc = set_str(&sc->pull_policy, s);
-            else
-                problem(p, field,
-                        "must be Always, IfNotPresent or Never, not %s; using IfNotPresent",
-                        describe(e, vbuf, sizeof(vbuf)));
+            rc = parse_pull_policy(p, field, e, &sc->pull_policy);
         } else if (!strcmp(key, "env")) {
             rc = parse_env(p, path, e, &sc->env);
         } else {
@@ -1876,17 +1895,7 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
         } else if (!strcmp(key, "version")) {
             jversion = e;
         } else if (!strcmp(key, "imagePullPolicy")) {
-            const char *s = json_string_value(e);
-            if (s && (!strcmp(s, "Always") || !strcmp(s, "IfNotPresent") || !strcmp(s, "Never")))
-                rc = set_str(&o->pull_policy, s);
-            else if (s)
-                problem(p, field,
-                        "must be Always, IfNotPresent or Never, not \"%.64s\"; using IfNotPresent",
-                        s);
-            else
-                problem(p, field,
-                        "must be Always, IfNotPresent or Never, not %s; using IfNotPresent",
-                        type_name(e));
+            rc = parse_pull_policy(p, field, e, &o->pull_policy);
         } else if (!strcmp(key, "args")) {
             rc = parse_args(p, path, e, o);
         } else if (!strcmp(key, "env")) {
@@ -1910,6 +1919,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
                 problem(p, field, "must be true or false, not %s; using false", type_name(e));
         } else if (!strcmp(key, "hostPort") && !strcmp(op->key, "dcgm")) {
             parse_dcgm_host_port(p, field, e);
+        } else if (!strcmp(key, "manager") && !strcmp(op->key, "driver")) {
+            rc = parse_driver_manager(p, idx, field, e);
         } else if (validator_component(op, key) >= 0) {
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
@@ -2194,9 +2205,10 @@ static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v,
     return set_json(dst, out);
 }
 
-static int parse_pull_secrets(struct gpuop_policy *p, json_t *v)
+/* The secret names at path (v borrowed: names, or {name} objects) into
+ * *dst as [{name}] (new, the old released); a bad entry is a problem. */
+static int parse_pull_secrets(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst)
 {
-    const char *path = "spec.daemonsets.imagePullSecrets";
     char field[FIELD_MAX];
     size_t i;
     json_t *e;
@@ -2223,7 +2235,78 @@ static int parse_pull_secrets(struct gpuop_policy *p, json_t *v)
             return GPUOP_ENOMEM;
         }
     }
-    return set_json(&p->image_pull_secrets, out);
+    return set_json(dst, out);
+}
+
+/* ---- spec.driver.manager -------------------------------------------------- */
+
+/* spec.driver.manager (v borrowed), the GPU Operator's DriverManagerSpec:
+ * the k8s-driver-manager init container's image (repository/image:version
+ * joined as NVIDIA's imagePath, or a full reference in image), pull
+ * policy, env (set over NVIDIA's defaults by name) and pull secrets (names,
+ * added to the driver pods'). An image that cannot be used holds the
+ * driver (its running DaemonSets kept), as a bad driver image does. */
+static int parse_driver_manager(struct gpuop_policy *p, int driver, const char *path, json_t *v)
+{
+    static const char *const known[] = {
+        "repository", "image", "version", "imagePullPolicy", "env", "imagePullSecrets", NULL};
+    struct gpuop_driver_manager *m = &p->driver_manager;
+    json_t *repo = NULL, *image = NULL, *version = NULL, *e;
+    const char *key, *why = "is not a valid image reference";
+    char field[FIELD_MAX], ref[3 * IMAGE_MAX + 3];
+    int rc = 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; using %s", type_name(v), m->image);
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (json_is_null(e))
+            continue;
+        else if (!strcmp(key, "repository"))
+            repo = e;
+        else if (!strcmp(key, "image"))
+            image = e;
+        else if (!strcmp(key, "version"))
+            version = e;
+        else if (!strcmp(key, "imagePullPolicy"))
+            rc = parse_pull_policy(p, field, e, &m->pull_policy);
+        else if (!strcmp(key, "env"))
+            rc = parse_env(p, path, e, &m->env);
+        else if (!strcmp(key, "imagePullSecrets"))
+            rc = parse_pull_secrets(p, field, e, &m->pull_secrets);
+        else
+            other_field(p, path, key, e, known);
+        if (rc)
+            return rc;
+    }
+    int n0 = p->nproblems;
+    const char *r = image_key(p, path, "repository", repo, m->image);
+    const char *i = image_key(p, path, "image", image, m->image);
+    const char *ver = image_key(p, path, "version", version, m->image);
+    if (p->nproblems > n0) {
+        p->operands[driver].held = true;
+        return 0;
+    }
+    if (i && full_reference(i))
+        snprintf(ref, sizeof(ref), "%s", i);
+    else if (r || i || ver) {
+        ver = ver ? ver : GPUOP_DRIVER_MANAGER_VERSION;
+        snprintf(ref, sizeof(ref), "%s/%s%s%s", r ? r : GPUOP_DRIVER_MANAGER_REPOSITORY,
+                 i ? i : GPUOP_DRIVER_MANAGER_IMAGE, strncmp(ver, "sha256:", 7) ? ":" : "@", ver);
+    } else
+        return 0;
+    if (!gpuop_validate_image(ref, &why)) {
+        fieldf(field, "%s.%s", path, i && full_reference(i) ? "image" : "version");
+        problem(p, field,
+                "makes the image \"%.200s\", which %s; the driver's running DaemonSets are "
+                "kept as they run",
+                ref, why);
+        p->operands[driver].held = true;
+        return 0;
+    }
+    return set_str(&m->image, ref);
 }
 
 static int parse_rolling_update(struct gpuop_policy *p, json_t *v)
@@ -2316,7 +2399,8 @@ static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
             rolling_given = true;
             rc = parse_rolling_update(p, e);
         } else if (!strcmp(key, "imagePullSecrets")) {
-            rc = parse_pull_secrets(p, e);
+            rc = parse_pull_secrets(p, "spec.daemonsets.imagePullSecrets", e,
+                                    &p->image_pull_secrets);
         } else {
             unknown_field(p, path, key, daemonset_fields);
         }
@@ -2625,5 +2709,9 @@ void gpuop_policy_free(struct gpuop_policy *p)
         free(names[i]);
     json_decref(d->gds.env);
     json_decref(d->gdrcopy.env);
+    free(p->driver_manager.image);
+    free(p->driver_manager.pull_policy);
+    json_decref(p->driver_manager.env);
+    json_decref(p->driver_manager.pull_secrets);
     memset(p, 0, sizeof(*p));
 }

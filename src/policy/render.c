@@ -53,6 +53,7 @@ struct tmpl {
     const char *runtime_class;   /* runtimeClassName, or NULL */
     const char *nri_container;   /* NRI mode: the container the toolkit's NRI plugin gives
                                     every GPU (a pod annotation), or NULL */
+    const json_t *pull_secrets;  /* [{name}] added to the policy's imagePullSecrets (borrowed) */
     json_t *init;                /* initContainers: the gates (whole containers) */
     json_t *command;
     json_t *args; /* default args, replaced by the policy's when non-empty */
@@ -91,6 +92,8 @@ static json_t *need(struct tmpl *t, json_t *v)
 }
 
 /* ---- small builders (all return new references, NULL on ENOMEM) ---------- */
+
+static json_t *merge_env(json_t *base, json_t *extra);
 
 static json_t *hostpath(const char *name, const char *path, const char *type)
 {
@@ -287,7 +290,7 @@ static const struct runtime_files {
 #define VOL_REPO_CONF         "repo-config"
 #define VOL_CERT_CONF         "cert-config"
 #define SIDECAR_PROBE_TIMEOUT 10 /* seconds */
-#define DRIVER_VOLS_MAX       8
+#define DRIVER_VOLS_MAX       11 /* the driver's 6 rows, MOFED's 2, the manager's 3 */
 
 static int idx_of(const char *name)
 {
@@ -476,8 +479,6 @@ static json_t *gate(const struct gpuop_policy *p, const char *name, const char *
                                VALIDATIONS, "mountPropagation", "HostToContainer"));
 }
 
-static json_t *merge_env(json_t *base, json_t *extra);
-
 /* One component of nvidia-validator (COMPONENT) as an init container of
  * the validator's image, run as root; env (steals, may be NULL) comes
  * after WITH_WAIT and COMPONENT, then spec.validator.<component>.env
@@ -585,10 +586,63 @@ static json_t *plugin_security(const char *strategy)
 static void driver_options(const struct gpuop_policy *p, struct tmpl *t);
 static int put_list(json_t *obj, const char *key, json_t *src, bool copy);
 
+/* k8s-driver-manager (`driver-manager uninstall_driver`), the driver pod's
+ * init container, as the GPU Operator v26.7.0 renders it
+ * (assets/state-driver/0500_daemonset.yaml; controllers/object_controls.go
+ * transformDriverManagerInitContainer): before a new driver container
+ * starts it pauses the node's operands through their deploy labels, evicts
+ * the GPU pods unless an upgrade controller owns the node (the
+ * GPUOP_ANNOTATION_DRIVER_UPGRADE_ENABLED annotation), unloads the old
+ * module and unmounts the old driver root, and relabels the operands back
+ * (k8s-driver-manager v0.12.0 cmd/driver-manager/main.go uninstallDriver).
+ * NVIDIA's env, spec.driver.manager.env set over it by name; the driver's
+ * resources; DRIVER_CONFIG_DIGEST added with the driver container's. New. */
+static json_t *driver_manager(const struct gpuop_policy *p)
+{
+    const struct gpuop_driver_manager *m = &p->driver_manager;
+    json_t *e =
+        json_pack("[o,o,o,o,o,o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                  env("NVIDIA_VISIBLE_DEVICES", "void"), env("ENABLE_GPU_POD_EVICTION", "true"),
+                  env("ENABLE_AUTO_DRAIN", "false"), env("DRAIN_USE_FORCE", "false"),
+                  env("DRAIN_POD_SELECTOR_LABEL", ""), env("DRAIN_TIMEOUT_SECONDS", "0s"),
+                  env("DRAIN_DELETE_EMPTYDIR_DATA", "false"),
+                  env_field("OPERATOR_NAMESPACE", "metadata.namespace"));
+    const struct vol vols[] = {
+        {"run-nvidia", NULL, NULL, "/run/nvidia", RW, "Bidirectional", NULL},
+        {"host-root", NULL, NULL, "/host", RO, "HostToContainer", NULL},
+        {"host-sys", NULL, NULL, "/sys", RW, NULL, NULL},
+        {"run-mellanox-drivers", NULL, NULL, "/run/mellanox/drivers", RW, "HostToContainer", NULL},
+    };
+    /* GPUDirect RDMA: the manager waits for MOFED's driver first */
+    if (e && p->driver.rdma &&
+        (json_array_append_new(e, env("GPU_DIRECT_RDMA_ENABLED", "true")) ||
+         (p->driver.host_mofed && json_array_append_new(e, env("USE_HOST_MOFED", "true"))))) {
+        json_decref(e);
+        e = NULL;
+    }
+    json_t *merged = e ? merge_env(e, m->env) : NULL;
+    json_decref(e);
+    json_t *c =
+        json_pack("{s:s, s:s, s:s, s:[s], s:[s], s:o, s:o, s:o}", "name", GPUOP_DRIVER_MANAGER_CTR,
+                  "image", m->image, "imagePullPolicy", m->pull_policy, "command", "driver-manager",
+                  "args", "uninstall_driver", "env", merged, "securityContext", privileged(),
+                  "volumeMounts", vol_mounts(vols, NROWS(vols)));
+    const json_t *res = p->operands[gpuop_operand_by_key("driver")].resources;
+    if (c && res && json_object_set_new(c, "resources", json_deep_copy(res))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
 static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
 {
     const struct gpuop_driver_opts *o = &p->driver;
     t->container = "nvidia-driver";
+    t->service_account = GPUOP_DRIVER_SA;
+    t->api_token = true; /* the driver manager relabels its node and evicts */
+    t->init = need(t, json_pack("[o]", driver_manager(p)));
+    t->pull_secrets = p->driver_manager.pull_secrets;
     t->host_pid = true;
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
@@ -615,6 +669,12 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
             (struct vol){"run-mellanox-drivers", MOFED_DRIVERS, DIR_OR_CREATE, MOFED_DRIVERS, RW,
                          "HostToContainer",      NULL};
     }
+    /* the driver manager's only (with RDMA, run-mellanox-drivers is the
+       driver's row above: one volume per name) */
+    vols[n++] = (struct vol){"host-root", host_root(p), NULL, NULL, RO, NULL, NULL};
+    vols[n++] = (struct vol){"host-sys", "/sys", "Directory", NULL, RW, NULL, NULL};
+    vols[n++] =
+        (struct vol){"run-mellanox-drivers", MOFED_DRIVERS, DIR_OR_CREATE, NULL, RW, NULL, NULL};
     vol_table(p, t, vols, n, false);
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
@@ -1760,6 +1820,25 @@ static json_t *node_selector(const struct gpuop_operand *op, const struct gpuop_
                      pool->version);
 }
 
+/* New: the secrets of a (borrowed), then those of b (borrowed, may be
+ * NULL) a does not name, as NVIDIA's addPullSecrets appends them. */
+static json_t *pull_secrets(const json_t *a, const json_t *b)
+{
+    json_t *out = json_deep_copy(a), *x, *y;
+    size_t i, j;
+    json_array_foreach(b, i, x)
+    {
+        bool have = false;
+        json_array_foreach(out, j, y) have =
+            have || json_equal(json_object_get(x, "name"), json_object_get(y, "name"));
+        if (out && !have && json_array_append_new(out, json_deep_copy(x))) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl *t,
                         const struct gpuop_ospool *pool, const char *image)
 {
@@ -1790,8 +1869,11 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= put_affinity(s, p, idx);
     if (!rc)
         rc |= put_list(s, "tolerations", p->tolerations, true);
-    if (!rc)
-        rc |= put_list(s, "imagePullSecrets", p->image_pull_secrets, true);
+    if (!rc) {
+        json_t *ps = pull_secrets(p->image_pull_secrets, t->pull_secrets);
+        rc |= !ps || put_list(s, "imagePullSecrets", ps, false);
+        json_decref(ps);
+    }
     if (!rc)
         rc |= put_list(s, "initContainers", t->init, false);
     if (!rc)

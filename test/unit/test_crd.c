@@ -30,6 +30,7 @@ static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings",
  * (the GPU Operator's paths). */
 static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
                                                 {"driver", "upgradePolicy"},
+                                                {"driver", "manager"},
                                                 {"driver", "kernelModuleType"},
                                                 {"driver", "kernelModuleConfig"},
                                                 {"driver", "repoConfig"},

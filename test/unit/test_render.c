@@ -270,7 +270,7 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     if (!strcmp(sa, GPUOP_OPERAND_SA))
         assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
     else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA) || !strcmp(sa, GPUOP_VALIDATOR_SA) ||
-             !strcmp(sa, GPUOP_TOOLKIT_SA))
+             !strcmp(sa, GPUOP_TOOLKIT_SA) || !strcmp(sa, GPUOP_DRIVER_SA))
         assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
     else
         fail_msg("%s: unknown service account %s", op->ds_name, sa);
@@ -371,16 +371,18 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         if (!found)
             fail_msg("%s: mount %s has no volume", op->ds_name, str_at(m, "name"));
     }
-    /* init containers (the gates): the validator's image, unique names,
-     * mounts of declared volumes */
+    /* init containers (the gates): the validator's image (the driver
+     * manager's its own), unique names, mounts of declared volumes */
     json_t *inits = json_object_get(pod, "initContainers"), *ic;
     const struct gpuop_operand_spec *val =
         &p->operands[gpuop_operand_by_name("operator-validator")];
     assert_unique(inits, "name", "init container");
     json_array_foreach(inits, i, ic)
     {
-        assert_string_equal(str_at(ic, "image"), val->image);
-        assert_string_equal(str_at(ic, "imagePullPolicy"), val->pull_policy);
+        bool mgr = !strcmp(str_at(ic, "name"), GPUOP_DRIVER_MANAGER_CTR);
+        assert_string_equal(str_at(ic, "image"), mgr ? p->driver_manager.image : val->image);
+        assert_string_equal(str_at(ic, "imagePullPolicy"),
+                            mgr ? p->driver_manager.pull_policy : val->pull_policy);
         json_array_foreach(json_object_get(ic, "volumeMounts"), j, m)
         {
             bool found = false;
@@ -493,7 +495,8 @@ static json_t *render_one(const struct gpuop_policy *p, const char *operand)
  * assets/state-driver/0500_daemonset.yaml, nvidia-driver-ctr), and its
  * `mount --rbind / /run/nvidia/driver` would expose the whole host tree
  * again under /run/nvidia/driver/host, on the host and in every peer that
- * mounts the driver root (found by the real-node stand-ins). */
+ * mounts the driver root (found by the real-node stand-ins). Only the
+ * k8s-driver-manager init container mounts it, read-only, as NVIDIA's. */
 static void test_driver_no_host_root(void **state)
 {
     struct gpuop_policy p;
@@ -501,20 +504,29 @@ static void test_driver_no_host_root(void **state)
     json_t *drv = render_one(&p, "driver");
     json_t *vols = path_get(drv, "spec/template/spec/volumes");
     json_t *mounts = path_get(drv, "spec/template/spec/containers/0/volumeMounts");
+    json_t *mgr = find_init(drv, GPUOP_DRIVER_MANAGER_CTR);
     size_t i;
     json_t *v;
+    const char *root_vol = NULL;
     assert_true(json_array_size(vols) > 0);
     json_array_foreach(vols, i, v)
     {
         const char *hp = str_at(v, "hostPath/path");
         if (hp && !strcmp(hp, "/"))
-            fail_msg("the driver mounts the host root (volume %s)", str_at(v, "name"));
+            root_vol = str_at(v, "name");
     }
+    assert_non_null(root_vol);
     json_array_foreach(mounts, i, v)
     {
-        if (!strcmp(str_at(v, "mountPath"), "/host"))
-            fail_msg("the driver container mounts %s at /host", str_at(v, "name"));
+        if (!strcmp(str_at(v, "mountPath"), "/host") || !strcmp(str_at(v, "name"), root_vol))
+            fail_msg("the driver container mounts %s at %s", str_at(v, "name"),
+                     str_at(v, "mountPath"));
     }
+    assert_non_null(mgr);
+    json_t *m = find_named(json_object_get(mgr, "volumeMounts"), root_vol);
+    assert_non_null(m);
+    assert_string_equal(str_at(m, "mountPath"), "/host");
+    assert_true(json_is_true(json_object_get(m, "readOnly")));
     /* what it does need from the host stays */
     bool os_release = false;
     json_array_foreach(mounts, i, v)
@@ -1338,6 +1350,86 @@ static void test_validator_env(void **state)
     json_decref(pol);
 }
 
+/* The driver pods' k8s-driver-manager init container as the GPU Operator
+ * v26.7.0 renders it (assets/state-driver/0500_daemonset.yaml,
+ * transformDriverManagerInitContainer): NVIDIA's env with
+ * spec.driver.manager.env set over it by name, its image, the driver's
+ * resources, the pull secrets added, the same DRIVER_CONFIG_DIGEST as the
+ * driver container; the account with a token; a bad image holds the
+ * driver instead of rolling out another one. */
+static void test_driver_manager(void **state)
+{
+    struct gpuop_policy p;
+    json_t *pol = json_object();
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    json_decref(pol);
+    json_t *drv = render_one(&p, "driver"), *mgr = find_init(drv, GPUOP_DRIVER_MANAGER_CTR);
+    assert_non_null(mgr);
+    assert_string_equal(str_at(mgr, "image"),
+                        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0");
+    assert_string_equal(str_at(mgr, "command/0"), "driver-manager");
+    assert_string_equal(str_at(mgr, "args/0"), "uninstall_driver");
+    assert_string_equal(init_env(mgr, "ENABLE_GPU_POD_EVICTION"), "true");
+    assert_string_equal(init_env(mgr, "ENABLE_AUTO_DRAIN"), "false");
+    assert_string_equal(init_env(mgr, "DRAIN_TIMEOUT_SECONDS"), "0s");
+    assert_string_equal(init_env(mgr, "NVIDIA_VISIBLE_DEVICES"), "void");
+    assert_string_equal(str_at(find_named(json_object_get(mgr, "env"), "NODE_NAME"),
+                               "valueFrom/fieldRef/fieldPath"),
+                        "spec.nodeName");
+    assert_string_equal(str_at(find_named(json_object_get(mgr, "env"), "OPERATOR_NAMESPACE"),
+                               "valueFrom/fieldRef/fieldPath"),
+                        "metadata.namespace");
+    assert_true(json_is_true(path_get(mgr, "securityContext/privileged")));
+    assert_string_equal(
+        str_at(find_named(json_object_get(mgr, "volumeMounts"), "run-nvidia"), "mountPropagation"),
+        "Bidirectional");
+    /* the digest: one value, in both containers */
+    const char *dg = init_env(mgr, "DRIVER_CONFIG_DIGEST");
+    assert_non_null(dg);
+    assert_string_equal(str_at(find_env(drv, "DRIVER_CONFIG_DIGEST"), "value"), dg);
+    assert_string_equal(str_at(drv, "spec/template/spec/serviceAccountName"), GPUOP_DRIVER_SA);
+    assert_true(json_is_true(path_get(drv, "spec/template/spec/automountServiceAccountToken")));
+    json_decref(drv);
+    gpuop_policy_free(&p);
+
+    pol = json_pack("{s:{s:{s:{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[s]}, s:{s:{s:s}}}, "
+                    "s:{s:[s]}}}",
+                    "spec", "driver", "manager", "repository", "registry.example/mirror", "version",
+                    "v0.13.0", "imagePullPolicy", "Never", "env", "name", "ENABLE_GPU_POD_EVICTION",
+                    "value", "false", "name", "DRAIN_USE_FORCE", "value", "true",
+                    "imagePullSecrets", "mirror-pull", "resources", "limits", "memory", "1Gi",
+                    "daemonsets", "imagePullSecrets", "all-pull");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    drv = render_one(&p, "driver");
+    mgr = find_init(drv, GPUOP_DRIVER_MANAGER_CTR);
+    assert_string_equal(str_at(mgr, "image"), "registry.example/mirror/k8s-driver-manager:v0.13.0");
+    assert_string_equal(str_at(mgr, "imagePullPolicy"), "Never");
+    assert_string_equal(init_env(mgr, "ENABLE_GPU_POD_EVICTION"), "false"); /* replaced */
+    assert_string_equal(init_env(mgr, "DRAIN_USE_FORCE"), "true");
+    assert_int_equal(json_array_size(json_object_get(mgr, "env")), 10); /* 9 + the digest */
+    assert_string_equal(str_at(mgr, "resources/limits/memory"), "1Gi");
+    json_t *ps = path_get(drv, "spec/template/spec/imagePullSecrets");
+    assert_int_equal(json_array_size(ps), 2);
+    assert_string_equal(str_at(ps, "0/name"), "all-pull");
+    assert_string_equal(str_at(ps, "1/name"), "mirror-pull");
+    json_decref(drv);
+    /* only the driver's pods take the manager's pull secret */
+    json_t *tk = render_one(&p, "container-toolkit");
+    assert_int_equal(json_array_size(path_get(tk, "spec/template/spec/imagePullSecrets")), 1);
+    json_decref(tk);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    pol = json_pack("{s:{s:{s:{s:s}}}}", "spec", "driver", "manager", "version", "v0.12.0 bad");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 1);
+    assert_string_equal(p.problems[0].field, "spec.driver.manager.version");
+    assert_true(p.operands[gpuop_operand_by_key("driver")].held);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
 /* spec.operator.runtimeClass (AKS: nvidia-container-runtime): one name for
  * the RuntimeClass gpuop applies, its handler, the toolkit's containerd
  * handler and every GPU operand's runtimeClassName. */
@@ -1987,6 +2079,7 @@ int main(void)
         cmocka_unit_test(test_mig_caps),
         cmocka_unit_test(test_extras),
         cmocka_unit_test(test_driver_no_host_root),
+        cmocka_unit_test(test_driver_manager),
         cmocka_unit_test(test_host_paths),
         cmocka_unit_test(test_validator_env),
         cmocka_unit_test(test_runtime_class),

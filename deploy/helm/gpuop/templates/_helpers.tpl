@@ -110,6 +110,10 @@ upgradePolicy:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- include "gpuop.driverOptions" $v }}
+{{- with $v.manager }}
+manager:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- if has .key (splitList " " (include "gpuop.configKeys" .)) }}
 {{- with ($v.config | default dict).name }}
