@@ -290,6 +290,13 @@ static void patch_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     requeue(r->u, 0);
 }
 
+/* A state between the start and the end of gpuop's work on a node
+ * (cordon-required ... uncordon-required). */
+static bool upgrading(int state)
+{
+    return state >= GPUOP_US_CORDON && state <= GPUOP_US_UNCORDON;
+}
+
 /* PATCH node r with metadata labels/annotations (steal; may be NULL) and
  * spec (steals; may be NULL), the state label next and the since time
  * (GPUOP_US_NONE: both removed). */
@@ -309,11 +316,16 @@ static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t 
     if (st) {
         json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_string(st));
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_string(at));
+        /* while gpuop upgrades the node, the driver pod's k8s-driver-manager
+           leaves evictions to it; otherwise it evicts GPU pods itself */
+        json_object_set_new(annotations, GPUOP_ANNOTATION_DRIVER_UPGRADE_ENABLED,
+                            upgrading(next) ? json_string("true") : json_null());
     } else if (next == GPUOP_US_NONE) { /* the node left the upgrade: no state at all */
         json_object_set_new(labels, GPUOP_LABEL_UPGRADE_STATE, json_null());
         json_object_set_new(labels, GPUOP_LABEL_DRIVER_ROLLBACK, json_null());
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_SINCE, json_null());
         json_object_set_new(annotations, GPUOP_ANNOTATION_UPGRADE_FAILED, json_null());
+        json_object_set_new(annotations, GPUOP_ANNOTATION_DRIVER_UPGRADE_ENABLED, json_null());
     }
     json_t *meta = json_pack("{s:o, s:o}", "labels", labels, "annotations", annotations);
     if (meta && rv)

@@ -157,7 +157,12 @@ kind: GpuPolicy
 metadata:
   name: $POLICY
 spec:
-  driver: {enabled: true, image: "$1", imagePullPolicy: Never, upgradePolicy: {autoUpgrade: false}}
+  driver:
+    enabled: true
+    image: "$1"
+    imagePullPolicy: Never
+    upgradePolicy: {autoUpgrade: false}
+    manager: {image: "${IMG[driver-manager]}", imagePullPolicy: Never}
   toolkit: {enabled: true, image: "${IMG[toolkit]}", imagePullPolicy: Never}
   devicePlugin: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
   gfd: {enabled: true, image: "${IMG[device-plugin]}", imagePullPolicy: Never}
@@ -284,6 +289,21 @@ grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: listed the driver Daemon
 grep -qE "^$VALIDATOR [^ ]+ \[nvidia-validator .*check: GET node $NODE \(HTTP 200\)" "$E2E_TMP/logs.txt" ||
 	fail "the plugin validation of $VALIDATOR did not read its node with its token"
 
+log "the driver manager ran first in the driver pod, read its node with its token, took NVIDIA's no-driver-loaded path"
+dm() { grep -E "^$1 k8s-driver-manager \[driver-manager " "$E2E_TMP/logs.txt"; }
+grep -qE "check: read node $NODE \(HTTP 200, the token accepted\)" <<<"$(dm "$DRIVER")" ||
+	fail "the driver manager of $DRIVER did not read its node with its token: $(dm "$DRIVER" | tail -n 3)"
+grep -qE "check: /host is not|FAIL" <<<"$(dm "$DRIVER")" && fail "the driver manager failed a check: $(dm "$DRIVER")"
+grep -q "Driver uninstallation completed successfully" <<<"$(dm "$DRIVER")" ||
+	fail "the driver manager of $DRIVER did not complete: $(dm "$DRIVER" | tail -n 3)"
+t_dm=$(start_t "$DRIVER" driver-manager)
+t_drv=$(start_t "$DRIVER" nvidia-driver)
+[[ -n $t_dm && -n $t_drv ]] || fail "no start time for the driver manager ($t_dm) or the driver ($t_drv)"
+after "$t_drv" "$t_dm" || fail "the driver started at $t_drv, before its driver manager ($t_dm)"
+dg=$(kc -n "$GPUOP_NS" get pod "$DRIVER" -o json | jq -r '[.spec.initContainers[], .spec.containers[]]
+	| map(.env[]? | select(.name == "DRIVER_CONFIG_DIGEST") | .value) | unique | join(" ")')
+[[ $dg =~ ^[0-9]+$ ]] || fail "the driver manager and the driver do not carry one DRIVER_CONFIG_DIGEST: '$dg'"
+
 log "the files on the host"
 [[ -f $V/driver-ready ]] || fail "$V/driver-ready not on the host"
 grep -qx 'NVIDIA_DRIVER_ROOT=/run/nvidia/driver' "$V/driver-ready" ||
@@ -296,6 +316,22 @@ pidf=/run/nvidia/toolkit/toolkit.pid
 [[ -f $pidf ]] || fail "$pidf not on the host"
 [[ $(<"$pidf") =~ ^[0-9]+$ ]] || fail "$pidf holds '$(<"$pidf")'"
 after "$(stat -c %.9Y "$pidf")" "$t_driver_ready" || fail "$pidf written before driver-ready"
+
+log "a driver pod deleted by hand: its new driver manager sets back a deploy label a driver upgrade paused"
+kc label node "$NODE" --overwrite nvidia.com/gpu.deploy.device-plugin=paused-for-driver-upgrade >/dev/null
+kc -n "$GPUOP_NS" delete pod "$DRIVER" --wait=true --timeout=120s >/dev/null
+plugin_back() {
+	[[ $(kubectl --kubeconfig "$KUBECONFIG" get node "$NODE" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.deploy\.device-plugin}') == true ]]
+}
+export -f plugin_back
+wait_for "$READY_TIMEOUT" plugin_back
+wait_for "$READY_TIMEOUT" all_ready
+OLD_DRIVER=$DRIVER
+DRIVER=$(pod_of driver)
+[[ -n $DRIVER && $DRIVER != "$OLD_DRIVER" ]] || fail "no new driver pod (old $OLD_DRIVER, now '$DRIVER')"
+grep -q 'rescheduled the GPU operator components: .*"nvidia.com/gpu.deploy.device-plugin":"true"' \
+	<<<"$(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager)" ||
+	fail "the device plugin's label was not set back by $DRIVER's driver manager: $(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager | tail -n 4)"
 
 log "negative: a driver that never becomes ready; the toolkit pod recreated stays in its init container"
 policy "${IMG[driver-never-ready]}"

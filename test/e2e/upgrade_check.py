@@ -41,6 +41,10 @@ Invariants (the name is what a violation line starts with):
   hand-cordon  a node cordoned other than by the upgrade (no state in the
                upgrade, no gpuop.dev/driver-upgrade-cordoned) is never
                uncordoned, never enters the upgrade, never loses its driver pod
+  manager      when gpuop deletes a driver pod of a node in the upgrade, the
+               node carries nvidia.com/gpu-driver-upgrade-enabled=true (the
+               new pod's k8s-driver-manager then leaves evictions to gpuop);
+               a node at upgrade-done, or never started, does not
   stop         after a node is upgrade-failed (or carries
                gpuop.dev/driver-upgrade-failed) no other node starts until
                the failure is cleared or the driver spec changes
@@ -68,6 +72,7 @@ STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 PAUSED = "paused-for-driver-upgrade"
 CORDON_MARK = "gpuop.dev/driver-upgrade-cordoned"
 FAILED_MARK = "gpuop.dev/driver-upgrade-failed"
+ENABLED_MARK = "nvidia.com/gpu-driver-upgrade-enabled"
 PAUSED_MARK = "gpuop.dev/driver-upgrade-paused"
 GPU_PRESENT = "nvidia.com/gpu.present"
 # deploy labels that are not the driver's dependents: the driver itself and
@@ -460,6 +465,9 @@ class Checker:
         if not nr.get("unschedulable") or (s not in IN_PROGRESS and s != FAILED):
             self.violate("order", r, "driver pod %s deleted on node %s, which is %s (state %s)"
                          % (r["name"], n, "cordoned" if nr.get("unschedulable") else "not cordoned", s), [n])
+        if s in IN_PROGRESS and (nr.get("ann") or {}).get(ENABLED_MARK) != "true":
+            self.violate("manager", r, "driver pod %s deleted on node %s (state %s) without %s=true: its "
+                         "driver manager would evict GPU pods itself" % (r["name"], n, s, ENABLED_MARK), [n])
         running = self.gpu_pods_running(n)
         if running:
             self.violate("gpu-pod", r, "driver pod %s deleted on node %s while GPU pods still run there: %s"
@@ -532,7 +540,7 @@ class Checker:
             paused = sorted(k for k, x in (nr.get("deploy") or {}).items() if x == PAUSED)
             if paused:
                 probs.append("deploy labels paused: %s" % ", ".join(paused))
-            marks = [a for a in (CORDON_MARK, PAUSED_MARK, FAILED_MARK) if a in (nr.get("ann") or {})]
+            marks = [a for a in (CORDON_MARK, PAUSED_MARK, FAILED_MARK, ENABLED_MARK) if a in (nr.get("ann") or {})]
             if marks:
                 probs.append("marks left: %s" % ", ".join(marks))
             if probs:

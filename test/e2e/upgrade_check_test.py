@@ -111,7 +111,7 @@ class Timeline:
 
     # --- the clean steps of one node ------------------------------------------
     def start(self, n):
-        self.node(n, state="cordon-required")
+        self.node(n, state="cordon-required", ann={upgrade_check.ENABLED_MARK: "true"})
 
     def cordon(self, n):
         self.node(n, unschedulable=True, ann={MARK: "true"})
@@ -144,7 +144,7 @@ class Timeline:
     def uncordon(self, n):
         self.node(n, state="uncordon-required")
         self.node(n, unschedulable=False, ann={MARK: None})
-        self.node(n, state="upgrade-done")
+        self.node(n, state="upgrade-done", ann={upgrade_check.ENABLED_MARK: None})
 
     def upgrade_node(self, n, skip=()):
         for step in ("start", "cordon", "evict", "pause", "restart", "restore", "uncordon"):
@@ -395,6 +395,23 @@ class TestChecker(unittest.TestCase):
         vs = tl.check()
         self.assertOnly(vs, "order")
         self.assertIn("went back from validation-required to pod-deletion-required", str(vs[0]))
+
+    def test_manager_not_told(self):
+        tl = Timeline()
+        tl.begin()
+        tl.start("a")
+        tl.node("a", ann={upgrade_check.ENABLED_MARK: None})
+        tl.upgrade_node("a", skip=("start",))
+        vs = tl.check()
+        self.assertOnly(vs, "manager")
+        self.assertIn("without nvidia.com/gpu-driver-upgrade-enabled=true", str(vs[0]))
+
+    def test_manager_mark_left(self):
+        tl = Timeline().clean()
+        tl.node("a", ann={upgrade_check.ENABLED_MARK: "true"})
+        vs = tl.check("--expect-version", NEW)
+        self.assertOnly(vs, "final")
+        self.assertIn("marks left: nvidia.com/gpu-driver-upgrade-enabled", str(vs[0]))
 
     def test_dependents_not_paused(self):
         tl = Timeline()

@@ -5,7 +5,7 @@
  * it mirrors). One static multi-call binary: what it does is chosen by the
  * name it is run as (nvidia-driver, nvidia-smi, nvidia-validator,
  * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin,
- * gpu-feature-discovery, config-manager, dcgm-exporter).
+ * gpu-feature-discovery, config-manager, dcgm-exporter, driver-manager).
  *
  * Each stand-in keeps the files and gates of NVIDIA's program: it writes
  * and waits for the same files under /run/nvidia, and it checks what the
@@ -496,10 +496,10 @@ static size_t on_body(char *d, size_t sz, size_t nm, void *u)
     return len;
 }
 
-/* api_get PATH: GET with the service-account token, verifying the
- * cluster CA; the HTTP code (0: no answer), the body into *out (new,
- * free it). */
-static long api_get(const char *path, char **out)
+/* api_req METHOD PATH [BODY]: a request with the service-account token,
+ * verifying the cluster CA, BODY (may be NULL) sent as a JSON merge
+ * patch; the HTTP code (0: no answer), the body into *out (new, free it). */
+static long api_req(const char *method, const char *path, const char *send, char **out)
 {
     const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
     char url[2048], auth[TOKEN_MAX + 32];
@@ -514,6 +514,11 @@ static long api_get(const char *path, char **out)
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
     hd = curl_slist_append(hd, auth);
     hd = curl_slist_append(hd, "Accept: application/json");
+    if (send) {
+        hd = curl_slist_append(hd, "Content-Type: application/merge-patch+json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, send);
+    }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(c, CURLOPT_CAINFO, SA_DIR "/ca.crt");
@@ -524,11 +529,16 @@ static long api_get(const char *path, char **out)
     if (curl_easy_perform(c) == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     else
-        say("GET %s: no answer", url);
+        say("%s %s: no answer", method, url);
     curl_slist_free_all(hd);
     curl_easy_cleanup(c);
     *out = b.p ? b.p : strdup("");
     return code;
+}
+
+static long api_get(const char *path, char **out)
+{
+    return api_req("GET", path, NULL, out);
 }
 
 /* isDriverManagedByOperator (main.go): lists the DaemonSets labelled
@@ -760,6 +770,122 @@ static int validator_main(int argc, char **argv)
 
 /* ---- nvidia-ctk-installer (nvidia-toolkit) ---------------------------------------------- */
 
+/* ---- k8s-driver-manager ----------------------------------------------------------------- */
+
+/* k8s-driver-manager v0.12.0 (cmd/driver-manager/main.go), the driver
+ * pod's init container: `driver-manager uninstall_driver`. It needs
+ * NODE_NAME, the service-account token and the rights to read and patch
+ * its node (it exits non-zero, and the driver never starts, without
+ * them), the host root read-only at /host and /run/nvidia from the host.
+ * It reads its node's deploy labels and the gpu-driver-upgrade-enabled
+ * annotation (fetchCurrentLabels, fetchAutoUpgradeAnnotation). The lab
+ * has no nvidia module, so /sys/module/nvidia/refcnt never exists here
+ * and the stand-in takes NVIDIA's "no driver loaded" path: no eviction,
+ * the previous driver root unmounted, its PID file removed, and every
+ * deploy label an upgrade paused ("paused-for-driver-upgrade") set back
+ * (rescheduleGPUOperatorComponents, maybeSetTrue). */
+#define PAUSED_STR "paused-for-driver-upgrade"
+static const char *const DM_LABELS[] = {
+    "operator-validator", "container-toolkit", "device-plugin", "gpu-feature-discovery",
+    "dcgm-exporter",      "dcgm",              "mig-manager",   NULL};
+
+/* The string value of "key" in the JSON text j (first occurrence), into
+ * out; 0 if found. Node labels and annotations hold no escapes here. */
+static int json_str_of(const char *j, const char *key, char *out, size_t outsz)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(j, pat), *e;
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    e = strchr(p, '"');
+    if (!e || (size_t)(e - p) >= outsz)
+        return -1;
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = 0;
+    return 0;
+}
+
+static int driver_manager_main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : "", *node = env("NODE_NAME");
+    const char *digest = env("DRIVER_CONFIG_DIGEST");
+    char path[512], *body = NULL, val[256], stored[128] = "", patch[2048] = "";
+    size_t off = 0;
+    long code;
+
+    say("driver-manager %s (stand-in for k8s-driver-manager)", cmd);
+    if (strcmp(cmd, "uninstall_driver") != 0)
+        return die("unknown command '%s' (the driver pod runs `driver-manager uninstall_driver`)",
+                   cmd);
+    if (need_env("NODE_NAME", "the node whose labels it pauses") ||
+        need_host_path("/run/nvidia", "the driver root and PID file it cleans up"))
+        return 1;
+    if (!is_dir("/host/etc") || access("/host/etc", W_OK) == 0)
+        return die("/host is not the host root mounted read-only (isHostDriver runs chroot /host "
+                   "nvidia-smi)");
+    say("check: the host root is at /host, read-only");
+    if (in_cluster_config())
+        return 1;
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", node);
+    code = api_get(path, &body);
+    if (code != 200) {
+        die("failed to fetch current labels: getting node %s: HTTP %ld %.200s", node, code, body);
+        free(body);
+        return 1;
+    }
+    say("check: read node %s (HTTP 200, the token accepted): "
+        "nvidia.com/gpu-driver-upgrade-enabled=%s",
+        node,
+        json_str_of(body, "nvidia.com/gpu-driver-upgrade-enabled", val, sizeof val) ? "(none)"
+                                                                                    : val);
+    if (digest && read_file("/run/nvidia/nvidia-driver.state", stored, sizeof stored) > 0)
+        say("DRIVER_CONFIG_DIGEST=%s, stored %.*s", digest, (int)strcspn(stored, "\n"), stored);
+    else
+        say("DRIVER_CONFIG_DIGEST=%s, none stored", digest ? digest : "(unset)");
+    if (is_file("/sys/module/nvidia/refcnt")) {
+        free(body);
+        return die("the nvidia module is loaded: the lab's stand-in has no eviction path");
+    }
+    say("No NVIDIA driver loaded, skipping eviction of GPU clients and workloads");
+    if (umount2("/run/nvidia/driver", MNT_DETACH) == 0)
+        say("unmounted the stale driver root /run/nvidia/driver");
+    if (unlink("/run/nvidia/nvidia-driver.pid") == 0)
+        say("removed the stale /run/nvidia/nvidia-driver.pid");
+    /* rescheduleGPUOperatorComponents: paused -> true, x_paused -> x */
+    for (const char *const *l = DM_LABELS; *l; l++) {
+        char key[128];
+        snprintf(key, sizeof key, "nvidia.com/gpu.deploy.%s", *l);
+        if (json_str_of(body, key, val, sizeof val) || !strstr(val, PAUSED_STR))
+            continue;
+        char *p = strstr(val, PAUSED_STR);
+        if (!strcmp(val, PAUSED_STR))
+            snprintf(val, sizeof val, "true");
+        else
+            memmove(p > val && p[-1] == '_' ? p - 1 : p, p + strlen(PAUSED_STR),
+                    strlen(p + strlen(PAUSED_STR)) + 1);
+        off += (size_t)snprintf(patch + off, sizeof patch - off, "%s\"%s\":\"%s\"",
+                                off ? "," : "{\"metadata\":{\"labels\":{", key, val);
+        if (off >= sizeof patch)
+            break;
+    }
+    free(body);
+    if (off && off < sizeof patch - 4) {
+        strcat(patch, "}}}");
+        code = api_req("PATCH", path, patch, &body);
+        if (code != 200) {
+            die("failed to reschedule GPU operator components: HTTP %ld %.200s", code, body);
+            free(body);
+            return 1;
+        }
+        free(body);
+        say("rescheduled the GPU operator components: %s", patch);
+    }
+    say("Driver uninstallation completed successfully");
+    return 0;
+}
+
 static volatile sig_atomic_t dummy;
 
 static int toolkit_main(int argc, char **argv)
@@ -955,7 +1081,7 @@ int main(int argc, char **argv)
         {"nvidia-validator", validator_main}, {"nvidia-ctk-installer", toolkit_main},
         {"nvidia-toolkit", toolkit_main},     {"nvidia-device-plugin", device_plugin_main},
         {"gpu-feature-discovery", gfd_main},  {"config-manager", config_manager_main},
-        {"dcgm-exporter", dcgm_main},
+        {"dcgm-exporter", dcgm_main},         {"driver-manager", driver_manager_main},
     };
     const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     size_t i;
