@@ -96,6 +96,13 @@ static const struct gpuop_cli_flag upgrade_crd_flags[] = {
     {"help", 'h', no_argument, NULL, NULL, "this help"},
     {NULL, 0, 0, NULL, NULL, NULL}};
 
+static const struct gpuop_cli_flag release_policy_flags[] = {
+    kubeconfig_flag,
+    {"timeout", 0, required_argument, "D", NULL,
+     "give up after D (\"30s\", \"5m\"; default 5m) with the nodes\nstill held named"},
+    {"help", 'h', no_argument, NULL, NULL, "this help"},
+    {NULL, 0, 0, NULL, NULL, NULL}};
+
 static const struct gpuop_cli_flag completion_flags[] = {
     {"help", 'h', no_argument, NULL, NULL, "this help"}, {NULL, 0, 0, NULL, NULL, NULL}};
 
@@ -117,6 +124,8 @@ static const struct gpuop_cli_command commands[] = {
     {"render", "print the DaemonSets a policy expands to", gpuop_cmd_render, render_flags, NULL},
     {"upgrade-crd", "create or replace the GpuPolicy CRD (the chart's hook)", gpuop_cmd_upgrade_crd,
      upgrade_crd_flags, NULL},
+    {"release-policy", "delete a GpuPolicy, wait until its upgrade lets go (the chart's hook)",
+     gpuop_cmd_release_policy, release_policy_flags, NULL},
     {"completion", "print a bash or zsh completion script", gpuop_cmd_completion, completion_flags,
      "bash zsh"},
     {"version", "print the version, and the libcurl and TLS library linked in", cmd_version, NULL,

@@ -20,14 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli_int.h"
 #include "cmd_int.h"
 #include "gpuop/clock.h"
-#include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
-#include "gpuop/kubeconfig.h"
 #include "gpuop/yaml.h"
 
 #define CRD_GROUP_VERSION    "apiextensions.k8s.io/v1"
@@ -35,10 +32,8 @@
 #define CRD_RESOURCE         "customresourcedefinitions"
 #define CRD_FIELD_MANAGER    "gpuop-upgrade-crd"
 #define CRD_TIMEOUT_MS       120000 /* --timeout's default: the whole command */
-#define CRD_REQUEST_MS       30000  /* one request at most */
 #define CRD_CONFLICT_RETRIES 5      /* PUTs lost to another writer before giving up */
 #define CRD_POLL_MS          200    /* how often Established is read again */
-#define NS_PER_MS            1000000L
 
 static void usage(FILE *f)
 {
@@ -52,16 +47,6 @@ static void usage(FILE *f)
     gpuop_cli_flags_help(f, gpuop_cli_command("upgrade-crd"));
 }
 
-/* Milliseconds left until deadline (0: passed), at most CRD_REQUEST_MS. */
-static long request_ms(uint64_t deadline)
-{
-    uint64_t now = gpuop_clock_ms();
-    if (now >= deadline)
-        return 0;
-    uint64_t left = deadline - now;
-    return (long)(left < CRD_REQUEST_MS ? left : CRD_REQUEST_MS);
-}
-
 /* The CRD's path (new string), with the field manager when manage. */
 static char *crd_path(const char *name, bool manage, bool force)
 {
@@ -69,25 +54,6 @@ static char *crd_path(const char *name, bool manage, bool force)
     struct gpuop_kube_param params[] = {{"fieldManager", CRD_FIELD_MANAGER},
                                         {"force", force ? "true" : NULL}};
     return gpuop_kube_path(&ref, params, manage ? sizeof(params) / sizeof(params[0]) : 0);
-}
-
-/* One request with body doc (borrowed, or NULL); *out gets the new
- * response body (may be NULL). */
-static int call(struct gpuop_kube *k, enum gpuop_kube_verb verb, const char *path,
-                const char *ctype, json_t *doc, uint64_t deadline, json_t **out,
-                struct gpuop_err *err)
-{
-    long ms = request_ms(deadline);
-    if (!ms)
-        return gpuop_err_set(err, GPUOP_ETRANSPORT, NULL, "timed out");
-    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    if (doc && !body)
-        return gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory");
-    struct gpuop_kube_opts o = {
-        .verb = verb, .path = path, .content_type = ctype, .body = body, .timeout_ms = ms};
-    int rc = gpuop_kube_call(k, &o, out, err);
-    gpuop_json_free(body);
-    return rc;
 }
 
 /* Adds to dst's member key (an object) each entry of cur's that dst lacks:
@@ -150,7 +116,8 @@ static int wait_established(struct gpuop_kube *k, const char *path, const char *
 {
     for (;;) {
         json_t *cur = NULL;
-        int rc = call(k, GPUOP_KUBE_GET, path, NULL, NULL, deadline, &cur, err);
+        int rc = gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_GET, path, NULL, NULL},
+                                deadline, &cur, err);
         bool ready =
             rc == 0 && condition_true(cur, "Established") && condition_true(cur, "NamesAccepted");
         json_decref(cur);
@@ -158,11 +125,10 @@ static int wait_established(struct gpuop_kube *k, const char *path, const char *
             return 0;
         if (rc < 0 && rc != GPUOP_ETRANSPORT && rc != GPUOP_EHTTP)
             return rc;
-        if (!request_ms(deadline))
+        if (gpuop_clock_ms() >= deadline)
             return gpuop_err_set(err, GPUOP_ETRANSPORT, NULL,
                                  "%s is not Established and NamesAccepted in time", name);
-        struct timespec ts = {0, CRD_POLL_MS * NS_PER_MS};
-        nanosleep(&ts, NULL);
+        gpuop_cmd_sleep_ms(CRD_POLL_MS);
     }
 }
 
@@ -185,13 +151,17 @@ int gpuop_crd_apply(struct gpuop_kube *k, json_t *crd, uint64_t timeout_ms,
     int rc = get && put && apply ? GPUOP_ECONFLICT : gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
     for (int tries = 0; rc == GPUOP_ECONFLICT && tries <= CRD_CONFLICT_RETRIES; tries++) {
         json_t *cur = NULL, *done = NULL;
-        rc = call(k, GPUOP_KUBE_GET, get, NULL, NULL, deadline, &cur, err);
+        rc = gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_GET, get, NULL, NULL}, deadline,
+                            &cur, err);
         if (rc == GPUOP_ENOTFOUND) {
-            rc = call(k, GPUOP_KUBE_PATCH, apply, GPUOP_CT_APPLY, crd, deadline, &done, err);
+            rc = gpuop_cmd_call(
+                k, &(struct gpuop_cmd_req){GPUOP_KUBE_PATCH, apply, GPUOP_CT_APPLY, crd}, deadline,
+                &done, err);
             *result = GPUOP_CRD_CREATED;
         } else if (rc == 0) {
             json_t *doc = replacement(crd, cur);
-            rc = doc ? call(k, GPUOP_KUBE_PUT, put, NULL, doc, deadline, &done, err)
+            rc = doc ? gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_PUT, put, NULL, doc},
+                                      deadline, &done, err)
                      : gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
             *result =
                 generation(done) == generation(cur) ? GPUOP_CRD_UNCHANGED : GPUOP_CRD_REPLACED;
@@ -255,11 +225,6 @@ static int parse_options(int argc, char **argv, struct crd_opts *o)
     return 0;
 }
 
-static void closed_cb(void *arg)
-{
-    (void)arg;
-}
-
 /* Applies every CRD document of docs (borrowed; empty documents are
  * skipped, any other kind fails before anything is written): the exit
  * code. */
@@ -317,28 +282,14 @@ int gpuop_cmd_upgrade_crd(int argc, char **argv)
         fprintf(stderr, "%s upgrade-crd: %s\n", gpuop_cli_program(), err.message);
         return 1;
     }
-    /* In a pod (the hook's Job), its ServiceAccount, as run does. */
-    struct gpuop_kubeconfig cfg = {0};
-    bool in_cluster = !o.kubeconfig && getenv("KUBERNETES_SERVICE_HOST");
-    if ((in_cluster ? gpuop_kubeconfig_in_cluster(gpuop_cmd_sa_dir(), &cfg, &err)
-                    : gpuop_kubeconfig_auto(o.kubeconfig, &cfg, &err)) < 0) {
+    struct gpuop_cmd_kube c;
+    if (gpuop_cmd_kube_open(&c, o.kubeconfig, &err) < 0) {
         fprintf(stderr, "%s upgrade-crd: %s\n", gpuop_cli_program(), err.message);
         json_decref(docs);
         return 1;
     }
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    struct gpuop_kube *k = NULL;
-    if (gpuop_kube_new(&loop, &cfg, &k, &err) < 0) {
-        fprintf(stderr, "%s upgrade-crd: %s\n", gpuop_cli_program(), err.message);
-        exit_code = 1;
-    } else {
-        exit_code = apply_all(k, docs, &o);
-        gpuop_kube_close(k, closed_cb, NULL);
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
-    gpuop_kubeconfig_free(&cfg);
+    exit_code = apply_all(c.k, docs, &o);
+    gpuop_cmd_kube_close(&c);
     json_decref(docs);
     return exit_code;
 }

@@ -10,9 +10,47 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include <uv.h>
+
 #include "gpuop/error.h"
+#include "gpuop/kube.h"
+#include "gpuop/kubeconfig.h"
 
 struct gpuop_kube;
+
+/* A one-shot command's API client (cmd_kube.c): its own loop, run by each
+ * gpuop_cmd_call until the answer is in. */
+struct gpuop_cmd_kube {
+    uv_loop_t loop;
+    struct gpuop_kubeconfig cfg;
+    struct gpuop_kube *k;
+};
+
+/* Opens c: in a pod (a hook's Job) with no kubeconfig given, its
+ * ServiceAccount, as run does; else the kubeconfig (KUBECONFIG, ~/.kube).
+ * 0, or a negative rc with err saying why (c then needs no close). */
+int gpuop_cmd_kube_open(struct gpuop_cmd_kube *c, const char *kubeconfig, struct gpuop_err *err);
+
+/* Closes what gpuop_cmd_kube_open opened. */
+void gpuop_cmd_kube_close(struct gpuop_cmd_kube *c);
+
+/* One request of a one-shot command. */
+struct gpuop_cmd_req {
+    enum gpuop_kube_verb verb;
+    const char *path;
+    const char *ctype; /* the body's content type; NULL: JSON */
+    json_t *doc;       /* the body (borrowed), or NULL */
+};
+
+/* Sends r, for at most GPUOP_CMD_REQUEST_MS and never past deadline
+ * (gpuop_clock_ms); *out gets the new response body (may be NULL). 0, or
+ * a negative rc with err (GPUOP_ETRANSPORT "timed out" past deadline). */
+#define GPUOP_CMD_REQUEST_MS 30000
+int gpuop_cmd_call(struct gpuop_kube *k, const struct gpuop_cmd_req *r, uint64_t deadline,
+                   json_t **out, struct gpuop_err *err);
+
+/* Sleeps ms milliseconds (a command's poll between two reads). */
+void gpuop_cmd_sleep_ms(long ms);
 
 /* gpuop render -f FILE [--namespace NS] [--strict]: prints the operand
  * DaemonSets a GpuPolicy file expands to (src/cmd/cmd_render.c). */
@@ -65,5 +103,17 @@ enum gpuop_crd_result {
  * Returns 0 with *result set, or a negative rc with err saying why. */
 int gpuop_crd_apply(struct gpuop_kube *k, json_t *crd, uint64_t timeout_ms,
                     enum gpuop_crd_result *result, struct gpuop_err *err);
+
+/* gpuop release-policy NAME [--kubeconfig F] [--timeout D]: deletes the
+ * GpuPolicy NAME and waits until gpuop has released every node its driver
+ * upgrade held; the chart's pre-delete hook (src/cmd/cmd_release.c). */
+int gpuop_cmd_release_policy(int argc, char **argv);
+
+/* What release-policy does on k: deletes GpuPolicy name (borrowed) and
+ * waits, polling every poll_ms, until no node gpuop's upgrade holds, or
+ * another GpuPolicy goes on with it, all within timeout_ms; says what it
+ * did on stdout, why it failed on stderr. Runs k's loop. The exit code:
+ * 0 released, 1 not. */
+int gpuop_release_policy(struct gpuop_kube *k, const char *name, uint64_t timeout_ms, long poll_ms);
 
 #endif

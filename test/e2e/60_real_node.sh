@@ -13,7 +13,10 @@
 #   uid 65532, no capabilities, read-only root (from /proc of the
 #   container's process); kubectl logs; kubectl delete pod of the leader ->
 #   exit 0, the other replica takes the Lease, a replacement becomes Ready;
-#   helm uninstall -> all gone but the CRD; down leaves nothing behind.
+#   a driver upgrade held on a node (a job it waits for), then helm
+#   uninstall -> the release hook deletes the GpuPolicy while gpuop runs:
+#   the node uncordoned, its upgrade labels and annotations gone;
+#   all gone but the CRD; down leaves nothing behind.
 # Measures: helm install to Ready, gpuop's VmRSS in the pod and out of the
 # cluster (the same static binary, kubeconfig, same policy and nodes).
 #
@@ -309,8 +312,49 @@ log "delete took ${delete_ms} ms; $NEW_LEADER ($([[ $NEW_LEADER == "$STANDBY" ]]
 # the new leader keeps the policy true
 wait_for "$SETTLE_TIMEOUT" status_ready 5
 
+log "a driver upgrade held on a node (a job it waits for), then helm uninstall: the node let go"
+make_ns JOBS rn-jobs
+for n in "$G1" "$G2"; do
+	kc -n "$JOBS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: job-$n, labels: {gpuop-e2e: job}}
+spec:
+  nodeName: $n
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers: [{name: job, image: registry.example/job:1}]
+EOF
+done
+helm upgrade gpuop "$CHART" -n "$NS" --reuse-values --set driver.version=580.95.05 \
+	--set driver.upgradePolicy.waitForCompletion.podSelector=gpuop-e2e=job \
+	--wait --timeout "${READY_TIMEOUT}s" >/dev/null
+# held: cordoned by gpuop, waiting for its job, the driver manager told
+# gpuop owns the node's evictions
+held_node() {
+	kubectl --kubeconfig "$KUBECONFIG" get nodes "$G1" "$G2" -o json | jq -e '[.items[]
+		| select(.metadata.labels["nvidia.com/gpu-driver-upgrade-state"] == "wait-for-jobs-required")
+		| select(.spec.unschedulable == true)
+		| select(.metadata.annotations["gpuop.dev/driver-upgrade-cordoned"] == "true")
+		| select(.metadata.annotations["nvidia.com/gpu-driver-upgrade-enabled"] == "true")] | length == 1' >/dev/null
+}
+export -f held_node
+export G1 G2
+wait_for "$READY_TIMEOUT" held_node
+
 log "helm uninstall: everything goes but the CRD"
 helm uninstall gpuop -n "$NS" --wait --timeout "${READY_TIMEOUT}s" >/dev/null
+# the release hook deleted the GpuPolicy first and waited for gpuop: no
+# node keeps a cordon, label or annotation of the upgrade
+left=$(kc get nodes "$G1" "$G2" -o json | jq -r '.items[] | .metadata.name as $n
+	| (select(.spec.unschedulable == true) | "\($n) cordoned"),
+	  (.metadata.labels // {} | to_entries[]
+		| select(.key == "nvidia.com/gpu-driver-upgrade-state" or (.value | test("paused")))
+		| "\($n) label \(.key)=\(.value)"),
+	  (.metadata.annotations // {} | to_entries[]
+		| select(.key | test("^gpuop.dev/driver-upgrade-|^nvidia.com/gpu-driver-upgrade-enabled$"))
+		| "\($n) annotation \(.key)")')
+[[ -z $left ]] || fail "helm uninstall left the upgrade on the nodes: $left"
 gone() {
 	[[ -z "$(kc -n "$NS" get deployments,replicasets,daemonsets,pods,services,serviceaccounts,roles,rolebindings,poddisruptionbudgets,leases \
 		-l app.kubernetes.io/instance=gpuop -o name 2>/dev/null)" ]] &&

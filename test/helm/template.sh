@@ -335,6 +335,23 @@ for off in upgradeCRD=false operator.upgradeCRD=false; do
 done
 ok "the CRD upgrade hook: rendered by default (the CRD, its RBAC by name), gone with upgradeCRD=false"
 
+# The release hook (templates/release-policy.yaml): a pre-delete Job that
+# deletes the chart's GpuPolicy (its name, least privilege) and waits;
+# none without the chart's GpuPolicy or with releaseOnUninstall.enabled=false.
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --set clusterPolicy.name=gp1 \
+    --show-only templates/release-policy.yaml >"$tmp/release.yaml" || fail "no release hook"
+for want in '    helm.sh/hook: pre-delete' '    resourceNames: ["gp1"]' '    verbs: [delete]' \
+    '      serviceAccountName: gpuop-release-policy' '            - release-policy' '            - "gp1"' \
+    '            - --timeout=4m'; do
+    grep -qxF -- "$want" "$tmp/release.yaml" || fail "the release hook lacks '$want': $(cat "$tmp/release.yaml")"
+done
+[ "$(grep -c '^kind: ' "$tmp/release.yaml")" = 4 ] || fail "the release hook is not 4 objects"
+for off in releaseOnUninstall.enabled=false clusterPolicy.deployCR=false; do
+    "$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --set "$off" >"$tmp/off.yaml"
+    ! grep -q 'gpuop-release-policy' "$tmp/off.yaml" || fail "--set $off still renders the release hook"
+done
+ok "the release hook: a pre-delete Job deleting the chart's GpuPolicy by name, gone without it"
+
 # One source for the RBAC: deploy/10-rbac.yaml (for kubectl users and the
 # e2e tests) is the chart's, rendered for gpuop-system without Helm's labels.
 gen_rbac() {

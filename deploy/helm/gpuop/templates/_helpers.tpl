@@ -279,6 +279,14 @@ helm.sh/hook-weight: {{ . | quote }}
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
 
+{{/* The release hook's annotations (templates/release-policy.yaml);
+argument: its weight (the Job runs after its RBAC). */}}
+{{- define "gpuop.releaseHook" -}}
+helm.sh/hook: pre-delete
+helm.sh/hook-weight: {{ . | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
+
 {{/* The RuntimeClass names gpuop may patch and delete: nvidia,
 nvidia-cdi, nvidia-legacy (CDI mode's) and operator.runtimeClass, once
 each; a JSON list. */}}

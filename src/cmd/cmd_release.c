@@ -1,0 +1,224 @@
+/*
+ * cmd_release.c - `gpuop release-policy NAME`: deletes the GpuPolicy NAME
+ * and waits until gpuop has let go of every node its driver upgrade held;
+ * the chart's pre-delete hook (templates/release-policy.yaml).
+ *
+ * `helm uninstall` deletes a custom resource after the Deployments (Helm's
+ * uninstall order puts kinds it does not know last), so without the hook
+ * gpuop is gone before its GpuPolicy and a driver upgrade in progress
+ * leaves its nodes cordoned, paused and labelled for good. The hook runs
+ * while gpuop still runs: the policy deleted, gpuop's controller releases
+ * the nodes as it does for any deleted policy (docs/upgrade.md, "When the
+ * policy goes"), and this command waits for that: until no node labelled
+ * with an upgrade state carries one of gpuop's upgrade annotations
+ * (GPUOP_RELEASE_MARK_PREFIX), or another GpuPolicy is there to go on
+ * with the upgrade. Past --timeout it names the nodes still held and
+ * fails, which stops the uninstall with gpuop still running (run it again,
+ * or `helm uninstall --no-hooks` to leave the nodes as they are). Exit 0
+ * released, 1 failed, 2 usage error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_int.h"
+#include "cmd_int.h"
+#include "gpuop/buf.h"
+#include "gpuop/clock.h"
+#include "gpuop/model.h"
+#include "gpuop/names.h"
+
+#define RELEASE_TIMEOUT_MS 300000 /* --timeout's default */
+#define RELEASE_POLL_MS    1000   /* how often the nodes are read again */
+#define RELEASE_NAMES_MAX  1024   /* bytes of held node names printed */
+/* The annotations gpuop keeps on a node while its upgrade holds it (since,
+ * cordoned, paused, failed: model.h), removed when it lets the node go. */
+#define GPUOP_RELEASE_MARK_PREFIX "gpuop.dev/driver-upgrade-"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s release-policy NAME [options]\n\n"
+            "Deletes the GpuPolicy NAME and waits until gpuop has released every node its\n"
+            "driver upgrade held (uncordoned what it cordoned, its labels and annotations\n"
+            "gone): what the Helm chart's pre-delete hook runs, while gpuop still runs.\n"
+            "Exit status: 0 released, 1 failed or nodes still held, 2 usage error.\n\n",
+            gpuop_cli_program());
+    gpuop_cli_flags_help(f, gpuop_cli_command("release-policy"));
+}
+
+struct release_opts {
+    const char *kubeconfig, *name;
+    uint64_t timeout_ms;
+};
+
+#define RELEASE_EXIT_HELP (-1)
+static int parse_options(int argc, char **argv, struct release_opts *o)
+{
+    const struct gpuop_cli_command *self = gpuop_cli_command("release-policy");
+    struct option opts[8];
+    char shortopts[8];
+    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
+        0)
+        return 2;
+    *o = (struct release_opts){.timeout_ms = RELEASE_TIMEOUT_MS};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
+        const char *name = fl ? fl->name : "";
+        if (!strcmp(name, "kubeconfig"))
+            o->kubeconfig = optarg;
+        else if (!strcmp(name, "timeout")) {
+            if (gpuop_cli_duration(optarg, 0, &o->timeout_ms) < 0) {
+                fprintf(stderr, "%s release-policy: bad --timeout '%s' (e.g. 30s, 5m)\n",
+                        gpuop_cli_program(), optarg);
+                return 2;
+            }
+        } else if (!strcmp(name, "help")) {
+            usage(stdout);
+            return RELEASE_EXIT_HELP;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1 || !*argv[optind]) {
+        usage(stderr);
+        return 2;
+    }
+    o->name = argv[optind];
+    return 0;
+}
+
+/* The path of GpuPolicy name (NULL: the collection); new string. */
+static char *policy_path(const char *name)
+{
+    struct gpuop_kube_ref ref = {GPUOP_API_VERSION, NULL, GPUOP_PLURAL, name, NULL};
+    return gpuop_kube_path(&ref, NULL, 0);
+}
+
+/* Whether node (borrowed) carries one of gpuop's upgrade annotations. */
+static bool held(json_t *node)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get(node, "metadata"), "annotations"), key, v)
+    {
+        if (!strncmp(key, GPUOP_RELEASE_MARK_PREFIX, strlen(GPUOP_RELEASE_MARK_PREFIX)))
+            return true;
+    }
+    return false;
+}
+
+/* Reads the nodes with an upgrade state label and the GpuPolicies left:
+ * *n_held the nodes gpuop still holds (their names into names), *others
+ * the GpuPolicies there are. */
+static int read_state(struct gpuop_kube *k, uint64_t deadline, size_t *n_held,
+                      struct gpuop_buf *names, size_t *others, struct gpuop_err *err)
+{
+    struct gpuop_kube_ref nodes = {"v1", NULL, "nodes", NULL, NULL};
+    struct gpuop_kube_param sel[] = {{"labelSelector", GPUOP_LABEL_UPGRADE_STATE}};
+    char *npath = gpuop_kube_path(&nodes, sel, 1), *ppath = policy_path(NULL);
+    json_t *nl = NULL, *pl = NULL, *n;
+    size_t i;
+    int rc = npath && ppath
+                 ? gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_GET, npath, NULL, NULL},
+                                  deadline, &nl, err)
+                 : gpuop_err_set(err, GPUOP_ENOMEM, NULL, NULL);
+    if (rc == 0)
+        rc = gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_GET, ppath, NULL, NULL}, deadline,
+                            &pl, err);
+    *n_held = 0;
+    gpuop_buf_clear(names);
+    json_array_foreach(json_object_get(nl, "items"), i, n)
+    {
+        if (!held(n))
+            continue;
+        const char *nm = json_string_value(json_object_get(json_object_get(n, "metadata"), "name"));
+        if ((*n_held)++ && names->len < RELEASE_NAMES_MAX)
+            gpuop_buf_append(names, ", ", 2);
+        if (nm && names->len < RELEASE_NAMES_MAX)
+            gpuop_buf_append(names, nm, strlen(nm));
+    }
+    *others = json_array_size(json_object_get(pl, "items"));
+    json_decref(nl);
+    json_decref(pl);
+    free(npath);
+    free(ppath);
+    return rc;
+}
+
+int gpuop_release_policy(struct gpuop_kube *k, const char *name, uint64_t timeout_ms, long poll_ms)
+{
+    uint64_t deadline = gpuop_clock_ms() + timeout_ms;
+    struct gpuop_err err = {0};
+    char *path = policy_path(name);
+    json_t *out = NULL;
+    int rc = path ? gpuop_cmd_call(k, &(struct gpuop_cmd_req){GPUOP_KUBE_DELETE, path, NULL, NULL},
+                                   deadline, &out, &err)
+                  : GPUOP_ENOMEM;
+    json_decref(out);
+    free(path);
+    if (rc == GPUOP_ENOTFOUND)
+        printf("gpupolicy/%s not found\n", name);
+    else if (rc < 0) {
+        fprintf(stderr, "%s release-policy: deleting gpupolicy/%s: %s\n", gpuop_cli_program(), name,
+                err.message[0] ? err.message : gpuop_strerror(rc));
+        return 1;
+    } else
+        printf("gpupolicy/%s deleted\n", name);
+    struct gpuop_buf names = GPUOP_BUF_INIT(256, RELEASE_NAMES_MAX * 2);
+    size_t n = 0, others = 0;
+    int exit_code = 1;
+    for (;;) {
+        err = (struct gpuop_err){0};
+        rc = read_state(k, deadline, &n, &names, &others, &err);
+        if (rc == 0 && (!n || others)) {
+            if (n)
+                printf("%zu node%s still in a driver upgrade (%.*s): another GpuPolicy goes on "
+                       "with it\n",
+                       n, n == 1 ? "" : "s", (int)names.len, names.data ? names.data : "");
+            else
+                printf("no node held by a driver upgrade\n");
+            exit_code = 0;
+            break;
+        }
+        if (rc < 0 && rc != GPUOP_ETRANSPORT && rc != GPUOP_EHTTP) {
+            fprintf(stderr, "%s release-policy: reading the nodes: %s\n", gpuop_cli_program(),
+                    err.message[0] ? err.message : gpuop_strerror(rc));
+            break;
+        }
+        if (gpuop_clock_ms() >= deadline) {
+            fprintf(stderr,
+                    "%s release-policy: %zu node%s still held by gpuop's driver upgrade after "
+                    "the timeout: %.*s. Is gpuop running (its leader releases them)? Run the "
+                    "uninstall again, or `helm uninstall --no-hooks` to leave them as they are "
+                    "(docs/upgrade.md)\n",
+                    gpuop_cli_program(), n, n == 1 ? "" : "s", (int)names.len,
+                    names.data ? names.data : "");
+            break;
+        }
+        gpuop_cmd_sleep_ms(poll_ms);
+    }
+    gpuop_buf_free(&names);
+    return exit_code;
+}
+
+int gpuop_cmd_release_policy(int argc, char **argv)
+{
+    struct release_opts o;
+    int exit_code = parse_options(argc, argv, &o);
+    if (exit_code)
+        return exit_code == RELEASE_EXIT_HELP ? 0 : exit_code;
+    struct gpuop_err err = {0};
+    struct gpuop_cmd_kube c;
+    if (gpuop_cmd_kube_open(&c, o.kubeconfig, &err) < 0) {
+        fprintf(stderr, "%s release-policy: %s\n", gpuop_cli_program(), err.message);
+        return 1;
+    }
+    exit_code = gpuop_release_policy(c.k, o.name, o.timeout_ms, RELEASE_POLL_MS);
+    gpuop_cmd_kube_close(&c);
+    return exit_code;
+}
