@@ -646,6 +646,10 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
     t->host_pid = true;
     t->command = need(t, json_pack("[s]", "nvidia-driver"));
     t->args = need(t, json_pack("[s]", "init"));
+    /* NVIDIA's (assets/state-driver/0500_daemonset.yaml); not in the
+       digest, which covers direct values only */
+    t->env = need(t, json_pack("[o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                               env_field("NODE_IP", "status.hostIP")));
     t->security = need(t, privileged());
     struct vol vols[DRIVER_VOLS_MAX] = {
         {"run-nvidia", "/run/nvidia", DIR_OR_CREATE, "/run/nvidia", RW, "Bidirectional", NULL},

@@ -372,9 +372,9 @@ log "gpuop's RSS out of the cluster: the same static binary, same policy and nod
 helm template gpuop "$CHART" -n "$NS" -f "$E2E_TMP/values.yaml" --set devicePlugin.enabled=false \
 	--show-only templates/gpupolicy.yaml >"$E2E_TMP/policy.yaml"
 kc apply -f "$E2E_TMP/policy.yaml" >/dev/null
-# The operands' ServiceAccounts went with the chart (the validator's and the
-# toolkit's too: without them their pods cannot be created).
-for sa in gpuop-operand gpuop-operator-validator gpuop-container-toolkit; do
+# The operands' ServiceAccounts went with the chart (the validator's, the
+# toolkit's and the driver's too: without them their pods cannot be created).
+for sa in gpuop-operand gpuop-operator-validator gpuop-container-toolkit gpuop-driver; do
 	kc -n "$NS" create serviceaccount "$sa" >/dev/null
 done
 on_exit 'kc delete gpupolicy default --ignore-not-found --wait=true >/dev/null 2>&1 || true'

@@ -333,6 +333,75 @@ grep -q 'rescheduled the GPU operator components: .*"nvidia.com/gpu.deploy.devic
 	<<<"$(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager)" ||
 	fail "the device plugin's label was not set back by $DRIVER's driver manager: $(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager | tail -n 4)"
 
+log "a driver pod deleted by hand after its install configuration changed, a GPU pod on the node: the driver manager evicts it before the module goes"
+# The real node advertises one nvidia.com/gpu (an extended resource written
+# into its status, which the kubelet keeps); the GPU pod holds the
+# stand-in module (test/lab/standins.c, module_in_use).
+kc patch node "$NODE" --subresource=status --type=json \
+	-p '[{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "1"}]' >/dev/null
+on_exit 'kc patch node "$NODE" --subresource=status --type=json -p "[{\"op\": \"remove\", \"path\": \"/status/capacity/nvidia.com~1gpu\"}]" >/dev/null 2>&1 || true'
+make_ns WL gates-gpu
+kc -n "$WL" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: train}
+spec:
+  nodeName: $NODE
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: train
+    image: "${IMG[validator]}"
+    imagePullPolicy: Never
+    command: [/busybox/sleep, "100000"]
+    resources: {limits: {nvidia.com/gpu: 1}}
+EOF
+wait_for "$READY_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $WL get pod train -o jsonpath='{.status.phase}')\" = Running ]"
+TRAIN_UID=$(kc -n "$WL" get pod train -o jsonpath='{.metadata.uid}')
+# the install configuration changes (an env value: a new DRIVER_CONFIG_DIGEST);
+# the driver DaemonSet is OnDelete, so nothing moves until the pod goes
+OLD_DIGEST=$(kc -n "$GPUOP_NS" get pod "$DRIVER" -o json | jq -r '.spec.containers[0].env[] | select(.name == "DRIVER_CONFIG_DIGEST") | .value')
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"env":[{"name":"GPUOP_E2E_CONFIG","value":"2"}]}}}' >/dev/null
+new_digest() {
+	local d
+	d=$(kubectl --kubeconfig "$KUBECONFIG" -n "$GPUOP_NS" get ds -l app.kubernetes.io/component=driver -o json |
+		jq -r '.items[0].spec.template.spec.containers[0].env[] | select(.name == "DRIVER_CONFIG_DIGEST") | .value')
+	[[ -n $d && $d != "$OLD_DIGEST" ]]
+}
+export -f new_digest
+export OLD_DIGEST
+wait_for "$SETTLE_TIMEOUT" new_digest
+kc -n "$GPUOP_NS" delete pod "$DRIVER" --wait=false >/dev/null
+train_gone() {
+	local u
+	u=$(kubectl --kubeconfig "$KUBECONFIG" -n "$WL" get pod train -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
+	[[ $u != "$TRAIN_UID" ]]
+}
+export -f train_gone
+export WL TRAIN_UID
+wait_for "$READY_TIMEOUT" train_gone
+wait_for "$READY_TIMEOUT" all_ready
+OLD_DRIVER=$DRIVER
+DRIVER=$(pod_of driver)
+[[ -n $DRIVER && $DRIVER != "$OLD_DRIVER" ]] || fail "no new driver pod (old $OLD_DRIVER, now '$DRIVER')"
+kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager >"$E2E_TMP/dm.log"
+for want in "evicting GPU pod $WL/train: HTTP 201" 'no GPU pod left on the node' \
+	'unloaded the NVIDIA driver kernel modules' 'uncordoned the node' 'Driver uninstallation completed successfully'; do
+	grep -qF "$want" "$E2E_TMP/dm.log" || fail "the driver manager of $DRIVER did not say '$want': $(tail -n 8 "$E2E_TMP/dm.log")"
+done
+# in that order, and all before the new driver container started
+t_evicted=$(sed -n 's/.* t=\([0-9.]*\)\].*no GPU pod left on the node.*/\1/p' "$E2E_TMP/dm.log" | sed -n 1p)
+t_unloaded=$(sed -n 's/.* t=\([0-9.]*\)\].*unloaded the NVIDIA driver.*/\1/p' "$E2E_TMP/dm.log" | sed -n 1p)
+t_new=$(kc -n "$GPUOP_NS" logs "$DRIVER" -c "$(kc -n "$GPUOP_NS" get pod "$DRIVER" -o jsonpath='{.spec.containers[0].name}')" |
+	sed -n 's/.*\[nvidia-driver t=\([0-9.]*\)\].*/\1/p' | sort -n | sed -n 1p)
+[[ -n $t_evicted && -n $t_unloaded && -n $t_new ]] || fail "no times: evicted '$t_evicted', unloaded '$t_unloaded', new driver '$t_new'"
+after "$t_unloaded" "$t_evicted" || fail "the module went at $t_unloaded, before the GPU pod left ($t_evicted)"
+after "$t_new" "$t_unloaded" || fail "the new driver started at $t_new, before the old module went ($t_unloaded)"
+assert_eq "" "$(kc get node "$NODE" -o jsonpath='{.spec.unschedulable}')" "the node's cordon after the driver manager"
+for op in container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator; do
+	assert_eq true "$(kc get node "$NODE" -o jsonpath="{.metadata.labels.nvidia\.com/gpu\.deploy\.$op}")" "deploy label of $op after the driver manager"
+done
+
 log "negative: a driver that never becomes ready; the toolkit pod recreated stays in its init container"
 policy "${IMG[driver-never-ready]}"
 # NVIDIA's driver DaemonSet updates OnDelete: replace the pod either way.

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #define VALIDATIONS     "/run/nvidia/validations"
 #define SA_DIR          "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -285,6 +286,10 @@ static int copy_self(const char *dst)
     return close(out);
 }
 
+static int module_in_use(void);
+#define LAB_MODULE "/run/nvidia/.gpuop-lab-module-loaded"
+#define STATE_FILE "/run/nvidia/nvidia-driver.state"
+
 static int driver_main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "";
@@ -355,10 +360,25 @@ static int driver_main(int argc, char **argv)
     if (mount("/", "/run/nvidia/driver", NULL, MS_BIND | MS_REC, NULL) != 0)
         return die("mount --rbind / /run/nvidia/driver: %s", strerror(errno));
     say("mounted the driver root at /run/nvidia/driver (host mount %s)", mp);
+    /* the module "loaded" for the driver manager (the lab has none: a host
+       file), and the install configuration stored (DRIVER_CONFIG_STATE_FILE) */
+    write_atomic(LAB_MODULE, "1\n");
+    if (env("DRIVER_CONFIG_DIGEST")) {
+        char st[64];
+        snprintf(st, sizeof st, "%s\n", env("DRIVER_CONFIG_DIGEST"));
+        write_atomic(STATE_FILE, st);
+    }
     write_atomic(VALIDATIONS "/.driver-daemons-status", "Ready\n");
     say("Done, now waiting for signal");
     wait_signal();
-    /* _shutdown: _unmount_rootfs (umount -l -R), rm PID_FILE. */
+    /* _shutdown: _unload_driver, refused while the module is in use (here:
+       a GPU pod on the node), and then nothing else: the container runs on
+       until it is killed; else _unmount_rootfs (umount -l -R), rm PID_FILE. */
+    while (module_in_use()) {
+        say("Could not unload NVIDIA driver kernel modules, driver is in use");
+        wait_signal();
+    }
+    unlink(LAB_MODULE);
     if (umount2("/run/nvidia/driver", MNT_DETACH) != 0)
         say("warning: umount -l /run/nvidia/driver: %s", strerror(errno));
     else
@@ -496,10 +516,12 @@ static size_t on_body(char *d, size_t sz, size_t nm, void *u)
     return len;
 }
 
-/* api_req METHOD PATH [BODY]: a request with the service-account token,
- * verifying the cluster CA, BODY (may be NULL) sent as a JSON merge
- * patch; the HTTP code (0: no answer), the body into *out (new, free it). */
-static long api_req(const char *method, const char *path, const char *send, char **out)
+/* api_req_ct METHOD PATH [BODY] CTYPE: a request with the service-account
+ * token, verifying the cluster CA, BODY (may be NULL) sent as CTYPE (api_req:
+ * a JSON merge patch); the HTTP code (0: no answer), the body into *out
+ * (new, free it). */
+static long api_req_ct(const char *method, const char *path, const char *send, const char *ctype,
+                       char **out)
 {
     const char *h = env("KUBERNETES_SERVICE_HOST"), *port = env("KUBERNETES_SERVICE_PORT");
     char url[2048], auth[TOKEN_MAX + 32];
@@ -515,7 +537,9 @@ static long api_req(const char *method, const char *path, const char *send, char
     hd = curl_slist_append(hd, auth);
     hd = curl_slist_append(hd, "Accept: application/json");
     if (send) {
-        hd = curl_slist_append(hd, "Content-Type: application/merge-patch+json");
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+        hd = curl_slist_append(hd, ct);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, send);
     }
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
@@ -534,6 +558,11 @@ static long api_req(const char *method, const char *path, const char *send, char
     curl_easy_cleanup(c);
     *out = b.p ? b.p : strdup("");
     return code;
+}
+
+static long api_req(const char *method, const char *path, const char *send, char **out)
+{
+    return api_req_ct(method, path, send, "application/merge-patch+json", out);
 }
 
 static long api_get(const char *path, char **out)
@@ -778,42 +807,297 @@ static int validator_main(int argc, char **argv)
  * its node (it exits non-zero, and the driver never starts, without
  * them), the host root read-only at /host and /run/nvidia from the host.
  * It reads its node's deploy labels and the gpu-driver-upgrade-enabled
- * annotation (fetchCurrentLabels, fetchAutoUpgradeAnnotation). The lab
- * has no nvidia module, so /sys/module/nvidia/refcnt never exists here
- * and the stand-in takes NVIDIA's "no driver loaded" path: no eviction,
- * the previous driver root unmounted, its PID file removed, and every
- * deploy label an upgrade paused ("paused-for-driver-upgrade") set back
- * (rescheduleGPUOperatorComponents, maybeSetTrue). */
-#define PAUSED_STR "paused-for-driver-upgrade"
+ * annotation (fetchCurrentLabels, fetchAutoUpgradeAnnotation), then:
+ *   no module loaded: no eviction; the old driver root unmounted, its PID
+ *     file removed, every paused deploy label set back;
+ *   a module loaded: the operands paused through their deploy labels and
+ *     their pods waited for; with the stored digest equal to
+ *     DRIVER_CONFIG_DIGEST the module is kept; otherwise, unless the
+ *     annotation says an upgrade controller owns the node, the node is
+ *     cordoned and its GPU pods evicted (Eviction API) and waited for, the
+ *     module unloaded (refused while GPU pods remain: exit 1, the labels
+ *     set back), the node uncordoned; then the labels set back.
+ * The lab has no nvidia module: "loaded" is LAB_MODULE, which the driver
+ * stand-in writes when it loads and removes when it unloads, and "in use"
+ * is a pod requesting nvidia.com/gpu on the node (gpu_pods). */
+#define PAUSED_STR  "paused-for-driver-upgrade"
+#define DM_WAIT_S   300 /* the longest wait for pods to go (NVIDIA: none for 0s) */
+#define DM_POLL_S   2
+#define DEPLOY_PFX  "nvidia.com/gpu.deploy."
+#define UPGRADE_ANN "nvidia.com/gpu-driver-upgrade-enabled"
 static const char *const DM_LABELS[] = {
     "operator-validator", "container-toolkit", "device-plugin", "gpu-feature-discovery",
     "dcgm-exporter",      "dcgm",              "mig-manager",   NULL};
+/* waitForPodsToTerminate's app labels (main.go) */
+static const char *const DM_APPS =
+    "nvidia-operator-validator,nvidia-container-toolkit-daemonset,nvidia-device-plugin-daemonset,"
+    "gpu-feature-discovery,nvidia-dcgm-exporter,nvidia-dcgm";
 
-/* The string value of "key" in the JSON text j (first occurrence), into
- * out; 0 if found. Node labels and annotations hold no escapes here. */
-static int json_str_of(const char *j, const char *key, char *out, size_t outsz)
+static int module_loaded(void)
 {
-    char pat[256];
-    snprintf(pat, sizeof pat, "\"%s\":\"", key);
-    const char *p = strstr(j, pat), *e;
-    if (!p)
-        return -1;
-    p += strlen(pat);
-    e = strchr(p, '"');
-    if (!e || (size_t)(e - p) >= outsz)
-        return -1;
-    memcpy(out, p, (size_t)(e - p));
-    out[e - p] = 0;
+    return is_file("/sys/module/nvidia/refcnt") || is_file(LAB_MODULE);
+}
+
+/* GET path as JSON (new), or NULL with the failure said. */
+static json_t *api_json(const char *path)
+{
+    char *body = NULL;
+    long code = api_get(path, &body);
+    json_t *j = code == 200 ? json_loads(body, 0, NULL) : NULL;
+    if (!j)
+        say("GET %s: HTTP %ld %.200s", path, code, body);
+    free(body);
+    return j;
+}
+
+/* The node's deploy label value of l (borrowed from node), or NULL. */
+static const char *deploy_of(json_t *node, const char *l)
+{
+    char key[128];
+    snprintf(key, sizeof key, DEPLOY_PFX "%s", l);
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(node, "metadata"), "labels"), key));
+}
+
+/* maybeSetPaused / maybeSetTrue (main.go) of v into out. */
+static void paused_of(const char *v, char *out, size_t n)
+{
+    if (!strcmp(v, "true"))
+        snprintf(out, n, PAUSED_STR);
+    else if (!strcmp(v, "false") || strstr(v, PAUSED_STR))
+        snprintf(out, n, "%s", v);
+    else
+        snprintf(out, n, "%s_" PAUSED_STR, v);
+}
+
+static void unpaused_of(const char *v, char *out, size_t n)
+{
+    const char *p = strstr(v, PAUSED_STR);
+    if (!strcmp(v, PAUSED_STR))
+        snprintf(out, n, "true");
+    else if (!p)
+        snprintf(out, n, "%s", v);
+    else
+        snprintf(out, n, "%.*s%s", (int)(p > v && p[-1] == '_' ? p - v - 1 : p - v), v,
+                 p + strlen(PAUSED_STR));
+}
+
+/* PATCHes node (path) with the deploy labels of node (borrowed) mapped by
+ * f; only the ones that change. 0 or 1 (said). */
+static int relabel(const char *path, json_t *node, void (*f)(const char *, char *, size_t),
+                   const char *what)
+{
+    json_t *labels = json_object();
+    char key[128], val[256], *body = NULL, *out = NULL;
+    for (const char *const *l = DM_LABELS; *l; l++) {
+        const char *v = deploy_of(node, *l);
+        if (!v)
+            continue;
+        f(v, val, sizeof val);
+        snprintf(key, sizeof key, DEPLOY_PFX "%s", *l);
+        if (strcmp(v, val))
+            json_object_set_new(labels, key, json_string(val));
+    }
+    int rc = 0;
+    if (json_object_size(labels)) {
+        json_t *p = json_pack("{s:{s:O}}", "metadata", "labels", labels);
+        body = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(p);
+        long code = api_req("PATCH", path, body, &out);
+        if (code != 200)
+            rc = die("failed to %s: HTTP %ld %.200s", what, code, out);
+        else
+            say("%s: %s", what, body);
+    }
+    free(body);
+    free(out);
+    json_decref(labels);
+    return rc;
+}
+
+static int set_unschedulable(const char *path, int on)
+{
+    char *out = NULL;
+    long code = api_req("PATCH", path,
+                        on ? "{\"spec\":{\"unschedulable\":true}}"
+                           : "{\"spec\":{\"unschedulable\":null}}",
+                        &out);
+    free(out);
+    if (code != 200)
+        return die("failed to %s the node: HTTP %ld", on ? "cordon" : "uncordon", code);
+    say("%s the node", on ? "cordoned" : "uncordoned");
     return 0;
+}
+
+/* Whether pod p (borrowed) requests nvidia.com/gpu in any container. */
+static int wants_gpu(json_t *p)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "spec"), "containers"), i, c)
+    {
+        json_t *r = json_object_get(c, "resources");
+        if (json_object_get(json_object_get(r, "limits"), "nvidia.com/gpu") ||
+            json_object_get(json_object_get(r, "requests"), "nvidia.com/gpu"))
+            return 1;
+    }
+    return 0;
+}
+
+/* The pods on the node (new list), with query q appended ("" or
+ * "&labelSelector=..."), or NULL. */
+static json_t *node_pods(const char *node, const char *ns, const char *q)
+{
+    char path[1024];
+    if (ns)
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?fieldSelector=spec.nodeName%%3D%s%s",
+                 ns, node, q);
+    else
+        snprintf(path, sizeof path, "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%s", node, q);
+    json_t *l = api_json(path);
+    json_t *items = json_incref(json_object_get(l, "items"));
+    json_decref(l);
+    return items;
+}
+
+/* The GPU pods on the node not yet finished (new list of "ns/name"). */
+static json_t *gpu_pods(const char *node)
+{
+    json_t *all = node_pods(node, NULL, ""), *out = json_array(), *p;
+    size_t i;
+    json_array_foreach(all, i, p)
+    {
+        const char *phase = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        json_t *md = json_object_get(p, "metadata");
+        if (!wants_gpu(p) || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
+            continue;
+        json_array_append_new(out, json_pack("{s:s, s:s}", "ns",
+                                             json_string_value(json_object_get(md, "namespace")),
+                                             "name", json_string_value(json_object_get(md, "name"))));
+    }
+    json_decref(all);
+    return out;
+}
+
+/* Waits until the operand pods (NVIDIA's app labels) left the node. */
+static int wait_operands(const char *node, const char *ns)
+{
+    char q[512];
+    snprintf(q, sizeof q, "&labelSelector=app%%20in%%20(%s)", DM_APPS);
+    for (int t = 0; t < DM_WAIT_S; t += DM_POLL_S) {
+        json_t *l = node_pods(node, ns, q);
+        size_t n = json_array_size(l);
+        json_decref(l);
+        if (l && !n) {
+            say("the GPU operator components left the node");
+            return 0;
+        }
+        sleep(DM_POLL_S);
+    }
+    return die("timed out waiting for the GPU operator components to leave the node");
+}
+
+/* nvDrainNode: evicts the node's GPU pods and waits until they are gone. */
+static int evict_gpu_pods(const char *node)
+{
+    for (int t = 0; t < DM_WAIT_S; t += DM_POLL_S) {
+        json_t *l = gpu_pods(node), *p;
+        size_t i;
+        if (!json_array_size(l)) {
+            json_decref(l);
+            say("no GPU pod left on the node");
+            return 0;
+        }
+        json_array_foreach(l, i, p)
+        {
+            const char *ns = json_string_value(json_object_get(p, "ns"));
+            const char *nm = json_string_value(json_object_get(p, "name"));
+            char path[512], body[512], *out = NULL;
+            snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/eviction", ns, nm);
+            snprintf(body, sizeof body,
+                     "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":"
+                     "{\"name\":\"%s\",\"namespace\":\"%s\"}}",
+                     nm, ns);
+            long code = api_req_ct("POST", path, body, "application/json", &out);
+            say("evicting GPU pod %s/%s: HTTP %ld", ns, nm, code);
+            free(out);
+        }
+        json_decref(l);
+        sleep(DM_POLL_S);
+    }
+    return die("cannot proceed until all GPU pods are drained from the node");
+}
+
+static void unmount_and_clean(void)
+{
+    if (umount2("/run/nvidia/driver", MNT_DETACH) == 0)
+        say("unmounted the stale driver root /run/nvidia/driver");
+    if (unlink("/run/nvidia/nvidia-driver.pid") == 0)
+        say("removed the stale /run/nvidia/nvidia-driver.pid");
+}
+
+/* The loaded path of uninstallDriver, after the node was read: 0 or 1. */
+static int uninstall_loaded(const char *path, json_t *node, const char *digest, int upgrade_owned)
+{
+    const char *nm = env("NODE_NAME"), *ns = env("OPERATOR_NAMESPACE");
+    char stored[128] = "";
+    if (relabel(path, node, paused_of, "shut down the GPU operator components") ||
+        wait_operands(nm, ns))
+        return 1;
+    if (digest && read_file(STATE_FILE, stored, sizeof stored) > 0 &&
+        !strncmp(stored, digest, strlen(digest)) &&
+        (stored[strlen(digest)] == 0 || stored[strlen(digest)] == '\n')) {
+        say("The NVIDIA driver is already loaded with the desired version and configuration, "
+            "skipping the uninstallation of the driver");
+        unmount_and_clean();
+        return 0;
+    }
+    const char *ev = env("ENABLE_GPU_POD_EVICTION");
+    int evict = ev && !strcmp(ev, "true") && !upgrade_owned;
+    if (upgrade_owned)
+        say("GPU pod eviction is superseded by the upgrade policy: the upgrade controller owns it");
+    if (evict && set_unschedulable(path, 1))
+        return 1;
+    if (evict && evict_gpu_pods(nm)) {
+        set_unschedulable(path, 0); /* cleanupOnFailure */
+        return 1;
+    }
+    json_t *users = gpu_pods(nm);
+    size_t n = json_array_size(users);
+    json_decref(users);
+    if (n) {
+        if (evict)
+            set_unschedulable(path, 0);
+        return die("Could not unload NVIDIA driver kernel modules, driver is in use (%zu GPU "
+                   "pod%s on the node)",
+                   n, n == 1 ? "" : "s");
+    }
+    unlink(LAB_MODULE);
+    say("unloaded the NVIDIA driver kernel modules");
+    unmount_and_clean();
+    if (evict && set_unschedulable(path, 0))
+        return 1;
+    return 0;
+}
+
+/* The driver stand-in's _unload_driver: refused while a GPU pod is on the
+ * node (NODE_NAME), read with the pod's token; without one, not in use. */
+static int module_in_use(void)
+{
+    const char *node = env("NODE_NAME");
+    if (!node || !env("KUBERNETES_SERVICE_HOST") || !is_file(SA_DIR "/token") || in_cluster_config())
+        return 0;
+    json_t *l = gpu_pods(node);
+    size_t n = json_array_size(l);
+    json_decref(l);
+    return n > 0;
 }
 
 static int driver_manager_main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "", *node = env("NODE_NAME");
     const char *digest = env("DRIVER_CONFIG_DIGEST");
-    char path[512], *body = NULL, val[256], stored[128] = "", patch[2048] = "";
-    size_t off = 0;
-    long code;
+    char path[512], stored[128] = "";
 
     say("driver-manager %s (stand-in for k8s-driver-manager)", cmd);
     if (strcmp(cmd, "uninstall_driver") != 0)
@@ -829,61 +1113,33 @@ static int driver_manager_main(int argc, char **argv)
     if (in_cluster_config())
         return 1;
     snprintf(path, sizeof path, "/api/v1/nodes/%s", node);
-    code = api_get(path, &body);
-    if (code != 200) {
-        die("failed to fetch current labels: getting node %s: HTTP %ld %.200s", node, code, body);
-        free(body);
-        return 1;
-    }
-    say("check: read node %s (HTTP 200, the token accepted): "
-        "nvidia.com/gpu-driver-upgrade-enabled=%s",
-        node,
-        json_str_of(body, "nvidia.com/gpu-driver-upgrade-enabled", val, sizeof val) ? "(none)"
-                                                                                    : val);
-    if (digest && read_file("/run/nvidia/nvidia-driver.state", stored, sizeof stored) > 0)
+    json_t *n = api_json(path);
+    if (!n)
+        return die("failed to fetch current labels: getting node %s", node);
+    const char *ann = json_string_value(json_object_get(
+        json_object_get(json_object_get(n, "metadata"), "annotations"), UPGRADE_ANN));
+    say("check: read node %s (HTTP 200, the token accepted): " UPGRADE_ANN "=%s", node,
+        ann ? ann : "(none)");
+    if (digest && read_file(STATE_FILE, stored, sizeof stored) > 0)
         say("DRIVER_CONFIG_DIGEST=%s, stored %.*s", digest, (int)strcspn(stored, "\n"), stored);
     else
         say("DRIVER_CONFIG_DIGEST=%s, none stored", digest ? digest : "(unset)");
-    if (is_file("/sys/module/nvidia/refcnt")) {
-        free(body);
-        return die("the nvidia module is loaded: the lab's stand-in has no eviction path");
+    int rc = 0;
+    if (!module_loaded()) {
+        say("No NVIDIA driver loaded, skipping eviction of GPU clients and workloads");
+        unmount_and_clean();
+    } else {
+        rc = uninstall_loaded(path, n, digest, ann && !strcmp(ann, "true"));
+        json_decref(n);
+        n = api_json(path); /* the labels as they are now */
     }
-    say("No NVIDIA driver loaded, skipping eviction of GPU clients and workloads");
-    if (umount2("/run/nvidia/driver", MNT_DETACH) == 0)
-        say("unmounted the stale driver root /run/nvidia/driver");
-    if (unlink("/run/nvidia/nvidia-driver.pid") == 0)
-        say("removed the stale /run/nvidia/nvidia-driver.pid");
-    /* rescheduleGPUOperatorComponents: paused -> true, x_paused -> x */
-    for (const char *const *l = DM_LABELS; *l; l++) {
-        char key[128];
-        snprintf(key, sizeof key, "nvidia.com/gpu.deploy.%s", *l);
-        if (json_str_of(body, key, val, sizeof val) || !strstr(val, PAUSED_STR))
-            continue;
-        char *p = strstr(val, PAUSED_STR);
-        if (!strcmp(val, PAUSED_STR))
-            snprintf(val, sizeof val, "true");
-        else
-            memmove(p > val && p[-1] == '_' ? p - 1 : p, p + strlen(PAUSED_STR),
-                    strlen(p + strlen(PAUSED_STR)) + 1);
-        off += (size_t)snprintf(patch + off, sizeof patch - off, "%s\"%s\":\"%s\"",
-                                off ? "," : "{\"metadata\":{\"labels\":{", key, val);
-        if (off >= sizeof patch)
-            break;
-    }
-    free(body);
-    if (off && off < sizeof patch - 4) {
-        strcat(patch, "}}}");
-        code = api_req("PATCH", path, patch, &body);
-        if (code != 200) {
-            die("failed to reschedule GPU operator components: HTTP %ld %.200s", code, body);
-            free(body);
-            return 1;
-        }
-        free(body);
-        say("rescheduled the GPU operator components: %s", patch);
-    }
-    say("Driver uninstallation completed successfully");
-    return 0;
+    /* rescheduleGPUOperatorComponents (also cleanupOnFailure's) */
+    if (!n || relabel(path, n, unpaused_of, "rescheduled the GPU operator components"))
+        rc = 1;
+    json_decref(n);
+    if (!rc)
+        say("Driver uninstallation completed successfully");
+    return rc;
 }
 
 static volatile sig_atomic_t dummy;
