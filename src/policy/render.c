@@ -942,8 +942,8 @@ static void driver_options(const struct gpuop_policy *p, struct tmpl *t)
         rc |= json_array_append_new(e, env("GPU_DIRECT_RDMA_ENABLED", "true"));
     if (!rc && o->rdma && o->host_mofed)
         rc |= json_array_append_new(e, env("USE_HOST_MOFED", "true"));
-    if (!rc && json_array_size(e))
-        t->env = json_incref(e);
+    if (!rc && json_array_size(e)) /* after the template's NODE_NAME, NODE_IP */
+        rc |= t->env ? extend(t->env, json_incref(e)) : !(t->env = json_incref(e));
     json_decref(e);
     /* licensing: gridd.conf, and the NLS client token, from a Secret or
        (deprecated) a ConfigMap */
