@@ -16,7 +16,6 @@
  * until the CRD is Established and its names accepted. Exit 0 done, 1
  * failed (said on stderr), 2 usage error.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,55 +179,10 @@ int gpuop_crd_apply(struct gpuop_kube *k, json_t *crd, uint64_t timeout_ms,
 
 /* ---- the command ---- */
 
-struct crd_opts {
-    const char *kubeconfig, *file;
-    uint64_t timeout_ms;
-};
-
-#define CRD_EXIT_HELP (-1)
-static int parse_options(int argc, char **argv, struct crd_opts *o)
-{
-    const struct gpuop_cli_command *self = gpuop_cli_command("upgrade-crd");
-    struct option opts[8];
-    char shortopts[8];
-    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
-        0)
-        return 2;
-    *o = (struct crd_opts){.timeout_ms = CRD_TIMEOUT_MS};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-        const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
-        const char *name = fl ? fl->name : "";
-        if (!strcmp(name, "kubeconfig"))
-            o->kubeconfig = optarg;
-        else if (!strcmp(name, "filename"))
-            o->file = optarg;
-        else if (!strcmp(name, "timeout")) {
-            if (gpuop_cli_duration(optarg, 0, &o->timeout_ms) < 0) {
-                fprintf(stderr, "%s upgrade-crd: bad --timeout '%s' (e.g. 30s, 2m)\n",
-                        gpuop_cli_program(), optarg);
-                return 2;
-            }
-        } else if (!strcmp(name, "help")) {
-            usage(stdout);
-            return CRD_EXIT_HELP;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc || !o->file) {
-        usage(stderr);
-        return 2;
-    }
-    return 0;
-}
-
 /* Applies every CRD document of docs (borrowed; empty documents are
  * skipped, any other kind fails before anything is written): the exit
  * code. */
-static int apply_all(struct gpuop_kube *k, json_t *docs, const struct crd_opts *o)
+static int apply_all(struct gpuop_kube *k, json_t *docs, const struct gpuop_cmd_hook_opts *o)
 {
     static const char *const said[] = {[GPUOP_CRD_CREATED] = "created",
                                        [GPUOP_CRD_REPLACED] = "replaced",
@@ -272,10 +226,14 @@ static int apply_all(struct gpuop_kube *k, json_t *docs, const struct crd_opts *
 
 int gpuop_cmd_upgrade_crd(int argc, char **argv)
 {
-    struct crd_opts o;
-    int exit_code = parse_options(argc, argv, &o);
+    struct gpuop_cmd_hook_opts o = {.timeout_ms = CRD_TIMEOUT_MS};
+    int exit_code = gpuop_cmd_hook_options("upgrade-crd", argc, argv, false, usage, &o);
+    if (!exit_code && !o.file) {
+        usage(stderr);
+        exit_code = 2;
+    }
     if (exit_code)
-        return exit_code == CRD_EXIT_HELP ? 0 : exit_code;
+        return exit_code == GPUOP_CMD_HELP ? 0 : exit_code;
     struct gpuop_err err = {0};
     json_t *docs = NULL;
     if (gpuop_yaml_load_file(o.file, &docs, &err) < 0) {

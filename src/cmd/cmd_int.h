@@ -7,7 +7,9 @@
 #ifndef GPUOP_CMD_INT_H
 #define GPUOP_CMD_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include <uv.h>
@@ -48,6 +50,23 @@ struct gpuop_cmd_req {
 #define GPUOP_CMD_REQUEST_MS 30000
 int gpuop_cmd_call(struct gpuop_kube *k, const struct gpuop_cmd_req *r, uint64_t deadline,
                    json_t **out, struct gpuop_err *err);
+
+/* The options of a hook command (upgrade-crd, release-policy): each NULL
+ * or default when not given. */
+struct gpuop_cmd_hook_opts {
+    const char *kubeconfig;
+    const char *file;       /* --filename */
+    const char *positional; /* the one positional argument, if the command takes one */
+    uint64_t timeout_ms;    /* --timeout; the caller's default when absent */
+};
+
+/* Parses argv of command cmd (its flags in cli.c's table) into *o, whose
+ * timeout_ms holds the default; positional: whether it takes one argument
+ * (required), else none. usage prints the command's help. Returns 0, 2 on
+ * a usage error (said), or GPUOP_CMD_HELP after --help was printed. */
+#define GPUOP_CMD_HELP (-1)
+int gpuop_cmd_hook_options(const char *cmd, int argc, char **argv, bool positional,
+                           void (*usage)(FILE *), struct gpuop_cmd_hook_opts *o);
 
 /* Sleeps ms milliseconds (a command's poll between two reads). */
 void gpuop_cmd_sleep_ms(long ms);

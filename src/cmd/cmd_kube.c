@@ -1,12 +1,16 @@
 /*
  * cmd_kube.c - the API client of the one-shot commands that write to the
- * cluster (upgrade-crd, release-policy: the chart's hooks): opened from
- * the pod's ServiceAccount or a kubeconfig, one request at a time on a
- * loop of its own, each bounded by the command's deadline.
+ * cluster (upgrade-crd, release-policy: the chart's hooks): their options,
+ * the client opened from the pod's ServiceAccount or a kubeconfig, one
+ * request at a time on a loop of its own, each bounded by the command's
+ * deadline.
  */
+#include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "cli_int.h"
 #include "cmd_int.h"
 #include "gpuop/clock.h"
 #include "gpuop/jsonarena.h"
@@ -66,4 +70,45 @@ void gpuop_cmd_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * NS_PER_MS};
     nanosleep(&ts, NULL);
+}
+
+int gpuop_cmd_hook_options(const char *cmd, int argc, char **argv, bool positional,
+                           void (*usage)(FILE *), struct gpuop_cmd_hook_opts *o)
+{
+    const struct gpuop_cli_command *self = gpuop_cli_command(cmd);
+    struct option opts[8];
+    char shortopts[8];
+    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
+        0)
+        return 2;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
+        const char *name = fl ? fl->name : "";
+        if (!strcmp(name, "kubeconfig")) {
+            o->kubeconfig = optarg;
+        } else if (!strcmp(name, "filename")) {
+            o->file = optarg;
+        } else if (!strcmp(name, "timeout")) {
+            if (gpuop_cli_duration(optarg, 0, &o->timeout_ms) < 0) {
+                fprintf(stderr, "%s %s: bad --timeout '%s' (e.g. 30s, 5m)\n", gpuop_cli_program(),
+                        cmd, optarg);
+                return 2;
+            }
+        } else if (!strcmp(name, "help")) {
+            usage(stdout);
+            return GPUOP_CMD_HELP;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (positional && optind == argc - 1 && *argv[optind])
+        o->positional = argv[optind++];
+    if (optind < argc || (positional && !o->positional)) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
 }

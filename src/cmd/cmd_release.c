@@ -17,7 +17,6 @@
  * or `helm uninstall --no-hooks` to leave the nodes as they are). Exit 0
  * released, 1 failed, 2 usage error.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,50 +45,6 @@ static void usage(FILE *f)
             "Exit status: 0 released, 1 failed or nodes still held, 2 usage error.\n\n",
             gpuop_cli_program());
     gpuop_cli_flags_help(f, gpuop_cli_command("release-policy"));
-}
-
-struct release_opts {
-    const char *kubeconfig, *name;
-    uint64_t timeout_ms;
-};
-
-#define RELEASE_EXIT_HELP (-1)
-static int parse_options(int argc, char **argv, struct release_opts *o)
-{
-    const struct gpuop_cli_command *self = gpuop_cli_command("release-policy");
-    struct option opts[8];
-    char shortopts[8];
-    if (gpuop_cli_getopt(self, opts, sizeof(opts) / sizeof(opts[0]), shortopts, sizeof(shortopts)) <
-        0)
-        return 2;
-    *o = (struct release_opts){.timeout_ms = RELEASE_TIMEOUT_MS};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-        const struct gpuop_cli_flag *fl = gpuop_cli_flag_of(self, c);
-        const char *name = fl ? fl->name : "";
-        if (!strcmp(name, "kubeconfig"))
-            o->kubeconfig = optarg;
-        else if (!strcmp(name, "timeout")) {
-            if (gpuop_cli_duration(optarg, 0, &o->timeout_ms) < 0) {
-                fprintf(stderr, "%s release-policy: bad --timeout '%s' (e.g. 30s, 5m)\n",
-                        gpuop_cli_program(), optarg);
-                return 2;
-            }
-        } else if (!strcmp(name, "help")) {
-            usage(stdout);
-            return RELEASE_EXIT_HELP;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1 || !*argv[optind]) {
-        usage(stderr);
-        return 2;
-    }
-    o->name = argv[optind];
-    return 0;
 }
 
 /* The path of GpuPolicy name (NULL: the collection); new string. */
@@ -208,17 +163,17 @@ int gpuop_release_policy(struct gpuop_kube *k, const char *name, uint64_t timeou
 
 int gpuop_cmd_release_policy(int argc, char **argv)
 {
-    struct release_opts o;
-    int exit_code = parse_options(argc, argv, &o);
+    struct gpuop_cmd_hook_opts o = {.timeout_ms = RELEASE_TIMEOUT_MS};
+    int exit_code = gpuop_cmd_hook_options("release-policy", argc, argv, true, usage, &o);
     if (exit_code)
-        return exit_code == RELEASE_EXIT_HELP ? 0 : exit_code;
+        return exit_code == GPUOP_CMD_HELP ? 0 : exit_code;
     struct gpuop_err err = {0};
     struct gpuop_cmd_kube c;
     if (gpuop_cmd_kube_open(&c, o.kubeconfig, &err) < 0) {
         fprintf(stderr, "%s release-policy: %s\n", gpuop_cli_program(), err.message);
         return 1;
     }
-    exit_code = gpuop_release_policy(c.k, o.name, o.timeout_ms, RELEASE_POLL_MS);
+    exit_code = gpuop_release_policy(c.k, o.positional, o.timeout_ms, RELEASE_POLL_MS);
     gpuop_cmd_kube_close(&c);
     return exit_code;
 }
