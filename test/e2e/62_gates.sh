@@ -383,6 +383,7 @@ wait_for "$READY_TIMEOUT" train_gone
 wait_for "$READY_TIMEOUT" all_ready
 OLD_DRIVER=$DRIVER
 DRIVER=$(pod_of driver)
+TOOLKIT=$(pod_of toolkit) # the operands were paused and came back
 [[ -n $DRIVER && $DRIVER != "$OLD_DRIVER" ]] || fail "no new driver pod (old $OLD_DRIVER, now '$DRIVER')"
 kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager >"$E2E_TMP/dm.log"
 for want in "evicting GPU pod $WL/train: HTTP 201" 'no GPU pod left on the node' \
