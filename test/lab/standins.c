@@ -5,7 +5,8 @@
  * it mirrors). One static multi-call binary: what it does is chosen by the
  * name it is run as (nvidia-driver, nvidia-smi, nvidia-validator,
  * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin,
- * gpu-feature-discovery, config-manager, dcgm-exporter).
+ * gpu-feature-discovery, config-manager, dcgm-exporter; cos-gpu-installer,
+ * GKE's driver installer on Container-Optimized OS).
  *
  * Each stand-in keeps the files and gates of NVIDIA's program: it writes
  * and waits for the same files under /run/nvidia, and it checks what the
@@ -364,6 +365,47 @@ static int driver_main(int argc, char **argv)
     else
         say("unmounted /run/nvidia/driver");
     unlink("/run/nvidia/nvidia-driver.pid");
+    return 0;
+}
+
+/* ---- cos-gpu-installer (GKE on Container-Optimized OS) ------------------------------- */
+
+/* GKE installs the driver itself, from its nvidia-driver-installer
+ * DaemonSet (GoogleCloudPlatform/container-engine-accelerators,
+ * nvidia-driver-installer/cos/daemonset-preloaded.yaml): the host's
+ * /home/kubernetes/bin/nvidia (NVIDIA_INSTALL_DIR_HOST) mounted at
+ * /usr/local/nvidia (NVIDIA_INSTALL_DIR_CONTAINER), with nvidia-smi in
+ * bin/ and the libraries in lib64/ (its LD_LIBRARY_PATH). The stand-in lays
+ * out that tree (nvidia-smi is this binary) and exits: a driver on the host
+ * that no operand installed, which the validator finds under
+ * DRIVER_INSTALL_DIR by internal/driver/root.go's lookup ("/bin",
+ * "/lib64"). */
+#define COS_INSTALL_DIR_CTR  "/usr/local/nvidia"
+#define COS_INSTALL_DIR_HOST "/home/kubernetes/bin/nvidia"
+
+static int cos_installer_main(int argc, char **argv)
+{
+    const char *dir = env("NVIDIA_INSTALL_DIR_CONTAINER") ? env("NVIDIA_INSTALL_DIR_CONTAINER")
+                                                          : COS_INSTALL_DIR_CTR;
+    const char *host =
+        env("NVIDIA_INSTALL_DIR_HOST") ? env("NVIDIA_INSTALL_DIR_HOST") : COS_INSTALL_DIR_HOST;
+    char p[PATH_MAX];
+    (void)argc;
+    (void)argv;
+    say("cos-gpu-installer (stand-in for GKE's cos_gpu_installer) into %s (host %s)", dir, host);
+    if (need_host_path(dir, "the driver is installed on the node, for every pod"))
+        return 1;
+    snprintf(p, sizeof p, "%s/bin", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/lib64", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/bin/nvidia-smi", dir);
+    if (copy_self(p) != 0)
+        return die("install %s: %s", p, strerror(errno));
+    snprintf(p, sizeof p, "%s/lib64/libnvidia-ml.so.1", dir);
+    if (write_atomic(p, "gpuop lab stand-in\n") != 0)
+        return die("install %s: %s", p, strerror(errno));
+    say("installed %s/bin/nvidia-smi and %s/lib64/libnvidia-ml.so.1", host, host);
     return 0;
 }
 
@@ -760,6 +802,50 @@ static int validator_main(int argc, char **argv)
 
 /* ---- nvidia-ctk-installer (nvidia-toolkit) ---------------------------------------------- */
 
+/* The name the toolkit registers the NVIDIA runtime under in containerd:
+ * --runtime-name from NVIDIA_RUNTIME_NAME, CONTAINERD_RUNTIME_CLASS or
+ * DOCKER_RUNTIME_NAME, default "nvidia" (nvidia-container-toolkit v1.20.0,
+ * cmd/nvidia-ctk-installer/container/runtime/runtime.go). */
+static const char *toolkit_runtime_name(void)
+{
+    static const char *const vars[] = {"NVIDIA_RUNTIME_NAME", "CONTAINERD_RUNTIME_CLASS",
+                                       "DOCKER_RUNTIME_NAME", NULL};
+    const char *const *v;
+    for (v = vars; *v; v++)
+        if (env(*v))
+            return env(*v);
+    return "nvidia";
+}
+
+/* toolkit_register: what the real installer writes into containerd's
+ * config (a runtime NAME whose binary is ROOT/toolkit/nvidia-container-
+ * runtime), for the lab's runtime wrapper (test/lab/real-node.sh) to read:
+ * RUN_DIR/.gpuop-lab-runtime names the runtime and the install folder. A
+ * container created under another handler gets nothing injected. */
+#define RUNTIME_REGISTRATION ".gpuop-lab-runtime"
+
+static int toolkit_register(const char *pidf, const char *root, const char *name)
+{
+    char p[PATH_MAX], content[PATH_MAX + 256];
+    snprintf(p, sizeof p, "%s", pidf);
+    snprintf(strrchr(p, '/') + 1, sizeof p - (size_t)(strrchr(p, '/') + 1 - p), "%s",
+             RUNTIME_REGISTRATION);
+    snprintf(content, sizeof content, "runtime=%s\ninstall_dir=%s\n", name, root);
+    if (write_atomic(p, content) != 0)
+        return die("write %s: %s", p, strerror(errno));
+    say("registered the runtime '%s' (binary under %s/toolkit) in %s", name, root, p);
+    return 0;
+}
+
+static void toolkit_unregister(const char *pidf)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", pidf);
+    snprintf(strrchr(p, '/') + 1, sizeof p - (size_t)(strrchr(p, '/') + 1 - p), "%s",
+             RUNTIME_REGISTRATION);
+    unlink(p);
+}
+
 static volatile sig_atomic_t dummy;
 
 static int toolkit_main(int argc, char **argv)
@@ -818,7 +904,10 @@ static int toolkit_main(int argc, char **argv)
         say("installed the toolkit into %s/toolkit (the lab's nvidia runtime now injects the "
             "driver from %s)",
             root, droot);
+        if (toolkit_register(pidf, root, toolkit_runtime_name()))
+            return 1;
         wait_signal();
+        toolkit_unregister(pidf);
         unlink(installed);
     }
     unlink(pidf);
@@ -955,7 +1044,7 @@ int main(int argc, char **argv)
         {"nvidia-validator", validator_main}, {"nvidia-ctk-installer", toolkit_main},
         {"nvidia-toolkit", toolkit_main},     {"nvidia-device-plugin", device_plugin_main},
         {"gpu-feature-discovery", gfd_main},  {"config-manager", config_manager_main},
-        {"dcgm-exporter", dcgm_main},
+        {"dcgm-exporter", dcgm_main},         {"cos-gpu-installer", cos_installer_main},
     };
     const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     size_t i;
