@@ -200,10 +200,12 @@ EOF
 # libnvidia-ml.so.1 (looked up as internal/driver/root.go of the GPU
 # Operator does) copied into its root filesystem, as the NVIDIA runtime's
 # hook mounts them. Without the toolkit, or under a name it did not
-# register: nothing. Each create is logged in LAB_DIR/logs/nvidia-runtime.log.
+# register: nothing. Each create is logged in LAB_DIR/logs/nvidia-runtime.log
+# (emptied here, at every up: a test reads this run's lines only).
 rn_nvidia_runtimes() {
 	local d=$1 h
-	mkdir -p "$d/containerd/handlers"
+	mkdir -p "$d/containerd/handlers" "$LAB_DIR/logs"
+	: >"$LAB_DIR/logs/nvidia-runtime.log"
 	cat >"$d/containerd/nvidia-runtime" <<EOF
 #!/bin/bash
 runc=$(command -v runc)
