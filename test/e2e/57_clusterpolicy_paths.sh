@@ -9,9 +9,11 @@
 #   /spec/toolkit/installDir -> the toolkit's ROOT and its host path;
 #   /spec/daemonsets/labels -> on the operand pods;
 #   /spec/gfd/enabled false, then true -> the DaemonSet goes and comes back;
-#   /spec/dcgm/enabled true (standalone DCGM, not implemented) -> the patch
-#     is accepted, Reconciled=False names spec.dcgm, everything else still
-#     applied; false -> Reconciled=True again;
+#   /spec/dcgm/enabled true (the standalone DCGM host engine, issue 39) ->
+#     its DaemonSet gpuop-dcgm comes; false -> it goes;
+#   /spec/vgpuManager/enabled true (vGPU, not implemented) -> the patch
+#     is accepted, Reconciled=False names spec.vgpuManager, everything else
+#     still applied; false -> Reconciled=True again;
 #   a misspelt path is kept on the object (the CRD keeps unknown keys,
 #     issue 38) and named by gpuop with the key it may mean.
 set -euo pipefail
@@ -72,13 +74,19 @@ wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS g
 jpatch '[{"op": "replace", "path": "/spec/gfd/enabled", "value": true}]'
 wait_for 60 ds_jq gpu-feature-discovery '.metadata.name'
 
-log "dcgm.enabled true: accepted by the API server, refused by gpuop with a condition"
+log "dcgm.enabled true: the host engine's DaemonSet comes; false: it goes"
 jpatch '[{"op": "add", "path": "/spec/dcgm", "value": {"enabled": true}}]'
-wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' get $P -o json | jq -e '.status.conditions[] | select(.type == \"Reconciled\" and .status == \"False\" and .reason == \"InvalidSpec\" and (.message | contains(\"spec.dcgm\")) and (.message | contains(\"standalone DCGM\")))' >/dev/null"
+wait_for 60 ds_jq nvidia-dcgm '.metadata.name == "gpuop-dcgm"'
+jpatch '[{"op": "replace", "path": "/spec/dcgm/enabled", "value": false}]'
+wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -l app=nvidia-dcgm -o name)\" ]"
+
+log "vgpuManager.enabled true: accepted by the API server, refused by gpuop with a condition"
+jpatch '[{"op": "add", "path": "/spec/vgpuManager", "value": {"enabled": true}}]'
+wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' get $P -o json | jq -e '.status.conditions[] | select(.type == \"Reconciled\" and .status == \"False\" and .reason == \"InvalidSpec\" and (.message | contains(\"spec.vgpuManager\")) and (.message | contains(\"vGPU\")))' >/dev/null"
 assert_eq "$(kc get "$P" -o jsonpath='{.metadata.generation}')" "$(kc get "$P" -o jsonpath='{.status.observedGeneration}')" \
 	"observedGeneration after the refused field"
 ds_jq gpu-feature-discovery '.metadata.name' || fail "the rest of the policy is no longer applied"
-jpatch '[{"op": "replace", "path": "/spec/dcgm/enabled", "value": false}]'
+jpatch '[{"op": "replace", "path": "/spec/vgpuManager/enabled", "value": false}]'
 wait_for 60 bash -c "kubectl --kubeconfig '$KUBECONFIG' get $P -o json | jq -e '.status.conditions[] | select(.type == \"Reconciled\" and .status == \"True\")' >/dev/null"
 
 log "a misspelt path is kept and named by gpuop, with the key it may mean"

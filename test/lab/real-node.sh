@@ -163,6 +163,114 @@ rn_pki() {
 	cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client_ext"
 }
 
+# The NVIDIA runtime handlers the node's containerd has: "nvidia" (the
+# GPU Operator's default RuntimeClass) and "nvidia-container-runtime" (the
+# handler AKS's GPU node images ship, which operator.runtimeClass names
+# there). Each is runc behind the lab's stand-in for the NVIDIA runtime
+# (rn_nvidia_runtimes).
+RN_NVIDIA_HANDLERS=(nvidia nvidia-container-runtime)
+# Where the toolkit stand-in registers the runtime name it was given and
+# its install folder (test/lab/standins.c, toolkit_register): what the real
+# installer writes into containerd's config.
+RN_RUNTIME_REGISTRATION=/run/nvidia/toolkit/.gpuop-lab-runtime
+
+# rn_nvidia_runtimes_toml DIR: containerd's runtimes for the handlers.
+rn_nvidia_runtimes_toml() {
+	local h
+	for h in "${RN_NVIDIA_HANDLERS[@]}"; do
+		cat <<EOF
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes."$h"]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes."$h".options]
+          BinaryName = "$1/containerd/handlers/$h"
+          Root = "$1/containerd/runc"
+          SystemdCgroup = false
+EOF
+	done
+}
+
+# rn_nvidia_runtimes DIR: the NVIDIA runtime's stand-in (docs/lab.md,
+# "Stand-in operand images"), DIR/containerd/nvidia-runtime HANDLER
+# RUNC_ARGS..., and per handler DIR/containerd/handlers/HANDLER calling it:
+# runc, except that a container created under HANDLER while the toolkit
+# stand-in has registered the runtime under that very name
+# (RN_RUNTIME_REGISTRATION, whose install folder holds
+# toolkit/.gpuop-lab-standin naming the driver root) and whose
+# NVIDIA_VISIBLE_DEVICES asks for GPUs gets the driver's nvidia-smi and
+# libnvidia-ml.so.1 (looked up as internal/driver/root.go of the GPU
+# Operator does) copied into its root filesystem, as the NVIDIA runtime's
+# hook mounts them. Without the toolkit, or under a name it did not
+# register: nothing. Each create is logged in LAB_DIR/logs/nvidia-runtime.log
+# (emptied here, at every up: a test reads this run's lines only).
+rn_nvidia_runtimes() {
+	local d=$1 h
+	mkdir -p "$d/containerd/handlers" "$LAB_DIR/logs"
+	: >"$LAB_DIR/logs/nvidia-runtime.log"
+	cat >"$d/containerd/nvidia-runtime" <<EOF
+#!/bin/bash
+runc=$(command -v runc)
+reg=$RN_RUNTIME_REGISTRATION
+log=$LAB_DIR/logs/nvidia-runtime.log
+EOF
+	cat >>"$d/containerd/nvidia-runtime" <<'EOF'
+handler=$1
+shift
+# find_in ROOT NAME DIR...: ROOT/DIR/NAME for the first DIR that has it.
+find_in() {
+	local r=$1 n=$2 dir
+	shift 2
+	for dir in "" "$@"; do
+		[[ -e $r$dir/$n ]] && {
+			printf '%s\n' "$r$dir/$n"
+			return 0
+		}
+	done
+	return 1
+}
+bundle="" create=0 prev=""
+for a in "$@"; do
+	[[ $a == create ]] && create=1
+	[[ $prev == --bundle || $prev == -b ]] && bundle=$a
+	prev=$a
+done
+if ((create)) && [[ -n $bundle && -r $bundle/config.json ]]; then
+	what="nothing injected (no toolkit registered)"
+	if [[ -r $reg ]]; then
+		name=$(sed -n 's/^runtime=//p' "$reg")
+		inst=$(sed -n 's/^install_dir=//p' "$reg")
+		installed=$inst/toolkit/.gpuop-lab-standin
+		what="nothing injected (the toolkit registered '$name', not '$handler')"
+		if [[ $name == "$handler" && -r $installed ]]; then
+			vis=$(jq -r '.process.env[]? | select(startswith("NVIDIA_VISIBLE_DEVICES=")) | sub("^[^=]*="; "")' "$bundle/config.json" | tail -1)
+			root=$(jq -r '.root.path' "$bundle/config.json")
+			[[ $root == /* ]] || root=$bundle/$root
+			droot=$(sed -n 's/^driver_root=//p' "$installed")
+			smi=$(find_in "$droot" nvidia-smi /usr/bin /usr/sbin /bin /sbin) || smi=""
+			lib=$(find_in "$droot" libnvidia-ml.so.1 /usr/lib64 /usr/lib/x86_64-linux-gnu \
+				/usr/lib/aarch64-linux-gnu /lib64 /lib/x86_64-linux-gnu /lib/aarch64-linux-gnu) || lib=""
+			what="nothing injected (NVIDIA_VISIBLE_DEVICES='$vis')"
+			if [[ -n $vis && $vis != void && $vis != none ]]; then
+				what="nothing injected (no nvidia-smi or libnvidia-ml.so.1 under the driver root $droot)"
+				if [[ -n $smi && -n $lib ]]; then
+					mkdir -p "$root/usr/bin" "$root/usr/lib/x86_64-linux-gnu"
+					cp "$smi" "$root/usr/bin/nvidia-smi"
+					cp "$lib" "$root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+					what="injected $smi and $lib (driver root $droot, toolkit in $inst)"
+				fi
+			fi
+		fi
+	fi
+	printf '%s handler=%s create %s: %s\n' "$(date +%s.%N)" "$handler" "${bundle##*/}" "$what" >>"$log"
+fi
+exec "$runc" "$@"
+EOF
+	chmod 755 "$d/containerd/nvidia-runtime"
+	for h in "${RN_NVIDIA_HANDLERS[@]}"; do
+		printf '#!/bin/sh\nexec %s %s "$@"\n' "$d/containerd/nvidia-runtime" "$h" >"$d/containerd/handlers/$h"
+		chmod 755 "$d/containerd/handlers/$h"
+	done
+}
+
 # rn_configs: containerd's, the CNI network's and the kubelet's
 # configuration, the pause image.
 rn_configs() {
@@ -207,14 +315,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
           BinaryName = "$(command -v runc)"
           Root = "$d/containerd/runc"
           SystemdCgroup = false
-      # The handler of the "nvidia" RuntimeClass: runc behind the lab's
-      # stand-in for the NVIDIA runtime (nvidia-runtime, below).
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
-          BinaryName = "$d/containerd/nvidia-runtime"
-          Root = "$d/containerd/runc"
-          SystemdCgroup = false
+$(rn_nvidia_runtimes_toml "$d")
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$d/cni/net.d"
@@ -222,39 +323,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = ""
 EOF
-	# The NVIDIA runtime's stand-in (docs/lab.md, "Stand-in operand
-	# images"): runc, except that a container created while the toolkit
-	# is installed on the host (the toolkit stand-in's
-	# /usr/local/nvidia/toolkit/.gpuop-lab-standin names the driver root)
-	# and whose NVIDIA_VISIBLE_DEVICES asks for GPUs gets the driver's
-	# nvidia-smi and libnvidia-ml.so.1 copied into its root filesystem, as
-	# the NVIDIA runtime's hook mounts them. Without the toolkit: nothing.
-	cat >"$d/containerd/nvidia-runtime" <<EOF
-#!/bin/bash
-runc=$(command -v runc)
-installed=/usr/local/nvidia/toolkit/.gpuop-lab-standin
-EOF
-	cat >>"$d/containerd/nvidia-runtime" <<'EOF'
-bundle="" create=0 prev=""
-for a in "$@"; do
-	[[ $a == create ]] && create=1
-	[[ $prev == --bundle || $prev == -b ]] && bundle=$a
-	prev=$a
-done
-if ((create)) && [[ -n $bundle && -r $bundle/config.json && -r $installed ]]; then
-	vis=$(jq -r '.process.env[]? | select(startswith("NVIDIA_VISIBLE_DEVICES=")) | sub("^[^=]*="; "")' "$bundle/config.json" | tail -1)
-	root=$(jq -r '.root.path' "$bundle/config.json")
-	[[ $root == /* ]] || root=$bundle/$root
-	droot=$(sed -n 's/^driver_root=//p' "$installed")
-	if [[ -n $vis && $vis != void && $vis != none && -n $droot && -x $droot/usr/bin/nvidia-smi ]]; then
-		mkdir -p "$root/usr/bin" "$root/usr/lib/x86_64-linux-gnu"
-		cp "$droot/usr/bin/nvidia-smi" "$root/usr/bin/nvidia-smi"
-		cp "$droot/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" "$root/usr/lib/x86_64-linux-gnu/"
-	fi
-fi
-exec "$runc" "$@"
-EOF
-	chmod 755 "$d/containerd/nvidia-runtime"
+	rn_nvidia_runtimes "$d"
 	cat >"$d/cni/net.d/10-gpuop-lab.conflist" <<EOF
 {
   "cniVersion": "1.0.0",

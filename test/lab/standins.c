@@ -5,7 +5,8 @@
  * it mirrors). One static multi-call binary: what it does is chosen by the
  * name it is run as (nvidia-driver, nvidia-smi, nvidia-validator,
  * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin,
- * gpu-feature-discovery, config-manager, dcgm-exporter, driver-manager).
+ * gpu-feature-discovery, config-manager, dcgm-exporter, driver-manager;
+ * cos-gpu-installer, GKE's driver installer on Container-Optimized OS).
  *
  * Each stand-in keeps the files and gates of NVIDIA's program: it writes
  * and waits for the same files under /run/nvidia, and it checks what the
@@ -384,6 +385,47 @@ static int driver_main(int argc, char **argv)
     else
         say("unmounted /run/nvidia/driver");
     unlink("/run/nvidia/nvidia-driver.pid");
+    return 0;
+}
+
+/* ---- cos-gpu-installer (GKE on Container-Optimized OS) ------------------------------- */
+
+/* GKE installs the driver itself, from its nvidia-driver-installer
+ * DaemonSet (GoogleCloudPlatform/container-engine-accelerators,
+ * nvidia-driver-installer/cos/daemonset-preloaded.yaml): the host's
+ * /home/kubernetes/bin/nvidia (NVIDIA_INSTALL_DIR_HOST) mounted at
+ * /usr/local/nvidia (NVIDIA_INSTALL_DIR_CONTAINER), with nvidia-smi in
+ * bin/ and the libraries in lib64/ (its LD_LIBRARY_PATH). The stand-in lays
+ * out that tree (nvidia-smi is this binary) and exits: a driver on the host
+ * that no operand installed, which the validator finds under
+ * DRIVER_INSTALL_DIR by internal/driver/root.go's lookup ("/bin",
+ * "/lib64"). */
+#define COS_INSTALL_DIR_CTR  "/usr/local/nvidia"
+#define COS_INSTALL_DIR_HOST "/home/kubernetes/bin/nvidia"
+
+static int cos_installer_main(int argc, char **argv)
+{
+    const char *dir = env("NVIDIA_INSTALL_DIR_CONTAINER") ? env("NVIDIA_INSTALL_DIR_CONTAINER")
+                                                          : COS_INSTALL_DIR_CTR;
+    const char *host =
+        env("NVIDIA_INSTALL_DIR_HOST") ? env("NVIDIA_INSTALL_DIR_HOST") : COS_INSTALL_DIR_HOST;
+    char p[PATH_MAX];
+    (void)argc;
+    (void)argv;
+    say("cos-gpu-installer (stand-in for GKE's cos_gpu_installer) into %s (host %s)", dir, host);
+    if (need_host_path(dir, "the driver is installed on the node, for every pod"))
+        return 1;
+    snprintf(p, sizeof p, "%s/bin", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/lib64", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/bin/nvidia-smi", dir);
+    if (copy_self(p) != 0)
+        return die("install %s: %s", p, strerror(errno));
+    snprintf(p, sizeof p, "%s/lib64/libnvidia-ml.so.1", dir);
+    if (write_atomic(p, "gpuop lab stand-in\n") != 0)
+        return die("install %s: %s", p, strerror(errno));
+    say("installed %s/bin/nvidia-smi and %s/lib64/libnvidia-ml.so.1", host, host);
     return 0;
 }
 
@@ -825,9 +867,10 @@ static int validator_main(int argc, char **argv)
 #define DM_POLL_S   2
 #define DEPLOY_PFX  "nvidia.com/gpu.deploy."
 #define UPGRADE_ANN "nvidia.com/gpu-driver-upgrade-enabled"
-static const char *const DM_LABELS[] = {
-    "operator-validator", "container-toolkit", "device-plugin", "gpu-feature-discovery",
-    "dcgm-exporter",      "dcgm",              "mig-manager",   NULL};
+static const char *const DM_LABELS[] = {"operator-validator", "container-toolkit",
+                                        "device-plugin",      "gpu-feature-discovery",
+                                        "dcgm-exporter",      "dcgm",
+                                        "mig-manager",        NULL};
 /* waitForPodsToTerminate's app labels (main.go) */
 static const char *const DM_APPS =
     "nvidia-operator-validator,nvidia-container-toolkit-daemonset,nvidia-device-plugin-daemonset,"
@@ -918,10 +961,9 @@ static int relabel(const char *path, json_t *node, void (*f)(const char *, char 
 static int set_unschedulable(const char *path, int on)
 {
     char *out = NULL;
-    long code = api_req("PATCH", path,
-                        on ? "{\"spec\":{\"unschedulable\":true}}"
-                           : "{\"spec\":{\"unschedulable\":null}}",
-                        &out);
+    long code = api_req(
+        "PATCH", path,
+        on ? "{\"spec\":{\"unschedulable\":true}}" : "{\"spec\":{\"unschedulable\":null}}", &out);
     free(out);
     if (code != 200)
         return die("failed to %s the node: HTTP %ld", on ? "cordon" : "uncordon", code);
@@ -950,8 +992,8 @@ static json_t *node_pods(const char *node, const char *ns, const char *q)
 {
     char path[1024];
     if (ns)
-        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?fieldSelector=spec.nodeName%%3D%s%s",
-                 ns, node, q);
+        snprintf(path, sizeof path,
+                 "/api/v1/namespaces/%s/pods?fieldSelector=spec.nodeName%%3D%s%s", ns, node, q);
     else
         snprintf(path, sizeof path, "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%s", node, q);
     json_t *l = api_json(path);
@@ -967,13 +1009,14 @@ static json_t *gpu_pods(const char *node)
     size_t i;
     json_array_foreach(all, i, p)
     {
-        const char *phase = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
         json_t *md = json_object_get(p, "metadata");
         if (!wants_gpu(p) || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
             continue;
-        json_array_append_new(out, json_pack("{s:s, s:s}", "ns",
-                                             json_string_value(json_object_get(md, "namespace")),
-                                             "name", json_string_value(json_object_get(md, "name"))));
+        json_array_append_new(
+            out, json_pack("{s:s, s:s}", "ns", json_string_value(json_object_get(md, "namespace")),
+                           "name", json_string_value(json_object_get(md, "name"))));
     }
     json_decref(all);
     return out;
@@ -1085,7 +1128,8 @@ static int uninstall_loaded(const char *path, json_t *node, const char *digest, 
 static int module_in_use(void)
 {
     const char *node = env("NODE_NAME");
-    if (!node || !env("KUBERNETES_SERVICE_HOST") || !is_file(SA_DIR "/token") || in_cluster_config())
+    if (!node || !env("KUBERNETES_SERVICE_HOST") || !is_file(SA_DIR "/token") ||
+        in_cluster_config())
         return 0;
     json_t *l = gpu_pods(node);
     size_t n = json_array_size(l);
@@ -1140,6 +1184,50 @@ static int driver_manager_main(int argc, char **argv)
     if (!rc)
         say("Driver uninstallation completed successfully");
     return rc;
+}
+
+/* The name the toolkit registers the NVIDIA runtime under in containerd:
+ * --runtime-name from NVIDIA_RUNTIME_NAME, CONTAINERD_RUNTIME_CLASS or
+ * DOCKER_RUNTIME_NAME, default "nvidia" (nvidia-container-toolkit v1.20.0,
+ * cmd/nvidia-ctk-installer/container/runtime/runtime.go). */
+static const char *toolkit_runtime_name(void)
+{
+    static const char *const vars[] = {"NVIDIA_RUNTIME_NAME", "CONTAINERD_RUNTIME_CLASS",
+                                       "DOCKER_RUNTIME_NAME", NULL};
+    const char *const *v;
+    for (v = vars; *v; v++)
+        if (env(*v))
+            return env(*v);
+    return "nvidia";
+}
+
+/* toolkit_register: what the real installer writes into containerd's
+ * config (a runtime NAME whose binary is ROOT/toolkit/nvidia-container-
+ * runtime), for the lab's runtime wrapper (test/lab/real-node.sh) to read:
+ * RUN_DIR/.gpuop-lab-runtime names the runtime and the install folder. A
+ * container created under another handler gets nothing injected. */
+#define RUNTIME_REGISTRATION ".gpuop-lab-runtime"
+
+static int toolkit_register(const char *pidf, const char *root, const char *name)
+{
+    char p[PATH_MAX], content[PATH_MAX + 256];
+    snprintf(p, sizeof p, "%s", pidf);
+    snprintf(strrchr(p, '/') + 1, sizeof p - (size_t)(strrchr(p, '/') + 1 - p), "%s",
+             RUNTIME_REGISTRATION);
+    snprintf(content, sizeof content, "runtime=%s\ninstall_dir=%s\n", name, root);
+    if (write_atomic(p, content) != 0)
+        return die("write %s: %s", p, strerror(errno));
+    say("registered the runtime '%s' (binary under %s/toolkit) in %s", name, root, p);
+    return 0;
+}
+
+static void toolkit_unregister(const char *pidf)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", pidf);
+    snprintf(strrchr(p, '/') + 1, sizeof p - (size_t)(strrchr(p, '/') + 1 - p), "%s",
+             RUNTIME_REGISTRATION);
+    unlink(p);
 }
 
 static volatile sig_atomic_t dummy;
@@ -1200,7 +1288,10 @@ static int toolkit_main(int argc, char **argv)
         say("installed the toolkit into %s/toolkit (the lab's nvidia runtime now injects the "
             "driver from %s)",
             root, droot);
+        if (toolkit_register(pidf, root, toolkit_runtime_name()))
+            return 1;
         wait_signal();
+        toolkit_unregister(pidf);
         unlink(installed);
     }
     unlink(pidf);
@@ -1333,11 +1424,17 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } applets[] = {
-        {"nvidia-driver", driver_main},       {"nvidia-smi", smi_main},
-        {"nvidia-validator", validator_main}, {"nvidia-ctk-installer", toolkit_main},
-        {"nvidia-toolkit", toolkit_main},     {"nvidia-device-plugin", device_plugin_main},
-        {"gpu-feature-discovery", gfd_main},  {"config-manager", config_manager_main},
-        {"dcgm-exporter", dcgm_main},         {"driver-manager", driver_manager_main},
+        {"nvidia-driver", driver_main},
+        {"nvidia-smi", smi_main},
+        {"nvidia-validator", validator_main},
+        {"nvidia-ctk-installer", toolkit_main},
+        {"nvidia-toolkit", toolkit_main},
+        {"nvidia-device-plugin", device_plugin_main},
+        {"gpu-feature-discovery", gfd_main},
+        {"config-manager", config_manager_main},
+        {"dcgm-exporter", dcgm_main},
+        {"driver-manager", driver_manager_main},
+        {"cos-gpu-installer", cos_installer_main},
     };
     const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     size_t i;
