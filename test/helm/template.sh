@@ -98,7 +98,7 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator gke-cos aks crio monitoring; do
+    for c in defaults gpu-operator gke-cos aks crio monitoring platforms; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
@@ -296,6 +296,10 @@ done
 ! grep -qE 'Ignored: (hostPaths\.driverInstallDir|validator\.(driver|plugin)\.env=|operator\.runtimeClass)' <<<"$out" ||
     fail "the notes call an honoured value ignored: $out"
 ok "notes: hostPaths, validator env, operator.runtimeClass, operator.defaultRuntime and cdi are not ignored; WITH_WORKLOAD=true and the keys beside them are"
+# Every value issue 39 names, in one values file: none ignored.
+out=$(notes -f "$DATA/values/platforms.yaml") || fail "notes of case platforms"
+! grep -q 'Ignored' <<<"$out" || fail "notes of case platforms name an ignored value: $(grep Ignored <<<"$out")"
+ok "notes: every value of the platforms case (GKE, AKS, CDI, DCGM and its monitoring, MIG, validator env) is honoured"
 
 # The CRD upgrade hook (templates/upgrade-crd.yaml): on by default, with
 # the gpu-operator values too; its ConfigMap holds crd/gpupolicy.yaml byte
