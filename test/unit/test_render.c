@@ -1468,7 +1468,7 @@ static void test_driver_options(void **state)
         /* the peermem sidecar runs the driver's own image */
         assert_string_equal(str_at(json_array_get(ctrs, 1), "image"),
                             str_at(json_array_get(ctrs, 0), "image"));
-        char want[128];
+        char want[512]; /* a pool tag is up to GPUOP_OSPOOL_TAG_MAX */
         snprintf(want, sizeof(want), "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-%s",
                  pools[k].tag);
         assert_string_equal(str_at(json_array_get(ctrs, 2), "image"), want);
