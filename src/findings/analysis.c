@@ -450,8 +450,11 @@ static int pool_sums(struct gpuop_findings *f, int o, const struct gpuop_ds *con
         if (w > 0 && (size_t)w < sizeof(list) - len)
             len += (size_t)w;
     }
-    r->daemonsets = gpuop_arena_strdup(&f->names, list);
-    return r->daemonsets ? 0 : GPUOP_ENOMEM;
+    /* none yet: no list, as an operand without pools has none (the kept
+       and the full findings then agree whichever way the operand was
+       judged) */
+    r->daemonsets = len ? gpuop_arena_strdup(&f->names, list) : NULL;
+    return len && !r->daemonsets ? GPUOP_ENOMEM : 0;
 }
 
 /* ---- the decision per (node, operand) ----
