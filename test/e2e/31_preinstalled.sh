@@ -63,14 +63,15 @@ log "no finding on $PRE: it is complete"
 # drop the node (it lists only nodes with findings)
 wait_for 60 status_clean "$PRE"
 
-# check: the matrix row (driver, toolkit, the four above) and the
-# host-provided lines that say who wrote the value
+# check: the matrix row (driver, toolkit, the device plugin, GFD, the DCGM
+# host engine, disabled by default, the exporter and the validator) and
+# the host-provided lines that say who wrote the value
 check_text() {
 	"$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$PRE" --color never || true
 }
 out=$(check_text)
-row=$(awk -v n="$PRE" '$1 == n && /^[^ ]/ {print $2, $3, $4, $5, $6, $7; exit}' <<<"$out")
-assert_eq "h h + + + +" "$row" "check's matrix row of $PRE (driver, toolkit host-provided; the rest running)"
+row=$(awk -v n="$PRE" '$1 == n && /^[^ ]/ {print $2, $3, $4, $5, $6, $7, $8; exit}' <<<"$out")
+assert_eq "h h + + d + +" "$row" "check's matrix row of $PRE (driver, toolkit host-provided; dcgm disabled; the rest running)"
 grep -qF "driver on 1 node (label $L.driver=pre-installed: NVIDIA's driver container found a driver on the host)" <<<"$out" ||
 	fail "check does not say the driver is the host's, written by NVIDIA's driver container: $out"
 grep -qF "container-toolkit on 1 node (label $L.container-toolkit=pre-installed: NVIDIA's driver container found a driver on the host)" <<<"$out" ||
