@@ -154,13 +154,18 @@ cp "$E2E_TMP/old.json" "$OLD/crds/gpupolicy.yaml"
 sed -i -e 's/^version: .*/version: 0.0.1/' "$OLD/Chart.yaml"
 kc delete crd "$CRD" --wait=true --timeout=120s >/dev/null
 on_exit '"$HELM" uninstall gpuop-crd -n "$NS" --timeout 60s >/dev/null 2>&1'
+# the release's GpuPolicy gone before the next test, whose own must be the
+# only one (the oldest is the active one)
+on_exit 'kc delete gpupolicy default --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1'
 # What other tests applied by hand (deploy/10-rbac.yaml's cluster-wide
 # names): the release takes them over, and they are put back after it is
 # uninstalled (the clean-ups run in the order they were added).
 if kc get clusterrole gpuop >/dev/null 2>&1; then
 	on_exit 'kc apply -f "$GPUOP_SRC/deploy/00-namespace.yaml" -f "$GPUOP_SRC/deploy/10-rbac.yaml" >/dev/null 2>&1'
 fi
-"$HELM" install gpuop-crd "$OLD" -n "$NS" --set nodeLabeling=null --take-ownership --timeout 120s \
+# (no uninstall hook: its Job needs a real node, e2e/60_real_node runs it)
+"$HELM" install gpuop-crd "$OLD" -n "$NS" --set nodeLabeling=null --set releaseOnUninstall.enabled=false \
+	--take-ownership --timeout 120s \
 	>"$E2E_TMP/helm-install.out" 2>&1 || fail "helm install of the older chart: $(cat "$E2E_TMP/helm-install.out")"
 ! has_field nodeLabeling || fail "the older chart installed a CRD with nodeLabeling"
 
@@ -168,7 +173,7 @@ spawn fake_job env NS="$NS" LAB_DIR="$LAB_DIR" E2E_TMP="$E2E_TMP" LAB_CA="$LAB_C
 	LAB_API_PORT="$LAB_API_PORT" GPUOP_BIN="$GPUOP_BIN" bash "$GPUOP_SRC/test/e2e/fake_job.bash"
 # --reset-values: this chart's defaults (set nodeLabeling), not the
 # install's values, which helm upgrade would reuse when given none.
-"$HELM" upgrade gpuop-crd "$CHART" -n "$NS" --reset-values --take-ownership --timeout 120s >"$E2E_TMP/helm-upgrade.out" 2>&1 ||
+"$HELM" upgrade gpuop-crd "$CHART" -n "$NS" --reset-values --set releaseOnUninstall.enabled=false --take-ownership --timeout 120s >"$E2E_TMP/helm-upgrade.out" 2>&1 ||
 	fail "helm upgrade: $(cat "$E2E_TMP/helm-upgrade.out")"
 grep -qx "customresourcedefinition/$CRD replaced" "$E2E_TMP/fake_job.log" ||
 	fail "the hook's Job did not replace the CRD: $(cat "$E2E_TMP/fake_job.log")"

@@ -64,6 +64,8 @@ rendered() {
 }
 
 log "CDI mode (the default): three RuntimeClasses"
+# this test's GpuPolicy must be the active one: no older one left
+wait_for 120 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicies -o name)\" ]"
 policy '{}'
 for rc in nvidia nvidia-cdi nvidia-legacy; do
 	wait_for 60 bash -c "[ \"\$(rc_handler $rc)\" = $rc ]"

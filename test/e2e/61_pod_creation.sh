@@ -6,7 +6,9 @@
 #   ServiceAccounts -> on a new node the DaemonSet controller cannot create
 #   pods; the Missing finding and the operand's status entry name the
 #   controller's reason (its FailedCreate Event), and Reconciled says the
-#   ServiceAccount was refused.
+#   ServiceAccount was refused. (The device plugin's pods run as it; the
+#   driver's, the toolkit's and the validator's have accounts of their own
+#   from deploy/10-rbac.yaml.)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -48,11 +50,11 @@ finding_msg() {
 	kc get gpupolicy "$POLICY" -o json | jq -r --arg n "$1" --arg o "$2" \
 		'[.status.nodes[]? | select(.name == $n) | .findings[] | select(.operand == $o and .kind == "Missing")][0].message // ""'
 }
-wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o json | jq -e --arg n '$B' '[.status.nodes[]? | select(.name == \$n) | .findings[] | select(.operand == \"driver\" and (.message | test(\"DaemonSet controller says: FailedCreate\")))] | length > 0' >/dev/null"
-msg=$(finding_msg "$B" driver)
+wait_for 90 bash -c "kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o json | jq -e --arg n '$B' '[.status.nodes[]? | select(.name == \$n) | .findings[] | select(.operand == \"device-plugin\" and (.message | test(\"DaemonSet controller says: FailedCreate\")))] | length > 0' >/dev/null"
+msg=$(finding_msg "$B" device-plugin)
 log "finding: $msg"
 case "$msg" in *serviceaccount*gpuop-operand*) ;; *) fail "the finding does not name the controller's reason: $msg" ;; esac
-warn=$(gp_jq "$POLICY" '.status.operands[] | select(.name == "driver") | .controllerWarning // ""')
+warn=$(gp_jq "$POLICY" '.status.operands[] | select(.name == "device-plugin") | .controllerWarning // ""')
 case "$warn" in FailedCreate:*serviceaccount*) ;; *) fail "the operand's status entry lacks the controller's reason: '$warn'" ;; esac
 rec=$(gp_cond "$POLICY" Reconciled message)
 case "$rec" in *"ServiceAccount gpuop-operand was not applied"*) ;; *) fail "Reconciled does not say the ServiceAccount was refused: $rec" ;; esac
