@@ -96,17 +96,6 @@ struct gpuop_status_input {
 json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_findings *f,
                            json_t *prev_status, const struct gpuop_status_input *in, long long now);
 
-/* A hash of everything gpuop_status_build reads from p, f and in (all
- * borrowed), without building anything: equal digests give equal status
- * documents, given the same previous status (lastTransitionTime is carried
- * from it while a condition's status does not flip, and a flip changes the
- * digest). The controller compares it with the digest of what it last
- * wrote, so it builds the document only for a write. Anything added to
- * gpuop_status_build's inputs must be added here too (test_status checks
- * the two agree). Allocates nothing; never 0. */
-uint64_t gpuop_status_digest(const struct gpuop_policy *p, const struct gpuop_findings *f,
-                             const struct gpuop_status_input *in);
-
 /* The parts shared with `gpuop check -o json`: new arrays/objects, NULL on
  * out-of-memory. gpuop_status_operands adds each operand's apply result
  * ("apply", and "applyMessage" when it was not applied) when apply is not

@@ -293,22 +293,27 @@ static void findings_and_status(struct gpuop_controller *c)
         update_summary(c, f);
     else if (c->inactive && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
-    /* The status: its inputs' digest decides; the document is built only
-     * to be written (status_write.c paces the writes). */
+    /* The status: the document is built and its hash compared with what
+     * was last written (status_write.c paces the writes). */
     json_t *status = NULL;
     enum ctl_status_due due = CTL_STATUS_SAME;
     uint64_t digest = 0, wait_ms = 0, now_ms = gpuop_clock_ms();
-    if (rc == 0) {
-        digest = gpuop_status_digest(&c->policy, c->inactive ? NULL : f, &in);
+    if (rc == 0)
+        status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
+                                    gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
+    bool built = status != NULL;
+    if (built) {
+        digest = gpuop_hash_json(status);
         due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
     }
     if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
         (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
-    if (due == CTL_STATUS_NOW)
-        status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
-                                    gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
+    if (due != CTL_STATUS_NOW) {
+        json_decref(status);
+        status = NULL;
+    }
     struct gpuop_err e;
-    if (rc < 0 || (due == CTL_STATUS_NOW && !status)) {
+    if (rc < 0 || !built) {
         gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
         gpuop_ctl_fail(c, "status", &e);
     } else if (due == CTL_STATUS_NOW) {

@@ -394,8 +394,8 @@ enum ctl_status_due {
     CTL_STATUS_NOW,  /* build the status and write it now */
     CTL_STATUS_HELD, /* changed, but written too recently: queue the key again in *wait_ms */
 };
-/* Whether the status of the reconcile's key, whose inputs hash to digest
- * (gpuop_status_digest), must be written for the policy obj (borrowed) at
+/* Whether the status of the reconcile's key, the document built hashing
+ * to digest (gpuop_hash_json), must be written for the policy obj (borrowed) at
  * now_ms (the pacing's clock, ms): not when it equals what was last
  * written for the key and the server still holds that. */
 enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj, uint64_t digest,
@@ -403,15 +403,15 @@ enum ctl_status_due gpuop_ctl_status_due(struct gpuop_controller *c, json_t *obj
 /* The pacing alone, pure: 0 when a write may go out at now_ms, else the ms
  * until it may (a write was sent at sent_ms, if paced). */
 uint64_t gpuop_ctl_status_pace(bool paced, uint64_t sent_ms, uint64_t now_ms);
-/* Writes status (steals), whose inputs hash to digest, for the policy obj
+/* Writes status (steals), which hashes to digest, for the policy obj
  * (borrowed), sent at now_ms. Returns 0 (sent, or not leading) or a
  * negative gpuop_rc. */
 int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *status, uint64_t digest,
                            uint64_t now_ms);
 /* A write of key's status was sent at now_ms (the pacing starts over). */
 void gpuop_ctl_status_sent(struct gpuop_controller *c, const char *key, uint64_t now_ms);
-/* The server answered that write (body, borrowed) of the status whose
- * inputs hash to digest; rv_before is the cached resourceVersion when it
+/* The server answered that write (body, borrowed) of the status that
+ * hashes to digest; rv_before is the cached resourceVersion when it
  * was sent, conds (borrowed, may be NULL) the conditions sent. */
 void gpuop_ctl_status_answered(struct gpuop_controller *c, const char *key, uint64_t digest,
                                json_t *body, const char *rv_before, json_t *conds);

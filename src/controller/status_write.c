@@ -14,9 +14,10 @@
  * a digest of its bytes (gpuop_caches_policy_digested), the cache and the
  * write's answer alike, so the two hashes compare.
  *
- * What is compared is a digest of the status's inputs
- * (gpuop_status_digest), not the document: the document is built only
- * when it is sent, never in a reconcile that writes nothing.
+ * What is compared is the hash of the document built (gpuop_hash_json,
+ * keys sorted): built at every reconcile, written only when its hash is
+ * not what was last written (no second description of its inputs to keep
+ * in step with the builder).
  *
  * Pacing: under churn a key's status is written at most once per
  * CTL_STATUS_WRITE_INTERVAL_MS. A change when the last write is older than
@@ -29,7 +30,7 @@
  * same pacing to queue a findings-only event for the interval's end
  * (gpuop_ctl_status_wait, controller.c on_change).
  *
- * Per key: the digest sent, the hash of the status the server answered with,
+ * Per key: the hash of the document sent, the hash of the status the server answered with,
  * that answer's resourceVersion, the conditions sent (lastTransitionTime
  * is carried from them), the hash of the problems last logged, when the
  * last write was sent and whether a change is held. A handful of policies:
