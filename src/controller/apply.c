@@ -43,20 +43,15 @@
  * (a full reference or a digest) the pools' DaemonSets are deleted and the
  * one gpuop-driver is applied. The operand's result sums the pools up.
  *
- * A reconcile whose inputs are those of the last stage does not render:
- * every input of the stage is the policy object (its name, uid and what
- * its cache's same op compares: the spec), the namespace, and the caches'
- * DaemonSets (presence, generation, metadata), ServiceAccount and the OS
- * pools of the GPU nodes, all of which move gpuop_caches_apply_changes
- * (the nodes only when the pools may have changed: the stage reads
- * nothing else of them). When that counter, the policy and the leadership
- * are those of the last stage that ended with every operand current or
- * absent (nothing failed, blocked or refused), its verdicts are the
- * stage's (apply_memo): a pod event, most of a rollout's, and a node that
- * comes, goes or changes within the pools there are, cost no render, dump
- * and hash of six DaemonSets. Any other stage runs in full, which stays
- * the reference (test_controller checks the two agree). A new input of
- * the render must move the counter or be part of memo_key.
+ * The stage is its own reconcile ("apply:<policy>", controller.c), queued
+ * only when what it reads may have changed: the policy, the caches'
+ * DaemonSets (presence, generation, metadata, deletion), the
+ * ServiceAccount and the OS pools of the GPU nodes, all of which move
+ * gpuop_caches_apply_changes (the nodes only when the pools may have
+ * changed). A pod event, most of a rollout's, or a node that comes, goes
+ * or changes within the pools there are, queues only the status
+ * reconcile, which reads the results the last stage left (c->res, c->sa).
+ * A new input of the render must move that counter (or be the policy).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -678,10 +673,7 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
                        "trying again every %d s",
                        x->crd, CTL_CRD_RECHECK_MS / 1000);
         c->extras_absent[i] = true;
-        /* the requeue's timer may wake a little before the clock reads
-           this: the recheck's time is a little earlier */
-        c->extras_recheck_at[i] = gpuop_clock_ms() + CTL_CRD_RECHECK_MS - BACKOFF_CLOCK_SLACK_MS;
-        if (c->key)
+        if (c->key) /* the apply reconcile's */
             (void)gpuop_queue_add_after(c->queue, c->key, CTL_CRD_RECHECK_MS);
     } else if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
         c->extras_absent[i] = false;
@@ -828,48 +820,6 @@ static bool operand_runs(const struct gpuop_controller *c, int i)
     return found;
 }
 
-/* The inputs of the apply stage the caches' counter does not cover. */
-static uint64_t memo_key(const struct gpuop_controller *c)
-{
-    uint64_t h = gpuop_hash_str(c->key);
-    const char *uid = c->policy.uid ? c->policy.uid : "";
-    h = gpuop_hash_bytes(h, uid, strlen(uid) + 1);
-    h = gpuop_hash_bytes(h, c->ns, strlen(c->ns) + 1);
-    uint64_t gen = gpuop_caches_apply_changes(c->caches);
-    h = gpuop_hash_bytes(h, &gen, sizeof(gen));
-    return gpuop_hash_mix(h);
-}
-
-/* The first step of a reconcile's stage: the kept verdicts, when its
- * inputs are the last stage's. True when they were taken. */
-static bool memo_take(struct gpuop_controller *c)
-{
-    c->apply_key = memo_key(c);
-    if (!c->apply_memo.valid || c->apply_memo.key != c->apply_key)
-        return false;
-    memcpy(c->res, c->apply_memo.res, sizeof(c->res));
-    c->sa = c->apply_memo.sa;
-    for (int i = 0; i < gpuop_operand_count(); i++)
-        c->started[i] = true;
-    c->sa_started = c->extras_started = true;
-    return true;
-}
-
-void gpuop_ctl_apply_done(struct gpuop_controller *c)
-{
-    if (!c->leader || c->closing || !c->sa_started)
-        return; /* not a stage that ran */
-    bool settled = c->failed == 0 && c->sa.state == GPUOP_APPLY_CURRENT;
-    for (int i = 0; settled && i < gpuop_operand_count(); i++)
-        settled = c->res[i].state == GPUOP_APPLY_CURRENT || c->res[i].state == GPUOP_APPLY_ABSENT;
-    c->apply_memo.valid = settled;
-    if (!settled)
-        return;
-    c->apply_memo.key = c->apply_key;
-    memcpy(c->apply_memo.res, c->res, sizeof(c->res));
-    c->apply_memo.sa = c->sa;
-}
-
 /* One record's DaemonSet (name) is in the caches at its applied generation. */
 static bool seen_at(const struct gpuop_controller *c, const char *name, const struct ctl_applied *a)
 {
@@ -891,27 +841,10 @@ bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c)
     return true;
 }
 
-void gpuop_ctl_apply_forget(struct gpuop_controller *c)
-{
-    c->apply_memo.valid = false;
-}
-
 void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
     if (!c->leader)
         return; /* a follower observes only: every result stays NONE */
-    if (!c->sa_started && memo_take(c)) {
-        /* the memo holds the stage; an extra whose CRD was missing is
-           tried again when its time has come (the CRD installed since) */
-        for (int i = 0; i < gpuop_render_extra_count(); i++) {
-            uint64_t now = gpuop_clock_ms();
-            if (c->extras_absent[i] && now >= c->extras_recheck_at[i])
-                apply_extra(c, i);
-            else if (c->extras_absent[i] && c->key) /* woken early: its time again */
-                (void)gpuop_queue_add_after(c->queue, c->key, c->extras_recheck_at[i] - now);
-        }
-        return;
-    }
     if (!c->sa_started) {
         c->stats.apply_stages++;
         c->sa_started = true;

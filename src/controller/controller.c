@@ -27,6 +27,11 @@
 
 #include "controller_int.h"
 
+/* The apply reconcile's key of a policy: "apply:<name>" (a policy's name,
+ * a DNS subdomain, has no ':'). */
+#define CTL_APPLY_PREFIX "apply:"
+#define CTL_KEY_MAX      (sizeof(CTL_APPLY_PREFIX) + 253)
+
 static void next(struct gpuop_controller *c);
 static void finish(struct gpuop_controller *c);
 static void close_now(struct gpuop_controller *c);
@@ -139,9 +144,22 @@ static void on_events_drained(void *arg)
     trim_after_work(arg);
 }
 
+/* The last apply reconcile's results when they are this reconcile's
+ * policy's (the active one, applied while leading), else NULL; *sa the
+ * ServiceAccount's. */
+static const struct gpuop_apply_result *apply_results(const struct gpuop_controller *c,
+                                                      const struct gpuop_apply_result **sa)
+{
+    const char *uid = c->have_policy && c->policy.uid ? c->policy.uid : "";
+    bool ours = c->have_policy && !c->inactive && c->leader && strcmp(uid, c->applied_uid) == 0;
+    *sa = ours ? &c->sa : NULL;
+    return ours ? c->res : NULL;
+}
+
 /* Hash of the reconcile's problems: spec problems and apply results. */
 static uint64_t problems_hash(const struct gpuop_controller *c)
 {
+    const struct gpuop_apply_result *sa, *res = apply_results(c, &sa);
     uint64_t h = GPUOP_HASH_INIT;
     int n = c->have_policy ? c->policy.nproblems : 0;
     h = gpuop_hash_bytes(h, &n, sizeof(n));
@@ -150,8 +168,8 @@ static uint64_t problems_hash(const struct gpuop_controller *c)
         h = gpuop_hash_bytes(h, pr->field, strlen(pr->field) + 1);
         h = gpuop_hash_bytes(h, pr->message, strlen(pr->message) + 1);
     }
-    for (int i = 0; i <= gpuop_operand_count(); i++) {
-        const struct gpuop_apply_result *r = i < gpuop_operand_count() ? &c->res[i] : &c->sa;
+    for (int i = 0; res && i <= gpuop_operand_count(); i++) {
+        const struct gpuop_apply_result *r = i < gpuop_operand_count() ? &res[i] : sa;
         int failed = r->state == GPUOP_APPLY_FAILED || r->state == GPUOP_APPLY_BLOCKED ||
                      r->state == GPUOP_APPLY_DELETE_FAILED;
         h = gpuop_hash_bytes(h, &failed, sizeof(failed));
@@ -167,14 +185,15 @@ static uint64_t problems_hash(const struct gpuop_controller *c)
 /* Logs the reconcile's problems, when they differ from the last ones. */
 static void log_problems(struct gpuop_controller *c)
 {
-    c->problems_changed = gpuop_ctl_problems_changed(c, c->key, problems_hash(c));
+    c->problems_changed = gpuop_ctl_problems_changed(c, c->name, problems_hash(c));
     if (!c->problems_changed)
         return;
+    const struct gpuop_apply_result *sa, *res = apply_results(c, &sa);
     for (int i = 0; c->have_policy && i < c->policy.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
         gpuop_warn(c->kobj, "invalid %s: %s", c->policy.problems[i].field,
                    c->policy.problems[i].message);
-    for (int i = 0; i < gpuop_operand_count(); i++) {
-        const struct gpuop_apply_result *r = &c->res[i];
+    for (int i = 0; res && i < gpuop_operand_count(); i++) {
+        const struct gpuop_apply_result *r = &res[i];
         const char *ds = gpuop_operand_get(i)->ds_name;
         if (r->state == GPUOP_APPLY_FAILED || r->state == GPUOP_APPLY_DELETE_FAILED)
             gpuop_warn(c->kobj, "%s of DaemonSet %s failed: %s",
@@ -184,9 +203,8 @@ static void log_problems(struct gpuop_controller *c)
                        gpuop_operand_get(r->blocked_by) ? gpuop_operand_get(r->blocked_by)->name
                                                         : "?");
     }
-    if (c->sa.state == GPUOP_APPLY_FAILED)
-        gpuop_warn(c->kobj, "apply of ServiceAccount %s failed: %s", GPUOP_OPERAND_SA,
-                   c->sa.message);
+    if (sa && sa->state == GPUOP_APPLY_FAILED)
+        gpuop_warn(c->kobj, "apply of ServiceAccount %s failed: %s", GPUOP_OPERAND_SA, sa->message);
 }
 
 static void update_summary(struct gpuop_controller *c, const struct gpuop_findings *f)
@@ -252,10 +270,9 @@ static void findings_and_status(struct gpuop_controller *c)
         .namespace = c->ns,
         .inactive = c->inactive,
         .active_policy = gpuop_caches_active(c->caches),
-        .apply = c->inactive || !c->leader ? NULL : c->res,
-        .sa = c->inactive || !c->leader ? NULL : &c->sa,
     };
-    for (int i = 0; !c->inactive && c->leader && i < GPUOP_RENDER_EXTRA_MAX; i++)
+    in.apply = apply_results(c, &in.sa);
+    for (int i = 0; in.apply && i < GPUOP_RENDER_EXTRA_MAX; i++)
         in.absent_crds |= (unsigned)c->extras_absent[i] << i;
     struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
     struct gpuop_caches_view v;
@@ -340,27 +357,36 @@ static void findings_and_status(struct gpuop_controller *c)
  * finish. */
 static void advance(struct gpuop_controller *c)
 {
-    if (c->stage == STAGE_APPLY) {
+    if (c->stage == STAGE_APPLY)
         gpuop_ctl_apply_step(c);
-        if (c->pending > 0)
-            return;
-        gpuop_ctl_apply_done(c);
-        c->stage = STAGE_STATUS;
-        findings_and_status(c);
-    }
     if (c->pending > 0 || c->stage == STAGE_DONE)
         return;
     c->stage = STAGE_DONE;
     finish(c);
 }
 
+/* Queues the apply reconcile of policy name (the active one) to run now;
+ * its status waits for it (begin_status). */
+static void queue_apply(struct gpuop_controller *c, const char *name)
+{
+    char key[CTL_KEY_MAX];
+    snprintf(key, sizeof(key), CTL_APPLY_PREFIX "%s", name);
+    if (gpuop_queue_add(c->queue, key) == 0)
+        c->apply_queued = true;
+}
+
 /* The one exit of a reconcile: forget or back off the key, metrics, the
- * next key. */
+ * next key; an apply reconcile queues its policy's status. */
 static void finish(struct gpuop_controller *c)
 {
     bool ok = c->failed == 0;
     char *key = c->key;
+    if (c->applying && c->have_policy)
+        log_problems(c); /* before "reconcile failed", which it decides */
+    if (c->applying)
+        (void)gpuop_queue_add(c->queue, c->name); /* the status says what was applied */
     c->key = NULL;
+    c->name = NULL;
     if (c->have_policy) {
         gpuop_policy_free(&c->policy);
         c->have_policy = false;
@@ -378,7 +404,8 @@ static void finish(struct gpuop_controller *c)
     } else {
         c->stats.reconcile_errors++;
         int64_t d = gpuop_queue_add_rate_limited(c->queue, key);
-        gpuop_ctl_apply_backoff(c, d);
+        if (c->applying)
+            gpuop_ctl_apply_backoff(c, d);
         if (c->problems_changed)
             gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
                        (long long)d);
@@ -398,6 +425,89 @@ static void finish(struct gpuop_controller *c)
     next(c);
 }
 
+/* Ends a reconcile that has nothing (more) to do. */
+static void done_now(struct gpuop_controller *c)
+{
+    c->stage = STAGE_DONE;
+    finish(c);
+}
+
+/* An apply reconcile: the active policy's operands, while leading. */
+static void begin_apply(struct gpuop_controller *c)
+{
+    json_t *obj = gpuop_caches_policy(c->caches, c->name);
+    const char *active = gpuop_caches_active(c->caches);
+    if (!obj || !active || strcmp(active, c->name) != 0 || !c->leader) {
+        done_now(c); /* gone, not the active one, or a follower: nothing to apply */
+        return;
+    }
+    struct gpuop_err perr = {0};
+    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
+        gpuop_ctl_fail(c, "policy", &perr);
+        done_now(c);
+        return;
+    }
+    c->have_policy = true;
+    /* A different policy object (re-created, or another became active):
+     * what we applied before says nothing about this one. */
+    const char *uid = c->policy.uid ? c->policy.uid : "";
+    if (strcmp(uid, c->applied_uid) != 0) {
+        memset(c->applied, 0, sizeof(c->applied));
+        memset(c->pool_applied, 0, sizeof(c->pool_applied));
+        memset(&c->sa_applied, 0, sizeof(c->sa_applied));
+        snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
+    }
+    gpuop_ctl_apply_reset(c);
+    c->stage = STAGE_APPLY;
+    advance(c);
+}
+
+/* The policy went: what the controller holds for it goes too. */
+static void policy_gone(struct gpuop_controller *c)
+{
+    if (strcmp(c->summary.policy, c->key) == 0)
+        c->summary.valid = false;
+    gpuop_ctl_status_forget(c, c->key);
+    if (strcmp(c->keep.key, c->key) == 0)
+        gpuop_ctl_keep_drop(&c->keep);
+    gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
+    if (c->leader && !gpuop_caches_active(c->caches))
+        release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
+    else
+        gpuop_ctl_upgrade_stop(c->upgrader);
+    gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
+}
+
+/* A status reconcile: findings, status, the helpers' tracks. */
+static void begin_status(struct gpuop_controller *c)
+{
+    const char *active = gpuop_caches_active(c->caches);
+    if (c->apply_queued && active && strcmp(active, c->key) == 0) {
+        done_now(c); /* its apply reconcile comes first and queues it again */
+        return;
+    }
+    uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
+    c->origin_ns = since ? *since : 0;
+    free(since);
+    json_t *obj = gpuop_caches_policy(c->caches, c->key);
+    if (!obj) {
+        policy_gone(c);
+        done_now(c);
+        return;
+    }
+    struct gpuop_err perr = {0};
+    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
+        gpuop_ctl_fail(c, "policy", &perr);
+        done_now(c);
+        return;
+    }
+    c->have_policy = true;
+    c->inactive = !active || strcmp(active, c->key) != 0;
+    c->stage = STAGE_STATUS;
+    findings_and_status(c);
+    advance(c);
+}
+
 static void begin(struct gpuop_controller *c)
 {
     c->started_ns = uv_hrtime();
@@ -406,56 +516,15 @@ static void begin(struct gpuop_controller *c)
     c->problems_changed = true;
     gpuop_err_clear(&c->err);
     c->inactive = false;
-    c->stage = STAGE_APPLY;
-    gpuop_ctl_apply_reset(c);
-    snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->key);
-    uint64_t *since = gpuop_map_del(&c->dirty_since, c->key);
-    c->origin_ns = since ? *since : 0;
-    free(since);
-    json_t *obj = gpuop_caches_policy(c->caches, c->key);
-    if (!obj) {
-        if (strcmp(c->summary.policy, c->key) == 0)
-            c->summary.valid = false;
-        gpuop_ctl_status_forget(c, c->key);
-        if (strcmp(c->keep.key, c->key) == 0)
-            gpuop_ctl_keep_drop(&c->keep);
-        gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
-        if (c->leader && !gpuop_caches_active(c->caches))
-            release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
-        else
-            gpuop_ctl_upgrade_stop(c->upgrader);
-        gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
-        c->stage = STAGE_DONE;
-        finish(c);
-        return;
-    }
-    const char *active = gpuop_caches_active(c->caches);
-    struct gpuop_err perr = {0};
-    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
-        gpuop_ctl_fail(c, "policy", &perr);
-        c->stage = STAGE_DONE;
-        finish(c);
-        return;
-    }
-    c->have_policy = true;
-    if (!active || strcmp(active, c->key) != 0) {
-        c->inactive = true;
-        c->stage = STAGE_STATUS; /* nothing to apply */
+    c->applying = strncmp(c->key, CTL_APPLY_PREFIX, strlen(CTL_APPLY_PREFIX)) == 0;
+    c->name = c->applying ? c->key + strlen(CTL_APPLY_PREFIX) : c->key;
+    snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->name);
+    if (c->applying) {
+        c->apply_queued = false;
+        begin_apply(c);
     } else {
-        /* A different policy object (re-created, or another became active):
-         * what we applied before says nothing about this one. */
-        const char *uid = c->policy.uid ? c->policy.uid : "";
-        if (strcmp(uid, c->applied_uid) != 0) {
-            gpuop_ctl_apply_forget(c);
-            memset(c->applied, 0, sizeof(c->applied));
-            memset(c->pool_applied, 0, sizeof(c->pool_applied));
-            memset(&c->sa_applied, 0, sizeof(c->sa_applied));
-            snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
-        }
+        begin_status(c);
     }
-    if (c->stage == STAGE_STATUS)
-        findings_and_status(c);
-    advance(c);
 }
 
 /* Takes the next key if idle. */
@@ -475,12 +544,17 @@ static void on_ready(void *arg)
 
 /* ---- wiring ---- */
 
+/* Every policy's status, the active one's after its apply. */
 static void enqueue_all(struct gpuop_controller *c)
 {
+    const char *active = gpuop_caches_active(c->caches);
+    if (active)
+        queue_apply(c, active);
     size_t it = 0;
     const char *key;
     while (gpuop_caches_next_policy(c->caches, &it, &key, NULL))
-        gpuop_queue_add(c->queue, key);
+        if (!active || strcmp(key, active) != 0)
+            gpuop_queue_add(c->queue, key);
 }
 
 static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted)
@@ -515,6 +589,13 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     uint64_t spec = gpuop_caches_spec_changes(c->caches);
     bool findings_only = spec == c->spec_seen;
     c->spec_seen = spec;
+    /* What the apply reconcile reads (the render's inputs) moved: it runs,
+     * and queues the active policy's status when done. */
+    uint64_t applied = gpuop_caches_apply_changes(c->caches);
+    const char *active = applied != c->apply_seen ? gpuop_caches_active(c->caches) : NULL;
+    c->apply_seen = applied;
+    if (active)
+        queue_apply(c, active);
     /* Every policy's state depends on the others (the oldest is active)
      * and on every node: enqueue them all; the queue deduplicates. */
     uint64_t t = uv_hrtime(), now_ms = gpuop_clock_ms();
@@ -525,6 +606,8 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     const char *pkey;
     while (gpuop_caches_next_policy(c->caches, &it, &pkey, NULL)) {
         mark_dirty(c, pkey, t);
+        if (active && strcmp(pkey, active) == 0)
+            continue; /* its apply queues it */
         uint64_t wait = findings_only ? gpuop_ctl_status_wait(c, pkey, now_ms) : 0;
         if (findings_only && wait < gap)
             wait = gap;
@@ -613,8 +696,6 @@ void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader)
 {
     bool was = c->leader;
     c->leader = leader;
-    if (leader != was)
-        gpuop_ctl_apply_forget(c); /* another leader may have changed what was applied */
     if (leader && !was)
         gpuop_ctl_status_forget(c, NULL); /* another leader may have written since */
     if (leader && !was && gpuop_caches_synced(c->caches))

@@ -4,12 +4,19 @@
  * status_write.c decides whether and writes the status). Not a public
  * header: only src/controller/ includes it.
  *
- * One reconcile runs at a time, in three stages with one exit:
+ * One reconcile runs at a time, of one of two kinds, each keyed by what it
+ * reads and with one exit:
  *
- *   begin -> STAGE_APPLY  (apply.c: ServiceAccount, then each operand once
- *                          its prerequisite is settled; deletes)
- *         -> STAGE_STATUS (findings from the caches -> status -> write)
- *         -> finish       (forget or back off the key, take the next one)
+ *   apply  ("apply:<policy>", queued only when what the render reads
+ *          changed: gpuop_caches_apply_changes; only the active policy)
+ *          begin -> STAGE_APPLY (apply.c: ServiceAccount, then each operand
+ *          once its prerequisite is settled; deletes) -> finish, which
+ *          queues the policy's status reconcile
+ *   status ("<policy>", queued by every change)
+ *          begin -> STAGE_STATUS (findings from the caches, the apply's
+ *          last results -> status -> write) -> finish
+ *
+ * finish forgets or backs off the key and takes the next one.
  *
  * Every API operation of a reconcile is a struct ctl_op; when the last one
  * in flight ends (gpuop_ctl_op_end), the reconcile moves on.
@@ -128,8 +135,12 @@ struct gpuop_controller {
     struct ctl_labeler *labeler;   /* labeler.c */
     struct ctl_upgrader *upgrader; /* upgrade_actor.c */
 
-    /* the reconcile in progress */
+    /* the reconcile in progress: key is the queue's, name the policy's
+     * (key itself for a status reconcile, after CTL_APPLY_PREFIX for an
+     * apply reconcile) */
     char *key;
+    const char *name;
+    bool applying; /* an apply reconcile (STAGE_APPLY), else a status one */
     enum ctl_stage stage;
     struct gpuop_policy policy;
     bool have_policy;
@@ -172,23 +183,14 @@ struct gpuop_controller {
     /* an extra whose kind's CRD the API server lacked at its last apply
      * (gpuop_render_extra.crd: the ServiceMonitor without the Prometheus
      * Operator): no failure, a condition says so (status.c), and it is
-     * sent again at every full apply stage and, while the stage's memo
-     * holds, once extras_recheck_at passed (CTL_CRD_RECHECK_MS) */
+     * sent again at every apply reconcile, and its answer queues one in
+     * CTL_CRD_RECHECK_MS */
     bool extras_absent[GPUOP_RENDER_EXTRA_MAX];
-    uint64_t extras_recheck_at[GPUOP_RENDER_EXTRA_MAX];
     char applied_uid[64]; /* policy uid the applied[] records are for */
-    /* The last apply stage that ended with every operand current or
-     * absent and the ServiceAccount current, and the inputs it ran on
-     * (apply.c, memo_key): while they are the same, a reconcile reuses its
-     * verdicts instead of rendering and hashing every body again. */
-    struct {
-        bool valid;
-        uint64_t key;
-        struct gpuop_apply_result res[GPUOP_OPERAND_MAX];
-        struct gpuop_apply_result sa;
-    } apply_memo;
-    uint64_t apply_key;   /* memo_key of the reconcile in progress */
+    uint64_t apply_seen;  /* gpuop_caches_apply_changes at the last cache event (on_change) */
     uint64_t spec_seen;   /* gpuop_caches_spec_changes at the last cache event (on_change) */
+    bool apply_queued;    /* the active policy's apply reconcile is queued to run now: its
+                             status waits for it (the apply queues it when done) */
     struct ctl_keep keep; /* the findings between reconciles (keep.c) */
     struct ctl_op *ops;   /* in flight */
 
@@ -262,23 +264,18 @@ void gpuop_ctl_keep_free(struct ctl_keep *k);
 char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
                            const char *sub);
 
-/* Resets the per-reconcile apply state (begin). */
+/* Resets the apply results for a new apply reconcile (begin_apply): they
+ * stay until the next one, for the status reconciles to read. */
 void gpuop_ctl_apply_reset(struct gpuop_controller *c);
 /* Starts every apply or delete whose prerequisite is settled and marks
  * blocked the operands whose prerequisite could not be applied; called
  * again whenever an operation ends. Nothing in flight afterwards: the
- * stage is over. The first call of a reconcile takes the last stage's
- * verdicts instead when nothing it read has changed since (apply_memo). */
+ * stage is over. */
 void gpuop_ctl_apply_step(struct gpuop_controller *c);
-/* The apply stage is over (nothing in flight): its verdicts are kept for
- * the next reconcile when every operand is current or absent. */
-void gpuop_ctl_apply_done(struct gpuop_controller *c);
 /* True when the caches hold every driver DaemonSet at least at the
  * generation its last apply was answered with: the driver upgrade plans
  * from the template the policy asks for, not the one before it. */
 bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c);
-/* Forgets the kept verdicts (leadership changed, another policy object). */
-void gpuop_ctl_apply_forget(struct gpuop_controller *c);
 /* The caches saw kind/key deleted: a DaemonSet or the ServiceAccount gone
  * forgets what was applied, so the next reconcile applies it again. */
 void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key);

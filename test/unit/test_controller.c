@@ -649,11 +649,12 @@ static void assert_no_stage(struct fx *f, uint64_t min_reconciles, uint64_t stag
 }
 
 /* Pod events, a DaemonSet's status alone, and nodes within the OS pools
- * there are reuse the last apply stage's verdicts: no stage runs, no
- * request, and the status's operands are what a full stage made. What the
- * stage reads moving (an OS pool, a DaemonSet's generation, the policy,
- * the leadership) runs a full stage again, which puts back what changed. */
-static void test_apply_memo(void **state)
+ * there are queue only the status reconcile: no apply reconcile runs, no
+ * request, and the status's operands are what the last apply left. What
+ * the apply reads moving (an OS pool, a DaemonSet's generation, the
+ * policy, the leadership) runs an apply reconcile, which puts back what
+ * changed. */
+static void test_apply_only_when_its_inputs_move(void **state)
 {
     struct fx *f = *state;
     struct gpuop_controller_stats st;
@@ -1680,7 +1681,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deleting_recreated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_while_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_apply_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_only_when_its_inputs_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cdi_runtime_classes, setup, teardown),
