@@ -29,14 +29,7 @@
 typedef void (*gpuop_controller_reconciled_cb)(void *arg, const char *key, bool ok, double seconds,
                                                double latency);
 
-/* How a reconcile gets its findings (controller keep.c). */
-enum gpuop_analysis_mode {
-    GPUOP_ANALYSIS_AUTO,        /* per-node updates from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes */
-    GPUOP_ANALYSIS_FULL,        /* a full pass every reconcile */
-    GPUOP_ANALYSIS_INCREMENTAL, /* per-node updates at any size */
-    GPUOP_ANALYSIS_VERIFY,      /* the updates, then a full pass compared with them */
-};
-/* auto keeps the findings (and the pods' index by node) between
+/* The controller keeps the findings (and the pods' index by node) between
  * reconciles from this many nodes. At 5,000 nodes keeping costs 2.7 MiB
  * of steady RSS and gives back a third of the rollout's CPU and the
  * event->status p99; at 1,000 it costs 0.3 MiB and takes 1.6 ms off the
@@ -48,7 +41,12 @@ enum gpuop_analysis_mode {
 struct gpuop_controller_config {
     const char *namespace; /* where the operand DaemonSets live */
     bool leader;           /* false while not the leader: observe only */
-    enum gpuop_analysis_mode analysis;
+    /* The test oracle (GPUOP_VERIFY_ORACLE in `run`, a build option of the
+     * test builds): the findings are kept at any size, and after each
+     * reconcile's node-by-node update a full pass over every pod is
+     * compared with them, a difference logged as an error, counted
+     * (analysis_mismatches) and the full pass's set kept. */
+    bool verify;
     gpuop_controller_reconciled_cb on_reconciled; /* optional */
     void *arg;
 };
@@ -83,7 +81,7 @@ struct gpuop_controller_stats {
     uint64_t stranded_lists;      /* pod LISTs of violating nodes sent (stranded.c) */
     uint64_t analysis_fulls;      /* full passes over every node (keep.c) */
     uint64_t analysis_updates;    /* nodes judged again one by one instead */
-    uint64_t analysis_mismatches; /* --analysis verify: updated sets (and upgrade plans) that
+    uint64_t analysis_mismatches; /* the verify oracle: updated sets (and upgrade plans) that
                                      differed */
     uint64_t upgrade_kept;        /* driver upgrade plans kept node by node (quiet: nothing
                                      in progress), not made over every node */

@@ -52,11 +52,6 @@ static const struct gpuop_cli_flag run_flags[] = {
      "namespace of the Lease (default --namespace)"},
     {"leader-elect-id", 0, required_argument, "NAME", NULL,
      "Lease name (default " GPUOP_RUN_LEASE_NAME ")"},
-    {"analysis", 0, required_argument, "MODE", "auto full incremental verify",
-     "auto | full | incremental | verify: judge only the\nnodes that changed, keeping the findings "
-     "between\nreconciles (auto: from " NUM(
-         GPUOP_ANALYSIS_KEEP_MIN_NODES) " nodes; verify: and compare\nwith a full pass, logging a "
-                                        "difference)"},
     {"help", 'h', no_argument, NULL, NULL, "this help"},
     {NULL, 0, 0, NULL, NULL, NULL}};
 
@@ -308,18 +303,7 @@ static int run_flag(const struct gpuop_cli_command *self, const struct gpuop_cli
         o->lease_ns = v;
     else if (!strcmp(name, "leader-elect-id"))
         o->lease_name = v;
-    else if (!strcmp(name, "analysis")) {
-        static const char *const modes[] = {[GPUOP_ANALYSIS_AUTO] = "auto",
-                                            [GPUOP_ANALYSIS_FULL] = "full",
-                                            [GPUOP_ANALYSIS_INCREMENTAL] = "incremental",
-                                            [GPUOP_ANALYSIS_VERIFY] = "verify"};
-        size_t m = 0;
-        while (m < sizeof(modes) / sizeof(modes[0]) && strcmp(modes[m], v))
-            m++;
-        if (m == sizeof(modes) / sizeof(modes[0]))
-            return run_bad("--analysis wants auto, full, incremental or verify");
-        o->analysis = (enum gpuop_analysis_mode)m;
-    } else if (!strcmp(name, "help")) {
+    else if (!strcmp(name, "help")) {
         run_usage(stdout, self);
         return 0;
     } else {

@@ -98,7 +98,6 @@ struct gpuop_run_options {
     uint64_t lease_ms, renew_ms, retry_ms; /* checked together */
     const char *lease_ns;                  /* defaulted to ns */
     const char *lease_name;
-    enum gpuop_analysis_mode analysis; /* --analysis (default auto) */
 };
 
 /* Parses run's argv (argv[0] is "run"; strings borrowed from argv) into o,

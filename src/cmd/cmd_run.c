@@ -280,7 +280,7 @@ static int start(struct run *r, const struct gpuop_run_options *o,
     gpuop_kube_set_observer(r->kube, on_api_request, r);
     struct gpuop_controller_config cc = {.namespace = o->ns,
                                          .leader = !o->leader_elect,
-                                         .analysis = o->analysis,
+                                         .verify = GPUOP_VERIFY_ORACLE,
                                          .on_reconciled = on_reconciled,
                                          .arg = r};
     rc = gpuop_controller_new(&r->loop, r->kube, &cc, &r->ctrl);

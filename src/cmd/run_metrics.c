@@ -134,11 +134,12 @@ static const struct metric_def METRICS[M_COUNT] = {
                     "Findings computed: full passes over every node (pass=\"full\") and nodes "
                     "judged again one by one in the kept findings (pass=\"node\").",
                     1, L_PASS},
-    [M_ANALYSIS_MISMATCHES] = {GPUOP_COUNTER, "gpuop_analysis_mismatches_total",
-                               "With --analysis verify: node-by-node findings, or a driver "
-                               "upgrade plan kept node by node, that differed from a full pass "
-                               "(a bug; the full pass's are used).",
-                               0, NULL},
+    [M_ANALYSIS_MISMATCHES] =
+        {GPUOP_COUNTER, "gpuop_analysis_mismatches_total",
+         "With the verify oracle (a test build): node-by-node findings, or a driver "
+         "upgrade plan kept node by node, that differed from a full pass "
+         "(a bug; the full pass's are used).",
+         0, NULL},
     [M_UPGRADE_KEPT] = {GPUOP_COUNTER, "gpuop_upgrade_plans_kept_total",
                         "Driver upgrade plans brought up to date from the nodes that changed "
                         "(no upgrade in progress) instead of made over every node.",

@@ -648,7 +648,10 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     gpuop_map_init(&c->dirty_since);
     gpuop_map_init(&c->status_recs);
     c->ns = strdup(cfg->namespace);
-    gpuop_ctl_keep_init(&c->keep, cfg->analysis);
+    gpuop_ctl_keep_init(&c->keep, cfg->verify);
+    if (cfg->verify)
+        gpuop_info("controller", "the verify oracle is on: each reconcile's findings are "
+                                 "compared with a full pass (a test build)");
     struct gpuop_caches_config wc = {.namespace = cfg->namespace,
                                      .on_node = on_node,
                                      .on_change = on_change,
@@ -666,7 +669,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
     if (rc == 0)
-        gpuop_ctl_upgrade_set_verify(c->upgrader, cfg->analysis == GPUOP_ANALYSIS_VERIFY);
+        gpuop_ctl_upgrade_set_verify(c->upgrader, cfg->verify);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);

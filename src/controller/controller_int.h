@@ -107,7 +107,7 @@ enum ctl_stage { STAGE_APPLY, STAGE_STATUS, STAGE_DONE };
 
 /* The findings kept between reconciles (keep.c). */
 struct ctl_keep {
-    enum gpuop_analysis_mode mode;
+    bool verify;             /* the test oracle (gpuop_controller_config.verify) */
     struct gpuop_findings f; /* the last reconcile's set; valid: kept for key */
     bool valid;
     bool full_due;            /* a change beyond nodes, pods and DaemonSets since */
@@ -226,7 +226,7 @@ void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct g
 
 /* ---- keep.c ---- */
 
-void gpuop_ctl_keep_init(struct ctl_keep *k, enum gpuop_analysis_mode mode);
+void gpuop_ctl_keep_init(struct ctl_keep *k, bool verify);
 /* Node node (borrowed) or one of its pods changed in the caches: the
  * next reconcile judges it again (or runs a full pass when too many
  * did). */
@@ -244,7 +244,7 @@ void gpuop_ctl_keep_stale(struct ctl_keep *k);
  * the kept set with the touched nodes judged again, or a full pass (see
  * keep.c for when). *out is borrowed: valid until the next call,
  * gpuop_ctl_keep_release or drop; the caches' pod index is kept or
- * dropped as the mode and size say. 0 or GPUOP_ENOMEM (*out then holds
+ * dropped as the oracle and size say. 0 or GPUOP_ENOMEM (*out then holds
  * a partial set: free it with release). */
 int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
                            const struct gpuop_policy *p, struct gpuop_caches_view *v,

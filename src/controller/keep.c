@@ -25,12 +25,13 @@
  *
  * Pointers the set borrows from the caches stay valid while their node is
  * not named: the caches keep an item whose update is the same
- * (keep_same) and say every other change. --analysis verify also runs a
+ * (keep_same) and say every other change. The verify oracle also runs a
  * full pass over every pod (gpuop_analyze: the index is checked too) after
  * the updates and compares (gpuop_findings_same): a
  * difference is logged as an error, counted, and the full pass's set kept.
- * In auto, the set is kept only from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes:
- * below, a full pass costs less than the memory the set and the index hold.
+ * The set is kept only from GPUOP_ANALYSIS_KEEP_MIN_NODES nodes (below, a
+ * full pass costs less than the memory the set and the index hold), and at
+ * any size with the verify oracle (a test build's, GPUOP_VERIFY).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +46,10 @@
 #define KEEP_UPDATE_SHARE_PCT 25
 #define KEEP_UPDATE_FLOOR     64
 
-void gpuop_ctl_keep_init(struct ctl_keep *k, enum gpuop_analysis_mode mode)
+void gpuop_ctl_keep_init(struct ctl_keep *k, bool verify)
 {
     memset(k, 0, sizeof(*k));
-    k->mode = mode;
+    k->verify = verify;
     gpuop_map_init(&k->touched);
 }
 
@@ -144,7 +145,7 @@ static int full_pass(const struct gpuop_caches *caches, const struct gpuop_polic
     return rc;
 }
 
-/* --analysis verify: the updated set against a full pass; the full one
+/* The verify oracle: the updated set against a full pass; the full one
  * wins. */
 static int verify(struct ctl_keep *k, const struct gpuop_caches *caches, const char *key,
                   const struct gpuop_policy *p, struct gpuop_caches_view *v,
@@ -174,8 +175,7 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
                            const struct gpuop_stranded *st, size_t nst, long long now,
                            struct gpuop_findings **out)
 {
-    bool keep = k->mode != GPUOP_ANALYSIS_FULL &&
-                (k->mode != GPUOP_ANALYSIS_AUTO || v->nnodes >= GPUOP_ANALYSIS_KEEP_MIN_NODES);
+    bool keep = k->verify || v->nnodes >= GPUOP_ANALYSIS_KEEP_MIN_NODES;
     /* The index follows: kept while the set is, so below the threshold
      * neither costs anything. */
     bool indexed = keep && gpuop_caches_index_pods(caches, true) == 0;
@@ -209,7 +209,7 @@ int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, cons
         gpuop_findings_set_stranded(&k->f, st, nst); /* the last one may be gone; the
                                                         updates keep its count */
         full = update_touched(k, caches, now) < 0;
-        if (!full && k->mode == GPUOP_ANALYSIS_VERIFY)
+        if (!full && k->verify)
             rc = verify(k, caches, key, p, v, st, nst, now);
     }
     clear_touched(k);

@@ -13,7 +13,7 @@
  * earliest of the nodes' (a rescan of the tallies only when the node held
  * it). The full pass is the reference: test_incremental compares the two
  * after every one of thousands of random events, with gpuop_findings_same
- * (below), which the controller's --analysis verify runs after each
+ * (below), which the controller's verify oracle (a test build's) runs after each
  * reconcile's updates.
  */
 #include <stdio.h>

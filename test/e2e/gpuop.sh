@@ -24,11 +24,6 @@ gpuop_start() {
 	local extra=()
 	[[ " $* " == *" --metrics-addr"* ]] || extra+=(--metrics-addr 0)
 	[[ " $* " == *" --health-addr"* ]] || extra+=(--health-addr 0)
-	# Every reconcile's node-by-node findings, and the driver upgrade's
-	# quiet plan kept node by node, are compared with a full pass (gpuop_stop
-	# fails on a difference): each test is also a test of both on a real
-	# cluster's events.
-	[[ " $* " == *" --analysis"* ]] || extra+=(--analysis verify)
 	"$GPUOP_BIN" run --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --log-level debug \
 		"${extra[@]}" "$@" >>"$GPUOP_LOG" 2>&1 &
 	GPUOP_PID=$!
@@ -46,6 +41,13 @@ gpuop_stop() {
 		tail -n 60 "$GPUOP_LOG" >&2
 		fail "gpuop exited with status $rc at shutdown"
 	fi
+	# The test build has the verify oracle compiled in (GPUOP_VERIFY): every
+	# reconcile's node-by-node findings, and the driver upgrade's quiet plan
+	# kept node by node, are compared with a full pass, and a difference
+	# fails the test: each test is also a test of both on a real cluster's
+	# events.
+	grep -qF 'the verify oracle is on' "$GPUOP_LOG" ||
+		fail "gpuop ran without the verify oracle: build it with -DGPUOP_VERIFY=ON"
 	if grep -F -e 'incremental analysis differs from a full pass' \
 		-e 'upgrade plan kept node by node differs from a full plan' "$GPUOP_LOG" >&2; then
 		fail "gpuop's node-by-node findings or upgrade plan differed from a full one (above)"

@@ -359,9 +359,10 @@ static int setup(void **state)
     return 0;
 }
 
-static void start_mode(struct fx *f, enum gpuop_analysis_mode mode)
+/* start, with the verify oracle on (keeps the findings at any size) */
+static void start_verify(struct fx *f)
 {
-    struct gpuop_controller_config cc = {.namespace = NS, .leader = true, .analysis = mode};
+    struct gpuop_controller_config cc = {.namespace = NS, .leader = true, .verify = true};
     assert_int_equal(gpuop_controller_new(&f->loop, f->k, &cc, &f->c), 0);
     assert_int_equal(gpuop_controller_start(f->c), 0);
 }
@@ -1496,7 +1497,7 @@ static void random_change(struct fx *f)
     put(f, K_POD, pod, p, pod_there ? "MODIFIED" : "ADDED");
 }
 
-/* --analysis verify: after every reconcile the set updated node by node
+/* The verify oracle: after every reconcile the set updated node by node
  * equals a full pass (keep.c compares them and counts a difference), and
  * so does the driver upgrade's quiet plan kept node by node (upgrade_actor.c),
  * over random node and pod changes (driver pods mostly on their
@@ -1508,7 +1509,7 @@ static void test_keep_verified(void **state)
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     f->template_gens = true;
-    start_mode(f, GPUOP_ANALYSIS_VERIFY);
+    start_verify(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     settle(f, 100);
     for (int i = 0; i < KEEP_ROUNDS; i++) {
@@ -1635,7 +1636,7 @@ static void test_keep_event_details(void **state)
                             json_string("true"));
     }
     put(f, K_NODE, "gpu-1", n, "MODIFIED");
-    start_mode(f, GPUOP_ANALYSIS_VERIFY);
+    start_verify(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
     json_t *pod = pod_on("gpuop-container-toolkit", "gpu-1", 1, false);
     json_object_set_new(json_object_get(pod, "status"), "phase", json_string("Failed"));
