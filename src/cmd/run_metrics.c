@@ -68,19 +68,10 @@ static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {
 
 /* Every metric, in the order /metrics lists them; a handle is indexed by
  * its enum metric_id. */
-struct metric_def {
-    enum gpuop_metric_type type;
-    const char *name, *help;
-    int nlabels;
-    const char *const *labels;
-    const double *buckets;
-    int nbuckets;
-};
-
 static const double reconcile_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                      0.25,  0.5,    1,     2.5,  5,     10};
 static const double latency_b[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-static const struct metric_def METRICS[M_COUNT] = {
+static const struct gpuop_metric_def METRICS[M_COUNT] = {
     [M_BUILD] = {GPUOP_GAUGE, "gpuop_build_info",
                  "Always 1; the version label says which gpuop runs.", 1, L_VERSION},
     [M_LEADER] = {GPUOP_GAUGE, "gpuop_leader_is_leader",
@@ -175,9 +166,7 @@ int gpuop_run_metrics_new(struct gpuop_run_metrics **out)
         return GPUOP_ENOMEM;
     }
     for (int i = 0; i < M_COUNT; i++) {
-        const struct metric_def *d = &METRICS[i];
-        m->h[i] = gpuop_metrics_add(m->reg, d->type, d->name, d->help, d->nlabels, d->labels,
-                                    d->buckets, d->nbuckets);
+        m->h[i] = gpuop_metrics_add(m->reg, &METRICS[i]);
         if (!m->h[i]) {
             gpuop_run_metrics_free(m);
             return GPUOP_ENOMEM;
