@@ -83,10 +83,7 @@ struct gpuop_controller_stats {
     uint64_t stranded_lists;      /* pod LISTs of violating nodes sent (stranded.c) */
     uint64_t analysis_fulls;      /* full passes over every node (keep.c) */
     uint64_t analysis_updates;    /* nodes judged again one by one instead */
-    uint64_t analysis_mismatches; /* --analysis verify: updated sets (and upgrade plans) that
-                                     differed */
-    uint64_t upgrade_kept;        /* driver upgrade plans kept node by node (quiet: nothing
-                                     in progress), not made over every node */
+    uint64_t analysis_mismatches; /* --analysis verify: updated sets that differed */
     double last_reconcile_ms;
 };
 

@@ -37,7 +37,6 @@ enum metric_id {
     M_STATUS_WRITES,
     M_ANALYSES,
     M_ANALYSIS_MISMATCHES,
-    M_UPGRADE_KEPT,
     M_APPLIES,
     M_DELETES,
     M_EVENTS,
@@ -126,14 +125,9 @@ static const struct gpuop_metric_def METRICS[M_COUNT] = {
                     "judged again one by one in the kept findings (pass=\"node\").",
                     1, L_PASS},
     [M_ANALYSIS_MISMATCHES] = {GPUOP_COUNTER, "gpuop_analysis_mismatches_total",
-                               "With --analysis verify: node-by-node findings, or a driver "
-                               "upgrade plan kept node by node, that differed from a full pass "
-                               "(a bug; the full pass's are used).",
+                               "With --analysis verify: node-by-node findings that differed "
+                               "from a full pass (a bug; the full pass's are used).",
                                0, NULL},
-    [M_UPGRADE_KEPT] = {GPUOP_COUNTER, "gpuop_upgrade_plans_kept_total",
-                        "Driver upgrade plans brought up to date from the nodes that changed "
-                        "(no upgrade in progress) instead of made over every node.",
-                        0, NULL},
     [M_APPLIES] = {GPUOP_COUNTER, "gpuop_daemonset_applies_total",
                    "Operand DaemonSet server-side applies sent.", 0, NULL},
     [M_DELETES] = {GPUOP_COUNTER, "gpuop_daemonset_deletes_total",
@@ -207,7 +201,6 @@ static void refresh(struct gpuop_run_metrics *m, struct gpuop_controller *ctrl, 
     gpuop_metric_set(m->h[M_ANALYSES], full, (double)st.analysis_fulls);
     gpuop_metric_set(m->h[M_ANALYSES], node, (double)st.analysis_updates);
     gpuop_metric_set(m->h[M_ANALYSIS_MISMATCHES], NULL, (double)st.analysis_mismatches);
-    gpuop_metric_set(m->h[M_UPGRADE_KEPT], NULL, (double)st.upgrade_kept);
 
     const struct gpuop_caches *w = gpuop_controller_caches(ctrl);
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {

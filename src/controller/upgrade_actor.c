@@ -66,10 +66,6 @@
  * PATCHes took gpuop from 10 to 80 MiB for 18 s. The rest go as answers
  * come back (req_end requeues). */
 #define INFLIGHT_MAX 16
-/* Past this share of the quiet plan's nodes named (in percent), and this
- * floor, the next track plans in full. */
-#define TOUCH_SHARE_PCT 25
-#define TOUCH_FLOOR     64
 
 /* The newest ControllerRevision of a driver DaemonSet (the GPU Operator's
  * "in sync", docs/upgrade.md): read by one LIST when a node's driver pod
@@ -131,23 +127,13 @@ struct ctl_upgrader {
     uint64_t tracks;
     bool stopped;
     char policy[254];
-    /* the last plan and its input (status.upgrade): plan, or quiet.plan */
+    /* the last plan and its input (status.upgrade) */
     struct gpuop_upgrade_in in;
     struct gpuop_upgrade_node_in *nodes;
     struct gpuop_upgrade_plan plan;
-    const struct gpuop_upgrade_plan *shown;
     bool have_plan;
-    /* a quiet plan kept between tracks, node by node: valid for the
-       policy quiet_policy while the caches' apply counter is quiet_key */
-    struct gpuop_upgrade_quiet quiet;
-    uint64_t quiet_key;
-    char quiet_policy[254];
-    struct gpuop_map touched; /* the nodes named since the last track */
-    struct gpuop_map failed;  /* node name -> why it failed (new strings): the failure
-                                 annotation's words, for the status */
-    bool touched_over;        /* more than TOUCH_SHARE_PCT of them: plan in full */
-    bool verify;              /* plan in full after a quiet track too, and compare */
-    uint64_t mismatches, kept;
+    struct gpuop_map failed;   /* node name -> why it failed (new strings): the failure
+                                  annotation's words, for the status */
     int starts_inflight;       /* start PATCHes (upgrade-required -> cordon-required) in flight */
     struct rev revs[REVS_MAX]; /* the driver DaemonSets' newest revisions */
     size_t nrevs;
@@ -1228,34 +1214,14 @@ static void forget_unseen(struct ctl_upgrader *u)
     free(gone);
 }
 
-/* The full plan's arrays go; the quiet plan stays. */
+/* The plan's arrays go. */
 static void plan_release(struct ctl_upgrader *u)
 {
     gpuop_upgrade_plan_free(&u->plan); /* nothing when there is none */
     u->have_plan = false;
-    u->shown = NULL;
     free(u->nodes);
     u->nodes = NULL;
     memset(&u->in, 0, sizeof(u->in));
-}
-
-static void clear_touched(struct ctl_upgrader *u)
-{
-    gpuop_map_free(&u->touched, NULL);
-    u->touched_over = false;
-}
-
-void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node)
-{
-    if (!u->quiet.valid || u->touched_over || gpuop_map_get(&u->touched, node))
-        return;
-    size_t limit = u->quiet.shares.len * TOUCH_SHARE_PCT / 100;
-    if (limit < TOUCH_FLOOR)
-        limit = TOUCH_FLOOR;
-    if (u->touched.len >= limit || gpuop_map_put(&u->touched, node, u, NULL) < 0) {
-        clear_touched(u);
-        u->touched_over = true;
-    }
 }
 
 /* The driver DaemonSet for pool (NULL: the one for every node); borrowed,
@@ -1290,45 +1256,6 @@ static void target_rev(struct ctl_upgrader *u, struct gpuop_upgrade_node_in *x,
     x->target_rev = g && x->target_gen && g != x->target_gen ? rev_of(u, ds) : 0;
 }
 
-/* The quiet plan, brought to the caches node by node: each node named
- * since the last track planned alone (gpuop_upgrade_quiet_update) with its
- * pods from the caches' index. True when it is still quiet: then it is the
- * plan, and there is nothing to do. False (the quiet plan reset) when it
- * is not, or cannot be trusted: a change beyond nodes and pods (the
- * caches' apply counter), another policy, too many nodes named, requests
- * of an upgrade still kept, no index. */
-static bool track_quiet(struct ctl_upgrader *u, const struct gpuop_policy *p,
-                        const struct gpuop_caches_view *v, int d, int val, uint64_t key)
-{
-    if (!u->quiet.valid || !u->in.driver_enabled) /* disabled: every mark of gpuop's goes */
-        return false;
-    bool ok = !u->touched_over && key == u->quiet_key && !u->recs.len && !u->reqs && v->from &&
-              gpuop_caches_pods_indexed(v->from) && !strcmp(u->quiet_policy, u->policy);
-    bool per_os = gpuop_render_per_os(p, d);
-    const char *name;
-    for (size_t it = 0; ok && gpuop_map_next(&u->touched, &it, &name, NULL);) {
-        const struct gpuop_node *n = gpuop_caches_node(v->from, name);
-        struct gpuop_upgrade_node_in x = {.node = n};
-        if (n && n->gpu) {
-            const struct gpuop_pod *pp[GPUOP_CACHES_NODE_PODS_MAX];
-            size_t npp;
-            struct gpuop_ospool pool;
-            ok = gpuop_caches_node_pods(v->from, name, pp, GPUOP_CACHES_NODE_PODS_MAX, &npp) == 0;
-            for (size_t k = 0; ok && k < npp; k++)
-                take_pod(&x, pp[k], d, val);
-            if (!per_os || gpuop_ospool_of_node(n, &pool, NULL) == 0) {
-                x.target_gen = target_gen_of(p, d, per_os ? &pool : NULL, v, &x.target_digest);
-                target_rev(u, &x, target_ds(p, d, per_os ? &pool : NULL, v));
-            }
-        }
-        ok = ok && gpuop_upgrade_quiet_update(&u->quiet, &u->in, name, n ? &x : NULL) == 0;
-    }
-    if (!ok)
-        gpuop_upgrade_quiet_reset(&u->quiet);
-    u->kept += ok;
-    return ok;
-}
-
 /* The plan's input but its nodes. */
 static void in_globals(struct ctl_upgrader *u, const struct gpuop_policy *p, int d, int val)
 {
@@ -1337,23 +1264,6 @@ static void in_globals(struct ctl_upgrader *u, const struct gpuop_policy *p, int
                                       .validator_enabled = val >= 0 && p->operands[val].enabled,
                                       .version = u->version,
                                       .now = now_s()};
-}
-
-/* --analysis verify: the quiet plan kept (was) against the full one. */
-static void verify_quiet(struct ctl_upgrader *u, const struct gpuop_upgrade_plan *was)
-{
-    const struct gpuop_upgrade_plan *f = &u->plan;
-    bool same = gpuop_upgrade_plan_quiet(f) && was->n == f->n && was->target_gen == f->target_gen &&
-                was->ngens == f->ngens && !memcmp(was->counts, f->counts, sizeof(f->counts));
-    for (size_t i = 0; same && i < f->ngens; i++)
-        same = was->gens[i].gen == f->gens[i].gen && was->gens[i].n == f->gens[i].n;
-    if (same)
-        return;
-    u->mismatches++;
-    gpuop_error("controller",
-                "gpupolicy/%s: the upgrade plan kept node by node differs from a full plan (%zu "
-                "nodes kept, %zu planned)",
-                u->policy, was->n, f->n);
 }
 
 int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p,
@@ -1369,8 +1279,6 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     u->pol = p;
     int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
     if (d < 0 || !v->nnodes) {
-        gpuop_upgrade_quiet_reset(&u->quiet);
-        clear_touched(u);
         forget_unseen(u);
         return 0;
     }
@@ -1383,17 +1291,6 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
                                                   : img);
     uint64_t now = gpuop_clock_ms();
     in_globals(u, p, d, val);
-    /* a quiet plan: the nodes named since, not every node */
-    uint64_t key = v->from ? gpuop_caches_apply_changes(v->from) : 0;
-    bool quiet = track_quiet(u, p, v, d, val, key);
-    struct gpuop_upgrade_plan was = u->quiet.plan; /* its sums (no nodes) */
-    clear_touched(u);
-    if (quiet && !u->verify) {
-        u->shown = &u->quiet.plan;
-        u->have_plan = true;
-        forget_unseen(u);
-        return 0;
-    }
     if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
         return GPUOP_ENOMEM;
     /* Each GPU node's pods: from the caches' index when it is kept (the
@@ -1460,24 +1357,14 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
         rc = gpuop_upgrade_plan(&u->in, &u->plan);
     if (rc < 0) {
         plan_release(u);
-        gpuop_upgrade_quiet_reset(&u->quiet);
         return rc;
     }
-    if (quiet)
-        verify_quiet(u, &was);
-    /* quiet now: kept node by node from here, and nothing to do */
-    if (gpuop_upgrade_quiet_set(&u->quiet, &u->in, &u->plan) == 0 && u->quiet.valid) {
-        u->quiet_key = key;
-        snprintf(u->quiet_policy, sizeof(u->quiet_policy), "%s", u->policy);
-        plan_release(u); /* the status reads the sums */
-        in_globals(u, p, d, val);
-        u->shown = &u->quiet.plan;
-        u->have_plan = true;
+    u->have_plan = true;
+    /* quiet (no node in progress, failed or to start): nothing to do */
+    if (gpuop_upgrade_plan_quiet(&u->plan)) {
         forget_unseen(u);
         return 0;
     }
-    u->shown = &u->plan;
-    u->have_plan = true;
     revs_list(u);
     /* judged by generation only: act once the revisions are known; and
        nothing against a driver template the caches do not hold yet */
@@ -1530,7 +1417,7 @@ const struct gpuop_upgrade_plan *gpuop_ctl_upgrade_plan(const struct ctl_upgrade
                                                         const struct gpuop_upgrade_in **in)
 {
     *in = u->have_plan ? &u->in : NULL;
-    return u->have_plan ? u->shown : NULL;
+    return u->have_plan ? &u->plan : NULL;
 }
 
 void gpuop_ctl_upgrade_release(struct ctl_upgrader *u)
@@ -1548,21 +1435,6 @@ void gpuop_ctl_upgrade_hold(struct ctl_upgrader *u, bool on)
     u->hold = on;
 }
 
-void gpuop_ctl_upgrade_set_verify(struct ctl_upgrader *u, bool on)
-{
-    u->verify = on;
-}
-
-uint64_t gpuop_ctl_upgrade_mismatches(const struct ctl_upgrader *u)
-{
-    return u->mismatches;
-}
-
-uint64_t gpuop_ctl_upgrade_kept(const struct ctl_upgrader *u)
-{
-    return u->kept;
-}
-
 int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
                           struct ctl_upgrader **out)
 {
@@ -1573,9 +1445,7 @@ int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop
     u->kube = kube;
     u->queue = queue;
     gpuop_map_init(&u->recs);
-    gpuop_map_init(&u->touched);
     gpuop_map_init(&u->failed);
-    gpuop_upgrade_quiet_init(&u->quiet);
     *out = u;
     return 0;
 }
@@ -1591,8 +1461,6 @@ void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u)
     u->tracks++;
     forget_unseen(u);
     plan_release(u);
-    gpuop_upgrade_quiet_reset(&u->quiet);
-    clear_touched(u);
 }
 
 void gpuop_ctl_upgrade_free(struct ctl_upgrader *u)
