@@ -659,6 +659,47 @@ static bool uncordoned_midway(const struct gpuop_upgrade_node_out *o,
     "uncordoned by someone else mid-upgrade (gpuop will not cordon or uncordon it again; GPU "     \
     "pods may be scheduled onto it): "
 
+/* cordon-required: cordon (or, cordoned by gpuop already, label) towards
+ * the next step; a node someone else cordoned meanwhile goes back. */
+static void step_cordon(const struct gpuop_upgrade_node_in *x, struct gpuop_upgrade_node_out *o,
+                        struct words *w)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    if (u->unschedulable && !u->cordoned) {
+        say(w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
+        to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
+        return;
+    }
+    /* restart only: straight to the driver pod's replacement */
+    to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
+       restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
+    if (restart_only(x))
+        say(w,
+            "restarting its driver pod in place: the install configuration is "
+            "unchanged (%s), no GPU pod is evicted",
+            GPUOP_DRIVER_DIGEST_ENV);
+}
+
+/* uncordon-required: the dependents restored, then uncordon, then the
+ * label of where it ends. */
+static void step_uncordon(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                          struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    /* a node that left the upgrade loses the state label too */
+    bool left = !wanted(c->in, x);
+    int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
+    if (left)
+        say(w, "left the upgrade (deploy label false, or the driver disabled): undoing "
+               "gpuop's pause and cordon");
+    if (u->paused)
+        to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+    else if (u->cordoned)
+        to(o, GPUOP_UA_UNCORDON, after);
+    else
+        to(o, GPUOP_UA_LABEL, after);
+}
+
 static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                  struct gpuop_upgrade_node_out *o, bool live_failure)
 {
@@ -684,19 +725,7 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                 to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED); /* pass 3 may start it instead */
             break;
         case GPUOP_US_CORDON:
-            if (u->unschedulable && !u->cordoned) {
-                say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
-                to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
-            } else {
-                /* restart only: straight to the driver pod's replacement */
-                to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
-                   restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
-                if (restart_only(x))
-                    say(&w,
-                        "restarting its driver pod in place: the install configuration is "
-                        "unchanged (%s), no GPU pod is evicted",
-                        GPUOP_DRIVER_DIGEST_ENV);
-            }
+            step_cordon(x, o, &w);
             break;
         case GPUOP_US_WAIT_JOBS:
             step_wait_jobs(c, x, o, &w);
@@ -711,21 +740,9 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         case GPUOP_US_VALIDATION:
             step_validation(c, x, o, &w);
             break;
-        case GPUOP_US_UNCORDON: {
-            /* a node that left the upgrade loses the state label too */
-            bool left = !wanted(c->in, x);
-            int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
-            if (left)
-                say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
-                        "gpuop's pause and cordon");
-            if (u->paused)
-                to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
-            else if (u->cordoned)
-                to(o, GPUOP_UA_UNCORDON, after);
-            else
-                to(o, GPUOP_UA_LABEL, after);
+        case GPUOP_US_UNCORDON:
+            step_uncordon(c, x, o, &w);
             break;
-        }
         case GPUOP_US_FAILED:
             if (live_failure)
                 step_failed(c, x, o, &w);
