@@ -80,24 +80,24 @@ struct gpuop_caches;
 
 int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                      const struct gpuop_caches_config *cfg, struct gpuop_caches **out);
-int gpuop_caches_start(struct gpuop_caches *w);
-bool gpuop_caches_synced(const struct gpuop_caches *w);
+int gpuop_caches_start(struct gpuop_caches *caches);
+bool gpuop_caches_synced(const struct gpuop_caches *caches);
 
 /* The GpuPolicy object named name (borrowed), or NULL. Its status.nodes
  * (a hundred KB with the cap's 50 nodes, read by no one here) is held as
  * a digest of its bytes (informer.h, digested), as the members
  * gpuop_caches_policy_digested names. */
-json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name);
+json_t *gpuop_caches_policy(const struct gpuop_caches *caches, const char *name);
 /* Those members ("status.nodes"), NULL-terminated, static: a status
  * write's answer is parsed with the same (kube.h, digested), so the
  * status it shows compares with the cached one's. */
 const char *const *gpuop_caches_policy_digested(void);
 /* The active policy's name (borrowed): the oldest by creationTimestamp,
  * ties broken by name; NULL when there is none. */
-const char *gpuop_caches_active(const struct gpuop_caches *w);
-/* Iterates the GpuPolicies: for (size_t i = 0; gpuop_caches_next_policy(w, &i, &n, &o);)
+const char *gpuop_caches_active(const struct gpuop_caches *caches);
+/* Iterates the GpuPolicies: for (size_t i = 0; gpuop_caches_next_policy(caches, &i, &n, &o);)
  * name and obj are borrowed. */
-int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
+int gpuop_caches_next_policy(const struct gpuop_caches *caches, size_t *iter, const char **name,
                              json_t **obj);
 /* A counter that moves whenever what the apply stage reads from the
  * caches may have changed: a GpuPolicy (a change its same op does not
@@ -105,26 +105,26 @@ int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const c
  * or metadata hash, the operands' ServiceAccount. A pod or an Event, or a
  * DaemonSet's status alone, never moves it. Equal values: none of those
  * changed in between. */
-uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w);
+uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *caches);
 /* The same for what the apply stage reads, where a Node counts only
  * when the OS pools of the GPU nodes may have changed (a pool appears or
  * its last node leaves; ospools_int.h), not for every change of a node:
  * a node that becomes a GPU node of a pool already there, or any other
  * change of its labels, leaves it. */
-uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *w);
+uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *caches);
 /* The operands' ServiceAccount is in the cache. */
-bool gpuop_caches_sa_present(const struct gpuop_caches *w);
+bool gpuop_caches_sa_present(const struct gpuop_caches *caches);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */
-const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name);
+const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *caches, const char *name);
 
 /* The cached Node of that name (borrowed: valid until on_node names it),
  * or NULL. */
-const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const char *name);
+const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *caches, const char *name);
 /* Keeps (on) or drops the index of pods by node that gpuop_caches_node_pods
  * reads; building it walks the pods once. 0, or GPUOP_ENOMEM / GPUOP_ETOOBIG
  * when a pod could not be indexed (node_pods then refuses until it is
  * built again). */
-int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
+int gpuop_caches_index_pods(struct gpuop_caches *caches, bool on);
 /* Most operand pods of one node gpuop_caches_node_pods gives: an
  * operand's pod and its replacement while the old one terminates, per
  * DaemonSet (per-OS ones and a rollback one included), with room. */
@@ -134,27 +134,27 @@ int gpuop_caches_index_pods(struct gpuop_caches *w, bool on);
  * borrowed pods, valid until on_node names the node): *n of them. 0,
  * GPUOP_ETOOBIG when the node has more than max, or GPUOP_EINVAL when the
  * index is not kept or not whole (a full view is needed). */
-int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
+int gpuop_caches_node_pods(const struct gpuop_caches *caches, const char *node,
                            const struct gpuop_pod **buf, size_t max, size_t *n);
 
 /* The nodes and DaemonSets (nodes lent, DaemonSets new, items borrowed; pods NULL: ask
  * gpuop_caches_view_pods, a walk over every pod, only where nothing
  * cheaper serves). 0 or GPUOP_ENOMEM. */
-int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v);
+int gpuop_caches_view(const struct gpuop_caches *caches, struct gpuop_caches_view *v);
 /* Adds the pods to a view (once; later calls do nothing). 0 or
  * GPUOP_ENOMEM. */
-int gpuop_caches_view_pods(const struct gpuop_caches *w, struct gpuop_caches_view *v);
+int gpuop_caches_view_pods(const struct gpuop_caches *caches, struct gpuop_caches_view *v);
 /* gpuop_caches_node_pods answers (the index is kept and whole). */
-bool gpuop_caches_pods_indexed(const struct gpuop_caches *w);
+bool gpuop_caches_pods_indexed(const struct gpuop_caches *caches);
 void gpuop_caches_view_free(struct gpuop_caches_view *v);
 
-void gpuop_caches_stats(const struct gpuop_caches *w, enum gpuop_caches_kind kind,
+void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out);
 
 /* Hash of the metadata gpuop applies to a DaemonSet (labels, annotations,
  * ownerReferences) of obj (borrowed). */
 uint64_t gpuop_caches_meta_hash(json_t *obj);
 
-void gpuop_caches_close(struct gpuop_caches *w, void (*cb)(void *arg), void *arg);
+void gpuop_caches_close(struct gpuop_caches *caches, void (*cb)(void *arg), void *arg);
 
 #endif

@@ -81,10 +81,7 @@ struct gpuop_controller_stats {
     uint64_t stranded_lists;      /* pod LISTs of violating nodes sent (stranded.c) */
     uint64_t analysis_fulls;      /* full passes over every node (keep.c) */
     uint64_t analysis_updates;    /* nodes judged again one by one instead */
-    uint64_t analysis_mismatches; /* the verify oracle: updated sets (and upgrade plans) that
-                                     differed */
-    uint64_t upgrade_kept;        /* driver upgrade plans kept node by node (quiet: nothing
-                                     in progress), not made over every node */
+    uint64_t analysis_mismatches; /* the verify oracle: updated sets that differed */
     double last_reconcile_ms;
 };
 

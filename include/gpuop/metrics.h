@@ -32,15 +32,23 @@ struct gpuop_metric;
 int gpuop_metrics_new(struct gpuop_metrics **out);
 void gpuop_metrics_free(struct gpuop_metrics *m);
 
-/* Registers a family. name and help are copied; labels is an array of
- * nlabels label names (copied; at most GPUOP_METRICS_MAX_LABELS). For a
- * histogram, buckets are the upper bounds, strictly increasing, at most
- * GPUOP_METRICS_MAX_BUCKETS (+Inf is implied). Returns a borrowed handle
- * owned by the registry, or NULL (bad name, duplicate, out of memory). */
-struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, enum gpuop_metric_type type,
-                                       const char *name, const char *help, int nlabels,
-                                       const char *const *labels, const double *buckets,
-                                       int nbuckets);
+/* A family's description: labels is an array of nlabels label names (at
+ * most GPUOP_METRICS_MAX_LABELS). For a histogram, buckets are the upper
+ * bounds, strictly increasing, at most GPUOP_METRICS_MAX_BUCKETS (+Inf is
+ * implied). */
+struct gpuop_metric_def {
+    enum gpuop_metric_type type;
+    const char *name, *help;
+    int nlabels;
+    const char *const *labels;
+    const double *buckets;
+    int nbuckets;
+};
+
+/* Registers the family d describes (borrowed: its name, help and labels
+ * are copied). Returns a borrowed handle owned by the registry, or NULL
+ * (bad name, duplicate, out of memory). */
+struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, const struct gpuop_metric_def *d);
 
 /* values: nlabels label values (borrowed, copied when a series is made;
  * may be NULL when the family has no labels). Return 0, GPUOP_EINVAL (wrong

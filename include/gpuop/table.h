@@ -90,11 +90,21 @@ static inline size_t gpuop_table_find(const void *slots, size_t size, size_t cap
 void gpuop_table_remove(void *slots, size_t size, size_t cap, size_t i,
                         gpuop_table_hash_fn hash_of);
 
-/* Moves the entries of from (from_cap slots, may be NULL when 0) that keep
- * accepts (keep NULL: all) into to, to_cap empty slots with room for them
- * below load 1. from is left as it was (the caller frees it). Returns how
- * many were moved. */
-size_t gpuop_table_rehash(void *to, size_t to_cap, const void *from, size_t from_cap, size_t size,
-                          gpuop_table_hash_fn hash_of, gpuop_table_keep_fn keep, const void *arg);
+/* How gpuop_table_rehash moves a table's entries: its slot size, the hash
+ * of a slot's entry, and which entries it keeps (keep NULL: all; arg is
+ * keep's argument, borrowed). */
+struct gpuop_table_move {
+    size_t size;
+    gpuop_table_hash_fn hash_of;
+    gpuop_table_keep_fn keep;
+    const void *arg;
+};
+
+/* Moves the entries of from (from_cap slots, may be NULL when 0) that
+ * how->keep accepts into to, to_cap empty slots with room for them below
+ * load 1. from is left as it was (the caller frees it). Returns how many
+ * were moved. */
+size_t gpuop_table_rehash(void *to, size_t to_cap, const void *from, size_t from_cap,
+                          const struct gpuop_table_move *how);
 
 #endif

@@ -30,7 +30,6 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "gpuop/map.h"
 #include "gpuop/model.h"
 #include "gpuop/policy.h"
 
@@ -172,39 +171,8 @@ void gpuop_upgrade_plan_free(struct gpuop_upgrade_plan *p);
 
 /* Quiet: no node in progress, failed, to label or waiting to start; every
  * managed node done, or waiting for its first driver pod (a rollout, not an
- * upgrade), and no wait that times out. Such a plan is all in its counts,
- * and a node's share of them depends on that node alone. */
+ * upgrade), and no wait that times out: nothing to do. */
 bool gpuop_upgrade_plan_quiet(const struct gpuop_upgrade_plan *p);
-
-/* A quiet plan kept between plans, node by node (the controller's, so that
- * a node or pod event costs its node): each managed node's share (its
- * state, its driver pod's and its DaemonSet's generations) by name, and
- * their sums as a plan without nodes. */
-struct gpuop_upgrade_quiet {
-    struct gpuop_map shares;        /* node name -> its share, packed (upgrade_planner.c) */
-    struct gpuop_upgrade_plan plan; /* nodes NULL; n, counts, gens, target_gen */
-    struct gpuop_upgrade_gen_count targets[GPUOP_UPGRADE_GENS_MAX]; /* managed nodes per
-                                                                       target generation */
-    size_t ntargets;
-    bool valid;
-};
-
-void gpuop_upgrade_quiet_init(struct gpuop_upgrade_quiet *q);
-/* Forgets everything (invalid, empty). */
-void gpuop_upgrade_quiet_reset(struct gpuop_upgrade_quiet *q);
-/* Keeps plan (made from in; both borrowed) when it is quiet and countable
- * (at most GPUOP_UPGRADE_GENS_MAX generations of each kind): q->valid then.
- * Returns 0 or GPUOP_ENOMEM (q reset). */
-int gpuop_upgrade_quiet_set(struct gpuop_upgrade_quiet *q, const struct gpuop_upgrade_in *in,
-                            const struct gpuop_upgrade_plan *plan);
-/* The node name changed: x is it now (its driver and validator pod and
- * target generation as for the plan; borrowed), NULL when it is gone. in
- * gives the rest (its nodes are not read). Returns 0 when the plan stays
- * quiet (q->plan is what gpuop_upgrade_plan would make of every node
- * now), 1 when it no longer is or cannot be counted (q reset: plan in
- * full), or GPUOP_ENOMEM (q reset). */
-int gpuop_upgrade_quiet_update(struct gpuop_upgrade_quiet *q, const struct gpuop_upgrade_in *in,
-                               const char *name, const struct gpuop_upgrade_node_in *x);
 
 /* Whether the action EVICT (or DELETE_PODS) of a node in state takes pod. */
 bool gpuop_upgrade_evicts(const struct gpuop_upgrade_policy *u, int state,
@@ -216,7 +184,6 @@ bool gpuop_upgrade_pod_uses_gpu(json_t *pod);
 
 /* Adds "upgrade" (status.upgrade, docs/upgrade.md) to status (borrowed)
  * from plan and in (borrowed); nothing when plan is NULL or has no node.
- * A quiet plan kept without its nodes (gpuop_upgrade_quiet) lists none.
  * Returns 0 or GPUOP_ENOMEM. */
 int gpuop_upgrade_status_add(json_t *status, const struct gpuop_upgrade_plan *plan,
                              const struct gpuop_upgrade_in *in);

@@ -31,16 +31,16 @@ void gpuop_table_remove(void *slots, size_t size, size_t cap, size_t i, gpuop_ta
     memset(s + i * size, 0, size);
 }
 
-size_t gpuop_table_rehash(void *to, size_t to_cap, const void *from, size_t from_cap, size_t size,
-                          gpuop_table_hash_fn hash_of, gpuop_table_keep_fn keep, const void *arg)
+size_t gpuop_table_rehash(void *to, size_t to_cap, const void *from, size_t from_cap,
+                          const struct gpuop_table_move *how)
 {
     const char *f = from;
-    size_t moved = 0;
+    size_t moved = 0, size = how->size;
     for (size_t i = 0; i < from_cap; i++) {
         const char *slot = f + i * size;
-        if (gpuop_table_empty(slot) || (keep && !keep(slot, arg)))
+        if (gpuop_table_empty(slot) || (how->keep && !how->keep(slot, how->arg)))
             continue;
-        size_t j = gpuop_table_find(to, size, to_cap, hash_of(slot), NULL, NULL);
+        size_t j = gpuop_table_find(to, size, to_cap, how->hash_of(slot), NULL, NULL);
         memcpy((char *)to + j * size, slot, size);
         moved++;
     }

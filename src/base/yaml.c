@@ -277,21 +277,35 @@ static int anchor_index(struct loader *ld)
     return 0;
 }
 
-/* Takes name, value (steals), text copy. */
-static int anchor_add(struct loader *ld, const char *name, json_t *value, const char *text,
-                      size_t textlen, bool plain, const char *tag, size_t nodes, int height)
+/* An anchor to add, as struct anchor says: name, text and tag borrowed
+ * (anchor_add copies them), value stolen. */
+struct anchor_in {
+    const char *name;
+    json_t *value;
+    const char *text;
+    size_t textlen;
+    bool plain;
+    const char *tag;
+    size_t nodes;
+    int height;
+};
+
+/* Takes in's name, value (steals), text copy. */
+static int anchor_add(struct loader *ld, const struct anchor_in *in)
 {
-    struct anchor a = {.name = strdup(name),
+    const char *text = in->text, *tag = in->tag;
+    json_t *value = in->value;
+    struct anchor a = {.name = strdup(in->name),
                        .value = value,
-                       .textlen = textlen,
-                       .plain = plain,
-                       .nodes = nodes,
-                       .height = height};
+                       .textlen = in->textlen,
+                       .plain = in->plain,
+                       .nodes = in->nodes,
+                       .height = in->height};
     if (text) {
-        a.text = malloc(textlen + 1);
+        a.text = malloc(a.textlen + 1);
         if (a.text) {
-            memcpy(a.text, text, textlen);
-            a.text[textlen] = '\0';
+            memcpy(a.text, text, a.textlen);
+            a.text[a.textlen] = '\0';
         }
         a.tag = tag ? strdup(tag) : NULL;
     }
@@ -470,7 +484,9 @@ static int on_scalar(struct loader *ld, yaml_event_t *ev)
 
     if ((rc = count_nodes(ld, 1, ev->start_mark)) != 0)
         return rc;
-    if (anchor && (rc = anchor_add(ld, anchor, NULL, s, len, plain, tag, 1, 0)) != 0)
+    struct anchor_in in = {
+        .name = anchor, .text = s, .textlen = len, .plain = plain, .tag = tag, .nodes = 1};
+    if (anchor && (rc = anchor_add(ld, &in)) != 0)
         return rc;
     if (expecting_key(ld))
         return set_key(ld, s, len, ev->start_mark);
@@ -548,8 +564,10 @@ static int on_end(struct loader *ld, yaml_event_t *ev)
     if (f.anchor) {
         /* the anchor shares the finished node: nothing mutates it again,
          * and aliases deep-copy it */
-        rc = anchor_add(ld, f.anchor, json_incref(f.node), NULL, 0, false, NULL,
-                        ld->nodes - f.start_nodes + 1, height);
+        rc = anchor_add(ld, &(struct anchor_in){.name = f.anchor,
+                                                .value = json_incref(f.node),
+                                                .nodes = ld->nodes - f.start_nodes + 1,
+                                                .height = height});
         free(f.anchor);
         if (rc != 0) {
             free(f.key);

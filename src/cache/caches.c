@@ -54,7 +54,7 @@ struct gpuop_caches {
 
 /* One trampoline argument per informer, so events know their kind. */
 struct tramp {
-    struct gpuop_caches *w;
+    struct gpuop_caches *caches;
     enum gpuop_caches_kind kind;
 };
 
@@ -214,12 +214,12 @@ static bool event_same(const void *pa, const void *pb)
 }
 
 /* The newest Warning Event text of DaemonSet ds (borrowed), or NULL. */
-static const char *newest_warning(const struct gpuop_caches *w, const char *ds)
+static const char *newest_warning(const struct gpuop_caches *caches, const char *ds)
 {
     const struct cached_event *best = NULL;
     size_t it = 0;
     void *v;
-    while (gpuop_informer_next(w->inf[GPUOP_CACHES_EVENT], &it, NULL, &v)) {
+    while (gpuop_informer_next(caches->inf[GPUOP_CACHES_EVENT], &it, NULL, &v)) {
         const struct cached_event *e = v;
         if (strcmp(e->ds, ds) == 0 && (!best || e->t > best->t))
             best = e;
@@ -254,45 +254,45 @@ static bool spec_change(enum gpuop_caches_kind kind, const void *old_item, const
 }
 
 /* A pod changed: the index follows, and its node(s) are named. */
-static void pod_moved(struct gpuop_caches *w, const struct gpuop_pod *old,
+static void pod_moved(struct gpuop_caches *caches, const struct gpuop_pod *old,
                       const struct gpuop_pod *p)
 {
-    if (w->indexed) {
+    if (caches->indexed) {
         if (old)
-            gpuop_nodepods_del(&w->pods_by_node, old);
-        if (p && gpuop_nodepods_add(&w->pods_by_node, p) < 0)
-            w->index_whole = false;
+            gpuop_nodepods_del(&caches->pods_by_node, old);
+        if (p && gpuop_nodepods_add(&caches->pods_by_node, p) < 0)
+            caches->index_whole = false;
     }
-    if (!w->cfg.on_node)
+    if (!caches->cfg.on_node)
         return;
     if (old && old->node)
-        w->cfg.on_node(w->cfg.arg, old->node);
+        caches->cfg.on_node(caches->cfg.arg, old->node);
     if (p && p->node && !(old && old->node && strcmp(old->node, p->node) == 0))
-        w->cfg.on_node(w->cfg.arg, p->node);
+        caches->cfg.on_node(caches->cfg.arg, p->node);
 }
 
 static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
 {
     struct tramp *t = arg;
     if (spec_change(t->kind, old_item, new_item)) {
-        t->w->spec_changes++;
+        t->caches->spec_changes++;
         if (t->kind != GPUOP_CACHES_NODE)
-            t->w->apply_changes++;
+            t->caches->apply_changes++;
     }
     if (t->kind == GPUOP_CACHES_NODE)
-        gpuop_ospools_move(&t->w->pools, old_item, new_item);
+        gpuop_ospools_move(&t->caches->pools, old_item, new_item);
     if (t->kind == GPUOP_CACHES_POD)
-        pod_moved(t->w, old_item, new_item);
+        pod_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE) {
         if (new_item)
-            (void)gpuop_nodelist_put(&t->w->nodes, new_item); /* ENOMEM: not whole */
+            (void)gpuop_nodelist_put(&t->caches->nodes, new_item); /* ENOMEM: not whole */
         else
-            gpuop_nodelist_del(&t->w->nodes, key);
+            gpuop_nodelist_del(&t->caches->nodes, key);
     }
-    if (t->kind == GPUOP_CACHES_NODE && t->w->cfg.on_node)
-        t->w->cfg.on_node(t->w->cfg.arg, key);
-    if (t->w->cfg.on_change)
-        t->w->cfg.on_change(t->w->cfg.arg, t->kind, key, new_item == NULL);
+    if (t->kind == GPUOP_CACHES_NODE && t->caches->cfg.on_node)
+        t->caches->cfg.on_node(t->caches->cfg.arg, key);
+    if (t->caches->cfg.on_change)
+        t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, key, new_item == NULL);
 }
 
 static void on_synced(void *arg)
@@ -300,16 +300,86 @@ static void on_synced(void *arg)
     struct tramp *t = arg;
     if (t->kind >= GPUOP_CACHES_MAIN)
         return;
-    if (++t->w->nsynced == GPUOP_CACHES_MAIN && t->w->cfg.on_synced)
-        t->w->cfg.on_synced(t->w->cfg.arg);
+    if (++t->caches->nsynced == GPUOP_CACHES_MAIN && t->caches->cfg.on_synced)
+        t->caches->cfg.on_synced(t->caches->cfg.arg);
 }
 
 /* ---- lifecycle ---- */
 
+/* The operands' objects gpuop made (DaemonSets, their pods). */
+#define OWN_SELECTOR GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER
+
+/* The six informers (informer.h), one a kind: what each lists and
+ * watches, and how it keeps its items. informer_config adds what is known
+ * at run time: the operator namespace of all but policies and nodes, the
+ * policy's digested members, the pods' unread ones, the callbacks. */
+static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
+    [GPUOP_CACHES_POLICY] = {.name = "gpupolicies",
+                             .res = {.group_version = GPUOP_API_VERSION, .resource = GPUOP_PLURAL},
+                             .same = policy_same},
+    [GPUOP_CACHES_NODE] = {.name = "nodes",
+                           .res = {.group_version = "v1", .resource = "nodes"},
+                           .convert = node_convert,
+                           .scratch = true,
+                           .free_item = node_free,
+                           .same = node_same,
+                           .keep_same = true},
+    [GPUOP_CACHES_DS] = {.name = "daemonsets",
+                         .res = {.group_version = "apps/v1", .resource = "daemonsets"},
+                         .label_selector = OWN_SELECTOR,
+                         .convert = ds_convert,
+                         .scratch = true,
+                         .free_item = ds_free,
+                         .same = ds_same,
+                         .keep_same = true},
+    [GPUOP_CACHES_POD] = {.name = "pods",
+                          .res = {.group_version = "v1", .resource = "pods"},
+                          .label_selector = OWN_SELECTOR,
+                          .convert = pod_convert,
+                          .scratch = true,
+                          .free_item = pod_free,
+                          .same = pod_same,
+                          .keep_same = true},
+    [GPUOP_CACHES_SA] = {.name = "serviceaccounts",
+                         .res = {.group_version = "v1", .resource = "serviceaccounts"},
+                         .field_selector = "metadata.name=" GPUOP_OPERAND_SA,
+                         .convert = sa_convert,
+                         .scratch = true,
+                         .free_item = free,
+                         .same = sa_same},
+    [GPUOP_CACHES_EVENT] = {.name = "events",
+                            .res = {.group_version = "v1", .resource = "events"},
+                            .field_selector = "involvedObject.kind=DaemonSet,type=Warning",
+                            .convert = event_convert,
+                            .scratch = true,
+                            .free_item = free,
+                            .same = event_same,
+                            .keep_same = true}, /* the kept findings borrow its text */
+};
+
 struct caches_alloc {
-    struct gpuop_caches w;
+    struct gpuop_caches caches;
     struct tramp tramps[GPUOP_CACHES_KINDS];
 };
+
+/* The informer of kind k of a's caches into *ic: INFORMERS' row and what
+ * is known at run time. */
+static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
+                            struct gpuop_informer_config *ic)
+{
+    struct gpuop_caches *caches = &a->caches;
+    *ic = INFORMERS[k];
+    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE)
+        ic->res.ns = caches->ns;
+    if (k == GPUOP_CACHES_POLICY)
+        ic->digested = gpuop_caches_policy_digested();
+    if (k == GPUOP_CACHES_POD)
+        ic->unread = gpuop_pod_unread();
+    a->tramps[k] = (struct tramp){caches, k};
+    ic->on_event = on_event;
+    ic->on_synced = on_synced;
+    ic->arg = &a->tramps[k];
+}
 
 int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
                      const struct gpuop_caches_config *cfg, struct gpuop_caches **out)
@@ -317,119 +387,66 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     struct caches_alloc *a = calloc(1, sizeof(*a));
     if (!a)
         return GPUOP_ENOMEM;
-    struct gpuop_caches *w = &a->w;
-    w->cfg = *cfg;
-    w->ns = strdup(cfg->namespace);
-    if (!w->ns) {
+    struct gpuop_caches *caches = &a->caches;
+    caches->cfg = *cfg;
+    caches->ns = strdup(cfg->namespace);
+    if (!caches->ns) {
         free(a);
         return GPUOP_ENOMEM;
     }
-    w->cfg.namespace = w->ns;
-    gpuop_nodelist_init(&w->nodes);
-    gpuop_ospools_init(&w->pools);
-    gpuop_nodepods_init(&w->pods_by_node);
+    caches->cfg.namespace = caches->ns;
+    gpuop_nodelist_init(&caches->nodes);
+    gpuop_ospools_init(&caches->pools);
+    gpuop_nodepods_init(&caches->pods_by_node);
 
-    const char *sel = GPUOP_LABEL_MANAGED_BY "=" GPUOP_MANAGER;
-    struct gpuop_informer_config ic[GPUOP_CACHES_KINDS] = {
-        [GPUOP_CACHES_POLICY] = {.name = "gpupolicies",
-                                 .res = {.group_version = GPUOP_API_VERSION,
-                                         .resource = GPUOP_PLURAL},
-                                 .digested = gpuop_caches_policy_digested(),
-                                 .same = policy_same},
-        [GPUOP_CACHES_NODE] = {.name = "nodes",
-                               .res = {.group_version = "v1", .resource = "nodes"},
-                               .convert = node_convert,
-                               .scratch = true,
-                               .free_item = node_free,
-                               .same = node_same,
-                               .keep_same = true},
-        [GPUOP_CACHES_DS] = {.name = "daemonsets",
-                             .res = {.group_version = "apps/v1",
-                                     .ns = w->ns,
-                                     .resource = "daemonsets"},
-                             .label_selector = sel,
-                             .convert = ds_convert,
-                             .scratch = true,
-                             .free_item = ds_free,
-                             .same = ds_same,
-                             .keep_same = true},
-        [GPUOP_CACHES_POD] = {.name = "pods",
-                              .res = {.group_version = "v1", .ns = w->ns, .resource = "pods"},
-                              .label_selector = sel,
-                              .convert = pod_convert,
-                              .unread = gpuop_pod_unread(),
-                              .scratch = true,
-                              .free_item = pod_free,
-                              .same = pod_same,
-                              .keep_same = true},
-        [GPUOP_CACHES_SA] = {.name = "serviceaccounts",
-                             .res = {.group_version = "v1",
-                                     .ns = w->ns,
-                                     .resource = "serviceaccounts"},
-                             .field_selector = "metadata.name=" GPUOP_OPERAND_SA,
-                             .convert = sa_convert,
-                             .scratch = true,
-                             .free_item = free,
-                             .same = sa_same},
-        [GPUOP_CACHES_EVENT] = {.name = "events",
-                                .res = {.group_version = "v1", .ns = w->ns, .resource = "events"},
-                                .field_selector = "involvedObject.kind=DaemonSet,type=Warning",
-                                .convert = event_convert,
-                                .scratch = true,
-                                .free_item = free,
-                                .same = event_same,
-                                .keep_same = true}, /* the kept findings borrow its text */
-    };
     int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
-        a->tramps[k] = (struct tramp){w, (enum gpuop_caches_kind)k};
-        ic[k].on_event = on_event;
-        ic[k].on_synced = on_synced;
-        ic[k].arg = &a->tramps[k];
+        struct gpuop_informer_config ic;
+        informer_config(a, (enum gpuop_caches_kind)k, &ic);
         if (rc == 0)
-            rc = gpuop_informer_new(loop, kube, &ic[k], &w->inf[k]);
+            rc = gpuop_informer_new(loop, kube, &ic, &caches->inf[k]);
         if (rc < 0) {
             /* Informers never started: closing them frees synchronously
              * enough once the loop runs; count them for the close cb. */
             for (int j = 0; j < k; j++)
-                gpuop_informer_close(w->inf[j], NULL, NULL);
-            free(w->ns);
+                gpuop_informer_close(caches->inf[j], NULL, NULL);
+            free(caches->ns);
             free(a);
             return rc;
         }
     }
-    *out = w;
+    *out = caches;
     return 0;
 }
 
-int gpuop_caches_start(struct gpuop_caches *w)
+int gpuop_caches_start(struct gpuop_caches *caches)
 {
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
-        int rc = gpuop_informer_start(w->inf[k]);
+        int rc = gpuop_informer_start(caches->inf[k]);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
 
-bool gpuop_caches_synced(const struct gpuop_caches *w)
+bool gpuop_caches_synced(const struct gpuop_caches *caches)
 {
-    return w->nsynced == GPUOP_CACHES_MAIN;
+    return caches->nsynced == GPUOP_CACHES_MAIN;
 }
 
-uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *w)
+uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *caches)
 {
-    return w->spec_changes;
+    return caches->spec_changes;
 }
 
-uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *w)
+uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *caches)
 {
-    return w->apply_changes + w->pools.changes;
+    return caches->apply_changes + caches->pools.changes;
 }
 
-bool gpuop_caches_sa_present(const struct gpuop_caches *w)
+bool gpuop_caches_sa_present(const struct gpuop_caches *caches)
 {
-    return gpuop_informer_get(w->inf[GPUOP_CACHES_SA], GPUOP_OPERAND_SA) != NULL;
+    return gpuop_informer_get(caches->inf[GPUOP_CACHES_SA], GPUOP_OPERAND_SA) != NULL;
 }
 
 const char *const *gpuop_caches_policy_digested(void)
@@ -438,23 +455,23 @@ const char *const *gpuop_caches_policy_digested(void)
     return digested;
 }
 
-json_t *gpuop_caches_policy(const struct gpuop_caches *w, const char *name)
+json_t *gpuop_caches_policy(const struct gpuop_caches *caches, const char *name)
 {
-    return gpuop_informer_get(w->inf[GPUOP_CACHES_POLICY], name);
+    return gpuop_informer_get(caches->inf[GPUOP_CACHES_POLICY], name);
 }
 
-int gpuop_caches_next_policy(const struct gpuop_caches *w, size_t *iter, const char **name,
+int gpuop_caches_next_policy(const struct gpuop_caches *caches, size_t *iter, const char **name,
                              json_t **obj)
 {
-    return gpuop_informer_next(w->inf[GPUOP_CACHES_POLICY], iter, name, (void **)obj);
+    return gpuop_informer_next(caches->inf[GPUOP_CACHES_POLICY], iter, name, (void **)obj);
 }
 
-const char *gpuop_caches_active(const struct gpuop_caches *w)
+const char *gpuop_caches_active(const struct gpuop_caches *caches)
 {
     const char *best = NULL, *best_ts = NULL, *key;
     json_t *v;
     size_t it = 0;
-    while (gpuop_caches_next_policy(w, &it, &key, &v)) {
+    while (gpuop_caches_next_policy(caches, &it, &key, &v)) {
         const char *ts =
             json_string_value(json_object_get(json_object_get(v, "metadata"), "creationTimestamp"));
         if (!ts)
@@ -469,39 +486,40 @@ const char *gpuop_caches_active(const struct gpuop_caches *w)
     return best;
 }
 
-const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *w, const char *name)
+const struct gpuop_caches_ds *gpuop_caches_ds(const struct gpuop_caches *caches, const char *name)
 {
-    return gpuop_informer_get(w->inf[GPUOP_CACHES_DS], name); /* one namespace: keyed by name */
+    return gpuop_informer_get(caches->inf[GPUOP_CACHES_DS],
+                              name); /* one namespace: keyed by name */
 }
 
-int gpuop_caches_index_pods(struct gpuop_caches *w, bool on)
+int gpuop_caches_index_pods(struct gpuop_caches *caches, bool on)
 {
-    if (on == w->indexed)
+    if (on == caches->indexed)
         return 0;
-    gpuop_nodepods_free(&w->pods_by_node);
-    w->indexed = w->index_whole = on;
+    gpuop_nodepods_free(&caches->pods_by_node);
+    caches->indexed = caches->index_whole = on;
     if (!on)
         return 0;
     size_t it = 0;
     void *v;
-    while (gpuop_informer_next(w->inf[GPUOP_CACHES_POD], &it, NULL, &v))
-        if (gpuop_nodepods_add(&w->pods_by_node, v) < 0)
-            w->index_whole = false;
-    return w->index_whole ? 0 : GPUOP_ETOOBIG;
+    while (gpuop_informer_next(caches->inf[GPUOP_CACHES_POD], &it, NULL, &v))
+        if (gpuop_nodepods_add(&caches->pods_by_node, v) < 0)
+            caches->index_whole = false;
+    return caches->index_whole ? 0 : GPUOP_ETOOBIG;
 }
 
-const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *w, const char *name)
+const struct gpuop_node *gpuop_caches_node(const struct gpuop_caches *caches, const char *name)
 {
-    return gpuop_informer_get(w->inf[GPUOP_CACHES_NODE], name);
+    return gpuop_informer_get(caches->inf[GPUOP_CACHES_NODE], name);
 }
 
-int gpuop_caches_node_pods(const struct gpuop_caches *w, const char *node,
+int gpuop_caches_node_pods(const struct gpuop_caches *caches, const char *node,
                            const struct gpuop_pod **buf, size_t max, size_t *n)
 {
     *n = 0;
-    if (!w->indexed || !w->index_whole)
+    if (!caches->indexed || !caches->index_whole)
         return GPUOP_EINVAL;
-    return gpuop_nodepods_get(&w->pods_by_node, node, buf, max, n);
+    return gpuop_nodepods_get(&caches->pods_by_node, node, buf, max, n);
 }
 
 static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset)
@@ -518,41 +536,42 @@ static void **collect(const struct gpuop_informer *inf, size_t *n, size_t offset
     return arr;
 }
 
-int gpuop_caches_view(const struct gpuop_caches *w, struct gpuop_caches_view *v)
+int gpuop_caches_view(const struct gpuop_caches *caches, struct gpuop_caches_view *v)
 {
     memset(v, 0, sizeof(*v));
-    if (w->nodes.whole) { /* lent, in name order */
-        v->nodes = w->nodes.a;
-        v->nnodes = w->nodes.n;
+    if (caches->nodes.whole) { /* lent, in name order */
+        v->nodes = caches->nodes.a;
+        v->nnodes = caches->nodes.n;
         v->nodes_lent = true;
     } else {
-        v->nodes = (const struct gpuop_node **)collect(w->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
+        v->nodes =
+            (const struct gpuop_node **)collect(caches->inf[GPUOP_CACHES_NODE], &v->nnodes, 0);
     }
-    v->ds = (const struct gpuop_ds **)collect(w->inf[GPUOP_CACHES_DS], &v->nds,
+    v->ds = (const struct gpuop_ds **)collect(caches->inf[GPUOP_CACHES_DS], &v->nds,
                                               offsetof(struct gpuop_caches_ds, ds));
-    v->from = w;
+    v->from = caches;
     if ((!v->nodes && !v->nodes_lent) || !v->ds) {
         gpuop_caches_view_free(v);
         return GPUOP_ENOMEM;
     }
     for (size_t i = 0; i < v->nds; i++) {
         struct gpuop_ds *d = (struct gpuop_ds *)v->ds[i]; /* a cache item: ours to mark */
-        d->controller_says = d->desired > d->current ? newest_warning(w, d->name) : NULL;
+        d->controller_says = d->desired > d->current ? newest_warning(caches, d->name) : NULL;
     }
     return 0;
 }
 
-int gpuop_caches_view_pods(const struct gpuop_caches *w, struct gpuop_caches_view *v)
+int gpuop_caches_view_pods(const struct gpuop_caches *caches, struct gpuop_caches_view *v)
 {
     if (v->pods)
         return 0;
-    v->pods = (const struct gpuop_pod **)collect(w->inf[GPUOP_CACHES_POD], &v->npods, 0);
+    v->pods = (const struct gpuop_pod **)collect(caches->inf[GPUOP_CACHES_POD], &v->npods, 0);
     return v->pods ? 0 : GPUOP_ENOMEM;
 }
 
-bool gpuop_caches_pods_indexed(const struct gpuop_caches *w)
+bool gpuop_caches_pods_indexed(const struct gpuop_caches *caches)
 {
-    return w->indexed && w->index_whole;
+    return caches->indexed && caches->index_whole;
 }
 
 void gpuop_caches_view_free(struct gpuop_caches_view *v)
@@ -564,37 +583,37 @@ void gpuop_caches_view_free(struct gpuop_caches_view *v)
     memset(v, 0, sizeof(*v));
 }
 
-void gpuop_caches_stats(const struct gpuop_caches *w, enum gpuop_caches_kind kind,
+void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out)
 {
-    gpuop_informer_stats(w->inf[kind], out);
+    gpuop_informer_stats(caches->inf[kind], out);
 }
 
 static void informer_closed(void *arg)
 {
-    struct gpuop_caches *w = arg;
-    if (--w->open > 0)
+    struct gpuop_caches *caches = arg;
+    if (--caches->open > 0)
         return;
-    void (*cb)(void *) = w->close_cb;
-    void *carg = w->close_arg;
-    free(w->ns);
-    gpuop_nodelist_free(&w->nodes);
-    gpuop_ospools_free(&w->pools);
-    gpuop_nodepods_free(&w->pods_by_node);
-    free((struct caches_alloc *)w);
+    void (*cb)(void *) = caches->close_cb;
+    void *carg = caches->close_arg;
+    free(caches->ns);
+    gpuop_nodelist_free(&caches->nodes);
+    gpuop_ospools_free(&caches->pools);
+    gpuop_nodepods_free(&caches->pods_by_node);
+    free((struct caches_alloc *)caches);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */
     if (cb)
         cb(carg);
 }
 
-void gpuop_caches_close(struct gpuop_caches *w, void (*cb)(void *), void *arg)
+void gpuop_caches_close(struct gpuop_caches *caches, void (*cb)(void *), void *arg)
 {
-    w->close_cb = cb;
-    w->close_arg = arg;
-    w->open = GPUOP_CACHES_KINDS;
-    w->cfg.on_change = NULL;
-    w->cfg.on_node = NULL;
-    w->cfg.on_synced = NULL;
+    caches->close_cb = cb;
+    caches->close_arg = arg;
+    caches->open = GPUOP_CACHES_KINDS;
+    caches->cfg.on_change = NULL;
+    caches->cfg.on_node = NULL;
+    caches->cfg.on_synced = NULL;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++)
-        gpuop_informer_close(w->inf[k], informer_closed, w);
+        gpuop_informer_close(caches->inf[k], informer_closed, caches);
 }

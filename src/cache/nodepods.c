@@ -56,7 +56,8 @@ static int grow(struct gpuop_nodepods *ix)
     uint64_t *slots = calloc(cap, sizeof(*slots));
     if (!slots)
         return GPUOP_ENOMEM;
-    gpuop_table_rehash(slots, cap, ix->slots, ix->cap, sizeof(*slots), pod_hash, NULL, NULL);
+    gpuop_table_rehash(slots, cap, ix->slots, ix->cap,
+                       &(struct gpuop_table_move){.size = sizeof(*slots), .hash_of = pod_hash});
     free(ix->slots);
     ix->slots = slots;
     ix->cap = cap;

@@ -121,27 +121,28 @@ static int parse_pools(const char *list, struct gpuop_ospool *pools)
     return (int)n;
 }
 
-int gpuop_cmd_render(int argc, char **argv)
-{
-    const char *file = NULL, *ns = DEFAULT_NAMESPACE, *os = NULL;
+/* What the command line asks for. */
+struct render_args {
+    const char *file, *ns, *os;
     struct gpuop_ospool pools[GPUOP_OSPOOL_MAX];
-    int npools = 0;
-    int strict = 0;
-    struct gpuop_err err = {0};
-    struct gpuop_policy pol;
-    json_t *docs = NULL, *dss = NULL;
-    int code = 1;
+    int npools;
+    bool strict;
+};
 
+/* Parses argv into *a (its strings borrow argv). Returns -1 to go on, or
+ * the exit code after saying why (--help: 0, a usage error: 2). */
+static int parse_args(int argc, char **argv, struct render_args *a)
+{
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--strict")) {
-            strict = 1;
-        } else if ((r = opt_value(argc, argv, &i, "-f", "--filename", &file)) != 0 ||
-                   (r = opt_value(argc, argv, &i, "-n", "--namespace", &ns)) != 0 ||
-                   (r = opt_value(argc, argv, &i, "--os", "--os", &os)) != 0) {
+            a->strict = true;
+        } else if ((r = opt_value(argc, argv, &i, "-f", "--filename", &a->file)) != 0 ||
+                   (r = opt_value(argc, argv, &i, "-n", "--namespace", &a->ns)) != 0 ||
+                   (r = opt_value(argc, argv, &i, "--os", "--os", &a->os)) != 0) {
             if (r < 0) {
                 fprintf(stderr, "gpuop render: option %s needs a value\n", argv[i]);
                 usage(stderr);
@@ -153,66 +154,65 @@ int gpuop_cmd_render(int argc, char **argv)
             return 2;
         }
     }
-    if (!file || !*file) {
+    if (!a->file || !*a->file) {
         fprintf(stderr, "gpuop render: -f FILE is required\n");
         usage(stderr);
         return 2;
     }
-    if (os && (npools = parse_pools(os, pools)) < 0)
+    if (a->os && (a->npools = parse_pools(a->os, a->pools)) < 0)
         return 2;
-    if (!namespace_ok(ns)) {
+    if (!namespace_ok(a->ns)) {
         fprintf(stderr,
                 "gpuop render: '%s' is not a valid namespace name (lower-case letters, digits "
                 "and '-', at most 63)\n",
-                ns);
+                a->ns);
         return 2;
     }
+    return -1;
+}
 
-    if (gpuop_yaml_load_file(file, &docs, &err) < 0) {
+/* Reads file's documents into *docs (new, also on failure: the caller
+ * decrefs them) and its first GpuPolicy into *pol, saying its problems.
+ * Returns 0, or -1 after saying why (*pol not to be freed). */
+static int load_policy(const char *file, json_t **docs, struct gpuop_policy *pol)
+{
+    struct gpuop_err err = {0};
+    if (gpuop_yaml_load_file(file, docs, &err) < 0) {
         const char *msg = err.message[0] ? err.message : gpuop_strerror(err.rc);
         if (strstr(msg, file))
             fprintf(stderr, "gpuop render: %s\n", msg);
         else
             fprintf(stderr, "gpuop render: %s: %s\n", file, msg);
-        return 1;
+        return -1;
     }
-    json_t *obj = first_policy(docs);
+    json_t *obj = first_policy(*docs);
     if (!obj) {
         fprintf(stderr, "gpuop render: %s: no document with kind: %s\n", file, GPUOP_KIND);
-        goto out;
+        return -1;
     }
     const char *api = json_string_value(json_object_get(obj, "apiVersion"));
     if (api && strcmp(api, GPUOP_API_VERSION))
         fprintf(stderr, "warning: apiVersion: \"%s\" is not %s; reading it as %s\n", api,
                 GPUOP_API_VERSION, GPUOP_API_VERSION);
-    if (gpuop_policy_parse(obj, &pol, &err) < 0) {
+    if (gpuop_policy_parse(obj, pol, &err) < 0) {
         fprintf(stderr, "gpuop render: %s: %s\n", file, err.message);
-        goto out;
+        return -1;
     }
-    for (int i = 0; i < pol.nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
-        fprintf(stderr, "warning: %s: %s\n", pol.problems[i].field, pol.problems[i].message);
-    if (pol.nproblems > GPUOP_POLICY_PROBLEMS_MAX)
+    for (int i = 0; i < pol->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
+        fprintf(stderr, "warning: %s: %s\n", pol->problems[i].field, pol->problems[i].message);
+    if (pol->nproblems > GPUOP_POLICY_PROBLEMS_MAX)
         fprintf(stderr, "warning: %d more problems not shown\n",
-                pol.nproblems - GPUOP_POLICY_PROBLEMS_MAX);
+                pol->nproblems - GPUOP_POLICY_PROBLEMS_MAX);
+    return 0;
+}
 
-    for (int o = 0; o < gpuop_operand_count(); o++)
-        if (pol.operands[o].enabled && gpuop_render_per_os(&pol, o) && npools == 0)
-            fprintf(stderr,
-                    "note: %s: one DaemonSet per OS pool of the nodes (its image %s gets the "
-                    "node's OS tag); name the pools with --os, e.g. --os ubuntu24.04,rhel9.4\n",
-                    gpuop_operand_get(o)->ds_name, pol.operands[o].image);
-    dss = gpuop_render_all(&pol, ns, pools, (size_t)npools);
-    json_t *extras = dss ? gpuop_render_extras(&pol, ns) : NULL;
-    if (!extras || json_array_extend(dss, extras)) {
-        json_decref(extras);
-        fprintf(stderr, "gpuop render: out of memory\n");
-        gpuop_policy_free(&pol);
-        goto out;
-    }
-    json_decref(extras);
+/* Writes dss (borrowed) to stdout, a YAML document each. Returns the exit
+ * code: 0, or 1 after saying why. */
+static int write_docs(json_t *dss)
+{
     size_t i;
     json_t *ds;
-    code = 0;
+    int code = 0;
     json_array_foreach(dss, i, ds)
     {
         char *y = gpuop_yaml_dump(ds);
@@ -231,7 +231,37 @@ int gpuop_cmd_render(int argc, char **argv)
         fprintf(stderr, "gpuop render: cannot write the output\n");
         code = 1;
     }
-    if (code == 0 && strict && pol.nproblems > 0) {
+    return code;
+}
+
+int gpuop_cmd_render(int argc, char **argv)
+{
+    struct render_args a = {.ns = DEFAULT_NAMESPACE};
+    int code = parse_args(argc, argv, &a);
+    if (code >= 0)
+        return code;
+    struct gpuop_policy pol;
+    json_t *docs = NULL, *dss = NULL;
+    code = 1;
+    if (load_policy(a.file, &docs, &pol) < 0)
+        goto out;
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        if (pol.operands[o].enabled && gpuop_render_per_os(&pol, o) && a.npools == 0)
+            fprintf(stderr,
+                    "note: %s: one DaemonSet per OS pool of the nodes (its image %s gets the "
+                    "node's OS tag); name the pools with --os, e.g. --os ubuntu24.04,rhel9.4\n",
+                    gpuop_operand_get(o)->ds_name, pol.operands[o].image);
+    dss = gpuop_render_all(&pol, a.ns, a.pools, (size_t)a.npools);
+    json_t *extras = dss ? gpuop_render_extras(&pol, a.ns) : NULL;
+    if (!extras || json_array_extend(dss, extras)) {
+        json_decref(extras);
+        fprintf(stderr, "gpuop render: out of memory\n");
+        gpuop_policy_free(&pol);
+        goto out;
+    }
+    json_decref(extras);
+    code = write_docs(dss);
+    if (code == 0 && a.strict && pol.nproblems > 0) {
         fprintf(stderr, "gpuop render: %d problem(s) in the policy (--strict)\n", pol.nproblems);
         code = 1;
     }

@@ -37,7 +37,6 @@ enum metric_id {
     M_STATUS_WRITES,
     M_ANALYSES,
     M_ANALYSIS_MISMATCHES,
-    M_UPGRADE_KEPT,
     M_APPLIES,
     M_DELETES,
     M_EVENTS,
@@ -68,19 +67,10 @@ static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {
 
 /* Every metric, in the order /metrics lists them; a handle is indexed by
  * its enum metric_id. */
-struct metric_def {
-    enum gpuop_metric_type type;
-    const char *name, *help;
-    int nlabels;
-    const char *const *labels;
-    const double *buckets;
-    int nbuckets;
-};
-
 static const double reconcile_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                      0.25,  0.5,    1,     2.5,  5,     10};
 static const double latency_b[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-static const struct metric_def METRICS[M_COUNT] = {
+static const struct gpuop_metric_def METRICS[M_COUNT] = {
     [M_BUILD] = {GPUOP_GAUGE, "gpuop_build_info",
                  "Always 1; the version label says which gpuop runs.", 1, L_VERSION},
     [M_LEADER] = {GPUOP_GAUGE, "gpuop_leader_is_leader",
@@ -136,14 +126,9 @@ static const struct metric_def METRICS[M_COUNT] = {
                     1, L_PASS},
     [M_ANALYSIS_MISMATCHES] =
         {GPUOP_COUNTER, "gpuop_analysis_mismatches_total",
-         "With the verify oracle (a test build): node-by-node findings, or a driver "
-         "upgrade plan kept node by node, that differed from a full pass "
-         "(a bug; the full pass's are used).",
+         "With the verify oracle (a test build): node-by-node findings that differed "
+         "from a full pass (a bug; the full pass's are used).",
          0, NULL},
-    [M_UPGRADE_KEPT] = {GPUOP_COUNTER, "gpuop_upgrade_plans_kept_total",
-                        "Driver upgrade plans brought up to date from the nodes that changed "
-                        "(no upgrade in progress) instead of made over every node.",
-                        0, NULL},
     [M_APPLIES] = {GPUOP_COUNTER, "gpuop_daemonset_applies_total",
                    "Operand DaemonSet server-side applies sent.", 0, NULL},
     [M_DELETES] = {GPUOP_COUNTER, "gpuop_daemonset_deletes_total",
@@ -176,9 +161,7 @@ int gpuop_run_metrics_new(struct gpuop_run_metrics **out)
         return GPUOP_ENOMEM;
     }
     for (int i = 0; i < M_COUNT; i++) {
-        const struct metric_def *d = &METRICS[i];
-        m->h[i] = gpuop_metrics_add(m->reg, d->type, d->name, d->help, d->nlabels, d->labels,
-                                    d->buckets, d->nbuckets);
+        m->h[i] = gpuop_metrics_add(m->reg, &METRICS[i]);
         if (!m->h[i]) {
             gpuop_run_metrics_free(m);
             return GPUOP_ENOMEM;
@@ -219,7 +202,6 @@ static void refresh(struct gpuop_run_metrics *m, struct gpuop_controller *ctrl, 
     gpuop_metric_set(m->h[M_ANALYSES], full, (double)st.analysis_fulls);
     gpuop_metric_set(m->h[M_ANALYSES], node, (double)st.analysis_updates);
     gpuop_metric_set(m->h[M_ANALYSIS_MISMATCHES], NULL, (double)st.analysis_mismatches);
-    gpuop_metric_set(m->h[M_UPGRADE_KEPT], NULL, (double)st.upgrade_kept);
 
     const struct gpuop_caches *w = gpuop_controller_caches(ctrl);
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {

@@ -622,8 +622,6 @@ static void on_node(void *arg, const char *node)
 {
     struct gpuop_controller *c = arg;
     gpuop_ctl_keep_touch(&c->keep, node);
-    if (c->upgrader)
-        gpuop_ctl_upgrade_touch(c->upgrader, node);
 }
 
 static void on_synced(void *arg)
@@ -668,8 +666,6 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         rc = gpuop_ctl_labeler_new(loop, kube, &c->labeler);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
-    if (rc == 0)
-        gpuop_ctl_upgrade_set_verify(c->upgrader, cfg->verify);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);
@@ -717,9 +713,7 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
     out->stranded_lists = gpuop_ctl_stranded_lists(c->stranded);
     out->analysis_fulls = c->keep.stats.fulls;
     out->analysis_updates = c->keep.stats.updates;
-    out->upgrade_kept = c->upgrader ? gpuop_ctl_upgrade_kept(c->upgrader) : 0;
-    out->analysis_mismatches =
-        c->keep.stats.mismatches + (c->upgrader ? gpuop_ctl_upgrade_mismatches(c->upgrader) : 0);
+    out->analysis_mismatches = c->keep.stats.mismatches;
 }
 
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)

@@ -349,20 +349,10 @@ const struct gpuop_upgrade_plan *gpuop_ctl_upgrade_plan(const struct ctl_upgrade
 void gpuop_ctl_upgrade_release(struct ctl_upgrader *u);
 /* Actions taken (node PATCHes, pod rounds) since start. */
 uint64_t gpuop_ctl_upgrade_actions(const struct ctl_upgrader *u);
-/* The caches named node (borrowed, for the call): its object or pods
- * changed. A quiet plan (no node in progress, failed or to start) is kept
- * between tracks and brought up to date from the nodes named since. */
-void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node);
-/* --analysis verify: after a track kept the quiet plan node by node, plan
- * in full too, and count a difference (gpuop_ctl_upgrade_mismatches). */
-void gpuop_ctl_upgrade_set_verify(struct ctl_upgrader *u, bool on);
 /* While on, tracks plan (and show the plan) but take no action: a driver
  * DaemonSet just applied is not in the caches yet (the plan would start
  * nodes against the template before it). */
 void gpuop_ctl_upgrade_hold(struct ctl_upgrader *u, bool on);
-uint64_t gpuop_ctl_upgrade_mismatches(const struct ctl_upgrader *u);
-/* Tracks that kept the quiet plan node by node. */
-uint64_t gpuop_ctl_upgrade_kept(const struct ctl_upgrader *u);
 /* Leadership lost: requests cancelled, nothing kept. */
 void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u);
 void gpuop_ctl_upgrade_free(struct ctl_upgrader *u);

@@ -66,10 +66,6 @@
  * PATCHes took gpuop from 10 to 80 MiB for 18 s. The rest go as answers
  * come back (req_end requeues). */
 #define INFLIGHT_MAX 16
-/* Past this share of the quiet plan's nodes named (in percent), and this
- * floor, the next track plans in full. */
-#define TOUCH_SHARE_PCT 25
-#define TOUCH_FLOOR     64
 
 /* The newest ControllerRevision of a driver DaemonSet (the GPU Operator's
  * "in sync", docs/upgrade.md): read by one LIST when a node's driver pod
@@ -131,23 +127,13 @@ struct ctl_upgrader {
     uint64_t tracks;
     bool stopped;
     char policy[254];
-    /* the last plan and its input (status.upgrade): plan, or quiet.plan */
+    /* the last plan and its input (status.upgrade) */
     struct gpuop_upgrade_in in;
     struct gpuop_upgrade_node_in *nodes;
     struct gpuop_upgrade_plan plan;
-    const struct gpuop_upgrade_plan *shown;
     bool have_plan;
-    /* a quiet plan kept between tracks, node by node: valid for the
-       policy quiet_policy while the caches' apply counter is quiet_key */
-    struct gpuop_upgrade_quiet quiet;
-    uint64_t quiet_key;
-    char quiet_policy[254];
-    struct gpuop_map touched; /* the nodes named since the last track */
-    struct gpuop_map failed;  /* node name -> why it failed (new strings): the failure
-                                 annotation's words, for the status */
-    bool touched_over;        /* more than TOUCH_SHARE_PCT of them: plan in full */
-    bool verify;              /* plan in full after a quiet track too, and compare */
-    uint64_t mismatches, kept;
+    struct gpuop_map failed;   /* node name -> why it failed (new strings): the failure
+                                  annotation's words, for the status */
     int starts_inflight;       /* start PATCHes (upgrade-required -> cordon-required) in flight */
     struct rev revs[REVS_MAX]; /* the driver DaemonSets' newest revisions */
     size_t nrevs;
@@ -216,19 +202,29 @@ static bool req_end(struct ureq *q)
     return true;
 }
 
-static int up_send(struct rec *r, int kind, int next, size_t pod, enum gpuop_kube_verb verb,
-                   const char *path, const char *ctype, const char *body, gpuop_kube_done_cb done)
+/* What a request of a node is for: its action (enum gpuop_upgrade_action),
+ * the state it writes (or the pod list's sequence), the pod it is about
+ * (EVICT: an index into the rec's pods). */
+struct up_what {
+    int kind;
+    int next;
+    size_t pod;
+};
+
+/* Sends o (borrowed, for the call; its path NULL: out of memory) for r as
+ * w says, done called with its struct ureq. */
+static int up_send(struct rec *r, const struct up_what *w, const struct gpuop_kube_opts *o,
+                   gpuop_kube_done_cb done)
 {
     struct ctl_upgrader *u = r->u;
     struct ureq *q = calloc(1, sizeof(*q));
-    if (!q || !path)
+    if (!q || !o->path)
         goto oom;
     q->r = r;
-    q->kind = kind;
-    q->next = next;
-    q->pod = pod;
-    struct gpuop_kube_opts o = {.verb = verb, .path = path, .content_type = ctype, .body = body};
-    if (gpuop_kube_request(u->kube, &o, done, q, &q->req) < 0)
+    q->kind = w->kind;
+    q->next = w->next;
+    q->pod = w->pod;
+    if (gpuop_kube_request(u->kube, o, done, q, &q->req) < 0)
         goto oom;
     q->nextq = u->reqs;
     if (u->reqs)
@@ -339,9 +335,13 @@ static int patch_node(struct rec *r, int kind, int next, json_t *labels, json_t 
     json_decref(patch);
     struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
     char *path = gpuop_kube_path(&ref, NULL, 0);
-    int rc =
-        body ? up_send(r, kind, next, 0, GPUOP_KUBE_PATCH, path, GPUOP_CT_MERGE, body, patch_done)
-             : GPUOP_ENOMEM;
+    int rc = body ? up_send(r, &(struct up_what){.kind = kind, .next = next},
+                            &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_PATCH,
+                                                      .path = path,
+                                                      .content_type = GPUOP_CT_MERGE,
+                                                      .body = body},
+                            patch_done)
+                  : GPUOP_ENOMEM;
     gpuop_json_free(body);
     free(path);
     return rc;
@@ -494,7 +494,9 @@ static void failures_in(struct ctl_upgrader *u, const struct gpuop_caches_view *
         remember_failure(u, x->node->name, ""); /* being read: once */
         struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
         char *path = gpuop_kube_path(&ref, NULL, 0);
-        (void)up_send(r, GPUOP_UA_NONE, 0, 0, GPUOP_KUBE_GET, path, NULL, NULL, failed_get_done);
+        (void)up_send(r, &(struct up_what){.kind = GPUOP_UA_NONE, .next = 0},
+                      &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path},
+                      failed_get_done);
         free(path);
     }
 }
@@ -583,12 +585,74 @@ static size_t claims_get(struct rec *r, size_t idx, json_t *p)
             continue; /* not made yet: holds nothing */
         struct gpuop_kube_ref kr = {"resource.k8s.io/v1", ns, "resourceclaims", name, NULL};
         char *path = gpuop_kube_path(&kr, NULL, 0);
-        if (path && up_send(r, GPUOP_UA_LIST, (int)r->list_seq, idx, GPUOP_KUBE_GET, path, NULL,
-                            NULL, claim_done) == 0)
+        if (path &&
+            up_send(
+                r, &(struct up_what){.kind = GPUOP_UA_LIST, .next = (int)r->list_seq, .pod = idx},
+                &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path}, claim_done) == 0)
             n++;
         free(path);
     }
     return n;
+}
+
+/* Pod p (JSON, borrowed) of r's list in state into *x: its names borrow
+ * p until pods_own_names copies them. */
+static void pod_of(const struct rec *r, int state, json_t *p, struct gpuop_upgrade_pod *x)
+{
+    json_t *meta = json_object_get(p, "metadata"), *spec = json_object_get(p, "spec");
+    const char *phase = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+    x->ns = json_string_value(json_object_get(meta, "namespace"));
+    x->name = json_string_value(json_object_get(meta, "name"));
+    x->gpu = gpuop_upgrade_pod_uses_gpu(p);
+    x->terminal = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+    x->deleting = json_object_get(meta, "deletionTimestamp") &&
+                  !json_is_null(json_object_get(meta, "deletionTimestamp"));
+    bool controller = false;
+    bool ds = has_owner(meta, "DaemonSet", &controller);
+    bool mirror = json_object_get(json_object_get(meta, "annotations"),
+                                  "kubernetes.io/config.mirror") != NULL;
+    /* gpuop's own pods (its namespace: the controller, the operands)
+       are never evicted, drained or waited for */
+    bool own = x->ns && r->u->ns[0] && !strcmp(x->ns, r->u->ns);
+    x->unmanaged = !controller;
+    x->daemonset = ds;
+    x->mirror = mirror;
+    x->gpu = x->gpu && !own;
+    x->job = state == GPUOP_US_WAIT_JOBS && !own;
+    x->drain = state == GPUOP_US_DRAIN && !ds && !mirror && !own;
+    size_t j;
+    json_t *vol;
+    json_array_foreach(json_object_get(spec, "volumes"), j, vol) x->empty_dir |=
+        json_object_get(vol, "emptyDir") != NULL;
+    if (r->blocked_why[0] && x->name && strstr(r->blocked_why, x->name)) {
+        x->blocked = true;
+        x->blocked_why = r->blocked_why;
+    }
+}
+
+/* Only the names outlive the body: copied into one block for all of them
+ * (*strs, new; NULL when there is none). Returns 0 or GPUOP_ENOMEM. */
+static int pods_own_names(struct gpuop_upgrade_pod *pods, size_t k, char **strs)
+{
+    size_t total = 0;
+    for (size_t m = 0; m < k; m++)
+        total += (pods[m].ns ? strlen(pods[m].ns) + 1 : 0) +
+                 (pods[m].name ? strlen(pods[m].name) + 1 : 0);
+    *strs = total ? malloc(total) : NULL;
+    if (total && !*strs)
+        return GPUOP_ENOMEM;
+    for (size_t m = 0, at = 0; m < k; m++) {
+        const char **f[2] = {&pods[m].ns, &pods[m].name};
+        for (int w = 0; w < 2; w++) {
+            if (!*f[w])
+                continue;
+            size_t len = strlen(*f[w]) + 1;
+            memcpy(*strs + at, *f[w], len);
+            *f[w] = *strs + at;
+            at += len;
+        }
+    }
+    return 0;
 }
 
 static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
@@ -613,59 +677,13 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     json_t *p;
     json_array_foreach(items, i, p)
     {
-        json_t *meta = json_object_get(p, "metadata"), *spec = json_object_get(p, "spec");
-        const char *phase =
-            json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
-        struct gpuop_upgrade_pod *x = &pods[k++];
-        x->ns = json_string_value(json_object_get(meta, "namespace"));
-        x->name = json_string_value(json_object_get(meta, "name"));
-        x->gpu = gpuop_upgrade_pod_uses_gpu(p);
-        x->terminal = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
-        x->deleting = json_object_get(meta, "deletionTimestamp") &&
-                      !json_is_null(json_object_get(meta, "deletionTimestamp"));
-        bool controller = false;
-        bool ds = has_owner(meta, "DaemonSet", &controller);
-        bool mirror = json_object_get(json_object_get(meta, "annotations"),
-                                      "kubernetes.io/config.mirror") != NULL;
-        /* gpuop's own pods (its namespace: the controller, the operands)
-           are never evicted, drained or waited for */
-        bool own = x->ns && r->u->ns[0] && !strcmp(x->ns, r->u->ns);
-        x->unmanaged = !controller;
-        x->daemonset = ds;
-        x->mirror = mirror;
-        x->gpu = x->gpu && !own;
-        x->job = state == GPUOP_US_WAIT_JOBS && !own;
-        x->drain = state == GPUOP_US_DRAIN && !ds && !mirror && !own;
-        size_t j;
-        json_t *vol;
-        json_array_foreach(json_object_get(spec, "volumes"), j, vol) x->empty_dir |=
-            json_object_get(vol, "emptyDir") != NULL;
-        if (r->blocked_why[0] && x->name && strstr(r->blocked_why, x->name)) {
-            x->blocked = true;
-            x->blocked_why = r->blocked_why;
-        }
+        pod_of(r, state, p, &pods[k++]);
     }
-    /* Only the names outlive the body: one block for all of them. */
-    size_t total = 0;
-    for (size_t m = 0; m < k; m++)
-        total += (pods[m].ns ? strlen(pods[m].ns) + 1 : 0) +
-                 (pods[m].name ? strlen(pods[m].name) + 1 : 0);
-    char *strs = total ? malloc(total) : NULL;
-    if (total && !strs) {
+    char *strs;
+    if (pods_own_names(pods, k, &strs) < 0) {
         free(pods);
         failed(r, "pod LIST", GPUOP_ENOMEM, NULL);
         return;
-    }
-    for (size_t m = 0, at = 0; m < k; m++) {
-        const char **f[2] = {&pods[m].ns, &pods[m].name};
-        for (int w = 0; w < 2; w++) {
-            if (!*f[w])
-                continue;
-            size_t len = strlen(*f[w]) + 1;
-            memcpy(strs + at, *f[w], len);
-            *f[w] = strs + at;
-            at += len;
-        }
     }
     free(r->pods);
     free(r->strs);
@@ -751,9 +769,15 @@ static int pod_request(struct rec *r, int kind, size_t pod, const char *ns, cons
         body = e ? json_dumps(e, JSON_COMPACT) : NULL;
         json_decref(e);
     }
-    int rc = evict && !body ? GPUOP_ENOMEM
-                            : up_send(r, kind, 0, pod, evict ? GPUOP_KUBE_POST : GPUOP_KUBE_DELETE,
-                                      path, GPUOP_CT_JSON, body, pod_done);
+    int rc =
+        evict && !body
+            ? GPUOP_ENOMEM
+            : up_send(r, &(struct up_what){.kind = kind, .next = 0, .pod = pod},
+                      &(struct gpuop_kube_opts){.verb = evict ? GPUOP_KUBE_POST : GPUOP_KUBE_DELETE,
+                                                .path = path,
+                                                .content_type = GPUOP_CT_JSON,
+                                                .body = body},
+                      pod_done);
     gpuop_json_free(body);
     free(path);
     return rc;
@@ -947,9 +971,14 @@ static void rollback_list_done(void *arg, int rc, json_t *body, const struct gpu
     char *b = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     char *path = gpuop_ctl_apply_path("apps/v1", u->ns, "daemonsets", name, NULL);
-    int k = b && path ? up_send(r, GPUOP_UA_ROLLBACK, GPUOP_US_FAILED, 0, GPUOP_KUBE_PATCH, path,
-                                GPUOP_CT_APPLY, b, rollback_ds_done)
-                      : GPUOP_ENOMEM;
+    int k = b && path
+                ? up_send(r, &(struct up_what){.kind = GPUOP_UA_ROLLBACK, .next = GPUOP_US_FAILED},
+                          &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_PATCH,
+                                                    .path = path,
+                                                    .content_type = GPUOP_CT_APPLY,
+                                                    .body = b},
+                          rollback_ds_done)
+                : GPUOP_ENOMEM;
     if (k == 0)
         snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
     else
@@ -1007,7 +1036,8 @@ static int rollback_clear(struct ctl_upgrader *u, struct rec *r,
     snprintf(name, sizeof(name), "%s%s", ds, ROLLBACK_SUFFIX);
     struct gpuop_kube_ref ref = {"apps/v1", ns, "daemonsets", name, NULL};
     char *path = gpuop_kube_path(&ref, NULL, 0);
-    rc = up_send(r, GPUOP_UA_ROLLBACK_CLEAR, next, 0, GPUOP_KUBE_DELETE, path, NULL, NULL,
+    rc = up_send(r, &(struct up_what){.kind = GPUOP_UA_ROLLBACK_CLEAR, .next = next},
+                 &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_DELETE, .path = path},
                  rollback_delete_done);
     free(path);
     gpuop_info("upgrade", "node %s: the last rolled-back node of %s; deleting %s", r->name, ds,
@@ -1017,11 +1047,108 @@ static int rollback_clear(struct ctl_upgrader *u, struct rec *r,
 
 /* ---- one node's action ----------------------------------------------- */
 
-static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
-                const struct gpuop_upgrade_node_out *o, const char *ns, struct gpuop_events *ev,
-                const char *uid)
+/* Where an action is taken: the operator namespace, the Events of the
+ * policy (NULL: none) and its uid (all borrowed). */
+struct act_ctx {
+    const char *ns;
+    struct gpuop_events *ev;
+    const char *uid;
+};
+
+/* FAIL: the failed annotation, the log line and the Event DriverUpgradeFailed. */
+static int act_fail(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
+                    const struct gpuop_upgrade_node_out *o, const struct act_ctx *c)
 {
     const struct gpuop_upgrade_policy *pol = u->in.policy;
+    char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 384];
+    snprintf(val, sizeof(val), "%u %s", x->target_gen, o->fail_reason ? o->fail_reason : "");
+    int rc = patch_node(r, o->action, o->next, NULL,
+                        json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_FAILED, val), NULL, NULL);
+    snprintf(msg, sizeof(msg),
+             "Driver upgrade failed on node %s (version %s, driver generation %u): %s. %s"
+             "No other node starts; clear with: kubectl annotate node %s %s-",
+             r->name, u->in.version ? u->in.version : "?", x->target_gen,
+             o->fail_reason ? o->fail_reason : "",
+             pol->on_failure == GPUOP_ON_FAILURE_ROLLBACK
+                 ? "onFailure rollback: the previous driver goes back on the node, which "
+                   "is then uncordoned. "
+                 : "The node stays cordoned. ",
+             r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
+    gpuop_warn("upgrade", "%s", msg);
+    if (rc == 0)
+        remember_failure(u, r->name, o->fail_reason);
+    if (rc == 0 && c->ev)
+        gpuop_events_say(c->ev, u->policy, c->uid, "Warning", "DriverUpgradeFailed", msg);
+    return rc;
+}
+
+/* LIST: the node's pods, with the step's label selector. */
+static int act_list(struct rec *r, const struct gpuop_upgrade_node_out *o,
+                    const struct gpuop_upgrade_policy *pol)
+{
+    char field[300], drain[GPUOP_UPGRADE_SELECTOR_MAX + sizeof(DRAIN_SKIP_SELECTOR) + 2];
+    snprintf(field, sizeof(field), "spec.nodeName=%s", r->name);
+    /* the drain never takes a pod labelled to skip it (the GPU
+       Operator appends the same to drain.podSelector) */
+    snprintf(drain, sizeof(drain), "%s%s%s", pol->drain_selector ? pol->drain_selector : "",
+             pol->drain_selector && *pol->drain_selector ? "," : "", DRAIN_SKIP_SELECTOR);
+    const char *sel = o->state == GPUOP_US_WAIT_JOBS ? pol->wait_selector
+                      : o->state == GPUOP_US_DRAIN   ? drain
+                                                     : NULL;
+    struct gpuop_kube_param q[] = {{"fieldSelector", field},
+                                   {"labelSelector", sel && *sel ? sel : NULL},
+                                   {"resourceVersion", "0"}}; /* the watch cache */
+    struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
+    char *path = gpuop_kube_path(&ref, q, 3);
+    int rc = up_send(r, &(struct up_what){.kind = o->action, .next = o->state},
+                     &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path}, list_done);
+    free(path);
+    return rc;
+}
+
+/* RESTORE, RESTORE_VALIDATOR: GET the node, for its paused annotation
+ * (restore_get_done PATCHes the labels back). */
+static int act_restore(struct rec *r, const struct gpuop_upgrade_node_out *o)
+{
+    struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    int rc =
+        up_send(r, &(struct up_what){.kind = o->action, .next = o->next},
+                &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path}, restore_get_done);
+    free(path);
+    return rc;
+}
+
+/* ROLLBACK: the ControllerRevisions of the driver, for the pool's
+ * previous template (rollback_list_done). */
+static int act_rollback(struct ctl_upgrader *u, struct rec *r,
+                        const struct gpuop_upgrade_node_in *x,
+                        const struct gpuop_upgrade_node_out *o, const char *ns)
+{
+    char ds[GPUOP_RENDER_NAME_MAX], sel[512];
+    if (driver_ds_of(u, x->node, ds, sizeof(ds)) < 0)
+        return 0;
+    snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver", GPUOP_LABEL_MANAGED_BY,
+             GPUOP_MANAGER);
+    struct gpuop_kube_param q[] = {{"labelSelector", sel}};
+    struct gpuop_kube_ref ref = {"apps/v1", ns, "controllerrevisions", NULL, NULL};
+    char *path = gpuop_kube_path(&ref, q, 1);
+    int rc = up_send(r, &(struct up_what){.kind = o->action, .next = o->next},
+                     &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path},
+                     rollback_list_done);
+    if (rc == 0)
+        snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
+    free(path);
+    gpuop_info("upgrade", "node %s: rolling back to the previous template of %s", r->name, ds);
+    return rc;
+}
+
+/* Takes node x's one action o (planned) through r, in c. */
+static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
+                const struct gpuop_upgrade_node_out *o, const struct act_ctx *c)
+{
+    const struct gpuop_upgrade_policy *pol = u->in.policy;
+    const char *ns = c->ns;
     int rc = 0;
     /* a node recovered (its new driver Ready by itself) or moving on from
        an outdated failure leaves upgrade-failed: its failure annotation goes */
@@ -1048,58 +1175,19 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         rc = patch_node(r, o->action, o->next, NULL,
                         json_pack("{s:n}", GPUOP_ANNOTATION_UPGRADE_CORDONED), NULL, NULL);
         break;
-    case GPUOP_UA_FAIL: {
-        char val[GPUOP_UPGRADE_WAIT_MAX + 16], msg[GPUOP_UPGRADE_WAIT_MAX + 384];
-        snprintf(val, sizeof(val), "%u %s", x->target_gen, o->fail_reason ? o->fail_reason : "");
-        rc = patch_node(r, o->action, o->next, NULL,
-                        json_pack("{s:s}", GPUOP_ANNOTATION_UPGRADE_FAILED, val), NULL, NULL);
-        snprintf(msg, sizeof(msg),
-                 "Driver upgrade failed on node %s (version %s, driver generation %u): %s. %s"
-                 "No other node starts; clear with: kubectl annotate node %s %s-",
-                 r->name, u->in.version ? u->in.version : "?", x->target_gen,
-                 o->fail_reason ? o->fail_reason : "",
-                 pol->on_failure == GPUOP_ON_FAILURE_ROLLBACK
-                     ? "onFailure rollback: the previous driver goes back on the node, which "
-                       "is then uncordoned. "
-                     : "The node stays cordoned. ",
-                 r->name, GPUOP_ANNOTATION_UPGRADE_FAILED);
-        gpuop_warn("upgrade", "%s", msg);
-        if (rc == 0)
-            remember_failure(u, r->name, o->fail_reason);
-        if (rc == 0 && ev)
-            gpuop_events_say(ev, u->policy, uid, "Warning", "DriverUpgradeFailed", msg);
+    case GPUOP_UA_FAIL:
+        rc = act_fail(u, r, x, o, c);
         break;
-    }
     case GPUOP_UA_PAUSE:
         rc = pause_node(r, x->node, o->next);
         break;
     case GPUOP_UA_RESTORE:
-    case GPUOP_UA_RESTORE_VALIDATOR: {
-        struct gpuop_kube_ref ref = {"v1", NULL, "nodes", r->name, NULL};
-        char *path = gpuop_kube_path(&ref, NULL, 0);
-        rc = up_send(r, o->action, o->next, 0, GPUOP_KUBE_GET, path, NULL, NULL, restore_get_done);
-        free(path);
+    case GPUOP_UA_RESTORE_VALIDATOR:
+        rc = act_restore(r, o);
         break;
-    }
-    case GPUOP_UA_LIST: {
-        char field[300], drain[GPUOP_UPGRADE_SELECTOR_MAX + sizeof(DRAIN_SKIP_SELECTOR) + 2];
-        snprintf(field, sizeof(field), "spec.nodeName=%s", r->name);
-        /* the drain never takes a pod labelled to skip it (the GPU
-           Operator appends the same to drain.podSelector) */
-        snprintf(drain, sizeof(drain), "%s%s%s", pol->drain_selector ? pol->drain_selector : "",
-                 pol->drain_selector && *pol->drain_selector ? "," : "", DRAIN_SKIP_SELECTOR);
-        const char *sel = o->state == GPUOP_US_WAIT_JOBS ? pol->wait_selector
-                          : o->state == GPUOP_US_DRAIN   ? drain
-                                                         : NULL;
-        struct gpuop_kube_param q[] = {{"fieldSelector", field},
-                                       {"labelSelector", sel && *sel ? sel : NULL},
-                                       {"resourceVersion", "0"}}; /* the watch cache */
-        struct gpuop_kube_ref ref = {"v1", NULL, "pods", NULL, NULL};
-        char *path = gpuop_kube_path(&ref, q, 3);
-        rc = up_send(r, o->action, o->state, 0, GPUOP_KUBE_GET, path, NULL, NULL, list_done);
-        free(path);
+    case GPUOP_UA_LIST:
+        rc = act_list(r, o, pol);
         break;
-    }
     case GPUOP_UA_EVICT: /* the Eviction API only: a PodDisruptionBudget always holds */
         for (size_t i = 0; rc == 0 && i < r->npods; i++) {
             const struct gpuop_upgrade_pod *p = &r->pods[i];
@@ -1114,23 +1202,9 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
             rc = pod_request(r, o->action, SIZE_MAX, ns, p->name, false);
         break;
     }
-    case GPUOP_UA_ROLLBACK: { /* the pool's previous template, on this node only */
-        char ds[GPUOP_RENDER_NAME_MAX], sel[512];
-        if (driver_ds_of(u, x->node, ds, sizeof(ds)) < 0)
-            break;
-        snprintf(sel, sizeof(sel), "%s=%s,%s=%s", GPUOP_LABEL_NAME, "driver",
-                 GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER);
-        struct gpuop_kube_param q[] = {{"labelSelector", sel}};
-        struct gpuop_kube_ref ref = {"apps/v1", ns, "controllerrevisions", NULL, NULL};
-        char *path = gpuop_kube_path(&ref, q, 1);
-        rc =
-            up_send(r, o->action, o->next, 0, GPUOP_KUBE_GET, path, NULL, NULL, rollback_list_done);
-        if (rc == 0)
-            snprintf(u->reqs->ds, sizeof(u->reqs->ds), "%s", ds);
-        free(path);
-        gpuop_info("upgrade", "node %s: rolling back to the previous template of %s", r->name, ds);
+    case GPUOP_UA_ROLLBACK: /* the pool's previous template, on this node only */
+        rc = act_rollback(u, r, x, o, ns);
         break;
-    }
     case GPUOP_UA_ROLLBACK_END: /* neither DaemonSet selects it: the old pod leaves */
         rc = patch_node(
             r, o->action, o->next,
@@ -1228,34 +1302,14 @@ static void forget_unseen(struct ctl_upgrader *u)
     free(gone);
 }
 
-/* The full plan's arrays go; the quiet plan stays. */
+/* The plan's arrays go. */
 static void plan_release(struct ctl_upgrader *u)
 {
     gpuop_upgrade_plan_free(&u->plan); /* nothing when there is none */
     u->have_plan = false;
-    u->shown = NULL;
     free(u->nodes);
     u->nodes = NULL;
     memset(&u->in, 0, sizeof(u->in));
-}
-
-static void clear_touched(struct ctl_upgrader *u)
-{
-    gpuop_map_free(&u->touched, NULL);
-    u->touched_over = false;
-}
-
-void gpuop_ctl_upgrade_touch(struct ctl_upgrader *u, const char *node)
-{
-    if (!u->quiet.valid || u->touched_over || gpuop_map_get(&u->touched, node))
-        return;
-    size_t limit = u->quiet.shares.len * TOUCH_SHARE_PCT / 100;
-    if (limit < TOUCH_FLOOR)
-        limit = TOUCH_FLOOR;
-    if (u->touched.len >= limit || gpuop_map_put(&u->touched, node, u, NULL) < 0) {
-        clear_touched(u);
-        u->touched_over = true;
-    }
 }
 
 /* The driver DaemonSet for pool (NULL: the one for every node); borrowed,
@@ -1290,45 +1344,6 @@ static void target_rev(struct ctl_upgrader *u, struct gpuop_upgrade_node_in *x,
     x->target_rev = g && x->target_gen && g != x->target_gen ? rev_of(u, ds) : 0;
 }
 
-/* The quiet plan, brought to the caches node by node: each node named
- * since the last track planned alone (gpuop_upgrade_quiet_update) with its
- * pods from the caches' index. True when it is still quiet: then it is the
- * plan, and there is nothing to do. False (the quiet plan reset) when it
- * is not, or cannot be trusted: a change beyond nodes and pods (the
- * caches' apply counter), another policy, too many nodes named, requests
- * of an upgrade still kept, no index. */
-static bool track_quiet(struct ctl_upgrader *u, const struct gpuop_policy *p,
-                        const struct gpuop_caches_view *v, int d, int val, uint64_t key)
-{
-    if (!u->quiet.valid || !u->in.driver_enabled) /* disabled: every mark of gpuop's goes */
-        return false;
-    bool ok = !u->touched_over && key == u->quiet_key && !u->recs.len && !u->reqs && v->from &&
-              gpuop_caches_pods_indexed(v->from) && !strcmp(u->quiet_policy, u->policy);
-    bool per_os = gpuop_render_per_os(p, d);
-    const char *name;
-    for (size_t it = 0; ok && gpuop_map_next(&u->touched, &it, &name, NULL);) {
-        const struct gpuop_node *n = gpuop_caches_node(v->from, name);
-        struct gpuop_upgrade_node_in x = {.node = n};
-        if (n && n->gpu) {
-            const struct gpuop_pod *pp[GPUOP_CACHES_NODE_PODS_MAX];
-            size_t npp;
-            struct gpuop_ospool pool;
-            ok = gpuop_caches_node_pods(v->from, name, pp, GPUOP_CACHES_NODE_PODS_MAX, &npp) == 0;
-            for (size_t k = 0; ok && k < npp; k++)
-                take_pod(&x, pp[k], d, val);
-            if (!per_os || gpuop_ospool_of_node(n, &pool, NULL) == 0) {
-                x.target_gen = target_gen_of(p, d, per_os ? &pool : NULL, v, &x.target_digest);
-                target_rev(u, &x, target_ds(p, d, per_os ? &pool : NULL, v));
-            }
-        }
-        ok = ok && gpuop_upgrade_quiet_update(&u->quiet, &u->in, name, n ? &x : NULL) == 0;
-    }
-    if (!ok)
-        gpuop_upgrade_quiet_reset(&u->quiet);
-    u->kept += ok;
-    return ok;
-}
-
 /* The plan's input but its nodes. */
 static void in_globals(struct ctl_upgrader *u, const struct gpuop_policy *p, int d, int val)
 {
@@ -1339,63 +1354,24 @@ static void in_globals(struct ctl_upgrader *u, const struct gpuop_policy *p, int
                                       .now = now_s()};
 }
 
-/* --analysis verify: the quiet plan kept (was) against the full one. */
-static void verify_quiet(struct ctl_upgrader *u, const struct gpuop_upgrade_plan *was)
+/* The version the driver's image (of policy p, operand d) names: its tag
+ * (before the OS is appended), or digest. */
+static void set_version(struct ctl_upgrader *u, const struct gpuop_policy *p, int d)
 {
-    const struct gpuop_upgrade_plan *f = &u->plan;
-    bool same = gpuop_upgrade_plan_quiet(f) && was->n == f->n && was->target_gen == f->target_gen &&
-                was->ngens == f->ngens && !memcmp(was->counts, f->counts, sizeof(f->counts));
-    for (size_t i = 0; same && i < f->ngens; i++)
-        same = was->gens[i].gen == f->gens[i].gen && was->gens[i].n == f->gens[i].n;
-    if (same)
-        return;
-    u->mismatches++;
-    gpuop_error("controller",
-                "gpupolicy/%s: the upgrade plan kept node by node differs from a full plan (%zu "
-                "nodes kept, %zu planned)",
-                u->policy, was->n, f->n);
-}
-
-int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p,
-                            const struct gpuop_caches_view *v, const char *ns,
-                            struct gpuop_events *ev, const char *policy, const char *uid)
-{
-    plan_release(u);
-    u->stopped = false;
-    u->tracks++;
-    snprintf(u->policy, sizeof(u->policy), "%s", policy ? policy : "");
-    snprintf(u->ns, sizeof(u->ns), "%s", ns ? ns : "");
-    snprintf(u->uid, sizeof(u->uid), "%s", uid ? uid : "");
-    u->pol = p;
-    int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
-    if (d < 0 || !v->nnodes) {
-        gpuop_upgrade_quiet_reset(&u->quiet);
-        clear_touched(u);
-        forget_unseen(u);
-        return 0;
-    }
-    /* the version the image names: its tag (before the OS is appended), or digest */
     const char *img = p->operands[d].image, *at = strrchr(img, '@'), *colon = strrchr(img, ':');
     const char *slash = strrchr(img, '/');
     snprintf(u->version, sizeof(u->version), "%s",
              at                                   ? at + 1
              : colon && (!slash || colon > slash) ? colon + 1
                                                   : img);
-    uint64_t now = gpuop_clock_ms();
-    in_globals(u, p, d, val);
-    /* a quiet plan: the nodes named since, not every node */
-    uint64_t key = v->from ? gpuop_caches_apply_changes(v->from) : 0;
-    bool quiet = track_quiet(u, p, v, d, val, key);
-    struct gpuop_upgrade_plan was = u->quiet.plan; /* its sums (no nodes) */
-    clear_touched(u);
-    if (quiet && !u->verify) {
-        u->shown = &u->quiet.plan;
-        u->have_plan = true;
-        forget_unseen(u);
-        return 0;
-    }
-    if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
-        return GPUOP_ENOMEM;
+}
+
+/* u->nodes (v->nnodes of them) from the view: each GPU node, its driver
+ * (operand d) and validator (val) pod, its target generation. Returns 0
+ * or GPUOP_ENOMEM (every node filled as far as it goes). */
+static int nodes_in(struct ctl_upgrader *u, const struct gpuop_policy *p,
+                    const struct gpuop_caches_view *v, int d, int val)
+{
     /* Each GPU node's pods: from the caches' index when it is kept (the
      * kept findings keep it: from GPUOP_ANALYSIS_KEEP_MIN_NODES), else joined by name here. */
     const struct gpuop_pod *pp[GPUOP_CACHES_NODE_PODS_MAX];
@@ -1438,6 +1414,16 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             take_pod(x, pod, d, val);
     }
     gpuop_map_free(&idx, NULL);
+    return rc;
+}
+
+/* What this file knows of u->nodes beyond the view: each one's target
+ * revision (asked for when unknown) and its pods listed for its state
+ * within LIST_TTL_MS (before now). */
+static void nodes_known(struct ctl_upgrader *u, const struct gpuop_policy *p,
+                        const struct gpuop_caches_view *v, int d, uint64_t now)
+{
+    bool per_os = gpuop_render_per_os(p, d);
     u->revs_missing = 0;
     for (size_t i = 0; i < v->nnodes; i++) {
         struct gpuop_upgrade_node_in *x = &u->nodes[i];
@@ -1453,38 +1439,12 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             x->npods = r->npods;
         }
     }
-    u->in.nodes = u->nodes;
-    u->in.n = v->nnodes;
-    failures_in(u, v);
-    if (rc == 0)
-        rc = gpuop_upgrade_plan(&u->in, &u->plan);
-    if (rc < 0) {
-        plan_release(u);
-        gpuop_upgrade_quiet_reset(&u->quiet);
-        return rc;
-    }
-    if (quiet)
-        verify_quiet(u, &was);
-    /* quiet now: kept node by node from here, and nothing to do */
-    if (gpuop_upgrade_quiet_set(&u->quiet, &u->in, &u->plan) == 0 && u->quiet.valid) {
-        u->quiet_key = key;
-        snprintf(u->quiet_policy, sizeof(u->quiet_policy), "%s", u->policy);
-        plan_release(u); /* the status reads the sums */
-        in_globals(u, p, d, val);
-        u->shown = &u->quiet.plan;
-        u->have_plan = true;
-        forget_unseen(u);
-        return 0;
-    }
-    u->shown = &u->plan;
-    u->have_plan = true;
-    revs_list(u);
-    /* judged by generation only: act once the revisions are known; and
-       nothing against a driver template the caches do not hold yet */
-    if (u->revs_missing || u->hold) {
-        forget_unseen(u);
-        return 0;
-    }
+}
+
+/* Each node's action of the plan, as far as the window, the starts' order
+ * and each node's settling and backoff allow (the rest requeued). */
+static void act_all(struct ctl_upgrader *u, uint64_t now, const struct act_ctx *c)
+{
     bool held = false; /* a start not sent: the later ones (by name) wait too */
     for (size_t i = 0; i < u->plan.n; i++) {
         const struct gpuop_upgrade_node_out *o = &u->plan.nodes[i];
@@ -1518,8 +1478,56 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
             held |= start;
             continue;
         }
-        act(u, r, x, o, ns, ev, uid);
+        act(u, r, x, o, c);
     }
+}
+
+int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p,
+                            const struct gpuop_caches_view *v, const char *ns,
+                            struct gpuop_events *ev, const char *policy, const char *uid)
+{
+    plan_release(u);
+    u->stopped = false;
+    u->tracks++;
+    snprintf(u->policy, sizeof(u->policy), "%s", policy ? policy : "");
+    snprintf(u->ns, sizeof(u->ns), "%s", ns ? ns : "");
+    snprintf(u->uid, sizeof(u->uid), "%s", uid ? uid : "");
+    u->pol = p;
+    int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
+    if (d < 0 || !v->nnodes) {
+        forget_unseen(u);
+        return 0;
+    }
+    set_version(u, p, d);
+    uint64_t now = gpuop_clock_ms();
+    in_globals(u, p, d, val);
+    if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
+        return GPUOP_ENOMEM;
+    int rc = nodes_in(u, p, v, d, val);
+    nodes_known(u, p, v, d, now);
+    u->in.nodes = u->nodes;
+    u->in.n = v->nnodes;
+    failures_in(u, v);
+    if (rc == 0)
+        rc = gpuop_upgrade_plan(&u->in, &u->plan);
+    if (rc < 0) {
+        plan_release(u);
+        return rc;
+    }
+    u->have_plan = true;
+    /* quiet (no node in progress, failed or to start): nothing to do */
+    if (gpuop_upgrade_plan_quiet(&u->plan)) {
+        forget_unseen(u);
+        return 0;
+    }
+    revs_list(u);
+    /* judged by generation only: act once the revisions are known; and
+       nothing against a driver template the caches do not hold yet */
+    if (u->revs_missing || u->hold) {
+        forget_unseen(u);
+        return 0;
+    }
+    act_all(u, now, &(struct act_ctx){.ns = ns, .ev = ev, .uid = uid});
     forget_unseen(u);
     if (u->plan.wake > now_s())
         requeue(u, (uint64_t)(u->plan.wake - now_s()) * 1000);
@@ -1530,7 +1538,7 @@ const struct gpuop_upgrade_plan *gpuop_ctl_upgrade_plan(const struct ctl_upgrade
                                                         const struct gpuop_upgrade_in **in)
 {
     *in = u->have_plan ? &u->in : NULL;
-    return u->have_plan ? u->shown : NULL;
+    return u->have_plan ? &u->plan : NULL;
 }
 
 void gpuop_ctl_upgrade_release(struct ctl_upgrader *u)
@@ -1548,21 +1556,6 @@ void gpuop_ctl_upgrade_hold(struct ctl_upgrader *u, bool on)
     u->hold = on;
 }
 
-void gpuop_ctl_upgrade_set_verify(struct ctl_upgrader *u, bool on)
-{
-    u->verify = on;
-}
-
-uint64_t gpuop_ctl_upgrade_mismatches(const struct ctl_upgrader *u)
-{
-    return u->mismatches;
-}
-
-uint64_t gpuop_ctl_upgrade_kept(const struct ctl_upgrader *u)
-{
-    return u->kept;
-}
-
 int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
                           struct ctl_upgrader **out)
 {
@@ -1573,9 +1566,7 @@ int gpuop_ctl_upgrade_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop
     u->kube = kube;
     u->queue = queue;
     gpuop_map_init(&u->recs);
-    gpuop_map_init(&u->touched);
     gpuop_map_init(&u->failed);
-    gpuop_upgrade_quiet_init(&u->quiet);
     *out = u;
     return 0;
 }
@@ -1591,8 +1582,6 @@ void gpuop_ctl_upgrade_stop(struct ctl_upgrader *u)
     u->tracks++;
     forget_unseen(u);
     plan_release(u);
-    gpuop_upgrade_quiet_reset(&u->quiet);
-    clear_touched(u);
 }
 
 void gpuop_ctl_upgrade_free(struct ctl_upgrader *u)

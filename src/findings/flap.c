@@ -55,8 +55,9 @@ static int rebuild(struct gpuop_flap *s, size_t cap, long long before)
         if (!slots)
             return GPUOP_ENOMEM;
     }
-    size_t len = gpuop_table_rehash(slots, cap, s->slots, s->cap, sizeof(*slots), slot_hash,
-                                    not_before, &before);
+    struct gpuop_table_move how = {
+        .size = sizeof(*slots), .hash_of = slot_hash, .keep = not_before, .arg = &before};
+    size_t len = gpuop_table_rehash(slots, cap, s->slots, s->cap, &how);
     free(s->slots);
     s->slots = slots;
     s->cap = cap;

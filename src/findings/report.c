@@ -143,6 +143,51 @@ static void pad(FILE *out, size_t n)
         fputc(' ', out);
 }
 
+/* The shown nodes as rows (into rows, room for every shown node): one a
+ * node, or with group one for all nodes alike (their cells, GPU and, with
+ * wide, pods and taints). Returns how many rows. */
+static size_t group_rows(const struct gpuop_findings *f, const struct gpuop_report_opts *o,
+                         const struct wide *wide, bool group, struct row *rows)
+{
+    size_t nrows = 0;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!shown(o, r->name))
+            continue;
+        size_t g = nrows;
+        if (group)
+            for (g = 0; g < nrows; g++)
+                if (memcmp(f->nodes[rows[g].node].cell, r->cell, (size_t)f->noperands) == 0 &&
+                    f->nodes[rows[g].node].gpu == r->gpu &&
+                    (!wide || (!strcmp(wide[rows[g].node].pods, wide[i].pods) &&
+                               !strcmp(wide[rows[g].node].taints, wide[i].taints))))
+                    break;
+        if (g == nrows)
+            rows[nrows++] = (struct row){i, 0};
+        rows[g].count++;
+    }
+    return nrows;
+}
+
+/* The matrix's legend: every cell's symbol and words. */
+static void legend(FILE *out)
+{
+    static const int order[] = {
+        GPUOP_CELL_RUNNING,       GPUOP_CELL_MISSING,    GPUOP_CELL_NOT_SCHEDULED,
+        GPUOP_CELL_VIOLATION,     GPUOP_CELL_UNEXPECTED, GPUOP_CELL_HELD,
+        GPUOP_CELL_HOST_PROVIDED, GPUOP_CELL_DISABLED,   GPUOP_CELL_NA};
+    _Static_assert(sizeof(order) / sizeof(order[0]) == GPUOP_CELL_COUNT,
+                   "every cell in the legend");
+    fputs("\nlegend: ", out);
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+        fprintf(out, "%s%s %s",
+                k && k % 3 == 0 ? ";\n        "
+                : k             ? "; "
+                                : "",
+                cells[order[k]].sym, cells[order[k]].legend);
+    fputc('\n', out);
+}
+
 static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
                   size_t nshown)
 {
@@ -158,22 +203,7 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
         free(wide);
         return GPUOP_ENOMEM;
     }
-    for (size_t i = 0; i < f->nnodes; i++) {
-        const struct gpuop_node_result *r = &f->nodes[i];
-        if (!shown(o, r->name))
-            continue;
-        size_t g = nrows;
-        if (group)
-            for (g = 0; g < nrows; g++)
-                if (memcmp(f->nodes[rows[g].node].cell, r->cell, (size_t)nops) == 0 &&
-                    f->nodes[rows[g].node].gpu == r->gpu &&
-                    (!wide || (!strcmp(wide[rows[g].node].pods, wide[i].pods) &&
-                               !strcmp(wide[rows[g].node].taints, wide[i].taints))))
-                    break;
-        if (g == nrows)
-            rows[nrows++] = (struct row){i, 0};
-        rows[g].count++;
-    }
+    nrows = group_rows(f, o, wide, group, rows);
     for (size_t g = 0; g < nrows; g++) {
         char more[32] = "";
         if (rows[g].count > 1)
@@ -215,20 +245,7 @@ static int matrix(FILE *out, const struct gpuop_findings *f, const struct gpuop_
                     wide[rows[g].node].taints);
         fputc('\n', out);
     }
-    static const int order[] = {
-        GPUOP_CELL_RUNNING,       GPUOP_CELL_MISSING,    GPUOP_CELL_NOT_SCHEDULED,
-        GPUOP_CELL_VIOLATION,     GPUOP_CELL_UNEXPECTED, GPUOP_CELL_HELD,
-        GPUOP_CELL_HOST_PROVIDED, GPUOP_CELL_DISABLED,   GPUOP_CELL_NA};
-    _Static_assert(sizeof(order) / sizeof(order[0]) == GPUOP_CELL_COUNT,
-                   "every cell in the legend");
-    fputs("\nlegend: ", out);
-    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
-        fprintf(out, "%s%s %s",
-                k && k % 3 == 0 ? ";\n        "
-                : k             ? "; "
-                                : "",
-                cells[order[k]].sym, cells[order[k]].legend);
-    fputc('\n', out);
+    legend(out);
     free(rows);
     free(wide);
     return 0;

@@ -659,6 +659,47 @@ static bool uncordoned_midway(const struct gpuop_upgrade_node_out *o,
     "uncordoned by someone else mid-upgrade (gpuop will not cordon or uncordon it again; GPU "     \
     "pods may be scheduled onto it): "
 
+/* cordon-required: cordon (or, cordoned by gpuop already, label) towards
+ * the next step; a node someone else cordoned meanwhile goes back. */
+static void step_cordon(const struct gpuop_upgrade_node_in *x, struct gpuop_upgrade_node_out *o,
+                        struct words *w)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    if (u->unschedulable && !u->cordoned) {
+        say(w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
+        to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
+        return;
+    }
+    /* restart only: straight to the driver pod's replacement */
+    to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
+       restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
+    if (restart_only(x))
+        say(w,
+            "restarting its driver pod in place: the install configuration is "
+            "unchanged (%s), no GPU pod is evicted",
+            GPUOP_DRIVER_DIGEST_ENV);
+}
+
+/* uncordon-required: the dependents restored, then uncordon, then the
+ * label of where it ends. */
+static void step_uncordon(struct ctx *c, const struct gpuop_upgrade_node_in *x,
+                          struct gpuop_upgrade_node_out *o, struct words *w)
+{
+    const struct gpuop_node_upgrade *u = &x->node->up;
+    /* a node that left the upgrade loses the state label too */
+    bool left = !wanted(c->in, x);
+    int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
+    if (left)
+        say(w, "left the upgrade (deploy label false, or the driver disabled): undoing "
+               "gpuop's pause and cordon");
+    if (u->paused)
+        to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
+    else if (u->cordoned)
+        to(o, GPUOP_UA_UNCORDON, after);
+    else
+        to(o, GPUOP_UA_LABEL, after);
+}
+
 static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                  struct gpuop_upgrade_node_out *o, bool live_failure)
 {
@@ -684,19 +725,7 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                 to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED); /* pass 3 may start it instead */
             break;
         case GPUOP_US_CORDON:
-            if (u->unschedulable && !u->cordoned) {
-                say(&w, "cordoned by someone else meanwhile: not touched until it is uncordoned");
-                to(o, GPUOP_UA_LABEL, GPUOP_US_REQUIRED);
-            } else {
-                /* restart only: straight to the driver pod's replacement */
-                to(o, u->cordoned && u->unschedulable ? GPUOP_UA_LABEL : GPUOP_UA_CORDON,
-                   restart_only(x) ? GPUOP_US_POD_RESTART : GPUOP_US_WAIT_JOBS);
-                if (restart_only(x))
-                    say(&w,
-                        "restarting its driver pod in place: the install configuration is "
-                        "unchanged (%s), no GPU pod is evicted",
-                        GPUOP_DRIVER_DIGEST_ENV);
-            }
+            step_cordon(x, o, &w);
             break;
         case GPUOP_US_WAIT_JOBS:
             step_wait_jobs(c, x, o, &w);
@@ -711,21 +740,9 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         case GPUOP_US_VALIDATION:
             step_validation(c, x, o, &w);
             break;
-        case GPUOP_US_UNCORDON: {
-            /* a node that left the upgrade loses the state label too */
-            bool left = !wanted(c->in, x);
-            int after = left ? GPUOP_US_NONE : in_sync(x) ? GPUOP_US_DONE : GPUOP_US_REQUIRED;
-            if (left)
-                say(&w, "left the upgrade (deploy label false, or the driver disabled): undoing "
-                        "gpuop's pause and cordon");
-            if (u->paused)
-                to(o, GPUOP_UA_RESTORE, GPUOP_US_UNCORDON);
-            else if (u->cordoned)
-                to(o, GPUOP_UA_UNCORDON, after);
-            else
-                to(o, GPUOP_UA_LABEL, after);
+        case GPUOP_US_UNCORDON:
+            step_uncordon(c, x, o, &w);
             break;
-        }
         case GPUOP_US_FAILED:
             if (live_failure)
                 step_failed(c, x, o, &w);
@@ -833,35 +850,23 @@ static int by_name(const void *a, const void *b)
     return strcmp(sort_in->nodes[x->in].node->name, sort_in->nodes[y->in].node->name);
 }
 
-/* Adds d (1 or -1) to gen's count in t (*n of at most
- * GPUOP_UPGRADE_GENS_MAX, by gen); a count reaching 0 leaves. False when a
- * new gen does not fit, or a gen to take from is not there. */
-static bool tally(struct gpuop_upgrade_gen_count *t, size_t *n, uint32_t gen, int d)
-{
-    size_t i = 0;
-    while (i < *n && t[i].gen < gen)
-        i++;
-    if (i < *n && t[i].gen == gen) {
-        t[i].n += (size_t)d; /* -1 wraps to a decrement */
-        if (!t[i].n) {
-            memmove(&t[i], &t[i + 1], (*n - i - 1) * sizeof(*t));
-            (*n)--;
-        }
-        return true;
-    }
-    if (d < 0 || *n == GPUOP_UPGRADE_GENS_MAX)
-        return false;
-    memmove(&t[i + 1], &t[i], (*n - i) * sizeof(*t));
-    t[i].gen = gen;
-    t[i].n = 1;
-    (*n)++;
-    return true;
-}
-
-/* More generations than anyone runs at once are not counted. */
+/* One more node at gen in p's counts (at most GPUOP_UPGRADE_GENS_MAX, by
+ * gen): more generations than anyone runs at once are not counted. */
 static void count_gen(struct gpuop_upgrade_plan *p, uint32_t gen)
 {
-    (void)tally(p->gens, &p->ngens, gen, 1);
+    size_t i = 0;
+    while (i < p->ngens && p->gens[i].gen < gen)
+        i++;
+    if (i < p->ngens && p->gens[i].gen == gen) {
+        p->gens[i].n++;
+        return;
+    }
+    if (p->ngens == GPUOP_UPGRADE_GENS_MAX)
+        return;
+    memmove(&p->gens[i + 1], &p->gens[i], (p->ngens - i) * sizeof(p->gens[0]));
+    p->gens[i].gen = gen;
+    p->gens[i].n = 1;
+    p->ngens++;
 }
 
 int gpuop_upgrade_plan(const struct gpuop_upgrade_in *in, struct gpuop_upgrade_plan *out)
@@ -945,33 +950,7 @@ void gpuop_upgrade_plan_free(struct gpuop_upgrade_plan *p)
     p->failed = SIZE_MAX;
 }
 
-/* ---- a quiet plan kept node by node ------------------------------------ */
-
-/* A node's share of a quiet plan, packed into the map's value (never 0):
- * bit 0 set, its state in bits 1..7, its target generation in 8..35, its
- * driver pod's in 36..63 (0: none, or a rollback's: not counted). */
-#define SHARE_GEN_BITS 28
-#define SHARE_GEN_MAX  ((UINT32_C(1) << SHARE_GEN_BITS) - 1)
-_Static_assert(sizeof(uintptr_t) * 8 >= 36 + SHARE_GEN_BITS, "a share fits a pointer");
-
-struct share {
-    uint8_t state;
-    uint32_t target, driver;
-};
-
-static void *share_pack(const struct share *s)
-{
-    return (void *)((uintptr_t)1 | (uintptr_t)s->state << 1 | (uintptr_t)s->target << 8 |
-                    (uintptr_t)s->driver << 36);
-}
-
-static struct share share_unpack(const void *v)
-{
-    uintptr_t x = (uintptr_t)v;
-    return (struct share){.state = (uint8_t)(x >> 1 & 0x7f),
-                          .target = (uint32_t)(x >> 8 & SHARE_GEN_MAX),
-                          .driver = (uint32_t)(x >> 36 & SHARE_GEN_MAX)};
-}
+/* ---- a quiet plan ------------------------------------------------------ */
 
 /* A node's part of a quiet plan: done, or waiting for its first driver
  * pod, with nothing to do. */
@@ -989,110 +968,6 @@ bool gpuop_upgrade_plan_quiet(const struct gpuop_upgrade_plan *p)
         if (!out_quiet(&p->nodes[i]))
             return false;
     return true;
-}
-
-/* The share of node x planned as o; false when a generation is too large. */
-static bool share_of(const struct gpuop_upgrade_node_out *o, const struct gpuop_upgrade_node_in *x,
-                     struct share *s)
-{
-    uint32_t drv = x->driver ? gpuop_pod_template_gen(x->driver) : 0;
-    *s = (struct share){.state = o->next, .target = x->target_gen, .driver = drv};
-    return x->target_gen <= SHARE_GEN_MAX && drv <= SHARE_GEN_MAX;
-}
-
-/* Adds (d 1) or takes (d -1) a share to the sums, as gpuop_upgrade_plan
- * sums them; false when they cannot be counted. */
-static bool share_add(struct gpuop_upgrade_quiet *q, const struct share *s, int d)
-{
-    struct gpuop_upgrade_plan *p = &q->plan;
-    p->n += (size_t)d;
-    p->counts[s->state] += (size_t)d;
-    if (s->driver && !tally(p->gens, &p->ngens, s->driver, d))
-        return false;
-    if (!tally(q->targets, &q->ntargets, s->target, d))
-        return false;
-    p->target_gen = q->ntargets ? q->targets[q->ntargets - 1].gen : 0;
-    return true;
-}
-
-void gpuop_upgrade_quiet_init(struct gpuop_upgrade_quiet *q)
-{
-    memset(q, 0, sizeof(*q));
-    gpuop_map_init(&q->shares);
-    q->plan.failed = SIZE_MAX;
-}
-
-void gpuop_upgrade_quiet_reset(struct gpuop_upgrade_quiet *q)
-{
-    gpuop_map_free(&q->shares, NULL); /* the values are the shares themselves */
-    memset(&q->plan, 0, sizeof(q->plan));
-    q->plan.failed = SIZE_MAX;
-    q->ntargets = 0;
-    q->valid = false;
-}
-
-int gpuop_upgrade_quiet_set(struct gpuop_upgrade_quiet *q, const struct gpuop_upgrade_in *in,
-                            const struct gpuop_upgrade_plan *plan)
-{
-    gpuop_upgrade_quiet_reset(q);
-    if (!gpuop_upgrade_plan_quiet(plan))
-        return 0;
-    for (size_t i = 0; i < plan->n; i++) {
-        const struct gpuop_upgrade_node_in *x = &in->nodes[plan->nodes[i].in];
-        struct share s;
-        if (!share_of(&plan->nodes[i], x, &s) || !share_add(q, &s, 1)) {
-            gpuop_upgrade_quiet_reset(q);
-            return 0;
-        }
-        if (gpuop_map_put(&q->shares, x->node->name, share_pack(&s), NULL) < 0) {
-            gpuop_upgrade_quiet_reset(q);
-            return GPUOP_ENOMEM;
-        }
-    }
-    q->valid = true;
-    return 0;
-}
-
-int gpuop_upgrade_quiet_update(struct gpuop_upgrade_quiet *q, const struct gpuop_upgrade_in *in,
-                               const char *name, const struct gpuop_upgrade_node_in *x)
-{
-    if (!q->valid)
-        return 1;
-    struct share now = {0};
-    bool has = false, quiet = true;
-    if (x && x->node) {
-        /* a quiet node's plan reads nothing of the others: plan it alone */
-        struct gpuop_upgrade_in one = *in;
-        struct gpuop_upgrade_plan p;
-        one.nodes = x;
-        one.n = 1;
-        int rc = gpuop_upgrade_plan(&one, &p);
-        if (rc < 0) {
-            gpuop_upgrade_quiet_reset(q);
-            return rc;
-        }
-        quiet = gpuop_upgrade_plan_quiet(&p) && (!p.n || share_of(&p.nodes[0], x, &now));
-        has = quiet && p.n;
-        gpuop_upgrade_plan_free(&p);
-    }
-    void *was = gpuop_map_get(&q->shares, name);
-    if (quiet && was) {
-        struct share s = share_unpack(was);
-        quiet = share_add(q, &s, -1);
-    }
-    if (quiet && has)
-        quiet = share_add(q, &now, 1);
-    if (!quiet) {
-        gpuop_upgrade_quiet_reset(q);
-        return 1;
-    }
-    if (has && gpuop_map_put(&q->shares, name, share_pack(&now), NULL) < 0) {
-        gpuop_upgrade_quiet_reset(q);
-        return GPUOP_ENOMEM;
-    }
-    if (!has && was)
-        (void)gpuop_map_del(&q->shares, name);
-    return 0;
 }
 
 /* ---- GPU pods ---------------------------------------------------------- */

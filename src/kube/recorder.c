@@ -197,11 +197,20 @@ static uint64_t event_key(const struct gpuop_recorder_object *obj, const char *t
     return gpuop_hash_mix(key);
 }
 
-/* The Event as JSON (new, json_dumps: gpuop_json_free), or NULL. */
+/* One Event of an object: its namespace and name, what it says, when
+ * (first and last) and how often (all borrowed). */
+struct event_in {
+    const char *ns, *name, *type, *reason, *msg, *ts;
+    long long count;
+};
+
+/* The Event in of obj as JSON (new, json_dumps: gpuop_json_free), or NULL. */
 static char *event_body(const struct gpuop_recorder *r, const struct gpuop_recorder_object *obj,
-                        const char *ns, const char *name, const char *type, const char *reason,
-                        const char *msg, const char *ts, long long count)
+                        const struct event_in *in)
 {
+    const char *ns = in->ns, *name = in->name, *type = in->type, *reason = in->reason,
+               *msg = in->msg, *ts = in->ts;
+    long long count = in->count;
     json_t *e = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, "
         "s:s, s:I, s:s, s:s}",
@@ -242,7 +251,14 @@ void gpuop_recorder_event(struct gpuop_recorder *r, const struct gpuop_recorder_
 
     char ts[GPUOP_TIME_MAX];
     gpuop_time_format(ts, sizeof(ts), (int64_t)now * GPUOP_US_PER_S, GPUOP_TIME_S);
-    char *body = event_body(r, obj, ns, name, type, reason, msg, ts, count);
+    struct event_in in = {.ns = ns,
+                          .name = name,
+                          .type = type,
+                          .reason = reason,
+                          .msg = msg,
+                          .ts = ts,
+                          .count = count};
+    char *body = event_body(r, obj, &in);
     struct post *p = body ? calloc(1, sizeof(*p)) : NULL;
     if (p)
         p->coll =

@@ -98,7 +98,8 @@ static int grow(struct gpuop_map *m)
     struct gpuop_map_node **ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return GPUOP_ENOMEM;
-    gpuop_table_rehash(ns, ncap, m->slots, m->cap, sizeof(*ns), slot_hash, NULL, NULL);
+    gpuop_table_rehash(ns, ncap, m->slots, m->cap,
+                       &(struct gpuop_table_move){.size = sizeof(*ns), .hash_of = slot_hash});
     free(m->slots);
     m->slots = ns;
     m->cap = ncap;

@@ -104,11 +104,13 @@ static int valid_name(const char *s, int colon)
     return 1;
 }
 
-struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, enum gpuop_metric_type type,
-                                       const char *name, const char *help, int nlabels,
-                                       const char *const *labels, const double *buckets,
-                                       int nbuckets)
+struct gpuop_metric *gpuop_metrics_add(struct gpuop_metrics *m, const struct gpuop_metric_def *d)
 {
+    enum gpuop_metric_type type = d->type;
+    const char *name = d->name, *help = d->help;
+    const char *const *labels = d->labels;
+    const double *buckets = d->buckets;
+    int nlabels = d->nlabels, nbuckets = d->nbuckets;
     if (!valid_name(name, 1) || nlabels < 0 || nlabels > GPUOP_METRICS_MAX_LABELS ||
         (nlabels > 0 && !labels))
         return NULL;

@@ -40,9 +40,11 @@ static void test_counter_gauge_text(void **state)
     assert_int_equal(gpuop_metrics_new(&m), 0);
     const char *ln[] = {"verb", "code"};
     struct gpuop_metric *c =
-        gpuop_metrics_add(m, GPUOP_COUNTER, "x_requests_total", "Requests.", 2, ln, NULL, 0);
-    struct gpuop_metric *g =
-        gpuop_metrics_add(m, GPUOP_GAUGE, "x_nodes", "Nodes\nwith a \\ in help.", 0, NULL, NULL, 0);
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_COUNTER, "x_requests_total",
+                                                        "Requests.", 2, ln, NULL, 0});
+    struct gpuop_metric *g = gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x_nodes", "Nodes\nwith a \\ in help.", 0, NULL,
+                                      NULL, 0});
     assert_non_null(c);
     assert_non_null(g);
     const char *v1[] = {"GET", "200"}, *v2[] = {"PUT", "409"};
@@ -72,7 +74,8 @@ static void test_label_escaping(void **state)
     struct gpuop_metrics *m;
     assert_int_equal(gpuop_metrics_new(&m), 0);
     const char *ln[] = {"policy"};
-    struct gpuop_metric *g = gpuop_metrics_add(m, GPUOP_GAUGE, "x_p", "P.", 1, ln, NULL, 0);
+    struct gpuop_metric *g =
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x_p", "P.", 1, ln, NULL, 0});
     const char *v[] = {"a\"b\\c\nd"};
     assert_int_equal(gpuop_metric_set(g, v, 1), 0);
     char *t = render(m);
@@ -91,8 +94,8 @@ static void test_histogram(void **state)
     struct gpuop_metrics *m;
     assert_int_equal(gpuop_metrics_new(&m), 0);
     const double b[] = {0.125, 1, 10};
-    struct gpuop_metric *h =
-        gpuop_metrics_add(m, GPUOP_HISTOGRAM, "x_seconds", "Durations.", 0, NULL, b, 3);
+    struct gpuop_metric *h = gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_HISTOGRAM, "x_seconds", "Durations.", 0, NULL, b, 3});
     assert_non_null(h);
     /* a label-less family renders from the start, with zero counts */
     char *t = render(m);
@@ -114,7 +117,8 @@ static void test_histogram(void **state)
     free(t);
 
     const char *ln[] = {"op"};
-    struct gpuop_metric *h2 = gpuop_metrics_add(m, GPUOP_HISTOGRAM, "y_seconds", "Y.", 1, ln, b, 3);
+    struct gpuop_metric *h2 = gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_HISTOGRAM, "y_seconds", "Y.", 1, ln, b, 3});
     const char *v[] = {"apply"};
     assert_int_equal(gpuop_metric_observe(h2, v, 2), 0);
     t = render(m);
@@ -131,16 +135,26 @@ static void test_registration_errors(void **state)
     assert_int_equal(gpuop_metrics_new(&m), 0);
     const char *bad[] = {"1abc"}, *dup[] = {"a", "a"}, *le[] = {"le"}, *rsv[] = {"__x"};
     const double up[] = {1, 2}, down[] = {2, 1};
-    assert_null(gpuop_metrics_add(m, GPUOP_GAUGE, "9bad", "", 0, NULL, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_GAUGE, "bad-name", "", 0, NULL, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_GAUGE, "x", "", 1, bad, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_GAUGE, "x", "", 2, dup, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_GAUGE, "x", "", 1, rsv, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_HISTOGRAM, "x", "", 1, le, up, 2));
-    assert_null(gpuop_metrics_add(m, GPUOP_HISTOGRAM, "x", "", 0, NULL, down, 2));
-    assert_null(gpuop_metrics_add(m, GPUOP_HISTOGRAM, "x", "", 0, NULL, up, 0));
-    assert_non_null(gpuop_metrics_add(m, GPUOP_GAUGE, "x", "", 0, NULL, NULL, 0));
-    assert_null(gpuop_metrics_add(m, GPUOP_COUNTER, "x", "", 0, NULL, NULL, 0)); /* duplicate */
+    assert_null(gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_GAUGE, "9bad", "", 0, NULL, NULL, 0}));
+    assert_null(gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_GAUGE, "bad-name", "", 0, NULL, NULL, 0}));
+    assert_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x", "", 1, bad, NULL, 0}));
+    assert_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x", "", 2, dup, NULL, 0}));
+    assert_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x", "", 1, rsv, NULL, 0}));
+    assert_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_HISTOGRAM, "x", "", 1, le, up, 2}));
+    assert_null(gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_HISTOGRAM, "x", "", 0, NULL, down, 2}));
+    assert_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_HISTOGRAM, "x", "", 0, NULL, up, 0}));
+    assert_non_null(
+        gpuop_metrics_add(m, &(struct gpuop_metric_def){GPUOP_GAUGE, "x", "", 0, NULL, NULL, 0}));
+    assert_null(gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_COUNTER, "x", "", 0, NULL, NULL, 0})); /* duplicate */
     gpuop_metrics_free(m);
 }
 
@@ -149,7 +163,8 @@ static void test_series_cap(void **state)
     struct gpuop_metrics *m;
     assert_int_equal(gpuop_metrics_new(&m), 0);
     const char *ln[] = {"k"};
-    struct gpuop_metric *c = gpuop_metrics_add(m, GPUOP_COUNTER, "x_total", "", 1, ln, NULL, 0);
+    struct gpuop_metric *c = gpuop_metrics_add(
+        m, &(struct gpuop_metric_def){GPUOP_COUNTER, "x_total", "", 1, ln, NULL, 0});
     char buf[32];
     const char *v[] = {buf};
     for (int i = 0; i < GPUOP_METRICS_MAX_SERIES; i++) {

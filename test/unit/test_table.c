@@ -165,7 +165,10 @@ static void test_random_against_reference(void **state)
     enum { BIG = 256 };
     struct slot *big = calloc(BIG, sizeof(*big));
     assert_non_null(big);
-    assert_int_equal(gpuop_table_rehash(big, BIG, t, CAP, sizeof(*t), slot_hash, NULL, NULL), n);
+    assert_int_equal(
+        gpuop_table_rehash(big, BIG, t, CAP,
+                           &(struct gpuop_table_move){.size = sizeof(*t), .hash_of = slot_hash}),
+        n);
     check(big, BIG, ref, n);
     /* and filtered: only even values move */
     struct slot evens[CAP] = {{0}};
@@ -176,13 +179,19 @@ static void test_random_against_reference(void **state)
         else if (ref[k])
             keep++;
     }
-    assert_int_equal(
-        gpuop_table_rehash(evens, CAP, big, BIG, sizeof(*big), slot_hash, even_value, NULL), keep);
+    assert_int_equal(gpuop_table_rehash(evens, CAP, big, BIG,
+                                        &(struct gpuop_table_move){.size = sizeof(*big),
+                                                                   .hash_of = slot_hash,
+                                                                   .keep = even_value}),
+                     keep);
     check(evens, CAP, ref, keep);
     free(big);
 
     /* an empty source moves nothing */
-    assert_int_equal(gpuop_table_rehash(evens, CAP, NULL, 0, sizeof(*t), slot_hash, NULL, NULL), 0);
+    assert_int_equal(
+        gpuop_table_rehash(evens, CAP, NULL, 0,
+                           &(struct gpuop_table_move){.size = sizeof(*t), .hash_of = slot_hash}),
+        0);
 }
 
 /* Pointer slots, as the map and the name index use: NULL is empty. */
