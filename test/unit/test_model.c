@@ -115,7 +115,7 @@ static void test_node_os(void **state)
     /* the pools of a set of nodes, sorted, each once */
     const struct gpuop_node *all[] = {c, a, b, a};
     struct gpuop_ospool set[4];
-    assert_int_equal(gpuop_ospool_collect(all, 4, set, 4, NULL), 2);
+    assert_int_equal(gpuop_ospool_collect(all, 4, false, set, 4, NULL), 2);
     assert_string_equal(set[0].tag, "rhel9");
     assert_string_equal(set[1].tag, "ubuntu24.04");
     /* two of the same OS after one another make the same pool, and the
@@ -123,7 +123,7 @@ static void test_node_os(void **state)
      * dropped too */
     size_t dropped = 0;
     const struct gpuop_node *two[] = {a, a, c, c};
-    assert_int_equal(gpuop_ospool_collect(two, 4, set, 1, &dropped), 1);
+    assert_int_equal(gpuop_ospool_collect(two, 4, false, set, 1, &dropped), 1);
     assert_int_equal(dropped, 2);
     /* the memo: every order of these nodes (a rhel9, b a bad major, c
      * ubuntu, d without VERSION_ID) gives what the plain call does */

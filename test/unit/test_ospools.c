@@ -77,7 +77,7 @@ static size_t collect(struct tnode *cur[], struct gpuop_ospool *set)
     for (int i = 0; i < NODES; i++)
         if (cur[i])
             list[n++] = &cur[i]->n;
-    return gpuop_ospool_collect(list, n, set, GPUOP_OSPOOL_MAX, NULL);
+    return gpuop_ospool_collect(list, n, false, set, GPUOP_OSPOOL_MAX, NULL);
 }
 
 static bool same_set(const struct gpuop_ospool *a, size_t na, const struct gpuop_ospool *b,
