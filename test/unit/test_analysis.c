@@ -468,8 +468,8 @@ static void test_daemonset_absent(void **state)
 }
 
 /* NFD's OS and kernel labels on a hand-built node (any may be NULL). */
-static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver,
-                          const char *major, const char *kernel)
+static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver, const char *major,
+                          const char *kernel)
 {
     const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel};
     size_t len = 0;
