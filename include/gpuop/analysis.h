@@ -159,7 +159,8 @@ struct gpuop_analysis_state {
     const struct gpuop_ds *osds[GPUOP_ANALYSIS_OS_DS_MAX]; /* borrowed; per-OS, by name */
     size_t nosds;
     bool per_os[GPUOP_OPERAND_MAX];
-    bool enforce; /* spec.ordering: enforce */
+    bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) */
+    bool enforce;                      /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
     int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */

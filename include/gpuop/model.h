@@ -177,11 +177,12 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
     bool mig_capable : 1;         /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
                                      "true", else nvidia.com/gpu.product names an A100, A30 or
                                      H100; never with nvidia.com/vgpu.host-driver-version */
-    uint8_t os_labels : 3;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
+    uint8_t os_labels : 4;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels it carries */
     uint8_t upgrade : 2;          /* enum gpuop_upgrade (the same byte as os_labels) */
-    char *os;                     /* their values, three consecutive strings ("" when absent):
-                                     ID, VERSION_ID, VERSION_ID.major; NULL when it carries
-                                     none. Read them with gpuop_node_os(). */
+    char *os;                     /* their values, four consecutive strings ("" when absent):
+                                     ID, VERSION_ID, VERSION_ID.major, kernel-version.full;
+                                     NULL when it carries none. Read them with
+                                     gpuop_node_os(). */
     struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
 };
 
@@ -196,11 +197,20 @@ enum gpuop_label_note {
 #define GPUOP_MODEL_NOTE_MAX 8192
 
 /* NFD's OS labels (node-feature-discovery's system-os_release source),
- * which the driver's image tag and OS pools come from (SPEC 4b). */
+ * which the driver's image tag and OS pools come from (SPEC 4b), and its
+ * kernel label, which precompiled drivers' images and pools add
+ * (NVIDIA/gpu-operator v26.7.0 internal/state/nodepool.go nfdKernelLabelKey). */
 #define GPUOP_LABEL_OS_ID      "feature.node.kubernetes.io/system-os_release.ID"
 #define GPUOP_LABEL_OS_VERSION "feature.node.kubernetes.io/system-os_release.VERSION_ID"
 #define GPUOP_LABEL_OS_MAJOR   "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
-enum gpuop_os_field { GPUOP_OS_ID, GPUOP_OS_VERSION, GPUOP_OS_MAJOR, GPUOP_OS_FIELDS };
+#define GPUOP_LABEL_KERNEL     "feature.node.kubernetes.io/kernel-version.full"
+enum gpuop_os_field {
+    GPUOP_OS_ID,
+    GPUOP_OS_VERSION,
+    GPUOP_OS_MAJOR,
+    GPUOP_OS_KERNEL,
+    GPUOP_OS_FIELDS
+};
 #define GPUOP_OS_HAS(f) (1u << (f))
 
 /* status.phase. A value no kubelet reports is kept as UNKNOWN. */

@@ -32,6 +32,12 @@
 /* The OS pool of a per-OS DaemonSet and its pods (SPEC 4b): in the
  * selector, so the pools' DaemonSets never select each other's pods. */
 #define GPUOP_LABEL_OS_POOL "gpuop.dev/os-pool"
+/* With precompiled drivers, a per-kernel pool's kernel (its node label
+ * kernel-version.full's value), in the selector beside the OS pool; and
+ * NVIDIA's label on its precompiled DaemonSets and their pods
+ * (controllers/state_manager.go precompiledIdentificationLabelKey). */
+#define GPUOP_LABEL_KERNEL_POOL "gpuop.dev/kernel-pool"
+#define GPUOP_LABEL_PRECOMPILED "nvidia.com/precompiled"
 
 /* onFailure rollback: the node label naming the pool DaemonSet whose
  * previous template runs on the node (its DaemonSet "<value>-rollback");

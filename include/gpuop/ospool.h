@@ -12,6 +12,17 @@
  * and VERSION_ID.major where the tag keeps only the major version, so
  * RHEL 9.4 and 9.6 nodes are the one pool rhel9.
  *
+ * Precompiled drivers (spec.driver.usePrecompiled) split each OS pool by
+ * kernel, as NVIDIA's getNodePools does with UsePrecompiledDrivers: the
+ * node label feature.node.kubernetes.io/kernel-version.full joins the
+ * pool's selector, the image tag is "<version>-<kernel>-<tag>"
+ * (api/nvidia/v1alpha1/nvidiadriver_types.go GetPrecompiledImagePath;
+ * controllers/object_controls.go resolveDriverTag for the ClusterPolicy),
+ * and the DaemonSet's name adds the kernel sanitized as NVIDIA's
+ * getSanitizedKernelVersion does (gpuop_ospool_ds_name). A pool always
+ * carries its node's kernel (kernel, "" when the node has no label); only
+ * a collect by kernel tells pools apart by it.
+ *
  * Pure: no I/O; model layer.
  */
 #ifndef GPUOP_OSPOOL_H
@@ -22,19 +33,27 @@
 
 #include "gpuop/model.h"
 
-/* Most OS pools handled (distinct OS tags among GPU nodes); more are
- * left without a driver DaemonSet and say so in the log. */
-#define GPUOP_OSPOOL_MAX 16
+/* Most OS pools handled (distinct OS tags among GPU nodes, or OS tags and
+ * kernels with precompiled drivers); more are left without a driver
+ * DaemonSet and say so in the log. */
+#define GPUOP_OSPOOL_MAX 32
 /* Longest OS tag: "gpuop-driver-<tag>" stays a DNS label (63), and the
  * image tag "<version>-<tag>" stays within 128. */
 #define GPUOP_OSPOOL_TAG_MAX 40
+/* Longest kernel: a label value's limit. */
+#define GPUOP_OSPOOL_KERNEL_MAX 63
+/* Longest DaemonSet name a pool makes: a DNS label, as NVIDIA's
+ * getDriverAppName keeps its names (it is also a label value: the
+ * rollback label names the pool's DaemonSet). */
+#define GPUOP_OSPOOL_NAME_MAX 63
 
 struct gpuop_ospool {
-    char tag[GPUOP_OSPOOL_TAG_MAX + 1];     /* "ubuntu24.04", "rhel9" */
-    char id[GPUOP_OSPOOL_TAG_MAX + 1];      /* the ID label's value: "rhel" */
-    char version[GPUOP_OSPOOL_TAG_MAX + 1]; /* the value selected on: VERSION_ID
-                                               ("24.04"), or the major version ("9") */
-    bool major_only;                        /* select on VERSION_ID.major (rhel, rocky, ol) */
+    char tag[GPUOP_OSPOOL_TAG_MAX + 1];       /* "ubuntu24.04", "rhel9" */
+    char id[GPUOP_OSPOOL_TAG_MAX + 1];        /* the ID label's value: "rhel" */
+    char version[GPUOP_OSPOOL_TAG_MAX + 1];   /* the value selected on: VERSION_ID
+                                                 ("24.04"), or the major version ("9") */
+    bool major_only;                          /* select on VERSION_ID.major (rhel, rocky, ol) */
+    char kernel[GPUOP_OSPOOL_KERNEL_MAX + 1]; /* kernel-version.full, "" without the label */
 };
 
 /* The pool of an OS: NVIDIA's tag rule on id and version_id (borrowed).
@@ -68,17 +87,37 @@ int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_me
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size);
 
 /* A pool named on the command line: "ubuntu24.04", "rhel9.4" (ID up to
- * the first digit) or "ID=VERSION_ID". Returns 0 or GPUOP_EINVAL. */
+ * the first digit) or "ID=VERSION_ID", each optionally followed by
+ * "/KERNEL" (a precompiled driver's kernel). Returns 0 or GPUOP_EINVAL. */
 int gpuop_ospool_parse(const char *s, struct gpuop_ospool *out);
 
-/* Adds p to set (n entries, room for max), kept sorted by tag, without
- * duplicates. Returns 1 added, 0 already there, GPUOP_ETOOBIG full. */
+/* Adds p to set (n entries, room for max), kept sorted by tag and kernel,
+ * without duplicates. Returns 1 added, 0 already there, GPUOP_ETOOBIG full. */
 int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const struct gpuop_ospool *p);
 
-/* The pools of the GPU nodes among nodes (borrowed), sorted by tag, into
- * set (room for max); returns how many. *dropped (may be NULL): the GPU
- * nodes whose pool found no room. Nodes without a pool are skipped. */
-size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes,
+/* The pools of the GPU nodes among nodes (borrowed), sorted by tag (and
+ * kernel), into set (room for max); returns how many. by_kernel: one pool
+ * per OS tag and kernel, nodes without the kernel label skipped; else the
+ * pools' kernel is "". *dropped (may be NULL): the GPU nodes whose pool
+ * found no room. Nodes without a pool are skipped. */
+size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes, bool by_kernel,
                             struct gpuop_ospool *set, size_t max, size_t *dropped);
+
+/* Kernel k as NVIDIA's getSanitizedKernelVersion makes it fit a name:
+ * x86_64, x86_64_64k, aarch64 and aarch64_64k removed, '_' made '.', one
+ * trailing '.' dropped, lower case. Returns its length (truncated to
+ * size). */
+int gpuop_ospool_kernel_sanitized(const char *k, char *buf, size_t size);
+
+/* The DaemonSet name of prefix's pool p: "<prefix>-<tag>", or with
+ * by_kernel and a kernel "<prefix>-<sanitized kernel>-<tag>" (the
+ * ClusterPolicy's precompiled name, transformPrecompiledDriverDaemonset).
+ * A name longer than GPUOP_OSPOOL_NAME_MAX, or not a DNS subdomain, is
+ * cut and ends in "-<hash>" of the kernel and tag, as NVIDIA's
+ * getDriverAppName cuts its prefix before utils.GetStringHash (FNV-1a 32,
+ * its decimal digits encoded by rand.SafeEncodeString). Returns the
+ * length written (as snprintf). */
+int gpuop_ospool_ds_name(const char *prefix, const struct gpuop_ospool *p, bool by_kernel,
+                         char *buf, size_t size);
 
 #endif

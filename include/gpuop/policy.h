@@ -171,7 +171,9 @@ struct gpuop_driver_opts {
     char *secret_env;                /* secretEnv: a Secret whose keys become environment */
     bool rdma;                       /* rdma.enabled: GPUDirect RDMA, the nvidia-peermem sidecar */
     bool host_mofed;                 /* rdma.useHostMofed: MOFED installed on the host */
-    bool precompiled;                /* usePrecompiled: true was asked (refused, compat.c) */
+    bool precompiled;                /* usePrecompiled: one DaemonSet per OS pool and kernel,
+                                        images "<version>-<kernel>-<os>" (ospool.h); false
+                                        when refused (a digest or full reference) */
     struct gpuop_driver_sidecar gds; /* spec.gds: the nvidia-fs sidecar */
     struct gpuop_driver_sidecar gdrcopy; /* spec.gdrcopy: the nvidia-gdrcopy sidecar */
 };

@@ -23,7 +23,8 @@ enum gpuop_kind {
 enum gpuop_reason {
     /* Missing, in the order an engineer checks */
     GPUOP_REASON_DAEMONSET_ABSENT = 0,
-    GPUOP_REASON_OS_LABELS_MISSING, /* the per-OS driver's image needs the node's OS */
+    GPUOP_REASON_OS_LABELS_MISSING,    /* the per-OS driver's image needs the node's OS */
+    GPUOP_REASON_KERNEL_LABEL_MISSING, /* a precompiled driver's image needs its kernel */
     GPUOP_REASON_TAINT_NOT_TOLERATED,
     GPUOP_REASON_POD_NOT_CREATED,
     GPUOP_REASON_POD_UNSCHEDULABLE,

@@ -28,8 +28,14 @@
  * not a digest). */
 bool gpuop_render_per_os(const struct gpuop_policy *p, int operand);
 
+/* True when operand's per-OS DaemonSets are per OS pool and kernel: the
+ * driver with spec.driver.usePrecompiled (ospool.h). */
+bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand);
+
 /* The DaemonSet name of operand for pool (NULL: none): "<ds_name>-<tag>"
- * when the operand is per OS, else the table's; snprintf's return. */
+ * when the operand is per OS, "<ds_name>-<sanitized kernel>-<tag>" (or
+ * cut with a hash, gpuop_ospool_ds_name) when it is per kernel and the
+ * pool has one, else the table's; snprintf's return. */
 int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
                          char *buf, size_t size);
 
@@ -37,7 +43,10 @@ int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct
  * ns: new reference, NULL on out-of-memory or a bad operand index. p, pool
  * and ns are borrowed. A per-OS operand's DaemonSet for a pool is named
  * "<ds_name>-<tag>", its image tag gets "-<tag>", it selects the pool's OS
- * labels and carries the pool label; pool is ignored for other operands.
+ * labels and carries the pool label; per kernel (a precompiled driver and
+ * a pool with a kernel) the name and tag get the kernel too
+ * ("-<kernel>-<tag>"), and the kernel label joins the nodeSelector and
+ * the pool labels; pool is ignored for other operands.
  * Rendered whether or not the operand is enabled. */
 json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
                                   const struct gpuop_ospool *pool, const char *ns);
@@ -59,7 +68,8 @@ json_t *gpuop_render_daemonset(const struct gpuop_policy *p, int operand, const 
 
 /* New array of the DaemonSets of the enabled operands, in operand-table
  * order; a per-OS operand gives one per pool of pools (npools, borrowed,
- * in their order), none when there is none. NULL on out-of-memory. */
+ * in their order; per kernel, one per pool with a kernel), none when there
+ * is none. NULL on out-of-memory. */
 json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
                          const struct gpuop_ospool *pools, size_t npools);
 

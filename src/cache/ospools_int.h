@@ -4,11 +4,12 @@
  * DaemonSets can have changed without walking the nodes.
  *
  * A pool is counted by its whole identity (tag, ID, the version selected
- * on): changes moves when one appears or its last GPU node leaves. The
+ * on, the kernel: precompiled drivers have a DaemonSet per OS pool and
+ * kernel): changes moves when one appears or its last GPU node leaves. The
  * apply stage collects the pools in node order and keeps the first of a
- * tag and the first GPUOP_OSPOOL_MAX tags, so while two identities share
- * a tag or there are more pools than that, which pools it keeps may move
- * with any node of a pool: then every change of a node with a pool moves
+ * tag (and kernel) and the first GPUOP_OSPOOL_MAX, so while two OS
+ * identities share a tag or there are more pools than that, which pools it
+ * keeps may move with any node of a pool: then every change of a node with a pool moves
  * the counter. A count that could not be stored (out of memory) makes it
  * move on every node change from then on.
  */
@@ -22,8 +23,10 @@
 #include "gpuop/model.h"
 
 struct gpuop_ospools {
-    struct gpuop_map ids;  /* identity -> GPU nodes in it (a count in the pointer) */
-    struct gpuop_map tags; /* tag -> identities with it (a count in the pointer) */
+    struct gpuop_map ids;  /* identity, kernel included -> GPU nodes in it (a count in the
+                              pointer) */
+    struct gpuop_map oses; /* identity without the kernel -> identities with it (a count) */
+    struct gpuop_map tags; /* tag -> OS identities with it (a count in the pointer) */
     uint64_t changes;
     bool lost; /* a count was not stored: every node change moves changes */
 };

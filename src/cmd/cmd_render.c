@@ -99,7 +99,7 @@ static json_t *first_policy(json_t *docs)
  * the count, or -1 after saying what is wrong. */
 static int parse_pools(const char *list, struct gpuop_ospool *pools)
 {
-    char item[2 * GPUOP_OSPOOL_TAG_MAX + 2];
+    char item[2 * GPUOP_OSPOOL_TAG_MAX + GPUOP_OSPOOL_KERNEL_MAX + 3];
     size_t n = 0;
     for (const char *s = list; s && *s;) {
         size_t len = strcspn(s, ",");
@@ -108,7 +108,8 @@ static int parse_pools(const char *list, struct gpuop_ospool *pools)
         if (len == 0 || len >= sizeof(item) || gpuop_ospool_parse(item, &p) < 0) {
             fprintf(stderr,
                     "gpuop render: --os: '%.*s' is not an OS pool (ID and VERSION_ID as NFD "
-                    "labels them, e.g. ubuntu24.04, rhel9.4 or ubuntu=24.04)\n",
+                    "labels them, e.g. ubuntu24.04, rhel9.4 or ubuntu=24.04, and /KERNEL for "
+                    "a precompiled driver, e.g. ubuntu24.04/6.8.0-45-generic)\n",
                     (int)len, s);
             return -1;
         }
@@ -250,6 +251,13 @@ int gpuop_cmd_render(int argc, char **argv)
             fprintf(stderr,
                     "note: %s: one DaemonSet per OS pool of the nodes (its image %s gets the "
                     "node's OS tag); name the pools with --os, e.g. --os ubuntu24.04,rhel9.4\n",
+                    gpuop_operand_get(o)->ds_name, pol.operands[o].image);
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        if (pol.operands[o].enabled && gpuop_render_by_kernel(&pol, o))
+            fprintf(stderr,
+                    "note: %s: precompiled, one DaemonSet per OS pool and kernel (its image "
+                    "%s-<kernel>-<os>); an --os pool without /KERNEL renders none, e.g. --os "
+                    "ubuntu24.04/6.8.0-45-generic\n",
                     gpuop_operand_get(o)->ds_name, pol.operands[o].image);
     dss = gpuop_render_all(&pol, a.ns, a.pools, (size_t)a.npools);
     json_t *extras = dss ? gpuop_render_extras(&pol, a.ns) : NULL;

@@ -42,6 +42,9 @@
  * DaemonSet deleted, and so has the plain gpuop-driver. The other way round
  * (a full reference or a digest) the pools' DaemonSets are deleted and the
  * one gpuop-driver is applied. The operand's result sums the pools up.
+ * With precompiled drivers a pool is an OS pool and a kernel
+ * (gpuop-driver-6.8.0-45-generic-ubuntu24.04): the same records, the
+ * same deletes when a kernel's last GPU node goes.
  *
  * The stage is its own reconcile ("apply:<policy>", controller.c), queued
  * only when what it reads may have changed: the policy, the caches'
@@ -488,7 +491,8 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
     if (per_os) {
         c->pool_operand = i;
         c->pool_failed = false;
-        npools = gpuop_ospool_collect(v.nodes, v.nnodes, pools, GPUOP_OSPOOL_MAX, &dropped);
+        npools = gpuop_ospool_collect(v.nodes, v.nnodes, gpuop_render_by_kernel(&c->policy, i),
+                                      pools, GPUOP_OSPOOL_MAX, &dropped);
         if (dropped)
             gpuop_warn(c->kobj,
                        "%zu GPU node(s) are in OS pools beyond the first %d: no %s "

@@ -482,17 +482,18 @@ enum fact {
     F_RUNNING = 1u << 12,       /* running(N,O) */
     F_HELD = 1u << 13,          /* ordering: enforce, a prerequisite's label keeps it off */
     /* Missing: why (only judged when expected, not running, not held) */
-    F_OS_UNKNOWN = 1u << 14, /* per-OS operand: the node's OS labels make no pool */
-    F_DS_ABSENT = 1u << 15,  /* its DaemonSet (its pool's) is absent */
-    F_TAINTED = 1u << 16,    /* a NoSchedule/NoExecute taint its pods do not tolerate */
-    F_NO_POD = 1u << 17,     /* no pod of it on the node yet */
-    F_DELETED = 1u << 18,    /* its pod is being deleted */
-    F_UNSCHED = 1u << 19,    /* its pod waits: Unschedulable */
-    F_PULL = 1u << 20,       /* ... an image pull failure */
-    F_CRASH = 1u << 21,      /* ... CrashLoopBackOff */
-    F_GATED = 1u << 22,      /* ... held in an init-container gate */
-    F_PENDING = 1u << 23,    /* ... not bound, no phase or Pending */
-    F_PHASE_RUN = 1u << 24,  /* ... phase Running (so not Ready) */
+    F_OS_UNKNOWN = 1u << 14,     /* per-OS operand: the node's OS labels make no pool */
+    F_KERNEL_UNKNOWN = 1u << 29, /* per-kernel operand: the node lacks the kernel label */
+    F_DS_ABSENT = 1u << 15,      /* its DaemonSet (its pool's) is absent */
+    F_TAINTED = 1u << 16,        /* a NoSchedule/NoExecute taint its pods do not tolerate */
+    F_NO_POD = 1u << 17,         /* no pod of it on the node yet */
+    F_DELETED = 1u << 18,        /* its pod is being deleted */
+    F_UNSCHED = 1u << 19,        /* its pod waits: Unschedulable */
+    F_PULL = 1u << 20,           /* ... an image pull failure */
+    F_CRASH = 1u << 21,          /* ... CrashLoopBackOff */
+    F_GATED = 1u << 22,          /* ... held in an init-container gate */
+    F_PENDING = 1u << 23,        /* ... not bound, no phase or Pending */
+    F_PHASE_RUN = 1u << 24,      /* ... phase Running (so not Ready) */
     /* only judged while it runs */
     F_ADV_NOTHING = 1u << 25, /* device plugin Ready past the grace, the node advertises none */
     F_STUCK = 1u << 26,       /* its pod terminating past the grace */
@@ -550,6 +551,7 @@ static const struct row not_running[] = {
  * (SPEC 5): DaemonSet absent -> taint -> no pod yet -> pod not running. */
 static const struct row diagnosis[] = {
     {F_OS_UNKNOWN, 0, GPUOP_REASON_OS_LABELS_MISSING, CELL_KEEP, R_OS, P_NONE},
+    {F_KERNEL_UNKNOWN, 0, GPUOP_REASON_KERNEL_LABEL_MISSING, CELL_KEEP, R_NONE, P_NONE},
     {F_DS_ABSENT, 0, GPUOP_REASON_DAEMONSET_ABSENT, CELL_KEEP, R_DS_NAME, P_NONE},
     {F_TAINTED, 0, GPUOP_REASON_TAINT_NOT_TOLERATED, CELL_KEEP, R_TAINT, P_POOL_DS},
     {F_NO_POD, 0, GPUOP_REASON_POD_NOT_CREATED, CELL_KEEP, R_NONE, P_POOL_DS},
@@ -655,7 +657,11 @@ static int ds_facts(struct gpuop_findings *f, const struct gpuop_node *n, int o,
         k->text = gpuop_arena_strdup(&f->names, text);
         return k->text ? 0 : GPUOP_ENOMEM;
     }
-    snprintf(name, sizeof(name), "%s-%s", gpuop_operand_get(o)->ds_name, pool.tag);
+    if (s->by_kernel[o] && !pool.kernel[0]) {
+        k->has |= F_KERNEL_UNKNOWN; /* the label is the message's own: no text */
+        return 0;
+    }
+    gpuop_ospool_ds_name(gpuop_operand_get(o)->ds_name, &pool, s->by_kernel[o], name, sizeof(name));
     for (size_t i = 0, at = 0; i < s->nosds; i++) {
         const struct gpuop_ds *d = s->osds[i];
         bool mine = (d->operand >= 0 ? d->operand : gpuop_operand_by_ds(d->name)) == o;
@@ -728,7 +734,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
             return 0;
         }
         int rc = ds_facts(f, nd, o, k);
-        if (rc < 0 || (k->has & (F_OS_UNKNOWN | F_DS_ABSENT)))
+        if (rc < 0 || (k->has & (F_OS_UNKNOWN | F_KERNEL_UNKNOWN | F_DS_ABSENT)))
             return rc;
         k->taint = untolerated(nd, k->ds);
         k->has |= k->taint ? F_TAINTED : !pod ? F_NO_POD : pod_facts(pod);
@@ -1015,8 +1021,10 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
         s->prereq[o] = (int8_t)gpuop_policy_prereq(p, o); /* dcgm-exporter's: dcgm when on */
 
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
-    for (int o = 0; o < nops; o++)
+    for (int o = 0; o < nops; o++) {
         s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
+        s->by_kernel[o] = s->per_os[o] && gpuop_render_by_kernel(p, o);
+    }
     choose_ds(s, nops, ds, nds);
     s->ds_fp = ds_fingerprint(s, nops);
     for (int o = 0; o < nops; o++)

@@ -70,6 +70,19 @@ static const struct gpuop_reason_info reasons[] = {
          "full reference (or spec.<key>.version a sha256: digest): then one DaemonSet runs on "
          "every node whatever its OS.",
          NULL, NULL, true},
+    [GPUOP_REASON_KERNEL_LABEL_MISSING] =
+        {M, "KernelLabelMissing",
+         "The <operand> is precompiled (spec.<key>.usePrecompiled), its image chosen by the "
+         "node's OS and kernel, and the node lacks "
+         "feature.node.kubernetes.io/kernel-version.full, so no <operand> DaemonSet selects it.",
+         "With precompiled drivers the image's tag names the node's kernel "
+         "(<version>-<kernel>-<ID><VERSION_ID>, the kernel from node-feature-discovery's "
+         "kernel-version.full label) and each kernel has its own DaemonSet, as NVIDIA's GPU "
+         "Operator does; a node without the label is in none.",
+         "Run node-feature-discovery on the node (its kernel source sets "
+         "feature.node.kubernetes.io/kernel-version.full), or set spec.<key>.usePrecompiled: "
+         "false to build the driver on the node.",
+         NULL, NULL, true},
     [GPUOP_REASON_TAINT_NOT_TOLERATED] =
         {M, "TaintNotTolerated",
          "Taint <detail> on the node is not tolerated by DaemonSet <ds>, so no <operand> pod "

@@ -2,6 +2,7 @@
  * ospool.c - OS pools and the driver's OS tag (SPEC 4b; see ospool.h for
  * NVIDIA's rule and where it was read).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,9 @@ int gpuop_ospool_of_node(const struct gpuop_node *n, struct gpuop_ospool *out, u
         memset(out, 0, sizeof(*out)); /* VERSION_ID.major disagrees with VERSION_ID */
         return GPUOP_EINVAL;
     }
+    const char *kernel = gpuop_node_os(n, GPUOP_OS_KERNEL);
+    if (rc == 0 && kernel && strlen(kernel) <= GPUOP_OSPOOL_KERNEL_MAX)
+        memcpy(out->kernel, kernel, strlen(kernel) + 1); /* a label value: never longer */
     return rc;
 }
 
@@ -104,7 +108,7 @@ int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_me
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 {
     static const char *const names[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
-                                                       GPUOP_LABEL_OS_MAJOR};
+                                                       GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL};
     int count = 0, total = 0, len = 0;
     if (size)
         buf[0] = '\0';
@@ -124,17 +128,24 @@ int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 
 int gpuop_ospool_parse(const char *s, struct gpuop_ospool *out)
 {
-    char id[GPUOP_OSPOOL_TAG_MAX + 1];
-    const char *eq = s ? strchr(s, '=') : NULL;
-    size_t n;
-    if (!s)
+    char id[GPUOP_OSPOOL_TAG_MAX + 1], os[2 * GPUOP_OSPOOL_TAG_MAX + 2];
+    const char *slash = s ? strchr(s, '/') : NULL;
+    size_t n, oslen = slash ? (size_t)(slash - s) : s ? strlen(s) : 0;
+    if (!s || oslen >= sizeof(os) ||
+        (slash && (!slash[1] || strlen(slash + 1) > GPUOP_OSPOOL_KERNEL_MAX)))
         return GPUOP_EINVAL;
-    n = eq ? (size_t)(eq - s) : strcspn(s, "0123456789");
-    if (n == 0 || n > GPUOP_OSPOOL_TAG_MAX || !s[n] || (eq && !s[n + 1]))
+    memcpy(os, s, oslen);
+    os[oslen] = '\0';
+    const char *eq = strchr(os, '=');
+    n = eq ? (size_t)(eq - os) : strcspn(os, "0123456789");
+    if (n == 0 || n > GPUOP_OSPOOL_TAG_MAX || !os[n] || (eq && !os[n + 1]))
         return GPUOP_EINVAL;
-    memcpy(id, s, n);
+    memcpy(id, os, n);
     id[n] = '\0';
-    return gpuop_ospool_make(id, eq ? s + n + 1 : s + n, out);
+    int rc = gpuop_ospool_make(id, eq ? os + n + 1 : os + n, out);
+    if (rc == 0 && slash)
+        snprintf(out->kernel, sizeof(out->kernel), "%s", slash + 1);
+    return rc;
 }
 
 int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const struct gpuop_ospool *p)
@@ -142,6 +153,8 @@ int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const stru
     size_t i = 0;
     for (; i < *n; i++) {
         int c = strcmp(set[i].tag, p->tag);
+        if (c == 0)
+            c = strcmp(set[i].kernel, p->kernel);
         if (c == 0)
             return 0;
         if (c > 0)
@@ -155,7 +168,7 @@ int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const stru
     return 1;
 }
 
-size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes,
+size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes, bool by_kernel,
                             struct gpuop_ospool *set, size_t max, size_t *dropped)
 {
     size_t n = 0, over = 0;
@@ -164,8 +177,11 @@ size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes
     bool hit, full = false; /* the last pool did not fit */
     for (size_t i = 0; i < nnodes; i++) {
         if (!nodes[i] || !nodes[i]->gpu ||
-            gpuop_ospool_of_node_memo(nodes[i], &memo, &p, NULL, &hit) < 0)
+            gpuop_ospool_of_node_memo(nodes[i], &memo, &p, NULL, &hit) < 0 ||
+            (by_kernel && !p.kernel[0]))
             continue;
+        if (!by_kernel)
+            p.kernel[0] = '\0';
         if (!hit) /* the last node's pool is in the set already, or did not fit */
             full = gpuop_ospool_add(set, &n, max, &p) == GPUOP_ETOOBIG;
         over += full;
@@ -173,4 +189,100 @@ size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes
     if (dropped)
         *dropped = over;
     return n;
+}
+
+/* ---- precompiled drivers' names (ospool.h) ---- */
+
+/* The architectures NVIDIA's getSanitizedKernelVersion removes, longest
+ * first where one is the other's start (its regular expression
+ * "x86_64(?:_64k)?|aarch64(?:_64k)?" is greedy). */
+static size_t arch_at(const char *s)
+{
+    static const char *const arch[] = {"x86_64_64k", "x86_64", "aarch64_64k", "aarch64"};
+    for (size_t i = 0; i < sizeof(arch) / sizeof(arch[0]); i++)
+        if (!strncmp(s, arch[i], strlen(arch[i])))
+            return strlen(arch[i]);
+    return 0;
+}
+
+int gpuop_ospool_kernel_sanitized(const char *k, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (!size)
+        return 0;
+    for (; k && *k && len + 1 < size;) {
+        size_t a = arch_at(k);
+        if (a) {
+            k += a;
+            continue;
+        }
+        char c = *k++;
+        buf[len++] = c == '_' ? '.' : (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    }
+    if (len && buf[len - 1] == '.')
+        len--;
+    buf[len] = '\0';
+    return (int)len;
+}
+
+/* A DNS subdomain (RFC 1123) of at most GPUOP_OSPOOL_NAME_MAX: lower-case
+ * alphanumerics, '-' and '.', each dot-separated part starting and ending
+ * alphanumeric. */
+static bool subdomain_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (!len || len > GPUOP_OSPOOL_NAME_MAX || !name_chars(s))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+        if ((s[i] == '-' || s[i] == '.') && edge)
+            return false;
+    }
+    return true;
+}
+
+/* NVIDIA's utils.GetStringHash: FNV-1a 32 of s, its decimal digits each
+ * mapped by k8s.io/apimachinery rand.SafeEncodeString. */
+static void nvidia_hash(const char *s, char *out, size_t size)
+{
+    static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
+    uint32_t h = 2166136261u;
+    char dec[16];
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    snprintf(dec, sizeof(dec), "%u", (unsigned)h);
+    size_t i = 0;
+    for (; dec[i] && i + 1 < size; i++)
+        out[i] = alphanums[(unsigned char)dec[i] % (sizeof(alphanums) - 1)];
+    out[i] = '\0';
+}
+
+int gpuop_ospool_ds_name(const char *prefix, const struct gpuop_ospool *p, bool by_kernel,
+                         char *buf, size_t size)
+{
+    char full[GPUOP_OSPOOL_NAME_MAX * 4], kern[GPUOP_OSPOOL_KERNEL_MAX + 1];
+    char key[GPUOP_OSPOOL_KERNEL_MAX + GPUOP_OSPOOL_TAG_MAX + 2], hash[16];
+    if (!by_kernel || !p->kernel[0])
+        return snprintf(buf, size, "%s-%s", prefix, p->tag);
+    gpuop_ospool_kernel_sanitized(p->kernel, kern, sizeof(kern));
+    snprintf(full, sizeof(full), "%s-%s-%s", prefix, kern, p->tag);
+    if (subdomain_ok(full))
+        return snprintf(buf, size, "%s", full);
+    snprintf(key, sizeof(key), "%s-%s", p->kernel, p->tag);
+    nvidia_hash(key, hash, sizeof(hash));
+    /* the prefix cut to leave "-<hash>", then up to its first break of
+       the subdomain rule, and no '-' or '.' at its end */
+    size_t cut = GPUOP_OSPOOL_NAME_MAX - 1 - strlen(hash);
+    if (strlen(full) > cut)
+        full[cut] = '\0';
+    for (size_t i = 1; full[i]; i++)
+        if ((full[i] == '.' || full[i] == '-') && (full[i - 1] == '.' || full[i - 1] == '-') &&
+            (full[i] == '.' || full[i - 1] == '.')) {
+            full[i - 1] = '\0';
+            break;
+        }
+    size_t len = strlen(full);
+    while (len && (full[len - 1] == '-' || full[len - 1] == '.'))
+        full[--len] = '\0';
+    return snprintf(buf, size, "%s-%s", full, hash);
 }

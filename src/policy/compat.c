@@ -55,9 +55,6 @@ static const struct refused refused[] = {
     {"spec", "psa", IF_ENABLED,
      "gpuop does not label namespaces for Pod Security Admission: label its namespace "
      "pod-security.kubernetes.io/enforce=privileged yourself, ignored"},
-    {"spec.driver", "usePrecompiled", IF_ENABLED,
-     "precompiled driver images are not selected by gpuop: name one in spec.driver.image, "
-     "ignored"},
     {"spec.driver", "useOpenKernelModules", IF_ENABLED,
      "deprecated, and no longer honoured by NVIDIA's GPU Operator (v26.7.0) either: set "
      "spec.driver.kernelModuleType: open, ignored"},

@@ -1542,9 +1542,15 @@ static void parse_rdma(struct gpuop_policy *p, const char *field, json_t *v)
 }
 
 /* The spec.driver keys parse_driver_option reads. */
-static const char *const driver_options[] = {
-    "kernelModuleType", "kernelModuleConfig", "repoConfig", "certConfig",
-    "licensingConfig",  "secretEnv",          "rdma",       NULL};
+static const char *const driver_options[] = {"kernelModuleType",
+                                             "kernelModuleConfig",
+                                             "repoConfig",
+                                             "certConfig",
+                                             "licensingConfig",
+                                             "secretEnv",
+                                             "rdma",
+                                             "usePrecompiled",
+                                             NULL};
 
 static bool driver_option(const char *key)
 {
@@ -1581,6 +1587,14 @@ static int parse_driver_option(struct gpuop_policy *p, const char *field, const 
         return parse_licensing(p, field, v);
     if (!strcmp(key, "secretEnv"))
         return parse_object_name(p, field, v, "Secret", &d->secret_env);
+    if (!strcmp(key, "usePrecompiled")) {
+        if (json_is_boolean(v))
+            d->precompiled = json_is_true(v);
+        else
+            problem(p, field, "must be true or false, not %s; using false",
+                    describe(v, vbuf, sizeof(vbuf)));
+        return 0;
+    }
     parse_rdma(p, field, v);
     return 0;
 }
@@ -1684,6 +1698,32 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
     return parse_sidecar_image(p, path, &sidecar_rows[row], sc, jrepo, jimage, jversion);
 }
 
+/* Precompiled drivers need an image tag to extend: "<version>-<kernel>-<os>"
+ * (NVIDIA's GetPrecompiledImagePath, which refuses a digest: "specifying
+ * image digest is not supported when precompiled is enabled"); a full
+ * reference is used as it is by gpuop (parse_image), so it is refused
+ * too, and so is a version leaving no room in the 128 characters of a tag
+ * for the longest kernel and OS tag. Refused, the driver is compiled. */
+static void check_precompiled(struct gpuop_policy *p)
+{
+    const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
+    const char *why = NULL;
+    if (!p->driver.precompiled || !drv->enabled || drv->held)
+        return;
+    const char *colon = drv->image ? strrchr(drv->image, ':') : NULL;
+    if (!drv->os_tag)
+        why = "NVIDIA's precompiled images are tagged <version>-<kernel>-<os> and spec.driver's "
+              "image is a full reference or a digest (which NVIDIA's GPU Operator refuses with "
+              "precompiled drivers too): give spec.driver.repository, image and version";
+    else if (colon && strlen(colon + 1) > 128 - 2 - GPUOP_OSPOOL_TAG_MAX - GPUOP_OSPOOL_KERNEL_MAX)
+        why = "spec.driver.version leaves no room in an image tag (128 characters) for the "
+              "node's kernel and OS tag";
+    if (!why)
+        return;
+    problem(p, "spec.driver.usePrecompiled", "is not used, the driver is compiled: %s", why);
+    p->driver.precompiled = false;
+}
+
 /* What the options need of the rest of the policy, once all is parsed:
  * the sidecars live in the driver's DaemonSet, are refused with
  * precompiled drivers as NVIDIA refuses them (transformGDSContainer,
@@ -1695,6 +1735,7 @@ static void check_driver_opts(struct gpuop_policy *p)
     int d = gpuop_operand_by_key("driver");
     const struct gpuop_operand_spec *drv = &p->operands[d];
     char field[FIELD_MAX];
+    check_precompiled(p);
     for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
         struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
         const char *why = NULL;
@@ -1925,8 +1966,6 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
         } else {
-            if (!strcmp(op->key, "driver") && !strcmp(key, "usePrecompiled"))
-                p->driver.precompiled = json_is_true(e); /* refused; the sidecars follow it */
             other_field(p, path, key, e, operand_fields);
         }
         if (rc)

@@ -1645,6 +1645,13 @@ static bool label_value_ok(const char *s)
     return true;
 }
 
+/* The kernel of a precompiled driver's pool (borrowed), or NULL: pool is
+ * only given for the per-OS operand, the driver. */
+static const char *kernel_of(const struct gpuop_policy *p, const struct gpuop_ospool *pool)
+{
+    return pool && p->driver.precompiled && pool->kernel[0] ? pool->kernel : NULL;
+}
+
 /* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
  * Manager and NVIDIA's tools select the operand pods by it), then the
  * policy's labels. */
@@ -1652,10 +1659,13 @@ static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *
                       const struct gpuop_ospool *pool)
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
-    json_t *l = json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
-                          GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
-                          GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
-                          GPUOP_LABEL_APP, op->app, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
+    const char *kernel = kernel_of(p, pool);
+    json_t *l =
+        json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
+                  GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
+                  GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
+                  GPUOP_LABEL_APP, op->app, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL,
+                  GPUOP_LABEL_KERNEL_POOL, kernel, GPUOP_LABEL_PRECOMPILED, kernel ? "true" : NULL);
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;
@@ -1812,16 +1822,19 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
 }
 
 /* New: the nodeSelector, the deploy label "true" and, for an OS pool, its
- * OS labels as NVIDIA's driver pools select them (ospool.h). */
-static json_t *node_selector(const struct gpuop_operand *op, const struct gpuop_ospool *pool)
+ * OS labels as NVIDIA's driver pools select them (ospool.h), and its
+ * kernel for a precompiled driver (getNodePools, nfdKernelLabelKey). */
+static json_t *node_selector(const struct gpuop_policy *p, const struct gpuop_operand *op,
+                             const struct gpuop_ospool *pool)
 {
     char key[128];
     snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
     if (!pool)
         return json_pack("{s:s}", key, "true");
-    return json_pack("{s:s, s:s, s:s}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
+    const char *kernel = kernel_of(p, pool);
+    return json_pack("{s:s, s:s, s:s, s:s*}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
                      pool->major_only ? GPUOP_LABEL_OS_MAJOR : GPUOP_LABEL_OS_VERSION,
-                     pool->version);
+                     pool->version, GPUOP_LABEL_KERNEL, kernel);
 }
 
 /* New: the secrets of a (borrowed), then those of b (borrowed, may be
@@ -1868,7 +1881,7 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= json_object_set_new(s, "runtimeClassName",
                                   t->runtime_class ? json_string(t->runtime_class) : json_null());
     if (!rc)
-        rc |= json_object_set_new(s, "nodeSelector", node_selector(op, pool));
+        rc |= json_object_set_new(s, "nodeSelector", node_selector(p, op, pool));
     if (!rc)
         rc |= put_affinity(s, p, idx);
     if (!rc)
@@ -1961,6 +1974,12 @@ bool gpuop_render_per_os(const struct gpuop_policy *p, int operand)
     return op && p && op->per_os && p->operands[operand].os_tag;
 }
 
+bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand)
+{
+    return gpuop_render_per_os(p, operand) && p->driver.precompiled &&
+           operand == gpuop_operand_by_key("driver");
+}
+
 int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
                          char *buf, size_t size)
 {
@@ -1968,7 +1987,8 @@ int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct
     if (!op)
         return snprintf(buf, size, "%s", "");
     if (pool && gpuop_render_per_os(p, operand))
-        return snprintf(buf, size, "%s-%s", op->ds_name, pool->tag);
+        return gpuop_ospool_ds_name(op->ds_name, pool, gpuop_render_by_kernel(p, operand), buf,
+                                    size);
     return snprintf(buf, size, "%s", op->ds_name);
 }
 
@@ -1985,8 +2005,9 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
     if (!gpuop_render_per_os(p, operand))
         pool = NULL; /* a full reference or a digest: one DaemonSet, as it is */
     gpuop_render_ds_name(p, operand, pool, name, sizeof(name));
-    snprintf(image, sizeof(image), "%s%s%s", p->operands[operand].image, pool ? "-" : "",
-             pool ? pool->tag : "");
+    const char *kernel = kernel_of(p, pool); /* "<version>-<kernel>-<tag>", precompiled */
+    snprintf(image, sizeof(image), "%s%s%s%s%s", p->operands[operand].image, kernel ? "-" : "",
+             kernel ? kernel : "", pool ? "-" : "", pool ? pool->tag : "");
     t.container = op->name;
     t.pool = pool;
     t.image = image;
@@ -1998,8 +2019,9 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
         tmpl_free(&t);
         return NULL;
     }
-    sel = json_pack("{s:s, s:s, s:s*}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
-                    GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL);
+    sel = json_pack("{s:s, s:s, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
+                    GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL,
+                    GPUOP_LABEL_KERNEL_POOL, kernel);
     ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
                    "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
                    "selector", "matchLabels", sel, "updateStrategy", update_strategy(p, op),
@@ -2029,8 +2051,10 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (!p->operands[i].enabled)
             continue;
-        bool per_os = gpuop_render_per_os(p, i);
+        bool per_os = gpuop_render_per_os(p, i), by_kernel = gpuop_render_by_kernel(p, i);
         for (size_t k = 0; k < (per_os ? npools : 1); k++) {
+            if (by_kernel && !pools[k].kernel[0])
+                continue; /* a precompiled driver needs the pool's kernel */
             if (json_array_append_new(
                     all, gpuop_render_daemonset_os(p, i, per_os ? &pools[k] : NULL, ns))) {
                 json_decref(all);

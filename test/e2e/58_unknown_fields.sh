@@ -2,8 +2,10 @@
 # End-to-end: no silent pruning (issue 38 item 5; docs/operations.md,
 # "Fields gpuop does not implement"). The CRD keeps unknown keys in spec and
 # in every object under it, so against the real API server:
-#   a merge patch of spec.driver.usePrecompiled: true stays on the object
-#     (read back) and gpuop's Reconciled=False condition names the field,
+#   a merge patch of spec.driver.useNvidiaDriverCRD: true stays on the
+#     object (read back) and gpuop's Reconciled=False condition names the
+#     field (spec.driver.usePrecompiled was the example until gpuop
+#     implemented it, issue 38),
 #     the rest of the policy still applied; removing it clears the condition;
 #   `kubectl apply --validate=false` of the policy with spec.sandboxWorkloads
 #     keeps it, and the condition names spec.sandboxWorkloads (spec.cdi,
@@ -40,14 +42,14 @@ export NAME
 wait_for 60 kc -n "$GPUOP_NS" get ds gpuop-device-plugin
 wait_for 60 reconciled True
 
-log "merge patch spec.driver.usePrecompiled: true: kept, and named by gpuop"
-out=$(kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"usePrecompiled":true}}}' 2>&1)
+log "merge patch spec.driver.useNvidiaDriverCRD: true: kept, and named by gpuop"
+out=$(kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"useNvidiaDriverCRD":true}}}' 2>&1)
 [[ $out != *'unknown field'* ]] || fail "the API server calls it unknown: $out"
-assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.driver.usePrecompiled}')" \
-	"spec.driver.usePrecompiled read back after the merge patch"
-wait_for 60 reconciled False spec.driver.usePrecompiled
+assert_eq true "$(kc get gpupolicy "$NAME" -o jsonpath='{.spec.driver.useNvidiaDriverCRD}')" \
+	"spec.driver.useNvidiaDriverCRD read back after the merge patch"
+wait_for 60 reconciled False spec.driver.useNvidiaDriverCRD
 kc -n "$GPUOP_NS" get ds gpuop-device-plugin >/dev/null || fail "the rest of the policy is no longer applied"
-kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"usePrecompiled":null}}}' >/dev/null
+kc patch gpupolicy "$NAME" --type merge -p '{"spec":{"driver":{"useNvidiaDriverCRD":null}}}' >/dev/null
 wait_for 60 reconciled True
 
 # the sample with spec.sandboxWorkloads added (a top-level key of the

@@ -227,6 +227,23 @@ if [ -n "${GPUOP_BIN:-}" ]; then
 fi
 ok "the driver's options and sidecars pass through to the GpuPolicy"
 
+# driver.usePrecompiled (issue 38): written when true, and gpuop renders a
+# DaemonSet per OS pool and kernel with the precompiled image's tag.
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --no-hooks --set driver.usePrecompiled=true \
+    >"$tmp/precompiled.yaml"
+grep -qF 'usePrecompiled: true' "$tmp/precompiled.yaml" || fail "driver.usePrecompiled=true is not written"
+! grep -qF usePrecompiled "$tmp/pass.yaml" || fail "defaults: the GpuPolicy writes usePrecompiled"
+if [ -n "${GPUOP_BIN:-}" ]; then
+    "$GPUOP_BIN" render -f "$tmp/precompiled.yaml" --strict -n "$NS" --os ubuntu24.04/6.8.0-45-generic \
+        >"$tmp/precompiled.ds" || fail "gpuop render --strict rejects the precompiled GpuPolicy"
+    for want in 'name: gpuop-driver-6.8.0-45-generic-ubuntu24.04' \
+        'image: nvcr.io/nvidia/driver:595.91.07-6.8.0-45-generic-ubuntu24.04' \
+        'feature.node.kubernetes.io/kernel-version.full: "6.8.0-45-generic"'; do
+        grep -qF -- "$want" "$tmp/precompiled.ds" || fail "precompiled: gpuop render output lacks '$want'"
+    done
+fi
+ok "driver.usePrecompiled reaches the GpuPolicy"
+
 # The notes name every value the chart does not honour (issue 38), with
 # why. `helm template` leaves NOTES.txt out, so it is rendered from a copy
 # of the chart as the text of a manifest.
@@ -245,14 +262,13 @@ out=$(notes -f "$DATA/values/gpu-operator.yaml" --set driver.usePrecompiled=true
     --set daemonsets.updateStrategy=OnDelete --set cdi.enabled=false)
 for want in 'Ignored: nfd.enabled=true: gpuop does not deploy node-feature-discovery' \
     'Ignored: operator.version=v25.3.2: configures the NVIDIA GPU Operator' \
-    'Ignored: driver.usePrecompiled=true: not written into the GpuPolicy' \
     'Ignored: gds.args=["x"]: NVIDIA'"'"'s GPU Operator passes no args to the nvidia-fs sidecar either' \
     'Ignored: devicePlugin.mps.root=/run/nvidia/mps: MPS' \
     'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete'; do
     grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
 done
 for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa cdi \
-    driver.rdma driver.kernelModuleType gds.enabled gdrcopy.enabled driver.licensingConfig; do
+    driver.rdma driver.kernelModuleType gds.enabled gdrcopy.enabled driver.licensingConfig driver.usePrecompiled; do
     ! grep -qF "Ignored: $honoured" <<<"$out" || fail "the notes call $honoured ignored: $out"
 done
 out=$(notes --set operator.upgradeCRD=false --set upgradeCRD=false)

@@ -467,10 +467,11 @@ static void test_daemonset_absent(void **state)
     world_free(&w);
 }
 
-/* NFD's OS labels on a hand-built node (any of the three may be NULL). */
-static void set_os(struct gpuop_node *n, const char *id, const char *ver, const char *major)
+/* NFD's OS and kernel labels on a hand-built node (any may be NULL). */
+static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver, const char *major,
+                          const char *kernel)
 {
-    const char *v[GPUOP_OS_FIELDS] = {id, ver, major};
+    const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel};
     size_t len = 0;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         len += (v[f] ? strlen(v[f]) : 0) + 1;
@@ -484,6 +485,11 @@ static void set_os(struct gpuop_node *n, const char *id, const char *ver, const 
         }
         at += (int)(v[f] ? strlen(v[f]) : 0) + 1;
     }
+}
+
+static void set_os(struct gpuop_node *n, const char *id, const char *ver, const char *major)
+{
+    set_os_kernel(n, id, ver, major, NULL);
 }
 
 static struct gpuop_ds *add_pool_ds(struct world *w, const char *tag, long long desired,
@@ -564,6 +570,54 @@ static void test_os_pools(void **state)
     assert_non_null(x);
     assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
     assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver does not exist"));
+    world_free(&w);
+}
+
+/* Precompiled drivers: a pool per OS and kernel, each node judged against
+ * its kernel's DaemonSet; a node without the kernel label is
+ * KernelLabelMissing (its OS labels are there). */
+static void test_kernel_pools(void **state)
+{
+    struct world w;
+    world_init(&w);
+    int d = op("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w.pol.operands[i].enabled = i == d;
+    w.pol.operands[d].os_tag = true;
+    w.pol.driver.precompiled = true;
+    set_os_kernel(add_node(&w, "k1", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-1");
+    set_os_kernel(add_node(&w, "k2", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-2");
+    set_os_kernel(add_node(&w, "k3", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-3");
+    set_os(add_node(&w, "nok", "driver=true", NULL), "ubuntu", "24.04", NULL);
+    add_pool_ds(&w, "6.8.0-1-ubuntu24.04", 1, 1);
+    add_pool_ds(&w, "6.8.0-2-ubuntu24.04", 1, 0);
+    add_pod(&w, "driver", "k1", "Running", true);
+    analyze(&w);
+
+    const struct gpuop_operand_result *r = &w.f.operands[d];
+    assert_string_equal(r->daemonsets,
+                        "gpuop-driver-6.8.0-1-ubuntu24.04,gpuop-driver-6.8.0-2-ubuntu24.04");
+    assert_null(find(&w, "k1", "driver", GPUOP_KIND_MISSING));
+    const struct gpuop_finding *x = find(&w, "k2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-6.8.0-2-ubuntu24.04 has no pod"));
+    x = find(&w, "k3", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "gpuop-driver-6.8.0-3-ubuntu24.04 does not exist"));
+    x = find(&w, "nok", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_KERNEL_LABEL_MISSING);
+    assert_non_null(strstr(msg_of(&w, x), "lacks " GPUOP_LABEL_KERNEL ","));
+
+    /* compiled again: the OS pool, whatever the kernel */
+    w.pol.driver.precompiled = false;
+    analyze(&w);
+    x = find(&w, "nok", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-ubuntu24.04 does not exist"));
     world_free(&w);
 }
 
@@ -1586,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),
+        cmocka_unit_test(test_kernel_pools),
         cmocka_unit_test(test_taints),
         cmocka_unit_test(test_no_pod_yet),
         cmocka_unit_test(test_pod_states),

@@ -1086,6 +1086,55 @@ static const char *ds_image(struct fx *f, const char *name)
     return json_string_value(json_object_get(c, "image"));
 }
 
+/* A GPU node of Ubuntu 24.04 on kernel (NULL: no kernel label). */
+static json_t *kernel_node(const char *name, const char *kernel)
+{
+    json_t *n = os_node(name, "ubuntu", "24.04", NULL);
+    if (kernel)
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                            GPUOP_LABEL_KERNEL, json_string(kernel));
+    return n;
+}
+
+/* Precompiled drivers: a DaemonSet per OS pool and kernel; a node whose
+ * kernel changes moves to the other kernel's DaemonSet (the caches count
+ * the kernel in a pool's identity, so the stage renders again), and the
+ * old kernel's goes with its last node; compiled again, the OS pool's
+ * DaemonSet comes back and the kernels' go. */
+static void test_kernel_pools(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    put(f, K_NODE, "gpu-1", kernel_node("gpu-1", "6.8.0-1"), "MODIFIED");
+    put(f, K_NODE, "gpu-2", kernel_node("gpu-2", "6.8.0-2"), "ADDED");
+    set_spec(f, json_pack("{s:{s:b}}", "driver", "usePrecompiled", 1));
+    const char *k1 = "gpuop-driver-6.8.0-1-ubuntu24.04", *k2 = "gpuop-driver-6.8.0-2-ubuntu24.04";
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_DS], k1) && json_object_get(f->store[K_DS], k2) &&
+                  !json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04"),
+              WAIT_MS);
+    assert_string_equal(ds_image(f, k2), "nvcr.io/nvidia/driver:595.91.07-6.8.0-2-ubuntu24.04");
+    /* gpu-2 boots kernel 6.8.0-3: a new DaemonSet, 6.8.0-2's goes */
+    put(f, K_NODE, "gpu-2", kernel_node("gpu-2", "6.8.0-3"), "MODIFIED");
+    const char *k3 = "gpuop-driver-6.8.0-3-ubuntu24.04";
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], k3) && !json_object_get(f->store[K_DS], k2),
+              WAIT_MS);
+    /* a node without the kernel label: no DaemonSet for it, nothing else moves */
+    put(f, K_NODE, "gpu-3", kernel_node("gpu-3", NULL), "ADDED");
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    /* compiled again */
+    set_spec(f, json_pack("{s:{s:b}}", "driver", "usePrecompiled", 0));
+    RUN_UNTIL(f,
+              json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04") &&
+                  !json_object_get(f->store[K_DS], k1) && !json_object_get(f->store[K_DS], k3),
+              WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_string_equal(operand_apply(f, 0), "Current");
+}
+
 /* A mistyped spec.driver.version (issue 37, probe 11): the driver's
  * DaemonSets are kept as they run, never rolled out to the built-in
  * default (which would upgrade every node to a version nobody asked
@@ -1686,6 +1735,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_monitor_without_crd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernel_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_spec_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),

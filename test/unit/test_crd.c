@@ -31,6 +31,7 @@ static const char *const shared_keys[] = {"daemonsets", "ordering",  "findings",
 static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
                                                 {"driver", "upgradePolicy"},
                                                 {"driver", "manager"},
+                                                {"driver", "usePrecompiled"},
                                                 {"driver", "kernelModuleType"},
                                                 {"driver", "kernelModuleConfig"},
                                                 {"driver", "repoConfig"},
@@ -244,7 +245,7 @@ static void test_upgrade_policy_keys(void **state)
 /* No silent pruning (issue 38 item 5). The API server drops a key no schema
  * admits (kubectl apply --validate=false, a merge patch, any client without
  * strict validation), so a ClusterPolicy field gpuop does not implement
- * (spec.driver.usePrecompiled, spec.cdi) would never reach policy.c, which
+ * (spec.driver.useNvidiaDriverCRD, spec.sandboxWorkloads) would never reach policy.c, which
  * refuses it with a condition naming it. So every object under spec whose
  * keys gpuop reads (it has properties) keeps unknown keys, and the parser
  * names one put there: walked from the schema, one unknown key at a time. */

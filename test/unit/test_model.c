@@ -115,7 +115,7 @@ static void test_node_os(void **state)
     /* the pools of a set of nodes, sorted, each once */
     const struct gpuop_node *all[] = {c, a, b, a};
     struct gpuop_ospool set[4];
-    assert_int_equal(gpuop_ospool_collect(all, 4, set, 4, NULL), 2);
+    assert_int_equal(gpuop_ospool_collect(all, 4, false, set, 4, NULL), 2);
     assert_string_equal(set[0].tag, "rhel9");
     assert_string_equal(set[1].tag, "ubuntu24.04");
     /* two of the same OS after one another make the same pool, and the
@@ -123,7 +123,7 @@ static void test_node_os(void **state)
      * dropped too */
     size_t dropped = 0;
     const struct gpuop_node *two[] = {a, a, c, c};
-    assert_int_equal(gpuop_ospool_collect(two, 4, set, 1, &dropped), 1);
+    assert_int_equal(gpuop_ospool_collect(two, 4, false, set, 1, &dropped), 1);
     assert_int_equal(dropped, 2);
     /* the memo: every order of these nodes (a rhel9, b a bad major, c
      * ubuntu, d without VERSION_ID) gives what the plain call does */
@@ -897,12 +897,77 @@ static void test_pod_gate(void **state)
     }
 }
 
+/* Precompiled drivers' pools (ospool.h): the kernel label kept, a pool per
+ * OS and kernel when collected by kernel, NVIDIA's sanitized kernel in the
+ * DaemonSet name, a hash past 63 characters or where the name would break
+ * the DNS rule, and "OS/KERNEL" on the command line. */
+static void test_kernel_pools(void **state)
+{
+    struct gpuop_node *n[3];
+    static const char *const kernels[] = {"6.8.0-1", "6.8.0-2", NULL};
+    for (int i = 0; i < 3; i++) {
+        json_t *j = json_pack("{s:{s:s, s:{s:s, s:s, s:s}}}", "metadata", "name", "k", "labels",
+                              "nvidia.com/gpu.present", "true", GPUOP_LABEL_OS_ID, "ubuntu",
+                              GPUOP_LABEL_OS_VERSION, "24.04");
+        if (kernels[i])
+            json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"),
+                                GPUOP_LABEL_KERNEL, json_string(kernels[i]));
+        assert_non_null(n[i] = gpuop_node_new(j, NULL, NULL));
+        json_decref(j);
+    }
+    assert_string_equal(gpuop_node_os(n[0], GPUOP_OS_KERNEL), "6.8.0-1");
+    assert_null(gpuop_node_os(n[2], GPUOP_OS_KERNEL));
+    assert_false(gpuop_node_equal(n[0], n[1])); /* a kernel change is a node change */
+    struct gpuop_ospool set[4], pool;
+    const struct gpuop_node *all[] = {n[1], n[0], n[2], n[1]};
+    assert_int_equal(gpuop_ospool_collect(all, 4, true, set, 4, NULL), 2);
+    assert_string_equal(set[0].kernel, "6.8.0-1");
+    assert_string_equal(set[1].kernel, "6.8.0-2");
+    assert_int_equal(gpuop_ospool_collect(all, 4, false, set, 4, NULL), 1);
+    assert_string_equal(set[0].kernel, "");
+    char name[128];
+    assert_int_equal(gpuop_ospool_of_node(n[0], &pool, NULL), 0);
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-6.8.0-1-ubuntu24.04");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, false, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-ubuntu24.04");
+    /* NVIDIA's getSanitizedKernelVersion */
+    char k[64];
+    gpuop_ospool_kernel_sanitized("5.14.0-427.13.1.el9_4.x86_64", k, sizeof(k));
+    assert_string_equal(k, "5.14.0-427.13.1.el9.4");
+    gpuop_ospool_kernel_sanitized("6.8.0-1015-AWS.aarch64_64k", k, sizeof(k));
+    assert_string_equal(k, "6.8.0-1015-aws");
+    /* too long: cut, and "-<hash>" (NVIDIA's GetStringHash of the kernel
+       and tag), a DNS label each time */
+    assert_int_equal(gpuop_ospool_parse("rhel9.4/5.14.0-427.13.1.el9_4.x86_64", &pool), 0);
+    assert_string_equal(pool.kernel, "5.14.0-427.13.1.el9_4.x86_64");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-5.14.0-427.13.1.el9.4-rhel9");
+    assert_int_equal(
+        gpuop_ospool_parse("ubuntu24.04/6.8.0-1015-nvidia-lowlatency-64k-realtime-build7", &pool),
+        0);
+    int len = gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_true(len <= GPUOP_OSPOOL_NAME_MAX);
+    assert_non_null(strstr(name, "gpuop-driver-6.8.0-1015-nvidia-lowlatency-"));
+    char again[128];
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, again, sizeof(again));
+    assert_string_equal(name, again); /* stable */
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04/6.8.0.x86_64-1", &pool), 0);
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_null(strstr(name, ".-")); /* "6.8.0.-1" would break the rule: cut, hashed */
+    assert_non_null(strstr(name, "gpuop-driver-6.8.0-"));
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04/", &pool), GPUOP_EINVAL);
+    for (int i = 0; i < 3; i++)
+        gpuop_node_free(n[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_gpu),
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_node_os),
+        cmocka_unit_test(test_kernel_pools),
         cmocka_unit_test(test_pod_crashloop),
         cmocka_unit_test(test_pod_unread),
         cmocka_unit_test(test_pod_unbound_and_deleting),

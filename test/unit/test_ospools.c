@@ -33,23 +33,28 @@ static uint32_t rnd(uint32_t n)
     return test_rnd(&rng, n);
 }
 
-/* An OS a node may carry: NFD's three labels (major NULL: absent). */
+/* An OS a node may carry: NFD's three labels (major NULL: absent), and
+ * its kernel label (NULL: absent). */
 struct os {
-    const char *id, *version, *major;
+    const char *id, *version, *major, *kernel;
 };
 
+/* How the apply stage collects: per OS pool and kernel (a precompiled
+ * driver) or per OS pool. */
+static bool by_kernel;
+
 static const struct os plain[] = {
-    {"ubuntu", "24.04", NULL},
-    {"ubuntu", "22.04", NULL},
-    {"rhel", "9.4", "9"},
-    {"rhel", "9.6", "9"}, /* the same pool as 9.4: rhel9 */
+    {"ubuntu", "24.04", NULL, NULL},
+    {"ubuntu", "22.04", NULL, NULL},
+    {"rhel", "9.4", "9", NULL},
+    {"rhel", "9.6", "9", NULL}, /* the same pool as 9.4: rhel9 */
 };
 /* "ubuntu2" "4.04" makes the tag of ubuntu 24.04: two identities, one tag */
-static const struct os clash = {"ubuntu2", "4.04", NULL};
+static const struct os clash = {"ubuntu2", "4.04", NULL, NULL};
 
 struct tnode {
     struct gpuop_node n;
-    char os[64];
+    char os[96];
 };
 
 /* Node t as name, GPU or not, with os (NULL: no OS labels). */
@@ -63,10 +68,14 @@ static void make(struct tnode *t, const char *name, bool gpu, const struct os *o
     size_t a = strlen(os->id) + 1, b = strlen(os->version) + 1;
     memcpy(t->os, os->id, a);
     memcpy(t->os + a, os->version, b);
-    snprintf(t->os + a + b, sizeof(t->os) - a - b, "%s", os->major ? os->major : "");
+    size_t c =
+        (size_t)snprintf(t->os + a + b, sizeof(t->os) - a - b, "%s", os->major ? os->major : "") +
+        1;
+    snprintf(t->os + a + b + c, sizeof(t->os) - a - b - c, "%s", os->kernel ? os->kernel : "");
     t->n.os = t->os;
     t->n.os_labels = GPUOP_OS_HAS(GPUOP_OS_ID) | GPUOP_OS_HAS(GPUOP_OS_VERSION) |
-                     (os->major ? GPUOP_OS_HAS(GPUOP_OS_MAJOR) : 0);
+                     (os->major ? GPUOP_OS_HAS(GPUOP_OS_MAJOR) : 0) |
+                     (os->kernel ? GPUOP_OS_HAS(GPUOP_OS_KERNEL) : 0);
 }
 
 /* What the apply stage collects from the present nodes (name order). */
@@ -77,7 +86,7 @@ static size_t collect(struct tnode *cur[], struct gpuop_ospool *set)
     for (int i = 0; i < NODES; i++)
         if (cur[i])
             list[n++] = &cur[i]->n;
-    return gpuop_ospool_collect(list, n, set, GPUOP_OSPOOL_MAX, NULL);
+    return gpuop_ospool_collect(list, n, by_kernel, set, GPUOP_OSPOOL_MAX, NULL);
 }
 
 static bool same_set(const struct gpuop_ospool *a, size_t na, const struct gpuop_ospool *b,
@@ -87,7 +96,8 @@ static bool same_set(const struct gpuop_ospool *a, size_t na, const struct gpuop
         return false;
     for (size_t i = 0; i < na; i++)
         if (strcmp(a[i].tag, b[i].tag) || strcmp(a[i].id, b[i].id) ||
-            strcmp(a[i].version, b[i].version) || a[i].major_only != b[i].major_only)
+            strcmp(a[i].version, b[i].version) || a[i].major_only != b[i].major_only ||
+            strcmp(a[i].kernel, b[i].kernel))
             return false;
     return true;
 }
@@ -151,10 +161,38 @@ static void test_ospools_shared_and_many(void **state)
     oses[n++] = &clash;
     for (int i = 0; i < EXTRA_OS; i++) { /* more pools than the stage keeps */
         snprintf(ids[i], sizeof(ids[i]), "os%c", 'a' + i);
-        extra[i] = (struct os){ids[i], "1", NULL};
+        extra[i] = (struct os){ids[i], "1", NULL, NULL};
         oses[n++] = &extra[i];
     }
     print_message("moved with the same pools: %d of %d steps\n", walk(oses, n, false), STEPS);
+}
+
+/* Precompiled drivers: the pools are OS pools and kernels (two rhel
+ * versions of one pool on one kernel, a node without the kernel label in
+ * none); collected by kernel the counter moves exactly when they change
+ * while every node has the label, may move more when one has not;
+ * collected without, it may move more (a kernel came or went), never
+ * less. */
+static void test_ospools_kernels(void **state)
+{
+    (void)state;
+    static const struct os k[] = {
+        {"ubuntu", "24.04", NULL, "6.8.0-1"}, {"ubuntu", "24.04", NULL, "6.8.0-2"},
+        {"ubuntu", "24.04", NULL, "6.8.0-3"}, {"ubuntu", "24.04", NULL, NULL},
+        {"rhel", "9.4", "9", "5.14.0-1"},     {"rhel", "9.6", "9", "5.14.0-1"},
+        {"ubuntu", "22.04", NULL, "6.8.0-1"},
+    };
+    const struct os *labelled[] = {&k[0], &k[1], &k[2], &k[4], &k[5], &k[6]};
+    const struct os *oses[] = {&k[0], &k[1], &k[2], &k[3], &k[4], &k[5], &k[6]};
+    by_kernel = true;
+    assert_int_equal(walk(labelled, 6, true), 0);
+    /* a node without the kernel label is in a pool of the caches' (they do
+       not know the driver is precompiled), in none of the stage's */
+    print_message("without the label: moved with the same pools: %d of %d steps\n",
+                  walk(oses, 7, false), STEPS);
+    by_kernel = false;
+    print_message("compiled: moved with the same pools: %d of %d steps\n", walk(oses, 7, false),
+                  STEPS);
 }
 
 /* The benchmark's latency flip: a plain node of a pool there is becomes a
@@ -189,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_ospools_exact),
         cmocka_unit_test(test_ospools_shared_and_many),
         cmocka_unit_test(test_ospools_flip),
+        cmocka_unit_test(test_ospools_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

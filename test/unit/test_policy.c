@@ -321,7 +321,14 @@ static const struct bad_case bad_cases[] = {
     {"{\"driver\": {\"upgradePolicy\": {\"maxParalelUpgrades\": 2}}}",
      "spec.driver.upgradePolicy.maxParalelUpgrades", "did you mean \"maxParallelUpgrades\""},
     {"{\"toolkit\": {\"upgradePolicy\": {}}}", "spec.toolkit.upgradePolicy", "unknown field"},
-    {"{\"driver\": {\"usePrecompiled\": true}}", "spec.driver.usePrecompiled", "precompiled"},
+    {"{\"driver\": {\"usePrecompiled\": \"yes\"}}", "spec.driver.usePrecompiled", "true or false"},
+    {"{\"driver\": {\"usePrecompiled\": true, \"version\": \"sha256:"
+     "0123456789012345678901234567890123456789012345678901234567890123\"}}",
+     "spec.driver.usePrecompiled", "digest"},
+    {"{\"driver\": {\"usePrecompiled\": true, \"image\": \"reg.example/driver:1\"}}",
+     "spec.driver.usePrecompiled", "full reference"},
+    {"{\"driver\": {\"usePrecompiled\": true, \"version\": \"1234567890123456789012345\"}}",
+     "spec.driver.usePrecompiled", "no room"},
     {"{\"gfd\": {\"imagePullSecrets\": [\"s\"]}}", "spec.gfd.imagePullSecrets",
      "spec.daemonsets.imagePullSecrets"},
     {"{\"psa\": {\"enabled\": true}}", "spec.psa", "Pod Security Admission"},
@@ -1307,7 +1314,8 @@ static void test_driver_options_refused(void **state)
     parse_json("{\"spec\":{\"gdrcopy\":{\"enabled\":true},\"gds\":{\"enabled\":true},"
                "\"driver\":{\"usePrecompiled\":true}}}",
                &p);
-    assert_problem(&p, "spec.driver.usePrecompiled", NULL);
+    assert_int_equal(find_problem(&p, "spec.driver.usePrecompiled"), -1); /* implemented */
+    assert_true(p.driver.precompiled);
     assert_problem(&p, "spec.gdrcopy.enabled", "precompiled");
     assert_problem(&p, "spec.gds.enabled", "precompiled");
     assert_false(p.driver.gdrcopy.enabled || p.driver.gds.enabled);

@@ -30,11 +30,13 @@
 
 #define NS "gpuop-system"
 
-/* The OS pools every test renders the per-OS driver for (SPEC 4b). */
+/* The OS pools every test renders the per-OS driver for (SPEC 4b), with
+ * the kernels a precompiled driver's pools add (ignored by a compiled
+ * driver's). */
 static size_t test_pools(struct gpuop_ospool *pools)
 {
-    assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pools[0]), 0);
-    assert_int_equal(gpuop_ospool_parse("rhel9.4", &pools[1]), 0);
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04/6.8.0-45-generic", &pools[0]), 0);
+    assert_int_equal(gpuop_ospool_parse("rhel9.4/5.14.0-427.13.1.el9_4.x86_64", &pools[1]), 0);
     return 2;
 }
 
@@ -1505,6 +1507,62 @@ static void test_driver_options(void **state)
     gpuop_policy_free(&p);
 }
 
+/* The value of key (a label, which may hold '/') in the object at path. */
+static const char *label_at(json_t *o, const char *path, const char *key)
+{
+    return json_string_value(json_object_get(path_get(o, path), key));
+}
+
+/* Precompiled drivers (spec.driver.usePrecompiled): one DaemonSet per OS
+ * pool and kernel, named "gpuop-driver-<sanitized kernel>-<tag>" and
+ * selecting the kernel label beside the OS's, image
+ * "<version>-<kernel>-<tag>" (NVIDIA's GetPrecompiledImagePath), the pool
+ * labels in the selector so two kernels' DaemonSets never select each
+ * other's pods; a pool without a kernel renders none. */
+static void test_precompiled(void **state)
+{
+    struct gpuop_policy p;
+    struct gpuop_ospool pools[3];
+    test_pools(pools);
+    load_policy("precompiled.yaml", &p);
+    assert_int_equal(p.nproblems, 0);
+    int d = gpuop_operand_by_key("driver");
+    assert_true(gpuop_render_by_kernel(&p, d));
+    json_t *ds = gpuop_render_daemonset_os(&p, d, &pools[0], NS);
+    assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver-6.8.0-45-generic-ubuntu24.04");
+    assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"),
+                        "nvcr.io/nvidia/driver:595.91.07-6.8.0-45-generic-ubuntu24.04");
+    assert_string_equal(label_at(ds, "spec/template/spec/nodeSelector", GPUOP_LABEL_KERNEL),
+                        "6.8.0-45-generic");
+    assert_string_equal(label_at(ds, "spec/template/spec/nodeSelector", GPUOP_LABEL_OS_VERSION),
+                        "24.04");
+    assert_string_equal(label_at(ds, "spec/selector/matchLabels", GPUOP_LABEL_KERNEL_POOL),
+                        "6.8.0-45-generic");
+    assert_string_equal(label_at(ds, "metadata/labels", GPUOP_LABEL_PRECOMPILED), "true");
+    json_decref(ds);
+    ds = gpuop_render_daemonset_os(&p, d, &pools[1], NS);
+    assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver-5.14.0-427.13.1.el9.4-rhel9");
+    assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"),
+                        "nvcr.io/nvidia/driver:595.91.07-5.14.0-427.13.1.el9_4.x86_64-rhel9");
+    json_decref(ds);
+    /* a pool without a kernel: no DaemonSet for it */
+    assert_int_equal(gpuop_ospool_parse("ubuntu22.04", &pools[2]), 0);
+    json_t *all = gpuop_render_all(&p, NS, pools, 3);
+    size_t i, drivers = 0;
+    json_array_foreach(all, i, ds) drivers +=
+        !strncmp(str_at(ds, "metadata/name"), "gpuop-driver-", strlen("gpuop-driver-"));
+    assert_int_equal(drivers, 2);
+    json_decref(all);
+    /* compiled: the same pools make the OS pools' DaemonSets, no kernel */
+    p.driver.precompiled = false;
+    ds = gpuop_render_daemonset_os(&p, d, &pools[0], NS);
+    assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver-ubuntu24.04");
+    assert_null(label_at(ds, "spec/template/spec/nodeSelector", GPUOP_LABEL_KERNEL));
+    assert_null(label_at(ds, "spec/selector/matchLabels", GPUOP_LABEL_KERNEL_POOL));
+    json_decref(ds);
+    gpuop_policy_free(&p);
+}
+
 /* The driver's digest of the policy in JSON text, on ubuntu24.04. */
 static uint32_t digest_of(const char *text)
 {
@@ -2063,6 +2121,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_precompiled),
         cmocka_unit_test(test_dcgm),
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_empty_lists_written),

@@ -125,12 +125,15 @@ config:
 
 {{/*
 The driver's options (the GPU Operator's driver.* keys, issue 38), each
-only when it names something or is on: an empty name, rdma.enabled false
+only when it names something or is on (usePrecompiled only when true): an empty name, rdma.enabled false
 and licensingConfig without a Secret or ConfigMap write nothing, so the
 GPU Operator chart's defaults leave the driver as it is.
 */}}
 {{- define "gpuop.driverOptions" -}}
 {{- $v := . | default dict -}}
+{{- if eq (toString $v.usePrecompiled) "true" }}
+usePrecompiled: true
+{{- end }}
 {{- with $v.kernelModuleType }}
 kernelModuleType: {{ . | quote }}
 {{- end }}
