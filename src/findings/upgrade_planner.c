@@ -449,7 +449,8 @@ static void step_evict(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         for (size_t i = 0; !first && i < x->npods; i++)
             if (sel_stuck(&x->pods[i], c))
                 first = &x->pods[i];
-        say(&why, "%s not evictable: %s", list.buf, first ? not_evictable(c->u, drain, first) : "");
+        const char *because = first ? not_evictable(c->u, drain, first) : NULL;
+        say(&why, "%s not evictable: %s", list.buf, because ? because : "");
         return give_up(c, o, drain, why.buf, w);
     }
     size_t evictable = 0, deleting = 0;
