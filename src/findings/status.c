@@ -98,10 +98,20 @@ static json_t *prev_condition(json_t *prev_status, const char *type)
     return NULL;
 }
 
-/* Appends one condition (new object) to conds; 0 or -1. */
-static int add_condition(json_t *conds, json_t *prev_status, const char *type, const char *status,
-                         const char *reason, const char *message, long long gen, long long now)
+/* One condition as the builders below say it: its status, reason and
+ * message (the type is the caller's). */
+struct cond {
+    const char *status, *reason;
+    char msg[STATUS_MESSAGE_MAX];
+};
+
+/* Appends the condition type c (borrowed) says to conds (a new object);
+ * its lastTransitionTime is prev_status's while the status is the same.
+ * 0 or -1. */
+static int add_condition(json_t *conds, json_t *prev_status, const char *type, const struct cond *c,
+                         long long gen, long long now)
 {
+    const char *status = c->status;
     char ts[GPUOP_TIME_MAX];
     const char *ltt = NULL;
     json_t *pc = prev_condition(prev_status, type);
@@ -113,10 +123,10 @@ static int add_condition(json_t *conds, json_t *prev_status, const char *type, c
     if (!ltt) {
         ltt = gpuop_time_format(ts, sizeof(ts), now * GPUOP_US_PER_S, GPUOP_TIME_S);
     }
-    json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", type, "status", status,
-                          "reason", reason, "message", message, "lastTransitionTime", ltt,
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", type, "status", status,
+                          "reason", c->reason, "message", c->msg, "lastTransitionTime", ltt,
                           "observedGeneration", (json_int_t)gen);
-    return c ? json_array_append_new(conds, c) : -1;
+    return o ? json_array_append_new(conds, o) : -1;
 }
 
 /* "ImagePullFailed 2, PodNotCreated 1" for the reasons of kind. */
@@ -136,11 +146,6 @@ static void reason_counts(const struct gpuop_findings *f, int kind, char *buf, s
 }
 
 /* One condition's verdict: status, reason, message (into msg). */
-struct cond {
-    const char *status, *reason;
-    char msg[STATUS_MESSAGE_MAX];
-};
-
 /* The enabled operands whose DaemonSet is not on the current spec, as a
  * list of names into out; their number. */
 static int unapplied_operands(const struct gpuop_status_input *in, char *out, size_t cap)
@@ -333,7 +338,7 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
         n += cond_service_monitor(p, in, &c[4]);
     }
     for (size_t i = 0; i < n; i++)
-        if (add_condition(conds, prev, types[i], c[i].status, c[i].reason, c[i].msg, gen, now) < 0)
+        if (add_condition(conds, prev, types[i], &c[i], gen, now) < 0)
             return -1;
     return 0;
 }
