@@ -210,36 +210,38 @@ struct gpuop_findings {
  * counts running pods. */
 bool gpuop_pod_running(const struct gpuop_pod *p);
 
-/* Computes the findings into a zeroed *out (new memory: release with
- * gpuop_findings_free, also after a failure). All inputs borrowed; NULL
- * entries in the arrays are skipped; p may be NULL (every operand enabled).
- * A pod whose node is not among `nodes` is ignored (node removed). Among
- * several DaemonSets of one operand the first is used. `now` (seconds since
- * epoch) is reserved for time-based judgements; messages use absolute times.
- * Returns 0 or GPUOP_ENOMEM. */
-int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                  const struct gpuop_pod *const *pods, size_t npods, long long now,
-                  struct gpuop_findings *out);
-
 /* The pods of node (borrowed name) into buf (at most max, borrowed pods),
  * *n of them: exactly the pods whose node it is (gpuop_pod.node). 0, or
  * a negative code (GPUOP_ETOOBIG: more than max), which ends the pass. */
 typedef int (*gpuop_analysis_pods_fn)(void *arg, const char *node, const struct gpuop_pod **buf,
                                       size_t max, size_t *n);
 
-/* Most pods of one node gpuop_analyze_by_node reads. */
+/* Most pods of one node a pass reads through pods_of. */
 #define GPUOP_ANALYSIS_NODE_PODS_MAX 64
 
-/* gpuop_analyze, each node's pods from pods_of instead of one array of
- * every pod: no index of all pods per pass (the caches keep one as pods
- * change). The same set as gpuop_analyze over the same pods, but for
- * nodes of equal names (each gets the pods). Returns 0, GPUOP_EINVAL
- * without pods_of, GPUOP_ENOMEM, or pods_of's code. */
-int gpuop_analyze_by_node(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                          size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                          gpuop_analysis_pods_fn pods_of, void *arg, long long now,
-                          struct gpuop_findings *out);
+/* What one pass reads, every pointer borrowed; NULL entries in the arrays
+ * are skipped. The pods come either as one array of every pod (pods,
+ * npods: indexed by node once per pass) or, when pods_of is set, node by
+ * node from it (no index of all pods per pass: the caches keep one as
+ * pods change); both give the same set, but for nodes of equal names
+ * (with pods_of each gets the pods). */
+struct gpuop_analysis_in {
+    const struct gpuop_policy *policy; /* NULL: every operand enabled */
+    const struct gpuop_node *const *nodes;
+    size_t nnodes;
+    const struct gpuop_ds *const *ds; /* among several of one operand the first is used */
+    size_t nds;
+    const struct gpuop_pod *const *pods; /* a pod whose node is not among nodes is ignored */
+    size_t npods;
+    gpuop_analysis_pods_fn pods_of; /* with pods_arg; instead of pods when set */
+    void *pods_arg;
+    long long now; /* seconds since epoch: the grace periods; messages use absolute times */
+};
+
+/* Computes the findings of in (borrowed) into a zeroed *out (new memory:
+ * release with gpuop_findings_free, also after a failure). Returns 0,
+ * GPUOP_ENOMEM, or pods_of's code. */
+int gpuop_analyze(const struct gpuop_analysis_in *in, struct gpuop_findings *out);
 
 void gpuop_findings_free(struct gpuop_findings *f);
 
@@ -255,7 +257,7 @@ void gpuop_findings_free(struct gpuop_findings *f);
  * when the policy changed or set_ds refuses. Costs
  * the node's pods, plus moving the items and nodes after it when its
  * number of findings changes or it enters or leaves the list; allocates
- * only to grow. f must come from gpuop_analyze or gpuop_analyze_by_node.
+ * only to grow. f must come from gpuop_analyze.
  * Returns 0, GPUOP_EINVAL when f cannot be
  * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
 int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,

@@ -289,8 +289,15 @@ static int judge_and_report(struct check *ck, const struct gpuop_policy *policy,
     if (rc == 0)
         rc = gpuop_caches_view_pods(ck->caches, &v);
     if (rc == 0)
-        rc = gpuop_analyze(policy, v.nodes, v.nnodes, v.ds, v.nds, v.pods, v.npods,
-                           gpuop_clock_wall(), &f);
+        rc = gpuop_analyze(&(struct gpuop_analysis_in){.policy = policy,
+                                                       .nodes = v.nodes,
+                                                       .nnodes = v.nnodes,
+                                                       .ds = v.ds,
+                                                       .nds = v.nds,
+                                                       .pods = v.pods,
+                                                       .npods = v.npods,
+                                                       .now = gpuop_clock_wall()},
+                           &f);
     if (rc < 0) {
         gpuop_caches_view_free(&v);
         gpuop_findings_free(&f);

@@ -6,7 +6,7 @@
  * names wait here until the next reconcile, which judges only those nodes
  * again (gpuop_analysis_update, with the node and its pods from the
  * caches' index) in the set the last reconcile left. A full pass
- * (gpuop_analyze_by_node over the caches' view, each node's pods from the
+ * (gpuop_analyze over the caches' view, each node's pods from the
  * same index) is the reference, and runs instead when the set cannot be
  * trusted or would cost more to update:
  *
@@ -128,17 +128,27 @@ static int full_pass(const struct gpuop_caches *caches, const struct gpuop_polic
                      long long now, bool every_pod, struct gpuop_findings *out)
 {
     int rc = GPUOP_EINVAL;
+    struct gpuop_analysis_in in = {.policy = p,
+                                   .nodes = v->nodes,
+                                   .nnodes = v->nnodes,
+                                   .ds = v->ds,
+                                   .nds = v->nds,
+                                   .now = now};
     if (!every_pod && gpuop_caches_pods_indexed(caches)) {
-        rc = gpuop_analyze_by_node(p, v->nodes, v->nnodes, v->ds, v->nds, pods_of, (void *)caches,
-                                   now, out);
+        in.pods_of = pods_of;
+        in.pods_arg = (void *)caches;
+        rc = gpuop_analyze(&in, out);
         if (rc < 0)
             gpuop_findings_free(out);
     }
     if (rc < 0) {
         memset(out, 0, sizeof(*out));
         rc = gpuop_caches_view_pods(caches, v); /* then every pod is read */
+        in.pods_of = NULL;
+        in.pods = v->pods;
+        in.npods = v->npods;
         if (rc == 0)
-            rc = gpuop_analyze(p, v->nodes, v->nnodes, v->ds, v->nds, v->pods, v->npods, now, out);
+            rc = gpuop_analyze(&in, out);
     }
     if (rc == 0)
         gpuop_findings_set_stranded(out, st, nst);

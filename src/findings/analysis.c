@@ -320,16 +320,26 @@ static bool starting_reason(const char *r)
     return !r || streq(r, "ContainerCreating") || streq(r, "PodInitializing");
 }
 
+/* One node being judged: its node, best pod per operand, what runs and
+ * what the host provides there. */
+struct judge {
+    const struct gpuop_node *nd;
+    const struct gpuop_pod *const *bp;
+    bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
+};
+
 /* What finding x (of a node whose best pods are bp) says of its node's
  * progress (reasons.h): the table's column, a step judged on its pod.
  * prog holds, per operand, what its Missing finding said (the findings
  * come in operand-table order, prerequisites first), -1 for none. Notes
  * when a step's judgement changes with time. */
-static int finding_progress(struct gpuop_findings *f, const struct gpuop_node *nd,
-                            const struct gpuop_finding *x, const struct gpuop_pod *const *bp,
-                            const bool *running, const bool *host, const int8_t *prog, long grace,
+static int finding_progress(struct gpuop_findings *f, const struct judge *j,
+                            const struct gpuop_finding *x, const int8_t *prog, long grace,
                             long long now)
 {
+    const struct gpuop_node *nd = j->nd;
+    const struct gpuop_pod *const *bp = j->bp;
+    const bool *running = j->running, *host = j->host;
     int progress = gpuop_reason_get(x->reason)->progress;
     if (progress != GPUOP_PROGRESS_STEP)
         return progress;
@@ -396,15 +406,15 @@ uint8_t gpuop_findings_idle_since(long long last, long long now)
  * ago one last did (idle_s). Returns since when it is idle (0: it is
  * not), which gpuop_analysis_age reads. */
 static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_result *r,
-                                const struct gpuop_node *nd, const struct gpuop_pod *const *bp,
-                                const bool *running, const bool *host, long grace, long long now)
+                                const struct judge *j, long grace, long long now)
 {
+    const struct gpuop_pod *const *bp = j->bp;
     bool step = false;
     int8_t prog[GPUOP_OPERAND_MAX];
     memset(prog, -1, sizeof(prog));
     for (uint32_t k = 0; k < r->nfindings; k++) {
         const struct gpuop_finding *x = &f->items[r->first + k];
-        int pr = finding_progress(f, nd, x, bp, running, host, prog, grace, now);
+        int pr = finding_progress(f, j, x, prog, grace, now);
         if (pr == GPUOP_PROGRESS_FAILED)
             return 0; /* stalled now: idle 0 */
         if (x->kind == GPUOP_KIND_MISSING)
@@ -413,7 +423,8 @@ static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_resu
     }
     long long last = 0; /* the latest Ready among its pods */
     for (int o = 0; o < f->noperands; o++)
-        if (running[o] && bp[o]->ready_since > GPUOP_TIME_UNREADABLE && bp[o]->ready_since > last)
+        if (j->running[o] && bp[o]->ready_since > GPUOP_TIME_UNREADABLE &&
+            bp[o]->ready_since > last)
             last = bp[o]->ready_since;
     if (!step && last && now <= last + grace) {
         step = true; /* just became Ready: what follows it is on its way */
@@ -612,14 +623,6 @@ static const struct row *first_match(const struct row *rows, size_t n, uint32_t 
             return &rows[i];
     return NULL;
 }
-
-/* One node being judged: its node, best pod per operand, what runs and
- * what the host provides there. */
-struct judge {
-    const struct gpuop_node *nd;
-    const struct gpuop_pod *const *bp;
-    bool running[GPUOP_OPERAND_MAX], host[GPUOP_OPERAND_MAX];
-};
 
 /* What a fact names beside its bit. */
 struct facts {
@@ -873,8 +876,7 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->first = (uint32_t)first;
     r->nfindings = (uint32_t)(f->nitems - first);
     if (rc >= 0 && r->nfindings)
-        t->idle_from =
-            (uint32_t)judge_progress(f, r, nd, bp, j.running, j.host, f->inc.event_grace_s, now);
+        t->idle_from = (uint32_t)judge_progress(f, r, &j, f->inc.event_grace_s, now);
     t->next_change = f->next_change;
     f->next_change = before;
     if (t->next_change)
@@ -1064,21 +1066,39 @@ int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const
     return 0;
 }
 
-/* Where a pass takes each node's best pods from: a table made from an
- * array of every pod (gpuop_analyze), or the caller's per-node source
- * (gpuop_analyze_by_node). */
-struct pod_source {
-    const struct gpuop_pod *const *pods; /* the array: best is made from it */
-    size_t npods;
-    gpuop_analysis_pods_fn pods_of; /* or this */
-    void *arg;
-};
-
-/* The pass over nodes, each node's best pods from src. */
-static int analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                   size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                   const struct pod_source *src, long long now, struct gpuop_findings *out)
+/* Every pod of in (borrowed) looked up by its node once: a new array of
+ * the best pod per (node of sorted, operand), n x operands, NULL when
+ * out of memory. ix is the index of sorted the caller frees. */
+static const struct gpuop_pod **best_pods(const struct gpuop_analysis_in *in,
+                                          const struct gpuop_node **sorted, size_t n,
+                                          struct nindex *ix)
 {
+    const int nops = gpuop_operand_count();
+    if (nindex_init(ix, sorted, n) < 0)
+        return NULL;
+    const struct gpuop_pod **best = calloc(n * (size_t)nops + 1, sizeof(*best));
+    if (!best)
+        return NULL;
+    for (size_t i = 0; i < in->npods; i++) {
+        const struct gpuop_pod *pod = in->pods ? in->pods[i] : NULL;
+        if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops)
+            continue;
+        long pos = nindex_get(ix, pod->node);
+        if (pos < 0)
+            continue; /* node gone: nothing to say about it */
+        const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
+        if (!*slot || gpuop_findings_pod_better(pod, *slot))
+            *slot = pod;
+    }
+    return best;
+}
+
+/* The pass over in's nodes, each node's best pods from its pods. */
+int gpuop_analyze(const struct gpuop_analysis_in *in, struct gpuop_findings *out)
+{
+    const struct gpuop_node *const *nodes = in->nodes;
+    size_t nnodes = in->nnodes;
+    long long now = in->now;
     const int nops = gpuop_operand_count();
     struct gpuop_analysis_state *s = &out->inc;
     const struct gpuop_node **sorted = NULL;
@@ -1088,7 +1108,7 @@ static int analyze(const struct gpuop_policy *p, const struct gpuop_node *const 
     int rc = GPUOP_ENOMEM;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = read_setup(out, p, ds, nds)) < 0)
+    if ((rc = read_setup(out, in->policy, in->ds, in->nds)) < 0)
         goto done;
     rc = GPUOP_ENOMEM;
 
@@ -1099,24 +1119,8 @@ static int analyze(const struct gpuop_policy *p, const struct gpuop_node *const 
         if (nodes && nodes[i] && nodes[i]->name)
             sorted[n++] = nodes[i];
     gpuop_sort(sorted, n, sizeof(*sorted), by_name); /* the caches' are in order */
-    if (!src->pods_of) { /* every pod's node looked up once: the best per (node, operand) */
-        if (nindex_init(&ix, sorted, n) < 0)
-            goto done;
-        best = calloc(n * (size_t)nops + 1, sizeof(*best));
-        if (!best)
-            goto done;
-        for (size_t i = 0; i < src->npods; i++) {
-            const struct gpuop_pod *pod = src->pods ? src->pods[i] : NULL;
-            if (!pod || !pod->node || pod->operand < 0 || pod->operand >= nops)
-                continue;
-            long pos = nindex_get(&ix, pod->node);
-            if (pos < 0)
-                continue; /* node gone: nothing to say about it */
-            const struct gpuop_pod **slot = &best[(size_t)pos * nops + pod->operand];
-            if (!*slot || gpuop_findings_pod_better(pod, *slot))
-                *slot = pod;
-        }
-    }
+    if (!in->pods_of && !(best = best_pods(in, sorted, n, &ix)))
+        goto done;
 
     s->nodes_cap = n ? n : 1;
     out->nodes = calloc(s->nodes_cap, sizeof(*out->nodes));
@@ -1130,8 +1134,8 @@ static int analyze(const struct gpuop_policy *p, const struct gpuop_node *const 
         const struct gpuop_pod *const *b = best ? &best[i * nops] : bp;
         if (!best) {
             size_t np = 0;
-            if ((rc = src->pods_of(src->arg, sorted[i]->name, mine, GPUOP_ANALYSIS_NODE_PODS_MAX,
-                                   &np)) < 0)
+            if ((rc = in->pods_of(in->pods_arg, sorted[i]->name, mine, GPUOP_ANALYSIS_NODE_PODS_MAX,
+                                  &np)) < 0)
                 goto done;
             gpuop_findings_best_pods(NULL, mine, np, nops, bp); /* all the node's */
         }
@@ -1160,28 +1164,6 @@ done:
     free(best);
     nindex_free(&ix);
     return rc;
-}
-
-int gpuop_analyze(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                  size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                  const struct gpuop_pod *const *pods, size_t npods, long long now,
-                  struct gpuop_findings *out)
-{
-    struct pod_source src = {.pods = pods, .npods = npods};
-    return analyze(p, nodes, nnodes, ds, nds, &src, now, out);
-}
-
-int gpuop_analyze_by_node(const struct gpuop_policy *p, const struct gpuop_node *const *nodes,
-                          size_t nnodes, const struct gpuop_ds *const *ds, size_t nds,
-                          gpuop_analysis_pods_fn pods_of, void *arg, long long now,
-                          struct gpuop_findings *out)
-{
-    if (!pods_of) {
-        memset(out, 0, sizeof(*out));
-        return GPUOP_EINVAL;
-    }
-    struct pod_source src = {.pods_of = pods_of, .arg = arg};
-    return analyze(p, nodes, nnodes, ds, nds, &src, now, out);
 }
 
 void gpuop_findings_free(struct gpuop_findings *f)

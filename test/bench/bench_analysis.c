@@ -86,7 +86,14 @@ static void bench_by_node(const struct gpuop_policy *pol, const struct gpuop_nod
     bool same = false;
     for (int round = 0; round < 5; round++) {
         double t = ms(), c0 = cpu_ms();
-        if (gpuop_analyze_by_node(pol, sorted, n, dp, nds, index_pods_of, &ix, 0, &f) < 0)
+        if (gpuop_analyze(&(struct gpuop_analysis_in){.policy = pol,
+                                                      .nodes = sorted,
+                                                      .nnodes = n,
+                                                      .ds = dp,
+                                                      .nds = nds,
+                                                      .pods_of = index_pods_of,
+                                                      .pods_arg = &ix},
+                          &f) < 0)
             break;
         c0 = cpu_ms() - c0;
         t = ms() - t;
@@ -165,12 +172,14 @@ static int bench(size_t n)
     }
     pods_of[n] = npods;
 
+    struct gpuop_analysis_in in = {
+        .policy = &pol, .nodes = np, .nnodes = n, .ds = dp, .nds = nds, .pods = pp, .npods = npods};
     struct gpuop_findings f1, f2;
     double best = 1e9, best_cpu = 1e9, t, c0;
     for (int round = 0; round < 5; round++) {
         t = ms();
         c0 = cpu_ms();
-        if (gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f1) < 0)
+        if (gpuop_analyze(&in, &f1) < 0)
             return 2;
         c0 = cpu_ms() - c0;
         t = ms() - t;
@@ -191,12 +200,12 @@ static int bench(size_t n)
     json_t *st = gpuop_status_build(&pol, &f1, NULL, NULL, 0);
     printf("status_build %.2f ms\n", ms() - t);
     pp[5] = NULL; /* node 1 loses its driver pod */
-    gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2);
+    gpuop_analyze(&in, &f2);
 
     /* one node again: its first pod (the driver) flips Pending <-> Running */
     pp[5] = &pods[5];
     gpuop_findings_free(&f2);
-    if (gpuop_analyze(&pol, np, n, dp, nds, pp, npods, 0, &f2) < 0)
+    if (gpuop_analyze(&in, &f2) < 0)
         return 2;
     double sum = 0, worst = 0, sum_cpu = 0;
     unsigned long r = 12345;

@@ -179,11 +179,18 @@ static void run_pods(struct world *w, const char *node, const char *ops)
 static void analyze(struct world *w)
 {
     gpuop_findings_free(&w->f);
-    assert_int_equal(gpuop_analyze(&w->pol, (const struct gpuop_node *const *)w->nodes, w->nn,
-                                   (const struct gpuop_ds *const *)w->ds, w->nds,
-                                   (const struct gpuop_pod *const *)w->pods, w->np, T0 + 1000,
-                                   &w->f),
-                     0);
+    assert_int_equal(
+        gpuop_analyze(
+            &(struct gpuop_analysis_in){.policy = &w->pol,
+                                        .nodes = (const struct gpuop_node *const *)w->nodes,
+                                        .nnodes = w->nn,
+                                        .ds = (const struct gpuop_ds *const *)w->ds,
+                                        .nds = w->nds,
+                                        .pods = (const struct gpuop_pod *const *)w->pods,
+                                        .npods = w->np,
+                                        .now = T0 + 1000},
+            &w->f),
+        0);
     /* invariants every result must keep */
     size_t total = 0;
     for (size_t i = 0; i < w->f.nnodes; i++) {
@@ -1276,7 +1283,7 @@ static void test_robust_inputs(void **state)
 {
     struct gpuop_findings f;
     /* nothing at all */
-    assert_int_equal(gpuop_analyze(NULL, NULL, 0, NULL, 0, NULL, 0, 0, &f), 0);
+    assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){0}, &f), 0);
     assert_int_equal(f.nnodes, 0);
     assert_int_equal(f.noperands, gpuop_operand_count());
     assert_true(f.operands[0].enabled); /* no policy: every operand enabled */

@@ -768,8 +768,16 @@ static void observe_at_now(struct gx *g, struct fx_world *w)
     w->pol.advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
     w->pol.terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
     gpuop_findings_free(&w->f);
-    assert_int_equal(
-        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, fake_now, &w->f), 0);
+    assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
+                                                               .nodes = w->np,
+                                                               .nnodes = w->nn,
+                                                               .ds = w->dp,
+                                                               .nds = w->nds,
+                                                               .pods = w->pp,
+                                                               .npods = w->npods,
+                                                               .now = fake_now},
+                                   &w->f),
+                     0);
     gpuop_events_observe(g->fx.ev, "main", "uid-1", GPUOP_EVENT_GRACE_DEFAULT, &w->f);
 }
 
@@ -833,8 +841,16 @@ static void test_long_rollout_stays_quiet(void **state)
         observe_at_now(&g, &w);
         /* what the status shows meanwhile: the truth */
         gpuop_findings_free(&w.f);
-        assert_int_equal(
-            gpuop_analyze(&w.pol, w.np, w.nn, w.dp, w.nds, w.pp, w.npods, fake_now, &w.f), 0);
+        assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w.pol,
+                                                                   .nodes = w.np,
+                                                                   .nnodes = w.nn,
+                                                                   .ds = w.dp,
+                                                                   .nds = w.nds,
+                                                                   .pods = w.pp,
+                                                                   .npods = w.npods,
+                                                                   .now = fake_now},
+                                       &w.f),
+                         0);
         saw_gate |= w.f.by_reason[GPUOP_REASON_WAITING_FOR_GATE] > 0;
         saw_order |= w.f.by_reason[GPUOP_REASON_PREREQUISITE_NOT_RUNNING] > 0;
         if (w.f.nitems && !w.f.nodes[0].progressing)

@@ -274,9 +274,24 @@ static int full_pass(struct world *w, struct gpuop_findings *f, bool by_node)
             pp[npods++] = &w->pods[i]->p;
     for (size_t i = 0; i < w->nds; i++)
         dp[i] = &w->ds[i];
-    int rc = by_node
-                 ? gpuop_analyze_by_node(&w->pol, np, nn, dp, w->nds, world_pods_of, w, w->now, f)
-                 : gpuop_analyze(&w->pol, np, nn, dp, w->nds, pp, npods, w->now, f);
+    int rc = by_node ? gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
+                                                                 .nodes = np,
+                                                                 .nnodes = nn,
+                                                                 .ds = dp,
+                                                                 .nds = w->nds,
+                                                                 .pods_of = world_pods_of,
+                                                                 .pods_arg = w,
+                                                                 .now = w->now},
+                                     f)
+                     : gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
+                                                                 .nodes = np,
+                                                                 .nnodes = nn,
+                                                                 .ds = dp,
+                                                                 .nds = w->nds,
+                                                                 .pods = pp,
+                                                                 .npods = npods,
+                                                                 .now = w->now},
+                                     f);
     if (rc == 0)
         gpuop_findings_set_stranded(f, w->stranded, 2);
     return rc;

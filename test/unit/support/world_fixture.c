@@ -150,8 +150,16 @@ void fx_run_all(struct fx_world *w, const char *node, const char *skip)
 void fx_analyze(struct fx_world *w)
 {
     gpuop_findings_free(&w->f);
-    assert_int_equal(
-        gpuop_analyze(&w->pol, w->np, w->nn, w->dp, w->nds, w->pp, w->npods, FX_T0, &w->f), 0);
+    assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
+                                                               .nodes = w->np,
+                                                               .nnodes = w->nn,
+                                                               .ds = w->dp,
+                                                               .nds = w->nds,
+                                                               .pods = w->pp,
+                                                               .npods = w->npods,
+                                                               .now = FX_T0},
+                                   &w->f),
+                     0);
 }
 
 void fx_world_free(struct fx_world *w)
