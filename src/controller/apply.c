@@ -265,8 +265,16 @@ static void apply_operand(struct gpuop_controller *c, int i)
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
-        rc = gpuop_ctl_send(c, OP_APPLY, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
-                            apply_done, &op);
+        rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = OP_APPLY,
+                                               .operand = i,
+                                               .body_hash = h,
+                                               .verb = GPUOP_KUBE_PATCH,
+                                               .path = path,
+                                               .ctype = GPUOP_CT_APPLY,
+                                               .body = body,
+                                               .done = apply_done},
+                            &op);
     }
     if (rc == 0)
         op->gone = a->gone;
@@ -290,7 +298,13 @@ static void delete_operand(struct gpuop_controller *c, int i)
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.deletes++;
-        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, GPUOP_KUBE_DELETE, path, NULL, NULL, delete_done,
+        rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = OP_DELETE,
+                                               .operand = i,
+                                               .body_hash = 0,
+                                               .verb = GPUOP_KUBE_DELETE,
+                                               .path = path,
+                                               .done = delete_done},
                             NULL);
     }
     free(path);
@@ -427,8 +441,16 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
     int rc = path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.applies++;
-        rc = gpuop_ctl_send(c, OP_APPLY, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
-                            pool_apply_done, &op);
+        rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = OP_APPLY,
+                                               .operand = i,
+                                               .body_hash = h,
+                                               .verb = GPUOP_KUBE_PATCH,
+                                               .path = path,
+                                               .ctype = GPUOP_CT_APPLY,
+                                               .body = body,
+                                               .done = pool_apply_done},
+                            &op);
     }
     free(path);
     gpuop_json_free(body);
@@ -453,8 +475,14 @@ static void pool_delete(struct gpuop_controller *c, int i, const char *name)
     int rc = !r ? GPUOP_ETOOBIG : path ? 0 : GPUOP_ENOMEM;
     if (rc == 0) {
         c->stats.deletes++;
-        rc = gpuop_ctl_send(c, OP_DELETE, i, 0, GPUOP_KUBE_DELETE, path, NULL, NULL,
-                            pool_delete_done, &op);
+        rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = OP_DELETE,
+                                               .operand = i,
+                                               .body_hash = 0,
+                                               .verb = GPUOP_KUBE_DELETE,
+                                               .path = path,
+                                               .done = pool_delete_done},
+                            &op);
     }
     free(path);
     if (rc < 0) {
@@ -602,8 +630,16 @@ static void apply_sa(struct gpuop_controller *c)
     }
     char *path = gpuop_ctl_apply_path("v1", c->ns, "serviceaccounts", GPUOP_OPERAND_SA, NULL);
     struct ctl_op *op = NULL;
-    int rc = path ? gpuop_ctl_send(c, OP_SA, -1, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY, body,
-                                   sa_done, &op)
+    int rc = path ? gpuop_ctl_send(c,
+                                   &(struct ctl_send){.kind = OP_SA,
+                                                      .operand = -1,
+                                                      .body_hash = h,
+                                                      .verb = GPUOP_KUBE_PATCH,
+                                                      .path = path,
+                                                      .ctype = GPUOP_CT_APPLY,
+                                                      .body = body,
+                                                      .done = sa_done},
+                                   &op)
                   : GPUOP_ENOMEM;
     if (rc == 0)
         op->gone = c->sa_applied.gone;
@@ -723,8 +759,14 @@ static int extra_delete(struct gpuop_controller *c, int i, const char *name, uin
                                        .name = name};
     char *path = gpuop_kube_path(&ref, NULL, 0);
     int rc = !path ? GPUOP_ENOMEM
-                   : gpuop_ctl_send(c, OP_EXTRA, i, body_hash, GPUOP_KUBE_DELETE, path, NULL, NULL,
-                                    extra_done, NULL);
+                   : gpuop_ctl_send(c,
+                                    &(struct ctl_send){.kind = OP_EXTRA,
+                                                       .operand = i,
+                                                       .body_hash = body_hash,
+                                                       .verb = GPUOP_KUBE_DELETE,
+                                                       .path = path,
+                                                       .done = extra_done},
+                                    NULL);
     free(path);
     return rc;
 }
@@ -762,8 +804,16 @@ static void apply_extra(struct gpuop_controller *c, int i)
                                               x->resource, name, NULL);
             snprintf(c->extras_sending[i], sizeof(c->extras_sending[i]), "%s", name);
             rc = !path ? GPUOP_ENOMEM
-                       : gpuop_ctl_send(c, OP_EXTRA, i, h, GPUOP_KUBE_PATCH, path, GPUOP_CT_APPLY,
-                                        body, extra_done, NULL);
+                       : gpuop_ctl_send(c,
+                                        &(struct ctl_send){.kind = OP_EXTRA,
+                                                           .operand = i,
+                                                           .body_hash = h,
+                                                           .verb = GPUOP_KUBE_PATCH,
+                                                           .path = path,
+                                                           .ctype = GPUOP_CT_APPLY,
+                                                           .body = body,
+                                                           .done = extra_done},
+                                        NULL);
             free(path);
         } else {
             rc = extra_delete(c, i, name, CTL_EXTRA_DELETED);
@@ -879,7 +929,7 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
             if (g == GATE_BLOCKED) {
                 c->res[i].state = GPUOP_APPLY_BLOCKED;
                 c->res[i].blocked_by = (signed char)root;
-                c->failed++;
+                c->ops.failed++;
             } else if (c->policy.operands[i].held && operand_runs(c, i)) {
                 /* an image field refused: its DaemonSets kept as they run,
                    never the default rolled out (the problem names it) */

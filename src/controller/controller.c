@@ -54,71 +54,6 @@ static void mark_dirty(struct gpuop_controller *c, const char *key, uint64_t t)
         free(v);
 }
 
-/* ---- operations in flight ---- */
-
-int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
-                   uint64_t body_hash, enum gpuop_kube_verb verb, const char *path,
-                   const char *ctype, const char *body, gpuop_kube_done_cb done,
-                   struct ctl_op **out)
-{
-    struct ctl_op *o = calloc(1, sizeof(*o));
-    if (!o)
-        return GPUOP_ENOMEM;
-    o->c = c;
-    o->kind = kind;
-    o->operand = operand;
-    o->slot = -1;
-    o->body_hash = body_hash;
-    struct gpuop_kube_opts ko = {.verb = verb,
-                                 .path = path,
-                                 .content_type = ctype,
-                                 .body = body,
-                                 .body_len = body ? strlen(body) : 0,
-                                 /* the answer's status compares with the cache's */
-                                 .digested =
-                                     kind == OP_STATUS ? gpuop_caches_policy_digested() : NULL};
-    int rc = gpuop_kube_request(c->kube, &ko, done, o, &o->req);
-    if (rc < 0) {
-        free(o);
-        return rc;
-    }
-    o->next = c->ops;
-    c->ops = o;
-    c->pending++;
-    if (out)
-        *out = o;
-    return 0;
-}
-
-void gpuop_ctl_op_end(struct ctl_op *o)
-{
-    struct gpuop_controller *c = o->c;
-    for (struct ctl_op **p = &c->ops; *p; p = &(*p)->next)
-        if (*p == o) {
-            *p = o->next;
-            break;
-        }
-    json_decref(o->conds);
-    free(o);
-    c->pending--;
-    if (!c->closing)
-        advance(c);
-}
-
-void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e)
-{
-    c->failed++;
-    if (c->err.rc == 0) {
-        c->err = *e;
-        c->err.rc = e->rc ? e->rc : GPUOP_EHTTP;
-        char buf[sizeof(c->err.message) + CTL_WHAT_MAX + 8];
-        snprintf(buf, sizeof(buf), "%.*s: %s", CTL_WHAT_MAX, what, e->message);
-        size_t n = strnlen(buf, sizeof(c->err.message) - 1);
-        memcpy(c->err.message, buf, n);
-        c->err.message[n] = '\0';
-    }
-}
-
 /* ---- reconcile ---- */
 
 static void on_trim(uv_timer_t *t)
@@ -359,7 +294,7 @@ static void advance(struct gpuop_controller *c)
 {
     if (c->stage == STAGE_APPLY)
         gpuop_ctl_apply_step(c);
-    if (c->pending > 0 || c->stage == STAGE_DONE)
+    if (c->ops.pending > 0 || c->stage == STAGE_DONE)
         return;
     c->stage = STAGE_DONE;
     finish(c);
@@ -379,7 +314,7 @@ static void queue_apply(struct gpuop_controller *c, const char *name)
  * next key; an apply reconcile queues its policy's status. */
 static void finish(struct gpuop_controller *c)
 {
-    bool ok = c->failed == 0;
+    bool ok = c->ops.failed == 0;
     char *key = c->key;
     if (c->applying && c->have_policy)
         log_problems(c); /* before "reconcile failed", which it decides */
@@ -407,10 +342,10 @@ static void finish(struct gpuop_controller *c)
         if (c->applying)
             gpuop_ctl_apply_backoff(c, d);
         if (c->problems_changed)
-            gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
+            gpuop_warn(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->ops.err.message,
                        (long long)d);
         else
-            gpuop_debug(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->err.message,
+            gpuop_debug(c->kobj, "reconcile failed (%s); retrying in %lld ms", c->ops.err.message,
                         (long long)d);
     }
     if (c->on_reconciled)
@@ -512,9 +447,8 @@ static void begin(struct gpuop_controller *c)
 {
     c->started_ns = uv_hrtime();
     c->stats.reconciles++;
-    c->pending = c->failed = 0;
+    gpuop_ctl_ops_reset(&c->ops);
     c->problems_changed = true;
-    gpuop_err_clear(&c->err);
     c->inactive = false;
     c->applying = strncmp(c->key, CTL_APPLY_PREFIX, strlen(CTL_APPLY_PREFIX)) == 0;
     c->name = c->applying ? c->key + strlen(CTL_APPLY_PREFIX) : c->key;
@@ -643,6 +577,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     c->leader = cfg->leader;
     c->on_reconciled = cfg->on_reconciled;
     c->cb_arg = cfg->arg;
+    c->ops.ended = advance;
     gpuop_map_init(&c->dirty_since);
     gpuop_map_init(&c->status_recs);
     c->ns = strdup(cfg->namespace);
@@ -787,10 +722,7 @@ static void close_now(struct gpuop_controller *c)
     c->flushing = false;
     gpuop_controller_set_leader(c, false);
     /* Cancel what is in flight; their callbacks see closing and stop. */
-    while (c->ops) {
-        struct ctl_op *o = c->ops;
-        gpuop_kube_cancel(o->req); /* calls gpuop_ctl_op_end via the done cb */
-    }
+    gpuop_ctl_ops_cancel(&c->ops);
     gpuop_ctl_upgrade_free(c->upgrader); /* no handles: its requests cancelled now */
     c->upgrader = NULL;
     c->open = CTL_CHILDREN;

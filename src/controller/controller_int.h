@@ -105,6 +105,30 @@ struct ctl_op {
 
 enum ctl_stage { STAGE_APPLY, STAGE_STATUS, STAGE_DONE };
 
+/* The reconcile's API operations (ops.c): each request in flight, counted
+ * until its answer ends it; the failures counted, the first kept. */
+struct ctl_ops {
+    struct ctl_op *head;  /* in flight */
+    int pending;          /* how many */
+    int failed;           /* failures (apply, delete, status write, parse) since reset */
+    struct gpuop_err err; /* the first failure, for the log */
+    /* called after an op ends, unless the controller is closing: moves
+       the reconcile on (controller.c) */
+    void (*ended)(struct gpuop_controller *c);
+};
+
+/* One API operation of the reconcile, as gpuop_ctl_send starts it. */
+struct ctl_send {
+    enum ctl_op_kind kind;
+    int operand; /* the operand's index, or -1 */
+    uint64_t body_hash;
+    enum gpuop_kube_verb verb;
+    const char *path;  /* copied */
+    const char *ctype; /* the body's content type, or NULL */
+    const char *body;  /* copied; NULL: none */
+    gpuop_kube_done_cb done;
+};
+
 /* The findings kept between reconciles (keep.c). */
 struct ctl_keep {
     bool verify;             /* the test oracle (gpuop_controller_config.verify) */
@@ -145,10 +169,7 @@ struct gpuop_controller {
     struct gpuop_policy policy;
     bool have_policy;
     bool inactive;         /* this policy is not the active one (its status says "ignored") */
-    int pending;           /* API operations in flight */
-    int failed;            /* failures (apply, delete, status write, parse) */
     bool problems_changed; /* the problems differ from the last reconcile's */
-    struct gpuop_err err;  /* the first failure, for the log */
     uint64_t started_ns;
     uint64_t origin_ns; /* of the reconcile in progress; 0: none */
     char kobj[CTL_OBJ_MAX];
@@ -192,7 +213,7 @@ struct gpuop_controller {
     bool apply_queued;    /* the active policy's apply reconcile is queued to run now: its
                              status waits for it (the apply queues it when done) */
     struct ctl_keep keep; /* the findings between reconciles (keep.c) */
-    struct ctl_op *ops;   /* in flight */
+    struct ctl_ops ops;   /* the reconcile's API operations in flight (ops.c) */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
@@ -209,20 +230,20 @@ struct gpuop_controller {
     void *close_arg;
 };
 
-/* ---- controller.c ---- */
+/* ---- ops.c ---- */
 
-/* Starts one API operation of the reconcile; path and body (may be NULL)
- * are copied. The op ends in done (which must call gpuop_ctl_op_end), or
- * here when the request cannot start. */
-int gpuop_ctl_send(struct gpuop_controller *c, enum ctl_op_kind kind, int operand,
-                   uint64_t body_hash, enum gpuop_kube_verb verb, const char *path,
-                   const char *ctype, const char *body, gpuop_kube_done_cb done,
-                   struct ctl_op **out);
-/* Ends op o (frees it) and, when it was the last in flight, moves the
- * reconcile on. */
+/* Starts the API operation s (borrowed) says; its op is *out when out is
+ * not NULL. The op ends in s->done (which must call gpuop_ctl_op_end), or
+ * here when the request cannot start (0 or that code). */
+int gpuop_ctl_send(struct gpuop_controller *c, const struct ctl_send *s, struct ctl_op **out);
+/* Ends op o (frees it) and calls the ops' ended callback. */
 void gpuop_ctl_op_end(struct ctl_op *o);
 /* Counts a failure of the reconcile; the first one is kept for the log. */
 void gpuop_ctl_fail(struct gpuop_controller *c, const char *what, const struct gpuop_err *e);
+/* A new reconcile: no failure counted or kept (nothing may be in flight). */
+void gpuop_ctl_ops_reset(struct ctl_ops *ops);
+/* Cancels every op in flight: each ends through its done callback. */
+void gpuop_ctl_ops_cancel(struct ctl_ops *ops);
 
 /* ---- keep.c ---- */
 

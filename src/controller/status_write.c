@@ -244,8 +244,16 @@ int gpuop_ctl_status_write(struct gpuop_controller *c, json_t *obj, json_t *stat
     if (rc == 0) {
         c->stats.status_writes++;
         gpuop_info(c->kobj, "writing status");
-        rc = gpuop_ctl_send(c, OP_STATUS, -1, digest, GPUOP_KUBE_PATCH, full, GPUOP_CT_APPLY, body,
-                            status_done, &o);
+        rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = OP_STATUS,
+                                               .operand = -1,
+                                               .body_hash = digest,
+                                               .verb = GPUOP_KUBE_PATCH,
+                                               .path = full,
+                                               .ctype = GPUOP_CT_APPLY,
+                                               .body = body,
+                                               .done = status_done},
+                            &o);
     }
     if (o) {
         o->conds = conds;

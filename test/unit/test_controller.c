@@ -435,7 +435,7 @@ static void settle(struct fx *f, uint64_t quiet_ms)
         /* a status the write pacing holds goes out at its interval's end,
          * and one sent may not have reached the server yet (valgrind) */
     } while (fakeapi_nreq(f->srv) != n ||
-             (f->c && (gpuop_ctl_status_held(f->c) || f->c->pending > 0)));
+             (f->c && (gpuop_ctl_status_held(f->c) || f->c->ops.pending > 0)));
 }
 
 static json_int_t gpu_nodes_of(struct fx *f)
