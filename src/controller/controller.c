@@ -194,6 +194,44 @@ static void release_upgrades(struct gpuop_controller *c)
         gpuop_warn(c->kobj, "releasing the nodes of a driver upgrade: %s", gpuop_strerror(rc));
 }
 
+/* The status of policy obj (borrowed) from f (borrowed; NULL: the
+ * findings could not be made, a failure) and in: the document is built
+ * and its hash compared with what was last written (status_write.c paces
+ * the writes: a held write queues the key for the interval's end). */
+static void build_and_write_status(struct gpuop_controller *c, json_t *obj,
+                                   const struct gpuop_findings *f,
+                                   const struct gpuop_status_input *in)
+{
+    json_t *status = NULL;
+    enum ctl_status_due due = CTL_STATUS_SAME;
+    uint64_t digest = 0, wait_ms = 0, now_ms = gpuop_clock_ms();
+    if (f)
+        status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
+                                    gpuop_ctl_status_prev(c, c->key, obj), in, gpuop_clock_wall());
+    bool built = status != NULL;
+    if (built) {
+        digest = gpuop_hash_json(status);
+        due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
+    }
+    if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
+        (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
+    if (due != CTL_STATUS_NOW) {
+        json_decref(status);
+        status = NULL;
+    }
+    struct gpuop_err e;
+    if (!built) {
+        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
+        gpuop_ctl_fail(c, "status", &e);
+    } else if (due == CTL_STATUS_NOW) {
+        int wrc = gpuop_ctl_status_write(c, obj, status, digest, now_ms);
+        if (wrc < 0) {
+            gpuop_err_set(&e, wrc, NULL, "cannot send the status: %s", gpuop_strerror(wrc));
+            gpuop_ctl_fail(c, "status", &e);
+        }
+    }
+}
+
 /* STAGE_STATUS: findings, status, its write (maybe in flight after). */
 static void findings_and_status(struct gpuop_controller *c)
 {
@@ -245,36 +283,7 @@ static void findings_and_status(struct gpuop_controller *c)
         update_summary(c, f);
     else if (c->inactive && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
-    /* The status: the document is built and its hash compared with what
-     * was last written (status_write.c paces the writes). */
-    json_t *status = NULL;
-    enum ctl_status_due due = CTL_STATUS_SAME;
-    uint64_t digest = 0, wait_ms = 0, now_ms = gpuop_clock_ms();
-    if (rc == 0)
-        status = gpuop_status_build(&c->policy, c->inactive ? NULL : f,
-                                    gpuop_ctl_status_prev(c, c->key, obj), &in, gpuop_clock_wall());
-    bool built = status != NULL;
-    if (built) {
-        digest = gpuop_hash_json(status);
-        due = gpuop_ctl_status_due(c, obj, digest, now_ms, &wait_ms);
-    }
-    if (due == CTL_STATUS_HELD) /* the interval's end writes the state then */
-        (void)gpuop_queue_add_after(c->queue, c->key, wait_ms);
-    if (due != CTL_STATUS_NOW) {
-        json_decref(status);
-        status = NULL;
-    }
-    struct gpuop_err e;
-    if (rc < 0 || !built) {
-        gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "out of memory building the status");
-        gpuop_ctl_fail(c, "status", &e);
-    } else if (due == CTL_STATUS_NOW) {
-        int wrc = gpuop_ctl_status_write(c, obj, status, digest, now_ms);
-        if (wrc < 0) {
-            gpuop_err_set(&e, wrc, NULL, "cannot send the status: %s", gpuop_strerror(wrc));
-            gpuop_ctl_fail(c, "status", &e);
-        }
-    }
+    build_and_write_status(c, obj, rc == 0 ? f : NULL, &in);
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last, after the status
          * went out: the status is what a user waits for, and an Event
