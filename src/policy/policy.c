@@ -520,6 +520,68 @@ static int env_find(json_t *arr, const char *name)
 
 /* path.env into *dst (an array of {name, value}, replaced: a new
  * reference stored there); a bad entry is a problem and left out. */
+/* The name of env entry e (borrowed) at field, its other keys than name
+ * and value named; NULL (said) when the entry is ignored. */
+static const char *env_entry_name(struct gpuop_policy *p, const char *field, json_t *e)
+{
+    static const char *const known[] = {"name", "value", NULL};
+    char nfield[FIELD_MAX], buf[64];
+    const char *key;
+    json_t *unused, *name = json_object_get(e, "name");
+    json_object_foreach(e, key, unused)
+    {
+        if (strcmp(key, "name") && strcmp(key, "value"))
+            unknown_field(p, field, key, known);
+    }
+    fieldf(nfield, "%s.name", field);
+    if (!json_is_string(name)) {
+        problem(p, nfield, "needs a string \"name\"%s%s; entry ignored", name ? ", not " : "",
+                name ? type_name(name) : "");
+        return NULL;
+    }
+    if (json_string_length(name) > ENV_NAME_MAX ||
+        !gpuop_validate_env_name(json_string_value(name), json_string_length(name))) {
+        problem(p, nfield,
+                "%s is not an environment variable name the API server accepts (printable "
+                "ASCII without '=', 1 to %d characters); entry ignored",
+                describe(name, buf, sizeof(buf)), ENV_NAME_MAX);
+        return NULL;
+    }
+    return json_string_value(name);
+}
+
+/* The value of env entry at field: val (borrowed) as a string, a number
+ * or boolean written into buf (size bytes, said: quote it), "" when
+ * absent; NULL (said) when the entry is ignored. */
+static const char *env_entry_value(struct gpuop_policy *p, const char *field, json_t *val,
+                                   char *buf, size_t size)
+{
+    char vfield[FIELD_MAX];
+    fieldf(vfield, "%s.value", field);
+    if (!val || json_is_null(val))
+        return "";
+    if (json_is_string(val)) {
+        if (json_string_length(val) > VALUE_MAX) {
+            problem(p, field, "value longer than %d bytes; entry ignored", VALUE_MAX);
+            return NULL;
+        }
+        return json_string_value(val);
+    }
+    if (!json_is_integer(val) && !json_is_real(val) && !json_is_boolean(val)) {
+        problem(p, vfield, "must be a string, not %s; entry ignored", type_name(val));
+        return NULL;
+    }
+    if (json_is_integer(val))
+        snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+    else if (json_is_real(val))
+        snprintf(buf, size, "%.17g", json_real_value(val));
+    else
+        snprintf(buf, size, "%s", json_is_true(val) ? "true" : "false");
+    problem(p, vfield, "must be a string, not %s; using \"%s\" (quote the value)", type_name(val),
+            buf);
+    return buf;
+}
+
 static int parse_env(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst)
 {
     char field[FIELD_MAX], buf[64];
@@ -546,71 +608,20 @@ static int parse_env(struct gpuop_policy *p, const char *path, json_t *v, json_t
                     type_name(e));
             continue;
         }
-        json_t *name = json_object_get(e, "name");
-        json_t *val = json_object_get(e, "value");
-        const char *key;
-        json_t *unused;
-        json_object_foreach(e, key, unused)
-        {
-            if (strcmp(key, "name") && strcmp(key, "value")) {
-                static const char *const known[] = {"name", "value", NULL};
-                unknown_field(p, field, key, known);
-            }
-        }
-        if (!json_is_string(name)) {
-            char nfield[FIELD_MAX];
-            fieldf(nfield, "%s.name", field);
-            problem(p, nfield, "needs a string \"name\"%s%s; entry ignored", name ? ", not " : "",
-                    name ? type_name(name) : "");
+        const char *name = env_entry_name(p, field, e);
+        const char *sval =
+            name ? env_entry_value(p, field, json_object_get(e, "value"), buf, sizeof(buf)) : NULL;
+        if (!sval)
             continue;
-        }
-        if (json_string_length(name) > ENV_NAME_MAX ||
-            !gpuop_validate_env_name(json_string_value(name), json_string_length(name))) {
-            char nfield[FIELD_MAX];
-            fieldf(nfield, "%s.name", field);
-            problem(p, nfield,
-                    "%s is not an environment variable name the API server accepts (printable "
-                    "ASCII without '=', 1 to %d characters); entry ignored",
-                    describe(name, buf, sizeof(buf)), ENV_NAME_MAX);
-            continue;
-        }
-        const char *sval;
-        if (!val || json_is_null(val)) {
-            sval = "";
-        } else if (json_is_string(val)) {
-            if (json_string_length(val) > VALUE_MAX) {
-                problem(p, field, "value longer than %d bytes; entry ignored", VALUE_MAX);
-                continue;
-            }
-            sval = json_string_value(val);
-        } else if (json_is_integer(val) || json_is_real(val) || json_is_boolean(val)) {
-            if (json_is_integer(val))
-                snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(val));
-            else if (json_is_real(val))
-                snprintf(buf, sizeof(buf), "%.17g", json_real_value(val));
-            else
-                snprintf(buf, sizeof(buf), "%s", json_is_true(val) ? "true" : "false");
-            char vfield[FIELD_MAX];
-            fieldf(vfield, "%s.value", field);
-            problem(p, vfield, "must be a string, not %s; using \"%s\" (quote the value)",
-                    type_name(val), buf);
-            sval = buf;
-        } else {
-            char vfield[FIELD_MAX];
-            fieldf(vfield, "%s.value", field);
-            problem(p, vfield, "must be a string, not %s; entry ignored", type_name(val));
-            continue;
-        }
-        json_t *entry = json_pack("{s:s, s:s}", "name", json_string_value(name), "value", sval);
+        json_t *entry = json_pack("{s:s, s:s}", "name", name, "value", sval);
         if (!entry) {
             json_decref(out);
             return GPUOP_ENOMEM;
         }
-        int at = env_find(out, json_string_value(name));
+        int at = env_find(out, name);
         int rc;
         if (at >= 0) {
-            problem(p, field, "duplicate name \"%s\"; the last entry is used",
-                    json_string_value(name));
+            problem(p, field, "duplicate name \"%s\"; the last entry is used", name);
             rc = json_array_set_new(out, (size_t)at, entry);
         } else {
             rc = json_array_append_new(out, entry);
@@ -1986,21 +1997,21 @@ static bool effect_ok(const char *s)
            !strcmp(s, "NoExecute");
 }
 
-/* One toleration: 0 and *out = new sanitised object, or *out = NULL when
- * the entry is dropped (problem recorded). */
-static int parse_toleration(struct gpuop_policy *p, const char *field, json_t *t, json_t **out)
+/* A toleration's four strings, borrowed from its object. */
+struct toleration {
+    const char *key, *op, *value, *effect;
+};
+
+/* Reads t's strings into *x (defaults: operator Equal, the others "");
+ * names unknown keys; false (said) when one is not a string. */
+static bool toleration_read(struct gpuop_policy *p, const char *field, json_t *t,
+                            struct toleration *x)
 {
     static const char *const known[] = {"key",    "operator",          "value",
                                         "effect", "tolerationSeconds", NULL};
     char sub[FIELD_MAX];
     const char *k;
     json_t *e;
-    *out = NULL;
-    if (!json_is_object(t)) {
-        problem(p, field, "must be an object {key, operator, value, effect}, not %s; ignored",
-                type_name(t));
-        return 0;
-    }
     json_object_foreach(t, k, e)
     {
         bool ok = false;
@@ -2009,73 +2020,95 @@ static int parse_toleration(struct gpuop_policy *p, const char *field, json_t *t
         if (!ok)
             unknown_field(p, field, k, known);
     }
-    json_t *key = json_object_get(t, "key"), *op = json_object_get(t, "operator");
-    json_t *val = json_object_get(t, "value"), *eff = json_object_get(t, "effect");
-    json_t *secs = json_object_get(t, "tolerationSeconds");
-    const char *skey = "", *sop = "Equal", *sval = "", *seff = "";
-#define STRING_OR_DROP(j, name, dst)                                                               \
-    if (j && !json_is_null(j)) {                                                                   \
-        if (!json_is_string(j)) {                                                                  \
-            fieldf(sub, "%s." name, field);                                                        \
-            problem(p, sub, "must be a string, not %s; toleration ignored", type_name(j));         \
-            return 0;                                                                              \
-        }                                                                                          \
-        dst = json_string_value(j);                                                                \
+    *x = (struct toleration){"", "Equal", "", ""};
+    const char *names[] = {"key", "operator", "value", "effect"};
+    const char **dst[] = {&x->key, &x->op, &x->value, &x->effect};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        json_t *j = json_object_get(t, names[i]);
+        if (!j || json_is_null(j))
+            continue;
+        if (!json_is_string(j)) {
+            fieldf(sub, "%s.%s", field, names[i]);
+            problem(p, sub, "must be a string, not %s; toleration ignored", type_name(j));
+            return false;
+        }
+        *dst[i] = json_string_value(j);
     }
-    STRING_OR_DROP(key, "key", skey);
-    STRING_OR_DROP(op, "operator", sop);
-    STRING_OR_DROP(val, "value", sval);
-    STRING_OR_DROP(eff, "effect", seff);
-#undef STRING_OR_DROP
-    if (strcmp(sop, "Exists") && strcmp(sop, "Equal")) {
+    return true;
+}
+
+/* Checks *x as the API server would; false (said) when the toleration
+ * is ignored. A value with Exists is dropped (said). */
+static bool toleration_check(struct gpuop_policy *p, const char *field, struct toleration *x)
+{
+    char sub[FIELD_MAX];
+    if (strcmp(x->op, "Exists") && strcmp(x->op, "Equal")) {
         fieldf(sub, "%s.operator", field);
-        problem(p, sub, "must be Exists or Equal, not \"%.64s\"; toleration ignored", sop);
-        return 0;
+        problem(p, sub, "must be Exists or Equal, not \"%.64s\"; toleration ignored", x->op);
+        return false;
     }
-    if (*skey && !qualified_name_ok(skey)) {
+    if (*x->key && !qualified_name_ok(x->key)) {
         fieldf(sub, "%s.key", field);
-        problem(p, sub, "\"%.64s\" is not a valid taint key; toleration ignored", skey);
-        return 0;
+        problem(p, sub, "\"%.64s\" is not a valid taint key; toleration ignored", x->key);
+        return false;
     }
-    if (!*skey && !strcmp(sop, "Equal")) {
+    if (!*x->key && !strcmp(x->op, "Equal")) {
         fieldf(sub, "%s.key", field);
         problem(p, sub, "must be set unless operator is Exists; toleration ignored");
-        return 0;
+        return false;
     }
-    if (!strcmp(sop, "Exists") && *sval) {
+    if (!strcmp(x->op, "Exists") && *x->value) {
         fieldf(sub, "%s.value", field);
         problem(p, sub, "must be empty when operator is Exists; value ignored (any value matches)");
-        sval = "";
+        x->value = "";
     }
-    if (*sval && !label_name_ok(sval, strlen(sval), true)) {
+    if (*x->value && !label_name_ok(x->value, strlen(x->value), true)) {
         fieldf(sub, "%s.value", field);
-        problem(p, sub, "\"%.64s\" is not a valid taint value; toleration ignored", sval);
-        return 0;
+        problem(p, sub, "\"%.64s\" is not a valid taint value; toleration ignored", x->value);
+        return false;
     }
-    if (!effect_ok(seff)) {
+    if (!effect_ok(x->effect)) {
         fieldf(sub, "%s.effect", field);
         problem(p, sub,
                 "must be NoSchedule, PreferNoSchedule, NoExecute or empty, not \"%.64s\"; "
                 "toleration ignored",
-                seff);
+                x->effect);
+        return false;
+    }
+    return true;
+}
+
+/* Parses toleration t (borrowed) at field into *out (new; NULL when it is
+ * ignored, said as a problem). 0 or GPUOP_ENOMEM. */
+static int parse_toleration(struct gpuop_policy *p, const char *field, json_t *t, json_t **out)
+{
+    char sub[FIELD_MAX];
+    struct toleration x;
+    *out = NULL;
+    if (!json_is_object(t)) {
+        problem(p, field, "must be an object {key, operator, value, effect}, not %s; ignored",
+                type_name(t));
         return 0;
     }
+    if (!toleration_read(p, field, t, &x) || !toleration_check(p, field, &x))
+        return 0;
     json_t *r = json_object();
     if (!r)
         return GPUOP_ENOMEM;
     int rc = 0;
-    if (*skey)
-        rc |= json_object_set_new(r, "key", json_string(skey));
-    rc |= json_object_set_new(r, "operator", json_string(sop));
-    if (*sval)
-        rc |= json_object_set_new(r, "value", json_string(sval));
-    if (*seff)
-        rc |= json_object_set_new(r, "effect", json_string(seff));
+    if (*x.key)
+        rc |= json_object_set_new(r, "key", json_string(x.key));
+    rc |= json_object_set_new(r, "operator", json_string(x.op));
+    if (*x.value)
+        rc |= json_object_set_new(r, "value", json_string(x.value));
+    if (*x.effect)
+        rc |= json_object_set_new(r, "effect", json_string(x.effect));
+    json_t *secs = json_object_get(t, "tolerationSeconds");
     if (secs && !json_is_null(secs)) {
         fieldf(sub, "%s.tolerationSeconds", field);
         if (!json_is_integer(secs))
             problem(p, sub, "must be an integer, not %s; ignored", type_name(secs));
-        else if (strcmp(seff, "NoExecute"))
+        else if (strcmp(x.effect, "NoExecute"))
             problem(p, sub, "only applies to effect NoExecute; ignored");
         else
             rc |=
