@@ -291,47 +291,37 @@ static bool digest_ok(const char *d, const char **why)
     return false;
 }
 
-bool gpuop_validate_image(const char *s, const char **why)
+/* The tag of reference s before *end (its digest's '@', or its end), a
+ * ':' after the last '/': moves *end to it; false (*why) when invalid. */
+static bool image_tag(const char *s, const char **end, const char **why)
 {
-    size_t len = strlen(s);
-    const char *at, *end, *colon;
-    *why = "is not a valid image reference";
-    if (len == 0) {
-        *why = "is empty";
-        return false;
-    }
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f) {
-            *why = "contains a space, a control character or a non-ASCII character";
-            return false;
-        }
-    at = strchr(s, '@');
-    end = at ? at : s + len;
-    if (at && (strchr(at + 1, '@') || !digest_ok(at + 1, why))) {
-        if (strchr(at + 1, '@'))
-            *why = "has more than one '@'";
-        return false;
-    }
-    /* a tag is a ':' after the last '/' */
-    colon = NULL;
-    for (const char *c = s; c < end; c++) {
+    const char *colon = NULL;
+    for (const char *c = s; c < *end; c++) {
         if (*c == '/')
             colon = NULL;
         else if (*c == ':')
             colon = colon ? colon : c;
     }
-    if (colon) {
-        size_t tl = (size_t)(end - colon - 1);
-        const char *t = colon + 1;
-        bool ok = tl > 0 && tl <= TAG_MAX && (alnum(t[0]) || t[0] == '_');
-        for (size_t i = 1; ok && i < tl; i++)
-            ok = alnum(t[i]) || t[i] == '_' || t[i] == '.' || t[i] == '-';
-        if (!ok) {
-            *why = "has an invalid tag (letters, digits, '_', '.', '-'; at most 128)";
-            return false;
-        }
-        end = colon;
+    if (!colon)
+        return true;
+    size_t tl = (size_t)(*end - colon - 1);
+    const char *t = colon + 1;
+    bool ok = tl > 0 && tl <= TAG_MAX && (alnum(t[0]) || t[0] == '_');
+    for (size_t i = 1; ok && i < tl; i++)
+        ok = alnum(t[i]) || t[i] == '_' || t[i] == '.' || t[i] == '-';
+    if (!ok) {
+        *why = "has an invalid tag (letters, digits, '_', '.', '-'; at most 128)";
+        return false;
     }
+    *end = colon;
+    return true;
+}
+
+/* The repository name s..end: no image ID, a registry host when its first
+ * component looks like one, lower-case components; false (*why) when
+ * invalid. */
+static bool image_name(const char *s, const char *end, const char **why)
+{
     size_t nl = (size_t)(end - s);
     if (nl > REPO_NAME_MAX) {
         *why = "has a name longer than 255 characters";
@@ -376,10 +366,31 @@ bool gpuop_validate_image(const char *s, const char **why)
             return false;
         }
         if (!next)
-            break;
+            return true;
         c = next + 1;
     }
-    return true;
+}
+
+bool gpuop_validate_image(const char *s, const char **why)
+{
+    size_t len = strlen(s);
+    *why = "is not a valid image reference";
+    if (len == 0) {
+        *why = "is empty";
+        return false;
+    }
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f) {
+            *why = "contains a space, a control character or a non-ASCII character";
+            return false;
+        }
+    const char *at = strchr(s, '@'), *end = at ? at : s + len;
+    if (at && (strchr(at + 1, '@') || !digest_ok(at + 1, why))) {
+        if (strchr(at + 1, '@'))
+            *why = "has more than one '@'";
+        return false;
+    }
+    return image_tag(s, &end, why) && image_name(s, end, why);
 }
 
 /* ---- environment variable names ----------------------------------------- */
