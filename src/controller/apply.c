@@ -53,7 +53,7 @@
  * gpuop_caches_apply_changes (the nodes only when the pools may have
  * changed). A pod event, most of a rollout's, or a node that comes, goes
  * or changes within the pools there are, queues only the status
- * reconcile, which reads the results the last stage left (c->res, c->sa).
+ * reconcile, which reads the results the last stage left (c->apply.res, c->apply.sa).
  * A new input of the render must move that counter (or be the policy).
  */
 #include <stdlib.h>
@@ -100,24 +100,49 @@ static void set_failed(struct gpuop_apply_result *r, int state, const struct gpu
 
 void gpuop_ctl_apply_reset(struct gpuop_controller *c)
 {
-    memset(c->res, 0, sizeof(c->res));
-    memset(c->started, 0, sizeof(c->started));
-    memset(&c->sa, 0, sizeof(c->sa));
-    c->sa_started = false;
-    for (int i = 0; i < GPUOP_OPERAND_MAX; i++) {
-        c->res[i].blocked_by = -1;
-        c->applied[i].rejected_now = false;
+    /* A different policy object (re-created, or another became active):
+     * what was applied before says nothing about this one. */
+    const char *uid = c->policy.uid ? c->policy.uid : "";
+    if (strcmp(uid, c->apply.applied_uid) != 0) {
+        memset(c->apply.applied, 0, sizeof(c->apply.applied));
+        memset(c->apply.pool_applied, 0, sizeof(c->apply.pool_applied));
+        memset(&c->apply.sa_applied, 0, sizeof(c->apply.sa_applied));
+        snprintf(c->apply.applied_uid, sizeof(c->apply.applied_uid), "%s", uid);
     }
-    c->sa_applied.rejected_now = false;
-    c->sa.blocked_by = -1;
-    c->extras_started = false;
+    memset(c->apply.res, 0, sizeof(c->apply.res));
+    memset(c->apply.started, 0, sizeof(c->apply.started));
+    memset(&c->apply.sa, 0, sizeof(c->apply.sa));
+    c->apply.sa_started = false;
+    for (int i = 0; i < GPUOP_OPERAND_MAX; i++) {
+        c->apply.res[i].blocked_by = -1;
+        c->apply.applied[i].rejected_now = false;
+    }
+    c->apply.sa_applied.rejected_now = false;
+    c->apply.sa.blocked_by = -1;
+    c->apply.extras_started = false;
     for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
-        c->extras_applied[i].rejected_now = false;
+        c->apply.extras_applied[i].rejected_now = false;
     for (int k = 0; k < CTL_POOLS_MAX; k++)
-        c->pool_applied[k].a.rejected_now = false;
-    c->pool_pending = 0;
-    c->pool_failed = false;
-    c->pool_operand = -1;
+        c->apply.pool_applied[k].a.rejected_now = false;
+    c->apply.pool_pending = 0;
+    c->apply.pool_failed = false;
+    c->apply.pool_operand = -1;
+}
+
+const struct gpuop_apply_result *gpuop_ctl_apply_results(const struct ctl_apply *a, const char *uid,
+                                                         const struct gpuop_apply_result **sa)
+{
+    bool ours = uid && strcmp(uid, a->applied_uid) == 0;
+    *sa = ours ? &a->sa : NULL;
+    return ours ? a->res : NULL;
+}
+
+unsigned gpuop_ctl_apply_absent_crds(const struct ctl_apply *a)
+{
+    unsigned bits = 0;
+    for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
+        bits |= (unsigned)a->extras_absent[i] << i;
+    return bits;
 }
 
 /* Remembers a refused body: not resent before the key's backoff. */
@@ -177,11 +202,12 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
 {
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
-    struct ctl_applied *a = &c->applied[o->operand];
+    struct ctl_applied *a = &c->apply.applied[o->operand];
     char obj[CTL_OBJ_MAX];
     ds_obj(c, o->operand, obj, sizeof(obj));
     if (rc == 0 && answer_stale(o, a)) {
-        c->res[o->operand].state = GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
+        c->apply.res[o->operand].state =
+            GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
         gpuop_info(obj, "applied DaemonSet, deleted since: applied again");
     } else if (rc == 0) {
         a->body_hash = o->body_hash;
@@ -189,11 +215,11 @@ static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *
             json_integer_value(json_object_get(json_object_get(body, "metadata"), "generation"));
         a->meta_hash = gpuop_caches_meta_hash(body);
         a->rejected_hash = 0;
-        c->res[o->operand].state = GPUOP_APPLY_CURRENT;
+        c->apply.res[o->operand].state = GPUOP_APPLY_CURRENT;
         gpuop_info(obj, "applied DaemonSet (generation %lld)", a->generation);
     } else if (rc != GPUOP_ECANCELED) {
-        set_failed(&c->res[o->operand], GPUOP_APPLY_FAILED, err);
-        remember_refusal(a, o->body_hash, &c->res[o->operand]);
+        set_failed(&c->apply.res[o->operand], GPUOP_APPLY_FAILED, err);
+        remember_refusal(a, o->body_hash, &c->apply.res[o->operand]);
         gpuop_debug(obj, "apply failed: %s", err->message); /* logged once in status */
         gpuop_ctl_fail(c, gpuop_operand_get(o->operand)->ds_name, err);
     }
@@ -207,11 +233,11 @@ static void delete_done(void *arg, int rc, json_t *body, const struct gpuop_err 
     char obj[CTL_OBJ_MAX];
     (void)body;
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
-        forget_applied(&c->applied[o->operand]);
-        c->res[o->operand].state = GPUOP_APPLY_ABSENT;
+        forget_applied(&c->apply.applied[o->operand]);
+        c->apply.res[o->operand].state = GPUOP_APPLY_ABSENT;
         gpuop_info(ds_obj(c, o->operand, obj, sizeof(obj)), "deleted DaemonSet (operand disabled)");
     } else if (rc != GPUOP_ECANCELED) {
-        set_failed(&c->res[o->operand], GPUOP_APPLY_DELETE_FAILED, err);
+        set_failed(&c->apply.res[o->operand], GPUOP_APPLY_DELETE_FAILED, err);
         gpuop_ctl_fail(c, gpuop_operand_get(o->operand)->ds_name, err);
     }
     gpuop_ctl_op_end(o);
@@ -222,14 +248,14 @@ static void fail_now(struct gpuop_controller *c, int i, int state, int rc)
 {
     struct gpuop_err e;
     gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
-    set_failed(&c->res[i], state, &e);
+    set_failed(&c->apply.res[i], state, &e);
     gpuop_ctl_fail(c, gpuop_operand_get(i)->ds_name, &e);
 }
 
 static void apply_operand(struct gpuop_controller *c, int i)
 {
     const struct gpuop_operand *od = gpuop_operand_get(i);
-    struct ctl_applied *a = &c->applied[i];
+    struct ctl_applied *a = &c->apply.applied[i];
     json_t *ds = gpuop_render_daemonset(&c->policy, i, c->ns);
     char *body = ds ? json_dumps(ds, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(ds);
@@ -247,11 +273,11 @@ static void apply_operand(struct gpuop_controller *c, int i)
         (a->body_hash == h &&
          (!live || (live->ds.generation == a->generation && live->meta_hash == a->meta_hash)))) {
         gpuop_json_free(body);
-        c->res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
+        c->apply.res[i].state = GPUOP_APPLY_CURRENT; /* in line with the policy */
         return;
     }
     struct gpuop_err e;
-    if (still_refused(c, a, h, &c->res[i], &e)) {
+    if (still_refused(c, a, h, &c->apply.res[i], &e)) {
         gpuop_json_free(body);
         gpuop_ctl_fail(c, od->ds_name, &e);
         gpuop_debug(ds_obj(c, i, obj, sizeof(obj)), "refused body not resent before the backoff");
@@ -289,7 +315,7 @@ static void delete_operand(struct gpuop_controller *c, int i)
     const struct gpuop_operand *od = gpuop_operand_get(i);
     const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, od->ds_name);
     if (!live || live->ds.deleting) {
-        c->res[i].state = GPUOP_APPLY_ABSENT;
+        c->apply.res[i].state = GPUOP_APPLY_ABSENT;
         return;
     }
     const struct gpuop_kube_ref ref = {
@@ -320,10 +346,10 @@ static struct ctl_pool_applied *pool_rec(struct gpuop_controller *c, const char 
 {
     struct ctl_pool_applied *free_rec = NULL;
     for (int k = 0; k < CTL_POOLS_MAX; k++) {
-        if (!strcmp(c->pool_applied[k].name, name))
-            return &c->pool_applied[k];
-        if (!free_rec && !c->pool_applied[k].name[0])
-            free_rec = &c->pool_applied[k];
+        if (!strcmp(c->apply.pool_applied[k].name, name))
+            return &c->apply.pool_applied[k];
+        if (!free_rec && !c->apply.pool_applied[k].name[0])
+            free_rec = &c->apply.pool_applied[k];
     }
     if (!make || !free_rec)
         return NULL;
@@ -335,21 +361,21 @@ static struct ctl_pool_applied *pool_rec(struct gpuop_controller *c, const char 
 /* One pool op ended: the operand is settled when the last one has. */
 static void pool_settle(struct gpuop_controller *c)
 {
-    int i = c->pool_operand;
-    if (c->pool_pending > 0 || i < 0)
+    int i = c->apply.pool_operand;
+    if (c->apply.pool_pending > 0 || i < 0)
         return;
-    if (!c->pool_failed)
-        c->res[i].state = GPUOP_APPLY_CURRENT;
-    c->pool_operand = -1;
+    if (!c->apply.pool_failed)
+        c->apply.res[i].state = GPUOP_APPLY_CURRENT;
+    c->apply.pool_operand = -1;
 }
 
 static void pool_failed(struct gpuop_controller *c, int state, const char *name,
                         const struct gpuop_err *e)
 {
-    int i = c->pool_operand;
-    if (i >= 0 && !c->pool_failed)
-        set_failed(&c->res[i], state, e); /* the first failure is the one said */
-    c->pool_failed = true;
+    int i = c->apply.pool_operand;
+    if (i >= 0 && !c->apply.pool_failed)
+        set_failed(&c->apply.res[i], state, e); /* the first failure is the one said */
+    c->apply.pool_failed = true;
     gpuop_ctl_fail(c, name, e);
 }
 
@@ -357,10 +383,10 @@ static void pool_apply_done(void *arg, int rc, json_t *body, const struct gpuop_
 {
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
-    struct ctl_pool_applied *r = &c->pool_applied[o->slot];
+    struct ctl_pool_applied *r = &c->apply.pool_applied[o->slot];
     char obj[CTL_OBJ_MAX];
     snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, r->name);
-    c->pool_pending--;
+    c->apply.pool_pending--;
     if (rc == 0 && answer_stale(o, &r->a)) {
         gpuop_info(obj, "applied DaemonSet, deleted since: applied again");
     } else if (rc == 0) {
@@ -385,11 +411,11 @@ static void pool_delete_done(void *arg, int rc, json_t *body, const struct gpuop
 {
     struct ctl_op *o = arg;
     struct gpuop_controller *c = o->c;
-    struct ctl_pool_applied *r = &c->pool_applied[o->slot];
+    struct ctl_pool_applied *r = &c->apply.pool_applied[o->slot];
     char obj[CTL_OBJ_MAX];
     (void)body;
     snprintf(obj, sizeof(obj), "daemonset/%s/%s", c->ns, r->name);
-    c->pool_pending--;
+    c->apply.pool_pending--;
     if (rc == 0 || rc == GPUOP_ENOTFOUND) {
         gpuop_info(obj, "deleted DaemonSet (no GPU node of its OS pool, or the driver image "
                         "changed between per-OS and one reference)");
@@ -459,9 +485,9 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
         pool_failed(c, GPUOP_APPLY_FAILED, name, &e);
         return;
     }
-    op->slot = (int)(r - c->pool_applied);
+    op->slot = (int)(r - c->apply.pool_applied);
     op->gone = r->a.gone;
-    c->pool_pending++;
+    c->apply.pool_pending++;
 }
 
 static void pool_delete(struct gpuop_controller *c, int i, const char *name)
@@ -490,8 +516,8 @@ static void pool_delete(struct gpuop_controller *c, int i, const char *name)
         pool_failed(c, GPUOP_APPLY_DELETE_FAILED, name, &e);
         return;
     }
-    op->slot = (int)(r - c->pool_applied);
-    c->pool_pending++;
+    op->slot = (int)(r - c->apply.pool_applied);
+    c->apply.pool_pending++;
 }
 
 /* Operand i's DaemonSets by OS pool, or (per_os false, or the operand
@@ -517,8 +543,8 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
         return per_os;
     }
     if (per_os) {
-        c->pool_operand = i;
-        c->pool_failed = false;
+        c->apply.pool_operand = i;
+        c->apply.pool_failed = false;
         npools = gpuop_ospool_collect(v.nodes, v.nnodes, gpuop_render_by_kernel(&c->policy, i),
                                       pools, GPUOP_OSPOOL_MAX, &dropped);
         if (dropped)
@@ -565,17 +591,17 @@ static void sa_done(void *arg, int rc, json_t *body, const struct gpuop_err *err
     char obj[CTL_OBJ_MAX];
     (void)body;
     snprintf(obj, sizeof(obj), "serviceaccount/%s/%s", c->ns, GPUOP_OPERAND_SA);
-    if (rc == 0 && answer_stale(o, &c->sa_applied)) {
-        c->sa.state = GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
+    if (rc == 0 && answer_stale(o, &c->apply.sa_applied)) {
+        c->apply.sa.state = GPUOP_APPLY_CURRENT; /* the deletion queued the next stage */
         gpuop_info(obj, "applied ServiceAccount, deleted since: applied again");
     } else if (rc == 0) {
-        c->sa_applied.body_hash = o->body_hash;
-        c->sa_applied.rejected_hash = 0;
-        c->sa.state = GPUOP_APPLY_CURRENT;
+        c->apply.sa_applied.body_hash = o->body_hash;
+        c->apply.sa_applied.rejected_hash = 0;
+        c->apply.sa.state = GPUOP_APPLY_CURRENT;
         gpuop_info(obj, "applied ServiceAccount");
     } else if (rc != GPUOP_ECANCELED) {
-        set_failed(&c->sa, GPUOP_APPLY_FAILED, err);
-        remember_refusal(&c->sa_applied, o->body_hash, &c->sa);
+        set_failed(&c->apply.sa, GPUOP_APPLY_FAILED, err);
+        remember_refusal(&c->apply.sa_applied, o->body_hash, &c->apply.sa);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, err);
     }
     gpuop_ctl_op_end(o);
@@ -613,17 +639,17 @@ static void apply_sa(struct gpuop_controller *c)
     struct gpuop_err e;
     if (!body) {
         gpuop_err_set(&e, GPUOP_ENOMEM, NULL, "%s", gpuop_strerror(GPUOP_ENOMEM));
-        set_failed(&c->sa, GPUOP_APPLY_FAILED, &e);
+        set_failed(&c->apply.sa, GPUOP_APPLY_FAILED, &e);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
         return;
     }
     uint64_t h = gpuop_hash_str(body);
-    if (h == c->sa_applied.body_hash) { /* a delete clears it: gpuop_ctl_apply_gone */
+    if (h == c->apply.sa_applied.body_hash) { /* a delete clears it: gpuop_ctl_apply_gone */
         gpuop_json_free(body);
-        c->sa.state = GPUOP_APPLY_CURRENT;
+        c->apply.sa.state = GPUOP_APPLY_CURRENT;
         return;
     }
-    if (still_refused(c, &c->sa_applied, h, &c->sa, &e)) {
+    if (still_refused(c, &c->apply.sa_applied, h, &c->apply.sa, &e)) {
         gpuop_json_free(body);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
         return;
@@ -642,12 +668,12 @@ static void apply_sa(struct gpuop_controller *c)
                                    &op)
                   : GPUOP_ENOMEM;
     if (rc == 0)
-        op->gone = c->sa_applied.gone;
+        op->gone = c->apply.sa_applied.gone;
     free(path);
     gpuop_json_free(body);
     if (rc < 0) {
         gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
-        set_failed(&c->sa, GPUOP_APPLY_FAILED, &e);
+        set_failed(&c->apply.sa, GPUOP_APPLY_FAILED, &e);
         gpuop_ctl_fail(c, "ServiceAccount " GPUOP_OPERAND_SA, &e);
     }
 }
@@ -673,7 +699,7 @@ static void extra_label(const struct gpuop_render_extra *x, const char *name, ch
 /* The name extra i was last applied under by this process (borrowed). */
 static const char *extra_applied_name(const struct gpuop_controller *c, int i)
 {
-    return c->extras_name[i][0] ? c->extras_name[i] : gpuop_render_extra_get(i)->name;
+    return c->apply.extras_name[i][0] ? c->apply.extras_name[i] : gpuop_render_extra_get(i)->name;
 }
 
 /* Sends the DELETE of extra i under name; body_hash CTL_EXTRA_DELETED (not
@@ -687,15 +713,15 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     struct gpuop_controller *c = o->c;
     int i = o->operand;
     const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
-    struct ctl_applied *a = &c->extras_applied[i];
+    struct ctl_applied *a = &c->apply.extras_applied[i];
     bool renamed = o->body_hash == CTL_EXTRA_RENAMED;
     bool del = renamed || o->body_hash == CTL_EXTRA_DELETED;
     char what[CTL_OBJ_MAX];
     (void)body;
     extra_label(x,
-                renamed ? c->extras_old[i]
+                renamed ? c->apply.extras_old[i]
                 : del   ? extra_applied_name(c, i)
-                        : c->extras_sending[i],
+                        : c->apply.extras_sending[i],
                 what, sizeof(what));
     if (renamed) {
         if (rc == 0 || rc == GPUOP_ENOTFOUND) {
@@ -707,16 +733,16 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
     } else if (!del && rc == GPUOP_ENOTFOUND && x->crd) {
         /* its kind is unknown to the API server: the CRD is not installed;
            no failure, a condition says so, tried again later */
-        if (!c->extras_absent[i])
+        if (!c->apply.extras_absent[i])
             gpuop_info(what,
                        "not applied: the API server has no %s (its CRD is not installed); "
                        "trying again every %d s",
                        x->crd, CTL_CRD_RECHECK_MS / 1000);
-        c->extras_absent[i] = true;
+        c->apply.extras_absent[i] = true;
         if (c->key) /* the apply reconcile's */
             (void)gpuop_queue_add_after(c->queue, c->key, CTL_CRD_RECHECK_MS);
     } else if (rc == 0 || (del && rc == GPUOP_ENOTFOUND)) {
-        c->extras_absent[i] = false;
+        c->apply.extras_absent[i] = false;
         bool was_ours = a->body_hash != 0 && a->body_hash != CTL_EXTRA_DELETED;
         char old[GPUOP_RENDER_NAME_MAX];
         snprintf(old, sizeof(old), "%s", extra_applied_name(c, i));
@@ -725,13 +751,14 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         if (rc == 0)
             gpuop_info(what, del ? "deleted (not wanted by the policy)" : "applied");
         if (del) {
-            c->extras_name[i][0] = '\0';
+            c->apply.extras_name[i][0] = '\0';
         } else {
-            memcpy(c->extras_name[i], c->extras_sending[i], sizeof(c->extras_name[i]));
+            memcpy(c->apply.extras_name[i], c->apply.extras_sending[i],
+                   sizeof(c->apply.extras_name[i]));
             /* applied under a new name: the one this process applied before
              * goes (its answer is logged under the old name) */
-            if (was_ours && strcmp(old, c->extras_name[i])) {
-                memcpy(c->extras_old[i], old, sizeof(c->extras_old[i]));
+            if (was_ours && strcmp(old, c->apply.extras_name[i])) {
+                memcpy(c->apply.extras_old[i], old, sizeof(c->apply.extras_old[i]));
                 int drc = extra_delete(c, i, old, CTL_EXTRA_RENAMED);
                 if (drc < 0) {
                     struct gpuop_err e;
@@ -774,7 +801,7 @@ static int extra_delete(struct gpuop_controller *c, int i, const char *name, uin
 static void apply_extra(struct gpuop_controller *c, int i)
 {
     const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
-    struct ctl_applied *a = &c->extras_applied[i];
+    struct ctl_applied *a = &c->apply.extras_applied[i];
     char what[CTL_OBJ_MAX], name[GPUOP_RENDER_NAME_MAX];
     json_t *obj = NULL;
     struct gpuop_err e;
@@ -797,12 +824,12 @@ static void apply_extra(struct gpuop_controller *c, int i)
     if (!body && !ours)
         h = a->body_hash; /* nothing to do */
     if (!body)
-        c->extras_absent[i] = false; /* not wanted: nothing to say of its CRD */
+        c->apply.extras_absent[i] = false; /* not wanted: nothing to say of its CRD */
     if (rc == 0 && a->body_hash != h && !(body && still_refused(c, a, h, &refused, &e))) {
         if (body) {
             char *path = gpuop_ctl_apply_path(x->group_version, x->namespaced ? c->ns : NULL,
                                               x->resource, name, NULL);
-            snprintf(c->extras_sending[i], sizeof(c->extras_sending[i]), "%s", name);
+            snprintf(c->apply.extras_sending[i], sizeof(c->apply.extras_sending[i]), "%s", name);
             rc = !path ? GPUOP_ENOMEM
                        : gpuop_ctl_send(c,
                                         &(struct ctl_send){.kind = OP_EXTRA,
@@ -844,14 +871,14 @@ static enum gate gate(const struct gpuop_controller *c, int i, int *root)
             i = p; /* host-provided: its own prerequisite decides */
             continue;
         }
-        switch (c->res[p].state) {
+        switch (c->apply.res[p].state) {
         case GPUOP_APPLY_CURRENT:
             return GATE_OPEN;
         case GPUOP_APPLY_FAILED:
             *root = p;
             return GATE_BLOCKED;
         case GPUOP_APPLY_BLOCKED:
-            *root = c->res[p].blocked_by;
+            *root = c->apply.res[p].blocked_by;
             return GATE_BLOCKED;
         default:
             return GATE_WAIT;
@@ -886,11 +913,11 @@ static bool seen_at(const struct gpuop_controller *c, const char *name, const st
 bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c)
 {
     int d = gpuop_operand_by_key("driver");
-    if (d < 0 || !seen_at(c, gpuop_operand_get(d)->ds_name, &c->applied[d]))
+    if (d < 0 || !seen_at(c, gpuop_operand_get(d)->ds_name, &c->apply.applied[d]))
         return d < 0;
-    for (size_t k = 0; k < sizeof(c->pool_applied) / sizeof(c->pool_applied[0]); k++)
-        if (c->pool_applied[k].name[0] && !c->pool_applied[k].deleted &&
-            !seen_at(c, c->pool_applied[k].name, &c->pool_applied[k].a))
+    for (size_t k = 0; k < sizeof(c->apply.pool_applied) / sizeof(c->apply.pool_applied[0]); k++)
+        if (c->apply.pool_applied[k].name[0] && !c->apply.pool_applied[k].deleted &&
+            !seen_at(c, c->apply.pool_applied[k].name, &c->apply.pool_applied[k].a))
             return false;
     return true;
 }
@@ -899,13 +926,13 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
     if (!c->leader)
         return; /* a follower observes only: every result stays NONE */
-    if (!c->sa_started) {
+    if (!c->apply.sa_started) {
         c->stats.apply_stages++;
-        c->sa_started = true;
+        c->apply.sa_started = true;
         apply_sa(c);
     }
-    if (!c->extras_started) {
-        c->extras_started = true;
+    if (!c->apply.extras_started) {
+        c->apply.extras_started = true;
         for (int i = 0; i < gpuop_render_extra_count(); i++)
             apply_extra(c, i);
     }
@@ -913,10 +940,10 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
     while (progress && !c->closing) {
         progress = false;
         for (int i = 0; i < gpuop_operand_count(); i++) {
-            if (c->started[i])
+            if (c->apply.started[i])
                 continue;
             if (!c->policy.operands[i].enabled) {
-                c->started[i] = progress = true;
+                c->apply.started[i] = progress = true;
                 pools_step(c, i, false);
                 delete_operand(c, i);
                 continue;
@@ -925,15 +952,15 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
             enum gate g = gate(c, i, &root);
             if (g == GATE_WAIT)
                 continue;
-            c->started[i] = progress = true;
+            c->apply.started[i] = progress = true;
             if (g == GATE_BLOCKED) {
-                c->res[i].state = GPUOP_APPLY_BLOCKED;
-                c->res[i].blocked_by = (signed char)root;
+                c->apply.res[i].state = GPUOP_APPLY_BLOCKED;
+                c->apply.res[i].blocked_by = (signed char)root;
                 c->ops.failed++;
             } else if (c->policy.operands[i].held && operand_runs(c, i)) {
                 /* an image field refused: its DaemonSets kept as they run,
                    never the default rolled out (the problem names it) */
-                c->res[i].state = GPUOP_APPLY_CURRENT;
+                c->apply.res[i].state = GPUOP_APPLY_CURRENT;
             } else if (!pools_step(c, i, true)) {
                 apply_operand(c, i);
             }
@@ -947,16 +974,16 @@ void gpuop_ctl_apply_backoff(struct gpuop_controller *c, int64_t delay_ms)
         delay_ms > BACKOFF_CLOCK_SLACK_MS ? (uint64_t)delay_ms - BACKOFF_CLOCK_SLACK_MS : 0;
     uint64_t at = gpuop_clock_ms() + d;
     for (int i = 0; i < gpuop_operand_count(); i++)
-        if (c->applied[i].rejected_now)
-            c->applied[i].retry_at_ms = at;
-    if (c->sa_applied.rejected_now)
-        c->sa_applied.retry_at_ms = at;
+        if (c->apply.applied[i].rejected_now)
+            c->apply.applied[i].retry_at_ms = at;
+    if (c->apply.sa_applied.rejected_now)
+        c->apply.sa_applied.retry_at_ms = at;
     for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
-        if (c->extras_applied[i].rejected_now)
-            c->extras_applied[i].retry_at_ms = at;
+        if (c->apply.extras_applied[i].rejected_now)
+            c->apply.extras_applied[i].retry_at_ms = at;
     for (int k = 0; k < CTL_POOLS_MAX; k++)
-        if (c->pool_applied[k].a.rejected_now)
-            c->pool_applied[k].a.retry_at_ms = at;
+        if (c->apply.pool_applied[k].a.rejected_now)
+            c->apply.pool_applied[k].a.retry_at_ms = at;
 }
 
 void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kind, const char *key)
@@ -971,7 +998,7 @@ void gpuop_ctl_apply_gone(struct gpuop_controller *c, enum gpuop_caches_kind kin
         forget_applied(&r->a); /* an OS pool's: applied again if still wanted */
     }
     if (op >= 0 && !strcmp(key, gpuop_operand_get(op)->ds_name))
-        forget_applied(&c->applied[op]);
+        forget_applied(&c->apply.applied[op]);
     else if (kind == GPUOP_CACHES_SA)
-        forget_applied(&c->sa_applied);
+        forget_applied(&c->apply.sa_applied);
 }

@@ -85,10 +85,9 @@ static void on_events_drained(void *arg)
 static const struct gpuop_apply_result *apply_results(const struct gpuop_controller *c,
                                                       const struct gpuop_apply_result **sa)
 {
-    const char *uid = c->have_policy && c->policy.uid ? c->policy.uid : "";
-    bool ours = c->have_policy && !c->inactive && c->leader && strcmp(uid, c->applied_uid) == 0;
-    *sa = ours ? &c->sa : NULL;
-    return ours ? c->res : NULL;
+    bool ours = c->have_policy && !c->inactive && c->leader;
+    *sa = NULL;
+    return ours ? gpuop_ctl_apply_results(&c->apply, c->policy.uid ? c->policy.uid : "", sa) : NULL;
 }
 
 /* Hash of the reconcile's problems: spec problems and apply results. */
@@ -245,8 +244,8 @@ static void findings_and_status(struct gpuop_controller *c)
         .active_policy = gpuop_caches_active(c->caches),
     };
     in.apply = apply_results(c, &in.sa);
-    for (int i = 0; in.apply && i < GPUOP_RENDER_EXTRA_MAX; i++)
-        in.absent_crds |= (unsigned)c->extras_absent[i] << i;
+    if (in.apply)
+        in.absent_crds = gpuop_ctl_apply_absent_crds(&c->apply);
     struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
     struct gpuop_caches_view v;
     int rc = gpuop_caches_view(c->caches, &v);
@@ -392,15 +391,6 @@ static void begin_apply(struct gpuop_controller *c)
         return;
     }
     c->have_policy = true;
-    /* A different policy object (re-created, or another became active):
-     * what we applied before says nothing about this one. */
-    const char *uid = c->policy.uid ? c->policy.uid : "";
-    if (strcmp(uid, c->applied_uid) != 0) {
-        memset(c->applied, 0, sizeof(c->applied));
-        memset(c->pool_applied, 0, sizeof(c->pool_applied));
-        memset(&c->sa_applied, 0, sizeof(c->sa_applied));
-        snprintf(c->applied_uid, sizeof(c->applied_uid), "%s", uid);
-    }
     gpuop_ctl_apply_reset(c);
     c->stage = STAGE_APPLY;
     advance(c);

@@ -143,36 +143,10 @@ struct ctl_keep {
     } stats;
 };
 
-struct gpuop_controller {
-    uv_loop_t *loop;
-    uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
-    struct gpuop_kube *kube;
-    char *ns;
-    bool leader; /* this replica leads: it writes (apply, status, labels, Events) */
-    bool closing;
-    bool flushing;    /* closing: held statuses go out first, unpaced */
-    uv_timer_t flush; /* the flush's deadline (CTL_STATUS_FLUSH_MAX_MS) */
-    struct gpuop_caches *caches;
-    struct gpuop_queue *queue;
-    struct gpuop_events *events;
-    struct ctl_stranded *stranded; /* stranded.c */
-    struct ctl_labeler *labeler;   /* labeler.c */
-    struct ctl_upgrader *upgrader; /* upgrade_actor.c */
-
-    /* the reconcile in progress: key is the queue's, name the policy's
-     * (key itself for a status reconcile, after CTL_APPLY_PREFIX for an
-     * apply reconcile) */
-    char *key;
-    const char *name;
-    bool applying; /* an apply reconcile (STAGE_APPLY), else a status one */
-    enum ctl_stage stage;
-    struct gpuop_policy policy;
-    bool have_policy;
-    bool inactive;         /* this policy is not the active one (its status says "ignored") */
-    bool problems_changed; /* the problems differ from the last reconcile's */
-    uint64_t started_ns;
-    uint64_t origin_ns; /* of the reconcile in progress; 0: none */
-    char kobj[CTL_OBJ_MAX];
+/* The apply reconcile's state (apply.c): what each object was last
+ * applied as, and what this reconcile did; the controller reads it only
+ * through apply.c's functions. */
+struct ctl_apply {
     /* per operand index: what this reconcile did (status facts) */
     struct gpuop_apply_result res[GPUOP_OPERAND_MAX];
     bool started[GPUOP_OPERAND_MAX]; /* its apply or delete was decided */
@@ -208,12 +182,45 @@ struct gpuop_controller {
      * CTL_CRD_RECHECK_MS */
     bool extras_absent[GPUOP_RENDER_EXTRA_MAX];
     char applied_uid[64]; /* policy uid the applied[] records are for */
-    uint64_t apply_seen;  /* gpuop_caches_apply_changes at the last cache event (on_change) */
-    uint64_t spec_seen;   /* gpuop_caches_spec_changes at the last cache event (on_change) */
-    bool apply_queued;    /* the active policy's apply reconcile is queued to run now: its
-                             status waits for it (the apply queues it when done) */
-    struct ctl_keep keep; /* the findings between reconciles (keep.c) */
-    struct ctl_ops ops;   /* the reconcile's API operations in flight (ops.c) */
+};
+
+struct gpuop_controller {
+    uv_loop_t *loop;
+    uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
+    struct gpuop_kube *kube;
+    char *ns;
+    bool leader; /* this replica leads: it writes (apply, status, labels, Events) */
+    bool closing;
+    bool flushing;    /* closing: held statuses go out first, unpaced */
+    uv_timer_t flush; /* the flush's deadline (CTL_STATUS_FLUSH_MAX_MS) */
+    struct gpuop_caches *caches;
+    struct gpuop_queue *queue;
+    struct gpuop_events *events;
+    struct ctl_stranded *stranded; /* stranded.c */
+    struct ctl_labeler *labeler;   /* labeler.c */
+    struct ctl_upgrader *upgrader; /* upgrade_actor.c */
+
+    /* the reconcile in progress: key is the queue's, name the policy's
+     * (key itself for a status reconcile, after CTL_APPLY_PREFIX for an
+     * apply reconcile) */
+    char *key;
+    const char *name;
+    bool applying; /* an apply reconcile (STAGE_APPLY), else a status one */
+    enum ctl_stage stage;
+    struct gpuop_policy policy;
+    bool have_policy;
+    bool inactive;         /* this policy is not the active one (its status says "ignored") */
+    bool problems_changed; /* the problems differ from the last reconcile's */
+    uint64_t started_ns;
+    uint64_t origin_ns; /* of the reconcile in progress; 0: none */
+    char kobj[CTL_OBJ_MAX];
+    struct ctl_apply apply; /* the apply reconcile's state (apply.c) */
+    uint64_t apply_seen;    /* gpuop_caches_apply_changes at the last cache event (on_change) */
+    uint64_t spec_seen;     /* gpuop_caches_spec_changes at the last cache event (on_change) */
+    bool apply_queued;      /* the active policy's apply reconcile is queued to run now: its
+                               status waits for it (the apply queues it when done) */
+    struct ctl_keep keep;   /* the findings between reconciles (keep.c) */
+    struct ctl_ops ops;     /* the reconcile's API operations in flight (ops.c) */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
     struct gpuop_map status_recs;
@@ -286,8 +293,18 @@ char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, cons
                            const char *sub);
 
 /* Resets the apply results for a new apply reconcile (begin_apply): they
- * stay until the next one, for the status reconciles to read. */
+ * stay until the next one, for the status reconciles to read. The
+ * records of what was applied are forgotten when c->policy is another
+ * object than theirs (re-created, or another became active). */
 void gpuop_ctl_apply_reset(struct gpuop_controller *c);
+/* The last apply's results, per operand (and *sa the ServiceAccount's),
+ * when they are for the policy of uid (borrowed), else NULL; borrowed
+ * from a. */
+const struct gpuop_apply_result *gpuop_ctl_apply_results(const struct ctl_apply *a, const char *uid,
+                                                         const struct gpuop_apply_result **sa);
+/* The extras whose kind's CRD the API server lacked, a bit per
+ * gpuop_render_extra index (the status's conditions say so). */
+unsigned gpuop_ctl_apply_absent_crds(const struct ctl_apply *a);
 /* Starts every apply or delete whose prerequisite is settled and marks
  * blocked the operands whose prerequisite could not be applied; called
  * again whenever an operation ends. Nothing in flight afterwards: the
