@@ -196,6 +196,36 @@ static bool being_deleted(const struct gpuop_caches_ds *live, const char *obj)
     return true;
 }
 
+/* Sends operand i's DaemonSet name: a server-side apply of body
+ * (borrowed), or its delete when body is NULL; counted in the stats, the
+ * op in *op when op is not NULL. 0 or a negative code. */
+static int ds_send(struct gpuop_controller *c, int i, const char *name, uint64_t h,
+                   const char *body, gpuop_kube_done_cb done, struct ctl_op **op)
+{
+    const struct gpuop_kube_ref ref = {
+        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = name};
+    char *path = body ? gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", name, NULL)
+                      : gpuop_kube_path(&ref, NULL, 0);
+    if (!path)
+        return GPUOP_ENOMEM;
+    if (body)
+        c->stats.applies++;
+    else
+        c->stats.deletes++;
+    int rc = gpuop_ctl_send(c,
+                            &(struct ctl_send){.kind = body ? OP_APPLY : OP_DELETE,
+                                               .operand = i,
+                                               .body_hash = h,
+                                               .verb = body ? GPUOP_KUBE_PATCH : GPUOP_KUBE_DELETE,
+                                               .path = path,
+                                               .ctype = body ? GPUOP_CT_APPLY : NULL,
+                                               .body = body,
+                                               .done = done},
+                            op);
+    free(path);
+    return rc;
+}
+
 /* ---- DaemonSets ---- */
 
 static void apply_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
@@ -286,25 +316,10 @@ static void apply_operand(struct gpuop_controller *c, int i)
     if (live && a->body_hash == h)
         gpuop_info(ds_obj(c, i, obj, sizeof(obj)),
                    "DaemonSet changed outside the policy; putting it back");
-    char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", od->ds_name, NULL);
     struct ctl_op *op = NULL;
-    int rc = path ? 0 : GPUOP_ENOMEM;
-    if (rc == 0) {
-        c->stats.applies++;
-        rc = gpuop_ctl_send(c,
-                            &(struct ctl_send){.kind = OP_APPLY,
-                                               .operand = i,
-                                               .body_hash = h,
-                                               .verb = GPUOP_KUBE_PATCH,
-                                               .path = path,
-                                               .ctype = GPUOP_CT_APPLY,
-                                               .body = body,
-                                               .done = apply_done},
-                            &op);
-    }
+    int rc = ds_send(c, i, od->ds_name, h, body, apply_done, &op);
     if (rc == 0)
         op->gone = a->gone;
-    free(path);
     gpuop_json_free(body);
     if (rc < 0)
         fail_now(c, i, GPUOP_APPLY_FAILED, rc);
@@ -318,22 +333,7 @@ static void delete_operand(struct gpuop_controller *c, int i)
         c->apply.res[i].state = GPUOP_APPLY_ABSENT;
         return;
     }
-    const struct gpuop_kube_ref ref = {
-        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = od->ds_name};
-    char *path = gpuop_kube_path(&ref, NULL, 0);
-    int rc = path ? 0 : GPUOP_ENOMEM;
-    if (rc == 0) {
-        c->stats.deletes++;
-        rc = gpuop_ctl_send(c,
-                            &(struct ctl_send){.kind = OP_DELETE,
-                                               .operand = i,
-                                               .body_hash = 0,
-                                               .verb = GPUOP_KUBE_DELETE,
-                                               .path = path,
-                                               .done = delete_done},
-                            NULL);
-    }
-    free(path);
+    int rc = ds_send(c, i, od->ds_name, 0, NULL, delete_done, NULL);
     if (rc < 0)
         fail_now(c, i, GPUOP_APPLY_DELETE_FAILED, rc);
 }
@@ -462,23 +462,8 @@ static void pool_apply(struct gpuop_controller *c, int i, json_t *ds, const char
     }
     if (live && r->a.body_hash == h)
         gpuop_info(obj, "DaemonSet changed outside the policy; putting it back");
-    char *path = gpuop_ctl_apply_path("apps/v1", c->ns, "daemonsets", name, NULL);
     struct ctl_op *op = NULL;
-    int rc = path ? 0 : GPUOP_ENOMEM;
-    if (rc == 0) {
-        c->stats.applies++;
-        rc = gpuop_ctl_send(c,
-                            &(struct ctl_send){.kind = OP_APPLY,
-                                               .operand = i,
-                                               .body_hash = h,
-                                               .verb = GPUOP_KUBE_PATCH,
-                                               .path = path,
-                                               .ctype = GPUOP_CT_APPLY,
-                                               .body = body,
-                                               .done = pool_apply_done},
-                            &op);
-    }
-    free(path);
+    int rc = ds_send(c, i, name, h, body, pool_apply_done, &op);
     gpuop_json_free(body);
     if (rc < 0) {
         gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
@@ -494,23 +479,8 @@ static void pool_delete(struct gpuop_controller *c, int i, const char *name)
 {
     struct gpuop_err e;
     struct ctl_pool_applied *r = pool_rec(c, name, true);
-    const struct gpuop_kube_ref ref = {
-        .group_version = "apps/v1", .ns = c->ns, .resource = "daemonsets", .name = name};
-    char *path = r ? gpuop_kube_path(&ref, NULL, 0) : NULL;
     struct ctl_op *op = NULL;
-    int rc = !r ? GPUOP_ETOOBIG : path ? 0 : GPUOP_ENOMEM;
-    if (rc == 0) {
-        c->stats.deletes++;
-        rc = gpuop_ctl_send(c,
-                            &(struct ctl_send){.kind = OP_DELETE,
-                                               .operand = i,
-                                               .body_hash = 0,
-                                               .verb = GPUOP_KUBE_DELETE,
-                                               .path = path,
-                                               .done = pool_delete_done},
-                            &op);
-    }
-    free(path);
+    int rc = r ? ds_send(c, i, name, 0, NULL, pool_delete_done, &op) : GPUOP_ETOOBIG;
     if (rc < 0) {
         gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
         pool_failed(c, GPUOP_APPLY_DELETE_FAILED, name, &e);

@@ -375,6 +375,20 @@ static void done_now(struct gpuop_controller *c)
     finish(c);
 }
 
+/* The reconcile's policy parsed from obj (borrowed) into c->policy;
+ * false when it cannot be (the reconcile failed and is done). */
+static bool parse_policy(struct gpuop_controller *c, json_t *obj)
+{
+    struct gpuop_err perr = {0};
+    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
+        gpuop_ctl_fail(c, "policy", &perr);
+        done_now(c);
+        return false;
+    }
+    c->have_policy = true;
+    return true;
+}
+
 /* An apply reconcile: the active policy's operands, while leading. */
 static void begin_apply(struct gpuop_controller *c)
 {
@@ -384,13 +398,8 @@ static void begin_apply(struct gpuop_controller *c)
         done_now(c); /* gone, not the active one, or a follower: nothing to apply */
         return;
     }
-    struct gpuop_err perr = {0};
-    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
-        gpuop_ctl_fail(c, "policy", &perr);
-        done_now(c);
+    if (!parse_policy(c, obj))
         return;
-    }
-    c->have_policy = true;
     gpuop_ctl_apply_reset(c);
     c->stage = STAGE_APPLY;
     advance(c);
@@ -429,13 +438,8 @@ static void begin_status(struct gpuop_controller *c)
         done_now(c);
         return;
     }
-    struct gpuop_err perr = {0};
-    if (gpuop_policy_parse(obj, &c->policy, &perr) < 0) {
-        gpuop_ctl_fail(c, "policy", &perr);
-        done_now(c);
+    if (!parse_policy(c, obj))
         return;
-    }
-    c->have_policy = true;
     c->inactive = !active || strcmp(active, c->key) != 0;
     c->stage = STAGE_STATUS;
     findings_and_status(c);
