@@ -767,17 +767,7 @@ static void observe_at_now(struct gx *g, struct fx_world *w)
     w->pol.event_grace_s = GPUOP_EVENT_GRACE_DEFAULT;
     w->pol.advertise_grace_s = GPUOP_ADVERTISE_GRACE_DEFAULT;
     w->pol.terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
-    gpuop_findings_free(&w->f);
-    assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
-                                                               .nodes = w->np,
-                                                               .nnodes = w->nn,
-                                                               .ds = w->dp,
-                                                               .nds = w->nds,
-                                                               .pods = w->pp,
-                                                               .npods = w->npods,
-                                                               .now = fake_now},
-                                   &w->f),
-                     0);
+    fx_analyze_at(w, fake_now);
     gpuop_events_observe(g->fx.ev, "main", "uid-1", GPUOP_EVENT_GRACE_DEFAULT, &w->f);
 }
 
@@ -840,17 +830,7 @@ static void test_long_rollout_stays_quiet(void **state)
         rollout_world(&w, t0, fake_now);
         observe_at_now(&g, &w);
         /* what the status shows meanwhile: the truth */
-        gpuop_findings_free(&w.f);
-        assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w.pol,
-                                                                   .nodes = w.np,
-                                                                   .nnodes = w.nn,
-                                                                   .ds = w.dp,
-                                                                   .nds = w.nds,
-                                                                   .pods = w.pp,
-                                                                   .npods = w.npods,
-                                                                   .now = fake_now},
-                                       &w.f),
-                         0);
+        fx_analyze_at(&w, fake_now);
         saw_gate |= w.f.by_reason[GPUOP_REASON_WAITING_FOR_GATE] > 0;
         saw_order |= w.f.by_reason[GPUOP_REASON_PREREQUISITE_NOT_RUNNING] > 0;
         if (w.f.nitems && !w.f.nodes[0].progressing)

@@ -149,6 +149,11 @@ void fx_run_all(struct fx_world *w, const char *node, const char *skip)
 
 void fx_analyze(struct fx_world *w)
 {
+    fx_analyze_at(w, FX_T0);
+}
+
+void fx_analyze_at(struct fx_world *w, long long now)
+{
     gpuop_findings_free(&w->f);
     assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
                                                                .nodes = w->np,
@@ -157,7 +162,7 @@ void fx_analyze(struct fx_world *w)
                                                                .nds = w->nds,
                                                                .pods = w->pp,
                                                                .npods = w->npods,
-                                                               .now = FX_T0},
+                                                               .now = now},
                                    &w->f),
                      0);
 }

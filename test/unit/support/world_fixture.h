@@ -72,6 +72,8 @@ void fx_run_all(struct fx_world *w, const char *node, const char *skip);
 
 /* Replaces w->f with the findings of the world at FX_T0; asserts success. */
 void fx_analyze(struct fx_world *w);
+/* fx_analyze at now (seconds since the epoch) instead of FX_T0. */
+void fx_analyze_at(struct fx_world *w, long long now);
 
 /* Frees the findings and everything the parsers allocated; reuse w only
  * through fx_world_init. */
