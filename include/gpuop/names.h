@@ -63,6 +63,12 @@
  * node): each its own account, with a token (deploy/10-rbac.yaml). */
 #define GPUOP_VALIDATOR_SA "gpuop-operator-validator"
 #define GPUOP_TOOLKIT_SA   "gpuop-container-toolkit"
+/* The device plugin and GFD with spec.devicePlugin.config: their
+ * config-manager containers read their node's label
+ * nvidia.com/device-plugin.config: each its own account, with a token and
+ * nodes get/list/watch (deploy/10-rbac.yaml). */
+#define GPUOP_DEVICE_PLUGIN_SA "gpuop-device-plugin"
+#define GPUOP_GFD_SA           "gpuop-gpu-feature-discovery"
 /* The driver pods: their k8s-driver-manager init container pauses the
  * operands, evicts GPU pods and relabels its node (deploy/10-rbac.yaml). */
 #define GPUOP_DRIVER_SA "gpuop-driver"

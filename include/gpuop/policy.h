@@ -218,6 +218,11 @@ struct gpuop_policy {
                                              GPU Operator's default is CDI */
     bool nri_plugin;                      /* spec.cdi.nriPluginEnabled: the toolkit runs an NRI
                                              plugin that gives the operands their devices */
+    char *plugin_config_default;          /* spec.devicePlugin.config.default: the ConfigMap's
+                                             key a node without the label
+                                             nvidia.com/device-plugin.config reads; "" = none
+                                             (config-manager's fallback, an empty config);
+                                             never NULL after parsing */
     bool dcgm_host_network;               /* spec.dcgm.hostNetwork: the host engine's pod in the
                                               host's network (and its DNS policy so) */
     json_t *service_monitor;              /* spec.dcgmExporter.serviceMonitor while enabled:

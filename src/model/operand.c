@@ -23,8 +23,10 @@ static const struct gpuop_operand operands[] = {
     {"toolkit", "container-toolkit", "gpuop-container-toolkit", "driver", NULL,
      "nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0", true, NULL,
      "nvidia-container-toolkit-daemonset", false},
+    /* reads no ConfigMap unless one is named (""): then its named sharing
+       configs, through config-manager, and so does GFD (render.c) */
     {"devicePlugin", "device-plugin", "gpuop-device-plugin", "container-toolkit", NULL,
-     "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL, "nvidia-device-plugin-daemonset",
+     "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, "", "nvidia-device-plugin-daemonset",
      false},
     {"gfd", "gpu-feature-discovery", "gpuop-gpu-feature-discovery", "device-plugin", NULL,
      "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL, "gpu-feature-discovery", false},

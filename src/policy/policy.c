@@ -303,7 +303,7 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->host_root, GPUOP_HOST_ROOT_DEFAULT) ||
         set_str(&p->driver_install_dir, GPUOP_DRIVER_INSTALL_DIR_DEFAULT) ||
         set_str(&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT) ||
-        set_str(&p->runtime_class, GPUOP_RUNTIME_CLASS))
+        set_str(&p->runtime_class, GPUOP_RUNTIME_CLASS) || set_str(&p->plugin_config_default, ""))
         return GPUOP_ENOMEM;
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         if (set_json(&p->validator_env[c], json_array()))
@@ -870,31 +870,72 @@ static int parse_resources(struct gpuop_policy *p, const char *path, json_t *v,
     return 0;
 }
 
+/* A ConfigMap key ([-._a-zA-Z0-9]+, at most 253: the API server's
+ * IsConfigMapKey), as spec.devicePlugin.config.default names one. */
+#define CONFIGMAP_KEY_MAX 253
+static bool configmap_key_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= CONFIGMAP_KEY_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789-._") == n &&
+           strcmp(s, ".") && strcmp(s, "..");
+}
+
+/* spec.devicePlugin.config.default (borrowed v): the key of the ConfigMap
+ * config-manager reads on a node without the label
+ * nvidia.com/device-plugin.config (its DEFAULT_CONFIG); "" = none. */
+static int parse_plugin_default(struct gpuop_policy *p, const char *path, json_t *v)
+{
+    char field[FIELD_MAX], vbuf[64];
+    const char *s = json_string_value(v);
+    if (!v || json_is_null(v))
+        return 0;
+    if (s && (!*s || configmap_key_ok(s)))
+        return set_str(&p->plugin_config_default, s);
+    fieldf(field, "%s.config.default", path);
+    problem(p, field,
+            "must be a key of the ConfigMap (letters, digits, '-', '_', '.'; at most %d), not "
+            "%s; using none (a node without the label nvidia.com/device-plugin.config gets an "
+            "empty config)",
+            CONFIGMAP_KEY_MAX, describe(v, vbuf, sizeof(vbuf)));
+    return 0;
+}
+
 /* config: {name: <ConfigMap>}, for operands whose table row names a
- * default ConfigMap. */
+ * default ConfigMap; the device plugin's also {default: <key>}, and its
+ * name "" is none, as the GPU Operator reads it (isCustomPluginConfigSet). */
 static int parse_config(struct gpuop_policy *p, const char *path, json_t *v,
                         struct gpuop_operand_spec *o, const struct gpuop_operand *op)
 {
     static const char *const known[] = {"name", NULL};
+    static const char *const known_plugin[] = {"name", "default", NULL};
+    bool plugin = !strcmp(op->key, "devicePlugin");
     char field[FIELD_MAX], vbuf[64];
     const char *key;
     json_t *e;
     fieldf(field, "%s.config", path);
     if (!json_is_object(v)) {
-        problem(p, field, "must be an object {name}, not %s; using %s%s", type_name(v),
-                *op->config ? "the ConfigMap " : "none", op->config);
+        problem(p, field, "must be an object {name%s}, not %s; using %s%s",
+                plugin ? ", default" : "", type_name(v), *op->config ? "the ConfigMap " : "none",
+                op->config);
         return 0;
     }
     json_object_foreach(v, key, e)
     {
-        if (strcmp(key, "name"))
-            unknown_field(p, field, key, known);
+        if (strcmp(key, "name") && (!plugin || strcmp(key, "default")))
+            unknown_field(p, field, key, plugin ? known_plugin : known);
     }
+    if (plugin && parse_plugin_default(p, path, json_object_get(v, "default")))
+        return GPUOP_ENOMEM;
     json_t *name = json_object_get(v, "name");
     if (!name || json_is_null(name))
         return 0;
     const char *s = json_string_value(name);
     fieldf(field, "%s.config.name", path);
+    if (plugin && s && !*s)
+        return 0;
     if (s && subdomain_ok(s, strlen(s)))
         return set_str(&o->config_name, s);
     problem(p, field, "must be a ConfigMap name (lower-case DNS name), not %s; using %s",
@@ -2768,6 +2809,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->driver_install_dir);
     free(p->kubelet_root_dir);
     free(p->runtime_class);
+    free(p->plugin_config_default);
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         json_decref(p->validator_env[c]);
     free(p->upgrade.wait_selector);

@@ -50,6 +50,8 @@ struct tmpl {
     bool host_network;           /* hostNetwork, with dnsPolicy ClusterFirstWithHostNet */
     const char *service_account; /* default GPUOP_OPERAND_SA (no permissions, no token) */
     bool api_token;              /* mount the service account token: the operand uses the API */
+    bool share_pid;              /* shareProcessNamespace (unless hostPID): a sidecar signals
+                                    the main process */
     const char *runtime_class;   /* runtimeClassName, or NULL */
     const char *nri_container;   /* NRI mode: the container the toolkit's NRI plugin gives
                                     every GPU (a pod annotation), or NULL */
@@ -94,6 +96,7 @@ static json_t *need(struct tmpl *t, json_t *v)
 /* ---- small builders (all return new references, NULL on ENOMEM) ---------- */
 
 static json_t *merge_env(json_t *base, json_t *extra);
+static bool has_named(json_t *arr, const char *name);
 
 static json_t *hostpath(const char *name, const char *path, const char *type)
 {
@@ -1297,6 +1300,102 @@ static void tmpl_gfd(const struct gpuop_policy *p, struct tmpl *t)
     vol_table(p, t, vols, NROWS(vols), false);
 }
 
+/* ---- spec.devicePlugin.config: the sharing configs (docs/operands.md) ---- */
+
+/* The GPU Operator v26.7.0's (controllers/object_controls.go
+ * handleDevicePluginConfig, transformConfigManagerInitContainer,
+ * transformConfigManagerSidecarContainer; assets/state-device-plugin/ and
+ * assets/gpu-feature-discovery/0500_daemonset.yaml): config-manager (the
+ * device plugin's image, k8s-device-plugin v0.20.0 cmd/config-manager)
+ * copies the ConfigMap's key that the node's label names (DEFAULT_CONFIG
+ * without the label, an empty config when that is "" too) to
+ * /config/config.yaml, once before the main container starts and then on
+ * every change, with a SIGHUP to the main process. */
+#define PLUGIN_CONFIG_LABEL    "nvidia.com/device-plugin.config"
+#define PLUGIN_CONFIG_SRCDIR   "/available-configs"
+#define PLUGIN_CONFIG_DIR      "/config"
+#define PLUGIN_CONFIG_FILE     PLUGIN_CONFIG_DIR "/config.yaml"
+#define PLUGIN_CONFIG_VOL      "config"            /* the emptyDir */
+#define PLUGIN_CONFIG_VOL_ALT  "available-configs" /* when the ConfigMap's name is taken */
+#define PLUGIN_CONFIG_SIGHUP   "1"
+#define PLUGIN_CONFIG_FALLBACK "empty"
+
+/* The two mounts every container of the pod gets (new): the emptyDir, then
+ * the ConfigMap's volume vol (addSharedMountsForPluginConfig). */
+static json_t *plugin_config_mounts(const char *vol)
+{
+    return json_pack("[o,o]", mount(PLUGIN_CONFIG_VOL, PLUGIN_CONFIG_DIR, false, NULL),
+                     mount(vol, PLUGIN_CONFIG_SRCDIR, false, NULL));
+}
+
+/* config-manager-init (oneshot) or the config-manager sidecar (new, NULL
+ * on ENOMEM) signalling process: the device plugin's image and pull
+ * policy, the operand's resources (NVIDIA's apply them to every container
+ * of the pod), the env of NVIDIA's template with DEFAULT_CONFIG and
+ * FALLBACK_STRATEGIES set, as its setContainerEnv sets them. */
+static json_t *config_manager(const struct gpuop_policy *p, int operand, const char *vol,
+                              const char *process)
+{
+    const struct gpuop_operand_spec *dp = &p->operands[idx_of("device-plugin")];
+    const json_t *res = p->operands[operand].resources;
+    bool once = !process;
+    json_t *envs = json_pack(
+        "[o,o,o,o,o,o,o,o,o,o,o]", env("ONESHOT", once ? "true" : "false"), env("KUBECONFIG", ""),
+        env_field("NODE_NAME", "spec.nodeName"), env("NODE_LABEL", PLUGIN_CONFIG_LABEL),
+        env("CONFIG_FILE_SRCDIR", PLUGIN_CONFIG_SRCDIR), env("CONFIG_FILE_DST", PLUGIN_CONFIG_FILE),
+        env("DEFAULT_CONFIG", p->plugin_config_default ? p->plugin_config_default : ""),
+        env("SEND_SIGNAL", once ? "false" : "true"),
+        env("SIGNAL", once ? "" : PLUGIN_CONFIG_SIGHUP),
+        env("PROCESS_TO_SIGNAL", once ? "" : process),
+        env("FALLBACK_STRATEGIES", PLUGIN_CONFIG_FALLBACK));
+    json_t *c = json_pack("{s:s, s:s, s:s, s:[s], s:o, s:o*, s:o*, s:o}", "name",
+                          once ? "config-manager-init" : "config-manager", "image", dp->image,
+                          "imagePullPolicy", dp->pull_policy, "command", "config-manager", "env",
+                          envs, "resources", res ? json_deep_copy(res) : NULL, "securityContext",
+                          once ? NULL : privileged(), "volumeMounts", plugin_config_mounts(vol));
+    return c;
+}
+
+/* With spec.devicePlugin.config.name, the device plugin's and GFD's pods
+ * as handleDevicePluginConfig makes them: CONFIG_FILE and the two mounts in
+ * the main container, the ConfigMap's volume (named as the ConfigMap, or
+ * PLUGIN_CONFIG_VOL_ALT where a volume of the pod has that name already)
+ * and the emptyDir, config-manager-init after the gates, the sidecar after
+ * the main container, one PID namespace (the sidecar signals the main
+ * process), and an account with a token that may read nodes (the label). */
+static void plugin_config(const struct gpuop_policy *p, int operand, struct tmpl *t)
+{
+    int dp = idx_of("device-plugin");
+    const char *cm = dp >= 0 ? p->operands[dp].config_name : NULL;
+    bool gfd = operand == idx_of("gpu-feature-discovery");
+    if (t->oom || !cm || (operand != dp && !gfd))
+        return;
+    const char *vol =
+        has_named(t->volumes, cm) || !strcmp(cm, PLUGIN_CONFIG_VOL) ? PLUGIN_CONFIG_VOL_ALT : cm;
+    if (!t->init)
+        t->init = need(t, json_array());
+    if (!t->sidecars)
+        t->sidecars = need(t, json_array());
+    if (!t->env)
+        t->env = need(t, json_array());
+    if (!t->mounts)
+        t->mounts = need(t, json_array());
+    if (!t->volumes)
+        t->volumes = need(t, json_array());
+    if (t->oom || env_add(t->env, "CONFIG_FILE", PLUGIN_CONFIG_FILE) ||
+        extend(t->mounts, plugin_config_mounts(vol)) ||
+        extend(t->volumes, json_pack("[{s:s, s:{s:s}}, {s:s, s:{}}]", "name", vol, "configMap",
+                                     "name", cm, "name", PLUGIN_CONFIG_VOL, "emptyDir")) ||
+        json_array_append_new(t->init, config_manager(p, operand, vol, NULL)) ||
+        json_array_append_new(
+            t->sidecars, config_manager(p, operand, vol,
+                                        gfd ? "gpu-feature-discovery" : "nvidia-device-plugin")))
+        t->oom = true;
+    t->share_pid = true;
+    t->service_account = gfd ? GPUOP_GFD_SA : GPUOP_DEVICE_PLUGIN_SA;
+    t->api_token = true;
+}
+
 /* The DCGM host engine's address as the exporter reads it
  * (DCGM_REMOTE_HOSTENGINE_INFO): the host engine's Service, whose
  * internalTrafficPolicy Local keeps it on the exporter's node. */
@@ -1875,6 +1974,8 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
         rc |= json_object_set_new(s, "hostIPC", json_boolean(t->host_ipc));
     if (!rc)
         rc |= json_object_set_new(s, "hostNetwork", json_boolean(t->host_network));
+    if (!rc && t->share_pid && !t->host_pid)
+        rc |= json_object_set_new(s, "shareProcessNamespace", json_true());
     if (!rc && t->host_network) /* else the default, ClusterFirst (given up, reset by apply) */
         rc |= json_object_set_new(s, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
     if (!rc)
@@ -2015,6 +2116,7 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
         if (!strcmp(templates[i].operand, op->name))
             templates[i].fn(p, &t);
     host_root_env(p, &t);
+    plugin_config(p, operand, &t);
     if (t.oom) {
         tmpl_free(&t);
         return NULL;

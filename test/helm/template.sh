@@ -98,7 +98,7 @@ done
 
 # The rendered GpuPolicies, through gpuop's own parser and renderer.
 if [ -n "${GPUOP_BIN:-}" ]; then
-    for c in defaults gpu-operator gke-cos aks crio monitoring platforms; do
+    for c in defaults gpu-operator gke-cos aks crio monitoring platforms sharing; do
         "$GPUOP_BIN" render -f "$tmp/$c.yaml" --strict -n "$NS" --os ubuntu24.04 >"$tmp/$c.ds" 2>"$tmp/$c.err" || {
             cat "$tmp/$c.err" >&2
             fail "gpuop render --strict rejects the GpuPolicy of case $c"
@@ -167,6 +167,23 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         grep -qF -- "$want" "$ds" || fail "monitoring values: gpuop render output lacks '$want'"
     done
     ok "monitoring values: the metrics ConfigMap (chart), mounted; the ServiceMonitor and the host engine (gpuop)"
+    # sharing: the chart makes the sharing configs' ConfigMap from
+    # devicePlugin.config.data, the GpuPolicy names it and the default key,
+    # and gpuop runs config-manager beside the device plugin and GFD
+    cm=$(awk '/^kind: ConfigMap/ { on = 1 } on && /^---/ { exit } on' "$tmp/sharing.yaml")
+    for want in 'name: time-slicing-config' 'ts-4: |-' 'replicas: 4' 'default: |-'; do
+        grep -qF -- "$want" <<<"$cm" || fail "sharing values: the ConfigMap lacks '$want'"
+    done
+    grep -qF 'default: "default"' "$tmp/sharing.yaml" || fail "sharing values: the GpuPolicy lacks config.default"
+    ds=$tmp/sharing.ds
+    [ "$(grep -c 'name: config-manager-init$' "$ds")" = 2 ] || fail "sharing values: not 2 config-manager-init containers"
+    [ "$(grep -c 'name: config-manager$' "$ds")" = 2 ] || fail "sharing values: not 2 config-manager sidecars"
+    for want in 'value: nvidia-device-plugin' 'value: gpu-feature-discovery' 'shareProcessNamespace: true' \
+        'serviceAccountName: gpuop-device-plugin' 'serviceAccountName: gpuop-gpu-feature-discovery' \
+        'value: /config/config.yaml'; do
+        grep -qF -- "$want" "$ds" || fail "sharing values: gpuop render output lacks '$want'"
+    done
+    ok "sharing values: the configs' ConfigMap (chart), config-manager in the device plugin's and GFD's pods (gpuop)"
 fi
 
 # The GPU Operator's image keys pass through: what a ClusterPolicy user
@@ -282,6 +299,8 @@ out=$(notes -f "$DATA/values/gke-cos.yaml") || fail "notes of case gke-cos"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case gke-cos name an ignored value: $(grep Ignored <<<"$out")"
 out=$(notes -f "$DATA/values/monitoring.yaml") || fail "notes of case monitoring"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case monitoring name an ignored value: $(grep Ignored <<<"$out")"
+out=$(notes -f "$DATA/values/sharing.yaml") || fail "notes of case sharing"
+! grep -q 'Ignored' <<<"$out" || fail "notes of case sharing name an ignored value: $(grep Ignored <<<"$out")"
 out=$(notes -f "$DATA/values/aks.yaml") || fail "notes of case aks"
 ! grep -q 'Ignored' <<<"$out" || fail "notes of case aks name an ignored value: $(grep Ignored <<<"$out")"
 # CRI-O in the legacy mode (issue 39): written into the GpuPolicy, no

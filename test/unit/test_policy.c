@@ -232,8 +232,18 @@ static const struct bad_case bad_cases[] = {
      "using default-mig-parted-config"},
     {"{\"migManager\": {\"config\": {\"nam\": \"x\"}}}", "spec.migManager.config.nam",
      "did you mean \"name\""},
-    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\"}}}", "spec.devicePlugin.config",
-     "a ClusterPolicy field gpuop does not implement: a device plugin ConfigMap"},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"Bad_Name\"}}}", "spec.devicePlugin.config.name",
+     "using none"},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\", \"default\": \"a b\"}}}",
+     "spec.devicePlugin.config.default", "must be a key of the ConfigMap"},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\", \"default\": 4}}}",
+     "spec.devicePlugin.config.default", "not a number; using none"},
+    {"{\"devicePlugin\": {\"config\": {\"name\": \"x\", \"defualt\": \"a\"}}}",
+     "spec.devicePlugin.config.defualt", "did you mean \"default\""},
+    {"{\"devicePlugin\": {\"config\": \"x\"}}", "spec.devicePlugin.config",
+     "object {name, default}"},
+    {"{\"devicePlugin\": {\"mps\": {\"root\": \"/run/nvidia/mps\"}}}", "spec.devicePlugin.mps",
+     "MPS is not set up by gpuop"},
     {"{\"devicePlugin\": {\"confg\": {}}}", "spec.devicePlugin.confg", "unknown field"},
     {"{\"mig\": {\"strategy\": \"both\"}}", "spec.mig.strategy",
      "none, single or mixed, not \"both\"; using single"},
@@ -745,6 +755,8 @@ static void test_clusterpolicy_fields(void **state)
     assert_true(p.operands[gpuop_operand_by_key("dcgm")].enabled);
     assert_true(p.dcgm_host_network);
     assert_string_equal(p.operands[gpuop_operand_by_key("dcgmExporter")].config_name, "my-metrics");
+    assert_null(p.operands[gpuop_operand_by_key("devicePlugin")].config_name);
+    assert_string_equal(p.plugin_config_default, "");
     assert_string_equal(json_string_value(json_object_get(p.service_monitor, "interval")), "1m30s");
     assert_string_equal(json_string_value(json_object_get(p.service_monitor, "scrapeTimeout")),
                         "500ms");
@@ -938,6 +950,40 @@ static void test_ordering_and_findings(void **state)
     assert_int_equal(p.ordering, GPUOP_ORDERING_REPORT);
     assert_false(p.operands[mig].enabled);
     assert_string_equal(p.operands[mig].config_name, "default-mig-parted-config");
+    gpuop_policy_free(&p);
+}
+
+/* spec.devicePlugin.config: {name, default} as the GPU Operator's
+ * DevicePluginConfig; name "" is none (isCustomPluginConfigSet), default ""
+ * is config-manager's empty fallback. */
+static void test_plugin_config(void **state)
+{
+    struct gpuop_policy p;
+    int dp = gpuop_operand_by_key("devicePlugin");
+    parse_json("{\"spec\": {\"devicePlugin\": {\"config\": {\"name\": \"time-slicing-config\", "
+               "\"default\": \"ts-4.gpu_a\"}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.operands[dp].config_name, "time-slicing-config");
+    assert_string_equal(p.plugin_config_default, "ts-4.gpu_a");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"devicePlugin\": {\"config\": {\"name\": \"\", \"default\": \"\"}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_null(p.operands[dp].config_name);
+    assert_string_equal(p.plugin_config_default, "");
+    gpuop_policy_free(&p);
+
+    /* a bad default keeps the name: the ConfigMap is still mounted */
+    parse_json("{\"spec\": {\"devicePlugin\": {\"config\": {\"name\": \"cm\", \"default\": "
+               "\"../x\"}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 1);
+    assert_problem(&p, "spec.devicePlugin.config.default", "\"../x\"");
+    assert_string_equal(p.operands[dp].config_name, "cm");
+    assert_string_equal(p.plugin_config_default, "");
     gpuop_policy_free(&p);
 }
 
@@ -1363,6 +1409,7 @@ int main(void)
         cmocka_unit_test(test_many_problems),
         cmocka_unit_test(test_type_sweep),
         cmocka_unit_test(test_ordering_and_findings),
+        cmocka_unit_test(test_plugin_config),
         cmocka_unit_test(test_clusterpolicy_fields),
         cmocka_unit_test(test_server_accepts),
         cmocka_unit_test(test_image_keys),

@@ -198,6 +198,23 @@ static void assert_unset(json_t *o, const char *path)
         fail_msg("%s: want null, got %s", path, path_get(o, path) ? "a value" : "nothing");
 }
 
+static json_t *named(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), name))
+            return e;
+    }
+    return NULL;
+}
+
+static const char *env_of(json_t *ctr, const char *name)
+{
+    return json_string_value(json_object_get(named(json_object_get(ctr, "env"), name), "value"));
+}
+
 /* The list at path of o is there, and empty (render.c writes every list,
  * empty ones included, so the apply owns it). */
 static void assert_empty_list(json_t *o, const char *path)
@@ -272,7 +289,8 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     if (!strcmp(sa, GPUOP_OPERAND_SA))
         assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
     else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA) || !strcmp(sa, GPUOP_VALIDATOR_SA) ||
-             !strcmp(sa, GPUOP_TOOLKIT_SA) || !strcmp(sa, GPUOP_DRIVER_SA))
+             !strcmp(sa, GPUOP_TOOLKIT_SA) || !strcmp(sa, GPUOP_DRIVER_SA) ||
+             !strcmp(sa, GPUOP_DEVICE_PLUGIN_SA) || !strcmp(sa, GPUOP_GFD_SA))
         assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
     else
         fail_msg("%s: unknown service account %s", op->ds_name, sa);
@@ -327,7 +345,9 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
                         !strcmp(op->key, "driver") ? "OnDelete" : p->update_strategy);
 
     json_t *containers = json_object_get(pod, "containers");
-    assert_int_equal(json_array_size(containers), 1);
+    /* one, and config-manager beside it with spec.devicePlugin.config */
+    assert_int_equal(json_array_size(containers),
+                     1 + (named(containers, "config-manager") != NULL));
     json_t *c = json_array_get(containers, 0);
     assert_string_equal(str_at(c, "image"), o->image);
     assert_string_equal(str_at(c, "imagePullPolicy"), o->pull_policy);
@@ -374,17 +394,23 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
             fail_msg("%s: mount %s has no volume", op->ds_name, str_at(m, "name"));
     }
     /* init containers (the gates): the validator's image (the driver
-     * manager's its own), unique names, mounts of declared volumes */
+     * manager's its own, config-manager-init the device plugin's), unique
+     * names, mounts of declared volumes */
     json_t *inits = json_object_get(pod, "initContainers"), *ic;
     const struct gpuop_operand_spec *val =
         &p->operands[gpuop_operand_by_name("operator-validator")];
+    const struct gpuop_operand_spec *dpo = &p->operands[gpuop_operand_by_name("device-plugin")];
     assert_unique(inits, "name", "init container");
     json_array_foreach(inits, i, ic)
     {
         bool mgr = !strcmp(str_at(ic, "name"), GPUOP_DRIVER_MANAGER_CTR);
-        assert_string_equal(str_at(ic, "image"), mgr ? p->driver_manager.image : val->image);
-        assert_string_equal(str_at(ic, "imagePullPolicy"),
-                            mgr ? p->driver_manager.pull_policy : val->pull_policy);
+        bool cfg = !strcmp(str_at(ic, "name"), "config-manager-init");
+        assert_string_equal(str_at(ic, "image"), mgr   ? p->driver_manager.image
+                                                 : cfg ? dpo->image
+                                                       : val->image);
+        assert_string_equal(str_at(ic, "imagePullPolicy"), mgr   ? p->driver_manager.pull_policy
+                                                           : cfg ? dpo->pull_policy
+                                                                 : val->pull_policy);
         json_array_foreach(json_object_get(ic, "volumeMounts"), j, m)
         {
             bool found = false;
@@ -1979,6 +2005,81 @@ static void test_dcgm(void **state)
                         "RuntimeClass/nvidia RuntimeClass/nvidia-cdi RuntimeClass/nvidia-legacy");
 }
 
+/* spec.devicePlugin.config (issue 41): config-manager-init and the
+ * config-manager sidecar in the device plugin's and GFD's pods, with the
+ * signal for each; the ConfigMap's volume named as the ConfigMap unless the
+ * pod has that name already; the other operands and a policy without it
+ * untouched (the goldens too). */
+static void test_plugin_config(void **state)
+{
+    struct gpuop_policy p;
+    json_t *pol = json_pack("{s:{}}", "spec");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    json_t *dp = render_one(&p, "device-plugin");
+    json_t *spec = path_get(dp, "spec/template/spec");
+    assert_null(named(json_object_get(spec, "containers"), "config-manager"));
+    assert_null(named(json_object_get(spec, "initContainers"), "config-manager-init"));
+    assert_null(json_object_get(spec, "shareProcessNamespace"));
+    assert_string_equal(str_at(spec, "serviceAccountName"), GPUOP_OPERAND_SA);
+    json_decref(dp);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    /* a ConfigMap named "config" (the emptyDir's name): its volume is
+       available-configs; the name "" is none, as NVIDIA reads it */
+    pol = json_pack("{s:{s:{s:{s:s, s:s}}}}", "spec", "devicePlugin", "config", "name", "config",
+                    "default", "ts-4");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    static const struct {
+        const char *operand, *main, *sa;
+    } rows[] = {{"device-plugin", "nvidia-device-plugin", GPUOP_DEVICE_PLUGIN_SA},
+                {"gpu-feature-discovery", "gpu-feature-discovery", GPUOP_GFD_SA}};
+    for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+        json_t *ds = render_one(&p, rows[r].operand);
+        spec = path_get(ds, "spec/template/spec");
+        json_t *ctrs = json_object_get(spec, "containers");
+        json_t *init = named(json_object_get(spec, "initContainers"), "config-manager-init");
+        json_t *side = named(ctrs, "config-manager");
+        assert_non_null(init);
+        assert_non_null(side);
+        assert_string_equal(env_of(init, "ONESHOT"), "true");
+        assert_string_equal(env_of(init, "SEND_SIGNAL"), "false");
+        assert_string_equal(env_of(init, "PROCESS_TO_SIGNAL"), "");
+        assert_string_equal(env_of(side, "ONESHOT"), "false");
+        assert_string_equal(env_of(side, "SIGNAL"), "1");
+        assert_string_equal(env_of(side, "PROCESS_TO_SIGNAL"), rows[r].main);
+        assert_string_equal(env_of(side, "DEFAULT_CONFIG"), "ts-4");
+        assert_string_equal(env_of(side, "FALLBACK_STRATEGIES"), "empty");
+        assert_string_equal(str_at(side, "image"), "nvcr.io/nvidia/k8s-device-plugin:v0.20.0");
+        assert_string_equal(env_of(named(ctrs, rows[r].main), "CONFIG_FILE"),
+                            "/config/config.yaml");
+        json_t *vol = named(json_object_get(spec, "volumes"), "available-configs");
+        assert_string_equal(str_at(vol, "configMap/name"), "config");
+        assert_non_null(path_get(named(json_object_get(spec, "volumes"), "config"), "emptyDir"));
+        assert_string_equal(str_at(side, "volumeMounts/1/name"), "available-configs");
+        assert_true(json_is_true(json_object_get(spec, "shareProcessNamespace")));
+        assert_string_equal(str_at(spec, "serviceAccountName"), rows[r].sa);
+        assert_true(json_is_true(json_object_get(spec, "automountServiceAccountToken")));
+        json_decref(ds);
+    }
+    json_t *ex = render_one(&p, "dcgm-exporter");
+    assert_string_equal(str_at(ex, "spec/template/spec/serviceAccountName"), GPUOP_OPERAND_SA);
+    json_decref(ex);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+
+    pol = json_pack("{s:{s:{s:{s:s}}}}", "spec", "devicePlugin", "config", "name", "");
+    assert_int_equal(gpuop_policy_parse(pol, &p, NULL), 0);
+    assert_int_equal(p.nproblems, 0);
+    dp = render_one(&p, "device-plugin");
+    assert_null(named(path_get(dp, "spec/template/spec/containers"), "config-manager"));
+    json_decref(dp);
+    gpuop_policy_free(&p);
+    json_decref(pol);
+}
+
 /* Device plugin and GFD: SYS_ADMIN with a MIG strategy, none without. */
 static void test_mig_caps(void **state)
 {
@@ -2123,6 +2224,7 @@ int main(void)
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_precompiled),
         cmocka_unit_test(test_dcgm),
+        cmocka_unit_test(test_plugin_config),
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_empty_lists_written),
         cmocka_unit_test(test_full_policy),

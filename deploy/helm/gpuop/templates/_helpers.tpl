@@ -119,6 +119,9 @@ manager:
 {{- with ($v.config | default dict).name }}
 config:
   name: {{ . | quote }}
+{{- if eq $.key "devicePlugin" }}
+  default: {{ ($v.config.default | default "") | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -195,7 +198,7 @@ those whose operand-table row names a default ConfigMap, or "" (the
 exporter reads one only when named). The GPU Operator's chart has
 config.name for others too, which gpuop does not read: not written. */}}
 {{- define "gpuop.configKeys" -}}
-dcgmExporter migManager
+devicePlugin dcgmExporter migManager
 {{- end }}
 
 {{/* daemonsets.imagePullSecrets and every operand's, deduplicated, in
