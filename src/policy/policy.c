@@ -1938,23 +1938,34 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
  * reference is used as it is by gpuop (parse_image), so it is refused
  * too, and so is a version leaving no room in the 128 characters of a tag
  * for the longest kernel and OS tag. Refused, the driver is compiled. */
+/* Driver pools split the driver's per-OS DaemonSets: spec.driver's image
+ * and each pool's must be tags gpuop appends the OS tag to (render.h
+ * gpuop_render_per_os), else the driver is held as it runs. */
+static void check_pools(struct gpuop_policy *p)
+{
+    struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
+    char field[FIELD_MAX];
+    for (int k = -1; k < p->ndriver_pools && drv->enabled && !drv->held; k++) {
+        if (k < 0 ? !p->ndriver_pools || drv->os_tag : p->driver_pools[k].os_tag)
+            continue;
+        if (k < 0)
+            fieldf(field, "spec.driver.pools");
+        else
+            fieldf(field, "spec.driver.pools[%s]", p->driver_pools[k].name);
+        problem(p, field,
+                "needs %s image to be repository/image:version, which gpuop appends the node's "
+                "OS tag to, not a full reference or a digest; the driver is held as it runs",
+                k < 0 ? "spec.driver's" : "the pool's");
+        drv->held = true;
+    }
+}
+
 static void check_precompiled(struct gpuop_policy *p)
 {
     const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
     const char *why = NULL;
     if (!p->driver.precompiled || !drv->enabled || drv->held)
         return;
-    for (int k = 0; k < p->ndriver_pools; k++) {
-        if (p->driver_pools[k].os_tag)
-            continue;
-        char field[FIELD_MAX];
-        fieldf(field, "spec.driver.pools[%s]", p->driver_pools[k].name);
-        problem(p, field,
-                "has a full image reference or a digest, which precompiled drivers "
-                "(spec.driver.usePrecompiled) cannot use; the driver is held as it runs");
-        p->operands[gpuop_operand_by_key("driver")].held = true;
-        return;
-    }
     const char *colon = drv->image ? strrchr(drv->image, ':') : NULL;
     if (!drv->os_tag)
         why = "NVIDIA's precompiled images are tagged <version>-<kernel>-<os> and spec.driver's "
@@ -1980,6 +1991,7 @@ static void check_driver_opts(struct gpuop_policy *p)
     int d = gpuop_operand_by_key("driver");
     const struct gpuop_operand_spec *drv = &p->operands[d];
     char field[FIELD_MAX];
+    check_pools(p);
     check_precompiled(p);
     for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
         struct gpuop_driver_sidecar *sc = sidecar_of(p, row);

@@ -1390,11 +1390,18 @@ static void test_driver_pools(void **state)
     assert_false(p.operands[d].held);
     gpuop_policy_free(&p);
 
-    /* precompiled with a pool's full reference: held */
-    parse_json("{\"spec\":{\"driver\":{\"usePrecompiled\":true,\"pools\":[{\"name\":\"a\","
+    /* a pool's full reference, or spec.driver's: no per-OS DaemonSets to split, held */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\","
                "\"image\":\"reg.example/driver:1-ubuntu22.04\"}]}}}",
                &p);
-    assert_problem(&p, "spec.driver.pools[a]", "precompiled");
+    assert_problem(&p, "spec.driver.pools[a]", "the pool's image");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+    parse_json("{\"spec\":{\"driver\":{\"image\":\"reg.example/driver:1\",\"pools\":[{"
+               "\"name\":\"a\",\"image\":\"driver\",\"repository\":\"r.example\","
+               "\"version\":\"2\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools", "spec.driver's image");
     assert_true(p.operands[d].held);
     gpuop_policy_free(&p);
 }
