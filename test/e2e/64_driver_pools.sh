@@ -6,7 +6,8 @@
 #   node with its pool's image, the default's keeping off the pool's nodes
 #   (node affinity NotIn [a100]); status and `gpuop check` count both as
 #   the one driver operand, with no finding;
-#   a node labelled with a name no pool has is the default's;
+#   a node labelled with a name no pool has is the default's; gpuop render
+#   --os ubuntu24.04 shows both pools' DaemonSets;
 #   the pool's version changed: only its nodes get the new image, the
 #   default's driver pods are not touched;
 #   a nodeSelector (not acted on yet) is a condition naming the field;
@@ -69,6 +70,13 @@ ds_gone() { ! kc -n "$GPUOP_NS" get ds "$1" >/dev/null 2>&1; }
 reconciled() {
 	kc get gpupolicy "$POLICY" -o jsonpath='{.status.conditions[?(@.type=="Reconciled")].status}'
 }
+
+log "gpuop render: every pool's DaemonSets for the OSes named"
+kc get gpupolicy "$POLICY" -o yaml >"$E2E_TMP/policy.yaml"
+"$GPUOP_BIN" render -f "$E2E_TMP/policy.yaml" --os ubuntu24.04 >"$E2E_TMP/render.yaml"
+for ds in "$A" "$D"; do
+	grep -qxF "  name: $ds" "$E2E_TMP/render.yaml" || fail "gpuop render has no $ds"
+done
 
 log "one driver DaemonSet per driver pool and OS pool"
 wait_for 60 kc -n "$GPUOP_NS" get ds "$A"
