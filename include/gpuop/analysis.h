@@ -160,7 +160,10 @@ struct gpuop_analysis_state {
     size_t nosds;
     bool per_os[GPUOP_OPERAND_MAX];
     bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) */
-    bool enforce;                      /* spec.ordering: enforce */
+    char dpools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
+                                          names: a node labelled with one is in its pool */
+    int ndpools;
+    bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
     int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */

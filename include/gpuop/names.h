@@ -38,6 +38,11 @@
  * (controllers/state_manager.go precompiledIdentificationLabelKey). */
 #define GPUOP_LABEL_KERNEL_POOL "gpuop.dev/kernel-pool"
 #define GPUOP_LABEL_PRECOMPILED "nvidia.com/precompiled"
+/* Driver pools (spec.driver.pools): the node label that puts a GPU node in
+ * a pool (its value the pool's name; gpuop's counterpart of NVIDIA's
+ * nvidia.com/gpu-operator.driver.owner, internal/consts/consts.go), and
+ * the same label on a pool's DaemonSets, their pods and their selector. */
+#define GPUOP_LABEL_DRIVER_POOL "gpuop.dev/driver-pool"
 
 /* onFailure rollback: the node label naming the pool DaemonSet whose
  * previous template runs on the node (its DaemonSet "<value>-rollback");

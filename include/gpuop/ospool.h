@@ -23,6 +23,15 @@
  * carries its node's kernel (kernel, "" when the node has no label); only
  * a collect by kernel tells pools apart by it.
  *
+ * Driver pools (spec.driver.pools) split each pool again by the node's
+ * label gpuop.dev/driver-pool (dpool: its value, "" without it), the
+ * GPU Operator's NVIDIADriver pools split by nvidia.com/gpu-operator.
+ * driver.owner (internal/state/nodepool.go getNodePools adds the owner
+ * label to each pool's selector). A pool always carries the label's value
+ * as the node has it; which values name a pool is the policy's to say
+ * (render.h: a value naming none is the default pool, ""), and the
+ * DaemonSet name adds the pool's name ("<prefix>-<dpool>-...").
+ *
  * Pure: no I/O; model layer.
  */
 #ifndef GPUOP_OSPOOL_H
@@ -46,6 +55,8 @@
  * getDriverAppName keeps its names (it is also a label value: the
  * rollback label names the pool's DaemonSet). */
 #define GPUOP_OSPOOL_NAME_MAX 63
+/* Longest driver pool label value kept: a label value's limit. */
+#define GPUOP_OSPOOL_DPOOL_MAX 63
 
 struct gpuop_ospool {
     char tag[GPUOP_OSPOOL_TAG_MAX + 1];       /* "ubuntu24.04", "rhel9" */
@@ -54,6 +65,7 @@ struct gpuop_ospool {
                                                  ("24.04"), or the major version ("9") */
     bool major_only;                          /* select on VERSION_ID.major (rhel, rocky, ol) */
     char kernel[GPUOP_OSPOOL_KERNEL_MAX + 1]; /* kernel-version.full, "" without the label */
+    char dpool[GPUOP_OSPOOL_DPOOL_MAX + 1];   /* gpuop.dev/driver-pool, "" without it */
 };
 
 /* The pool of an OS: NVIDIA's tag rule on id and version_id (borrowed).
@@ -91,8 +103,8 @@ int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size);
  * "/KERNEL" (a precompiled driver's kernel). Returns 0 or GPUOP_EINVAL. */
 int gpuop_ospool_parse(const char *s, struct gpuop_ospool *out);
 
-/* Adds p to set (n entries, room for max), kept sorted by tag and kernel,
- * without duplicates. Returns 1 added, 0 already there, GPUOP_ETOOBIG full. */
+/* Adds p to set (n entries, room for max), kept sorted by tag, kernel and
+ * driver pool, without duplicates. Returns 1 added, 0 already there, GPUOP_ETOOBIG full. */
 int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const struct gpuop_ospool *p);
 
 /* The pools of the GPU nodes among nodes (borrowed), sorted by tag (and
@@ -111,9 +123,11 @@ int gpuop_ospool_kernel_sanitized(const char *k, char *buf, size_t size);
 
 /* The DaemonSet name of prefix's pool p: "<prefix>-<tag>", or with
  * by_kernel and a kernel "<prefix>-<sanitized kernel>-<tag>" (the
- * ClusterPolicy's precompiled name, transformPrecompiledDriverDaemonset).
+ * ClusterPolicy's precompiled name, transformPrecompiledDriverDaemonset);
+ * with a driver pool (dpool) "<prefix>-<dpool>-" and the rest.
  * A name longer than GPUOP_OSPOOL_NAME_MAX, or not a DNS subdomain, is
- * cut and ends in "-<hash>" of the kernel and tag, as NVIDIA's
+ * cut and ends in "-<hash>" of the kernel and tag (the driver pool, the
+ * kernel and the tag with a driver pool), as NVIDIA's
  * getDriverAppName cuts its prefix before utils.GetStringHash (FNV-1a 32,
  * its decimal digits encoded by rand.SafeEncodeString). Returns the
  * length written (as snprintf). */

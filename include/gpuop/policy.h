@@ -178,6 +178,28 @@ struct gpuop_driver_opts {
     struct gpuop_driver_sidecar gdrcopy; /* spec.gdrcopy: the nvidia-gdrcopy sidecar */
 };
 
+/* spec.driver.pools (issue 38, item 2): driver specs of their own for
+ * some GPU nodes, as NVIDIA's NVIDIADriver objects give each node pool its
+ * own (gpu-operator api/nvidia/v1alpha1/nvidiadriver_types.go). A pool's
+ * nodes are the GPU nodes labelled GPUOP_LABEL_DRIVER_POOL=<name>, as
+ * NVIDIA's pools are those labelled nvidia.com/gpu-operator.driver.owner
+ * (internal/state/nodepool.go getNodePools); spec.driver itself is the
+ * default pool, of every other GPU node. Each field a pool leaves out is
+ * spec.driver's. */
+#define GPUOP_DRIVER_POOLS_MAX 8
+/* Longest pool name: a DNS label short enough that "gpuop-driver-<pool>-"
+ * leaves most of a DaemonSet name to the OS tag (ospool.h cuts the rest). */
+#define GPUOP_DRIVER_POOL_NAME_MAX 24
+struct gpuop_driver_pool {
+    char name[GPUOP_DRIVER_POOL_NAME_MAX + 1];
+    json_t *node_selector;    /* nodeSelector: label -> value (owned), never NULL */
+    char *image;              /* as gpuop_operand_spec.image, from the pool's repository,
+                                 image and version, each else spec.driver's */
+    bool os_tag;              /* as gpuop_operand_spec.os_tag */
+    char *pull_policy;        /* imagePullPolicy, else spec.driver's */
+    char *kernel_module_type; /* kernelModuleType, else spec.driver's (NULL: unset) */
+};
+
 struct gpuop_policy_problem {
     char field[128];   /* e.g. "spec.driver.imagePullPolicy" */
     char message[256]; /* what is wrong and what was used instead */
@@ -236,6 +258,10 @@ struct gpuop_policy {
     struct gpuop_upgrade_policy upgrade;        /* spec.driver.upgradePolicy */
     struct gpuop_driver_opts driver;            /* spec.driver's options, spec.gds, spec.gdrcopy */
     struct gpuop_driver_manager driver_manager; /* spec.driver.manager */
+    struct gpuop_driver_pool driver_pools[GPUOP_DRIVER_POOLS_MAX]; /* spec.driver.pools, in
+                                                   their order; a problem in one holds the
+                                                   driver (operands[driver].held) */
+    int ndriver_pools;
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */
@@ -263,6 +289,16 @@ const char *gpuop_policy_runtime_name(enum gpuop_container_runtime r);
 
 /* The spec.mig.strategy value of s ("none", "single", "mixed"); static. */
 const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);
+
+/* The index of the driver pool named name (borrowed) in p, or -1 (NULL,
+ * "" or a name p has no pool of: the default pool, spec.driver). */
+int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name);
+
+/* *view: p as the driver pool k sees it, a shallow copy of p (borrowing
+ * all it points to: never freed, valid while p is) whose driver image,
+ * image pull policy and kernelModuleType are the pool's. k out of range:
+ * p itself. */
+void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view);
 
 /* Releases everything the policy owns and zeroes it. */
 void gpuop_policy_free(struct gpuop_policy *p);

@@ -32,10 +32,21 @@ bool gpuop_render_per_os(const struct gpuop_policy *p, int operand);
  * driver with spec.driver.usePrecompiled (ospool.h). */
 bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand);
 
+/* *out: pool with its driver pool (dpool) kept when it names one of p's
+ * spec.driver.pools, else "" (the default pool: spec.driver). */
+void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
+                            struct gpuop_ospool *out);
+
+/* The pools of set (n, as gpuop_ospool_collect gives them) made p's:
+ * each normalised (gpuop_render_pool_norm) and the duplicates that leaves
+ * dropped, in place, in their order. Returns how many are left. */
+size_t gpuop_render_pools(const struct gpuop_policy *p, struct gpuop_ospool *set, size_t n);
+
 /* The DaemonSet name of operand for pool (NULL: none): "<ds_name>-<tag>"
  * when the operand is per OS, "<ds_name>-<sanitized kernel>-<tag>" (or
  * cut with a hash, gpuop_ospool_ds_name) when it is per kernel and the
- * pool has one, else the table's; snprintf's return. */
+ * pool has one, each with "-<dpool>" after ds_name when the pool is one
+ * of p's driver pools, else the table's; snprintf's return. */
 int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
                          char *buf, size_t size);
 
@@ -46,7 +57,11 @@ int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct
  * labels and carries the pool label; per kernel (a precompiled driver and
  * a pool with a kernel) the name and tag get the kernel too
  * ("-<kernel>-<tag>"), and the kernel label joins the nodeSelector and
- * the pool labels; pool is ignored for other operands.
+ * the pool labels; pool is ignored for other operands. A pool in one of
+ * p's driver pools (spec.driver.pools) renders the pool's driver spec
+ * (gpuop_policy_pool_view), selects and carries GPUOP_LABEL_DRIVER_POOL;
+ * with driver pools, the default's keeps off their nodes (node affinity
+ * NotIn their names).
  * Rendered whether or not the operand is enabled. */
 json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
                                   const struct gpuop_ospool *pool, const char *ns);

@@ -9,9 +9,9 @@
 
 #include "ospools_int.h"
 
-/* "<tag>/<id>/<version>/<major>", then "/<kernel>" */
+/* "<tag>/<id>/<version>/<major>", then "/<kernel>/<driver pool>" */
 #define OS_IDENTITY_MAX (3 * (GPUOP_OSPOOL_TAG_MAX + 1) + 4)
-#define IDENTITY_MAX    (OS_IDENTITY_MAX + GPUOP_OSPOOL_KERNEL_MAX + 2)
+#define IDENTITY_MAX    (OS_IDENTITY_MAX + GPUOP_OSPOOL_KERNEL_MAX + GPUOP_OSPOOL_DPOOL_MAX + 3)
 
 void gpuop_ospools_init(struct gpuop_ospools *p)
 {
@@ -48,14 +48,16 @@ struct keys {
  * OS labels: the stage skips it). The kernel is always in the identity
  * (the caches do not know whether the driver is precompiled): without,
  * one OS's nodes on two kernels are two identities of one DaemonSet,
- * which only makes the stage render when a kernel appears or goes. */
+ * which only makes the stage render when a kernel appears or goes. The
+ * driver pool label is in it too: a node moved to another pool may need a
+ * DaemonSet that is not there yet. */
 static bool pool_of(const struct gpuop_node *n, struct keys *k)
 {
     struct gpuop_ospool pool;
     if (!n || !n->gpu || gpuop_ospool_of_node(n, &pool, NULL) < 0)
         return false;
     snprintf(k->os, sizeof(k->os), "%s/%s/%s/%d", pool.tag, pool.id, pool.version, pool.major_only);
-    snprintf(k->id, sizeof(k->id), "%s/%s", k->os, pool.kernel);
+    snprintf(k->id, sizeof(k->id), "%s/%s/%s", k->os, pool.kernel, pool.dpool);
     snprintf(k->tag, sizeof(k->tag), "%s", pool.tag);
     return true;
 }

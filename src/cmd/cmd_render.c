@@ -235,6 +235,20 @@ static int write_docs(json_t *dss)
     return code;
 }
 
+/* Each --os pool of a also for each of p's driver pools (spec.driver.pools,
+ * their nodes labelled gpuop.dev/driver-pool), as far as a's room goes:
+ * render shows every pool's DaemonSets for the OSes named. */
+static void with_driver_pools(const struct gpuop_policy *p, struct render_args *a)
+{
+    int n = a->npools;
+    for (int k = 0; k < p->ndriver_pools; k++)
+        for (int i = 0; i < n && a->npools < GPUOP_OSPOOL_MAX; i++) {
+            struct gpuop_ospool *q = &a->pools[a->npools++];
+            *q = a->pools[i];
+            snprintf(q->dpool, sizeof(q->dpool), "%s", p->driver_pools[k].name);
+        }
+}
+
 int gpuop_cmd_render(int argc, char **argv)
 {
     struct render_args a = {.ns = DEFAULT_NAMESPACE};
@@ -259,6 +273,7 @@ int gpuop_cmd_render(int argc, char **argv)
                     "%s-<kernel>-<os>); an --os pool without /KERNEL renders none, e.g. --os "
                     "ubuntu24.04/6.8.0-45-generic\n",
                     gpuop_operand_get(o)->ds_name, pol.operands[o].image);
+    with_driver_pools(&pol, &a);
     dss = gpuop_render_all(&pol, a.ns, a.pools, (size_t)a.npools);
     json_t *extras = dss ? gpuop_render_extras(&pol, a.ns) : NULL;
     if (!extras || json_array_extend(dss, extras)) {

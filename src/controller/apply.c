@@ -517,6 +517,7 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
         c->apply.pool_failed = false;
         npools = gpuop_ospool_collect(v.nodes, v.nnodes, gpuop_render_by_kernel(&c->policy, i),
                                       pools, GPUOP_OSPOOL_MAX, &dropped);
+        npools = gpuop_render_pools(&c->policy, pools, npools); /* the driver pools' */
         if (dropped)
             gpuop_warn(c->kobj,
                        "%zu GPU node(s) are in OS pools beyond the first %d: no %s "

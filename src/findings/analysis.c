@@ -664,6 +664,11 @@ static int ds_facts(struct gpuop_findings *f, const struct gpuop_node *n, int o,
         k->has |= F_KERNEL_UNKNOWN; /* the label is the message's own: no text */
         return 0;
     }
+    bool in_pool = false; /* the node's driver pool label names a pool (else the default) */
+    for (int j = 0; j < s->ndpools && !in_pool; j++)
+        in_pool = !strcmp(s->dpools[j], pool.dpool);
+    if (!in_pool)
+        pool.dpool[0] = '\0';
     gpuop_ospool_ds_name(gpuop_operand_get(o)->ds_name, &pool, s->by_kernel[o], name, sizeof(name));
     for (size_t i = 0, at = 0; i < s->nosds; i++) {
         const struct gpuop_ds *d = s->osds[i];
@@ -1027,6 +1032,9 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
         s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
         s->by_kernel[o] = s->per_os[o] && gpuop_render_by_kernel(p, o);
     }
+    s->ndpools = p ? p->ndriver_pools : 0;
+    for (int k = 0; k < s->ndpools; k++)
+        memcpy(s->dpools[k], p->driver_pools[k].name, sizeof(s->dpools[k]));
     choose_ds(s, nops, ds, nds);
     s->ds_fp = ds_fingerprint(s, nops);
     for (int o = 0; o < nops; o++)

@@ -481,11 +481,13 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
-/* NFD's OS and kernel labels, packed as four consecutive strings (model.h). */
+/* NFD's OS and kernel labels and the driver pool's, packed as five
+ * consecutive strings (model.h). */
 static void node_os(json_t *labels, struct gpuop_node *n, struct packer *k)
 {
     static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
-                                                      GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL};
+                                                      GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL,
+                                                      GPUOP_LABEL_DRIVER_POOL};
     const char *vals[GPUOP_OS_FIELDS];
     for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
         vals[f] = json_string_value(json_object_get(labels, keys[f]));

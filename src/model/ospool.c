@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpuop/error.h"
+#include "gpuop/names.h"
 #include "gpuop/ospool.h"
 
 /* The distributions whose driver images are tagged with the major version
@@ -77,6 +78,9 @@ int gpuop_ospool_of_node(const struct gpuop_node *n, struct gpuop_ospool *out, u
     const char *kernel = gpuop_node_os(n, GPUOP_OS_KERNEL);
     if (rc == 0 && kernel && strlen(kernel) <= GPUOP_OSPOOL_KERNEL_MAX)
         memcpy(out->kernel, kernel, strlen(kernel) + 1); /* a label value: never longer */
+    const char *dpool = gpuop_node_os(n, GPUOP_OS_DRIVER_POOL);
+    if (rc == 0 && dpool && strlen(dpool) <= GPUOP_OSPOOL_DPOOL_MAX)
+        memcpy(out->dpool, dpool, strlen(dpool) + 1);
     return rc;
 }
 
@@ -108,7 +112,8 @@ int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_me
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 {
     static const char *const names[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
-                                                       GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL};
+                                                       GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL,
+                                                       GPUOP_LABEL_DRIVER_POOL};
     int count = 0, total = 0, len = 0;
     if (size)
         buf[0] = '\0';
@@ -155,6 +160,8 @@ int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const stru
         int c = strcmp(set[i].tag, p->tag);
         if (c == 0)
             c = strcmp(set[i].kernel, p->kernel);
+        if (c == 0)
+            c = strcmp(set[i].dpool, p->dpool);
         if (c == 0)
             return 0;
         if (c > 0)
@@ -260,15 +267,22 @@ static void nvidia_hash(const char *s, char *out, size_t size)
 int gpuop_ospool_ds_name(const char *prefix, const struct gpuop_ospool *p, bool by_kernel,
                          char *buf, size_t size)
 {
-    char full[GPUOP_OSPOOL_NAME_MAX * 4], kern[GPUOP_OSPOOL_KERNEL_MAX + 1];
-    char key[GPUOP_OSPOOL_KERNEL_MAX + GPUOP_OSPOOL_TAG_MAX + 2], hash[16];
-    if (!by_kernel || !p->kernel[0])
+    char full[GPUOP_OSPOOL_NAME_MAX * 6], kern[GPUOP_OSPOOL_KERNEL_MAX + 1];
+    char key[GPUOP_OSPOOL_DPOOL_MAX + GPUOP_OSPOOL_KERNEL_MAX + GPUOP_OSPOOL_TAG_MAX + 3];
+    char hash[16];
+    bool kernel = by_kernel && p->kernel[0];
+    if (!kernel && !p->dpool[0])
         return snprintf(buf, size, "%s-%s", prefix, p->tag);
-    gpuop_ospool_kernel_sanitized(p->kernel, kern, sizeof(kern));
-    snprintf(full, sizeof(full), "%s-%s-%s", prefix, kern, p->tag);
+    kern[0] = '\0';
+    if (kernel)
+        gpuop_ospool_kernel_sanitized(p->kernel, kern, sizeof(kern));
+    snprintf(full, sizeof(full), "%s-%s%s%s%s%s", prefix, p->dpool, p->dpool[0] ? "-" : "", kern,
+             kernel ? "-" : "", p->tag);
     if (subdomain_ok(full))
         return snprintf(buf, size, "%s", full);
-    snprintf(key, sizeof(key), "%s-%s", p->kernel, p->tag);
+    /* without a driver pool the key is NVIDIA's: "<kernel>-<tag>" */
+    snprintf(key, sizeof(key), "%s%s%s%s%s", p->dpool, p->dpool[0] ? "-" : "",
+             kernel ? p->kernel : "", kernel ? "-" : "", p->tag);
     nvidia_hash(key, hash, sizeof(hash));
     /* the prefix cut to leave "-<hash>", then up to its first break of
        the subdomain rule, and no '-' or '.' at its end */

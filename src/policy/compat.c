@@ -59,7 +59,8 @@ static const struct refused refused[] = {
      "deprecated, and no longer honoured by NVIDIA's GPU Operator (v26.7.0) either: set "
      "spec.driver.kernelModuleType: open, ignored"},
     {"spec.driver", "useNvidiaDriverCRD", IF_ENABLED,
-     "gpuop has no NVIDIADriver resource: the GpuPolicy's driver is the one driver, ignored"},
+     "gpuop reads no NVIDIADriver objects: give each NVIDIADriver's node pool an entry of "
+     "spec.driver.pools (its name, version, image ...), ignored"},
     {"spec.driver", "virtualTopology", ALWAYS, "vGPU topology is not set up by gpuop, ignored"},
     {"spec.driver", "startupProbe", ALWAYS,
      "gpuop's driver startup probe waits up to 20 minutes for the module build, ignored"},

@@ -394,11 +394,10 @@ static const char *image_key(struct gpuop_policy *p, const char *path, const cha
     "its running DaemonSets are kept as they run, never rolled out to the default %s (which "      \
     "only a DaemonSet that does not exist yet gets); fix the value to roll it out"
 
-static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t *jrepo,
-                       json_t *jimage, json_t *jversion)
+static int parse_image_into(struct gpuop_policy *p, const struct gpuop_operand *op,
+                            struct gpuop_operand_spec *o, const char *path, json_t *jrepo,
+                            json_t *jimage, json_t *jversion)
 {
-    const struct gpuop_operand *op = gpuop_operand_get(idx);
-    struct gpuop_operand_spec *o = &p->operands[idx];
     char dflt[IMAGE_MAX + 1], ref[3 * IMAGE_MAX + 3], field[FIELD_MAX], vbuf[64];
     const char *why = "is not a valid image reference";
     gpuop_operand_image_ref(op, dflt, sizeof(dflt));
@@ -473,6 +472,14 @@ static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t
     }
     o->os_tag = os_tag;
     return set_str(&o->image, ref);
+}
+
+/* parse_image_into operand idx's own spec. */
+static int parse_image(struct gpuop_policy *p, int idx, const char *path, json_t *jrepo,
+                       json_t *jimage, json_t *jversion)
+{
+    return parse_image_into(p, gpuop_operand_get(idx), &p->operands[idx], path, jrepo, jimage,
+                            jversion);
 }
 
 static int parse_args(struct gpuop_policy *p, const char *path, json_t *v,
@@ -1612,23 +1619,31 @@ static bool driver_option(const char *key)
     return false;
 }
 
+/* kernelModuleType at field (v borrowed, not null) into *dst; a bad value is
+ * a problem and leaves *dst (what is then used: instead). */
+static int parse_kernel_module_type(struct gpuop_policy *p, const char *field, json_t *v,
+                                    const char *instead, char **dst)
+{
+    const char *s = json_string_value(v);
+    char vbuf[64];
+    if (s && !*s)
+        return 0;
+    if (s && (!strcmp(s, "auto") || !strcmp(s, "open") || !strcmp(s, "proprietary")))
+        return set_str(dst, s);
+    problem(p, field, "must be auto, open or proprietary, not %s; %s is used",
+            describe(v, vbuf, sizeof(vbuf)), instead);
+    return 0;
+}
+
 /* One of driver_options at field (its value v borrowed, not null). */
 static int parse_driver_option(struct gpuop_policy *p, const char *field, const char *key,
                                json_t *v)
 {
     struct gpuop_driver_opts *d = &p->driver;
     char vbuf[64];
-    if (!strcmp(key, "kernelModuleType")) {
-        const char *s = json_string_value(v);
-        if (s && !*s)
-            return 0;
-        if (s && (!strcmp(s, "auto") || !strcmp(s, "open") || !strcmp(s, "proprietary")))
-            return set_str(&d->kernel_module_type, s);
-        problem(p, field,
-                "must be auto, open or proprietary, not %s; the image's default (auto) is used",
-                describe(v, vbuf, sizeof(vbuf)));
-        return 0;
-    }
+    if (!strcmp(key, "kernelModuleType"))
+        return parse_kernel_module_type(p, field, v, "the image's default (auto)",
+                                        &d->kernel_module_type);
     if (!strcmp(key, "kernelModuleConfig"))
         return parse_name_object(p, field, v, "name", &d->kernel_module_config);
     if (!strcmp(key, "repoConfig"))
@@ -1648,6 +1663,214 @@ static int parse_driver_option(struct gpuop_policy *p, const char *field, const 
         return 0;
     }
     parse_rdma(p, field, v);
+    return 0;
+}
+
+/* ---- spec.driver.pools ---------------------------------------------------- */
+
+static const char *const pool_fields[] = {"name",    "nodeSelector",    "repository",       "image",
+                                          "version", "imagePullPolicy", "kernelModuleType", NULL};
+
+int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name)
+{
+    for (int k = 0; p && name && *name && k < p->ndriver_pools; k++)
+        if (!strcmp(p->driver_pools[k].name, name))
+            return k;
+    return -1;
+}
+
+void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view)
+{
+    *view = *p;
+    if (k < 0 || k >= p->ndriver_pools)
+        return;
+    const struct gpuop_driver_pool *dp = &p->driver_pools[k];
+    struct gpuop_operand_spec *o = &view->operands[gpuop_operand_by_key("driver")];
+    o->image = dp->image;
+    o->os_tag = dp->os_tag;
+    o->pull_policy = dp->pull_policy;
+    view->driver.kernel_module_type = dp->kernel_module_type;
+}
+
+/* A pool's name at field (v borrowed) into out: a DNS label (RFC 1123) of at
+ * most GPUOP_DRIVER_POOL_NAME_MAX, neither "default" (spec.driver's own, as
+ * NVIDIA's default NVIDIADriver) nor another pool's. False: a problem. */
+_Static_assert(GPUOP_DRIVER_POOL_NAME_MAX == 24, "pool_name's sentence says 24");
+static bool pool_name(struct gpuop_policy *p, const char *field, json_t *v, char *out)
+{
+    const char *s = json_string_value(v), *why = NULL;
+    char vbuf[64];
+    if (!v) {
+        problem(p, field, "is missing: each pool has a name");
+        return false;
+    }
+    if (!s || !dns_label_ok(s) || strlen(s) > GPUOP_DRIVER_POOL_NAME_MAX)
+        why = "must be a DNS label (lower-case letters, digits and '-', starting and ending "
+              "with a letter or digit) of at most 24 characters: it names the pool's DaemonSets "
+              "and is a node label's value";
+    else if (!strcmp(s, "default"))
+        why = "names spec.driver's own pool, of the GPU nodes no other pool has";
+    else if (gpuop_policy_driver_pool(p, s) >= 0)
+        why = "names an earlier pool too: each pool's name is its own";
+    if (why) {
+        problem(p, field, "%s %s", describe(v, vbuf, sizeof(vbuf)), why);
+        return false;
+    }
+    snprintf(out, GPUOP_DRIVER_POOL_NAME_MAX + 1, "%s", s);
+    return true;
+}
+
+/* A pool's nodeSelector at field (v borrowed): a non-empty object of label
+ * keys to label values, not GPUOP_LABEL_DRIVER_POOL (gpuop's own, as NVIDIA
+ * refuses its owner label in one: ValidateNodeSelector), into *dst. False:
+ * a problem. */
+static bool pool_selector(struct gpuop_policy *p, const char *field, json_t *v, json_t **dst)
+{
+    const char *k, *why = NULL;
+    json_t *e;
+    char f[FIELD_MAX];
+    if (!json_is_object(v) || json_object_size(v) == 0) {
+        problem(p, field, "must be an object of at least one label and its value, not %s",
+                json_is_object(v) ? "an empty one" : type_name(v));
+        return false;
+    }
+    json_object_foreach(v, k, e)
+    {
+        const char *val = json_string_value(e);
+        if (!qualified_name_ok(k))
+            why = "is not a label key";
+        else if (!strcmp(k, GPUOP_LABEL_DRIVER_POOL))
+            why = "is the label gpuop puts a node in a pool with; select on your own labels";
+        else if (!val || !label_name_ok(val, strlen(val), true))
+            why = "must be a label value (a string of at most 63 letters, digits, '-', '_' "
+                  "and '.')";
+        if (why) {
+            fieldf(f, "%s.%s", field, k);
+            problem(p, f, "%s", why);
+            return false;
+        }
+    }
+    json_decref(*dst);
+    *dst = json_deep_copy(v);
+    return true;
+}
+
+/* The image of pool dp: its repository, image and version (in pool,
+ * borrowed), each else spec.driver's (jrepo, jimage, jversion), joined as
+ * spec.driver's are (parse_image_into). A problem holds the driver. */
+static int pool_image(struct gpuop_policy *p, const char *path, json_t *pool,
+                      struct gpuop_driver_pool *dp, json_t *const driver_keys[3])
+{
+    int d = gpuop_operand_by_key("driver");
+    struct gpuop_operand_spec tmp = {.os_tag = p->operands[d].os_tag};
+    json_t *r = json_object_get(pool, "repository"), *i = json_object_get(pool, "image"),
+           *v = json_object_get(pool, "version");
+    if (!(tmp.image = strdup(p->operands[d].image)))
+        return GPUOP_ENOMEM;
+    int rc = parse_image_into(p, gpuop_operand_get(d), &tmp, path, r ? r : driver_keys[0],
+                              i ? i : driver_keys[1], v ? v : driver_keys[2]);
+    dp->image = tmp.image;
+    dp->os_tag = tmp.os_tag;
+    p->operands[d].held |= tmp.held;
+    return rc;
+}
+
+/* One entry of spec.driver.pools at path (v borrowed) into dp; false when
+ * it cannot be used (a problem says why). */
+static int parse_pool(struct gpuop_policy *p, const char *path, json_t *v,
+                      struct gpuop_driver_pool *dp, json_t *const driver_keys[3], bool *ok)
+{
+    const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
+    char field[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+    *ok = false;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s", type_name(v));
+        return 0;
+    }
+    fieldf(field, "%s.name", path);
+    if (!pool_name(p, field, json_object_get(v, "name"), dp->name))
+        return 0;
+    *ok = true;
+    dp->node_selector = json_object();
+    rc = !dp->node_selector || set_str(&dp->pull_policy, drv->pull_policy);
+    if (!rc && p->driver.kernel_module_type)
+        rc = set_str(&dp->kernel_module_type, p->driver.kernel_module_type);
+    json_object_foreach(v, key, e)
+    {
+        fieldf(field, "%s.%s", path, key);
+        if (rc || json_is_null(e) || !strcmp(key, "name") || !strcmp(key, "repository") ||
+            !strcmp(key, "image") || !strcmp(key, "version"))
+            continue;
+        if (!strcmp(key, "nodeSelector"))
+            *ok = pool_selector(p, field, e, &dp->node_selector) && *ok;
+        else if (!strcmp(key, "imagePullPolicy"))
+            rc = parse_pull_policy(p, field, e, &dp->pull_policy);
+        else if (!strcmp(key, "kernelModuleType"))
+            rc = parse_kernel_module_type(p, field, e, "spec.driver's", &dp->kernel_module_type);
+        else
+            unknown_field(p, path, key, pool_fields);
+    }
+    return rc ? GPUOP_ENOMEM : pool_image(p, path, v, dp, driver_keys);
+}
+
+static void pool_free(struct gpuop_driver_pool *dp)
+{
+    json_decref(dp->node_selector);
+    free(dp->image);
+    free(dp->pull_policy);
+    free(dp->kernel_module_type);
+    memset(dp, 0, sizeof(*dp));
+}
+
+/* spec.driver.pools (v borrowed), once the rest of spec.driver is parsed:
+ * each pool inherits what it leaves out. A pool that cannot be used is
+ * left out and holds the driver (its DaemonSets kept as they run), so its
+ * nodes are never moved to the default pool by a typo. */
+static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *v,
+                              json_t *const driver_keys[3])
+{
+    char field[FIELD_MAX];
+    size_t i;
+    json_t *e;
+    int n0 = p->nproblems, notyet = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v)) {
+        problem(p, path, "must be a list, not %s; the driver is held as it runs", type_name(v));
+        p->operands[gpuop_operand_by_key("driver")].held = true;
+        return 0;
+    }
+    json_array_foreach(v, i, e)
+    {
+        fieldf(field, "%s[%zu]", path, i);
+        if (p->ndriver_pools >= GPUOP_DRIVER_POOLS_MAX) {
+            problem(p, field, "is one pool too many: at most %d; the driver is held as it runs",
+                    GPUOP_DRIVER_POOLS_MAX);
+            break;
+        }
+        struct gpuop_driver_pool *dp = &p->driver_pools[p->ndriver_pools];
+        bool ok;
+        int rc = parse_pool(p, field, e, dp, driver_keys, &ok);
+        if (ok && rc == 0 && json_object_size(dp->node_selector)) {
+            fieldf(field, "%s[%zu].nodeSelector", path, i);
+            problem(p, field,
+                    "is not acted on yet: gpuop does not write " GPUOP_LABEL_DRIVER_POOL
+                    " on nodes itself; label the pool's nodes " GPUOP_LABEL_DRIVER_POOL "=%s",
+                    dp->name);
+            notyet++;
+        }
+        if (ok && rc == 0)
+            p->ndriver_pools++;
+        else
+            pool_free(dp);
+        if (rc)
+            return rc;
+    }
+    if (p->nproblems - notyet > n0)
+        p->operands[gpuop_operand_by_key("driver")].held = true;
     return 0;
 }
 
@@ -1756,6 +1979,28 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
  * reference is used as it is by gpuop (parse_image), so it is refused
  * too, and so is a version leaving no room in the 128 characters of a tag
  * for the longest kernel and OS tag. Refused, the driver is compiled. */
+/* Driver pools split the driver's per-OS DaemonSets: spec.driver's image
+ * and each pool's must be tags gpuop appends the OS tag to (render.h
+ * gpuop_render_per_os), else the driver is held as it runs. */
+static void check_pools(struct gpuop_policy *p)
+{
+    struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
+    char field[FIELD_MAX];
+    for (int k = -1; k < p->ndriver_pools && drv->enabled && !drv->held; k++) {
+        if (k < 0 ? !p->ndriver_pools || drv->os_tag : p->driver_pools[k].os_tag)
+            continue;
+        if (k < 0)
+            fieldf(field, "spec.driver.pools");
+        else
+            fieldf(field, "spec.driver.pools[%s]", p->driver_pools[k].name);
+        problem(p, field,
+                "needs %s image to be repository/image:version, which gpuop appends the node's "
+                "OS tag to, not a full reference or a digest; the driver is held as it runs",
+                k < 0 ? "spec.driver's" : "the pool's");
+        drv->held = true;
+    }
+}
+
 static void check_precompiled(struct gpuop_policy *p)
 {
     const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
@@ -1787,6 +2032,7 @@ static void check_driver_opts(struct gpuop_policy *p)
     int d = gpuop_operand_by_key("driver");
     const struct gpuop_operand_spec *drv = &p->operands[d];
     char field[FIELD_MAX];
+    check_pools(p);
     check_precompiled(p);
     for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
         struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
@@ -1959,7 +2205,7 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
     struct gpuop_operand_spec *o = &p->operands[idx];
     char path[FIELD_MAX], field[FIELD_MAX];
     const char *key;
-    json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL;
+    json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL, *jpools = NULL;
     int rc = 0;
 
     fieldf(path, "spec.%s", op->key);
@@ -2014,6 +2260,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             parse_dcgm_host_port(p, field, e);
         } else if (!strcmp(key, "manager") && !strcmp(op->key, "driver")) {
             rc = parse_driver_manager(p, idx, field, e);
+        } else if (!strcmp(key, "pools") && !strcmp(op->key, "driver")) {
+            jpools = e; /* once the rest of spec.driver is known */
         } else if (validator_component(op, key) >= 0) {
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
@@ -2023,7 +2271,10 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
         if (rc)
             return rc;
     }
-    return parse_image(p, idx, path, jrepo, jimage, jversion);
+    rc = parse_image(p, idx, path, jrepo, jimage, jversion);
+    fieldf(field, "%s.pools", path);
+    return rc ? rc
+              : parse_driver_pools(p, field, jpools, (json_t *const[3]){jrepo, jimage, jversion});
 }
 
 /* ---- spec.daemonsets ------------------------------------------------------ */
@@ -2827,5 +3078,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->driver_manager.pull_policy);
     json_decref(p->driver_manager.env);
     json_decref(p->driver_manager.pull_secrets);
+    for (int k = 0; k < p->ndriver_pools; k++)
+        pool_free(&p->driver_pools[k]);
     memset(p, 0, sizeof(*p));
 }

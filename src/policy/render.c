@@ -1751,6 +1751,12 @@ static const char *kernel_of(const struct gpuop_policy *p, const struct gpuop_os
     return pool && p->driver.precompiled && pool->kernel[0] ? pool->kernel : NULL;
 }
 
+/* The driver pool of pool (borrowed), or NULL: none, or the default. */
+static const char *dpool_of(const struct gpuop_ospool *pool)
+{
+    return pool && pool->dpool[0] ? pool->dpool : NULL;
+}
+
 /* New: the app.kubernetes.io labels of op, NVIDIA's "app" label (MIG
  * Manager and NVIDIA's tools select the operand pods by it), then the
  * policy's labels. */
@@ -1759,12 +1765,12 @@ static json_t *labels(const struct gpuop_policy *p, const struct gpuop_operand *
 {
     const char *inst = (p->name && label_value_ok(p->name)) ? p->name : NULL;
     const char *kernel = kernel_of(p, pool);
-    json_t *l =
-        json_pack("{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
-                  GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name,
-                  GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER,
-                  GPUOP_LABEL_APP, op->app, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL,
-                  GPUOP_LABEL_KERNEL_POOL, kernel, GPUOP_LABEL_PRECOMPILED, kernel ? "true" : NULL);
+    json_t *l = json_pack(
+        "{s:s, s:s*, s:s, s:s, s:s, s:s*, s:s*, s:s*, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
+        GPUOP_LABEL_INSTANCE, inst, GPUOP_LABEL_COMPONENT, op->name, GPUOP_LABEL_MANAGED_BY,
+        GPUOP_MANAGER, GPUOP_LABEL_PART_OF, GPUOP_MANAGER, GPUOP_LABEL_APP, op->app,
+        GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL, GPUOP_LABEL_KERNEL_POOL, kernel,
+        GPUOP_LABEL_PRECOMPILED, kernel ? "true" : NULL, GPUOP_LABEL_DRIVER_POOL, dpool_of(pool));
     if (l && merge_sorted(l, p->labels)) {
         json_decref(l);
         return NULL;
@@ -1875,6 +1881,22 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
     return c;
 }
 
+/* New: the default driver pool's expression, its nodes those not
+ * labelled GPUOP_LABEL_DRIVER_POOL with a pool's name (NotIn: a node
+ * without the label, or with a value naming no pool, is the default's). */
+static json_t *default_pool_expr(const struct gpuop_policy *p)
+{
+    json_t *names = json_array();
+    for (int k = 0; names && k < p->ndriver_pools; k++)
+        if (json_array_append_new(names, json_string(p->driver_pools[k].name))) {
+            json_decref(names);
+            names = NULL;
+        }
+    return names ? json_pack("{s:s, s:s, s:o}", "key", GPUOP_LABEL_DRIVER_POOL, "operator", "NotIn",
+                             "values", names)
+                 : NULL;
+}
+
 /* The required node affinity of every operand: one term whose first
  * expression is the node-wide opt-out, nvidia.com/gpu.deploy.operands NotIn
  * [false] (SPEC section 4.2: the GPU Operator's documented way to take a
@@ -1889,9 +1911,11 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
  * gets no device plugin, and loses it when the label goes. The driver's
  * DaemonSets also keep off a node labelled GPUOP_LABEL_DRIVER_ROLLBACK,
  * where a failed upgrade's rollback runs the previous driver
- * (docs/upgrade.md). Expressions of one term are ANDed. Returns nonzero on
- * ENOMEM. */
-static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
+ * (docs/upgrade.md); with driver pools, the default pool's keep off the
+ * pools' nodes (default_pool_expr). Expressions of one term are ANDed.
+ * Returns nonzero on ENOMEM. */
+static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx,
+                        const struct gpuop_ospool *pool)
 {
     char key[128];
     json_t *exprs = json_pack("[{s:s, s:s, s:[s]}]", "key", GPUOP_LABEL_OPERANDS, "operator",
@@ -1901,6 +1925,8 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
         rc |=
             json_array_append_new(exprs, json_pack("{s:s, s:s}", "key", GPUOP_LABEL_DRIVER_ROLLBACK,
                                                    "operator", "DoesNotExist"));
+    if (!rc && pool && !pool->dpool[0] && p->ndriver_pools > 0)
+        rc |= json_array_append_new(exprs, default_pool_expr(p));
     for (int c = gpuop_policy_prereq(p, idx), hops = 0;
          !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
          c = gpuop_policy_prereq(p, c), hops++) {
@@ -1921,8 +1947,9 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx)
 }
 
 /* New: the nodeSelector, the deploy label "true" and, for an OS pool, its
- * OS labels as NVIDIA's driver pools select them (ospool.h), and its
- * kernel for a precompiled driver (getNodePools, nfdKernelLabelKey). */
+ * OS labels as NVIDIA's driver pools select them (ospool.h), its kernel
+ * for a precompiled driver (getNodePools, nfdKernelLabelKey) and its
+ * driver pool's label (getNodePools, NVIDIADriverOwnerLabel). */
 static json_t *node_selector(const struct gpuop_policy *p, const struct gpuop_operand *op,
                              const struct gpuop_ospool *pool)
 {
@@ -1931,9 +1958,10 @@ static json_t *node_selector(const struct gpuop_policy *p, const struct gpuop_op
     if (!pool)
         return json_pack("{s:s}", key, "true");
     const char *kernel = kernel_of(p, pool);
-    return json_pack("{s:s, s:s, s:s, s:s*}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
+    return json_pack("{s:s, s:s, s:s, s:s*, s:s*}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
                      pool->major_only ? GPUOP_LABEL_OS_MAJOR : GPUOP_LABEL_OS_VERSION,
-                     pool->version, GPUOP_LABEL_KERNEL, kernel);
+                     pool->version, GPUOP_LABEL_KERNEL, kernel, GPUOP_LABEL_DRIVER_POOL,
+                     dpool_of(pool));
 }
 
 /* New: the secrets of a (borrowed), then those of b (borrowed, may be
@@ -1984,7 +2012,7 @@ static json_t *pod_spec(const struct gpuop_policy *p, int idx, const struct tmpl
     if (!rc)
         rc |= json_object_set_new(s, "nodeSelector", node_selector(p, op, pool));
     if (!rc)
-        rc |= put_affinity(s, p, idx);
+        rc |= put_affinity(s, p, idx, pool);
     if (!rc)
         rc |= put_list(s, "tolerations", p->tolerations, true);
     if (!rc) {
@@ -2081,15 +2109,42 @@ bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand)
            operand == gpuop_operand_by_key("driver");
 }
 
+void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
+                            struct gpuop_ospool *out)
+{
+    *out = *pool;
+    if (gpuop_policy_driver_pool(p, pool->dpool) < 0)
+        out->dpool[0] = '\0';
+}
+
+size_t gpuop_render_pools(const struct gpuop_policy *p, struct gpuop_ospool *set, size_t n)
+{
+    struct gpuop_ospool one;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) { /* set stays sorted: a pool only loses its dpool */
+        gpuop_render_pool_norm(p, &set[i], &one);
+        bool dup = false;
+        for (size_t j = 0; j < m && !dup; j++)
+            dup = !strcmp(set[j].tag, one.tag) && !strcmp(set[j].kernel, one.kernel) &&
+                  !strcmp(set[j].dpool, one.dpool);
+        if (!dup)
+            set[m++] = one;
+    }
+    return m;
+}
+
 int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct gpuop_ospool *pool,
                          char *buf, size_t size)
 {
     const struct gpuop_operand *op = gpuop_operand_get(operand);
+    struct gpuop_ospool norm;
     if (!op)
         return snprintf(buf, size, "%s", "");
-    if (pool && gpuop_render_per_os(p, operand))
-        return gpuop_ospool_ds_name(op->ds_name, pool, gpuop_render_by_kernel(p, operand), buf,
+    if (pool && gpuop_render_per_os(p, operand)) {
+        gpuop_render_pool_norm(p, pool, &norm);
+        return gpuop_ospool_ds_name(op->ds_name, &norm, gpuop_render_by_kernel(p, operand), buf,
                                     size);
+    }
     return snprintf(buf, size, "%s", op->ds_name);
 }
 
@@ -2100,11 +2155,19 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
     struct tmpl t = {0};
     char name[GPUOP_RENDER_NAME_MAX], image[GPUOP_RENDER_IMAGE_MAX];
     json_t *ds, *sel;
+    struct gpuop_ospool norm;
+    struct gpuop_policy view; /* p as the node's driver pool sees it */
 
     if (!op || !p || !ns)
         return NULL;
     if (!gpuop_render_per_os(p, operand))
         pool = NULL; /* a full reference or a digest: one DaemonSet, as it is */
+    if (pool) {
+        gpuop_render_pool_norm(p, pool, &norm);
+        pool = &norm;
+        gpuop_policy_pool_view(p, gpuop_policy_driver_pool(p, pool->dpool), &view);
+        p = &view;
+    }
     gpuop_render_ds_name(p, operand, pool, name, sizeof(name));
     const char *kernel = kernel_of(p, pool); /* "<version>-<kernel>-<tag>", precompiled */
     snprintf(image, sizeof(image), "%s%s%s%s%s", p->operands[operand].image, kernel ? "-" : "",
@@ -2121,9 +2184,10 @@ json_t *gpuop_render_daemonset_os(const struct gpuop_policy *p, int operand,
         tmpl_free(&t);
         return NULL;
     }
-    sel = json_pack("{s:s, s:s, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name, GPUOP_LABEL_MANAGED_BY,
-                    GPUOP_MANAGER, GPUOP_LABEL_OS_POOL, pool ? pool->tag : NULL,
-                    GPUOP_LABEL_KERNEL_POOL, kernel);
+    sel = json_pack("{s:s, s:s, s:s*, s:s*, s:s*}", GPUOP_LABEL_NAME, op->name,
+                    GPUOP_LABEL_MANAGED_BY, GPUOP_MANAGER, GPUOP_LABEL_OS_POOL,
+                    pool ? pool->tag : NULL, GPUOP_LABEL_KERNEL_POOL, kernel,
+                    GPUOP_LABEL_DRIVER_POOL, dpool_of(pool));
     ds = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:o, s:{s:o, s:o}}}", "apiVersion", "apps/v1",
                    "kind", "DaemonSet", "metadata", metadata(p, op, pool, name, ns), "spec",
                    "selector", "matchLabels", sel, "updateStrategy", update_strategy(p, op),

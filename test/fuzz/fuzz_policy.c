@@ -96,7 +96,8 @@ static void one(json_t *doc)
             !memchr(p.problems[i].message, '\0', sizeof(p.problems[i].message)))
             abort();
     struct gpuop_ospool pool;
-    if (gpuop_ospool_parse("ubuntu24.04", &pool) < 0)
+    /* with a kernel: a precompiled driver renders none for a pool without one */
+    if (gpuop_ospool_parse("ubuntu24.04/6.8.0-45-generic", &pool) < 0)
         abort();
     json_t *all = gpuop_render_all(&p, "gpuop-system", &pool, 1);
     json_t *again = gpuop_render_all(&p, "gpuop-system", &pool, 1);

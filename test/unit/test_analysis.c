@@ -475,10 +475,10 @@ static void test_daemonset_absent(void **state)
 }
 
 /* NFD's OS and kernel labels on a hand-built node (any may be NULL). */
-static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver, const char *major,
-                          const char *kernel)
+static void set_os_all(struct gpuop_node *n, const char *id, const char *ver, const char *major,
+                       const char *kernel, const char *dpool)
 {
-    const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel};
+    const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel, dpool};
     size_t len = 0;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         len += (v[f] ? strlen(v[f]) : 0) + 1;
@@ -492,6 +492,12 @@ static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver,
         }
         at += (int)(v[f] ? strlen(v[f]) : 0) + 1;
     }
+}
+
+static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver, const char *major,
+                          const char *kernel)
+{
+    set_os_all(n, id, ver, major, kernel, NULL);
 }
 
 static void set_os(struct gpuop_node *n, const char *id, const char *ver, const char *major)
@@ -577,6 +583,58 @@ static void test_os_pools(void **state)
     assert_non_null(x);
     assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
     assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver does not exist"));
+    world_free(&w);
+}
+
+/* Driver pools (spec.driver.pools): a node labelled gpuop.dev/driver-pool
+ * with a pool's name is judged against its pool's DaemonSet for its OS, any
+ * other GPU node (no label, or a value naming no pool) against the
+ * default's; all are the one driver operand. */
+static void test_driver_pools(void **state)
+{
+    struct world w;
+    world_init(&w);
+    int d = op("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w.pol.operands[i].enabled = i == d;
+    w.pol.operands[d].os_tag = true;
+    snprintf(w.pol.driver_pools[0].name, sizeof(w.pol.driver_pools[0].name), "a100");
+    w.pol.ndriver_pools = 1;
+    set_os_all(add_node(&w, "a1", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "a100");
+    set_os_all(add_node(&w, "a2", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "a100");
+    set_os_all(add_node(&w, "a3", "driver=true", NULL), "ubuntu", "22.04", NULL, NULL, "a100");
+    set_os(add_node(&w, "d1", "driver=true", NULL), "ubuntu", "24.04", NULL);
+    set_os_all(add_node(&w, "d2", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "retired");
+    add_pool_ds(&w, "a100-ubuntu24.04", 2, 1);
+    add_pool_ds(&w, "ubuntu24.04", 2, 1);
+    add_pod(&w, "driver", "a1", "Running", true);
+    add_pod(&w, "driver", "d1", "Running", true);
+    analyze(&w);
+
+    const struct gpuop_operand_result *r = &w.f.operands[d];
+    assert_string_equal(r->daemonsets, "gpuop-driver-a100-ubuntu24.04,gpuop-driver-ubuntu24.04");
+    assert_int_equal(r->desired, 4);
+    assert_null(find(&w, "a1", "driver", GPUOP_KIND_MISSING));
+    assert_null(find(&w, "d1", "driver", GPUOP_KIND_MISSING));
+    const struct gpuop_finding *x = find(&w, "a2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-a100-ubuntu24.04 has no pod"));
+    x = find(&w, "a3", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-a100-ubuntu22.04 does not"));
+    x = find(&w, "d2", "driver", GPUOP_KIND_MISSING); /* "retired" names no pool: the default */
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_POD_NOT_CREATED);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-ubuntu24.04 has no pod"));
+
+    /* the pool gone from the policy: its nodes are the default's */
+    w.pol.ndriver_pools = 0;
+    analyze(&w);
+    x = find(&w, "a2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-ubuntu24.04 has no pod"));
     world_free(&w);
 }
 
@@ -1648,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_kernel_pools),
+        cmocka_unit_test(test_driver_pools),
         cmocka_unit_test(test_taints),
         cmocka_unit_test(test_no_pod_yet),
         cmocka_unit_test(test_pod_states),

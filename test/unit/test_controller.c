@@ -1135,6 +1135,45 @@ static void test_kernel_pools(void **state)
     assert_string_equal(operand_apply(f, 0), "Current");
 }
 
+/* Driver pools (spec.driver.pools): a node labelled gpuop.dev/driver-pool
+ * with a pool's name gets its pool's DaemonSet for its OS (the pool's
+ * version), the default's keeps off it; the pool gone from the policy, its
+ * DaemonSet goes and its node is the default's again. */
+static void test_driver_pools(void **state)
+{
+    struct fx *f = *state;
+    const char *a100 = "gpuop-driver-a100-ubuntu24.04", *dflt = "gpuop-driver-ubuntu24.04";
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
+    json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                        GPUOP_LABEL_DRIVER_POOL, json_string("a100"));
+    put(f, K_NODE, "gpu-1", n, "MODIFIED");
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    set_spec(f, json_pack("{s:{s:s, s:[{s:s, s:s}]}}", "driver", "version", "580.1", "pools",
+                          "name", "a100", "version", "550.1"));
+    RUN_UNTIL(f,
+              ds_image(f, a100) && ds_image(f, dflt) &&
+                  !strcmp(ds_image(f, dflt), "nvcr.io/nvidia/driver:580.1-ubuntu24.04"),
+              WAIT_MS);
+    assert_string_equal(ds_image(f, a100), "nvcr.io/nvidia/driver:550.1-ubuntu24.04");
+    json_t *ps = json_object_get(
+        json_object_get(json_object_get(json_object_get(f->store[K_DS], a100), "spec"), "template"),
+        "spec");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ps, "nodeSelector"),
+                                                          GPUOP_LABEL_DRIVER_POOL)),
+                        "a100");
+    settle(f, 300);
+    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    assert_string_equal(operand_apply(f, 0), "Current");
+    /* the pool gone: its DaemonSet deleted, the default's stays */
+    set_spec(f, json_pack("{s:{s:s}}", "driver", "version", "580.1"));
+    RUN_UNTIL(f, !json_object_get(f->store[K_DS], a100), WAIT_MS);
+    settle(f, 300);
+    assert_non_null(json_object_get(f->store[K_DS], dflt));
+    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+}
+
 /* A mistyped spec.driver.version (issue 37, probe 11): the driver's
  * DaemonSets are kept as they run, never rolled out to the built-in
  * default (which would upgrade every node to a version nobody asked
@@ -1736,6 +1775,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_service_monitor_without_crd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_pools, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_driver_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_spec_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),

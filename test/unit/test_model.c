@@ -918,6 +918,23 @@ static void test_kernel_pools(void **state)
     assert_string_equal(gpuop_node_os(n[0], GPUOP_OS_KERNEL), "6.8.0-1");
     assert_null(gpuop_node_os(n[2], GPUOP_OS_KERNEL));
     assert_false(gpuop_node_equal(n[0], n[1])); /* a kernel change is a node change */
+    {                                           /* the driver pool label: kept, in the pool */
+        json_t *j = json_pack("{s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}}", "metadata", "name", "k",
+                              "labels", "nvidia.com/gpu.present", "true", GPUOP_LABEL_OS_ID,
+                              "ubuntu", GPUOP_LABEL_OS_VERSION, "24.04", GPUOP_LABEL_KERNEL,
+                              "6.8.0-1", GPUOP_LABEL_DRIVER_POOL, "a100");
+        struct gpuop_node *a = gpuop_node_new(j, NULL, NULL);
+        struct gpuop_ospool ap;
+        json_decref(j);
+        assert_non_null(a);
+        assert_string_equal(gpuop_node_os(a, GPUOP_OS_DRIVER_POOL), "a100");
+        assert_null(gpuop_node_os(n[0], GPUOP_OS_DRIVER_POOL));
+        assert_false(gpuop_node_equal(a, n[0])); /* a pool change is a node change */
+        assert_int_equal(gpuop_ospool_of_node(a, &ap, NULL), 0);
+        assert_string_equal(ap.dpool, "a100");
+        assert_string_equal(ap.kernel, "6.8.0-1");
+        gpuop_node_free(a);
+    }
     struct gpuop_ospool set[4], pool;
     const struct gpuop_node *all[] = {n[1], n[0], n[2], n[1]};
     assert_int_equal(gpuop_ospool_collect(all, 4, true, set, 4, NULL), 2);
@@ -931,6 +948,22 @@ static void test_kernel_pools(void **state)
     assert_string_equal(name, "gpuop-driver-6.8.0-1-ubuntu24.04");
     gpuop_ospool_ds_name("gpuop-driver", &pool, false, name, sizeof(name));
     assert_string_equal(name, "gpuop-driver-ubuntu24.04");
+    /* a driver pool (spec.driver.pools): its name after the prefix; past 63
+       characters cut, with a hash of the pool, kernel and tag */
+    snprintf(pool.dpool, sizeof(pool.dpool), "a100");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, false, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-a100-ubuntu24.04");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-a100-6.8.0-1-ubuntu24.04");
+    snprintf(pool.dpool, sizeof(pool.dpool), "a-pool-name-of-24-chars");
+    snprintf(pool.kernel, sizeof(pool.kernel), "6.8.0-1015-generic-with-a-long-suffix");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, name, sizeof(name));
+    assert_true(strlen(name) <= GPUOP_OSPOOL_NAME_MAX);
+    assert_int_equal(strncmp(name, "gpuop-driver-a-pool-name-of-24-chars-6.8.0", 42), 0);
+    char other[128];
+    snprintf(pool.dpool, sizeof(pool.dpool), "a-pool-name-of-24-charz");
+    gpuop_ospool_ds_name("gpuop-driver", &pool, true, other, sizeof(other));
+    assert_string_not_equal(name, other); /* the hash tells them apart */
     /* NVIDIA's getSanitizedKernelVersion */
     char k[64];
     gpuop_ospool_kernel_sanitized("5.14.0-427.13.1.el9_4.x86_64", k, sizeof(k));

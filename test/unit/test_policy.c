@@ -1349,6 +1349,109 @@ static void test_driver_options(void **state)
     gpuop_policy_free(&p);
 }
 
+/* spec.driver.pools: each pool inherits what it leaves out of spec.driver,
+ * overrides the rest; a pool that cannot be used is named, left out and
+ * holds the driver (its nodes are never moved to the default by a typo);
+ * a valid nodeSelector is named as not acted on yet, without a hold. */
+static void test_driver_pools(void **state)
+{
+    struct gpuop_policy p, v;
+    (void)state;
+    int d = gpuop_operand_by_key("driver");
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a100\",\"version\":\"550.1\","
+               "\"imagePullPolicy\":\"Always\",\"kernelModuleType\":\"open\"},"
+               "{\"name\":\"h100\",\"repository\":\"reg.example/nv\"}],"
+               "\"repository\":\"nvcr.io/nvidia\",\"version\":\"580.2\","
+               "\"kernelModuleType\":\"proprietary\"}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.ndriver_pools, 2);
+    assert_string_equal(p.operands[d].image, "nvcr.io/nvidia/driver:580.2");
+    assert_string_equal(p.driver_pools[0].name, "a100");
+    assert_string_equal(p.driver_pools[0].image, "nvcr.io/nvidia/driver:550.1");
+    assert_true(p.driver_pools[0].os_tag);
+    assert_string_equal(p.driver_pools[0].pull_policy, "Always");
+    assert_string_equal(p.driver_pools[0].kernel_module_type, "open");
+    assert_string_equal(p.driver_pools[1].image, "reg.example/nv/driver:580.2");
+    assert_string_equal(p.driver_pools[1].pull_policy, "IfNotPresent");
+    assert_string_equal(p.driver_pools[1].kernel_module_type, "proprietary");
+    assert_int_equal(gpuop_policy_driver_pool(&p, "h100"), 1);
+    assert_int_equal(gpuop_policy_driver_pool(&p, "default"), -1);
+    assert_int_equal(gpuop_policy_driver_pool(&p, ""), -1);
+    gpuop_policy_pool_view(&p, 0, &v);
+    assert_string_equal(v.operands[d].image, "nvcr.io/nvidia/driver:550.1");
+    assert_string_equal(v.operands[d].pull_policy, "Always");
+    assert_string_equal(v.driver.kernel_module_type, "open");
+    assert_ptr_equal(v.operands[gpuop_operand_by_key("toolkit")].image,
+                     p.operands[gpuop_operand_by_key("toolkit")].image);
+    gpuop_policy_pool_view(&p, -1, &v);
+    assert_string_equal(v.operands[d].image, "nvcr.io/nvidia/driver:580.2");
+    assert_false(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* names: DNS labels, short, not default, unique; the selector: labels */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"A100\"},{\"name\":\"default\"},"
+               "{\"name\":\"a-very-long-pool-name-for-a-ds\"},{\"name\":\"x\"},{\"name\":\"x\"},"
+               "{\"name\":\"y\",\"nodeSelector\":{}},{\"name\":\"z\",\"nodeSelector\":"
+               "{\"gpuop.dev/driver-pool\":\"z\"}},{\"name\":\"w\",\"nodeSelector\":{\"pool\":7}},"
+               "{\"version\":\"1\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[0].name", "DNS label");
+    assert_problem(&p, "spec.driver.pools[1].name", "spec.driver's own pool");
+    assert_problem(&p, "spec.driver.pools[2].name", "at most 24");
+    assert_problem(&p, "spec.driver.pools[4].name", "earlier pool");
+    assert_problem(&p, "spec.driver.pools[5].nodeSelector", "an empty one");
+    assert_problem(&p, "spec.driver.pools[6].nodeSelector.gpuop.dev/driver-pool", "your own");
+    assert_problem(&p, "spec.driver.pools[7].nodeSelector.pool", "label value");
+    assert_problem(&p, "spec.driver.pools[8].name", "missing");
+    assert_int_equal(p.ndriver_pools, 1); /* x, the first */
+    assert_string_equal(p.driver_pools[0].name, "x");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* a bad version is named in the pool, and holds the driver */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"version\":\"bad tag!\","
+               "\"colour\":1}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[0].version", "bad tag!");
+    assert_problem(&p, "spec.driver.pools[0].colour", NULL);
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* not a list: held */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":{\"name\":\"a\"}}}}", &p);
+    assert_problem(&p, "spec.driver.pools", "a list");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* a valid nodeSelector: kept, and named as not acted on yet; no hold */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a100\",\"nodeSelector\":"
+               "{\"nvidia.com/gpu.product\":\"A100-SXM4-80GB\"}}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[0].nodeSelector", "gpuop.dev/driver-pool=a100");
+    assert_int_equal(p.nproblems, 1);
+    assert_int_equal(p.ndriver_pools, 1);
+    assert_int_equal(json_object_size(p.driver_pools[0].node_selector), 1);
+    assert_false(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* a pool's full reference, or spec.driver's: no per-OS DaemonSets to split, held */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\","
+               "\"image\":\"reg.example/driver:1-ubuntu22.04\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[a]", "the pool's image");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+    parse_json("{\"spec\":{\"driver\":{\"image\":\"reg.example/driver:1\",\"pools\":[{"
+               "\"name\":\"a\",\"image\":\"driver\",\"repository\":\"r.example\","
+               "\"version\":\"2\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools", "spec.driver's image");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+}
+
 /* GDRCopy and GPUDirect Storage with precompiled drivers: NVIDIA's
  * transformGDRCopyContainer and transformGDSContainer refuse the pair, so
  * does gpuop (the sidecar is not run, the field named); without the driver
@@ -1397,6 +1500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_driver_options),
+        cmocka_unit_test(test_driver_pools),
         cmocka_unit_test(test_driver_options_refused),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_metadata),

@@ -40,10 +40,26 @@ static size_t test_pools(struct gpuop_ospool *pools)
     return 2;
 }
 
+/* test_pools' and, for the goldens, nodes of the same OSes labelled for
+ * the driver pools of driver-pools.yaml (a100, h100) and for none
+ * ("retired"): a policy without those pools renders them as the default
+ * pool's, so gpuop_render_pools leaves the goldens of the others as
+ * test_pools makes them. */
+static size_t golden_pools(struct gpuop_ospool *pools)
+{
+    size_t n = test_pools(pools);
+    const char *dpools[] = {"a100", "h100", "retired"};
+    for (size_t i = 0; i < sizeof(dpools) / sizeof(*dpools); i++) {
+        pools[n + i] = pools[i % n];
+        snprintf(pools[n + i].dpool, sizeof(pools[n + i].dpool), "%s", dpools[i]);
+    }
+    return n + sizeof(dpools) / sizeof(*dpools);
+}
+
 static json_t *render_all(const struct gpuop_policy *p, const char *ns)
 {
-    struct gpuop_ospool pools[2];
-    size_t n = test_pools(pools);
+    struct gpuop_ospool pools[8];
+    size_t n = gpuop_render_pools(p, pools, golden_pools(pools));
     return gpuop_render_all(p, ns, pools, n);
 }
 
@@ -447,8 +463,8 @@ static void test_structure(void **state)
                                             gpuop_operand_get(i)->ds_name);
                 }
             } else if (gpuop_render_per_os(&p, i)) {
-                struct gpuop_ospool pools[2];
-                size_t np = test_pools(pools);
+                struct gpuop_ospool pools[8];
+                size_t np = gpuop_render_pools(&p, pools, golden_pools(pools));
                 for (size_t k = 0; k < np; k++) {
                     json_t *ds = json_array_get(all, at++);
                     json_t *want = gpuop_render_daemonset_os(&p, i, &pools[k], NS);
@@ -1496,7 +1512,7 @@ static void test_driver_options(void **state)
         /* the peermem sidecar runs the driver's own image */
         assert_string_equal(str_at(json_array_get(ctrs, 1), "image"),
                             str_at(json_array_get(ctrs, 0), "image"));
-        char want[512]; /* a pool tag is up to GPUOP_OSPOOL_TAG_MAX */
+        char want[1024]; /* gcc counts the pool struct past its tag */
         snprintf(want, sizeof(want), "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-%s",
                  pools[k].tag);
         assert_string_equal(str_at(json_array_get(ctrs, 2), "image"), want);
