@@ -55,17 +55,10 @@ spec:
   validator: {enabled: false}
 EOF
 
-# image_on NODE: the image of the driver pod bound to NODE ("" when none).
-image_on() {
-	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
-		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n and .metadata.deletionTimestamp == null)
-			| .spec.containers[0].image] | .[0] // ""'
-}
 uid_on() {
 	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
 		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n) | .metadata.uid] | join(",")'
 }
-image_is() { [ "$(image_on "$1")" = "$2" ]; }
 ds_gone() { ! kc -n "$GPUOP_NS" get ds "$1" >/dev/null 2>&1; }
 reconciled() {
 	kc get gpupolicy "$POLICY" -o jsonpath='{.status.conditions[?(@.type=="Reconciled")].status}'
@@ -89,10 +82,10 @@ assert_eq '["a100"]' "$(jq -c --arg k "$POOL" '.affinity.nodeAffinity.requiredDu
 assert_eq "null" "$(jq -c --arg k "$POOL" '.nodeSelector[$k]' <<<"$ps")" "the default's selects no pool label"
 
 log "each node runs its pool's image; a name no pool has is the default's"
-wait_for 60 image_is "$A1" "$IMG:580.95.05-ubuntu24.04"
-wait_for 60 image_is "$A2" "$IMG:580.95.05-ubuntu24.04"
-wait_for 60 image_is "$D1" "$IMG:595.91.07-ubuntu24.04"
-wait_for 60 image_is "$D2" "$IMG:595.91.07-ubuntu24.04"
+wait_for 60 driver_image_is "$A1" "$IMG:580.95.05-ubuntu24.04"
+wait_for 60 driver_image_is "$A2" "$IMG:580.95.05-ubuntu24.04"
+wait_for 60 driver_image_is "$D1" "$IMG:595.91.07-ubuntu24.04"
+wait_for 60 driver_image_is "$D2" "$IMG:595.91.07-ubuntu24.04"
 
 log "status and gpuop check: the pools are the one driver operand, no finding"
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o json | jq -c '[.status.operands[] | select(.name == \"driver\")][0] | [.daemonSets, .runningNodes, .expectedNodes]')\" = '[[\"$A\",\"$D\"],4,4]' ]"
@@ -108,11 +101,11 @@ d1=$(uid_on "$D1")
 d2=$(uid_on "$D2")
 kc patch gpupolicy "$POLICY" --type=json \
 	-p '[{"op": "replace", "path": "/spec/driver/pools/0/version", "value": "580.105.08"}]' >/dev/null
-wait_for 120 image_is "$A1" "$IMG:580.105.08-ubuntu24.04"
-wait_for 120 image_is "$A2" "$IMG:580.105.08-ubuntu24.04"
+wait_for 120 driver_image_is "$A1" "$IMG:580.105.08-ubuntu24.04"
+wait_for 120 driver_image_is "$A2" "$IMG:580.105.08-ubuntu24.04"
 assert_eq "$d1" "$(uid_on "$D1")" "the default's pod on $D1 kept"
 assert_eq "$d2" "$(uid_on "$D2")" "the default's pod on $D2 kept"
-assert_eq "$IMG:595.91.07-ubuntu24.04" "$(image_on "$D1")" "the default's version kept"
+assert_eq "$IMG:595.91.07-ubuntu24.04" "$(driver_image_on "$D1")" "the default's version kept"
 
 log "a nodeSelector is not acted on yet: a condition names it"
 kc patch gpupolicy "$POLICY" --type=json \
@@ -124,8 +117,8 @@ wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $PO
 log "the pool removed: its DaemonSet deleted, its nodes the default's"
 kc patch gpupolicy "$POLICY" --type=json -p '[{"op": "remove", "path": "/spec/driver/pools"}]' >/dev/null
 wait_for 60 ds_gone "$A"
-wait_for 120 image_is "$A1" "$IMG:595.91.07-ubuntu24.04"
-wait_for 120 image_is "$A2" "$IMG:595.91.07-ubuntu24.04"
+wait_for 120 driver_image_is "$A1" "$IMG:595.91.07-ubuntu24.04"
+wait_for 120 driver_image_is "$A2" "$IMG:595.91.07-ubuntu24.04"
 grep -qF "deleted DaemonSet" "$GPUOP_LOG" || fail "the log does not say the DaemonSet was deleted"
 
 gpuop_uninstall

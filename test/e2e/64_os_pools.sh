@@ -47,13 +47,6 @@ spec:
   validator: {enabled: false}
 EOF
 
-# image_on NODE: the image of the driver pod bound to NODE ("" when none).
-image_on() {
-	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
-		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n and .metadata.deletionTimestamp == null)
-			| .spec.containers[0].image] | .[0] // ""'
-}
-image_is() { [ "$(image_on "$1")" = "$2" ]; }
 status_has() {
 	kc get gpupolicy "$POLICY" -o json |
 		jq -e --arg n "$1" --arg o "$2" --arg r "$3" \
@@ -72,9 +65,9 @@ assert_eq "24.04" "$(jq -r --arg k "$OS.VERSION_ID" '.[$k]' <<<"$sel")" "ubuntu2
 ds_gone gpuop-driver || fail "a plain gpuop-driver exists beside the pools"
 
 log "each node runs the driver image of its OS"
-wait_for 60 image_is "$U" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
-wait_for 60 image_is "$R" nvcr.io/nvidia/driver:595.91.07-rhel9
-assert_eq "" "$(image_on "$X")" "no driver pod on the node without OS labels"
+wait_for 60 driver_image_is "$U" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
+wait_for 60 driver_image_is "$R" nvcr.io/nvidia/driver:595.91.07-rhel9
+assert_eq "" "$(driver_image_on "$X")" "no driver pod on the node without OS labels"
 
 log "a GPU node without OS labels is a finding naming what it lacks"
 wait_for 60 status_has "$X" driver OsLabelsMissing
@@ -94,8 +87,8 @@ assert_eq "[]" "$(jq -c --arg u "$U" --arg r "$R" '[.nodes[] | select(.name == $
 
 log "the GPU Operator's patch of /spec/driver/version works on a GpuPolicy"
 kc patch gpupolicy "$POLICY" --type=json -p '[{"op": "replace", "path": "/spec/driver/version", "value": "580.95.05"}]' >/dev/null
-wait_for 90 image_is "$U" nvcr.io/nvidia/driver:580.95.05-ubuntu24.04
-wait_for 90 image_is "$R" nvcr.io/nvidia/driver:580.95.05-rhel9
+wait_for 90 driver_image_is "$U" nvcr.io/nvidia/driver:580.95.05-ubuntu24.04
+wait_for 90 driver_image_is "$R" nvcr.io/nvidia/driver:580.95.05-rhel9
 
 log "a bad version is a condition naming spec.driver.version"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"version":"580!95"}}}' >/dev/null
@@ -114,7 +107,7 @@ kc patch gpupolicy "$POLICY" --type=merge \
 	-p '{"spec":{"driver":{"image":"nvcr.io/nvidia/driver:595.91.07-ubuntu24.04","repository":null,"version":null}}}' >/dev/null
 wait_for 60 kc -n "$GPUOP_NS" get ds gpuop-driver
 wait_for 60 ds_gone gpuop-driver-ubuntu24.04
-wait_for 90 image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
+wait_for 90 driver_image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
 wait_for 60 bash -c "! kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o json | jq -e '[.status.nodes[]?.findings[] | select(.reason == \"OsLabelsMissing\")] | length > 0' >/dev/null"
 
 gpuop_uninstall

@@ -48,12 +48,6 @@ spec:
   validator: {enabled: false}
 EOF
 
-image_on() {
-	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
-		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n and .metadata.deletionTimestamp == null)
-			| .spec.containers[0].image] | .[0] // ""'
-}
-image_is() { [ "$(image_on "$1")" = "$2" ]; }
 status_has() {
 	kc get gpupolicy "$POLICY" -o json |
 		jq -e --arg n "$1" --arg o "$2" --arg r "$3" \
@@ -66,8 +60,8 @@ reconciled() {
 
 log "compiled: the one OS pool's DaemonSet, every node in it"
 wait_for 60 kc -n "$GPUOP_NS" get ds gpuop-driver-ubuntu24.04
-wait_for 60 image_is "$K1" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
-wait_for 60 image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
+wait_for 60 driver_image_is "$K1" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
+wait_for 60 driver_image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
 
 log "a merge patch of spec.driver.usePrecompiled: true stays on the object"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"usePrecompiled":true}}}' >/dev/null
@@ -82,8 +76,8 @@ sel=$(kc -n "$GPUOP_NS" get ds "$DS2" -o json | jq -c '.spec.template.spec.nodeS
 assert_eq "6.8.0-2" "$(jq -r --arg k "$KERNEL" '.[$k]' <<<"$sel")" "the kernel's DaemonSet selects the kernel label"
 assert_eq "true" "$(kc -n "$GPUOP_NS" get ds "$DS2" -o json | jq -r '.metadata.labels["nvidia.com/precompiled"]')" \
 	"NVIDIA's precompiled label"
-wait_for 90 image_is "$K1" nvcr.io/nvidia/driver:595.91.07-6.8.0-1-ubuntu24.04
-wait_for 90 image_is "$K2" nvcr.io/nvidia/driver:595.91.07-6.8.0-2-ubuntu24.04
+wait_for 90 driver_image_is "$K1" nvcr.io/nvidia/driver:595.91.07-6.8.0-1-ubuntu24.04
+wait_for 90 driver_image_is "$K2" nvcr.io/nvidia/driver:595.91.07-6.8.0-2-ubuntu24.04
 wait_for 60 reconciled True
 
 log "a GPU node without the kernel label is a finding naming it"
@@ -111,7 +105,7 @@ log "compiled again: the OS pool's DaemonSet back, the kernels' deleted"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"gdrcopy":null,"driver":{"usePrecompiled":false}}}' >/dev/null
 wait_for 60 kc -n "$GPUOP_NS" get ds gpuop-driver-ubuntu24.04
 wait_for 60 ds_gone "$DS1"
-wait_for 90 image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
+wait_for 90 driver_image_is "$X" nvcr.io/nvidia/driver:595.91.07-ubuntu24.04
 
 gpuop_uninstall
 gpuop_stop

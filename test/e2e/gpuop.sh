@@ -99,3 +99,12 @@ gp_jq() {
 gp_cond() {
 	gp_jq "$1" ".status.conditions // [] | map(select(.type == \"$2\")) | .[0].$3 // \"\""
 }
+
+# driver_image_on NODE: the image of the driver pod bound to NODE ("" when
+# none, a pod being deleted not counted); driver_image_is NODE IMAGE.
+driver_image_on() {
+	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
+		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n and .metadata.deletionTimestamp == null)
+			| .spec.containers[0].image] | .[0] // ""'
+}
+driver_image_is() { [ "$(driver_image_on "$1")" = "$2" ]; }
