@@ -2015,10 +2015,26 @@ static void check_precompiled(struct gpuop_policy *p)
     else if (colon && strlen(colon + 1) > 128 - 2 - GPUOP_OSPOOL_TAG_MAX - GPUOP_OSPOOL_KERNEL_MAX)
         why = "spec.driver.version leaves no room in an image tag (128 characters) for the "
               "node's kernel and OS tag";
-    if (!why)
+    if (why) {
+        problem(p, "spec.driver.usePrecompiled", "is not used, the driver is compiled: %s", why);
+        p->driver.precompiled = false;
         return;
-    problem(p, "spec.driver.usePrecompiled", "is not used, the driver is compiled: %s", why);
-    p->driver.precompiled = false;
+    }
+    /* NVIDIA's transformDriverContainer returns before the package
+     * repositories, the CA certificates and the secretEnv when precompiled:
+     * its images install no packages. Said, and not rendered. */
+    char **fields[] = {&p->driver.repo_config, &p->driver.cert_config, &p->driver.secret_env};
+    const char *names[] = {"spec.driver.repoConfig.configMapName", "spec.driver.certConfig.name",
+                           "spec.driver.secretEnv"};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (!*fields[i])
+            continue;
+        problem(p, names[i],
+                "is not used with spec.driver.usePrecompiled: a precompiled driver image installs "
+                "no packages (NVIDIA's GPU Operator renders none of it either)");
+        free(*fields[i]);
+        *fields[i] = NULL;
+    }
 }
 
 /* What the options need of the rest of the policy, once all is parsed:

@@ -291,6 +291,9 @@ static const struct runtime_files {
 #define VOL_LICENSING         "licensing-config"
 #define VOL_MODULE_CONF       "kernel-module-config"
 #define VOL_REPO_CONF         "repo-config"
+#define VOL_LIB_MODULES       "lib-modules"
+#define LIB_MODULES_HOST      "/lib/modules"
+#define LIB_MODULES_CTR       "/run/host/lib/modules"
 #define VOL_CERT_CONF         "cert-config"
 #define SIDECAR_PROBE_TIMEOUT 10 /* seconds */
 #define DRIVER_VOLS_MAX       11 /* the driver's 6 rows, MOFED's 2, the manager's 3 */
@@ -923,6 +926,24 @@ oom:
     return NULL;
 }
 
+/* A precompiled driver on SUSE (sles, sl-micro) reads the host's
+ * /lib/modules at runtime: NVIDIA's transformDriverContainer mounts it
+ * read-only at /run/host/lib/modules (volume lib-modules, a host
+ * Directory) for those OSes alone. 0 or -1 (out of memory). */
+static int precompiled_host_modules(const struct gpuop_policy *p, struct tmpl *t)
+{
+    const struct gpuop_ospool *pool = t->pool;
+    if (!p->driver.precompiled || !pool || !pool->kernel[0] ||
+        (strcmp(pool->id, "sles") && strcmp(pool->id, "sl-micro")))
+        return 0;
+    if (!t->volumes && !(t->volumes = json_array()))
+        return -1;
+    if (json_array_append_new(t->mounts, mount(VOL_LIB_MODULES, LIB_MODULES_CTR, RO, NULL)))
+        return -1;
+    return json_array_append_new(t->volumes,
+                                 hostpath(VOL_LIB_MODULES, LIB_MODULES_HOST, "Directory"));
+}
+
 /* The driver container's env, mounts, volumes and envFrom for the policy's
  * options, and its sidecars, in the order NVIDIA's transforms add them. */
 static void driver_options(const struct gpuop_policy *p, struct tmpl *t)
@@ -969,6 +990,8 @@ static void driver_options(const struct gpuop_policy *p, struct tmpl *t)
             add_object_volume(t, VOL_MODULE_CONF, o->kernel_module_config, false,
                               key_items(module_conf_keys, NROWS(module_conf_keys)), true);
     }
+    if (!rc)
+        rc |= precompiled_host_modules(p, t);
     /* package repositories and CA certificates, at the node's OS's paths */
     if (!rc)
         rc |= extend(t->mounts, repo_cert_mounts(p, t->pool));

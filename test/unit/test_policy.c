@@ -1470,6 +1470,22 @@ static void test_driver_options_refused(void **state)
     assert_false(p.driver.gdrcopy.enabled || p.driver.gds.enabled);
     gpuop_policy_free(&p);
 
+    /* precompiled: NVIDIA renders no repositories, certificates or
+       secretEnv (its images install nothing); named, and dropped */
+    parse_json("{\"spec\":{\"driver\":{\"usePrecompiled\":true,\"repoConfig\":{"
+               "\"configMapName\":\"r\"},\"certConfig\":{\"name\":\"c\"},\"secretEnv\":\"s\","
+               "\"kernelModuleConfig\":{\"name\":\"k\"}}}}",
+               &p);
+    assert_true(p.driver.precompiled);
+    assert_problem(&p, "spec.driver.repoConfig.configMapName", "usePrecompiled");
+    assert_problem(&p, "spec.driver.certConfig.name", "usePrecompiled");
+    assert_problem(&p, "spec.driver.secretEnv", "usePrecompiled");
+    assert_null(p.driver.repo_config);
+    assert_null(p.driver.cert_config);
+    assert_null(p.driver.secret_env);
+    assert_string_equal(p.driver.kernel_module_config, "k"); /* rendered before NVIDIA's return */
+    gpuop_policy_free(&p);
+
     parse_json("{\"spec\":{\"gdrcopy\":{\"enabled\":true},\"driver\":{\"enabled\":false}}}", &p);
     assert_problem(&p, "spec.gdrcopy.enabled", "spec.driver.enabled: false");
     assert_false(p.driver.gdrcopy.enabled);

@@ -1581,7 +1581,25 @@ static void test_precompiled(void **state)
     assert_string_equal(label_at(ds, "spec/selector/matchLabels", GPUOP_LABEL_KERNEL_POOL),
                         "6.8.0-45-generic");
     assert_string_equal(label_at(ds, "metadata/labels", GPUOP_LABEL_PRECOMPILED), "true");
+    assert_null(find_volume(ds, "lib-modules")); /* SUSE only */
     json_decref(ds);
+    /* SUSE: the host's /lib/modules read-only at /run/host/lib/modules
+       (NVIDIA's transformDriverContainer, precompiled on sles and sl-micro) */
+    struct gpuop_ospool suse;
+    assert_int_equal(gpuop_ospool_parse("sles15.6/6.4.0-150600.23.25-default", &suse), 0);
+    assert_string_equal(suse.id, "sles");
+    ds = gpuop_render_daemonset_os(&p, d, &suse, NS);
+    assert_string_equal(str_at(find_volume(ds, "lib-modules"), "hostPath/path"), "/lib/modules");
+    json_t *m =
+        find_named(path_get(ds, "spec/template/spec/containers/0/volumeMounts"), "lib-modules");
+    assert_string_equal(str_at(m, "mountPath"), "/run/host/lib/modules");
+    assert_true(json_is_true(json_object_get(m, "readOnly")));
+    json_decref(ds);
+    p.driver.precompiled = false; /* compiled: none */
+    ds = gpuop_render_daemonset_os(&p, d, &suse, NS);
+    assert_null(find_volume(ds, "lib-modules"));
+    json_decref(ds);
+    p.driver.precompiled = true;
     ds = gpuop_render_daemonset_os(&p, d, &pools[1], NS);
     assert_string_equal(str_at(ds, "metadata/name"), "gpuop-driver-5.14.0-427.13.1.el9.4-rhel9");
     assert_string_equal(str_at(ds, "spec/template/spec/containers/0/image"),
