@@ -232,3 +232,15 @@ up_states() {
 	kc get nodes -l "upgrade-e2e=$1" -o json |
 		jq -r --arg k "$UP_STATE" '[.items[] | "\(.metadata.name)=\(.metadata.labels[$k] // "-")\(if .spec.unschedulable then "(cordoned)" else "" end)"] | join(" ")'
 }
+
+# up_done_from K: nodes $P-K..$P-N are at $NEW and upgrade-done; else
+# prints the states and the status's words (for wait_for) and fails.
+up_done_from() {
+	local i
+	for ((i = $1; i <= N; i++)); do
+		up_at "$P-$i" "$NEW" && [[ $(up_state "$P-$i") == upgrade-done ]] || {
+			echo "$(up_states "$P"); status: $(up_waiting)"
+			return 1
+		}
+	done
+}

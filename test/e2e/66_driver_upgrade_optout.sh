@@ -61,16 +61,7 @@ released() { [[ $(marks) == '|||' ]] || {
 wait_for 60 released
 log "$F released: uncordoned, no upgrade state"
 
-rest_done() {
-	local i
-	for ((i = 2; i <= N; i++)); do
-		up_at "$P-$i" "$NEW" && [[ $(up_state "$P-$i") == upgrade-done ]] || {
-			echo "$(up_states "$P"); status: $(up_waiting)"
-			return 1
-		}
-	done
-}
-wait_for 180 rest_done
+wait_for 180 up_done_from 2
 log "the other nodes are at $NEW"
 assert_eq '|||' "$(marks)" "gpuop's marks on $F after the upgrade"
 assert_eq "" "$(up_driver "$F")" "a driver pod on $F, which is host-provided now"

@@ -233,16 +233,7 @@ assert_eq pod-restart-required "$(up_state "$P-4")" "$P-4's state with its drive
 log "their new driver pods Ready"
 "$GPUOP_SRC/test/lab/pod-state" "$P-3" "$GPUOP_NS" "$DS" running >/dev/null
 "$GPUOP_SRC/test/lab/pod-state" "$P-4" "$GPUOP_NS" "$DS" running >/dev/null
-done_but_1() {
-	local i
-	for ((i = 2; i <= N; i++)); do
-		up_at "$P-$i" "$NEW" && [[ $(up_state "$P-$i") == upgrade-done ]] || {
-			echo "$(up_states "$P"); status: $(up_waiting)"
-			return 1
-		}
-	done
-}
-wait_for 180 done_but_1
+wait_for 180 up_done_from 2
 assert_eq true "$(up_unschedulable "$P-2")" "$P-2 (cordoned again by a person) after its upgrade"
 assert_eq "" "$(up_unschedulable "$P-3")" "$P-3 cordoned after its upgrade"
 assert_eq "" "$(up_unschedulable "$P-4")" "$P-4 cordoned after its upgrade"
