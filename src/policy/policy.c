@@ -2352,7 +2352,7 @@ static int parse_dra_gpus(struct gpuop_policy *p, int idx, const char *path, jso
 
 /* spec.draDriver.computeDomains: enabled is read (default false, where the
  * GPU Operator's is true: gpuop does not implement compute domains, and
- * says so when asked, parse_dra_driver); controller and kubeletPlugin
+ * says so when asked, check_dra); controller and kubeletPlugin
  * configure what is not rendered and are accepted as they are. */
 static void parse_dra_compute_domains(struct gpuop_policy *p, const char *path, json_t *v)
 {
