@@ -73,7 +73,12 @@
  * nvidia.com/device-plugin.config: each its own account, with a token and
  * nodes get/list/watch (deploy/10-rbac.yaml). */
 #define GPUOP_DEVICE_PLUGIN_SA "gpuop-device-plugin"
-#define GPUOP_GFD_SA           "gpuop-gpu-feature-discovery"
+/* NVIDIA's DRA driver's kubelet plugin (spec.draDriver) publishes its
+ * node's ResourceSlices and reads claims: its own account, with a token
+ * and the rights of NVIDIA's chart (deploy/10-rbac.yaml), and the
+ * ValidatingAdmissionPolicy that keeps its slice writes to its own node. */
+#define GPUOP_DRA_DRIVER_SA "gpuop-dra-driver"
+#define GPUOP_GFD_SA        "gpuop-gpu-feature-discovery"
 /* The driver pods: their k8s-driver-manager init container pauses the
  * operands, evicts GPU pods and relabels its node (deploy/10-rbac.yaml). */
 #define GPUOP_DRIVER_SA "gpuop-driver"

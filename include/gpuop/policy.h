@@ -143,6 +143,9 @@ struct gpuop_operand_spec {
                           running DaemonSets as they are instead of rolling out the
                           default image (one that does not exist yet gets the
                           default, as `gpuop render` shows) */
+    bool hold_absent;  /* with held: none is created either (the DRA driver, whose
+                          every field holds it: a plugin that publishes devices is
+                          rolled out as asked or not at all) */
 };
 
 /* spec.driver's install options and spec.gds / spec.gdrcopy: the GPU
@@ -198,6 +201,25 @@ struct gpuop_driver_pool {
     bool os_tag;              /* as gpuop_operand_spec.os_tag */
     char *pull_policy;        /* imagePullPolicy, else spec.driver's */
     char *kernel_module_type; /* kernelModuleType, else spec.driver's (NULL: unset) */
+};
+
+/* spec.draDriver (issue 42): the GPU Operator's GPUCluster DRADriverSpec
+ * (gpu-operator v26.7.0 api/nvidia/v1alpha1/gpucluster_types.go) beside
+ * gpuop's enabled; the image triple and imagePullPolicy are the operand's
+ * (gpuop_operand_spec), gpus.kubeletPlugin.env and .resources its gpus
+ * container's (operands[dra-driver].env, .resources). The kubelet's root
+ * is spec.hostPaths.kubeletRootDir, as GPUCluster's spec.hostPaths. */
+#define GPUOP_DRA_GPUS_HEALTH_PORT  51516 /* NVIDIA's defaultGPUsHealthcheckPort */
+#define GPUOP_DRA_FEATURE_GATES_MAX 64
+struct gpuop_dra_opts {
+    json_t *feature_gates; /* featureGates: gate -> true|false (owned), never NULL; rendered
+                              as FEATURE_GATES "A=true,B=false" in sorted order */
+    json_t *pull_secrets;  /* imagePullSecrets as [{name}] (owned), never NULL */
+    int health_port;       /* gpus.kubeletPlugin.healthcheck: the gRPC health port the
+                              probes ask; 0 when healthcheck.enabled is false */
+    bool compute_domains;  /* computeDomains.enabled as asked: gpuop does not implement
+                              compute domains (a problem names the field); nothing of
+                              them is rendered either way */
 };
 
 struct gpuop_policy_problem {
@@ -258,6 +280,7 @@ struct gpuop_policy {
     struct gpuop_upgrade_policy upgrade;        /* spec.driver.upgradePolicy */
     struct gpuop_driver_opts driver;            /* spec.driver's options, spec.gds, spec.gdrcopy */
     struct gpuop_driver_manager driver_manager; /* spec.driver.manager */
+    struct gpuop_dra_opts dra;                  /* spec.draDriver's own keys */
     struct gpuop_driver_pool driver_pools[GPUOP_DRIVER_POOLS_MAX]; /* spec.driver.pools, in
                                                    their order; a problem in one holds the
                                                    driver (operands[driver].held) */

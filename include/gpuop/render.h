@@ -90,8 +90,8 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
 
 /* Objects beside the DaemonSets that the operands need: the nvidia,
  * nvidia-cdi and nvidia-legacy RuntimeClasses, the default MIG config ConfigMap, the DCGM
- * exporter's Service. A fixed table; each is wanted or not by the policy, and the controller
- * applies the wanted ones and deletes the others. */
+ * exporter's Service, the DRA driver's DeviceClasses. A fixed table; each is wanted or not by the
+ * policy, and the controller applies the wanted ones and deletes the others. */
 struct gpuop_render_extra {
     const char *kind;          /* "RuntimeClass" */
     const char *group_version; /* "node.k8s.io/v1" */
@@ -100,12 +100,13 @@ struct gpuop_render_extra {
     const char *name;          /* its default name; the rendered object's metadata.name is
                                   the one applied (the RuntimeClass's is the policy's
                                   spec.operator.runtimeClass) */
-    const char *crd;           /* the CRD of its kind when a cluster may lack it
-                                  ("servicemonitors.monitoring.coreos.com"), else NULL:
-                                  the API server's 404 then means "not installed",
+    const char *crd;           /* the API of its kind when a cluster may lack it: the CRD
+                                  ("servicemonitors.monitoring.coreos.com") or a built-in
+                                  group version ("resource.k8s.io/v1 DeviceClasses"), else
+                                  NULL: the API server's 404 then means "not served",
                                   said by a condition, not an apply failure */
 };
-#define GPUOP_RENDER_EXTRA_MAX 8
+#define GPUOP_RENDER_EXTRA_MAX 16
 
 int gpuop_render_extra_count(void);
 /* Row i of the table (borrowed, static), NULL out of range. */
@@ -114,6 +115,10 @@ const struct gpuop_render_extra *gpuop_render_extra_get(int i);
  * the policy does not want it. Returns 0, GPUOP_ENOMEM, or GPUOP_EINVAL
  * for a bad index. p and ns are borrowed. */
 int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out);
+/* True when p holds extra i as it is, neither applied nor deleted: the
+ * DRA driver's DeviceClasses while a problem in spec.draDriver holds it
+ * (gpuop_operand_spec.hold_absent). */
+bool gpuop_render_extra_held(const struct gpuop_policy *p, int i);
 /* New array of the extras p wants, in table order; NULL on out-of-memory. */
 json_t *gpuop_render_extras(const struct gpuop_policy *p, const char *ns);
 

@@ -24,6 +24,11 @@
  *                    reason CRDNotInstalled while the API server has no
  *                    ServiceMonitor kind (the rest applied, Reconciled
  *                    unaffected), else True.
+ *   DeviceClasses    only while spec.draDriver is enabled (not held by a
+ *                    problem in it) and gpuop applies: False with reason
+ *                    APINotServed while the API server does not serve
+ *                    resource.k8s.io/v1 DeviceClasses (the DaemonSet
+ *                    applied, Reconciled unaffected), else True.
  * An ignored policy (not the oldest) gets state "ignored", Ready=False with
  * reason Ignored naming the active policy, the other conditions Unknown, and
  * no operands, nodes or summary. Empty lists (nodes, a node's hostProvided)

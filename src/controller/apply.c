@@ -706,8 +706,7 @@ static void extra_done(void *arg, int rc, json_t *body, const struct gpuop_err *
            no failure, a condition says so, tried again later */
         if (!c->apply.extras_absent[i])
             gpuop_info(what,
-                       "not applied: the API server has no %s (its CRD is not installed); "
-                       "trying again every %d s",
+                       "not applied: the API server does not serve %s; trying again every %d s",
                        x->crd, CTL_CRD_RECHECK_MS / 1000);
         c->apply.extras_absent[i] = true;
         if (c->key) /* the apply reconcile's */
@@ -776,6 +775,8 @@ static void apply_extra(struct gpuop_controller *c, int i)
     char what[CTL_OBJ_MAX], name[GPUOP_RENDER_NAME_MAX];
     json_t *obj = NULL;
     struct gpuop_err e;
+    if (gpuop_render_extra_held(&c->policy, i))
+        return; /* kept as it is: a problem in its operand's spec holds it */
     int rc = gpuop_render_extra(&c->policy, c->ns, i, &obj);
     const char *want = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
     /* wanted: the name it is rendered under; not wanted: the name applied */
@@ -928,9 +929,11 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 c->apply.res[i].state = GPUOP_APPLY_BLOCKED;
                 c->apply.res[i].blocked_by = (signed char)root;
                 c->ops.failed++;
-            } else if (c->policy.operands[i].held && operand_runs(c, i)) {
+            } else if (c->policy.operands[i].held &&
+                       (c->policy.operands[i].hold_absent || operand_runs(c, i))) {
                 /* an image field refused: its DaemonSets kept as they run,
-                   never the default rolled out (the problem names it) */
+                   never the default rolled out (the problem names it); the
+                   DRA driver's not created either (hold_absent) */
                 c->apply.res[i].state = GPUOP_APPLY_CURRENT;
             } else if (!pools_step(c, i, true)) {
                 apply_operand(c, i);

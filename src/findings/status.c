@@ -309,15 +309,47 @@ static bool cond_service_monitor(const struct gpuop_policy *p, const struct gpuo
     return true;
 }
 
+/* DeviceClasses: whether it is wanted (while spec.draDriver is enabled,
+ * not held by a problem in it, and gpuop applies), and whether the API
+ * server serves resource.k8s.io/v1 DeviceClasses (in->absent_crds, by the
+ * extras of kind DeviceClass). */
+static bool cond_device_classes(const struct gpuop_policy *p, const struct gpuop_status_input *in,
+                                struct cond *c)
+{
+    int dra = gpuop_operand_by_name("dra-driver");
+    if (!p || dra < 0 || !p->operands[dra].enabled || p->operands[dra].hold_absent || !in->apply)
+        return false;
+    for (int i = 0; i < gpuop_render_extra_count(); i++) {
+        const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+        if (!x->crd || strcmp(x->kind, "DeviceClass") || !((in->absent_crds >> i) & 1))
+            continue;
+        *c = (struct cond){"False", "APINotServed", ""};
+        snprintf(c->msg, sizeof(c->msg),
+                 "spec.draDriver is enabled, but the API server does not serve %s (Kubernetes "
+                 "1.34 and later serve it by default): the DeviceClasses gpu.nvidia.com, "
+                 "mig.nvidia.com and vfio.gpu.nvidia.com are not applied, so no claim can ask "
+                 "for a GPU through them; gpuop applies them once it is served. The kubelet "
+                 "plugin's DaemonSet is applied.",
+                 x->crd);
+        return true;
+    }
+    *c = (struct cond){"True", "Applied", ""};
+    snprintf(c->msg, sizeof(c->msg),
+             "The DeviceClasses gpu.nvidia.com, mig.nvidia.com and vfio.gpu.nvidia.com are "
+             "applied (resource.k8s.io/v1).");
+    return true;
+}
+
 /* The conditions (SPEC 6), in their fixed order, into conds (borrowed):
- * the four of every status, then ServiceMonitor when it is wanted. */
-#define STATUS_CONDITIONS 5
+ * the four of every status, then ServiceMonitor and DeviceClasses when
+ * each is wanted. */
+#define STATUS_CONDITIONS 6
 static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       json_t *prev, const struct gpuop_status_input *in, long long now)
 {
-    static const char *const types[STATUS_CONDITIONS] = {
-        "Ready", "OperandsComplete", "OrderingValid", "Reconciled", "ServiceMonitor"};
-    size_t n = STATUS_CONDITIONS - 1;
+    const char *types[STATUS_CONDITIONS] = {"Ready", "OperandsComplete", "OrderingValid",
+                                            "Reconciled"};
+    size_t n = STATUS_CONDITIONS - 2;
     const long long gen = p ? p->generation : 0;
     struct cond c[STATUS_CONDITIONS];
     if (in->inactive) {
@@ -335,7 +367,10 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
         cond_complete(f, &c[1]);
         cond_ordering(f, &c[2]);
         cond_reconciled(p, in, &c[3]);
-        n += cond_service_monitor(p, in, &c[4]);
+        if (cond_service_monitor(p, in, &c[n]))
+            types[n++] = "ServiceMonitor";
+        if (cond_device_classes(p, in, &c[n]))
+            types[n++] = "DeviceClasses";
     }
     for (size_t i = 0; i < n; i++)
         if (add_condition(conds, prev, types[i], &c[i], gen, now) < 0)

@@ -45,6 +45,10 @@ static const struct gpuop_operand operands[] = {
     {"migManager", "mig-manager", "gpuop-mig-manager", "container-toolkit", NULL,
      "nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0", false,
      "default-mig-parted-config", "nvidia-mig-manager", false},
+    /* NVIDIA's DRA driver's kubelet plugin, off by default; it writes its
+       own CDI specs: no toolkit (GPUCluster, manifests/state-dra-driver) */
+    {"draDriver", "dra-driver", "gpuop-dra-driver", "driver", NULL, "nvcr.io/nvidia",
+     "dra-driver-nvidia-gpu", "v0.5.0", false, NULL, "nvidia-dra-driver-kubelet-plugin", false},
 };
 
 #define NOPERANDS ((int)(sizeof(operands) / sizeof(operands[0])))

@@ -308,6 +308,10 @@ static int set_defaults(struct gpuop_policy *p)
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         if (set_json(&p->validator_env[c], json_array()))
             return GPUOP_ENOMEM;
+    if (set_json(&p->dra.feature_gates, json_object()) ||
+        set_json(&p->dra.pull_secrets, json_array()))
+        return GPUOP_ENOMEM;
+    p->dra.health_port = GPUOP_DRA_GPUS_HEALTH_PORT;
     p->ordering = GPUOP_ORDERING_REPORT;
     p->mig_strategy = GPUOP_MIG_SINGLE;
     p->terminating_grace_s = GPUOP_TERMINATING_GRACE_DEFAULT;
@@ -348,6 +352,21 @@ static int set_defaults(struct gpuop_policy *p)
 static const char *const operand_fields[] = {"enabled",         "repository", "image", "version",
                                              "imagePullPolicy", "args",       "env",   "resources",
                                              "config",          NULL};
+
+/* spec.draDriver's: GPUCluster's DRADriverSpec and gpuop's enabled */
+static const char *const dra_fields[] = {"enabled",
+                                         "repository",
+                                         "image",
+                                         "version",
+                                         "imagePullPolicy",
+                                         "imagePullSecrets",
+                                         "featureGates",
+                                         "gpus",
+                                         "computeDomains",
+                                         "args",
+                                         "env",
+                                         "resources",
+                                         NULL};
 
 /* ---- the image: a full reference, or the GPU Operator's three keys ------- */
 
@@ -2206,6 +2225,229 @@ static int parse_service_monitor(struct gpuop_policy *p, const char *path, json_
     return set_json(&p->service_monitor, sm);
 }
 
+/* ---- spec.draDriver ------------------------------------------------------ */
+
+static int parse_pull_secrets(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst);
+
+/* A feature gate's name as the DRA driver's Go gates spell them
+ * (MPSSupport, PassthroughSupport): a letter, then letters and digits. */
+static bool gate_name_ok(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return false;
+    for (; *s; s++)
+        if (!is_alnum(*s))
+            return false;
+    return true;
+}
+
+/* spec.draDriver.featureGates: gate -> true|false, rendered as the
+ * FEATURE_GATES env of the plugin's container (the GPU Operator's
+ * convertStringMapToCommaSeparatedString). A bad entry is named and left
+ * out. */
+static int parse_feature_gates(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    char f[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, field, "must be a map of gate names to true or false, not %s; no gates set",
+                type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(f, "%s.%s", field, key);
+        if (json_object_size(p->dra.feature_gates) >= GPUOP_DRA_FEATURE_GATES_MAX)
+            problem(p, f, "more than %d gates; ignored", GPUOP_DRA_FEATURE_GATES_MAX);
+        else if (!gate_name_ok(key))
+            problem(p, f,
+                    "is not a feature gate name (a letter, then letters and digits); ignored");
+        else if (!json_is_boolean(e))
+            problem(p, f, "must be true or false, not %s; ignored", type_name(e));
+        else if (json_object_set(p->dra.feature_gates, key, e))
+            return GPUOP_ENOMEM;
+    }
+    return 0;
+}
+
+/* spec.draDriver.gpus.kubeletPlugin.healthcheck: {enabled, port}, the
+ * gRPC health service the gpus container's probes ask (NVIDIA's
+ * resolveHealthcheckPort: disabled, no probes; default port 51516). */
+static void parse_dra_healthcheck(struct gpuop_policy *p, const char *path, json_t *v)
+{
+    static const char *const known[] = {"enabled", "port", NULL};
+    char f[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    bool on = true;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; the default (port %d)", type_name(v),
+                GPUOP_DRA_GPUS_HEALTH_PORT);
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(f, "%s.%s", path, key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, "enabled") && json_is_boolean(e))
+            on = json_is_true(e);
+        else if (!strcmp(key, "enabled"))
+            problem(p, f, "must be true or false, not %s; using true", type_name(e));
+        else if (!strcmp(key, "port") && json_is_integer(e) && json_integer_value(e) >= 1 &&
+                 json_integer_value(e) <= 65535)
+            p->dra.health_port = (int)json_integer_value(e);
+        else if (!strcmp(key, "port"))
+            problem(p, f, "must be a port (1-65535); using %d", GPUOP_DRA_GPUS_HEALTH_PORT);
+        else
+            unknown_field(p, path, key, known);
+    }
+    if (!on)
+        p->dra.health_port = 0;
+}
+
+/* spec.draDriver.gpus: {kubeletPlugin: {env, resources, healthcheck}}, the
+ * gpus container (the operand's main one: its env and resources). */
+static int parse_dra_gpus(struct gpuop_policy *p, int idx, const char *path, json_t *v)
+{
+    static const char *const known[] = {"kubeletPlugin", NULL};
+    static const char *const plugin_known[] = {"env", "resources", "healthcheck", NULL};
+    char kp[FIELD_MAX], f[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    int rc = 0;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; the defaults", type_name(v));
+        return 0;
+    }
+    json_object_foreach(v, key, e) if (strcmp(key, "kubeletPlugin"))
+        unknown_field(p, path, key, known);
+    json_t *plugin = json_object_get(v, "kubeletPlugin");
+    fieldf(kp, "%s.kubeletPlugin", path);
+    if (json_is_null(plugin) || !plugin)
+        return 0;
+    if (!json_is_object(plugin)) {
+        problem(p, kp, "must be an object, not %s; the defaults", type_name(plugin));
+        return 0;
+    }
+    json_object_foreach(plugin, key, e)
+    {
+        fieldf(f, "%s.%s", kp, key);
+        if (json_is_null(e))
+            continue;
+        if (!strcmp(key, "env"))
+            rc = parse_env(p, kp, e, &p->operands[idx].env);
+        else if (!strcmp(key, "resources"))
+            rc = parse_resources(p, kp, e, &p->operands[idx]);
+        else if (!strcmp(key, "healthcheck"))
+            parse_dra_healthcheck(p, f, e);
+        else
+            unknown_field(p, kp, key, plugin_known);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* spec.draDriver.computeDomains: enabled is read (default false, where the
+ * GPU Operator's is true: gpuop does not implement compute domains, and
+ * says so when asked, check_dra); controller and kubeletPlugin
+ * configure what is not rendered and are accepted as they are. */
+static void parse_dra_compute_domains(struct gpuop_policy *p, const char *path, json_t *v)
+{
+    static const char *const known[] = {"enabled", "controller", "kubeletPlugin", NULL};
+    char f[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, path, "must be an object, not %s; compute domains stay off", type_name(v));
+        return;
+    }
+    json_object_foreach(v, key, e)
+    {
+        fieldf(f, "%s.%s", path, key);
+        if (!strcmp(key, "enabled") && json_is_boolean(e))
+            p->dra.compute_domains = json_is_true(e);
+        else if (!strcmp(key, "enabled") && !json_is_null(e))
+            problem(p, f, "must be true or false, not %s; compute domains stay off", type_name(e));
+        else if (strcmp(key, "enabled") && strcmp(key, "controller") &&
+                 strcmp(key, "kubeletPlugin"))
+            unknown_field(p, path, key, known);
+    }
+}
+
+/* The keys of spec.draDriver beyond enabled and the image's (GPUCluster's
+ * DRADriverSpec); 1 when key is one, else 0; *rc a negative code. */
+static int parse_dra_key(struct gpuop_policy *p, int idx, const char *field, const char *key,
+                         json_t *e, int *rc)
+{
+    if (!strcmp(key, "featureGates"))
+        *rc = parse_feature_gates(p, field, e);
+    else if (!strcmp(key, "imagePullSecrets"))
+        *rc = parse_pull_secrets(p, field, e, &p->dra.pull_secrets);
+    else if (!strcmp(key, "gpus"))
+        *rc = parse_dra_gpus(p, idx, field, e);
+    else if (!strcmp(key, "computeDomains"))
+        parse_dra_compute_domains(p, field, e);
+    else
+        return 0;
+    return 1;
+}
+
+/* After spec.draDriver is parsed (n0: the problems before it): a problem
+ * in it holds the DRA driver, as it runs or not at all (hold_absent); and
+ * computeDomains.enabled true is refused by name. */
+static void check_dra(struct gpuop_policy *p, int idx, int n0)
+{
+    struct gpuop_operand_spec *o = &p->operands[idx];
+    if (p->nproblems > n0 && o->enabled)
+        o->held = o->hold_absent = true;
+    if (p->dra.compute_domains && o->enabled)
+        problem(p, "spec.draDriver.computeDomains.enabled",
+                "compute domains (Multi-Node NVLink: the ComputeDomain controller Deployment, "
+                "its CRD, the compute-domains container and DeviceClasses) are not implemented "
+                "by gpuop; the DRA driver runs its gpus capability only");
+}
+
+/* The keys of spec.<key> only one operand has (key of parent, the object
+ * at path): the exporter's serviceMonitor, the host engine's hostNetwork
+ * and hostPort, the DRA driver's GPUCluster keys (and its env and
+ * resources, refused when gpus.kubeletPlugin gives them too). 1 when key
+ * is one (*rc then 0 or a negative code), else 0. */
+static int operand_key(struct gpuop_policy *p, int idx, const char *path, json_t *parent,
+                       const char *key, int *rc)
+{
+    json_t *e = json_object_get(parent, key);
+    const char *k = gpuop_operand_get(idx)->key;
+    char field[FIELD_MAX];
+    fieldf(field, "%s.%s", path, key);
+    if (!strcmp(key, "serviceMonitor") && !strcmp(k, "dcgmExporter")) {
+        *rc = parse_service_monitor(p, field, e);
+    } else if (!strcmp(key, "hostNetwork") && !strcmp(k, "dcgm")) {
+        if (json_is_boolean(e))
+            p->dcgm_host_network = json_is_true(e);
+        else
+            problem(p, field, "must be true or false, not %s; using false", type_name(e));
+    } else if (!strcmp(key, "hostPort") && !strcmp(k, "dcgm")) {
+        parse_dcgm_host_port(p, field, e);
+    } else if (strcmp(k, "draDriver")) {
+        return 0;
+    } else if (!strcmp(key, "env") || !strcmp(key, "resources")) {
+        /* gpuop's common keys, the same container as GPUCluster's
+           gpus.kubeletPlugin.<key>, which wins when both are given */
+        json_t *kp = json_object_get(json_object_get(parent, "gpus"), "kubeletPlugin");
+        if (json_is_object(kp) && json_object_get(kp, key) &&
+            !json_is_null(json_object_get(kp, key)))
+            problem(p, field, "given twice: spec.draDriver.gpus.kubeletPlugin.%s is used", key);
+        else
+            return 0;
+    } else {
+        return parse_dra_key(p, idx, field, key, e, rc);
+    }
+    return 1;
+}
+
 int gpuop_policy_prereq(const struct gpuop_policy *p, int idx)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -2224,6 +2466,7 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
     json_t *e, *jrepo = NULL, *jimage = NULL, *jversion = NULL, *jpools = NULL;
     int rc = 0;
 
+    int n0 = p->nproblems;
     fieldf(path, "spec.%s", op->key);
     if (json_is_null(v))
         return 0;
@@ -2251,6 +2494,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             jversion = e;
         } else if (!strcmp(key, "imagePullPolicy")) {
             rc = parse_pull_policy(p, field, e, &o->pull_policy);
+        } else if (operand_key(p, idx, path, v, key, &rc)) {
+            /* one operand's own (operand_key) */
         } else if (!strcmp(key, "args")) {
             rc = parse_args(p, path, e, o);
         } else if (!strcmp(key, "env")) {
@@ -2265,15 +2510,6 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_upgrade_policy(p, field, e);
         } else if (!strcmp(op->key, "driver") && driver_option(key)) {
             rc = parse_driver_option(p, field, key, e);
-        } else if (!strcmp(key, "serviceMonitor") && !strcmp(op->key, "dcgmExporter")) {
-            rc = parse_service_monitor(p, field, e);
-        } else if (!strcmp(key, "hostNetwork") && !strcmp(op->key, "dcgm")) {
-            if (json_is_boolean(e))
-                p->dcgm_host_network = json_is_true(e);
-            else
-                problem(p, field, "must be true or false, not %s; using false", type_name(e));
-        } else if (!strcmp(key, "hostPort") && !strcmp(op->key, "dcgm")) {
-            parse_dcgm_host_port(p, field, e);
         } else if (!strcmp(key, "manager") && !strcmp(op->key, "driver")) {
             rc = parse_driver_manager(p, idx, field, e);
         } else if (!strcmp(key, "pools") && !strcmp(op->key, "driver")) {
@@ -2282,12 +2518,15 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
         } else {
-            other_field(p, path, key, e, operand_fields);
+            other_field(p, path, key, e,
+                        !strcmp(op->key, "draDriver") ? dra_fields : operand_fields);
         }
         if (rc)
             return rc;
     }
     rc = parse_image(p, idx, path, jrepo, jimage, jversion);
+    if (!rc && !strcmp(op->key, "draDriver"))
+        check_dra(p, idx, n0);
     fieldf(field, "%s.pools", path);
     return rc ? rc
               : parse_driver_pools(p, field, jpools, (json_t *const[3]){jrepo, jimage, jversion});
@@ -3094,6 +3333,8 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->driver_manager.pull_policy);
     json_decref(p->driver_manager.env);
     json_decref(p->driver_manager.pull_secrets);
+    json_decref(p->dra.feature_gates);
+    json_decref(p->dra.pull_secrets);
     for (int k = 0; k < p->ndriver_pools; k++)
         pool_free(&p->driver_pools[k]);
     memset(p, 0, sizeof(*p));

@@ -1533,6 +1533,137 @@ static void tmpl_dcgm(const struct gpuop_policy *p, struct tmpl *t)
                                     10, "failureThreshold", 6));
 }
 
+/* dra-driver (spec.draDriver): NVIDIA's DRA driver's kubelet plugin as
+ * the GPU Operator v26.7.0 renders it (manifests/state-dra-driver/
+ * 0500_daemonset.yaml, internal/state/dra_driver.go): held in
+ * driver-validation (nvidia-validator COMPONENT=driver, WITH_WAIT=true,
+ * with DRIVER_VALIDATION_SKIP_GPU_INIT and
+ * DISABLE_DEV_CHAR_SYMLINK_CREATION as NVIDIA's), then the gpus container
+ * (gpu-kubelet-plugin, privileged) registers with the kubelet through
+ * <kubeletRootDir>/plugins_registry, serves from <kubeletRootDir>/plugins
+ * (Bidirectional), writes its CDI specs to /var/run/cdi itself (no
+ * toolkit, no RuntimeClass: NVIDIA_VISIBLE_DEVICES=void) and publishes its
+ * node's ResourceSlices through the API (its account, with a token). The
+ * PassthroughSupport gate adds /lib/modules, /sys and /proc. Compute
+ * domains are not rendered (policy.c refuses them by name). */
+static int cmp_str(const void *a, const void *b);
+
+#define DRA_PLUGINS_REGISTRY "/plugins_registry"
+#define DRA_PLUGINS          "/plugins"
+#define DRA_CDI_ROOT         "/var/run/cdi"
+#define DRA_GATES_MAX        2048
+#define DRA_STARTUP_FAILURES 600 /* seconds, one probe a second: NVIDIA's */
+#define DRA_LIVENESS_PERIOD  30
+#define DRA_PROBE_TIMEOUT    10
+
+static json_t *dra_validation(const struct gpuop_policy *p)
+{
+    json_t *c = driver_validation(p);
+    json_t *e = json_object_get(c, "env");
+    if (c && (!e || json_array_append_new(e, env("DRIVER_VALIDATION_SKIP_GPU_INIT", "true")) ||
+              json_array_append_new(e, env("DISABLE_DEV_CHAR_SYMLINK_CREATION", "true")))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* FEATURE_GATES of spec.draDriver.featureGates, "A=true,B=false" in sorted
+ * order (NVIDIA's convertStringMapToCommaSeparatedString), into buf. */
+static const char *dra_feature_gates(const struct gpuop_policy *p, char *buf, size_t n)
+{
+    const char *keys[GPUOP_DRA_FEATURE_GATES_MAX], *k;
+    size_t nk = 0, used = 0;
+    json_t *v;
+    buf[0] = '\0';
+    json_object_foreach(p->dra.feature_gates, k, v) if (nk < GPUOP_DRA_FEATURE_GATES_MAX)
+        keys[nk++] = k;
+    qsort(keys, nk, sizeof(*keys), cmp_str);
+    for (size_t i = 0; i < nk && used < n; i++)
+        used += (size_t)snprintf(
+            buf + used, n - used, "%s%s=%s", i ? "," : "", keys[i],
+            json_is_true(json_object_get(p->dra.feature_gates, keys[i])) ? "true" : "false");
+    return buf;
+}
+
+static json_t *dra_probe(int port, int failures, int period)
+{
+    return json_pack("{s:{s:i, s:s}, s:i, s:i, s:i}", "grpc", "port", port, "service", "liveness",
+                     "failureThreshold", failures, "periodSeconds", period, "timeoutSeconds",
+                     DRA_PROBE_TIMEOUT);
+}
+
+static void dra_env(const struct gpuop_policy *p, struct tmpl *t, const char *registry,
+                    const char *plugins)
+{
+    char port[16], gates[DRA_GATES_MAX];
+    snprintf(port, sizeof(port), "%d", p->dra.health_port > 0 ? p->dra.health_port : -1);
+    t->env = need(t, json_array());
+    int bad = env_add(t->env, "HTTP_ENDPOINT", ":8080");
+    bad |= env_add(t->env, "METRICS_PATH", "/metrics");
+    bad |= env_add(t->env, "LOG_VERBOSITY", "4");
+    bad |= env_add(t->env, "MASK_NVIDIA_DRIVER_PARAMS", "");
+    bad |= env_add(t->env, "NVIDIA_VISIBLE_DEVICES", "void");
+    bad |= env_add(t->env, "CDI_ROOT", DRA_CDI_ROOT);
+    bad |= env_add(t->env, HOST_ROOT_ENV, "/host");
+    bad |= env_add(t->env, "NVIDIA_MIG_CONFIG_DEVICES", "all");
+    bad |= !t->env || json_array_append_new(t->env, env_field("NODE_NAME", "spec.nodeName")) ||
+           json_array_append_new(t->env, env_field("NAMESPACE", "metadata.namespace"));
+    bad |= env_add(t->env, "IMAGE_NAME", t->image);
+    bad |= env_add(t->env, "KUBELET_REGISTRAR_DIRECTORY_PATH", registry);
+    bad |= env_add(t->env, "KUBELET_PLUGINS_DIRECTORY_PATH", plugins);
+    bad |= env_add(t->env, "HEALTHCHECK_PORT", port);
+    if (json_object_size(p->dra.feature_gates))
+        bad |= env_add(t->env, "FEATURE_GATES", dra_feature_gates(p, gates, sizeof(gates)));
+    if (bad)
+        t->oom = true;
+}
+
+static void tmpl_dra_driver(const struct gpuop_policy *p, struct tmpl *t)
+{
+    static const char script[] =
+        "set -a\n"
+        ". " DRIVER_READY "\n"
+        "set +a\n"
+        "if [ \"${MASK_NVIDIA_DRIVER_PARAMS}\" = \"true\" ]; then\n"
+        "  cp /proc/driver/nvidia/params /root/gpu-params\n"
+        "  sed -i 's/^ModifyDeviceFiles: 1$/ModifyDeviceFiles: 0/' /root/gpu-params\n"
+        "  mount --bind /root/gpu-params /proc/driver/nvidia/params\n"
+        "fi\n"
+        "exec gpu-kubelet-plugin -v \"${LOG_VERBOSITY}\"\n";
+    char registry[HOST_PATH_MAX], plugins[HOST_PATH_MAX];
+    json_t *gate = json_object_get(p->dra.feature_gates, "PassthroughSupport");
+    t->container = "gpus";
+    t->service_account = GPUOP_DRA_DRIVER_SA;
+    t->api_token = true;
+    t->pull_secrets = p->dra.pull_secrets;
+    t->init = need(t, json_pack("[o]", dra_validation(p)));
+    t->command = need(t, json_pack("[s,s]", "bash", "-c"));
+    t->args = need(t, json_pack("[s]", script));
+    under_kubelet(p, DRA_PLUGINS_REGISTRY, registry);
+    under_kubelet(p, DRA_PLUGINS, plugins);
+    dra_env(p, t, registry, plugins);
+    t->security = need(t, privileged());
+    if (p->dra.health_port > 0) {
+        t->startup = need(t, dra_probe(p->dra.health_port, DRA_STARTUP_FAILURES, 1));
+        t->liveness = need(t, dra_probe(p->dra.health_port, 3, DRA_LIVENESS_PERIOD));
+    }
+    const struct vol vols[] = {
+        {"plugins-registry", registry, NULL, registry, RW, NULL, NULL},
+        {"plugins", plugins, NULL, plugins, RW, "Bidirectional", NULL},
+        {"cdi", DRA_CDI_ROOT, NULL, DRA_CDI_ROOT, RW, NULL, NULL},
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, VALIDATIONS, RO, NULL, NULL},
+        {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
+        {"driver-install-dir", driver_dir(p), DIR_OR_CREATE, "/driver-root", RW, "HostToContainer",
+         NULL},
+        /* the PassthroughSupport gate's: vfio-pci's variant (go-nvlib nvpassthrough) */
+        {"lib-modules", "/lib/modules/", "Directory", "/lib/modules/", RO, "HostToContainer", NULL},
+        {"sysfs", "/sys/", "Directory", "/sys/", RW, "Bidirectional", NULL},
+        {"procfs", "/proc/", "Directory", "/proc/", RW, "Bidirectional", NULL},
+    };
+    vol_table(p, t, vols, json_is_true(gate) ? NROWS(vols) : NROWS(vols) - 3, true);
+}
+
 /* operator-validator: writes the validation files of its node, one init
  * container per component of nvidia-validator: driver-ready (waits for
  * the driver), toolkit-ready (nvidia-smi through the nvidia RuntimeClass),
@@ -1719,6 +1850,7 @@ static const struct {
     {"dcgm-exporter", tmpl_dcgm},
     {"operator-validator", tmpl_validator},
     {"mig-manager", tmpl_mig_manager},
+    {"dra-driver", tmpl_dra_driver},
 };
 
 /* ---- assembly ------------------------------------------------------------ */
@@ -2264,8 +2396,19 @@ enum {
     EXTRA_DCGM_SERVICE,
     EXTRA_DCGM_HOSTENGINE_SERVICE,
     EXTRA_SERVICE_MONITOR,
+    EXTRA_DEVICECLASS_GPU,
+    EXTRA_DEVICECLASS_MIG,
+    EXTRA_DEVICECLASS_VFIO,
     EXTRA_COUNT
 };
+
+/* The DRA driver's DeviceClasses (gpu-operator v26.7.0
+ * manifests/state-dra-driver/0400_deviceclass-gpu.yaml, 0410_deviceclass-mig.yaml,
+ * 0430_deviceclass-vfio-gpu.yaml): each selects the devices of driver
+ * gpu.nvidia.com of one type by CEL. Only resource.k8s.io/v1: where the
+ * API server does not serve it, the DeviceClasses condition says so. */
+#define DRA_DRIVER_NAME "gpu.nvidia.com"
+#define DEVICECLASS_API "resource.k8s.io/v1 DeviceClasses"
 
 /* The RuntimeClasses are the GPU Operator's three (v26.7.0
  * assets/pre-requisites/0200_runtime_class.yaml, 0210_runtime_class_legacy.yaml,
@@ -2287,6 +2430,12 @@ static const struct gpuop_render_extra extras[EXTRA_COUNT] = {
     [EXTRA_SERVICE_MONITOR] = {"ServiceMonitor", "monitoring.coreos.com/v1", "servicemonitors",
                                true, GPUOP_DCGM_SERVICEMONITOR,
                                "servicemonitors.monitoring.coreos.com"},
+    [EXTRA_DEVICECLASS_GPU] = {"DeviceClass", "resource.k8s.io/v1", "deviceclasses", false,
+                               "gpu.nvidia.com", DEVICECLASS_API},
+    [EXTRA_DEVICECLASS_MIG] = {"DeviceClass", "resource.k8s.io/v1", "deviceclasses", false,
+                               "mig.nvidia.com", DEVICECLASS_API},
+    [EXTRA_DEVICECLASS_VFIO] = {"DeviceClass", "resource.k8s.io/v1", "deviceclasses", false,
+                                "vfio.gpu.nvidia.com", DEVICECLASS_API},
 };
 _Static_assert(EXTRA_COUNT <= GPUOP_RENDER_EXTRA_MAX, "raise GPUOP_RENDER_EXTRA_MAX");
 
@@ -2327,6 +2476,10 @@ static bool extra_wanted(const struct gpuop_policy *p, int i)
         return enabled(p, "dcgm");
     case EXTRA_SERVICE_MONITOR: /* selects the exporter's Service */
         return enabled(p, "dcgm-exporter") && p->service_monitor;
+    case EXTRA_DEVICECLASS_GPU:
+    case EXTRA_DEVICECLASS_MIG:
+    case EXTRA_DEVICECLASS_VFIO:
+        return enabled(p, "dra-driver");
     default:
         return false;
     }
@@ -2408,6 +2561,32 @@ static json_t *service_monitor(const struct gpuop_policy *p, const struct gpuop_
     return o;
 }
 
+/* New: DeviceClass x of the DRA driver, its devices of driver
+ * gpu.nvidia.com whose attribute type is the class's (gpu, mig, vfio). */
+static json_t *device_class(const struct gpuop_policy *p, const struct gpuop_render_extra *x,
+                            const char *ns, int i)
+{
+    char cel[256];
+    const char *type = i == EXTRA_DEVICECLASS_GPU   ? "gpu"
+                       : i == EXTRA_DEVICECLASS_MIG ? "mig"
+                                                    : "vfio";
+    snprintf(cel, sizeof(cel),
+             "device.driver == '" DRA_DRIVER_NAME "' && device.attributes['" DRA_DRIVER_NAME
+             "'].type == '%s'",
+             type);
+    return json_pack("{s:s, s:s, s:o, s:{s:[{s:{s:s}}]}}", "apiVersion", x->group_version, "kind",
+                     x->kind, "metadata", extra_metadata(p, x, "dra-driver", ns), "spec",
+                     "selectors", "cel", "expression", cel);
+}
+
+bool gpuop_render_extra_held(const struct gpuop_policy *p, int i)
+{
+    int dra = idx_of("dra-driver");
+    return (i == EXTRA_DEVICECLASS_GPU || i == EXTRA_DEVICECLASS_MIG ||
+            i == EXTRA_DEVICECLASS_VFIO) &&
+           dra >= 0 && p->operands[dra].enabled && p->operands[dra].hold_absent;
+}
+
 int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json_t **out)
 {
     const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
@@ -2468,6 +2647,11 @@ int gpuop_render_extra(const struct gpuop_policy *p, const char *ns, int i, json
         break;
     case EXTRA_SERVICE_MONITOR:
         o = service_monitor(p, x, ns);
+        break;
+    case EXTRA_DEVICECLASS_GPU:
+    case EXTRA_DEVICECLASS_MIG:
+    case EXTRA_DEVICECLASS_VFIO:
+        o = device_class(p, x, ns, i);
         break;
     }
     if (!o)

@@ -105,10 +105,12 @@ static void run_for(struct fx *f, uint64_t ms)
 
 /* ---- the fake cluster ---- */
 
-/* the operand table's names, in its order (dcgm and mig-manager off by default) */
+/* the operand table's names, in its order (dcgm, mig-manager and
+ * dra-driver off by default) */
 static const char *operands[] = {
-    "driver", "container-toolkit", "device-plugin",      "gpu-feature-discovery",
-    "dcgm",   "dcgm-exporter",     "operator-validator", "mig-manager"};
+    "driver",    "container-toolkit", "device-plugin",      "gpu-feature-discovery",
+    "dcgm",      "dcgm-exporter",     "operator-validator", "mig-manager",
+    "dra-driver"};
 
 static int operand_of(const char *ds)
 {
@@ -931,6 +933,38 @@ static void test_service_monitor_without_crd(void **state)
     assert_int_equal(f->c->stats.reconcile_errors, 0);
     set_spec(f, json_pack("{s:{s:{s:b}}}", "dcgmExporter", "serviceMonitor", "enabled", 0));
     RUN_UNTIL(f, condition_of(f, "ServiceMonitor") == NULL, WAIT_MS);
+}
+
+/* spec.draDriver on an API server that does not serve resource.k8s.io/v1
+ * (the fake answers its paths 404): the plugin's DaemonSet is applied, the
+ * DeviceClasses condition says APINotServed naming the API, the reconcile
+ * does not fail (Reconciled True, no error). Switched off, the DaemonSet
+ * goes and the condition with it. */
+static void test_device_classes_not_served(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_null(condition_of(f, "DeviceClasses")); /* not asked for: not said */
+    set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 1));
+    RUN_UNTIL(f,
+              condition_of(f, "DeviceClasses") != NULL &&
+                  json_object_get(f->store[K_DS], "gpuop-dra-driver"),
+              WAIT_MS);
+    settle(f, 300);
+    json_t *c = condition_of(f, "DeviceClasses");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), "APINotServed");
+    assert_non_null(strstr(json_string_value(json_object_get(c, "message")), "resource.k8s.io/v1"));
+    c = condition_of(f, "Reconciled");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "True");
+    assert_int_equal(f->c->stats.reconcile_errors, 0);
+    set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 0));
+    RUN_UNTIL(f,
+              condition_of(f, "DeviceClasses") == NULL &&
+                  !json_object_get(f->store[K_DS], "gpuop-dra-driver"),
+              WAIT_MS);
 }
 
 /* spec.operator.runtimeClass renamed: the RuntimeClass is applied under
@@ -1773,6 +1807,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runtime_class_rename, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_monitor_without_crd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device_classes_not_served, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_driver_pools, setup, teardown),

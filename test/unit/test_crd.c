@@ -45,7 +45,11 @@ static const char *const operand_extras[][2] = {{"toolkit", "installDir"},
                                                 {"validator", "plugin"},
                                                 {"dcgm", "hostPort"},
                                                 {"dcgm", "hostNetwork"},
-                                                {"dcgmExporter", "serviceMonitor"}};
+                                                {"dcgmExporter", "serviceMonitor"},
+                                                {"draDriver", "imagePullSecrets"},
+                                                {"draDriver", "featureGates"},
+                                                {"draDriver", "gpus"},
+                                                {"draDriver", "computeDomains"}};
 
 /* A key the CRD admits only so that ClusterPolicy manifests and patches
  * apply: policy/compat.c must refuse it with a reason (PATH is "spec" or

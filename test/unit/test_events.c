@@ -795,6 +795,10 @@ static void rollout_world(struct fx_world *w, long long t0, long long t)
              0);
     else
         kpod(w, "container-toolkit", "Running", t0 + 430, NULL, 0, NULL, 0);
+    if (d < 420) /* the DRA plugin waits for the driver, not the toolkit */
+        kpod(w, "dra-driver", "Pending", 0, "driver-validation", start, "PodInitializing", 0);
+    else
+        kpod(w, "dra-driver", "Running", t0 + 420, NULL, 0, NULL, 0);
     for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++)
         if (d < 460)
             kpod(w, gated[i], "Pending", 0, "toolkit-validation", start, "PodInitializing", 0);

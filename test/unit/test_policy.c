@@ -486,6 +486,38 @@ static const struct bad_case bad_cases[] = {
      "spec.driver.resources.limits.hugepages-2Mi", "multiple of the page size 2Mi"},
     {"{\"driver\": {\"resources\": {\"limits\": {\"hugepages-2Mi\": \"2Mi\"}}}}",
      "spec.driver.resources.limits.hugepages-2Mi", "need a cpu or memory"},
+    /* spec.draDriver (issue 42): GPUCluster's keys, each field named */
+    {"{\"draDriver\": {\"enabled\": \"yes\"}}", "spec.draDriver.enabled", "using false"},
+    {"{\"draDriver\": {\"featureGates\": [\"MPSSupport\"]}}", "spec.draDriver.featureGates",
+     "map of gate names"},
+    {"{\"draDriver\": {\"featureGates\": {\"bad gate!\": true}}}",
+     "spec.draDriver.featureGates.bad gate!", "not a feature gate name"},
+    {"{\"draDriver\": {\"featureGates\": {\"MPSSupport\": \"true\"}}}",
+     "spec.draDriver.featureGates.MPSSupport", "true or false"},
+    {"{\"draDriver\": {\"imagePullSecrets\": [\"Bad_Name\"]}}",
+     "spec.draDriver.imagePullSecrets[0]", "secret name"},
+    {"{\"draDriver\": {\"gpus\": 1}}", "spec.draDriver.gpus", "must be an object"},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugn\": {}}}}", "spec.draDriver.gpus.kubeletPlugn",
+     "did you mean \"kubeletPlugin\""},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugin\": {\"env\": [{\"name\": \"A=B\"}]}}}}",
+     "spec.draDriver.gpus.kubeletPlugin.env[0].name", "'='"},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugin\": {\"resources\": {\"limits\": "
+     "{\"memory\": \"lots\"}}}}}}",
+     "spec.draDriver.gpus.kubeletPlugin.resources.limits.memory", "not a quantity"},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugin\": {\"healthcheck\": {\"port\": 0}}}}}",
+     "spec.draDriver.gpus.kubeletPlugin.healthcheck.port", "1-65535"},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugin\": {\"healthcheck\": {\"enabled\": 1}}}}}",
+     "spec.draDriver.gpus.kubeletPlugin.healthcheck.enabled", "true or false"},
+    {"{\"draDriver\": {\"gpus\": {\"kubeletPlugin\": {\"healtcheck\": {}}}}}",
+     "spec.draDriver.gpus.kubeletPlugin.healtcheck", "did you mean \"healthcheck\""},
+    {"{\"draDriver\": {\"env\": [], \"gpus\": {\"kubeletPlugin\": {\"env\": []}}}}",
+     "spec.draDriver.env", "given twice"},
+    {"{\"draDriver\": {\"enabled\": true, \"computeDomains\": {\"enabled\": true}}}",
+     "spec.draDriver.computeDomains.enabled", "not implemented by gpuop"},
+    {"{\"draDriver\": {\"computeDomains\": {\"enabld\": true}}}",
+     "spec.draDriver.computeDomains.enabld", "did you mean \"enabled\""},
+    {"{\"draDriver\": {\"featureGate\": {}}}", "spec.draDriver.featureGate",
+     "did you mean \"featureGates\""},
 };
 
 static void test_bad_values(void **state)
@@ -1457,6 +1489,79 @@ static void test_driver_pools(void **state)
  * does gpuop (the sidecar is not run, the field named); without the driver
  * and with a driver image that has no OS tag, neither sidecar runs either,
  * nor are repoConfig and certConfig mounted. */
+/* spec.draDriver (issue 42): the GPUCluster's keys read into the
+ * operand (image triple, pull policy, gpus.kubeletPlugin's env and
+ * resources) and p->dra; defaults off, port 51516, no gates; a problem
+ * in it holds the plugin (as it runs, or not at all); computeDomains true
+ * is refused by name and holds nothing. */
+static void test_dra_driver(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    int dra = gpuop_operand_by_key("draDriver");
+    assert_true(dra >= 0);
+    parse_json("{\"spec\": {}}", &p);
+    assert_false(p.operands[dra].enabled);
+    assert_string_equal(p.operands[dra].image, "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0");
+    assert_int_equal(p.dra.health_port, GPUOP_DRA_GPUS_HEALTH_PORT);
+    assert_int_equal(json_object_size(p.dra.feature_gates), 0);
+    assert_int_equal(json_array_size(p.dra.pull_secrets), 0);
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"draDriver\": {\"enabled\": true, \"repository\": \"r.io/n\", "
+               "\"version\": \"v0.5.1\", \"imagePullPolicy\": \"Always\", "
+               "\"imagePullSecrets\": [\"s1\", {\"name\": \"s2\"}], \"featureGates\": "
+               "{\"MPSSupport\": true, \"PassthroughSupport\": false}, \"gpus\": "
+               "{\"kubeletPlugin\": {\"env\": [{\"name\": \"A\", \"value\": \"1\"}], "
+               "\"resources\": {\"limits\": {\"memory\": \"1Gi\"}}, \"healthcheck\": "
+               "{\"port\": 600}}}, \"computeDomains\": {\"enabled\": false, \"controller\": "
+               "{\"env\": []}}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_true(p.operands[dra].enabled);
+    assert_false(p.operands[dra].held);
+    assert_string_equal(p.operands[dra].image, "r.io/n/dra-driver-nvidia-gpu:v0.5.1");
+    assert_string_equal(p.operands[dra].pull_policy, "Always");
+    assert_int_equal(json_array_size(p.dra.pull_secrets), 2);
+    assert_true(json_is_true(json_object_get(p.dra.feature_gates, "MPSSupport")));
+    assert_true(json_is_false(json_object_get(p.dra.feature_gates, "PassthroughSupport")));
+    assert_int_equal(json_array_size(p.operands[dra].env), 1);
+    assert_non_null(p.operands[dra].resources);
+    assert_int_equal(p.dra.health_port, 600);
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"draDriver\": {\"enabled\": true, \"gpus\": {\"kubeletPlugin\": "
+               "{\"healthcheck\": {\"enabled\": false}}}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    assert_int_equal(p.dra.health_port, 0);
+    gpuop_policy_free(&p);
+
+    /* a bad gate: named, held (not created, a running one kept) */
+    parse_json("{\"spec\": {\"draDriver\": {\"enabled\": true, \"featureGates\": "
+               "{\"bad gate!\": true, \"MPSSupport\": true}}}}",
+               &p);
+    assert_problem(&p, "spec.draDriver.featureGates.bad gate!", "not a feature gate name");
+    assert_true(p.operands[dra].held && p.operands[dra].hold_absent);
+    assert_int_equal(json_object_size(p.dra.feature_gates), 1);
+    gpuop_policy_free(&p);
+
+    /* compute domains: refused by name, the gpus capability goes on */
+    parse_json("{\"spec\": {\"draDriver\": {\"enabled\": true, \"computeDomains\": "
+               "{\"enabled\": true}}}}",
+               &p);
+    assert_problem(&p, "spec.draDriver.computeDomains.enabled", "not implemented by gpuop");
+    assert_int_equal(p.nproblems, 1);
+    assert_false(p.operands[dra].held);
+    gpuop_policy_free(&p);
+
+    /* off: computeDomains says nothing, nothing held */
+    parse_json("{\"spec\": {\"draDriver\": {\"computeDomains\": {\"enabled\": true}}}}", &p);
+    assert_int_equal(p.nproblems, 0);
+    gpuop_policy_free(&p);
+}
+
 static void test_driver_options_refused(void **state)
 {
     struct gpuop_policy p;
@@ -1518,6 +1623,7 @@ int main(void)
         cmocka_unit_test(test_driver_options),
         cmocka_unit_test(test_driver_pools),
         cmocka_unit_test(test_driver_options_refused),
+        cmocka_unit_test(test_dra_driver),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_not_an_object),

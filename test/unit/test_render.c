@@ -306,7 +306,8 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
         assert_true(json_is_false(json_object_get(pod, "automountServiceAccountToken")));
     else if (!strcmp(sa, GPUOP_MIG_MANAGER_SA) || !strcmp(sa, GPUOP_VALIDATOR_SA) ||
              !strcmp(sa, GPUOP_TOOLKIT_SA) || !strcmp(sa, GPUOP_DRIVER_SA) ||
-             !strcmp(sa, GPUOP_DEVICE_PLUGIN_SA) || !strcmp(sa, GPUOP_GFD_SA))
+             !strcmp(sa, GPUOP_DEVICE_PLUGIN_SA) || !strcmp(sa, GPUOP_GFD_SA) ||
+             !strcmp(sa, GPUOP_DRA_DRIVER_SA))
         assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
     else
         fail_msg("%s: unknown service account %s", op->ds_name, sa);
@@ -2252,6 +2253,110 @@ static void test_extras(void **state)
     json_decref(on);
 }
 
+/* The DRA driver's kubelet plugin as the GPU Operator v26.7.0 renders it
+ * (manifests/state-dra-driver/0500_daemonset.yaml): driver-validation with
+ * NVIDIA's two env, the gpus container privileged with the kubelet's
+ * plugin directories under spec.hostPaths.kubeletRootDir, /var/run/cdi,
+ * the driver root at /driver-root, no RuntimeClass (it writes its own CDI
+ * specs), its account with a token; FEATURE_GATES sorted; healthcheck
+ * off: no probes and HEALTHCHECK_PORT -1; PassthroughSupport's three host
+ * mounts only with the gate. And its DeviceClasses beside it. */
+static void test_dra_driver(void **state)
+{
+    (void)state;
+    struct gpuop_policy p;
+    parse_text("{\"spec\": {\"hostPaths\": {\"kubeletRootDir\": \"/k\"}, \"draDriver\": "
+               "{\"enabled\": true, \"featureGates\": {\"Zeta\": false, \"Alpha\": true}, "
+               "\"gpus\": {\"kubeletPlugin\": {\"healthcheck\": {\"enabled\": false}}}}}}",
+               &p);
+    json_t *ds = render_one(&p, "dra-driver");
+    json_t *pod = path_get(ds, "spec/template/spec");
+    assert_string_equal(str_at(pod, "serviceAccountName"), GPUOP_DRA_DRIVER_SA);
+    assert_true(json_is_true(json_object_get(pod, "automountServiceAccountToken")));
+    assert_unset(pod, "runtimeClassName");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "nodeSelector"),
+                                                          "nvidia.com/gpu.deploy.dra-driver")),
+                        "true");
+    json_t *init = named(json_object_get(pod, "initContainers"), "driver-validation");
+    assert_non_null(init);
+    assert_string_equal(env_of(init, "COMPONENT"), "driver");
+    assert_string_equal(env_of(init, "WITH_WAIT"), "true");
+    assert_string_equal(env_of(init, "DRIVER_VALIDATION_SKIP_GPU_INIT"), "true");
+    assert_string_equal(env_of(init, "DISABLE_DEV_CHAR_SYMLINK_CREATION"), "true");
+    json_t *gpus = named(json_object_get(pod, "containers"), "gpus");
+    assert_non_null(gpus);
+    assert_int_equal(json_array_size(json_object_get(pod, "containers")), 1);
+    assert_true(json_is_true(path_get(gpus, "securityContext/privileged")));
+    assert_non_null(strstr(str_at(gpus, "args/0"), "exec gpu-kubelet-plugin"));
+    assert_string_equal(env_of(gpus, "FEATURE_GATES"), "Alpha=true,Zeta=false");
+    assert_string_equal(env_of(gpus, "HEALTHCHECK_PORT"), "-1");
+    assert_string_equal(env_of(gpus, "NVIDIA_VISIBLE_DEVICES"), "void");
+    assert_string_equal(env_of(gpus, "CDI_ROOT"), "/var/run/cdi");
+    assert_string_equal(env_of(gpus, "KUBELET_REGISTRAR_DIRECTORY_PATH"), "/k/plugins_registry");
+    assert_string_equal(env_of(gpus, "KUBELET_PLUGINS_DIRECTORY_PATH"), "/k/plugins");
+    assert_string_equal(env_of(gpus, "IMAGE_NAME"),
+                        p.operands[gpuop_operand_by_name("dra-driver")].image);
+    assert_null(json_object_get(gpus, "startupProbe"));
+    assert_null(json_object_get(gpus, "livenessProbe"));
+    json_t *mounts = json_object_get(gpus, "volumeMounts");
+    assert_string_equal(str_at(named(mounts, "plugins-registry"), "mountPath"),
+                        "/k/plugins_registry");
+    assert_string_equal(str_at(named(mounts, "plugins"), "mountPath"), "/k/plugins");
+    assert_string_equal(str_at(named(mounts, "plugins"), "mountPropagation"), "Bidirectional");
+    assert_string_equal(str_at(named(mounts, "cdi"), "mountPath"), "/var/run/cdi");
+    assert_string_equal(str_at(named(mounts, "driver-install-dir"), "mountPath"), "/driver-root");
+    assert_string_equal(str_at(named(mounts, "host-root"), "mountPath"), "/host");
+    assert_null(named(mounts, "sysfs"));
+    json_t *vols = json_object_get(pod, "volumes");
+    assert_string_equal(str_at(named(vols, "plugins"), "hostPath/path"), "/k/plugins");
+    assert_string_equal(str_at(named(vols, "cdi"), "hostPath/path"), "/var/run/cdi");
+    json_decref(ds);
+    json_t *extras = gpuop_render_extras(&p, NS);
+    const char *classes[] = {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"};
+    const char *types[] = {"'gpu'", "'mig'", "'vfio'"};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *dc = NULL, *e;
+        size_t i;
+        json_array_foreach(extras, i, e) if (!strcmp(str_at(e, "kind"), "DeviceClass") &&
+                                             !strcmp(str_at(e, "metadata/name"), classes[k])) dc =
+            e;
+        assert_non_null(dc);
+        assert_string_equal(str_at(dc, "apiVersion"), "resource.k8s.io/v1");
+        assert_non_null(strstr(str_at(dc, "spec/selectors/0/cel/expression"), types[k]));
+        assert_non_null(strstr(str_at(dc, "spec/selectors/0/cel/expression"),
+                               "device.driver == 'gpu.nvidia.com'"));
+    }
+    json_decref(extras);
+    gpuop_policy_free(&p);
+
+    /* the gate and the health port */
+    parse_text("{\"spec\": {\"draDriver\": {\"enabled\": true, \"featureGates\": "
+               "{\"PassthroughSupport\": true}}}}",
+               &p);
+    ds = render_one(&p, "dra-driver");
+    gpus = path_get(ds, "spec/template/spec/containers/0");
+    mounts = json_object_get(gpus, "volumeMounts");
+    assert_string_equal(str_at(named(mounts, "sysfs"), "mountPath"), "/sys/");
+    assert_string_equal(str_at(named(mounts, "procfs"), "mountPath"), "/proc/");
+    assert_string_equal(str_at(named(mounts, "lib-modules"), "mountPath"), "/lib/modules/");
+    assert_string_equal(str_at(named(mounts, "plugins-registry"), "mountPath"),
+                        "/var/lib/kubelet/plugins_registry");
+    assert_string_equal(env_of(gpus, "HEALTHCHECK_PORT"), "51516");
+    assert_int_equal(json_integer_value(path_get(gpus, "startupProbe/grpc/port")), 51516);
+    assert_int_equal(json_integer_value(path_get(gpus, "livenessProbe/grpc/port")), 51516);
+    json_decref(ds);
+    /* held by a problem: its DeviceClasses kept as they are */
+    for (int i = 0; i < gpuop_render_extra_count(); i++)
+        assert_false(gpuop_render_extra_held(&p, i));
+    p.operands[gpuop_operand_by_name("dra-driver")].held = true;
+    p.operands[gpuop_operand_by_name("dra-driver")].hold_absent = true;
+    int held = 0;
+    for (int i = 0; i < gpuop_render_extra_count(); i++)
+        held += gpuop_render_extra_held(&p, i);
+    assert_int_equal(held, 3);
+    gpuop_policy_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2283,6 +2388,7 @@ int main(void)
         cmocka_unit_test(test_nri),
         cmocka_unit_test(test_driver_options),
         cmocka_unit_test(test_driver_options_digest),
+        cmocka_unit_test(test_dra_driver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -443,6 +443,9 @@ static void test_reconciled(void **state)
                                         .blocked_by = -1,
                                         .reason = "Invalid",
                                         .message = "limits must be >= requests"};
+    /* the DRA driver's prerequisite is the driver, not the toolkit */
+    ap[gpuop_operand_by_name("dra-driver")] =
+        (struct gpuop_apply_result){.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
     struct gpuop_apply_result sa = {.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
     struct gpuop_status_input in = {.namespace = "ns", .apply = ap, .sa = &sa};
     w.pol.nproblems = 1;
@@ -548,7 +551,8 @@ static void test_service_monitor(void **state)
     w.pol.service_monitor = json_object();
     int sm = -1;
     for (int i = 0; i < gpuop_render_extra_count(); i++)
-        if (gpuop_render_extra_get(i)->crd)
+        if (gpuop_render_extra_get(i)->crd &&
+            !strcmp(gpuop_render_extra_get(i)->kind, "ServiceMonitor"))
             sm = i;
     assert_true(sm >= 0);
     in.absent_crds = 1u << sm;
@@ -585,6 +589,61 @@ static void test_service_monitor(void **state)
     fx_world_free(&w);
 }
 
+/* DeviceClasses (spec.draDriver): said only while the DRA driver is
+ * enabled, not held, and gpuop applies; False with APINotServed while the
+ * API server does not serve resource.k8s.io/v1 (any DeviceClass extra
+ * absent), Reconciled and the state unaffected; True once applied. */
+static void test_device_classes(void **state)
+{
+    (void)state;
+    struct fx_world w;
+    world_init(&w);
+    int dra = gpuop_operand_by_name("dra-driver");
+    fx_add_node_except(&w, "gpu-a", NULL, NULL);
+    fx_run_all(&w, "gpu-a", NULL);
+    fx_analyze(&w);
+    struct gpuop_apply_result ap[GPUOP_OPERAND_MAX] = {{0}};
+    for (int o = 0; o < gpuop_operand_count(); o++)
+        ap[o] = (struct gpuop_apply_result){.state = GPUOP_APPLY_CURRENT, .blocked_by = -1};
+    struct gpuop_status_input in = {.namespace = "ns", .apply = ap};
+    unsigned classes = 0;
+    for (int i = 0; i < gpuop_render_extra_count(); i++)
+        if (!strcmp(gpuop_render_extra_get(i)->kind, "DeviceClass"))
+            classes |= 1u << i;
+    assert_int_equal(__builtin_popcount(classes), 3); /* gpu, mig, vfio */
+
+    in.absent_crds = classes; /* resource.k8s.io/v1 not served */
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "DeviceClasses", "status"), "False");
+    assert_string_equal(cstr(st, "DeviceClasses", "reason"), "APINotServed");
+    assert_non_null(strstr(cstr(st, "DeviceClasses", "message"), "resource.k8s.io/v1"));
+    assert_string_equal(cstr(st, "Reconciled", "status"), "True");
+    assert_string_equal(str(st, "state"), "ready");
+    json_decref(st);
+
+    in.absent_crds = 0;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "DeviceClasses", "status"), "True");
+    assert_string_equal(cstr(st, "DeviceClasses", "reason"), "Applied");
+    json_decref(st);
+
+    w.pol.operands[dra].hold_absent = true; /* a problem in spec.draDriver: held */
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "DeviceClasses"));
+    json_decref(st);
+    w.pol.operands[dra].hold_absent = false;
+    in.apply = NULL; /* gpuop check: nothing said */
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "DeviceClasses"));
+    json_decref(st);
+    w.pol.operands[dra].enabled = false;
+    in.apply = ap;
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "DeviceClasses"));
+    json_decref(st);
+    fx_world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_stranded),
         cmocka_unit_test(test_ignored),
         cmocka_unit_test(test_reconciled),
+        cmocka_unit_test(test_device_classes),
         cmocka_unit_test(test_time_format),
         cmocka_unit_test(test_service_monitor),
     };

@@ -59,7 +59,9 @@ with none, so [] means "keep them", as in the GPU Operator's chart.
 */}}
 {{- define "gpuop.operandSpec" -}}
 {{- $v := .v | default dict -}}
-enabled: {{ include "gpuop.enabled" $v }}
+{{- /* the GPU Operator's chart has no draDriver.enabled (its GPUCluster
+       comes with gpuCluster.deployCR): on only when set true */ -}}
+enabled: {{ if eq .key "draDriver" }}{{ eq (toString $v.enabled) "true" }}{{ else }}{{ include "gpuop.enabled" $v }}{{ end }}
 {{- include "gpuop.operandImage" $v }}
 {{- with $v.imagePullPolicy }}
 imagePullPolicy: {{ . }}
@@ -87,6 +89,14 @@ installDir: {{ . | quote }}
 {{ $c }}:
   env:
     {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq .key "draDriver" }}
+{{- range $k := list "featureGates" "gpus" "computeDomains" }}
+{{- with get $v $k }}
+{{ $k }}:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -190,7 +200,7 @@ env:
 {{/* The operands' keys, in gpuop's order (src/model/operand.c): the same
 in the values and in the GpuPolicy's spec. */}}
 {{- define "gpuop.operandKeys" -}}
-driver toolkit devicePlugin gfd dcgm dcgmExporter validator migManager
+driver toolkit devicePlugin gfd dcgm dcgmExporter validator migManager draDriver
 {{- end }}
 
 {{/* The operands whose GpuPolicy spec takes config.name (a ConfigMap):
