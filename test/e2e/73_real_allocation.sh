@@ -372,7 +372,9 @@ node_json() { kc get gpupolicy "$POLICY" -o json | jq -c --arg n "$NODE" '.statu
 stranded_has() { node_json | jq -e --arg p "$NS/cuda-stranded" '(.strandedPods.pods // []) | index($p) != null' >/dev/null; }
 export -f node_json stranded_has
 export POLICY
+t0=$SECONDS
 wait_for "$STRANDED_TIMEOUT" stranded_has
+log "named as stranded $((SECONDS - t0)) s after its container failed"
 msg=$(node_json | jq -r '.findings[] | select(.reason == "DevicePluginWithoutToolkit") | .message')
 [[ $msg == *"GPU pods bound here now ("*"$NS/cuda-stranded"* ]] ||
 	fail "the DevicePluginWithoutToolkit finding does not name the stranded pod: $msg"
