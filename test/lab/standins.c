@@ -1244,7 +1244,7 @@ static volatile sig_atomic_t dummy;
  * test reads inside its container. Removed when the toolkit stops. */
 #define CDI_DIR          "/var/run/cdi"
 #define CDI_SPEC         CDI_DIR "/nvidia.yaml"
-#define CDI_SPEC_MAX     16384
+#define CDI_SPEC_MAX     65536
 #define STANDIN_GPUS_MAX 64
 #define STANDIN_GPUS_DEF 2
 
@@ -1255,25 +1255,34 @@ static int standin_gpu_count(void)
     return n < 0 ? 0 : n > STANDIN_GPUS_MAX ? STANDIN_GPUS_MAX : n;
 }
 
-static size_t cdi_edits(char *b, size_t at, size_t n, int first, int last)
+/* cdi_put: appends to b (size n) at *at; past the end it only counts, so
+ * *at >= n afterwards means the text did not fit. */
+static void cdi_put(char *b, size_t *at, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(*at < n ? b + *at : NULL, *at < n ? n - *at : 0, fmt, ap);
+    va_end(ap);
+    *at += w > 0 ? (size_t)w : 0;
+}
+
+static void cdi_edits(char *b, size_t *at, size_t n, int first, int last)
 {
     int i;
-    at += (size_t)snprintf(b + at, n - at, "  containerEdits:\n    env:\n");
-    for (i = first; i <= last && at < n; i++)
-        at +=
-            (size_t)snprintf(b + at, n - at, "    - NVIDIA_STANDIN_GPU_%d=GPU-STANDIN-%d\n", i, i);
-    at += (size_t)snprintf(b + at, n - at, "    deviceNodes:\n");
-    for (i = first; i <= last && at < n; i++)
-        at += (size_t)snprintf(b + at, n - at,
-                               "    - path: /dev/nvidia%d\n      hostPath: /dev/null\n", i);
-    return at < n ? at : n;
+    cdi_put(b, at, n, "  containerEdits:\n    env:\n");
+    for (i = first; i <= last; i++)
+        cdi_put(b, at, n, "    - NVIDIA_STANDIN_GPU_%d=GPU-STANDIN-%d\n", i, i);
+    cdi_put(b, at, n, "    deviceNodes:\n");
+    for (i = first; i <= last; i++)
+        cdi_put(b, at, n, "    - path: /dev/nvidia%d\n      hostPath: /dev/null\n", i);
 }
 
 static int toolkit_write_cdi(void)
 {
     static char b[CDI_SPEC_MAX];
-    int n = standin_gpu_count(), i, pass;
-    size_t at;
+    int n = standin_gpu_count(), i;
+    size_t at = 0;
     const char *e = env("CDI_ENABLED");
     if (!e || strcmp(e, "true") != 0) {
         say("CDI_ENABLED is not true: no CDI spec written");
@@ -1281,22 +1290,20 @@ static int toolkit_write_cdi(void)
     }
     if (need_host_path(CDI_DIR, "the runtime reads the CDI spec from the host"))
         return 1;
-    at = (size_t)snprintf(b, sizeof b,
-                          "# written by the toolkit stand-in (test/lab/standins.c)\n"
-                          "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n");
-    for (i = 0; i < n; i++)
-        for (pass = 0; pass < 2; pass++) {
-            if (pass == 0)
-                at += (size_t)snprintf(b + at, sizeof b - at, "- name: \"%d\"\n", i);
-            else
-                at += (size_t)snprintf(b + at, sizeof b - at, "- name: GPU-STANDIN-%d\n", i);
-            at = cdi_edits(b, at, sizeof b, i, i);
-        }
-    if (n > 0) {
-        at += (size_t)snprintf(b + at, sizeof b - at, "- name: all\n");
-        at = cdi_edits(b, at, sizeof b, 0, n - 1);
+    cdi_put(b, &at, sizeof b,
+            "# written by the toolkit stand-in (test/lab/standins.c)\n"
+            "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n");
+    for (i = 0; i < n; i++) {
+        cdi_put(b, &at, sizeof b, "- name: \"%d\"\n", i);
+        cdi_edits(b, &at, sizeof b, i, i);
+        cdi_put(b, &at, sizeof b, "- name: GPU-STANDIN-%d\n", i);
+        cdi_edits(b, &at, sizeof b, i, i);
     }
-    if (at >= sizeof b - 1)
+    if (n > 0) {
+        cdi_put(b, &at, sizeof b, "- name: all\n");
+        cdi_edits(b, &at, sizeof b, 0, n - 1);
+    }
+    if (at >= sizeof b)
         return die("the CDI spec of %d GPUs does not fit in %d bytes", n, CDI_SPEC_MAX);
     if (write_atomic(CDI_SPEC, b) != 0)
         return die("write %s: %s", CDI_SPEC, strerror(errno));
