@@ -216,7 +216,7 @@ gpuop_start --leader-elect=false
 log "the DaemonSets exist before the node is labelled: record which of their hostPaths exist"
 wait_for "$SETTLE_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name | wc -l)\" -ge ${#OPERANDS[@]} ]"
 mapfile -t HP < <(kc -n "$GPUOP_NS" get ds -o json | jq -r '.items[].spec.template.spec.volumes[]? | .hostPath.path // empty' | sort -u)
-printf '%s\n' "${HP[@]}" | grep -qxF /var/run/cdi || fail "no DaemonSet mounts /var/run/cdi: ${HP[*]}"
+grep -qxF /var/run/cdi <<<"$(printf '%s\n' "${HP[@]}")" || fail "no DaemonSet mounts /var/run/cdi: ${HP[*]}"
 record_absent "${HP[@]}"
 
 log "label $NODE as a GPU node"
@@ -287,7 +287,7 @@ gpu_pod cuda-ok
 wait_for "$POD_TIMEOUT" phase_is "$NS" cuda-ok Running
 assert_eq "$NODE" "$(kc -n "$NS" get pod cuda-ok -o jsonpath='{.spec.nodeName}')" "the GPU pod's node"
 assert_eq default-scheduler "$(kc -n "$NS" get pod cuda-ok -o jsonpath='{.spec.schedulerName}')" "who bound it"
-has_device() { kc -n "$NS" logs cuda-ok | grep -q '^char device /dev/nvidia'; }
+has_device() { grep -q '^char device /dev/nvidia' <<<"$(kc -n "$NS" logs cuda-ok)"; }
 export -f has_device
 export NS
 wait_for 60 has_device
