@@ -334,12 +334,11 @@ grep -q 'rescheduled the GPU operator components: .*"nvidia.com/gpu.deploy.devic
 	fail "the device plugin's label was not set back by $DRIVER's driver manager: $(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager | tail -n 4)"
 
 log "a driver pod deleted by hand after its install configuration changed, a GPU pod on the node: the driver manager evicts it before the module goes"
-# The real node advertises one nvidia.com/gpu (an extended resource written
-# into its status, which the kubelet keeps); the GPU pod holds the
-# stand-in module (test/lab/standins.c, module_in_use).
-kc patch node "$NODE" --subresource=status --type=json \
-	-p '[{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "1"}]' >/dev/null
-on_exit 'kc patch node "$NODE" --subresource=status --type=json -p "[{\"op\": \"remove\", \"path\": \"/status/capacity/nvidia.com~1gpu\"}]" >/dev/null 2>&1 || true'
+# The real node advertises the nvidia.com/gpu the device plugin stand-in
+# registered with the kubelet (docs/lab.md, "GPUs through the kubelet");
+# the GPU pod gets one through Allocate and CDI, and holds the stand-in
+# module (test/lab/standins.c, module_in_use).
+wait_for "$SETTLE_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get node $NODE -o jsonpath='{.status.allocatable.nvidia\\.com/gpu}')\" -ge 1 ] 2>/dev/null"
 make_ns WL gates-gpu
 kc -n "$WL" apply -f - >/dev/null <<EOF
 apiVersion: v1

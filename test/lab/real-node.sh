@@ -46,7 +46,14 @@ rn_id() { printf '%s' "$LAB_DIR" | sha256sum | cut -c1-10; }
 RN_NETNS=gpuop-lab-$(rn_id)
 RN_CGROUP_ROOT=/$RN_NETNS
 
-rn_ctr() { ctr --address "$RN_SOCK" --namespace k8s.io "$@"; }
+# containerd 2 (test/lab/build --part containerd): CDI in its CRI plugin,
+# which Debian's containerd 1.6 lacks. Its ctr beside it.
+RN_CONTAINERD_BIN=""
+rn_ctr() {
+	local c=$LAB_DIR/bin/ctr
+	[[ -x $c ]] || c=ctr
+	"$c" --address "$RN_SOCK" --namespace k8s.io "$@"
+}
 
 # rn_is_real_node: true if this LAB_DIR holds a real-node lab (running or
 # left over).
@@ -54,7 +61,7 @@ rn_is_real_node() { [[ -e $LAB_DIR/netns || -d $RN_DIR ]]; }
 
 rn_check_tools() {
 	local t
-	for t in ip iptables nsenter containerd containerd-shim-runc-v2 ctr runc cc strip jq; do
+	for t in ip iptables nsenter runc cc strip jq; do
 		command -v "$t" >/dev/null || lab_die "missing tool for --real-node: $t (scripts/deps installs it)"
 	done
 	[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] ||
@@ -179,9 +186,10 @@ rn_nvidia_runtimes_toml() {
 	local h
 	for h in "${RN_NVIDIA_HANDLERS[@]}"; do
 		cat <<EOF
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes."$h"]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'$h']
         runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes."$h".options]
+        runtime_path = "$RN_CONTAINERD_BIN/containerd-shim-runc-v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'$h'.options]
           BinaryName = "$1/containerd/handlers/$h"
           Root = "$1/containerd/runc"
           SystemdCgroup = false
@@ -279,16 +287,19 @@ rn_configs() {
 	mkdir -p "$d/containerd" "$d/kubelet" "$d/cni/net.d" "$d/cni/ipam" "$d/pod-logs"
 	"$LAB_SRC/pause-image" "$d/pause.tar"
 	cat >"$d/containerd/config.toml" <<EOF
-# The real-node lab's containerd: its own root, state and socket; the CRI
-# plugin with runc (crun fails on cgroup v1 hybrid), cgroupfs, and
-# restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE, so the
-# kubelet's oom_score_adj -998 for sandboxes would fail every pod).
-version = 2
+# The real-node lab's containerd 2 (config version 3): its own root, state
+# and socket; the CRI plugin with runc (crun fails on cgroup v1 hybrid),
+# cgroupfs, and restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE,
+# so the kubelet's oom_score_adj -998 for sandboxes would fail every pod).
+# CDI: containerd 2.4 always resolves the CDI devices a device plugin
+# names (enable_cdi is gone, always on); the specs are read from
+# /var/run/cdi only, where the toolkit writes them.
+version = 3
 root = "$d/containerd/root"
 state = "$d/containerd/state"
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs",
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp",
   "io.containerd.internal.v1.tracing"]
 [grpc]
   address = "$RN_SOCK"
@@ -299,29 +310,34 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 [metrics]
   address = ""
 [plugins]
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "$("$LAB_SRC/pause-image" --name)"
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$("$LAB_SRC/pause-image" --name)"
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = ""
+  [plugins.'io.containerd.cri.v1.runtime']
     restrict_oom_score_adj = true
     netns_mounts_under_state_dir = true
     disable_apparmor = true
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "overlayfs"
+    cdi_spec_dirs = ["/var/run/cdi"]
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
         runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        runtime_path = "$RN_CONTAINERD_BIN/containerd-shim-runc-v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
           BinaryName = "$(command -v runc)"
           Root = "$d/containerd/runc"
           SystemdCgroup = false
 $(rn_nvidia_runtimes_toml "$d")
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "/usr/lib/cni"
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["/usr/lib/cni"]
       conf_dir = "$d/cni/net.d"
       max_conf_num = 1
-    [plugins."io.containerd.grpc.v1.cri".registry]
-      config_path = ""
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
 EOF
 	rn_nvidia_runtimes "$d"
 	cat >"$d/cni/net.d/10-gpuop-lab.conflist" <<EOF
@@ -348,8 +364,8 @@ EOF
 	cat >"$d/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# kubelet 1.36 refuses cgroup v1 unless told; containerd 1.6 cannot report
-# its cgroup driver, so the kubelet's own setting counts.
+# kubelet 1.36 refuses cgroup v1 unless told; the kubelet's own cgroup
+# driver setting agrees with containerd's (cgroupfs).
 failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: $RN_CGROUP_ROOT
@@ -440,7 +456,8 @@ rn_containerd_args() {
 
 # rn_start_containerd: starts containerd, imports the pause image.
 rn_start_containerd() {
-	ln -sfn "$(command -v containerd)" "$LAB_DIR/bin/containerd"
+	ln -sfn "$RN_CONTAINERD_BIN/containerd" "$LAB_DIR/bin/containerd"
+	ln -sfn "$RN_CONTAINERD_BIN/ctr" "$LAB_DIR/bin/ctr"
 	lab_start containerd
 	lab_wait containerd 60 rn_ctr version
 	rn_ctr images import "$RN_DIR/pause.tar" >/dev/null ||

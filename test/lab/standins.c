@@ -4,7 +4,8 @@
  * "Stand-in operand images", lists what each checks and the NVIDIA source
  * it mirrors). One static multi-call binary: what it does is chosen by the
  * name it is run as (nvidia-driver, nvidia-smi, nvidia-validator,
- * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin,
+ * nvidia-ctk-installer / nvidia-toolkit, nvidia-device-plugin-gates (the
+ * checks of the Go device plugin stand-in, test/lab/gomod-standins),
  * gpu-feature-discovery, config-manager, dcgm-exporter, driver-manager;
  * cos-gpu-installer, GKE's driver installer on Container-Optimized OS).
  *
@@ -1232,6 +1233,86 @@ static void toolkit_unregister(const char *pidf)
 
 static volatile sig_atomic_t dummy;
 
+/* The CDI spec the toolkit writes in CDI mode (CDI_ENABLED=true): the
+ * installer runs `nvidia-ctk cdi generate` into /var/run/cdi/nvidia.yaml
+ * (nvidia-container-toolkit v1.20.0, cmd/nvidia-ctk-installer/toolkit/
+ * toolkit.go, generateCDISpec; kind nvidia.com/gpu, one device per GPU by
+ * index and by UUID, and "all"). The stand-in's GPUs are STANDIN_GPU_COUNT
+ * fake ones (default 2, as the device plugin stand-in counts them), UUID
+ * GPU-STANDIN-<i>; each device's edits add /dev/nvidia<i> (a node of the
+ * host's /dev/null) and NVIDIA_STANDIN_GPU_<i>=GPU-STANDIN-<i>, which a
+ * test reads inside its container. Removed when the toolkit stops. */
+#define CDI_DIR          "/var/run/cdi"
+#define CDI_SPEC         CDI_DIR "/nvidia.yaml"
+#define CDI_SPEC_MAX     65536
+#define STANDIN_GPUS_MAX 64
+#define STANDIN_GPUS_DEF 2
+
+static int standin_gpu_count(void)
+{
+    const char *v = env("STANDIN_GPU_COUNT");
+    int n = v ? atoi(v) : STANDIN_GPUS_DEF;
+    return n < 0 ? 0 : n > STANDIN_GPUS_MAX ? STANDIN_GPUS_MAX : n;
+}
+
+/* cdi_put: appends to b (size n) at *at; past the end it only counts, so
+ * *at >= n afterwards means the text did not fit. */
+static void cdi_put(char *b, size_t *at, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(*at < n ? b + *at : NULL, *at < n ? n - *at : 0, fmt, ap);
+    va_end(ap);
+    *at += w > 0 ? (size_t)w : 0;
+}
+
+static void cdi_edits(char *b, size_t *at, size_t n, int first, int last)
+{
+    int i;
+    cdi_put(b, at, n, "  containerEdits:\n    env:\n");
+    for (i = first; i <= last; i++)
+        cdi_put(b, at, n, "    - NVIDIA_STANDIN_GPU_%d=GPU-STANDIN-%d\n", i, i);
+    cdi_put(b, at, n, "    deviceNodes:\n");
+    for (i = first; i <= last; i++)
+        cdi_put(b, at, n, "    - path: /dev/nvidia%d\n      hostPath: /dev/null\n", i);
+}
+
+static int toolkit_write_cdi(void)
+{
+    static char b[CDI_SPEC_MAX];
+    int n = standin_gpu_count(), i;
+    size_t at = 0;
+    const char *e = env("CDI_ENABLED");
+    if (!e || strcmp(e, "true") != 0) {
+        say("CDI_ENABLED is not true: no CDI spec written");
+        return 0;
+    }
+    if (need_host_path(CDI_DIR, "the runtime reads the CDI spec from the host"))
+        return 1;
+    cdi_put(b, &at, sizeof b,
+            "# written by the toolkit stand-in (test/lab/standins.c)\n"
+            "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n");
+    for (i = 0; i < n; i++) {
+        cdi_put(b, &at, sizeof b, "- name: \"%d\"\n", i);
+        cdi_edits(b, &at, sizeof b, i, i);
+        cdi_put(b, &at, sizeof b, "- name: GPU-STANDIN-%d\n", i);
+        cdi_edits(b, &at, sizeof b, i, i);
+    }
+    if (n > 0) {
+        cdi_put(b, &at, sizeof b, "- name: all\n");
+        cdi_edits(b, &at, sizeof b, 0, n - 1);
+    }
+    if (at >= sizeof b)
+        return die("the CDI spec of %d GPUs does not fit in %d bytes", n, CDI_SPEC_MAX);
+    if (write_atomic(CDI_SPEC, b) != 0)
+        return die("write %s: %s", CDI_SPEC, strerror(errno));
+    say("wrote the CDI spec %s: kind nvidia.com/gpu, %d GPUs (by index, by UUID GPU-STANDIN-<i>, "
+        "and all)",
+        CDI_SPEC, n);
+    return 0;
+}
+
 static int toolkit_main(int argc, char **argv)
 {
     char ready[FILE_MAX], want[PATH_MAX], p[PATH_MAX], lib[PATH_MAX], smi[PATH_MAX], pid[32];
@@ -1288,11 +1369,13 @@ static int toolkit_main(int argc, char **argv)
         say("installed the toolkit into %s/toolkit (the lab's nvidia runtime now injects the "
             "driver from %s)",
             root, droot);
-        if (toolkit_register(pidf, root, toolkit_runtime_name()))
+        if (toolkit_register(pidf, root, toolkit_runtime_name()) || toolkit_write_cdi())
             return 1;
         wait_signal();
         toolkit_unregister(pidf);
         unlink(installed);
+        if (unlink(CDI_SPEC) == 0)
+            say("removed the CDI spec %s", CDI_SPEC);
     }
     unlink(pidf);
     say("cleaned up the runtime configuration and %s", pidf);
@@ -1324,18 +1407,22 @@ static int gated_start(const char *what, int mounted_in_nvidia_pod)
                      "its init container waits for toolkit-ready: the container stack is set up");
 }
 
-static int device_plugin_main(int argc, char **argv)
+/* nvidia-device-plugin-gates: what the device plugin checks before it
+ * talks to the kubelet. The image's nvidia-device-plugin is the Go
+ * stand-in (test/lab/gomod-standins), which runs this first and then
+ * registers nvidia.com/gpu with the kubelet; logged as nvidia-device-plugin. */
+static int device_plugin_gates_main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    me = "nvidia-device-plugin";
     if (gated_start("nvidia-device-plugin (stand-in for k8s-device-plugin v0.20.0)", 1) ||
         need_file(VALIDATIONS "/driver-ready", "the entrypoint sources the driver root from it") ||
         need_host_path("/var/lib/kubelet/device-plugins", "registers with the kubelet there"))
         return 1;
     if (access("/var/lib/kubelet/device-plugins/kubelet.sock", F_OK) != 0)
         return die("/var/lib/kubelet/device-plugins/kubelet.sock absent: the kubelet's socket");
-    say("check: kubelet.sock present (no GPU is registered by the stand-in)");
-    wait_signal();
+    say("check: kubelet.sock present");
     return 0;
 }
 
@@ -1358,14 +1445,65 @@ static int gfd_main(int argc, char **argv)
     return 0;
 }
 
+/* config-manager (k8s-device-plugin v0.20.0 cmd/config-manager/main.go,
+ * updateConfigName, updateSymlink): the node's NODE_LABEL names a file of
+ * CONFIG_FILE_SRCDIR (the ConfigMap's keys); without the label
+ * DEFAULT_CONFIG; without that the FALLBACK_STRATEGIES (only "empty" here:
+ * /dev/null). A name that is not there fails. CONFIG_FILE_DST becomes a
+ * link to it. ONESHOT=true ends there (config-manager-init); otherwise it
+ * stays, without following later label or ConfigMap changes (the real one
+ * watches the node and signals the plugin). */
+static int config_manager_pick(const char *label, char *out, size_t n)
+{
+    const char *dflt = env("DEFAULT_CONFIG"), *srcdir = env("CONFIG_FILE_SRCDIR");
+    const char *fb = env("FALLBACK_STRATEGIES");
+    char p[PATH_MAX];
+    const char *name = label && *label ? label : dflt;
+    if (!name) {
+        if (!fb || !strstr(fb, "empty"))
+            return die("no config was set, no default was provided, and all fallbacks failed");
+        snprintf(out, n, "/dev/null");
+        say("no value set and no default: the empty config");
+        return 0;
+    }
+    snprintf(p, sizeof p, "%s/%s", srcdir ? srcdir : "/available-configs", name);
+    if (!is_file(p))
+        return die("specified config %s does not exist (%s)", name, p);
+    snprintf(out, n, "%s", p);
+    return 0;
+}
+
 static int config_manager_main(int argc, char **argv)
 {
-    const char *o = env("ONESHOT");
+    const char *o = env("ONESHOT"), *node = env("NODE_NAME"), *key = env("NODE_LABEL");
+    const char *dst = env("CONFIG_FILE_DST");
+    char path[PATH_MAX], src[PATH_MAX];
+    const char *label = NULL;
+    json_t *j;
     (void)argc;
     (void)argv;
     say("config-manager ONESHOT=%s", o ? o : "");
     if (need_env("NODE_NAME", "it reads the node's config label"))
         return 1;
+    if (key && dst) {
+        if (in_cluster_config())
+            return 1;
+        snprintf(path, sizeof path, "/api/v1/nodes/%s", node);
+        if (!(j = api_json(path)))
+            return die("could not read node %s", node);
+        label = json_string_value(
+            json_object_get(json_object_get(json_object_get(j, "metadata"), "labels"), key));
+        say("check: node %s label %s=%s", node, key, label ? label : "(none)");
+        if (config_manager_pick(label, src, sizeof src)) {
+            json_decref(j);
+            return 1;
+        }
+        json_decref(j);
+        unlink(dst);
+        if (symlink(src, dst) != 0)
+            return die("symlink %s -> %s: %s", dst, src, strerror(errno));
+        say("updated %s -> %s", dst, src);
+    }
     if (o && strcmp(o, "true") == 0)
         return 0;
     wait_signal();
@@ -1429,7 +1567,7 @@ int main(int argc, char **argv)
         {"nvidia-validator", validator_main},
         {"nvidia-ctk-installer", toolkit_main},
         {"nvidia-toolkit", toolkit_main},
-        {"nvidia-device-plugin", device_plugin_main},
+        {"nvidia-device-plugin-gates", device_plugin_gates_main},
         {"gpu-feature-discovery", gfd_main},
         {"config-manager", config_manager_main},
         {"dcgm-exporter", dcgm_main},
