@@ -601,7 +601,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     if (rc == 0)
         rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
     if (rc == 0)
-        rc = gpuop_ctl_labeler_new(loop, kube, &c->labeler);
+        rc = gpuop_ctl_labeler_new(loop, kube, c->queue, &c->labeler);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
     if (rc < 0) {

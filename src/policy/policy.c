@@ -1835,7 +1835,7 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
     char field[FIELD_MAX];
     size_t i;
     json_t *e;
-    int n0 = p->nproblems, notyet = 0;
+    int n0 = p->nproblems;
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_array(v)) {
@@ -1854,14 +1854,6 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
         struct gpuop_driver_pool *dp = &p->driver_pools[p->ndriver_pools];
         bool ok;
         int rc = parse_pool(p, field, e, dp, driver_keys, &ok);
-        if (ok && rc == 0 && json_object_size(dp->node_selector)) {
-            fieldf(field, "%s[%zu].nodeSelector", path, i);
-            problem(p, field,
-                    "is not acted on yet: gpuop does not write " GPUOP_LABEL_DRIVER_POOL
-                    " on nodes itself; label the pool's nodes " GPUOP_LABEL_DRIVER_POOL "=%s",
-                    dp->name);
-            notyet++;
-        }
         if (ok && rc == 0)
             p->ndriver_pools++;
         else
@@ -1869,7 +1861,7 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
         if (rc)
             return rc;
     }
-    if (p->nproblems - notyet > n0)
+    if (p->nproblems > n0)
         p->operands[gpuop_operand_by_key("driver")].held = true;
     return 0;
 }

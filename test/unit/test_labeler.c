@@ -97,7 +97,7 @@ static void lx_open(struct lx *x)
     cfg.server = (char *)fakeapi_url(x->srv);
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&x->loop, &cfg, &x->kube, &err), 0);
-    assert_int_equal(gpuop_ctl_labeler_new(&x->loop, x->kube, &x->l), 0);
+    assert_int_equal(gpuop_ctl_labeler_new(&x->loop, x->kube, NULL, &x->l), 0);
     x->rv = 100;
 }
 
