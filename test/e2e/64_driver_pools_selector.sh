@@ -5,6 +5,8 @@
 #   with a pool label: a pool a100 (nodeSelector {pool: a100}) at 580.95.05
 #   and the default at 595.91.07; gpuop labels the three a100 and each node
 #   runs its pool's image, the Reconciled condition names no nodeSelector;
+#   the status (operands[driver].pools) and gpuop check show each pool's
+#   version and nodes;
 #   a second pool h100 selecting gpu=big, which one a100 node also carries:
 #   that node fails closed: its label stays a100, its driver pod is the same
 #   pod, the annotation gpuop.dev/driver-pool-conflict and the finding
@@ -87,6 +89,20 @@ wait_for 120 driver_image_is "$S2" "$IMG:580.95.05-ubuntu24.04"
 wait_for 120 driver_image_is "$C1" "$IMG:580.95.05-ubuntu24.04"
 wait_for 120 driver_image_is "$D1" "$IMG:595.91.07-ubuntu24.04"
 c1=$(uid_on "$C1")
+
+log "status and gpuop check show each pool's version and nodes"
+pools_status() {
+	kc get gpupolicy "$POLICY" -o json | jq -c '[.status.operands[] | select(.name == "driver")][0].pools // [] | map([.name, .version, .nodes])'
+}
+pools_status_is() { [ "$(pools_status)" = "$1" ]; }
+wait_for 60 pools_status_is '[["a100","580.95.05",3],["default","595.91.07",1]]'
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" -o json) || true
+assert_eq "$(printf '%s\n' "$C1" "$S1" "$S2" | sort | jq -R . | jq -sc .)" \
+	"$(jq -c '.operands[] | select(.name == "driver") | .pools[] | select(.name == "a100") | .nodeNames | sort' <<<"$out")" \
+	"gpuop check -o json names the pool's nodes"
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS") || true
+grep -qE "^  default +595\.91\.07 +1 node: $D1\$" <<<"$out" || fail "gpuop check's text does not show the default pool's node: $out"
+grep -qE "^  a100 +580\.95\.05 +3 nodes: " <<<"$out" || fail "gpuop check's text does not show the a100 pool: $out"
 
 log "two pools select $C1: it fails closed, both named, nothing moved"
 kc patch gpupolicy "$POLICY" --type=json \
