@@ -5,6 +5,8 @@
 #   with a pool label: a pool a100 (nodeSelector {pool: a100}) at 580.95.05
 #   and the default at 595.91.07; gpuop labels the three a100 and each node
 #   runs its pool's image, the Reconciled condition names no nodeSelector;
+#   the pool's DaemonSet has its tolerations, priority class, labels and
+#   annotations (NVIDIADriver's), the default's not;
 #   the status (operands[driver].pools) and gpuop check show each pool's
 #   version and nodes;
 #   a second pool h100 selecting gpu=big, which one a100 node also carries:
@@ -47,7 +49,13 @@ spec:
     image: driver
     version: "595.91.07"
     pools:
-      - {name: a100, version: "580.95.05", nodeSelector: {pool: a100}}
+      - name: a100
+        version: "580.95.05"
+        nodeSelector: {pool: a100}
+        tolerations: [{key: dedicated, operator: Equal, value: a100, effect: NoSchedule}]
+        priorityClassName: system-cluster-critical
+        labels: {team: ml}
+        annotations: {owner: ml-platform}
   toolkit: {enabled: false}
   devicePlugin: {enabled: false}
   gfd: {enabled: false}
@@ -82,6 +90,19 @@ wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $PO
 msg=$(kc get gpupolicy "$POLICY" -o jsonpath='{.status.conditions[?(@.type=="Reconciled")].message}')
 grep -qF "nodeSelector" <<<"$msg" && fail "the Reconciled condition still names the nodeSelector: $msg"
 grep -qF "labelled node $S1: $POOL=a100" "$GPUOP_LOG" || fail "the log does not say $S1 was labelled"
+
+log "the pool's DaemonSet carries its NVIDIADriver fields, the default's does not"
+A=gpuop-driver-a100-ubuntu24.04
+D=gpuop-driver-ubuntu24.04
+wait_for 60 kc -n "$GPUOP_NS" get ds "$A"
+t=$(kc -n "$GPUOP_NS" get ds "$A" -o json | jq -c '.spec.template')
+assert_eq "system-cluster-critical" "$(jq -r '.spec.priorityClassName' <<<"$t")" "the pool's priority class"
+assert_eq '["nvidia.com/gpu","dedicated"]' "$(jq -c '[.spec.tolerations[].key]' <<<"$t")" "the pool's toleration after the policy's"
+assert_eq "ml" "$(jq -r '.metadata.labels.team' <<<"$t")" "the pool's label on its pods"
+assert_eq "ml-platform" "$(jq -r '.metadata.annotations.owner' <<<"$t")" "the pool's annotation on its pods"
+t=$(kc -n "$GPUOP_NS" get ds "$D" -o json | jq -c '.spec.template')
+assert_eq "system-node-critical" "$(jq -r '.spec.priorityClassName' <<<"$t")" "the default's priority class"
+assert_eq "null" "$(jq -r '.metadata.labels.team' <<<"$t")" "no pool label on the default's pods"
 
 log "each node runs its pool's image"
 wait_for 120 driver_image_is "$S1" "$IMG:580.95.05-ubuntu24.04"
