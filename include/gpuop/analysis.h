@@ -163,6 +163,7 @@ struct gpuop_analysis_state {
     char dpools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
                                           names: a node labelled with one is in its pool */
     int ndpools;
+    int driver;   /* the driver's operand index (its pools' conflicts) */
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */

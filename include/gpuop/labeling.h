@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "gpuop/model.h"
 #include "gpuop/policy.h"
 
@@ -60,5 +62,60 @@ bool gpuop_labeling_plan(const struct gpuop_labeling *l, const struct gpuop_node
  * no person's decision). Does not depend on the policy: what gpuop set and
  * someone changed is reported even with labelling turned off since. */
 bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
+
+/* Driver pools (spec.driver.pools, SPEC 4f): gpuop writes
+ * GPUOP_LABEL_DRIVER_POOL on the GPU nodes a pool's nodeSelector selects,
+ * as NVIDIA's AssignOwners writes nvidia.com/gpu-operator.driver.owner
+ * (gpu-operator internal/nvidiadriver/nvidiadriver.go). The rules:
+ *   - the pools that select a node are the pools whose nodeSelector its
+ *     labels match, and the pool without a nodeSelector its label names
+ *     (a pool people label by hand: its label is a person's choice);
+ *   - one pool selects it: the label names that pool;
+ *   - none: a label naming a pool with a nodeSelector is removed (the node
+ *     is the default pool's); any other label is a person's and stays;
+ *   - two or more: fails closed. The label stays as it is (never moved,
+ *     never removed) and GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT names them
+ *     (the analysis reports DriverPoolConflict); the annotation goes once
+ *     the conflict does;
+ *   - nothing is written while the policy holds the driver (a pool that
+ *     cannot be used is left out, and a conflict with it would go unseen)
+ *     or while no pool has a nodeSelector. */
+struct gpuop_pool_facts {
+    bool on; /* some pool has a nodeSelector and the driver is not held */
+    int n;
+    char name[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
+    json_t *selector[GPUOP_DRIVER_POOLS_MAX]; /* owned; NULL: a pool labelled by hand */
+};
+
+/* Longest conflict annotation: every pool's name and a comma. */
+#define GPUOP_POOL_CONFLICT_MAX (GPUOP_DRIVER_POOLS_MAX * (GPUOP_DRIVER_POOL_NAME_MAX + 1))
+
+/* What gpuop writes on one node for its driver pool. */
+struct gpuop_pool_plan {
+    bool label;       /* change GPUOP_LABEL_DRIVER_POOL */
+    const char *pool; /* ... to this pool (borrowed from the facts); NULL: remove it */
+    bool note;        /* change GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT */
+    char conflict[GPUOP_POOL_CONFLICT_MAX + 1]; /* ... to this; "": remove it */
+};
+
+/* The pool facts of policy p (borrowed) into *out (its selectors new:
+ * gpuop_labeling_pools_free). Returns 0 or GPUOP_ENOMEM (then *out is
+ * off). */
+int gpuop_labeling_pools_of(const struct gpuop_policy *p, struct gpuop_pool_facts *out);
+void gpuop_labeling_pools_free(struct gpuop_pool_facts *f);
+/* The same pools, names and selectors. */
+bool gpuop_labeling_pools_same(const struct gpuop_pool_facts *a, const struct gpuop_pool_facts *b);
+
+/* Bit k: pool k's nodeSelector matches labels (a node's metadata.labels,
+ * borrowed; every key of the selector with its value). */
+unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *labels);
+
+/* The plan for a GPU node whose labels match the pools of `match`
+ * (gpuop_labeling_pool_match), labelled label_now and annotated
+ * conflict_now (each borrowed, NULL when absent); true when something is
+ * to be written. */
+bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
+                              const char *label_now, const char *conflict_now,
+                              struct gpuop_pool_plan *out);
 
 #endif

@@ -177,12 +177,14 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
     bool mig_capable : 1;         /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
                                      "true", else nvidia.com/gpu.product names an A100, A30 or
                                      H100; never with nvidia.com/vgpu.host-driver-version */
-    uint8_t os_labels : 5;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels (and
-                                     the driver pool label) it carries */
+    uint8_t os_labels : 6;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels (and
+                                     the driver pool label and conflict annotation) it
+                                     carries */
     uint8_t upgrade : 2;          /* enum gpuop_upgrade (the same byte as os_labels) */
-    char *os;                     /* their values, five consecutive strings ("" when absent):
+    char *os;                     /* their values, six consecutive strings ("" when absent):
                                      ID, VERSION_ID, VERSION_ID.major, kernel-version.full,
-                                     gpuop.dev/driver-pool;
+                                     gpuop.dev/driver-pool, the annotation
+                                     gpuop.dev/driver-pool-conflict;
                                      NULL when it carries none. Read them with
                                      gpuop_node_os(). */
     struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
@@ -211,9 +213,12 @@ enum gpuop_os_field {
     GPUOP_OS_VERSION,
     GPUOP_OS_MAJOR,
     GPUOP_OS_KERNEL,
-    GPUOP_OS_DRIVER_POOL, /* not NFD's: gpuop's GPUOP_LABEL_DRIVER_POOL (names.h), the
-                             driver pool the node is in, kept with the OS labels as a
-                             part of its driver DaemonSet's identity */
+    GPUOP_OS_DRIVER_POOL,   /* not NFD's: gpuop's GPUOP_LABEL_DRIVER_POOL (names.h), the
+                               driver pool the node is in, kept with the OS labels as a
+                               part of its driver DaemonSet's identity */
+    GPUOP_OS_POOL_CONFLICT, /* not a label: gpuop's annotation
+                               GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT (names.h), the
+                               pools that select the node when more than one does */
     GPUOP_OS_FIELDS
 };
 #define GPUOP_OS_HAS(f) (1u << (f))

@@ -43,6 +43,11 @@
  * nvidia.com/gpu-operator.driver.owner, internal/consts/consts.go), and
  * the same label on a pool's DaemonSets, their pods and their selector. */
 #define GPUOP_LABEL_DRIVER_POOL "gpuop.dev/driver-pool"
+/* The annotation in which gpuop records on a GPU node that two or more
+ * driver pools select it ("a100,h100", in the policy's order): the node
+ * keeps its pool label (fails closed, as NVIDIA's AssignOwners does) and
+ * the analysis names both (DriverPoolConflict). Absent otherwise. */
+#define GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT "gpuop.dev/driver-pool-conflict"
 
 /* onFailure rollback: the node label naming the pool DaemonSet whose
  * previous template runs on the node (its DaemonSet "<value>-rollback");

@@ -201,6 +201,13 @@ struct gpuop_driver_pool {
     bool os_tag;              /* as gpuop_operand_spec.os_tag */
     char *pull_policy;        /* imagePullPolicy, else spec.driver's */
     char *kernel_module_type; /* kernelModuleType, else spec.driver's (NULL: unset) */
+    /* NVIDIADriver's DaemonSet fields, on the pool's DaemonSets: each NULL
+     * when the pool leaves it out (spec.daemonsets' then); merged with
+     * spec.daemonsets' once the spec is parsed (pools_merge). */
+    json_t *tolerations;  /* spec.daemonsets.tolerations plus the pool's (owned) */
+    char *priority_class; /* priorityClassName: in place of spec.daemonsets' */
+    json_t *labels;       /* spec.daemonsets.labels with the pool's over them (owned) */
+    json_t *annotations;  /* ... annotations, the same (owned) */
 };
 
 /* spec.draDriver (issue 42): the GPU Operator's GPUCluster DRADriverSpec

@@ -42,7 +42,8 @@ enum gpuop_reason {
     GPUOP_REASON_LABEL_PAUSED,
     GPUOP_REASON_LABEL_PAUSED_LEFT_OVER,
     GPUOP_REASON_LABEL_INVALID,
-    GPUOP_REASON_LABEL_CHANGED, /* a label gpuop set (node labelling) someone changed */
+    GPUOP_REASON_LABEL_CHANGED,        /* a label gpuop set (node labelling) someone changed */
+    GPUOP_REASON_DRIVER_POOL_CONFLICT, /* two driver pools select the node: it moves to neither */
     /* Unexpected */
     GPUOP_REASON_OPERAND_DISABLED,
     GPUOP_REASON_NODE_OPTED_OUT,

@@ -93,7 +93,24 @@ struct gpuop_status_input {
      * NULL: none (not the leader, gpuop check). */
     const struct gpuop_upgrade_plan *upgrade;
     const struct gpuop_upgrade_in *upgrade_in;
+    /* Driver pools (SPEC 4f): gpuop_status_driver_pools of the GPU nodes,
+     * borrowed, added to the driver's operands[] entry as "pools"; NULL:
+     * none (no pools in the policy). */
+    json_t *driver_pools;
 };
+
+/* Longest pool's version kept ("580.95.05", a digest). */
+#define GPUOP_STATUS_POOL_VERSION_MAX 128
+
+/* Each driver pool of policy p (borrowed) and the default, as
+ * [{"name": "a100", "version": "580.95.05", "nodes": 3[, "nodeNames":
+ * [...]]}, ..., {"name": "default", ...}]: the GPU nodes among nodes
+ * (borrowed) in each (a node's gpuop.dev/driver-pool label names its pool;
+ * none, or a name no pool has: the default), with their names too when
+ * names is true (gpuop check; the status counts only). New; NULL when p has
+ * no pools or on out-of-memory. */
+json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
+                                  const struct gpuop_node *const *nodes, size_t n, bool names);
 
 /* New status object, or NULL on out-of-memory. p, f, prev_status (the
  * previous .status, may be NULL) and in are borrowed; f may be NULL only

@@ -267,6 +267,8 @@ static void findings_and_status(struct gpuop_controller *c)
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
     }
+    if (rc == 0 && !c->inactive) /* each driver pool's nodes, counted (SPEC 4f) */
+        in.driver_pools = gpuop_status_driver_pools(&c->policy, v.nodes, v.nnodes, false);
     gpuop_caches_view_free(&v);
     if (rc == 0 && !c->inactive && c->leader) { /* who is stranded: the controller lists them */
         (void)gpuop_ctl_stranded_track(c->stranded, f, c->events, c->key, uid);
@@ -283,6 +285,7 @@ static void findings_and_status(struct gpuop_controller *c)
     else if (c->inactive && strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false; /* no longer the active policy */
     build_and_write_status(c, obj, rc == 0 ? f : NULL, &in);
+    json_decref(in.driver_pools);
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last, after the status
          * went out: the status is what a user waits for, and an Event
@@ -601,7 +604,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     if (rc == 0)
         rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
     if (rc == 0)
-        rc = gpuop_ctl_labeler_new(loop, kube, &c->labeler);
+        rc = gpuop_ctl_labeler_new(loop, kube, c->queue, &c->labeler);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
     if (rc < 0) {

@@ -352,11 +352,17 @@ void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *
 /* ---- labeler.c ---- */
 
 struct ctl_labeler;
-int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct ctl_labeler **out);
+/* queue (borrowed, may be NULL): the tracked policy is queued on it when
+ * the driver pools' LISTs answer. */
+int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,
+                          struct ctl_labeler **out);
 /* The nodes (borrowed; the node cache) that policy p (borrowed; the
  * active one) says gpuop labels (SPEC 4a) become the candidates: each is
  * read fresh and patched once, in the background; the others are
- * forgotten. Call it only while leading. Returns 0 or GPUOP_ENOMEM. */
+ * forgotten. So do the GPU nodes whose driver pool label or conflict
+ * annotation the last LISTs of the pools' nodeSelectors say is wrong
+ * (SPEC 4f; labeler.c). Call it only while leading. Returns 0 or
+ * GPUOP_ENOMEM. */
 int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
                             const struct gpuop_node *const *nodes, size_t n);
 /* Leadership lost: every candidate forgotten, requests in flight cancelled,

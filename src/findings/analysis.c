@@ -511,10 +511,22 @@ enum fact {
     F_PREREQ_OFF = 1u << 27,  /* a prerequisite up the chain neither runs nor is host-provided */
     /* only judged while it does not run */
     F_ADV_NO_TK = 1u << 28, /* device plugin: the node advertises GPUs, the toolkit is off */
+    /* judged whatever runs */
+    F_POOL_CONFLICT = 1u << 30, /* driver: two driver pools select the node (SPEC 4f) */
 };
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
-enum row_ref { R_NONE, R_POD, R_TAINT, R_LABEL, R_LABEL_NOW, R_BLOCKER_LABEL, R_DS_NAME, R_OS };
+enum row_ref {
+    R_NONE,
+    R_POD,
+    R_TAINT,
+    R_LABEL,
+    R_LABEL_NOW,
+    R_BLOCKER_LABEL,
+    R_DS_NAME,
+    R_OS,
+    R_POOLS
+};
 enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
 
 /* A row's reason: a reason, none (the row only sets the cell), the pair's
@@ -606,6 +618,13 @@ static const struct row ordering[] = {
      R_NONE, P_TOOLKIT},
 };
 
+/* The driver pools that select the node when more than one does: it keeps
+ * its pool label (labeling.h), so whatever runs is judged as above too. */
+static const struct row pools[] = {
+    {F_GPU | F_ENABLED | F_POOL_CONFLICT, 0, GPUOP_REASON_DRIVER_POOL_CONFLICT, CELL_KEEP, R_POOLS,
+     P_NONE},
+};
+
 #define ROWS(t)                                                                                    \
     {                                                                                              \
         t, sizeof(t) / sizeof(t[0])                                                                \
@@ -613,8 +632,8 @@ static const struct row ordering[] = {
 static const struct table {
     const struct row *rows;
     size_t n;
-} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),
-              ROWS(advertises), ROWS(unexpected),  ROWS(ordering)};
+} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs), ROWS(advertises),
+              ROWS(unexpected), ROWS(ordering),    ROWS(pools)};
 
 static const struct row *first_match(const struct row *rows, size_t n, uint32_t facts)
 {
@@ -729,6 +748,8 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
              ? F_EXPECTED
              : 0;
     h |= j->running[o] ? F_RUNNING : 0;
+    if (s->ndpools && gpuop_node_os(nd, GPUOP_OS_POOL_CONFLICT) && o == s->driver)
+        h |= F_POOL_CONFLICT; /* the labeller's annotation (labeling.h) */
     /* no device plugin runs, but the scheduler still sees its GPUs */
     if (!(h & F_RUNNING) && o == s->device_plugin && s->toolkit >= 0 && nd->gpu && advertised(nd) &&
         !j->running[s->toolkit] && !j->host[s->toolkit])
@@ -801,6 +822,9 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
     case R_DS_NAME:
     case R_OS:
         ref = k->text;
+        break;
+    case R_POOLS:
+        ref = gpuop_node_os(nd, GPUOP_OS_POOL_CONFLICT);
         break;
     default:
         break;
@@ -1023,6 +1047,7 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     const struct gpuop_reason_info *adv =
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
     s->device_plugin = gpuop_operand_by_name(adv->operand);
+    s->driver = gpuop_operand_by_key("driver");
     s->toolkit = gpuop_operand_by_name(adv->prereq);
     for (int o = 0; o < nops; o++) /* looked up by name: once a pass, not once a cell */
         s->prereq[o] = (int8_t)gpuop_policy_prereq(p, o); /* dcgm-exporter's: dcgm when on */

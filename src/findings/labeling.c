@@ -5,8 +5,10 @@
  * decision is unit-tested without a cluster, taken by the controller's
  * labeler from its cache and taken again from a fresh GET before the PATCH.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "gpuop/error.h"
 #include "gpuop/labeling.h"
 #include "gpuop/operand.h"
 
@@ -58,4 +60,115 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i)
         return false; /* NVIDIA's driver container wrote it, not a person */
     const char *v = gpuop_node_deploy_value(n, i);
     return !(n->deploy[i] == GPUOP_LABEL_OTHER && v && strncmp(v, "paused", 6) == 0);
+}
+
+/* ---- driver pools ---- */
+
+int gpuop_labeling_pools_of(const struct gpuop_policy *p, struct gpuop_pool_facts *out)
+{
+    memset(out, 0, sizeof(*out));
+    int d = gpuop_operand_by_key("driver");
+    if (!p || d < 0 || !p->operands[d].enabled || p->operands[d].held)
+        return 0;
+    bool any = false;
+    for (int k = 0; k < p->ndriver_pools && k < GPUOP_DRIVER_POOLS_MAX; k++) {
+        const struct gpuop_driver_pool *dp = &p->driver_pools[k];
+        snprintf(out->name[k], sizeof(out->name[k]), "%s", dp->name);
+        if (json_object_size(dp->node_selector)) {
+            if (!(out->selector[k] = json_deep_copy(dp->node_selector))) {
+                out->n = k + 1;
+                gpuop_labeling_pools_free(out);
+                return GPUOP_ENOMEM;
+            }
+            any = true;
+        }
+        out->n = k + 1;
+    }
+    out->on = any;
+    return 0;
+}
+
+void gpuop_labeling_pools_free(struct gpuop_pool_facts *f)
+{
+    for (int k = 0; k < f->n; k++)
+        json_decref(f->selector[k]);
+    memset(f, 0, sizeof(*f));
+}
+
+bool gpuop_labeling_pools_same(const struct gpuop_pool_facts *a, const struct gpuop_pool_facts *b)
+{
+    if (a->on != b->on || a->n != b->n)
+        return false;
+    for (int k = 0; k < a->n; k++)
+        if (strcmp(a->name[k], b->name[k]) || !a->selector[k] != !b->selector[k] ||
+            (a->selector[k] && !json_equal(a->selector[k], b->selector[k])))
+            return false;
+    return true;
+}
+
+unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *labels)
+{
+    unsigned m = 0;
+    for (int k = 0; f && f->on && k < f->n; k++) {
+        const char *key;
+        json_t *v;
+        bool all = f->selector[k] != NULL;
+        json_object_foreach(f->selector[k], key, v)
+        {
+            const char *have = json_string_value(json_object_get(labels, key));
+            all = all && have && json_string_value(v) && !strcmp(have, json_string_value(v));
+        }
+        m |= all ? 1u << k : 0;
+    }
+    return m;
+}
+
+/* Pool k of f by name; -1 when none. */
+static int pool_named(const struct gpuop_pool_facts *f, const char *name)
+{
+    for (int k = 0; name && k < f->n; k++)
+        if (!strcmp(f->name[k], name))
+            return k;
+    return -1;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
+                              const char *label_now, const char *conflict_now,
+                              struct gpuop_pool_plan *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!f || !f->on)
+        return false;
+    int now = pool_named(f, label_now);
+    if (now >= 0 && !f->selector[now])
+        match |= 1u << now; /* a pool labelled by hand: a person's choice */
+    int count = 0, one = -1;
+    size_t len = 0;
+    for (int k = 0; k < f->n; k++) {
+        if (!((match >> k) & 1u))
+            continue;
+        int w = snprintf(out->conflict + len, sizeof(out->conflict) - len, "%s%s", count ? "," : "",
+                         f->name[k]);
+        len += w > 0 && (size_t)w < sizeof(out->conflict) - len ? (size_t)w : 0;
+        count++;
+        one = k;
+    }
+    if (count >= 2) { /* fails closed: the label stays */
+        out->note = !same_str(conflict_now, out->conflict);
+        return out->note;
+    }
+    out->conflict[0] = '\0';
+    out->note = conflict_now != NULL;
+    if (count == 1) {
+        out->pool = f->name[one];
+        out->label = !same_str(label_now, out->pool);
+    } else {
+        out->label = now >= 0 && f->selector[now]; /* gpuop's label: the default pool's now */
+    }
+    return out->label || out->note;
 }

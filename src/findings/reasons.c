@@ -217,6 +217,21 @@ static const struct gpuop_reason_info reasons[] = {
          "gpuop.dev/node-labels- (gpuop then leaves every label of the node alone and this "
          "finding clears); else set the label back to \"true\".",
          NULL, NULL},
+    [GPUOP_REASON_DRIVER_POOL_CONFLICT] =
+        {N, "DriverPoolConflict",
+         "Driver pools <detail> all select the node (spec.driver.pools: their nodeSelectors "
+         "match its labels, or one is the pool its gpuop.dev/driver-pool label names by hand), "
+         "so gpuop moves it to none of them: it keeps its driver and its gpuop.dev/driver-pool "
+         "label as they are.",
+         "Two or more driver pools select one node; as NVIDIA's GPU Operator does with "
+         "NVIDIADriver objects whose nodeSelectors overlap, gpuop fails closed: the node's pool "
+         "label is neither moved nor removed (annotation gpuop.dev/driver-pool-conflict names "
+         "the pools) and its driver keeps running.",
+         "Make the pools' nodeSelectors exclusive (each pool's spec.driver.pools nodeSelector), or "
+         "change "
+         "the node's labels so that one pool selects it (kubectl label node <node> ...); gpuop "
+         "then moves it there and the finding clears.",
+         NULL, NULL},
     [GPUOP_REASON_OPERAND_DISABLED] =
         {U, "OperandDisabled",
          "Pod <detail> runs although <operand> is disabled in the policy "

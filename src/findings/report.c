@@ -21,6 +21,7 @@
 #define NAME_COL_MAX   48
 #define EXAMPLES       3
 #define TAINTS_COL_MAX 80 /* a longer TAINTS cell ends in "..." */
+#define POOL_NAMES_MAX 10 /* nodes named a driver pool in text; the rest counted */
 
 static const struct {
     const char *sym, *legend, *color;
@@ -467,6 +468,39 @@ static void upgrade_text(FILE *out, json_t *up, const struct gpuop_report_opts *
     fputc('\n', out);
 }
 
+/* Driver pools (SPEC 4f): each pool's version and the shown GPU nodes in it. */
+static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_report_opts *o)
+{
+    json_t *pools = gpuop_status_driver_pools(p, o->nodes, o->nnodes, true), *e;
+    size_t i, j;
+    if (!pools)
+        return p && p->ndriver_pools > 0 && o->nnodes ? GPUOP_ENOMEM : 0;
+    fputs("\ndriver pools (spec.driver.pools; a node's pool is its gpuop.dev/driver-pool label):\n",
+          out);
+    json_array_foreach(pools, i, e)
+    {
+        json_t *names = json_object_get(e, "nodeNames"), *nm;
+        size_t shown_n = 0, listed = 0;
+        json_array_foreach(names, j, nm) shown_n += shown(o, json_string_value(nm));
+        fprintf(out, "  %-24s %-16s %zu node%s", json_string_value(json_object_get(e, "name")),
+                json_string_value(json_object_get(e, "version")), shown_n, shown_n == 1 ? "" : "s");
+        json_array_foreach(names, j, nm)
+        {
+            if (!shown(o, json_string_value(nm)))
+                continue;
+            if (listed == POOL_NAMES_MAX) {
+                fprintf(out, " and %zu more", shown_n - listed);
+                break;
+            }
+            fprintf(out, "%s%s", listed ? ", " : ": ", json_string_value(nm));
+            listed++;
+        }
+        fputc('\n', out);
+    }
+    json_decref(pools);
+    return 0;
+}
+
 int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       const struct gpuop_report_opts *opts)
 {
@@ -492,6 +526,8 @@ int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
     if ((rc = findings(out, f, &o, nitems)) < 0)
         return rc;
     host_info(out, f, &o);
+    if ((rc = pools_text(out, p, &o)) < 0)
+        return rc;
     upgrade_text(out, o.upgrade, &o);
     summary(out, f, &o, nshown);
     return ferror(out) ? GPUOP_EIO : 0;
@@ -508,7 +544,9 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
 
     if (!f)
         return NULL;
+    in.driver_pools = gpuop_status_driver_pools(p, o.nodes, o.nnodes, true); /* SPEC 4f */
     json_t *st = gpuop_status_build(p, f, NULL, &in, o.now);
+    json_decref(in.driver_pools);
     json_t *doc = json_object();
     if (!st || !doc)
         goto fail;

@@ -430,6 +430,57 @@ json_t *gpuop_status_operands(const struct gpuop_findings *f,
     return arr;
 }
 
+/* ---- driver pools ---- */
+
+/* The version an image reference runs: its tag or digest ("580.95.05"),
+ * else the whole reference; into out. */
+static void image_version(const char *image, char *out, size_t size)
+{
+    const char *at = image ? strrchr(image, '@') : NULL;
+    const char *slash = image ? strrchr(image, '/') : NULL;
+    const char *colon = image ? strrchr(image, ':') : NULL;
+    const char *v = at ? at + 1 : colon && (!slash || colon > slash) ? colon + 1 : image;
+    snprintf(out, size, "%s", v ? v : "");
+}
+
+/* One entry of gpuop_status_driver_pools: pool k of p (-1: the default). */
+static json_t *pool_entry(const struct gpuop_policy *p, int k, bool names)
+{
+    int d = gpuop_operand_by_key("driver");
+    char version[GPUOP_STATUS_POOL_VERSION_MAX];
+    image_version(k < 0 ? p->operands[d].image : p->driver_pools[k].image, version,
+                  sizeof(version));
+    return json_pack("{s:s, s:s, s:I, s:o*}", "name", k < 0 ? "default" : p->driver_pools[k].name,
+                     "version", version, "nodes", (json_int_t)0, "nodeNames",
+                     names ? json_array() : NULL);
+}
+
+json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
+                                  const struct gpuop_node *const *nodes, size_t n, bool names)
+{
+    if (!p || p->ndriver_pools <= 0)
+        return NULL;
+    json_t *arr = json_array();
+    bool bad = !arr;
+    for (int k = 0; !bad && k <= p->ndriver_pools; k++) /* the default last */
+        bad = json_array_append_new(arr, pool_entry(p, k < p->ndriver_pools ? k : -1, names)) < 0;
+    for (size_t i = 0; !bad && i < n; i++) {
+        if (!nodes[i] || !nodes[i]->gpu)
+            continue;
+        int k = gpuop_policy_driver_pool(p, gpuop_node_os(nodes[i], GPUOP_OS_DRIVER_POOL));
+        json_t *e = json_array_get(arr, k < 0 ? (size_t)p->ndriver_pools : (size_t)k);
+        json_t *cnt = json_object_get(e, "nodes");
+        bad = json_integer_set(cnt, json_integer_value(cnt) + 1) < 0 ||
+              (names && json_array_append_new(json_object_get(e, "nodeNames"),
+                                              json_string(nodes[i]->name)) < 0);
+    }
+    if (bad) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r,
                          bool empty_lists)
 {
@@ -575,6 +626,13 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
     if (json_array_size(nodes) == 0 && !in->empty_lists) { /* no dangling "Nodes:" */
         json_decref(nodes);
         nodes = NULL;
+    }
+    json_t *drv = json_array_get(ops, (size_t)gpuop_operand_by_key("driver"));
+    if (in->driver_pools && drv && json_object_set(drv, "pools", in->driver_pools) < 0) {
+        json_decref(ops);
+        json_decref(nodes);
+        json_decref(sum);
+        goto fail;
     }
     if (json_object_set_new(st, "operands", ops) < 0 ||
         (nodes && json_object_set_new(st, "nodes", nodes) < 0) ||

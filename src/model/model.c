@@ -481,16 +481,17 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
-/* NFD's OS and kernel labels and the driver pool's, packed as five
- * consecutive strings (model.h). */
-static void node_os(json_t *labels, struct gpuop_node *n, struct packer *k)
+/* NFD's OS and kernel labels, the driver pool's and gpuop's pool conflict
+ * annotation, packed as six consecutive strings (model.h). */
+static void node_os(json_t *labels, json_t *annotations, struct gpuop_node *n, struct packer *k)
 {
-    static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID, GPUOP_LABEL_OS_VERSION,
-                                                      GPUOP_LABEL_OS_MAJOR, GPUOP_LABEL_KERNEL,
-                                                      GPUOP_LABEL_DRIVER_POOL};
+    static const char *const keys[GPUOP_OS_FIELDS] = {
+        GPUOP_LABEL_OS_ID,  GPUOP_LABEL_OS_VERSION,  GPUOP_LABEL_OS_MAJOR,
+        GPUOP_LABEL_KERNEL, GPUOP_LABEL_DRIVER_POOL, GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT};
     const char *vals[GPUOP_OS_FIELDS];
     for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
-        vals[f] = json_string_value(json_object_get(labels, keys[f]));
+        json_t *from = f == GPUOP_OS_POOL_CONFLICT ? annotations : labels;
+        vals[f] = json_string_value(json_object_get(from, keys[f]));
         if (vals[f])
             n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
     }
@@ -530,7 +531,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     if (k->p) /* copying; it adds no string, so not while measuring */
         node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
-    node_os(jobj(meta, "labels"), n, k);
+    node_os(jobj(meta, "labels"), jobj(meta, "annotations"), n, k);
     node_upgrade(obj, n);
     size_t i;
     json_t *t;

@@ -1687,8 +1687,23 @@ static int parse_driver_option(struct gpuop_policy *p, const char *field, const 
 
 /* ---- spec.driver.pools ---------------------------------------------------- */
 
-static const char *const pool_fields[] = {"name",    "nodeSelector",    "repository",       "image",
-                                          "version", "imagePullPolicy", "kernelModuleType", NULL};
+static const char *const pool_fields[] = {"name",
+                                          "nodeSelector",
+                                          "repository",
+                                          "image",
+                                          "version",
+                                          "imagePullPolicy",
+                                          "kernelModuleType",
+                                          "tolerations",
+                                          "priorityClassName",
+                                          "labels",
+                                          "annotations",
+                                          NULL};
+
+static int parse_toleration_list(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst);
+static int parse_string_map(struct gpuop_policy *p, const char *path, json_t *v, bool labels,
+                            json_t **dst);
+static int parse_priority_class(struct gpuop_policy *p, const char *field, json_t *v, char **dst);
 
 int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name)
 {
@@ -1709,6 +1724,44 @@ void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_po
     o->os_tag = dp->os_tag;
     o->pull_policy = dp->pull_policy;
     view->driver.kernel_module_type = dp->kernel_module_type;
+    if (dp->tolerations)
+        view->tolerations = dp->tolerations;
+    if (dp->priority_class)
+        view->priority_class = dp->priority_class;
+    if (dp->labels)
+        view->labels = dp->labels;
+    if (dp->annotations)
+        view->annotations = dp->annotations;
+}
+
+/* Merges each pool's DaemonSet fields with spec.daemonsets' (parsed in any
+ * order, so once the spec is): the pool's tolerations after the policy's
+ * (NVIDIA's driver DaemonSet adds NVIDIADriver's after its own
+ * nvidia.com/gpu one: manifests/state-driver/0500_daemonset.yaml), its
+ * labels and annotations over the policy's. */
+static int pools_merge(struct gpuop_policy *p)
+{
+    for (int k = 0; k < p->ndriver_pools; k++) {
+        struct gpuop_driver_pool *dp = &p->driver_pools[k];
+        json_t *t = dp->tolerations ? json_copy(p->tolerations) : NULL;
+        json_t *l = dp->labels ? json_copy(p->labels) : NULL;
+        json_t *a = dp->annotations ? json_copy(p->annotations) : NULL;
+        if ((dp->tolerations && (!t || json_array_extend(t, dp->tolerations))) ||
+            (dp->labels && (!l || json_object_update(l, dp->labels))) ||
+            (dp->annotations && (!a || json_object_update(a, dp->annotations)))) {
+            json_decref(t);
+            json_decref(l);
+            json_decref(a);
+            return GPUOP_ENOMEM;
+        }
+        if (t)
+            set_json(&dp->tolerations, t);
+        if (l)
+            set_json(&dp->labels, l);
+        if (a)
+            set_json(&dp->annotations, a);
+    }
+    return 0;
 }
 
 /* A pool's name at field (v borrowed) into out: a DNS label (RFC 1123) of at
@@ -1829,6 +1882,13 @@ static int parse_pool(struct gpuop_policy *p, const char *path, json_t *v,
             rc = parse_pull_policy(p, field, e, &dp->pull_policy);
         else if (!strcmp(key, "kernelModuleType"))
             rc = parse_kernel_module_type(p, field, e, "spec.driver's", &dp->kernel_module_type);
+        else if (!strcmp(key, "tolerations"))
+            rc = parse_toleration_list(p, field, e, &dp->tolerations);
+        else if (!strcmp(key, "priorityClassName"))
+            rc = parse_priority_class(p, field, e, &dp->priority_class);
+        else if (!strcmp(key, "labels") || !strcmp(key, "annotations"))
+            rc = parse_string_map(p, field, e, !strcmp(key, "labels"),
+                                  key[0] == 'l' ? &dp->labels : &dp->annotations);
         else
             unknown_field(p, path, key, pool_fields);
     }
@@ -1841,6 +1901,10 @@ static void pool_free(struct gpuop_driver_pool *dp)
     free(dp->image);
     free(dp->pull_policy);
     free(dp->kernel_module_type);
+    json_decref(dp->tolerations);
+    free(dp->priority_class);
+    json_decref(dp->labels);
+    json_decref(dp->annotations);
     memset(dp, 0, sizeof(*dp));
 }
 
@@ -1854,7 +1918,7 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
     char field[FIELD_MAX];
     size_t i;
     json_t *e;
-    int n0 = p->nproblems, notyet = 0;
+    int n0 = p->nproblems;
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_array(v)) {
@@ -1873,14 +1937,6 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
         struct gpuop_driver_pool *dp = &p->driver_pools[p->ndriver_pools];
         bool ok;
         int rc = parse_pool(p, field, e, dp, driver_keys, &ok);
-        if (ok && rc == 0 && json_object_size(dp->node_selector)) {
-            fieldf(field, "%s[%zu].nodeSelector", path, i);
-            problem(p, field,
-                    "is not acted on yet: gpuop does not write " GPUOP_LABEL_DRIVER_POOL
-                    " on nodes itself; label the pool's nodes " GPUOP_LABEL_DRIVER_POOL "=%s",
-                    dp->name);
-            notyet++;
-        }
         if (ok && rc == 0)
             p->ndriver_pools++;
         else
@@ -1888,7 +1944,7 @@ static int parse_driver_pools(struct gpuop_policy *p, const char *path, json_t *
         if (rc)
             return rc;
     }
-    if (p->nproblems - notyet > n0)
+    if (p->nproblems > n0)
         p->operands[gpuop_operand_by_key("driver")].held = true;
     return 0;
 }
@@ -2669,17 +2725,16 @@ static int parse_toleration(struct gpuop_policy *p, const char *field, json_t *t
     return 0;
 }
 
-static int parse_tolerations(struct gpuop_policy *p, json_t *v)
+/* Tolerations at path (v borrowed) into *dst; a wrong type leaves *dst. */
+static int parse_toleration_list(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst)
 {
-    const char *path = "spec.daemonsets.tolerations";
     char field[FIELD_MAX];
     size_t i;
     json_t *t;
     if (!json_is_array(v)) {
-        problem(p, path,
-                "must be a list of tolerations, not %s; using nvidia.com/gpu Exists "
-                "NoSchedule",
-                type_name(v));
+        problem(p, path, "must be a list of tolerations, not %s; %s", type_name(v),
+                dst == &p->tolerations ? "using nvidia.com/gpu Exists NoSchedule"
+                                       : "using spec.daemonsets.tolerations");
         return 0;
     }
     json_t *out = json_array();
@@ -2698,7 +2753,26 @@ static int parse_tolerations(struct gpuop_policy *p, json_t *v)
             return GPUOP_ENOMEM;
         }
     }
-    return set_json(&p->tolerations, out);
+    return set_json(dst, out);
+}
+
+static int parse_tolerations(struct gpuop_policy *p, json_t *v)
+{
+    return parse_toleration_list(p, "spec.daemonsets.tolerations", v, &p->tolerations);
+}
+
+/* A priorityClassName at field (v borrowed) into *dst: a PriorityClass
+ * name, or "" for none. */
+static int parse_priority_class(struct gpuop_policy *p, const char *field, json_t *v, char **dst)
+{
+    char vbuf[64];
+    const char *s = json_string_value(v);
+    if (s && (!*s || subdomain_ok(s, strlen(s))))
+        return set_str(dst, s);
+    problem(p, field, "must be a PriorityClass name or \"\", not %s; using %s",
+            describe(v, vbuf, sizeof(vbuf)),
+            dst == &p->priority_class ? "system-node-critical" : "spec.daemonsets'");
+    return 0;
 }
 
 /* Labels gpuop sets itself; a policy may not override them (selectors and
@@ -2966,7 +3040,6 @@ static int parse_rolling_update(struct gpuop_policy *p, json_t *v)
 
 static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
 {
-    char vbuf[64];
     const char *path = "spec.daemonsets";
     char field[FIELD_MAX];
     const char *key;
@@ -2988,14 +3061,7 @@ static int parse_daemonsets(struct gpuop_policy *p, json_t *v)
         } else if (!strcmp(key, "tolerations")) {
             rc = parse_tolerations(p, e);
         } else if (!strcmp(key, "priorityClassName")) {
-            const char *s = json_string_value(e);
-            if (s && (!*s || subdomain_ok(s, strlen(s))))
-                rc = set_str(&p->priority_class, s);
-            else
-                problem(p, field,
-                        "must be a PriorityClass name or \"\", not %s; using "
-                        "system-node-critical",
-                        describe(e, vbuf, sizeof(vbuf)));
+            rc = parse_priority_class(p, field, e, &p->priority_class);
         } else if (!strcmp(key, "labels")) {
             rc = parse_string_map(p, field, e, true, &p->labels);
         } else if (!strcmp(key, "annotations")) {
@@ -3263,7 +3329,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             return rc;
     }
     check_driver_opts(p);
-    return 0;
+    return pools_merge(p);
 }
 
 int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err)

@@ -296,7 +296,14 @@ static const struct runtime_files {
 #define LIB_MODULES_CTR       "/run/host/lib/modules"
 #define VOL_CERT_CONF         "cert-config"
 #define SIDECAR_PROBE_TIMEOUT 10 /* seconds */
-#define DRIVER_VOLS_MAX       11 /* the driver's 6 rows, MOFED's 2, the manager's 3 */
+/* The driver's startup probe waits this long before its first try: a
+ * compiled driver builds its modules first (gpu-operator v26.7.0
+ * assets/state-driver/0500_daemonset.yaml, initialDelaySeconds 60), a
+ * precompiled one only loads them, so NVIDIA's NVIDIADriver default is 5
+ * (internal/state/driver.go getDefaultStartupProbe). */
+#define DRIVER_STARTUP_DELAY_S             60
+#define DRIVER_STARTUP_DELAY_PRECOMPILED_S 5
+#define DRIVER_VOLS_MAX                    11 /* the driver's 6 rows, MOFED's 2, the manager's 3 */
 
 static int idx_of(const char *name)
 {
@@ -688,8 +695,10 @@ static void tmpl_driver(const struct gpuop_policy *p, struct tmpl *t)
     vol_table(p, t, vols, n, false);
     t->startup =
         need(t, json_pack("{s:{s:[s,s,s]}, s:i, s:i, s:i, s:i}", "exec", "command", "sh", "-c",
-                          "nvidia-smi -L", "initialDelaySeconds", 60, "periodSeconds", 10,
-                          "timeoutSeconds", 60, "failureThreshold", 120));
+                          "nvidia-smi -L", "initialDelaySeconds",
+                          p->driver.precompiled ? DRIVER_STARTUP_DELAY_PRECOMPILED_S
+                                                : DRIVER_STARTUP_DELAY_S,
+                          "periodSeconds", 10, "timeoutSeconds", 60, "failureThreshold", 120));
     if (!t->oom)
         driver_options(p, t);
 }

@@ -10,7 +10,6 @@
 #   --os ubuntu24.04 shows both pools' DaemonSets;
 #   the pool's version changed: only its nodes get the new image, the
 #   default's driver pods are not touched;
-#   a nodeSelector (not acted on yet) is a condition naming the field;
 #   the pool removed: its DaemonSet is deleted and its nodes go to the
 #   default.
 set -euo pipefail
@@ -106,13 +105,6 @@ wait_for 120 driver_image_is "$A2" "$IMG:580.105.08-ubuntu24.04"
 assert_eq "$d1" "$(uid_on "$D1")" "the default's pod on $D1 kept"
 assert_eq "$d2" "$(uid_on "$D2")" "the default's pod on $D2 kept"
 assert_eq "$IMG:595.91.07-ubuntu24.04" "$(driver_image_on "$D1")" "the default's version kept"
-
-log "a nodeSelector is not acted on yet: a condition names it"
-kc patch gpupolicy "$POLICY" --type=json \
-	-p '[{"op": "add", "path": "/spec/driver/pools/0/nodeSelector", "value": {"pool": "a100"}}]' >/dev/null
-wait_for 30 bash -c "kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].message}' | grep -F 'spec.driver.pools[0].nodeSelector' >/dev/null"
-kc patch gpupolicy "$POLICY" --type=json -p '[{"op": "remove", "path": "/spec/driver/pools/0/nodeSelector"}]' >/dev/null
-wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy $POLICY -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
 
 log "the pool removed: its DaemonSet deleted, its nodes the default's"
 kc patch gpupolicy "$POLICY" --type=json -p '[{"op": "remove", "path": "/spec/driver/pools"}]' >/dev/null

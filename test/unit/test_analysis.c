@@ -474,11 +474,13 @@ static void test_daemonset_absent(void **state)
     world_free(&w);
 }
 
-/* NFD's OS and kernel labels on a hand-built node (any may be NULL). */
-static void set_os_all(struct gpuop_node *n, const char *id, const char *ver, const char *major,
-                       const char *kernel, const char *dpool)
+/* NFD's OS and kernel labels, the driver pool label and the pool conflict
+ * annotation on a hand-built node (any may be NULL). */
+static void set_os_conflict(struct gpuop_node *n, const char *id, const char *ver,
+                            const char *major, const char *kernel, const char *dpool,
+                            const char *conflict)
 {
-    const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel, dpool};
+    const char *v[GPUOP_OS_FIELDS] = {id, ver, major, kernel, dpool, conflict};
     size_t len = 0;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         len += (v[f] ? strlen(v[f]) : 0) + 1;
@@ -492,6 +494,12 @@ static void set_os_all(struct gpuop_node *n, const char *id, const char *ver, co
         }
         at += (int)(v[f] ? strlen(v[f]) : 0) + 1;
     }
+}
+
+static void set_os_all(struct gpuop_node *n, const char *id, const char *ver, const char *major,
+                       const char *kernel, const char *dpool)
+{
+    set_os_conflict(n, id, ver, major, kernel, dpool, NULL);
 }
 
 static void set_os_kernel(struct gpuop_node *n, const char *id, const char *ver, const char *major,
@@ -635,6 +643,45 @@ static void test_driver_pools(void **state)
     x = find(&w, "a2", "driver", GPUOP_KIND_MISSING);
     assert_non_null(x);
     assert_non_null(strstr(msg_of(&w, x), "DaemonSet gpuop-driver-ubuntu24.04 has no pod"));
+    world_free(&w);
+}
+
+/* Two driver pools select node c1 (the labeller's annotation says so):
+ * DriverPoolConflict on its driver, naming both, beside what it runs (its
+ * kept label's pool); none on a node one pool selects, and none without
+ * pools in the policy (the annotation alone is the labeller's past). */
+static void test_driver_pool_conflict(void **state)
+{
+    struct world w;
+    world_init(&w);
+    int d = op("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w.pol.operands[i].enabled = i == d;
+    w.pol.operands[d].os_tag = true;
+    snprintf(w.pol.driver_pools[0].name, sizeof(w.pol.driver_pools[0].name), "a100");
+    snprintf(w.pol.driver_pools[1].name, sizeof(w.pol.driver_pools[1].name), "h100");
+    w.pol.ndriver_pools = 2;
+    set_os_conflict(add_node(&w, "a1", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "a100",
+                    NULL);
+    set_os_conflict(add_node(&w, "c1", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "a100",
+                    "a100,h100");
+    add_pool_ds(&w, "a100-ubuntu24.04", 2, 2);
+    add_pod(&w, "driver", "a1", "Running", true);
+    add_pod(&w, "driver", "c1", "Running", true);
+    analyze(&w);
+
+    assert_null(find(&w, "a1", "driver", GPUOP_KIND_NOT_SCHEDULED));
+    assert_null(find(&w, "c1", "driver", GPUOP_KIND_MISSING)); /* its driver kept */
+    const struct gpuop_finding *x = find(&w, "c1", "driver", GPUOP_KIND_NOT_SCHEDULED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DRIVER_POOL_CONFLICT);
+    assert_non_null(strstr(msg_of(&w, x), "Driver pools a100,h100 all select the node"));
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DRIVER_POOL_CONFLICT], 1);
+    assert_int_equal(w.f.complete_nodes, 1);
+
+    w.pol.ndriver_pools = 0; /* no pools: no conflict, whatever the annotation */
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DRIVER_POOL_CONFLICT], 0);
     world_free(&w);
 }
 
@@ -1707,6 +1754,7 @@ int main(void)
         cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_kernel_pools),
         cmocka_unit_test(test_driver_pools),
+        cmocka_unit_test(test_driver_pool_conflict),
         cmocka_unit_test(test_taints),
         cmocka_unit_test(test_no_pod_yet),
         cmocka_unit_test(test_pod_states),

@@ -4,7 +4,9 @@
  * merge patch carrying the GET's resourceVersion, the labels and gpuop's
  * annotation; a 409 makes it read the node again and decide from what it
  * reads (a person labelled it meanwhile: nothing written); an API error
- * backs the node off; a stopped labeler (leadership lost) sends nothing.
+ * backs the node off; a stopped labeler (leadership lost) sends nothing;
+ * with driver pools, each pool's nodeSelector is listed (every page) and
+ * the node it selects is patched with its pool label alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,9 @@ struct lx {
     bool persons;  /* GET: the node carries a deploy label */
     bool hold;     /* keep the next PATCH unanswered, in held */
     struct fakeapi_conn *held;
+    bool pool;            /* GET: the node carries pool=a100 */
+    int lists;            /* LISTs of nodes by labelSelector */
+    char selector[256];   /* the last one's labelSelector, still escaped */
     uint64_t patch_ms[8]; /* uv_now of each PATCH */
     char patch[8][4096];
     int rv;
@@ -51,8 +56,24 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
         snprintf(body, sizeof(body),
                  "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"%d\",\"labels\":{"
                  "\"feature.node.kubernetes.io/pci-10de.present\":\"true\"%s}}}",
-                 x->rv, x->persons ? ",\"nvidia.com/gpu.deploy.driver\":\"false\"" : "");
+                 x->rv,
+                 x->persons ? ",\"nvidia.com/gpu.deploy.driver\":\"false\""
+                 : x->pool  ? ",\"pool\":\"a100\""
+                            : "");
         fakeapi_respond(c, 200, "application/json", body);
+        return;
+    }
+    if (strcmp(r->method, "GET") == 0 && strncmp(r->path, "/api/v1/nodes?", 14) == 0) {
+        char cont[64] = "";
+        x->lists++;
+        assert_true(fakeapi_query(r, "labelSelector", x->selector, sizeof(x->selector)));
+        /* two pages: n1, then none */
+        if (fakeapi_query(r, "continue", cont, sizeof(cont)) && !strcmp(cont, "page2"))
+            fakeapi_respond(c, 200, "application/json", "{\"metadata\":{},\"items\":[]}");
+        else
+            fakeapi_respond(c, 200, "application/json",
+                            "{\"metadata\":{\"continue\":\"page2\"},\"items\":["
+                            "{\"metadata\":{\"name\":\"n1\"}}]}");
         return;
     }
     if (strcmp(r->method, "PATCH") == 0 && strcmp(r->path, "/api/v1/nodes/n1") == 0) {
@@ -97,7 +118,7 @@ static void lx_open(struct lx *x)
     cfg.server = (char *)fakeapi_url(x->srv);
     struct gpuop_err err = {0};
     assert_int_equal(gpuop_kube_new(&x->loop, &cfg, &x->kube, &err), 0);
-    assert_int_equal(gpuop_ctl_labeler_new(&x->loop, x->kube, &x->l), 0);
+    assert_int_equal(gpuop_ctl_labeler_new(&x->loop, x->kube, NULL, &x->l), 0);
     x->rv = 100;
 }
 
@@ -319,6 +340,46 @@ static void test_off_and_stopped(void **state)
     lx_close(&x);
 }
 
+/* Driver pools (SPEC 4f): the pool's selector is listed (both pages), the
+ * node it selects is read and patched with the pool label only (labelling
+ * off: no deploy label, no note). */
+static void test_driver_pool_label(void **state)
+{
+    (void)state;
+    struct lx x = {0};
+    lx_open(&x);
+    x.pool = true;
+    struct gpuop_policy p;
+    policy(&p);
+    p.node_labeling = false;
+    snprintf(p.driver_pools[0].name, sizeof(p.driver_pools[0].name), "a100");
+    p.driver_pools[0].node_selector = json_pack("{s:s}", "pool", "a100");
+    p.ndriver_pools = 1;
+    struct gpuop_node *n = cached_node();
+    const struct gpuop_node *nodes[] = {n};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, nodes, 1), 0); /* LISTs start */
+    WAITER_RUN_UNTIL(&x.wait, x.lists == 2, WAIT_MS);
+    assert_string_equal(x.selector, "pool%3Da100");
+    /* the LISTs answered: the next track (the queued reconcile's) picks n1 */
+    WAITER_RUN_UNTIL(&x.wait,
+                     gpuop_ctl_labeler_track(x.l, &p, nodes, 1) == 0 &&
+                         gpuop_ctl_labeler_patches(x.l) == 1,
+                     WAIT_MS);
+    assert_int_equal(x.lists, 2); /* not again: nothing changed */
+    json_t *body = json_loads(x.patch[0], 0, NULL);
+    json_t *meta = json_object_get(body, "metadata");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "labels"),
+                                                          GPUOP_LABEL_DRIVER_POOL)),
+                        "a100");
+    assert_int_equal(json_object_size(json_object_get(meta, "labels")), 1);
+    assert_null(
+        json_object_get(json_object_get(meta, "annotations"), GPUOP_ANNOTATION_NODE_LABELS));
+    json_decref(body);
+    json_decref(p.driver_pools[0].node_selector);
+    gpuop_node_free(n);
+    lx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_close_with_patch_in_flight),
         cmocka_unit_test(test_error_backs_off),
         cmocka_unit_test(test_off_and_stopped),
+        cmocka_unit_test(test_driver_pool_label),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -316,13 +316,113 @@ static void test_facts_of_policy(void **state)
     json_decref(obj);
 }
 
+/* The pool facts of a policy with pools a100 and h100 (selectors, b or
+ * NULL: h100 has none, a pool labelled by hand), into f. */
+static void pools_of(const char *h100_selector, struct gpuop_pool_facts *f)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a100\",\"nodeSelector\":"
+             "{\"pool\":\"a100\"}},{\"name\":\"h100\"%s%s%s}]}}}",
+             h100_selector ? ",\"nodeSelector\":" : "", h100_selector ? h100_selector : "", "");
+    json_t *obj = json_loads(buf, 0, NULL);
+    assert_non_null(obj);
+    struct gpuop_policy pol;
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(pol.nproblems, 0);
+    assert_int_equal(gpuop_labeling_pools_of(&pol, f), 0);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+}
+
+static unsigned match(const struct gpuop_pool_facts *f, const char *labels)
+{
+    json_t *l = json_loads(labels, 0, NULL);
+    assert_non_null(l);
+    unsigned m = gpuop_labeling_pool_match(f, l);
+    json_decref(l);
+    return m;
+}
+
+/* Driver pools (SPEC 4f): the label follows the one pool that selects a
+ * node, goes when none does (only a pool with a nodeSelector's), and a
+ * node two pools select keeps its label and is annotated with both. */
+static void test_driver_pools(void **state)
+{
+    struct gpuop_pool_facts f, g;
+    struct gpuop_pool_plan plan;
+    pools_of(NULL, &f);
+    assert_true(f.on);
+    assert_int_equal(f.n, 2);
+    assert_int_equal(match(&f, "{\"pool\":\"a100\",\"x\":\"y\"}"), 1u);
+    assert_int_equal(match(&f, "{\"pool\":\"h100\"}"), 0u);
+
+    /* one pool: labelled, and relabelled from another pool's value */
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, NULL, NULL, &plan));
+    assert_true(plan.label);
+    assert_string_equal(plan.pool, "a100");
+    assert_false(plan.note);
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, "a100", NULL, &plan)); /* already */
+    /* none: gpuop's label of a selector pool goes; a hand pool's or an
+     * unknown value stays (a person's) */
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, "a100", NULL, &plan));
+    assert_true(plan.label);
+    assert_null(plan.pool);
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, "h100", NULL, &plan));
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, "retired", NULL, &plan));
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, NULL, NULL, &plan));
+    /* the hand pool's label on a node a100 selects: a conflict, label kept */
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, "h100", NULL, &plan));
+    assert_false(plan.label);
+    assert_true(plan.note);
+    assert_string_equal(plan.conflict, "a100,h100");
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, "h100", "a100,h100", &plan)); /* said */
+
+    /* two selectors: the label kept (none, or another), both named */
+    pools_of("{\"gpu\":\"big\"}", &g);
+    assert_false(gpuop_labeling_pools_same(&f, &g));
+    assert_int_equal(match(&g, "{\"pool\":\"a100\",\"gpu\":\"big\"}"), 3u);
+    assert_true(gpuop_labeling_pool_plan(&g, 3u, NULL, NULL, &plan));
+    assert_false(plan.label);
+    assert_string_equal(plan.conflict, "a100,h100");
+    assert_true(gpuop_labeling_pool_plan(&g, 3u, "a100", "h100", &plan));
+    assert_false(plan.label);
+    assert_true(plan.note);
+    /* the conflict resolved: the annotation goes, the label follows */
+    assert_true(gpuop_labeling_pool_plan(&g, 2u, "a100", "a100,h100", &plan));
+    assert_true(plan.label);
+    assert_string_equal(plan.pool, "h100");
+    assert_true(plan.note);
+    assert_string_equal(plan.conflict, "");
+    gpuop_labeling_pools_free(&g);
+
+    pools_of(NULL, &g);
+    assert_true(gpuop_labeling_pools_same(&f, &g));
+    gpuop_labeling_pools_free(&g);
+    gpuop_labeling_pools_free(&f);
+
+    /* no pool with a nodeSelector: nothing is written */
+    json_t *obj = json_loads("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a100\"}]}}}", 0, NULL);
+    struct gpuop_policy pol;
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
+    assert_false(f.on);
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, "a100", "x", &plan));
+    gpuop_labeling_pools_free(&f);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fresh_node),    cmocka_unit_test(test_persons_node),
         cmocka_unit_test(test_enabled_later), cmocka_unit_test(test_changed),
         cmocka_unit_test(test_bad_note),      cmocka_unit_test(test_facts_of_policy),
-        cmocka_unit_test(test_mig_capable),
+        cmocka_unit_test(test_mig_capable),   cmocka_unit_test(test_driver_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

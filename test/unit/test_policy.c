@@ -1384,7 +1384,7 @@ static void test_driver_options(void **state)
 /* spec.driver.pools: each pool inherits what it leaves out of spec.driver,
  * overrides the rest; a pool that cannot be used is named, left out and
  * holds the driver (its nodes are never moved to the default by a typo);
- * a valid nodeSelector is named as not acted on yet, without a hold. */
+ * a valid nodeSelector is kept without a problem or a hold. */
 static void test_driver_pools(void **state)
 {
     struct gpuop_policy p, v;
@@ -1457,15 +1457,44 @@ static void test_driver_pools(void **state)
     assert_true(p.operands[d].held);
     gpuop_policy_free(&p);
 
-    /* a valid nodeSelector: kept, and named as not acted on yet; no hold */
+    /* a valid nodeSelector: kept, no problem (the labeller acts on it), no hold */
     parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a100\",\"nodeSelector\":"
                "{\"nvidia.com/gpu.product\":\"A100-SXM4-80GB\"}}]}}}",
                &p);
-    assert_problem(&p, "spec.driver.pools[0].nodeSelector", "gpuop.dev/driver-pool=a100");
-    assert_int_equal(p.nproblems, 1);
+    assert_int_equal(p.nproblems, 0);
     assert_int_equal(p.ndriver_pools, 1);
     assert_int_equal(json_object_size(p.driver_pools[0].node_selector), 1);
     assert_false(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* NVIDIADriver's DaemonSet fields: the pool's tolerations after spec.daemonsets',
+     * its labels and annotations over them, its priority class in place (in the view) */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"tolerations\":"
+               "[{\"key\":\"k\",\"operator\":\"Exists\"}],\"priorityClassName\":\"hi\","
+               "\"labels\":{\"team\":\"ml\",\"x\":\"pool\"},\"annotations\":{\"o\":\"p\"}},"
+               "{\"name\":\"b\"}]},\"daemonsets\":{\"labels\":{\"x\":\"all\",\"y\":\"all\"}}}}",
+               &p);
+    assert_int_equal(p.nproblems, 0);
+    gpuop_policy_pool_view(&p, 0, &v);
+    assert_int_equal(json_array_size(v.tolerations), 2); /* nvidia.com/gpu, then k */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(v.tolerations, 1), "key")),
+                        "k");
+    assert_string_equal(v.priority_class, "hi");
+    assert_string_equal(json_string_value(json_object_get(v.labels, "x")), "pool");
+    assert_string_equal(json_string_value(json_object_get(v.labels, "y")), "all");
+    assert_string_equal(json_string_value(json_object_get(v.annotations, "o")), "p");
+    gpuop_policy_pool_view(&p, 1, &v); /* b leaves them out: spec.daemonsets' */
+    assert_ptr_equal(v.tolerations, p.tolerations);
+    assert_string_equal(v.priority_class, "system-node-critical");
+    assert_ptr_equal(v.labels, p.labels);
+    gpuop_policy_free(&p);
+
+    /* a pool's label gpuop sets itself: a problem, and the driver held */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"labels\":"
+               "{\"app.kubernetes.io/name\":\"x\"}}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[0].labels.app.kubernetes.io/name", "set by gpuop");
+    assert_true(p.operands[d].held);
     gpuop_policy_free(&p);
 
     /* a pool's full reference, or spec.driver's: no per-OS DaemonSets to split, held */

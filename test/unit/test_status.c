@@ -644,6 +644,54 @@ static void test_device_classes(void **state)
     fx_world_free(&w);
 }
 
+/* A GPU node labelled with driver pool dpool (NULL: none). */
+static struct gpuop_node *pool_node(const char *name, const char *dpool, bool gpu)
+{
+    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", gpu ? "true" : "false");
+    if (dpool)
+        json_object_set_new(labels, "gpuop.dev/driver-pool", json_string(dpool));
+    json_t *obj = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", labels);
+    struct gpuop_err err = {0};
+    struct gpuop_node *n = gpuop_node_new(obj, NULL, &err);
+    json_decref(obj);
+    assert_non_null(n);
+    return n;
+}
+
+/* Driver pools (SPEC 4f): each pool's version and GPU nodes, the default
+ * last with the nodes no pool has; names only when asked; none without pools. */
+static void test_driver_pools(void **state)
+{
+    json_t *obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\",\"pools\":["
+                             "{\"name\":\"a100\",\"version\":\"580.95.05\"}]}}}",
+                             0, NULL);
+    struct gpuop_policy p;
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_policy_parse(obj, &p, &err), 0);
+    struct gpuop_node *n[4] = {pool_node("a", "a100", true), pool_node("b", NULL, true),
+                               pool_node("c", "retired", true), pool_node("x", "a100", false)};
+    json_t *pools = gpuop_status_driver_pools(&p, (const struct gpuop_node *const *)n, 4, true);
+    char *s = json_dumps(pools, JSON_COMPACT);
+    assert_string_equal(s, "[{\"name\":\"a100\",\"version\":\"580.95.05\",\"nodes\":1,"
+                           "\"nodeNames\":[\"a\"]},{\"name\":\"default\",\"version\":"
+                           "\"595.91.07\",\"nodes\":2,\"nodeNames\":[\"b\",\"c\"]}]");
+    free(s);
+    json_decref(pools);
+    pools = gpuop_status_driver_pools(&p, (const struct gpuop_node *const *)n, 4, false);
+    assert_null(json_object_get(json_array_get(pools, 0), "nodeNames"));
+    json_decref(pools);
+    gpuop_policy_free(&p);
+    json_decref(obj);
+    obj = json_loads("{\"spec\":{}}", 0, NULL);
+    assert_int_equal(gpuop_policy_parse(obj, &p, &err), 0);
+    assert_null(gpuop_status_driver_pools(&p, (const struct gpuop_node *const *)n, 4, true));
+    gpuop_policy_free(&p);
+    json_decref(obj);
+    for (int i = 0; i < 4; i++)
+        gpuop_node_free(n[i]);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_device_classes),
         cmocka_unit_test(test_time_format),
         cmocka_unit_test(test_service_monitor),
+        cmocka_unit_test(test_driver_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
