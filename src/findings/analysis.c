@@ -718,6 +718,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     h |= label == GPUOP_LABEL_TRUE          ? F_LABEL_TRUE
          : gpuop_label_host_provided(label) ? F_LABEL_HOST
          : label == GPUOP_LABEL_ABSENT      ? F_LABEL_ABSENT
+         : label == GPUOP_LABEL_NOT_HERE    ? 0 /* not for this node: no label fact */
                                             : F_LABEL_OTHER;
     if (label == GPUOP_LABEL_OTHER)
         h |= !v || !*v                 ? F_LABEL_EMPTY

@@ -303,10 +303,10 @@ static const char *msg_of(const struct world *w, const struct gpuop_finding *x)
 #define ALL_TRUE                                                                                   \
     "present=true driver=true container-toolkit=true device-plugin=true "                          \
     "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "             \
-    "mig-manager=true"
+    "mig-manager=true mps-control-daemon=true"
 #define ALL_OPS                                                                                    \
     "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "             \
-    "operator-validator mig-manager"
+    "operator-validator mig-manager mps-control-daemon"
 
 /* ---- tests ---- */
 
@@ -416,11 +416,11 @@ static void test_host_provided(void **state)
     add_node(&w, "n",
              "present=true driver=true container-toolkit=false device-plugin=true "
              "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "
-             "mig-manager=true",
+             "mig-manager=true mps-control-daemon=true",
              NULL);
     run_pods(&w, "n",
              "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator "
-             "mig-manager");
+             "mig-manager mps-control-daemon");
     analyze(&w);
     assert_int_equal(w.f.nitems, 0);
     const struct gpuop_node_result *r = node_res(&w, "n");
@@ -1246,8 +1246,8 @@ static void test_ordering_counts_nodes(void **state)
                      GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
     assert_int_equal(w.f.violations, 1);
     assert_int_equal(w.f.complete_nodes, 1);
-    /* driver, toolkit, dcgm, dcgm-exporter, mig-manager */
-    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 5);
+    /* driver, toolkit, dcgm, dcgm-exporter, mig-manager, mps-control-daemon */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 6);
     world_free(&w);
 }
 

@@ -69,7 +69,8 @@ static void test_preinstalled(void **state)
     struct fx_world w;
     fx_world_init(&w, FX_NO_DS_STATUS, 0);
     w.pol.operands[gpuop_operand_by_name("mig-manager")].enabled = false;
-    const char *above = "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator";
+    const char *above = "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator "
+                        "mps-control-daemon";
     fx_add_node_values(&w, "gpu-pre", "driver=pre-installed container-toolkit=pre-installed");
     fx_run(&w, "gpu-pre", above);
     fx_add_node_values(&w, "gpu-off", "driver=false container-toolkit=false");
@@ -90,9 +91,9 @@ static void test_preinstalled(void **state)
     assert_int_equal(w.f.operands[drv].expected_nodes, 0);
     struct gpuop_report_opts o = {.policy_name = "main", .namespace = "gpuop-system", .now = T0};
     char *t = text(&w, &o), line[256];
-    assert_string_equal(
-        line_of(t, "gpu-pre", line, sizeof(line)),
-        "gpu-pre  h       h        +             +    +     +             +          d");
+    assert_string_equal(line_of(t, "gpu-pre", line, sizeof(line)),
+                        "gpu-pre  h       h        +             +    +     +             +        "
+                        "  d           +");
     assert_non_null(strstr(
         t, "Host-provided (information, not findings):\n"
            "  driver on 1 node (label nvidia.com/gpu.deploy.driver=false: excluded on purpose by "
@@ -130,7 +131,7 @@ static void test_text_matrix(void **state)
     fx_add_node(&w, "gpu-ok", FX_ALL);
     fx_run(&w, "gpu-ok",
            "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
-           "operator-validator mig-manager");
+           "operator-validator mig-manager mps-control-daemon");
     fx_add_node(&w, "gpu-broken", FX_ALL);
     fx_run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
     fx_add_node(&w, "gpu-new", "driver");
@@ -141,18 +142,18 @@ static void test_text_matrix(void **state)
     assert_non_null(
         strstr(t, "GpuPolicy \"main\", operands in namespace gpuop-system: 3 GPU nodes"));
     assert_non_null(strstr(t, "NODE        driver  toolkit  devicePlugin  gfd  dcgm  dcgmExporter  "
-                              "validator  migManager\n"));
-    assert_string_equal(
-        line_of(t, "gpu-ok", line, sizeof(line)),
-        "gpu-ok      +       +        +             +    +     d             +          +");
-    assert_string_equal(
-        line_of(t, "gpu-broken", line, sizeof(line)),
-        "gpu-broken  +       M        V             V    M     d             M          M");
-    assert_string_equal(
-        line_of(t, "gpu-new", line, sizeof(line)),
-        "gpu-new     M       N        N             N    N     d             N          N");
+                              "validator  migManager  mps\n"));
+    assert_string_equal(line_of(t, "gpu-ok", line, sizeof(line)),
+                        "gpu-ok      +       +        +             +    +     d             +     "
+                        "     +           +");
+    assert_string_equal(line_of(t, "gpu-broken", line, sizeof(line)),
+                        "gpu-broken  +       M        V             V    M     d             M     "
+                        "     M           M");
+    assert_string_equal(line_of(t, "gpu-new", line, sizeof(line)),
+                        "gpu-new     M       N        N             N    N     d             N     "
+                        "     N           -");
     assert_non_null(strstr(t, "legend: + running; M missing"));
-    assert_non_null(strstr(t, "\nFindings (13):\n"));
+    assert_non_null(strstr(t, "\nFindings (14):\n"));
     assert_non_null(
         strstr(t, "  gpu-broken  device-plugin  OrderingViolation/DevicePluginWithoutToolkit\n"
                   "      device-plugin runs but container-toolkit"));
@@ -160,7 +161,7 @@ static void test_text_matrix(void **state)
     assert_non_null(strstr(t, "Host-provided (information, not findings):\n"
                               "  dcgm-exporter on 3 nodes (spec.dcgmExporter.enabled=false)\n"));
     assert_non_null(strstr(t, "Summary: 3 GPU nodes, 1 complete, 2 nodes with findings (Missing "
-                              "5, NotScheduled 6, Unexpected 0, OrderingViolation 2); operand "
+                              "6, NotScheduled 6, Unexpected 0, OrderingViolation 2); operand "
                               "chain broken on 1 node.\n"));
     assert_null(strchr(t, '\033')); /* no colour unless asked */
     free(t);
@@ -200,7 +201,7 @@ static void test_text_grouping(void **state)
     assert_non_null(strstr(t, "gpu-000 +98 like it"));
     assert_string_equal(line_of(t, "gpu-042", line, sizeof(line)),
                         "gpu-042              +       +        +             +    +     +          "
-                        "   +          +");
+                        "   +          +           +");
     /* 99 x 7 NotScheduled findings: grouped by operand and reason */
     assert_non_null(strstr(t, "Findings (693):\n"));
     assert_non_null(strstr(t, "  99 x container-toolkit  NotScheduled/LabelAbsent  (gpu-000, "
@@ -358,7 +359,7 @@ static void test_gpus_violations_held(void **state)
     char *t = text(&w, &o), line[256];
     assert_string_equal(
         line_of(t, "gpu-h", line, sizeof(line)),
-        "gpu-h  +       N        H             N    N     N             N          N");
+        "gpu-h  +       N        H             N    N     N             N          N           -");
     assert_non_null(strstr(t, "  gpu-h  device-plugin  Held/HeldByPrerequisite\n"
                               "      device-plugin is labelled to run here, but with "
                               "spec.ordering: enforce"));
