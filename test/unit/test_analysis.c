@@ -406,6 +406,38 @@ static void test_label_values(void **state)
     }
 }
 
+/* The MPS control daemon (operand.h follow rows): expected where the
+ * model says it is for the node (device plugin "true", GFD's mps.capable
+ * "true"), Missing there when it does not run; on a node it is not for,
+ * no finding, no host-provided bit, the cell NA; its pod there is
+ * Unexpected (the DaemonSet controller would not put it there). */
+static void test_mps_daemon(void **state)
+{
+    int mps = op("mps-control-daemon");
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "mps", ALL_TRUE, NULL);
+    struct gpuop_node *plain = add_node(&w, "plain", ALL_TRUE, NULL);
+    plain->deploy[mps] = GPUOP_LABEL_NOT_HERE;
+    run_pods(&w, "mps",
+             "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
+             "dcgm-exporter operator-validator mig-manager");
+    run_pods(&w, "plain",
+             "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
+             "dcgm-exporter operator-validator mig-manager");
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 1);
+    const struct gpuop_finding *x = find(&w, "mps", "mps-control-daemon", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(node_res(&w, "mps")->cell[mps], GPUOP_CELL_MISSING);
+    assert_int_equal(node_res(&w, "plain")->cell[mps], GPUOP_CELL_NA);
+    assert_int_equal(node_res(&w, "plain")->host_provided, 0);
+    assert_int_equal(w.f.operands[mps].expected_nodes, 1);
+    assert_int_equal(w.f.complete_nodes, 1);
+    world_free(&w);
+}
+
 static void test_host_provided(void **state)
 {
     /* driver disabled in the policy; toolkit label "false"; the rest runs */
@@ -1702,6 +1734,7 @@ int main(void)
         cmocka_unit_test(test_seed_not_scheduled),
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),
+        cmocka_unit_test(test_mps_daemon),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),
