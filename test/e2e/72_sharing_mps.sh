@@ -14,6 +14,10 @@
 #     and one without: the daemon's pod lands on the first only, and the
 #     second has no finding about it (not for that node), in the status and
 #     in `gpuop check`;
+#   - a node whose device plugin runs and which then gets a taint the
+#     operands do not tolerate and GFD's mps.capable=true: the daemon cannot
+#     be placed there, and gpuop says so twice, the daemon's finding naming
+#     the taint and the device plugin's DevicePluginWithoutMpsDaemon;
 #   - the device plugin disabled: the daemon's DaemonSet goes with it.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +27,7 @@ on_exit 'gpuop_kill; gpuop_uninstall; kc -n "$GPUOP_NS" delete configmap mps-con
 L=nvidia.com/gpu.deploy
 MPS=$(unique gpu-mps)
 PLAIN=$(unique gpu-mps-not)
+HELD=$(unique gpu-mps-held)
 CM=mps-config
 ROOT=/var/lib/nvidia-mps
 DS=gpuop-mps-control-daemon
@@ -144,6 +149,31 @@ grep -qE '^NODE .* mps$' <<<"$out" || fail "check's matrix has no mps column: $o
 row() { awk -v n="$1" '$1 == n && /^[^ ]/ {print $NF; exit}' <<<"$out"; }
 assert_eq "+" "$(row "$MPS")" "check: the MPS daemon running on $MPS"
 assert_eq "-" "$(row "$PLAIN")" "check: the MPS daemon not for $PLAIN"
+
+log "$HELD: its device plugin runs, then a taint keeps the MPS daemon off it"
+lab_node "$HELD" --label nvidia.com/gpu.present=true --label "$L.device-plugin=true" \
+	--label "$L.gpu-feature-discovery=true" --label nvidia.com/device-plugin.config=mps-2
+wait_for 120 running_on "$HELD" device-plugin
+# NoSchedule keeps the running device plugin and bars the daemon's new pod
+kc taint node "$HELD" gpuop-e2e/mps=held:NoSchedule >/dev/null
+kc label node "$HELD" nvidia.com/mps.capable=true >/dev/null
+finding_of() { # NODE OPERAND: "kind/reason message" of its first finding, or nothing
+	kc get gpupolicy mps -o json | jq -r --arg n "$1" --arg o "$2" \
+		'[.status.nodes[]? | select(.name == $n) | .findings[] | select(.operand == $o)][0] //
+		 empty | "\(.kind)/\(.reason) \(.message)"'
+}
+said() { grep -q "$3" <<<"$(finding_of "$1" "$2")"; }
+wait_for 60 said "$HELD" device-plugin '^OrderingViolation/DevicePluginWithoutMpsDaemon '
+msg=$(finding_of "$HELD" device-plugin)
+grep -qF 'device-plugin runs but mps-control-daemon does not' <<<"$msg" ||
+	fail "the device plugin's finding does not name the MPS daemon: $msg"
+wait_for 60 said "$HELD" mps-control-daemon 'gpuop-e2e/mps'
+log "$HELD: $(finding_of "$HELD" mps-control-daemon)"
+assert_eq 0 "$(pods_on "$HELD" mps-control-daemon)" "MPS daemon pods on $HELD (tainted)"
+kc taint node "$HELD" gpuop-e2e/mps- >/dev/null
+wait_for 120 running_on "$HELD" mps-control-daemon
+no_finding() { [ -z "$(finding_of "$1" "$2")" ]; }
+wait_for 60 no_finding "$HELD" device-plugin
 
 log "the device plugin disabled: the daemon's DaemonSet goes with it"
 kc patch gpupolicy mps --type merge -p '{"spec": {"devicePlugin": {"enabled": false}}}' >/dev/null

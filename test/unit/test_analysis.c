@@ -427,14 +427,34 @@ static void test_mps_daemon(void **state)
              "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
              "dcgm-exporter operator-validator mig-manager");
     analyze(&w);
-    assert_int_equal(w.f.nitems, 1);
+    /* on the MPS node: the daemon Missing, and the device plugin running
+     * without it (it comes before the device plugin there) */
+    assert_int_equal(w.f.nitems, 2);
     const struct gpuop_finding *x = find(&w, "mps", "mps-control-daemon", GPUOP_KIND_MISSING);
     assert_non_null(x);
+    x = find(&w, "mps", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_MPS_DAEMON);
+    assert_int_equal(x->prereq, mps);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "device-plugin runs but mps-control-daemon does not"));
+    assert_null(find(&w, "plain", "device-plugin", GPUOP_KIND_ORDERING));
     assert_int_equal(node_res(&w, "mps")->cell[mps], GPUOP_CELL_MISSING);
     assert_int_equal(node_res(&w, "plain")->cell[mps], GPUOP_CELL_NA);
     assert_int_equal(node_res(&w, "plain")->host_provided, 0);
     assert_int_equal(w.f.operands[mps].expected_nodes, 1);
     assert_int_equal(w.f.complete_nodes, 1);
+    assert_int_equal(w.f.violations, 1);
+    world_free(&w);
+
+    /* the daemon runs: the chain is intact, the node complete */
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "mps", ALL_TRUE, NULL);
+    run_pods(&w, "mps", ALL_OPS);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
     world_free(&w);
 }
 
@@ -1263,7 +1283,8 @@ static void test_ordering_counts_nodes(void **state)
     struct world w;
     world_init(&w);
     add_all_ds(&w);
-    add_node(&w, "a", ALL_TRUE, NULL);
+    /* a's config is not MPS: the MPS daemon is not for it */
+    add_node(&w, "a", ALL_TRUE, NULL)->deploy[op("mps-control-daemon")] = GPUOP_LABEL_NOT_HERE;
     add_node(&w, "b", ALL_TRUE, NULL);
     /* on a: device-plugin, gfd and validator run without toolkit and driver */
     run_pods(&w, "a", "device-plugin gpu-feature-discovery operator-validator");
@@ -1278,8 +1299,8 @@ static void test_ordering_counts_nodes(void **state)
                      GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
     assert_int_equal(w.f.violations, 1);
     assert_int_equal(w.f.complete_nodes, 1);
-    /* driver, toolkit, dcgm, dcgm-exporter, mig-manager, mps-control-daemon */
-    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 6);
+    /* driver, toolkit, dcgm, dcgm-exporter, mig-manager */
+    assert_int_equal(w.f.by_kind[GPUOP_KIND_MISSING], 5);
     world_free(&w);
 }
 
