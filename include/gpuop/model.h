@@ -29,14 +29,18 @@
 
 /* State of one nvidia.com/gpu.deploy.* label on a node. */
 enum gpuop_label {
-    GPUOP_LABEL_ABSENT = 0,  /* no such label */
-    GPUOP_LABEL_TRUE,        /* exactly "true" */
-    GPUOP_LABEL_FALSE,       /* exactly "false": excluded on purpose by a person, host-provided */
-    GPUOP_LABEL_OTHER,       /* any other value ("", "paused" ...): value kept */
-    GPUOP_LABEL_PREINSTALLED /* exactly GPUOP_LABEL_VALUE_PREINSTALLED, on an operand's label
+    GPUOP_LABEL_ABSENT = 0,   /* no such label */
+    GPUOP_LABEL_TRUE,         /* exactly "true" */
+    GPUOP_LABEL_FALSE,        /* exactly "false": excluded on purpose by a person, host-provided */
+    GPUOP_LABEL_OTHER,        /* any other value ("", "paused" ...): value kept */
+    GPUOP_LABEL_PREINSTALLED, /* exactly GPUOP_LABEL_VALUE_PREINSTALLED, on an operand's label
                                 only (gpu.present and deploy.operands read it as OTHER):
                                 NVIDIA's driver container found a driver on the host,
                                 host-provided */
+    GPUOP_LABEL_NOT_HERE      /* no label: an operand without one of its own (operand.h,
+                                 struct gpuop_operand_follow) that is not for this node
+                                 (the MPS control daemon where nvidia.com/mps.capable is
+                                 not "true"): neither expected nor host-provided */
 };
 
 /* The deploy label value NVIDIA's driver container writes when it finds a

@@ -18,6 +18,10 @@
 #define GPUOP_LABEL_OPERANDS    "nvidia.com/gpu.deploy.operands"
 #define GPUOP_LABEL_GPU_PRESENT "nvidia.com/gpu.present"
 #define GPUOP_LABEL_NFD_NVIDIA  "feature.node.kubernetes.io/pci-10de.present"
+/* GFD's label: "true" where the node's sharing config is an MPS one and
+ * its GPUs can do MPS (k8s-device-plugin v0.20.0 internal/lm/nvml.go
+ * newSharingLabeler); the MPS control daemon runs only there. */
+#define GPUOP_LABEL_MPS_CAPABLE "nvidia.com/mps.capable"
 
 struct gpuop_operand {
     const char *key;     /* spec key, e.g. "devicePlugin" */
@@ -58,6 +62,26 @@ int gpuop_operand_by_ds(const char *ds_name);
 /* The default image reference of op, joined as the GPU Operator joins
  * repository/image/version (without an OS tag); snprintf's return. */
 int gpuop_operand_image_ref(const struct gpuop_operand *op, char *buf, size_t size);
+
+/* An operand with no spec block and no deploy label of its own (the
+ * table's side rows, operand.c): follows names the operand whose spec it
+ * takes (enabled, image, pull policy, resources: spec.<that key>; its own
+ * key is a member there, spec.devicePlugin.mps) and whose deploy label it
+ * runs under; also a node label that must be "true" too (its
+ * nodeSelector's second key); before the operand that, on a node where
+ * also is "true", waits for it (the chain there: prereq -> it -> before). */
+struct gpuop_operand_follow {
+    const char *name; /* the operand's name */
+    const char *follows;
+    const char *also;
+    const char *before;
+};
+
+/* idx's follow row (static), or NULL: it has a spec and label of its own. */
+const struct gpuop_operand_follow *gpuop_operand_follow(int idx);
+
+/* The operand whose spec and deploy label idx follows, or -1. */
+int gpuop_operand_follows(int idx);
 
 /* Index of the direct prerequisite of idx by the table alone (its via
  * operand not counted: gpuop_policy_prereq counts it), or -1. */

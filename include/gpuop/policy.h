@@ -32,6 +32,11 @@ enum gpuop_mig_strategy {
     GPUOP_MIG_MIXED,
 };
 
+/* spec.devicePlugin.mps.root's default: the GPU Operator's DefaultMPSRoot
+ * (gpu-operator v26.7.0 controllers/object_controls.go), the MPS control
+ * daemon's directory on the host (its pipes and logs; shm below it). */
+#define GPUOP_MPS_ROOT_DEFAULT "/run/nvidia/mps"
+
 /* spec.toolkit.installDir's default: the GPU Operator's */
 #define GPUOP_TOOLKIT_INSTALL_DIR_DEFAULT "/usr/local/nvidia"
 
@@ -274,6 +279,8 @@ struct gpuop_policy {
                                              nvidia.com/device-plugin.config reads; "" = none
                                              (config-manager's fallback, an empty config);
                                              never NULL after parsing */
+    char *mps_root;                       /* spec.devicePlugin.mps.root: the MPS control daemon's
+                                             host directory; default GPUOP_MPS_ROOT_DEFAULT */
     bool dcgm_host_network;               /* spec.dcgm.hostNetwork: the host engine's pod in the
                                               host's network (and its DNS policy so) */
     json_t *service_monitor;              /* spec.dcgmExporter.serviceMonitor while enabled:

@@ -357,6 +357,8 @@ static int pause_node(struct rec *r, const struct gpuop_node *n, int state)
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (i == d || gpuop_label_host_provided(n->deploy[i])) /* false, pre-installed: kept */
             continue;
+        if (gpuop_operand_follows(i) >= 0)
+            continue; /* no label of its own: it goes with the one it follows */
         snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, gpuop_operand_get(i)->name);
         const char *old = n->deploy[i] == GPUOP_LABEL_TRUE     ? "true"
                           : n->deploy[i] == GPUOP_LABEL_ABSENT ? NULL

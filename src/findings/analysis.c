@@ -288,6 +288,22 @@ static bool image_pull_reason(const char *r)
     return false;
 }
 
+/* o's direct prerequisite on node nd: an operand without a deploy label
+ * of its own that comes before o where it is for the node (operand.h
+ * follow rows: the MPS control daemon before the device plugin on a node
+ * whose config is MPS), else the policy's. */
+static int node_prereq(const struct gpuop_findings *f, const struct gpuop_node *nd, int o)
+{
+    for (int i = 0; i < f->noperands; i++) {
+        if (nd->deploy[i] != GPUOP_LABEL_TRUE || !f->operands[i].enabled)
+            continue;
+        const struct gpuop_operand_follow *fw = gpuop_operand_follow(i);
+        if (fw && gpuop_operand_by_name(fw->before) == o)
+            return i;
+    }
+    return f->inc.prereq[o];
+}
+
 /* With spec.ordering: enforce, operand o's DaemonSet requires every enabled
  * prerequisite up its chain to be labelled "true" or host-provided
  * ("false", "pre-installed") on the node: the nearest one that is not, or
@@ -737,6 +753,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     h |= label == GPUOP_LABEL_TRUE          ? F_LABEL_TRUE
          : gpuop_label_host_provided(label) ? F_LABEL_HOST
          : label == GPUOP_LABEL_ABSENT      ? F_LABEL_ABSENT
+         : label == GPUOP_LABEL_NOT_HERE    ? 0 /* not for this node: no label fact */
                                             : F_LABEL_OTHER;
     if (label == GPUOP_LABEL_OTHER)
         h |= !v || !*v                 ? F_LABEL_EMPTY
@@ -773,7 +790,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
             k->has |= F_ADV_NOTHING;
         if (stuck_terminating(f, pod, now))
             k->has |= F_STUCK;
-        int q = s->prereq[o];
+        int q = node_prereq(f, nd, o);
         for (int hops = 0; nd->gpu && q >= 0 && hops < f->noperands; hops++) {
             if (!j->running[q] && !j->host[q]) {
                 k->has |= F_PREREQ_OFF;

@@ -58,6 +58,7 @@ static enum ref_type ref_type(int reason)
         return REF_POD_STATE;
     case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT:
     case GPUOP_REASON_PREREQUISITE_NOT_RUNNING:
+    case GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_MPS_DAEMON:
         return REF_POD;
     default:
         return REF_NONE;

@@ -25,7 +25,7 @@ struct gpuop_labeling gpuop_labeling_of(const struct gpuop_policy *p)
         return l;
     l.on = true;
     for (int i = 0; i < gpuop_operand_count(); i++)
-        if (p->operands[i].enabled)
+        if (p->operands[i].enabled && !gpuop_operand_follow(i)) /* no label of its own */
             l.enabled |= 1u << i;
     return l;
 }

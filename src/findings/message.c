@@ -61,9 +61,13 @@ static void ph_operand(const struct vars *v, char *buf, size_t size)
     snprintf(buf, size, "%s", v->op->name);
 }
 
+/* The spec key: an operand with none of its own (operand.h follows) is
+ * switched by the one it follows (spec.devicePlugin for MPS's daemon). */
 static void ph_key(const struct vars *v, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s", v->op->key);
+    const struct gpuop_operand *of =
+        gpuop_operand_get(gpuop_operand_follows(gpuop_operand_by_name(v->op->name)));
+    snprintf(buf, size, "%s", (of ? of : v->op)->key);
 }
 
 static void ph_prereq(const struct vars *v, char *buf, size_t size)

@@ -310,6 +310,18 @@ static const struct gpuop_reason_info reasons[] = {
          "nvidia.com/gpu.deploy.container-toolkit=true, or =false if the host provides it); "
          "until then cordon the node, or move the GPU pods bound here elsewhere.",
          "device-plugin", "container-toolkit", GPUOP_WAIT_STALL},
+    [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_MPS_DAEMON] =
+        {O, "DevicePluginWithoutMpsDaemon",
+         "<operand> runs but <prereq> does not, on a node whose sharing config is MPS (GFD's "
+         "nvidia.com/mps.capable=true): the device plugin waits for the daemon (\"error waiting "
+         "for MPS daemon\") and shares no GPU here."
+         "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]" TERMINATING_NOTE,
+         "The node's sharing config is an MPS one (GFD labels it nvidia.com/mps.capable=true), so "
+         "its device plugin waits for the MPS control daemon, which does not run there.",
+         "See the node's mps-control-daemon finding for why the daemon does not run (its "
+         "DaemonSet, a taint, its pod), or give the node a config without MPS (its label "
+         "nvidia.com/device-plugin.config).",
+         "device-plugin", "mps-control-daemon", GPUOP_WAIT_STALL},
     [GPUOP_REASON_HELD_BY_PREREQUISITE] =
         {H, "HeldByPrerequisite",
          "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "

@@ -342,10 +342,16 @@ static void host_info(FILE *out, const struct gpuop_findings *f, const struct gp
             fputs("\nHost-provided (information, not findings):\n", out);
         any = true;
         const char *name = gpuop_operand_get(c)->name;
+        int fo = gpuop_operand_follows(c);
         if (disabled)
             fprintf(out, "  %s on %zu node%s (spec.%s.enabled=false)\n", name, disabled,
-                    disabled == 1 ? "" : "s", gpuop_operand_get(c)->key);
-        if (labelled)
+                    disabled == 1 ? "" : "s", gpuop_operand_get(fo >= 0 ? fo : c)->key);
+        const struct gpuop_operand_follow *fw = gpuop_operand_follow(c);
+        if (labelled && fw) /* no label of its own (operand.h) */
+            fprintf(out, "  %s on %zu node%s (it runs only where %s%s=true and %s=true)\n", name,
+                    labelled, labelled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, fw->follows,
+                    fw->also ? fw->also : GPUOP_LABEL_OPERANDS);
+        else if (labelled)
             fprintf(out, "  %s on %zu node%s (label %s%s=false: excluded on purpose by a person)\n",
                     name, labelled, labelled == 1 ? "" : "s", GPUOP_LABEL_PREFIX, name);
         if (preinstalled)

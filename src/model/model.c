@@ -275,6 +275,28 @@ static int upgrade_state(const char *val)
     return GPUOP_US_OTHER;
 }
 
+/* An operand with no deploy label of its own (operand.h follow rows: the
+ * MPS control daemon) runs where the one it follows is labelled "true" and
+ * the label also is "true" (its nodeSelector): there its state is TRUE;
+ * where the followed one is host-provided, the same; anywhere else
+ * NOT_HERE, not for that node. */
+static void follow_labels(json_t *labels, struct gpuop_node *n)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        const struct gpuop_operand_follow *fw = gpuop_operand_follow(i);
+        int f = gpuop_operand_follows(i);
+        if (f < 0)
+            continue;
+        const char *also = fw->also ? json_string_value(json_object_get(labels, fw->also)) : "true";
+        if (gpuop_label_host_provided(n->deploy[f]))
+            n->deploy[i] = n->deploy[f];
+        else if (n->deploy[f] == GPUOP_LABEL_TRUE && also && !strcmp(also, "true"))
+            n->deploy[i] = GPUOP_LABEL_TRUE;
+        else
+            n->deploy[i] = GPUOP_LABEL_NOT_HERE;
+    }
+}
+
 /* others: room for GPUOP_OPERAND_MAX values, or NULL (measuring, or no
  * label has another value); *nother counts the values kept. */
 static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, char **others,
@@ -326,7 +348,7 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
             continue;
         }
         int i = gpuop_operand_by_name(key + plen);
-        if (i < 0 || n->deploy[i] != GPUOP_LABEL_ABSENT)
+        if (i < 0 || n->deploy[i] != GPUOP_LABEL_ABSENT || gpuop_operand_follows(i) >= 0)
             continue; /* JSON objects have unique keys; keep the first */
         if (st == GPUOP_LABEL_OTHER && val && strcmp(val, GPUOP_LABEL_VALUE_PREINSTALLED) == 0)
             st = GPUOP_LABEL_PREINSTALLED; /* its value is a constant: no string kept */
@@ -338,6 +360,7 @@ static void node_labels(json_t *labels, struct gpuop_node *n, struct packer *k, 
             (*nother)++;
         }
     }
+    follow_labels(labels, n);
 }
 
 static bool condition(json_t *status, const char *type, const char *want, json_t **found);

@@ -49,6 +49,21 @@ static const struct gpuop_operand operands[] = {
        own CDI specs: no toolkit (GPUCluster, manifests/state-dra-driver) */
     {"draDriver", "dra-driver", "gpuop-dra-driver", "driver", NULL, "nvcr.io/nvidia",
      "dra-driver-nvidia-gpu", "v0.5.0", false, NULL, "nvidia-dra-driver-kubelet-plugin", false},
+    /* the MPS control daemon (assets/state-mps-control-daemon/, enabled
+       with the device plugin, its image: TransformMPSControlDaemon) where
+       GFD says the node's config is MPS; the device plugin waits for it */
+    {"mps", "mps-control-daemon", "gpuop-mps-control-daemon", "container-toolkit", NULL,
+     "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", true, NULL,
+     "nvidia-device-plugin-mps-control-daemon", false},
+};
+
+/* The operands with no spec block or deploy label of their own (operand.h):
+ * name, follows, also, before. */
+static const struct gpuop_operand_follow follow_rows[] = {
+    /* GFD's nvidia.com/mps.capable=true: the node's config is MPS; the
+       device plugin there waits for the daemon ("error waiting for MPS
+       daemon", k8s-device-plugin v0.20.0 internal/plugin/server.go) */
+    {"mps-control-daemon", "device-plugin", GPUOP_LABEL_MPS_CAPABLE, "device-plugin"},
 };
 
 #define NOPERANDS ((int)(sizeof(operands) / sizeof(operands[0])))
@@ -99,6 +114,21 @@ int gpuop_operand_image_ref(const struct gpuop_operand *op, char *buf, size_t si
 {
     return snprintf(buf, size, "%s/%s%s%s", op->repository, op->image,
                     strncmp(op->version, "sha256:", 7) == 0 ? "@" : ":", op->version);
+}
+
+const struct gpuop_operand_follow *gpuop_operand_follow(int idx)
+{
+    const struct gpuop_operand *o = gpuop_operand_get(idx);
+    for (size_t i = 0; o && i < sizeof(follow_rows) / sizeof(follow_rows[0]); i++)
+        if (strcmp(follow_rows[i].name, o->name) == 0)
+            return &follow_rows[i];
+    return NULL;
+}
+
+int gpuop_operand_follows(int idx)
+{
+    const struct gpuop_operand_follow *f = gpuop_operand_follow(idx);
+    return f ? gpuop_operand_by_name(f->follows) : -1;
 }
 
 int gpuop_operand_prereq(int idx)

@@ -66,7 +66,6 @@ static const struct refused refused[] = {
      "gpuop's driver startup probe waits up to 20 minutes for the module build, ignored"},
     {"spec.driver", "livenessProbe", ALWAYS, "gpuop sets the driver's probes, ignored"},
     {"spec.driver", "readinessProbe", ALWAYS, "gpuop sets the driver's probes, ignored"},
-    {"spec.devicePlugin", "mps", ALWAYS, "MPS is not set up by gpuop, ignored"},
     {"spec.validator", "cuda", ALWAYS,
      "gpuop runs no cuda-validation (its workload pod needs the GPU Operator's ServiceAccount "
      "and DaemonSet names), so its env has no container to go to, ignored"},

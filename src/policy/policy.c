@@ -303,7 +303,8 @@ static int set_defaults(struct gpuop_policy *p)
         set_str(&p->host_root, GPUOP_HOST_ROOT_DEFAULT) ||
         set_str(&p->driver_install_dir, GPUOP_DRIVER_INSTALL_DIR_DEFAULT) ||
         set_str(&p->kubelet_root_dir, GPUOP_KUBELET_ROOT_DIR_DEFAULT) ||
-        set_str(&p->runtime_class, GPUOP_RUNTIME_CLASS) || set_str(&p->plugin_config_default, ""))
+        set_str(&p->runtime_class, GPUOP_RUNTIME_CLASS) || set_str(&p->plugin_config_default, "") ||
+        set_str(&p->mps_root, GPUOP_MPS_ROOT_DEFAULT))
         return GPUOP_ENOMEM;
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         if (set_json(&p->validator_env[c], json_array()))
@@ -2504,6 +2505,77 @@ static int operand_key(struct gpuop_policy *p, int idx, const char *path, json_t
     return 1;
 }
 
+/* The operand that follows operand idx and is its spec's member key (the
+ * MPS control daemon: spec.devicePlugin.mps), or -1. */
+static int follower_of(int idx, const char *key)
+{
+    int f = gpuop_operand_by_key(key);
+    return f >= 0 && gpuop_operand_follows(f) == idx ? f : -1;
+}
+
+/* spec.devicePlugin.mps (borrowed v): {root}, the MPS control daemon's
+ * host directory (the GPU Operator's MPSConfig, default
+ * GPUOP_MPS_ROOT_DEFAULT; "" keeps it, as NVIDIA's transforms read it). */
+static int parse_mps(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    static const char *const known[] = {"root", NULL};
+    char sub[FIELD_MAX];
+    const char *key;
+    json_t *e;
+    if (!json_is_object(v)) {
+        problem(p, field, "must be an object {root}, not %s; using root %s", type_name(v),
+                GPUOP_MPS_ROOT_DEFAULT);
+        return 0;
+    }
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "root")) {
+            unknown_field(p, field, key, known);
+            continue;
+        }
+        if (json_is_null(e))
+            continue;
+        fieldf(sub, "%s.root", field);
+        int rc = parse_host_dir(p, sub, e, &p->mps_root, GPUOP_MPS_ROOT_DEFAULT);
+        if (rc)
+            return rc;
+        if (!strcmp(p->mps_root, "/")) {
+            problem(p, sub, "must be a directory below the host root, not \"/\"; using %s",
+                    GPUOP_MPS_ROOT_DEFAULT);
+            rc = set_str(&p->mps_root, GPUOP_MPS_ROOT_DEFAULT);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* An operand with no spec of its own takes the one it follows (the table's
+ * follows): enabled, image, pull policy, resources, held, as the GPU
+ * Operator renders the MPS control daemon from spec.devicePlugin
+ * (TransformMPSControlDaemon; state-mps-control-daemon is enabled with
+ * it). Its args and env stay empty: NVIDIA gives it neither. */
+static int follow_specs(struct gpuop_policy *p)
+{
+    for (int i = 0; i < gpuop_operand_count(); i++) {
+        int f = gpuop_operand_follows(i);
+        if (f < 0)
+            continue;
+        struct gpuop_operand_spec *o = &p->operands[i];
+        const struct gpuop_operand_spec *of = &p->operands[f];
+        o->enabled = of->enabled;
+        o->os_tag = of->os_tag;
+        o->held = of->held;
+        if (set_str(&o->image, of->image) || set_str(&o->pull_policy, of->pull_policy))
+            return GPUOP_ENOMEM;
+        json_decref(o->resources);
+        o->resources = of->resources ? json_deep_copy(of->resources) : NULL;
+        if (of->resources && !o->resources)
+            return GPUOP_ENOMEM;
+    }
+    return 0;
+}
+
 int gpuop_policy_prereq(const struct gpuop_policy *p, int idx)
 {
     const struct gpuop_operand *op = gpuop_operand_get(idx);
@@ -2570,6 +2642,8 @@ static int parse_operand(struct gpuop_policy *p, int idx, json_t *v)
             rc = parse_driver_manager(p, idx, field, e);
         } else if (!strcmp(key, "pools") && !strcmp(op->key, "driver")) {
             jpools = e; /* once the rest of spec.driver is known */
+        } else if (follower_of(idx, key) >= 0) {
+            rc = parse_mps(p, field, e);
         } else if (validator_component(op, key) >= 0) {
             rc = parse_validator_component(
                 p, field, (enum gpuop_validator_component)validator_component(op, key), e);
@@ -3281,7 +3355,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     int n = 0, rc = 0;
 
     for (int i = 0; i < gpuop_operand_count(); i++)
-        known[n++] = gpuop_operand_get(i)->key;
+        if (!gpuop_operand_follow(i)) /* a member of its operand's spec */
+            known[n++] = gpuop_operand_get(i)->key;
     known[n++] = "daemonsets";
     known[n++] = "ordering";
     known[n++] = "findings";
@@ -3303,7 +3378,7 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
     json_object_foreach(spec, key, e)
     {
         int idx = gpuop_operand_by_key(key);
-        if (idx >= 0)
+        if (idx >= 0 && !gpuop_operand_follow(idx))
             rc = parse_operand(p, idx, e);
         else if (!strcmp(key, "daemonsets"))
             rc = parse_daemonsets(p, e);
@@ -3329,7 +3404,8 @@ static int parse_spec(struct gpuop_policy *p, json_t *spec)
             return rc;
     }
     check_driver_opts(p);
-    return pools_merge(p);
+    rc = pools_merge(p);
+    return rc ? rc : follow_specs(p);
 }
 
 int gpuop_policy_parse(json_t *obj, struct gpuop_policy *out, struct gpuop_err *err)
@@ -3382,6 +3458,7 @@ void gpuop_policy_free(struct gpuop_policy *p)
     free(p->kubelet_root_dir);
     free(p->runtime_class);
     free(p->plugin_config_default);
+    free(p->mps_root);
     for (int c = 0; c < GPUOP_VALIDATOR_COMPONENTS; c++)
         json_decref(p->validator_env[c]);
     free(p->upgrade.wait_selector);

@@ -357,6 +357,14 @@ static const char *host_root(const struct gpuop_policy *p)
     return p->host_root ? p->host_root : GPUOP_HOST_ROOT_DEFAULT;
 }
 
+/* spec.devicePlugin.mps.root, the MPS control daemon's host directory,
+ * mounted at MPS_ROOT_CTR in the daemon and the device plugin. */
+#define MPS_ROOT_CTR "/mps"
+static const char *mps_root(const struct gpuop_policy *p)
+{
+    return p->mps_root ? p->mps_root : GPUOP_MPS_ROOT_DEFAULT;
+}
+
 static const char *driver_dir(const struct gpuop_policy *p)
 {
     return p->driver_install_dir ? p->driver_install_dir : GPUOP_DRIVER_INSTALL_DIR_DEFAULT;
@@ -1244,7 +1252,8 @@ static void tmpl_toolkit(const struct gpuop_policy *p, struct tmpl *t)
  * RuntimeClass (NVML injected). */
 static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
 {
-    char hook[CDI_HOOK_MAX];
+    char hook[CDI_HOOK_MAX], mps_shm[HOST_PATH_MAX];
+    snprintf(mps_shm, sizeof(mps_shm), "%s/shm", mps_root(p));
     const char *mig = mig_strategy(p, "device-plugin");
     t->container = "nvidia-device-plugin";
     gpu_access(p, t, t->container);
@@ -1268,6 +1277,7 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
     }
     bad |= env_add(t->env, "NVIDIA_VISIBLE_DEVICES", "all");
     bad |= env_add(t->env, "NVIDIA_DRIVER_CAPABILITIES", "all");
+    bad |= env_add(t->env, "MPS_ROOT", mps_root(p)); /* the host's: the daemon's pipes */
     bad |= env_add(t->env, "MIG_STRATEGY", mig);
     if (strcmp(mig, "none"))
         bad |= env_add(t->env, "NVIDIA_MIG_MONITOR_DEVICES", "all");
@@ -1295,6 +1305,51 @@ static void tmpl_device_plugin(const struct gpuop_policy *p, struct tmpl *t)
          NULL},
         {"host-root", host_root(p), NULL, "/host", RO, "HostToContainer", NULL},
         {"cdi-root", "/var/run/cdi", DIR_OR_CREATE, "/var/run/cdi", RW, NULL, NULL},
+        /* the MPS daemon's /dev/shm, for its health checks, and its root */
+        {"mps-shm", mps_shm, NULL, "/dev/shm", RW, NULL, NULL},
+        {"mps-root", mps_root(p), DIR_OR_CREATE, MPS_ROOT_CTR, RW, NULL, NULL},
+    };
+    vol_table(p, t, vols, NROWS(vols), false);
+}
+
+/* The MPS control daemon (spec.devicePlugin: the table's follows), as the
+ * GPU Operator v26.7.0 renders it (assets/state-mps-control-daemon/
+ * 0400_daemonset.yaml, TransformMPSControlDaemon): the device plugin's
+ * image; held until toolkit-ready; mps-control-daemon-mounts mounts its
+ * shm under the root (Bidirectional, so the host and the device plugin
+ * see it); hostPID; MIG_STRATEGY (applyMIGConfiguration); the nvidia
+ * RuntimeClass. With spec.devicePlugin.config, config-manager beside it
+ * (plugin_config) signals /usr/bin/mps-control-daemon. */
+static void tmpl_mps(const struct gpuop_policy *p, struct tmpl *t)
+{
+    const struct gpuop_operand_spec *o = &p->operands[idx_of("mps-control-daemon")];
+    t->container = "mps-control-daemon-ctr";
+    gpu_access(p, t, t->container);
+    t->host_pid = true;
+    t->init = need(t, json_array());
+    if (t->init && toolkit_ready_written(p) &&
+        json_array_append_new(t->init, gate(p, "toolkit-validation", TOOLKIT_READY)))
+        t->oom = true;
+    json_t *mounts = json_pack(
+        "{s:s, s:s, s:s, s:[s,s], s:o, s:o*, s:[{s:s, s:s, s:s}]}", "name",
+        "mps-control-daemon-mounts", "image", o->image, "imagePullPolicy", o->pull_policy,
+        "command", "mps-control-daemon", "mount-shm", "securityContext", privileged(), "resources",
+        o->resources ? json_deep_copy(o->resources) : NULL, "volumeMounts", "name", "mps-root",
+        "mountPath", MPS_ROOT_CTR, "mountPropagation", "Bidirectional");
+    if (t->init && json_array_append_new(t->init, mounts))
+        t->oom = true;
+    t->command = need(t, json_pack("[s]", "mps-control-daemon"));
+    t->env = need(t, json_pack("[o,o,o,o]", env_field("NODE_NAME", "spec.nodeName"),
+                               env("NVIDIA_VISIBLE_DEVICES", "all"),
+                               env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+                               env("MIG_STRATEGY", mig_strategy(p, "device-plugin"))));
+    t->security = need(t, privileged());
+    char shm[HOST_PATH_MAX];
+    snprintf(shm, sizeof(shm), "%s/shm", mps_root(p));
+    const struct vol vols[] = {
+        {"run-nvidia-validations", VALIDATIONS, DIR_OR_CREATE, NULL, RW, NULL, NULL}, /* gate's */
+        {"mps-root", mps_root(p), DIR_OR_CREATE, MPS_ROOT_CTR, RW, NULL, NULL},
+        {"mps-shm", shm, NULL, "/dev/shm", RW, NULL, NULL},
     };
     vol_table(p, t, vols, NROWS(vols), false);
 }
@@ -1400,7 +1455,8 @@ static void plugin_config(const struct gpuop_policy *p, int operand, struct tmpl
     int dp = idx_of("device-plugin");
     const char *cm = dp >= 0 ? p->operands[dp].config_name : NULL;
     bool gfd = operand == idx_of("gpu-feature-discovery");
-    if (t->oom || !cm || (operand != dp && !gfd))
+    bool mps = operand == idx_of("mps-control-daemon");
+    if (t->oom || !cm || (operand != dp && !gfd && !mps))
         return;
     const char *vol =
         has_named(t->volumes, cm) || !strcmp(cm, PLUGIN_CONFIG_VOL) ? PLUGIN_CONFIG_VOL_ALT : cm;
@@ -1419,9 +1475,10 @@ static void plugin_config(const struct gpuop_policy *p, int operand, struct tmpl
         extend(t->volumes, json_pack("[{s:s, s:{s:s}}, {s:s, s:{}}]", "name", vol, "configMap",
                                      "name", cm, "name", PLUGIN_CONFIG_VOL, "emptyDir")) ||
         json_array_append_new(t->init, config_manager(p, operand, vol, NULL)) ||
-        json_array_append_new(
-            t->sidecars, config_manager(p, operand, vol,
-                                        gfd ? "gpu-feature-discovery" : "nvidia-device-plugin")))
+        json_array_append_new(t->sidecars, config_manager(p, operand, vol,
+                                                          gfd   ? "gpu-feature-discovery"
+                                                          : mps ? "/usr/bin/mps-control-daemon"
+                                                                : "nvidia-device-plugin")))
         t->oom = true;
     t->share_pid = true;
     t->service_account = gfd ? GPUOP_GFD_SA : GPUOP_DEVICE_PLUGIN_SA;
@@ -1860,6 +1917,7 @@ static const struct {
     {"operator-validator", tmpl_validator},
     {"mig-manager", tmpl_mig_manager},
     {"dra-driver", tmpl_dra_driver},
+    {"mps-control-daemon", tmpl_mps},
 };
 
 /* ---- assembly ------------------------------------------------------------ */
@@ -2118,9 +2176,16 @@ static json_t *node_selector(const struct gpuop_policy *p, const struct gpuop_op
                              const struct gpuop_ospool *pool)
 {
     char key[128];
-    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, op->name);
-    if (!pool)
-        return json_pack("{s:s}", key, "true");
+    const struct gpuop_operand_follow *fw = gpuop_operand_follow(gpuop_operand_by_name(op->name));
+    snprintf(key, sizeof(key), "%s%s", GPUOP_LABEL_PREFIX, fw ? fw->follows : op->name);
+    if (!pool) { /* and the row's also label: the MPS daemon's nvidia.com/mps.capable */
+        json_t *sel = json_pack("{s:s}", key, "true");
+        if (sel && fw && fw->also && json_object_set_new(sel, fw->also, json_string("true"))) {
+            json_decref(sel);
+            sel = NULL;
+        }
+        return sel;
+    }
     const char *kernel = kernel_of(p, pool);
     return json_pack("{s:s, s:s, s:s, s:s*, s:s*}", key, "true", GPUOP_LABEL_OS_ID, pool->id,
                      pool->major_only ? GPUOP_LABEL_OS_MAJOR : GPUOP_LABEL_OS_VERSION,

@@ -40,7 +40,8 @@ for op in "${OPERANDS[@]}"; do
 	assert_eq "gpuop" "$(jq -r '.metadata.labels["app.kubernetes.io/managed-by"]' <<<"$ds")" "managed-by label"
 	assert_eq "gpuop" "$(jq -r '[.metadata.managedFields[] | select(.operation == "Apply")][0].manager' <<<"$ds")" "field manager"
 done
-assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "number of DaemonSets"
+# six operands and the MPS control daemon (with the device plugin)
+assert_eq "7" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "number of DaemonSets"
 
 log "beside them: the nvidia RuntimeClass and the DCGM exporter's Service, owned by the policy"
 wait_for 30 kc get runtimeclass nvidia
@@ -65,7 +66,7 @@ dp=$(kc -n "$GPUOP_NS" get ds gpuop-device-plugin -o json)
 assert_eq "" "$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "NVIDIA_DRIVER_ROOT") | .value' <<<"$dp")" "no policy-wide driver root"
 grep -qF '. /run/nvidia/validations/driver-ready' <<<"$(jq -r '.spec.template.spec.containers[0].command[2]' <<<"$dp")" ||
 	fail "the device plugin does not take the node's driver root from driver-ready"
-assert_eq "5" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "five DaemonSets left"
+assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "six DaemonSets left"
 
 log "driver.enabled=true brings it back"
 kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"enabled":true}}}' >/dev/null
@@ -89,7 +90,7 @@ msg=$(gp_cond "$POLICY" Reconciled message)
 case "$msg" in *"spec.daemonsets.labels.app.kubernetes.io/managed-by"*) ;; *) fail "Reconciled message does not name the field: $msg" ;; esac
 assert_eq "InvalidSpec" "$(gp_cond "$POLICY" Reconciled reason)" "Reconciled reason"
 # the rest keeps working: every DaemonSet is still there
-assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets kept while invalid"
+assert_eq "7" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets kept while invalid"
 kc patch gpupolicy "$POLICY" --type=json -p '[{"op":"remove","path":"/spec/daemonsets/labels"}]' >/dev/null
 wait_for 30 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy '$POLICY' -o jsonpath='{.status.conditions[?(@.type==\"Reconciled\")].status}')\" = True ]"
 

@@ -118,7 +118,7 @@ assert_eq "notReady" "$(gp_jq "$POLICY" .status.state)" "state"
 assert_eq "$tk_gen" "$(ds_json container-toolkit | jq -r .metadata.generation)" "toolkit DaemonSet untouched"
 assert_eq "$dp_gen" "$(ds_json device-plugin | jq -r .metadata.generation)" "device-plugin DaemonSet not changed"
 assert_eq "" "$(ds_json device-plugin | jq -r '.spec.template.spec.containers[0].env[]? | select(.name == "E2E_MARK") | .value')" "device-plugin change held back"
-assert_eq "6" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "no DaemonSet deleted"
+assert_eq "7" "$(kc -n "$GPUOP_NS" get ds -o name | wc -l | tr -d ' ')" "no DaemonSet deleted (the MPS daemon's included)"
 
 kc patch gpupolicy "$POLICY" --type=json -p '[
   {"op":"remove","path":"/spec/toolkit/env"},

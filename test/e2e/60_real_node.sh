@@ -235,13 +235,14 @@ ds_of() { if [ "$1" = driver ]; then echo gpuop-driver-ubuntu24.04; else echo "g
 for op in "${OPERANDS[@]}"; do
 	wait_for "$SETTLE_TIMEOUT" kc -n "$NS" get ds "$(ds_of "$op")"
 done
-assert_eq 6 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets"
+# and the MPS control daemon's, which runs on no node here (no nvidia.com/mps.capable)
+assert_eq 7 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets"
 status_ready() {
 	kc get gpupolicy "$POLICY" -o json | jq -e --argjson n "$1" '.status as $s
 		| $s.state == "ready" and $s.summary.gpuNodes == 2 and $s.summary.completeNodes == 2
 		and $s.observedGeneration == .metadata.generation
-		and ([$s.operands[] | select(.enabled != false)] | length) == $n
-		and all($s.operands[] | select(.enabled != false); .desiredNumberScheduled == 2 and .numberReady == 2)'
+		and ([$s.operands[] | select(.enabled != false and .name != "mps-control-daemon")] | length) == $n
+		and all($s.operands[] | select(.enabled != false and .name != "mps-control-daemon"); .desiredNumberScheduled == 2 and .numberReady == 2)'
 }
 export -f status_ready kc
 export POLICY NS
@@ -265,7 +266,7 @@ log "helm upgrade --set devicePlugin.enabled=false: that DaemonSet goes, status 
 helm upgrade gpuop "$CHART" -n "$NS" --reuse-values --set devicePlugin.enabled=false \
 	--wait --timeout "${READY_TIMEOUT}s" >/dev/null
 wait_for "$SETTLE_TIMEOUT" bash -c "! kubectl --kubeconfig '$KUBECONFIG' -n $NS get ds gpuop-device-plugin >/dev/null 2>&1"
-assert_eq 5 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets after the upgrade"
+assert_eq 5 "$(kc -n "$NS" get ds -o name | wc -l | tr -d ' ')" "DaemonSets after the upgrade (the MPS daemon's gone too)"
 wait_for "$SETTLE_TIMEOUT" status_ready 5
 assert_eq false "$(gp_jq "$POLICY" '.spec.devicePlugin.enabled')" "the GpuPolicy's devicePlugin.enabled"
 assert_eq 2 "$(gp_jq "$POLICY" '.status.summary.completeNodes')" "complete nodes without the device plugin"

@@ -115,12 +115,12 @@ if [ -n "${GPUOP_BIN:-}" ]; then
         fail "crio values: a RuntimeClass or CDI in the legacy mode on CRI-O"
     ok "crio values: the toolkit configures CRI-O in the legacy mode"
     n=$(grep -c '^kind: DaemonSet' "$tmp/defaults.ds" || true)
-    [ "$n" = 6 ] || fail "defaults: $n DaemonSets, not 6"
+    [ "$n" = 7 ] || fail "defaults: $n DaemonSets, not 7 (six operands and the MPS control daemon)"
     grep -qF 'image: nvcr.io/nvidia/driver:595.91.07-ubuntu24.04' "$tmp/defaults.ds" ||
         fail "defaults: no driver 595.91.07 for the OS pool ubuntu24.04"
     ds=$tmp/gpu-operator.ds
     n=$(grep -c '^kind: DaemonSet' "$ds" || true)
-    [ "$n" = 5 ] || fail "gpu-operator values: $n DaemonSets, not 5 (driver and gfd are disabled, migManager on)"
+    [ "$n" = 6 ] || fail "gpu-operator values: $n DaemonSets, not 6 (driver and gfd are disabled, migManager on, the MPS control daemon with the device plugin)"
     ! grep -q 'name: gpuop-driver$' "$ds" || fail "gpu-operator values: driver.enabled=false rendered a driver DaemonSet"
     for want in \
         'image: registry.example.internal/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04' \
@@ -176,14 +176,16 @@ if [ -n "${GPUOP_BIN:-}" ]; then
     done
     grep -qF 'default: "default"' "$tmp/sharing.yaml" || fail "sharing values: the GpuPolicy lacks config.default"
     ds=$tmp/sharing.ds
-    [ "$(grep -c 'name: config-manager-init$' "$ds")" = 2 ] || fail "sharing values: not 2 config-manager-init containers"
-    [ "$(grep -c 'name: config-manager$' "$ds")" = 2 ] || fail "sharing values: not 2 config-manager sidecars"
+    # the device plugin's, GFD's and the MPS control daemon's pods
+    [ "$(grep -c 'name: config-manager-init$' "$ds")" = 3 ] || fail "sharing values: not 3 config-manager-init containers"
+    [ "$(grep -c 'name: config-manager$' "$ds")" = 3 ] || fail "sharing values: not 3 config-manager sidecars"
     for want in 'value: nvidia-device-plugin' 'value: gpu-feature-discovery' 'shareProcessNamespace: true' \
         'serviceAccountName: gpuop-device-plugin' 'serviceAccountName: gpuop-gpu-feature-discovery' \
-        'value: /config/config.yaml'; do
+        'value: /config/config.yaml' 'value: /usr/bin/mps-control-daemon' 'nvidia.com/mps.capable: "true"' \
+        'path: /var/lib/nvidia-mps/shm' 'name: mps-control-daemon-mounts'; do
         grep -qF -- "$want" "$ds" || fail "sharing values: gpuop render output lacks '$want'"
     done
-    ok "sharing values: the configs' ConfigMap (chart), config-manager in the device plugin's and GFD's pods (gpuop)"
+    ok "sharing values: the configs' ConfigMap (chart), config-manager in the device plugin's, GFD's and the MPS daemon's pods (gpuop), the MPS root"
 fi
 
 # The GPU Operator's image keys pass through: what a ClusterPolicy user
@@ -280,12 +282,12 @@ out=$(notes -f "$DATA/values/gpu-operator.yaml" --set driver.usePrecompiled=true
 for want in 'Ignored: nfd.enabled=true: gpuop does not deploy node-feature-discovery' \
     'Ignored: operator.version=v25.3.2: configures the NVIDIA GPU Operator' \
     'Ignored: gds.args=["x"]: NVIDIA'"'"'s GPU Operator passes no args to the nvidia-fs sidecar either' \
-    'Ignored: devicePlugin.mps.root=/run/nvidia/mps: MPS' \
     'Ignored: daemonsets.rollingUpdate.maxUnavailable=25%: not written with updateStrategy OnDelete'; do
     grep -qF "$want" <<<"$out" || fail "the notes lack \"$want\": $out"
 done
 for honoured in driver.version toolkit.installDir serviceMonitor migManager.config dcgmExporter.serviceMonitor psa cdi \
-    driver.rdma driver.kernelModuleType gds.enabled gdrcopy.enabled driver.licensingConfig driver.usePrecompiled; do
+    driver.rdma driver.kernelModuleType gds.enabled gdrcopy.enabled driver.licensingConfig driver.usePrecompiled \
+    devicePlugin.mps; do
     ! grep -qF "Ignored: $honoured" <<<"$out" || fail "the notes call $honoured ignored: $out"
 done
 out=$(notes --set operator.upgradeCRD=false --set upgradeCRD=false)

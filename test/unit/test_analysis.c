@@ -303,10 +303,10 @@ static const char *msg_of(const struct world *w, const struct gpuop_finding *x)
 #define ALL_TRUE                                                                                   \
     "present=true driver=true container-toolkit=true device-plugin=true "                          \
     "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "             \
-    "mig-manager=true dra-driver=true"
+    "mig-manager=true dra-driver=true mps-control-daemon=true"
 #define ALL_OPS                                                                                    \
     "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "             \
-    "operator-validator mig-manager dra-driver"
+    "operator-validator mig-manager dra-driver mps-control-daemon"
 
 /* ---- tests ---- */
 
@@ -406,6 +406,58 @@ static void test_label_values(void **state)
     }
 }
 
+/* The MPS control daemon (operand.h follow rows): expected where the
+ * model says it is for the node (device plugin "true", GFD's mps.capable
+ * "true"), Missing there when it does not run; on a node it is not for,
+ * no finding, no host-provided bit, the cell NA; its pod there is
+ * Unexpected (the DaemonSet controller would not put it there). */
+static void test_mps_daemon(void **state)
+{
+    int mps = op("mps-control-daemon");
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "mps", ALL_TRUE, NULL);
+    struct gpuop_node *plain = add_node(&w, "plain", ALL_TRUE, NULL);
+    plain->deploy[mps] = GPUOP_LABEL_NOT_HERE;
+    run_pods(&w, "mps",
+             "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
+             "dcgm-exporter operator-validator mig-manager dra-driver");
+    run_pods(&w, "plain",
+             "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
+             "dcgm-exporter operator-validator mig-manager dra-driver");
+    analyze(&w);
+    /* on the MPS node: the daemon Missing, and the device plugin running
+     * without it (it comes before the device plugin there) */
+    assert_int_equal(w.f.nitems, 2);
+    const struct gpuop_finding *x = find(&w, "mps", "mps-control-daemon", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    x = find(&w, "mps", "device-plugin", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_MPS_DAEMON);
+    assert_int_equal(x->prereq, mps);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "device-plugin runs but mps-control-daemon does not"));
+    assert_null(find(&w, "plain", "device-plugin", GPUOP_KIND_ORDERING));
+    assert_int_equal(node_res(&w, "mps")->cell[mps], GPUOP_CELL_MISSING);
+    assert_int_equal(node_res(&w, "plain")->cell[mps], GPUOP_CELL_NA);
+    assert_int_equal(node_res(&w, "plain")->host_provided, 0);
+    assert_int_equal(w.f.operands[mps].expected_nodes, 1);
+    assert_int_equal(w.f.complete_nodes, 1);
+    assert_int_equal(w.f.violations, 1);
+    world_free(&w);
+
+    /* the daemon runs: the chain is intact, the node complete */
+    world_init(&w);
+    add_all_ds(&w);
+    add_node(&w, "mps", ALL_TRUE, NULL);
+    run_pods(&w, "mps", ALL_OPS);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    world_free(&w);
+}
+
 static void test_host_provided(void **state)
 {
     /* driver disabled in the policy; toolkit label "false"; the rest runs */
@@ -416,11 +468,11 @@ static void test_host_provided(void **state)
     add_node(&w, "n",
              "present=true driver=true container-toolkit=false device-plugin=true "
              "gpu-feature-discovery=true dcgm=true dcgm-exporter=true operator-validator=true "
-             "mig-manager=true dra-driver=true",
+             "mig-manager=true dra-driver=true mps-control-daemon=true",
              NULL);
     run_pods(&w, "n",
              "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator "
-             "mig-manager dra-driver");
+             "mig-manager dra-driver mps-control-daemon");
     analyze(&w);
     assert_int_equal(w.f.nitems, 0);
     const struct gpuop_node_result *r = node_res(&w, "n");
@@ -1278,7 +1330,8 @@ static void test_ordering_counts_nodes(void **state)
     struct world w;
     world_init(&w);
     add_all_ds(&w);
-    add_node(&w, "a", ALL_TRUE, NULL);
+    /* a's config is not MPS: the MPS daemon is not for it */
+    add_node(&w, "a", ALL_TRUE, NULL)->deploy[op("mps-control-daemon")] = GPUOP_LABEL_NOT_HERE;
     add_node(&w, "b", ALL_TRUE, NULL);
     /* on a: device-plugin, gfd and validator run without toolkit and driver */
     run_pods(&w, "a", "device-plugin gpu-feature-discovery operator-validator");
@@ -1749,6 +1802,7 @@ int main(void)
         cmocka_unit_test(test_seed_not_scheduled),
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),
+        cmocka_unit_test(test_mps_daemon),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),

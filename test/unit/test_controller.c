@@ -105,12 +105,17 @@ static void run_for(struct fx *f, uint64_t ms)
 
 /* ---- the fake cluster ---- */
 
+/* The operand DaemonSets applied by default: all but dcgm, mig-manager and
+ * dra-driver (six), and the MPS control daemon, which goes with the device
+ * plugin. */
+#define NDS_DEFAULT 7
+
 /* the operand table's names, in its order (dcgm, mig-manager and
  * dra-driver off by default) */
 static const char *operands[] = {
-    "driver",    "container-toolkit", "device-plugin",      "gpu-feature-discovery",
-    "dcgm",      "dcgm-exporter",     "operator-validator", "mig-manager",
-    "dra-driver"};
+    "driver",     "container-toolkit", "device-plugin",      "gpu-feature-discovery",
+    "dcgm",       "dcgm-exporter",     "operator-validator", "mig-manager",
+    "dra-driver", "mps-control-daemon"};
 
 static int operand_of(const char *ds)
 {
@@ -452,7 +457,7 @@ static void test_apply_then_quiet(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 500);
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (!gpuop_operand_get(i)->enabled)
@@ -467,7 +472,7 @@ static void test_apply_then_quiet(void **state)
     assert_true(writes >= 1 && writes <= 3);
     run_for(f, 1500);
     assert_int_equal(f->status_writes, writes); /* nothing changed: no write */
-    assert_int_equal(total_applies(f), 6);
+    assert_int_equal(total_applies(f), NDS_DEFAULT);
     json_t *rec = json_array_get(json_object_get(status_of(f), "conditions"), 3);
     assert_string_equal(json_string_value(json_object_get(rec, "type")), "Reconciled");
     assert_string_equal(json_string_value(json_object_get(rec, "status")), "True");
@@ -477,7 +482,7 @@ static void test_drift_put_back(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     /* someone edits the toolkit's spec: the server bumps its generation */
     json_t *ds = json_deep_copy(json_object_get(f->store[K_DS], "gpuop-container-toolkit"));
@@ -491,14 +496,14 @@ static void test_drift_put_back(void **state)
     assert_null(json_object_get(
         json_object_get(json_object_get(f->store[K_DS], "gpuop-container-toolkit"), "spec"),
         "minReadySeconds"));
-    assert_int_equal(total_applies(f), 7); /* only that one */
+    assert_int_equal(total_applies(f), NDS_DEFAULT + 1); /* only that one */
     /* someone deletes the driver's DaemonSet: applied again */
     const char *drv = "gpuop-driver-ubuntu24.04";
     put(f, K_DS, drv, json_incref(json_object_get(f->store[K_DS], drv)), "DELETED");
     RUN_UNTIL(f, json_object_get(f->store[K_DS], drv) != NULL, WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->applies[0], 2);
-    assert_int_equal(total_applies(f), 8);
+    assert_int_equal(total_applies(f), NDS_DEFAULT + 2);
 }
 
 /* Answers the held apply with what it got when it landed. */
@@ -533,7 +538,7 @@ static void test_deleting_recreated(void **state)
     struct fx *f = *state;
     const char *dp = "gpuop-device-plugin";
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     int before = f->applies[2];
     put_deleting(f, dp);
@@ -543,7 +548,7 @@ static void test_deleting_recreated(void **state)
     RUN_UNTIL(f, json_object_get(f->store[K_DS], dp) != NULL, WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->applies[2], before + 1);
-    assert_int_equal(total_applies(f), 6 + 1);
+    assert_int_equal(total_applies(f), NDS_DEFAULT + 1);
 }
 
 /* An apply in flight when the watch shows its DaemonSet deleted: its answer
@@ -553,7 +558,7 @@ static void test_deleted_while_applying(void **state)
     struct fx *f = *state;
     const char *dp = "gpuop-device-plugin";
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     int before = f->applies[2];
     /* a hand edit gpuop puts back; that apply is held */
@@ -578,7 +583,7 @@ static void test_disabled_deleted(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     set_spec(f, json_pack("{s:{s:b}}", "dcgmExporter", "enabled", 0));
     RUN_UNTIL(f, f->deletes == 1 && !json_object_get(f->store[K_DS], "gpuop-dcgm-exporter"),
@@ -586,7 +591,7 @@ static void test_disabled_deleted(void **state)
     settle(f, 300);
     assert_int_equal(f->deletes, 1);
     assert_string_equal(operand_apply(f, gpuop_operand_by_name("dcgm-exporter")), "Absent");
-    assert_int_equal(json_object_size(f->store[K_DS]), 5);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT - 1);
 }
 
 /* New: a pod of DaemonSet ds on node gpu-1, in phase. */
@@ -645,7 +650,7 @@ static void assert_no_stage(struct fx *f, uint64_t min_reconciles, uint64_t stag
     gpuop_controller_stats(f->c, &st);
     assert_true(st.reconciles >= min_reconciles);
     assert_int_equal(st.apply_stages, stages);
-    assert_int_equal(total_applies(f), 6);
+    assert_int_equal(total_applies(f), NDS_DEFAULT);
     json_t *now = operands_of(f);
     assert_true(json_equal(now, full));
     json_decref(now);
@@ -662,7 +667,7 @@ static void test_apply_only_when_its_inputs_move(void **state)
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     json_t *full = operands_of(f); /* the reference */
     gpuop_controller_stats(f->c, &st);
@@ -764,7 +769,7 @@ static void test_findings_events_coalesced(void **state)
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
     gpuop_controller_stats(f->c, &st);
@@ -819,7 +824,7 @@ static void test_findings_reconcile_gap(void **state)
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
     gpuop_controller_stats(f->c, &st);
@@ -859,7 +864,7 @@ static void test_extras(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     assert_int_equal(f->extra_applies, 4); /* nvidia, nvidia-cdi, nvidia-legacy, the Service */
     assert_int_equal(f->extra_deletes, 0); /* never applied: nothing of gpuop's to delete */
@@ -916,7 +921,7 @@ static void test_service_monitor_without_crd(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     assert_null(condition_of(f, "ServiceMonitor")); /* not asked for: not said */
     set_spec(f, json_pack("{s:{s:{s:b}}}", "dcgmExporter", "serviceMonitor", "enabled", 1));
@@ -944,7 +949,7 @@ static void test_device_classes_not_served(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     assert_null(condition_of(f, "DeviceClasses")); /* not asked for: not said */
     set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 1));
@@ -1060,7 +1065,7 @@ static void test_os_pools(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     json_t *u = json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04");
     assert_non_null(u);
     json_t *c = json_array_get(
@@ -1083,7 +1088,7 @@ static void test_os_pools(void **state)
     /* a second RHEL 9 node (9.6) is the same pool: nothing new */
     put(f, K_NODE, "gpu-3", os_node("gpu-3", "rhel", "9.6", "9"), "ADDED");
     settle(f, 300);
-    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT + 1);
     /* the pool's last node goes: its DaemonSet goes */
     put(f, K_NODE, "gpu-2", json_incref(json_object_get(f->store[K_NODE], "gpu-2")), "DELETED");
     settle(f, 300);
@@ -1104,7 +1109,7 @@ static void test_os_pools(void **state)
                   !json_object_get(f->store[K_DS], "gpuop-driver-ubuntu24.04"),
               WAIT_MS);
     settle(f, 300);
-    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT);
     assert_string_equal(operand_apply(f, 0), "Current");
 }
 
@@ -1139,7 +1144,7 @@ static void test_kernel_pools(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     put(f, K_NODE, "gpu-1", kernel_node("gpu-1", "6.8.0-1"), "MODIFIED");
     put(f, K_NODE, "gpu-2", kernel_node("gpu-2", "6.8.0-2"), "ADDED");
     set_spec(f, json_pack("{s:{s:b}}", "driver", "usePrecompiled", 1));
@@ -1157,7 +1162,7 @@ static void test_kernel_pools(void **state)
     /* a node without the kernel label: no DaemonSet for it, nothing else moves */
     put(f, K_NODE, "gpu-3", kernel_node("gpu-3", NULL), "ADDED");
     settle(f, 300);
-    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT + 1);
     /* compiled again */
     set_spec(f, json_pack("{s:{s:b}}", "driver", "usePrecompiled", 0));
     RUN_UNTIL(f,
@@ -1165,7 +1170,7 @@ static void test_kernel_pools(void **state)
                   !json_object_get(f->store[K_DS], k1) && !json_object_get(f->store[K_DS], k3),
               WAIT_MS);
     settle(f, 300);
-    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT);
     assert_string_equal(operand_apply(f, 0), "Current");
 }
 
@@ -1178,7 +1183,7 @@ static void test_driver_pools(void **state)
     struct fx *f = *state;
     const char *a100 = "gpuop-driver-a100-ubuntu24.04", *dflt = "gpuop-driver-ubuntu24.04";
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     json_t *n = os_node("gpu-1", "ubuntu", "24.04", NULL);
     json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
                         GPUOP_LABEL_DRIVER_POOL, json_string("a100"));
@@ -1198,14 +1203,14 @@ static void test_driver_pools(void **state)
                                                           GPUOP_LABEL_DRIVER_POOL)),
                         "a100");
     settle(f, 300);
-    assert_int_equal(json_object_size(f->store[K_DS]), 7);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT + 1);
     assert_string_equal(operand_apply(f, 0), "Current");
     /* the pool gone: its DaemonSet deleted, the default's stays */
     set_spec(f, json_pack("{s:{s:s}}", "driver", "version", "580.1"));
     RUN_UNTIL(f, !json_object_get(f->store[K_DS], a100), WAIT_MS);
     settle(f, 300);
     assert_non_null(json_object_get(f->store[K_DS], dflt));
-    assert_int_equal(json_object_size(f->store[K_DS]), 6);
+    assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT);
 }
 
 /* A mistyped spec.driver.version (issue 37, probe 11): the driver's
@@ -1217,7 +1222,7 @@ static void test_invalid_spec_kept(void **state)
     struct fx *f = *state;
     const char *drv = "gpuop-driver-ubuntu24.04";
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     for (int gen = 2; gen <= 4; gen++) {
         static const char *const versions[] = {"580.95.05", "580 95 05", "580.126.09"};
         json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
@@ -1417,7 +1422,7 @@ static void test_status_churn_coalesced(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100); /* a quiet interval */
     int before = f->status_writes;
@@ -1445,7 +1450,7 @@ static void test_status_close_flushes(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     run_for(f, CTL_STATUS_WRITE_INTERVAL_MS + 100);
     put(f, K_NODE, "gpu-a", os_node("gpu-a", "ubuntu", "24.04", NULL), "ADDED");
@@ -1489,7 +1494,7 @@ static void test_status_edited_elsewhere(void **state)
 {
     struct fx *f = *state;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 300);
     json_t *mine = json_deep_copy(json_object_get(status_of(f), "nodes"));
     assert_true(json_array_size(mine) > 0); /* gpu-1 has no operand pod */
@@ -1631,7 +1636,7 @@ static void test_keep_verified(void **state)
     struct gpuop_controller_stats st;
     f->template_gens = true;
     start_verify(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     settle(f, 100);
     for (int i = 0; i < KEEP_ROUNDS; i++) {
         int n = 1 + (int)rnd(3);
@@ -1755,7 +1760,7 @@ static void test_keep_event_details(void **state)
     }
     put(f, K_NODE, "gpu-1", n, "MODIFIED");
     start_verify(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     json_t *pod = pod_on("gpuop-container-toolkit", "gpu-1", 1, false);
     json_object_set_new(json_object_get(pod, "status"), "phase", json_string("Failed"));
     put(f, K_POD, "container-toolkit-gpu-1", pod, "ADDED");
@@ -1775,7 +1780,7 @@ static void test_keep_auto_small(void **state)
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
-    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
     for (int i = 0; i < 10; i++) {
         random_change(f);
         run_for(f, 15);

@@ -189,8 +189,9 @@ static void test_patch_once(void **state)
                         "true");
     assert_null(json_object_get(labels, "nvidia.com/gpu.deploy.dcgm-exporter")); /* disabled */
     assert_null(json_object_get(labels, "nvidia.com/gpu.deploy.mig-manager"));   /* no MIG */
-    /* every operand but those two, and gpu.present */
-    assert_int_equal(json_object_size(labels), (size_t)gpuop_operand_count() - 1);
+    /* every operand but those two and the MPS daemon (no label of its own), and gpu.present */
+    assert_int_equal(json_object_size(labels), (size_t)gpuop_operand_count() - 2);
+    assert_null(json_object_get(labels, "nvidia.com/gpu.deploy.mps-control-daemon"));
     assert_int_equal(json_object_size(meta), 3); /* resourceVersion, labels, annotations */
     const char *note = json_string_value(
         json_object_get(json_object_get(meta, "annotations"), GPUOP_ANNOTATION_NODE_LABELS));

@@ -50,7 +50,8 @@ static struct gpuop_labeling facts(bool on, const char *disabled)
 {
     struct gpuop_labeling l = {.on = on};
     for (int i = 0; i < gpuop_operand_count(); i++)
-        if (!disabled || strcmp(disabled, gpuop_operand_get(i)->name) != 0)
+        if ((!disabled || strcmp(disabled, gpuop_operand_get(i)->name) != 0) &&
+            !gpuop_operand_follow(i)) /* no label of its own: never written */
             l.enabled |= 1u << i;
     return l;
 }

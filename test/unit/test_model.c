@@ -26,6 +26,55 @@ static json_t *load(const char *name)
     return j;
 }
 
+/* The MPS control daemon has no deploy label of its own (operand.h follow
+ * rows): it is for a node where the device plugin's label is "true" and
+ * GFD's nvidia.com/mps.capable is "true", host-provided where the device
+ * plugin is, and not for any other node; a label of its name is ignored. */
+static struct gpuop_node *labelled(const char *dp, const char *capable, const char *own)
+{
+    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
+    if (dp)
+        json_object_set_new(labels, "nvidia.com/gpu.deploy.device-plugin", json_string(dp));
+    if (capable)
+        json_object_set_new(labels, "nvidia.com/mps.capable", json_string(capable));
+    if (own)
+        json_object_set_new(labels, "nvidia.com/gpu.deploy.mps-control-daemon", json_string(own));
+    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", "n", "labels", labels);
+    struct gpuop_node *n = gpuop_node_new(j, NULL, NULL);
+    json_decref(j);
+    assert_non_null(n);
+    return n;
+}
+
+static void test_node_mps(void **state)
+{
+    int mps = gpuop_operand_by_name("mps-control-daemon");
+    assert_true(mps >= 0);
+    static const struct {
+        const char *dp, *capable, *own;
+        int want;
+    } cases[] = {
+        {"true", "true", NULL, GPUOP_LABEL_TRUE},
+        {"true", "false", NULL, GPUOP_LABEL_NOT_HERE},
+        {"true", NULL, NULL, GPUOP_LABEL_NOT_HERE},
+        {"true", NULL, "true", GPUOP_LABEL_NOT_HERE}, /* its own name is no label */
+        {NULL, "true", NULL, GPUOP_LABEL_NOT_HERE},
+        {"paused-for-driver-upgrade", "true", NULL, GPUOP_LABEL_NOT_HERE},
+        {"false", "true", NULL, GPUOP_LABEL_FALSE},
+        {"pre-installed", NULL, NULL, GPUOP_LABEL_PREINSTALLED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gpuop_node *n = labelled(cases[i].dp, cases[i].capable, cases[i].own);
+        if (n->deploy[mps] != cases[i].want)
+            fail_msg("case %zu (device-plugin=%s, mps.capable=%s): %d, want %d", i,
+                     cases[i].dp ? cases[i].dp : "-", cases[i].capable ? cases[i].capable : "-",
+                     n->deploy[mps], cases[i].want);
+        if (cases[i].want != GPUOP_LABEL_PREINSTALLED) /* no value kept of its own */
+            assert_null(gpuop_node_deploy_value(n, mps));
+        gpuop_node_free(n);
+    }
+}
+
 static void test_node_gpu(void **state)
 {
     json_t *j = load("node-gpu.json");
@@ -998,6 +1047,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_gpu),
+        cmocka_unit_test(test_node_mps),
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_node_os),
         cmocka_unit_test(test_kernel_pools),

@@ -242,8 +242,13 @@ static const struct bad_case bad_cases[] = {
      "spec.devicePlugin.config.defualt", "did you mean \"default\""},
     {"{\"devicePlugin\": {\"config\": \"x\"}}", "spec.devicePlugin.config",
      "object {name, default}"},
-    {"{\"devicePlugin\": {\"mps\": {\"root\": \"/run/nvidia/mps\"}}}", "spec.devicePlugin.mps",
-     "MPS is not set up by gpuop"},
+    {"{\"devicePlugin\": {\"mps\": {\"root\": \"run/mps\"}}}", "spec.devicePlugin.mps.root",
+     "must be an absolute host path"},
+    {"{\"devicePlugin\": {\"mps\": {\"root\": \"/\"}}}", "spec.devicePlugin.mps.root",
+     "below the host root"},
+    {"{\"devicePlugin\": {\"mps\": \"on\"}}", "spec.devicePlugin.mps", "object {root}"},
+    {"{\"devicePlugin\": {\"mps\": {\"rot\": \"/x\"}}}", "spec.devicePlugin.mps.rot",
+     "did you mean \"root\""},
     {"{\"devicePlugin\": {\"confg\": {}}}", "spec.devicePlugin.confg", "unknown field"},
     {"{\"mig\": {\"strategy\": \"both\"}}", "spec.mig.strategy",
      "none, single or mixed, not \"both\"; using single"},
@@ -1019,6 +1024,41 @@ static void test_plugin_config(void **state)
     gpuop_policy_free(&p);
 }
 
+/* spec.devicePlugin.mps: the MPS control daemon follows the device
+ * plugin's spec (enabled, image, pull policy, resources) and has none of
+ * its own; its root is the GPU Operator's default unless given. */
+static void test_mps(void **state)
+{
+    struct gpuop_policy p;
+    int dp = gpuop_operand_by_key("devicePlugin"),
+        mps = gpuop_operand_by_name("mps-control-daemon");
+    assert_true(mps >= 0);
+    assert_int_equal(gpuop_operand_follows(mps), dp);
+    parse_json("{\"spec\": {}}", &p);
+    assert_string_equal(p.mps_root, "/run/nvidia/mps");
+    assert_true(p.operands[mps].enabled);
+    assert_string_equal(p.operands[mps].image, "nvcr.io/nvidia/k8s-device-plugin:v0.20.0");
+    gpuop_policy_free(&p);
+
+    parse_json("{\"spec\": {\"devicePlugin\": {\"mps\": {\"root\": \"/var/mps/\"}, "
+               "\"version\": \"v0.20.1\", \"imagePullPolicy\": \"Always\", "
+               "\"resources\": {\"limits\": {\"cpu\": \"1\"}}}}}",
+               &p);
+    print_problems(&p);
+    assert_int_equal(p.nproblems, 0);
+    assert_string_equal(p.mps_root, "/var/mps");
+    assert_string_equal(p.operands[mps].image, "nvcr.io/nvidia/k8s-device-plugin:v0.20.1");
+    assert_string_equal(p.operands[mps].pull_policy, "Always");
+    assert_true(json_equal(p.operands[mps].resources, p.operands[dp].resources));
+    gpuop_policy_free(&p);
+
+    /* off with the device plugin; spec.mps at the top is no operand's key */
+    parse_json("{\"spec\": {\"devicePlugin\": {\"enabled\": false}, \"mps\": {}}}", &p);
+    assert_false(p.operands[mps].enabled);
+    assert_problem(&p, "spec.mps", "unknown field");
+    gpuop_policy_free(&p);
+}
+
 /* A bad field never takes the rest of the policy down. */
 static void test_rest_keeps_working(void **state)
 {
@@ -1670,6 +1710,7 @@ int main(void)
         cmocka_unit_test(test_image_keys),
         cmocka_unit_test(test_upgrade_policy),
         cmocka_unit_test(test_annotations_total),
+        cmocka_unit_test(test_mps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

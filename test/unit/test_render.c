@@ -295,9 +295,12 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
 
     json_t *pod = path_get(ds, "spec/template/spec");
     json_t *nsel = json_object_get(pod, "nodeSelector");
-    snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", op->name);
-    assert_int_equal(json_object_size(nsel), 1);
+    const struct gpuop_operand_follow *fw = gpuop_operand_follow(gpuop_operand_by_name(op->name));
+    snprintf(key, sizeof(key), "nvidia.com/gpu.deploy.%s", fw ? fw->follows : op->name);
+    assert_int_equal(json_object_size(nsel), fw && fw->also ? 2 : 1);
     assert_string_equal(json_string_value(json_object_get(nsel, key)), "true");
+    if (fw && fw->also) /* the MPS daemon: where GFD says the node's config is MPS */
+        assert_string_equal(json_string_value(json_object_get(nsel, fw->also)), "true");
     /* the permissionless service account, without a token; or the one with
      * rights, with a token */
     const char *sa = json_string_value(json_object_get(pod, "serviceAccountName"));
@@ -411,8 +414,9 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
             fail_msg("%s: mount %s has no volume", op->ds_name, str_at(m, "name"));
     }
     /* init containers (the gates): the validator's image (the driver
-     * manager's its own, config-manager-init the device plugin's), unique
-     * names, mounts of declared volumes */
+     * manager's its own, config-manager-init and the MPS daemon's
+     * mps-control-daemon-mounts the device plugin's), unique names, mounts
+     * of declared volumes */
     json_t *inits = json_object_get(pod, "initContainers"), *ic;
     const struct gpuop_operand_spec *val =
         &p->operands[gpuop_operand_by_name("operator-validator")];
@@ -421,7 +425,8 @@ static void check_daemonset(const struct gpuop_policy *p, int idx, json_t *ds)
     json_array_foreach(inits, i, ic)
     {
         bool mgr = !strcmp(str_at(ic, "name"), GPUOP_DRIVER_MANAGER_CTR);
-        bool cfg = !strcmp(str_at(ic, "name"), "config-manager-init");
+        bool cfg = !strcmp(str_at(ic, "name"), "config-manager-init") ||
+                   !strcmp(str_at(ic, "name"), "mps-control-daemon-mounts");
         assert_string_equal(str_at(ic, "image"), mgr   ? p->driver_manager.image
                                                  : cfg ? dpo->image
                                                        : val->image);
@@ -702,7 +707,7 @@ static void test_host_driver(void **state)
     load_policy("host-driver.yaml", &p);
     assert_int_equal(p.nproblems, 0);
     json_t *all = render_all(&p, NS);
-    assert_int_equal(json_array_size(all), 3);
+    assert_int_equal(json_array_size(all), 4); /* device plugin, its MPS daemon, GFD, validator */
     json_t *dp = render_one(&p, "device-plugin");
     /* the driver root is the node's: the validator's driver-validation finds
      * the host driver and writes driver-ready, the device plugin sources it */

@@ -29,7 +29,7 @@ static void world_init(struct fx_world *w, unsigned flags, int n)
 #undef FX_ALL
 #define FX_ALL                                                                                     \
     "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "             \
-    "operator-validator mig-manager"
+    "operator-validator mig-manager mps-control-daemon"
 
 static char *text(struct fx_world *w, const struct gpuop_report_opts *o)
 {
@@ -82,7 +82,8 @@ static void test_preinstalled(void **state)
     struct fx_world w;
     fx_world_init(&w, FX_NO_DS_STATUS, 0);
     w.pol.operands[gpuop_operand_by_name("mig-manager")].enabled = false;
-    const char *above = "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator";
+    const char *above = "device-plugin gpu-feature-discovery dcgm dcgm-exporter operator-validator "
+                        "mps-control-daemon";
     fx_add_node_values(&w, "gpu-pre", "driver=pre-installed container-toolkit=pre-installed");
     fx_run(&w, "gpu-pre", above);
     fx_add_node_values(&w, "gpu-off", "driver=false container-toolkit=false");
@@ -105,7 +106,7 @@ static void test_preinstalled(void **state)
     char *t = text(&w, &o), line[256];
     assert_string_equal(line_of(t, "gpu-pre", line, sizeof(line)),
                         "gpu-pre  h       h        +             +    +     +             +        "
-                        "  d           d");
+                        "  d           d          +");
     assert_non_null(strstr(
         t, "Host-provided (information, not findings):\n"
            "  driver on 1 node (label nvidia.com/gpu.deploy.driver=false: excluded on purpose by "
@@ -143,8 +144,11 @@ static void test_text_matrix(void **state)
     fx_add_node(&w, "gpu-ok", FX_ALL);
     fx_run(&w, "gpu-ok",
            "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
-           "operator-validator mig-manager");
-    fx_add_node(&w, "gpu-broken", FX_ALL);
+           "operator-validator mig-manager mps-control-daemon");
+    /* its config is not MPS (no mps.capable): the MPS daemon is not for it */
+    fx_add_node(&w, "gpu-broken",
+                "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "
+                "operator-validator mig-manager");
     fx_run(&w, "gpu-broken", "driver device-plugin gpu-feature-discovery");
     fx_add_node(&w, "gpu-new", "driver");
     fx_analyze(&w);
@@ -154,16 +158,16 @@ static void test_text_matrix(void **state)
     assert_non_null(
         strstr(t, "GpuPolicy \"main\", operands in namespace gpuop-system: 3 GPU nodes"));
     assert_non_null(strstr(t, "NODE        driver  toolkit  devicePlugin  gfd  dcgm  dcgmExporter  "
-                              "validator  migManager  draDriver\n"));
+                              "validator  migManager  draDriver  mps\n"));
     assert_string_equal(line_of(t, "gpu-ok", line, sizeof(line)),
                         "gpu-ok      +       +        +             +    +     d             +     "
-                        "     +           d");
+                        "     +           d          +");
     assert_string_equal(line_of(t, "gpu-broken", line, sizeof(line)),
                         "gpu-broken  +       M        V             V    M     d             M     "
-                        "     M           d");
+                        "     M           d          -");
     assert_string_equal(line_of(t, "gpu-new", line, sizeof(line)),
                         "gpu-new     M       N        N             N    N     d             N     "
-                        "     N           d");
+                        "     N           d          -");
     assert_non_null(strstr(t, "legend: + running; M missing"));
     assert_non_null(strstr(t, "\nFindings (13):\n"));
     assert_non_null(
@@ -213,7 +217,7 @@ static void test_text_grouping(void **state)
     assert_non_null(strstr(t, "gpu-000 +98 like it"));
     assert_string_equal(line_of(t, "gpu-042", line, sizeof(line)),
                         "gpu-042              +       +        +             +    +     +          "
-                        "   +          +           d");
+                        "   +          +           d          +");
     /* 99 x 7 NotScheduled findings: grouped by operand and reason */
     assert_non_null(strstr(t, "Findings (693):\n"));
     assert_non_null(strstr(t, "  99 x container-toolkit  NotScheduled/LabelAbsent  (gpu-000, "
@@ -369,9 +373,9 @@ static void test_gpus_violations_held(void **state)
 
     struct gpuop_report_opts o = {.now = T0};
     char *t = text(&w, &o), line[256];
-    assert_string_equal(
-        line_of(t, "gpu-h", line, sizeof(line)),
-        "gpu-h  +       N        H             N    N     N             N          N           d");
+    assert_string_equal(line_of(t, "gpu-h", line, sizeof(line)),
+                        "gpu-h  +       N        H             N    N     N             N          "
+                        "N           d          -");
     assert_non_null(strstr(t, "  gpu-h  device-plugin  Held/HeldByPrerequisite\n"
                               "      device-plugin is labelled to run here, but with "
                               "spec.ordering: enforce"));

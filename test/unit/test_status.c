@@ -181,8 +181,8 @@ static void test_findings(void **state)
     assert_int_equal(json_object_size(fa), 4);
     json_t *fb = json_object_get(b, "findings");
     /* toolkit missing; device-plugin, gfd, dcgm, dcgm-exporter (its host engine runs, the
-     * walk goes on), validator and mig-manager all run above it */
-    assert_int_equal(json_array_size(fb), 7);
+     * walk goes on), validator, mig-manager and the MPS daemon all run above it */
+    assert_int_equal(json_array_size(fb), 8);
     assert_string_equal(str(json_array_get(fb, 0), "reason"), "PodNotCreated");
     assert_string_equal(str(json_array_get(fb, 1), "kind"), "OrderingViolation");
     assert_string_equal(str(json_array_get(fb, 1), "reason"), "DevicePluginWithoutToolkit");
@@ -467,7 +467,8 @@ static void test_reconciled(void **state)
         "container-toolkit could not be applied; DaemonSet gpuop-operator-validator was not "
         "created or changed, because its prerequisite container-toolkit could not be applied; "
         "DaemonSet gpuop-mig-manager was not created or changed, because its prerequisite "
-        "container-toolkit could not be applied. "
+        "container-toolkit could not be applied; DaemonSet gpuop-mps-control-daemon was not "
+        "created or changed, because its prerequisite container-toolkit could not be applied. "
         "Spec problems: spec.toolkit.resources.limits.bad name!: not a resource name.");
     /* every node complete, yet not Ready: five DaemonSets are not on the spec */
     assert_string_equal(str(st, "state"), "notReady");

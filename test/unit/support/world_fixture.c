@@ -60,9 +60,16 @@ static bool listed(const char *list, int i)
     return false;
 }
 
+/* Operand i's deploy label; for one without a label of its own (the MPS
+ * control daemon, operand.h follow rows) the node label it also needs
+ * (nvidia.com/mps.capable), which with its operand's label runs it. */
 static void deploy_key(int i, char *key, size_t size)
 {
-    snprintf(key, size, "nvidia.com/gpu.deploy.%s", gpuop_operand_get(i)->name);
+    const struct gpuop_operand_follow *fw = gpuop_operand_follow(i);
+    if (fw && fw->also)
+        snprintf(key, size, "%s", fw->also);
+    else
+        snprintf(key, size, "nvidia.com/gpu.deploy.%s", gpuop_operand_get(i)->name);
 }
 
 void fx_add_node(struct fx_world *w, const char *name, const char *ops)

@@ -25,7 +25,7 @@
 /* Every operand name, for the name lists fx_add_node and fx_run take. */
 #define FX_ALL                                                                                     \
     "driver container-toolkit device-plugin gpu-feature-discovery dcgm dcgm-exporter "             \
-    "operator-validator mig-manager dra-driver"
+    "operator-validator mig-manager dra-driver mps-control-daemon"
 
 struct fx_world {
     struct gpuop_policy pol;

@@ -134,6 +134,12 @@ config:
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq .key "devicePlugin" }}
+{{- with ($v.mps | default dict).root }}
+mps:
+  root: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
