@@ -1728,29 +1728,34 @@ static void test_keep_event_details(void **state)
     RUN_UNTIL(f, strstr(f->said, "PodFailed: ") != NULL, WAIT_MS);
     const char *line = strstr(f->said, "PodFailed: ");
     print_message("%.*s\n", (int)strcspn(line, "\n"), line);
-    assert_true(f->c->keep.valid); /* the set was kept */
+    assert_non_null(f->c->judge.rec); /* the records were kept */
     const char *name = strstr(line, "container-toolkit-gpu-1");
     assert_non_null(name); /* the pod the finding is about */
     assert_true(name < line + strcspn(line, "\n"));
 }
 
-/* auto keeps nothing below GPUOP_ANALYSIS_KEEP_MIN_NODES nodes: a full
- * pass every reconcile, no update. */
-static void test_keep_auto_small(void **state)
+/* A small cluster keeps its records too: a node's change judges that
+ * node (no every-node judgement per reconcile). */
+static void test_records_small(void **state)
 {
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == 6 && f->status_writes > 0, WAIT_MS);
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    uint64_t fulls = st.analysis_fulls;
     for (int i = 0; i < 10; i++) {
-        random_change(f);
-        run_for(f, 15);
+        bool there = json_object_get(f->store[K_POD], "container-toolkit-gpu-1") != NULL;
+        put(f, K_POD, "container-toolkit-gpu-1",
+            pod_on("gpuop-container-toolkit", "gpu-1", i % 2, false), there ? "MODIFIED" : "ADDED");
+        wait_reconcile(f);
     }
     settle(f, 100);
     gpuop_controller_stats(f->c, &st);
-    assert_int_equal(st.analysis_updates, 0);
-    assert_true(st.analysis_fulls > 0);
-    assert_false(f->c->keep.valid);
+    assert_true(st.analysis_updates > 0);
+    assert_int_equal(st.analysis_fulls, fulls);
+    assert_non_null(f->c->judge.rec);
 }
 
 int main(void)
@@ -1780,7 +1785,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_event_details, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_keep_auto_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_small, setup, teardown),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
