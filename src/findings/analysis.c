@@ -12,8 +12,8 @@
  *      table gives at most one finding, its first row whose facts hold,
  *      and may set the matrix cell (see "the decision per (node, operand)").
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). judge_node is also what incremental.c calls to judge
- * one node again. Messages are built on demand by gpuop_finding_message()
+ * O(nodes x pods). judge_node is also what records.c calls to judge
+ * one node into its record. Messages are built on demand by gpuop_finding_message()
  * (message.c) from the reasons table's templates; details, since and the
  * stranded view are detail.c's. No reason is worded here.
  */

@@ -35,7 +35,7 @@ struct gpuop_sbuf {
 /* Appends n bytes of s, truncating (always NUL-terminated when size > 0). */
 void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n);
 
-/* ---- shared by the full pass (analysis.c) and one node again (incremental.c) ---- */
+/* ---- shared by the full pass (analysis.c) and the node records (records.c) ---- */
 
 /* What one listed node adds to the counters that its result does not say. */
 struct gpuop_node_tally {  /* 24 bytes: a set holds one per listed node */

@@ -1512,7 +1512,7 @@ static void test_json_hash_streams(void **state)
     assert_true(gpuop_hash_json(NULL) == 0);
 }
 
-/* ---- the findings kept between reconciles (keep.c) ---- */
+/* ---- the node records kept between reconciles (judge.c, records.c) ---- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
@@ -1585,12 +1585,12 @@ static void random_change(struct fx *f)
     put(f, K_POD, pod, p, pod_there ? "MODIFIED" : "ADDED");
 }
 
-/* The verify oracle: after every reconcile the set updated node by node
- * equals a full pass (keep.c compares them and counts a difference),
- * over random node and pod changes (driver pods mostly on their
- * DaemonSet's template generation); the updates are used (not a full
- * pass every time), and a DaemonSet's change, which every node's judgement
- * reads, runs a full pass. */
+/* The verify oracle: after every reconcile the node records equal a
+ * full pass (judge.c compares them and counts a difference), over random
+ * node and pod changes (driver pods mostly on their DaemonSet's template
+ * generation); the dirty nodes are judged alone (not every node every
+ * time), and a DaemonSet's change that every node's judgement reads
+ * makes every node dirty. */
 static void test_keep_verified(void **state)
 {
     struct fx *f = *state;
@@ -1675,9 +1675,10 @@ static void test_keep_verified(void **state)
                         "FailedCreate: exceeded quota");
 
     /* The DaemonSet controller repeats its Warning within the second:
-     * only the Event's count moves, nothing gpuop keeps of it. The set
-     * still borrows its text while a pod change is judged node by node
-     * (ASan, valgrind: no read of a freed Event). */
+     * only the Event's count moves, nothing gpuop keeps of it. A pod
+     * change is then judged node by node, reading what the controller
+     * says from the records' own copy (ASan, valgrind: no read of a freed
+     * Event). */
     struct gpuop_informer_stats es;
     gpuop_caches_stats(f->c->caches, GPUOP_CACHES_EVENT, &es);
     uint64_t delivered = es.events;
@@ -1700,7 +1701,7 @@ static void test_keep_verified(void **state)
                         "FailedCreate: exceeded quota");
 }
 
-/* The Events of a kept set say what a full pass's would: the details a
+/* The Events of the records say what a full pass's would: the details a
  * finding borrows from the caches (the pod, its state, since when) are in
  * their messages, not only the finding's key. */
 static void test_keep_event_details(void **state)
