@@ -301,6 +301,12 @@ void gpuop_records_sweep(struct gpuop_records *rec);
 int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struct gpuop_node *node,
                         const struct gpuop_pod *const *pods, size_t npods, long long now);
 
+/* Every node of in judged (in->policy, ds and nds are not read: the
+ * setup's), each with its pods from in->pods_of, or else from in->pods;
+ * then the records of nodes not among them swept. 0, GPUOP_ENOMEM,
+ * GPUOP_EINVAL (no setup), or pods_of's code (judge again without it). */
+int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analysis_in *in);
+
 /* The records as one findings set (*out, borrowed: valid until rec
  * changes; never gpuop_findings_free it): nodes and findings in name
  * order, idle_s aged to now, next_change the earliest of the records',

@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include "gpuop/log.h"
-#include "gpuop/sort.h"
 
 #include "controller_int.h"
 
@@ -71,39 +70,11 @@ static void touch(const char *node, void *arg)
     gpuop_ctl_judge_touch(arg, node);
 }
 
-static int by_pod_node(const void *a, const void *b)
+/* gpuop_analysis_pods_fn over the caches' index of pods by node. */
+static int index_pods(void *arg, const char *node, const struct gpuop_pod **buf, size_t max,
+                      size_t *n)
 {
-    const struct gpuop_pod *x = *(const struct gpuop_pod *const *)a;
-    const struct gpuop_pod *y = *(const struct gpuop_pod *const *)b;
-    return strcmp(x->node, y->node);
-}
-
-/* The pods of every node, for want of the index: sorted by node (new,
- * *n of them, the unbound without a node left out), or NULL. */
-static const struct gpuop_pod **pods_by_node(const struct gpuop_caches_view *v, size_t *n)
-{
-    const struct gpuop_pod **s = malloc((v->npods ? v->npods : 1) * sizeof(*s));
-    *n = 0;
-    for (size_t i = 0; s && i < v->npods; i++)
-        if (v->pods[i] && v->pods[i]->node)
-            s[(*n)++] = v->pods[i];
-    if (s)
-        gpuop_sort(s, *n, sizeof(*s), by_pod_node);
-    return s;
-}
-
-/* The first of sorted pods s (n) on node name. */
-static size_t pods_from(const struct gpuop_pod *const *s, size_t n, const char *name)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(s[mid]->node, name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return gpuop_caches_node_pods(arg, node, buf, max, n);
 }
 
 /* Every node of the view judged, each node's pods from the index (index)
@@ -111,35 +82,17 @@ static size_t pods_from(const struct gpuop_pod *const *s, size_t n, const char *
 static int judge_all(struct ctl_judge *j, const struct ctl_judge_in *in, bool index)
 {
     struct gpuop_caches_view *v = in->view;
-    const struct gpuop_pod **all = NULL;
-    size_t nall = 0;
     int rc = index ? 0 : gpuop_caches_view_pods(in->caches, v);
-    if (rc == 0 && !index && !(all = pods_by_node(v, &nall)))
-        rc = GPUOP_ENOMEM;
-    gpuop_records_begin_all(j->rec);
-    for (size_t i = 0; rc == 0 && i < v->nnodes; i++) {
-        const struct gpuop_node *nd = v->nodes[i];
-        if (!nd || !nd->name)
-            continue;
-        const struct gpuop_pod *mine[GPUOP_CACHES_NODE_PODS_MAX];
-        const struct gpuop_pod *const *pods = mine;
-        size_t n = 0;
-        if (index) {
-            rc = gpuop_caches_node_pods(in->caches, nd->name, mine, GPUOP_CACHES_NODE_PODS_MAX, &n);
-        } else {
-            size_t at = pods_from(all, nall, nd->name);
-            for (n = 0; at + n < nall && !strcmp(all[at + n]->node, nd->name); n++)
-                ;
-            pods = all + at;
-        }
-        if (rc == 0)
-            rc = gpuop_records_judge(j->rec, nd->name, nd, pods, n, in->now);
-    }
-    free(all);
-    if (rc == 0)
-        gpuop_records_sweep(j->rec);
     j->stats.fulls++;
-    return rc;
+    return rc < 0 ? rc
+                  : gpuop_records_judge_all(
+                        j->rec, &(struct gpuop_analysis_in){.nodes = v->nodes,
+                                                            .nnodes = v->nnodes,
+                                                            .pods = v->pods,
+                                                            .npods = v->npods,
+                                                            .pods_of = index ? index_pods : NULL,
+                                                            .pods_arg = in->caches,
+                                                            .now = in->now});
 }
 
 /* The dirty nodes judged again: 0, or negative (then every node). */

@@ -31,6 +31,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/map.h"
+#include "gpuop/sort.h"
 
 #include "findings_int.h"
 
@@ -288,6 +289,72 @@ void gpuop_records_sweep(struct gpuop_records *rec)
         free(gpuop_map_del(&rec->map, rd->r.name));
     }
     rec->n = kept;
+}
+
+static int by_pod_node(const void *a, const void *b)
+{
+    const struct gpuop_pod *x = *(const struct gpuop_pod *const *)a;
+    const struct gpuop_pod *y = *(const struct gpuop_pod *const *)b;
+    return strcmp(x->node, y->node);
+}
+
+/* The pods of in with a node, sorted by it (new, *n of them), or NULL. */
+static const struct gpuop_pod **pods_by_node(const struct gpuop_analysis_in *in, size_t *n)
+{
+    const struct gpuop_pod **s = malloc((in->npods ? in->npods : 1) * sizeof(*s));
+    *n = 0;
+    for (size_t i = 0; s && i < in->npods; i++)
+        if (in->pods && in->pods[i] && in->pods[i]->node)
+            s[(*n)++] = in->pods[i];
+    if (s)
+        gpuop_sort(s, *n, sizeof(*s), by_pod_node);
+    return s;
+}
+
+/* Where node name's pods begin among sorted pods s (n). */
+static size_t pods_from(const struct gpuop_pod *const *s, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(s[mid]->node, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analysis_in *in)
+{
+    const struct gpuop_pod **all = NULL;
+    size_t nall = 0;
+    if (!in->pods_of && !(all = pods_by_node(in, &nall)))
+        return GPUOP_ENOMEM;
+    int rc = 0;
+    gpuop_records_begin_all(rec);
+    for (size_t i = 0; rc == 0 && i < in->nnodes; i++) {
+        const struct gpuop_node *nd = in->nodes ? in->nodes[i] : NULL;
+        if (!nd || !nd->name)
+            continue;
+        const struct gpuop_pod *mine[GPUOP_ANALYSIS_NODE_PODS_MAX];
+        const struct gpuop_pod *const *pods = mine;
+        size_t n = 0;
+        if (in->pods_of) {
+            rc = in->pods_of(in->pods_arg, nd->name, mine, GPUOP_ANALYSIS_NODE_PODS_MAX, &n);
+        } else {
+            size_t at = pods_from(all, nall, nd->name);
+            while (at + n < nall && !strcmp(all[at + n]->node, nd->name))
+                n++;
+            pods = all + at;
+        }
+        if (rc == 0)
+            rc = gpuop_records_judge(rec, nd->name, nd, pods, n, in->now);
+    }
+    free(all);
+    if (rc == 0)
+        gpuop_records_sweep(rec);
+    return rc;
 }
 
 /* Room for n nodes and nitems items in the view. */
