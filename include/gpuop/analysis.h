@@ -11,7 +11,7 @@
  * keeps between reconciles is not such a set but the node records
  * (gpuop_records_*, below): the same judgement of one node, kept per node
  * with owned copies; gpuop_analyze is their reference (test_records, the
- * verify oracle) and what `gpuop check` runs once.
+ * verify oracle); `gpuop check` judges through records too.
  *
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
