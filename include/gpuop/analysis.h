@@ -7,10 +7,11 @@
  * next_change says when such a judgement would change), allocates its result, and
  * runs in O(nodes x operands + pods) (pods are indexed by node name with a
  * hash table). Its inputs are arrays of pointers so the controller can pass
- * what its hash-table caches hold without copying. A set it made can then
- * be kept and updated one node at a time (gpuop_analysis_update, costing
- * that node), the full pass staying the reference (test_incremental) and
- * what a DaemonSet or policy change needs.
+ * what its hash-table caches hold without copying. What the controller
+ * keeps between reconciles is not such a set but the node records
+ * (gpuop_records_*, below): the same judgement of one node, kept per node
+ * with owned copies; gpuop_analyze is their reference (test_records, the
+ * verify oracle); `gpuop check` judges through records too.
  *
  * Terms (per GPU node N and operand O):
  *   expected(N,O)      O enabled, N's deploy label for O is "true", and N is
@@ -149,11 +150,11 @@ struct gpuop_stranded {
 
 struct gpuop_node_tally; /* analysis.c: what one node adds to the counters */
 
-/* What a full pass (gpuop_analyze) keeps so that gpuop_analysis_update can
- * judge one node again as the pass would: the DaemonSets it chose
- * (borrowed from its inputs: a DaemonSet change needs a new full pass) and
- * what it read of the policy (copied), the capacities of the arrays, and
- * per listed node what it added to the counters. */
+/* What every node is judged against (gpuop_analyze's setup, the records'
+ * header): the DaemonSets chosen (borrowed from the inputs, for the pass
+ * or the setup) and what was read of the policy (copied), the capacity of
+ * the items, and per listed node of a pass what it added to the
+ * counters. */
 struct gpuop_analysis_state {
     const struct gpuop_ds *dsof[GPUOP_OPERAND_MAX];        /* borrowed; per operand */
     const struct gpuop_ds *osds[GPUOP_ANALYSIS_OS_DS_MAX]; /* borrowed; per-OS, by name */
@@ -170,8 +171,7 @@ struct gpuop_analysis_state {
     int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */
     size_t items_cap, nodes_cap;
     uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
-    struct gpuop_node_tally *tally; /* new; one per nodes[] entry; NULL: not updatable */
-    size_t waste;                   /* bytes of the names arena nothing refers to any more */
+    struct gpuop_node_tally *tally; /* new; one per nodes[] entry of a pass */
 };
 
 struct gpuop_findings {
@@ -199,7 +199,7 @@ struct gpuop_findings {
     long long next_change;           /* seconds since epoch: the first moment after `now` at which
                                         the same inputs give other findings (a terminating pod's
                                         grace ends ...); 0 never. Reconcile again then. */
-    struct gpuop_analysis_state inc; /* for gpuop_analysis_update */
+    struct gpuop_analysis_state inc; /* the setup the nodes were judged against */
 };
 
 /* A step (reasons.h GPUOP_PROGRESS_STEP) that has lasted this long is no
@@ -249,60 +249,81 @@ int gpuop_analyze(const struct gpuop_analysis_in *in, struct gpuop_findings *out
 
 void gpuop_findings_free(struct gpuop_findings *f);
 
-/* Judges node `name` of f again, as gpuop_analyze would with the same
- * policy and DaemonSets: node is its new state (borrowed, NULL when it is
- * gone), pods (borrowed, NULL entries skipped) hold at least every pod
- * bound to it (pods of other nodes are ignored). What the node fed is
- * replaced: its findings and result, the counters, the operands'
- * expected and running nodes, next_change, stranded_pods. The rest of f
- * stays, so f still borrows the inputs of the earlier passes for every
- * other node: call it for every node whose node or pods changed since,
- * gpuop_analysis_set_ds when a DaemonSet changed, and gpuop_analyze again
- * when the policy changed or set_ds refuses. Costs
- * the node's pods, plus moving the items and nodes after it when its
- * number of findings changes or it enters or leaves the list; allocates
- * only to grow. f must come from gpuop_analyze.
- * Returns 0, GPUOP_EINVAL when f cannot be
- * updated, or GPUOP_ENOMEM (f is then inconsistent: analyse again). */
-int gpuop_analysis_update(struct gpuop_findings *f, const char *name, const struct gpuop_node *node,
-                          const struct gpuop_pod *const *pods, size_t npods, long long now);
-
-/* Called by gpuop_analysis_set_ds with the name of a node to judge again
- * (borrowed, valid until f is freed; a name may come more than once). */
+/* Called with the name of a node to judge again (borrowed, valid until
+ * the records change; a name may come more than once). */
 typedef void (*gpuop_analysis_rejudge_fn)(const char *node, void *arg);
 
-/* The DaemonSets changed, but maybe only in what few nodes' judgements
- * read (their status counters, what their controller says: a rollout
- * moves them with every pod): ds (borrowed, NULL entries skipped) become
- * the ones f borrows, and the operands' results they make are made again,
- * without judging a node. Whether an operand's controller says why it
- * creates no pod decides whether its nodes' PodNotCreated steps are
- * progress (and when they stop being): when that changes, rejudge names
- * each node with such a finding, and the caller must judge them again (gpuop_analysis_update)
- * before reading f. Returns 0, GPUOP_EINVAL without rejudge, when the DaemonSets the
- * nodes are judged against differ in anything else they read (which one
- * an operand has, its name, creation, host network, tolerations: analyse
- * again) or f cannot be updated, GPUOP_ENOMEM (analyse again). */
-int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds,
-                          gpuop_analysis_rejudge_fn rejudge, void *arg);
+/* ---- the node records (records.c): judged one node at a time, kept ----
+ *
+ * A record per node (GPU nodes and nodes with findings), keyed by name:
+ * its result, its tally and its findings, with owned copies of what their
+ * details and messages name (never a pointer into the inputs); and the
+ * policy-wide sums, kept by taking a node's old record out and adding its
+ * new one. Judging every node is judging each (gpuop_records_begin_all,
+ * gpuop_records_judge per node, gpuop_records_sweep). */
+struct gpuop_records;
 
-/* Brings every node's idle_s to `now` (the one judgement that moves with
- * the clock alone, and no next_change; after updates at other times):
- * call it before reading a set updated at several moments. One pass over
- * the nodes, no allocation. */
-void gpuop_analysis_age(struct gpuop_findings *f, long long now);
+/* A new, empty set of records (*out; gpuop_records_free). 0 or GPUOP_ENOMEM. */
+int gpuop_records_new(struct gpuop_records **out);
+void gpuop_records_free(struct gpuop_records *rec);
 
-/* Is a (say, a set kept up to date by gpuop_analysis_update and aged to
- * now) the same as b (a full pass at now, with the same stranded pods)?
+/* Records held (the listed nodes). */
+size_t gpuop_records_count(const struct gpuop_records *rec);
+
+/* Reads what every node is judged against: the policy p and the
+ * DaemonSets ds (borrowed for the call; NULL entries skipped), and the
+ * operands' results they make. Returns 1 when every node must be judged
+ * again (the first setup, or what a node's judgement reads of them
+ * changed: the policy's switches, which DaemonSet an operand has, its
+ * name, creation, host network, tolerations); else 0, after naming to
+ * rejudge each node whose PodNotCreated steps read whether an operand's
+ * DaemonSet controller says why it creates no pod, when that changed
+ * (the caller judges those). GPUOP_ENOMEM: set up again. */
+int gpuop_records_setup(struct gpuop_records *rec, const struct gpuop_policy *p,
+                        const struct gpuop_ds *const *ds, size_t nds,
+                        gpuop_analysis_rejudge_fn rejudge, void *arg);
+
+/* Names to due each node whose judgement changes with the clock by now
+ * (its tally's next_change): the caller judges those. */
+void gpuop_records_due(const struct gpuop_records *rec, long long now,
+                       gpuop_analysis_rejudge_fn due, void *arg);
+
+/* Starts a judgement of every node: the records of nodes not judged
+ * before gpuop_records_sweep go then. */
+void gpuop_records_begin_all(struct gpuop_records *rec);
+void gpuop_records_sweep(struct gpuop_records *rec);
+
+/* Judges node `name` into its record, as gpuop_analyze judges it: node is
+ * its state (borrowed, NULL when it is gone: its record goes), pods
+ * (borrowed for the call, NULL entries and other nodes' pods skipped)
+ * every pod bound to it. The sums lose the old record's share and gain
+ * the new one's. 0, GPUOP_EINVAL (no setup, or node is not name), or
+ * GPUOP_ENOMEM (the sums may be off: start again with new records). */
+int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struct gpuop_node *node,
+                        const struct gpuop_pod *const *pods, size_t npods, long long now);
+
+/* Every node of in judged (in->policy, ds and nds are not read: the
+ * setup's), each with its pods from in->pods_of, or else from in->pods;
+ * then the records of nodes not among them swept. 0, GPUOP_ENOMEM,
+ * GPUOP_EINVAL (no setup), or pods_of's code (judge again without it). */
+int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analysis_in *in);
+
+/* The records as one findings set (*out, borrowed: valid until rec
+ * changes; never gpuop_findings_free it): nodes and findings in name
+ * order, idle_s aged to now, next_change the earliest of the records',
+ * the stranded pods s (borrowed, as gpuop_findings_set_stranded) counted.
+ * Equal to gpuop_analyze over the inputs the records were judged from
+ * (the verify oracle's test). 0 or GPUOP_ENOMEM. */
+int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s, size_t n,
+                       long long now, struct gpuop_findings **out);
+
+/* Is a (say, the records' view at now) the same as b (a full pass at
+ * now, with the same stranded pods)?
  * Compares every count, operand, node result and finding with its detail
  * and message; on the first difference writes it into why (size bytes)
  * and returns false. */
 bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_findings *b, char *why,
                          size_t size);
-
-/* Updates have left enough of f's names unused (removed nodes, re-judged
- * details) that a full pass would give memory back. */
-bool gpuop_analysis_wants_full(const struct gpuop_findings *f);
 
 /* Gives f the stranded GPU pods the controller gathered: s (borrowed,
  * sorted by node name, strictly; it must outlive every read of f's

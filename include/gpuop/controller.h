@@ -29,15 +29,6 @@
 typedef void (*gpuop_controller_reconciled_cb)(void *arg, const char *key, bool ok, double seconds,
                                                double latency);
 
-/* The controller keeps the findings (and the pods' index by node) between
- * reconciles from this many nodes. At 5,000 nodes keeping costs 2.7 MiB
- * of steady RSS and gives back a third of the rollout's CPU and the
- * event->status p99; at 1,000 it costs 0.3 MiB and takes 1.6 ms off the
- * event->status p50 (the full pass, the pods' view and the upgrade's join
- * of every pod to its node, each reconcile; docs/benchmarks-history.md). Below a
- * few hundred nodes both are too small to matter. */
-#define GPUOP_ANALYSIS_KEEP_MIN_NODES 500
-
 struct gpuop_controller_config {
     const char *namespace; /* where the operand DaemonSets live */
     bool leader;           /* false while not the leader: observe only */
@@ -79,9 +70,9 @@ struct gpuop_controller_stats {
     uint64_t events;              /* Events posted (queued to be posted) */
     uint64_t events_dropped;      /* Events dropped: too many waiting to be posted */
     uint64_t stranded_lists;      /* pod LISTs of violating nodes sent (stranded.c) */
-    uint64_t analysis_fulls;      /* full passes over every node (keep.c) */
-    uint64_t analysis_updates;    /* nodes judged again one by one instead */
-    uint64_t analysis_mismatches; /* the verify oracle: updated sets that differed */
+    uint64_t analysis_fulls;      /* every node judged (judge.c) */
+    uint64_t analysis_updates;    /* dirty nodes judged one by one instead */
+    uint64_t analysis_mismatches; /* the verify oracle: records that differed */
     double last_reconcile_ms;
 };
 

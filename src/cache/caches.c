@@ -12,9 +12,9 @@
  *
  * Nodes, pods, DaemonSets and Events keep their cached item when an
  * update is the same (keep_same), so a pointer into the caches stays
- * valid until a change names its key (the kept findings borrow an
- * Event's text, and the DaemonSet controller repeats a Warning within a
- * second with only its count moved); while asked
+ * valid until a change names its key (the DaemonSet controller repeats
+ * a Warning within a second with only its count moved: no change to
+ * deliver); while asked
  * (gpuop_caches_index_pods) the pods are also indexed by node
  * (nodepods.c), and on_node names each node whose
  * object or pods changed: what the controller's per-node update of the
@@ -354,7 +354,7 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                             .scratch = true,
                             .free_item = free,
                             .same = event_same,
-                            .keep_same = true}, /* the kept findings borrow its text */
+                            .keep_same = true}, /* a repeat moves only its count */
 };
 
 struct caches_alloc {

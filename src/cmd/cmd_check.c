@@ -284,23 +284,27 @@ static int judge_and_report(struct check *ck, const struct gpuop_policy *policy,
         fprintf(stderr, "warning: %s: %s\n", policy->problems[i].field,
                 policy->problems[i].message);
     struct gpuop_caches_view v = {0};
-    struct gpuop_findings f = {0};
+    struct gpuop_records *rec = NULL;
+    struct gpuop_findings *f = NULL; /* the records' view */
+    long long now = gpuop_clock_wall();
     int rc = gpuop_caches_view(ck->caches, &v);
     if (rc == 0)
         rc = gpuop_caches_view_pods(ck->caches, &v);
     if (rc == 0)
-        rc = gpuop_analyze(&(struct gpuop_analysis_in){.policy = policy,
-                                                       .nodes = v.nodes,
-                                                       .nnodes = v.nnodes,
-                                                       .ds = v.ds,
-                                                       .nds = v.nds,
-                                                       .pods = v.pods,
-                                                       .npods = v.npods,
-                                                       .now = gpuop_clock_wall()},
-                           &f);
+        rc = gpuop_records_new(&rec);
+    if (rc == 0)
+        rc = gpuop_records_setup(rec, policy, v.ds, v.nds, NULL, NULL);
+    if (rc >= 0)
+        rc = gpuop_records_judge_all(rec, &(struct gpuop_analysis_in){.nodes = v.nodes,
+                                                                      .nnodes = v.nnodes,
+                                                                      .pods = v.pods,
+                                                                      .npods = v.npods,
+                                                                      .now = now});
+    if (rc == 0)
+        rc = gpuop_records_view(rec, NULL, 0, now, &f);
     if (rc < 0) {
         gpuop_caches_view_free(&v);
-        gpuop_findings_free(&f);
+        gpuop_records_free(rec);
         fprintf(stderr, "%s check: %s\n", gpuop_cli_program(), gpuop_strerror(rc));
         return 2;
     }
@@ -321,11 +325,11 @@ static int judge_and_report(struct check *ck, const struct gpuop_policy *policy,
                             "upgrade"),
     };
     if (!strcmp(o->output, "text") || o->wide)
-        rc = gpuop_report_text(stdout, policy, &f, &ro);
+        rc = gpuop_report_text(stdout, policy, f, &ro);
     else
-        rc = gpuop_report_structured(stdout, policy, &f, &ro, !strcmp(o->output, "yaml"));
-    int exit_code = rc < 0 ? 2 : gpuop_report_exit_code(&f);
-    gpuop_findings_free(&f);
+        rc = gpuop_report_structured(stdout, policy, f, &ro, !strcmp(o->output, "yaml"));
+    int exit_code = rc < 0 ? 2 : gpuop_report_exit_code(f);
+    gpuop_records_free(rec);
     gpuop_caches_view_free(&v); /* after the report: wide reads the nodes and pods */
     return exit_code;
 }

@@ -252,10 +252,17 @@ static void findings_and_status(struct gpuop_controller *c)
     if (rc == 0 && !c->inactive) {
         size_t nst;
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &nst);
-        rc = gpuop_ctl_keep_analyze(&c->keep, c->caches, c->key, &c->policy, &v, st, nst,
-                                    gpuop_clock_wall(), &fp);
+        rc = gpuop_ctl_judge_run(&c->judge,
+                                 &(struct ctl_judge_in){.caches = c->caches,
+                                                        .key = c->key,
+                                                        .policy = &c->policy,
+                                                        .view = &v,
+                                                        .st = st,
+                                                        .nst = nst,
+                                                        .now = gpuop_clock_wall()},
+                                 &fp);
     }
-    struct gpuop_findings *f = fp;            /* keep.c's, until its release below */
+    struct gpuop_findings *f = fp;            /* the records' view (judge.c) */
     if (rc == 0 && !c->inactive && c->leader) /* SPEC 4a: the leader labels new GPU nodes */
         (void)gpuop_ctl_labeler_track(c->labeler, &c->policy, v.nodes, v.nnodes);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
@@ -289,14 +296,10 @@ static void findings_and_status(struct gpuop_controller *c)
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last, after the status
          * went out: the status is what a user waits for, and an Event
-         * created first would be in the API server and etcd before it.
-         * The set is released below, or kept by keep.c for the next
-         * reconcile */
+         * created first would be in the API server and etcd before it. */
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
     }
     gpuop_ctl_upgrade_release(c->upgrader);
-    if (!c->inactive) /* an inactive policy's reconcile leaves the active one's set */
-        gpuop_ctl_keep_release(&c->keep);
 }
 
 /* Moves the reconcile on once nothing is in flight; the one path to
@@ -414,8 +417,8 @@ static void policy_gone(struct gpuop_controller *c)
     if (strcmp(c->summary.policy, c->key) == 0)
         c->summary.valid = false;
     gpuop_ctl_status_forget(c, c->key);
-    if (strcmp(c->keep.key, c->key) == 0)
-        gpuop_ctl_keep_drop(&c->keep);
+    if (strcmp(c->judge.key, c->key) == 0)
+        gpuop_ctl_judge_drop(&c->judge);
     gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
     if (c->leader && !gpuop_caches_active(c->caches))
         release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
@@ -512,10 +515,6 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
     }
     if (deleted)
         gpuop_ctl_apply_gone(c, kind, key);
-    if (kind == GPUOP_CACHES_DS || kind == GPUOP_CACHES_EVENT)
-        gpuop_ctl_keep_ds(&c->keep);
-    else if (kind != GPUOP_CACHES_NODE && kind != GPUOP_CACHES_POD) /* on_node said those */
-        gpuop_ctl_keep_stale(&c->keep);
     /* An event that moved nothing the apply stage reads (a pod, an Event,
      * a DaemonSet's status: gpuop_caches_spec_changes stayed) changes at
      * most the findings, whose status cannot be written before the write
@@ -561,7 +560,7 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
 static void on_node(void *arg, const char *node)
 {
     struct gpuop_controller *c = arg;
-    gpuop_ctl_keep_touch(&c->keep, node);
+    gpuop_ctl_judge_touch(&c->judge, node);
 }
 
 static void on_synced(void *arg)
@@ -587,7 +586,7 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
     gpuop_map_init(&c->dirty_since);
     gpuop_map_init(&c->status_recs);
     c->ns = strdup(cfg->namespace);
-    gpuop_ctl_keep_init(&c->keep, cfg->verify);
+    gpuop_ctl_judge_init(&c->judge, cfg->verify);
     if (cfg->verify)
         gpuop_info("controller", "the verify oracle is on: each reconcile's findings are "
                                  "compared with a full pass (a test build)");
@@ -652,9 +651,9 @@ void gpuop_controller_stats(const struct gpuop_controller *c, struct gpuop_contr
     out->events = gpuop_events_posted(c->events);
     out->events_dropped = gpuop_events_dropped(c->events);
     out->stranded_lists = gpuop_ctl_stranded_lists(c->stranded);
-    out->analysis_fulls = c->keep.stats.fulls;
-    out->analysis_updates = c->keep.stats.updates;
-    out->analysis_mismatches = c->keep.stats.mismatches;
+    out->analysis_fulls = c->judge.stats.fulls;
+    out->analysis_updates = c->judge.stats.updates;
+    out->analysis_mismatches = c->judge.stats.mismatches;
 }
 
 const struct gpuop_controller_summary *gpuop_controller_summary(const struct gpuop_controller *c)
@@ -684,7 +683,7 @@ static void child_closed(void *arg)
     free(c->key);
     free(c->ns);
     gpuop_map_free(&c->dirty_since, free);
-    gpuop_ctl_keep_free(&c->keep);
+    gpuop_ctl_judge_free(&c->judge);
     gpuop_ctl_status_free(c);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;

@@ -129,17 +129,17 @@ struct ctl_send {
     gpuop_kube_done_cb done;
 };
 
-/* The findings kept between reconciles (keep.c). */
-struct ctl_keep {
-    bool verify;             /* the test oracle (gpuop_controller_config.verify) */
-    struct gpuop_findings f; /* the last reconcile's set; valid: kept for key */
-    bool valid;
-    bool full_due;            /* a change beyond nodes, pods and DaemonSets since */
-    bool ds_due;              /* a DaemonSet or its Warning Events changed since */
-    char key[254];            /* the policy f was made for */
-    struct gpuop_map touched; /* names of nodes whose object or pods changed since f */
+/* The node records between reconciles and the nodes to judge again
+ * (judge.c). */
+struct ctl_judge {
+    bool verify;               /* the test oracle (gpuop_controller_config.verify) */
+    struct gpuop_records *rec; /* new; NULL: none (every node is judged next) */
+    char key[254];             /* the policy rec was judged for */
+    struct gpuop_map dirty;    /* names of nodes whose object or pods changed since */
+    bool all_due;              /* the dirty set outgrew its share: every node */
     struct {
-        uint64_t fulls, updates, mismatches;
+        uint64_t fulls, updates, mismatches; /* every-node judgements, dirty nodes judged,
+                                                oracle differences */
     } stats;
 };
 
@@ -219,7 +219,7 @@ struct gpuop_controller {
     uint64_t spec_seen;     /* gpuop_caches_spec_changes at the last cache event (on_change) */
     bool apply_queued;      /* the active policy's apply reconcile is queued to run now: its
                                status waits for it (the apply queues it when done) */
-    struct ctl_keep keep;   /* the findings between reconciles (keep.c) */
+    struct ctl_judge judge; /* the node records between reconciles (judge.c) */
     struct ctl_ops ops;     /* the reconcile's API operations in flight (ops.c) */
 
     /* key -> struct ctl_status_rec * (status_write.c) */
@@ -252,38 +252,34 @@ void gpuop_ctl_ops_reset(struct ctl_ops *ops);
 /* Cancels every op in flight: each ends through its done callback. */
 void gpuop_ctl_ops_cancel(struct ctl_ops *ops);
 
-/* ---- keep.c ---- */
+/* ---- judge.c ---- */
 
-void gpuop_ctl_keep_init(struct ctl_keep *k, bool verify);
+void gpuop_ctl_judge_init(struct ctl_judge *j, bool verify);
 /* Node node (borrowed) or one of its pods changed in the caches: the
- * next reconcile judges it again (or runs a full pass when too many
- * did). */
-void gpuop_ctl_keep_touch(struct ctl_keep *k, const char *node);
-/* A DaemonSet, or one of their Warning Events, changed: the next
- * reconcile takes the new ones (a full pass when a node's judgement
- * reads what changed). */
-void gpuop_ctl_keep_ds(struct ctl_keep *k);
-/* Something every node's judgement reads changed (the policy, a
- * resync): the next reconcile runs a full pass. */
-void gpuop_ctl_keep_stale(struct ctl_keep *k);
-/* The findings of policy key (p, v, st borrowed: the reconcile's policy,
- * the caches' view, to which a full pass adds the pods, the stranded
- * pods' view with nst entries) at now:
- * the kept set with the touched nodes judged again, or a full pass (see
- * keep.c for when). *out is borrowed: valid until the next call,
- * gpuop_ctl_keep_release or drop; the caches' pod index is kept or
- * dropped as the oracle and size say. 0 or GPUOP_ENOMEM (*out then holds
- * a partial set: free it with release). */
-int gpuop_ctl_keep_analyze(struct ctl_keep *k, struct gpuop_caches *caches, const char *key,
-                           const struct gpuop_policy *p, struct gpuop_caches_view *v,
-                           const struct gpuop_stranded *st, size_t nst, long long now,
-                           struct gpuop_findings **out);
-/* The reconcile is done with the set: kept when it may be updated next
- * time, else freed. */
-void gpuop_ctl_keep_release(struct ctl_keep *k);
-/* Nothing kept (an inactive policy's reconcile, the policy gone). */
-void gpuop_ctl_keep_drop(struct ctl_keep *k);
-void gpuop_ctl_keep_free(struct ctl_keep *k);
+ * next reconcile judges it again. */
+void gpuop_ctl_judge_touch(struct ctl_judge *j, const char *node);
+
+/* What one status reconcile judges from, every pointer borrowed. */
+struct ctl_judge_in {
+    struct gpuop_caches *caches;
+    const char *key;                   /* the policy's */
+    const struct gpuop_policy *policy; /* the reconcile's */
+    struct gpuop_caches_view *view;    /* the caches' view; the pods are added when needed */
+    const struct gpuop_stranded *st;   /* the stranded pods' view, nst entries */
+    size_t nst;
+    long long now;
+};
+
+/* The findings of policy in->key at in->now: the records with the dirty
+ * nodes judged again, or every node (see judge.c for when), as one set.
+ * *out is borrowed: valid until the next call or drop (never
+ * gpuop_findings_free it). 0 or a negative code (*out then not set;
+ * the records are dropped). */
+int gpuop_ctl_judge_run(struct ctl_judge *j, const struct ctl_judge_in *in,
+                        struct gpuop_findings **out);
+/* No records (the policy gone): the next run judges every node. */
+void gpuop_ctl_judge_drop(struct ctl_judge *j);
+void gpuop_ctl_judge_free(struct ctl_judge *j);
 
 /* ---- apply.c ---- */
 

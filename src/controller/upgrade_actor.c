@@ -1374,8 +1374,8 @@ static void set_version(struct ctl_upgrader *u, const struct gpuop_policy *p, in
 static int nodes_in(struct ctl_upgrader *u, const struct gpuop_policy *p,
                     const struct gpuop_caches_view *v, int d, int val)
 {
-    /* Each GPU node's pods: from the caches' index when it is kept (the
-     * kept findings keep it: from GPUOP_ANALYSIS_KEEP_MIN_NODES), else joined by name here. */
+    /* Each GPU node's pods: from the caches' index when it is whole (the
+     * node records keep it on), else joined by name here. */
     const struct gpuop_pod *pp[GPUOP_CACHES_NODE_PODS_MAX];
     size_t npp;
     bool indexed = v->from && gpuop_caches_pods_indexed(v->from);

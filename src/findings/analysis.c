@@ -12,8 +12,8 @@
  *      table gives at most one finding, its first row whose facts hold,
  *      and may set the matrix cell (see "the decision per (node, operand)").
  * Cost is O(nodes log nodes + nodes x operands + pods); nothing is
- * O(nodes x pods). judge_node is also what incremental.c calls to judge
- * one node again. Messages are built on demand by gpuop_finding_message()
+ * O(nodes x pods). judge_node is also what records.c calls to judge
+ * one node into its record. Messages are built on demand by gpuop_finding_message()
  * (message.c) from the reasons table's templates; details, since and the
  * stranded view are detail.c's. No reason is worded here.
  */
@@ -936,15 +936,16 @@ bool gpuop_findings_listed(const struct gpuop_node_result *r)
     return r->gpu || r->nfindings;
 }
 
-/* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
- * counters, the operands' expected and running nodes, the stranded pods;
- * with items, its findings per kind and reason too (push adds those). */
-void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, bool items)
+/* Adds (sign 1) or takes back (-1) what listed node r (its tally t)
+ * feeds: the summary counters, the operands' expected and running nodes,
+ * the stranded pods; with items (r's findings), its findings per kind and
+ * reason too (push adds those). */
+void gpuop_findings_count_node(struct gpuop_findings *f, const struct gpuop_node_result *r,
+                               const struct gpuop_node_tally *t, const struct gpuop_finding *items,
+                               int sign)
 {
-    const struct gpuop_node_result *r = &f->nodes[i];
-    const struct gpuop_node_tally *t = &f->inc.tally[i];
     for (uint32_t k = 0; items && k < r->nfindings; k++) {
-        const struct gpuop_finding *x = &f->items[r->first + k];
+        const struct gpuop_finding *x = &items[k];
         f->by_kind[x->kind] += (size_t)sign;
         f->by_reason[x->reason] += (size_t)sign;
     }
@@ -1084,36 +1085,36 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     return ds_results(out);
 }
 
-int gpuop_analysis_set_ds(struct gpuop_findings *f, const struct gpuop_ds *const *ds, size_t nds,
-                          gpuop_analysis_rejudge_fn rejudge, void *arg)
+/* What a node's judgement reads of the setup f holds: the policy's
+ * switches and graces, the prerequisite chain, and the DaemonSets chosen
+ * (ds_fp: not their status counters, nor what their controller says). */
+static uint64_t setup_fp(const struct gpuop_findings *f)
 {
-    struct gpuop_analysis_state *s = &f->inc, next = f->inc;
-    if (!s->tally || !rejudge)
-        return GPUOP_EINVAL;
-    choose_ds(&next, f->noperands, ds, nds);
-    if (ds_fingerprint(&next, f->noperands) != s->ds_fp)
-        return GPUOP_EINVAL; /* what the nodes are judged against changed */
-    /* only whether it says anything: the old text may be freed already */
-    bool said[GPUOP_OPERAND_MAX];
+    const struct gpuop_analysis_state *s = &f->inc;
+    uint64_t h = GPUOP_HASH_INIT;
+    h = gpuop_hash_bytes(h, &s->ds_fp, sizeof(s->ds_fp));
+    h = gpuop_hash_bytes(h, s->per_os, sizeof(s->per_os));
+    h = gpuop_hash_bytes(h, s->by_kernel, sizeof(s->by_kernel));
+    h = gpuop_hash_bytes(h, s->dpools, sizeof(s->dpools));
+    h = gpuop_hash_bytes(h, &s->ndpools, sizeof(s->ndpools));
+    h = gpuop_hash_bytes(h, &s->enforce, sizeof(s->enforce));
+    h = gpuop_hash_bytes(h, &s->advertise_grace_s, sizeof(s->advertise_grace_s));
+    h = gpuop_hash_bytes(h, &s->event_grace_s, sizeof(s->event_grace_s));
+    h = gpuop_hash_bytes(h, &s->device_plugin, sizeof(s->device_plugin));
+    h = gpuop_hash_bytes(h, &s->toolkit, sizeof(s->toolkit));
+    h = gpuop_hash_bytes(h, s->prereq, sizeof(s->prereq));
+    h = gpuop_hash_bytes(h, &f->terminating_grace_s, sizeof(f->terminating_grace_s));
     for (int o = 0; o < f->noperands; o++)
-        said[o] = f->operands[o].controller_says != NULL;
-    memcpy(s->dsof, next.dsof, sizeof(s->dsof));
-    memcpy(s->osds, next.osds, sizeof(s->osds));
-    s->nosds = next.nosds;
-    for (int o = 0; o < f->noperands; o++)
-        if (f->operands[o].daemonsets) /* made again below */
-            s->waste += strlen(f->operands[o].daemonsets) + 1;
-    int rc = ds_results(f);
-    if (rc < 0)
-        return rc;
-    /* the steps finding_progress judges on it */
-    for (size_t i = 0; i < f->nitems; i++) {
-        const struct gpuop_finding *x = &f->items[i];
-        if (x->reason == GPUOP_REASON_POD_NOT_CREATED &&
-            said[x->operand] != (f->operands[x->operand].controller_says != NULL))
-            rejudge(gpuop_finding_node(f, x), arg);
-    }
-    return 0;
+        h = gpuop_hash_bytes(h, &f->operands[o].enabled, sizeof(f->operands[o].enabled));
+    return gpuop_hash_mix(h);
+}
+
+int gpuop_findings_setup(struct gpuop_findings *f, const struct gpuop_policy *p,
+                         const struct gpuop_ds *const *ds, size_t nds, uint64_t *fp)
+{
+    int rc = read_setup(f, p, ds, nds);
+    *fp = setup_fp(f);
+    return rc;
 }
 
 /* Every pod of in (borrowed) looked up by its node once: a new array of
@@ -1198,7 +1199,7 @@ int gpuop_analyze(const struct gpuop_analysis_in *in, struct gpuop_findings *out
         if (!(r->name = gpuop_arena_strdup(&out->names, sorted[i]->name)))
             goto done;
         out->nnodes++;
-        gpuop_findings_count_node(out, at, 1, false);
+        gpuop_findings_count_node(out, r, &s->tally[at], NULL, 1);
     }
     size_t want = out->nitems + out->nitems / ITEMS_SLACK_DIV + ITEMS_MIN;
     if (want < s->items_cap) { /* given back; a failed shrink keeps the larger array */

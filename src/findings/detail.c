@@ -135,6 +135,86 @@ const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x)
     return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
 }
 
+/* ---- owned copies of what a finding borrows (records.c) ---- */
+
+static size_t str_size(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/* s copied at *chars (advanced), or NULL for NULL. */
+static char *str_own(const char *s, char **chars)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = memcpy(*chars, s, n);
+    *chars += n;
+    return d;
+}
+
+void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, size_t *chars)
+{
+    const struct gpuop_pod *pod = x->ref;
+    const struct gpuop_taint *t = x->ref;
+    if (x->reason == GPUOP_REASON_POD_NOT_CREATED || !x->ref)
+        return;
+    switch (ref_type(x->reason)) {
+    case REF_TAINT:
+        *structs += sizeof(*t);
+        *chars += str_size(t->key) + str_size(t->value) + str_size(t->effect);
+        break;
+    case REF_LABEL:
+        *chars += str_size(x->ref);
+        break;
+    case REF_POD_NAME:
+    case REF_POD_STATE:
+    case REF_POD:
+        *structs += sizeof(*pod);
+        *chars +=
+            str_size(pod->name) + str_size(pod->waiting_reason) + str_size(pod->waiting_message);
+        break;
+    default:
+        break;
+    }
+}
+
+void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars)
+{
+    if (x->reason == GPUOP_REASON_POD_NOT_CREATED || !x->ref)
+        return;
+    const struct gpuop_pod *pod = x->ref;
+    const struct gpuop_taint *t = x->ref;
+    struct gpuop_pod *pc = (struct gpuop_pod *)(void *)*structs;
+    struct gpuop_taint *tc = (struct gpuop_taint *)(void *)*structs;
+    switch (ref_type(x->reason)) {
+    case REF_TAINT:
+        *structs += sizeof(*tc);
+        tc->key = str_own(t->key, chars);
+        tc->value = str_own(t->value, chars);
+        tc->effect = str_own(t->effect, chars);
+        x->ref = tc;
+        break;
+    case REF_LABEL:
+        x->ref = str_own(x->ref, chars);
+        break;
+    case REF_POD_NAME:
+    case REF_POD_STATE:
+    case REF_POD:
+        *structs += sizeof(*pc);
+        *pc = *pod;
+        pc->node = NULL; /* the record is the node's */
+        pc->name = str_own(pod->name, chars);
+        pc->waiting_reason = str_own(pod->waiting_reason, chars);
+        pc->waiting_message = str_own(pod->waiting_message, chars);
+        x->ref = pc;
+        break;
+    default:
+        x->ref = NULL; /* read by no detail, no message */
+        break;
+    }
+}
+
 const char *gpuop_finding_node(const struct gpuop_findings *f, const struct gpuop_finding *x)
 {
     return (f && x && x->node < f->nnodes) ? f->nodes[x->node].name : "";

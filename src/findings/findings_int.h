@@ -14,6 +14,16 @@
 /* The pod finding x is about, when it is one (borrowed from the inputs), or NULL. */
 const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x);
 
+/* What finding x borrows from its inputs (the pod, the taint, the label
+ * value or text), measured: bytes of pointer-aligned structs and of
+ * strings a copy needs, added to *structs and *chars. */
+void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, size_t *chars);
+
+/* Copies what x borrows into *structs and *chars (advanced by what
+ * gpuop_findings_ref_size measured) and points x->ref at the copy: x then
+ * reads nothing of the inputs. */
+void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars);
+
 /* t (seconds since epoch) as "YYYY-MM-DDTHH:MM:SSZ" into buf. */
 void gpuop_findings_fmt_time(long long t, char *buf, size_t size);
 
@@ -25,7 +35,7 @@ struct gpuop_sbuf {
 /* Appends n bytes of s, truncating (always NUL-terminated when size > 0). */
 void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n);
 
-/* ---- shared by the full pass (analysis.c) and one node again (incremental.c) ---- */
+/* ---- shared by the full pass (analysis.c) and the node records (records.c) ---- */
 
 /* What one listed node adds to the counters that its result does not say. */
 struct gpuop_node_tally {  /* 24 bytes: a set holds one per listed node */
@@ -47,10 +57,21 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
 /* A node is listed when it is a GPU node or has findings. */
 bool gpuop_findings_listed(const struct gpuop_node_result *r);
 
-/* Adds (sign 1) or takes back (-1) what listed node i feeds: the summary
- * counters, the operands' expected and running nodes, the stranded pods;
- * with items, its findings per kind and reason too (push adds those). */
-void gpuop_findings_count_node(struct gpuop_findings *f, size_t i, int sign, bool items);
+/* Adds (sign 1) or takes back (-1) what listed node r (its tally t)
+ * feeds: the summary counters, the operands' expected and running nodes,
+ * the stranded pods; with items (r's findings), its findings per kind and
+ * reason too (push adds those). */
+void gpuop_findings_count_node(struct gpuop_findings *f, const struct gpuop_node_result *r,
+                               const struct gpuop_node_tally *t, const struct gpuop_finding *items,
+                               int sign);
+
+/* Reads again what every node is judged against into f (a records'
+ * header: its sums stay): the policy p (borrowed, NULL: every operand
+ * enabled), the DaemonSets chosen among ds (borrowed for the call) and the
+ * operands' results they make. *fp: a hash of what a node's judgement
+ * reads of it. 0 or GPUOP_ENOMEM. */
+int gpuop_findings_setup(struct gpuop_findings *f, const struct gpuop_policy *p,
+                         const struct gpuop_ds *const *ds, size_t nds, uint64_t *fp);
 
 /* Of two pods of one (node, operand), is a the more telling one? */
 bool gpuop_findings_pod_better(const struct gpuop_pod *a, const struct gpuop_pod *b);

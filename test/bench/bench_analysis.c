@@ -4,12 +4,12 @@
  * "true" and a Running pod of each operand enabled by default (the sample
  * policy's six: 30,000 pods; MIG Manager is off), with
  * a sprinkle of broken nodes (missing toolkit, pending driver, tainted), then
- * times gpuop_analyze and gpuop_status_build, and one
- * incremental update (gpuop_analysis_update of one node whose driver pod
- * turns Pending, or back to Running, so its findings come and go and the
- * items after it move), averaged over UPDATES random nodes, with the
- * slowest; and gpuop_analysis_age, the one pass over the nodes an update
- * leaves to the reader. Several sizes in one run: bench_analysis 1000 5000 20000.
+ * times gpuop_analyze and gpuop_status_build, and one node's record
+ * judged again (gpuop_records_judge of one node whose driver pod turns
+ * Pending, or back to Running, so its findings come and go), averaged
+ * over UPDATES random nodes, with the slowest; and gpuop_records_view,
+ * the one pass over the records a reader of the set costs. Several sizes in one run: bench_analysis
+ * 1000 5000 20000.
  *
  * Build and run from the repository root (after building gpuopcore in build/):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude test/bench/bench_analysis.c \
@@ -205,8 +205,13 @@ static int bench(size_t n)
     /* one node again: its first pod (the driver) flips Pending <-> Running */
     pp[5] = &pods[5];
     gpuop_findings_free(&f2);
-    if (gpuop_analyze(&in, &f2) < 0)
+    struct gpuop_records *rec = NULL;
+    if (gpuop_records_new(&rec) < 0 || gpuop_records_setup(rec, &pol, dp, nds, NULL, NULL) < 0)
         return 2;
+    for (size_t i = 0; i < n; i++)
+        if (gpuop_records_judge(rec, nodes[i].name, &nodes[i], pp + pods_of[i],
+                                pods_of[i + 1] - pods_of[i], 0) < 0)
+            return 2;
     double sum = 0, worst = 0, sum_cpu = 0;
     unsigned long r = 12345;
     for (int u = 0; u < UPDATES; u++) {
@@ -218,8 +223,8 @@ static int bench(size_t n)
         p->ready_since = up ? GPUOP_TIME_UNREADABLE : 0;
         t = ms();
         c0 = cpu_ms();
-        if (gpuop_analysis_update(&f2, nodes[i].name, &nodes[i], pp + pods_of[i],
-                                  pods_of[i + 1] - pods_of[i], 0) < 0)
+        if (gpuop_records_judge(rec, nodes[i].name, &nodes[i], pp + pods_of[i],
+                                pods_of[i + 1] - pods_of[i], 0) < 0)
             return 2;
         sum_cpu += cpu_ms() - c0;
         t = ms() - t;
@@ -227,16 +232,18 @@ static int bench(size_t n)
         if (t > worst)
             worst = t;
     }
-    printf("analysis_update %.4f ms wall, %.4f ms CPU mean, %.4f ms wall slowest (%d updates, "
-           "one node each), %zu findings after\n",
-           sum / UPDATES, sum_cpu / UPDATES, worst, UPDATES, f2.nitems);
+    struct gpuop_findings *view = NULL;
     t = ms();
-    gpuop_analysis_age(&f2, 0);
-    printf("analysis_age %.4f ms\n", ms() - t);
+    if (gpuop_records_view(rec, NULL, 0, 0, &view) < 0)
+        return 2;
+    printf("records_view %.4f ms\n", ms() - t);
+    printf("records_judge %.4f ms wall, %.4f ms CPU mean, %.4f ms wall slowest (%d judgements, "
+           "one node each), %zu findings after\n",
+           sum / UPDATES, sum_cpu / UPDATES, worst, UPDATES, view->nitems);
+    gpuop_records_free(rec);
 
     json_decref(st);
     gpuop_findings_free(&f1);
-    gpuop_findings_free(&f2);
     /* built by hand, one allocation per string: freed by hand */
     for (size_t i = 0; i < n; i++) {
         free(nodes[i].name);

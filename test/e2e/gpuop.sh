@@ -42,15 +42,15 @@ gpuop_stop() {
 		fail "gpuop exited with status $rc at shutdown"
 	fi
 	# The test build has the verify oracle compiled in (GPUOP_VERIFY): every
-	# reconcile's node-by-node findings, and the driver upgrade's quiet plan
+	# reconcile's node records, and the driver upgrade's quiet plan
 	# kept node by node, are compared with a full pass, and a difference
 	# fails the test: each test is also a test of both on a real cluster's
 	# events.
 	grep -qF 'the verify oracle is on' "$GPUOP_LOG" ||
 		fail "gpuop ran without the verify oracle: build it with -DGPUOP_VERIFY=ON"
-	if grep -F -e 'incremental analysis differs from a full pass' \
+	if grep -F -e 'node records differ from a full pass' \
 		-e 'upgrade plan kept node by node differs from a full plan' "$GPUOP_LOG" >&2; then
-		fail "gpuop's node-by-node findings or upgrade plan differed from a full one (above)"
+		fail "gpuop's node records or upgrade plan differed from a full one (above)"
 	fi
 }
 

@@ -1551,7 +1551,7 @@ static void test_json_hash_streams(void **state)
     assert_true(gpuop_hash_json(NULL) == 0);
 }
 
-/* ---- the findings kept between reconciles (keep.c) ---- */
+/* ---- the node records kept between reconciles (judge.c, records.c) ---- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
@@ -1624,12 +1624,12 @@ static void random_change(struct fx *f)
     put(f, K_POD, pod, p, pod_there ? "MODIFIED" : "ADDED");
 }
 
-/* The verify oracle: after every reconcile the set updated node by node
- * equals a full pass (keep.c compares them and counts a difference),
- * over random node and pod changes (driver pods mostly on their
- * DaemonSet's template generation); the updates are used (not a full
- * pass every time), and a DaemonSet's change, which every node's judgement
- * reads, runs a full pass. */
+/* The verify oracle: after every reconcile the node records equal a
+ * full pass (judge.c compares them and counts a difference), over random
+ * node and pod changes (driver pods mostly on their DaemonSet's template
+ * generation); the dirty nodes are judged alone (not every node every
+ * time), and a DaemonSet's change that every node's judgement reads
+ * makes every node dirty. */
 static void test_keep_verified(void **state)
 {
     struct fx *f = *state;
@@ -1714,9 +1714,10 @@ static void test_keep_verified(void **state)
                         "FailedCreate: exceeded quota");
 
     /* The DaemonSet controller repeats its Warning within the second:
-     * only the Event's count moves, nothing gpuop keeps of it. The set
-     * still borrows its text while a pod change is judged node by node
-     * (ASan, valgrind: no read of a freed Event). */
+     * only the Event's count moves, nothing gpuop keeps of it. A pod
+     * change is then judged node by node, reading what the controller
+     * says from the records' own copy (ASan, valgrind: no read of a freed
+     * Event). */
     struct gpuop_informer_stats es;
     gpuop_caches_stats(f->c->caches, GPUOP_CACHES_EVENT, &es);
     uint64_t delivered = es.events;
@@ -1739,7 +1740,7 @@ static void test_keep_verified(void **state)
                         "FailedCreate: exceeded quota");
 }
 
-/* The Events of a kept set say what a full pass's would: the details a
+/* The Events of the records say what a full pass's would: the details a
  * finding borrows from the caches (the pod, its state, since when) are in
  * their messages, not only the finding's key. */
 static void test_keep_event_details(void **state)
@@ -1767,29 +1768,34 @@ static void test_keep_event_details(void **state)
     RUN_UNTIL(f, strstr(f->said, "PodFailed: ") != NULL, WAIT_MS);
     const char *line = strstr(f->said, "PodFailed: ");
     print_message("%.*s\n", (int)strcspn(line, "\n"), line);
-    assert_true(f->c->keep.valid); /* the set was kept */
+    assert_non_null(f->c->judge.rec); /* the records were kept */
     const char *name = strstr(line, "container-toolkit-gpu-1");
     assert_non_null(name); /* the pod the finding is about */
     assert_true(name < line + strcspn(line, "\n"));
 }
 
-/* auto keeps nothing below GPUOP_ANALYSIS_KEEP_MIN_NODES nodes: a full
- * pass every reconcile, no update. */
-static void test_keep_auto_small(void **state)
+/* A small cluster keeps its records too: a node's change judges that
+ * node (no every-node judgement per reconcile). */
+static void test_records_small(void **state)
 {
     struct fx *f = *state;
     struct gpuop_controller_stats st;
     start(f);
     RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
+    settle(f, 100);
+    gpuop_controller_stats(f->c, &st);
+    uint64_t fulls = st.analysis_fulls;
     for (int i = 0; i < 10; i++) {
-        random_change(f);
-        run_for(f, 15);
+        bool there = json_object_get(f->store[K_POD], "container-toolkit-gpu-1") != NULL;
+        put(f, K_POD, "container-toolkit-gpu-1",
+            pod_on("gpuop-container-toolkit", "gpu-1", i % 2, false), there ? "MODIFIED" : "ADDED");
+        wait_reconcile(f);
     }
     settle(f, 100);
     gpuop_controller_stats(f->c, &st);
-    assert_int_equal(st.analysis_updates, 0);
-    assert_true(st.analysis_fulls > 0);
-    assert_false(f->c->keep.valid);
+    assert_true(st.analysis_updates > 0);
+    assert_int_equal(st.analysis_fulls, fulls);
+    assert_non_null(f->c->judge.rec);
 }
 
 int main(void)
@@ -1820,7 +1826,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_verified, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_event_details, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_keep_auto_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_small, setup, teardown),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

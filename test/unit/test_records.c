@@ -1,5 +1,5 @@
 /*
- * test_incremental.c - gpuop_analysis_update against the full pass.
+ * test_records.c - the node records against the full pass.
  *
  * A small random cluster (up to NODE_SLOTS nodes, POD_SLOTS pods) takes
  * EVENTS_PER_POLICY random events under each of several policies: nodes
@@ -7,14 +7,16 @@
  * a label gpuop set and someone changed, the upgrade state, the OS
  * labels), tainted and untainted, advertising GPUs or not; pods added,
  * removed, changing phase, Ready, waiting reason, gate and deletion time.
- * After each event the set is updated for the node it touched only, as the
- * controller does, and compared with a full gpuop_analyze of the same
- * inputs by findings_equal (every counter, operand result, node result,
- * and per finding its key, prereq, since, detail and message). The clock
- * moves on between events; when it reaches the set's next_change the set
- * is analysed again in full (the controller's timer), since a grace
- * period ending may change any node. An old node or pod is freed right
- * after its update, so ASan sees a finding that still borrowed it.
+ * After each event the records are set up again (policy, DaemonSets: a
+ * change that nodes read makes every node dirty, a DaemonSet controller's
+ * words the nodes whose steps read them) and the dirty nodes judged, as
+ * the controller does: the node the event touched, the nodes the setup
+ * names, and the nodes whose judgement the clock moved (their
+ * next_change). The records' view is compared with a full gpuop_analyze
+ * of the same inputs by gpuop_findings_same (every sum, operand result,
+ * node result, and per finding its key, prereq, since, detail and
+ * message). An old node or pod is freed before the comparison, so ASan
+ * sees a record that still borrowed it.
  *
  * The seed is fixed (GPUOP_TEST_SEED overrides it) and printed.
  */
@@ -307,7 +309,8 @@ static int full_by_node(struct world *w, struct gpuop_findings *f)
     return full_pass(w, f, true);
 }
 
-static int update(struct world *w, struct gpuop_findings *f, int slot)
+/* Node slot judged into its record, with every pod of the world. */
+static int judge(struct world *w, struct gpuop_records *rec, int slot)
 {
     const struct gpuop_pod *pp[POD_SLOTS];
     size_t npods = 0;
@@ -316,8 +319,8 @@ static int update(struct world *w, struct gpuop_findings *f, int slot)
     for (int i = 0; i < POD_SLOTS; i++)
         if (w->pods[i])
             pp[npods++] = &w->pods[i]->p;
-    return gpuop_analysis_update(f, name, w->nodes[slot] ? &w->nodes[slot]->n : NULL, pp, npods,
-                                 w->now);
+    return gpuop_records_judge(rec, name, w->nodes[slot] ? &w->nodes[slot]->n : NULL, pp, npods,
+                               w->now);
 }
 
 /* ---- the events ---- */
@@ -454,7 +457,7 @@ static bool ds_event(struct world *w)
     return false;
 }
 
-/* The nodes set_ds names, to judge again. */
+/* The nodes the setup and the clock name, to judge again. */
 struct rejudged {
     bool slot[NODE_SLOTS];
     int n;
@@ -469,65 +472,90 @@ static void rejudge(const char *node, void *arg)
     r->slot[slot] = true;
 }
 
-/* gpuop_analysis_set_ds with the world's DaemonSets, then the nodes it
- * names judged again; *named counts them. */
-static int set_ds(struct world *w, struct gpuop_findings *f, size_t *named)
+/* The setup with the world's policy and DaemonSets: 1 (every node
+ * dirty), 0 (the nodes it names in *r), or negative. */
+static int setup(struct world *w, struct gpuop_records *rec, struct rejudged *r)
 {
     const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
     for (size_t i = 0; i < w->nds; i++)
         dp[i] = &w->ds[i];
+    return gpuop_records_setup(rec, &w->pol, dp, w->nds, rejudge, r);
+}
+
+/* Every node judged: the same judgement, each slot, then the sweep. */
+static int judge_all(struct world *w, struct gpuop_records *rec)
+{
+    gpuop_records_begin_all(rec);
+    for (int i = 0; i < NODE_SLOTS; i++) {
+        int rc = w->nodes[i] ? judge(w, rec, i) : 0;
+        if (rc < 0)
+            return rc;
+    }
+    gpuop_records_sweep(rec);
+    return 0;
+}
+
+/* What one reconcile does after an event that touched node slot: the
+ * setup, then every node when it says so, else the touched node, the
+ * nodes it named and the nodes due. Counts into *st. */
+struct walk_stats {
+    size_t alls, judged, ds_named, due;
+};
+
+static int reconcile(struct world *w, struct gpuop_records *rec, int slot, struct walk_stats *st)
+{
     struct rejudged r = {0};
-    int rc = gpuop_analysis_set_ds(f, dp, w->nds, rejudge, &r);
-    for (int i = 0; rc == 0 && i < NODE_SLOTS; i++)
+    int rc = setup(w, rec, &r);
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        st->alls++;
+        return judge_all(w, rec);
+    }
+    st->ds_named += (size_t)r.n;
+    int named = r.n;
+    gpuop_records_due(rec, w->now, rejudge, &r);
+    st->due += (size_t)(r.n - named);
+    r.n += !r.slot[slot];
+    r.slot[slot] = true;
+    for (int i = 0; i < NODE_SLOTS && rc == 0; i++)
         if (r.slot[i])
-            rc = update(w, f, i);
-    if (named)
-        *named += (size_t)r.n;
+            rc = judge(w, rec, i), st->judged++;
     return rc;
 }
 
-static void test_incremental_equals_full(void **state)
+static void test_records_equal_full(void **state)
 {
     (void)state;
     const char *env = getenv("GPUOP_TEST_SEED");
     uint32_t seed = env ? (uint32_t)strtoul(env, NULL, 10) : SEED_DEFAULT;
-    printf("test_incremental: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n",
-           seed, EVENTS_PER_POLICY, POLICIES);
+    printf("test_records: seed %u (GPUOP_TEST_SEED), %d events under each of %d policies\n", seed,
+           EVENTS_PER_POLICY, POLICIES);
     rng = seed * 2654435761u + 1;
-    size_t fulls = 0, updates = 0, ds_updates = 0, rejudged = 0, findings = 0, by_node = 0;
+    struct walk_stats st = {0};
+    size_t findings = 0, by_node = 0, ds_events = 0;
     for (int kind = 0; kind < POLICIES; kind++) {
         struct world w;
         world_init(&w, kind);
-        struct gpuop_findings inc, ref;
-        assert_int_equal(full(&w, &inc), 0);
+        struct gpuop_records *rec;
+        struct gpuop_findings ref, *view;
+        assert_int_equal(gpuop_records_new(&rec), 0);
+        assert_int_equal(reconcile(&w, rec, 0, &st), 0);
         for (int e = 0; e < EVENTS_PER_POLICY; e++) {
             struct tnode *old_node;
             struct tpod *old_pod;
             const char *what = "";
             w.now += rnd(40);
             int slot = random_event(&w, &old_node, &old_pod, &what);
-            bool ds_changed = coin(DS_EVENT_PCT), judged = ds_changed && ds_event(&w);
-            if (judged) /* set_ds refuses it: the nodes must be judged again */
-                assert_int_equal(set_ds(&w, &inc, NULL), GPUOP_EINVAL);
-            if (judged || (inc.next_change && w.now >= inc.next_change)) {
-                /* a grace ended, or what the nodes read of a DaemonSet changed: all again */
-                gpuop_findings_free(&inc);
-                bool per_node = coin(50); /* the controller's way, half of the time */
-                by_node += per_node;
-                assert_int_equal(per_node ? full_by_node(&w, &inc) : full(&w, &inc), 0);
-                fulls++;
-            } else {
-                assert_int_equal(update(&w, &inc, slot), 0);
-                if (ds_changed)
-                    assert_int_equal(set_ds(&w, &inc, &rejudged), 0), ds_updates++;
-                gpuop_analysis_age(&inc, w.now);
-                updates++;
-            }
-            free(old_node);
+            if (coin(DS_EVENT_PCT))
+                (void)ds_event(&w), ds_events++;
+            assert_int_equal(reconcile(&w, rec, slot, &st), 0);
+            free(old_node); /* nothing of them is read after their judgement */
             free(old_pod);
+            assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &view), 0);
             assert_int_equal(full(&w, &ref), 0);
             char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
-            if (!gpuop_findings_same(&inc, &ref, why, sizeof(why)))
+            if (!gpuop_findings_same(view, &ref, why, sizeof(why)))
                 fail_msg("seed %u, policy %d, event %d (%s on node-%02d): %s", seed, kind, e, what,
                          slot, why);
             findings += ref.nitems;
@@ -537,46 +565,48 @@ static void test_incremental_equals_full(void **state)
                 if (!gpuop_findings_same(&per, &ref, why, sizeof(why)))
                     fail_msg("seed %u, policy %d, event %d: by node: %s", seed, kind, e, why);
                 gpuop_findings_free(&per);
+                by_node++;
             }
             gpuop_findings_free(&ref);
         }
-        gpuop_findings_free(&inc);
+        gpuop_records_free(rec);
         world_free(&w);
     }
-    printf("test_incremental: %zu updates (%zu with a DaemonSet's status, which named %zu nodes "
-           "to judge again), %zu full passes (a grace ended, a DaemonSet changed what nodes "
-           "read; %zu of them by node), %zu findings compared\n",
-           updates, ds_updates, rejudged, fulls, by_node, findings);
-    assert_true(rejudged > 0); /* the controller's words moved some node's steps */
+    printf("test_records: %zu nodes judged one by one (%zu named by a DaemonSet controller's "
+           "words, %zu by the clock), %zu judgements of every node (%zu DaemonSet events), %zu "
+           "findings compared\n",
+           st.judged, st.ds_named, st.due, st.alls, ds_events, findings);
+    assert_true(st.ds_named > 0); /* the controller's words moved some node's steps */
+    assert_true(st.due > 0);      /* the clock moved some */
     assert_true(by_node > 0);
-    assert_true(updates > fulls);
-    assert_true(ds_updates > 0);
+    assert_true(st.judged > st.alls);
 }
 
-/* A set without its tallies cannot be updated; a wrong name is refused. */
-static void test_update_refused(void **state)
+/* Judging is refused without a setup and for a node of another name. */
+static void test_judge_refused(void **state)
 {
     (void)state;
     struct world w;
     rng = 7;
     world_init(&w, POL_DEFAULT);
-    struct gpuop_findings f;
-    assert_int_equal(full(&w, &f), 0);
+    struct gpuop_records *rec;
+    assert_int_equal(gpuop_records_new(&rec), 0);
     int slot = 0;
     while (!w.nodes[slot])
         slot++;
-    assert_int_equal(gpuop_analysis_update(&f, "someone-else", &w.nodes[slot]->n, NULL, 0, w.now),
+    assert_int_equal(judge(&w, rec, slot), GPUOP_EINVAL); /* no setup yet */
+    struct rejudged r = {0};
+    assert_int_equal(setup(&w, rec, &r), 1); /* the first: every node */
+    assert_int_equal(setup(&w, rec, &r), 0); /* nothing moved */
+    assert_int_equal(gpuop_records_judge(rec, "someone-else", &w.nodes[slot]->n, NULL, 0, w.now),
                      GPUOP_EINVAL);
-    struct gpuop_findings keys = f; /* without its tallies: not a pass's own set */
-    keys.inc.tally = NULL;
-    assert_int_equal(update(&w, &keys, slot), GPUOP_EINVAL);
-    gpuop_findings_free(&f);
+    gpuop_records_free(rec);
     world_free(&w);
 }
 
-/* A set with no nodes and no findings (items NULL) takes a node with
- * findings, then loses it: back to empty, as a full pass says. */
-static void test_update_from_empty(void **state)
+/* Records with no nodes and no findings take a node with findings, then
+ * lose it: back to empty, as a full pass says. */
+static void test_judge_from_empty(void **state)
 {
     (void)state;
     struct world w;
@@ -586,38 +616,46 @@ static void test_update_from_empty(void **state)
         free(w.nodes[i]);
         w.nodes[i] = NULL;
     }
-    struct gpuop_findings f, ref;
+    struct gpuop_records *rec;
+    struct gpuop_findings *f, ref;
+    struct rejudged r = {0};
     char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
-    assert_int_equal(full(&w, &f), 0);
-    assert_int_equal(f.nitems, 0);
-    assert_int_equal(update(&w, &f, 5), 0); /* no node there: nothing */
+    assert_int_equal(gpuop_records_new(&rec), 0);
+    assert_int_equal(setup(&w, rec, &r), 1);
+    assert_int_equal(judge_all(&w, rec), 0);
+    assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &f), 0);
+    assert_int_equal(f->nitems, 0);
+    assert_int_equal(judge(&w, rec, 5), 0); /* no node there: nothing */
     w.nodes[5] = random_node(5);
     w.nodes[5]->n.gpu = true;
     w.nodes[5]->n.deploy[0] = GPUOP_LABEL_ABSENT; /* NotScheduled at least */
-    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(judge(&w, rec, 5), 0);
+    assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &f), 0);
     assert_int_equal(full(&w, &ref), 0);
-    if (!gpuop_findings_same(&f, &ref, why, sizeof(why)))
+    if (!gpuop_findings_same(f, &ref, why, sizeof(why)))
         fail_msg("after the node came: %s", why);
-    assert_true(f.nitems > 0);
+    assert_true(f->nitems > 0);
     gpuop_findings_free(&ref);
     free(w.nodes[5]);
     w.nodes[5] = NULL;
-    assert_int_equal(update(&w, &f, 5), 0);
+    assert_int_equal(judge(&w, rec, 5), 0);
+    assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &f), 0);
     assert_int_equal(full(&w, &ref), 0);
-    if (!gpuop_findings_same(&f, &ref, why, sizeof(why)))
+    if (!gpuop_findings_same(f, &ref, why, sizeof(why)))
         fail_msg("after the node went: %s", why);
-    assert_int_equal(f.nnodes, 0);
+    assert_int_equal(f->nnodes, 0);
+    assert_int_equal(gpuop_records_count(rec), 0);
     gpuop_findings_free(&ref);
-    gpuop_findings_free(&f);
+    gpuop_records_free(rec);
     world_free(&w);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_incremental_equals_full),
-        cmocka_unit_test(test_update_refused),
-        cmocka_unit_test(test_update_from_empty),
+        cmocka_unit_test(test_records_equal_full),
+        cmocka_unit_test(test_judge_refused),
+        cmocka_unit_test(test_judge_from_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

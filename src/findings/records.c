@@ -1,0 +1,506 @@
+/*
+ * records.c - the node as the unit of derived state: one record per node,
+ * kept between reconciles, and the policy-wide sums they add up to.
+ *
+ * A record (struct record) is what judging one node made: its result,
+ * its tally (findings_int.h) and its findings, with owned copies of what
+ * their details and messages name (the pod, the taint, the label value:
+ * gpuop_findings_ref_own), in one allocation. Nothing in it points into
+ * the inputs, so a record stays readable however the caches change: no
+ * rule ties its lifetime to theirs.
+ *
+ * The records live in a map keyed by node name (base/table.h's, as every
+ * index here) and in an array sorted by name (what the status, the
+ * Events' diff and the stranded view read in order). The header (hdr, a
+ * struct gpuop_findings without nodes) holds what every node is judged
+ * against (gpuop_findings_setup) and the sums: judging a node takes its
+ * old record's contribution back (gpuop_findings_count_node, sign -1)
+ * and adds the new one's. There is one way to judge: a node at a time
+ * (gpuop_records_judge, the same gpuop_findings_judge_node gpuop_analyze
+ * calls); "every node" is every node judged so, then the records of nodes
+ * no longer there swept.
+ *
+ * gpuop_records_view lays the records out as a struct gpuop_findings
+ * (nodes and items in name order, idle_s aged to now, next_change the
+ * earliest of the records', the stranded pods counted) for the readers
+ * of a findings set; its arrays are reused from one view to the next.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuop/analysis.h"
+#include "gpuop/map.h"
+#include "gpuop/sort.h"
+
+#include "findings_int.h"
+
+/* Most findings one node can have: per operand one of each table that
+ * finds (not running, advertises, unexpected, ordering). */
+#define NODE_FINDINGS_MAX (4 * GPUOP_OPERAND_MAX)
+
+struct record {
+    struct gpuop_node_result r; /* r.name: the map's copy of the key; r.first unused */
+    struct gpuop_node_tally t;
+    uint32_t mark;                /* the sweep's epoch it was judged in */
+    struct gpuop_finding items[]; /* r.nfindings, then the copies their refs point at */
+};
+
+struct gpuop_records {
+    struct gpuop_findings hdr; /* the setup and the sums; items: one node's, scratch */
+    struct gpuop_map map;      /* name -> struct record (new) */
+    struct record **sorted;    /* by name */
+    size_t n, cap;
+    uint64_t fp;                  /* gpuop_findings_setup's, of the last setup */
+    bool said[GPUOP_OPERAND_MAX]; /* its controller said why it creates no pod */
+    bool set_up;                  /* a setup was read */
+    uint32_t epoch;               /* of the last gpuop_records_begin_all */
+    struct gpuop_findings view;   /* gpuop_records_view's; borrows from the records */
+    size_t view_nodes_cap, view_items_cap;
+};
+
+int gpuop_records_new(struct gpuop_records **out)
+{
+    struct gpuop_records *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return GPUOP_ENOMEM;
+    gpuop_map_init(&rec->map);
+    *out = rec;
+    return 0;
+}
+
+void gpuop_records_free(struct gpuop_records *rec)
+{
+    if (!rec)
+        return;
+    gpuop_map_free(&rec->map, free);
+    free(rec->sorted);
+    free(rec->hdr.items);
+    gpuop_arena_free(&rec->hdr.names);
+    free(rec->view.nodes);
+    free(rec->view.items);
+    free(rec);
+}
+
+size_t gpuop_records_count(const struct gpuop_records *rec)
+{
+    return rec->n;
+}
+
+/* Position of name in sorted: found, or where it goes. */
+static bool sorted_pos(const struct gpuop_records *rec, const char *name, size_t *pos)
+{
+    size_t lo = 0, hi = rec->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(rec->sorted[mid]->r.name, name);
+        if (c == 0) {
+            *pos = mid;
+            return true;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *pos = lo;
+    return false;
+}
+
+int gpuop_records_setup(struct gpuop_records *rec, const struct gpuop_policy *p,
+                        const struct gpuop_ds *const *ds, size_t nds,
+                        gpuop_analysis_rejudge_fn rejudge, void *arg)
+{
+    struct gpuop_findings *f = &rec->hdr;
+    uint64_t fp;
+    gpuop_arena_free(&f->names); /* last setup's texts: the records hold copies */
+    int rc = gpuop_findings_setup(f, p, ds, nds, &fp);
+    for (int o = 0; rc == 0 && o < f->noperands; o++) { /* owned, not the DaemonSet's */
+        const char *says = f->operands[o].controller_says;
+        if (says && !(f->operands[o].controller_says = gpuop_arena_strdup(&f->names, says)))
+            rc = GPUOP_ENOMEM;
+    }
+    if (rc < 0) {
+        rec->set_up = false;
+        return rc;
+    }
+    bool all = !rec->set_up || fp != rec->fp;
+    rec->set_up = true;
+    rec->fp = fp;
+    bool moved[GPUOP_OPERAND_MAX] = {0}, any = false;
+    for (int o = 0; o < f->noperands; o++) {
+        bool said = f->operands[o].controller_says != NULL;
+        any |= moved[o] = said != rec->said[o];
+        rec->said[o] = said;
+    }
+    /* the steps finding_progress judges on what the controller says */
+    for (size_t i = 0; rejudge && !all && any && i < rec->n; i++) {
+        const struct record *r = rec->sorted[i];
+        for (uint32_t k = 0; k < r->r.nfindings; k++)
+            if (r->items[k].reason == GPUOP_REASON_POD_NOT_CREATED && moved[r->items[k].operand]) {
+                rejudge(r->r.name, arg);
+                break;
+            }
+    }
+    return all ? 1 : 0;
+}
+
+void gpuop_records_due(const struct gpuop_records *rec, long long now,
+                       gpuop_analysis_rejudge_fn due, void *arg)
+{
+    for (size_t i = 0; i < rec->n; i++) {
+        long long c = rec->sorted[i]->t.next_change;
+        if (c && c <= now)
+            due(rec->sorted[i]->r.name, arg);
+    }
+}
+
+void gpuop_records_begin_all(struct gpuop_records *rec)
+{
+    rec->epoch++;
+}
+
+/* A record of r, t and items (n of them, borrowing from the inputs):
+ * new, with owned copies of what they borrow; NULL when out of memory. */
+static struct record *record_make(const struct gpuop_node_result *r,
+                                  const struct gpuop_node_tally *t,
+                                  const struct gpuop_finding *items, size_t n)
+{
+    size_t structs = 0, chars = 0;
+    for (size_t k = 0; k < n; k++)
+        gpuop_findings_ref_size(&items[k], &structs, &chars);
+    size_t head = sizeof(struct record) + n * sizeof(*items);
+    struct record *rd = malloc(head + structs + chars);
+    if (!rd)
+        return NULL;
+    rd->r = *r;
+    rd->r.first = 0;
+    rd->t = *t;
+    char *at = (char *)rd + head, *ch = at + structs;
+    for (size_t k = 0; k < n; k++) {
+        rd->items[k] = items[k];
+        rd->items[k].node = 0;
+        const struct gpuop_pod *pod = gpuop_findings_ref_pod(&items[k]);
+        size_t j = 0; /* a pod that an earlier finding named: its copy */
+        while (j < k && (!pod || gpuop_findings_ref_pod(&items[j]) != pod))
+            j++;
+        if (j < k)
+            rd->items[k].ref = rd->items[j].ref;
+        else
+            gpuop_findings_ref_own(&rd->items[k], &at, &ch);
+    }
+    return rd;
+}
+
+/* Record rd (new; NULL: the node has none now) replaces old (NULL: none)
+ * of node name. 0 or GPUOP_ENOMEM. */
+static int place(struct gpuop_records *rec, const char *name, struct record *old, struct record *rd)
+{
+    size_t pos = 0;
+    bool found = old && sorted_pos(rec, name, &pos);
+    if (old && rd) {
+        rd->r.name = old->r.name; /* the same key */
+        (void)gpuop_map_put(&rec->map, name, rd, NULL);
+        if (found)
+            rec->sorted[pos] = rd;
+    } else if (old) {
+        if (found) {
+            memmove(rec->sorted + pos, rec->sorted + pos + 1,
+                    (rec->n - pos - 1) * sizeof(*rec->sorted));
+            rec->n--;
+        }
+        (void)gpuop_map_del(&rec->map, name);
+    } else if (rd) {
+        if (rec->n == rec->cap) {
+            size_t cap = rec->cap ? 2 * rec->cap : 64;
+            struct record **s = realloc(rec->sorted, cap * sizeof(*s));
+            if (!s)
+                return GPUOP_ENOMEM;
+            rec->sorted = s;
+            rec->cap = cap;
+        }
+        if (gpuop_map_put(&rec->map, name, rd, NULL) < 0)
+            return GPUOP_ENOMEM;
+        rd->r.name = (char *)gpuop_map_key(&rec->map, name);
+        (void)sorted_pos(rec, name, &pos);
+        memmove(rec->sorted + pos + 1, rec->sorted + pos, (rec->n - pos) * sizeof(*rec->sorted));
+        rec->sorted[pos] = rd;
+        rec->n++;
+    }
+    free(old);
+    return 0;
+}
+
+/* Takes back the kinds and reasons push counted for hdr's scratch items. */
+static void uncount_scratch(struct gpuop_findings *f)
+{
+    for (size_t k = 0; k < f->nitems; k++)
+        f->by_kind[f->items[k].kind]--, f->by_reason[f->items[k].reason]--;
+    f->nitems = 0;
+}
+
+int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struct gpuop_node *node,
+                        const struct gpuop_pod *const *pods, size_t npods, long long now)
+{
+    struct gpuop_findings *f = &rec->hdr;
+    if (!rec->set_up || !name || (node && (!node->name || strcmp(node->name, name))))
+        return GPUOP_EINVAL;
+    struct record *old = gpuop_map_get(&rec->map, name), *rd = NULL;
+    struct gpuop_node_result r = {0};
+    struct gpuop_node_tally t = {0};
+    f->nitems = 0;
+    if (node) {
+        const struct gpuop_pod *bp[GPUOP_OPERAND_MAX];
+        gpuop_findings_best_pods(name, pods, npods, f->noperands, bp);
+        int rc = gpuop_findings_judge_node(f, 0, node, bp, now, &r, &t);
+        if (rc < 0 || f->nitems > NODE_FINDINGS_MAX) {
+            uncount_scratch(f);
+            return rc < 0 ? rc : GPUOP_EINVAL;
+        }
+        if (gpuop_findings_listed(&r) && !(rd = record_make(&r, &t, f->items, f->nitems))) {
+            uncount_scratch(f);
+            return GPUOP_ENOMEM;
+        }
+    }
+    if (rd)
+        rd->mark = rec->epoch;
+    if (old)
+        gpuop_findings_count_node(f, &old->r, &old->t, old->items, -1);
+    if (rd)
+        gpuop_findings_count_node(f, &rd->r, &rd->t, NULL, 1); /* push counted its items */
+    f->nitems = 0;
+    int rc = place(rec, name, old, rd);
+    if (rc < 0)
+        free(rd);
+    return rc; /* after a failure the sums are off: the caller starts again */
+}
+
+void gpuop_records_sweep(struct gpuop_records *rec)
+{
+    struct gpuop_findings *f = &rec->hdr;
+    size_t kept = 0;
+    for (size_t i = 0; i < rec->n; i++) {
+        struct record *rd = rec->sorted[i];
+        if (rd->mark == rec->epoch) {
+            rec->sorted[kept++] = rd;
+            continue;
+        }
+        gpuop_findings_count_node(f, &rd->r, &rd->t, rd->items, -1);
+        free(gpuop_map_del(&rec->map, rd->r.name));
+    }
+    rec->n = kept;
+}
+
+static int by_pod_node(const void *a, const void *b)
+{
+    const struct gpuop_pod *x = *(const struct gpuop_pod *const *)a;
+    const struct gpuop_pod *y = *(const struct gpuop_pod *const *)b;
+    return strcmp(x->node, y->node);
+}
+
+/* The pods of in with a node, sorted by it (new, *n of them), or NULL. */
+static const struct gpuop_pod **pods_by_node(const struct gpuop_analysis_in *in, size_t *n)
+{
+    const struct gpuop_pod **s = malloc((in->npods ? in->npods : 1) * sizeof(*s));
+    *n = 0;
+    for (size_t i = 0; s && i < in->npods; i++)
+        if (in->pods && in->pods[i] && in->pods[i]->node)
+            s[(*n)++] = in->pods[i];
+    if (s)
+        gpuop_sort(s, *n, sizeof(*s), by_pod_node);
+    return s;
+}
+
+/* Where node name's pods begin among sorted pods s (n). */
+static size_t pods_from(const struct gpuop_pod *const *s, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(s[mid]->node, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analysis_in *in)
+{
+    const struct gpuop_pod **all = NULL;
+    size_t nall = 0;
+    if (!in->pods_of && !(all = pods_by_node(in, &nall)))
+        return GPUOP_ENOMEM;
+    int rc = 0;
+    gpuop_records_begin_all(rec);
+    for (size_t i = 0; rc == 0 && i < in->nnodes; i++) {
+        const struct gpuop_node *nd = in->nodes ? in->nodes[i] : NULL;
+        if (!nd || !nd->name)
+            continue;
+        const struct gpuop_pod *mine[GPUOP_ANALYSIS_NODE_PODS_MAX];
+        const struct gpuop_pod *const *pods = mine;
+        size_t n = 0;
+        if (in->pods_of) {
+            rc = in->pods_of(in->pods_arg, nd->name, mine, GPUOP_ANALYSIS_NODE_PODS_MAX, &n);
+        } else {
+            size_t at = pods_from(all, nall, nd->name);
+            while (at + n < nall && !strcmp(all[at + n]->node, nd->name))
+                n++;
+            pods = all + at;
+        }
+        if (rc == 0)
+            rc = gpuop_records_judge(rec, nd->name, nd, pods, n, in->now);
+    }
+    free(all);
+    if (rc == 0)
+        gpuop_records_sweep(rec);
+    return rc;
+}
+
+/* Room for n nodes and nitems items in the view. */
+static int view_room(struct gpuop_records *rec, size_t n, size_t nitems)
+{
+    struct gpuop_findings *v = &rec->view;
+    if (n > rec->view_nodes_cap) {
+        struct gpuop_node_result *nodes = realloc(v->nodes, n * sizeof(*nodes));
+        if (!nodes)
+            return GPUOP_ENOMEM;
+        v->nodes = nodes;
+        rec->view_nodes_cap = n;
+    }
+    if (nitems > rec->view_items_cap) {
+        struct gpuop_finding *items = realloc(v->items, nitems * sizeof(*items));
+        if (!items)
+            return GPUOP_ENOMEM;
+        v->items = items;
+        rec->view_items_cap = nitems;
+    }
+    return 0;
+}
+
+int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *st, size_t nst,
+                       long long now, struct gpuop_findings **out)
+{
+    size_t nitems = 0;
+    for (int k = 0; k < GPUOP_KIND_COUNT; k++)
+        nitems += rec->hdr.by_kind[k];
+    int rc = view_room(rec, rec->n ? rec->n : 1, nitems ? nitems : 1);
+    if (rc < 0)
+        return rc;
+    struct gpuop_findings *v = &rec->view;
+    struct gpuop_node_result *nodes = v->nodes;
+    struct gpuop_finding *items = v->items;
+    *v = rec->hdr; /* the sums and the setup; the arrays are the view's own */
+    memset(&v->names, 0, sizeof(v->names));
+    v->nodes = nodes;
+    v->items = items;
+    v->nnodes = rec->n;
+    v->nitems = 0;
+    v->next_change = 0;
+    for (size_t i = 0; i < rec->n; i++) {
+        const struct record *rd = rec->sorted[i];
+        struct gpuop_node_result *r = &v->nodes[i];
+        *r = rd->r;
+        r->first = (uint32_t)v->nitems;
+        r->idle_s = gpuop_findings_idle_since(rd->t.idle_from, now);
+        for (uint32_t k = 0; k < rd->r.nfindings && v->nitems < nitems; k++) {
+            v->items[v->nitems] = rd->items[k];
+            v->items[v->nitems++].node = (uint32_t)i;
+        }
+        if (rd->t.next_change)
+            gpuop_findings_change_at(v, rd->t.next_change);
+    }
+    gpuop_findings_set_stranded(v, st, nst);
+    *out = v;
+    return 0;
+}
+
+/* ---- the verify oracle's comparison: a view against a full pass ---- */
+
+#define SAME(what, x, y)                                                                           \
+    do {                                                                                           \
+        if ((long long)(x) != (long long)(y)) {                                                    \
+            snprintf(why, size, "%s: %lld != %lld", what, (long long)(x), (long long)(y));         \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const char *str(const char *s)
+{
+    return s ? s : "(null)";
+}
+
+#define SAME_STR(what, x, y)                                                                       \
+    do {                                                                                           \
+        if (strcmp(str(x), str(y))) {                                                              \
+            snprintf(why, size, "%s: \"%s\" != \"%s\"", what, str(x), str(y));                     \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_findings *b, char *why,
+                         size_t size)
+{
+    char ma[GPUOP_FINDING_MESSAGE_MAX], mb[GPUOP_FINDING_MESSAGE_MAX], what[96];
+    SAME("nnodes", a->nnodes, b->nnodes);
+    SAME("nitems", a->nitems, b->nitems);
+    SAME("noperands", a->noperands, b->noperands);
+    SAME("gpu_nodes", a->gpu_nodes, b->gpu_nodes);
+    SAME("complete_nodes", a->complete_nodes, b->complete_nodes);
+    SAME("violations", a->violations, b->violations);
+    SAME("finding_nodes", a->finding_nodes, b->finding_nodes);
+    SAME("progressing_nodes", a->progressing_nodes, b->progressing_nodes);
+    SAME("advertised_gpus", a->advertised_gpus, b->advertised_gpus);
+    SAME("stranded_pods", a->stranded_pods, b->stranded_pods);
+    SAME("next_change", a->next_change, b->next_change);
+    SAME("terminating_grace_s", a->terminating_grace_s, b->terminating_grace_s);
+    for (int k = 0; k < GPUOP_KIND_COUNT; k++)
+        SAME(gpuop_kind_name(k), a->by_kind[k], b->by_kind[k]);
+    for (int k = 0; k < GPUOP_REASON_COUNT; k++)
+        SAME(gpuop_reason_get(k)->name, a->by_reason[k], b->by_reason[k]);
+    for (int o = 0; o < a->noperands; o++) {
+        const struct gpuop_operand_result *x = &a->operands[o], *y = &b->operands[o];
+        snprintf(what, sizeof(what), "operand %s", gpuop_operand_get(o)->name);
+        SAME(what, x->enabled, y->enabled);
+        SAME(what, x->ds_present, y->ds_present);
+        SAME(what, x->expected_nodes, y->expected_nodes);
+        SAME(what, x->running_nodes, y->running_nodes);
+        SAME(what, x->desired, y->desired);
+        SAME(what, x->ready, y->ready);
+        SAME_STR(what, x->controller_says, y->controller_says);
+        SAME_STR(what, x->daemonsets, y->daemonsets);
+    }
+    for (size_t i = 0; i < a->nnodes; i++) {
+        const struct gpuop_node_result *x = &a->nodes[i], *y = &b->nodes[i];
+        SAME_STR("node name", x->name, y->name);
+        snprintf(what, sizeof(what), "node %s", y->name);
+        SAME(what, x->gpu, y->gpu);
+        SAME(what, x->progressing, y->progressing);
+        SAME(what, x->idle_s, y->idle_s);
+        SAME(what, x->upgrade, y->upgrade);
+        SAME(what, x->host_provided, y->host_provided);
+        SAME(what, x->preinstalled, y->preinstalled);
+        SAME(what, x->first, y->first);
+        SAME(what, x->nfindings, y->nfindings);
+        SAME(what, memcmp(x->cell, y->cell, sizeof(x->cell)), 0);
+        SAME(what, memcmp(&x->gpus, &y->gpus, sizeof(x->gpus)), 0);
+    }
+    for (size_t i = 0; i < a->nitems; i++) {
+        const struct gpuop_finding *x = &a->items[i], *y = &b->items[i];
+        snprintf(what, sizeof(what), "finding %zu (%s %s)", i, gpuop_finding_node(b, y),
+                 gpuop_reason_get(y->reason)->name);
+        SAME(what, x->node, y->node);
+        SAME(what, x->operand, y->operand);
+        SAME(what, x->kind, y->kind);
+        SAME(what, x->reason, y->reason);
+        SAME(what, x->prereq, y->prereq);
+        SAME(what, gpuop_finding_since(x), gpuop_finding_since(y));
+        gpuop_finding_detail(x, ma, sizeof(ma));
+        gpuop_finding_detail(y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+        gpuop_finding_message(a, x, ma, sizeof(ma));
+        gpuop_finding_message(b, y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+    }
+    return true;
+}
