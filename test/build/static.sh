@@ -37,5 +37,5 @@ echo "ok: gpuop version in an empty root ($how): ${out%%$'\n'*}"
 
 inroot /gpuop render -f /policy.yaml --os ubuntu24.04 --strict >"$root/ds.yaml" || fail "gpuop render failed in an empty root"
 n=$(grep -c '^kind: DaemonSet' "$root/ds.yaml" || true)
-[ "$n" = 6 ] || fail "gpuop render in an empty root gave $n DaemonSets, not 6"
-echo "ok: gpuop render in an empty root: 6 DaemonSets"
+[ "$n" = 7 ] || fail "gpuop render in an empty root gave $n DaemonSets, not 7 (six operands and the MPS control daemon)"
+echo "ok: gpuop render in an empty root: 7 DaemonSets"
