@@ -73,7 +73,9 @@
 /* Driver pools: the LISTs of the nodes each pool's nodeSelector selects. */
 #define POOLS_RESYNC_MS   30000 /* made again after this long, whatever changed */
 #define POOLS_LIST_GAP_MS 5000  /* at least this long between two, unless the pools changed */
-#define POOLS_LIST_LIMIT  "500" /* nodes a page */
+/* Nodes a page: whole Node objects (a real node's status lists its images,
+ * 10-20 KiB), so a page's body and its parse stay a few MiB. */
+#define POOLS_LIST_LIMIT "100"
 /* A listed node's map value: its pools' bits beside this one (never NULL). */
 #define POOLS_LISTED 0x100u
 

@@ -87,24 +87,17 @@ size_t gpuop_records_count(const struct gpuop_records *rec)
     return rec->n;
 }
 
+/* gpuop_sort_find's order of a name against a record (sorted holds
+ * pointers). */
+static int name_vs_record(const void *key, const void *item)
+{
+    return strcmp(key, (*(const struct record *const *)item)->r.name);
+}
+
 /* Position of name in sorted: found, or where it goes. */
 static bool sorted_pos(const struct gpuop_records *rec, const char *name, size_t *pos)
 {
-    size_t lo = 0, hi = rec->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(rec->sorted[mid]->r.name, name);
-        if (c == 0) {
-            *pos = mid;
-            return true;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *pos = lo;
-    return false;
+    return gpuop_sort_find(rec->sorted, rec->n, sizeof(*rec->sorted), name, name_vs_record, pos);
 }
 
 int gpuop_records_setup(struct gpuop_records *rec, const struct gpuop_policy *p,
