@@ -47,11 +47,13 @@ RN_NETNS=gpuop-lab-$(rn_id)
 RN_CGROUP_ROOT=/$RN_NETNS
 
 # containerd 2 (test/lab/build --part containerd): CDI in its CRI plugin,
-# which Debian's containerd 1.6 lacks. Its ctr beside it.
+# which Debian's containerd 1.6 lacks (scripts/deps installs none). Its
+# ctr beside it, linked into the lab's bin once the node starts; before
+# that (a lab that never started) there is nothing to talk to.
 RN_CONTAINERD_BIN=""
 rn_ctr() {
 	local c=$LAB_DIR/bin/ctr
-	[[ -x $c ]] || c=ctr
+	[[ -x $c ]] || return 1
 	"$c" --address "$RN_SOCK" --namespace k8s.io "$@"
 }
 
