@@ -161,14 +161,12 @@ func (d *driver) devices() []resourceapi.Device {
 	devs := make([]resourceapi.Device, 0, d.gpus)
 	for i := 0; i < d.gpus; i++ {
 		typ, uuid := "gpu", gpuUUID(i)
-		idx := int64(i)
 		devs = append(devs, resourceapi.Device{
 			Name: gpuName(i),
 			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 				"type":        {StringValue: &typ},
 				"uuid":        {StringValue: &uuid},
 				"productName": {StringValue: &product},
-				"index":       {IntValue: &idx},
 			},
 		})
 	}
