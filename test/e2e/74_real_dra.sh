@@ -210,6 +210,7 @@ kind: Pod
 metadata: {name: cuda-dra}
 spec:
   restartPolicy: Never
+  terminationGracePeriodSeconds: 1 # sleep as pid 1 ignores TERM
   resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
   containers:
   - name: cuda

@@ -394,13 +394,17 @@ func gpuCount() int {
 func waitRegistered(ctx context.Context, h *kubeletplugin.Helper) {
 	t := time.NewTicker(registerPoll)
 	defer t.Stop()
+	refused := ""
 	for {
 		if s := h.RegistrationStatus(); s != nil {
 			if s.PluginRegistered {
 				say("registered %s with the kubelet", driverName)
 				return
 			}
-			say("the kubelet refused the registration: %s", s.Error)
+			if s.Error != refused {
+				refused = s.Error
+				say("the kubelet refused the registration: %s", s.Error)
+			}
 		}
 		select {
 		case <-ctx.Done():
