@@ -2,7 +2,7 @@
 # End-to-end on a real kubelet (issue 39): the two managed platforms whose
 # GPU Operator values move what the node's runtime sees, with the lab's
 # stand-in images (docs/lab.md, "Stand-in operand images"; the bring-up and
-# teardown are 62_gates'). One GpuPolicy, as GKE on Container-Optimized OS
+# teardown are real_node_outer.bash's). One GpuPolicy, as GKE on Container-Optimized OS
 # with AKS's runtime handler:
 #
 #   GKE COS: the platform installs the driver itself under
@@ -31,83 +31,13 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
 GKE=/home/kubernetes/bin/nvidia
 AKS=nvidia-container-runtime
 
+# shellcheck source=real_node_outer.bash
+source "$HERE/real_node_outer.bash"
 if [[ -z ${E2E_PLATFORMS_INNER:-} ]]; then
-	base=${LAB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuop/lab}
-	export LAB_DIR=${E2E_PLATFORMS_LAB_DIR:-$base-platforms}
-	say() { printf '[63_real_node_platforms %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-	[[ $(id -u) == 0 ]] || {
-		say "SKIP: needs root (a real-node lab)"
-		exit 77
-	}
-	imgdir=$(mktemp -d "${TMPDIR:-/tmp}/gpuop-standins.XXXXXX")
-	hostpaths=$LAB_DIR.hostpaths # "absent PATH" lines, written inside
-	shared_root=0
-	cleanup_outer() {
-		"$SRC/test/lab/down" >/dev/null 2>&1 || true
-		rm -rf "$imgdir"
-		if [[ -r $hostpaths ]]; then
-			local kind p m
-			while read -r kind p; do
-				[[ $kind == absent && $p == /*/* && -e $p ]] || continue
-				while read -r m; do
-					umount -l "$m" 2>/dev/null || true
-				done < <(awk -v p="$p" '$5 == p || index($5, p "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r)
-				rm -rf --one-file-system "$p"
-			done < <(sort -k2 -r "$hostpaths")
-			rm -f "$hostpaths"
-		fi
-		if ((shared_root)); then
-			mount --make-private / || say "warning: could not make / private again"
-		fi
-	}
-	trap cleanup_outer EXIT
-	trap 'exit 143' TERM INT
-	t=$SECONDS
-	"$SRC/test/lab/standin-images" "$imgdir"
-	say "stand-in images built in $((SECONDS - t))s"
-	if ! awk '$5 == "/" { for (i = 7; $i != "-"; i++) if ($i ~ /^shared:/) f = 1 } END { exit !f }' /proc/self/mountinfo; then
-		mount --make-shared /
-		shared_root=1
-		say "made / a shared mount for the run (private again at the end)"
-	fi
-	rm -f "$hostpaths"
-	t=$SECONDS
-	"$SRC/test/lab/up" --real-node
-	say "real-node lab up in $((SECONDS - t))s ($LAB_DIR)"
-	netns=$(<"$LAB_DIR/netns")
-	rc=0
-	E2E_PLATFORMS_INNER=1 E2E_STANDINS=$imgdir E2E_HOSTPATHS=$hostpaths "$SRC/test/lab/exec" bash "$0" || rc=$?
-	t=$SECONDS
-	"$SRC/test/lab/down" || rc=1
-	say "down in $((SECONDS - t))s"
-	cp "$hostpaths" "$imgdir.absent" 2>/dev/null || true
-	cleanup_outer
-	trap - EXIT
-	left=()
-	if [[ -r $imgdir.absent ]]; then
-		while read -r kind p; do
-			[[ -e $p ]] && left+=("$p (absent before the run)")
-		done <"$imgdir.absent"
-		rm -f "$imgdir.absent"
-	fi
-	[[ -e /run/netns/$netns ]] && left+=("netns $netns")
-	grep -qF " $LAB_DIR/" /proc/self/mountinfo && left+=("mounts under $LAB_DIR")
-	grep -qE ' (/run/nvidia|/home/kubernetes)(/| )' /proc/self/mountinfo && left+=("mounts under /run/nvidia or /home/kubernetes")
-	compgen -G "/sys/fs/cgroup/*/$netns" >/dev/null && left+=("cgroups /sys/fs/cgroup/*/$netns")
-	[[ -e $LAB_DIR/real-node ]] && left+=("$LAB_DIR/real-node")
-	for p in /proc/[0-9]*; do
-		c=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-		[[ $c == *"$LAB_DIR/"* ]] && left+=("process ${p#/proc/}: ${c:0:120}")
-	done
-	if ((${#left[@]})); then
-		say "FAIL: left behind: ${left[*]}"
-		rc=1
-	fi
-	exit "$rc"
+	real_node_outer 63_real_node_platforms platforms E2E_PLATFORMS_INNER '/run/nvidia|/home/kubernetes' "$0"
 fi
 
 # ---- inside the lab's network namespace ------------------------------------------

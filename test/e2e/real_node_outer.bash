@@ -1,7 +1,7 @@
 # test/e2e/real_node_outer.bash — the outer half of a real-node e2e test
-# with the stand-in operand images (as 62_gates, 63_real_node_platforms and
-# 73_real_allocation each spell out, the latter's version): sourced by the
-# test before lib.sh, outside the lab, it
+# with the stand-in operand images (62_gates, 63_real_node_platforms,
+# 73_real_allocation, 74_real_dra): sourced by the test before lib.sh,
+# outside the lab, it
 #   - skips (77) without root;
 #   - builds the stand-in images (test/lab/standin-images) into a temporary
 #     folder;
