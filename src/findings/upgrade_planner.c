@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "gpuop/clock.h"
+#include "gpuop/names.h"
 #include "gpuop/upgrade.h"
 #include "gpuop/status.h"
 #include "gpuop/sort.h"
@@ -55,6 +56,7 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_ROLLBACK_END] = "end the rollback",
     [GPUOP_UA_ROLLBACK_CLEAR] = "clear the rollback",
     [GPUOP_UA_FORGET_CORDON] = "forget its cordon",
+    [GPUOP_UA_MOVE_POOL] = "move to its driver pool",
 };
 
 const char *gpuop_upgrade_action_name(int a)
@@ -74,6 +76,22 @@ static bool driver_ready(const struct gpuop_pod *d)
     return d && d->ready_since && d->gate == GPUOP_GATE_NONE && !d->deleted;
 }
 
+/* The driver pool the node is in: its label, else the default; borrowed. */
+static const char *pool_of(const struct gpuop_upgrade_node_in *x)
+{
+    const char *now = gpuop_node_os(x->node, GPUOP_OS_DRIVER_POOL);
+    return now && *now ? now : GPUOP_DRIVER_POOL_DEFAULT;
+}
+
+/* The driver pool a moving node is to go to (its wanted annotation, when
+ * that names another pool than its label: GPUOP_DRIVER_POOL_DEFAULT for no
+ * label), borrowed; NULL: it stays. */
+static const char *move_to(const struct gpuop_upgrade_node_in *x)
+{
+    const char *want = gpuop_node_os(x->node, GPUOP_OS_POOL_WANTED);
+    return want && *want && strcmp(want, pool_of(x)) ? want : NULL;
+}
+
 /* The driver pod is on the DaemonSet's current template (and not going):
  * its template generation is the DaemonSet's, or its controller revision
  * is the DaemonSet's newest, as the GPU Operator judges it (k8s-operator-libs
@@ -82,8 +100,8 @@ static bool driver_ready(const struct gpuop_pod *d)
  * pods still on X current. */
 static bool in_sync(const struct gpuop_upgrade_node_in *x)
 {
-    if (!x->driver || x->driver->deleted)
-        return false;
+    if (!x->driver || x->driver->deleted || x->driver_elsewhere || move_to(x))
+        return false; /* a moving node's driver is not its new pool's */
     return gpuop_pod_template_gen(x->driver) == x->target_gen ||
            (x->target_rev && gpuop_pod_revision(x->driver) == x->target_rev);
 }
@@ -99,7 +117,8 @@ static bool in_sync(const struct gpuop_upgrade_node_in *x)
 static bool restart_only(const struct gpuop_upgrade_node_in *x)
 {
     uint32_t d = x->driver ? gpuop_pod_driver_digest(x->driver) : 0;
-    return d && d == x->target_digest && !in_sync(x);
+    /* another pool's driver is replaced as a version change is */
+    return d && d == x->target_digest && !in_sync(x) && !x->driver_elsewhere && !move_to(x);
 }
 
 /* The node's driver is gpuop's to upgrade: its deploy label is "true"
@@ -536,6 +555,13 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         }
         if (x->node->up.rollback)
             return step_end_rollback(x, o, w);
+        if (move_to(x)) {
+            say(w,
+                "moving it from driver pool %s to %s (label %s): the old pool's DaemonSet "
+                "takes its driver pod off, the new pool's brings its driver",
+                pool_of(x), move_to(x), GPUOP_LABEL_DRIVER_POOL);
+            return to(o, GPUOP_UA_MOVE_POOL, o->state);
+        }
         if (old) {
             say(w, "deleting the old driver pod %s%s", d->name,
                 restart_only(x) ? " (its install configuration is unchanged: the module "
@@ -776,6 +802,16 @@ static bool unavailable(const struct gpuop_upgrade_node_in *x,
            o->action == GPUOP_UA_CORDON;
 }
 
+/* A moving node's words waiting to start say so first, naming both pools. */
+static void say_move(const struct gpuop_upgrade_node_in *x, struct words *w)
+{
+    if (!move_to(x))
+        return;
+    struct words m = {0};
+    say(&m, "waiting to move from driver pool %s to %s: %s", pool_of(x), move_to(x), w->buf);
+    *w = m;
+}
+
 static void starts(struct ctx *c)
 {
     struct gpuop_upgrade_plan *p = c->p;
@@ -797,6 +833,7 @@ static void starts(struct ctx *c)
                 "to upgrade it)",
                 GPUOP_LABEL_UPGRADE_SKIP);
             p->skipped++;
+            say_move(x, &w);
             set_wait(o, &w, &c->oom);
             continue;
         } else if (p->failed != SIZE_MAX)
@@ -805,6 +842,12 @@ static void starts(struct ctx *c)
                 "again until the driver's spec changes or the failure is cleared",
                 c->in->nodes[p->nodes[p->failed].in].node->name,
                 p->nodes[p->failed].fail_reason ? p->nodes[p->failed].fail_reason : "");
+        else if (!u->auto_upgrade && move_to(x))
+            say(&w,
+                "upgradePolicy.autoUpgrade is false: gpuop moves no node (to move it by hand, "
+                "drain its GPU pods first, then set its label %s to the new pool's name, or "
+                "remove it for the default pool)",
+                GPUOP_LABEL_DRIVER_POOL);
         else if (!u->auto_upgrade)
             say(&w, "upgradePolicy.autoUpgrade is false: gpuop upgrades no node (to upgrade it "
                     "by hand, drain its GPU pods first, then delete its driver pod)");
@@ -837,6 +880,7 @@ static void starts(struct ctx *c)
         if (p->nnext < GPUOP_UPGRADE_NEXT_MAX &&
             !(x->node->up.unschedulable && !x->node->up.cordoned))
             p->next[p->nnext++] = i;
+        say_move(x, &w);
         set_wait(o, &w, &c->oom);
     }
 }
