@@ -85,7 +85,9 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
  *     label), as it would change its driver's version: a label changed at
  *     once would take the old pool's driver pod off under its GPU jobs. A
  *     node without a driver pod is relabelled at once. The annotation goes
- *     once the label is where the pools put it, and in a conflict;
+ *     once the label is where the pools put it, and in a conflict. (The
+ *     labeler counts a driver pod that may serve a job: Ready, restarted
+ *     or terminating, not one starting for the first time.)
  *   - nothing is written while the policy holds the driver (a pool that
  *     cannot be used is left out, and a conflict with it would go unseen)
  *     or while no pool has a nodeSelector. */

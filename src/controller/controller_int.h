@@ -368,8 +368,9 @@ int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
 void gpuop_ctl_labeler_drivers(struct ctl_labeler *l, bool (*has)(void *arg, const char *node),
                                void *arg);
 /* has() of gpuop_ctl_labeler_drivers from the caches (arg: struct
- * gpuop_caches *): a driver pod in the caches' pods of the node, and true
- * when the index of pods by node is not whole. */
+ * gpuop_caches *): a driver pod in the caches' pods of the node that may
+ * serve GPU jobs (Ready, restarted or terminating: not one starting for
+ * the first time), and true when the index of pods by node is not whole. */
 bool gpuop_ctl_labeler_caches_driver(void *caches, const char *node);
 /* Leadership lost: every candidate forgotten, requests in flight cancelled,
  * nothing started until the next track. */

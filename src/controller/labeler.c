@@ -621,6 +621,17 @@ void gpuop_ctl_labeler_drivers(struct ctl_labeler *l, bool (*has)(void *arg, con
     l->driver_arg = arg;
 }
 
+/* A driver pod that may serve GPU jobs: Ready, restarted (it may have
+ * been Ready, its module loaded) or terminating. One starting for the
+ * first time serves nothing yet (the device plugin waits for the driver),
+ * so a node just installed whose default pool's pod came before its pool
+ * label is relabelled at once, not upgraded. */
+static bool driver_serving(const struct gpuop_pod *p)
+{
+    bool ready = p->gate == GPUOP_GATE_NONE && p->ready_since;
+    return ready || p->restarts > 0 || p->deleted;
+}
+
 bool gpuop_ctl_labeler_caches_driver(void *caches, const char *node)
 {
     const struct gpuop_pod *pods[GPUOP_CACHES_NODE_PODS_MAX];
@@ -629,8 +640,8 @@ bool gpuop_ctl_labeler_caches_driver(void *caches, const char *node)
     if (gpuop_caches_node_pods(caches, node, pods, GPUOP_CACHES_NODE_PODS_MAX, &n) < 0)
         return true; /* cannot tell: the node moves through the upgrade, never at once */
     for (size_t i = 0; i < n; i++)
-        if (pods[i] && pods[i]->operand == d)
-            return true; /* a terminating one too: its module may still be loaded */
+        if (pods[i] && pods[i]->operand == d && driver_serving(pods[i]))
+            return true;
     return false;
 }
 

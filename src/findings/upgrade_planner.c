@@ -727,6 +727,17 @@ static void step_uncordon(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         to(o, GPUOP_UA_LABEL, after);
 }
 
+/* A moving node's words say so first, naming both pools: "waiting to
+ * move" before it starts, "moving" in its steps. */
+static void say_move(const struct gpuop_upgrade_node_in *x, struct words *w, const char *verb)
+{
+    if (!move_to(x) || !w->len)
+        return;
+    struct words m = {0};
+    say(&m, "%s from driver pool %s to %s: %s", verb, pool_of(x), move_to(x), w->buf);
+    *w = m;
+}
+
 static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                  struct gpuop_upgrade_node_out *o, bool live_failure)
 {
@@ -781,6 +792,8 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         w.len = 0;
         say(&w, "upgrade-failed: %s", o->fail_reason ? o->fail_reason : "");
     }
+    if (in_progress(o->state))
+        say_move(x, &w, "moving");
     if (midway) {
         struct words pre = {0};
         say(&pre, "%s%s", UNCORDONED_WORDS, w.len ? w.buf : "going on with its steps");
@@ -800,16 +813,6 @@ static bool unavailable(const struct gpuop_upgrade_node_in *x,
     return u->unschedulable || u->not_ready || !driver_ready(x->driver) ||
            o->state == GPUOP_US_CORDON || o->next == GPUOP_US_CORDON ||
            o->action == GPUOP_UA_CORDON;
-}
-
-/* A moving node's words waiting to start say so first, naming both pools. */
-static void say_move(const struct gpuop_upgrade_node_in *x, struct words *w)
-{
-    if (!move_to(x))
-        return;
-    struct words m = {0};
-    say(&m, "waiting to move from driver pool %s to %s: %s", pool_of(x), move_to(x), w->buf);
-    *w = m;
 }
 
 static void starts(struct ctx *c)
@@ -833,7 +836,7 @@ static void starts(struct ctx *c)
                 "to upgrade it)",
                 GPUOP_LABEL_UPGRADE_SKIP);
             p->skipped++;
-            say_move(x, &w);
+            say_move(x, &w, "waiting to move");
             set_wait(o, &w, &c->oom);
             continue;
         } else if (p->failed != SIZE_MAX)
@@ -880,7 +883,7 @@ static void starts(struct ctx *c)
         if (p->nnext < GPUOP_UPGRADE_NEXT_MAX &&
             !(x->node->up.unschedulable && !x->node->up.cordoned))
             p->next[p->nnext++] = i;
-        say_move(x, &w);
+        say_move(x, &w, "waiting to move");
         set_wait(o, &w, &c->oom);
     }
 }

@@ -1631,6 +1631,7 @@ static void test_pool_move(void **state)
     assert_int_equal(p.nodes[0].next, GPUOP_US_WAIT_JOBS);
     assert_true(w.nodes[0].n.up.unschedulable);
     assert_non_null(strstr(p.nodes[0].waiting, "team-a/job-0 to finish"));
+    assert_non_null(strstr(p.nodes[0].waiting, "moving from driver pool a100 to h100: "));
     assert_int_equal(p.nodes[1].next, GPUOP_US_DONE); /* staying: nothing */
     gpuop_upgrade_plan_free(&p);
     assert_string_equal(gpuop_node_os(&w.nodes[0].n, GPUOP_OS_DRIVER_POOL), "a100");
