@@ -750,6 +750,11 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     else
         switch (o->state) {
         case GPUOP_US_NONE:
+            if (move_to(x)) { /* no driver pod: nothing to take off under a job */
+                say(&w, "no driver pod: moving it to driver pool %s at once", move_to(x));
+                to(o, GPUOP_UA_MOVE_POOL, o->state);
+                break;
+            }
             say(&w, "waiting for its driver pod to be created");
             break;
         case GPUOP_US_DONE:

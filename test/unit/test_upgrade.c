@@ -366,11 +366,13 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         char want[32];
         assert_non_null(to);
         snprintf(want, sizeof(want), "%s", to);
-        if (gpu_running(f))
+        if (gpu_running(f) && f->driver)
             f->moved_under_gpu++;
-        assert_null(f->validator); /* the dependents left first */
+        if (f->driver)
+            assert_null(f->validator); /* the dependents left first */
         set_pools(f, strcmp(want, "default") ? want : NULL, NULL);
-        f->linger = 8; /* long enough that taking it for the new pool's would show */
+        f->linger = f->driver ? 8 : 0; /* long enough that taking it for the new pool's would
+                                          show */
         break;
     }
     case GPUOP_UA_ROLLBACK_CLEAR:
@@ -1654,6 +1656,17 @@ static void test_pool_move(void **state)
     assert_null(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_POOL_WANTED));
     assert_int_equal(w.nodes[1].n.up.state, GPUOP_US_DONE);
     assert_false(w.nodes[1].n.up.unschedulable);
+
+    /* no driver pod at all (the labeler could not tell): moved at once */
+    set_pools(&w.nodes[1], NULL, "h100");
+    gpuop_pod_free(w.nodes[1].driver);
+    w.nodes[1].driver = NULL;
+    struct gpuop_upgrade_plan q;
+    tick(&w, &q);
+    assert_int_equal(q.nodes[1].action, GPUOP_UA_MOVE_POOL);
+    assert_false(w.nodes[1].n.up.unschedulable);
+    gpuop_upgrade_plan_free(&q);
+    assert_string_equal(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_DRIVER_POOL), "h100");
     world_free(&w);
 }
 
