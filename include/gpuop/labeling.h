@@ -77,6 +77,17 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
  *     never removed) and GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT names them
  *     (the analysis reports DriverPoolConflict); the annotation goes once
  *     the conflict does;
+ *   - a node whose label is to change (another pool selects it, or none
+ *     now and it goes to the default pool) while it runs a driver pod is
+ *     not relabelled: GPUOP_ANNOTATION_DRIVER_POOL_WANTED names where it
+ *     goes (GPUOP_DRIVER_POOL_DEFAULT for the default pool), and the
+ *     driver upgrade moves it (upgrade.h: cordon, its GPU jobs, then the
+ *     label), as it would change its driver's version: a label changed at
+ *     once would take the old pool's driver pod off under its GPU jobs. A
+ *     node without a driver pod is relabelled at once. The annotation goes
+ *     once the label is where the pools put it, and in a conflict. (The
+ *     labeler counts a driver pod that may serve a job: Ready, restarted
+ *     or terminating, not one starting for the first time.)
  *   - nothing is written while the policy holds the driver (a pool that
  *     cannot be used is left out, and a conflict with it would go unseen)
  *     or while no pool has a nodeSelector. */
@@ -96,6 +107,18 @@ struct gpuop_pool_plan {
     const char *pool; /* ... to this pool (borrowed from the facts); NULL: remove it */
     bool note;        /* change GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT */
     char conflict[GPUOP_POOL_CONFLICT_MAX + 1]; /* ... to this; "": remove it */
+    bool want;                                  /* change GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
+    const char *wanted;                         /* ... to this (borrowed from the facts, or
+                                                   GPUOP_DRIVER_POOL_DEFAULT); NULL: remove it */
+};
+
+/* What a node carries of its driver pool (each borrowed, NULL when absent)
+ * and whether a driver pod runs on it (the pods' cache). */
+struct gpuop_pool_node {
+    const char *label;    /* GPUOP_LABEL_DRIVER_POOL */
+    const char *conflict; /* GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT */
+    const char *wanted;   /* GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
+    bool driver;          /* a driver pod is on it (or gpuop cannot tell) */
 };
 
 /* The pool facts of policy p (borrowed) into *out (its selectors new:
@@ -111,11 +134,9 @@ bool gpuop_labeling_pools_same(const struct gpuop_pool_facts *a, const struct gp
 unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *labels);
 
 /* The plan for a GPU node whose labels match the pools of `match`
- * (gpuop_labeling_pool_match), labelled label_now and annotated
- * conflict_now (each borrowed, NULL when absent); true when something is
- * to be written. */
+ * (gpuop_labeling_pool_match) and that carries now (borrowed); true when
+ * something is to be written. */
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
-                              const char *label_now, const char *conflict_now,
-                              struct gpuop_pool_plan *out);
+                              const struct gpuop_pool_node *now, struct gpuop_pool_plan *out);
 
 #endif

@@ -175,20 +175,20 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
     uint16_t labelled;            /* bit per operand index: deploy label gpuop set "true"
                                      (its annotation GPUOP_ANNOTATION_NODE_LABELS) */
     uint8_t present_label : 2;    /* enum gpuop_label of nvidia.com/gpu.present */
+    uint8_t label_note : 2;       /* enum gpuop_label_note: gpuop's annotation */
+    uint8_t upgrade : 2;          /* enum gpuop_upgrade */
     bool any_deploy : 1;          /* some nvidia.com/gpu.deploy.* label, of any suffix */
     bool labelled_present : 1;    /* gpuop set nvidia.com/gpu.present "true" */
-    uint8_t label_note : 2;       /* enum gpuop_label_note: gpuop's annotation */
+    uint8_t os_labels : 7;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels (and
+                                     the driver pool label and annotations) it carries */
     bool mig_capable : 1;         /* the GPU Operator's hasMIGCapableGPU: nvidia.com/mig.capable
                                      "true", else nvidia.com/gpu.product names an A100, A30 or
                                      H100; never with nvidia.com/vgpu.host-driver-version */
-    uint8_t os_labels : 6;        /* GPUOP_OS_HAS_* bits: which of NFD's OS labels (and
-                                     the driver pool label and conflict annotation) it
-                                     carries */
-    uint8_t upgrade : 2;          /* enum gpuop_upgrade (the same byte as os_labels) */
-    char *os;                     /* their values, six consecutive strings ("" when absent):
+    char *os;                     /* their values, seven consecutive strings ("" when absent):
                                      ID, VERSION_ID, VERSION_ID.major, kernel-version.full,
-                                     gpuop.dev/driver-pool, the annotation
-                                     gpuop.dev/driver-pool-conflict;
+                                     gpuop.dev/driver-pool, the annotations
+                                     gpuop.dev/driver-pool-conflict and
+                                     gpuop.dev/driver-pool-wanted;
                                      NULL when it carries none. Read them with
                                      gpuop_node_os(). */
     struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
@@ -223,6 +223,9 @@ enum gpuop_os_field {
     GPUOP_OS_POOL_CONFLICT, /* not a label: gpuop's annotation
                                GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT (names.h), the
                                pools that select the node when more than one does */
+    GPUOP_OS_POOL_WANTED,   /* not a label: gpuop's annotation
+                               GPUOP_ANNOTATION_DRIVER_POOL_WANTED (names.h), the pool
+                               the node is to move to through the driver upgrade */
     GPUOP_OS_FIELDS
 };
 #define GPUOP_OS_HAS(f) (1u << (f))

@@ -48,6 +48,14 @@
  * keeps its pool label (fails closed, as NVIDIA's AssignOwners does) and
  * the analysis names both (DriverPoolConflict). Absent otherwise. */
 #define GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT "gpuop.dev/driver-pool-conflict"
+/* The annotation in which gpuop records on a GPU node that runs a driver
+ * the pool it is to move to (a pool's name, or GPUOP_DRIVER_POOL_DEFAULT):
+ * its pool label changes only through the driver upgrade's steps (cordon,
+ * jobs, eviction, then the label), never under a job (docs/upgrade.md).
+ * Absent when the node is where its pools' nodeSelectors put it. */
+#define GPUOP_ANNOTATION_DRIVER_POOL_WANTED "gpuop.dev/driver-pool-wanted"
+/* The name of the default driver pool (spec.driver's own, no pool label). */
+#define GPUOP_DRIVER_POOL_DEFAULT "default"
 
 /* onFailure rollback: the node label naming the pool DaemonSet whose
  * previous template runs on the node (its DaemonSet "<value>-rollback");

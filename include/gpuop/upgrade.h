@@ -18,7 +18,11 @@
  * (cordoned, NotReady, or driver not Ready, plus those about to be
  * cordoned) stay within maxUnavailable; no driver pod is deleted while a
  * GPU pod runs on its node (unless gpuPodDeletion.force); a node someone
- * else cordoned is not started; deploy.driver=false and
+ * else cordoned is not started; a node moving to another driver pool
+ * (annotation GPUOP_ANNOTATION_DRIVER_POOL_WANTED, which the labeler
+ * writes instead of changing the pool label of a node that runs a driver)
+ * is upgrade-required and takes the same steps, its pool label changed
+ * where its driver pod would be deleted; deploy.driver=false and
  * deploy.operands=false nodes are not managed; a live failure (a node upgrade-failed at the
  * generation being rolled out) starts no further node.
  */
@@ -78,6 +82,9 @@ struct gpuop_upgrade_node_in {
     const char *dependent;             /* the first one's name, or NULL */
     const char *failed_why;            /* why it failed, from gpuop's failure annotation
                                           (the controller reads it); borrowed, or NULL */
+    bool driver_elsewhere;             /* its driver pod is not of the DaemonSet covering
+                                          it (another pool's or OS's, whose pod goes):
+                                          not on the target, whatever its generation */
     bool pods_known;                   /* pods[] was listed for it */
     const struct gpuop_upgrade_pod *pods; /* borrowed */
     size_t npods;
@@ -122,6 +129,12 @@ enum gpuop_upgrade_action {
     GPUOP_UA_FORGET_CORDON,     /* someone uncordoned the node mid-upgrade: gpuop's
                                    cordoned annotation removed (gpuop never uncordons
                                    a cordon it did not make) */
+    GPUOP_UA_MOVE_POOL,         /* a node moving between driver pools (annotation
+                                   GPUOP_ANNOTATION_DRIVER_POOL_WANTED): instead of
+                                   deleting its driver pod, its pool label set to the
+                                   wanted pool (removed for the default), the annotation
+                                   removed: the old pool's DaemonSet takes its pod off,
+                                   the new pool's brings its driver */
     GPUOP_UA_COUNT
 };
 

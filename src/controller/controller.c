@@ -604,6 +604,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         rc = gpuop_ctl_stranded_new(loop, kube, c->queue, &c->stranded);
     if (rc == 0)
         rc = gpuop_ctl_labeler_new(loop, kube, c->queue, &c->labeler);
+    if (rc == 0) /* a node that runs a driver moves pools through the upgrade */
+        gpuop_ctl_labeler_drivers(c->labeler, gpuop_ctl_labeler_caches_driver, c->caches);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
     if (rc < 0) {

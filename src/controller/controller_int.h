@@ -361,6 +361,17 @@ int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop
  * GPUOP_ENOMEM. */
 int gpuop_ctl_labeler_track(struct ctl_labeler *l, const struct gpuop_policy *p,
                             const struct gpuop_node *const *nodes, size_t n);
+/* How the labeler tells whether a driver pod runs on a node (driver pools:
+ * such a node is not relabelled, it moves through the driver upgrade);
+ * has(arg, node name) true when one does or it cannot tell. Without one
+ * (unit tests), no node has a driver pod. */
+void gpuop_ctl_labeler_drivers(struct ctl_labeler *l, bool (*has)(void *arg, const char *node),
+                               void *arg);
+/* has() of gpuop_ctl_labeler_drivers from the caches (arg: struct
+ * gpuop_caches *): a driver pod in the caches' pods of the node that may
+ * serve GPU jobs (Ready, restarted or terminating: not one starting for
+ * the first time), and true when the index of pods by node is not whole. */
+bool gpuop_ctl_labeler_caches_driver(void *caches, const char *node);
 /* Leadership lost: every candidate forgotten, requests in flight cancelled,
  * nothing started until the next track. */
 void gpuop_ctl_labeler_stop(struct ctl_labeler *l);

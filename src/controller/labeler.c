@@ -49,12 +49,18 @@
  * lags never writes a wrong label; the merge patch sets or removes
  * GPUOP_LABEL_DRIVER_POOL and GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT beside
  * the deploy labels (and the node-labels note only when those are set).
+ * A node that runs a driver pod (the pods' cache, gpuop_ctl_labeler_drivers)
+ * is never relabelled into another pool: the patch sets
+ * GPUOP_ANNOTATION_DRIVER_POOL_WANTED instead, and the driver upgrade
+ * (upgrade_actor.c) changes the label once the node's GPU jobs are done or
+ * evicted (labeling.h has the rule).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpuop/clock.h"
 #include "gpuop/jsonarena.h"
+#include "gpuop/caches.h"
 #include "gpuop/kube.h"
 #include "gpuop/labeling.h"
 #include "gpuop/log.h"
@@ -109,13 +115,15 @@ struct ctl_labeler {
     struct gpuop_map building;     /* the same, while the LISTs run */
     bool listed_valid;             /* listed answers for pools */
     struct gpuop_kube_req *list_req;
-    int list_pool;         /* the pool being listed */
-    char *list_continue;   /* its next page's token (new), or NULL */
-    uint64_t listed_at_ms; /* when the last LISTs began; 0: never */
-    size_t listed_gpus;    /* GPU nodes in the cache then */
-    size_t gpus;           /* GPU nodes in the cache at the last track */
-    uv_timer_t list_timer; /* the next resync */
-    bool stopped;          /* not leading, or closing: nothing is started */
+    int list_pool;                                   /* the pool being listed */
+    char *list_continue;                             /* its next page's token (new), or NULL */
+    uint64_t listed_at_ms;                           /* when the last LISTs began; 0: never */
+    size_t listed_gpus;                              /* GPU nodes in the cache then */
+    size_t gpus;                                     /* GPU nodes in the cache at the last track */
+    uv_timer_t list_timer;                           /* the next resync */
+    bool (*has_driver)(void *arg, const char *node); /* NULL: no node has a driver pod */
+    void *driver_arg;
+    bool stopped; /* not leading, or closing: nothing is started */
     bool closing;
     void (*close_cb)(void *);
     void *close_arg;
@@ -278,6 +286,12 @@ static void pool_part(const struct gpuop_pool_plan *plan, json_t *labels, json_t
         say(said, size, len, GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT, *c ? "=" : " removed",
             *c ? c : "");
     }
+    if (plan->want) {
+        const char *w = plan->wanted;
+        json_object_set_new(annotations, GPUOP_ANNOTATION_DRIVER_POOL_WANTED,
+                            w ? json_string(w) : json_null());
+        say(said, size, len, GPUOP_ANNOTATION_DRIVER_POOL_WANTED, w ? "=" : " removed", w ? w : "");
+    }
 }
 
 /* The merge patch for node obj (borrowed) and pl (new JSON text, NULL on
@@ -313,13 +327,13 @@ static bool decide(const struct ctl_labeler *l, json_t *body, struct plans *pl)
     memset(pl, 0, sizeof(*pl));
     pl->deploy = n && gpuop_labeling_plan(&l->facts, n, &pl->labels);
     if (n && n->gpu && l->pools.on) {
-        json_t *meta = json_object_get(body, "metadata");
-        json_t *labels = json_object_get(meta, "labels");
-        const char *now = json_string_value(json_object_get(labels, GPUOP_LABEL_DRIVER_POOL));
-        const char *c = json_string_value(json_object_get(json_object_get(meta, "annotations"),
-                                                          GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT));
+        json_t *labels = json_object_get(json_object_get(body, "metadata"), "labels");
+        struct gpuop_pool_node now = {gpuop_node_os(n, GPUOP_OS_DRIVER_POOL),
+                                      gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
+                                      gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
+                                      l->has_driver && l->has_driver(l->driver_arg, n->name)};
         pl->pool = gpuop_labeling_pool_plan(&l->pools, gpuop_labeling_pool_match(&l->pools, labels),
-                                            now, c, &pl->pools);
+                                            &now, &pl->pools);
     }
     gpuop_node_free(n);
     return pl->deploy || pl->pool;
@@ -593,8 +607,42 @@ static bool pool_candidate(const struct ctl_labeler *l, const struct gpuop_node 
         return false;
     struct gpuop_pool_plan plan;
     unsigned m = (unsigned)(uintptr_t)gpuop_map_get(&l->listed, n->name) & ~POOLS_LISTED;
-    return gpuop_labeling_pool_plan(&l->pools, m, gpuop_node_os(n, GPUOP_OS_DRIVER_POOL),
-                                    gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT), &plan);
+    struct gpuop_pool_node now = {gpuop_node_os(n, GPUOP_OS_DRIVER_POOL),
+                                  gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
+                                  gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
+                                  l->has_driver && l->has_driver(l->driver_arg, n->name)};
+    return gpuop_labeling_pool_plan(&l->pools, m, &now, &plan);
+}
+
+void gpuop_ctl_labeler_drivers(struct ctl_labeler *l, bool (*has)(void *arg, const char *node),
+                               void *arg)
+{
+    l->has_driver = has;
+    l->driver_arg = arg;
+}
+
+/* A driver pod that may serve GPU jobs: Ready, restarted (it may have
+ * been Ready, its module loaded) or terminating. One starting for the
+ * first time serves nothing yet (the device plugin waits for the driver),
+ * so a node just installed whose default pool's pod came before its pool
+ * label is relabelled at once, not upgraded. */
+static bool driver_serving(const struct gpuop_pod *p)
+{
+    bool ready = p->gate == GPUOP_GATE_NONE && p->ready_since;
+    return ready || p->restarts > 0 || p->deleted;
+}
+
+bool gpuop_ctl_labeler_caches_driver(void *caches, const char *node)
+{
+    const struct gpuop_pod *pods[GPUOP_CACHES_NODE_PODS_MAX];
+    size_t n = 0;
+    int d = gpuop_operand_by_key("driver");
+    if (gpuop_caches_node_pods(caches, node, pods, GPUOP_CACHES_NODE_PODS_MAX, &n) < 0)
+        return true; /* cannot tell: the node moves through the upgrade, never at once */
+    for (size_t i = 0; i < n; i++)
+        if (pods[i] && pods[i]->operand == d && driver_serving(pods[i]))
+            return true;
+    return false;
 }
 
 int gpuop_ctl_labeler_new(uv_loop_t *loop, struct gpuop_kube *kube, struct gpuop_queue *queue,

@@ -22,6 +22,11 @@
  *     (a PodDisruptionBudget) is remembered for the words and retried
  *     after a backoff (EVICT_BACKOFF_FIRST_MS doubling to _MAX_MS)
  *   delete pods / driver / validator: DELETE the pod
+ *   move pool: one PATCH of the node's driver pool label to the pool its
+ *     wanted annotation names (removed for the default pool), the
+ *     annotation removed: the old pool's DaemonSet takes its driver pod
+ *     off, the new pool's brings its driver (a node moving between driver
+ *     pools, in place of delete driver)
  *
  * After an action the node settles for SETTLE_MS: the same action in the
  * same state towards the same next state is not sent again before the
@@ -1145,6 +1150,22 @@ static int act_rollback(struct ctl_upgrader *u, struct rec *r,
     return rc;
 }
 
+/* MOVE_POOL: the pool label to the wanted pool (removed for the default
+ * pool), the wanted annotation removed, the state label kept. */
+static int act_move(struct rec *r, const struct gpuop_upgrade_node_in *x,
+                    const struct gpuop_upgrade_node_out *o)
+{
+    const char *to = gpuop_node_os(x->node, GPUOP_OS_POOL_WANTED);
+    if (!to || !*to)
+        return 0;
+    bool dflt = !strcmp(to, GPUOP_DRIVER_POOL_DEFAULT);
+    gpuop_info("upgrade", "node %s: moving it to driver pool %s", r->name, to);
+    return patch_node(
+        r, o->action, o->next,
+        json_pack("{s:o}", GPUOP_LABEL_DRIVER_POOL, dflt ? json_null() : json_string(to)),
+        json_pack("{s:n}", GPUOP_ANNOTATION_DRIVER_POOL_WANTED), NULL, NULL);
+}
+
 /* Takes node x's one action o (planned) through r, in c. */
 static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrade_node_in *x,
                 const struct gpuop_upgrade_node_out *o, const struct act_ctx *c)
@@ -1215,6 +1236,9 @@ static void act(struct ctl_upgrader *u, struct rec *r, const struct gpuop_upgrad
         break;
     case GPUOP_UA_ROLLBACK_CLEAR: /* the pool's DaemonSet brings the new driver */
         rc = rollback_clear(u, r, x, o->next, ns);
+        break;
+    case GPUOP_UA_MOVE_POOL: /* in place of delete driver: the new pool's DaemonSet */
+        rc = act_move(r, x, o);
         break;
     default:
         break;
@@ -1419,6 +1443,40 @@ static int nodes_in(struct ctl_upgrader *u, const struct gpuop_policy *p,
     return rc;
 }
 
+/* Pod name pod was made by DaemonSet ds: the DaemonSet controller names its
+ * pods by generateName "<ds>-" (cut to DS_POD_PREFIX_MAX) and 5 characters. */
+#define DS_POD_PREFIX_MAX 58
+#define DS_POD_SUFFIX_LEN 5
+static bool pod_of_ds(const char *pod, const char *ds)
+{
+    char prefix[GPUOP_RENDER_NAME_MAX + 2];
+    int k = snprintf(prefix, sizeof(prefix), "%s-", ds);
+    size_t len = k > DS_POD_PREFIX_MAX ? DS_POD_PREFIX_MAX : (size_t)(k > 0 ? k : 0);
+    return strlen(pod) == len + DS_POD_SUFFIX_LEN && !strncmp(pod, prefix, len);
+}
+
+/* Each node's driver pod of another DaemonSet than the one covering it (a
+ * pool's it moved from): not on the target, whatever its generation. A
+ * rollback DaemonSet's pod (no generation) is the rollback's to judge. */
+static void drivers_elsewhere(struct ctl_upgrader *u, const struct gpuop_policy *p, size_t n, int d)
+{
+    bool per_os = gpuop_render_per_os(p, d);
+    struct gpuop_ospool_memo memo = {0};
+    char ds[GPUOP_RENDER_NAME_MAX] = "";
+    for (size_t i = 0; i < n; i++) {
+        struct gpuop_upgrade_node_in *x = &u->nodes[i];
+        if (!x->target_gen || !x->driver || !x->driver->name || !gpuop_pod_template_gen(x->driver))
+            continue;
+        struct gpuop_ospool pool;
+        bool hit = false;
+        if (per_os && gpuop_ospool_of_node_memo(x->node, &memo, &pool, NULL, &hit) < 0)
+            continue;
+        if (!hit || !ds[0])
+            gpuop_render_ds_name(p, d, per_os ? &pool : NULL, ds, sizeof(ds));
+        x->driver_elsewhere = !pod_of_ds(x->driver->name, ds);
+    }
+}
+
 /* What this file knows of u->nodes beyond the view: each one's target
  * revision (asked for when unknown) and its pods listed for its state
  * within LIST_TTL_MS (before now). */
@@ -1506,6 +1564,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     if (!(u->nodes = calloc(v->nnodes, sizeof(*u->nodes))))
         return GPUOP_ENOMEM;
     int rc = nodes_in(u, p, v, d, val);
+    drivers_elsewhere(u, p, v->nnodes, d);
     nodes_known(u, p, v, d, now);
     u->in.nodes = u->nodes;
     u->in.n = v->nnodes;

@@ -10,6 +10,7 @@
 
 #include "gpuop/error.h"
 #include "gpuop/labeling.h"
+#include "gpuop/names.h"
 #include "gpuop/operand.h"
 
 /* MIG Manager is labelled only on MIG-capable GPU nodes, as the GPU
@@ -137,16 +138,30 @@ static bool same_str(const char *a, const char *b)
     return !strcmp(a ? a : "", b ? b : "");
 }
 
+/* The label change of out is held back while a driver pod runs on the
+ * node: the wanted annotation names where it goes instead. */
+static void hold_move(const struct gpuop_pool_node *now, struct gpuop_pool_plan *out)
+{
+    const char *to = out->label ? (out->pool ? out->pool : GPUOP_DRIVER_POOL_DEFAULT) : NULL;
+    if (to && now->driver) {
+        out->label = false;
+        out->wanted = to;
+        out->want = !same_str(now->wanted, to);
+    } else {
+        out->want = now->wanted != NULL; /* where it is to be, or relabelled at once */
+    }
+}
+
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
-                              const char *label_now, const char *conflict_now,
-                              struct gpuop_pool_plan *out)
+                              const struct gpuop_pool_node *now, struct gpuop_pool_plan *out)
 {
     memset(out, 0, sizeof(*out));
     if (!f || !f->on)
         return false;
-    int now = pool_named(f, label_now);
-    if (now >= 0 && !f->selector[now])
-        match |= 1u << now; /* a pool labelled by hand: a person's choice */
+    const char *label_now = now->label, *conflict_now = now->conflict;
+    int at = pool_named(f, label_now);
+    if (at >= 0 && !f->selector[at])
+        match |= 1u << at; /* a pool labelled by hand: a person's choice */
     int count = 0, one = -1;
     size_t len = 0;
     for (int k = 0; k < f->n; k++) {
@@ -158,9 +173,10 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
         count++;
         one = k;
     }
-    if (count >= 2) { /* fails closed: the label stays */
+    if (count >= 2) { /* fails closed: the label stays, no move */
         out->note = !same_str(conflict_now, out->conflict);
-        return out->note;
+        out->want = now->wanted != NULL;
+        return out->note || out->want;
     }
     out->conflict[0] = '\0';
     out->note = conflict_now != NULL;
@@ -168,7 +184,8 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
         out->pool = f->name[one];
         out->label = !same_str(label_now, out->pool);
     } else {
-        out->label = now >= 0 && f->selector[now]; /* gpuop's label: the default pool's now */
+        out->label = at >= 0 && f->selector[at]; /* gpuop's label: the default pool's now */
     }
-    return out->label || out->note;
+    hold_move(now, out);
+    return out->label || out->note || out->want;
 }

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "gpuop/clock.h"
+#include "gpuop/names.h"
 #include "gpuop/upgrade.h"
 #include "gpuop/status.h"
 #include "gpuop/sort.h"
@@ -55,6 +56,7 @@ static const char *const ACTIONS[GPUOP_UA_COUNT] = {
     [GPUOP_UA_ROLLBACK_END] = "end the rollback",
     [GPUOP_UA_ROLLBACK_CLEAR] = "clear the rollback",
     [GPUOP_UA_FORGET_CORDON] = "forget its cordon",
+    [GPUOP_UA_MOVE_POOL] = "move to its driver pool",
 };
 
 const char *gpuop_upgrade_action_name(int a)
@@ -74,6 +76,22 @@ static bool driver_ready(const struct gpuop_pod *d)
     return d && d->ready_since && d->gate == GPUOP_GATE_NONE && !d->deleted;
 }
 
+/* The driver pool the node is in: its label, else the default; borrowed. */
+static const char *pool_of(const struct gpuop_upgrade_node_in *x)
+{
+    const char *now = gpuop_node_os(x->node, GPUOP_OS_DRIVER_POOL);
+    return now && *now ? now : GPUOP_DRIVER_POOL_DEFAULT;
+}
+
+/* The driver pool a moving node is to go to (its wanted annotation, when
+ * that names another pool than its label: GPUOP_DRIVER_POOL_DEFAULT for no
+ * label), borrowed; NULL: it stays. */
+static const char *move_to(const struct gpuop_upgrade_node_in *x)
+{
+    const char *want = gpuop_node_os(x->node, GPUOP_OS_POOL_WANTED);
+    return want && *want && strcmp(want, pool_of(x)) ? want : NULL;
+}
+
 /* The driver pod is on the DaemonSet's current template (and not going):
  * its template generation is the DaemonSet's, or its controller revision
  * is the DaemonSet's newest, as the GPU Operator judges it (k8s-operator-libs
@@ -82,8 +100,8 @@ static bool driver_ready(const struct gpuop_pod *d)
  * pods still on X current. */
 static bool in_sync(const struct gpuop_upgrade_node_in *x)
 {
-    if (!x->driver || x->driver->deleted)
-        return false;
+    if (!x->driver || x->driver->deleted || x->driver_elsewhere || move_to(x))
+        return false; /* a moving node's driver is not its new pool's */
     return gpuop_pod_template_gen(x->driver) == x->target_gen ||
            (x->target_rev && gpuop_pod_revision(x->driver) == x->target_rev);
 }
@@ -99,7 +117,8 @@ static bool in_sync(const struct gpuop_upgrade_node_in *x)
 static bool restart_only(const struct gpuop_upgrade_node_in *x)
 {
     uint32_t d = x->driver ? gpuop_pod_driver_digest(x->driver) : 0;
-    return d && d == x->target_digest && !in_sync(x);
+    /* another pool's driver is replaced as a version change is */
+    return d && d == x->target_digest && !in_sync(x) && !x->driver_elsewhere && !move_to(x);
 }
 
 /* The node's driver is gpuop's to upgrade: its deploy label is "true"
@@ -536,6 +555,13 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         }
         if (x->node->up.rollback)
             return step_end_rollback(x, o, w);
+        if (move_to(x)) {
+            say(w,
+                "moving it from driver pool %s to %s (label %s): the old pool's DaemonSet "
+                "takes its driver pod off, the new pool's brings its driver",
+                pool_of(x), move_to(x), GPUOP_LABEL_DRIVER_POOL);
+            return to(o, GPUOP_UA_MOVE_POOL, o->state);
+        }
         if (old) {
             say(w, "deleting the old driver pod %s%s", d->name,
                 restart_only(x) ? " (its install configuration is unchanged: the module "
@@ -701,6 +727,17 @@ static void step_uncordon(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         to(o, GPUOP_UA_LABEL, after);
 }
 
+/* A moving node's words say so first, naming both pools: "waiting to
+ * move" before it starts, "moving" in its steps. */
+static void say_move(const struct gpuop_upgrade_node_in *x, struct words *w, const char *verb)
+{
+    if (!move_to(x) || !w->len)
+        return;
+    struct words m = {0};
+    say(&m, "%s from driver pool %s to %s: %s", verb, pool_of(x), move_to(x), w->buf);
+    *w = m;
+}
+
 static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
                  struct gpuop_upgrade_node_out *o, bool live_failure)
 {
@@ -713,6 +750,11 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
     else
         switch (o->state) {
         case GPUOP_US_NONE:
+            if (move_to(x)) { /* no driver pod: nothing to take off under a job */
+                say(&w, "no driver pod: moving it to driver pool %s at once", move_to(x));
+                to(o, GPUOP_UA_MOVE_POOL, o->state);
+                break;
+            }
             say(&w, "waiting for its driver pod to be created");
             break;
         case GPUOP_US_DONE:
@@ -755,6 +797,8 @@ static void step(struct ctx *c, const struct gpuop_upgrade_node_in *x,
         w.len = 0;
         say(&w, "upgrade-failed: %s", o->fail_reason ? o->fail_reason : "");
     }
+    if (in_progress(o->state))
+        say_move(x, &w, "moving");
     if (midway) {
         struct words pre = {0};
         say(&pre, "%s%s", UNCORDONED_WORDS, w.len ? w.buf : "going on with its steps");
@@ -797,6 +841,7 @@ static void starts(struct ctx *c)
                 "to upgrade it)",
                 GPUOP_LABEL_UPGRADE_SKIP);
             p->skipped++;
+            say_move(x, &w, "waiting to move");
             set_wait(o, &w, &c->oom);
             continue;
         } else if (p->failed != SIZE_MAX)
@@ -805,6 +850,12 @@ static void starts(struct ctx *c)
                 "again until the driver's spec changes or the failure is cleared",
                 c->in->nodes[p->nodes[p->failed].in].node->name,
                 p->nodes[p->failed].fail_reason ? p->nodes[p->failed].fail_reason : "");
+        else if (!u->auto_upgrade && move_to(x))
+            say(&w,
+                "upgradePolicy.autoUpgrade is false: gpuop moves no node (to move it by hand, "
+                "drain its GPU pods first, then set its label %s to the new pool's name, or "
+                "remove it for the default pool)",
+                GPUOP_LABEL_DRIVER_POOL);
         else if (!u->auto_upgrade)
             say(&w, "upgradePolicy.autoUpgrade is false: gpuop upgrades no node (to upgrade it "
                     "by hand, drain its GPU pods first, then delete its driver pod)");
@@ -837,6 +888,7 @@ static void starts(struct ctx *c)
         if (p->nnext < GPUOP_UPGRADE_NEXT_MAX &&
             !(x->node->up.unschedulable && !x->node->up.cordoned))
             p->next[p->nnext++] = i;
+        say_move(x, &w, "waiting to move");
         set_wait(o, &w, &c->oom);
     }
 }

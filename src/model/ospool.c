@@ -111,9 +111,13 @@ int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_me
 
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 {
-    static const char *const names[GPUOP_OS_FIELDS] = {
-        GPUOP_LABEL_OS_ID,  GPUOP_LABEL_OS_VERSION,  GPUOP_LABEL_OS_MAJOR,
-        GPUOP_LABEL_KERNEL, GPUOP_LABEL_DRIVER_POOL, GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT};
+    static const char *const names[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID,
+                                                       GPUOP_LABEL_OS_VERSION,
+                                                       GPUOP_LABEL_OS_MAJOR,
+                                                       GPUOP_LABEL_KERNEL,
+                                                       GPUOP_LABEL_DRIVER_POOL,
+                                                       GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT,
+                                                       GPUOP_ANNOTATION_DRIVER_POOL_WANTED};
     int count = 0, total = 0, len = 0;
     if (size)
         buf[0] = '\0';

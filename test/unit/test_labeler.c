@@ -381,6 +381,49 @@ static void test_driver_pool_label(void **state)
     lx_close(&x);
 }
 
+static bool driver_everywhere(void *arg, const char *node)
+{
+    (*(int *)arg)++;
+    return node != NULL;
+}
+
+/* A node that runs a driver pod is not relabelled into the pool: the
+ * patch writes only the wanted annotation (the driver upgrade moves it). */
+static void test_driver_pool_wanted(void **state)
+{
+    (void)state;
+    struct lx x = {0};
+    lx_open(&x);
+    x.pool = true;
+    int asked = 0;
+    gpuop_ctl_labeler_drivers(x.l, driver_everywhere, &asked);
+    struct gpuop_policy p;
+    policy(&p);
+    p.node_labeling = false;
+    snprintf(p.driver_pools[0].name, sizeof(p.driver_pools[0].name), "a100");
+    p.driver_pools[0].node_selector = json_pack("{s:s}", "pool", "a100");
+    p.ndriver_pools = 1;
+    struct gpuop_node *n = cached_node();
+    const struct gpuop_node *nodes[] = {n};
+    assert_int_equal(gpuop_ctl_labeler_track(x.l, &p, nodes, 1), 0);
+    WAITER_RUN_UNTIL(&x.wait, x.lists == 2, WAIT_MS);
+    WAITER_RUN_UNTIL(&x.wait,
+                     gpuop_ctl_labeler_track(x.l, &p, nodes, 1) == 0 &&
+                         gpuop_ctl_labeler_patches(x.l) == 1,
+                     WAIT_MS);
+    assert_true(asked > 0);
+    json_t *body = json_loads(x.patch[0], 0, NULL);
+    json_t *meta = json_object_get(body, "metadata");
+    assert_int_equal(json_object_size(json_object_get(meta, "labels")), 0); /* label kept */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "annotations"),
+                                                          GPUOP_ANNOTATION_DRIVER_POOL_WANTED)),
+                        "a100");
+    json_decref(body);
+    json_decref(p.driver_pools[0].node_selector);
+    gpuop_node_free(n);
+    lx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_error_backs_off),
         cmocka_unit_test(test_off_and_stopped),
         cmocka_unit_test(test_driver_pool_label),
+        cmocka_unit_test(test_driver_pool_wanted),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

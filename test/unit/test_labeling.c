@@ -346,6 +346,15 @@ static unsigned match(const struct gpuop_pool_facts *f, const char *labels)
     return m;
 }
 
+/* The pool plan of a node with label and conflict (no wanted annotation,
+ * no driver pod). */
+static bool pplan(const struct gpuop_pool_facts *f, unsigned m, const char *label,
+                  const char *conflict, struct gpuop_pool_plan *out)
+{
+    struct gpuop_pool_node now = {label, conflict, NULL, false};
+    return gpuop_labeling_pool_plan(f, m, &now, out);
+}
+
 /* Driver pools (SPEC 4f): the label follows the one pool that selects a
  * node, goes when none does (only a pool with a nodeSelector's), and a
  * node two pools select keeps its label and is annotated with both. */
@@ -360,38 +369,38 @@ static void test_driver_pools(void **state)
     assert_int_equal(match(&f, "{\"pool\":\"h100\"}"), 0u);
 
     /* one pool: labelled, and relabelled from another pool's value */
-    assert_true(gpuop_labeling_pool_plan(&f, 1u, NULL, NULL, &plan));
+    assert_true(pplan(&f, 1u, NULL, NULL, &plan));
     assert_true(plan.label);
     assert_string_equal(plan.pool, "a100");
     assert_false(plan.note);
-    assert_false(gpuop_labeling_pool_plan(&f, 1u, "a100", NULL, &plan)); /* already */
+    assert_false(pplan(&f, 1u, "a100", NULL, &plan)); /* already */
     /* none: gpuop's label of a selector pool goes; a hand pool's or an
      * unknown value stays (a person's) */
-    assert_true(gpuop_labeling_pool_plan(&f, 0u, "a100", NULL, &plan));
+    assert_true(pplan(&f, 0u, "a100", NULL, &plan));
     assert_true(plan.label);
     assert_null(plan.pool);
-    assert_false(gpuop_labeling_pool_plan(&f, 0u, "h100", NULL, &plan));
-    assert_false(gpuop_labeling_pool_plan(&f, 0u, "retired", NULL, &plan));
-    assert_false(gpuop_labeling_pool_plan(&f, 0u, NULL, NULL, &plan));
+    assert_false(pplan(&f, 0u, "h100", NULL, &plan));
+    assert_false(pplan(&f, 0u, "retired", NULL, &plan));
+    assert_false(pplan(&f, 0u, NULL, NULL, &plan));
     /* the hand pool's label on a node a100 selects: a conflict, label kept */
-    assert_true(gpuop_labeling_pool_plan(&f, 1u, "h100", NULL, &plan));
+    assert_true(pplan(&f, 1u, "h100", NULL, &plan));
     assert_false(plan.label);
     assert_true(plan.note);
     assert_string_equal(plan.conflict, "a100,h100");
-    assert_false(gpuop_labeling_pool_plan(&f, 1u, "h100", "a100,h100", &plan)); /* said */
+    assert_false(pplan(&f, 1u, "h100", "a100,h100", &plan)); /* said */
 
     /* two selectors: the label kept (none, or another), both named */
     pools_of("{\"gpu\":\"big\"}", &g);
     assert_false(gpuop_labeling_pools_same(&f, &g));
     assert_int_equal(match(&g, "{\"pool\":\"a100\",\"gpu\":\"big\"}"), 3u);
-    assert_true(gpuop_labeling_pool_plan(&g, 3u, NULL, NULL, &plan));
+    assert_true(pplan(&g, 3u, NULL, NULL, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.conflict, "a100,h100");
-    assert_true(gpuop_labeling_pool_plan(&g, 3u, "a100", "h100", &plan));
+    assert_true(pplan(&g, 3u, "a100", "h100", &plan));
     assert_false(plan.label);
     assert_true(plan.note);
     /* the conflict resolved: the annotation goes, the label follows */
-    assert_true(gpuop_labeling_pool_plan(&g, 2u, "a100", "a100,h100", &plan));
+    assert_true(pplan(&g, 2u, "a100", "a100,h100", &plan));
     assert_true(plan.label);
     assert_string_equal(plan.pool, "h100");
     assert_true(plan.note);
@@ -410,20 +419,76 @@ static void test_driver_pools(void **state)
     assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
     assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
     assert_false(f.on);
-    assert_false(gpuop_labeling_pool_plan(&f, 0u, "a100", "x", &plan));
+    assert_false(pplan(&f, 0u, "a100", "x", &plan));
     gpuop_labeling_pools_free(&f);
     gpuop_policy_free(&pol);
     json_decref(obj);
     (void)state;
 }
 
+/* A node that runs a driver pod is never relabelled into another pool:
+ * the wanted annotation names where it goes (the driver upgrade moves it);
+ * without a driver pod it is relabelled at once and the annotation goes. */
+static void test_driver_pool_moves(void **state)
+{
+    struct gpuop_pool_facts f, g;
+    struct gpuop_pool_plan plan;
+    pools_of(NULL, &f);
+    /* default -> a100 with a driver: wanted a100, label untouched */
+    struct gpuop_pool_node now = {NULL, NULL, NULL, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
+    assert_false(plan.label);
+    assert_true(plan.want);
+    assert_string_equal(plan.wanted, "a100");
+    now.wanted = "a100"; /* said already: nothing to write */
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
+    /* the driver pod gone meanwhile: relabelled at once, annotation removed */
+    now.driver = false;
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
+    assert_true(plan.label);
+    assert_string_equal(plan.pool, "a100");
+    assert_true(plan.want);
+    assert_null(plan.wanted);
+    /* a100 -> default (no pool selects it) with a driver: wanted "default" */
+    struct gpuop_pool_node back = {"a100", NULL, NULL, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &back, &plan));
+    assert_false(plan.label);
+    assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
+    /* the selector changed back before the move: the annotation goes */
+    back.wanted = GPUOP_DRIVER_POOL_DEFAULT;
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, &back, &plan));
+    assert_false(plan.label);
+    assert_true(plan.want);
+    assert_null(plan.wanted);
+    /* moved (the upgrade set the label, removed the annotation): nothing */
+    struct gpuop_pool_node moved = {"a100", NULL, NULL, true};
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, &moved, &plan));
+    /* a conflict while waiting to move: fails closed, no move, both named */
+    pools_of("{\"gpu\":\"big\"}", &g);
+    struct gpuop_pool_node c = {NULL, NULL, "a100", true};
+    assert_true(gpuop_labeling_pool_plan(&g, 3u, &c, &plan));
+    assert_false(plan.label);
+    assert_true(plan.want);
+    assert_null(plan.wanted);
+    assert_string_equal(plan.conflict, "a100,h100");
+    /* a100 -> h100 (its selector now) with a driver: wanted h100 */
+    struct gpuop_pool_node ah = {"a100", NULL, NULL, true};
+    assert_true(gpuop_labeling_pool_plan(&g, 2u, &ah, &plan));
+    assert_false(plan.label);
+    assert_string_equal(plan.wanted, "h100");
+    gpuop_labeling_pools_free(&g);
+    gpuop_labeling_pools_free(&f);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fresh_node),    cmocka_unit_test(test_persons_node),
-        cmocka_unit_test(test_enabled_later), cmocka_unit_test(test_changed),
-        cmocka_unit_test(test_bad_note),      cmocka_unit_test(test_facts_of_policy),
-        cmocka_unit_test(test_mig_capable),   cmocka_unit_test(test_driver_pools),
+        cmocka_unit_test(test_fresh_node),        cmocka_unit_test(test_persons_node),
+        cmocka_unit_test(test_enabled_later),     cmocka_unit_test(test_changed),
+        cmocka_unit_test(test_bad_note),          cmocka_unit_test(test_facts_of_policy),
+        cmocka_unit_test(test_mig_capable),       cmocka_unit_test(test_driver_pools),
+        cmocka_unit_test(test_driver_pool_moves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

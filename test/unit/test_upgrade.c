@@ -47,6 +47,10 @@ struct fnode {
     int deleted_under_gpu;           /* driver deleted while a GPU pod ran */
     int cordons;                     /* CORDON actions taken here */
     char *others[GPUOP_OPERAND_MAX]; /* deploy label values (the validator's when paused) */
+    /* driver pools: its pool label and wanted annotation, as the node's strings */
+    char osbuf[64];
+    int linger;          /* ticks the old pool's driver pod stays after a move */
+    int moved_under_gpu; /* MOVE_POOL while a GPU pod ran */
 };
 
 static const char paused_value[] = GPUOP_LABEL_PAUSED_FOR_UPGRADE;
@@ -199,6 +203,25 @@ static void add_gpu_pod(struct fnode *f, const char *name, bool pdb)
     f->pdb[f->npods++] = pdb;
 }
 
+/* The node's driver pool label and wanted annotation (NULL: absent). */
+static void set_pools(struct fnode *f, const char *label, const char *wanted)
+{
+    const char *v[GPUOP_OS_FIELDS] = {0};
+    v[GPUOP_OS_DRIVER_POOL] = label;
+    v[GPUOP_OS_POOL_WANTED] = wanted;
+    char buf[sizeof(f->osbuf)];
+    size_t at = 0;
+    f->n.os_labels = 0;
+    for (int k = 0; k < GPUOP_OS_FIELDS; k++) {
+        if (v[k])
+            f->n.os_labels |= (uint8_t)GPUOP_OS_HAS(k);
+        int len = snprintf(buf + at, sizeof(buf) - at, "%s", v[k] ? v[k] : "");
+        at += (size_t)len + 1;
+    }
+    memcpy(f->osbuf, buf, at);
+    f->n.os = f->n.os_labels ? f->osbuf : NULL;
+}
+
 static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_upgrade_node_in *xs)
 {
     for (size_t i = 0; i < w->n; i++) {
@@ -213,7 +236,8 @@ static void build_in(struct world *w, struct gpuop_upgrade_in *in, struct gpuop_
                                            .dependent = f->validator ? f->validator->name : NULL,
                                            .pods_known = f->listed,
                                            .pods = f->pods,
-                                           .npods = f->npods};
+                                           .npods = f->npods,
+                                           .driver_elsewhere = f->linger > 0};
     }
     *in = (struct gpuop_upgrade_in){.policy = &w->u,
                                     .driver_enabled = !w->disabled,
@@ -304,12 +328,14 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         assert_null(f->validator); /* the dependents left first */
         gpuop_pod_free(f->driver);
         f->driver = NULL; /* the DaemonSet controller makes the new one (tick) */
+        f->linger = 0;    /* the old pool's pod, gone sooner */
         break;
     case GPUOP_UA_DELETE_VALIDATOR:
         set_validator(w, f);
         break;
     case GPUOP_UA_RESTORE: /* only once the new one is Ready, or the node left the upgrade */
         assert_true(w->disabled || opted_out(f) || (f->driver && f->driver->ready_since));
+        assert_int_equal(f->linger, 0); /* never the old pool's pod taken for the new one */
         u->paused = false;
         set_validator_paused(f, false);
         break;
@@ -335,6 +361,20 @@ static void apply(struct world *w, struct fnode *f, const struct gpuop_upgrade_n
         assert_null(f->validator); /* the dependents left first */
         u->rollback_ending = true;
         break;
+    case GPUOP_UA_MOVE_POOL: { /* the label moves; the old pool's pod goes (tick) */
+        const char *to = gpuop_node_os(&f->n, GPUOP_OS_POOL_WANTED);
+        char want[32];
+        assert_non_null(to);
+        snprintf(want, sizeof(want), "%s", to);
+        if (gpu_running(f) && f->driver)
+            f->moved_under_gpu++;
+        if (f->driver)
+            assert_null(f->validator); /* the dependents left first */
+        set_pools(f, strcmp(want, "default") ? want : NULL, NULL);
+        f->linger = f->driver ? 8 : 0; /* long enough that taking it for the new pool's would
+                                          show */
+        break;
+    }
     case GPUOP_UA_ROLLBACK_CLEAR:
         assert_true(u->rollback_ending);
         assert_null(f->driver); /* the old pod left before the new one comes */
@@ -407,7 +447,12 @@ static int tick(struct world *w, struct gpuop_upgrade_plan *keep)
        pod (generation 0: of no pool) instead, one labelled "ending" none */
     for (size_t i = 0; i < w->n; i++) {
         struct fnode *f = &w->nodes[i];
-        if (opted_out(f)) {
+        if (f->linger && --f->linger == 0) { /* the old pool's DaemonSet took it off */
+            gpuop_pod_free(f->driver);
+            f->driver = NULL;
+        }
+        if (f->linger) {
+        } else if (opted_out(f)) {
             gpuop_pod_free(f->driver);
             f->driver = NULL;
         } else if (f->n.up.rollback_ending && f->driver) {
@@ -1564,6 +1609,88 @@ static void test_auto_upgrade_off(void **state)
     world_free(&w);
 }
 
+/* A node moving between driver pools (its wanted annotation) takes the
+ * upgrade's steps: cordoned, its job waited for, dependents paused, then
+ * its pool label moved instead of its driver pod deleted; the old pool's
+ * pod (of the same generation number: another DaemonSet's) is never taken
+ * for the new one. Never moved under a GPU job. */
+static void test_pool_move(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 2, 1);
+    w.u.wait_selector = "app=job";
+    set_pools(&w.nodes[0], "a100", NULL);
+    set_pools(&w.nodes[1], "a100", NULL);
+    assert_int_equal(run(&w, 20), 0); /* in place: nothing to do */
+    add_gpu_pod(&w.nodes[0], "job-0", false);
+    w.nodes[0].pods[0].job = true;
+    set_pools(&w.nodes[0], "a100", "h100"); /* the labeler: a100's selector lost it */
+    struct gpuop_upgrade_plan p;
+    for (int i = 0; i < 8; i++)
+        tick(&w, NULL);
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_WAIT_JOBS);
+    assert_true(w.nodes[0].n.up.unschedulable);
+    assert_non_null(strstr(p.nodes[0].waiting, "team-a/job-0 to finish"));
+    assert_non_null(strstr(p.nodes[0].waiting, "moving from driver pool a100 to h100: "));
+    assert_int_equal(p.nodes[1].next, GPUOP_US_DONE); /* staying: nothing */
+    gpuop_upgrade_plan_free(&p);
+    assert_string_equal(gpuop_node_os(&w.nodes[0].n, GPUOP_OS_DRIVER_POOL), "a100");
+    assert_non_null(w.nodes[0].driver);
+    w.nodes[0].pods[0].terminal = true; /* the job finished */
+    w.nodes[0].pods[0].gpu = false;
+    run(&w, 100);
+    assert_int_equal(w.nodes[0].n.up.state, GPUOP_US_DONE);
+    assert_string_equal(gpuop_node_os(&w.nodes[0].n, GPUOP_OS_DRIVER_POOL), "h100");
+    assert_null(gpuop_node_os(&w.nodes[0].n, GPUOP_OS_POOL_WANTED));
+    assert_int_equal(w.nodes[0].moved_under_gpu, 0);
+    assert_int_equal(w.nodes[0].deleted_under_gpu, 0);
+    assert_non_null(w.nodes[0].driver); /* the new pool's */
+    assert_string_equal(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_DRIVER_POOL), "a100");
+
+    /* to the default pool: the label goes */
+    set_pools(&w.nodes[1], "a100", "default");
+    run(&w, 100);
+    assert_null(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_DRIVER_POOL));
+    assert_null(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_POOL_WANTED));
+    assert_int_equal(w.nodes[1].n.up.state, GPUOP_US_DONE);
+    assert_false(w.nodes[1].n.up.unschedulable);
+
+    /* no driver pod at all (the labeler could not tell): moved at once */
+    set_pools(&w.nodes[1], NULL, "h100");
+    gpuop_pod_free(w.nodes[1].driver);
+    w.nodes[1].driver = NULL;
+    struct gpuop_upgrade_plan q;
+    tick(&w, &q);
+    assert_int_equal(q.nodes[1].action, GPUOP_UA_MOVE_POOL);
+    assert_false(w.nodes[1].n.up.unschedulable);
+    gpuop_upgrade_plan_free(&q);
+    assert_string_equal(gpuop_node_os(&w.nodes[1].n, GPUOP_OS_DRIVER_POOL), "h100");
+    world_free(&w);
+}
+
+/* autoUpgrade off: a node waiting to move stays in its pool, and says so,
+ * naming both pools. */
+static void test_pool_move_auto_off(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, 1, 1);
+    w.u.auto_upgrade = false;
+    set_pools(&w.nodes[0], NULL, "a100");
+    run(&w, 50);
+    struct gpuop_upgrade_plan p;
+    tick(&w, &p);
+    assert_int_equal(p.nodes[0].next, GPUOP_US_REQUIRED);
+    assert_non_null(strstr(p.nodes[0].waiting, "waiting to move from driver pool default to a100"));
+    assert_non_null(strstr(p.nodes[0].waiting, "autoUpgrade is false"));
+    gpuop_upgrade_plan_free(&p);
+    assert_null(gpuop_node_os(&w.nodes[0].n, GPUOP_OS_DRIVER_POOL));
+    assert_false(w.nodes[0].n.up.unschedulable);
+    world_free(&w);
+}
+
 static void test_gpu_pod_detection(void **state)
 {
     (void)state;
@@ -1619,6 +1746,8 @@ int main(void)
         cmocka_unit_test(test_resume_each_state),
         cmocka_unit_test(test_auto_upgrade_off),
         cmocka_unit_test(test_gpu_pod_detection),
+        cmocka_unit_test(test_pool_move),
+        cmocka_unit_test(test_pool_move_auto_off),
         cmocka_unit_test(test_opted_out_mid_upgrade),
         cmocka_unit_test(test_status_nodes_capped),
     };
