@@ -56,6 +56,9 @@ struct gpuop_caches_config {
     void (*on_node)(void *arg, const char *node);
     /* All four informers have listed once. */
     void (*on_synced)(void *arg);
+    /* Optional: the slice watch (gpuop_caches_watch_slices) listed once,
+     * or its list failed (gpuop_caches_slices_state says which). */
+    void (*on_slices)(void *arg);
     void *arg;
 };
 
@@ -167,6 +170,10 @@ void gpuop_caches_view_free(struct gpuop_caches_view *v);
 int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on);
 /* The slice watch runs and has listed once. */
 bool gpuop_caches_slices_synced(const struct gpuop_caches *caches);
+/* The slice watch runs and its last list failed with this code
+ * (GPUOP_ENOTFOUND: resource.k8s.io/v1 ResourceSlices are not served);
+ * 0 otherwise. The informer keeps trying (backoff). */
+int gpuop_caches_slices_error(const struct gpuop_caches *caches);
 
 void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out);

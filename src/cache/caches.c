@@ -60,6 +60,7 @@ struct gpuop_caches {
     int open;           /* informers made and not yet closed (a stopped slice one included) */
     bool closing;       /* gpuop_caches_close was called */
     bool slices_synced; /* the slice informer (inf[GPUOP_CACHES_SLICE]) has listed */
+    int slices_error;   /* its last list failed with this code; 0 */
     void (*close_cb)(void *);
     void *close_arg;
 };
@@ -404,12 +405,25 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, key, new_item == NULL);
 }
 
+static void on_list_error(void *arg, int rc)
+{
+    struct tramp *t = arg;
+    if (t->kind != GPUOP_CACHES_SLICE)
+        return;
+    t->caches->slices_error = rc;
+    if (t->caches->cfg.on_slices)
+        t->caches->cfg.on_slices(t->caches->cfg.arg);
+}
+
 static void on_synced(void *arg)
 {
     struct tramp *t = arg;
     if (t->kind == GPUOP_CACHES_SLICE) {
         t->caches->slices_synced = true;
+        t->caches->slices_error = 0;
         slices_mark(t->caches, true);
+        if (t->caches->cfg.on_slices)
+            t->caches->cfg.on_slices(t->caches->cfg.arg);
     }
     if (t->kind >= GPUOP_CACHES_MAIN)
         return;
@@ -502,6 +516,7 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
     a->tramps[k] = (struct tramp){caches, k};
     ic->on_event = on_event;
     ic->on_synced = on_synced;
+    ic->on_list_error = on_list_error;
     ic->arg = &a->tramps[k];
 }
 
@@ -749,6 +764,7 @@ void gpuop_caches_close(struct gpuop_caches *caches, void (*cb)(void *), void *a
     caches->cfg.on_change = NULL;
     caches->cfg.on_node = NULL;
     caches->cfg.on_synced = NULL;
+    caches->cfg.on_slices = NULL;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++)
         if (caches->inf[k])
             gpuop_informer_close(caches->inf[k], informer_closed, caches);
@@ -763,6 +779,7 @@ int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
         gpuop_informer_close(*inf, informer_closed, caches); /* frees its slices */
         *inf = NULL;
         caches->slices_synced = false;
+        caches->slices_error = 0;
         slices_mark(caches, false);
         gpuop_info("resourceslices", "not watched any more");
         return 0;
@@ -781,4 +798,9 @@ int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
 bool gpuop_caches_slices_synced(const struct gpuop_caches *caches)
 {
     return caches->slices_synced;
+}
+
+int gpuop_caches_slices_error(const struct gpuop_caches *caches)
+{
+    return caches->inf[GPUOP_CACHES_SLICE] ? caches->slices_error : 0;
 }

@@ -12,6 +12,8 @@
 #     (10 s here): NoSlicesPublished, and nothing of the other driver's;
 #   - the driver's deploy label removed from a node with a slice (the
 #     driver pod goes, the kubelet plugin stays): SlicesWithoutDriver;
+#   - gpuop check says which path advertises each node's GPUs (both, DRA,
+#     none) and has the same findings;
 #   - the slices deleted: both findings clear (and the twice node, its
 #     plugin running, has no device left: NoSlicesPublished);
 #   - the DRA driver disabled: its DeviceClass deleted, the slices are not
@@ -122,6 +124,16 @@ msg=$(message_of "$NODRV" SlicesWithoutDriver)
 grep -qF "8 device(s) in 1 ResourceSlice(s) of driver gpu.nvidia.com name the node, but driver neither runs nor is host-provided" <<<"$msg" ||
 	fail "the message does not name the slices and the driver: $msg"
 assert_eq NoSlicesPublished "$(dra_findings_on "$OTHER")" "$OTHER's dra-driver findings"
+
+log "gpuop check: which path advertises each node's GPUs, and the same findings"
+check_out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" -o json) || true
+for want in "$TWICE=both" "$NODRV=DRA" "$OTHER=none"; do
+	assert_eq "${want#*=}" "$(jq -r --arg n "${want%%=*}" '.gpusAdvertisedBy[$n] // ""' <<<"$check_out")" "check's path of ${want%%=*}"
+done
+jq -e --arg n "$TWICE" '[.nodes[] | select(.name == $n) | .findings[] | select(.reason == "GpusAdvertisedTwice")] | length == 1' <<<"$check_out" >/dev/null ||
+	fail "gpuop check lacks $TWICE's GpusAdvertisedTwice"
+check_text=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --color never) || true
+grep -qE "^  both +1 node: $TWICE \(advertised twice" <<<"$check_text" || fail "gpuop check's text lacks $TWICE as both: $check_text"
 
 log "the slices deleted: the findings clear"
 kc delete resourceslice "$TWICE-gpu.nvidia.com-a" "$NODRV-gpu.nvidia.com-a" >/dev/null
