@@ -8,8 +8,10 @@
  * (the informer parses in its scratch window) and nothing of them is
  * kept. Its shared counters and node selectors are never read: cut before
  * parsing (gpuop_slice_unread). One pool block: the struct, then the node
- * and pool names.
+ * name, then the pool's unless it is the node's (NVIDIA's plugin names its
+ * pool after its node: one copy serves both).
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "gpuop/model.h"
@@ -59,16 +61,19 @@ struct gpuop_slice *gpuop_slice_new(json_t *obj, struct gpuop_err *err)
     }
     json_int_t gen =
         json_integer_value(json_object_get(json_object_get(spec, "pool"), "generation"));
-    size_t nn = strlen(node) + 1, np = strlen(pool) + 1;
+    /* NVIDIA's plugin names its pool after the node: one copy for both */
+    bool same = strcmp(node, pool) == 0;
+    size_t nn = strlen(node) + 1, np = same ? 0 : strlen(pool) + 1;
     struct gpuop_slice *s = gpuop_pool_alloc(sizeof(*s) + nn + np);
     if (!s) {
         gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a ResourceSlice");
         return NULL;
     }
     s->node = (char *)(s + 1);
-    s->pool = s->node + nn;
+    s->pool = same ? s->node : s->node + nn;
     memcpy(s->node, node, nn);
-    memcpy(s->pool, pool, np);
+    if (!same)
+        memcpy(s->pool, pool, np);
     s->generation = gen < 0 ? 0 : gen > (json_int_t)UINT32_MAX ? UINT32_MAX : (uint32_t)gen;
     s->devices = (uint16_t)ndev;
     return s;

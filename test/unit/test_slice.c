@@ -51,8 +51,18 @@ static void test_parse(void **state)
     assert_string_equal(s->pool, "node-1");
     assert_int_equal(s->generation, 3);
     assert_int_equal(s->devices, 8);
+    assert_ptr_equal(s->pool, s->node); /* the plugin's pool is named after its node: one copy */
     struct gpuop_slice *t = gpuop_slice_new(o, &err);
     assert_true(gpuop_slice_equal(s, t));
+    gpuop_slice_free(t);
+    /* a pool of another name */
+    json_object_set_new(json_object_get(json_object_get(o, "spec"), "pool"), "name",
+                        json_string("pool-a"));
+    t = gpuop_slice_new(o, &err);
+    assert_non_null(t);
+    assert_string_equal(t->pool, "pool-a");
+    assert_string_equal(t->node, "node-1");
+    assert_false(gpuop_slice_equal(s, t));
     gpuop_slice_free(t);
     json_decref(o);
     /* a slice of shared counters only (DynamicMIG): no device */
