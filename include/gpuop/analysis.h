@@ -165,6 +165,7 @@ struct gpuop_analysis_state {
                                           names: a node labelled with one is in its pool */
     int ndpools;
     int driver;   /* the driver's operand index (its pools' conflicts) */
+    int dra;      /* the DRA driver's operand index (its ResourceSlices' findings) */
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
     int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */

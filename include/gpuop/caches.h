@@ -32,6 +32,7 @@ enum gpuop_caches_kind {
     GPUOP_CACHES_MAIN, /* the kinds above are waited for (synced) */
     GPUOP_CACHES_SA = GPUOP_CACHES_MAIN,
     GPUOP_CACHES_EVENT,
+    GPUOP_CACHES_SLICE, /* DRA ResourceSlices, only while asked (gpuop_caches_watch_slices) */
     GPUOP_CACHES_KINDS
 };
 
@@ -55,6 +56,9 @@ struct gpuop_caches_config {
     void (*on_node)(void *arg, const char *node);
     /* All four informers have listed once. */
     void (*on_synced)(void *arg);
+    /* Optional: the slice watch (gpuop_caches_watch_slices) listed once,
+     * or its list failed (gpuop_caches_slices_state says which). */
+    void (*on_slices)(void *arg);
     void *arg;
 };
 
@@ -147,6 +151,29 @@ int gpuop_caches_view_pods(const struct gpuop_caches *caches, struct gpuop_cache
 /* gpuop_caches_node_pods answers (the index is kept and whole). */
 bool gpuop_caches_pods_indexed(const struct gpuop_caches *caches);
 void gpuop_caches_view_free(struct gpuop_caches_view *v);
+
+/* ---- DRA ResourceSlices ----
+ *
+ * The ResourceSlices of NVIDIA's DRA driver (field selector spec.driver=
+ * GPUOP_DRA_GPU_DRIVER), resource.k8s.io/v1: watched only while asked,
+ * which the controller does while the apply stage finds the API server
+ * serving resource.k8s.io/v1 (its DeviceClasses applied): an API that is
+ * not served is then never listed, and its 404 never logged. Each slice
+ * is kept as a struct gpuop_slice (model.h; at most GPUOP_SLICE_MAX_BYTES
+ * of JSON, its devices counted, not kept) and folded into its node's
+ * gpuop_node.dra (slicefold_int.h), whose watched is set once the slices
+ * have listed and cleared when the watch stops; every node whose fold
+ * moves is named to on_node. */
+
+/* Starts (on) or stops the slice watch; nothing when it is already so.
+ * 0 or a negative code (the informer could not be made). */
+int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on);
+/* The slice watch runs and has listed once. */
+bool gpuop_caches_slices_synced(const struct gpuop_caches *caches);
+/* The slice watch runs and its last list failed with this code
+ * (GPUOP_ENOTFOUND: resource.k8s.io/v1 ResourceSlices are not served);
+ * 0 otherwise. The informer keeps trying (backoff). */
+int gpuop_caches_slices_error(const struct gpuop_caches *caches);
 
 void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out);

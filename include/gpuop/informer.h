@@ -98,6 +98,10 @@ struct gpuop_informer_config {
     void (*on_event)(void *arg, const char *key, const void *old_item, const void *new_item);
     /* Called once, after the first complete list. */
     void (*on_synced)(void *arg);
+    /* Optional: a list failed with rc (GPUOP_ENOTFOUND: the server does not
+     * serve the collection), called before the informer backs off to list
+     * again. */
+    void (*on_list_error)(void *arg, int rc);
     void *arg;
 };
 

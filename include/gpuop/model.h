@@ -158,6 +158,20 @@ struct gpuop_node_upgrade {
     bool skip : 1;            /* GPUOP_LABEL_UPGRADE_SKIP is "true" */
 };
 
+/* The ResourceSlices of the DRA driver GPUOP_DRA_GPU_DRIVER that name a
+ * node (spec.nodeName), summed (4 bytes): what the findings read of DRA
+ * (docs/findings.md: GpusAdvertisedTwice, SlicesWithoutDriver,
+ * NoSlicesPublished). */
+struct gpuop_node_dra {
+    uint16_t devices; /* their spec.devices, summed (each slice has at most
+                         GPUOP_SLICE_DEVICES_MAX, so no sum of slices below
+                         overflows) */
+    uint8_t slices;   /* their number, saturating at UINT8_MAX (then recounted) */
+    uint8_t watched;  /* 1 while the caches watch ResourceSlices: the fields
+                         above are known (0: the cluster does not serve them,
+                         or DRA is off) */
+};
+
 struct gpuop_node { /* 88 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
@@ -192,6 +206,11 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
                                      NULL when it carries none. Read them with
                                      gpuop_node_os(). */
     struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
+    /* The node's ResourceSlices of driver GPUOP_DRA_GPU_DRIVER (DRA), folded
+     * by the caches (slicefold_int.h) from their own watch, not from the
+     * Node: never read by gpuop_node_new (zero), not compared by
+     * gpuop_node_equal; in the 4 bytes the struct had left. */
+    struct gpuop_node_dra dra;
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -367,6 +386,43 @@ uint32_t gpuop_revision_hash(const char *rev);
 /* A driver pod's gpuop_revision_hash of its GPUOP_LABEL_REVISION_HASH; 0
  * for any other pod or none. */
 uint32_t gpuop_pod_revision(const struct gpuop_pod *p);
+
+/* ---- ResourceSlices (resource.k8s.io/v1), src/model/slice.c ----
+ *
+ * A ResourceSlice of the DRA driver GPUOP_DRA_GPU_DRIVER, reduced to what
+ * the node fold reads: its node, pool, pool generation and device count.
+ * NVIDIA's GPU kubelet plugin (k8s-dra-driver-gpu,
+ * cmd/gpu-kubelet-plugin/driver.go) publishes one pool per node, named
+ * after the node, of one slice (or, with DynamicMIG, one per GPU and one
+ * of shared counters only). One gpuop_pool block holding the struct and
+ * its strings. */
+#define GPUOP_SLICE_API      "resource.k8s.io/v1"
+#define GPUOP_SLICE_RESOURCE "resourceslices"
+/* resource.k8s.io/v1 ResourceSliceMaxDevices: the API server refuses a
+ * slice with more; one read with more is refused here too. */
+#define GPUOP_SLICE_DEVICES_MAX 128
+/* Bytes of one ResourceSlice (a list item or watch event) the informer
+ * takes: 128 devices of NVIDIA's attributes are about 200 KB; a larger
+ * one is refused like any watch event over its limit (informer.h). */
+#define GPUOP_SLICE_MAX_BYTES (1u << 20)
+
+struct gpuop_slice {
+    char *node;          /* spec.nodeName (first in the block) */
+    char *pool;          /* spec.pool.name */
+    uint32_t generation; /* spec.pool.generation, saturating */
+    uint16_t devices;    /* spec.devices' length, at most GPUOP_SLICE_DEVICES_MAX */
+};
+
+/* A new slice from obj (borrowed) or NULL with err: a slice of another
+ * driver, without spec.nodeName (a pool of several nodes: none of the
+ * findings' nodes), without a pool, or with more than
+ * GPUOP_SLICE_DEVICES_MAX devices. */
+struct gpuop_slice *gpuop_slice_new(json_t *obj, struct gpuop_err *err);
+void gpuop_slice_free(struct gpuop_slice *s);
+bool gpuop_slice_equal(const struct gpuop_slice *a, const struct gpuop_slice *b);
+/* The members gpuop_slice_new never reads (static, NULL-terminated): cut
+ * before a slice is parsed (informer.h, unread). */
+const char *const *gpuop_slice_unread(void);
 
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */

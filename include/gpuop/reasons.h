@@ -36,6 +36,7 @@ enum gpuop_reason {
     GPUOP_REASON_POD_FAILED,
     GPUOP_REASON_POD_TERMINATING,
     GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+    GPUOP_REASON_NO_SLICES_PUBLISHED, /* DRA: the kubelet plugin runs, no slice has devices */
     /* NotScheduled */
     GPUOP_REASON_LABEL_ABSENT,
     GPUOP_REASON_LABEL_EMPTY,
@@ -50,11 +51,13 @@ enum gpuop_reason {
     GPUOP_REASON_LABEL_NOT_TRUE,
     GPUOP_REASON_NOT_GPU_NODE,
     GPUOP_REASON_POD_STUCK_TERMINATING,
+    GPUOP_REASON_GPUS_ADVERTISED_TWICE, /* DRA: the device plugin's and the DRA driver's */
     /* OrderingViolation */
     GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT,
     GPUOP_REASON_PREREQUISITE_NOT_RUNNING,
     GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT,
     GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_MPS_DAEMON, /* on a node whose config is MPS */
+    GPUOP_REASON_SLICES_WITHOUT_DRIVER,            /* DRA: slices with devices, the driver off */
     /* Held */
     GPUOP_REASON_HELD_BY_PREREQUISITE,
     GPUOP_REASON_COUNT
@@ -82,7 +85,10 @@ enum gpuop_reason {
  * and stranded-count (their number, empty when none); gate, gate-file and
  * gate-what (the init container a pod is held in, the file it waits for,
  * what must work for it: gate.h) and upgrade-state (the node's
- * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted). */
+ * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted);
+ * dra-devices and dra-slices (the devices and the ResourceSlices of
+ * driver gpu.nvidia.com on the node, of the DRA findings that count them:
+ * GpusAdvertisedTwice, SlicesWithoutDriver; empty for others). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

@@ -38,8 +38,10 @@ struct gpuop_report_opts {
     size_t max_rows;         /* 0: GPUOP_REPORT_MAX_ROWS; SIZE_MAX: never group */
     size_t max_findings;     /* 0: GPUOP_REPORT_MAX_FINDINGS; SIZE_MAX: never group */
     long long now;           /* for condition times; 0: the current time */
-    /* text only: the PODS and TAINTS columns, from the analysis's inputs
-     * (borrowed; NULL entries skipped) */
+    /* the analysis's inputs (borrowed; NULL entries skipped): in text the
+     * PODS and TAINTS columns (wide); in both which path advertises each
+     * GPU node's GPUs (plugin, DRA, both), where its ResourceSlices were
+     * read (gpuop_node.dra.watched) */
     bool wide;
     const struct gpuop_node *const *nodes;
     size_t nnodes;

@@ -20,6 +20,13 @@
  * object or pods changed: what the controller's per-node update of the
  * findings reads. The nodes are kept in name order (nodelist.c), which the
  * view lends.
+ *
+ * The DRA ResourceSlices' informer exists only while the slice watch is
+ * asked for (gpuop_caches_watch_slices): each slice event moves its node's
+ * fold (slicefold_int.h) in the cached Node itself, which a Node's update
+ * carries over to its replacement and a new Node gets by a walk of the
+ * slices. A stopped slice informer closes on its own while the others
+ * run; the caches are freed once every informer made has closed.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -34,6 +41,7 @@
 #include "nodelist_int.h"
 #include "nodepods_int.h"
 #include "ospools_int.h"
+#include "slicefold_int.h"
 
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
@@ -43,11 +51,16 @@ struct gpuop_caches {
     struct gpuop_ospools pools;  /* the GPU nodes' OS pools, counted (ospools.c) */
     struct gpuop_nodelist nodes; /* the cached nodes in name order (nodelist.c) */
     struct gpuop_nodepods pods_by_node;
-    bool indexed;     /* pods_by_node is kept */
-    bool index_whole; /* and holds every pod with a node (no overflow since built) */
+    uv_loop_t *loop;         /* borrowed: the slice informer is made on it when asked */
+    struct gpuop_kube *kube; /* borrowed: ... with this client */
+    bool indexed;            /* pods_by_node is kept */
+    bool index_whole;        /* and holds every pod with a node (no overflow since built) */
     char *ns;
     int nsynced;
-    int open;
+    int open;           /* informers made and not yet closed (a stopped slice one included) */
+    bool closing;       /* gpuop_caches_close was called */
+    bool slices_synced; /* the slice informer (inf[GPUOP_CACHES_SLICE]) has listed */
+    int slices_error;   /* its last list failed with this code; 0 */
     void (*close_cb)(void *);
     void *close_arg;
 };
@@ -227,6 +240,99 @@ static const char *newest_warning(const struct gpuop_caches *caches, const char 
     return best ? best->text : NULL;
 }
 
+/* ---- DRA ResourceSlices ---- */
+
+static void *slice_convert(json_t *obj, const char *key, struct gpuop_err *err)
+{
+    (void)key;
+    return gpuop_slice_new(obj, err); /* one pool block */
+}
+
+static void slice_free(void *p)
+{
+    gpuop_slice_free(p);
+}
+
+static bool slice_same(const void *a, const void *b)
+{
+    return gpuop_slice_equal(a, b);
+}
+
+/* The cached Node of that name, to fold into: the caches own it. */
+static struct gpuop_node *fold_node(const struct gpuop_caches *caches, const char *name)
+{
+    return gpuop_informer_get(caches->inf[GPUOP_CACHES_NODE], name);
+}
+
+/* n's fold recounted from every cached slice but skip (a slice on its
+ * way out, still in the store while its delete is told; or NULL). */
+static void refold(const struct gpuop_caches *caches, struct gpuop_node *n,
+                   const struct gpuop_slice *skip)
+{
+    n->dra = (struct gpuop_node_dra){.watched = caches->slices_synced};
+    const struct gpuop_informer *inf = caches->inf[GPUOP_CACHES_SLICE];
+    size_t it = 0;
+    void *v;
+    while (inf && gpuop_informer_next(inf, &it, NULL, &v)) {
+        const struct gpuop_slice *sl = v;
+        if (sl != skip && strcmp(sl->node, n->name) == 0)
+            gpuop_slicefold_add(&n->dra, sl);
+    }
+}
+
+/* A slice came (old NULL), changed or went (sl NULL): its node's fold
+ * follows, and the node (both, should it have moved) is named. The store
+ * already holds sl, and old until a delete has been told. */
+static void slice_moved(struct gpuop_caches *caches, const struct gpuop_slice *old,
+                        const struct gpuop_slice *sl)
+{
+    bool counted = false; /* a recount of old's node took sl in */
+    struct gpuop_node *n = old ? fold_node(caches, old->node) : NULL;
+    if (n && !gpuop_slicefold_del(&n->dra, old)) {
+        refold(caches, n, sl ? NULL : old);
+        counted = sl && strcmp(sl->node, old->node) == 0;
+    }
+    n = sl && !counted ? fold_node(caches, sl->node) : NULL;
+    if (n)
+        gpuop_slicefold_add(&n->dra, sl);
+    if (!caches->cfg.on_node)
+        return;
+    if (old)
+        caches->cfg.on_node(caches->cfg.arg, old->node);
+    if (sl && !(old && strcmp(old->node, sl->node) == 0))
+        caches->cfg.on_node(caches->cfg.arg, sl->node);
+}
+
+/* Every cached node's watched set to on (the slices listed, or the watch
+ * stopped: then their folds emptied); each node that changed is named. */
+static void slices_mark(struct gpuop_caches *caches, bool on)
+{
+    size_t it = 0;
+    const char *key;
+    void *v;
+    while (gpuop_informer_next(caches->inf[GPUOP_CACHES_NODE], &it, &key, &v)) {
+        struct gpuop_node *n = v;
+        struct gpuop_node_dra was = n->dra;
+        if (on)
+            n->dra.watched = 1;
+        else
+            n->dra = (struct gpuop_node_dra){0};
+        if (memcmp(&was, &n->dra, sizeof(was)) != 0 && caches->cfg.on_node)
+            caches->cfg.on_node(caches->cfg.arg, key);
+    }
+}
+
+/* A Node came or was replaced: its fold, which no Node object holds,
+ * comes from the one it replaces, or from the slices. */
+static void node_fold(struct gpuop_caches *caches, const struct gpuop_node *old,
+                      struct gpuop_node *n)
+{
+    if (old)
+        n->dra = old->dra;
+    else if (caches->inf[GPUOP_CACHES_SLICE])
+        refold(caches, n, NULL);
+}
+
 /* ---- events ---- */
 
 /* Whether a change of kind (old_item or new_item NULL: an add or a
@@ -279,6 +385,10 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         if (t->kind != GPUOP_CACHES_NODE)
             t->caches->apply_changes++;
     }
+    if (t->kind == GPUOP_CACHES_NODE && new_item) /* ours: the store's item */
+        node_fold(t->caches, old_item, (struct gpuop_node *)new_item);
+    if (t->kind == GPUOP_CACHES_SLICE)
+        slice_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE)
         gpuop_ospools_move(&t->caches->pools, old_item, new_item);
     if (t->kind == GPUOP_CACHES_POD)
@@ -295,9 +405,26 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, key, new_item == NULL);
 }
 
+static void on_list_error(void *arg, int rc)
+{
+    struct tramp *t = arg;
+    if (t->kind != GPUOP_CACHES_SLICE)
+        return;
+    t->caches->slices_error = rc;
+    if (t->caches->cfg.on_slices)
+        t->caches->cfg.on_slices(t->caches->cfg.arg);
+}
+
 static void on_synced(void *arg)
 {
     struct tramp *t = arg;
+    if (t->kind == GPUOP_CACHES_SLICE) {
+        t->caches->slices_synced = true;
+        t->caches->slices_error = 0;
+        slices_mark(t->caches, true);
+        if (t->caches->cfg.on_slices)
+            t->caches->cfg.on_slices(t->caches->cfg.arg);
+    }
     if (t->kind >= GPUOP_CACHES_MAIN)
         return;
     if (++t->caches->nsynced == GPUOP_CACHES_MAIN && t->caches->cfg.on_synced)
@@ -355,6 +482,15 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                             .free_item = free,
                             .same = event_same,
                             .keep_same = true}, /* a repeat moves only its count */
+    [GPUOP_CACHES_SLICE] = {.name = "resourceslices",
+                            .res = {.group_version = GPUOP_SLICE_API,
+                                    .resource = GPUOP_SLICE_RESOURCE},
+                            .field_selector = "spec.driver=" GPUOP_DRA_GPU_DRIVER,
+                            .max_line = GPUOP_SLICE_MAX_BYTES,
+                            .convert = slice_convert,
+                            .scratch = true,
+                            .free_item = slice_free,
+                            .same = slice_same},
 };
 
 struct caches_alloc {
@@ -369,8 +505,10 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
 {
     struct gpuop_caches *caches = &a->caches;
     *ic = INFORMERS[k];
-    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE)
+    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE && k != GPUOP_CACHES_SLICE)
         ic->res.ns = caches->ns;
+    if (k == GPUOP_CACHES_SLICE)
+        ic->unread = gpuop_slice_unread();
     if (k == GPUOP_CACHES_POLICY)
         ic->digested = gpuop_caches_policy_digested();
     if (k == GPUOP_CACHES_POD)
@@ -378,6 +516,7 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
     a->tramps[k] = (struct tramp){caches, k};
     ic->on_event = on_event;
     ic->on_synced = on_synced;
+    ic->on_list_error = on_list_error;
     ic->arg = &a->tramps[k];
 }
 
@@ -402,6 +541,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         struct gpuop_informer_config ic;
+        if (k == GPUOP_CACHES_SLICE)
+            continue; /* made when asked: gpuop_caches_watch_slices */
         informer_config(a, (enum gpuop_caches_kind)k, &ic);
         if (rc == 0)
             rc = gpuop_informer_new(loop, kube, &ic, &caches->inf[k]);
@@ -409,12 +550,16 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
             /* Informers never started: closing them frees synchronously
              * enough once the loop runs; count them for the close cb. */
             for (int j = 0; j < k; j++)
-                gpuop_informer_close(caches->inf[j], NULL, NULL);
+                if (caches->inf[j])
+                    gpuop_informer_close(caches->inf[j], NULL, NULL);
             free(caches->ns);
             free(a);
             return rc;
         }
+        caches->open++;
     }
+    caches->loop = loop;
+    caches->kube = kube;
     *out = caches;
     return 0;
 }
@@ -422,6 +567,8 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
 int gpuop_caches_start(struct gpuop_caches *caches)
 {
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
+        if (!caches->inf[k])
+            continue; /* the slices': started when asked */
         int rc = gpuop_informer_start(caches->inf[k]);
         if (rc < 0)
             return rc;
@@ -586,14 +733,17 @@ void gpuop_caches_view_free(struct gpuop_caches_view *v)
 void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out)
 {
-    gpuop_informer_stats(caches->inf[kind], out);
+    if (caches->inf[kind])
+        gpuop_informer_stats(caches->inf[kind], out);
+    else
+        memset(out, 0, sizeof(*out)); /* the slices' while not watched */
 }
 
 static void informer_closed(void *arg)
 {
     struct gpuop_caches *caches = arg;
-    if (--caches->open > 0)
-        return;
+    if (--caches->open > 0 || !caches->closing)
+        return; /* another still open, or a stopped slice informer while the rest run */
     void (*cb)(void *) = caches->close_cb;
     void *carg = caches->close_arg;
     free(caches->ns);
@@ -610,10 +760,47 @@ void gpuop_caches_close(struct gpuop_caches *caches, void (*cb)(void *), void *a
 {
     caches->close_cb = cb;
     caches->close_arg = arg;
-    caches->open = GPUOP_CACHES_KINDS;
+    caches->closing = true;
     caches->cfg.on_change = NULL;
     caches->cfg.on_node = NULL;
     caches->cfg.on_synced = NULL;
+    caches->cfg.on_slices = NULL;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++)
-        gpuop_informer_close(caches->inf[k], informer_closed, caches);
+        if (caches->inf[k])
+            gpuop_informer_close(caches->inf[k], informer_closed, caches);
+}
+
+int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
+{
+    struct gpuop_informer **inf = &caches->inf[GPUOP_CACHES_SLICE];
+    if (caches->closing || on == (*inf != NULL))
+        return 0;
+    if (!on) {
+        gpuop_informer_close(*inf, informer_closed, caches); /* frees its slices */
+        *inf = NULL;
+        caches->slices_synced = false;
+        caches->slices_error = 0;
+        slices_mark(caches, false);
+        gpuop_info("resourceslices", "not watched any more");
+        return 0;
+    }
+    struct gpuop_informer_config ic;
+    informer_config((struct caches_alloc *)caches, GPUOP_CACHES_SLICE, &ic);
+    int rc = gpuop_informer_new(caches->loop, caches->kube, &ic, inf);
+    if (rc < 0)
+        return rc;
+    caches->open++;
+    rc = gpuop_informer_start(*inf);
+    gpuop_info("resourceslices", "watching the ResourceSlices of driver %s", GPUOP_DRA_GPU_DRIVER);
+    return rc;
+}
+
+bool gpuop_caches_slices_synced(const struct gpuop_caches *caches)
+{
+    return caches->slices_synced;
+}
+
+int gpuop_caches_slices_error(const struct gpuop_caches *caches)
+{
+    return caches->inf[GPUOP_CACHES_SLICE] ? caches->slices_error : 0;
 }

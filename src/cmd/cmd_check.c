@@ -37,6 +37,7 @@ struct check {
     struct gpuop_kube *kube;
     struct gpuop_caches *caches;
     uv_timer_t progress;
+    uv_timer_t slices_timer; /* list_slices' deadline */
     bool show_progress;
     size_t seen[GPUOP_CACHES_KINDS]; /* objects listed so far, by kind */
     uint64_t timeout_ms;             /* 0: none */
@@ -113,6 +114,20 @@ static void on_fatal(void *arg, const struct gpuop_err *err)
     if (!ck->fatal)
         ck->fatal_err = *err;
     ck->fatal = true;
+    uv_stop(&ck->loop);
+}
+
+/* The slice watch listed, or failed to. */
+static void on_slices(void *arg)
+{
+    struct check *ck = arg;
+    uv_stop(&ck->loop);
+}
+
+static void on_slices_timeout(uv_timer_t *t)
+{
+    struct check *ck = t->data;
+    ck->timed_out = 1;
     uv_stop(&ck->loop);
 }
 
@@ -232,8 +247,11 @@ static int list_cluster(struct check *ck, const struct gpuop_kubeconfig *cfg,
     int rc = gpuop_kube_new(&ck->loop, cfg, &ck->kube, &err);
     if (rc == 0)
         gpuop_kube_set_fatal(ck->kube, on_fatal, ck);
-    struct gpuop_caches_config wc = {
-        .namespace = o->ns, .on_change = on_change, .on_synced = on_synced, .arg = ck};
+    struct gpuop_caches_config wc = {.namespace = o->ns,
+                                     .on_change = on_change,
+                                     .on_synced = on_synced,
+                                     .on_slices = on_slices,
+                                     .arg = ck};
     if (rc == 0)
         rc = gpuop_caches_new(&ck->loop, ck->kube, &wc, &ck->caches);
     if (rc == 0)
@@ -272,6 +290,36 @@ static int list_cluster(struct check *ck, const struct gpuop_kubeconfig *cfg,
         return 2;
     }
     return 0;
+}
+
+/* DRA (issue 42): with the DRA driver enabled in policy (borrowed), the
+ * ResourceSlices are listed too, so the report says which path advertises
+ * each node's GPUs and the DRA findings are judged. A cluster that does
+ * not serve them (404), or sends nothing within the timeout, leaves them
+ * unread: said on stderr, and no DRA finding is judged. */
+static void list_slices(struct check *ck, const struct gpuop_policy *policy,
+                        const struct check_opts *o)
+{
+    int dra = gpuop_operand_by_name("dra-driver");
+    if (dra < 0 || !policy->operands[dra].enabled ||
+        gpuop_caches_watch_slices(ck->caches, true) < 0)
+        return;
+    uv_timer_init(&ck->loop, &ck->slices_timer);
+    ck->slices_timer.data = ck;
+    if (o->timeout_ms)
+        uv_timer_start(&ck->slices_timer, on_slices_timeout, o->timeout_ms, 0);
+    ck->timed_out = 0;
+    while (!gpuop_caches_slices_synced(ck->caches) && !gpuop_caches_slices_error(ck->caches) &&
+           !ck->fatal && !ck->timed_out)
+        uv_run(&ck->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&ck->slices_timer, NULL);
+    int err = gpuop_caches_slices_error(ck->caches);
+    if (!gpuop_caches_slices_synced(ck->caches))
+        fprintf(stderr, "%s check: ResourceSlices not read (%s): no DRA finding is judged\n",
+                gpuop_cli_program(),
+                err == GPUOP_ENOTFOUND ? "the API server does not serve resource.k8s.io/v1"
+                : err                  ? gpuop_strerror(err)
+                                       : "no answer within --request-timeout");
 }
 
 /* Judges the listed cluster against policy (borrowed; active names the
@@ -377,6 +425,8 @@ int gpuop_cmd_check(int argc, char **argv)
             have_policy = true;
         }
     }
+    if (exit_code == 0)
+        list_slices(&ck, &policy, &o);
     if (exit_code == 0)
         exit_code = judge_and_report(&ck, &policy, active, &o);
     if (have_policy)

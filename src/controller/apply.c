@@ -145,6 +145,18 @@ unsigned gpuop_ctl_apply_absent_crds(const struct ctl_apply *a)
     return bits;
 }
 
+bool gpuop_ctl_apply_dra_served(const struct ctl_apply *a)
+{
+    for (int i = 0; i < gpuop_render_extra_count() && i < GPUOP_RENDER_EXTRA_MAX; i++) {
+        const struct gpuop_render_extra *x = gpuop_render_extra_get(i);
+        if (strcmp(x->kind, "DeviceClass") || strcmp(x->name, GPUOP_DRA_GPU_DRIVER))
+            continue;
+        uint64_t h = a->extras_applied[i].body_hash;
+        return !a->extras_absent[i] && h != 0 && h != CTL_EXTRA_DELETED;
+    }
+    return false;
+}
+
 /* Remembers a refused body: not resent before the key's backoff. */
 static void remember_refusal(struct ctl_applied *a, uint64_t h, const struct gpuop_apply_result *r)
 {

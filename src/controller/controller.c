@@ -246,6 +246,8 @@ static void findings_and_status(struct gpuop_controller *c)
     in.apply = apply_results(c, &in.sa);
     if (in.apply)
         in.absent_crds = gpuop_ctl_apply_absent_crds(&c->apply);
+    if (!c->inactive) /* DRA: its slices are read once resource.k8s.io/v1 is known served */
+        (void)gpuop_caches_watch_slices(c->caches, gpuop_ctl_apply_dra_served(&c->apply));
     struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
     struct gpuop_caches_view v;
     int rc = gpuop_caches_view(c->caches, &v);
@@ -504,9 +506,10 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
 {
     struct gpuop_controller *c = arg;
     static const char *const knames[GPUOP_CACHES_KINDS] = {
-        [GPUOP_CACHES_POLICY] = "gpupolicy",  [GPUOP_CACHES_NODE] = "node",
-        [GPUOP_CACHES_DS] = "daemonset",      [GPUOP_CACHES_POD] = "pod",
-        [GPUOP_CACHES_SA] = "serviceaccount", [GPUOP_CACHES_EVENT] = "event"};
+        [GPUOP_CACHES_POLICY] = "gpupolicy",   [GPUOP_CACHES_NODE] = "node",
+        [GPUOP_CACHES_DS] = "daemonset",       [GPUOP_CACHES_POD] = "pod",
+        [GPUOP_CACHES_SA] = "serviceaccount",  [GPUOP_CACHES_EVENT] = "event",
+        [GPUOP_CACHES_SLICE] = "resourceslice"};
     const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];

@@ -301,6 +301,10 @@ const struct gpuop_apply_result *gpuop_ctl_apply_results(const struct ctl_apply 
 /* The extras whose kind's CRD the API server lacked, a bit per
  * gpuop_render_extra index (the status's conditions say so). */
 unsigned gpuop_ctl_apply_absent_crds(const struct ctl_apply *a);
+/* DRA: this process applied the DRA driver's DeviceClass gpu.nvidia.com
+ * (resource.k8s.io/v1) and the API server took it: it serves
+ * resource.k8s.io/v1, whose ResourceSlices the caches may then watch. */
+bool gpuop_ctl_apply_dra_served(const struct ctl_apply *a);
 /* Starts every apply or delete whose prerequisite is settled and marks
  * blocked the operands whose prerequisite could not be applied; called
  * again whenever an operation ends. Nothing in flight afterwards: the

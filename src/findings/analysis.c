@@ -268,7 +268,7 @@ static int push(struct gpuop_findings *f, uint32_t node, int op, int reason, int
     x->kind = (uint8_t)ri->kind;
     x->reason = (uint8_t)reason;
     x->prereq = (int8_t)prereq;
-    if (reason == GPUOP_REASON_POD_NOT_CREATED)
+    if (gpuop_reason_holds_since(reason))
         x->since = since;
     else
         x->ref = ref;
@@ -530,6 +530,15 @@ enum fact {
     /* judged whatever runs */
     F_POOL_CONFLICT = 1u << 30, /* driver: two driver pools select the node (SPEC 4f) */
 };
+/* DRA (the DRA driver's cell, judged whatever runs, while the caches watch
+ * the node's ResourceSlices: gpuop_node.dra.watched); past an enum's int. */
+#define F_DRA_TWICE (1ull << 32) /* slices with devices, and nvidia.com/gpu allocatable */
+#define F_DRA_NO_DRIVER                                                                            \
+    (1ull << 33) /* slices with devices, the driver neither runs nor                               \
+                    is host-provided */
+#define F_DRA_NONE_LATE                                                                            \
+    (1ull << 34) /* its plugin Ready past the advertise grace, no slice                            \
+                    has a device */
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -541,9 +550,10 @@ enum row_ref {
     R_BLOCKER_LABEL,
     R_DS_NAME,
     R_OS,
-    R_POOLS
+    R_POOLS,
+    R_DRA /* the node's DRA fold, held in the finding (gpuop_finding_dra) */
 };
-enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
+enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT, P_DRIVER };
 
 /* A row's reason: a reason, none (the row only sets the cell), the pair's
  * ordering reason, or the diagnosis table's. */
@@ -555,7 +565,7 @@ enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
 #define CELL_IF_NA 0xfe
 
 struct row {
-    uint32_t need, deny; /* enum fact */
+    uint64_t need, deny; /* enum fact, and the F_DRA_* beyond its 32 bits */
     int why;             /* enum gpuop_reason, or WHY_* */
     uint8_t cell;        /* enum gpuop_cell, or CELL_* */
     uint8_t ref, pre;    /* enum row_ref, enum row_pre */
@@ -612,6 +622,8 @@ static const struct row runs[] = {
 static const struct row advertises[] = {
     {F_RUNNING | F_ADV_NOTHING, 0, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
      GPUOP_CELL_MISSING, R_POD, P_NONE},
+    {F_RUNNING | F_DRA_NONE_LATE, 0, GPUOP_REASON_NO_SLICES_PUBLISHED, GPUOP_CELL_MISSING, R_POD,
+     P_NONE},
 };
 
 /* It runs where it is not expected (or will not stop). */
@@ -625,10 +637,12 @@ static const struct row unexpected[] = {
     {F_RUNNING | F_OPTOUT | F_LABEL_TRUE, F_EXPECTED, GPUOP_REASON_NODE_OPTED_OUT,
      GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
     {F_RUNNING, F_EXPECTED, GPUOP_REASON_LABEL_NOT_TRUE, GPUOP_CELL_UNEXPECTED, R_POD, P_NONE},
+    {F_DRA_TWICE, 0, GPUOP_REASON_GPUS_ADVERTISED_TWICE, CELL_KEEP, R_DRA, P_NONE},
 };
 
 /* Its prerequisites (walked up past every satisfied one). */
 static const struct row ordering[] = {
+    {F_DRA_NO_DRIVER, 0, GPUOP_REASON_SLICES_WITHOUT_DRIVER, GPUOP_CELL_VIOLATION, R_DRA, P_DRIVER},
     {F_RUNNING | F_GPU | F_PREREQ_OFF, 0, WHY_ORDER, GPUOP_CELL_VIOLATION, R_POD, P_UNSATISFIED},
     {F_ADV_NO_TK, F_RUNNING, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, GPUOP_CELL_VIOLATION,
      R_NONE, P_TOOLKIT},
@@ -651,7 +665,7 @@ static const struct table {
 } tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs), ROWS(advertises),
               ROWS(unexpected), ROWS(ordering),    ROWS(pools)};
 
-static const struct row *first_match(const struct row *rows, size_t n, uint32_t facts)
+static const struct row *first_match(const struct row *rows, size_t n, uint64_t facts)
 {
     for (size_t i = 0; i < n; i++)
         if ((facts & rows[i].need) == rows[i].need && !(facts & rows[i].deny))
@@ -661,7 +675,7 @@ static const struct row *first_match(const struct row *rows, size_t n, uint32_t 
 
 /* What a fact names beside its bit. */
 struct facts {
-    uint32_t has;
+    uint64_t has;
     int blocker, unsatisfied, pool_ds;
     const struct gpuop_taint *taint;
     const char *text; /* F_OS_UNKNOWN: the labels; F_DS_ABSENT: a pool's DaemonSet, or NULL */
@@ -733,6 +747,26 @@ static uint32_t pod_facts(const struct gpuop_pod *pod)
            (pod->phase == GPUOP_PHASE_RUNNING ? F_PHASE_RUN : 0);
 }
 
+/* The DRA facts of the DRA driver's cell (j's node): what its ResourceSlices
+ * say, once the caches watch them (gpuop_node.dra.watched). */
+static uint64_t dra_facts(struct gpuop_findings *f, const struct judge *j, long long now)
+{
+    const struct gpuop_analysis_state *s = &f->inc;
+    const struct gpuop_node *nd = j->nd;
+    const int o = s->dra, drv = s->driver;
+    uint64_t h = 0;
+    if (!nd->dra.watched)
+        return 0;
+    if (nd->dra.devices && nd->gpus.allocatable)
+        h |= F_DRA_TWICE;
+    if (nd->dra.devices && drv >= 0 && !j->running[drv] && !j->host[drv])
+        h |= F_DRA_NO_DRIVER;
+    if (!nd->dra.devices && j->running[o] && nd->gpu &&
+        ready_longer_than(f, j->bp[o], s->advertise_grace_s, now))
+        h |= F_DRA_NONE_LATE;
+    return h;
+}
+
 /* The facts of cell (j's node, o). Facts with a deadline (grace periods)
  * are judged only where a table reads them, so that next_change notes
  * only what could change a finding. */
@@ -744,7 +778,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     const struct gpuop_pod *pod = j->bp[o];
     const int label = nd->deploy[o];
     const char *v = label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o) : NULL;
-    uint32_t h = 0;
+    uint64_t h = 0;
 
     *k = (struct facts){.blocker = -1, .unsatisfied = -1, .pool_ds = -1};
     h |= nd->gpu ? F_GPU : 0;
@@ -765,6 +799,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
              ? F_EXPECTED
              : 0;
     h |= j->running[o] ? F_RUNNING : 0;
+    h |= o == s->dra ? dra_facts(f, j, now) : 0;
     if (s->ndpools && gpuop_node_os(nd, GPUOP_OS_POOL_CONFLICT) && o == s->driver)
         h |= F_POOL_CONFLICT; /* the labeller's annotation (labeling.h) */
     /* no device plugin runs, but the scheduler still sees its GPUs */
@@ -817,6 +852,7 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
               : why->pre == P_POOL_DS     ? k->pool_ds
               : why->pre == P_UNSATISFIED ? k->unsatisfied
               : why->pre == P_TOOLKIT     ? f->inc.toolkit
+              : why->pre == P_DRIVER      ? f->inc.driver
                                           : -1;
     const void *ref = NULL;
     long long since = 0;
@@ -848,6 +884,8 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
     }
     if (reason == GPUOP_REASON_POD_NOT_CREATED)
         since = ds->created > nd->created ? ds->created : nd->created;
+    if (why->ref == R_DRA)
+        since = gpuop_finding_dra_pack(nd->dra.devices, nd->dra.slices);
     return push(f, ni, o, reason, pre, since, ref);
 }
 
@@ -1066,6 +1104,7 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
         gpuop_reason_get(GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT);
     s->device_plugin = gpuop_operand_by_name(adv->operand);
     s->driver = gpuop_operand_by_key("driver");
+    s->dra = gpuop_operand_by_name("dra-driver");
     s->toolkit = gpuop_operand_by_name(adv->prereq);
     for (int o = 0; o < nops; o++) /* looked up by name: once a pass, not once a cell */
         s->prereq[o] = (int8_t)gpuop_policy_prereq(p, o); /* dcgm-exporter's: dcgm when on */

@@ -46,6 +46,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_NOT_GPU_NODE:
     case GPUOP_REASON_POD_STUCK_TERMINATING:
     case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+    case GPUOP_REASON_NO_SLICES_PUBLISHED:
     case GPUOP_REASON_WAITING_FOR_GATE:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
@@ -77,7 +78,7 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
 {
     if (size)
         buf[0] = '\0';
-    if (!x || !x->ref)
+    if (!x || !x->ref || gpuop_reason_holds_since(x->reason))
         return 0;
     const struct gpuop_taint *t = x->ref;
     const struct gpuop_pod *pod = x->ref;
@@ -119,7 +120,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return x->since;
     if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
         return ((const struct gpuop_pod *)x->ref)->deleted;
-    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
+    if (x->ref && (x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING ||
+                   x->reason == GPUOP_REASON_NO_SLICES_PUBLISHED))
         return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
         return ((const struct gpuop_pod *)x->ref)->gate_since;
@@ -157,7 +159,7 @@ void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, siz
 {
     const struct gpuop_pod *pod = x->ref;
     const struct gpuop_taint *t = x->ref;
-    if (x->reason == GPUOP_REASON_POD_NOT_CREATED || !x->ref)
+    if (gpuop_reason_holds_since(x->reason) || !x->ref)
         return;
     switch (ref_type(x->reason)) {
     case REF_TAINT:
@@ -181,7 +183,7 @@ void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, siz
 
 void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars)
 {
-    if (x->reason == GPUOP_REASON_POD_NOT_CREATED || !x->ref)
+    if (gpuop_reason_holds_since(x->reason) || !x->ref)
         return;
     const struct gpuop_pod *pod = x->ref;
     const struct gpuop_taint *t = x->ref;

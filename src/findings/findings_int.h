@@ -7,6 +7,7 @@
 #ifndef GPUOP_FINDINGS_INT_H
 #define GPUOP_FINDINGS_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gpuop/analysis.h"
@@ -23,6 +24,34 @@ void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, siz
  * gpuop_findings_ref_size measured) and points x->ref at the copy: x then
  * reads nothing of the inputs. */
 void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars);
+
+/* DRA findings that count the node's ResourceSlices (GpusAdvertisedTwice,
+ * SlicesWithoutDriver) hold the node's fold (model.h, gpuop_node_dra) in
+ * the finding itself, where PodNotCreated holds its time: no ref to copy.
+ * Whether reason's findings hold x->since (those and PodNotCreated), not
+ * x->ref. */
+static inline bool gpuop_reason_holds_since(int reason)
+{
+    return reason == GPUOP_REASON_POD_NOT_CREATED || reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE ||
+           reason == GPUOP_REASON_SLICES_WITHOUT_DRIVER;
+}
+
+static inline long long gpuop_finding_dra_pack(unsigned devices, unsigned slices)
+{
+    return (long long)devices | (long long)slices << 16;
+}
+
+/* The devices and slices a DRA finding holds; false for other reasons. */
+static inline bool gpuop_finding_dra(const struct gpuop_finding *x, unsigned *devices,
+                                     unsigned *slices)
+{
+    if (x->reason != GPUOP_REASON_GPUS_ADVERTISED_TWICE &&
+        x->reason != GPUOP_REASON_SLICES_WITHOUT_DRIVER)
+        return false;
+    *devices = (unsigned)(x->since & 0xffff);
+    *slices = (unsigned)((x->since >> 16) & 0xff);
+    return true;
+}
 
 /* t (seconds since epoch) as "YYYY-MM-DDTHH:MM:SSZ" into buf. */
 void gpuop_findings_fmt_time(long long t, char *buf, size_t size);

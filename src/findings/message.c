@@ -204,6 +204,21 @@ static void ph_mig(const struct vars *v, char *buf, size_t size)
     snprintf(buf, size, "%s", v->r && v->r->gpus.mig_allocatable ? "yes" : "");
 }
 
+/* a DRA finding's ResourceSlices (findings_int.h) */
+static void ph_dra_devices(const struct vars *v, char *buf, size_t size)
+{
+    unsigned devices, slices;
+    if (gpuop_finding_dra(v->x, &devices, &slices))
+        snprintf(buf, size, "%u", devices);
+}
+
+static void ph_dra_slices(const struct vars *v, char *buf, size_t size)
+{
+    unsigned devices, slices;
+    if (gpuop_finding_dra(v->x, &devices, &slices))
+        snprintf(buf, size, "%u", slices);
+}
+
 /* GPU pods bound here (the controller's LIST) */
 static void ph_stranded(const struct vars *v, char *buf, size_t size)
 {
@@ -254,6 +269,8 @@ static const struct placeholder {
     {"mig", "non-empty when the node advertises MIG devices", ph_mig},
     {"stranded", "GPU pods bound to the node of an ordering finding, as listed", ph_stranded},
     {"stranded-count", "their number; empty when none", ph_stranded_count},
+    {"dra-devices", "a DRA finding's devices of driver gpu.nvidia.com on the node", ph_dra_devices},
+    {"dra-slices", "... and the ResourceSlices they are in", ph_dra_slices},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

@@ -164,6 +164,18 @@ static const struct gpuop_reason_info reasons[] = {
          "toolkit does not work on the node, or it cannot register with the kubelet "
          "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_NO_SLICES_PUBLISHED] =
+        {M, "NoSlicesPublished",
+         "Pod <detail> is Running and Ready since <since>, but no ResourceSlice of driver "
+         "gpu.nvidia.com advertises a device of the node.",
+         "The DRA driver's kubelet plugin has been Running and Ready for longer than the "
+         "policy's advertise grace (spec.findings.advertiseGracePeriodSeconds) and no "
+         "ResourceSlice of driver gpu.nvidia.com (resource.k8s.io/v1) names the node with a "
+         "device: no claim can be allocated here.",
+         "Read the kubelet plugin's log (container gpus): it publishes no device when it finds "
+         "no GPU (the driver, NVML), or when it cannot register with the kubelet "
+         "(/var/lib/kubelet/plugins_registry; the kubelet's log says why).",
+         NULL, NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_LABEL_ABSENT] =
         {N, "LabelAbsent", "Label nvidia.com/gpu.deploy.<operand> is absent: nothing happens here.",
          "The node has no nvidia.com/gpu.deploy.<operand> label.",
@@ -274,6 +286,21 @@ static const struct gpuop_reason_info reasons[] = {
          "stopped answering: bring it back, or once the machine is known dead delete the pod "
          "with --force --grace-period=0.",
          NULL, NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_GPUS_ADVERTISED_TWICE] =
+        {U, "GpusAdvertisedTwice",
+         "The node's GPUs are advertised twice: <allocatable> nvidia.com/gpu (allocatable) by the "
+         "device plugin, and <dra-devices> device(s) in <dra-slices> ResourceSlice(s) of driver "
+         "gpu.nvidia.com by the DRA driver; the scheduler counts each apart and may admit more "
+         "GPU pods than the node has GPUs (those pods fail to start).",
+         "The device plugin advertises the node's GPUs as nvidia.com/gpu and the DRA driver "
+         "publishes them in ResourceSlices (resource.k8s.io/v1): the scheduler hands out both, "
+         "so pods requesting nvidia.com/gpu and pods with claims may together be given more "
+         "GPUs than the node has.",
+         "Advertise the node's GPUs one way: label it nvidia.com/gpu.deploy.device-plugin=false "
+         "(or disable spec.devicePlugin) to allocate them through DRA only, or "
+         "nvidia.com/gpu.deploy.dra-driver=false (or disable spec.draDriver) to keep the device "
+         "plugin.",
+         NULL, NULL, GPUOP_WAIT_GRACE},
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
          "<operand> runs but <prereq> neither runs nor is host-provided: the node "
@@ -322,6 +349,18 @@ static const struct gpuop_reason_info reasons[] = {
          "DaemonSet, a taint, its pod), or give the node a config without MPS (its label "
          "nvidia.com/device-plugin.config).",
          "device-plugin", "mps-control-daemon", GPUOP_WAIT_STALL},
+    [GPUOP_REASON_SLICES_WITHOUT_DRIVER] =
+        {O, "SlicesWithoutDriver",
+         "<dra-devices> device(s) in <dra-slices> ResourceSlice(s) of driver gpu.nvidia.com "
+         "name the node, but <prereq> neither runs nor is host-provided: claims allocated here "
+         "will fail to prepare, and their pods stay in ContainerCreating.",
+         "The DRA driver's ResourceSlices advertise the node's GPUs while the NVIDIA driver "
+         "neither runs nor is host-provided: the scheduler allocates claims here that the "
+         "kubelet plugin cannot prepare.",
+         "Make <prereq> run on the node (label nvidia.com/gpu.deploy.<prereq>=true), or set that "
+         "label to \"false\" if the host provides it; until then cordon the node. The slices go "
+         "once the DRA kubelet plugin stops (the kubelet deletes them 30 s later).",
+         NULL, NULL, GPUOP_WAIT_STALL},
     [GPUOP_REASON_HELD_BY_PREREQUISITE] =
         {H, "HeldByPrerequisite",
          "<operand> is labelled to run here, but with spec.ordering: enforce DaemonSet <ds> "

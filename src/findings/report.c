@@ -507,6 +507,72 @@ static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
     return 0;
 }
 
+/* ---- which path advertises a node's GPUs (issue 42) ---- */
+
+enum path { PATH_NONE, PATH_PLUGIN, PATH_DRA, PATH_BOTH, PATH_COUNT };
+static const char *const PATHS[PATH_COUNT] = {"none", "plugin", "DRA", "both"};
+
+/* The device plugin (nvidia.com/gpu or MIG devices allocatable), DRA (a
+ * ResourceSlice of driver gpu.nvidia.com with devices), both or none;
+ * -1 when the node's slices were not read (gpuop_node.dra.watched). */
+static int advertised_by(const struct gpuop_node *n)
+{
+    if (!n || !n->dra.watched)
+        return -1;
+    bool plugin = n->gpus.allocatable || n->gpus.mig_allocatable, dra = n->dra.devices > 0;
+    return plugin && dra ? PATH_BOTH : dra ? PATH_DRA : plugin ? PATH_PLUGIN : PATH_NONE;
+}
+
+/* One line a path: how many shown GPU nodes it advertises, the first
+ * EXAMPLES of them named; nothing when the slices were not read. */
+static void paths_text(FILE *out, const struct gpuop_report_opts *o)
+{
+    size_t count[PATH_COUNT] = {0};
+    const char *examples[PATH_COUNT][EXAMPLES];
+    bool any = false;
+    for (size_t i = 0; i < o->nnodes; i++) {
+        const struct gpuop_node *n = o->nodes ? o->nodes[i] : NULL;
+        int k = n && n->gpu && shown(o, n->name) ? advertised_by(n) : -1;
+        if (k < 0)
+            continue;
+        any = true;
+        if (count[k] < EXAMPLES)
+            examples[k][count[k]] = n->name;
+        count[k]++;
+    }
+    if (!any)
+        return;
+    fprintf(out, "GPUs advertised by (device plugin's nvidia.com/gpu, DRA's ResourceSlices):\n");
+    for (int k = PATH_PLUGIN; k < PATH_COUNT + PATH_PLUGIN; k++) {
+        int path = k % PATH_COUNT; /* none last */
+        if (!count[path])
+            continue;
+        fprintf(out, "  %-6s %zu node%s:", PATHS[path], count[path], count[path] == 1 ? "" : "s");
+        for (size_t e = 0; e < count[path] && e < EXAMPLES; e++)
+            fprintf(out, "%s %s", e ? "," : "", examples[path][e]);
+        fprintf(out, "%s%s\n", count[path] > EXAMPLES ? ", ..." : "",
+                path == PATH_BOTH ? " (advertised twice: GpusAdvertisedTwice)" : "");
+    }
+    fputc('\n', out);
+}
+
+/* {"<node>": "plugin" | "DRA" | "both" | "none"} of the shown GPU nodes
+ * whose slices were read, or NULL when none was (new). */
+static json_t *paths_json(const struct gpuop_report_opts *o)
+{
+    json_t *by = NULL;
+    for (size_t i = 0; i < o->nnodes; i++) {
+        const struct gpuop_node *n = o->nodes ? o->nodes[i] : NULL;
+        int k = n && n->gpu && shown(o, n->name) ? advertised_by(n) : -1;
+        if (k < 0)
+            continue;
+        if (!by && !(by = json_object()))
+            return NULL;
+        json_object_set_new(by, n->name, json_string(PATHS[k]));
+    }
+    return by;
+}
+
 int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       const struct gpuop_report_opts *opts)
 {
@@ -532,6 +598,7 @@ int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
     if ((rc = findings(out, f, &o, nitems)) < 0)
         return rc;
     host_info(out, f, &o);
+    paths_text(out, &o);
     if ((rc = pools_text(out, p, &o)) < 0)
         return rc;
     upgrade_text(out, o.upgrade, &o);
@@ -582,7 +649,10 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
             goto fail;
     }
     if (json_is_object(o.upgrade) && json_object_set(doc, "upgrade", o.upgrade) < 0)
-        goto fail; /* the leader's view of the driver upgrade */
+        goto fail;               /* the leader's view of the driver upgrade */
+    json_t *by = paths_json(&o); /* issue 42: plugin, DRA or both, where slices were read */
+    if (by && json_object_set_new(doc, "gpusAdvertisedBy", by) < 0)
+        goto fail;
     json_decref(st);
     return doc;
 fail:

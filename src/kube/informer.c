@@ -363,6 +363,10 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
         char why[700];
         snprintf(why, sizeof(why), "list failed: %s", fail);
         set_str(&inf->cont, NULL);
+        if (inf->cfg.on_list_error)
+            inf->cfg.on_list_error(inf->cfg.arg, rc < 0 ? rc : GPUOP_EPARSE);
+        if (inf->state == ST_CLOSED)
+            return; /* closed from on_list_error */
         backoff(inf, why);
         return;
     }

@@ -1080,6 +1080,121 @@ static void test_stuck_terminating(void **state)
     world_free(&w);
 }
 
+/* Issue 42: what the DRA driver's ResourceSlices (the caches' fold in
+ * gpuop_node.dra) say of a node. Both the device plugin's nvidia.com/gpu
+ * and a slice with devices: advertised twice (Unexpected); slices while
+ * the driver neither runs nor is host-provided: SlicesWithoutDriver, an
+ * ordering violation whether or not the kubelet plugin still runs; the
+ * plugin Ready past the advertise grace with no device: NoSlicesPublished
+ * (Missing). Nothing of it while the slices are not watched. */
+/* The findings of node's dra-driver cell. */
+static int dra_findings(const struct world *w, const char *node)
+{
+    const struct gpuop_node_result *r = node_res(w, node);
+    int n = 0;
+    for (uint32_t k = 0; r && k < r->nfindings; k++)
+        n += w->f.items[r->first + k].operand == op("dra-driver");
+    return n;
+}
+
+static void test_dra_slices(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    const char *chain = "present=true driver=true container-toolkit=true device-plugin=true "
+                        "dra-driver=true";
+    const struct gpuop_node_dra eight = {8, 1, 1};
+    /* the device plugin's 8 GPUs and an 8-device slice */
+    struct gpuop_node *n = add_node(&w, "twice", chain, NULL);
+    n->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
+    n->dra = eight;
+    run_pods(&w, "twice", "driver container-toolkit device-plugin dra-driver");
+    /* the same unwatched: nothing known of slices */
+    n = add_node(&w, "unwatched", chain, NULL);
+    n->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
+    run_pods(&w, "unwatched", "driver container-toolkit device-plugin dra-driver");
+    /* DRA only */
+    n = add_node(&w, "draonly",
+                 "present=true driver=true container-toolkit=true device-plugin=false "
+                 "dra-driver=true",
+                 NULL);
+    n->dra = eight;
+    run_pods(&w, "draonly", "driver container-toolkit dra-driver");
+    /* the driver's label removed: the plugin still runs, or is gone */
+    n = add_node(&w, "nodriver", "present=true container-toolkit=true dra-driver=true", NULL);
+    n->dra = (struct gpuop_node_dra){16, 2, 1};
+    run_pods(&w, "nodriver", "dra-driver");
+    n = add_node(&w, "nodriver2", "present=true container-toolkit=true dra-driver=true", NULL);
+    n->dra = eight;
+    /* a host-provided driver: no concern */
+    n = add_node(&w, "hostdriver",
+                 "present=true driver=pre-installed container-toolkit=true dra-driver=true", NULL);
+    n->dra = eight;
+    run_pods(&w, "hostdriver", "container-toolkit dra-driver");
+    /* the plugin Ready 1000 s, and 50 s, with no device */
+    n = add_node(&w, "empty", "present=true driver=true dra-driver=true", NULL);
+    n->dra = (struct gpuop_node_dra){0, 1, 1}; /* a shared-counters slice only */
+    run_pods(&w, "empty", "driver");
+    add_pod(&w, "dra-driver", "empty", "Running", true);
+    n = add_node(&w, "young", "present=true driver=true dra-driver=true", NULL);
+    n->dra = (struct gpuop_node_dra){0, 0, 1};
+    run_pods(&w, "young", "driver");
+    add_pod(&w, "dra-driver", "young", "Running", true)->ready_since = T0 + 950;
+    n = add_node(&w, "emptyunwatched", "present=true driver=true dra-driver=true", NULL);
+    run_pods(&w, "emptyunwatched", "driver dra-driver");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_GPUS_ADVERTISED_TWICE);
+    assert_non_null(strstr(msg_of(&w, x),
+                           "advertised twice: 8 nvidia.com/gpu (allocatable) by the device "
+                           "plugin, and 8 device(s) in 1 ResourceSlice(s) of driver "
+                           "gpu.nvidia.com by the DRA driver"));
+    assert_non_null(strstr(msg_of(&w, x), "may admit more GPU pods than the node has GPUs"));
+    assert_int_equal(node_res(&w, "twice")->cell[op("dra-driver")], GPUOP_CELL_RUNNING);
+    assert_int_equal(dra_findings(&w, "twice"), 1);
+    assert_int_equal(dra_findings(&w, "unwatched"), 0);
+    assert_int_equal(dra_findings(&w, "draonly"), 0);
+    assert_int_equal(dra_findings(&w, "hostdriver"), 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_GPUS_ADVERTISED_TWICE], 1);
+
+    x = find(&w, "nodriver", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SLICES_WITHOUT_DRIVER);
+    assert_int_equal(x->prereq, op("driver"));
+    assert_non_null(strstr(msg_of(&w, x), "16 device(s) in 2 ResourceSlice(s) of driver "
+                                          "gpu.nvidia.com name the node, but driver neither "
+                                          "runs nor is host-provided: claims allocated here "
+                                          "will fail to prepare"));
+    assert_int_equal(node_res(&w, "nodriver")->cell[op("dra-driver")], GPUOP_CELL_VIOLATION);
+    x = find(&w, "nodriver2", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SLICES_WITHOUT_DRIVER);
+    assert_non_null(strstr(msg_of(&w, x), "8 device(s) in 1 ResourceSlice(s)"));
+
+    x = find(&w, "empty", "dra-driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_NO_SLICES_PUBLISHED);
+    assert_non_null(strstr(msg_of(&w, x), "Pod gpuop-dra-driver-empty-"));
+    assert_non_null(strstr(msg_of(&w, x), "is Running and Ready since 2026-11-29T21:10:00Z, but no "
+                                          "ResourceSlice of driver gpu.nvidia.com advertises a "
+                                          "device"));
+    assert_int_equal(node_res(&w, "empty")->cell[op("dra-driver")], GPUOP_CELL_MISSING);
+    assert_null(find(&w, "young", "dra-driver", GPUOP_KIND_MISSING));
+    assert_null(find(&w, "emptyunwatched", "dra-driver", GPUOP_KIND_MISSING));
+    assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
+
+    /* the slice goes: the twice finding with it */
+    w.nodes[0]->dra = (struct gpuop_node_dra){0, 0, 1};
+    w.nodes[0]->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
+    analyze(&w);
+    assert_null(find(&w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED));
+    world_free(&w);
+}
+
 /* Issue 15 section 1: what the scheduler sees. GPUs advertised while the
  * toolkit is unsatisfied are an OrderingViolation whether or not a device
  * plugin pod is still there; a device plugin Ready past the advertise grace
@@ -1799,6 +1914,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_clean),
+        cmocka_unit_test(test_dra_slices),
         cmocka_unit_test(test_seed_not_scheduled),
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),

@@ -45,15 +45,30 @@
 #define LOG_MAX  2048
 #define CONN_MAX 256
 
-/* K_RC, K_CM, K_SVC: the objects beside the DaemonSets (applied, never
- * watched) */
-enum kind { K_POLICY, K_NODE, K_DS, K_POD, K_SA, K_EVENT, K_RC, K_CM, K_SVC, K_COUNT };
+/* K_RC, K_CM, K_SVC, K_DC: the objects beside the DaemonSets (applied,
+ * never watched); K_DC and K_SLICE (resource.k8s.io/v1) only while
+ * f->dra_served, else their paths are 404 */
+enum kind {
+    K_POLICY,
+    K_NODE,
+    K_DS,
+    K_POD,
+    K_SA,
+    K_EVENT,
+    K_RC,
+    K_CM,
+    K_SVC,
+    K_DC,
+    K_SLICE,
+    K_COUNT
+};
 static const char *const COLL[K_COUNT] = {
     "/apis/gpuop.dev/v1alpha1/gpupolicies",       "/api/v1/nodes",
     "/apis/apps/v1/namespaces/" NS "/daemonsets", "/api/v1/namespaces/" NS "/pods",
     "/api/v1/namespaces/" NS "/serviceaccounts",  "/api/v1/namespaces/" NS "/events",
     "/apis/node.k8s.io/v1/runtimeclasses",        "/api/v1/namespaces/" NS "/configmaps",
-    "/api/v1/namespaces/" NS "/services"};
+    "/api/v1/namespaces/" NS "/services",         "/apis/resource.k8s.io/v1/deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices"};
 
 struct change {
     enum kind kind;
@@ -93,7 +108,9 @@ struct fx {
     int extra_applies, extra_deletes; /* RuntimeClass, ConfigMap, Service */
     uint64_t apply_at[64];            /* uv_now of each PATCH of the refused one */
     int nrefused;
-    char said[8192]; /* "<reason>: <message>\n" of each Event POSTed, truncated */
+    char said[8192];    /* "<reason>: <message>\n" of each Event POSTed, truncated */
+    bool dra_served;    /* resource.k8s.io/v1 is served (K_DC, K_SLICE) */
+    int slice_requests; /* requests to K_SLICE's path, served or not */
 };
 
 #define RUN_UNTIL(f, cond, ms) WAITER_RUN_UNTIL(&(f)->wait, cond, ms)
@@ -221,6 +238,9 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
     }
     int k = kind_of(r->path);
     char name[256], v[32];
+    f->slice_requests += k == K_SLICE;
+    if ((k == K_DC || k == K_SLICE) && !f->dra_served)
+        k = -1;
     if (k < 0) {
         fakeapi_respond_status(c, 404, "NotFound", "no such path");
         return;
@@ -298,13 +318,14 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         bool had = json_object_get(f->store[K_SA], name) != NULL;
         put(f, K_SA, name, json_incref(body), had ? "MODIFIED" : "ADDED");
         respond_obj(c, body);
-    } else if (!strcmp(r->method, "PATCH") && (k == K_RC || k == K_CM || k == K_SVC)) {
+    } else if (!strcmp(r->method, "PATCH") && (k == K_RC || k == K_CM || k == K_SVC || k == K_DC)) {
         f->extra_applies++;
         assert_string_equal(r->ctype, "application/apply-patch+yaml");
         bool had = json_object_get(f->store[k], name) != NULL;
         put(f, (enum kind)k, name, json_incref(body), had ? "MODIFIED" : "ADDED");
         respond_obj(c, body);
-    } else if (!strcmp(r->method, "DELETE") && (k == K_RC || k == K_CM || k == K_SVC)) {
+    } else if (!strcmp(r->method, "DELETE") &&
+               (k == K_RC || k == K_CM || k == K_SVC || k == K_DC)) {
         f->extra_deletes++;
         json_t *old = json_object_get(f->store[k], name);
         if (old) {
@@ -970,6 +991,71 @@ static void test_device_classes_not_served(void **state)
               condition_of(f, "DeviceClasses") == NULL &&
                   !json_object_get(f->store[K_DS], "gpuop-dra-driver"),
               WAIT_MS);
+    assert_int_equal(f->slice_requests, 0); /* its ResourceSlices never asked for */
+}
+
+/* New: a ResourceSlice of NVIDIA's DRA driver on node, ndev devices. */
+static json_t *dra_slice(const char *node, int ndev)
+{
+    json_t *devs = json_array();
+    for (int i = 0; i < ndev; i++)
+        json_array_append_new(devs, json_pack("{s:s}", "name", "gpu"));
+    return json_pack("{s:s, s:s, s:{}, s:{s:s, s:s, s:{s:s, s:i}, s:o}}", "apiVersion",
+                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "spec", "driver",
+                     GPUOP_DRA_GPU_DRIVER, "nodeName", node, "pool", "name", node, "generation", 1,
+                     "devices", devs);
+}
+
+/* node's cached DRA fold is {devices, slices, watched}. */
+static bool fold_is(struct fx *f, const char *node, int devices, int slices, int watched)
+{
+    const struct gpuop_node *n = gpuop_caches_node(gpuop_controller_caches(f->c), node);
+    return n && n->dra.devices == devices && n->dra.slices == slices && n->dra.watched == watched;
+}
+
+/* Issue 42: the DRA driver's ResourceSlices, watched once its DeviceClass
+ * was applied (the API serves resource.k8s.io/v1), folded into each
+ * node: a slice listed before the watch, a Node's update keeping its
+ * fold, a slice that came before its Node, a slice changed and deleted;
+ * the DRA driver off: the watch stops and every fold is emptied. */
+static void test_slices_folded(void **state)
+{
+    struct fx *f = *state;
+    f->dra_served = true;
+    put(f, K_SLICE, "gpu-1-a", dra_slice("gpu-1", 8), "ADDED");
+    start_verify(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
+    assert_int_equal(f->slice_requests, 0); /* the DRA driver is off: not asked */
+    assert_true(fold_is(f, "gpu-1", 0, 0, 0));
+    set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 1));
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 8, 1, 1), WAIT_MS);
+    assert_non_null(json_object_get(f->store[K_DC], "gpu.nvidia.com"));
+    /* the Node changes: its fold stays */
+    const struct gpuop_node *was = gpuop_caches_node(gpuop_controller_caches(f->c), "gpu-1");
+    json_t *n1 = os_node("gpu-1", "ubuntu", "24.04", NULL);
+    json_object_set_new(json_object_get(json_object_get(n1, "metadata"), "labels"),
+                        "nvidia.com/gpu.deploy.dra-driver", json_string("true"));
+    put(f, K_NODE, "gpu-1", n1, "MODIFIED");
+    RUN_UNTIL(f, gpuop_caches_node(gpuop_controller_caches(f->c), "gpu-1") != was, WAIT_MS);
+    assert_true(fold_is(f, "gpu-1", 8, 1, 1));
+    /* a slice before its Node */
+    put(f, K_SLICE, "gpu-2-a", dra_slice("gpu-2", 4), "ADDED");
+    put(f, K_SLICE, "gpu-2-b", dra_slice("gpu-2", 0), "ADDED");
+    run_for(f, 100);
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, fold_is(f, "gpu-2", 4, 2, 1), WAIT_MS);
+    /* changed, moved to another node, deleted */
+    put(f, K_SLICE, "gpu-2-a", dra_slice("gpu-2", 2), "MODIFIED");
+    RUN_UNTIL(f, fold_is(f, "gpu-2", 2, 2, 1), WAIT_MS);
+    put(f, K_SLICE, "gpu-2-b", dra_slice("gpu-1", 1), "MODIFIED");
+    RUN_UNTIL(f, fold_is(f, "gpu-2", 2, 1, 1) && fold_is(f, "gpu-1", 9, 2, 1), WAIT_MS);
+    put(f, K_SLICE, "gpu-1-a", dra_slice("gpu-1", 8), "DELETED");
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 1, 1, 1), WAIT_MS);
+    /* the DRA driver off: its DeviceClass deleted, the slices not watched */
+    set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 0));
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 0, 0, 0) && fold_is(f, "gpu-2", 0, 0, 0), WAIT_MS);
+    assert_null(json_object_get(f->store[K_DC], "gpu.nvidia.com"));
+    assert_int_equal(f->c->stats.analysis_mismatches, 0);
 }
 
 /* spec.operator.runtimeClass renamed: the RuntimeClass is applied under
@@ -1819,6 +1905,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_monitor_without_crd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_classes_not_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slices_folded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_driver_pools, setup, teardown),

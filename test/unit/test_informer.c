@@ -111,6 +111,7 @@ struct fx {
     uint64_t at[256];  /* arrival time of each request */
     char log[8192];    /* "A:key=v M:key=old>new D:key=v " */
     int nevents, synced_calls, close_calls;
+    int list_errors, last_list_error; /* on_list_error's calls, its last rc */
     bool inf_closed, kube_closed;
     const char *close_on_key; /* close the informer from on_event */
     bool use_same;
@@ -199,6 +200,13 @@ static void on_synced(void *arg)
     logf_(f, "| ");
 }
 
+static void on_list_error(void *arg, int rc)
+{
+    struct fx *f = arg;
+    f->list_errors++;
+    f->last_list_error = rc;
+}
+
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -239,6 +247,7 @@ static void start(struct fx *f, route_fn route)
         .keep_same = f->keep_same,
         .on_event = on_event,
         .on_synced = on_synced,
+        .on_list_error = on_list_error,
         .arg = f,
     };
     assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &f->inf), 0);
@@ -852,6 +861,7 @@ static void test_http_500_backoff(void **state)
     struct fx *f = *state;
     start(f, route_500);
     RUN_UNTIL(f, f->nwatch == 3, WAIT_MS);
+    assert_int_equal(f->list_errors, 0); /* the watches failed, not the list */
     assert_int_equal(fakeapi_nreq(f->srv), 4);
     assert_watch_from(f, 1, "10");
     assert_watch_from(f, 2, "10"); /* resumed, no list */
@@ -865,6 +875,35 @@ static void test_http_500_backoff(void **state)
     assert_int_equal(s.restarts, 2);
     assert_int_equal(s.watches, 3);
     assert_string_equal(f->log, "A:a=1 | M:a=1>2 ");
+}
+
+/* ---- a collection the server does not serve: each list's 404 is told
+ * (on_list_error: GPUOP_ENOTFOUND), and listed again after a backoff; once
+ * served, the list and watch go on as ever ---- */
+
+static void route_404(struct fx *f, struct fakeapi_conn *c, const struct fakeapi_request *r)
+{
+    if (!is_watch(r) && f->nlist <= 2) {
+        fakeapi_respond_status(c, 404, "NotFound",
+                               "the server could not find the requested resource");
+        return;
+    }
+    if (!is_watch(r)) {
+        respond_list(c, "10", NULL, "a=1");
+        return;
+    }
+    watch_begin(c);
+}
+
+static void test_list_not_found(void **state)
+{
+    struct fx *f = *state;
+    start(f, route_404);
+    RUN_UNTIL(f, f->synced_calls == 1, WAIT_MS);
+    assert_int_equal(f->list_errors, 2);
+    assert_int_equal(f->last_list_error, GPUOP_ENOTFOUND);
+    assert_true(f->at[1] - f->at[0] >= BACKOFF_MS);
+    assert_string_equal(f->log, "A:a=1 | ");
 }
 
 /* ---- broken LIST pages: each is abandoned with a backoff, then a good
@@ -1357,6 +1396,7 @@ int main(void)
         T(test_gone_http_relist),
         T(test_expired_continue),
         T(test_http_500_backoff),
+        T(test_list_not_found),
         T(test_cut_mid_line),
         T(test_refused),
         T(test_one_namespace_keys),

@@ -73,6 +73,54 @@ static const char *line_of(const char *txt, const char *name, char *buf, size_t 
     return NULL;
 }
 
+/* Issue 42: which path advertises each GPU node's GPUs, in text and JSON,
+ * once the node's ResourceSlices were read (gpuop_node.dra.watched); not
+ * a word of it where they were not. */
+static void test_advertised_by(void **state)
+{
+    (void)state;
+    struct fx_world w;
+    fx_world_init(&w, FX_NO_DS_STATUS, 0);
+    const char *names[] = {"gpu-both", "gpu-dra", "gpu-none", "gpu-plugin"};
+    for (int i = 0; i < 4; i++) {
+        fx_add_node(&w, names[i], FX_ALL);
+        fx_run(&w, names[i], FX_ALL);
+    }
+    w.nodes[0]->gpus.allocatable = w.nodes[3]->gpus.allocatable = 8;
+    w.nodes[0]->dra = w.nodes[1]->dra = (struct gpuop_node_dra){8, 1, 1};
+    w.nodes[2]->dra = w.nodes[3]->dra = (struct gpuop_node_dra){0, 0, 1};
+    fx_analyze(&w);
+    struct gpuop_report_opts o = {.nodes = w.np, .nnodes = w.nn};
+    char *t = text(&w, &o), line[256];
+    assert_non_null(strstr(t, "GPUs advertised by"));
+    assert_string_equal(line_of(t, "  plugin", line, sizeof(line)), "  plugin 1 node: gpu-plugin");
+    assert_string_equal(line_of(t, "  DRA", line, sizeof(line)), "  DRA    1 node: gpu-dra");
+    assert_string_equal(line_of(t, "  both", line, sizeof(line)),
+                        "  both   1 node: gpu-both (advertised twice: GpusAdvertisedTwice)");
+    assert_string_equal(line_of(t, "  none", line, sizeof(line)), "  none   1 node: gpu-none");
+    free(t);
+    char *js = structured(&w, &o, false);
+    json_t *doc = json_loads(js, 0, NULL);
+    assert_non_null(doc);
+    json_t *by = json_object_get(doc, "gpusAdvertisedBy");
+    assert_string_equal(json_string_value(json_object_get(by, "gpu-both")), "both");
+    assert_string_equal(json_string_value(json_object_get(by, "gpu-dra")), "DRA");
+    assert_string_equal(json_string_value(json_object_get(by, "gpu-plugin")), "plugin");
+    assert_string_equal(json_string_value(json_object_get(by, "gpu-none")), "none");
+    json_decref(doc);
+    free(js);
+    /* the slices not read: nothing said */
+    for (int i = 0; i < 4; i++)
+        w.nodes[i]->dra = (struct gpuop_node_dra){0};
+    t = text(&w, &o);
+    assert_null(strstr(t, "GPUs advertised by"));
+    free(t);
+    js = structured(&w, &o, false);
+    assert_null(strstr(js, "gpusAdvertisedBy"));
+    free(js);
+    fx_world_free(&w);
+}
+
 /* Issue 38: "pre-installed" (NVIDIA's driver container found a driver on
  * the host) is host-provided as "false" is, for any operand: a node with
  * it on the driver and the toolkit and the rest running is complete, and
@@ -411,10 +459,11 @@ static void test_gpus_violations_held(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_matrix),  cmocka_unit_test(test_text_grouping),
-        cmocka_unit_test(test_preinstalled), cmocka_unit_test(test_clean_and_empty),
-        cmocka_unit_test(test_json),         cmocka_unit_test(test_upgrade_text),
-        cmocka_unit_test(test_symbols),      cmocka_unit_test(test_gpus_violations_held),
+        cmocka_unit_test(test_advertised_by),        cmocka_unit_test(test_text_matrix),
+        cmocka_unit_test(test_text_grouping),        cmocka_unit_test(test_preinstalled),
+        cmocka_unit_test(test_clean_and_empty),      cmocka_unit_test(test_json),
+        cmocka_unit_test(test_upgrade_text),         cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_gpus_violations_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

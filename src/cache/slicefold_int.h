@@ -1,0 +1,26 @@
+/*
+ * slicefold_int.h - a node's DRA ResourceSlices summed into its struct
+ * (model.h, struct gpuop_node_dra): what the caches do with each slice
+ * event (caches.c), kept apart so it is tested without an API server.
+ *
+ * The fold is a count and a sum, moved by each slice that comes or goes
+ * (O(1) an event, whatever the cluster's size). The count saturates at
+ * UINT8_MAX; taking a slice back from a saturated fold cannot know what
+ * is left, so it asks the caller to recount the node's slices (a walk
+ * of the slice cache; no real node has 255 slices: NVIDIA's plugin
+ * publishes one, or one a GPU and one of shared counters).
+ */
+#ifndef GPUOP_SLICEFOLD_INT_H
+#define GPUOP_SLICEFOLD_INT_H
+
+#include <stdbool.h>
+
+#include "gpuop/model.h"
+
+/* Adds slice s (borrowed) to d. */
+void gpuop_slicefold_add(struct gpuop_node_dra *d, const struct gpuop_slice *s);
+/* Takes slice s (borrowed), once added, back from d; false when d was
+ * saturated: then d is zeroed (watched kept) and the caller recounts. */
+bool gpuop_slicefold_del(struct gpuop_node_dra *d, const struct gpuop_slice *s);
+
+#endif
