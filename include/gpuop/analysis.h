@@ -167,8 +167,10 @@ struct gpuop_analysis_state {
     int driver;   /* the driver's operand index (its pools' conflicts) */
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
-    int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
-    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */
+    int device_plugin, toolkit;        /* operand indexes the scheduler's view is judged on */
+    int8_t prereq[GPUOP_OPERAND_MAX];  /* gpuop_policy_prereq per operand */
+    struct gpuop_sharing_cm plugin_cm; /* the policy's plugin_cm while it names a device
+                                          plugin config, else UNKNOWN (sharing.h) */
     size_t items_cap, nodes_cap;
     uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry of a pass */

@@ -26,6 +26,7 @@
 #include "gpuop/error.h"
 #include "gpuop/gate.h"
 #include "gpuop/operand.h"
+#include "gpuop/sharing.h"
 
 /* State of one nvidia.com/gpu.deploy.* label on a node. */
 enum gpuop_label {
@@ -192,6 +193,15 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
                                      NULL when it carries none. Read them with
                                      gpuop_node_os(). */
     struct gpuop_node_upgrade up; /* the driver upgrade's view (docs/upgrade.md) */
+    /* GPU sharing (sharing.h), in the 4 bytes the struct's alignment left: */
+    uint16_t config_at;   /* where the value of its GPUOP_LABEL_PLUGIN_CONFIG label is,
+                             a string after the struct (bytes from the node's start);
+                             0 without the label or with "" (the policy's default then).
+                             Read it with gpuop_node_plugin_config(). */
+    uint8_t replicas;     /* GFD's GPUOP_LABEL_GPU_REPLICAS, saturating; 0 absent */
+    uint8_t sharing : 2;  /* enum gpuop_sharing_strategy of GPUOP_LABEL_SHARING_STRATEGY */
+    bool config_long : 1; /* the config label's value was longer than
+                             GPUOP_SHARING_CONFIG_MAX (no label value can be): kept cut */
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -342,6 +352,11 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER, or GPUOP_LABEL_PREINSTALLED:
  * GPUOP_LABEL_VALUE_PREINSTALLED), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
+
+/* The value of the node's GPUOP_LABEL_PLUGIN_CONFIG label (borrowed; at
+ * most GPUOP_SHARING_CONFIG_MAX bytes, see config_long), NULL when it has
+ * none or "". */
+const char *gpuop_node_plugin_config(const struct gpuop_node *n);
 
 /* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
  * NULL when the node lacks it. */

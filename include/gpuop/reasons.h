@@ -36,6 +36,7 @@ enum gpuop_reason {
     GPUOP_REASON_POD_FAILED,
     GPUOP_REASON_POD_TERMINATING,
     GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+    GPUOP_REASON_SHARING_CONFIG_KEY_MISSING, /* its config label names no key of the ConfigMap */
     /* NotScheduled */
     GPUOP_REASON_LABEL_ABSENT,
     GPUOP_REASON_LABEL_EMPTY,
@@ -82,7 +83,11 @@ enum gpuop_reason {
  * and stranded-count (their number, empty when none); gate, gate-file and
  * gate-what (the init container a pod is held in, the file it waits for,
  * what must work for it: gate.h) and upgrade-state (the node's
- * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted). */
+ * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted);
+ * config-map (the device plugin's sharing ConfigMap, spec.devicePlugin.config.name),
+ * config-keys (its keys as gpuop read them, "a, b", "none" when it has
+ * none; empty when it does not exist) and config-absent (non-empty when
+ * the API server says it does not exist). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

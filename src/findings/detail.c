@@ -38,7 +38,8 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_LABEL_INVALID:
     case GPUOP_REASON_HELD_BY_PREREQUISITE:
     case GPUOP_REASON_LABEL_CHANGED:
-    case GPUOP_REASON_DRIVER_POOL_CONFLICT: /* the pools, "a100,h100" */
+    case GPUOP_REASON_DRIVER_POOL_CONFLICT:       /* the pools, "a100,h100" */
+    case GPUOP_REASON_SHARING_CONFIG_KEY_MISSING: /* the node's config label's value */
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:

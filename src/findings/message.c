@@ -217,6 +217,45 @@ static void ph_stranded_count(const struct vars *v, char *buf, size_t size)
         snprintf(buf, size, "%u", st->count);
 }
 
+/* The device plugin's sharing ConfigMap as the setup read it (sharing.h). */
+static void ph_config_map(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", v->f->inc.plugin_cm.name);
+}
+
+/* Most bytes of the ConfigMap's keys a message names; then "and N more". */
+#define CONFIG_KEYS_SHOWN 384
+
+static void ph_config_keys(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_sharing_cm *cm = &v->f->inc.plugin_cm;
+    if (cm->state != GPUOP_SHARING_CM_READ)
+        return;
+    if (!cm->nkeys) {
+        snprintf(buf, size, "none");
+        return;
+    }
+    size_t n = strlen(cm->keys);
+    if (n <= CONFIG_KEYS_SHOWN) {
+        snprintf(buf, size, "%s", cm->keys);
+        return;
+    }
+    size_t cut = CONFIG_KEYS_SHOWN; /* at a separator, the keys before it whole */
+    while (cut > 0 && cm->keys[cut] != ',')
+        cut--;
+    unsigned shown = 0;
+    for (size_t i = 0; i < cut; i++)
+        shown += cm->keys[i] == ',';
+    if (cut)
+        shown++;
+    snprintf(buf, size, "%.*s and %u more", (int)cut, cm->keys, (unsigned)cm->nkeys - shown);
+}
+
+static void ph_config_absent(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", v->f->inc.plugin_cm.state == GPUOP_SHARING_CM_ABSENT ? "yes" : "");
+}
+
 /* ---- the table ---- */
 
 static const struct placeholder {
@@ -254,6 +293,11 @@ static const struct placeholder {
     {"mig", "non-empty when the node advertises MIG devices", ph_mig},
     {"stranded", "GPU pods bound to the node of an ordering finding, as listed", ph_stranded},
     {"stranded-count", "their number; empty when none", ph_stranded_count},
+    {"config-map", "the device plugin's sharing ConfigMap (spec.devicePlugin.config.name)",
+     ph_config_map},
+    {"config-keys", "its keys as read, \"a, b\" (\"none\"); empty when it does not exist",
+     ph_config_keys},
+    {"config-absent", "non-empty when the sharing ConfigMap does not exist", ph_config_absent},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

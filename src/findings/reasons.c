@@ -164,6 +164,22 @@ static const struct gpuop_reason_info reasons[] = {
          "toolkit does not work on the node, or it cannot register with the kubelet "
          "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_SHARING_CONFIG_KEY_MISSING] =
+        {M, "SharingConfigKeyMissing",
+         "The node's label nvidia.com/device-plugin.config is \"<detail>\"[config-keys:, a key "
+         "ConfigMap <config-map> lacks (its keys: <config-keys>)][config-absent:, and ConfigMap "
+         "<config-map> does not exist]: the device plugin's config-manager fails on it "
+         "(\"specified config <detail> does not exist\") and the device plugin gets no "
+         "config here.",
+         "The node picks a sharing config (label nvidia.com/device-plugin.config) that the "
+         "ConfigMap spec.devicePlugin.config.name lacks: NVIDIA's config-manager, in the device "
+         "plugin's and GFD's pods, fails on a key that is not there, so the node's GPUs are not "
+         "advertised with its config (or at all).",
+         "Label the node with one of the ConfigMap's keys (kubectl label node <node> "
+         "nvidia.com/device-plugin.config=KEY --overwrite), remove the label to take the "
+         "policy's default (spec.devicePlugin.config.default), or add the key \"<detail>\" to "
+         "ConfigMap <config-map>.",
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_LABEL_ABSENT] =
         {N, "LabelAbsent", "Label nvidia.com/gpu.deploy.<operand> is absent: nothing happens here.",
          "The node has no nvidia.com/gpu.deploy.<operand> label.",
