@@ -922,6 +922,8 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->gpu = nd->gpu;
     r->gpus = nd->gpus;
     r->upgrade = nd->upgrade;
+    r->sharing = nd->gpu ? nd->sharing : GPUOP_SHARING_NONE; /* GFD's labels (sharing.h) */
+    r->replicas = nd->gpu ? nd->replicas : 0;
     for (int o = 0; o < nops; o++) {
         j.running[o] = gpuop_pod_running(bp[o]);
         j.host[o] =

@@ -175,8 +175,8 @@ static void ph_upgrade_state(const struct vars *v, char *buf, size_t size)
                                          [GPUOP_UPGRADE_DONE] = "\"upgrade-done\"",
                                          [GPUOP_UPGRADE_FAILED] = "\"upgrade-failed\"",
                                          [GPUOP_UPGRADE_ACTIVE] = "set"};
-    snprintf(buf, size, "%s",
-             v->r && v->r->upgrade <= GPUOP_UPGRADE_ACTIVE ? states[v->r->upgrade] : "?");
+    _Static_assert(GPUOP_UPGRADE_ACTIVE == 3, "the result's 2-bit upgrade indexes states");
+    snprintf(buf, size, "%s", v->r ? states[v->r->upgrade] : "?");
 }
 
 static void ph_capacity(const struct vars *v, char *buf, size_t size)

@@ -9,6 +9,8 @@
 #     SharingConfigKeyMissing on its device plugin, the message naming the
 #     value and the keys there are, in the status and in `gpuop check`; a
 #     node labelled ts-4 has none;
+#   - GFD's nvidia.com/gpu.sharing-strategy and gpu.replicas on a node: the
+#     status's sharing and `gpuop check` (text and JSON) show it;
 #   - the key added to the ConfigMap: the finding clears (the ConfigMap is
 #     read again within CTL_SHARING_REREAD_MS, not watched);
 #   - the ConfigMap deleted: the labelled nodes' findings say it does not
@@ -112,6 +114,22 @@ jq -e --arg n "$MISSING" '[.nodes[] | select(.name == $n) | .findings[] |
 	<<<"$out" >/dev/null || fail "gpuop check lacks the finding: $(jq -c '.nodes' <<<"$out")"
 jq -e --arg n "$TS4" '[.nodes[] | select(.name == $n) | .findings[]] | length == 0' <<<"$out" >/dev/null ||
 	fail "gpuop check has findings on $TS4: $(jq -c '.nodes' <<<"$out")"
+
+log "GFD's sharing labels on $TS4: the status and gpuop check show its sharing"
+kc label node "$TS4" nvidia.com/gpu.sharing-strategy=time-slicing nvidia.com/gpu.replicas=4 >/dev/null
+shares() {
+	kc get gpupolicy "$POLICY" -o json | jq -e --arg n "$TS4" '.status.sharing[]? |
+		select(.strategy == "time-slicing" and .replicas == 4 and (.nodeNames | index($n)))' >/dev/null
+}
+wait_for 60 shares
+! kc get gpupolicy "$POLICY" -o json | jq -e --arg n "$MISSING" '.status.sharing[]? | .nodeNames | index($n)' >/dev/null ||
+	fail "$MISSING (no GFD sharing label) is listed as sharing"
+text=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes gpu-share- --color never || true)
+grep -qF "  time-slicing, 4 replicas: 1 node ($TS4)" <<<"$text" ||
+	fail "gpuop check does not show $TS4's sharing: $text"
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$TS4" -o json || true)
+jq -e --arg n "$TS4" '.sharing == [{"strategy": "time-slicing", "replicas": 4, "nodes": 1, "nodeNames": [$n]}]' \
+	<<<"$out" >/dev/null || fail "gpuop check -o json: $(jq -c .sharing <<<"$out")"
 
 log "the key added to the ConfigMap: the finding clears (read again, not watched)"
 cm_apply default ts-4 missing
