@@ -110,6 +110,7 @@ struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node *
                                         none did or it failed (events_int.h: the stall began
                                         then) */
     uint8_t replicas;                /* a GPU node's GFD replicas label, 0 absent */
+    uint8_t gpu_count;               /* a GPU node's GFD count label, 0 absent */
     uint16_t host_provided;          /* bit per operand index: host-provided (information) */
     uint16_t preinstalled;           /* ... of those, by the label "pre-installed" (NVIDIA's
                                         driver container wrote it), not "false" */

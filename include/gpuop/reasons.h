@@ -37,6 +37,7 @@ enum gpuop_reason {
     GPUOP_REASON_POD_TERMINATING,
     GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
     GPUOP_REASON_SHARING_CONFIG_KEY_MISSING, /* its config label names no key of the ConfigMap */
+    GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS, /* allocatable is not GFD's count x replicas */
     /* NotScheduled */
     GPUOP_REASON_LABEL_ABSENT,
     GPUOP_REASON_LABEL_EMPTY,
@@ -87,7 +88,9 @@ enum gpuop_reason {
  * config-map (the device plugin's sharing ConfigMap, spec.devicePlugin.config.name),
  * config-keys (its keys as gpuop read them, "a, b", "none" when it has
  * none; empty when it does not exist) and config-absent (non-empty when
- * the API server says it does not exist). */
+ * the API server says it does not exist); gpu-count, replicas, strategy
+ * (GFD's nvidia.com/gpu.count, gpu.replicas, sharing-strategy of the node)
+ * and shared (their product: what allocatable should be). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

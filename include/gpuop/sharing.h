@@ -30,6 +30,11 @@
  * "mps") and the replicas per GPU. */
 #define GPUOP_LABEL_SHARING_STRATEGY "nvidia.com/gpu.sharing-strategy"
 #define GPUOP_LABEL_GPU_REPLICAS     "nvidia.com/gpu.replicas"
+/* GFD's count of the node's GPUs (k8s-device-plugin v0.20.0
+ * internal/lm/resource.go): allocatable is this x replicas. */
+#define GPUOP_LABEL_GPU_COUNT "nvidia.com/gpu.count"
+/* The count kept up to this, 5 bits; a higher one is not judged. */
+#define GPUOP_SHARING_COUNT_MAX 31
 
 /* Longest config label value kept: a label value is at most 63 bytes (the
  * API server refuses more); a longer one is cut and marked (config_long). */
@@ -51,6 +56,10 @@ int gpuop_sharing_strategy_of(const char *value);
 /* GFD's replicas label value: 1..GPUOP_SHARING_REPLICAS_MAX (saturating),
  * 0 when absent or not a positive decimal number. */
 uint8_t gpuop_sharing_replicas_of(const char *value);
+
+/* GFD's count label value: 1..GPUOP_SHARING_COUNT_MAX (a higher one
+ * saturates at it), 0 when absent or not a positive decimal number. */
+uint8_t gpuop_sharing_count_of(const char *value);
 
 /* What gpuop read of the ConfigMap (struct gpuop_sharing_cm.state). */
 enum gpuop_sharing_cm_state {

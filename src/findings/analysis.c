@@ -532,6 +532,10 @@ enum fact {
     /* judged whatever runs, for the device plugin (sharing.h) */
     F_CONFIG_MISSING = 1u << 31, /* the node's config label names no key of the ConfigMap */
 };
+/* only judged while it runs, for the device plugin (sharing.h): Ready past
+ * the advertise grace, GFD labels the node shared, and allocatable is not
+ * GFD's count x replicas (facts are 64 bits from here) */
+#define F_ALLOC_DIFFERS (1ull << 32)
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -558,7 +562,7 @@ enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT };
 #define CELL_IF_NA 0xfe
 
 struct row {
-    uint32_t need, deny; /* enum fact */
+    uint64_t need, deny; /* enum fact, F_ALLOC_DIFFERS */
     int why;             /* enum gpuop_reason, or WHY_* */
     uint8_t cell;        /* enum gpuop_cell, or CELL_* */
     uint8_t ref, pre;    /* enum row_ref, enum row_pre */
@@ -621,6 +625,8 @@ static const struct row advertises[] = {
      R_CONFIG, P_NONE},
     {F_RUNNING | F_ADV_NOTHING, 0, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
      GPUOP_CELL_MISSING, R_POD, P_NONE},
+    {F_RUNNING | F_ALLOC_DIFFERS, 0, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS, GPUOP_CELL_MISSING,
+     R_POD, P_NONE},
 };
 
 /* It runs where it is not expected (or will not stop). */
@@ -660,7 +666,7 @@ static const struct table {
 } tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs), ROWS(advertises),
               ROWS(unexpected), ROWS(ordering),    ROWS(pools)};
 
-static const struct row *first_match(const struct row *rows, size_t n, uint32_t facts)
+static const struct row *first_match(const struct row *rows, size_t n, uint64_t facts)
 {
     for (size_t i = 0; i < n; i++)
         if ((facts & rows[i].need) == rows[i].need && !(facts & rows[i].deny))
@@ -670,7 +676,7 @@ static const struct row *first_match(const struct row *rows, size_t n, uint32_t 
 
 /* What a fact names beside its bit. */
 struct facts {
-    uint32_t has;
+    uint64_t has;
     int blocker, unsatisfied, pool_ds;
     const struct gpuop_taint *taint;
     const char *text; /* F_OS_UNKNOWN: the labels; F_DS_ABSENT: a pool's DaemonSet, or NULL */
@@ -751,6 +757,19 @@ static bool config_key_missing(const struct gpuop_analysis_state *s, const struc
            (nd->config_long || !gpuop_sharing_cm_has(&s->plugin_cm, cfg));
 }
 
+/* GFD labels GPU node nd shared (time-slicing or MPS, its count and
+ * replicas known) and its allocatable nvidia.com/gpu is above 0 and not
+ * count x replicas. 0 is DevicePluginAdvertisesNothing's, or a renamed
+ * resource (renameByDefault: nvidia.com/gpu.shared, which gpuop does not
+ * keep): not judged here. */
+static bool shared_differs(const struct gpuop_node *nd)
+{
+    bool shared = nd->sharing == GPUOP_SHARING_TIME_SLICING || nd->sharing == GPUOP_SHARING_MPS;
+    return nd->gpu && shared && nd->gpu_count && nd->gpu_count < GPUOP_SHARING_COUNT_MAX &&
+           nd->replicas && nd->replicas < GPUOP_SHARING_REPLICAS_MAX && nd->gpus.allocatable &&
+           nd->gpus.allocatable != (unsigned)nd->gpu_count * nd->replicas;
+}
+
 /* The facts of cell (j's node, o). Facts with a deadline (grace periods)
  * are judged only where a table reads them, so that next_change notes
  * only what could change a finding. */
@@ -762,7 +781,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     const struct gpuop_pod *pod = j->bp[o];
     const int label = nd->deploy[o];
     const char *v = label == GPUOP_LABEL_OTHER ? gpuop_node_deploy_value(nd, o) : NULL;
-    uint32_t h = 0;
+    uint64_t h = 0;
 
     *k = (struct facts){.blocker = -1, .unsatisfied = -1, .pool_ds = -1};
     h |= nd->gpu ? F_GPU : 0;
@@ -808,6 +827,9 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
         if (o == s->device_plugin && nd->gpu && !advertised(nd) &&
             ready_longer_than(f, pod, s->advertise_grace_s, now))
             k->has |= F_ADV_NOTHING;
+        if (o == s->device_plugin && shared_differs(nd) &&
+            ready_longer_than(f, pod, s->advertise_grace_s, now))
+            k->has |= F_ALLOC_DIFFERS;
         if (stuck_terminating(f, pod, now))
             k->has |= F_STUCK;
         int q = node_prereq(f, nd, o);
@@ -924,6 +946,7 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->upgrade = nd->upgrade;
     r->sharing = nd->gpu ? nd->sharing : GPUOP_SHARING_NONE; /* GFD's labels (sharing.h) */
     r->replicas = nd->gpu ? nd->replicas : 0;
+    r->gpu_count = nd->gpu ? nd->gpu_count : 0;
     for (int o = 0; o < nops; o++) {
         j.running[o] = gpuop_pod_running(bp[o]);
         j.host[o] =

@@ -47,6 +47,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_NOT_GPU_NODE:
     case GPUOP_REASON_POD_STUCK_TERMINATING:
     case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+    case GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS:
     case GPUOP_REASON_WAITING_FOR_GATE:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
@@ -120,7 +121,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return x->since;
     if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
         return ((const struct gpuop_pod *)x->ref)->deleted;
-    if (x->ref && x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING)
+    if (x->ref && (x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING ||
+                   x->reason == GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS))
         return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
         return ((const struct gpuop_pod *)x->ref)->gate_since;

@@ -256,6 +256,27 @@ static void ph_config_absent(const struct vars *v, char *buf, size_t size)
     snprintf(buf, size, "%s", v->f->inc.plugin_cm.state == GPUOP_SHARING_CM_ABSENT ? "yes" : "");
 }
 
+/* GFD's sharing labels of the node (sharing.h) */
+static void ph_gpu_count(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? v->r->gpu_count : 0u);
+}
+
+static void ph_replicas(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? v->r->replicas : 0u);
+}
+
+static void ph_strategy(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", gpuop_sharing_strategy_name(v->r ? v->r->sharing : 0));
+}
+
+static void ph_shared(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? (unsigned)v->r->gpu_count * v->r->replicas : 0u);
+}
+
 /* ---- the table ---- */
 
 static const struct placeholder {
@@ -298,6 +319,10 @@ static const struct placeholder {
     {"config-keys", "its keys as read, \"a, b\" (\"none\"); empty when it does not exist",
      ph_config_keys},
     {"config-absent", "non-empty when the sharing ConfigMap does not exist", ph_config_absent},
+    {"gpu-count", "GFD's nvidia.com/gpu.count of the node", ph_gpu_count},
+    {"replicas", "GFD's nvidia.com/gpu.replicas of the node", ph_replicas},
+    {"strategy", "GFD's nvidia.com/gpu.sharing-strategy of the node", ph_strategy},
+    {"shared", "gpu-count x replicas: what allocatable should be", ph_shared},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

@@ -180,6 +180,19 @@ static const struct gpuop_reason_info reasons[] = {
          "policy's default (spec.devicePlugin.config.default), or add the key \"<detail>\" to "
          "ConfigMap <config-map>.",
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS] =
+        {M, "SharedAllocatableDiffers",
+         "The node advertises <allocatable> nvidia.com/gpu (allocatable), but GFD labels it "
+         "<gpu-count> GPUs shared <replicas> ways (<strategy>): <shared> expected; the device "
+         "plugin pod <detail> is Ready since <since>.",
+         "GFD's labels say the node's GPUs are shared (nvidia.com/gpu.sharing-strategy, "
+         "nvidia.com/gpu.count x nvidia.com/gpu.replicas), and the device plugin, Ready past "
+         "the advertise grace, advertises another number of nvidia.com/gpu: the scheduler "
+         "hands out what allocatable says, not what the config says.",
+         "Read the device plugin's log (and its config-manager's): a config change it has not "
+         "applied yet (restart its pod on the node), a config whose resource is renamed "
+         "(renameByDefault: nvidia.com/gpu.shared), or GPUs it does not find.",
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_LABEL_ABSENT] =
         {N, "LabelAbsent", "Label nvidia.com/gpu.deploy.<operand> is absent: nothing happens here.",
          "The node has no nvidia.com/gpu.deploy.<operand> label.",

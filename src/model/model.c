@@ -546,6 +546,8 @@ static void node_sharing(json_t *labels, struct gpuop_node *n, struct packer *k)
         json_string_value(json_object_get(labels, GPUOP_LABEL_SHARING_STRATEGY)));
     n->replicas = gpuop_sharing_replicas_of(
         json_string_value(json_object_get(labels, GPUOP_LABEL_GPU_REPLICAS)));
+    n->gpu_count =
+        gpuop_sharing_count_of(json_string_value(json_object_get(labels, GPUOP_LABEL_GPU_COUNT)));
     if (!cfg || !*cfg)
         return;
     n->config_long = strnlen(cfg, GPUOP_SHARING_CONFIG_MAX + 1) > GPUOP_SHARING_CONFIG_MAX;
@@ -1007,7 +1009,7 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels ||
         a->replicas != b->replicas || a->sharing != b->sharing ||
-        a->config_long != b->config_long ||
+        a->config_long != b->config_long || a->gpu_count != b->gpu_count ||
         !str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b)))
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)

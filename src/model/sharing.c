@@ -56,6 +56,12 @@ uint8_t gpuop_sharing_replicas_of(const char *value)
     return n == 0 ? 0 : n > GPUOP_SHARING_REPLICAS_MAX ? GPUOP_SHARING_REPLICAS_MAX : (uint8_t)n;
 }
 
+uint8_t gpuop_sharing_count_of(const char *value)
+{
+    uint8_t n = gpuop_sharing_replicas_of(value);
+    return n > GPUOP_SHARING_COUNT_MAX ? GPUOP_SHARING_COUNT_MAX : n;
+}
+
 /* A ConfigMap key the API server accepts: [-._a-zA-Z0-9]+ (at most 253). */
 static bool key_ok(const char *k)
 {

@@ -11,6 +11,10 @@
 #     node labelled ts-4 has none;
 #   - GFD's nvidia.com/gpu.sharing-strategy and gpu.replicas on a node: the
 #     status's sharing and `gpuop check` (text and JSON) show it;
+#   - GFD's nvidia.com/gpu.count=8 with replicas 4 on a node whose
+#     allocatable is 8: SharedAllocatableDiffers once its device plugin has
+#     been Ready for the advertise grace, naming 32 and since when; cleared
+#     when allocatable is 32;
 #   - the key added to the ConfigMap: the finding clears (the ConfigMap is
 #     read again within CTL_SHARING_REREAD_MS, not watched);
 #   - the ConfigMap deleted: the labelled nodes' findings say it does not
@@ -73,7 +77,7 @@ spec:
   toolkit: {enabled: false}
   validator: {enabled: false}
   dcgmExporter: {enabled: false}
-  findings: {eventGracePeriodSeconds: 0}
+  findings: {eventGracePeriodSeconds: 0, advertiseGracePeriodSeconds: 15}
   devicePlugin:
     config: {name: $CM, default: default}
 YAML
@@ -130,6 +134,19 @@ grep -qF "  time-slicing, 4 replicas: 1 node ($TS4)" <<<"$text" ||
 out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$TS4" -o json || true)
 jq -e --arg n "$TS4" '.sharing == [{"strategy": "time-slicing", "replicas": 4, "nodes": 1, "nodeNames": [$n]}]' \
 	<<<"$out" >/dev/null || fail "gpuop check -o json: $(jq -c .sharing <<<"$out")"
+
+log "GFD says 8 GPUs x 4 on $TS4, allocatable 8: SharedAllocatableDiffers past the advertise grace"
+kc label node "$TS4" nvidia.com/gpu.count=8 >/dev/null
+wait_for 120 said "$TS4" device-plugin 'Missing/SharedAllocatableDiffers '
+msg=$(finding_of "$TS4" device-plugin)
+log "$msg"
+grep -qF "advertises 8 nvidia.com/gpu (allocatable), but GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 expected" <<<"$msg" ||
+	fail "the finding does not say what allocatable should be: $msg"
+grep -qE 'is Ready since 20[0-9-]+T[0-9:]+Z\.' <<<"$msg" || fail "the finding does not say since when: $msg"
+log "allocatable 32, as GFD says: it clears"
+kc patch node "$TS4" --subresource=status --type merge \
+	-p '{"status":{"capacity":{"nvidia.com/gpu":"32"},"allocatable":{"nvidia.com/gpu":"32"}}}' >/dev/null
+wait_for 60 no_finding "$TS4" device-plugin
 
 log "the key added to the ConfigMap: the finding clears (read again, not watched)"
 cm_apply default ts-4 missing

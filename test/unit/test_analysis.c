@@ -538,6 +538,64 @@ static void test_sharing_config_key_missing(void **state)
     (void)state;
 }
 
+/* Allocatable against GFD's count x replicas: judged on a shared node
+ * whose device plugin is Ready past the advertise grace, allocatable
+ * above 0. */
+static void test_shared_allocatable(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    struct gpuop_node *n = sharing_node(&w, "ts"); /* allocatable 8: add_pod's */
+    n->sharing = GPUOP_SHARING_TIME_SLICING;
+    n->gpu_count = 8;
+    n->replicas = 4;
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "ts", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    assert_int_equal(gpuop_finding_since(x), T0 + 200); /* the pod Ready since */
+    assert_int_equal(node_res(&w, "ts")->cell[dp], GPUOP_CELL_MISSING);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu (allocatable), but GFD "
+                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 expected; "
+                                "the device plugin pod gpuop-device-plugin-ts-"));
+    assert_non_null(strstr(msg, "is Ready since 2026-11-29T21:10:00Z."));
+
+    n->gpus.allocatable = 32; /* as GFD says */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->gpus.allocatable = 0; /* nothing (or a renamed resource): not this finding */
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS], 0);
+    n->gpus.allocatable = 8;
+    n->sharing = GPUOP_SHARING_NONE; /* not shared: not judged */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->sharing = GPUOP_SHARING_MPS;
+    n->gpu_count = 0; /* GFD's count absent */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->gpu_count = 8;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS], 1);
+
+    /* the plugin Ready within the advertise grace (a rollout): not yet, and
+     * the judgement changes when the grace ends */
+    for (size_t i = 0; i < w.np; i++)
+        if (w.pods[i]->operand == dp)
+            w.pods[i]->ready_since = (uint32_t)(T0 + 950);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
+    world_free(&w);
+    (void)state;
+}
+
 /* The ConfigMap's keys as read: sorted, bounded, bad input. */
 static void test_sharing_cm_read(void **state)
 {
@@ -1994,6 +2052,7 @@ int main(void)
         cmocka_unit_test(test_mps_daemon),
         cmocka_unit_test(test_sharing_config_key_missing),
         cmocka_unit_test(test_sharing_cm_read),
+        cmocka_unit_test(test_shared_allocatable),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),

@@ -131,6 +131,7 @@ static void test_node_sharing(void **state)
     assert_false(gpuop_node_equal(a, b));
     gpuop_node_free(b);
     b = shared("b", NULL, "spatial", "100000", NULL);
+    assert_int_equal(b->gpu_count, 0);
     assert_null(gpuop_node_plugin_config(b));
     assert_int_equal(b->sharing, GPUOP_SHARING_OTHER);
     assert_int_equal(b->replicas, GPUOP_SHARING_REPLICAS_MAX);
