@@ -97,16 +97,20 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
 
 struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node */
     char *name;                      /* in the set's names arena */
-    bool gpu;                        /* a GPU node */
-    bool progressing;                /* mid-rollout (only judged on a node with findings):
+    bool gpu : 1;                    /* a GPU node */
+    bool progressing : 1;            /* mid-rollout (only judged on a node with findings):
                                         a step among its findings and no failure
                                         (reasons.h gpuop_progress), or one of its pods
                                         became Ready less than the event grace ago */
+    uint8_t upgrade : 2;             /* enum gpuop_upgrade of the node (model.h) */
+    uint8_t sharing : 2;             /* a GPU node's enum gpuop_sharing_strategy, GFD's
+                                        label (sharing.h) */
     uint8_t idle_s;                  /* not progressing: seconds since one of its pods
                                         last became Ready, saturating at 255; 0 when
                                         none did or it failed (events_int.h: the stall began
                                         then) */
-    uint8_t upgrade;                 /* enum gpuop_upgrade of the node (model.h) */
+    uint8_t replicas;                /* a GPU node's GFD replicas label, 0 absent */
+    uint8_t gpu_count;               /* a GPU node's GFD count label, 0 absent */
     uint16_t host_provided;          /* bit per operand index: host-provided (information) */
     uint16_t preinstalled;           /* ... of those, by the label "pre-installed" (NVIDIA's
                                         driver container wrote it), not "false" */
@@ -168,8 +172,10 @@ struct gpuop_analysis_state {
     int dra;      /* the DRA driver's operand index (its ResourceSlices' findings) */
     bool enforce; /* spec.ordering: enforce */
     long advertise_grace_s, event_grace_s;
-    int device_plugin, toolkit;       /* operand indexes the scheduler's view is judged on */
-    int8_t prereq[GPUOP_OPERAND_MAX]; /* gpuop_policy_prereq per operand */
+    int device_plugin, toolkit;        /* operand indexes the scheduler's view is judged on */
+    int8_t prereq[GPUOP_OPERAND_MAX];  /* gpuop_policy_prereq per operand */
+    struct gpuop_sharing_cm plugin_cm; /* the policy's plugin_cm while it names a device
+                                          plugin config, else UNKNOWN (sharing.h) */
     size_t items_cap, nodes_cap;
     uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry of a pass */

@@ -26,6 +26,7 @@
 #include "gpuop/error.h"
 #include "gpuop/gate.h"
 #include "gpuop/operand.h"
+#include "gpuop/sharing.h"
 
 /* State of one nvidia.com/gpu.deploy.* label on a node. */
 enum gpuop_label {
@@ -172,7 +173,7 @@ struct gpuop_node_dra {
                          or DRA is off) */
 };
 
-struct gpuop_node { /* 88 bytes, its strings and taints after it */
+struct gpuop_node { /* 96 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -209,8 +210,19 @@ struct gpuop_node { /* 88 bytes, its strings and taints after it */
     /* The node's ResourceSlices of driver GPUOP_DRA_GPU_DRIVER (DRA), folded
      * by the caches (slicefold_int.h) from their own watch, not from the
      * Node: never read by gpuop_node_new (zero), not compared by
-     * gpuop_node_equal; in the 4 bytes the struct had left. */
+     * gpuop_node_equal; with the sharing fields below, 8 bytes the struct grew by. */
     struct gpuop_node_dra dra;
+    /* GPU sharing (sharing.h), beside the DRA fold: */
+    uint16_t config_at;    /* where the value of its GPUOP_LABEL_PLUGIN_CONFIG label is,
+                              a string after the struct (bytes from the node's start);
+                              0 without the label or with "" (the policy's default then).
+                              Read it with gpuop_node_plugin_config(). */
+    uint8_t replicas;      /* GFD's GPUOP_LABEL_GPU_REPLICAS, saturating; 0 absent */
+    uint8_t sharing : 2;   /* enum gpuop_sharing_strategy of GPUOP_LABEL_SHARING_STRATEGY */
+    bool config_long : 1;  /* the config label's value was longer than
+                              GPUOP_SHARING_CONFIG_MAX (no label value can be): kept cut */
+    uint8_t gpu_count : 5; /* GFD's GPUOP_LABEL_GPU_COUNT, saturating at
+                              GPUOP_SHARING_COUNT_MAX; 0 absent */
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -364,6 +376,11 @@ bool gpuop_ds_equal(const struct gpuop_ds *a, const struct gpuop_ds *b);
  * "false" (deploy[i] == GPUOP_LABEL_OTHER, or GPUOP_LABEL_PREINSTALLED:
  * GPUOP_LABEL_VALUE_PREINSTALLED), else NULL; borrowed. */
 const char *gpuop_node_deploy_value(const struct gpuop_node *n, int i);
+
+/* The value of the node's GPUOP_LABEL_PLUGIN_CONFIG label (borrowed; at
+ * most GPUOP_SHARING_CONFIG_MAX bytes, see config_long), NULL when it has
+ * none or "". */
+const char *gpuop_node_plugin_config(const struct gpuop_node *n);
 
 /* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
  * NULL when the node lacks it. */

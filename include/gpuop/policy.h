@@ -16,6 +16,7 @@
 #include "gpuop/error.h"
 #include "gpuop/names.h"
 #include "gpuop/operand.h"
+#include "gpuop/sharing.h"
 
 #define GPUOP_POLICY_PROBLEMS_MAX 32
 
@@ -279,6 +280,11 @@ struct gpuop_policy {
                                              nvidia.com/device-plugin.config reads; "" = none
                                              (config-manager's fallback, an empty config);
                                              never NULL after parsing */
+    struct gpuop_sharing_cm plugin_cm;    /* not the spec's: what gpuop read of the ConfigMap
+                                             config.name names (sharing.h), set by whoever
+                                             judges with the policy (the controller's apply
+                                             stage, gpuop check) after parsing; UNKNOWN
+                                             after parsing */
     char *mps_root;                       /* spec.devicePlugin.mps.root: the MPS control daemon's
                                              host directory; default GPUOP_MPS_ROOT_DEFAULT */
     bool dcgm_host_network;               /* spec.dcgm.hostNetwork: the host engine's pod in the

@@ -36,6 +36,8 @@ enum gpuop_reason {
     GPUOP_REASON_POD_FAILED,
     GPUOP_REASON_POD_TERMINATING,
     GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
+    GPUOP_REASON_SHARING_CONFIG_KEY_MISSING, /* its config label names no key of the ConfigMap */
+    GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS, /* allocatable is not GFD's count x replicas */
     GPUOP_REASON_NO_SLICES_PUBLISHED, /* DRA: the kubelet plugin runs, no slice has devices */
     /* NotScheduled */
     GPUOP_REASON_LABEL_ABSENT,
@@ -88,7 +90,13 @@ enum gpuop_reason {
  * nvidia.com/gpu-driver-upgrade-state: "absent" or its value quoted);
  * dra-devices and dra-slices (the devices and the ResourceSlices of
  * driver gpu.nvidia.com on the node, of the DRA findings that count them:
- * GpusAdvertisedTwice, SlicesWithoutDriver; empty for others). */
+ * GpusAdvertisedTwice, SlicesWithoutDriver; empty for others);
+ * config-map (the device plugin's sharing ConfigMap, spec.devicePlugin.config.name),
+ * config-keys (its keys as gpuop read them, "a, b", "none" when it has
+ * none; empty when it does not exist) and config-absent (non-empty when
+ * the API server says it does not exist); gpu-count, replicas, strategy
+ * (GFD's nvidia.com/gpu.count, gpu.replicas, sharing-strategy of the node)
+ * and shared (their product: what allocatable should be). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

@@ -112,6 +112,18 @@ struct gpuop_status_input {
 json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
                                   const struct gpuop_node *const *nodes, size_t n, bool names);
 
+/* GPU sharing (issue 41): the GPU nodes of f whose GFD label
+ * nvidia.com/gpu.sharing-strategy is not "none", grouped by strategy and
+ * replicas, sorted so, as [{"strategy": "time-slicing", "replicas": 4,
+ * "nodes": 3, "nodeNames": [the first GPUOP_STATUS_SHARING_NAMES]}, ...]
+ * ("replicas" left out when GFD's label is absent); at most
+ * GPUOP_STATUS_SHARING_MAX groups (the nodes of others are not counted).
+ * Only nodes whose name holds filter (borrowed; NULL or "": all). New
+ * (an empty array when none), NULL on out-of-memory. */
+#define GPUOP_STATUS_SHARING_MAX   16
+#define GPUOP_STATUS_SHARING_NAMES 10
+json_t *gpuop_status_sharing(const struct gpuop_findings *f, const char *filter);
+
 /* New status object, or NULL on out-of-memory. p, f, prev_status (the
  * previous .status, may be NULL) and in are borrowed; f may be NULL only
  * when in->inactive. now is seconds since epoch (for lastTransitionTime). */

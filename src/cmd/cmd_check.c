@@ -322,6 +322,37 @@ static void list_slices(struct check *ck, const struct gpuop_policy *policy,
                                        : "no answer within --request-timeout");
 }
 
+/* What the controller's apply stage reads of the device plugin's sharing
+ * ConfigMap (sharing.h), read once into policy->plugin_cm: its keys judge
+ * the nodes' config labels. A failed read is a warning and judges no node. */
+static void read_sharing_cm(struct check *ck, struct gpuop_policy *policy, const char *ns)
+{
+    int dp = gpuop_operand_by_key("devicePlugin");
+    const char *name =
+        dp >= 0 && policy->operands[dp].enabled ? policy->operands[dp].config_name : NULL;
+    if (!name || !*name)
+        return;
+    const struct gpuop_kube_ref ref = {
+        .group_version = "v1", .ns = ns, .resource = "configmaps", .name = name};
+    char *path = gpuop_kube_path(&ref, NULL, 0);
+    json_t *cm = NULL;
+    struct gpuop_err err = {0};
+    int rc = path ? gpuop_kube_call(ck->kube,
+                                    &(struct gpuop_kube_opts){.verb = GPUOP_KUBE_GET, .path = path},
+                                    &cm, &err)
+                  : GPUOP_ENOMEM;
+    free(path);
+    if (rc == 0 || rc == GPUOP_ENOTFOUND)
+        rc = gpuop_sharing_cm_read(rc == 0 ? cm : NULL, name, &policy->plugin_cm);
+    json_decref(cm);
+    if (rc < 0)
+        fprintf(stderr, "warning: cannot read the sharing ConfigMap %s/%s: %s\n", ns, name,
+                err.message[0] ? err.message : gpuop_strerror(rc));
+    else if (policy->plugin_cm.state == GPUOP_SHARING_CM_TOO_BIG)
+        fprintf(stderr, "warning: the sharing ConfigMap %s/%s has more keys than gpuop reads\n", ns,
+                name);
+}
+
 /* Judges the listed cluster against policy (borrowed; active names the
  * cluster's policy it came from, or NULL for --policy) and prints the
  * report: the exit code. */
@@ -427,6 +458,8 @@ int gpuop_cmd_check(int argc, char **argv)
     }
     if (exit_code == 0)
         list_slices(&ck, &policy, &o);
+    if (exit_code == 0)
+        read_sharing_cm(&ck, &policy, o.ns);
     if (exit_code == 0)
         exit_code = judge_and_report(&ck, &policy, active, &o);
     if (have_policy)

@@ -448,6 +448,7 @@ static void begin_status(struct gpuop_controller *c)
     }
     if (!parse_policy(c, obj))
         return;
+    gpuop_ctl_apply_sharing(c);
     c->inactive = !active || strcmp(active, c->key) != 0;
     c->stage = STAGE_STATUS;
     findings_and_status(c);

@@ -529,6 +529,8 @@ enum fact {
     F_ADV_NO_TK = 1u << 28, /* device plugin: the node advertises GPUs, the toolkit is off */
     /* judged whatever runs */
     F_POOL_CONFLICT = 1u << 30, /* driver: two driver pools select the node (SPEC 4f) */
+    /* judged whatever runs, for the device plugin (sharing.h) */
+    F_CONFIG_MISSING = 1u << 31, /* the node's config label names no key of the ConfigMap */
 };
 /* DRA (the DRA driver's cell, judged whatever runs, while the caches watch
  * the node's ResourceSlices: gpuop_node.dra.watched); past an enum's int. */
@@ -539,6 +541,10 @@ enum fact {
 #define F_DRA_NONE_LATE                                                                            \
     (1ull << 34) /* its plugin Ready past the advertise grace, no slice                            \
                     has a device */
+/* only judged while it runs, for the device plugin (sharing.h): Ready past
+ * the advertise grace, GFD labels the node shared, and allocatable is not
+ * GFD's count x replicas */
+#define F_ALLOC_DIFFERS (1ull << 35)
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -551,7 +557,8 @@ enum row_ref {
     R_DS_NAME,
     R_OS,
     R_POOLS,
-    R_DRA /* the node's DRA fold, held in the finding (gpuop_finding_dra) */
+    R_DRA,   /* the node's DRA fold, held in the finding (gpuop_finding_dra) */
+    R_CONFIG /* the node's device plugin config label's value */
 };
 enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT, P_DRIVER };
 
@@ -565,7 +572,7 @@ enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT, P_DRIVER 
 #define CELL_IF_NA 0xfe
 
 struct row {
-    uint64_t need, deny; /* enum fact, and the F_DRA_* beyond its 32 bits */
+    uint64_t need, deny; /* enum fact, and the F_DRA_* and F_ALLOC_DIFFERS beyond its 32 bits */
     int why;             /* enum gpuop_reason, or WHY_* */
     uint8_t cell;        /* enum gpuop_cell, or CELL_* */
     uint8_t ref, pre;    /* enum row_ref, enum row_pre */
@@ -607,6 +614,8 @@ static const struct row diagnosis[] = {
     {F_DELETED, 0, GPUOP_REASON_POD_TERMINATING, CELL_KEEP, R_POD, P_NONE},
     {F_UNSCHED, 0, GPUOP_REASON_POD_UNSCHEDULABLE, CELL_KEEP, R_POD, P_NONE},
     {F_PULL, 0, GPUOP_REASON_IMAGE_PULL_FAILED, CELL_KEEP, R_POD, P_NONE},
+    /* its pod is there: config-manager-init fails on the key (sharing.h) */
+    {F_CONFIG_MISSING, 0, GPUOP_REASON_SHARING_CONFIG_KEY_MISSING, CELL_KEEP, R_CONFIG, P_NONE},
     {F_CRASH, 0, GPUOP_REASON_CRASH_LOOP, CELL_KEEP, R_POD, P_NONE},
     {F_GATED, 0, GPUOP_REASON_WAITING_FOR_GATE, CELL_KEEP, R_POD, P_NONE},
     {F_PENDING, 0, GPUOP_REASON_POD_PENDING, CELL_KEEP, R_POD, P_NONE},
@@ -620,8 +629,14 @@ static const struct row runs[] = {
 
 /* What the scheduler sees of a running device plugin. */
 static const struct row advertises[] = {
+    /* it runs on a config it had (its config-manager sidecar fails on the new key):
+       the key is also why it may advertise nothing */
+    {F_RUNNING | F_CONFIG_MISSING, 0, GPUOP_REASON_SHARING_CONFIG_KEY_MISSING, GPUOP_CELL_MISSING,
+     R_CONFIG, P_NONE},
     {F_RUNNING | F_ADV_NOTHING, 0, GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING,
      GPUOP_CELL_MISSING, R_POD, P_NONE},
+    {F_RUNNING | F_ALLOC_DIFFERS, 0, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS, GPUOP_CELL_MISSING,
+     R_POD, P_NONE},
     {F_RUNNING | F_DRA_NONE_LATE, 0, GPUOP_REASON_NO_SLICES_PUBLISHED, GPUOP_CELL_MISSING, R_POD,
      P_NONE},
 };
@@ -767,6 +782,28 @@ static uint64_t dra_facts(struct gpuop_findings *f, const struct judge *j, long 
     return h;
 }
 
+/* GPU node nd's config label names a key the device plugin's ConfigMap
+ * lacks, as the setup read it (sharing.h): never while it was not read. */
+static bool config_key_missing(const struct gpuop_analysis_state *s, const struct gpuop_node *nd)
+{
+    const char *cfg = gpuop_node_plugin_config(nd);
+    return nd->gpu && cfg && gpuop_sharing_cm_known(&s->plugin_cm) &&
+           (nd->config_long || !gpuop_sharing_cm_has(&s->plugin_cm, cfg));
+}
+
+/* GFD labels GPU node nd shared (time-slicing or MPS, its count and
+ * replicas known) and its allocatable nvidia.com/gpu is above 0 and not
+ * count x replicas. 0 is DevicePluginAdvertisesNothing's, or a renamed
+ * resource (renameByDefault: nvidia.com/gpu.shared, which gpuop does not
+ * keep): not judged here. */
+static bool shared_differs(const struct gpuop_node *nd)
+{
+    bool shared = nd->sharing == GPUOP_SHARING_TIME_SLICING || nd->sharing == GPUOP_SHARING_MPS;
+    return nd->gpu && shared && nd->gpu_count && nd->gpu_count < GPUOP_SHARING_COUNT_MAX &&
+           nd->replicas && nd->replicas < GPUOP_SHARING_REPLICAS_MAX && nd->gpus.allocatable &&
+           nd->gpus.allocatable != (unsigned)nd->gpu_count * nd->replicas;
+}
+
 /* The facts of cell (j's node, o). Facts with a deadline (grace periods)
  * are judged only where a table reads them, so that next_change notes
  * only what could change a finding. */
@@ -802,6 +839,8 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
     h |= o == s->dra ? dra_facts(f, j, now) : 0;
     if (s->ndpools && gpuop_node_os(nd, GPUOP_OS_POOL_CONFLICT) && o == s->driver)
         h |= F_POOL_CONFLICT; /* the labeller's annotation (labeling.h) */
+    if (o == s->device_plugin && config_key_missing(s, nd))
+        h |= F_CONFIG_MISSING;
     /* no device plugin runs, but the scheduler still sees its GPUs */
     if (!(h & F_RUNNING) && o == s->device_plugin && s->toolkit >= 0 && nd->gpu && advertised(nd) &&
         !j->running[s->toolkit] && !j->host[s->toolkit])
@@ -823,6 +862,9 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
         if (o == s->device_plugin && nd->gpu && !advertised(nd) &&
             ready_longer_than(f, pod, s->advertise_grace_s, now))
             k->has |= F_ADV_NOTHING;
+        if (o == s->device_plugin && shared_differs(nd) &&
+            ready_longer_than(f, pod, s->advertise_grace_s, now))
+            k->has |= F_ALLOC_DIFFERS;
         if (stuck_terminating(f, pod, now))
             k->has |= F_STUCK;
         int q = node_prereq(f, nd, o);
@@ -878,6 +920,9 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
         break;
     case R_POOLS:
         ref = gpuop_node_os(nd, GPUOP_OS_POOL_CONFLICT);
+        break;
+    case R_CONFIG:
+        ref = gpuop_node_plugin_config(nd);
         break;
     default:
         break;
@@ -937,6 +982,9 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     r->gpu = nd->gpu;
     r->gpus = nd->gpus;
     r->upgrade = nd->upgrade;
+    r->sharing = nd->gpu ? nd->sharing : GPUOP_SHARING_NONE; /* GFD's labels (sharing.h) */
+    r->replicas = nd->gpu ? nd->replicas : 0;
+    r->gpu_count = nd->gpu ? nd->gpu_count : 0;
     for (int o = 0; o < nops; o++) {
         j.running[o] = gpuop_pod_running(bp[o]);
         j.host[o] =
@@ -1084,6 +1132,18 @@ static int ds_results(struct gpuop_findings *f)
     return 0;
 }
 
+/* The device plugin's sharing ConfigMap as p's holder read it, while p
+ * names a device plugin config (sharing.h); else UNKNOWN. */
+static void read_plugin_cm(struct gpuop_analysis_state *s, const struct gpuop_policy *p)
+{
+    int dp = s->device_plugin;
+    const char *cfg = p && dp >= 0 ? p->operands[dp].config_name : NULL;
+    if (cfg && *cfg && p->operands[dp].enabled)
+        s->plugin_cm = p->plugin_cm;
+    else
+        memset(&s->plugin_cm, 0, sizeof(s->plugin_cm));
+}
+
 /* What every node is judged against, into out (zeroed): the policy's
  * switches and graces, the prerequisite chain, and the DaemonSets chosen
  * per operand (a per-OS operand's, one per OS pool: SPEC 4b), with the
@@ -1119,6 +1179,7 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
         memcpy(s->dpools[k], p->driver_pools[k].name, sizeof(s->dpools[k]));
     choose_ds(s, nops, ds, nds);
     s->ds_fp = ds_fingerprint(s, nops);
+    read_plugin_cm(s, p);
     for (int o = 0; o < nops; o++)
         out->operands[o].enabled = p ? p->operands[o].enabled : true;
     return ds_results(out);
@@ -1143,6 +1204,9 @@ static uint64_t setup_fp(const struct gpuop_findings *f)
     h = gpuop_hash_bytes(h, &s->toolkit, sizeof(s->toolkit));
     h = gpuop_hash_bytes(h, s->prereq, sizeof(s->prereq));
     h = gpuop_hash_bytes(h, &f->terminating_grace_s, sizeof(f->terminating_grace_s));
+    h = gpuop_hash_bytes(h, &s->plugin_cm.state, sizeof(s->plugin_cm.state));
+    h = hash_str(h, s->plugin_cm.name);
+    h = hash_str(h, s->plugin_cm.keys);
     for (int o = 0; o < f->noperands; o++)
         h = gpuop_hash_bytes(h, &f->operands[o].enabled, sizeof(f->operands[o].enabled));
     return gpuop_hash_mix(h);

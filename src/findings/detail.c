@@ -38,7 +38,8 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_LABEL_INVALID:
     case GPUOP_REASON_HELD_BY_PREREQUISITE:
     case GPUOP_REASON_LABEL_CHANGED:
-    case GPUOP_REASON_DRIVER_POOL_CONFLICT: /* the pools, "a100,h100" */
+    case GPUOP_REASON_DRIVER_POOL_CONFLICT:       /* the pools, "a100,h100" */
+    case GPUOP_REASON_SHARING_CONFIG_KEY_MISSING: /* the node's config label's value */
         return REF_LABEL;
     case GPUOP_REASON_OPERAND_DISABLED:
     case GPUOP_REASON_NODE_OPTED_OUT:
@@ -47,6 +48,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_POD_STUCK_TERMINATING:
     case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
     case GPUOP_REASON_NO_SLICES_PUBLISHED:
+    case GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS:
     case GPUOP_REASON_WAITING_FOR_GATE:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
@@ -121,7 +123,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
     if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
         return ((const struct gpuop_pod *)x->ref)->deleted;
     if (x->ref && (x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING ||
-                   x->reason == GPUOP_REASON_NO_SLICES_PUBLISHED))
+                   x->reason == GPUOP_REASON_NO_SLICES_PUBLISHED ||
+                   x->reason == GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS))
         return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
         return ((const struct gpuop_pod *)x->ref)->gate_since;

@@ -175,8 +175,8 @@ static void ph_upgrade_state(const struct vars *v, char *buf, size_t size)
                                          [GPUOP_UPGRADE_DONE] = "\"upgrade-done\"",
                                          [GPUOP_UPGRADE_FAILED] = "\"upgrade-failed\"",
                                          [GPUOP_UPGRADE_ACTIVE] = "set"};
-    snprintf(buf, size, "%s",
-             v->r && v->r->upgrade <= GPUOP_UPGRADE_ACTIVE ? states[v->r->upgrade] : "?");
+    _Static_assert(GPUOP_UPGRADE_ACTIVE == 3, "the result's 2-bit upgrade indexes states");
+    snprintf(buf, size, "%s", v->r ? states[v->r->upgrade] : "?");
 }
 
 static void ph_capacity(const struct vars *v, char *buf, size_t size)
@@ -232,6 +232,66 @@ static void ph_stranded_count(const struct vars *v, char *buf, size_t size)
         snprintf(buf, size, "%u", st->count);
 }
 
+/* The device plugin's sharing ConfigMap as the setup read it (sharing.h). */
+static void ph_config_map(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", v->f->inc.plugin_cm.name);
+}
+
+/* Most bytes of the ConfigMap's keys a message names; then "and N more". */
+#define CONFIG_KEYS_SHOWN 384
+
+static void ph_config_keys(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_sharing_cm *cm = &v->f->inc.plugin_cm;
+    if (cm->state != GPUOP_SHARING_CM_READ)
+        return;
+    if (!cm->nkeys) {
+        snprintf(buf, size, "none");
+        return;
+    }
+    size_t n = strlen(cm->keys);
+    if (n <= CONFIG_KEYS_SHOWN) {
+        snprintf(buf, size, "%s", cm->keys);
+        return;
+    }
+    size_t cut = CONFIG_KEYS_SHOWN; /* at a separator, the keys before it whole */
+    while (cut > 0 && cm->keys[cut] != ',')
+        cut--;
+    unsigned shown = 0;
+    for (size_t i = 0; i < cut; i++)
+        shown += cm->keys[i] == ',';
+    if (cut)
+        shown++;
+    snprintf(buf, size, "%.*s and %u more", (int)cut, cm->keys, (unsigned)cm->nkeys - shown);
+}
+
+static void ph_config_absent(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", v->f->inc.plugin_cm.state == GPUOP_SHARING_CM_ABSENT ? "yes" : "");
+}
+
+/* GFD's sharing labels of the node (sharing.h) */
+static void ph_gpu_count(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? v->r->gpu_count : 0u);
+}
+
+static void ph_replicas(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? v->r->replicas : 0u);
+}
+
+static void ph_strategy(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", gpuop_sharing_strategy_name(v->r ? v->r->sharing : 0));
+}
+
+static void ph_shared(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%u", v->r ? (unsigned)v->r->gpu_count * v->r->replicas : 0u);
+}
+
 /* ---- the table ---- */
 
 static const struct placeholder {
@@ -269,6 +329,15 @@ static const struct placeholder {
     {"mig", "non-empty when the node advertises MIG devices", ph_mig},
     {"stranded", "GPU pods bound to the node of an ordering finding, as listed", ph_stranded},
     {"stranded-count", "their number; empty when none", ph_stranded_count},
+    {"config-map", "the device plugin's sharing ConfigMap (spec.devicePlugin.config.name)",
+     ph_config_map},
+    {"config-keys", "its keys as read, \"a, b\" (\"none\"); empty when it does not exist",
+     ph_config_keys},
+    {"config-absent", "non-empty when the sharing ConfigMap does not exist", ph_config_absent},
+    {"gpu-count", "GFD's nvidia.com/gpu.count of the node", ph_gpu_count},
+    {"replicas", "GFD's nvidia.com/gpu.replicas of the node", ph_replicas},
+    {"strategy", "GFD's nvidia.com/gpu.sharing-strategy of the node", ph_strategy},
+    {"shared", "gpu-count x replicas: what allocatable should be", ph_shared},
     {"dra-devices", "a DRA finding's devices of driver gpu.nvidia.com on the node", ph_dra_devices},
     {"dra-slices", "... and the ResourceSlices they are in", ph_dra_slices},
 };

@@ -164,6 +164,35 @@ static const struct gpuop_reason_info reasons[] = {
          "toolkit does not work on the node, or it cannot register with the kubelet "
          "(/var/lib/kubelet/device-plugins). Check nvidia-smi on the host.",
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_SHARING_CONFIG_KEY_MISSING] =
+        {M, "SharingConfigKeyMissing",
+         "The node's label nvidia.com/device-plugin.config is \"<detail>\"[config-keys:, a key "
+         "ConfigMap <config-map> lacks (its keys: <config-keys>)][config-absent:, and ConfigMap "
+         "<config-map> does not exist]: the device plugin's config-manager fails on it "
+         "(\"specified config <detail> does not exist\") and the device plugin gets no "
+         "config here.",
+         "The node picks a sharing config (label nvidia.com/device-plugin.config) that the "
+         "ConfigMap spec.devicePlugin.config.name lacks: NVIDIA's config-manager, in the device "
+         "plugin's and GFD's pods, fails on a key that is not there, so the node's GPUs are not "
+         "advertised with its config (or at all).",
+         "Label the node with one of the ConfigMap's keys (kubectl label node <node> "
+         "nvidia.com/device-plugin.config=KEY --overwrite), remove the label to take the "
+         "policy's default (spec.devicePlugin.config.default), or add the key \"<detail>\" to "
+         "ConfigMap <config-map>.",
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
+    [GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS] =
+        {M, "SharedAllocatableDiffers",
+         "The node advertises <allocatable> nvidia.com/gpu (allocatable), but GFD labels it "
+         "<gpu-count> GPUs shared <replicas> ways (<strategy>): <shared> expected; the device "
+         "plugin pod <detail> is Ready since <since>.",
+         "GFD's labels say the node's GPUs are shared (nvidia.com/gpu.sharing-strategy, "
+         "nvidia.com/gpu.count x nvidia.com/gpu.replicas), and the device plugin, Ready past "
+         "the advertise grace, advertises another number of nvidia.com/gpu: the scheduler "
+         "hands out what allocatable says, not what the config says.",
+         "Read the device plugin's log (and its config-manager's): a config change it has not "
+         "applied yet (restart its pod on the node), a config whose resource is renamed "
+         "(renameByDefault: nvidia.com/gpu.shared), or GPUs it does not find.",
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_NO_SLICES_PUBLISHED] =
         {M, "NoSlicesPublished",
          "Pod <detail> is Running and Ready since <since>, but no ResourceSlice of driver "

@@ -363,6 +363,37 @@ static void host_info(FILE *out, const struct gpuop_findings *f, const struct gp
     }
 }
 
+/* GPU sharing (issue 41): the shown GPU nodes whose GFD strategy is not
+ * "none", grouped (gpuop_status_sharing). */
+static int sharing_text(FILE *out, const struct gpuop_findings *f,
+                        const struct gpuop_report_opts *o)
+{
+    json_t *groups = gpuop_status_sharing(f, o->node_filter);
+    size_t i;
+    json_t *g;
+    if (!groups)
+        return GPUOP_ENOMEM;
+    if (json_array_size(groups))
+        fputs("\nGPU sharing (GFD's nvidia.com/gpu.sharing-strategy and gpu.replicas):\n", out);
+    json_array_foreach(groups, i, g)
+    {
+        long long n = json_integer_value(json_object_get(g, "nodes"));
+        long long rep = json_integer_value(json_object_get(g, "replicas"));
+        json_t *names = json_object_get(g, "nodeNames");
+        fprintf(out, "  %s", json_string_value(json_object_get(g, "strategy")));
+        if (rep)
+            fprintf(out, ", %lld replicas", rep);
+        fprintf(out, ": %lld node%s (", n, n == 1 ? "" : "s");
+        for (size_t k = 0; k < json_array_size(names); k++)
+            fprintf(out, "%s%s", k ? ", " : "", json_string_value(json_array_get(names, k)));
+        if ((long long)json_array_size(names) < n)
+            fprintf(out, " and %lld more", n - (long long)json_array_size(names));
+        fputs(")\n", out);
+    }
+    json_decref(groups);
+    return 0;
+}
+
 static void summary(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
                     size_t nshown)
 {
@@ -599,6 +630,8 @@ int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
         return rc;
     host_info(out, f, &o);
     paths_text(out, &o);
+    if ((rc = sharing_text(out, f, &o)) < 0)
+        return rc;
     if ((rc = pools_text(out, p, &o)) < 0)
         return rc;
     upgrade_text(out, o.upgrade, &o);
@@ -640,6 +673,14 @@ json_t *gpuop_report_json(const struct gpuop_policy *p, const struct gpuop_findi
             if (!n || !strstr(n, o.node_filter))
                 json_array_remove(nodes, i);
         }
+        json_t *sharing = gpuop_status_sharing(f, o.node_filter); /* the shown nodes' */
+        if (!sharing)
+            goto fail;
+        if (json_array_size(sharing))
+            json_object_set(st, "sharing", sharing);
+        else
+            json_object_del(st, "sharing");
+        json_decref(sharing);
     }
     const char *key;
     json_t *v;

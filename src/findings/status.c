@@ -481,6 +481,58 @@ json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
     return arr;
 }
 
+/* ---- GPU sharing (sharing.h): GFD's labels, grouped ---- */
+
+/* The index in groups (sorted by strategy, then replicas) of r's group,
+ * made when it is not there and there is room; -1 when there is none. */
+static long sharing_group(json_t *groups, const struct gpuop_node_result *r)
+{
+    size_t at = 0;
+    const char *name = gpuop_sharing_strategy_name(r->sharing);
+    for (; at < json_array_size(groups); at++) {
+        json_t *g = json_array_get(groups, at);
+        int cmp = strcmp(json_string_value(json_object_get(g, "strategy")), name);
+        long long rep = json_integer_value(json_object_get(g, "replicas"));
+        if (cmp == 0 && rep == r->replicas)
+            return (long)at;
+        if (cmp > 0 || (cmp == 0 && rep > r->replicas))
+            break;
+    }
+    if (json_array_size(groups) >= GPUOP_STATUS_SHARING_MAX)
+        return -1;
+    json_t *g =
+        json_pack("{s:s, s:I, s:[]}", "strategy", name, "nodes", (json_int_t)0, "nodeNames");
+    if (g && r->replicas &&
+        json_object_set_new(g, "replicas", json_integer((json_int_t)r->replicas)) < 0) {
+        json_decref(g);
+        g = NULL;
+    }
+    return g && json_array_insert_new(groups, at, g) == 0 ? (long)at : -2;
+}
+
+json_t *gpuop_status_sharing(const struct gpuop_findings *f, const char *filter)
+{
+    json_t *groups = json_array();
+    for (size_t i = 0; groups && i < f->nnodes; i++) {
+        const struct gpuop_node_result *r = &f->nodes[i];
+        if (!r->gpu || r->sharing == GPUOP_SHARING_NONE ||
+            (filter && *filter && !strstr(r->name, filter)))
+            continue;
+        long k = sharing_group(groups, r);
+        json_t *g = k >= 0 ? json_array_get(groups, (size_t)k) : NULL;
+        json_t *cnt = json_object_get(g, "nodes"), *names = json_object_get(g, "nodeNames");
+        if (k == -1)
+            continue;
+        if (!g || json_integer_set(cnt, json_integer_value(cnt) + 1) < 0 ||
+            (json_array_size(names) < GPUOP_STATUS_SHARING_NAMES &&
+             json_array_append_new(names, json_string(r->name)) < 0)) {
+            json_decref(groups);
+            return NULL;
+        }
+    }
+    return groups;
+}
+
 static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node_result *r,
                          bool empty_lists)
 {
@@ -639,6 +691,12 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         json_object_set_new(st, "nodesOmitted", json_integer((json_int_t)omitted)) < 0 ||
         json_object_set_new(st, "summary", sum) < 0)
         goto fail;
+    json_t *sharing = gpuop_status_sharing(f, NULL); /* issue 41 */
+    if (!sharing || (json_array_size(sharing) && json_object_set(st, "sharing", sharing) < 0)) {
+        json_decref(sharing);
+        goto fail;
+    }
+    json_decref(sharing);
     if (gpuop_upgrade_status_add(st, in->upgrade, in->upgrade_in) < 0) /* docs/upgrade.md */
         goto fail;
     return st;

@@ -541,6 +541,30 @@ const char *gpuop_node_os(const struct gpuop_node *n, int f)
     return s;
 }
 
+/* GPU sharing's labels (sharing.h): the config label's value packed (n is
+ * the block's start while copying), GFD's strategy and replicas. */
+static void node_sharing(json_t *labels, struct gpuop_node *n, struct packer *k)
+{
+    const char *cfg = json_string_value(json_object_get(labels, GPUOP_LABEL_PLUGIN_CONFIG));
+    n->sharing = (uint8_t)gpuop_sharing_strategy_of(
+        json_string_value(json_object_get(labels, GPUOP_LABEL_SHARING_STRATEGY)));
+    n->replicas = gpuop_sharing_replicas_of(
+        json_string_value(json_object_get(labels, GPUOP_LABEL_GPU_REPLICAS)));
+    n->gpu_count =
+        gpuop_sharing_count_of(json_string_value(json_object_get(labels, GPUOP_LABEL_GPU_COUNT)));
+    if (!cfg || !*cfg)
+        return;
+    n->config_long = strnlen(cfg, GPUOP_SHARING_CONFIG_MAX + 1) > GPUOP_SHARING_CONFIG_MAX;
+    char *d = pack(k, cfg, GPUOP_SHARING_CONFIG_MAX);
+    if (d) /* copying: within the first strings, so well below 64 KiB from the start */
+        n->config_at = (uint16_t)(d - (char *)n);
+}
+
+const char *gpuop_node_plugin_config(const struct gpuop_node *n)
+{
+    return n && n->config_at ? (const char *)n + n->config_at : NULL;
+}
+
 /* Fills n from obj; taints (room for every kept taint) and others (room
  * for GPUOP_OPERAND_MAX values, zeroed) are NULL while measuring, others
  * also when *nother was 0. */
@@ -552,6 +576,7 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     /* first: the block's start, unless borrowed */
     n->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
     n->created = jtime(meta, "creationTimestamp");
+    node_sharing(jobj(meta, "labels"), n, k); /* its string right after the name: config_at */
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
     n->mig_capable = mig_capable(jobj(meta, "labels"));
@@ -721,7 +746,7 @@ static int pod_gate(json_t *status, uint32_t *since)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 88, "a node is 88 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 96, "a node is 96 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
@@ -986,7 +1011,10 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->present_label != b->present_label || a->any_deploy != b->any_deploy ||
         a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
         a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
-        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels)
+        memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels ||
+        a->replicas != b->replicas || a->sharing != b->sharing ||
+        a->config_long != b->config_long || a->gpu_count != b->gpu_count ||
+        !str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b)))
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))

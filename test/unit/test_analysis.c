@@ -411,6 +411,253 @@ static void test_label_values(void **state)
  * "true"), Missing there when it does not run; on a node it is not for,
  * no finding, no host-provided bit, the cell NA; its pod there is
  * Unexpected (the DaemonSet controller would not put it there). */
+/* ---- GPU sharing (sharing.h) ---- */
+
+/* n (in w) with its config label's value after it, as gpuop_node_new
+ * keeps it: the node, moved. */
+static struct gpuop_node *with_config(struct world *w, struct gpuop_node *n, const char *cfg,
+                                      bool cut)
+{
+    size_t head = (sizeof(*n) + 7) & ~(size_t)7;
+    struct gpuop_node *m = realloc(n, head + strlen(cfg) + 1);
+    assert_non_null(m);
+    strcpy((char *)m + head, cfg);
+    m->config_at = (uint16_t)head;
+    m->config_long = cut;
+    for (size_t i = 0; i < w->nn; i++)
+        if (w->nodes[i] == n)
+            w->nodes[i] = m;
+    return m;
+}
+
+/* A GPU node name with every operand running (the MPS daemon not for it). */
+static struct gpuop_node *sharing_node(struct world *w, const char *name)
+{
+    struct gpuop_node *n = add_node(w, name, ALL_TRUE, NULL);
+    n->deploy[op("mps-control-daemon")] = GPUOP_LABEL_NOT_HERE;
+    run_pods(w, name,
+             "driver container-toolkit device-plugin gpu-feature-discovery dcgm "
+             "dcgm-exporter operator-validator mig-manager dra-driver");
+    return n;
+}
+
+/* The policy names ConfigMap "sharing" with keys (JSON of its data, NULL:
+ * absent). */
+static void sharing_policy(struct world *w, const char *data)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return; /* op() failed the test */
+    w->pol.operands[dp].config_name = strdup("sharing");
+    json_t *cm = data ? json_pack("{s:o}", "data", json_loads(data, 0, NULL)) : NULL;
+    assert_int_equal(gpuop_sharing_cm_read(cm, "sharing", &w->pol.plugin_cm), 0);
+    json_decref(cm);
+}
+
+static void test_sharing_config_key_missing(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return; /* op() failed the test */
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    sharing_policy(&w, "{\"default\": \"version: v1\", \"ts-4\": \"version: v1\"}");
+    with_config(&w, sharing_node(&w, "missing"), "missing", false);
+    with_config(&w, sharing_node(&w, "ts-4"), "ts-4", false);
+    with_config(&w, sharing_node(&w, "ts"), "ts", false); /* a prefix of a key is no key */
+    sharing_node(&w, "unlabelled");                       /* the default's: not judged here */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 2);
+    const struct gpuop_finding *x = find(&w, "missing", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARING_CONFIG_KEY_MISSING);
+    assert_int_equal(node_res(&w, "missing")->cell[dp], GPUOP_CELL_MISSING);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "is \"missing\", a key ConfigMap sharing lacks (its keys: "
+                                "default, ts-4)"));
+    assert_non_null(strstr(msg, "or add the key \"missing\" to ConfigMap sharing."));
+    assert_non_null(strstr(msg, "(kubectl label node missing nvidia.com/device-plugin.config=KEY "
+                                "--overwrite)"));
+    assert_non_null(find(&w, "ts", "device-plugin", GPUOP_KIND_MISSING));
+    assert_null(find(&w, "ts-4", "device-plugin", GPUOP_KIND_MISSING));
+    assert_int_equal(node_res(&w, "ts-4")->cell[dp], GPUOP_CELL_RUNNING);
+
+    /* the plugin's pod crash-loops there (config-manager-init fails): the
+     * key is why, not the crash loop */
+    for (size_t i = 0; i < w.np; i++)
+        if (w.pods[i]->operand == dp && !strcmp(w.pods[i]->node, "missing")) {
+            w.pods[i]->ready_since = 0;
+            set_waiting(w.pods[i], "CrashLoopBackOff", "back-off 5m0s restarting");
+        }
+    analyze(&w);
+    x = find(&w, "missing", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARING_CONFIG_KEY_MISSING);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CRASH_LOOP], 0);
+
+    /* the ConfigMap absent: every labelled node's key is missing */
+    memset(&w.pol.plugin_cm, 0, sizeof(w.pol.plugin_cm));
+    assert_int_equal(gpuop_sharing_cm_read(NULL, "sharing", &w.pol.plugin_cm), 0);
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_KEY_MISSING], 3);
+    x = find(&w, "ts-4", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "is \"ts-4\", and ConfigMap sharing does not exist:"));
+
+    /* not read (the read failed, or too many keys): no node is judged */
+    w.pol.plugin_cm.state = GPUOP_SHARING_CM_UNKNOWN;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_KEY_MISSING], 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CRASH_LOOP], 1); /* as without sharing */
+    w.pol.plugin_cm.state = GPUOP_SHARING_CM_TOO_BIG;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_KEY_MISSING], 0);
+
+    /* no config in the policy: the label means nothing */
+    assert_int_equal(gpuop_sharing_cm_read(NULL, "sharing", &w.pol.plugin_cm), 0);
+    free(w.pol.operands[dp].config_name);
+    w.pol.operands[dp].config_name = NULL;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_KEY_MISSING], 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CRASH_LOOP], 1);
+    world_free(&w);
+
+    /* an over-long value (no API server lets one through), kept cut: never
+     * a key, even when its cut is one */
+    world_init(&w);
+    add_all_ds(&w);
+    sharing_policy(&w, "{\"ts-4\": \"\"}");
+    with_config(&w, sharing_node(&w, "long"), "ts-4", true);
+    analyze(&w);
+    assert_non_null(find(&w, "long", "device-plugin", GPUOP_KIND_MISSING));
+    free(w.pol.operands[dp].config_name);
+    world_free(&w);
+    (void)state;
+}
+
+/* Allocatable against GFD's count x replicas: judged on a shared node
+ * whose device plugin is Ready past the advertise grace, allocatable
+ * above 0. */
+static void test_shared_allocatable(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    struct gpuop_node *n = sharing_node(&w, "ts"); /* allocatable 8: add_pod's */
+    n->sharing = GPUOP_SHARING_TIME_SLICING;
+    n->gpu_count = 8;
+    n->replicas = 4;
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "ts", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    assert_int_equal(gpuop_finding_since(x), T0 + 200); /* the pod Ready since */
+    assert_int_equal(node_res(&w, "ts")->cell[dp], GPUOP_CELL_MISSING);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu (allocatable), but GFD "
+                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 expected; "
+                                "the device plugin pod gpuop-device-plugin-ts-"));
+    assert_non_null(strstr(msg, "is Ready since 2026-11-29T21:10:00Z."));
+
+    n->gpus.allocatable = 32; /* as GFD says */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->gpus.allocatable = 0; /* nothing (or a renamed resource): not this finding */
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS], 0);
+    n->gpus.allocatable = 8;
+    n->sharing = GPUOP_SHARING_NONE; /* not shared: not judged */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->sharing = GPUOP_SHARING_MPS;
+    n->gpu_count = 0; /* GFD's count absent */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->gpu_count = 8;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS], 1);
+
+    /* the plugin Ready within the advertise grace (a rollout): not yet, and
+     * the judgement changes when the grace ends */
+    for (size_t i = 0; i < w.np; i++)
+        if (w.pods[i]->operand == dp)
+            w.pods[i]->ready_since = (uint32_t)(T0 + 950);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
+    world_free(&w);
+    (void)state;
+}
+
+/* The ConfigMap's keys as read: sorted, bounded, bad input. */
+static void test_sharing_cm_read(void **state)
+{
+    struct gpuop_sharing_cm cm;
+    json_t *o = json_loads("{\"data\": {\"ts-4\": \"\", \"default\": \"\", \"bad key\": \"\"},"
+                           " \"binaryData\": {\"bin\": \"AA==\"}}",
+                           0, NULL);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_int_equal(cm.state, GPUOP_SHARING_CM_READ);
+    assert_string_equal(cm.keys, "bin, default, ts-4");
+    assert_int_equal(cm.nkeys, 3);
+    assert_true(gpuop_sharing_cm_has(&cm, "default"));
+    assert_true(gpuop_sharing_cm_has(&cm, "ts-4"));
+    assert_false(gpuop_sharing_cm_has(&cm, "ts"));
+    assert_false(gpuop_sharing_cm_has(&cm, "fault"));
+    assert_false(gpuop_sharing_cm_has(&cm, "bad key"));
+    assert_false(gpuop_sharing_cm_has(&cm, ""));
+    json_decref(o);
+
+    /* no data: read, no key */
+    o = json_object();
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_int_equal(cm.state, GPUOP_SHARING_CM_READ);
+    assert_string_equal(cm.keys, "");
+    json_decref(o);
+
+    /* too many keys for the bytes kept: too big, no key claimed */
+    o = json_object();
+    json_t *data = json_object();
+    char key[64];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "config-number-%03d", i);
+        json_object_set_new(data, key, json_string(""));
+    }
+    json_object_set_new(o, "data", data);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_int_equal(cm.state, GPUOP_SHARING_CM_TOO_BIG);
+    assert_false(gpuop_sharing_cm_known(&cm));
+    assert_false(gpuop_sharing_cm_has(&cm, "config-number-000"));
+    json_decref(o);
+
+    /* not an object */
+    o = json_string("x");
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), GPUOP_EINVAL);
+    assert_int_equal(cm.state, GPUOP_SHARING_CM_UNKNOWN);
+    json_decref(o);
+
+    /* GFD's labels */
+    assert_int_equal(gpuop_sharing_replicas_of("4"), 4);
+    assert_int_equal(gpuop_sharing_replicas_of("1000"), GPUOP_SHARING_REPLICAS_MAX);
+    assert_int_equal(gpuop_sharing_replicas_of("99999999999999999999999"),
+                     GPUOP_SHARING_REPLICAS_MAX);
+    assert_int_equal(gpuop_sharing_replicas_of("0"), 0);
+    assert_int_equal(gpuop_sharing_replicas_of("-1"), 0);
+    assert_int_equal(gpuop_sharing_replicas_of(""), 0);
+    assert_int_equal(gpuop_sharing_strategy_of("time-slicing"), GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(gpuop_sharing_strategy_of("mps"), GPUOP_SHARING_MPS);
+    assert_int_equal(gpuop_sharing_strategy_of("none"), GPUOP_SHARING_NONE);
+    assert_int_equal(gpuop_sharing_strategy_of("x"), GPUOP_SHARING_OTHER);
+    (void)state;
+}
+
 static void test_mps_daemon(void **state)
 {
     int mps = op("mps-control-daemon");
@@ -1919,6 +2166,9 @@ int main(void)
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),
         cmocka_unit_test(test_mps_daemon),
+        cmocka_unit_test(test_sharing_config_key_missing),
+        cmocka_unit_test(test_sharing_cm_read),
+        cmocka_unit_test(test_shared_allocatable),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),

@@ -75,6 +75,90 @@ static void test_node_mps(void **state)
     }
 }
 
+/* GPU sharing's labels (sharing.h): the config label's value kept after
+ * the struct (cut at a label value's 63 bytes, and marked so), GFD's
+ * strategy and replicas; each compared by gpuop_node_equal. */
+static struct gpuop_node *shared(const char *name, const char *cfg, const char *strategy,
+                                 const char *replicas, const char *taint)
+{
+    json_t *labels = json_pack("{s:s}", "nvidia.com/gpu.present", "true");
+    if (cfg)
+        json_object_set_new(labels, GPUOP_LABEL_PLUGIN_CONFIG, json_string(cfg));
+    if (strategy)
+        json_object_set_new(labels, GPUOP_LABEL_SHARING_STRATEGY, json_string(strategy));
+    if (replicas)
+        json_object_set_new(labels, GPUOP_LABEL_GPU_REPLICAS, json_string(replicas));
+    json_t *j = json_pack("{s:{s:s, s:o}}", "metadata", "name", name, "labels", labels);
+    if (taint)
+        json_object_set_new(
+            j, "spec",
+            json_pack("{s:[{s:s, s:s}]}", "taints", "key", taint, "effect", "NoSchedule"));
+    struct gpuop_node *n = gpuop_node_new(j, NULL, NULL);
+    json_decref(j);
+    assert_non_null(n);
+    return n;
+}
+
+static void test_node_sharing(void **state)
+{
+    _Static_assert(sizeof(struct gpuop_node) == 96,
+                   "sharing and the DRA fold take the 8 bytes the struct grew by");
+    struct gpuop_node *a = shared("a", "ts-4", "time-slicing", "4", "t");
+    assert_string_equal(gpuop_node_plugin_config(a), "ts-4");
+    assert_false(a->config_long);
+    assert_int_equal(a->sharing, GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(a->replicas, 4);
+    assert_string_equal(a->name, "a"); /* the strings around it whole */
+    assert_string_equal(a->taints[0].key, "t");
+
+    struct gpuop_node *b = shared("a", "ts-8", "time-slicing", "4", "t");
+    assert_false(gpuop_node_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-4", "mps", "4", "t");
+    assert_false(gpuop_node_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-4", "time-slicing", "2", "t");
+    assert_false(gpuop_node_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-4", "time-slicing", "4", "t");
+    assert_true(gpuop_node_equal(a, b));
+    gpuop_node_free(b);
+
+    /* none, "" (the default's), unreadable GFD labels */
+    b = shared("b", "", "none", "x", NULL);
+    assert_null(gpuop_node_plugin_config(b));
+    assert_int_equal(b->sharing, GPUOP_SHARING_NONE);
+    assert_int_equal(b->replicas, 0);
+    assert_false(gpuop_node_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("b", NULL, "spatial", "100000", NULL);
+    assert_int_equal(b->gpu_count, 0);
+    assert_null(gpuop_node_plugin_config(b));
+    assert_int_equal(b->sharing, GPUOP_SHARING_OTHER);
+    assert_int_equal(b->replicas, GPUOP_SHARING_REPLICAS_MAX);
+    gpuop_node_free(b);
+
+    /* an over-long value: cut at 63 bytes, marked */
+    char longv[300];
+    memset(longv, 'k', sizeof(longv) - 1);
+    longv[sizeof(longv) - 1] = '\0';
+    b = shared("b", longv, NULL, NULL, "t");
+    assert_true(b->config_long);
+    assert_int_equal(strlen(gpuop_node_plugin_config(b)), GPUOP_SHARING_CONFIG_MAX);
+    assert_string_equal(b->taints[0].key, "t");
+    struct gpuop_node *c = shared("b", longv, NULL, NULL, "t");
+    assert_true(gpuop_node_equal(b, c));
+    gpuop_node_free(c);
+    longv[GPUOP_SHARING_CONFIG_MAX] = '\0'; /* the cut itself, not marked */
+    c = shared("b", longv, NULL, NULL, "t");
+    assert_false(c->config_long);
+    assert_false(gpuop_node_equal(b, c));
+    gpuop_node_free(c);
+    gpuop_node_free(b);
+    gpuop_node_free(a);
+    (void)state;
+}
+
 static void test_node_gpu(void **state)
 {
     json_t *j = load("node-gpu.json");
@@ -1048,6 +1132,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_gpu),
         cmocka_unit_test(test_node_mps),
+        cmocka_unit_test(test_node_sharing),
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_node_os),
         cmocka_unit_test(test_kernel_pools),

@@ -374,6 +374,75 @@ static void test_transition_times(void **state)
     fx_world_free(&w);
 }
 
+/* GPU sharing (issue 41): GFD's strategy and replicas of the GPU nodes,
+ * grouped and sorted, bounded, absent when no node shares. */
+static void test_sharing(void **state)
+{
+    struct fx_world w;
+    world_init(&w);
+    static const struct {
+        const char *name;
+        int strategy, replicas;
+    } nodes[] = {
+        {"gpu-a", GPUOP_SHARING_TIME_SLICING, 4}, {"gpu-b", GPUOP_SHARING_MPS, 2},
+        {"gpu-c", GPUOP_SHARING_TIME_SLICING, 4}, {"gpu-d", GPUOP_SHARING_NONE, 1},
+        {"gpu-e", GPUOP_SHARING_TIME_SLICING, 2}, {"gpu-f", GPUOP_SHARING_OTHER, 0},
+    };
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        fx_add_node(&w, nodes[i].name, FX_ALL);
+        fx_run_all(&w, nodes[i].name, NULL);
+        w.nodes[w.nn - 1]->sharing = (uint8_t)nodes[i].strategy;
+        w.nodes[w.nn - 1]->replicas = (uint8_t)nodes[i].replicas;
+    }
+    fx_analyze(&w);
+    json_t *st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    json_t *sh = json_object_get(st, "sharing");
+    assert_int_equal(json_array_size(sh), 4);
+    json_t *g = json_array_get(sh, 0);
+    assert_string_equal(str(g, "strategy"), "mps");
+    assert_int_equal(num(g, "replicas"), 2);
+    g = json_array_get(sh, 1);
+    assert_string_equal(str(g, "strategy"), "other");
+    assert_null(json_object_get(g, "replicas")); /* GFD's label absent */
+    g = json_array_get(sh, 2);
+    assert_string_equal(str(g, "strategy"), "time-slicing");
+    assert_int_equal(num(g, "replicas"), 2);
+    g = json_array_get(sh, 3);
+    assert_int_equal(num(g, "replicas"), 4);
+    assert_int_equal(num(g, "nodes"), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g, "nodeNames"), 1)),
+                        "gpu-c");
+    json_decref(st);
+    json_t *only = gpuop_status_sharing(&w.f, "gpu-c");
+    assert_int_equal(json_array_size(only), 1);
+    json_decref(only);
+    fx_world_free(&w);
+
+    /* none shares: no sharing at all; more groups than the cap: the first kept */
+    world_init(&w);
+    for (int i = 0; i < GPUOP_STATUS_SHARING_MAX + 5; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "gpu-%02d", i);
+        fx_add_node(&w, name, FX_ALL);
+        w.nodes[w.nn - 1]->sharing = GPUOP_SHARING_TIME_SLICING;
+        w.nodes[w.nn - 1]->replicas = (uint8_t)(i + 1);
+    }
+    fx_analyze(&w);
+    sh = gpuop_status_sharing(&w.f, NULL);
+    assert_int_equal(json_array_size(sh), GPUOP_STATUS_SHARING_MAX);
+    assert_int_equal(num(json_array_get(sh, 0), "replicas"), 1);
+    json_decref(sh);
+    fx_world_free(&w);
+    world_init(&w);
+    fx_add_node(&w, "gpu-x", FX_ALL);
+    fx_analyze(&w);
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &ok_in, T0);
+    assert_null(json_object_get(st, "sharing"));
+    json_decref(st);
+    fx_world_free(&w);
+    (void)state;
+}
+
 static void test_cap(void **state)
 {
     struct fx_world w;
@@ -702,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_empty_lists),
         cmocka_unit_test(test_transition_times),
         cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_sharing),
         cmocka_unit_test(test_stranded),
         cmocka_unit_test(test_ignored),
         cmocka_unit_test(test_reconciled),

@@ -1,0 +1,97 @@
+/*
+ * sharing.h - GPU sharing as NVIDIA's device plugin and GFD run it (issue
+ * 41): the labels a node carries, and what gpuop reads of the device
+ * plugin's ConfigMap of named configs (spec.devicePlugin.config.name).
+ *
+ * Each node picks one of the ConfigMap's keys with the label
+ * GPUOP_LABEL_PLUGIN_CONFIG (none, or "": spec.devicePlugin.config.default);
+ * NVIDIA's config-manager fails where the key is missing
+ * (k8s-device-plugin v0.20.0 cmd/config-manager/main.go updateConfigName:
+ * "specified config %v does not exist"). gpuop keeps the ConfigMap's key
+ * names only, never its configs, and at most GPUOP_SHARING_KEYS_BYTES of
+ * them: a ConfigMap with more is "too big" and judges no node (nothing is
+ * claimed of keys gpuop did not keep).
+ *
+ * Layer: model.
+ */
+#ifndef GPUOP_SHARING_H
+#define GPUOP_SHARING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+/* The node's config: a key of the ConfigMap (NVIDIA's config-manager
+ * NODE_LABEL, the GPU Operator's default). */
+#define GPUOP_LABEL_PLUGIN_CONFIG "nvidia.com/device-plugin.config"
+/* GFD's labels of what the device plugin applied (k8s-device-plugin
+ * v0.20.0 internal/lm/resource.go): the strategy ("none", "time-slicing",
+ * "mps") and the replicas per GPU. */
+#define GPUOP_LABEL_SHARING_STRATEGY "nvidia.com/gpu.sharing-strategy"
+#define GPUOP_LABEL_GPU_REPLICAS     "nvidia.com/gpu.replicas"
+/* GFD's count of the node's GPUs (k8s-device-plugin v0.20.0
+ * internal/lm/resource.go): allocatable is this x replicas. */
+#define GPUOP_LABEL_GPU_COUNT "nvidia.com/gpu.count"
+/* The count kept up to this, 5 bits; a higher one is not judged. */
+#define GPUOP_SHARING_COUNT_MAX 31
+
+/* Longest config label value kept: a label value is at most 63 bytes (the
+ * API server refuses more); a longer one is cut and marked (config_long). */
+#define GPUOP_SHARING_CONFIG_MAX 63
+/* GFD's gpu.replicas kept up to this (saturating). */
+#define GPUOP_SHARING_REPLICAS_MAX 255
+
+/* GFD's nvidia.com/gpu.sharing-strategy (struct gpuop_node.sharing). */
+enum gpuop_sharing_strategy {
+    GPUOP_SHARING_NONE = 0,     /* absent or "none" */
+    GPUOP_SHARING_TIME_SLICING, /* "time-slicing" */
+    GPUOP_SHARING_MPS,          /* "mps" */
+    GPUOP_SHARING_OTHER,        /* another value */
+};
+/* The label value of s ("time-slicing", "mps"), "none", or "other"; static. */
+const char *gpuop_sharing_strategy_name(int s);
+/* enum gpuop_sharing_strategy of a label value (NULL: none). */
+int gpuop_sharing_strategy_of(const char *value);
+/* GFD's replicas label value: 1..GPUOP_SHARING_REPLICAS_MAX (saturating),
+ * 0 when absent or not a positive decimal number. */
+uint8_t gpuop_sharing_replicas_of(const char *value);
+
+/* GFD's count label value: 1..GPUOP_SHARING_COUNT_MAX (a higher one
+ * saturates at it), 0 when absent or not a positive decimal number. */
+uint8_t gpuop_sharing_count_of(const char *value);
+
+/* What gpuop read of the ConfigMap (struct gpuop_sharing_cm.state). */
+enum gpuop_sharing_cm_state {
+    GPUOP_SHARING_CM_UNKNOWN = 0, /* not read: no config in the policy, not yet, the read
+                                     failed: no node is judged by it */
+    GPUOP_SHARING_CM_ABSENT,      /* the API server says it does not exist (404) */
+    GPUOP_SHARING_CM_READ,        /* read: keys holds its keys */
+    GPUOP_SHARING_CM_TOO_BIG,     /* more keys than GPUOP_SHARING_KEYS_BYTES holds: no node
+                                     is judged by it */
+};
+/* Bytes of key names kept, separators and NUL included. */
+#define GPUOP_SHARING_KEYS_BYTES 1024
+/* Longest ConfigMap name kept (a Kubernetes name). */
+#define GPUOP_SHARING_CM_NAME_MAX 253
+
+struct gpuop_sharing_cm {
+    uint8_t state;                            /* enum gpuop_sharing_cm_state */
+    uint16_t nkeys;                           /* keys READ */
+    char name[GPUOP_SHARING_CM_NAME_MAX + 1]; /* the ConfigMap's name ("" unknown) */
+    char keys[GPUOP_SHARING_KEYS_BYTES];      /* READ: its keys (data and binaryData),
+                                                 sorted, ", "-separated ("" none) */
+};
+
+/* Fills *out from ConfigMap cm (borrowed; NULL: absent) named name
+ * (borrowed): READ with its keys, TOO_BIG when they do not fit, ABSENT
+ * for NULL. A key is a name the API server accepts ([-._a-zA-Z0-9]+):
+ * any other is skipped. 0, or GPUOP_EINVAL (cm is not an object: *out
+ * UNKNOWN). */
+int gpuop_sharing_cm_read(json_t *cm, const char *name, struct gpuop_sharing_cm *out);
+/* Is key (borrowed) one of cm's READ keys? False for any other state. */
+bool gpuop_sharing_cm_has(const struct gpuop_sharing_cm *cm, const char *key);
+/* Does cm say something of the nodes (ABSENT or READ)? */
+bool gpuop_sharing_cm_known(const struct gpuop_sharing_cm *cm);
+
+#endif

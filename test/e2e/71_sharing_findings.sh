@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# End-to-end: the per-node sharing findings (issue 41). On the lab (kwok GPU
+# nodes: their device plugin pods run no containers, so what gpuop says of
+# the nodes' labels and the ConfigMap is what is checked):
+#   - gpuop's own account may get ConfigMaps in its namespace and not
+#     elsewhere (the chart's Role: it reads the sharing ConfigMap);
+#   - a ConfigMap with the keys default and ts-4 and spec.devicePlugin.config
+#     naming it: a node labelled nvidia.com/device-plugin.config=missing has
+#     SharingConfigKeyMissing on its device plugin, the message naming the
+#     value and the keys there are, in the status and in `gpuop check`; a
+#     node labelled ts-4 has none;
+#   - GFD's nvidia.com/gpu.sharing-strategy and gpu.replicas on a node: the
+#     status's sharing and `gpuop check` (text and JSON) show it;
+#   - GFD's nvidia.com/gpu.count=8 with replicas 4 on a node whose
+#     allocatable is 8: SharedAllocatableDiffers once its device plugin has
+#     been Ready for the advertise grace, naming 32 and since when; cleared
+#     when allocatable is 32;
+#   - the key added to the ConfigMap: the finding clears (the ConfigMap is
+#     read again within CTL_SHARING_REREAD_MS, not watched);
+#   - the ConfigMap deleted: the labelled nodes' findings say it does not
+#     exist.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gpuop.sh"
+CM=sharing-findings
+on_exit 'gpuop_kill; gpuop_uninstall; kc -n "$GPUOP_NS" delete configmap '"$CM"' --ignore-not-found >/dev/null 2>&1 || true'
+
+L=nvidia.com/gpu.deploy
+MISSING=$(unique gpu-share-missing)
+TS4=$(unique gpu-share-ts4)
+POLICY=sharing-findings
+
+gpuop_install
+log "gpuop's account reads ConfigMaps in $GPUOP_NS only"
+me=system:serviceaccount:$GPUOP_NS:gpuop
+assert_eq yes "$(kc auth can-i get configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+	"gpuop may get configmaps in $GPUOP_NS"
+assert_eq no "$(kc auth can-i get configmaps -n default --as="$me" 2>/dev/null || true)" \
+	"gpuop may get configmaps in default"
+assert_eq no "$(kc auth can-i list configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+	"gpuop may list configmaps"
+
+gpuop_start
+cm_apply() { # KEYS...: the ConfigMap with those keys (ts-4 time-slicing, others plain)
+	local k data=""
+	for k in "$@"; do
+		if [ "$k" = ts-4 ]; then
+			data+="  ts-4: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+          - name: nvidia.com/gpu
+            replicas: 4
+"
+		else
+			data+="  $k: |-
+    version: v1
+"
+		fi
+	done
+	kc -n "$GPUOP_NS" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: $CM}
+data:
+$data
+YAML
+}
+cm_apply default ts-4
+kc apply -f - >/dev/null <<YAML
+apiVersion: gpuop.dev/v1alpha1
+kind: GpuPolicy
+metadata: {name: $POLICY}
+spec:
+  driver: {enabled: false}
+  toolkit: {enabled: false}
+  validator: {enabled: false}
+  dcgmExporter: {enabled: false}
+  findings: {eventGracePeriodSeconds: 0, advertiseGracePeriodSeconds: 15}
+  devicePlugin:
+    config: {name: $CM, default: default}
+YAML
+
+lab_node "$MISSING" --label nvidia.com/gpu.present=true --label "$L.device-plugin=true" \
+	--label "$L.gpu-feature-discovery=true" --label nvidia.com/device-plugin.config=missing --capacity nvidia.com/gpu=8
+lab_node "$TS4" --label nvidia.com/gpu.present=true --label "$L.device-plugin=true" \
+	--label "$L.gpu-feature-discovery=true" --label nvidia.com/device-plugin.config=ts-4 --capacity nvidia.com/gpu=8
+
+finding_of() { # NODE OPERAND: "kind/reason message" of its first finding, or nothing
+	kc get gpupolicy "$POLICY" -o json | jq -r --arg n "$1" --arg o "$2" \
+		'[.status.nodes[]? | select(.name == $n) | .findings[] | select(.operand == $o)][0] //
+		 empty | "\(.kind)/\(.reason) \(.message)"'
+}
+said() { grep -qF -- "$3" <<<"$(finding_of "$1" "$2")"; }
+no_finding() { [ -z "$(finding_of "$1" "$2")" ]; }
+running_on() {
+	[ "$(kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$2" --field-selector "spec.nodeName=$1" \
+		-o json | jq '[.items[] | select(.status.phase == "Running")] | length')" = 1 ]
+}
+
+log "$MISSING labelled missing: SharingConfigKeyMissing naming the keys"
+wait_for 120 running_on "$TS4" device-plugin
+wait_for 120 said "$MISSING" device-plugin 'Missing/SharingConfigKeyMissing '
+msg=$(finding_of "$MISSING" device-plugin)
+log "$msg"
+grep -qF "is \"missing\", a key ConfigMap $CM lacks (its keys: default, ts-4)" <<<"$msg" ||
+	fail "the finding does not name the value and the keys: $msg"
+grep -qF "kubectl label node $MISSING nvidia.com/device-plugin.config=KEY --overwrite" <<<"$msg" || fail "the finding says not what to do: $msg"
+no_finding "$TS4" device-plugin || fail "$TS4 (ts-4, a key there) has a finding: $(finding_of "$TS4" device-plugin)"
+
+log "gpuop check says the same"
+CHECK_RC=0
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" -o json) || CHECK_RC=$?
+assert_eq 1 "$CHECK_RC" "gpuop check's exit code with the finding"
+jq -e --arg n "$MISSING" '[.nodes[] | select(.name == $n) | .findings[] |
+	select(.operand == "device-plugin" and .reason == "SharingConfigKeyMissing")] | length == 1' \
+	<<<"$out" >/dev/null || fail "gpuop check lacks the finding: $(jq -c '.nodes' <<<"$out")"
+jq -e --arg n "$TS4" '[.nodes[] | select(.name == $n) | .findings[]] | length == 0' <<<"$out" >/dev/null ||
+	fail "gpuop check has findings on $TS4: $(jq -c '.nodes' <<<"$out")"
+
+log "GFD's sharing labels on $TS4: the status and gpuop check show its sharing"
+kc label node "$TS4" nvidia.com/gpu.sharing-strategy=time-slicing nvidia.com/gpu.replicas=4 >/dev/null
+shares() {
+	kc get gpupolicy "$POLICY" -o json | jq -e --arg n "$TS4" '.status.sharing[]? |
+		select(.strategy == "time-slicing" and .replicas == 4 and (.nodeNames | index($n)))' >/dev/null
+}
+wait_for 60 shares
+! kc get gpupolicy "$POLICY" -o json | jq -e --arg n "$MISSING" '.status.sharing[]? | .nodeNames | index($n)' >/dev/null ||
+	fail "$MISSING (no GFD sharing label) is listed as sharing"
+text=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes gpu-share- --color never || true)
+grep -qF "  time-slicing, 4 replicas: 1 node ($TS4)" <<<"$text" ||
+	fail "gpuop check does not show $TS4's sharing: $text"
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS" --nodes "$TS4" -o json || true)
+jq -e --arg n "$TS4" '.sharing == [{"strategy": "time-slicing", "replicas": 4, "nodes": 1, "nodeNames": [$n]}]' \
+	<<<"$out" >/dev/null || fail "gpuop check -o json: $(jq -c .sharing <<<"$out")"
+
+log "GFD says 8 GPUs x 4 on $TS4, allocatable 8: SharedAllocatableDiffers past the advertise grace"
+kc label node "$TS4" nvidia.com/gpu.count=8 >/dev/null
+wait_for 120 said "$TS4" device-plugin 'Missing/SharedAllocatableDiffers '
+msg=$(finding_of "$TS4" device-plugin)
+log "$msg"
+grep -qF "advertises 8 nvidia.com/gpu (allocatable), but GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 expected" <<<"$msg" ||
+	fail "the finding does not say what allocatable should be: $msg"
+grep -qE 'is Ready since 20[0-9-]+T[0-9:]+Z\.' <<<"$msg" || fail "the finding does not say since when: $msg"
+log "allocatable 32, as GFD says: it clears"
+kc patch node "$TS4" --subresource=status --type merge \
+	-p '{"status":{"capacity":{"nvidia.com/gpu":"32"},"allocatable":{"nvidia.com/gpu":"32"}}}' >/dev/null
+wait_for 60 no_finding "$TS4" device-plugin
+
+log "the key added to the ConfigMap: the finding clears (read again, not watched)"
+cm_apply default ts-4 missing
+wait_for 120 no_finding "$MISSING" device-plugin
+
+log "the ConfigMap deleted: the labelled nodes' findings say so"
+kc -n "$GPUOP_NS" delete configmap "$CM" >/dev/null
+wait_for 120 said "$MISSING" device-plugin "and ConfigMap $CM does not exist"
+wait_for 60 said "$TS4" device-plugin "and ConfigMap $CM does not exist"
+grep -qF 'cannot read' "$GPUOP_LOG" && fail "gpuop logged a failed read: $(grep -F 'cannot read' "$GPUOP_LOG")"
+gpuop_stop
+log "PASS"
