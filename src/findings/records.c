@@ -23,6 +23,11 @@
  * (and COMPACT_MIN), the next view first copies every record, in name
  * order, into one new chunk and frees the old ones.
  *
+ * The records whose judgement the clock moves (a tally's next_change)
+ * are also in a min-heap on it (due; a record knows its place, at), kept
+ * as records are replaced, swept and moved: gpuop_records_due walks only
+ * the heap's entries that came, not every record.
+ *
  * The header (hdr, a
  * struct gpuop_findings without nodes) holds what every node is judged
  * against (gpuop_findings_setup) and the sums: judging a node takes its
@@ -73,9 +78,13 @@ struct record {
     struct gpuop_node_tally t;
     uint32_t mark;                /* the sweep's epoch it was judged in */
     uint32_t size;                /* bytes in its chunk */
+    uint32_t at;                  /* its index in due, NOT_DUE when none */
     struct gpuop_finding items[]; /* r.nfindings, then the copies their refs point at,
                                      then the name */
 };
+
+/* struct record's at when it is not in the heap (no next_change). */
+#define NOT_DUE UINT32_MAX
 
 /* Where records are bump-allocated; freed whole. */
 struct chunk {
@@ -88,8 +97,10 @@ struct gpuop_records {
     struct gpuop_findings hdr; /* the setup and the sums; items: one node's, scratch */
     struct record **sorted;    /* by name (borrowed from chunks) */
     size_t n, cap;
-    struct chunk *chunks;         /* newest first (new) */
-    size_t live, dead;            /* bytes of records in sorted, of records replaced */
+    struct chunk *chunks; /* newest first (new) */
+    size_t live, dead;    /* bytes of records in sorted, of records replaced */
+    struct record **due;  /* the records with a next_change, a min-heap on it */
+    size_t ndue, due_cap;
     uint64_t fp;                  /* gpuop_findings_setup's, of the last setup */
     bool said[GPUOP_OPERAND_MAX]; /* its controller said why it creates no pod */
     bool set_up;                  /* a setup was read */
@@ -117,6 +128,7 @@ void gpuop_records_free(struct gpuop_records *rec)
         free(c);
     }
     free(rec->sorted);
+    free(rec->due);
     free(rec->hdr.items);
     gpuop_arena_free(&rec->hdr.names);
     free(rec->view.nodes);
@@ -180,14 +192,99 @@ int gpuop_records_setup(struct gpuop_records *rec, const struct gpuop_policy *p,
     return all ? 1 : 0;
 }
 
+/* ---- the heap of records on their next_change ---- */
+
+static long long due_key(const struct gpuop_records *rec, size_t i)
+{
+    return rec->due[i]->t.next_change;
+}
+
+static void due_set(struct gpuop_records *rec, size_t i, struct record *rd)
+{
+    rec->due[i] = rd;
+    rd->at = (uint32_t)i;
+}
+
+static void due_swap(struct gpuop_records *rec, size_t i, size_t j)
+{
+    struct record *x = rec->due[i];
+    due_set(rec, i, rec->due[j]);
+    due_set(rec, j, x);
+}
+
+/* The entry at i moved to where its key belongs. */
+static void due_fix(struct gpuop_records *rec, size_t i)
+{
+    while (i > 0 && due_key(rec, (i - 1) / 2) > due_key(rec, i)) {
+        due_swap(rec, (i - 1) / 2, i);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < rec->ndue && due_key(rec, l) < due_key(rec, m))
+            m = l;
+        if (l + 1 < rec->ndue && due_key(rec, l + 1) < due_key(rec, m))
+            m = l + 1;
+        if (m == i)
+            return;
+        due_swap(rec, i, m);
+        i = m;
+    }
+}
+
+/* Room in the heap for one more: 0 or GPUOP_ENOMEM. */
+static int due_room(struct gpuop_records *rec)
+{
+    if (rec->ndue < rec->due_cap)
+        return 0;
+    size_t cap = rec->due_cap ? 2 * rec->due_cap : 64;
+    struct record **d = realloc(rec->due, cap * sizeof(*d));
+    if (!d)
+        return GPUOP_ENOMEM;
+    rec->due = d;
+    rec->due_cap = cap;
+    return 0;
+}
+
+/* Record old (NULL: none) leaves the heap and rd (NULL: none) enters it,
+ * each if it has a next_change; rd in old's place when both do. The
+ * room for rd was made (due_room). */
+static void due_replace(struct gpuop_records *rec, struct record *old, struct record *rd)
+{
+    bool in = rd && rd->t.next_change;
+    if (old && old->at != NOT_DUE) {
+        size_t i = old->at;
+        old->at = NOT_DUE;
+        if (!in) {
+            struct record *last = rec->due[--rec->ndue];
+            if (i == rec->ndue)
+                return;
+            due_set(rec, i, last);
+        } else {
+            due_set(rec, i, rd);
+        }
+        due_fix(rec, i);
+    } else if (in) {
+        due_set(rec, rec->ndue++, rd);
+        due_fix(rec, rec->ndue - 1);
+    }
+}
+
+/* due for the heap's entries from i on whose next_change came. */
+static void due_walk(const struct gpuop_records *rec, size_t i, long long now,
+                     gpuop_analysis_rejudge_fn due, void *arg)
+{
+    if (i >= rec->ndue || due_key(rec, i) > now)
+        return; /* nor any below it */
+    due(rec->due[i]->r.name, arg);
+    due_walk(rec, 2 * i + 1, now, due, arg);
+    due_walk(rec, 2 * i + 2, now, due, arg);
+}
+
 void gpuop_records_due(const struct gpuop_records *rec, long long now,
                        gpuop_analysis_rejudge_fn due, void *arg)
 {
-    for (size_t i = 0; i < rec->n; i++) {
-        long long c = rec->sorted[i]->t.next_change;
-        if (c && c <= now)
-            due(rec->sorted[i]->r.name, arg);
-    }
+    due_walk(rec, 0, now, due, arg);
 }
 
 void gpuop_records_begin_all(struct gpuop_records *rec)
@@ -258,6 +355,7 @@ static struct record *record_make(struct gpuop_records *rec, const char *name,
     rd->t = *t;
     char *at = (char *)rd + head, *ch = at + structs;
     rd->r.name = memcpy(ch + chars, name, len);
+    rd->at = NOT_DUE;
     for (size_t k = 0; k < n; k++) {
         rd->items[k] = items[k];
         rd->items[k].node = 0;
@@ -279,6 +377,8 @@ static struct record *record_make(struct gpuop_records *rec, const char *name,
 static int place(struct gpuop_records *rec, size_t pos, bool found, struct record *rd)
 {
     struct record *old = found ? rec->sorted[pos] : NULL;
+    if (rd && rd->t.next_change && due_room(rec) < 0)
+        return GPUOP_ENOMEM;
     if (old && rd) {
         rec->sorted[pos] = rd;
     } else if (old) {
@@ -298,6 +398,7 @@ static int place(struct gpuop_records *rec, size_t pos, bool found, struct recor
         rec->sorted[pos] = rd;
         rec->n++;
     }
+    due_replace(rec, old, rd);
     record_drop(rec, old);
     return 0;
 }
@@ -360,6 +461,7 @@ void gpuop_records_sweep(struct gpuop_records *rec)
             continue;
         }
         gpuop_findings_count_node(f, &rd->r, &rd->t, rd->items, -1);
+        due_replace(rec, rd, NULL);
         record_drop(rec, rd);
     }
     rec->n = kept;
@@ -490,6 +592,8 @@ static void compact(struct gpuop_records *rec)
             return;
         }
         copy->mark = rd->mark;
+        if (rd->at != NOT_DUE)
+            due_set(rec, rd->at, copy);
         rec->sorted[i] = copy;
     }
     while (old) {
@@ -518,7 +622,6 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
     v->items = items;
     v->nnodes = rec->n;
     v->nitems = 0;
-    v->next_change = 0;
     for (size_t i = 0; i < rec->n; i++) {
         const struct record *rd = rec->sorted[i];
         struct gpuop_node_result *r = &v->nodes[i];
@@ -529,9 +632,8 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
             v->items[v->nitems] = rd->items[k];
             v->items[v->nitems++].node = (uint32_t)i;
         }
-        if (rd->t.next_change)
-            gpuop_findings_change_at(v, rd->t.next_change);
     }
+    v->next_change = rec->ndue ? due_key(rec, 0) : 0; /* the earliest of the records' */
     gpuop_findings_set_stranded(v, st, nst);
     *out = v;
     return 0;
