@@ -83,6 +83,8 @@ struct record {
                                      then the name */
 };
 
+_Static_assert(sizeof(struct record) <= 88, "a record is 88 bytes before its findings");
+
 /* struct record's at when it is not in the heap (no next_change). */
 #define NOT_DUE UINT32_MAX
 
