@@ -44,11 +44,10 @@
  * and given back when they are far larger than the view (a rollout's
  * findings are gone once it is over).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <stddef.h>
 
 #include "gpuop/analysis.h"
 #include "gpuop/sort.h"
