@@ -209,6 +209,7 @@ static int bench_memory(const struct gpuop_policy *pol, struct gpuop_node *nodes
         rc = mem_reconcile(rec, pol, nodes, pods, pods_of, state, ev, k);
     }
     struct mem_at start = mem_now();
+    size_t peak = start.heap; /* live heap after a reconcile, the largest */
     unsigned long r = 4242;
     for (int phase = 1; rc == 0 && node_of && phase <= 2; phase++) {
         for (size_t p = 0; p < npods; p++)
@@ -228,6 +229,9 @@ static int bench_memory(const struct gpuop_policy *pol, struct gpuop_node *nodes
                 ev[k] = node_of[order[at + k]];
             }
             rc = mem_reconcile(rec, pol, nodes, pods, pods_of, state, ev, k);
+            size_t heap = mallinfo2().uordblks;
+            if (heap > peak)
+                peak = heap;
         }
     }
     struct mem_at with = mem_now();
@@ -235,10 +239,11 @@ static int bench_memory(const struct gpuop_policy *pol, struct gpuop_node *nodes
     gpuop_records_free(rec);
     struct mem_at without = mem_now();
     if (rc == 0)
-        printf("records memory after a rollout of %zu pods, %zu records: %ld KiB resident "
-               "anonymous (%ld before the rollout), %zu KiB live heap\n",
-               npods, nrec, with.anon_kib - without.anon_kib, start.anon_kib - without.anon_kib,
-               (with.heap - without.heap) / 1024);
+        printf(
+            "records memory after a rollout of %zu pods, %zu records: %ld KiB resident "
+            "anonymous (%ld before the rollout), %zu KiB live heap (%zu KiB at most during it)\n",
+            npods, nrec, with.anon_kib - without.anon_kib, start.anon_kib - without.anon_kib,
+            (with.heap - without.heap) / 1024, (peak - without.heap) / 1024);
     free(node_of);
     free(state);
     free(order);
