@@ -19,9 +19,10 @@
  * pinning its page (0.6 MiB resident for 0.3 MiB of records at 1,000
  * nodes, bench_analysis); from gpuop_pool's slabs the slabs of every
  * size a record had during the rollout stayed (1.1 MiB). A replaced
- * record's bytes are counted dead instead; once more are dead than live
- * (and COMPACT_MIN), the next view first copies every record, in name
- * order, into one new chunk and frees the old ones.
+ * record's bytes are counted dead instead; once they pass a quarter of
+ * the live ones (and COMPACT_MIN), the next view first copies each old
+ * chunk's live records into new chunks and frees it, one chunk after
+ * the other.
  *
  * The records whose judgement the clock moves (a tally's next_change)
  * are also in a min-heap on it (due; a record knows its place, at), kept
@@ -62,10 +63,14 @@
  * one's share of the live records' bytes (1 / CHUNK_SHARE_DIV) when
  * larger. Records are CHUNK_ALIGN-aligned. */
 #define CHUNK_MIN       ((size_t)4096)
-#define CHUNK_SHARE_DIV 4
+#define CHUNK_SHARE_DIV 8
 #define CHUNK_ALIGN     8
-/* Below this many dead bytes the chunks are never compacted. */
-#define COMPACT_MIN ((size_t)16384)
+/* The chunks are compacted once their dead bytes pass a share of the
+ * live ones (1 / COMPACT_DEAD_DIV) and COMPACT_MIN: a rollout replaces
+ * records at every reconcile, and the chunks stay within about 1.25
+ * times the live records. */
+#define COMPACT_DEAD_DIV 4
+#define COMPACT_MIN      ((size_t)16384)
 
 /* The view's arrays are given back when their room is more than this
  * many times what the view needs, plus VIEW_SLACK_MIN. */
@@ -77,15 +82,17 @@ struct record {
     struct gpuop_node_tally t;
     uint32_t mark;                /* the sweep's epoch it was judged in */
     uint32_t size;                /* bytes in its chunk */
-    uint32_t at;                  /* its index in due, NOT_DUE when none */
+    uint32_t at;                  /* its index in due, NOT_DUE when none, DEAD replaced */
     struct gpuop_finding items[]; /* r.nfindings, then the copies their refs point at,
                                      then the name */
 };
 
 _Static_assert(sizeof(struct record) <= 88, "a record is 88 bytes before its findings");
 
-/* struct record's at when it is not in the heap (no next_change). */
+/* struct record's at when it is not in the heap (no next_change), and
+ * when it was replaced (its bytes dead). */
 #define NOT_DUE UINT32_MAX
+#define DEAD    (UINT32_MAX - 1)
 
 /* Where records are bump-allocated; freed whole. */
 struct chunk {
@@ -100,6 +107,7 @@ struct gpuop_records {
     size_t n, cap;
     struct chunk *chunks; /* newest first (new) */
     size_t live, dead;    /* bytes of records in sorted, of records replaced */
+    size_t moving;        /* a compaction's live bytes still to copy; 0 none */
     struct record **due;  /* the records with a next_change, a min-heap on it */
     size_t ndue, due_cap;
     uint64_t fp;                  /* gpuop_findings_setup's, of the last setup */
@@ -298,6 +306,8 @@ void gpuop_records_begin_all(struct gpuop_records *rec)
 static struct chunk *chunk_new(struct gpuop_records *rec, size_t size)
 {
     size_t want = rec->live / CHUNK_SHARE_DIV;
+    if (rec->moving && rec->moving < want)
+        want = rec->moving; /* a compaction's last chunk: no room left over */
     if (want < CHUNK_MIN)
         want = CHUNK_MIN;
     if (want < size)
@@ -327,12 +337,14 @@ static struct record *record_alloc(struct gpuop_records *rec, size_t size)
     return rd;
 }
 
-/* Record rd (NULL: none) is replaced: its bytes are dead. */
-static void record_drop(struct gpuop_records *rec, const struct record *rd)
+/* Record rd (NULL: none) is replaced (out of the heap): its bytes are
+ * dead. */
+static void record_drop(struct gpuop_records *rec, struct record *rd)
 {
     if (rd) {
         rec->live -= rd->size;
         rec->dead += rd->size;
+        rd->at = DEAD;
     }
 }
 
@@ -565,43 +577,66 @@ static int view_room(struct gpuop_records *rec, size_t n, size_t nitems)
     return rc;
 }
 
-/* Once more of the chunks' bytes are dead than live: every record
- * copied, in name order, into one new chunk, the old ones freed (kept
- * when that chunk cannot be had). */
+/* Chunk c's records kept where they are (a compaction that could not go
+ * on): c and the chunks after it back in rec's, their dead bytes
+ * counted again. */
+static void keep(struct gpuop_records *rec, struct chunk *c)
+{
+    struct chunk **tail = &rec->chunks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    for (; c; c = c->next)
+        for (size_t off = 0; off < c->used;) {
+            const struct record *rd = (const struct record *)(const void *)((char *)c->data + off);
+            off += rd->size;
+            rec->dead += rd->at == DEAD ? rd->size : 0;
+        }
+}
+
+/* Once the chunks' dead bytes passed their share: each old chunk's live
+ * records copied into new chunks, then the old chunk freed, one after
+ * the other (the old chunks and the new ones hold about 1.5 times the
+ * live records at most, where one new chunk for all would need 2.25);
+ * kept where they are when a new chunk cannot be had. */
 static void compact(struct gpuop_records *rec)
 {
-    if (rec->dead <= rec->live || rec->dead < COMPACT_MIN)
+    if (rec->dead <= rec->live / COMPACT_DEAD_DIV || rec->dead < COMPACT_MIN)
         return;
     struct chunk *old = rec->chunks;
+    size_t live = rec->live; /* the same after: record_alloc counts the copies */
     rec->chunks = NULL;
-    if (!chunk_new(rec, rec->live)) {
-        rec->chunks = old;
-        return;
-    }
-    rec->live = rec->dead = 0;
-    for (size_t i = 0; i < rec->n; i++) { /* the same sizes again: the chunk holds them */
-        const struct record *rd = rec->sorted[i];
-        struct record *copy =
-            record_make(rec, rd->r.name, &rd->r, &rd->t, rd->items, rd->r.nfindings);
-        if (!copy) { /* cannot be (it was sized for them): the rest stays where it is */
-            for (; i < rec->n; i++)
-                rec->live += rec->sorted[i]->size;
-            struct chunk **tail = &rec->chunks;
-            while (*tail)
-                tail = &(*tail)->next;
-            *tail = old;
-            return;
-        }
-        copy->mark = rd->mark;
-        if (rd->at != NOT_DUE)
-            due_set(rec, rd->at, copy);
-        rec->sorted[i] = copy;
-    }
+    rec->dead = 0;
+    rec->moving = live;
     while (old) {
         struct chunk *c = old;
+        for (size_t off = 0; off < c->used;) {
+            struct record *rd = (struct record *)(void *)((char *)c->data + off);
+            off += rd->size;
+            if (rd->at == DEAD)
+                continue;
+            struct record *copy =
+                record_make(rec, rd->r.name, &rd->r, &rd->t, rd->items, rd->r.nfindings);
+            if (!copy) {
+                rec->live = live;
+                rec->moving = 0;
+                keep(rec, c);
+                return;
+            }
+            rec->moving -= rd->size;
+            size_t pos;
+            copy->mark = rd->mark;
+            if (rd->at != NOT_DUE)
+                due_set(rec, rd->at, copy);
+            if (sorted_pos(rec, rd->r.name, &pos))
+                rec->sorted[pos] = copy;
+            rd->at = DEAD;
+        }
         old = c->next;
         free(c);
     }
+    rec->live = live;
+    rec->moving = 0;
 }
 
 int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *st, size_t nst,

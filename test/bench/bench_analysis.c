@@ -151,7 +151,7 @@ static struct mem_at mem_now(void)
 {
     malloc_trim(0);
     struct mallinfo2 mi = mallinfo2();
-    return (struct mem_at){rss_anon_kib(), mi.uordblks};
+    return (struct mem_at){rss_anon_kib(), mi.uordblks + mi.hblkhd}; /* mmapped blocks too */
 }
 
 /* One reconcile of the rollout: the nodes of events ev[0..k) judged (the
@@ -229,7 +229,8 @@ static int bench_memory(const struct gpuop_policy *pol, struct gpuop_node *nodes
                 ev[k] = node_of[order[at + k]];
             }
             rc = mem_reconcile(rec, pol, nodes, pods, pods_of, state, ev, k);
-            size_t heap = mallinfo2().uordblks;
+            struct mallinfo2 mi = mallinfo2();
+            size_t heap = mi.uordblks + mi.hblkhd;
             if (heap > peak)
                 peak = heap;
         }
