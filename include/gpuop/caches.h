@@ -46,11 +46,27 @@ struct gpuop_caches_ds {
     uint64_t meta_hash;
 };
 
+/* What one change moved: on_change's what, a set of these bits. */
+enum gpuop_caches_change {
+    /* the object is going (it is still in the cache during the call) */
+    GPUOP_CACHES_GONE = 1u << 0,
+    /* more than the findings: a GpuPolicy (a change its same op does not
+     * filter), a Node, a DaemonSet added, deleted, or with another
+     * generation, metadata hash or deletion, the operands' ServiceAccount;
+     * never a pod, an Event or a DaemonSet's status alone */
+    GPUOP_CACHES_SPEC = 1u << 1,
+    /* what the apply stage's render reads: the same, where a Node counts
+     * only when the OS pools of the GPU nodes may have moved (a pool
+     * appears or its last node leaves; ospools_int.h), not for every
+     * change of a node */
+    GPUOP_CACHES_RENDER = 1u << 2,
+};
+
 struct gpuop_caches_config {
     const char *namespace; /* operator namespace, where operands live */
-    /* Something changed (key of the object); borrowed strings. deleted:
-     * the object is going (it is still in the cache during the call). */
-    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted);
+    /* Something changed (key of the object); borrowed strings. what: the
+     * enum gpuop_caches_change bits of the change. */
+    void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, unsigned what);
     /* Optional: node's object, or one of the pods on it (gpuop_pod.node),
      * changed; called before on_change. node borrowed, for the call. */
     void (*on_node)(void *arg, const char *node);
@@ -103,19 +119,6 @@ const char *gpuop_caches_active(const struct gpuop_caches *caches);
  * name and obj are borrowed. */
 int gpuop_caches_next_policy(const struct gpuop_caches *caches, size_t *iter, const char **name,
                              json_t **obj);
-/* A counter that moves whenever what the apply stage reads from the
- * caches may have changed: a GpuPolicy (a change its same op does not
- * filter), a Node, a DaemonSet added, deleted, or with another generation
- * or metadata hash, the operands' ServiceAccount. A pod or an Event, or a
- * DaemonSet's status alone, never moves it. Equal values: none of those
- * changed in between. */
-uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *caches);
-/* The same for what the apply stage reads, where a Node counts only
- * when the OS pools of the GPU nodes may have changed (a pool appears or
- * its last node leaves; ospools_int.h), not for every change of a node:
- * a node that becomes a GPU node of a pool already there, or any other
- * change of its labels, leaves it. */
-uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *caches);
 /* The operands' ServiceAccount is in the cache. */
 bool gpuop_caches_sa_present(const struct gpuop_caches *caches);
 /* The cached DaemonSet of that name in the operator namespace, or NULL. */

@@ -46,8 +46,6 @@
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
     struct gpuop_caches_config cfg;
-    uint64_t spec_changes;       /* gpuop_caches_spec_changes */
-    uint64_t apply_changes;      /* gpuop_caches_apply_changes, but the nodes' share */
     struct gpuop_ospools pools;  /* the GPU nodes' OS pools, counted (ospools.c) */
     struct gpuop_nodelist nodes; /* the cached nodes in name order (nodelist.c) */
     struct gpuop_nodepods pods_by_node;
@@ -336,7 +334,7 @@ static void node_fold(struct gpuop_caches *caches, const struct gpuop_node *old,
 /* ---- events ---- */
 
 /* Whether a change of kind (old_item or new_item NULL: an add or a
- * delete) moves gpuop_caches_spec_changes: for a DaemonSet only its
+ * delete) is GPUOP_CACHES_SPEC: for a DaemonSet only its
  * presence, generation, applied metadata and deletion (not its status
  * counters);
  * for policies, nodes and the ServiceAccount every change the informer
@@ -380,17 +378,15 @@ static void pod_moved(struct gpuop_caches *caches, const struct gpuop_pod *old,
 static void on_event(void *arg, const char *key, const void *old_item, const void *new_item)
 {
     struct tramp *t = arg;
-    if (spec_change(t->kind, old_item, new_item)) {
-        t->caches->spec_changes++;
-        if (t->kind != GPUOP_CACHES_NODE)
-            t->caches->apply_changes++;
-    }
+    unsigned what = new_item ? 0 : GPUOP_CACHES_GONE;
+    if (spec_change(t->kind, old_item, new_item))
+        what |= GPUOP_CACHES_SPEC | (t->kind != GPUOP_CACHES_NODE ? GPUOP_CACHES_RENDER : 0);
     if (t->kind == GPUOP_CACHES_NODE && new_item) /* ours: the store's item */
         node_fold(t->caches, old_item, (struct gpuop_node *)new_item);
     if (t->kind == GPUOP_CACHES_SLICE)
         slice_moved(t->caches, old_item, new_item);
-    if (t->kind == GPUOP_CACHES_NODE)
-        gpuop_ospools_move(&t->caches->pools, old_item, new_item);
+    if (t->kind == GPUOP_CACHES_NODE && gpuop_ospools_move(&t->caches->pools, old_item, new_item))
+        what |= GPUOP_CACHES_RENDER;
     if (t->kind == GPUOP_CACHES_POD)
         pod_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE) {
@@ -402,7 +398,7 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
     if (t->kind == GPUOP_CACHES_NODE && t->caches->cfg.on_node)
         t->caches->cfg.on_node(t->caches->cfg.arg, key);
     if (t->caches->cfg.on_change)
-        t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, key, new_item == NULL);
+        t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, key, what);
 }
 
 static void on_list_error(void *arg, int rc)
@@ -579,16 +575,6 @@ int gpuop_caches_start(struct gpuop_caches *caches)
 bool gpuop_caches_synced(const struct gpuop_caches *caches)
 {
     return caches->nsynced == GPUOP_CACHES_MAIN;
-}
-
-uint64_t gpuop_caches_spec_changes(const struct gpuop_caches *caches)
-{
-    return caches->spec_changes;
-}
-
-uint64_t gpuop_caches_apply_changes(const struct gpuop_caches *caches)
-{
-    return caches->apply_changes + caches->pools.changes;
 }
 
 bool gpuop_caches_sa_present(const struct gpuop_caches *caches)

@@ -18,7 +18,6 @@ void gpuop_ospools_init(struct gpuop_ospools *p)
     gpuop_map_init(&p->ids);
     gpuop_map_init(&p->oses);
     gpuop_map_init(&p->tags);
-    p->changes = 0;
     p->lost = false;
 }
 
@@ -78,7 +77,7 @@ static bool count(struct gpuop_ospools *p, const struct keys *k, long d)
     return edge || order;
 }
 
-void gpuop_ospools_move(struct gpuop_ospools *p, const struct gpuop_node *old,
+bool gpuop_ospools_move(struct gpuop_ospools *p, const struct gpuop_node *old,
                         const struct gpuop_node *nw)
 {
     struct keys o, n;
@@ -90,8 +89,7 @@ void gpuop_ospools_move(struct gpuop_ospools *p, const struct gpuop_node *old,
         if (in_new)
             moved |= count(p, &n, +1);
     }
-    if (moved || p->lost)
-        p->changes++;
+    return moved || p->lost;
 }
 
 void gpuop_ospools_free(struct gpuop_ospools *p)

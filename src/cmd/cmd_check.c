@@ -80,11 +80,11 @@ static void on_progress(uv_timer_t *t)
     progress_draw(t->data, false);
 }
 
-static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted)
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, unsigned what)
 {
     struct check *ck = arg;
     (void)key;
-    (void)deleted;
+    (void)what;
     if (kind >= 0 && kind < GPUOP_CACHES_KINDS)
         ck->seen[kind]++;
     ck->last_arrival = gpuop_clock_ms();

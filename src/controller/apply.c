@@ -49,12 +49,12 @@
  * The stage is its own reconcile ("apply:<policy>", controller.c), queued
  * only when what it reads may have changed: the policy, the caches'
  * DaemonSets (presence, generation, metadata, deletion), the
- * ServiceAccount and the OS pools of the GPU nodes, all of which move
- * gpuop_caches_apply_changes (the nodes only when the pools may have
- * changed). A pod event, most of a rollout's, or a node that comes, goes
+ * ServiceAccount and the OS pools of the GPU nodes, each a cache change
+ * the caches call GPUOP_CACHES_RENDER (a node only when the pools may
+ * have moved). A pod event, most of a rollout's, or a node that comes, goes
  * or changes within the pools there are, queues only the status
  * reconcile, which reads the results the last stage left (c->apply.res, c->apply.sa).
- * A new input of the render must move that counter (or be the policy).
+ * A new input of the render must be such a change (or the policy).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -503,7 +503,7 @@ static void enqueue_all(struct gpuop_controller *c)
             gpuop_queue_add(c->queue, key);
 }
 
-static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, bool deleted)
+static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, unsigned what)
 {
     struct gpuop_controller *c = arg;
     static const char *const knames[GPUOP_CACHES_KINDS] = {
@@ -517,10 +517,10 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
         snprintf(obj, sizeof(obj), "%s/%s", kname, key);
         gpuop_debug(obj, "changed");
     }
-    if (deleted)
+    if (what & GPUOP_CACHES_GONE)
         gpuop_ctl_apply_gone(c, kind, key);
     /* An event that moved nothing the apply stage reads (a pod, an Event,
-     * a DaemonSet's status: gpuop_caches_spec_changes stayed) changes at
+     * a DaemonSet's status: no GPUOP_CACHES_SPEC) changes at
      * most the findings, whose status cannot be written before the write
      * pacing's interval ends: while it runs, such an event queues the
      * policy for the interval's end, where one reconcile judges everything
@@ -529,14 +529,10 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, b
      * waits for the end of CTL_FINDINGS_RECONCILE_GAP_MS after the last
      * reconcile began. The first change after a quiet interval, and
      * anything else, reconciles at once. */
-    uint64_t spec = gpuop_caches_spec_changes(c->caches);
-    bool findings_only = spec == c->spec_seen;
-    c->spec_seen = spec;
+    bool findings_only = !(what & GPUOP_CACHES_SPEC);
     /* What the apply reconcile reads (the render's inputs) moved: it runs,
      * and queues the active policy's status when done. */
-    uint64_t applied = gpuop_caches_apply_changes(c->caches);
-    const char *active = applied != c->apply_seen ? gpuop_caches_active(c->caches) : NULL;
-    c->apply_seen = applied;
+    const char *active = what & GPUOP_CACHES_RENDER ? gpuop_caches_active(c->caches) : NULL;
     if (active)
         queue_apply(c, active);
     /* Every policy's state depends on the others (the oldest is active)

@@ -8,7 +8,8 @@
  * reads and with one exit:
  *
  *   apply  ("apply:<policy>", queued only when what the render reads
- *          changed: gpuop_caches_apply_changes; only the active policy)
+ *          changed: a cache change of GPUOP_CACHES_RENDER; only the active
+ *          policy)
  *          begin -> STAGE_APPLY (apply.c: ServiceAccount, then each operand
  *          once its prerequisite is settled; deletes) -> finish, which
  *          queues the policy's status reconcile
@@ -223,8 +224,6 @@ struct gpuop_controller {
     uint64_t origin_ns; /* of the reconcile in progress; 0: none */
     char kobj[CTL_OBJ_MAX];
     struct ctl_apply apply; /* the apply reconcile's state (apply.c) */
-    uint64_t apply_seen;    /* gpuop_caches_apply_changes at the last cache event (on_change) */
-    uint64_t spec_seen;     /* gpuop_caches_spec_changes at the last cache event (on_change) */
     bool apply_queued;      /* the active policy's apply reconcile is queued to run now: its
                                status waits for it (the apply queues it when done) */
     struct ctl_judge judge; /* the node records between reconciles (judge.c) */

@@ -9,9 +9,27 @@
  * the inputs, so a record stays readable however the caches change: no
  * rule ties its lifetime to theirs.
  *
- * The records live in a map keyed by node name (base/table.h's, as every
- * index here) and in an array sorted by name (what the status, the
- * Events' diff and the stranded view read in order). The header (hdr, a
+ * The records live in an array sorted by name (what the status, the
+ * Events' diff and the stranded view read in order, and where a node's
+ * record is found by binary search); each is one block, its node's name
+ * in it too, bump-allocated in the records' own chunks (struct chunk).
+ * A rollout replaces a record at every event of its node while the
+ * status documents of its reconciles come and go: one malloc each, the
+ * records ended up scattered among the documents' freed holes, each
+ * pinning its page (0.6 MiB resident for 0.3 MiB of records at 1,000
+ * nodes, bench_analysis); from gpuop_pool's slabs the slabs of every
+ * size a record had during the rollout stayed (1.1 MiB). A replaced
+ * record's bytes are counted dead instead; once they pass a quarter of
+ * the live ones (and COMPACT_MIN), the next view first copies each old
+ * chunk's live records into new chunks and frees it, one chunk after
+ * the other.
+ *
+ * The records whose judgement the clock moves (a tally's next_change)
+ * are also in a min-heap on it (due; a record knows its place, at), kept
+ * as records are replaced, swept and moved: gpuop_records_due walks only
+ * the heap's entries that came, not every record.
+ *
+ * The header (hdr, a
  * struct gpuop_findings without nodes) holds what every node is judged
  * against (gpuop_findings_setup) and the sums: judging a node takes its
  * old record's contribution back (gpuop_findings_count_node, sign -1)
@@ -23,14 +41,16 @@
  * gpuop_records_view lays the records out as a struct gpuop_findings
  * (nodes and items in name order, idle_s aged to now, next_change the
  * earliest of the records', the stranded pods counted) for the readers
- * of a findings set; its arrays are reused from one view to the next.
+ * of a findings set; its arrays are reused from one view to the next,
+ * and given back when they are far larger than the view (a rollout's
+ * findings are gone once it is over).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpuop/analysis.h"
-#include "gpuop/map.h"
 #include "gpuop/sort.h"
 
 #include "findings_int.h"
@@ -39,18 +59,57 @@
  * finds (not running, advertises, unexpected, ordering). */
 #define NODE_FINDINGS_MAX (4 * GPUOP_OPERAND_MAX)
 
+/* The records' chunks: the first and smallest one's bytes, and a new
+ * one's share of the live records' bytes (1 / CHUNK_SHARE_DIV) when
+ * larger. Records are CHUNK_ALIGN-aligned. */
+#define CHUNK_MIN       ((size_t)4096)
+#define CHUNK_SHARE_DIV 8
+#define CHUNK_ALIGN     8
+/* The chunks are compacted once their dead bytes pass a share of the
+ * live ones (1 / COMPACT_DEAD_DIV) and COMPACT_MIN: a rollout replaces
+ * records at every reconcile, and the chunks stay within about 1.25
+ * times the live records. */
+#define COMPACT_DEAD_DIV 4
+#define COMPACT_MIN      ((size_t)16384)
+
+/* The view's arrays are given back when their room is more than this
+ * many times what the view needs, plus VIEW_SLACK_MIN. */
+#define VIEW_SLACK_TIMES 2
+#define VIEW_SLACK_MIN   64
+
 struct record {
-    struct gpuop_node_result r; /* r.name: the map's copy of the key; r.first unused */
+    struct gpuop_node_result r; /* r.name: the copy after the items' */
     struct gpuop_node_tally t;
     uint32_t mark;                /* the sweep's epoch it was judged in */
-    struct gpuop_finding items[]; /* r.nfindings, then the copies their refs point at */
+    uint32_t size;                /* bytes in its chunk */
+    uint32_t at;                  /* its index in due, NOT_DUE when none, DEAD replaced */
+    struct gpuop_finding items[]; /* r.nfindings, then the copies their refs point at,
+                                     then the name */
+};
+
+_Static_assert(sizeof(struct record) <= 88, "a record is 88 bytes before its findings");
+
+/* struct record's at when it is not in the heap (no next_change), and
+ * when it was replaced (its bytes dead). */
+#define NOT_DUE UINT32_MAX
+#define DEAD    (UINT32_MAX - 1)
+
+/* Where records are bump-allocated; freed whole. */
+struct chunk {
+    struct chunk *next; /* older */
+    size_t size, used;  /* bytes of data */
+    max_align_t data[];
 };
 
 struct gpuop_records {
     struct gpuop_findings hdr; /* the setup and the sums; items: one node's, scratch */
-    struct gpuop_map map;      /* name -> struct record (new) */
-    struct record **sorted;    /* by name */
+    struct record **sorted;    /* by name (borrowed from chunks) */
     size_t n, cap;
+    struct chunk *chunks; /* newest first (new) */
+    size_t live, dead;    /* bytes of records in sorted, of records replaced */
+    size_t moving;        /* a compaction's live bytes still to copy; 0 none */
+    struct record **due;  /* the records with a next_change, a min-heap on it */
+    size_t ndue, due_cap;
     uint64_t fp;                  /* gpuop_findings_setup's, of the last setup */
     bool said[GPUOP_OPERAND_MAX]; /* its controller said why it creates no pod */
     bool set_up;                  /* a setup was read */
@@ -64,7 +123,6 @@ int gpuop_records_new(struct gpuop_records **out)
     struct gpuop_records *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return GPUOP_ENOMEM;
-    gpuop_map_init(&rec->map);
     *out = rec;
     return 0;
 }
@@ -73,8 +131,13 @@ void gpuop_records_free(struct gpuop_records *rec)
 {
     if (!rec)
         return;
-    gpuop_map_free(&rec->map, free);
+    while (rec->chunks) {
+        struct chunk *c = rec->chunks;
+        rec->chunks = c->next;
+        free(c);
+    }
     free(rec->sorted);
+    free(rec->due);
     free(rec->hdr.items);
     gpuop_arena_free(&rec->hdr.names);
     free(rec->view.nodes);
@@ -138,14 +201,99 @@ int gpuop_records_setup(struct gpuop_records *rec, const struct gpuop_policy *p,
     return all ? 1 : 0;
 }
 
+/* ---- the heap of records on their next_change ---- */
+
+static long long due_key(const struct gpuop_records *rec, size_t i)
+{
+    return rec->due[i]->t.next_change;
+}
+
+static void due_set(struct gpuop_records *rec, size_t i, struct record *rd)
+{
+    rec->due[i] = rd;
+    rd->at = (uint32_t)i;
+}
+
+static void due_swap(struct gpuop_records *rec, size_t i, size_t j)
+{
+    struct record *x = rec->due[i];
+    due_set(rec, i, rec->due[j]);
+    due_set(rec, j, x);
+}
+
+/* The entry at i moved to where its key belongs. */
+static void due_fix(struct gpuop_records *rec, size_t i)
+{
+    while (i > 0 && due_key(rec, (i - 1) / 2) > due_key(rec, i)) {
+        due_swap(rec, (i - 1) / 2, i);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < rec->ndue && due_key(rec, l) < due_key(rec, m))
+            m = l;
+        if (l + 1 < rec->ndue && due_key(rec, l + 1) < due_key(rec, m))
+            m = l + 1;
+        if (m == i)
+            return;
+        due_swap(rec, i, m);
+        i = m;
+    }
+}
+
+/* Room in the heap for one more: 0 or GPUOP_ENOMEM. */
+static int due_room(struct gpuop_records *rec)
+{
+    if (rec->ndue < rec->due_cap)
+        return 0;
+    size_t cap = rec->due_cap ? 2 * rec->due_cap : 64;
+    struct record **d = realloc(rec->due, cap * sizeof(*d));
+    if (!d)
+        return GPUOP_ENOMEM;
+    rec->due = d;
+    rec->due_cap = cap;
+    return 0;
+}
+
+/* Record old (NULL: none) leaves the heap and rd (NULL: none) enters it,
+ * each if it has a next_change; rd in old's place when both do. The
+ * room for rd was made (due_room). */
+static void due_replace(struct gpuop_records *rec, struct record *old, struct record *rd)
+{
+    bool in = rd && rd->t.next_change;
+    if (old && old->at != NOT_DUE) {
+        size_t i = old->at;
+        old->at = NOT_DUE;
+        if (!in) {
+            struct record *last = rec->due[--rec->ndue];
+            if (i == rec->ndue)
+                return;
+            due_set(rec, i, last);
+        } else {
+            due_set(rec, i, rd);
+        }
+        due_fix(rec, i);
+    } else if (in) {
+        due_set(rec, rec->ndue++, rd);
+        due_fix(rec, rec->ndue - 1);
+    }
+}
+
+/* due for the heap's entries from i on whose next_change came. */
+static void due_walk(const struct gpuop_records *rec, size_t i, long long now,
+                     gpuop_analysis_rejudge_fn due, void *arg)
+{
+    if (i >= rec->ndue || due_key(rec, i) > now)
+        return; /* nor any below it */
+    due(rec->due[i]->r.name, arg);
+    due_walk(rec, 2 * i + 1, now, due, arg);
+    due_walk(rec, 2 * i + 2, now, due, arg);
+}
+
 void gpuop_records_due(const struct gpuop_records *rec, long long now,
                        gpuop_analysis_rejudge_fn due, void *arg)
 {
-    for (size_t i = 0; i < rec->n; i++) {
-        long long c = rec->sorted[i]->t.next_change;
-        if (c && c <= now)
-            due(rec->sorted[i]->r.name, arg);
-    }
+    due_walk(rec, 0, now, due, arg);
 }
 
 void gpuop_records_begin_all(struct gpuop_records *rec)
@@ -153,23 +301,74 @@ void gpuop_records_begin_all(struct gpuop_records *rec)
     rec->epoch++;
 }
 
-/* A record of r, t and items (n of them, borrowing from the inputs):
- * new, with owned copies of what they borrow; NULL when out of memory. */
-static struct record *record_make(const struct gpuop_node_result *r,
+/* A new chunk of at least size bytes, first in rec's; NULL when out of
+ * memory. */
+static struct chunk *chunk_new(struct gpuop_records *rec, size_t size)
+{
+    size_t want = rec->live / CHUNK_SHARE_DIV;
+    if (rec->moving && rec->moving < want)
+        want = rec->moving; /* a compaction's last chunk: no room left over */
+    if (want < CHUNK_MIN)
+        want = CHUNK_MIN;
+    if (want < size)
+        want = size;
+    struct chunk *c = malloc(sizeof(*c) + want);
+    if (!c)
+        return NULL;
+    c->size = want;
+    c->used = 0;
+    c->next = rec->chunks;
+    rec->chunks = c;
+    return c;
+}
+
+/* size bytes for a record, borrowed from rec's chunks (counted live),
+ * or NULL when out of memory. */
+static struct record *record_alloc(struct gpuop_records *rec, size_t size)
+{
+    size = (size + CHUNK_ALIGN - 1) / CHUNK_ALIGN * CHUNK_ALIGN;
+    struct chunk *c = rec->chunks;
+    if ((!c || c->size - c->used < size) && !(c = chunk_new(rec, size)))
+        return NULL;
+    struct record *rd = (struct record *)(void *)((char *)c->data + c->used);
+    c->used += size;
+    rec->live += size;
+    rd->size = (uint32_t)size;
+    return rd;
+}
+
+/* Record rd (NULL: none) is replaced (out of the heap): its bytes are
+ * dead. */
+static void record_drop(struct gpuop_records *rec, struct record *rd)
+{
+    if (rd) {
+        rec->live -= rd->size;
+        rec->dead += rd->size;
+        rd->at = DEAD;
+    }
+}
+
+/* A record of node name, r, t and items (n of them, borrowing from the
+ * inputs), in rec's chunks, with owned copies of what they borrow; NULL
+ * when out of memory. */
+static struct record *record_make(struct gpuop_records *rec, const char *name,
+                                  const struct gpuop_node_result *r,
                                   const struct gpuop_node_tally *t,
                                   const struct gpuop_finding *items, size_t n)
 {
-    size_t structs = 0, chars = 0;
+    size_t structs = 0, chars = 0, len = strlen(name) + 1;
     for (size_t k = 0; k < n; k++)
         gpuop_findings_ref_size(&items[k], &structs, &chars);
     size_t head = sizeof(struct record) + n * sizeof(*items);
-    struct record *rd = malloc(head + structs + chars);
+    struct record *rd = record_alloc(rec, head + structs + chars + len);
     if (!rd)
         return NULL;
     rd->r = *r;
     rd->r.first = 0;
     rd->t = *t;
     char *at = (char *)rd + head, *ch = at + structs;
+    rd->r.name = memcpy(ch + chars, name, len);
+    rd->at = NOT_DUE;
     for (size_t k = 0; k < n; k++) {
         rd->items[k] = items[k];
         rd->items[k].node = 0;
@@ -185,24 +384,20 @@ static struct record *record_make(const struct gpuop_node_result *r,
     return rd;
 }
 
-/* Record rd (new; NULL: the node has none now) replaces old (NULL: none)
- * of node name. 0 or GPUOP_ENOMEM. */
-static int place(struct gpuop_records *rec, const char *name, struct record *old, struct record *rd)
+/* Record rd (new; NULL: the node has none now) replaces the one at pos
+ * in sorted (found: there is one; else pos is where rd goes). 0 or
+ * GPUOP_ENOMEM. */
+static int place(struct gpuop_records *rec, size_t pos, bool found, struct record *rd)
 {
-    size_t pos = 0;
-    bool found = old && sorted_pos(rec, name, &pos);
+    struct record *old = found ? rec->sorted[pos] : NULL;
+    if (rd && rd->t.next_change && due_room(rec) < 0)
+        return GPUOP_ENOMEM;
     if (old && rd) {
-        rd->r.name = old->r.name; /* the same key */
-        (void)gpuop_map_put(&rec->map, name, rd, NULL);
-        if (found)
-            rec->sorted[pos] = rd;
+        rec->sorted[pos] = rd;
     } else if (old) {
-        if (found) {
-            memmove(rec->sorted + pos, rec->sorted + pos + 1,
-                    (rec->n - pos - 1) * sizeof(*rec->sorted));
-            rec->n--;
-        }
-        (void)gpuop_map_del(&rec->map, name);
+        memmove(rec->sorted + pos, rec->sorted + pos + 1,
+                (rec->n - pos - 1) * sizeof(*rec->sorted));
+        rec->n--;
     } else if (rd) {
         if (rec->n == rec->cap) {
             size_t cap = rec->cap ? 2 * rec->cap : 64;
@@ -212,15 +407,12 @@ static int place(struct gpuop_records *rec, const char *name, struct record *old
             rec->sorted = s;
             rec->cap = cap;
         }
-        if (gpuop_map_put(&rec->map, name, rd, NULL) < 0)
-            return GPUOP_ENOMEM;
-        rd->r.name = (char *)gpuop_map_key(&rec->map, name);
-        (void)sorted_pos(rec, name, &pos);
         memmove(rec->sorted + pos + 1, rec->sorted + pos, (rec->n - pos) * sizeof(*rec->sorted));
         rec->sorted[pos] = rd;
         rec->n++;
     }
-    free(old);
+    due_replace(rec, old, rd);
+    record_drop(rec, old);
     return 0;
 }
 
@@ -238,7 +430,9 @@ int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struc
     struct gpuop_findings *f = &rec->hdr;
     if (!rec->set_up || !name || (node && (!node->name || strcmp(node->name, name))))
         return GPUOP_EINVAL;
-    struct record *old = gpuop_map_get(&rec->map, name), *rd = NULL;
+    size_t pos;
+    bool found = sorted_pos(rec, name, &pos);
+    struct record *old = found ? rec->sorted[pos] : NULL, *rd = NULL;
     struct gpuop_node_result r = {0};
     struct gpuop_node_tally t = {0};
     f->nitems = 0;
@@ -250,7 +444,8 @@ int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struc
             uncount_scratch(f);
             return rc < 0 ? rc : GPUOP_EINVAL;
         }
-        if (gpuop_findings_listed(&r) && !(rd = record_make(&r, &t, f->items, f->nitems))) {
+        if (gpuop_findings_listed(&r) &&
+            !(rd = record_make(rec, name, &r, &t, f->items, f->nitems))) {
             uncount_scratch(f);
             return GPUOP_ENOMEM;
         }
@@ -262,9 +457,9 @@ int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struc
     if (rd)
         gpuop_findings_count_node(f, &rd->r, &rd->t, NULL, 1); /* push counted its items */
     f->nitems = 0;
-    int rc = place(rec, name, old, rd);
+    int rc = place(rec, pos, found, rd);
     if (rc < 0)
-        free(rd);
+        record_drop(rec, rd);
     return rc; /* after a failure the sums are off: the caller starts again */
 }
 
@@ -279,7 +474,8 @@ void gpuop_records_sweep(struct gpuop_records *rec)
             continue;
         }
         gpuop_findings_count_node(f, &rd->r, &rd->t, rd->items, -1);
-        free(gpuop_map_del(&rec->map, rd->r.name));
+        due_replace(rec, rd, NULL);
+        record_drop(rec, rd);
     }
     rec->n = kept;
 }
@@ -350,30 +546,103 @@ int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analys
     return rc;
 }
 
+/* Room for n elements of size bytes in arr (*cap of them; *out the
+ * array to use): grown when short, given back when far larger (a failed
+ * shrink keeps it). 0 or GPUOP_ENOMEM (*out then arr). */
+static int room(void *arr, size_t *cap, size_t n, size_t size, void **out)
+{
+    bool shrink = *cap > VIEW_SLACK_TIMES * n + VIEW_SLACK_MIN;
+    *out = arr;
+    if (n <= *cap && !shrink)
+        return 0;
+    void *a = realloc(arr, n * size);
+    if (!a)
+        return shrink ? 0 : GPUOP_ENOMEM;
+    *out = a;
+    *cap = n;
+    return 0;
+}
+
 /* Room for n nodes and nitems items in the view. */
 static int view_room(struct gpuop_records *rec, size_t n, size_t nitems)
 {
     struct gpuop_findings *v = &rec->view;
-    if (n > rec->view_nodes_cap) {
-        struct gpuop_node_result *nodes = realloc(v->nodes, n * sizeof(*nodes));
-        if (!nodes)
-            return GPUOP_ENOMEM;
-        v->nodes = nodes;
-        rec->view_nodes_cap = n;
-    }
-    if (nitems > rec->view_items_cap) {
-        struct gpuop_finding *items = realloc(v->items, nitems * sizeof(*items));
-        if (!items)
-            return GPUOP_ENOMEM;
+    void *nodes, *items;
+    int rc = room(v->nodes, &rec->view_nodes_cap, n, sizeof(*v->nodes), &nodes);
+    v->nodes = nodes;
+    if (rc == 0)
+        rc = room(v->items, &rec->view_items_cap, nitems, sizeof(*v->items), &items);
+    if (rc == 0)
         v->items = items;
-        rec->view_items_cap = nitems;
+    return rc;
+}
+
+/* Chunk c's records kept where they are (a compaction that could not go
+ * on): c and the chunks after it back in rec's, their dead bytes
+ * counted again. */
+static void keep(struct gpuop_records *rec, struct chunk *c)
+{
+    struct chunk **tail = &rec->chunks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    for (; c; c = c->next)
+        for (size_t off = 0; off < c->used;) {
+            const struct record *rd = (const struct record *)(const void *)((char *)c->data + off);
+            off += rd->size;
+            rec->dead += rd->at == DEAD ? rd->size : 0;
+        }
+}
+
+/* Once the chunks' dead bytes passed their share: each old chunk's live
+ * records copied into new chunks, then the old chunk freed, one after
+ * the other (the old chunks and the new ones hold about 1.5 times the
+ * live records at most, where one new chunk for all would need 2.25);
+ * kept where they are when a new chunk cannot be had. */
+static void compact(struct gpuop_records *rec)
+{
+    if (rec->dead <= rec->live / COMPACT_DEAD_DIV || rec->dead < COMPACT_MIN)
+        return;
+    struct chunk *old = rec->chunks;
+    size_t live = rec->live; /* the same after: record_alloc counts the copies */
+    rec->chunks = NULL;
+    rec->dead = 0;
+    rec->moving = live;
+    while (old) {
+        struct chunk *c = old;
+        for (size_t off = 0; off < c->used;) {
+            struct record *rd = (struct record *)(void *)((char *)c->data + off);
+            off += rd->size;
+            if (rd->at == DEAD)
+                continue;
+            struct record *copy =
+                record_make(rec, rd->r.name, &rd->r, &rd->t, rd->items, rd->r.nfindings);
+            if (!copy) {
+                rec->live = live;
+                rec->moving = 0;
+                keep(rec, c);
+                return;
+            }
+            rec->moving -= rd->size;
+            size_t pos;
+            copy->mark = rd->mark;
+            if (rd->at != NOT_DUE)
+                due_set(rec, rd->at, copy);
+            if (sorted_pos(rec, rd->r.name, &pos))
+                rec->sorted[pos] = copy;
+            rd->at = DEAD;
+        }
+        old = c->next;
+        free(c);
     }
-    return 0;
+    rec->live = live;
+    rec->moving = 0;
 }
 
 int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *st, size_t nst,
                        long long now, struct gpuop_findings **out)
 {
+    compact(rec);
     size_t nitems = 0;
     for (int k = 0; k < GPUOP_KIND_COUNT; k++)
         nitems += rec->hdr.by_kind[k];
@@ -389,7 +658,6 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
     v->items = items;
     v->nnodes = rec->n;
     v->nitems = 0;
-    v->next_change = 0;
     for (size_t i = 0; i < rec->n; i++) {
         const struct record *rd = rec->sorted[i];
         struct gpuop_node_result *r = &v->nodes[i];
@@ -400,9 +668,8 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
             v->items[v->nitems] = rd->items[k];
             v->items[v->nitems++].node = (uint32_t)i;
         }
-        if (rd->t.next_change)
-            gpuop_findings_change_at(v, rd->t.next_change);
     }
+    v->next_change = rec->ndue ? due_key(rec, 0) : 0; /* the earliest of the records' */
     gpuop_findings_set_stranded(v, st, nst);
     *out = v;
     return 0;

@@ -11,11 +11,22 @@
  * the one pass over the records a reader of the set costs. Several sizes in one run: bench_analysis
  * 1000 5000 20000.
  *
+ * Then what the records cost in memory after a rollout: every pod
+ * appears Pending, then turns Running, in the lab's order (every ADDED,
+ * then every Running, each in random order), RECONCILE_EVENTS events a
+ * reconcile; a reconcile judges their nodes, lays out the view and builds
+ * and prints the status from it (the short-lived heap blocks the
+ * controller makes between judgements). After the last one and a trim,
+ * the resident anonymous memory and the live heap bytes are read with the
+ * records and again once they are freed (and trimmed): the difference is
+ * what the records hold, the heap's holes they pin included.
+ *
  * Build and run from the repository root (after building gpuopcore in build/):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude test/bench/bench_analysis.c \
  *      build/libgpuopcore.a $(pkg-config --libs jansson libcurl yaml-0.1 libuv) -lm \
  *      -o /tmp/bench_analysis && /tmp/bench_analysis 5000
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +34,7 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/status.h"
+#include "gpuop/trim.h"
 #include "nodepods_int.h"
 
 static double ms(void)
@@ -46,8 +58,13 @@ static double cpu_ms(void)
 
 static int bench(size_t n);
 
+/* Pod events judged by one reconcile of the rollout (a 250 ms gap at the
+ * lab's 500 events a second). */
+#define RECONCILE_EVENTS 125
+
 int main(int argc, char **argv)
 {
+    gpuop_trim_tune(); /* the allocator's thresholds as gpuop run has them */
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++)
         rc = bench(strtoul(argv[i], NULL, 10));
@@ -108,6 +125,131 @@ static void bench_by_node(const struct gpuop_policy *pol, const struct gpuop_nod
            best, best_cpu, same ? "yes" : "NO");
     free(sorted);
     gpuop_nodepods_free(&ix);
+}
+
+/* RssAnon of this process (KiB), from /proc/self/status; -1 unread. */
+static long rss_anon_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "RssAnon: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* Resident anonymous KiB and live heap bytes, after a trim. */
+struct mem_at {
+    long anon_kib;
+    size_t heap;
+};
+
+static struct mem_at mem_now(void)
+{
+    malloc_trim(0);
+    struct mallinfo2 mi = mallinfo2();
+    return (struct mem_at){rss_anon_kib(), mi.uordblks + mi.hblkhd}; /* mmapped blocks too */
+}
+
+/* One reconcile of the rollout: the nodes of events ev[0..k) judged (the
+ * pods present: state[] above 0), the view laid out, the status built
+ * and printed, all freed but the records. 0 or negative. */
+static int mem_reconcile(struct gpuop_records *rec, const struct gpuop_policy *pol,
+                         struct gpuop_node *nodes, struct gpuop_pod *pods, const size_t *pods_of,
+                         const unsigned char *state, const size_t *ev, size_t k)
+{
+    for (size_t e = 0; e < k; e++) {
+        size_t i = ev[e];
+        const struct gpuop_pod *mine[GPUOP_OPERAND_MAX];
+        size_t m = 0;
+        for (size_t p = pods_of[i]; p < pods_of[i + 1]; p++)
+            if (state[p])
+                mine[m++] = &pods[p];
+        int rc = gpuop_records_judge(rec, nodes[i].name, &nodes[i], mine, m, 0);
+        if (rc < 0)
+            return rc;
+    }
+    struct gpuop_findings *view;
+    int rc = gpuop_records_view(rec, NULL, 0, 0, &view);
+    if (rc < 0)
+        return rc;
+    json_t *st = gpuop_status_build(pol, view, NULL, NULL, 0);
+    char *doc = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    rc = doc ? 0 : -1;
+    free(doc);
+    json_decref(st);
+    return rc;
+}
+
+/* The records' memory after a rollout of the n nodes' pods (see the top
+ * comment): printed. 0 or negative. */
+static int bench_memory(const struct gpuop_policy *pol, struct gpuop_node *nodes, size_t n,
+                        struct gpuop_pod *pods, const size_t *pods_of,
+                        const struct gpuop_ds *const *dp, size_t nds)
+{
+    size_t npods = pods_of[n];
+    unsigned char *state = calloc(npods ? npods : 1, 1); /* 0 absent, 1 Pending, 2 Running */
+    size_t *order = malloc((npods ? npods : 1) * sizeof(*order));
+    size_t *ev = malloc(RECONCILE_EVENTS * sizeof(*ev));
+    struct gpuop_records *rec = NULL;
+    int rc = state && order && ev ? gpuop_records_new(&rec) : -1;
+    if (rc == 0 && gpuop_records_setup(rec, pol, dp, nds, NULL, NULL) < 0)
+        rc = -1;
+    size_t *node_of = malloc((npods ? npods : 1) * sizeof(*node_of));
+    for (size_t i = 0; node_of && i < n; i++)
+        for (size_t p = pods_of[i]; p < pods_of[i + 1]; p++)
+            node_of[p] = i;
+    for (size_t i = 0; rc == 0 && i < n; i += RECONCILE_EVENTS) { /* every node, no pod */
+        size_t k = 0;
+        for (; k < RECONCILE_EVENTS && i + k < n; k++)
+            ev[k] = i + k;
+        rc = mem_reconcile(rec, pol, nodes, pods, pods_of, state, ev, k);
+    }
+    struct mem_at start = mem_now();
+    size_t peak = start.heap; /* live heap after a reconcile, the largest */
+    unsigned long r = 4242;
+    for (int phase = 1; rc == 0 && node_of && phase <= 2; phase++) {
+        for (size_t p = 0; p < npods; p++)
+            order[p] = p;
+        for (size_t p = npods; p > 1; p--) { /* random order */
+            r = r * 6364136223846793005UL + 1442695040888963407UL;
+            size_t q = (size_t)(r >> 33) % p, t = order[p - 1];
+            order[p - 1] = order[q], order[q] = t;
+        }
+        for (size_t at = 0; rc == 0 && at < npods; at += RECONCILE_EVENTS) {
+            size_t k = 0;
+            for (; k < RECONCILE_EVENTS && at + k < npods; k++) {
+                struct gpuop_pod *pd = &pods[order[at + k]];
+                state[order[at + k]] = (unsigned char)phase;
+                pd->phase = phase == 2 ? GPUOP_PHASE_RUNNING : GPUOP_PHASE_PENDING;
+                pd->ready_since = phase == 2 ? GPUOP_TIME_UNREADABLE : 0;
+                ev[k] = node_of[order[at + k]];
+            }
+            rc = mem_reconcile(rec, pol, nodes, pods, pods_of, state, ev, k);
+            struct mallinfo2 mi = mallinfo2();
+            size_t heap = mi.uordblks + mi.hblkhd;
+            if (heap > peak)
+                peak = heap;
+        }
+    }
+    struct mem_at with = mem_now();
+    size_t nrec = rec ? gpuop_records_count(rec) : 0;
+    gpuop_records_free(rec);
+    struct mem_at without = mem_now();
+    if (rc == 0)
+        printf(
+            "records memory after a rollout of %zu pods, %zu records: %ld KiB resident "
+            "anonymous (%ld before the rollout), %zu KiB live heap (%zu KiB at most during it)\n",
+            npods, nrec, with.anon_kib - without.anon_kib, start.anon_kib - without.anon_kib,
+            (with.heap - without.heap) / 1024, (peak - without.heap) / 1024);
+    free(node_of);
+    free(state);
+    free(order);
+    free(ev);
+    return rc;
 }
 
 static int bench(size_t n)
@@ -241,6 +383,8 @@ static int bench(size_t n)
            "one node each), %zu findings after\n",
            sum / UPDATES, sum_cpu / UPDATES, worst, UPDATES, view->nitems);
     gpuop_records_free(rec);
+    if (bench_memory(&pol, nodes, n, pods, pods_of, dp, nds) < 0)
+        return 2;
 
     json_decref(st);
     gpuop_findings_free(&f1);

@@ -20,6 +20,7 @@
  *
  * The seed is fixed (GPUOP_TEST_SEED overrides it) and printed.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -655,12 +656,123 @@ static void test_judge_from_empty(void **state)
     world_free(&w);
 }
 
+/* When node slot's judgement at w->now changes (its next_change, from
+ * a full pass over that node alone); 0 never. */
+static long long node_change(struct world *w, int slot)
+{
+    const struct gpuop_node *np[1] = {&w->nodes[slot]->n};
+    const struct gpuop_pod *pp[POD_SLOTS];
+    const struct gpuop_ds *dp[GPUOP_OPERAND_MAX + 2];
+    size_t npods = 0;
+    for (int i = 0; i < POD_SLOTS; i++)
+        if (w->pods[i] && w->pods[i]->p.node && !strcmp(w->pods[i]->p.node, np[0]->name))
+            pp[npods++] = &w->pods[i]->p;
+    for (size_t i = 0; i < w->nds; i++)
+        dp[i] = &w->ds[i];
+    struct gpuop_findings f;
+    assert_int_equal(gpuop_analyze(&(struct gpuop_analysis_in){.policy = &w->pol,
+                                                               .nodes = np,
+                                                               .nnodes = 1,
+                                                               .ds = dp,
+                                                               .nds = w->nds,
+                                                               .pods = pp,
+                                                               .npods = npods,
+                                                               .now = w->now},
+                                   &f),
+                     0);
+    long long c = f.next_change;
+    gpuop_findings_free(&f);
+    return c;
+}
+
+/* gpuop_records_due names exactly the nodes whose change[] came by t. */
+static void expect_due(struct gpuop_records *rec, const long long *change, long long t)
+{
+    struct rejudged r = {0};
+    gpuop_records_due(rec, t, rejudge, &r);
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (r.slot[i] != (change[i] && change[i] <= t))
+            fail_msg("at %lld node-%02d (its change at %lld) %s", t, i, change[i],
+                     r.slot[i] ? "named early" : "not named");
+}
+
+/* The clock's judgements: a record whose next_change came is named by
+ * gpuop_records_due, one whose next_change moved later is not named
+ * early, a record that has none any more or is gone never. Pods being
+ * deleted, Ready and gated at spread times give the nodes their own
+ * moments (each known from a full pass over that node). */
+static void test_due(void **state)
+{
+    (void)state;
+    struct world w;
+    rng = 13;
+    world_init(&w, POL_DEFAULT);
+    struct gpuop_records *rec;
+    struct rejudged r = {0};
+    long long change[NODE_SLOTS] = {0}, before[NODE_SLOTS];
+    assert_int_equal(gpuop_records_new(&rec), 0);
+    assert_int_equal(setup(&w, rec, &r), 1);
+    assert_int_equal(judge_all(&w, rec), 0);
+    int timed = 0;
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (w.nodes[i] && (change[i] = node_change(&w, i)) > 0)
+            timed++;
+    assert_true(timed >= 3); /* the seed's world has some */
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (change[i]) {
+            expect_due(rec, change, change[i] - 1);
+            expect_due(rec, change, change[i]);
+        }
+    /* every node's and pod's times later by a minute: the timed nodes'
+     * moments move later (or go), and are not named at the old ones */
+    memcpy(before, change, sizeof(before));
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (w.nodes[i])
+            w.nodes[i]->n.created += 60;
+    for (int i = 0; i < POD_SLOTS; i++) {
+        struct gpuop_pod *p = w.pods[i] ? &w.pods[i]->p : NULL;
+        if (p && p->deleted > GPUOP_TIME_UNREADABLE)
+            p->deleted += 60;
+        if (p && p->ready_since > GPUOP_TIME_UNREADABLE)
+            p->ready_since += 60; /* gate_since too: they share it */
+        if (p)
+            p->created += 60;
+    }
+    int later = 0;
+    for (int i = 0; i < NODE_SLOTS; i++) {
+        if (!w.nodes[i])
+            continue;
+        assert_int_equal(judge(&w, rec, i), 0);
+        change[i] = node_change(&w, i);
+        later += before[i] && (!change[i] || change[i] > before[i]);
+    }
+    assert_true(later >= timed / 2);
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (before[i]) {
+            expect_due(rec, change, before[i]);
+            if (change[i])
+                expect_due(rec, change, change[i]);
+        }
+    /* the timed nodes gone: never named again */
+    for (int i = 0; i < NODE_SLOTS; i++)
+        if (change[i]) {
+            free(w.nodes[i]);
+            w.nodes[i] = NULL;
+            change[i] = 0;
+            assert_int_equal(judge(&w, rec, i), 0);
+        }
+    expect_due(rec, change, LLONG_MAX);
+    gpuop_records_free(rec);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_equal_full),
         cmocka_unit_test(test_judge_refused),
         cmocka_unit_test(test_judge_from_empty),
+        cmocka_unit_test(test_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
