@@ -134,33 +134,19 @@ done
 kc label node "$NODE" --overwrite "${labels[@]}" >/dev/null
 on_exit 'kc label node "$NODE" nvidia.com/gpu.present- $(printf "nvidia.com/gpu.deploy.%s- " driver container-toolkit device-plugin gpu-feature-discovery dcgm-exporter operator-validator) >/dev/null 2>&1 || true'
 
-# pod_of COMPONENT_REGEX: the name of the operand pod whose DaemonSet's
-# name matches (gpuop names them gpuop-<operand>).
-pod_of() {
-	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
-		| select(.metadata.deletionTimestamp == null)
-		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
-		| .metadata.name' | sed -n 1p
-}
-all_ready() {
-	local n
-	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
-		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
-		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
-	echo "ready: $n"
-	((n == 6))
-}
-export -f all_ready kc
+# real_node_pod_of and real_node_all_ready: real_node_outer.bash's (gpuop
+# names the DaemonSets gpuop-<operand>).
+export -f real_node_all_ready kc
 export NODE GPUOP_NS
 log "all six operand pods Running and Ready on $NODE (deadline ${READY_TIMEOUT}s)"
-wait_for "$READY_TIMEOUT" all_ready
+wait_for "$READY_TIMEOUT" real_node_all_ready 6
 
-DRIVER=$(pod_of driver)
-TOOLKIT=$(pod_of toolkit)
-PLUGIN=$(pod_of device-plugin)
-GFD=$(pod_of 'feature-discovery|gfd')
-DCGM=$(pod_of dcgm)
-VALIDATOR=$(pod_of validator)
+DRIVER=$(real_node_pod_of driver)
+TOOLKIT=$(real_node_pod_of toolkit)
+PLUGIN=$(real_node_pod_of device-plugin)
+GFD=$(real_node_pod_of 'feature-discovery|gfd')
+DCGM=$(real_node_pod_of dcgm)
+VALIDATOR=$(real_node_pod_of validator)
 for v in DRIVER TOOLKIT PLUGIN GFD DCGM VALIDATOR; do
 	[[ -n ${!v} ]] || fail "no operand pod for $v"
 done
@@ -259,9 +245,9 @@ plugin_back() {
 }
 export -f plugin_back
 wait_for "$READY_TIMEOUT" plugin_back
-wait_for "$READY_TIMEOUT" all_ready
+wait_for "$READY_TIMEOUT" real_node_all_ready 6
 OLD_DRIVER=$DRIVER
-DRIVER=$(pod_of driver)
+DRIVER=$(real_node_pod_of driver)
 [[ -n $DRIVER && $DRIVER != "$OLD_DRIVER" ]] || fail "no new driver pod (old $OLD_DRIVER, now '$DRIVER')"
 grep -q 'rescheduled the GPU operator components: .*"nvidia.com/gpu.deploy.device-plugin":"true"' \
 	<<<"$(kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager)" ||
@@ -313,10 +299,10 @@ train_gone() {
 export -f train_gone
 export WL TRAIN_UID
 wait_for "$READY_TIMEOUT" train_gone
-wait_for "$READY_TIMEOUT" all_ready
+wait_for "$READY_TIMEOUT" real_node_all_ready 6
 OLD_DRIVER=$DRIVER
-DRIVER=$(pod_of driver)
-TOOLKIT=$(pod_of toolkit) # the operands were paused and came back
+DRIVER=$(real_node_pod_of driver)
+TOOLKIT=$(real_node_pod_of toolkit) # the operands were paused and came back
 [[ -n $DRIVER && $DRIVER != "$OLD_DRIVER" ]] || fail "no new driver pod (old $OLD_DRIVER, now '$DRIVER')"
 kc -n "$GPUOP_NS" logs "$DRIVER" -c k8s-driver-manager >"$E2E_TMP/dm.log"
 for want in "evicting GPU pod $WL/train: HTTP 201" 'no GPU pod left on the node' \
@@ -354,13 +340,13 @@ wait_for "$READY_TIMEOUT" new_driver "${IMG[driver-never-ready]}"
 kc -n "$GPUOP_NS" delete pod "$TOOLKIT" --wait=true --timeout=120s >/dev/null
 toolkit_waiting() { # prints the new toolkit pod once its init container waits, retrying
 	local p
-	p=$(pod_of toolkit)
+	p=$(real_node_pod_of toolkit)
 	[[ -n $p && $p != "$TOOLKIT" ]] || return 1
 	[[ $(kc -n "$GPUOP_NS" logs "$p" -c "$(kc -n "$GPUOP_NS" get pod "$p" -o jsonpath='{.spec.initContainers[0].name}')" 2>/dev/null |
 		grep -cE 'retrying after|waiting') -ge 3 ]] || return 1
 	printf '%s\n' "$p"
 }
-export -f toolkit_waiting pod_of
+export -f toolkit_waiting real_node_pod_of
 export TOOLKIT
 wait_for "$READY_TIMEOUT" toolkit_waiting
 NEW=$(toolkit_waiting)

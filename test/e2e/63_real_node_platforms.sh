@@ -84,27 +84,12 @@ on_exit 'kc delete runtimeclass gpuop-e2e-unknown gpuop-e2e-nvidia --ignore-not-
 track_ns "$GPUOP_NS"
 make_ns NS platforms
 
-# The folders this run may add on the machine: the operands' hostPaths
-# (known once gpuop rendered them) and GKE's install folder. The kubelet
-# creates a DirectoryOrCreate path with its parents: what the run adds is
-# the topmost missing ancestor.
-record_absent() {
-	local p top
-	for p in "$@"; do
-		top=""
-		while [[ $p == /*/* && ! -e $p ]]; do
-			top=$p
-			p=${p%/*}
-		done
-		if [[ -n $top ]]; then
-			printf 'absent %s\n' "$top"
-		fi
-	done >>"$E2E_HOSTPATHS"
-	sort -u -o "$E2E_HOSTPATHS" "$E2E_HOSTPATHS"
-}
 [[ -e $GKE ]] && fail "$GKE already exists on this machine: the test would read someone else's driver"
 [[ -e $V ]] && fail "$V already exists on this machine: the test would read someone else's files"
-record_absent "$GKE"
+# The folders this run may add on the machine: the operands' hostPaths
+# (known once gpuop rendered them) and GKE's install folder, each's
+# topmost missing ancestor (real_node_record_absent).
+real_node_record_absent "$GKE"
 
 log "GKE installs the driver under $GKE (the cos-gpu-installer stand-in, as its DaemonSet mounts it)"
 kc -n "$NS" apply -f - >/dev/null <<EOF
@@ -156,7 +141,7 @@ log "the DaemonSets exist before the node is labelled: record which of their hos
 wait_for "$SETTLE_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name | wc -l)\" -ge ${#OPERANDS[@]} ]"
 mapfile -t HP < <(kc -n "$GPUOP_NS" get ds -o json | jq -r '.items[].spec.template.spec.volumes[]? | .hostPath.path // empty' | sort -u)
 ((${#HP[@]})) || fail "no hostPath volumes in the rendered DaemonSets"
-record_absent "${HP[@]}"
+real_node_record_absent "${HP[@]}"
 log "absent (removed at the end): $(awk '{ print $2 }' "$E2E_HOSTPATHS" | tr '\n' ' ')"
 grep -qx "$GKE" <<<"$(printf '%s\n' "${HP[@]}")" || fail "no DaemonSet mounts $GKE from the host"
 grep -qx /run/nvidia/driver <<<"$(printf '%s\n' "${HP[@]}")" && fail "a DaemonSet still mounts /run/nvidia/driver"
@@ -174,17 +159,9 @@ done
 kc label node "$NODE" --overwrite "${labels[@]}" >/dev/null
 on_exit 'kc label node "$NODE" nvidia.com/gpu.present- $(printf "nvidia.com/gpu.deploy.%s- " "${OPERANDS[@]}") >/dev/null 2>&1 || true'
 
-all_ready() {
-	local n
-	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
-		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
-		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
-	echo "ready: $n"
-	((n == $1))
-}
-export -f all_ready
+export -f real_node_all_ready
 log "all ${#OPERANDS[@]} operand pods Running and Ready on $NODE (deadline ${READY_TIMEOUT}s)"
-wait_for "$READY_TIMEOUT" all_ready "${#OPERANDS[@]}"
+wait_for "$READY_TIMEOUT" real_node_all_ready "${#OPERANDS[@]}"
 kc -n "$GPUOP_NS" get pods -o json >"$E2E_TMP/pods.json"
 jq -e '[.items[] | select(any(.metadata.ownerReferences[]?; .name | test("driver")))] | length == 0' \
 	"$E2E_TMP/pods.json" >/dev/null || fail "a driver pod runs although driver.enabled is false"

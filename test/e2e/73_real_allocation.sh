@@ -95,23 +95,6 @@ on_exit 'kc -n "$GPUOP_NS" delete configmap "$CM" --ignore-not-found >/dev/null 
 track_ns "$GPUOP_NS"
 make_ns NS allocation
 
-# record_absent PATH...: the topmost missing ancestor of each (the kubelet
-# creates a DirectoryOrCreate path with its parents), removed at the end.
-record_absent() {
-	local p top
-	for p in "$@"; do
-		top=""
-		while [[ $p == /*/* && ! -e $p ]]; do
-			top=$p
-			p=${p%/*}
-		done
-		if [[ -n $top ]]; then
-			printf 'absent %s\n' "$top"
-		fi
-	done >>"$E2E_HOSTPATHS"
-	sort -u -o "$E2E_HOSTPATHS" "$E2E_HOSTPATHS"
-}
-
 gpuop_install
 # The chain to the device plugin (GFD and the DCGM exporter are not needed
 # here), the toolkit and the plugin told of $GPUS GPUs.
@@ -148,7 +131,7 @@ log "the DaemonSets exist before the node is labelled: record which of their hos
 wait_for "$SETTLE_TIMEOUT" bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name | wc -l)\" -ge ${#OPERANDS[@]} ]"
 mapfile -t HP < <(kc -n "$GPUOP_NS" get ds -o json | jq -r '.items[].spec.template.spec.volumes[]? | .hostPath.path // empty' | sort -u)
 grep -qxF /var/run/cdi <<<"$(printf '%s\n' "${HP[@]}")" || fail "no DaemonSet mounts /var/run/cdi: ${HP[*]}"
-record_absent "${HP[@]}"
+real_node_record_absent "${HP[@]}"
 
 log "label $NODE as a GPU node"
 labels=(nvidia.com/gpu.present=true)
@@ -158,29 +141,15 @@ done
 kc label node "$NODE" --overwrite "${labels[@]}" >/dev/null
 on_exit 'kc label node "$NODE" nvidia.com/gpu.present- nvidia.com/device-plugin.config- $(printf "nvidia.com/gpu.deploy.%s- " "${OPERANDS[@]}") >/dev/null 2>&1 || true'
 
-pod_of() {
-	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
-		| select(.metadata.deletionTimestamp == null)
-		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
-		| .metadata.name' | sed -n 1p
-}
-all_ready() {
-	local n
-	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
-		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
-		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
-	echo "ready: $n"
-	((n == $1))
-}
 alloc_gpus() { kc get node "$NODE" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}'; }
 alloc_is() { [[ $(alloc_gpus) == "$1" ]]; }
 phase_is() { [[ $(kc -n "$1" get pod "$2" -o jsonpath='{.status.phase}') == "$3" ]]; }
-export -f all_ready alloc_gpus alloc_is phase_is kc
+export -f real_node_all_ready alloc_gpus alloc_is phase_is kc
 export NODE GPUOP_NS
 log "the four operand pods Running and Ready on $NODE (deadline ${READY_TIMEOUT}s)"
-wait_for "$READY_TIMEOUT" all_ready "${#OPERANDS[@]}"
-PLUGIN=$(pod_of device-plugin)
-TOOLKIT=$(pod_of toolkit)
+wait_for "$READY_TIMEOUT" real_node_all_ready "${#OPERANDS[@]}"
+PLUGIN=$(real_node_pod_of device-plugin)
+TOOLKIT=$(real_node_pod_of toolkit)
 [[ -n $PLUGIN && -n $TOOLKIT ]] || fail "no device plugin or toolkit pod"
 
 log "the kubelet's allocatable nvidia.com/gpu is what the plugin registered: $GPUS"
@@ -268,7 +237,7 @@ export -f plugin_has_config
 log "the device plugin rolled out with config-manager; allocatable becomes $GPUS x $REPLICAS"
 wait_for "$READY_TIMEOUT" plugin_has_config
 wait_for "$SETTLE_TIMEOUT" alloc_is $((GPUS * REPLICAS))
-PLUGIN=$(pod_of device-plugin)
+PLUGIN=$(real_node_pod_of device-plugin)
 kc -n "$GPUOP_NS" logs "$PLUGIN" -c config-manager-init >"$E2E_TMP/cm.log"
 grep -q "updated /config/config.yaml -> /available-configs/ts-$REPLICAS" "$E2E_TMP/cm.log" ||
 	fail "config-manager-init did not link the ts-$REPLICAS config: $(tail -3 "$E2E_TMP/cm.log")"

@@ -144,20 +144,6 @@ done
 kc label node "$NODE" --overwrite "${labels[@]}" >/dev/null
 on_exit 'kc label node "$NODE" nvidia.com/gpu.present- $(printf "nvidia.com/gpu.deploy.%s- " "${OPERANDS[@]}") >/dev/null 2>&1 || true'
 
-pod_of() {
-	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
-		| select(.metadata.deletionTimestamp == null)
-		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
-		| .metadata.name' | sed -n 1p
-}
-all_ready() {
-	local n
-	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
-		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
-		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
-	echo "ready: $n"
-	((n == $1))
-}
 # slice_json: the node's ResourceSlices of the driver, as a JSON array
 slice_json() {
 	kc get resourceslices -o json | jq -c --arg d "$DRIVER" --arg n "$NODE" \
@@ -165,11 +151,11 @@ slice_json() {
 }
 slice_count_is() { [[ $(slice_json | jq length) == "$1" ]]; }
 phase_is() { [[ $(kc -n "$1" get pod "$2" -o jsonpath='{.status.phase}') == "$3" ]]; }
-export -f all_ready slice_json slice_count_is phase_is kc
+export -f real_node_all_ready slice_json slice_count_is phase_is kc
 export NODE GPUOP_NS DRIVER
 log "the driver and DRA plugin pods Running and Ready on $NODE (deadline ${READY_TIMEOUT}s)"
-wait_for "$READY_TIMEOUT" all_ready "${#OPERANDS[@]}"
-PLUGIN=$(pod_of dra-driver)
+wait_for "$READY_TIMEOUT" real_node_all_ready "${#OPERANDS[@]}"
+PLUGIN=$(real_node_pod_of dra-driver)
 [[ -n $PLUGIN ]] || fail "no DRA plugin pod"
 assert_eq "gpus" "$(kc -n "$GPUOP_NS" get pod "$PLUGIN" -o jsonpath='{.spec.containers[*].name}')" "the plugin pod's containers"
 [[ -S $KUBELET_ROOT/plugins_registry/$DRIVER-reg.sock && -S $KUBELET_ROOT/plugins/$DRIVER/dra.sock ]] ||

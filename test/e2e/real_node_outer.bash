@@ -123,3 +123,24 @@ real_node_record_absent() {
 	done >>"$E2E_HOSTPATHS"
 	sort -u -o "$E2E_HOSTPATHS" "$E2E_HOSTPATHS"
 }
+
+# real_node_pod_of REGEX: (inner half) the name of the operand pod in
+# $GPUOP_NS, not being deleted, whose DaemonSet's name matches REGEX
+# (an ERE); empty when none.
+real_node_pod_of() {
+	kc -n "$GPUOP_NS" get pods -o json | jq -r --arg re "$1" '.items[]
+		| select(.metadata.deletionTimestamp == null)
+		| select(any(.metadata.ownerReferences[]?; .kind == "DaemonSet" and (.name | test($re))))
+		| .metadata.name' | sed -n 1p
+}
+
+# real_node_all_ready N: (inner half) true when N pods of $GPUOP_NS, not
+# being deleted, are Running and Ready on $NODE (the count printed).
+real_node_all_ready() {
+	local n
+	n=$(kc -n "$GPUOP_NS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)
+		| select(.spec.nodeName == "'"$NODE"'") | select(.status.phase == "Running")
+		| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
+	echo "ready: $n"
+	((n == $1))
+}
