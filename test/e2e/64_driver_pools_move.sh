@@ -76,6 +76,21 @@ log "both nodes in pool a100, at $A100"
 wait_for 120 pool_is "$N1" a100
 wait_for 120 pool_is "$N2" a100
 wait_for 180 up_all_at "$P" 2 "$A100"
+# A node may have come to a100 through a move of its own (the default
+# pool's driver pod Ready before the labeller saw the selector, as on a
+# loaded machine): the timeline starts once no upgrade is under way.
+settled() {
+	local n s
+	for n in "$N1" "$N2"; do
+		s=$(up_state "$n")
+		[[ ($s == "" || $s == upgrade-done) && $(up_unschedulable "$n") != true ]] && wanted_is "$n" none ||
+			{
+				echo "$n: state '$s', cordoned '$(up_unschedulable "$n")', wanted $(wanted_of "$n")"
+				return 1
+			}
+	done
+}
+wait_for 240 settled
 
 log "a GPU job on $N1"
 up_job "$WL" job-1 "$N1" "$JOB"
