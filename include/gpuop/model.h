@@ -385,6 +385,9 @@ const char *gpuop_node_plugin_config(const struct gpuop_node *n);
 /* The value of the node's OS label f (enum gpuop_os_field), borrowed, or
  * NULL when the node lacks it. */
 const char *gpuop_node_os(const struct gpuop_node *n, int f);
+/* The label (or annotation) OS string f is read from; NULL past
+ * GPUOP_OS_FIELDS. Static. */
+const char *gpuop_node_os_key(int f);
 /* The pod-template-generation label of a driver pod made by gpuop_pod_new
  * (kept after the struct, for driver pods only: 8 bytes a GPU node, not
  * 8 a pod); 0 for any other pod, when it has none, or for a rollback

@@ -504,21 +504,29 @@ static bool kept_taint(json_t *t)
     return jstr(t, "key") && excluding_effect(jstr(t, "effect"));
 }
 
+/* The label or annotation each of a node's OS strings is read from
+ * (enum gpuop_os_field order). */
+static const char *const OS_KEYS[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID,
+                                                     GPUOP_LABEL_OS_VERSION,
+                                                     GPUOP_LABEL_OS_MAJOR,
+                                                     GPUOP_LABEL_KERNEL,
+                                                     GPUOP_LABEL_DRIVER_POOL,
+                                                     GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT,
+                                                     GPUOP_ANNOTATION_DRIVER_POOL_WANTED};
+
+const char *gpuop_node_os_key(int f)
+{
+    return f >= 0 && f < GPUOP_OS_FIELDS ? OS_KEYS[f] : NULL;
+}
+
 /* NFD's OS and kernel labels, the driver pool's and gpuop's pool conflict
  * and wanted pool annotations, packed as seven consecutive strings (model.h). */
 static void node_os(json_t *labels, json_t *annotations, struct gpuop_node *n, struct packer *k)
 {
-    static const char *const keys[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID,
-                                                      GPUOP_LABEL_OS_VERSION,
-                                                      GPUOP_LABEL_OS_MAJOR,
-                                                      GPUOP_LABEL_KERNEL,
-                                                      GPUOP_LABEL_DRIVER_POOL,
-                                                      GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT,
-                                                      GPUOP_ANNOTATION_DRIVER_POOL_WANTED};
     const char *vals[GPUOP_OS_FIELDS];
     for (int f = 0; f < GPUOP_OS_FIELDS; f++) {
         json_t *from = f >= GPUOP_OS_POOL_CONFLICT ? annotations : labels;
-        vals[f] = json_string_value(json_object_get(from, keys[f]));
+        vals[f] = json_string_value(json_object_get(from, OS_KEYS[f]));
         if (vals[f])
             n->os_labels |= (uint8_t)GPUOP_OS_HAS(f);
     }

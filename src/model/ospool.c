@@ -111,13 +111,6 @@ int gpuop_ospool_of_node_memo(const struct gpuop_node *n, struct gpuop_ospool_me
 
 int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
 {
-    static const char *const names[GPUOP_OS_FIELDS] = {GPUOP_LABEL_OS_ID,
-                                                       GPUOP_LABEL_OS_VERSION,
-                                                       GPUOP_LABEL_OS_MAJOR,
-                                                       GPUOP_LABEL_KERNEL,
-                                                       GPUOP_LABEL_DRIVER_POOL,
-                                                       GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT,
-                                                       GPUOP_ANNOTATION_DRIVER_POOL_WANTED};
     int count = 0, total = 0, len = 0;
     if (size)
         buf[0] = '\0';
@@ -127,8 +120,8 @@ int gpuop_ospool_missing_text(unsigned missing, char *buf, size_t size)
         if (!(missing & GPUOP_OS_HAS(f)))
             continue;
         const char *sep = count == 0 ? "" : count == total - 1 ? " and " : ", ";
-        int k =
-            snprintf(buf + len, (size_t)len < size ? size - (size_t)len : 0, "%s%s", sep, names[f]);
+        int k = snprintf(buf + len, (size_t)len < size ? size - (size_t)len : 0, "%s%s", sep,
+                         gpuop_node_os_key(f));
         len += k > 0 ? k : 0;
         count++;
     }
