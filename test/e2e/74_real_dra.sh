@@ -26,9 +26,13 @@
 #   container runs with that device's edits: /dev/nvidia<i> and
 #   NVIDIA_STANDIN_GPU_<i>. The pod deleted: the kubelet unprepares, the
 #   spec is gone.
+#   The driver's deploy label removed -> its pod goes, the plugin and its
+#   slice stay: gpuop's status says SlicesWithoutDriver for the node,
+#   counting the slice's devices (read from the API).
 #   The plugin's deploy label removed -> its pod goes; the slice outlives
 #   it until the kubelet wipes it (about 30 s after the plugin
-#   unregistered).
+#   unregistered); gpuop reads the wipe: SlicesWithoutDriver goes, and the
+#   node's dra-driver cell says LabelAbsent (spec.draDriver is enabled).
 #
 # Needs root; one real-node lab per machine (run under
 # flock /work/labs/real-node.lock with the other real-node tests). The
@@ -237,6 +241,25 @@ wait_for "$SETTLE_TIMEOUT" bash -c "[ ! -e '$spec' ]"
 grep -qF "NodeUnprepareResources: claim $NS/$claim ($uid)" <<<"$(kc -n "$GPUOP_NS" logs "$PLUGIN" -c gpus)" ||
 	fail "the plugin's NodeUnprepareResources for $claim not logged"
 
+log "the driver's deploy label removed: its pod goes, the plugin and its slice stay: gpuop says SlicesWithoutDriver"
+# dra_reasons: the reasons of the node's dra-driver findings in the
+# GpuPolicy's status, sorted, joined by ","
+dra_reasons() {
+	kc get gpupolicy "$POLICY" -o json |
+		jq -r --arg n "$NODE" '[.status.nodes[]? | select(.name == $n) | .findings[]? | select(.operand == "dra-driver") | .reason] | sort | join(",")'
+}
+reasons_are() { [[ $(dra_reasons) == "$1" ]]; }
+driver_gone() { [[ -z $(kc -n "$GPUOP_NS" get pods -o name -l app.kubernetes.io/component=driver --field-selector "spec.nodeName=$NODE") ]]; }
+export -f dra_reasons reasons_are driver_gone
+export POLICY
+kc label node "$NODE" nvidia.com/gpu.deploy.driver- >/dev/null
+wait_for "$SETTLE_TIMEOUT" driver_gone
+wait_for "$SETTLE_TIMEOUT" reasons_are SlicesWithoutDriver
+msg=$(kc get gpupolicy "$POLICY" -o json | jq -r --arg n "$NODE" '.status.nodes[]? | select(.name == $n) | .findings[]? | select(.reason == "SlicesWithoutDriver") | .message')
+grep -qF "$GPUS device(s) in 1 ResourceSlice(s) of driver $DRIVER name the node, but driver neither runs nor is host-provided" <<<"$msg" ||
+	fail "SlicesWithoutDriver does not count the plugin's slice: $msg"
+slice_count_is 1 || fail "the plugin's slice went with the driver pod"
+
 log "the plugin's deploy label removed: its pod goes, the kubelet wipes its slice"
 t0=$SECONDS
 kc label node "$NODE" nvidia.com/gpu.deploy.dra-driver- >/dev/null
@@ -250,5 +273,10 @@ fi
 wait_for "$WIPE_TIMEOUT" slice_count_is 0
 log "the plugin pod gone ${gone_after}s and the slice $((SECONDS - t0))s after the label went"
 ((SECONDS - t0 >= WIPE_GRACE)) || fail "the slice went $((SECONDS - t0))s after the label: sooner than the kubelet's grace"
+# gpuop reads the wipe from the API: no slice left, so no SlicesWithoutDriver;
+# what it says of the node now is that the plugin's label is gone while
+# spec.draDriver is enabled
+wait_for "$SETTLE_TIMEOUT" reasons_are LabelAbsent
+log "after the wipe gpuop says of $NODE's dra-driver: $(dra_reasons)"
 
 gpuop_stop
