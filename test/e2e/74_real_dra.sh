@@ -26,6 +26,11 @@
 #   container runs with that device's edits: /dev/nvidia<i> and
 #   NVIDIA_STANDIN_GPU_<i>. The pod deleted: the kubelet unprepares, the
 #   spec is gone.
+#   A driver upgrade (spec.driver.env changed, autoUpgrade on) -> gpuop's
+#   upgrade pauses the plugin with the other dependents and restores it
+#   once the new driver pod is Ready: the node upgrade-done, both pods new,
+#   the plugin's no older than the driver's, registered again, its slice
+#   published again.
 #   The driver's deploy label removed -> its pod goes, the plugin and its
 #   slice stay: gpuop's status says SlicesWithoutDriver for the node,
 #   counting the slice's devices (read from the API).
@@ -240,6 +245,38 @@ kc -n "$NS" delete pod cuda-dra --wait=true --timeout=120s >/dev/null
 wait_for "$SETTLE_TIMEOUT" bash -c "[ ! -e '$spec' ]"
 grep -qF "NodeUnprepareResources: claim $NS/$claim ($uid)" <<<"$(kc -n "$GPUOP_NS" logs "$PLUGIN" -c gpus)" ||
 	fail "the plugin's NodeUnprepareResources for $claim not logged"
+
+log "a driver upgrade on $NODE (spec.driver.env changed): gpuop's upgrade restarts the plugin after the new driver pod"
+# pod_now COMPONENT: "uid creationTimestamp name" of the node's Ready pod of
+# that operand, not being deleted ("" when none)
+pod_now() {
+	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$NODE" -o json |
+		jq -r '[.items[] | select(.metadata.deletionTimestamp == null)
+			| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))
+			| "\(.metadata.uid) \(.metadata.creationTimestamp) \(.metadata.name)"] | .[0] // ""'
+}
+read -r drv0 _ <<<"$(pod_now driver)"
+read -r plg0 _ <<<"$(pod_now dra-driver)"
+[[ -n $drv0 && -n $plg0 ]] || fail "no Ready driver or plugin pod before the upgrade"
+upgraded() {
+	local d p s
+	d=$(pod_now driver)
+	p=$(pod_now dra-driver)
+	s=$(kc get node "$NODE" -o json | jq -r '.metadata.labels["nvidia.com/gpu-driver-upgrade-state"] // ""')
+	echo "state=$s driver=${d%% *} plugin=${p%% *}"
+	[[ $s == upgrade-done && -n $d && -n $p && ${d%% *} != "$drv0" && ${p%% *} != "$plg0" ]]
+}
+export -f pod_now upgraded
+export drv0 plg0
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"env":[{"name":"GPUOP_E2E_REVISION","value":"2"}],"upgradePolicy":{"autoUpgrade":true,"maxParallelUpgrades":1,"maxUnavailable":1}}}}' >/dev/null
+wait_for "$READY_TIMEOUT" upgraded
+read -r _ drv1_at _ <<<"$(pod_now driver)"
+read -r _ plg1_at PLUGIN <<<"$(pod_now dra-driver)"
+[[ ! $plg1_at < $drv1_at ]] || fail "the plugin's pod $PLUGIN ($plg1_at) is older than the new driver pod ($drv1_at)"
+log "the plugin restarted: $PLUGIN at $plg1_at, the new driver pod at $drv1_at"
+export PLUGIN
+wait_for "$SETTLE_TIMEOUT" registered
+wait_for "$WIPE_TIMEOUT" slice_count_is 1
 
 log "the driver's deploy label removed: its pod goes, the plugin and its slice stay: gpuop says SlicesWithoutDriver"
 # dra_reasons: the reasons of the node's dra-driver findings in the
