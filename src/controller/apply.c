@@ -352,6 +352,11 @@ static void delete_operand(struct gpuop_controller *c, int i)
         fail_now(c, i, GPUOP_APPLY_DELETE_FAILED, rc);
 }
 
+static int cmp_node(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The DRA driver switched off: may its kubelet plugin's DaemonSet go
  * now? Only once no pod on the nodes where its pods run holds a resource
  * claim it must unprepare (draclaims.c, NVIDIA's order). Kept meanwhile:
@@ -370,15 +375,15 @@ static bool dra_plugin_may_go(struct gpuop_controller *c, int i)
     bool go = false;
     if (gpuop_caches_view(c->caches, &v) == 0 && gpuop_caches_view_pods(c->caches, &v) == 0 &&
         (nodes = calloc(v.npods + 1, sizeof(*nodes)))) {
-        for (size_t k = 0; k < v.npods; k++) {
-            const struct gpuop_pod *p = v.pods[k];
-            bool seen = false;
-            for (size_t m = 0; p->operand == i && p->node && m < n && !seen; m++)
-                seen = !strcmp(nodes[m], p->node);
-            if (p->operand == i && p->node && !seen)
-                nodes[n++] = p->node;
-        }
-        go = gpuop_ctl_draclaims_clear(c->draclaims, c->key, nodes, n);
+        for (size_t k = 0; k < v.npods; k++)
+            if (v.pods[k]->operand == i && v.pods[k]->node)
+                nodes[n++] = v.pods[k]->node;
+        qsort(nodes, n, sizeof(*nodes), cmp_node); /* each node once (a pod replaced) */
+        size_t u = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!u || strcmp(nodes[u - 1], nodes[k]))
+                nodes[u++] = nodes[k];
+        go = gpuop_ctl_draclaims_clear(c->draclaims, c->key, nodes, u);
     }
     free(nodes);
     gpuop_caches_view_free(&v);
