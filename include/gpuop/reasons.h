@@ -62,6 +62,8 @@ enum gpuop_reason {
     GPUOP_REASON_SLICES_WITHOUT_DRIVER,            /* DRA: slices with devices, the driver off */
     /* Held */
     GPUOP_REASON_HELD_BY_PREREQUISITE,
+    /* OrderingViolation (at the end: other reasons land beside it) */
+    GPUOP_REASON_DRA_PLUGIN_STALE, /* DRA: the kubelet plugin started before the driver pod */
     GPUOP_REASON_COUNT
 };
 

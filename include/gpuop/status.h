@@ -47,6 +47,8 @@
 
 /* Nodes listed in status.nodes at most; the rest are counted in nodesOmitted. */
 #define GPUOP_STATUS_MAX_NODES 50
+/* The words of what the DRA plugin's deletion waits for, at most. */
+#define GPUOP_STATUS_DRA_WAITING_MAX 2048
 
 /* What a reconcile did to one operand's DaemonSet (or the operands'
  * ServiceAccount): facts the controller passes; the text is status.c's. */
@@ -97,6 +99,10 @@ struct gpuop_status_input {
      * borrowed, added to the driver's operands[] entry as "pools"; NULL:
      * none (no pools in the policy). */
     json_t *driver_pools;
+    /* The DRA driver switched off: what its kubelet plugin's deletion waits
+     * for, in words (borrowed; NULL or "": nothing), the condition
+     * DraPluginDeletion. */
+    const char *dra_waiting;
 };
 
 /* Longest pool's version kept ("580.95.05", a digest). */

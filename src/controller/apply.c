@@ -352,6 +352,47 @@ static void delete_operand(struct gpuop_controller *c, int i)
         fail_now(c, i, GPUOP_APPLY_DELETE_FAILED, rc);
 }
 
+static int cmp_node(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The DRA driver switched off: may its kubelet plugin's DaemonSet go
+ * now? Only once no pod on the nodes where its pods run holds a resource
+ * claim it must unprepare (draclaims.c, NVIDIA's order). Kept meanwhile:
+ * its apply result says nothing (the DraPluginDeletion condition does). */
+static bool dra_plugin_may_go(struct gpuop_controller *c, int i)
+{
+    const struct gpuop_operand *od = gpuop_operand_get(i);
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, od->ds_name);
+    if (!live || live->ds.deleting) {
+        gpuop_ctl_draclaims_reset(c->draclaims);
+        return true; /* nothing to keep: delete_operand says absent */
+    }
+    struct gpuop_caches_view v = {0};
+    const char **nodes = NULL;
+    size_t n = 0;
+    bool go = false;
+    if (gpuop_caches_view(c->caches, &v) == 0 && gpuop_caches_view_pods(c->caches, &v) == 0 &&
+        (nodes = calloc(v.npods + 1, sizeof(*nodes)))) {
+        for (size_t k = 0; k < v.npods; k++)
+            if (v.pods[k]->operand == i && v.pods[k]->node)
+                nodes[n++] = v.pods[k]->node;
+        qsort(nodes, n, sizeof(*nodes), cmp_node); /* each node once (a pod replaced) */
+        size_t u = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!u || strcmp(nodes[u - 1], nodes[k]))
+                nodes[u++] = nodes[k];
+        go = gpuop_ctl_draclaims_clear(c->draclaims, c->key, nodes, u);
+    }
+    free(nodes);
+    gpuop_caches_view_free(&v);
+    char obj[CTL_OBJ_MAX];
+    if (!go)
+        gpuop_debug(ds_obj(c, i, obj, sizeof(obj)), "kept until no pod on its nodes holds a claim");
+    return go;
+}
+
 /* ---- the per-OS DaemonSets of one operand (SPEC 4b) ---- */
 
 /* The record of DaemonSet name, made when make is set; NULL when there is
@@ -1021,9 +1062,12 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
             if (!c->policy.operands[i].enabled) {
                 c->apply.started[i] = progress = true;
                 pools_step(c, i, false);
-                delete_operand(c, i);
+                if (i != gpuop_operand_by_name("dra-driver") || dra_plugin_may_go(c, i))
+                    delete_operand(c, i);
                 continue;
             }
+            if (i == gpuop_operand_by_name("dra-driver"))
+                gpuop_ctl_draclaims_reset(c->draclaims); /* on: nothing waits */
             int root = -1;
             enum gate g = gate(c, i, &root);
             if (g == GATE_WAIT)

@@ -246,6 +246,9 @@ static void findings_and_status(struct gpuop_controller *c)
     in.apply = apply_results(c, &in.sa);
     if (in.apply)
         in.absent_crds = gpuop_ctl_apply_absent_crds(&c->apply);
+    char dra_waiting[GPUOP_STATUS_DRA_WAITING_MAX];
+    gpuop_ctl_draclaims_waiting(c->draclaims, dra_waiting, sizeof(dra_waiting));
+    in.dra_waiting = dra_waiting;
     if (!c->inactive) /* DRA: its slices are read once resource.k8s.io/v1 is known served */
         (void)gpuop_caches_watch_slices(c->caches, gpuop_ctl_apply_dra_served(&c->apply));
     struct gpuop_findings none = {0}, *fp = &none; /* an inactive policy's */
@@ -426,6 +429,7 @@ static void policy_gone(struct gpuop_controller *c)
         release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
     else
         gpuop_ctl_upgrade_stop(c->upgrader);
+    gpuop_ctl_draclaims_reset(c->draclaims); /* the DRA plugin's goes with them */
     gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
 }
 
@@ -608,6 +612,8 @@ int gpuop_controller_new(uv_loop_t *loop, struct gpuop_kube *kube,
         gpuop_ctl_labeler_drivers(c->labeler, gpuop_ctl_labeler_caches_driver, c->caches);
     if (rc == 0)
         rc = gpuop_ctl_upgrade_new(loop, kube, c->queue, &c->upgrader);
+    if (rc == 0)
+        rc = gpuop_ctl_draclaims_new(kube, c->queue, &c->draclaims);
     if (rc < 0) {
         /* Only reachable on out-of-memory at start-up; the process exits. */
         free(c->ns);
@@ -644,6 +650,7 @@ void gpuop_controller_set_leader(struct gpuop_controller *c, bool leader)
     if (!leader && was) {
         gpuop_ctl_labeler_stop(c->labeler);  /* only the leader labels */
         gpuop_ctl_upgrade_stop(c->upgrader); /* and upgrades */
+        gpuop_ctl_draclaims_reset(c->draclaims);
     }
 }
 
@@ -732,6 +739,8 @@ static void close_now(struct gpuop_controller *c)
     gpuop_ctl_ops_cancel(&c->ops);
     gpuop_ctl_upgrade_free(c->upgrader); /* no handles: its requests cancelled now */
     c->upgrader = NULL;
+    gpuop_ctl_draclaims_free(c->draclaims); /* no handles: its LIST cancelled now */
+    c->draclaims = NULL;
     c->open = CTL_CHILDREN;
     uv_timer_stop(&c->trim);
     uv_close((uv_handle_t *)&c->trim, trim_closed);

@@ -205,9 +205,10 @@ struct gpuop_controller {
     struct gpuop_caches *caches;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
-    struct ctl_stranded *stranded; /* stranded.c */
-    struct ctl_labeler *labeler;   /* labeler.c */
-    struct ctl_upgrader *upgrader; /* upgrade_actor.c */
+    struct ctl_stranded *stranded;   /* stranded.c */
+    struct ctl_labeler *labeler;     /* labeler.c */
+    struct ctl_upgrader *upgrader;   /* upgrade_actor.c */
+    struct ctl_draclaims *draclaims; /* draclaims.c */
 
     /* the reconcile in progress: key is the queue's, name the policy's
      * (key itself for a status reconcile, after CTL_APPLY_PREFIX for an
@@ -360,6 +361,28 @@ size_t gpuop_ctl_stranded_inflight(const struct ctl_stranded *s);
  * first track. */
 void gpuop_ctl_stranded_set_timing(struct ctl_stranded *s, uint64_t tick_ms, uint64_t relist_ms);
 void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *arg);
+
+/* ---- draclaims.c ---- */
+
+/* Claim holders named in the status's words, at most. */
+#define DRACLAIMS_NAMES_MAX 3
+struct ctl_draclaims;
+int gpuop_ctl_draclaims_new(struct gpuop_kube *kube, struct gpuop_queue *queue,
+                            struct ctl_draclaims **out);
+/* spec.draDriver is switched off and its plugin's DaemonSet exists: may
+ * it be deleted now? True once a round of pod LISTs over nodes (borrowed:
+ * where plugin pods run), started after the switch, found no pod holding
+ * a resource claim there; else starts or continues a round (policy,
+ * copied, is requeued at its end) and returns false. */
+bool gpuop_ctl_draclaims_clear(struct ctl_draclaims *d, const char *policy,
+                               const char *const *nodes, size_t n);
+/* The DRA driver is on again, or its DaemonSet gone: forgets the rounds. */
+void gpuop_ctl_draclaims_reset(struct ctl_draclaims *d);
+/* What the plugin's deletion waits for, in words, into buf; "" when it
+ * waits for nothing. Returns snprintf's count. */
+int gpuop_ctl_draclaims_waiting(const struct ctl_draclaims *d, char *buf, size_t size);
+/* Cancels its LIST (no handles). */
+void gpuop_ctl_draclaims_free(struct ctl_draclaims *d);
 
 /* ---- labeler.c ---- */
 

@@ -545,6 +545,15 @@ enum fact {
  * the advertise grace, GFD labels the node shared, and allocatable is not
  * GFD's count x replicas */
 #define F_ALLOC_DIFFERS (1ull << 35)
+/* DRA (the DRA driver's cell, whatever the slices): its running pod was
+ * created before the node's driver pod, which has been Ready longer than
+ * DRA_STALE_GRACE_S (a driver reload the plugin did not follow) */
+#define F_DRA_STALE (1ull << 36)
+/* How long the driver pod is Ready before a plugin older than it is
+ * stale: the GPU Operator's driver manager and gpuop's upgrade pause the
+ * plugin before the reload, so a plugin that is still older than a
+ * driver Ready this long was not restarted with it. */
+#define DRA_STALE_GRACE_S 30
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -661,6 +670,8 @@ static const struct row ordering[] = {
     {F_RUNNING | F_GPU | F_PREREQ_OFF, 0, WHY_ORDER, GPUOP_CELL_VIOLATION, R_POD, P_UNSATISFIED},
     {F_ADV_NO_TK, F_RUNNING, GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT, GPUOP_CELL_VIOLATION,
      R_NONE, P_TOOLKIT},
+    /* it runs, on the driver it found at start: the cell stays running */
+    {F_RUNNING | F_DRA_STALE, 0, GPUOP_REASON_DRA_PLUGIN_STALE, CELL_KEEP, R_POD, P_DRIVER},
 };
 
 /* The driver pools that select the node when more than one does: it keeps
@@ -770,8 +781,12 @@ static uint64_t dra_facts(struct gpuop_findings *f, const struct judge *j, long 
     const struct gpuop_node *nd = j->nd;
     const int o = s->dra, drv = s->driver;
     uint64_t h = 0;
+    const struct gpuop_pod *plugin = j->bp[o], *driver = drv >= 0 ? j->bp[drv] : NULL;
+    if (j->running[o] && drv >= 0 && j->running[drv] && plugin && driver && plugin->created &&
+        plugin->created < driver->created && ready_longer_than(f, driver, DRA_STALE_GRACE_S, now))
+        h |= F_DRA_STALE; /* whether or not the slices are watched */
     if (!nd->dra.watched)
-        return 0;
+        return h;
     if (nd->dra.devices && nd->gpus.allocatable)
         h |= F_DRA_TWICE;
     if (nd->dra.devices && drv >= 0 && !j->running[drv] && !j->host[drv])

@@ -50,6 +50,7 @@ static enum ref_type ref_type(int reason)
     case GPUOP_REASON_NO_SLICES_PUBLISHED:
     case GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS:
     case GPUOP_REASON_WAITING_FOR_GATE:
+    case GPUOP_REASON_DRA_PLUGIN_STALE:
         return REF_POD_NAME;
     case GPUOP_REASON_POD_UNSCHEDULABLE:
     case GPUOP_REASON_IMAGE_PULL_FAILED:
@@ -128,6 +129,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return ((const struct gpuop_pod *)x->ref)->ready_since;
     if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
         return ((const struct gpuop_pod *)x->ref)->gate_since;
+    if (x->ref && x->reason == GPUOP_REASON_DRA_PLUGIN_STALE)
+        return ((const struct gpuop_pod *)x->ref)->created; /* when the plugin started */
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;

@@ -401,6 +401,19 @@ static const struct gpuop_reason_info reasons[] = {
          "Label the node nvidia.com/gpu.deploy.<prereq>=true to run <prereq> here (<operand> "
          "follows once it runs), or =false if the host provides it.",
          NULL, NULL},
+    [GPUOP_REASON_DRA_PLUGIN_STALE] =
+        {O, "DraPluginStale",
+         "DRA kubelet plugin pod <detail> started at <since>, before the node's <prereq> pod "
+         "that is Ready now: it still holds the driver it found when it started, so claims it "
+         "prepares here may fail.",
+         "The DRA driver's kubelet plugin must restart after a driver reload (NVIDIA pauses it "
+         "with the driver's other dependents); this one has run since before the node's "
+         "current driver pod became Ready, past a short grace.",
+         "Restart it: kubectl delete pod <detail> in gpuop's namespace (its DaemonSet starts "
+         "it again on the running driver). gpuop's own driver upgrade "
+         "(spec.driver.upgradePolicy) restarts it with the other dependents: this comes from a "
+         "driver pod restarted outside it.",
+         NULL, NULL, GPUOP_WAIT_NONE},
 };
 
 #undef M

@@ -340,16 +340,28 @@ static bool cond_device_classes(const struct gpuop_policy *p, const struct gpuop
     return true;
 }
 
+/* DraPluginDeletion: while spec.draDriver is switched off and its kubelet
+ * plugin's DaemonSet is kept for the pods whose claims it must unprepare
+ * (in->dra_waiting says for what). */
+static bool cond_dra_plugin_deletion(const struct gpuop_status_input *in, struct cond *c)
+{
+    if (!in->dra_waiting || !in->dra_waiting[0])
+        return false;
+    *c = (struct cond){"False", "WaitingForClaims", ""};
+    snprintf(c->msg, sizeof(c->msg), "%s", in->dra_waiting);
+    return true;
+}
+
 /* The conditions (SPEC 6), in their fixed order, into conds (borrowed):
- * the four of every status, then ServiceMonitor and DeviceClasses when
- * each is wanted. */
-#define STATUS_CONDITIONS 6
+ * the four of every status, then ServiceMonitor, DeviceClasses and
+ * DraPluginDeletion when each is wanted. */
+#define STATUS_CONDITIONS 7
 static int conditions(json_t *conds, const struct gpuop_policy *p, const struct gpuop_findings *f,
                       json_t *prev, const struct gpuop_status_input *in, long long now)
 {
     const char *types[STATUS_CONDITIONS] = {"Ready", "OperandsComplete", "OrderingValid",
                                             "Reconciled"};
-    size_t n = STATUS_CONDITIONS - 2;
+    size_t n = STATUS_CONDITIONS - 3;
     const long long gen = p ? p->generation : 0;
     struct cond c[STATUS_CONDITIONS];
     if (in->inactive) {
@@ -371,6 +383,8 @@ static int conditions(json_t *conds, const struct gpuop_policy *p, const struct 
             types[n++] = "ServiceMonitor";
         if (cond_device_classes(p, in, &c[n]))
             types[n++] = "DeviceClasses";
+        if (cond_dra_plugin_deletion(in, &c[n]))
+            types[n++] = "DraPluginDeletion";
     }
     for (size_t i = 0; i < n; i++)
         if (add_condition(conds, prev, types[i], &c[i], gen, now) < 0)

@@ -26,9 +26,18 @@
 #   container runs with that device's edits: /dev/nvidia<i> and
 #   NVIDIA_STANDIN_GPU_<i>. The pod deleted: the kubelet unprepares, the
 #   spec is gone.
+#   A driver upgrade (spec.driver.env changed, autoUpgrade on) -> gpuop's
+#   upgrade pauses the plugin with the other dependents and restores it
+#   once the new driver pod is Ready: the node upgrade-done, both pods new,
+#   the plugin's no older than the driver's, registered again, its slice
+#   published again.
+#   The driver's deploy label removed -> its pod goes, the plugin and its
+#   slice stay: gpuop's status says SlicesWithoutDriver for the node,
+#   counting the slice's devices (read from the API).
 #   The plugin's deploy label removed -> its pod goes; the slice outlives
 #   it until the kubelet wipes it (about 30 s after the plugin
-#   unregistered).
+#   unregistered); gpuop reads the wipe: SlicesWithoutDriver goes, and the
+#   node's dra-driver cell says LabelAbsent (spec.draDriver is enabled).
 #
 # Needs root; one real-node lab per machine (run under
 # flock /work/labs/real-node.lock with the other real-node tests). The
@@ -237,6 +246,57 @@ wait_for "$SETTLE_TIMEOUT" bash -c "[ ! -e '$spec' ]"
 grep -qF "NodeUnprepareResources: claim $NS/$claim ($uid)" <<<"$(kc -n "$GPUOP_NS" logs "$PLUGIN" -c gpus)" ||
 	fail "the plugin's NodeUnprepareResources for $claim not logged"
 
+log "a driver upgrade on $NODE (spec.driver.env changed): gpuop's upgrade restarts the plugin after the new driver pod"
+# pod_now COMPONENT: "uid creationTimestamp name" of the node's Ready pod of
+# that operand, not being deleted ("" when none)
+pod_now() {
+	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$NODE" -o json |
+		jq -r '[.items[] | select(.metadata.deletionTimestamp == null)
+			| select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))
+			| "\(.metadata.uid) \(.metadata.creationTimestamp) \(.metadata.name)"] | .[0] // ""'
+}
+read -r drv0 _ <<<"$(pod_now driver)"
+read -r plg0 _ <<<"$(pod_now dra-driver)"
+[[ -n $drv0 && -n $plg0 ]] || fail "no Ready driver or plugin pod before the upgrade"
+upgraded() {
+	local d p s
+	d=$(pod_now driver)
+	p=$(pod_now dra-driver)
+	s=$(kc get node "$NODE" -o json | jq -r '.metadata.labels["nvidia.com/gpu-driver-upgrade-state"] // ""')
+	echo "state=$s driver=${d%% *} plugin=${p%% *}"
+	[[ $s == upgrade-done && -n $d && -n $p && ${d%% *} != "$drv0" && ${p%% *} != "$plg0" ]]
+}
+export -f pod_now upgraded
+export drv0 plg0
+kc patch gpupolicy "$POLICY" --type=merge -p '{"spec":{"driver":{"env":[{"name":"GPUOP_E2E_REVISION","value":"2"}],"upgradePolicy":{"autoUpgrade":true,"maxParallelUpgrades":1,"maxUnavailable":1}}}}' >/dev/null
+wait_for "$READY_TIMEOUT" upgraded
+read -r _ drv1_at _ <<<"$(pod_now driver)"
+read -r _ plg1_at PLUGIN <<<"$(pod_now dra-driver)"
+[[ ! $plg1_at < $drv1_at ]] || fail "the plugin's pod $PLUGIN ($plg1_at) is older than the new driver pod ($drv1_at)"
+log "the plugin restarted: $PLUGIN at $plg1_at, the new driver pod at $drv1_at"
+export PLUGIN
+wait_for "$SETTLE_TIMEOUT" registered
+wait_for "$WIPE_TIMEOUT" slice_count_is 1
+
+log "the driver's deploy label removed: its pod goes, the plugin and its slice stay: gpuop says SlicesWithoutDriver"
+# dra_reasons: the reasons of the node's dra-driver findings in the
+# GpuPolicy's status, sorted, joined by ","
+dra_reasons() {
+	kc get gpupolicy "$POLICY" -o json |
+		jq -r --arg n "$NODE" '[.status.nodes[]? | select(.name == $n) | .findings[]? | select(.operand == "dra-driver") | .reason] | sort | join(",")'
+}
+reasons_are() { [[ $(dra_reasons) == "$1" ]]; }
+driver_gone() { [[ -z $(kc -n "$GPUOP_NS" get pods -o name -l app.kubernetes.io/component=driver --field-selector "spec.nodeName=$NODE") ]]; }
+export -f dra_reasons reasons_are driver_gone
+export POLICY
+kc label node "$NODE" nvidia.com/gpu.deploy.driver- >/dev/null
+wait_for "$SETTLE_TIMEOUT" driver_gone
+wait_for "$SETTLE_TIMEOUT" reasons_are SlicesWithoutDriver
+msg=$(kc get gpupolicy "$POLICY" -o json | jq -r --arg n "$NODE" '.status.nodes[]? | select(.name == $n) | .findings[]? | select(.reason == "SlicesWithoutDriver") | .message')
+grep -qF "$GPUS device(s) in 1 ResourceSlice(s) of driver $DRIVER name the node, but driver neither runs nor is host-provided" <<<"$msg" ||
+	fail "SlicesWithoutDriver does not count the plugin's slice: $msg"
+slice_count_is 1 || fail "the plugin's slice went with the driver pod"
+
 log "the plugin's deploy label removed: its pod goes, the kubelet wipes its slice"
 t0=$SECONDS
 kc label node "$NODE" nvidia.com/gpu.deploy.dra-driver- >/dev/null
@@ -250,5 +310,10 @@ fi
 wait_for "$WIPE_TIMEOUT" slice_count_is 0
 log "the plugin pod gone ${gone_after}s and the slice $((SECONDS - t0))s after the label went"
 ((SECONDS - t0 >= WIPE_GRACE)) || fail "the slice went $((SECONDS - t0))s after the label: sooner than the kubelet's grace"
+# gpuop reads the wipe from the API: no slice left, so no SlicesWithoutDriver;
+# what it says of the node now is that the plugin's label is gone while
+# spec.draDriver is enabled
+wait_for "$SETTLE_TIMEOUT" reasons_are LabelAbsent
+log "after the wipe gpuop says of $NODE's dra-driver: $(dra_reasons)"
 
 gpuop_stop

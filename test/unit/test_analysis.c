@@ -2126,6 +2126,78 @@ static void test_label_changed(void **state)
     world_free(&w);
 }
 
+/* Issue 42: the DRA kubelet plugin older than the node's driver pod (a
+ * driver reload it did not follow): DraPluginStale, an ordering finding on
+ * the plugin's cell naming its pod and when it started, once the driver
+ * pod has been Ready past DRA_STALE_GRACE_S (30 s); not before, not for a
+ * plugin started after the driver pod, not without a running driver pod,
+ * and whether or not the node's slices are watched. */
+static void test_dra_plugin_stale(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    const char *labels = "present=true driver=true dra-driver=true";
+    /* the plugin from T0+200; the driver pod replaced at T0+500, Ready since */
+    add_node(&w, "stale", labels, NULL);
+    struct gpuop_pod *d = add_pod(&w, "driver", "stale", "Running", true);
+    d->created = d->ready_since = T0 + 500;
+    add_pod(&w, "dra-driver", "stale", "Running", true);
+    /* the same, its slices watched (one with devices): the same finding */
+    struct gpuop_node *n = add_node(&w, "stalewatched", labels, NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1};
+    d = add_pod(&w, "driver", "stalewatched", "Running", true);
+    d->created = d->ready_since = T0 + 500;
+    add_pod(&w, "dra-driver", "stalewatched", "Running", true);
+    /* the driver pod Ready 20 s only: within the grace */
+    add_node(&w, "young", labels, NULL);
+    d = add_pod(&w, "driver", "young", "Running", true);
+    d->created = d->ready_since = T0 + 980;
+    add_pod(&w, "dra-driver", "young", "Running", true);
+    /* the plugin restarted after the driver pod */
+    add_node(&w, "restarted", labels, NULL);
+    d = add_pod(&w, "driver", "restarted", "Running", true);
+    d->created = d->ready_since = T0 + 500;
+    add_pod(&w, "dra-driver", "restarted", "Running", true)->created = T0 + 600;
+    /* the new driver pod not Ready yet: nothing to be stale against */
+    add_node(&w, "notready", labels, NULL);
+    add_pod(&w, "driver", "notready", "Running", false)->created = T0 + 500;
+    add_pod(&w, "dra-driver", "notready", "Running", true);
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "stale", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DRA_PLUGIN_STALE);
+    assert_int_equal(x->prereq, op("driver"));
+    assert_non_null(strstr(msg_of(&w, x), "DRA kubelet plugin pod gpuop-dra-driver-stale-"));
+    assert_non_null(strstr(msg_of(&w, x), "started at 2026-11-29T21:10:00Z, before the node's "
+                                          "driver pod that is Ready now"));
+    /* it still runs: the cell says so */
+    assert_int_equal(node_res(&w, "stale")->cell[op("dra-driver")], GPUOP_CELL_RUNNING);
+    x = find(&w, "stalewatched", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DRA_PLUGIN_STALE);
+    assert_null(find(&w, "young", "dra-driver", GPUOP_KIND_ORDERING));
+    assert_null(find(&w, "restarted", "dra-driver", GPUOP_KIND_ORDERING));
+    /* the plugin runs before its driver is Ready: that ordering finding, not this one */
+    x = find(&w, "notready", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_PREREQUISITE_NOT_RUNNING);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DRA_PLUGIN_STALE], 2);
+    /* the young one is judged again once its grace has passed */
+    assert_int_equal(w.f.next_change, T0 + 980 + 30 + 1);
+
+    /* past the grace: the young node's plugin is stale too */
+    for (size_t i = 0; i < w.np; i++)
+        if (!strcmp(w.pods[i]->node, "young") && w.pods[i]->operand == op("driver"))
+            w.pods[i]->created = w.pods[i]->ready_since = T0 + 960;
+    analyze(&w);
+    assert_non_null(find(&w, "young", "dra-driver", GPUOP_KIND_ORDERING));
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DRA_PLUGIN_STALE], 3);
+    world_free(&w);
+}
+
 static void test_every_reason_covered(void **state)
 {
     for (int r = 0; r < GPUOP_REASON_COUNT; r++)
@@ -2194,6 +2266,7 @@ int main(void)
         cmocka_unit_test(test_waiting_for_gate),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_label_changed),
+        cmocka_unit_test(test_dra_plugin_stale),
         cmocka_unit_test(test_every_reason_covered),
         cmocka_unit_test(test_docs_cover_every_reason),
     };

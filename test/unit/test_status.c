@@ -710,6 +710,23 @@ static void test_device_classes(void **state)
     in.apply = ap;
     st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
     assert_null(find_cond(st, "DeviceClasses"));
+    assert_null(find_cond(st, "DraPluginDeletion")); /* nothing waits */
+    json_decref(st);
+
+    /* switched off while a pod holds a claim on a plugin's node: the
+       plugin's deletion waits, the condition says for what; the other
+       conditions as before */
+    in.dra_waiting = "spec.draDriver is disabled: ... 1 pod(s) on its 1 node(s) still do: "
+                     "wl/holder on gpu-a.";
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_string_equal(cstr(st, "DraPluginDeletion", "status"), "False");
+    assert_string_equal(cstr(st, "DraPluginDeletion", "reason"), "WaitingForClaims");
+    assert_non_null(strstr(cstr(st, "DraPluginDeletion", "message"), "wl/holder on gpu-a"));
+    assert_string_equal(cstr(st, "Reconciled", "status"), "True");
+    json_decref(st);
+    in.dra_waiting = "";
+    st = gpuop_status_build(&w.pol, &w.f, NULL, &in, T0);
+    assert_null(find_cond(st, "DraPluginDeletion"));
     json_decref(st);
     fx_world_free(&w);
 }
