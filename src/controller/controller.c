@@ -507,10 +507,10 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, u
 {
     struct gpuop_controller *c = arg;
     static const char *const knames[GPUOP_CACHES_KINDS] = {
-        [GPUOP_CACHES_POLICY] = "gpupolicy",   [GPUOP_CACHES_NODE] = "node",
-        [GPUOP_CACHES_DS] = "daemonset",       [GPUOP_CACHES_POD] = "pod",
-        [GPUOP_CACHES_SA] = "serviceaccount",  [GPUOP_CACHES_EVENT] = "event",
-        [GPUOP_CACHES_SLICE] = "resourceslice"};
+        [GPUOP_CACHES_POLICY] = "gpupolicy",    [GPUOP_CACHES_NODE] = "node",
+        [GPUOP_CACHES_DS] = "daemonset",        [GPUOP_CACHES_POD] = "pod",
+        [GPUOP_CACHES_SA] = "serviceaccount",   [GPUOP_CACHES_EVENT] = "event",
+        [GPUOP_CACHES_SLICE] = "resourceslice", [GPUOP_CACHES_CLAIM] = "resourceclaim"};
     const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];

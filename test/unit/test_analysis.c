@@ -1352,7 +1352,7 @@ static void test_dra_slices(void **state)
     add_all_ds(&w);
     const char *chain = "present=true driver=true container-toolkit=true device-plugin=true "
                         "dra-driver=true";
-    const struct gpuop_node_dra eight = {8, 1, 1};
+    const struct gpuop_node_dra eight = {8, 1, 1, 0};
     /* the device plugin's 8 GPUs and an 8-device slice */
     struct gpuop_node *n = add_node(&w, "twice", chain, NULL);
     n->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
@@ -1371,7 +1371,7 @@ static void test_dra_slices(void **state)
     run_pods(&w, "draonly", "driver container-toolkit dra-driver");
     /* the driver's label removed: the plugin still runs, or is gone */
     n = add_node(&w, "nodriver", "present=true container-toolkit=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){16, 2, 1};
+    n->dra = (struct gpuop_node_dra){16, 2, 1, 0};
     run_pods(&w, "nodriver", "dra-driver");
     n = add_node(&w, "nodriver2", "present=true container-toolkit=true dra-driver=true", NULL);
     n->dra = eight;
@@ -1382,11 +1382,11 @@ static void test_dra_slices(void **state)
     run_pods(&w, "hostdriver", "container-toolkit dra-driver");
     /* the plugin Ready 1000 s, and 50 s, with no device */
     n = add_node(&w, "empty", "present=true driver=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){0, 1, 1}; /* a shared-counters slice only */
+    n->dra = (struct gpuop_node_dra){0, 1, 1, 0}; /* a shared-counters slice only */
     run_pods(&w, "empty", "driver");
     add_pod(&w, "dra-driver", "empty", "Running", true);
     n = add_node(&w, "young", "present=true driver=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){0, 0, 1};
+    n->dra = (struct gpuop_node_dra){0, 0, 1, 0};
     run_pods(&w, "young", "driver");
     add_pod(&w, "dra-driver", "young", "Running", true)->ready_since = T0 + 950;
     n = add_node(&w, "emptyunwatched", "present=true driver=true dra-driver=true", NULL);
@@ -1435,7 +1435,7 @@ static void test_dra_slices(void **state)
     assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
 
     /* the slice goes: the twice finding with it */
-    w.nodes[0]->dra = (struct gpuop_node_dra){0, 0, 1};
+    w.nodes[0]->dra = (struct gpuop_node_dra){0, 0, 1, 0};
     w.nodes[0]->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
     analyze(&w);
     assert_null(find(&w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED));
