@@ -851,8 +851,14 @@ static int watch_dra(struct gpuop_caches *caches, enum gpuop_caches_kind k, bool
         return rc;
     caches->open++;
     rc = gpuop_informer_start(*inf);
-    gpuop_info(INFORMERS[k].name, "watching the %s of driver %s", INFORMERS[k].name,
-               GPUOP_DRA_GPU_DRIVER);
+    if (k == GPUOP_CACHES_SLICE)
+        gpuop_info(INFORMERS[k].name, "watching the ResourceSlices of driver %s",
+                   GPUOP_DRA_GPU_DRIVER);
+    else
+        gpuop_info(INFORMERS[k].name,
+                   "watching the ResourceClaims (those holding a device of "
+                   "driver %s kept)",
+                   GPUOP_DRA_GPU_DRIVER);
     return rc;
 }
 
