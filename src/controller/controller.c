@@ -285,6 +285,8 @@ static void findings_and_status(struct gpuop_controller *c)
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
         gpuop_findings_set_stranded(f, st, ns);
     }
+    if (rc == 0 && !c->inactive) /* who a DRA claim strands: named from the claims */
+        (void)gpuop_ctl_claim_pods_build(&c->claim_pods, c->caches, f);
     if (rc == 0 && !c->inactive &&
         f->next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
         (void)gpuop_queue_add_after(c->queue, c->key,
@@ -686,6 +688,7 @@ static void child_closed(void *arg)
     free(c->ns);
     gpuop_map_free(&c->dirty_since, free);
     gpuop_ctl_judge_free(&c->judge);
+    gpuop_ctl_claim_pods_free(&c->claim_pods);
     gpuop_ctl_status_free(c);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;

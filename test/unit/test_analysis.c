@@ -1442,6 +1442,66 @@ static void test_dra_slices(void **state)
     world_free(&w);
 }
 
+/* Issue 42: a claim holding a GPU allocated on a node where no DRA plugin
+ * runs Ready, or where none published a slice: ClaimWithoutPlugin, its
+ * pods named from what the controller gathers. */
+static void test_dra_claim_without_plugin(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    const char *chain = "present=true driver=true container-toolkit=true dra-driver=true";
+    /* the plugin's pod gone, its slice still there (the kubelet's 30 s) */
+    struct gpuop_node *n = add_node(&w, "noplugin", chain, NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 2};
+    run_pods(&w, "noplugin", "driver container-toolkit");
+    /* the plugin Ready, never registered: no slice */
+    n = add_node(&w, "noslice", chain, NULL);
+    n->dra = (struct gpuop_node_dra){0, 0, 1, 1};
+    run_pods(&w, "noslice", "driver container-toolkit dra-driver");
+    /* the plugin Ready and its slice: no concern */
+    n = add_node(&w, "fine", chain, NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 3};
+    run_pods(&w, "fine", "driver container-toolkit dra-driver");
+    /* a host-provided plugin with its slice: none either */
+    n = add_node(&w, "hostplugin",
+                 "present=true driver=true container-toolkit=true dra-driver=false", NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 1};
+    run_pods(&w, "hostplugin", "driver container-toolkit");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_CLAIM_WITHOUT_PLUGIN);
+    assert_int_equal(node_res(&w, "noplugin")->cell[op("dra-driver")], GPUOP_CELL_VIOLATION);
+    assert_non_null(strstr(msg_of(&w, x), "no DRA kubelet plugin runs Ready here or it has not "
+                                          "registered (1 ResourceSlice(s) of it name the node)"));
+    assert_null(strstr(msg_of(&w, x), "Pods reserving them")); /* none gathered yet */
+    x = find(&w, "noslice", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_CLAIM_WITHOUT_PLUGIN);
+    assert_int_equal(dra_findings(&w, "fine"), 0);
+    assert_int_equal(dra_findings(&w, "hostplugin"), 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN], 2);
+
+    /* the controller's names (claimpods.c), shown like stranded pods */
+    struct gpuop_stranded cp[] = {
+        {.node = "noplugin", .count = 12, .nnames = 2, .names = {"ml/a", "ml/b"}},
+    };
+    gpuop_findings_set_claim_pods(&w.f, cp, 1);
+    x = find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(strstr(msg_of(&w, x), "Pods reserving them (12): ml/a, ml/b and 10 more."));
+    x = find(&w, "noslice", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_null(strstr(msg_of(&w, x), "Pods reserving them"));
+
+    /* its pods gone (their claims released): gone too */
+    w.nodes[0]->dra.claims = 0;
+    analyze(&w);
+    assert_null(find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING));
+    world_free(&w);
+}
+
 /* Issue 15 section 1: what the scheduler sees. GPUs advertised while the
  * toolkit is unsatisfied are an OrderingViolation whether or not a device
  * plugin pod is still there; a device plugin Ready past the advertise grace
@@ -2162,6 +2222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_clean),
         cmocka_unit_test(test_dra_slices),
+        cmocka_unit_test(test_dra_claim_without_plugin),
         cmocka_unit_test(test_seed_not_scheduled),
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),
