@@ -22,6 +22,8 @@
 /* Longest node, pod name or uid kept (a DNS subdomain is 253). */
 #define CLAIM_NAME_MAX 253
 
+_Static_assert(sizeof(struct gpuop_claim) <= 32, "a cached claim is 32 bytes before its strings");
+
 const struct gpuop_claim GPUOP_CLAIM_NONE = {0};
 
 static const char *str_at(json_t *obj, const char *key)
