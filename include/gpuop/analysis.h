@@ -202,7 +202,10 @@ struct gpuop_findings {
     const struct gpuop_stranded *stranded; /* borrowed, sorted by node; see
                                               gpuop_findings_set_stranded */
     size_t nstranded;
-    size_t stranded_pods;            /* the stranded counts of the nodes with a violation, summed */
+    size_t stranded_pods; /* the stranded counts of the nodes with a violation, summed */
+    const struct gpuop_stranded *claim_pods; /* borrowed, sorted by node; see
+                                                gpuop_findings_set_claim_pods */
+    size_t nclaim_pods;
     long long next_change;           /* seconds since epoch: the first moment after `now` at which
                                         the same inputs give other findings (a terminating pod's
                                         grace ends ...); 0 never. Reconcile again then. */
@@ -345,6 +348,16 @@ void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_st
  * listed for stranded ones)? */
 bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r);
 
+/* Gives f the pods reserving GPU claims (DRA) on the nodes of its
+ * ClaimWithoutPlugin findings, gathered by the controller from the claims
+ * it watches: s (borrowed, n entries sorted by node, each "namespace/name"
+ * as gpuop_stranded) shown by those findings' messages (<claim-pods>).
+ * Replaces what was set before; s may be NULL. */
+void gpuop_findings_set_claim_pods(struct gpuop_findings *f, const struct gpuop_stranded *s,
+                                   size_t n);
+/* The claim pods entry of node result r of f (borrowed), NULL when none. */
+const struct gpuop_stranded *gpuop_findings_claim_pods(const struct gpuop_findings *f,
+                                                       const struct gpuop_node_result *r);
 /* The stranded entry of node result r of f (borrowed), NULL when none or
  * the node has no OrderingViolation. */
 const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,

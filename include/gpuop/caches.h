@@ -33,6 +33,7 @@ enum gpuop_caches_kind {
     GPUOP_CACHES_SA = GPUOP_CACHES_MAIN,
     GPUOP_CACHES_EVENT,
     GPUOP_CACHES_SLICE, /* DRA ResourceSlices, only while asked (gpuop_caches_watch_slices) */
+    GPUOP_CACHES_CLAIM, /* DRA ResourceClaims, with the slices */
     GPUOP_CACHES_KINDS
 };
 
@@ -173,6 +174,21 @@ void gpuop_caches_view_free(struct gpuop_caches_view *v);
 int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on);
 /* The slice watch runs and has listed once. */
 bool gpuop_caches_slices_synced(const struct gpuop_caches *caches);
+
+/* The DRA ResourceClaims (resource.k8s.io/v1, every namespace), watched
+ * with the slices (the same gpuop_caches_watch_slices starts and stops
+ * both): each a struct gpuop_claim (model.h; at most GPUOP_CLAIM_MAX_BYTES
+ * of JSON), the claims of no GPUOP_DRA_GPU_DRIVER device one shared
+ * GPUOP_CLAIM_NONE. Each claim that comes, changes or goes names its
+ * allocated node (old and new) to on_node. */
+
+/* The claim watch runs and has listed once. */
+bool gpuop_caches_claims_synced(const struct gpuop_caches *caches);
+/* The next claim holding a GPUOP_DRA_GPU_DRIVER device (GPUOP_CLAIM_NONE
+ * skipped) into *out (borrowed, valid until the caches change); *iter
+ * starts at 0. False at the end, or while claims are not watched. */
+bool gpuop_caches_next_claim(const struct gpuop_caches *caches, size_t *iter,
+                             const struct gpuop_claim **out);
 /* The slice watch runs and its last list failed with this code
  * (GPUOP_ENOTFOUND: resource.k8s.io/v1 ResourceSlices are not served);
  * 0 otherwise. The informer keeps trying (backoff). */

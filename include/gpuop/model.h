@@ -164,14 +164,19 @@ struct gpuop_node_upgrade {
  * (docs/findings.md: GpusAdvertisedTwice, SlicesWithoutDriver,
  * NoSlicesPublished). */
 struct gpuop_node_dra {
-    uint16_t devices; /* their spec.devices, summed (each slice has at most
-                         GPUOP_SLICE_DEVICES_MAX, so no sum of slices below
-                         overflows) */
-    uint8_t slices;   /* their number, saturating at UINT8_MAX (then recounted) */
-    uint8_t watched;  /* 1 while the caches watch ResourceSlices: the fields
-                         above are known (0: the cluster does not serve them,
-                         or DRA is off) */
+    uint16_t devices;    /* their spec.devices, summed (each slice has at most
+                            GPUOP_SLICE_DEVICES_MAX, so no sum of slices below
+                            overflows) */
+    uint8_t slices;      /* their number, saturating at UINT8_MAX (then recounted) */
+    uint8_t watched : 1; /* 1 while the caches watch ResourceSlices: the fields
+                            above are known (0: the cluster does not serve them,
+                            or DRA is off) */
+    uint8_t claims : 7;  /* ResourceClaims holding a GPUOP_DRA_GPU_DRIVER device
+                            allocated here and reserved by a pod (struct
+                            gpuop_claim), saturating at GPUOP_DRA_CLAIMS_MAX
+                            (then recounted) */
 };
+#define GPUOP_DRA_CLAIMS_MAX 127
 
 struct gpuop_node { /* 96 bytes, its strings and taints after it */
     char *name;
@@ -443,6 +448,57 @@ bool gpuop_slice_equal(const struct gpuop_slice *a, const struct gpuop_slice *b)
 /* The members gpuop_slice_new never reads (static, NULL-terminated): cut
  * before a slice is parsed (informer.h, unread). */
 const char *const *gpuop_slice_unread(void);
+
+/* ---- ResourceClaims (resource.k8s.io/v1), src/model/claim.c ----
+ *
+ * A ResourceClaim reduced to what the DRA findings and the upgrade's
+ * GPU-pod test read: the node its devices were allocated on, how many
+ * devices of the driver GPUOP_DRA_GPU_DRIVER it holds, and the pods that
+ * reserve it (status.reservedFor). The claim's namespace and name are the
+ * store's key ("namespace/name"), borrowed. A claim with no device of
+ * GPUOP_DRA_GPU_DRIVER allocated (not allocated yet, or another driver's)
+ * is the one shared GPUOP_CLAIM_NONE: no block of its own. One gpuop_pool
+ * block otherwise: the struct, the node's name, the pods' names and uids.
+ */
+#define GPUOP_CLAIM_RESOURCE "resourceclaims"
+/* resource.k8s.io/v1 AllocationResultsMaxSize: results of one allocation. */
+#define GPUOP_CLAIM_RESULTS_MAX 32
+/* resource.k8s.io/v1 ResourceClaimReservedForMaxSize: reserving pods. */
+#define GPUOP_CLAIM_RESERVED_MAX 256
+/* Bytes of one ResourceClaim the informer takes (its spec and device
+ * statuses are cut before parsing: gpuop_claim_unread; 256 reservations
+ * of long names are about 90 KB); a larger one fails like any watch event
+ * over its limit (informer.h). */
+#define GPUOP_CLAIM_MAX_BYTES (256u << 10)
+
+struct gpuop_claim { /* 32 bytes, its strings after it */
+    const char *key; /* "namespace/name": the store's key, borrowed */
+    char *node;      /* the node allocated on (first in the block) */
+    char *pods;      /* npods pairs "name\0uid\0" one after the other (status.reservedFor
+                        entries of resource "pods"); NULL when none */
+    uint8_t devices; /* results of GPUOP_DRA_GPU_DRIVER without adminAccess: GPUs held */
+    uint8_t admin;   /* ... with adminAccess (the DRA validator's): held by no one */
+    uint16_t npods;
+};
+
+/* The claim of no GPU (static, shared): not allocated, or nothing of
+ * GPUOP_DRA_GPU_DRIVER. */
+extern const struct gpuop_claim GPUOP_CLAIM_NONE;
+
+/* A new claim from obj (borrowed), key borrowed for its life: NULL with
+ * err for a claim refused (more results or reservations than the API
+ * allows, a result or reservation that is not an object, an allocation of
+ * GPUOP_DRA_GPU_DRIVER whose node cannot be told), or &GPUOP_CLAIM_NONE. */
+struct gpuop_claim *gpuop_claim_new(json_t *obj, const char *key, struct gpuop_err *err);
+/* NULL and GPUOP_CLAIM_NONE are fine. */
+void gpuop_claim_free(struct gpuop_claim *c);
+bool gpuop_claim_equal(const struct gpuop_claim *a, const struct gpuop_claim *b);
+/* Whether pod name (uid: may be NULL, then not compared) reserves c. */
+bool gpuop_claim_reserved_by(const struct gpuop_claim *c, const char *name, const char *uid);
+/* Pod k (< c->npods) of c: its name, and its uid into *uid. Borrowed. */
+const char *gpuop_claim_pod(const struct gpuop_claim *c, size_t k, const char **uid);
+/* The members gpuop_claim_new never reads (static, NULL-terminated). */
+const char *const *gpuop_claim_unread(void);
 
 /* Release what *_new made (NULL is fine); gpuop_ds_free releases what d
  * owns and zeroes it. */

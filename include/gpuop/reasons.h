@@ -62,8 +62,9 @@ enum gpuop_reason {
     GPUOP_REASON_SLICES_WITHOUT_DRIVER,            /* DRA: slices with devices, the driver off */
     /* Held */
     GPUOP_REASON_HELD_BY_PREREQUISITE,
-    /* OrderingViolation (at the end: other reasons land beside it) */
+    /* added since, each at the end (its kind in reasons.c) */
     GPUOP_REASON_DRA_PLUGIN_STALE, /* DRA: the kubelet plugin started before the driver pod */
+    GPUOP_REASON_CLAIM_WITHOUT_PLUGIN, /* DRA: a claim allocated here, no plugin to prepare it */
     GPUOP_REASON_COUNT
 };
 

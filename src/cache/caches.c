@@ -58,6 +58,7 @@ struct gpuop_caches {
     int open;           /* informers made and not yet closed (a stopped slice one included) */
     bool closing;       /* gpuop_caches_close was called */
     bool slices_synced; /* the slice informer (inf[GPUOP_CACHES_SLICE]) has listed */
+    bool claims_synced; /* the claim informer (inf[GPUOP_CACHES_CLAIM]) has listed */
     int slices_error;   /* its last list failed with this code; 0 */
     void (*close_cb)(void *);
     void *close_arg;
@@ -256,6 +257,64 @@ static bool slice_same(const void *a, const void *b)
     return gpuop_slice_equal(a, b);
 }
 
+/* ---- DRA ResourceClaims ---- */
+
+static void *claim_convert(json_t *obj, const char *key, struct gpuop_err *err)
+{
+    return gpuop_claim_new(obj, key, err); /* one pool block, or the shared none */
+}
+
+static void claim_free(void *p)
+{
+    gpuop_claim_free(p);
+}
+
+static bool claim_same(const void *a, const void *b)
+{
+    return gpuop_claim_equal(a, b);
+}
+
+static struct gpuop_node *fold_node(const struct gpuop_caches *caches, const char *name);
+
+/* n's claims recounted from every cached claim but skip (one on its way
+ * out, or NULL). */
+static void refold_claims(const struct gpuop_caches *caches, struct gpuop_node *n,
+                          const struct gpuop_claim *skip)
+{
+    n->dra.claims = 0;
+    const struct gpuop_claim *c;
+    size_t it = 0;
+    while (gpuop_caches_next_claim(caches, &it, &c))
+        if (c != skip && strcmp(c->node, n->name) == 0)
+            gpuop_slicefold_claim_add(&n->dra, c);
+}
+
+/* A claim came (old NULL), changed or went (c NULL): the fold of the
+ * node(s) it is allocated on follows (the store holds c already, and old
+ * until a delete has been told), and they are named. */
+static void claim_moved(struct gpuop_caches *caches, const struct gpuop_claim *old,
+                        const struct gpuop_claim *c)
+{
+    old = old == &GPUOP_CLAIM_NONE ? NULL : old;
+    c = c == &GPUOP_CLAIM_NONE ? NULL : c;
+    bool counted = false; /* a recount of old's node took c in */
+    struct gpuop_node *n = old ? fold_node(caches, old->node) : NULL;
+    if (n && !gpuop_slicefold_claim_del(&n->dra, old)) {
+        refold_claims(caches, n, c ? NULL : old);
+        counted = c && strcmp(c->node, old->node) == 0;
+    }
+    n = c && !counted ? fold_node(caches, c->node) : NULL;
+    if (n)
+        gpuop_slicefold_claim_add(&n->dra, c);
+    if (!caches->cfg.on_node)
+        return;
+    const char *was = old ? old->node : NULL, *now = c ? c->node : NULL;
+    if (was)
+        caches->cfg.on_node(caches->cfg.arg, was);
+    if (now && !(was && strcmp(was, now) == 0))
+        caches->cfg.on_node(caches->cfg.arg, now);
+}
+
 /* The cached Node of that name, to fold into: the caches own it. */
 static struct gpuop_node *fold_node(const struct gpuop_caches *caches, const char *name)
 {
@@ -267,7 +326,7 @@ static struct gpuop_node *fold_node(const struct gpuop_caches *caches, const cha
 static void refold(const struct gpuop_caches *caches, struct gpuop_node *n,
                    const struct gpuop_slice *skip)
 {
-    n->dra = (struct gpuop_node_dra){.watched = caches->slices_synced};
+    n->dra = (struct gpuop_node_dra){.watched = caches->slices_synced, .claims = n->dra.claims};
     const struct gpuop_informer *inf = caches->inf[GPUOP_CACHES_SLICE];
     size_t it = 0;
     void *v;
@@ -325,10 +384,14 @@ static void slices_mark(struct gpuop_caches *caches, bool on)
 static void node_fold(struct gpuop_caches *caches, const struct gpuop_node *old,
                       struct gpuop_node *n)
 {
-    if (old)
+    if (old) {
         n->dra = old->dra;
-    else if (caches->inf[GPUOP_CACHES_SLICE])
+        return;
+    }
+    if (caches->inf[GPUOP_CACHES_SLICE])
         refold(caches, n, NULL);
+    if (caches->inf[GPUOP_CACHES_CLAIM])
+        refold_claims(caches, n, NULL);
 }
 
 /* ---- events ---- */
@@ -385,6 +448,8 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         node_fold(t->caches, old_item, (struct gpuop_node *)new_item);
     if (t->kind == GPUOP_CACHES_SLICE)
         slice_moved(t->caches, old_item, new_item);
+    if (t->kind == GPUOP_CACHES_CLAIM)
+        claim_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE && gpuop_ospools_move(&t->caches->pools, old_item, new_item))
         what |= GPUOP_CACHES_RENDER;
     if (t->kind == GPUOP_CACHES_POD)
@@ -421,6 +486,8 @@ static void on_synced(void *arg)
         if (t->caches->cfg.on_slices)
             t->caches->cfg.on_slices(t->caches->cfg.arg);
     }
+    if (t->kind == GPUOP_CACHES_CLAIM)
+        t->caches->claims_synced = true;
     if (t->kind >= GPUOP_CACHES_MAIN)
         return;
     if (++t->caches->nsynced == GPUOP_CACHES_MAIN && t->caches->cfg.on_synced)
@@ -487,6 +554,15 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                             .scratch = true,
                             .free_item = slice_free,
                             .same = slice_same},
+    [GPUOP_CACHES_CLAIM] = {.name = "resourceclaims",
+                            .res = {.group_version = GPUOP_SLICE_API,
+                                    .resource = GPUOP_CLAIM_RESOURCE},
+                            .max_line = GPUOP_CLAIM_MAX_BYTES,
+                            .convert = claim_convert,
+                            .scratch = true,
+                            .free_item = claim_free,
+                            .same = claim_same,
+                            .keep_same = true},
 };
 
 struct caches_alloc {
@@ -501,10 +577,12 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
 {
     struct gpuop_caches *caches = &a->caches;
     *ic = INFORMERS[k];
-    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE && k != GPUOP_CACHES_SLICE)
+    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE && k < GPUOP_CACHES_SLICE)
         ic->res.ns = caches->ns;
     if (k == GPUOP_CACHES_SLICE)
         ic->unread = gpuop_slice_unread();
+    if (k == GPUOP_CACHES_CLAIM)
+        ic->unread = gpuop_claim_unread();
     if (k == GPUOP_CACHES_POLICY)
         ic->digested = gpuop_caches_policy_digested();
     if (k == GPUOP_CACHES_POD)
@@ -537,7 +615,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         struct gpuop_informer_config ic;
-        if (k == GPUOP_CACHES_SLICE)
+        if (k >= GPUOP_CACHES_SLICE)
             continue; /* made when asked: gpuop_caches_watch_slices */
         informer_config(a, (enum gpuop_caches_kind)k, &ic);
         if (rc == 0)
@@ -722,7 +800,7 @@ void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kin
     if (caches->inf[kind])
         gpuop_informer_stats(caches->inf[kind], out);
     else
-        memset(out, 0, sizeof(*out)); /* the slices' while not watched */
+        memset(out, 0, sizeof(*out)); /* the slices' and claims' while not watched */
 }
 
 static void informer_closed(void *arg)
@@ -756,28 +834,53 @@ void gpuop_caches_close(struct gpuop_caches *caches, void (*cb)(void *), void *a
             gpuop_informer_close(caches->inf[k], informer_closed, caches);
 }
 
-int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
+/* Starts (on) or stops DRA informer k (the slices' or the claims'). */
+static int watch_dra(struct gpuop_caches *caches, enum gpuop_caches_kind k, bool on)
 {
-    struct gpuop_informer **inf = &caches->inf[GPUOP_CACHES_SLICE];
-    if (caches->closing || on == (*inf != NULL))
-        return 0;
+    struct gpuop_informer **inf = &caches->inf[k];
     if (!on) {
-        gpuop_informer_close(*inf, informer_closed, caches); /* frees its slices */
+        gpuop_informer_close(*inf, informer_closed, caches); /* frees its items */
         *inf = NULL;
-        caches->slices_synced = false;
-        caches->slices_error = 0;
-        slices_mark(caches, false);
-        gpuop_info("resourceslices", "not watched any more");
+        gpuop_info(INFORMERS[k].name, "not watched any more");
         return 0;
     }
     struct gpuop_informer_config ic;
-    informer_config((struct caches_alloc *)caches, GPUOP_CACHES_SLICE, &ic);
+    informer_config((struct caches_alloc *)caches, k, &ic);
     int rc = gpuop_informer_new(caches->loop, caches->kube, &ic, inf);
     if (rc < 0)
         return rc;
     caches->open++;
     rc = gpuop_informer_start(*inf);
-    gpuop_info("resourceslices", "watching the ResourceSlices of driver %s", GPUOP_DRA_GPU_DRIVER);
+    if (k == GPUOP_CACHES_SLICE)
+        gpuop_info(INFORMERS[k].name, "watching the ResourceSlices of driver %s",
+                   GPUOP_DRA_GPU_DRIVER);
+    else
+        gpuop_info(INFORMERS[k].name,
+                   "watching the ResourceClaims (those holding a device of "
+                   "driver %s kept)",
+                   GPUOP_DRA_GPU_DRIVER);
+    return rc;
+}
+
+int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
+{
+    struct gpuop_informer *const *inf = caches->inf;
+    if (caches->closing || (!on && !inf[GPUOP_CACHES_SLICE] && !inf[GPUOP_CACHES_CLAIM]) ||
+        (on && inf[GPUOP_CACHES_SLICE] && inf[GPUOP_CACHES_CLAIM]))
+        return 0;
+    if (!on) {
+        if (inf[GPUOP_CACHES_SLICE])
+            (void)watch_dra(caches, GPUOP_CACHES_SLICE, false);
+        if (inf[GPUOP_CACHES_CLAIM])
+            (void)watch_dra(caches, GPUOP_CACHES_CLAIM, false);
+        caches->slices_synced = caches->claims_synced = false;
+        caches->slices_error = 0;
+        slices_mark(caches, false);
+        return 0;
+    }
+    int rc = inf[GPUOP_CACHES_SLICE] ? 0 : watch_dra(caches, GPUOP_CACHES_SLICE, true);
+    if (rc == 0 && !inf[GPUOP_CACHES_CLAIM])
+        rc = watch_dra(caches, GPUOP_CACHES_CLAIM, true);
     return rc;
 }
 
@@ -789,4 +892,23 @@ bool gpuop_caches_slices_synced(const struct gpuop_caches *caches)
 int gpuop_caches_slices_error(const struct gpuop_caches *caches)
 {
     return caches->inf[GPUOP_CACHES_SLICE] ? caches->slices_error : 0;
+}
+
+bool gpuop_caches_claims_synced(const struct gpuop_caches *caches)
+{
+    return caches->claims_synced;
+}
+
+bool gpuop_caches_next_claim(const struct gpuop_caches *caches, size_t *iter,
+                             const struct gpuop_claim **out)
+{
+    const struct gpuop_informer *inf = caches->inf[GPUOP_CACHES_CLAIM];
+    void *v;
+    while (inf && gpuop_informer_next(inf, iter, NULL, &v)) {
+        if (v != &GPUOP_CLAIM_NONE) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
 }

@@ -1,5 +1,6 @@
 /*
- * slicefold.c - a node's DRA ResourceSlices summed (slicefold_int.h).
+ * slicefold.c - a node's DRA ResourceSlices summed, and its claims held by
+ * pods counted (slicefold_int.h).
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,12 +21,28 @@ void gpuop_slicefold_add(struct gpuop_node_dra *d, const struct gpuop_slice *s)
 bool gpuop_slicefold_del(struct gpuop_node_dra *d, const struct gpuop_slice *s)
 {
     if (d->slices == UINT8_MAX || d->slices == 0 || d->devices < s->devices) {
-        uint8_t watched = d->watched;
-        memset(d, 0, sizeof(*d));
-        d->watched = watched;
+        *d = (struct gpuop_node_dra){.watched = d->watched, .claims = d->claims};
         return false;
     }
     d->slices--;
     d->devices = (uint16_t)(d->devices - s->devices);
+    return true;
+}
+
+void gpuop_slicefold_claim_add(struct gpuop_node_dra *d, const struct gpuop_claim *c)
+{
+    if (c->npods && d->claims < GPUOP_DRA_CLAIMS_MAX)
+        d->claims++;
+}
+
+bool gpuop_slicefold_claim_del(struct gpuop_node_dra *d, const struct gpuop_claim *c)
+{
+    if (!c->npods)
+        return true;
+    if (d->claims == GPUOP_DRA_CLAIMS_MAX || d->claims == 0) {
+        d->claims = 0;
+        return false;
+    }
+    d->claims--;
     return true;
 }

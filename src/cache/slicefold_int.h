@@ -23,4 +23,11 @@ void gpuop_slicefold_add(struct gpuop_node_dra *d, const struct gpuop_slice *s);
  * saturated: then d is zeroed (watched kept) and the caller recounts. */
 bool gpuop_slicefold_del(struct gpuop_node_dra *d, const struct gpuop_slice *s);
 
+/* Claim c (borrowed) allocated on d's node comes (add) or goes (del):
+ * counted when a pod reserves it. del returns false when d's count was
+ * saturated (GPUOP_DRA_CLAIMS_MAX): then it is zeroed and the caller
+ * recounts. */
+void gpuop_slicefold_claim_add(struct gpuop_node_dra *d, const struct gpuop_claim *c);
+bool gpuop_slicefold_claim_del(struct gpuop_node_dra *d, const struct gpuop_claim *c);
+
 #endif

@@ -288,6 +288,8 @@ static void findings_and_status(struct gpuop_controller *c)
         const struct gpuop_stranded *st = gpuop_ctl_stranded_view(c->stranded, &ns);
         gpuop_findings_set_stranded(f, st, ns);
     }
+    if (rc == 0 && !c->inactive) /* who a DRA claim strands: named from the claims */
+        (void)gpuop_ctl_claim_pods_build(&c->claim_pods, c->caches, f);
     if (rc == 0 && !c->inactive &&
         f->next_change > gpuop_clock_wall()) /* a grace period ends: judge again */
         (void)gpuop_queue_add_after(c->queue, c->key,
@@ -511,10 +513,10 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, u
 {
     struct gpuop_controller *c = arg;
     static const char *const knames[GPUOP_CACHES_KINDS] = {
-        [GPUOP_CACHES_POLICY] = "gpupolicy",   [GPUOP_CACHES_NODE] = "node",
-        [GPUOP_CACHES_DS] = "daemonset",       [GPUOP_CACHES_POD] = "pod",
-        [GPUOP_CACHES_SA] = "serviceaccount",  [GPUOP_CACHES_EVENT] = "event",
-        [GPUOP_CACHES_SLICE] = "resourceslice"};
+        [GPUOP_CACHES_POLICY] = "gpupolicy",    [GPUOP_CACHES_NODE] = "node",
+        [GPUOP_CACHES_DS] = "daemonset",        [GPUOP_CACHES_POD] = "pod",
+        [GPUOP_CACHES_SA] = "serviceaccount",   [GPUOP_CACHES_EVENT] = "event",
+        [GPUOP_CACHES_SLICE] = "resourceslice", [GPUOP_CACHES_CLAIM] = "resourceclaim"};
     const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];
@@ -693,6 +695,7 @@ static void child_closed(void *arg)
     free(c->ns);
     gpuop_map_free(&c->dirty_since, free);
     gpuop_ctl_judge_free(&c->judge);
+    gpuop_ctl_claim_pods_free(&c->claim_pods);
     gpuop_ctl_status_free(c);
     void (*cb)(void *) = c->close_cb;
     void *carg = c->close_arg;

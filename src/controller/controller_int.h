@@ -35,6 +35,7 @@
 #include "gpuop/hash.h"
 #include "events_int.h"
 #include "gpuop/analysis.h"
+#include "gpuop/arena.h"
 #include "gpuop/map.h"
 #include "gpuop/ospool.h"
 #include "gpuop/policy.h"
@@ -193,6 +194,15 @@ struct ctl_apply {
     bool plugin_cm_started;
 };
 
+/* The pods reserving GPU claims on the nodes of ClaimWithoutPlugin
+ * findings (DRA), as the findings borrow them: entries sorted by node
+ * (their names borrowed from the findings), names in an arena. */
+struct ctl_claim_pods {
+    struct gpuop_stranded *a;
+    size_t n;
+    struct gpuop_arena names;
+};
+
 struct gpuop_controller {
     uv_loop_t *loop;
     uv_timer_t trim; /* the heap trim a busy moment had to put off (trim.h) */
@@ -209,6 +219,10 @@ struct gpuop_controller {
     struct ctl_labeler *labeler;     /* labeler.c */
     struct ctl_upgrader *upgrader;   /* upgrade_actor.c */
     struct ctl_draclaims *draclaims; /* draclaims.c */
+    struct ctl_stranded *stranded;    /* stranded.c */
+    struct ctl_labeler *labeler;      /* labeler.c */
+    struct ctl_upgrader *upgrader;    /* upgrade_actor.c */
+    struct ctl_claim_pods claim_pods; /* claimpods.c: rebuilt each status reconcile */
 
     /* the reconcile in progress: key is the queue's, name the policy's
      * (key itself for a status reconcile, after CTL_APPLY_PREFIX for an
@@ -383,6 +397,14 @@ void gpuop_ctl_draclaims_reset(struct ctl_draclaims *d);
 int gpuop_ctl_draclaims_waiting(const struct ctl_draclaims *d, char *buf, size_t size);
 /* Cancels its LIST (no handles). */
 void gpuop_ctl_draclaims_free(struct ctl_draclaims *d);
+/* ---- claimpods.c ---- */
+
+/* Gathers them for f (borrowed; the records' view) from the claims the
+ * caches hold and gives them to f (gpuop_findings_set_claim_pods): valid
+ * until the next build or free. 0 or GPUOP_ENOMEM (f then has none). */
+int gpuop_ctl_claim_pods_build(struct ctl_claim_pods *cp, const struct gpuop_caches *caches,
+                               struct gpuop_findings *f);
+void gpuop_ctl_claim_pods_free(struct ctl_claim_pods *cp);
 
 /* ---- labeler.c ---- */
 

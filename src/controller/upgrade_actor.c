@@ -151,6 +151,9 @@ struct ctl_upgrader {
     /* during a track (borrowed): the policy, for the rollback's names */
     const struct gpuop_policy *pol;
     char ns[254], uid[64];
+    /* the caches of the last track (borrowed; they outlive the upgrader):
+       the ResourceClaims they watch mark claim holders as GPU pods */
+    const struct gpuop_caches *caches;
 };
 
 /* onFailure rollback (docs/upgrade.md): the rollback DaemonSet of a pool
@@ -569,6 +572,34 @@ static void claim_done(void *arg, int rc, json_t *body, const struct gpuop_err *
         claims_listed(r);
 }
 
+/* With the ResourceClaims watched (the caches', while the DRA driver's
+ * DeviceClass is applied), a pod of r's list (items, JSON, borrowed; one
+ * r->pods entry each) that reserves a claim allocated on r's node with a
+ * device of GPUOP_DRA_GPU_DRIVER, not for admin access only, is a GPU pod,
+ * in every step: marked here, before any GET (claims_get asks only for
+ * the pods left, whose claims the cache may not know yet). */
+static void claim_holders(struct rec *r, json_t *items)
+{
+    const struct gpuop_caches *caches = r->u->caches;
+    const struct gpuop_claim *c;
+    size_t it = 0;
+    while (caches && gpuop_caches_next_claim(caches, &it, &c)) {
+        if (!c->devices || !c->npods || strcmp(c->node, r->name) != 0)
+            continue;
+        size_t nslen = strcspn(c->key, "/");
+        for (size_t i = 0; i < r->npods; i++) {
+            struct gpuop_upgrade_pod *x = &r->pods[i];
+            bool own = x->ns && r->u->ns[0] && !strcmp(x->ns, r->u->ns);
+            if (x->gpu || x->terminal || own || !x->ns || !x->name || strlen(x->ns) != nslen ||
+                strncmp(x->ns, c->key, nslen) != 0)
+                continue;
+            json_t *meta = json_object_get(json_array_get(items, i), "metadata");
+            x->gpu = gpuop_claim_reserved_by(c, x->name,
+                                             json_string_value(json_object_get(meta, "uid")));
+        }
+    }
+}
+
 /* GETs the ResourceClaims pod `idx` (JSON p, borrowed) refers to; returns
  * how many were asked for. */
 static size_t claims_get(struct rec *r, size_t idx, json_t *p)
@@ -701,6 +732,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     /* a pod holding a GPU through a DRA claim is a GPU pod too: its claims
        are read before the list counts (claims_get) */
     r->claims_state = (uint8_t)state;
+    claim_holders(r, items);
     size_t asked = 0;
     json_array_foreach(items, i, p)
     {
@@ -1553,6 +1585,7 @@ int gpuop_ctl_upgrade_track(struct ctl_upgrader *u, const struct gpuop_policy *p
     snprintf(u->ns, sizeof(u->ns), "%s", ns ? ns : "");
     snprintf(u->uid, sizeof(u->uid), "%s", uid ? uid : "");
     u->pol = p;
+    u->caches = v->from;
     int d = gpuop_operand_by_key("driver"), val = gpuop_operand_by_key("validator");
     if (d < 0 || !v->nnodes) {
         forget_unseen(u);

@@ -554,6 +554,12 @@ enum fact {
  * plugin before the reload, so a plugin that is still older than a
  * driver Ready this long was not restarted with it. */
 #define DRA_STALE_GRACE_S 30
+/* DRA (the DRA driver's cell, while watched): a claim holding a GPU is
+ * allocated here and reserved by a pod, and no DRA kubelet plugin runs
+ * Ready (nor is host-provided), or none published a slice: the DRA form
+ * of a stranded pod. Bit 40, apart from the bits the other DRA and sharing
+ * work takes after 35. */
+#define F_DRA_CLAIM_NO_PLUGIN (1ull << 40)
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -681,6 +687,12 @@ static const struct row pools[] = {
      P_NONE},
 };
 
+/* Claims allocated here that no DRA kubelet plugin can prepare. */
+static const struct row claims[] = {
+    {F_DRA_CLAIM_NO_PLUGIN, 0, GPUOP_REASON_CLAIM_WITHOUT_PLUGIN, GPUOP_CELL_VIOLATION, R_DRA,
+     P_NONE},
+};
+
 #define ROWS(t)                                                                                    \
     {                                                                                              \
         t, sizeof(t) / sizeof(t[0])                                                                \
@@ -688,8 +700,8 @@ static const struct row pools[] = {
 static const struct table {
     const struct row *rows;
     size_t n;
-} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs), ROWS(advertises),
-              ROWS(unexpected), ROWS(ordering),    ROWS(pools)};
+} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),  ROWS(advertises),
+              ROWS(unexpected), ROWS(ordering),    ROWS(pools), ROWS(claims)};
 
 static const struct row *first_match(const struct row *rows, size_t n, uint64_t facts)
 {
@@ -794,6 +806,8 @@ static uint64_t dra_facts(struct gpuop_findings *f, const struct judge *j, long 
     if (!nd->dra.devices && j->running[o] && nd->gpu &&
         ready_longer_than(f, j->bp[o], s->advertise_grace_s, now))
         h |= F_DRA_NONE_LATE;
+    if (nd->dra.claims && (!(j->running[o] || j->host[o]) || !nd->dra.slices))
+        h |= F_DRA_CLAIM_NO_PLUGIN;
     return h;
 }
 

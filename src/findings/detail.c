@@ -273,6 +273,21 @@ void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_st
     }
 }
 
+void gpuop_findings_set_claim_pods(struct gpuop_findings *f, const struct gpuop_stranded *s,
+                                   size_t n)
+{
+    f->claim_pods = s;
+    f->nclaim_pods = s ? n : 0;
+}
+
+const struct gpuop_stranded *gpuop_findings_claim_pods(const struct gpuop_findings *f,
+                                                       const struct gpuop_node_result *r)
+{
+    if (!f || !r || !f->claim_pods || !f->nclaim_pods || !r->name)
+        return NULL;
+    return bsearch(r->name, f->claim_pods, f->nclaim_pods, sizeof(*f->claim_pods), stranded_cmp);
+}
+
 int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size)
 {
     struct gpuop_sbuf b = {buf, size, 0};

@@ -26,14 +26,15 @@ void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, siz
 void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars);
 
 /* DRA findings that count the node's ResourceSlices (GpusAdvertisedTwice,
- * SlicesWithoutDriver) hold the node's fold (model.h, gpuop_node_dra) in
+ * SlicesWithoutDriver, ClaimWithoutPlugin) hold the node's fold (model.h, gpuop_node_dra) in
  * the finding itself, where PodNotCreated holds its time: no ref to copy.
  * Whether reason's findings hold x->since (those and PodNotCreated), not
  * x->ref. */
 static inline bool gpuop_reason_holds_since(int reason)
 {
     return reason == GPUOP_REASON_POD_NOT_CREATED || reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE ||
-           reason == GPUOP_REASON_SLICES_WITHOUT_DRIVER;
+           reason == GPUOP_REASON_SLICES_WITHOUT_DRIVER ||
+           reason == GPUOP_REASON_CLAIM_WITHOUT_PLUGIN;
 }
 
 static inline long long gpuop_finding_dra_pack(unsigned devices, unsigned slices)
@@ -45,8 +46,7 @@ static inline long long gpuop_finding_dra_pack(unsigned devices, unsigned slices
 static inline bool gpuop_finding_dra(const struct gpuop_finding *x, unsigned *devices,
                                      unsigned *slices)
 {
-    if (x->reason != GPUOP_REASON_GPUS_ADVERTISED_TWICE &&
-        x->reason != GPUOP_REASON_SLICES_WITHOUT_DRIVER)
+    if (!gpuop_reason_holds_since(x->reason) || x->reason == GPUOP_REASON_POD_NOT_CREATED)
         return false;
     *devices = (unsigned)(x->since & 0xffff);
     *slices = (unsigned)((x->since >> 16) & 0xff);

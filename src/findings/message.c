@@ -232,6 +232,20 @@ static void ph_stranded_count(const struct vars *v, char *buf, size_t size)
         snprintf(buf, size, "%u", st->count);
 }
 
+/* pods reserving claims on a node without a DRA plugin (the controller's,
+ * from the claims it watches) */
+static void ph_claim_pods(const struct vars *v, char *buf, size_t size)
+{
+    gpuop_stranded_text(gpuop_findings_claim_pods(v->f, v->r), buf, size);
+}
+
+static void ph_claim_pods_count(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_stranded *st = gpuop_findings_claim_pods(v->f, v->r);
+    if (st && st->count)
+        snprintf(buf, size, "%u", st->count);
+}
+
 /* The device plugin's sharing ConfigMap as the setup read it (sharing.h). */
 static void ph_config_map(const struct vars *v, char *buf, size_t size)
 {
@@ -340,6 +354,9 @@ static const struct placeholder {
     {"shared", "gpu-count x replicas: what allocatable should be", ph_shared},
     {"dra-devices", "a DRA finding's devices of driver gpu.nvidia.com on the node", ph_dra_devices},
     {"dra-slices", "... and the ResourceSlices they are in", ph_dra_slices},
+    {"claim-pods", "pods reserving GPU claims allocated on the node (ClaimWithoutPlugin)",
+     ph_claim_pods},
+    {"claim-pods-count", "their number; empty when none", ph_claim_pods_count},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

@@ -414,6 +414,23 @@ static const struct gpuop_reason_info reasons[] = {
          "(spec.driver.upgradePolicy) restarts it with the other dependents: this comes from a "
          "driver pod restarted outside it.",
          NULL, NULL, GPUOP_WAIT_NONE},
+    [GPUOP_REASON_CLAIM_WITHOUT_PLUGIN] =
+        {O, "ClaimWithoutPlugin",
+         "ResourceClaims holding devices of driver gpu.nvidia.com are allocated on the node and "
+         "reserved by pods, but no DRA kubelet plugin runs Ready here or it has not registered "
+         "(<dra-slices> ResourceSlice(s) of it name the node): the kubelet cannot prepare their "
+         "devices, and the pods stay in ContainerCreating."
+         "[claim-pods: Pods reserving them (<claim-pods-count>): <claim-pods>.]",
+         "A claim allocated on a node is prepared by the DRA driver's kubelet plugin there: "
+         "while no plugin pod runs Ready on the node (or the plugin runs but never registered "
+         "with the kubelet, so none of its ResourceSlices names the node), the pods reserving "
+         "the claim wait in ContainerCreating. The DRA form of a stranded pod.",
+         "Make the DRA driver run on the node (label nvidia.com/gpu.deploy.dra-driver=true; see "
+         "its dra-driver finding for why it does not run), or, when it runs and publishes no "
+         "slice, read its log and the kubelet's (registration under the kubelet's "
+         "plugins_registry; spec.draDriver.hostPaths.kubeletRootDir). Or delete the pods named "
+         "so that their claims are allocated elsewhere.",
+         NULL, NULL, GPUOP_WAIT_GRACE},
 };
 
 #undef M

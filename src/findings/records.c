@@ -671,6 +671,7 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
     }
     v->next_change = rec->ndue ? due_key(rec, 0) : 0; /* the earliest of the records' */
     gpuop_findings_set_stranded(v, st, nst);
+    gpuop_findings_set_claim_pods(v, NULL, 0); /* the controller's, set after */
     *out = v;
     return 0;
 }

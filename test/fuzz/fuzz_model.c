@@ -1,6 +1,7 @@
 /*
  * fuzz_model.c - libFuzzer target for the converters of Kubernetes JSON
- * into the compact model (src/model/model.c): node, pod and DaemonSet. The
+ * into the compact model (src/model/model.c, slice.c, claim.c): node, pod,
+ * DaemonSet, ResourceSlice and ResourceClaim. The
  * input is parsed with jansson and handed to each converter; none may
  * crash or leak, an error must come with a terminated message, and a node
  * or pod read twice (gpuop_*_new, one pooled block each) must be equal to
@@ -57,6 +58,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         gpuop_ds_free(&d);
     }
+
+    /* DRA: a ResourceSlice, and a ResourceClaim (its key borrowed) */
+    struct gpuop_slice *s1 = gpuop_slice_new(obj, &err);
+    check_err(s1 ? 0 : err.rc ? err.rc : -1, &err);
+    struct gpuop_slice *s2 = gpuop_slice_new(obj, &err);
+    if (!s1 != !s2 || (s1 && !gpuop_slice_equal(s1, s2)))
+        abort();
+    gpuop_slice_free(s1);
+    gpuop_slice_free(s2);
+    struct gpuop_claim *c1 = gpuop_claim_new(obj, "ns/claim", &err);
+    check_err(c1 ? 0 : err.rc ? err.rc : -1, &err);
+    struct gpuop_claim *c2 = gpuop_claim_new(obj, "ns/claim", &err);
+    if (!c1 != !c2 || (c1 && !gpuop_claim_equal(c1, c2)))
+        abort();
+    for (size_t k = 0; c1 && k < c1->npods; k++) {
+        const char *uid, *name = gpuop_claim_pod(c1, k, &uid);
+        if (!gpuop_claim_reserved_by(c1, name, uid))
+            abort();
+    }
+    gpuop_claim_free(c1);
+    gpuop_claim_free(c2);
     json_decref(obj);
     return 0;
 }

@@ -1352,7 +1352,7 @@ static void test_dra_slices(void **state)
     add_all_ds(&w);
     const char *chain = "present=true driver=true container-toolkit=true device-plugin=true "
                         "dra-driver=true";
-    const struct gpuop_node_dra eight = {8, 1, 1};
+    const struct gpuop_node_dra eight = {8, 1, 1, 0};
     /* the device plugin's 8 GPUs and an 8-device slice */
     struct gpuop_node *n = add_node(&w, "twice", chain, NULL);
     n->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
@@ -1371,7 +1371,7 @@ static void test_dra_slices(void **state)
     run_pods(&w, "draonly", "driver container-toolkit dra-driver");
     /* the driver's label removed: the plugin still runs, or is gone */
     n = add_node(&w, "nodriver", "present=true container-toolkit=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){16, 2, 1};
+    n->dra = (struct gpuop_node_dra){16, 2, 1, 0};
     run_pods(&w, "nodriver", "dra-driver");
     n = add_node(&w, "nodriver2", "present=true container-toolkit=true dra-driver=true", NULL);
     n->dra = eight;
@@ -1382,11 +1382,11 @@ static void test_dra_slices(void **state)
     run_pods(&w, "hostdriver", "container-toolkit dra-driver");
     /* the plugin Ready 1000 s, and 50 s, with no device */
     n = add_node(&w, "empty", "present=true driver=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){0, 1, 1}; /* a shared-counters slice only */
+    n->dra = (struct gpuop_node_dra){0, 1, 1, 0}; /* a shared-counters slice only */
     run_pods(&w, "empty", "driver");
     add_pod(&w, "dra-driver", "empty", "Running", true);
     n = add_node(&w, "young", "present=true driver=true dra-driver=true", NULL);
-    n->dra = (struct gpuop_node_dra){0, 0, 1};
+    n->dra = (struct gpuop_node_dra){0, 0, 1, 0};
     run_pods(&w, "young", "driver");
     add_pod(&w, "dra-driver", "young", "Running", true)->ready_since = T0 + 950;
     n = add_node(&w, "emptyunwatched", "present=true driver=true dra-driver=true", NULL);
@@ -1435,10 +1435,70 @@ static void test_dra_slices(void **state)
     assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
 
     /* the slice goes: the twice finding with it */
-    w.nodes[0]->dra = (struct gpuop_node_dra){0, 0, 1};
+    w.nodes[0]->dra = (struct gpuop_node_dra){0, 0, 1, 0};
     w.nodes[0]->gpus = (struct gpuop_gpu_counts){8, 8, 0, 0};
     analyze(&w);
     assert_null(find(&w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED));
+    world_free(&w);
+}
+
+/* Issue 42: a claim holding a GPU allocated on a node where no DRA plugin
+ * runs Ready, or where none published a slice: ClaimWithoutPlugin, its
+ * pods named from what the controller gathers. */
+static void test_dra_claim_without_plugin(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    const char *chain = "present=true driver=true container-toolkit=true dra-driver=true";
+    /* the plugin's pod gone, its slice still there (the kubelet's 30 s) */
+    struct gpuop_node *n = add_node(&w, "noplugin", chain, NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 2};
+    run_pods(&w, "noplugin", "driver container-toolkit");
+    /* the plugin Ready, never registered: no slice */
+    n = add_node(&w, "noslice", chain, NULL);
+    n->dra = (struct gpuop_node_dra){0, 0, 1, 1};
+    run_pods(&w, "noslice", "driver container-toolkit dra-driver");
+    /* the plugin Ready and its slice: no concern */
+    n = add_node(&w, "fine", chain, NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 3};
+    run_pods(&w, "fine", "driver container-toolkit dra-driver");
+    /* a host-provided plugin with its slice: none either */
+    n = add_node(&w, "hostplugin",
+                 "present=true driver=true container-toolkit=true dra-driver=false", NULL);
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 1};
+    run_pods(&w, "hostplugin", "driver container-toolkit");
+    analyze(&w);
+
+    const struct gpuop_finding *x = find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_CLAIM_WITHOUT_PLUGIN);
+    assert_int_equal(node_res(&w, "noplugin")->cell[op("dra-driver")], GPUOP_CELL_VIOLATION);
+    assert_non_null(strstr(msg_of(&w, x), "no DRA kubelet plugin runs Ready here or it has not "
+                                          "registered (1 ResourceSlice(s) of it name the node)"));
+    assert_null(strstr(msg_of(&w, x), "Pods reserving them")); /* none gathered yet */
+    x = find(&w, "noslice", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_CLAIM_WITHOUT_PLUGIN);
+    assert_int_equal(dra_findings(&w, "fine"), 0);
+    assert_int_equal(dra_findings(&w, "hostplugin"), 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN], 2);
+
+    /* the controller's names (claimpods.c), shown like stranded pods */
+    struct gpuop_stranded cp[] = {
+        {.node = "noplugin", .count = 12, .nnames = 2, .names = {"ml/a", "ml/b"}},
+    };
+    gpuop_findings_set_claim_pods(&w.f, cp, 1);
+    x = find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_non_null(strstr(msg_of(&w, x), "Pods reserving them (12): ml/a, ml/b and 10 more."));
+    x = find(&w, "noslice", "dra-driver", GPUOP_KIND_ORDERING);
+    assert_null(strstr(msg_of(&w, x), "Pods reserving them"));
+
+    /* its pods gone (their claims released): gone too */
+    w.nodes[0]->dra.claims = 0;
+    analyze(&w);
+    assert_null(find(&w, "noplugin", "dra-driver", GPUOP_KIND_ORDERING));
     world_free(&w);
 }
 
@@ -2234,6 +2294,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_clean),
         cmocka_unit_test(test_dra_slices),
+        cmocka_unit_test(test_dra_claim_without_plugin),
         cmocka_unit_test(test_seed_not_scheduled),
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_host_provided),

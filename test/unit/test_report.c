@@ -87,8 +87,8 @@ static void test_advertised_by(void **state)
         fx_run(&w, names[i], FX_ALL);
     }
     w.nodes[0]->gpus.allocatable = w.nodes[3]->gpus.allocatable = 8;
-    w.nodes[0]->dra = w.nodes[1]->dra = (struct gpuop_node_dra){8, 1, 1};
-    w.nodes[2]->dra = w.nodes[3]->dra = (struct gpuop_node_dra){0, 0, 1};
+    w.nodes[0]->dra = w.nodes[1]->dra = (struct gpuop_node_dra){8, 1, 1, 0};
+    w.nodes[2]->dra = w.nodes[3]->dra = (struct gpuop_node_dra){0, 0, 1, 0};
     fx_analyze(&w);
     struct gpuop_report_opts o = {.nodes = w.np, .nnodes = w.nn};
     char *t = text(&w, &o), line[256];

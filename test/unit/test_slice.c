@@ -175,13 +175,45 @@ static void test_fold(void **state)
     assert_int_equal(d.watched, 1);
 }
 
+/* A node's claims reserved by pods, counted as claims come and go: one
+ * no pod reserves is not counted; saturated, a delete asks for a recount
+ * and keeps the slices' fold. */
+static void test_claim_fold(void **state)
+{
+    (void)state;
+    struct gpuop_node_dra d = {.devices = 8, .slices = 1, .watched = 1};
+    struct gpuop_claim held = {.node = "n", .devices = 1, .npods = 1};
+    struct gpuop_claim unreserved = {.node = "n", .devices = 1, .npods = 0};
+    gpuop_slicefold_claim_add(&d, &held);
+    gpuop_slicefold_claim_add(&d, &unreserved);
+    assert_int_equal(d.claims, 1);
+    assert_true(gpuop_slicefold_claim_del(&d, &unreserved));
+    assert_int_equal(d.claims, 1);
+    assert_true(gpuop_slicefold_claim_del(&d, &held));
+    assert_int_equal(d.claims, 0);
+    for (int i = 0; i < GPUOP_DRA_CLAIMS_MAX + 5; i++)
+        gpuop_slicefold_claim_add(&d, &held);
+    assert_int_equal(d.claims, GPUOP_DRA_CLAIMS_MAX);
+    assert_false(gpuop_slicefold_claim_del(&d, &held)); /* recount */
+    assert_int_equal(d.claims, 0);
+    assert_int_equal(d.devices, 8);
+    assert_int_equal(d.slices, 1);
+    assert_int_equal(d.watched, 1);
+    /* a slice fold saturated keeps the claims */
+    d.claims = 3;
+    d.slices = UINT8_MAX;
+    struct gpuop_slice sl = {.node = "n", .pool = "n", .devices = 8};
+    assert_false(gpuop_slicefold_del(&d, &sl));
+    assert_int_equal(d.claims, 3);
+    assert_int_equal(d.watched, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_unread),
-        cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_parse),      cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_unread),     cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_claim_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
