@@ -215,13 +215,10 @@ struct gpuop_controller {
     struct gpuop_caches *caches;
     struct gpuop_queue *queue;
     struct gpuop_events *events;
-    struct ctl_stranded *stranded;   /* stranded.c */
-    struct ctl_labeler *labeler;     /* labeler.c */
-    struct ctl_upgrader *upgrader;   /* upgrade_actor.c */
-    struct ctl_draclaims *draclaims; /* draclaims.c */
     struct ctl_stranded *stranded;    /* stranded.c */
     struct ctl_labeler *labeler;      /* labeler.c */
     struct ctl_upgrader *upgrader;    /* upgrade_actor.c */
+    struct ctl_draclaims *draclaims;  /* draclaims.c */
     struct ctl_claim_pods claim_pods; /* claimpods.c: rebuilt each status reconcile */
 
     /* the reconcile in progress: key is the queue's, name the policy's

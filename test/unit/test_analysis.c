@@ -2206,7 +2206,7 @@ static void test_dra_plugin_stale(void **state)
     add_pod(&w, "dra-driver", "stale", "Running", true);
     /* the same, its slices watched (one with devices): the same finding */
     struct gpuop_node *n = add_node(&w, "stalewatched", labels, NULL);
-    n->dra = (struct gpuop_node_dra){8, 1, 1};
+    n->dra = (struct gpuop_node_dra){8, 1, 1, 0};
     d = add_pod(&w, "driver", "stalewatched", "Running", true);
     d->created = d->ready_since = T0 + 500;
     add_pod(&w, "dra-driver", "stalewatched", "Running", true);
