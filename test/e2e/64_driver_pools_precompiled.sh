@@ -15,7 +15,10 @@
 #   for a100;
 #   the last node of a kernel goes: its DaemonSet goes, the other stays;
 #   driverType vgpu is accepted, vgpu-host-manager refused by a condition
-#   naming it and the driver held (the DaemonSets kept).
+#   naming it and the driver held (the DaemonSets kept);
+#   the labeller's LISTs of a pool's nodes are answered with their
+#   metadata alone (PartialObjectMetadataList: no status), the same names
+#   as a whole LIST's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -113,6 +116,28 @@ kc get gpupolicy "$POLICY" -o yaml >"$E2E_TMP/policy.yaml"
 "$GPUOP_BIN" render -f "$E2E_TMP/policy.yaml" --os ubuntu24.04/6.8.0-1 >"$E2E_TMP/render.yaml"
 grep -qxF "  name: $AK1" "$E2E_TMP/render.yaml" || fail "gpuop render has no $AK1"
 grep -qxF "  name: $D" "$E2E_TMP/render.yaml" || fail "gpuop render has no $D"
+
+log "the labeller's LISTs: the nodes' metadata alone, from the real API server"
+# gpuop's own requests (its debug log names each page's kind) ...
+grep -qF "LIST of driver pool a100's nodes: 3 in a page of PartialObjectMetadataList" "$GPUOP_LOG" ||
+	fail "the labeller's LIST was not answered with PartialObjectMetadataList"
+# ... and the same request by hand, beside a plain one: no status, the same names
+kc config view --raw -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d >"$E2E_TMP/admin.crt"
+kc config view --raw -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$E2E_TMP/admin.key"
+list() { # ACCEPT: the LIST the labeller makes, its body into $E2E_TMP/list.json
+	curl -sf --max-time 30 --cacert "$LAB_CA" --cert "$E2E_TMP/admin.crt" --key "$E2E_TMP/admin.key" \
+		-H "Accept: $1" "$LAB_APISERVER/api/v1/nodes?labelSelector=pool%3Da100&limit=250" >"$E2E_TMP/list.json"
+}
+list 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json'
+meta=$(wc -c <"$E2E_TMP/list.json")
+assert_eq "PartialObjectMetadataList" "$(jq -r .kind "$E2E_TMP/list.json")" "the kind"
+assert_eq "0" "$(jq '[.items[] | select(has("status") or has("spec"))] | length' "$E2E_TMP/list.json")" \
+	"no item has a status or a spec"
+names=$(jq -c '[.items[].metadata.name] | sort' "$E2E_TMP/list.json")
+assert_eq "$(printf '%s\n' "$A1" "$A2" "$AX" | sort | jq -R . | jq -sc .)" "$names" "the pool's nodes"
+list application/json
+assert_eq "$names" "$(jq -c '[.items[].metadata.name] | sort' "$E2E_TMP/list.json")" "the same as a whole LIST's"
+log "a page of the pool's 3 nodes: $meta bytes of metadata, $(wc -c <"$E2E_TMP/list.json") bytes whole"
 
 log "a100's node without the kernel label: KernelLabelMissing; the default's: none"
 wait_for 90 reason_is "$AX" KernelLabelMissing
