@@ -80,11 +80,13 @@
 /* Driver pools: the LISTs of the nodes each pool's nodeSelector selects. */
 #define POOLS_RESYNC_MS   30000 /* made again after this long, whatever changed */
 #define POOLS_LIST_GAP_MS 5000  /* at least this long between two, unless the pools changed */
-/* Nodes a page: their metadata alone (PartialObjectMetadataList: no
- * status, whose images list made a real node's 10-20 KiB; its labels,
- * annotations and managedFields a few KiB), so a page's body and its
- * parse stay a few MiB at 250, as 100 whole Nodes did. */
-#define POOLS_LIST_LIMIT "250"
+/* Nodes a page: their metadata alone (PartialObjectMetadataList: no spec
+ * or status, whose images list is a third of a GPU node; its labels,
+ * annotations and managedFields stay), so at 150 a page's parse is what
+ * 100 whole Nodes' was: jansson holds 10.5 MiB for 100 whole synthetic
+ * NFD-labelled GPU nodes (22 KiB each), 7.0 MiB for their metadata
+ * (14 KiB each), 17.5 MiB for 250 (docs/operations.md, "Driver pools"). */
+#define POOLS_LIST_LIMIT "150"
 /* A listed node's map value: its pools' bits beside this one (never NULL). */
 #define POOLS_LISTED 0x100u
 
