@@ -126,7 +126,7 @@ kc config view --raw -o jsonpath='{.users[0].user.client-certificate-data}' | ba
 kc config view --raw -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$E2E_TMP/admin.key"
 list() { # ACCEPT: the LIST the labeller makes, its body into $E2E_TMP/list.json
 	curl -sf --max-time 30 --cacert "$LAB_CA" --cert "$E2E_TMP/admin.crt" --key "$E2E_TMP/admin.key" \
-		-H "Accept: $1" "$LAB_APISERVER/api/v1/nodes?labelSelector=pool%3Da100&limit=250" >"$E2E_TMP/list.json"
+		-H "Accept: $1" "$LAB_APISERVER/api/v1/nodes?labelSelector=pool%3Da100&limit=150" >"$E2E_TMP/list.json"
 }
 list 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json'
 meta=$(wc -c <"$E2E_TMP/list.json")
