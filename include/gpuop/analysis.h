@@ -164,10 +164,12 @@ struct gpuop_analysis_state {
     const struct gpuop_ds *osds[GPUOP_ANALYSIS_OS_DS_MAX]; /* borrowed; per-OS, by name */
     size_t nosds;
     bool per_os[GPUOP_OPERAND_MAX];
-    bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) */
+    bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) in
+                                          the default pool, spec.driver's */
     char dpools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
                                           names: a node labelled with one is in its pool */
     int ndpools;
+    bool dpool_by_kernel[GPUOP_DRIVER_POOLS_MAX]; /* dpools[k]'s driver precompiled */
     int driver;   /* the driver's operand index (its pools' conflicts) */
     int dra;      /* the DRA driver's operand index (its ResourceSlices' findings) */
     bool enforce; /* spec.ordering: enforce */

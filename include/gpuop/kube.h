@@ -25,6 +25,11 @@
 #define GPUOP_CT_JSON       "application/json"
 #define GPUOP_CT_APPLY      "application/apply-patch+yaml"
 #define GPUOP_CT_MERGE      "application/merge-patch+json"
+/* A LIST's Accept for its items' metadata alone (PartialObjectMetadataList,
+ * as client-go's metadata client asks), plain JSON from a server that
+ * cannot: the caller reads metadata either way. */
+#define GPUOP_ACCEPT_METADATA_LIST                                                                 \
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 struct gpuop_kube;
 struct gpuop_kube_req;
@@ -89,6 +94,7 @@ struct gpuop_kube_opts {
      * GPUOP_KUBE_DIGESTED_MAX, each of at most GPUOP_KUBE_DIGESTED_KEYS
      * keys (GPUOP_EINVAL otherwise); copied. */
     const char *const *digested;
+    const char *accept; /* the Accept header's value; NULL: application/json */
 };
 #define GPUOP_KUBE_DIGESTED_MAX  2
 #define GPUOP_KUBE_DIGESTED_KEYS 4

@@ -115,6 +115,17 @@ int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const stru
 size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes, bool by_kernel,
                             struct gpuop_ospool *set, size_t max, size_t *dropped);
 
+/* Whether a node's pool p (borrowed) is split by kernel; arg is the
+ * caller's (borrowed). */
+typedef bool gpuop_ospool_kernel_fn(const struct gpuop_ospool *p, const void *arg);
+
+/* gpuop_ospool_collect with by_kernel asked of each node's pool (its
+ * driver pool label among what it is given): precompiled driver pools
+ * beside compiled ones. */
+size_t gpuop_ospool_collect_by(const struct gpuop_node *const *nodes, size_t nnodes,
+                               gpuop_ospool_kernel_fn *by_kernel, const void *arg,
+                               struct gpuop_ospool *set, size_t max, size_t *dropped);
+
 /* Kernel k as NVIDIA's getSanitizedKernelVersion makes it fit a name:
  * x86_64, x86_64_64k, aarch64 and aarch64_64k removed, '_' made '.', one
  * trailing '.' dropped, lower case. Returns its length (truncated to

@@ -214,6 +214,8 @@ struct gpuop_driver_pool {
     char *priority_class; /* priorityClassName: in place of spec.daemonsets' */
     json_t *labels;       /* spec.daemonsets.labels with the pool's over them (owned) */
     json_t *annotations;  /* ... annotations, the same (owned) */
+    bool precompiled;     /* usePrecompiled, else spec.driver's: the pool's DaemonSets per OS
+                             pool and kernel; false when refused (check_precompiled) */
 };
 
 /* spec.draDriver (issue 42): the GPU Operator's GPUCluster DRADriverSpec
@@ -339,8 +341,10 @@ int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name);
 
 /* *view: p as the driver pool k sees it, a shallow copy of p (borrowing
  * all it points to: never freed, valid while p is) whose driver image,
- * image pull policy and kernelModuleType are the pool's. k out of range:
- * p itself. */
+ * image pull policy, kernelModuleType and usePrecompiled are the pool's.
+ * k out of range: p itself (spec.driver's pool). A precompiled pool's view
+ * has no repoConfig, certConfig, secretEnv, GDS or GDRCopy (NVIDIA renders
+ * none with precompiled drivers; the policy's problems say so). */
 void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view);
 
 /* Releases everything the policy owns and zeroes it. */

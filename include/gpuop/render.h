@@ -28,12 +28,24 @@
  * not a digest). */
 bool gpuop_render_per_os(const struct gpuop_policy *p, int operand);
 
-/* True when operand's per-OS DaemonSets are per OS pool and kernel: the
- * driver with spec.driver.usePrecompiled (ospool.h). */
+/* True when some of operand's per-OS DaemonSets are per OS pool and
+ * kernel: the driver with spec.driver.usePrecompiled or a driver pool's
+ * usePrecompiled (ospool.h). */
 bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand);
 
+/* True when operand's DaemonSet for pool (borrowed, a node's: its dpool
+ * as the node's label says) is per OS pool and kernel: the driver, and
+ * the driver pool pool->dpool names (else spec.driver's) precompiled. */
+bool gpuop_render_pool_by_kernel(const struct gpuop_policy *p, int operand,
+                                 const struct gpuop_ospool *pool);
+
+/* gpuop_render_pool_by_kernel of the driver, policy a struct gpuop_policy
+ * (borrowed): gpuop_ospool_collect_by's by_kernel. */
+bool gpuop_render_kernel_wanted(const struct gpuop_ospool *pool, const void *policy);
+
 /* *out: pool with its driver pool (dpool) kept when it names one of p's
- * spec.driver.pools, else "" (the default pool: spec.driver). */
+ * spec.driver.pools, else "" (the default pool: spec.driver), and its
+ * kernel kept only when that driver pool is precompiled. */
 void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
                             struct gpuop_ospool *out);
 

@@ -274,6 +274,7 @@ int gpuop_cmd_render(int argc, char **argv)
                     "ubuntu24.04/6.8.0-45-generic\n",
                     gpuop_operand_get(o)->ds_name, pol.operands[o].image);
     with_driver_pools(&pol, &a);
+    a.npools = (int)gpuop_render_pools(&pol, a.pools, (size_t)a.npools); /* compiled: no kernel */
     dss = gpuop_render_all(&pol, a.ns, a.pools, (size_t)a.npools);
     json_t *extras = dss ? gpuop_render_extras(&pol, a.ns) : NULL;
     if (!extras || json_array_extend(dss, extras)) {

@@ -570,8 +570,8 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
     if (per_os) {
         c->apply.pool_operand = i;
         c->apply.pool_failed = false;
-        npools = gpuop_ospool_collect(v.nodes, v.nnodes, gpuop_render_by_kernel(&c->policy, i),
-                                      pools, GPUOP_OSPOOL_MAX, &dropped);
+        npools = gpuop_ospool_collect_by(v.nodes, v.nnodes, gpuop_render_kernel_wanted, &c->policy,
+                                         pools, GPUOP_OSPOOL_MAX, &dropped);
         npools = gpuop_render_pools(&c->policy, pools, npools); /* the driver pools' */
         if (dropped)
             gpuop_warn(c->kobj,

@@ -747,16 +747,17 @@ static int ds_facts(struct gpuop_findings *f, const struct gpuop_node *n, int o,
         k->text = gpuop_arena_strdup(&f->names, text);
         return k->text ? 0 : GPUOP_ENOMEM;
     }
-    if (s->by_kernel[o] && !pool.kernel[0]) {
+    int in_pool = -1; /* the pool the node's driver pool label names (else the default) */
+    for (int j = 0; j < s->ndpools && in_pool < 0; j++)
+        in_pool = !strcmp(s->dpools[j], pool.dpool) ? j : -1;
+    if (in_pool < 0)
+        pool.dpool[0] = '\0';
+    bool by_kernel = in_pool < 0 ? s->by_kernel[o] : o == s->driver && s->dpool_by_kernel[in_pool];
+    if (by_kernel && !pool.kernel[0]) {
         k->has |= F_KERNEL_UNKNOWN; /* the label is the message's own: no text */
         return 0;
     }
-    bool in_pool = false; /* the node's driver pool label names a pool (else the default) */
-    for (int j = 0; j < s->ndpools && !in_pool; j++)
-        in_pool = !strcmp(s->dpools[j], pool.dpool);
-    if (!in_pool)
-        pool.dpool[0] = '\0';
-    gpuop_ospool_ds_name(gpuop_operand_get(o)->ds_name, &pool, s->by_kernel[o], name, sizeof(name));
+    gpuop_ospool_ds_name(gpuop_operand_get(o)->ds_name, &pool, by_kernel, name, sizeof(name));
     for (size_t i = 0, at = 0; i < s->nosds; i++) {
         const struct gpuop_ds *d = s->osds[i];
         bool mine = (d->operand >= 0 ? d->operand : gpuop_operand_by_ds(d->name)) == o;
@@ -1182,6 +1183,7 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
 {
     const int nops = gpuop_operand_count();
     struct gpuop_analysis_state *s = &out->inc;
+    const struct gpuop_ospool dflt = {0}; /* a node of the default driver pool */
 
     out->noperands = nops;
     out->terminating_grace_s = terminating_grace(p);
@@ -1201,11 +1203,14 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
     /* a per-OS operand's DaemonSets, one per OS pool (SPEC 4b) */
     for (int o = 0; o < nops; o++) {
         s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
-        s->by_kernel[o] = s->per_os[o] && gpuop_render_by_kernel(p, o);
+        s->by_kernel[o] = s->per_os[o] && gpuop_render_pool_by_kernel(p, o, &dflt);
     }
     s->ndpools = p ? p->ndriver_pools : 0;
-    for (int k = 0; k < s->ndpools; k++)
+    memset(s->dpool_by_kernel, 0, sizeof(s->dpool_by_kernel));
+    for (int k = 0; k < s->ndpools; k++) {
         memcpy(s->dpools[k], p->driver_pools[k].name, sizeof(s->dpools[k]));
+        s->dpool_by_kernel[k] = p->driver_pools[k].precompiled;
+    }
     choose_ds(s, nops, ds, nds);
     s->ds_fp = ds_fingerprint(s, nops);
     read_plugin_cm(s, p);
@@ -1226,6 +1231,7 @@ static uint64_t setup_fp(const struct gpuop_findings *f)
     h = gpuop_hash_bytes(h, s->by_kernel, sizeof(s->by_kernel));
     h = gpuop_hash_bytes(h, s->dpools, sizeof(s->dpools));
     h = gpuop_hash_bytes(h, &s->ndpools, sizeof(s->ndpools));
+    h = gpuop_hash_bytes(h, s->dpool_by_kernel, sizeof(s->dpool_by_kernel));
     h = gpuop_hash_bytes(h, &s->enforce, sizeof(s->enforce));
     h = gpuop_hash_bytes(h, &s->advertise_grace_s, sizeof(s->advertise_grace_s));
     h = gpuop_hash_bytes(h, &s->event_grace_s, sizeof(s->event_grace_s));

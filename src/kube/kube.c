@@ -805,12 +805,14 @@ static int add_header(struct curl_slist **l, const char *h)
 }
 
 /* The request's headers into r->headers, the bearer token's among them. */
-static int add_headers(struct gpuop_kube *k, struct gpuop_kube_req *r, const char *content_type,
-                       struct gpuop_err *err)
+static int add_headers(struct gpuop_kube *k, struct gpuop_kube_req *r,
+                       const struct gpuop_kube_opts *o, struct gpuop_err *err)
 {
-    char h[256];
+    const char *content_type = o->content_type;
+    char h[256], accept[256];
     int rc;
-    if ((rc = add_header(&r->headers, "Accept: application/json")) ||
+    snprintf(accept, sizeof(accept), "Accept: %.200s", o->accept ? o->accept : GPUOP_CT_JSON);
+    if ((rc = add_header(&r->headers, accept)) ||
         (rc = add_header(&r->headers, "User-Agent: gpuop/" GPUOP_VERSION)) ||
         (rc = add_header(&r->headers, "Expect:")))
         return gpuop_err_set(err, rc, NULL, NULL);
@@ -842,7 +844,7 @@ static int setup_easy(struct gpuop_kube *k, struct gpuop_kube_req *r,
     set_method(&oc, r);
     if (oc.rc)
         return oc.rc;
-    int rc = add_headers(k, r, o->content_type, err);
+    int rc = add_headers(k, r, o, err);
     if (rc)
         return rc;
     SET_EASY(&oc, r->easy, CURLOPT_HTTPHEADER, r->headers);

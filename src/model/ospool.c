@@ -172,19 +172,35 @@ int gpuop_ospool_add(struct gpuop_ospool *set, size_t *n, size_t max, const stru
     return 1;
 }
 
+static bool kernel_always(const struct gpuop_ospool *p, const void *arg)
+{
+    (void)p;
+    return *(const bool *)arg;
+}
+
 size_t gpuop_ospool_collect(const struct gpuop_node *const *nodes, size_t nnodes, bool by_kernel,
                             struct gpuop_ospool *set, size_t max, size_t *dropped)
+{
+    return gpuop_ospool_collect_by(nodes, nnodes, kernel_always, &by_kernel, set, max, dropped);
+}
+
+size_t gpuop_ospool_collect_by(const struct gpuop_node *const *nodes, size_t nnodes,
+                               gpuop_ospool_kernel_fn *by_kernel, const void *arg,
+                               struct gpuop_ospool *set, size_t max, size_t *dropped)
 {
     size_t n = 0, over = 0;
     struct gpuop_ospool p;
     struct gpuop_ospool_memo memo = {0};
-    bool hit, full = false; /* the last pool did not fit */
+    bool hit, full = false, kernel = false; /* the last pool did not fit */
     for (size_t i = 0; i < nnodes; i++) {
         if (!nodes[i] || !nodes[i]->gpu ||
-            gpuop_ospool_of_node_memo(nodes[i], &memo, &p, NULL, &hit) < 0 ||
-            (by_kernel && !p.kernel[0]))
+            gpuop_ospool_of_node_memo(nodes[i], &memo, &p, NULL, &hit) < 0)
             continue;
-        if (!by_kernel)
+        if (!hit) /* the same labels, the same answer */
+            kernel = by_kernel(&p, arg);
+        if (kernel && !p.kernel[0])
+            continue;
+        if (!kernel)
             p.kernel[0] = '\0';
         if (!hit) /* the last node's pool is in the set already, or did not fit */
             full = gpuop_ospool_add(set, &n, max, &p) == GPUOP_ETOOBIG;

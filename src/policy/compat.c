@@ -79,6 +79,22 @@ static const struct refused refused[] = {
      "gpuop has one list for every operand: use spec.daemonsets.imagePullSecrets, ignored"},
 };
 
+/* Fields gpuop implements but for one value of them, refused by it. */
+struct refused_value {
+    const char *path, *key, *value; /* as struct refused's; the refused string */
+    const char *why;
+};
+
+static const struct refused_value refused_values[] = {
+    /* NVIDIADriver's driverType (api/nvidia/v1alpha1/nvidiadriver_types.go):
+       gpu and vgpu (the guest driver) render one driver DaemonSet alike
+       (internal/state/driver.go: the type only names it); vgpu-host-manager
+       renders the vGPU Manager, which spec.vgpuManager is refused for */
+    {"spec.driver.pools[]", "driverType", "vgpu-host-manager",
+     "the vGPU host manager is not run by gpuop (nor is spec.vgpuManager); the driver is held "
+     "as it runs"},
+};
+
 static bool enabled(json_t *v)
 {
     return json_is_true(v) || json_is_true(json_object_get(v, "enabled"));
@@ -100,6 +116,12 @@ const char *gpuop_compat_refused(const char *path, const char *key, json_t *v)
         if (r->when == IF_ENABLED && !enabled(v))
             return GPUOP_COMPAT_ACCEPTED;
         return r->why;
+    }
+    for (size_t i = 0; i < sizeof(refused_values) / sizeof(refused_values[0]); i++) {
+        const struct refused_value *r = &refused_values[i];
+        if (!strcmp(r->path, path) && !strcmp(r->key, key) && json_is_string(v) &&
+            !strcmp(json_string_value(v), r->value))
+            return r->why;
     }
     return NULL;
 }

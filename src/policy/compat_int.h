@@ -11,7 +11,8 @@
  * not run, given as off: nothing to say. */
 #define GPUOP_COMPAT_ACCEPTED ""
 
-/* For key under path ("spec", "spec.driver") with value v (borrowed): NULL
+/* For key under path ("spec", "spec.driver", "spec.driver.pools[]" for
+ * any pool) with value v (borrowed): NULL
  * when it is no ClusterPolicy field gpuop knows of (the caller reports an
  * unknown field); GPUOP_COMPAT_ACCEPTED when it is off; else why gpuop
  * refuses it, a static sentence for the problem's message. */

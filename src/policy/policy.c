@@ -1699,6 +1699,8 @@ static const char *const pool_fields[] = {"name",
                                           "priorityClassName",
                                           "labels",
                                           "annotations",
+                                          "usePrecompiled",
+                                          "driverType",
                                           NULL};
 
 static int parse_toleration_list(struct gpuop_policy *p, const char *path, json_t *v, json_t **dst);
@@ -1714,12 +1716,30 @@ int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name)
     return -1;
 }
 
+/* What a precompiled pool's view leaves out (check_precompiled and
+ * check_driver_opts said so): the packages, certificates and secretEnv
+ * its image installs nothing with, and the sidecars NVIDIA refuses. */
+static void view_precompiled(struct gpuop_policy *view)
+{
+    if (!view->driver.precompiled)
+        return;
+    view->driver.repo_config = NULL;
+    view->driver.cert_config = NULL;
+    view->driver.secret_env = NULL;
+    view->driver.gds.enabled = false;
+    view->driver.gdrcopy.enabled = false;
+}
+
 void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view)
 {
     *view = *p;
-    if (k < 0 || k >= p->ndriver_pools)
+    if (k < 0 || k >= p->ndriver_pools) {
+        view_precompiled(view);
         return;
+    }
     const struct gpuop_driver_pool *dp = &p->driver_pools[k];
+    view->driver.precompiled = dp->precompiled;
+    view_precompiled(view);
     struct gpuop_operand_spec *o = &view->operands[gpuop_operand_by_key("driver")];
     o->image = dp->image;
     o->os_tag = dp->os_tag;
@@ -1848,6 +1868,39 @@ static int pool_image(struct gpuop_policy *p, const char *path, json_t *pool,
     return rc;
 }
 
+/* A pool's usePrecompiled at field (v borrowed, not null) into dp. */
+static void pool_precompiled(struct gpuop_policy *p, const char *field, json_t *v,
+                             struct gpuop_driver_pool *dp)
+{
+    char vbuf[64];
+    if (json_is_boolean(v))
+        dp->precompiled = json_is_true(v);
+    else
+        problem(p, field, "must be true or false, not %s; spec.driver's is used",
+                describe(v, vbuf, sizeof(vbuf)));
+}
+
+/* A pool's driverType at field (v borrowed, not null): NVIDIADriver's gpu
+ * (its default) and vgpu (the vGPU guest driver) render the same driver
+ * DaemonSet, as NVIDIA's do (internal/state/driver.go: the type names
+ * the DaemonSet and nothing else in manifests/state-driver); a value
+ * compat.c refuses is named by it. Any problem holds the driver
+ * (parse_driver_pools). */
+static void pool_driver_type(struct gpuop_policy *p, const char *field, json_t *v)
+{
+    const char *s = json_string_value(v), *why;
+    char vbuf[64];
+    if (s && (!strcmp(s, "gpu") || !strcmp(s, "vgpu")))
+        return;
+    if ((why = gpuop_compat_refused("spec.driver.pools[]", "driverType", v)) && *why)
+        problem(p, field, "%s is refused: %s", s, why);
+    else
+        problem(p, field,
+                "must be gpu, vgpu or vgpu-host-manager, not %s; the driver is held as "
+                "it runs",
+                describe(v, vbuf, sizeof(vbuf)));
+}
+
 /* One entry of spec.driver.pools at path (v borrowed) into dp; false when
  * it cannot be used (a problem says why). */
 static int parse_pool(struct gpuop_policy *p, const char *path, json_t *v,
@@ -1871,6 +1924,7 @@ static int parse_pool(struct gpuop_policy *p, const char *path, json_t *v,
     rc = !dp->node_selector || set_str(&dp->pull_policy, drv->pull_policy);
     if (!rc && p->driver.kernel_module_type)
         rc = set_str(&dp->kernel_module_type, p->driver.kernel_module_type);
+    dp->precompiled = p->driver.precompiled;
     json_object_foreach(v, key, e)
     {
         fieldf(field, "%s.%s", path, key);
@@ -1890,6 +1944,10 @@ static int parse_pool(struct gpuop_policy *p, const char *path, json_t *v,
         else if (!strcmp(key, "labels") || !strcmp(key, "annotations"))
             rc = parse_string_map(p, field, e, !strcmp(key, "labels"),
                                   key[0] == 'l' ? &dp->labels : &dp->annotations);
+        else if (!strcmp(key, "usePrecompiled"))
+            pool_precompiled(p, field, e, dp);
+        else if (!strcmp(key, "driverType"))
+            pool_driver_type(p, field, e);
         else
             unknown_field(p, path, key, pool_fields);
     }
@@ -2049,6 +2107,9 @@ static int parse_sidecar(struct gpuop_policy *p, size_t row, json_t *v)
     return parse_sidecar_image(p, path, &sidecar_rows[row], sc, jrepo, jimage, jversion);
 }
 
+/* Room for every driver pool's name and "default", ", " between. */
+#define PRECOMPILED_NAMES_MAX ((GPUOP_DRIVER_POOLS_MAX + 1) * (GPUOP_DRIVER_POOL_NAME_MAX + 2) + 1)
+
 /* Precompiled drivers need an image tag to extend: "<version>-<kernel>-<os>"
  * (NVIDIA's GetPrecompiledImagePath, which refuses a digest: "specifying
  * image digest is not supported when precompiled is enabled"); a full
@@ -2077,35 +2138,86 @@ static void check_pools(struct gpuop_policy *p)
     }
 }
 
+/* Pool k's (-1: spec.driver's) usePrecompiled, refused when its image has
+ * no tag to extend (the comment above): the pool is compiled then. */
+static void check_precompiled_pool(struct gpuop_policy *p, int k)
+{
+    const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
+    struct gpuop_driver_pool *dp = k < 0 ? NULL : &p->driver_pools[k];
+    bool *on = dp ? &dp->precompiled : &p->driver.precompiled;
+    const char *image = dp ? dp->image : drv->image, *why = NULL;
+    char field[FIELD_MAX];
+    if (!*on)
+        return;
+    const char *colon = image ? strrchr(image, ':') : NULL;
+    if (!(dp ? dp->os_tag : drv->os_tag))
+        why = "NVIDIA's precompiled images are tagged <version>-<kernel>-<os> and the driver's "
+              "image is a full reference or a digest (which NVIDIA's GPU Operator refuses with "
+              "precompiled drivers too): give its repository, image and version";
+    else if (colon && strlen(colon + 1) > 128 - 2 - GPUOP_OSPOOL_TAG_MAX - GPUOP_OSPOOL_KERNEL_MAX)
+        why = "the version leaves no room in an image tag (128 characters) for the node's "
+              "kernel and OS tag";
+    if (!why)
+        return;
+    if (dp)
+        fieldf(field, "spec.driver.pools[%s].usePrecompiled", dp->name);
+    else
+        fieldf(field, "spec.driver.usePrecompiled");
+    problem(p, field, "is not used, the driver is compiled: %s", why);
+    *on = false;
+}
+
+/* The driver pools whose driver is precompiled, named into buf ("default"
+ * for spec.driver's, ", " between); returns how many, *all: every pool's
+ * is. */
+static int precompiled_names(const struct gpuop_policy *p, char *buf, size_t size, bool *all)
+{
+    int n = 0;
+    size_t len = 0;
+    buf[0] = '\0';
+    *all = true;
+    for (int k = -1; k < p->ndriver_pools; k++) {
+        bool on = k < 0 ? p->driver.precompiled : p->driver_pools[k].precompiled;
+        *all = *all && on;
+        if (on && len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", n ? ", " : "",
+                                    k < 0 ? "default" : p->driver_pools[k].name);
+        n += on;
+    }
+    return n;
+}
+
 static void check_precompiled(struct gpuop_policy *p)
 {
     const struct gpuop_operand_spec *drv = &p->operands[gpuop_operand_by_key("driver")];
-    const char *why = NULL;
-    if (!p->driver.precompiled || !drv->enabled || drv->held)
+    char names[PRECOMPILED_NAMES_MAX];
+    bool all;
+    if (!drv->enabled || drv->held)
         return;
-    const char *colon = drv->image ? strrchr(drv->image, ':') : NULL;
-    if (!drv->os_tag)
-        why = "NVIDIA's precompiled images are tagged <version>-<kernel>-<os> and spec.driver's "
-              "image is a full reference or a digest (which NVIDIA's GPU Operator refuses with "
-              "precompiled drivers too): give spec.driver.repository, image and version";
-    else if (colon && strlen(colon + 1) > 128 - 2 - GPUOP_OSPOOL_TAG_MAX - GPUOP_OSPOOL_KERNEL_MAX)
-        why = "spec.driver.version leaves no room in an image tag (128 characters) for the "
-              "node's kernel and OS tag";
-    if (why) {
-        problem(p, "spec.driver.usePrecompiled", "is not used, the driver is compiled: %s", why);
-        p->driver.precompiled = false;
+    for (int k = -1; k < p->ndriver_pools; k++)
+        check_precompiled_pool(p, k);
+    if (!precompiled_names(p, names, sizeof(names), &all))
         return;
-    }
     /* NVIDIA's transformDriverContainer returns before the package
      * repositories, the CA certificates and the secretEnv when precompiled:
-     * its images install no packages. Said, and not rendered. */
+     * its images install no packages. Said, and not rendered: nowhere when
+     * every pool is precompiled, else on the precompiled pools' nodes
+     * (gpuop_policy_pool_view). */
     char **fields[] = {&p->driver.repo_config, &p->driver.cert_config, &p->driver.secret_env};
-    const char *names[] = {"spec.driver.repoConfig.configMapName", "spec.driver.certConfig.name",
-                           "spec.driver.secretEnv"};
+    const char *fnames[] = {"spec.driver.repoConfig.configMapName", "spec.driver.certConfig.name",
+                            "spec.driver.secretEnv"};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         if (!*fields[i])
             continue;
-        problem(p, names[i],
+        if (!all) {
+            problem(p, fnames[i],
+                    "is not used on the nodes of the precompiled driver pools (%s): a "
+                    "precompiled driver image installs no packages (NVIDIA's GPU Operator "
+                    "renders none of it either)",
+                    names);
+            continue;
+        }
+        problem(p, fnames[i],
                 "is not used with spec.driver.usePrecompiled: a precompiled driver image installs "
                 "no packages (NVIDIA's GPU Operator renders none of it either)");
         free(*fields[i]);
@@ -2124,8 +2236,11 @@ static void check_driver_opts(struct gpuop_policy *p)
     int d = gpuop_operand_by_key("driver");
     const struct gpuop_operand_spec *drv = &p->operands[d];
     char field[FIELD_MAX];
+    char pools[PRECOMPILED_NAMES_MAX];
+    bool all;
     check_pools(p);
     check_precompiled(p);
+    int nprecompiled = drv->enabled ? precompiled_names(p, pools, sizeof(pools), &all) : 0;
     for (size_t row = 0; row < sizeof(sidecar_rows) / sizeof(*sidecar_rows); row++) {
         struct gpuop_driver_sidecar *sc = sidecar_of(p, row);
         const char *why = NULL;
@@ -2133,16 +2248,21 @@ static void check_driver_opts(struct gpuop_policy *p)
             continue;
         if (!drv->enabled)
             why = "it runs in the driver's DaemonSet, which spec.driver.enabled: false leaves out";
-        else if (p->driver.precompiled)
+        else if (nprecompiled && all)
             why = "NVIDIA's GPU Operator does not run it with precompiled drivers "
                   "(spec.driver.usePrecompiled)";
         else if (sc->os_tag && !drv->os_tag)
             why = "its image takes the node's OS tag, which needs the driver's per-OS DaemonSets, "
                   "and spec.driver's image is a full reference or a digest: give this image as a "
                   "full reference too";
+        fieldf(field, "spec.%s.enabled", sidecar_rows[row].key);
+        if (!why && nprecompiled) /* some pools: run on the others' nodes only */
+            problem(p, field,
+                    "%s is not run on the nodes of the precompiled driver pools (%s): NVIDIA's "
+                    "GPU Operator does not run it with precompiled drivers (usePrecompiled)",
+                    sidecar_rows[row].what, pools);
         if (!why)
             continue;
-        fieldf(field, "spec.%s.enabled", sidecar_rows[row].key);
         problem(p, field, "%s is not run: %s", sidecar_rows[row].what, why);
         sc->enabled = false;
     }

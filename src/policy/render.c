@@ -2332,18 +2332,41 @@ bool gpuop_render_per_os(const struct gpuop_policy *p, int operand)
     return op && p && op->per_os && p->operands[operand].os_tag;
 }
 
+/* Whether driver pool k (-1: spec.driver's) is precompiled. */
+static bool dpool_precompiled(const struct gpuop_policy *p, int k)
+{
+    return k < 0 ? p->driver.precompiled : p->driver_pools[k].precompiled;
+}
+
 bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand)
 {
-    return gpuop_render_per_os(p, operand) && p->driver.precompiled &&
-           operand == gpuop_operand_by_key("driver");
+    bool any = false;
+    for (int k = -1; p && k < p->ndriver_pools && !any; k++)
+        any = dpool_precompiled(p, k);
+    return any && gpuop_render_per_os(p, operand) && operand == gpuop_operand_by_key("driver");
+}
+
+bool gpuop_render_pool_by_kernel(const struct gpuop_policy *p, int operand,
+                                 const struct gpuop_ospool *pool)
+{
+    return pool && gpuop_render_per_os(p, operand) && operand == gpuop_operand_by_key("driver") &&
+           dpool_precompiled(p, gpuop_policy_driver_pool(p, pool->dpool));
 }
 
 void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
                             struct gpuop_ospool *out)
 {
     *out = *pool;
-    if (gpuop_policy_driver_pool(p, pool->dpool) < 0)
+    int k = gpuop_policy_driver_pool(p, pool->dpool);
+    if (k < 0)
         out->dpool[0] = '\0';
+    if (!dpool_precompiled(p, k)) /* a compiled pool: one DaemonSet for every kernel */
+        out->kernel[0] = '\0';
+}
+
+bool gpuop_render_kernel_wanted(const struct gpuop_ospool *pool, const void *policy)
+{
+    return gpuop_render_pool_by_kernel(policy, gpuop_operand_by_key("driver"), pool);
 }
 
 size_t gpuop_render_pools(const struct gpuop_policy *p, struct gpuop_ospool *set, size_t n)
@@ -2371,8 +2394,8 @@ int gpuop_render_ds_name(const struct gpuop_policy *p, int operand, const struct
         return snprintf(buf, size, "%s", "");
     if (pool && gpuop_render_per_os(p, operand)) {
         gpuop_render_pool_norm(p, pool, &norm);
-        return gpuop_ospool_ds_name(op->ds_name, &norm, gpuop_render_by_kernel(p, operand), buf,
-                                    size);
+        return gpuop_ospool_ds_name(op->ds_name, &norm,
+                                    gpuop_render_pool_by_kernel(p, operand, &norm), buf, size);
     }
     return snprintf(buf, size, "%s", op->ds_name);
 }
@@ -2446,9 +2469,9 @@ json_t *gpuop_render_all(const struct gpuop_policy *p, const char *ns,
     for (int i = 0; i < gpuop_operand_count(); i++) {
         if (!p->operands[i].enabled)
             continue;
-        bool per_os = gpuop_render_per_os(p, i), by_kernel = gpuop_render_by_kernel(p, i);
+        bool per_os = gpuop_render_per_os(p, i);
         for (size_t k = 0; k < (per_os ? npools : 1); k++) {
-            if (by_kernel && !pools[k].kernel[0])
+            if (per_os && gpuop_render_pool_by_kernel(p, i, &pools[k]) && !pools[k].kernel[0])
                 continue; /* a precompiled driver needs the pool's kernel */
             if (json_array_append_new(
                     all, gpuop_render_daemonset_os(p, i, per_os ? &pools[k] : NULL, ns))) {

@@ -1032,6 +1032,54 @@ static void test_kernel_pools(void **state)
     world_free(&w);
 }
 
+/* A precompiled driver pool beside the compiled default (issue 38): the
+ * pool's nodes judged against their kernel's DaemonSet, the pool's node
+ * without the kernel label KernelLabelMissing; the default's node without
+ * it judged against the OS pool's, its kernel ignored. */
+static void test_pool_kernels(void **state)
+{
+    struct world w;
+    world_init(&w);
+    int d = op("driver");
+    for (int i = 0; i < gpuop_operand_count(); i++)
+        w.pol.operands[i].enabled = i == d;
+    w.pol.operands[d].os_tag = true;
+    snprintf(w.pol.driver_pools[0].name, sizeof(w.pol.driver_pools[0].name), "a100");
+    w.pol.driver_pools[0].precompiled = true;
+    w.pol.ndriver_pools = 1;
+    set_os_all(add_node(&w, "a1", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-1", "a100");
+    set_os_all(add_node(&w, "a2", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-2", "a100");
+    set_os_all(add_node(&w, "anok", "driver=true", NULL), "ubuntu", "24.04", NULL, NULL, "a100");
+    set_os_kernel(add_node(&w, "d1", "driver=true", NULL), "ubuntu", "24.04", NULL, "6.8.0-1");
+    set_os(add_node(&w, "dnok", "driver=true", NULL), "ubuntu", "24.04", NULL);
+    add_pool_ds(&w, "a100-6.8.0-1-ubuntu24.04", 1, 1);
+    add_pool_ds(&w, "ubuntu24.04", 2, 2);
+    add_pod(&w, "driver", "a1", "Running", true);
+    add_pod(&w, "driver", "d1", "Running", true);
+    add_pod(&w, "driver", "dnok", "Running", true);
+    analyze(&w);
+
+    assert_null(find(&w, "a1", "driver", GPUOP_KIND_MISSING));
+    assert_null(find(&w, "d1", "driver", GPUOP_KIND_MISSING));
+    assert_null(find(&w, "dnok", "driver", GPUOP_KIND_MISSING));
+    const struct gpuop_finding *x = find(&w, "a2", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "gpuop-driver-a100-6.8.0-2-ubuntu24.04 does not exist"));
+    x = find(&w, "anok", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_KERNEL_LABEL_MISSING);
+
+    /* the pool compiled: its node without a kernel is judged on its OS pool */
+    w.pol.driver_pools[0].precompiled = false;
+    analyze(&w);
+    x = find(&w, "anok", "driver", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_DAEMONSET_ABSENT);
+    assert_non_null(strstr(msg_of(&w, x), "gpuop-driver-a100-ubuntu24.04 does not exist"));
+    world_free(&w);
+}
+
 /* Taints as the DaemonSet controller sees them. */
 static void test_taints(void **state)
 {
@@ -2306,6 +2354,7 @@ int main(void)
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),
         cmocka_unit_test(test_kernel_pools),
+        cmocka_unit_test(test_pool_kernels),
         cmocka_unit_test(test_driver_pools),
         cmocka_unit_test(test_driver_pool_conflict),
         cmocka_unit_test(test_taints),

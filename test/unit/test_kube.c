@@ -335,6 +335,12 @@ static void test_get_ok(void **state)
     assert_string_equal(last(f->srv)->ua, "gpuop/" GPUOP_VERSION);
     assert_string_equal(last(f->srv)->ctype, "");
     assert_int_equal((int)fakeapi_nreq(f->srv), 1);
+    /* the caller's Accept: a LIST of metadata alone (the labeller's) */
+    struct gpuop_kube_opts o = {
+        .verb = GPUOP_KUBE_GET, .path = "/ok", .accept = GPUOP_ACCEPT_METADATA_LIST};
+    assert_int_equal(gpuop_kube_call(f->k, &o, &body, &err), 0);
+    json_decref(body);
+    assert_string_equal(last(f->srv)->accept, GPUOP_ACCEPT_METADATA_LIST);
 }
 
 /* A response is parsed without its metadata.managedFields (never read,

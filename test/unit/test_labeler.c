@@ -67,6 +67,7 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
         char cont[64] = "";
         x->lists++;
         assert_true(fakeapi_query(r, "labelSelector", x->selector, sizeof(x->selector)));
+        assert_string_equal(r->accept, GPUOP_ACCEPT_METADATA_LIST); /* names only */
         /* two pages: n1, then none */
         if (fakeapi_query(r, "continue", cont, sizeof(cont)) && !strcmp(cont, "page2"))
             fakeapi_respond(c, 200, "application/json", "{\"metadata\":{},\"items\":[]}");

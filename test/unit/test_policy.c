@@ -1553,6 +1553,84 @@ static void test_driver_pools(void **state)
     gpuop_policy_free(&p);
 }
 
+/* A pool's usePrecompiled and driverType (issue 38): usePrecompiled the
+ * pool's own else spec.driver's, refused for a version with no room as
+ * spec.driver's is (the pool compiled); GDRCopy, GDS, repoConfig,
+ * certConfig and secretEnv named for the precompiled pools and left out
+ * of their views only; driverType gpu and vgpu accepted, vgpu-host-manager
+ * refused by name (compat.c), a bad value named, both holding the driver. */
+static void test_driver_pools_precompiled(void **state)
+{
+    struct gpuop_policy p, v;
+    (void)state;
+    int d = gpuop_operand_by_key("driver");
+    parse_json("{\"spec\":{\"driver\":{\"version\":\"580.2\",\"repoConfig\":{\"configMapName\":"
+               "\"repos\"},\"pools\":[{\"name\":\"a100\",\"usePrecompiled\":true,"
+               "\"driverType\":\"gpu\"},{\"name\":\"h100\",\"driverType\":\"vgpu\"}]},"
+               "\"gdrcopy\":{\"enabled\":true}}}",
+               &p);
+    assert_false(p.driver.precompiled);
+    assert_true(p.driver_pools[0].precompiled);
+    assert_false(p.driver_pools[1].precompiled);
+    assert_false(p.operands[d].held);
+    assert_problem(&p, "spec.gdrcopy.enabled", "precompiled driver pools (a100)");
+    assert_problem(&p, "spec.driver.repoConfig.configMapName", "precompiled driver pools (a100)");
+    assert_int_equal(p.nproblems, 2);
+    assert_true(p.driver.gdrcopy.enabled); /* the compiled pools run it */
+    assert_string_equal(p.driver.repo_config, "repos");
+    gpuop_policy_pool_view(&p, 0, &v);
+    assert_true(v.driver.precompiled);
+    assert_false(v.driver.gdrcopy.enabled);
+    assert_null(v.driver.repo_config);
+    gpuop_policy_pool_view(&p, 1, &v);
+    assert_false(v.driver.precompiled);
+    assert_true(v.driver.gdrcopy.enabled);
+    assert_string_equal(v.driver.repo_config, "repos");
+    gpuop_policy_pool_view(&p, -1, &v);
+    assert_false(v.driver.precompiled);
+    assert_true(v.driver.gdrcopy.enabled);
+    gpuop_policy_free(&p);
+
+    /* spec.driver's inherited, a pool's own false over it; the sidecar
+       named for the pools that are */
+    parse_json("{\"spec\":{\"driver\":{\"usePrecompiled\":true,\"pools\":[{\"name\":\"a\"},"
+               "{\"name\":\"b\",\"usePrecompiled\":false}]},\"gds\":{\"enabled\":true}}}",
+               &p);
+    assert_true(p.driver_pools[0].precompiled);
+    assert_false(p.driver_pools[1].precompiled);
+    assert_problem(&p, "spec.gds.enabled", "precompiled driver pools (default, a)");
+    assert_true(p.driver.gds.enabled);
+    gpuop_policy_free(&p);
+
+    /* every pool precompiled: refused outright, as without pools */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"usePrecompiled\":true}],"
+               "\"usePrecompiled\":true},\"gdrcopy\":{\"enabled\":true}}}",
+               &p);
+    assert_problem(&p, "spec.gdrcopy.enabled", "spec.driver.usePrecompiled");
+    assert_false(p.driver.gdrcopy.enabled);
+    gpuop_policy_free(&p);
+
+    /* a version with no room for the kernel: the pool compiled, named */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"usePrecompiled\":true,"
+               "\"version\":\"1234567890123456789012345\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[a].usePrecompiled", "no room");
+    assert_false(p.driver_pools[0].precompiled);
+    assert_false(p.operands[d].held);
+    gpuop_policy_free(&p);
+
+    /* bad values, and the vGPU host manager: named, the driver held */
+    parse_json("{\"spec\":{\"driver\":{\"pools\":[{\"name\":\"a\",\"usePrecompiled\":\"yes\"},"
+               "{\"name\":\"b\",\"driverType\":\"vgpu-host-manager\"},"
+               "{\"name\":\"c\",\"driverType\":\"cpu\"}]}}}",
+               &p);
+    assert_problem(&p, "spec.driver.pools[0].usePrecompiled", "true or false");
+    assert_problem(&p, "spec.driver.pools[1].driverType", "vGPU host manager is not run");
+    assert_problem(&p, "spec.driver.pools[2].driverType", "gpu, vgpu or vgpu-host-manager");
+    assert_true(p.operands[d].held);
+    gpuop_policy_free(&p);
+}
+
 /* GDRCopy and GPUDirect Storage with precompiled drivers: NVIDIA's
  * transformGDRCopyContainer and transformGDSContainer refuse the pair, so
  * does gpuop (the sidecar is not run, the field named); without the driver
@@ -1691,6 +1769,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_driver_options),
         cmocka_unit_test(test_driver_pools),
+        cmocka_unit_test(test_driver_pools_precompiled),
         cmocka_unit_test(test_driver_options_refused),
         cmocka_unit_test(test_dra_driver),
         cmocka_unit_test(test_defaults),

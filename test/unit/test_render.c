@@ -1629,6 +1629,69 @@ static void test_precompiled(void **state)
     gpuop_policy_free(&p);
 }
 
+/* A driver pool's usePrecompiled (issue 38): its nodes' pools keep their
+ * kernel, a DaemonSet per kernel named and tagged as spec.driver's
+ * precompiled ones with the pool in the name, without GDRCopy; the default
+ * pool's nodes on those kernels share one compiled DaemonSet with it; a
+ * precompiled pool's node without a kernel renders none. */
+static void test_pool_precompiled(void **state)
+{
+    struct gpuop_policy p;
+    struct gpuop_ospool pools[5], norm;
+    (void)state;
+    load_policy("driver-pools-precompiled.yaml", &p);
+    int d = gpuop_operand_by_key("driver");
+    const char *os[] = {"ubuntu24.04/6.8.0-1", "ubuntu24.04/6.8.0-2", "ubuntu24.04/6.8.0-1",
+                        "ubuntu24.04/6.8.0-2", "ubuntu24.04"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(gpuop_ospool_parse(os[i], &pools[i]), 0);
+        if (i < 2 || i == 4)
+            snprintf(pools[i].dpool, sizeof(pools[i].dpool), "a100");
+    }
+    assert_true(gpuop_render_by_kernel(&p, d)); /* some pool is */
+    assert_true(gpuop_render_pool_by_kernel(&p, d, &pools[0]));
+    assert_false(gpuop_render_pool_by_kernel(&p, d, &pools[2]));
+    assert_false(gpuop_render_pool_by_kernel(&p, gpuop_operand_by_key("toolkit"), &pools[0]));
+    gpuop_render_pool_norm(&p, &pools[2], &norm); /* compiled: the kernel dropped */
+    assert_string_equal(norm.kernel, "");
+    assert_int_equal(gpuop_render_pools(&p, pools, 5), 4); /* a100 x2, default, a100 no kernel */
+    json_t *all = gpuop_render_all(&p, NS, pools, 4), *ds;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(all, i, ds)
+    {
+        const char *name = str_at(ds, "metadata/name");
+        const char *image = str_at(ds, "spec/template/spec/containers/0/image");
+        size_t ncont = json_array_size(path_get(ds, "spec/template/spec/containers"));
+        if (!strcmp(name, "gpuop-driver-a100-6.8.0-2-ubuntu24.04")) {
+            assert_string_equal(image, "nvcr.io/nvidia/driver:580.105.08-6.8.0-2-ubuntu24.04");
+            assert_string_equal(label_at(ds, "spec/template/spec/nodeSelector", GPUOP_LABEL_KERNEL),
+                                "6.8.0-2");
+            assert_string_equal(label_at(ds, "metadata/labels", GPUOP_LABEL_PRECOMPILED), "true");
+            assert_int_equal(ncont, 1); /* no nvidia-gdrcopy-ctr */
+            assert_null(find_volume(ds, "repo-config"));
+            seen |= 1;
+        } else if (!strcmp(name, "gpuop-driver-ubuntu24.04")) {
+            assert_string_equal(image, "nvcr.io/nvidia/driver:580.105.08-ubuntu24.04");
+            assert_null(label_at(ds, "spec/template/spec/nodeSelector", GPUOP_LABEL_KERNEL));
+            assert_null(label_at(ds, "metadata/labels", GPUOP_LABEL_PRECOMPILED));
+            assert_int_equal(ncont, 2); /* the driver and nvidia-gdrcopy-ctr */
+            assert_non_null(find_volume(ds, "repo-config"));
+            seen |= 2;
+        } else if (!strncmp(name, "gpuop-driver", strlen("gpuop-driver"))) {
+            assert_string_equal(name, "gpuop-driver-a100-6.8.0-1-ubuntu24.04");
+            seen |= 4;
+        }
+    }
+    assert_int_equal(seen, 7); /* and no a100 DaemonSet without a kernel */
+    json_decref(all);
+    char name[GPUOP_RENDER_NAME_MAX];
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04/6.8.0-1", &norm), 0);
+    gpuop_render_ds_name(&p, d, &norm, name, sizeof(name)); /* a default node on a kernel */
+    assert_string_equal(name, "gpuop-driver-ubuntu24.04");
+    gpuop_policy_free(&p);
+}
+
 /* The driver's digest of the policy in JSON text, on ubuntu24.04. */
 static uint32_t digest_of(const char *text)
 {
@@ -2367,6 +2430,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_precompiled),
+        cmocka_unit_test(test_pool_precompiled),
         cmocka_unit_test(test_dcgm),
         cmocka_unit_test(test_plugin_config),
         cmocka_unit_test(test_structure),
