@@ -165,8 +165,9 @@ struct gpuop_analysis_state {
     size_t nosds;
     bool per_os[GPUOP_OPERAND_MAX];
     bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) */
-    char dpools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
-                                          names: a node labelled with one is in its pool */
+    char dpools[2 * GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
+                                          names, then the draining pools': a node labelled
+                                          with one is in its pool */
     int ndpools;
     int driver;   /* the driver's operand index (its pools' conflicts) */
     int dra;      /* the DRA driver's operand index (its ResourceSlices' findings) */

@@ -92,10 +92,14 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
  *     cannot be used is left out, and a conflict with it would go unseen)
  *     or while no pool has a nodeSelector. */
 struct gpuop_pool_facts {
-    bool on; /* some pool has a nodeSelector and the driver is not held */
+    bool on; /* some pool has a nodeSelector, or one drains, and the driver is not held */
     int n;
     char name[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
     json_t *selector[GPUOP_DRIVER_POOLS_MAX]; /* owned; NULL: a pool labelled by hand */
+    /* the policy's draining pools (gpuop_policy.draining_pools): gone from
+     * it, their nodes move where the selectors now put them */
+    int ndraining;
+    char draining[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
 };
 
 /* Longest conflict annotation: every pool's name and a comma. */
@@ -138,5 +142,20 @@ unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *lab
  * something is to be written. */
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
                               const struct gpuop_pool_node *now, struct gpuop_pool_plan *out);
+
+/* The draining pools of p (p->draining_pools, replaced): driver pools
+ * gone from spec.driver.pools (issue 38; docs/operations.md, "Driver
+ * pools"). A pool drains while a GPU node of nodes (borrowed) carries its
+ * name in GPUOP_LABEL_DRIVER_POOL and the pool's driver DaemonSet for that
+ * node's OS pool (and kernel) is among ds (borrowed), not being deleted:
+ * its DaemonSets are kept as they run, neither applied from a spec that is
+ * gone nor deleted; the default pool's keep off its nodes; its nodes are
+ * judged against its DaemonSets and moved by the labeller through the
+ * driver upgrade. Once no node carries its name, it is gone and its
+ * DaemonSets are deleted as any with no node left. The controller sets
+ * them at each parse of the policy, `gpuop check` at its own. Returns how
+ * many nodes named a pool beyond GPUOP_DRIVER_POOLS_MAX (not kept). */
+int gpuop_labeling_pools_draining(struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                                  size_t n, const struct gpuop_ds *const *ds, size_t nds);
 
 #endif

@@ -305,6 +305,15 @@ struct gpuop_policy {
                                                    their order; a problem in one holds the
                                                    driver (operands[driver].held) */
     int ndriver_pools;
+    /* Driver pools gone from spec.driver.pools whose DaemonSets still run:
+     * never parsed, set by the controller from its caches
+     * (gpuop_ctl_pools_draining) before each reconcile reads the policy.
+     * Their DaemonSets are kept as they are (neither applied nor deleted),
+     * the default pool's keep off their nodes, and the labeller moves
+     * their nodes through the upgrade (docs/operations.md, "Driver
+     * pools"). Zero in a parsed policy. */
+    char draining_pools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
+    int ndraining_pools;
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */
@@ -341,6 +350,10 @@ int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name);
  * all it points to: never freed, valid while p is) whose driver image,
  * image pull policy and kernelModuleType are the pool's. k out of range:
  * p itself. */
+/* True when name (borrowed) is one of p's draining pools
+ * (p->draining_pools): gone from the policy, its DaemonSets still run. */
+bool gpuop_policy_pool_draining(const struct gpuop_policy *p, const char *name);
+
 void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view);
 
 /* Releases everything the policy owns and zeroes it. */

@@ -33,7 +33,9 @@ bool gpuop_render_per_os(const struct gpuop_policy *p, int operand);
 bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand);
 
 /* *out: pool with its driver pool (dpool) kept when it names one of p's
- * spec.driver.pools, else "" (the default pool: spec.driver). */
+ * spec.driver.pools or draining pools, else "" (the default pool:
+ * spec.driver). A draining pool's DaemonSet is named so, and never
+ * rendered to be applied (its spec is gone: it is kept as it runs). */
 void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
                             struct gpuop_ospool *out);
 

@@ -12,6 +12,8 @@
 #include "gpuop/labeling.h"
 #include "gpuop/names.h"
 #include "gpuop/operand.h"
+#include "gpuop/ospool.h"
+#include "gpuop/render.h"
 
 /* MIG Manager is labelled only on MIG-capable GPU nodes, as the GPU
  * Operator does (NVIDIA/gpu-operator v26.7.0, controllers/state_manager.go,
@@ -85,7 +87,9 @@ int gpuop_labeling_pools_of(const struct gpuop_policy *p, struct gpuop_pool_fact
         }
         out->n = k + 1;
     }
-    out->on = any;
+    for (int k = 0; k < p->ndraining_pools && k < GPUOP_DRIVER_POOLS_MAX; k++)
+        memcpy(out->draining[out->ndraining++], p->draining_pools[k], sizeof(out->draining[k]));
+    out->on = any || out->ndraining > 0;
     return 0;
 }
 
@@ -98,7 +102,8 @@ void gpuop_labeling_pools_free(struct gpuop_pool_facts *f)
 
 bool gpuop_labeling_pools_same(const struct gpuop_pool_facts *a, const struct gpuop_pool_facts *b)
 {
-    if (a->on != b->on || a->n != b->n)
+    if (a->on != b->on || a->n != b->n || a->ndraining != b->ndraining ||
+        memcmp(a->draining, b->draining, sizeof(a->draining)))
         return false;
     for (int k = 0; k < a->n; k++)
         if (strcmp(a->name[k], b->name[k]) || !a->selector[k] != !b->selector[k] ||
@@ -131,6 +136,15 @@ static int pool_named(const struct gpuop_pool_facts *f, const char *name)
         if (!strcmp(f->name[k], name))
             return k;
     return -1;
+}
+
+/* True when name is one of f's draining pools. */
+static bool draining_named(const struct gpuop_pool_facts *f, const char *name)
+{
+    for (int k = 0; name && k < f->ndraining; k++)
+        if (!strcmp(f->draining[k], name))
+            return true;
+    return false;
 }
 
 static bool same_str(const char *a, const char *b)
@@ -184,8 +198,49 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
         out->pool = f->name[one];
         out->label = !same_str(label_now, out->pool);
     } else {
-        out->label = at >= 0 && f->selector[at]; /* gpuop's label: the default pool's now */
+        /* gpuop's label, or a draining pool's: the default pool's now */
+        out->label = (at >= 0 && f->selector[at]) || draining_named(f, label_now);
     }
     hold_move(now, out);
     return out->label || out->note || out->want;
+}
+
+/* ---- draining pools ---- */
+
+/* Node n's (borrowed) driver pool, when it names no pool of p but the
+ * pool's DaemonSet for n's OS pool is among ds and not being deleted; else
+ * NULL. */
+static const char *draining_of(const struct gpuop_policy *p, const struct gpuop_node *n, int d,
+                               const struct gpuop_ds *const *ds, size_t nds)
+{
+    const char *dp = n && n->gpu ? gpuop_node_os(n, GPUOP_OS_DRIVER_POOL) : NULL;
+    struct gpuop_ospool pool;
+    char name[GPUOP_RENDER_NAME_MAX];
+    if (!dp || !*dp || strlen(dp) > GPUOP_DRIVER_POOL_NAME_MAX ||
+        gpuop_policy_driver_pool(p, dp) >= 0 || gpuop_policy_pool_draining(p, dp) ||
+        gpuop_ospool_of_node(n, &pool, NULL) < 0 ||
+        gpuop_ospool_ds_name(gpuop_operand_get(d)->ds_name, &pool, gpuop_render_by_kernel(p, d),
+                             name, sizeof(name)) < 0)
+        return NULL;
+    for (size_t i = 0; i < nds; i++)
+        if (ds[i] && !ds[i]->deleting && !strcmp(ds[i]->name, name))
+            return dp;
+    return NULL;
+}
+
+int gpuop_labeling_pools_draining(struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                                  size_t n, const struct gpuop_ds *const *ds, size_t nds)
+{
+    int d = gpuop_operand_by_key("driver"), over = 0;
+    p->ndraining_pools = 0;
+    if (d < 0 || !p->operands[d].enabled || !gpuop_render_per_os(p, d))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *dp = draining_of(p, nodes[i], d, ds, nds);
+        if (dp && p->ndraining_pools < GPUOP_DRIVER_POOLS_MAX)
+            memcpy(p->draining_pools[p->ndraining_pools++], dp, strlen(dp) + 1);
+        else
+            over += dp != NULL;
+    }
+    return over;
 }

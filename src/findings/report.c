@@ -511,7 +511,7 @@ static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
     json_t *pools = gpuop_status_driver_pools(p, o->nodes, o->nnodes, true), *e;
     size_t i, j;
     if (!pools)
-        return p && p->ndriver_pools > 0 && o->nnodes ? GPUOP_ENOMEM : 0;
+        return p && p->ndriver_pools + p->ndraining_pools > 0 && o->nnodes ? GPUOP_ENOMEM : 0;
     fputs("\ndriver pools (spec.driver.pools; a node's pool is its gpuop.dev/driver-pool label):\n",
           out);
     json_array_foreach(pools, i, e)
@@ -519,8 +519,10 @@ static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
         json_t *names = json_object_get(e, "nodeNames"), *nm;
         size_t shown_n = 0, listed = 0;
         json_array_foreach(names, j, nm) shown_n += shown(o, json_string_value(nm));
-        fprintf(out, "  %-24s %-16s %zu node%s", json_string_value(json_object_get(e, "name")),
-                json_string_value(json_object_get(e, "version")), shown_n, shown_n == 1 ? "" : "s");
+        bool draining = json_is_true(json_object_get(e, "draining"));
+        fprintf(out, "  %-24s %-16s %zu node%s%s", json_string_value(json_object_get(e, "name")),
+                draining ? "draining" : json_string_value(json_object_get(e, "version")), shown_n,
+                shown_n == 1 ? "" : "s", draining ? " left to move (removed from the policy)" : "");
         json_array_foreach(names, j, nm)
         {
             if (!shown(o, json_string_value(nm)))

@@ -1714,6 +1714,14 @@ int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name)
     return -1;
 }
 
+bool gpuop_policy_pool_draining(const struct gpuop_policy *p, const char *name)
+{
+    for (int k = 0; p && name && *name && k < p->ndraining_pools; k++)
+        if (!strcmp(p->draining_pools[k], name))
+            return true;
+    return false;
+}
+
 void gpuop_policy_pool_view(const struct gpuop_policy *p, int k, struct gpuop_policy *view)
 {
     *view = *p;

@@ -2105,12 +2105,17 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
 
 /* New: the default driver pool's expression, its nodes those not
  * labelled GPUOP_LABEL_DRIVER_POOL with a pool's name (NotIn: a node
- * without the label, or with a value naming no pool, is the default's). */
+ * without the label, or with a value naming no pool, is the default's).
+ * A draining pool's name follows the policy's: its nodes still run its
+ * driver, and a second driver must not start beside it. */
 static json_t *default_pool_expr(const struct gpuop_policy *p)
 {
     json_t *names = json_array();
-    for (int k = 0; names && k < p->ndriver_pools; k++)
-        if (json_array_append_new(names, json_string(p->driver_pools[k].name))) {
+    for (int k = 0; names && k < p->ndriver_pools + p->ndraining_pools; k++)
+        if (json_array_append_new(names,
+                                  json_string(k < p->ndriver_pools
+                                                  ? p->driver_pools[k].name
+                                                  : p->draining_pools[k - p->ndriver_pools]))) {
             json_decref(names);
             names = NULL;
         }
@@ -2147,7 +2152,7 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx,
         rc |=
             json_array_append_new(exprs, json_pack("{s:s, s:s}", "key", GPUOP_LABEL_DRIVER_ROLLBACK,
                                                    "operator", "DoesNotExist"));
-    if (!rc && pool && !pool->dpool[0] && p->ndriver_pools > 0)
+    if (!rc && pool && !pool->dpool[0] && p->ndriver_pools + p->ndraining_pools > 0)
         rc |= json_array_append_new(exprs, default_pool_expr(p));
     for (int c = gpuop_policy_prereq(p, idx), hops = 0;
          !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
@@ -2342,7 +2347,7 @@ void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_osp
                             struct gpuop_ospool *out)
 {
     *out = *pool;
-    if (gpuop_policy_driver_pool(p, pool->dpool) < 0)
+    if (gpuop_policy_driver_pool(p, pool->dpool) < 0 && !gpuop_policy_pool_draining(p, pool->dpool))
         out->dpool[0] = '\0';
 }
 

@@ -481,6 +481,87 @@ static void test_driver_pool_moves(void **state)
     (void)state;
 }
 
+/* A pool removed from the policy drains (issue 38): while a GPU node
+ * carries its name and its DaemonSet for the node's OS is there (not
+ * being deleted), it is a draining pool; its nodes move to where the
+ * selectors now put them, through the upgrade when a driver runs (the
+ * wanted annotation), at once without one. A value that never was a pool
+ * (no DaemonSet of it) is not draining, and stays. */
+static void test_driver_pool_draining(void **state)
+{
+    json_t *obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\",\"pools\":"
+                             "[{\"name\":\"h100\",\"nodeSelector\":{\"gpu\":\"big\"}}]}}}",
+                             0, NULL);
+    struct gpuop_policy pol;
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(pol.nproblems, 0);
+    struct gpuop_node *a =
+        node(NFD ",\"" GPUOP_LABEL_OS_ID "\":\"ubuntu\",\"" GPUOP_LABEL_OS_VERSION
+                 "\":\"24.04\",\"" GPUOP_LABEL_DRIVER_POOL "\":\"a100\"",
+             NULL);
+    struct gpuop_node *typo =
+        node(NFD ",\"" GPUOP_LABEL_OS_ID "\":\"ubuntu\",\"" GPUOP_LABEL_OS_VERSION
+                 "\":\"24.04\",\"" GPUOP_LABEL_DRIVER_POOL "\":\"a10O\"",
+             NULL);
+    const struct gpuop_node *nodes[] = {a, typo};
+    struct gpuop_ds ds = {.name = "gpuop-driver-a100-ubuntu24.04", .operand = -1};
+    const struct gpuop_ds *dss[] = {&ds};
+
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, NULL, 0), 0);
+    assert_int_equal(pol.ndraining_pools, 0); /* no DaemonSet of it: a value naming no pool */
+    ds.deleting = true;
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(pol.ndraining_pools, 0);
+    ds.deleting = false;
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(pol.ndraining_pools, 1);
+    assert_string_equal(pol.draining_pools[0], "a100");
+    assert_true(gpuop_policy_pool_draining(&pol, "a100"));
+    assert_false(gpuop_policy_pool_draining(&pol, "a10O"));
+
+    struct gpuop_pool_facts f;
+    struct gpuop_pool_plan plan;
+    assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
+    assert_true(f.on);
+    assert_int_equal(f.ndraining, 1);
+    /* a driver runs: wanted default (no selector matches), label kept */
+    struct gpuop_pool_node now = {"a100", NULL, NULL, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_false(plan.label);
+    assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
+    /* h100's selector matches it now: wanted h100 */
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
+    assert_string_equal(plan.wanted, "h100");
+    /* no driver pod: the label goes at once */
+    now.driver = false;
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_true(plan.label);
+    assert_null(plan.pool);
+    /* the typo is a person's value naming no pool: left */
+    struct gpuop_pool_node t = {"a10O", NULL, NULL, true};
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, &t, &plan));
+    gpuop_labeling_pools_free(&f);
+
+    /* only a draining pool, no selector left: the labeller still moves */
+    json_decref(obj);
+    gpuop_policy_free(&pol);
+    obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\"}}}", 0, NULL);
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
+    assert_true(f.on);
+    now.driver = true;
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
+    gpuop_labeling_pools_free(&f);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+    gpuop_node_free(a);
+    gpuop_node_free(typo);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,7 +569,7 @@ int main(void)
         cmocka_unit_test(test_enabled_later),     cmocka_unit_test(test_changed),
         cmocka_unit_test(test_bad_note),          cmocka_unit_test(test_facts_of_policy),
         cmocka_unit_test(test_mig_capable),       cmocka_unit_test(test_driver_pools),
-        cmocka_unit_test(test_driver_pool_moves),
+        cmocka_unit_test(test_driver_pool_moves), cmocka_unit_test(test_driver_pool_draining),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
