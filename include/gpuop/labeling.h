@@ -114,6 +114,14 @@ struct gpuop_pool_plan {
     bool want;                                  /* change GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
     const char *wanted;                         /* ... to this (borrowed from the facts, or
                                                    GPUOP_DRIVER_POOL_DEFAULT); NULL: remove it */
+    /* record GPUOP_ANNOTATION_DRIVER_POOL_SET: the value gpuop writes in the
+     * label (pool; NULL removes it), with every label change, and on a node
+     * a selector puts in the pool its label already names (recorded once) */
+    bool record;
+    /* nothing written: the label names no pool (none of the policy's, none
+     * draining) and is not the value gpuop wrote: a person's, left as it
+     * is (gpuop check names it) */
+    bool persons;
 };
 
 /* What a node carries of its driver pool (each borrowed, NULL when absent)
@@ -123,6 +131,7 @@ struct gpuop_pool_node {
     const char *conflict; /* GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT */
     const char *wanted;   /* GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
     bool driver;          /* a driver pod is on it (or gpuop cannot tell) */
+    bool ours;            /* label is the value gpuop wrote (gpuop_node_upgrade.pool_ours) */
 };
 
 /* The pool facts of policy p (borrowed) into *out (its selectors new:

@@ -153,17 +153,37 @@ static bool same_str(const char *a, const char *b)
 }
 
 /* The label change of out is held back while a driver pod runs on the
- * node: the wanted annotation names where it goes instead. */
-static void hold_move(const struct gpuop_pool_node *now, struct gpuop_pool_plan *out)
+ * node: the wanted annotation names where it goes instead. Not for a label
+ * naming no pool (stale): no DaemonSet selects its value, so removing it
+ * moves nothing. */
+static void hold_move(const struct gpuop_pool_node *now, bool stale, struct gpuop_pool_plan *out)
 {
     const char *to = out->label ? (out->pool ? out->pool : GPUOP_DRIVER_POOL_DEFAULT) : NULL;
-    if (to && now->driver) {
+    if (to && now->driver && !stale) {
         out->label = false;
         out->wanted = to;
         out->want = !same_str(now->wanted, to);
     } else {
         out->want = now->wanted != NULL; /* where it is to be, or relabelled at once */
     }
+}
+
+/* The names of the pools of match in f into out->conflict; how many. */
+static int matched(const struct gpuop_pool_facts *f, unsigned match, int *one,
+                   struct gpuop_pool_plan *out)
+{
+    int count = 0;
+    size_t len = 0;
+    for (int k = 0; k < f->n; k++) {
+        if (!((match >> k) & 1u))
+            continue;
+        int w = snprintf(out->conflict + len, sizeof(out->conflict) - len, "%s%s", count ? "," : "",
+                         f->name[k]);
+        len += w > 0 && (size_t)w < sizeof(out->conflict) - len ? (size_t)w : 0;
+        count++;
+        *one = k;
+    }
+    return count;
 }
 
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
@@ -173,20 +193,11 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
     if (!f || !f->on)
         return false;
     const char *label_now = now->label, *conflict_now = now->conflict;
-    int at = pool_named(f, label_now);
+    int at = pool_named(f, label_now), one = -1;
     if (at >= 0 && !f->selector[at])
         match |= 1u << at; /* a pool labelled by hand: a person's choice */
-    int count = 0, one = -1;
-    size_t len = 0;
-    for (int k = 0; k < f->n; k++) {
-        if (!((match >> k) & 1u))
-            continue;
-        int w = snprintf(out->conflict + len, sizeof(out->conflict) - len, "%s%s", count ? "," : "",
-                         f->name[k]);
-        len += w > 0 && (size_t)w < sizeof(out->conflict) - len ? (size_t)w : 0;
-        count++;
-        one = k;
-    }
+    bool stale = label_now && *label_now && at < 0 && !draining_named(f, label_now);
+    int count = matched(f, match, &one, out);
     if (count >= 2) { /* fails closed: the label stays, no move */
         out->note = !same_str(conflict_now, out->conflict);
         out->want = now->wanted != NULL;
@@ -197,12 +208,19 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
     if (count == 1) {
         out->pool = f->name[one];
         out->label = !same_str(label_now, out->pool);
+        /* gpuop's selection already: recorded once (labels from before the record) */
+        out->record = !out->label && f->selector[one] && !now->ours;
     } else {
-        /* gpuop's label, or a draining pool's: the default pool's now */
-        out->label = (at >= 0 && f->selector[at]) || draining_named(f, label_now);
+        /* gpuop's label of a selector pool, or the label gpuop wrote of a
+         * pool gone (draining or not): the default pool's now; a person's
+         * is left (a draining pool's then keeps its DaemonSet) */
+        bool gone = stale || draining_named(f, label_now);
+        out->label = (at >= 0 && f->selector[at]) || (gone && now->ours);
+        out->persons = gone && !now->ours;
     }
-    hold_move(now, out);
-    return out->label || out->note || out->want;
+    hold_move(now, stale, out);
+    out->record |= out->label;
+    return out->label || out->note || out->want || out->record;
 }
 
 /* ---- draining pools ---- */

@@ -14,7 +14,10 @@
 #   first node moves too; both end on the default's driver, upgrade-done,
 #   uncordoned, without the a100 label; the a100 DaemonSet is deleted;
 #   the whole timeline is checked (upgrade_check.py: no driver pod deleted
-#   under a GPU pod, one node at a time ...).
+#   under a GPU pod, one node at a time ...); then a label naming a pool
+#   gone: removed where it is the value gpuop recorded writing
+#   (gpuop.dev/driver-pool-set), left where a person set it, and gpuop
+#   check names that one.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -23,6 +26,7 @@ source "$(dirname "$0")/64_driver_pools_lib.bash"
 on_exit 'gpuop_kill; gpuop_uninstall'
 
 JOB=pool-remove-job
+SET=gpuop.dev/driver-pool-set
 A100=580.95.05
 DEFAULT=595.91.07
 
@@ -116,6 +120,17 @@ done
 no_pools() { [[ -z $(pool_entry a100) ]]; }
 wait_for 60 no_pools
 up_check remove --nodes-prefix "$P"
+
+log "labels of a pool gone: gpuop's value removed, a person's left and named by gpuop check"
+kc label node "$N1" "$POOL=retired" >/dev/null
+kc annotate node "$N1" "$SET=retired" >/dev/null # as gpuop records a value it wrote
+kc label node "$N2" "$POOL=retired" >/dev/null   # a person's: no record
+wait_for 120 pool_is "$N1" none
+assert_eq retired "$(pool_of "$N2")" "a person's label is never taken"
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS") || true
+grep -qF "$N2: $POOL=retired" <<<"$out" || fail "gpuop check does not name $N2's label: $out"
+grep -qF "$N1: $POOL" <<<"$out" && fail "gpuop check names $N1, whose label went: $out"
+up_at "$N1" "$DEFAULT" && up_at "$N2" "$DEFAULT" || fail "a driver changed: $(up_driver "$N1"), $(up_driver "$N2")"
 
 gpuop_uninstall
 gpuop_stop

@@ -351,7 +351,7 @@ static unsigned match(const struct gpuop_pool_facts *f, const char *labels)
 static bool pplan(const struct gpuop_pool_facts *f, unsigned m, const char *label,
                   const char *conflict, struct gpuop_pool_plan *out)
 {
-    struct gpuop_pool_node now = {label, conflict, NULL, false};
+    struct gpuop_pool_node now = {label, conflict, NULL, false, false};
     return gpuop_labeling_pool_plan(f, m, &now, out);
 }
 
@@ -373,7 +373,14 @@ static void test_driver_pools(void **state)
     assert_true(plan.label);
     assert_string_equal(plan.pool, "a100");
     assert_false(plan.note);
-    assert_false(pplan(&f, 1u, "a100", NULL, &plan)); /* already */
+    /* already there: recorded once as gpuop's value (a label from before
+     * the record), then nothing */
+    assert_true(pplan(&f, 1u, "a100", NULL, &plan));
+    assert_false(plan.label);
+    assert_true(plan.record);
+    assert_string_equal(plan.pool, "a100");
+    struct gpuop_pool_node mine = {"a100", NULL, NULL, false, true};
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, &mine, &plan));
     /* none: gpuop's label of a selector pool goes; a hand pool's or an
      * unknown value stays (a person's) */
     assert_true(pplan(&f, 0u, "a100", NULL, &plan));
@@ -381,6 +388,15 @@ static void test_driver_pools(void **state)
     assert_null(plan.pool);
     assert_false(pplan(&f, 0u, "h100", NULL, &plan));
     assert_false(pplan(&f, 0u, "retired", NULL, &plan));
+    assert_true(plan.persons); /* named by gpuop check, never taken */
+    /* a pool gone whose label gpuop wrote: removed, at once even with a
+     * driver (no DaemonSet selects its value), and its record with it */
+    struct gpuop_pool_node gone = {"retired", NULL, NULL, true, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &gone, &plan));
+    assert_true(plan.label);
+    assert_null(plan.pool);
+    assert_true(plan.record);
+    assert_false(plan.want);
     assert_false(pplan(&f, 0u, NULL, NULL, &plan));
     /* the hand pool's label on a node a100 selects: a conflict, label kept */
     assert_true(pplan(&f, 1u, "h100", NULL, &plan));
@@ -435,7 +451,7 @@ static void test_driver_pool_moves(void **state)
     struct gpuop_pool_plan plan;
     pools_of(NULL, &f);
     /* default -> a100 with a driver: wanted a100, label untouched */
-    struct gpuop_pool_node now = {NULL, NULL, NULL, true};
+    struct gpuop_pool_node now = {NULL, NULL, NULL, true, false};
     assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
     assert_false(plan.label);
     assert_true(plan.want);
@@ -450,7 +466,7 @@ static void test_driver_pool_moves(void **state)
     assert_true(plan.want);
     assert_null(plan.wanted);
     /* a100 -> default (no pool selects it) with a driver: wanted "default" */
-    struct gpuop_pool_node back = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node back = {"a100", NULL, NULL, true, true};
     assert_true(gpuop_labeling_pool_plan(&f, 0u, &back, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
@@ -461,18 +477,18 @@ static void test_driver_pool_moves(void **state)
     assert_true(plan.want);
     assert_null(plan.wanted);
     /* moved (the upgrade set the label, removed the annotation): nothing */
-    struct gpuop_pool_node moved = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node moved = {"a100", NULL, NULL, true, true};
     assert_false(gpuop_labeling_pool_plan(&f, 1u, &moved, &plan));
     /* a conflict while waiting to move: fails closed, no move, both named */
     pools_of("{\"gpu\":\"big\"}", &g);
-    struct gpuop_pool_node c = {NULL, NULL, "a100", true};
+    struct gpuop_pool_node c = {NULL, NULL, "a100", true, false};
     assert_true(gpuop_labeling_pool_plan(&g, 3u, &c, &plan));
     assert_false(plan.label);
     assert_true(plan.want);
     assert_null(plan.wanted);
     assert_string_equal(plan.conflict, "a100,h100");
     /* a100 -> h100 (its selector now) with a driver: wanted h100 */
-    struct gpuop_pool_node ah = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node ah = {"a100", NULL, NULL, true, true};
     assert_true(gpuop_labeling_pool_plan(&g, 2u, &ah, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.wanted, "h100");
@@ -526,7 +542,7 @@ static void test_driver_pool_draining(void **state)
     assert_true(f.on);
     assert_int_equal(f.ndraining, 1);
     /* a driver runs: wanted default (no selector matches), label kept */
-    struct gpuop_pool_node now = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node now = {"a100", NULL, NULL, true, true};
     assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
@@ -538,8 +554,12 @@ static void test_driver_pool_draining(void **state)
     assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
     assert_true(plan.label);
     assert_null(plan.pool);
+    /* a person's label of the draining pool: left (its DaemonSet stays) */
+    struct gpuop_pool_node hand = {"a100", NULL, NULL, true, false};
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, &hand, &plan));
+    assert_true(plan.persons);
     /* the typo is a person's value naming no pool: left */
-    struct gpuop_pool_node t = {"a10O", NULL, NULL, true};
+    struct gpuop_pool_node t = {"a10O", NULL, NULL, true, false};
     assert_false(gpuop_labeling_pool_plan(&f, 0u, &t, &plan));
     gpuop_labeling_pools_free(&f);
 
