@@ -148,7 +148,11 @@ unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *lab
 
 /* The plan for a GPU node whose labels match the pools of `match`
  * (gpuop_labeling_pool_match) and that carries now (borrowed); true when
- * something is to be written. */
+ * something is to be written. A label naming a pool gone (none of f's, or
+ * a draining one) goes only when it is gpuop's (now->ours): at once when
+ * no DaemonSet selects its value, through the wanted annotation when a
+ * draining pool's driver runs there; a person's is left (out->persons).
+ * Every label written is recorded (out->record). */
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
                               const struct gpuop_pool_node *now, struct gpuop_pool_plan *out);
 

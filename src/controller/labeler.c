@@ -53,7 +53,11 @@
  * is never relabelled into another pool: the patch sets
  * GPUOP_ANNOTATION_DRIVER_POOL_WANTED instead, and the driver upgrade
  * (upgrade_actor.c) changes the label once the node's GPU jobs are done or
- * evicted (labeling.h has the rule).
+ * evicted (labeling.h has the rule). Every pool label value written is
+ * recorded in GPUOP_ANNOTATION_DRIVER_POOL_SET, so that a label of a pool
+ * gone is removed only when it is gpuop's; a pool draining from the policy
+ * (gpuop_policy.draining_pools), or such a label on a GPU node, keeps the
+ * labeller on without a nodeSelector.
  */
 #include <stdlib.h>
 #include <string.h>
