@@ -166,10 +166,11 @@ struct gpuop_analysis_state {
     bool per_os[GPUOP_OPERAND_MAX];
     bool by_kernel[GPUOP_OPERAND_MAX]; /* per OS pool and kernel (precompiled driver) in
                                           the default pool, spec.driver's */
-    char dpools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
-                                          names: a node labelled with one is in its pool */
+    char dpools[2 * GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1]; /* spec.driver.pools'
+                                          names, then the draining pools': a node labelled
+                                          with one is in its pool */
     int ndpools;
-    bool dpool_by_kernel[GPUOP_DRIVER_POOLS_MAX]; /* dpools[k]'s driver precompiled */
+    bool dpool_by_kernel[2 * GPUOP_DRIVER_POOLS_MAX]; /* dpools[k]'s driver precompiled */
     int driver;   /* the driver's operand index (its pools' conflicts) */
     int dra;      /* the DRA driver's operand index (its ResourceSlices' findings) */
     bool enforce; /* spec.ordering: enforce */

@@ -92,10 +92,14 @@ bool gpuop_labeling_changed(const struct gpuop_node *n, int i);
  *     cannot be used is left out, and a conflict with it would go unseen)
  *     or while no pool has a nodeSelector. */
 struct gpuop_pool_facts {
-    bool on; /* some pool has a nodeSelector and the driver is not held */
+    bool on; /* some pool has a nodeSelector, or one drains, and the driver is not held */
     int n;
     char name[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
     json_t *selector[GPUOP_DRIVER_POOLS_MAX]; /* owned; NULL: a pool labelled by hand */
+    /* the policy's draining pools (gpuop_policy.draining_pools): gone from
+     * it, their nodes move where the selectors now put them */
+    int ndraining;
+    char draining[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
 };
 
 /* Longest conflict annotation: every pool's name and a comma. */
@@ -110,6 +114,14 @@ struct gpuop_pool_plan {
     bool want;                                  /* change GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
     const char *wanted;                         /* ... to this (borrowed from the facts, or
                                                    GPUOP_DRIVER_POOL_DEFAULT); NULL: remove it */
+    /* record GPUOP_ANNOTATION_DRIVER_POOL_SET: the value gpuop writes in the
+     * label (pool; NULL removes it), with every label change, and on a node
+     * a selector puts in the pool its label already names (recorded once) */
+    bool record;
+    /* nothing written: the label names no pool (none of the policy's, none
+     * draining) and is not the value gpuop wrote: a person's, left as it
+     * is (gpuop check names it) */
+    bool persons;
 };
 
 /* What a node carries of its driver pool (each borrowed, NULL when absent)
@@ -119,6 +131,7 @@ struct gpuop_pool_node {
     const char *conflict; /* GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT */
     const char *wanted;   /* GPUOP_ANNOTATION_DRIVER_POOL_WANTED */
     bool driver;          /* a driver pod is on it (or gpuop cannot tell) */
+    bool ours;            /* label is the value gpuop wrote (gpuop_node_upgrade.pool_ours) */
 };
 
 /* The pool facts of policy p (borrowed) into *out (its selectors new:
@@ -135,8 +148,27 @@ unsigned gpuop_labeling_pool_match(const struct gpuop_pool_facts *f, json_t *lab
 
 /* The plan for a GPU node whose labels match the pools of `match`
  * (gpuop_labeling_pool_match) and that carries now (borrowed); true when
- * something is to be written. */
+ * something is to be written. A label naming a pool gone (none of f's, or
+ * a draining one) goes only when it is gpuop's (now->ours): at once when
+ * no DaemonSet selects its value, through the wanted annotation when a
+ * draining pool's driver runs there; a person's is left (out->persons).
+ * Every label written is recorded (out->record). */
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
                               const struct gpuop_pool_node *now, struct gpuop_pool_plan *out);
+
+/* The draining pools of p (p->draining_pools, replaced): driver pools
+ * gone from spec.driver.pools (issue 38; docs/operations.md, "Driver
+ * pools"). A pool drains while a GPU node of nodes (borrowed) carries its
+ * name in GPUOP_LABEL_DRIVER_POOL and the pool's driver DaemonSet for that
+ * node's OS pool (and kernel) is among ds (borrowed), not being deleted:
+ * its DaemonSets are kept as they run, neither applied from a spec that is
+ * gone nor deleted; the default pool's keep off its nodes; its nodes are
+ * judged against its DaemonSets and moved by the labeller through the
+ * driver upgrade. Once no node carries its name, it is gone and its
+ * DaemonSets are deleted as any with no node left. The controller sets
+ * them at each parse of the policy, `gpuop check` at its own. Returns how
+ * many nodes named a pool beyond GPUOP_DRIVER_POOLS_MAX (not kept). */
+int gpuop_labeling_pools_draining(struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                                  size_t n, const struct gpuop_ds *const *ds, size_t nds);
 
 #endif

@@ -157,6 +157,9 @@ struct gpuop_node_upgrade {
     bool rollback_ending : 1; /* ... and is GPUOP_DRIVER_ROLLBACK_ENDING */
     bool not_ready : 1;       /* condition Ready is there and not True */
     bool skip : 1;            /* GPUOP_LABEL_UPGRADE_SKIP is "true" */
+    bool pool_ours : 1;       /* not the upgrade's, in its last bit: the node's
+                                 GPUOP_LABEL_DRIVER_POOL is the value gpuop wrote
+                                 (GPUOP_ANNOTATION_DRIVER_POOL_SET names it) */
 };
 
 /* The ResourceSlices of the DRA driver GPUOP_DRA_GPU_DRIVER that name a

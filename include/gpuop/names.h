@@ -54,6 +54,11 @@
  * jobs, eviction, then the label), never under a job (docs/upgrade.md).
  * Absent when the node is where its pools' nodeSelectors put it. */
 #define GPUOP_ANNOTATION_DRIVER_POOL_WANTED "gpuop.dev/driver-pool-wanted"
+/* The annotation in which gpuop records on a node the value it wrote in
+ * GPUOP_LABEL_DRIVER_POOL (the labeller, and the upgrade's move): a label
+ * of a pool that no longer exists is removed only when it is the value
+ * gpuop wrote, never a person's (issue 38). Removed with the label. */
+#define GPUOP_ANNOTATION_DRIVER_POOL_SET "gpuop.dev/driver-pool-set"
 /* The name of the default driver pool (spec.driver's own, no pool label). */
 #define GPUOP_DRIVER_POOL_DEFAULT "default"
 

@@ -307,6 +307,16 @@ struct gpuop_policy {
                                                    their order; a problem in one holds the
                                                    driver (operands[driver].held) */
     int ndriver_pools;
+    /* Driver pools gone from spec.driver.pools whose DaemonSets still run:
+     * never parsed, set by the controller from its caches
+     * (gpuop_ctl_pools_draining) before each reconcile reads the policy.
+     * Their DaemonSets are kept as they are (neither applied nor deleted),
+     * the default pool's keep off their nodes, and the labeller moves
+     * their nodes through the upgrade (docs/operations.md, "Driver
+     * pools"). Zero in a parsed policy. */
+    char draining_pools[GPUOP_DRIVER_POOLS_MAX][GPUOP_DRIVER_POOL_NAME_MAX + 1];
+    bool draining_precompiled[GPUOP_DRIVER_POOLS_MAX]; /* its DaemonSets per kernel */
+    int ndraining_pools;
     /* spec.findings: grace periods in seconds (0..GPUOP_GRACE_MAX) */
     long terminating_grace_s; /* a pod deleting but still Running longer than
                                  this is its own finding; default 300 */
@@ -338,6 +348,15 @@ const char *gpuop_policy_mig_name(enum gpuop_mig_strategy s);
 /* The index of the driver pool named name (borrowed) in p, or -1 (NULL,
  * "" or a name p has no pool of: the default pool, spec.driver). */
 int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name);
+
+/* True when name (borrowed) is one of p's draining pools
+ * (p->draining_pools): gone from the policy, its DaemonSets still run. */
+bool gpuop_policy_pool_draining(const struct gpuop_policy *p, const char *name);
+
+/* Whether the driver pool named name (borrowed) runs a precompiled driver:
+ * one of p's pools, a draining pool (as its DaemonSets were found), else
+ * spec.driver's. */
+bool gpuop_policy_pool_precompiled(const struct gpuop_policy *p, const char *name);
 
 /* *view: p as the driver pool k sees it, a shallow copy of p (borrowing
  * all it points to: never freed, valid while p is) whose driver image,

@@ -44,8 +44,10 @@ bool gpuop_render_pool_by_kernel(const struct gpuop_policy *p, int operand,
 bool gpuop_render_kernel_wanted(const struct gpuop_ospool *pool, const void *policy);
 
 /* *out: pool with its driver pool (dpool) kept when it names one of p's
- * spec.driver.pools, else "" (the default pool: spec.driver), and its
- * kernel kept only when that driver pool is precompiled. */
+ * spec.driver.pools or draining pools, else "" (the default pool:
+ * spec.driver), and its kernel kept only when that driver pool is
+ * precompiled. A draining pool's DaemonSet is named so, and never
+ * rendered to be applied (its spec is gone: it is kept as it runs). */
 void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
                             struct gpuop_ospool *out);
 

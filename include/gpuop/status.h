@@ -113,8 +113,11 @@ struct gpuop_status_input {
  * [...]]}, ..., {"name": "default", ...}]: the GPU nodes among nodes
  * (borrowed) in each (a node's gpuop.dev/driver-pool label names its pool;
  * none, or a name no pool has: the default), with their names too when
- * names is true (gpuop check; the status counts only). New; NULL when p has
- * no pools or on out-of-memory. */
+ * names is true (gpuop check; the status counts only). The policy's
+ * draining pools (p->draining_pools) come after its pools, as {"name":
+ * "a100", "version": "", "draining": true, "nodes": 1, "nodeNames":
+ * [...]}, their nodes named in the status too (the nodes left to move).
+ * New; NULL when p has no pools, none draining, or on out-of-memory. */
 json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
                                   const struct gpuop_node *const *nodes, size_t n, bool names);
 

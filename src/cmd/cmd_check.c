@@ -18,6 +18,7 @@
 #include "cmd_int.h"
 #include "gpuop/kube.h"
 #include "gpuop/kubeconfig.h"
+#include "gpuop/labeling.h"
 #include "gpuop/log.h"
 #include "gpuop/policy.h"
 #include "gpuop/report.h"
@@ -356,7 +357,7 @@ static void read_sharing_cm(struct check *ck, struct gpuop_policy *policy, const
 /* Judges the listed cluster against policy (borrowed; active names the
  * cluster's policy it came from, or NULL for --policy) and prints the
  * report: the exit code. */
-static int judge_and_report(struct check *ck, const struct gpuop_policy *policy, const char *active,
+static int judge_and_report(struct check *ck, struct gpuop_policy *policy, const char *active,
                             const struct check_opts *o)
 {
     for (int i = 0; i < policy->nproblems && i < GPUOP_POLICY_PROBLEMS_MAX; i++)
@@ -369,6 +370,8 @@ static int judge_and_report(struct check *ck, const struct gpuop_policy *policy,
     int rc = gpuop_caches_view(ck->caches, &v);
     if (rc == 0)
         rc = gpuop_caches_view_pods(ck->caches, &v);
+    if (rc == 0) /* removed driver pools whose nodes still run them, as the controller's */
+        (void)gpuop_labeling_pools_draining(policy, v.nodes, v.nnodes, v.ds, v.nds);
     if (rc == 0)
         rc = gpuop_records_new(&rec);
     if (rc == 0)

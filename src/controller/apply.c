@@ -596,6 +596,8 @@ static bool pools_step(struct gpuop_controller *c, int i, bool want)
         }
     }
     for (size_t j = 0; j < npools; j++) {
+        if (gpuop_policy_pool_draining(&c->policy, pools[j].dpool))
+            continue; /* kept as it runs: its spec is gone (draining.c) */
         gpuop_render_ds_name(&c->policy, i, &pools[j], name, sizeof(name));
         pool_apply(c, i, gpuop_render_daemonset_os(&c->policy, i, &pools[j], c->ns), name);
     }

@@ -399,6 +399,7 @@ static bool parse_policy(struct gpuop_controller *c, json_t *obj)
         return false;
     }
     c->have_policy = true;
+    gpuop_ctl_pools_draining(c); /* a removed pool's nodes still on its driver */
     return true;
 }
 

@@ -317,6 +317,10 @@ void gpuop_ctl_apply_sharing(struct gpuop_controller *c);
  * records of what was applied are forgotten when c->policy is another
  * object than theirs (re-created, or another became active). */
 void gpuop_ctl_apply_reset(struct gpuop_controller *c);
+/* c->policy's draining pools from the caches (draining.c): driver pools
+ * gone from the policy whose DaemonSets still run on a node labelled with
+ * their name. Called once the policy is parsed. */
+void gpuop_ctl_pools_draining(struct gpuop_controller *c);
 /* The last apply's results, per operand (and *sa the ServiceAccount's),
  * when they are for the policy of uid (borrowed), else NULL; borrowed
  * from a. */

@@ -54,7 +54,11 @@
  * is never relabelled into another pool: the patch sets
  * GPUOP_ANNOTATION_DRIVER_POOL_WANTED instead, and the driver upgrade
  * (upgrade_actor.c) changes the label once the node's GPU jobs are done or
- * evicted (labeling.h has the rule).
+ * evicted (labeling.h has the rule). Every pool label value written is
+ * recorded in GPUOP_ANNOTATION_DRIVER_POOL_SET, so that a label of a pool
+ * gone is removed only when it is gpuop's; a pool draining from the policy
+ * (gpuop_policy.draining_pools), or such a label on a GPU node, keeps the
+ * labeller on without a nodeSelector.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +288,9 @@ static void pool_part(const struct gpuop_pool_plan *plan, json_t *labels, json_t
         say(said, size, len, GPUOP_LABEL_DRIVER_POOL, plan->pool ? "=" : " removed",
             plan->pool ? plan->pool : "");
     }
+    if (plan->record) /* the value gpuop wrote: only that is ever removed */
+        json_object_set_new(annotations, GPUOP_ANNOTATION_DRIVER_POOL_SET,
+                            plan->pool ? json_string(plan->pool) : json_null());
     if (plan->note) {
         const char *c = plan->conflict;
         json_object_set_new(annotations, GPUOP_ANNOTATION_DRIVER_POOL_CONFLICT,
@@ -333,10 +340,10 @@ static bool decide(const struct ctl_labeler *l, json_t *body, struct plans *pl)
     pl->deploy = n && gpuop_labeling_plan(&l->facts, n, &pl->labels);
     if (n && n->gpu && l->pools.on) {
         json_t *labels = json_object_get(json_object_get(body, "metadata"), "labels");
-        struct gpuop_pool_node now = {gpuop_node_os(n, GPUOP_OS_DRIVER_POOL),
-                                      gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
-                                      gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
-                                      l->has_driver && l->has_driver(l->driver_arg, n->name)};
+        struct gpuop_pool_node now = {
+            gpuop_node_os(n, GPUOP_OS_DRIVER_POOL), gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
+            gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
+            l->has_driver && l->has_driver(l->driver_arg, n->name), n->up.pool_ours};
         pl->pool = gpuop_labeling_pool_plan(&l->pools, gpuop_labeling_pool_match(&l->pools, labels),
                                             &now, &pl->pools);
     }
@@ -570,6 +577,16 @@ static void list_page(struct ctl_labeler *l)
     free(sel);
 }
 
+/* GPU node n (borrowed) carries the value gpuop wrote in its driver pool
+ * label and the value names no pool of p (borrowed) any more. */
+static bool gone_ours(const struct gpuop_policy *p, const struct gpuop_node *n)
+{
+    const char *dp = n && n->gpu && n->up.pool_ours ? gpuop_node_os(n, GPUOP_OS_DRIVER_POOL) : NULL;
+    int d = gpuop_operand_by_key("driver");
+    return dp && *dp && p && d >= 0 && p->operands[d].enabled && !p->operands[d].held &&
+           gpuop_policy_driver_pool(p, dp) < 0;
+}
+
 /* The pools of policy p (borrowed) and the GPU nodes' number: the LISTs
  * start again when the pools change, the number changes (after the gap)
  * or the resync is due. */
@@ -581,8 +598,10 @@ static int pools_track(struct ctl_labeler *l, const struct gpuop_policy *p,
     if (rc < 0)
         return rc;
     l->gpus = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         l->gpus += nodes[i] && nodes[i]->gpu;
+        f.on |= !f.on && gone_ours(p, nodes[i]); /* a label of a pool gone to remove */
+    }
     bool changed = !gpuop_labeling_pools_same(&f, &l->pools);
     if (changed) {
         lists_cancel(l);
@@ -618,10 +637,10 @@ static bool pool_candidate(const struct ctl_labeler *l, const struct gpuop_node 
         return false;
     struct gpuop_pool_plan plan;
     unsigned m = (unsigned)(uintptr_t)gpuop_map_get(&l->listed, n->name) & ~POOLS_LISTED;
-    struct gpuop_pool_node now = {gpuop_node_os(n, GPUOP_OS_DRIVER_POOL),
-                                  gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
-                                  gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
-                                  l->has_driver && l->has_driver(l->driver_arg, n->name)};
+    struct gpuop_pool_node now = {
+        gpuop_node_os(n, GPUOP_OS_DRIVER_POOL), gpuop_node_os(n, GPUOP_OS_POOL_CONFLICT),
+        gpuop_node_os(n, GPUOP_OS_POOL_WANTED),
+        l->has_driver && l->has_driver(l->driver_arg, n->name), n->up.pool_ours};
     return gpuop_labeling_pool_plan(&l->pools, m, &now, &plan);
 }
 

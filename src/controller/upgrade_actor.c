@@ -1183,7 +1183,9 @@ static int act_rollback(struct ctl_upgrader *u, struct rec *r,
 }
 
 /* MOVE_POOL: the pool label to the wanted pool (removed for the default
- * pool), the wanted annotation removed, the state label kept. */
+ * pool), the wanted annotation removed, the value written recorded
+ * (GPUOP_ANNOTATION_DRIVER_POOL_SET, removed with the label), the state
+ * label kept. */
 static int act_move(struct rec *r, const struct gpuop_upgrade_node_in *x,
                     const struct gpuop_upgrade_node_out *o)
 {
@@ -1195,7 +1197,9 @@ static int act_move(struct rec *r, const struct gpuop_upgrade_node_in *x,
     return patch_node(
         r, o->action, o->next,
         json_pack("{s:o}", GPUOP_LABEL_DRIVER_POOL, dflt ? json_null() : json_string(to)),
-        json_pack("{s:n}", GPUOP_ANNOTATION_DRIVER_POOL_WANTED), NULL, NULL);
+        json_pack("{s:n, s:o}", GPUOP_ANNOTATION_DRIVER_POOL_WANTED,
+                  GPUOP_ANNOTATION_DRIVER_POOL_SET, dflt ? json_null() : json_string(to)),
+        NULL, NULL);
 }
 
 /* Takes node x's one action o (planned) through r, in c. */

@@ -1205,11 +1205,14 @@ static int read_setup(struct gpuop_findings *out, const struct gpuop_policy *p,
         s->per_os[o] = p && p->operands[o].enabled && gpuop_render_per_os(p, o);
         s->by_kernel[o] = s->per_os[o] && gpuop_render_pool_by_kernel(p, o, &dflt);
     }
-    s->ndpools = p ? p->ndriver_pools : 0;
+    s->ndpools = p ? p->ndriver_pools + p->ndraining_pools : 0;
     memset(s->dpool_by_kernel, 0, sizeof(s->dpool_by_kernel));
-    for (int k = 0; k < s->ndpools; k++) {
-        memcpy(s->dpools[k], p->driver_pools[k].name, sizeof(s->dpools[k]));
-        s->dpool_by_kernel[k] = p->driver_pools[k].precompiled;
+    for (int k = 0; k < s->ndpools; k++) { /* a draining pool's nodes are judged on its DaemonSet */
+        memcpy(s->dpools[k],
+               k < p->ndriver_pools ? p->driver_pools[k].name
+                                    : p->draining_pools[k - p->ndriver_pools],
+               sizeof(s->dpools[k]));
+        s->dpool_by_kernel[k] = gpuop_policy_pool_precompiled(p, s->dpools[k]);
     }
     choose_ds(s, nops, ds, nds);
     s->ds_fp = ds_fingerprint(s, nops);

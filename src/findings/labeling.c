@@ -12,6 +12,8 @@
 #include "gpuop/labeling.h"
 #include "gpuop/names.h"
 #include "gpuop/operand.h"
+#include "gpuop/ospool.h"
+#include "gpuop/render.h"
 
 /* MIG Manager is labelled only on MIG-capable GPU nodes, as the GPU
  * Operator does (NVIDIA/gpu-operator v26.7.0, controllers/state_manager.go,
@@ -85,7 +87,9 @@ int gpuop_labeling_pools_of(const struct gpuop_policy *p, struct gpuop_pool_fact
         }
         out->n = k + 1;
     }
-    out->on = any;
+    for (int k = 0; k < p->ndraining_pools && k < GPUOP_DRIVER_POOLS_MAX; k++)
+        memcpy(out->draining[out->ndraining++], p->draining_pools[k], sizeof(out->draining[k]));
+    out->on = any || out->ndraining > 0;
     return 0;
 }
 
@@ -98,7 +102,8 @@ void gpuop_labeling_pools_free(struct gpuop_pool_facts *f)
 
 bool gpuop_labeling_pools_same(const struct gpuop_pool_facts *a, const struct gpuop_pool_facts *b)
 {
-    if (a->on != b->on || a->n != b->n)
+    if (a->on != b->on || a->n != b->n || a->ndraining != b->ndraining ||
+        memcmp(a->draining, b->draining, sizeof(a->draining)))
         return false;
     for (int k = 0; k < a->n; k++)
         if (strcmp(a->name[k], b->name[k]) || !a->selector[k] != !b->selector[k] ||
@@ -133,23 +138,52 @@ static int pool_named(const struct gpuop_pool_facts *f, const char *name)
     return -1;
 }
 
+/* True when name is one of f's draining pools. */
+static bool draining_named(const struct gpuop_pool_facts *f, const char *name)
+{
+    for (int k = 0; name && k < f->ndraining; k++)
+        if (!strcmp(f->draining[k], name))
+            return true;
+    return false;
+}
+
 static bool same_str(const char *a, const char *b)
 {
     return !strcmp(a ? a : "", b ? b : "");
 }
 
 /* The label change of out is held back while a driver pod runs on the
- * node: the wanted annotation names where it goes instead. */
-static void hold_move(const struct gpuop_pool_node *now, struct gpuop_pool_plan *out)
+ * node: the wanted annotation names where it goes instead. Not for a label
+ * naming no pool (stale): no DaemonSet selects its value, so removing it
+ * moves nothing. */
+static void hold_move(const struct gpuop_pool_node *now, bool stale, struct gpuop_pool_plan *out)
 {
     const char *to = out->label ? (out->pool ? out->pool : GPUOP_DRIVER_POOL_DEFAULT) : NULL;
-    if (to && now->driver) {
+    if (to && now->driver && !stale) {
         out->label = false;
         out->wanted = to;
         out->want = !same_str(now->wanted, to);
     } else {
         out->want = now->wanted != NULL; /* where it is to be, or relabelled at once */
     }
+}
+
+/* The names of the pools of match in f into out->conflict; how many. */
+static int matched(const struct gpuop_pool_facts *f, unsigned match, int *one,
+                   struct gpuop_pool_plan *out)
+{
+    int count = 0;
+    size_t len = 0;
+    for (int k = 0; k < f->n; k++) {
+        if (!((match >> k) & 1u))
+            continue;
+        int w = snprintf(out->conflict + len, sizeof(out->conflict) - len, "%s%s", count ? "," : "",
+                         f->name[k]);
+        len += w > 0 && (size_t)w < sizeof(out->conflict) - len ? (size_t)w : 0;
+        count++;
+        *one = k;
+    }
+    return count;
 }
 
 bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
@@ -159,20 +193,11 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
     if (!f || !f->on)
         return false;
     const char *label_now = now->label, *conflict_now = now->conflict;
-    int at = pool_named(f, label_now);
+    int at = pool_named(f, label_now), one = -1;
     if (at >= 0 && !f->selector[at])
         match |= 1u << at; /* a pool labelled by hand: a person's choice */
-    int count = 0, one = -1;
-    size_t len = 0;
-    for (int k = 0; k < f->n; k++) {
-        if (!((match >> k) & 1u))
-            continue;
-        int w = snprintf(out->conflict + len, sizeof(out->conflict) - len, "%s%s", count ? "," : "",
-                         f->name[k]);
-        len += w > 0 && (size_t)w < sizeof(out->conflict) - len ? (size_t)w : 0;
-        count++;
-        one = k;
-    }
+    bool stale = label_now && *label_now && at < 0 && !draining_named(f, label_now);
+    int count = matched(f, match, &one, out);
     if (count >= 2) { /* fails closed: the label stays, no move */
         out->note = !same_str(conflict_now, out->conflict);
         out->want = now->wanted != NULL;
@@ -183,9 +208,66 @@ bool gpuop_labeling_pool_plan(const struct gpuop_pool_facts *f, unsigned match,
     if (count == 1) {
         out->pool = f->name[one];
         out->label = !same_str(label_now, out->pool);
+        /* gpuop's selection already: recorded once (labels from before the record) */
+        out->record = !out->label && f->selector[one] && !now->ours;
     } else {
-        out->label = at >= 0 && f->selector[at]; /* gpuop's label: the default pool's now */
+        /* gpuop's label of a selector pool, or the label gpuop wrote of a
+         * pool gone (draining or not): the default pool's now; a person's
+         * is left (a draining pool's then keeps its DaemonSet) */
+        bool gone = stale || draining_named(f, label_now);
+        out->label = (at >= 0 && f->selector[at]) || (gone && now->ours);
+        out->persons = gone && !now->ours;
     }
-    hold_move(now, out);
-    return out->label || out->note || out->want;
+    hold_move(now, stale, out);
+    out->record |= out->label;
+    return out->label || out->note || out->want || out->record;
+}
+
+/* ---- draining pools ---- */
+
+/* Node n's (borrowed) driver pool, when it names no pool of p but the
+ * pool's DaemonSet for n's OS pool is among ds and not being deleted; else
+ * NULL. *precompiled: that DaemonSet is the one for n's kernel (the pool
+ * ran a precompiled driver), else the one for every kernel. */
+static const char *draining_of(const struct gpuop_policy *p, const struct gpuop_node *n, int d,
+                               const struct gpuop_ds *const *ds, size_t nds, bool *precompiled)
+{
+    const char *dp = n && n->gpu ? gpuop_node_os(n, GPUOP_OS_DRIVER_POOL) : NULL;
+    struct gpuop_ospool pool;
+    char name[2][GPUOP_RENDER_NAME_MAX];
+    if (!dp || !*dp || strlen(dp) > GPUOP_DRIVER_POOL_NAME_MAX ||
+        gpuop_policy_driver_pool(p, dp) >= 0 || gpuop_policy_pool_draining(p, dp) ||
+        gpuop_ospool_of_node(n, &pool, NULL) < 0)
+        return NULL;
+    for (int k = 0; k < 2; k++) /* [0] compiled, [1] precompiled */
+        if (gpuop_ospool_ds_name(gpuop_operand_get(d)->ds_name, &pool, k, name[k],
+                                 sizeof(name[k])) < 0)
+            return NULL;
+    for (size_t i = 0; i < nds; i++)
+        for (int k = 0; k < 2; k++)
+            if (ds[i] && !ds[i]->deleting && !strcmp(ds[i]->name, name[k])) {
+                *precompiled = k;
+                return dp;
+            }
+    return NULL;
+}
+
+int gpuop_labeling_pools_draining(struct gpuop_policy *p, const struct gpuop_node *const *nodes,
+                                  size_t n, const struct gpuop_ds *const *ds, size_t nds)
+{
+    int d = gpuop_operand_by_key("driver"), over = 0;
+    p->ndraining_pools = 0;
+    if (d < 0 || !p->operands[d].enabled || !gpuop_render_per_os(p, d))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        bool pre = false;
+        const char *dp = draining_of(p, nodes[i], d, ds, nds, &pre);
+        if (dp && p->ndraining_pools < GPUOP_DRIVER_POOLS_MAX) {
+            p->draining_precompiled[p->ndraining_pools] = pre;
+            memcpy(p->draining_pools[p->ndraining_pools++], dp, strlen(dp) + 1);
+        }
+        else
+            over += dp != NULL;
+    }
+    return over;
 }

@@ -505,13 +505,37 @@ static void upgrade_text(FILE *out, json_t *up, const struct gpuop_report_opts *
     fputc('\n', out);
 }
 
+/* The shown GPU nodes whose driver pool label names a pool the policy has
+ * not (none of its pools, or a draining one) and is not the value gpuop
+ * wrote: a person's, which gpuop leaves as it is (issue 38). */
+static void persons_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_report_opts *o)
+{
+    size_t listed = 0;
+    for (size_t i = 0; p && i < o->nnodes; i++) {
+        const struct gpuop_node *n = o->nodes[i];
+        const char *dp = n && n->gpu ? gpuop_node_os(n, GPUOP_OS_DRIVER_POOL) : NULL;
+        if (!dp || !*dp || n->up.pool_ours || gpuop_policy_driver_pool(p, dp) >= 0 ||
+            !shown(o, n->name))
+            continue;
+        if (!listed)
+            fputs("\ndriver pool labels set by a person for a pool the policy no longer has "
+                  "(left as they are: a draining pool keeps its driver there; remove the label "
+                  "once the node's jobs are done):\n",
+                  out);
+        if (listed++ < POOL_NAMES_MAX)
+            fprintf(out, "  %s: %s=%s\n", n->name, GPUOP_LABEL_DRIVER_POOL, dp);
+    }
+    if (listed > POOL_NAMES_MAX)
+        fprintf(out, "  and %zu more\n", listed - POOL_NAMES_MAX);
+}
+
 /* Driver pools (SPEC 4f): each pool's version and the shown GPU nodes in it. */
 static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuop_report_opts *o)
 {
     json_t *pools = gpuop_status_driver_pools(p, o->nodes, o->nnodes, true), *e;
     size_t i, j;
     if (!pools)
-        return p && p->ndriver_pools > 0 && o->nnodes ? GPUOP_ENOMEM : 0;
+        return p && p->ndriver_pools + p->ndraining_pools > 0 && o->nnodes ? GPUOP_ENOMEM : 0;
     fputs("\ndriver pools (spec.driver.pools; a node's pool is its gpuop.dev/driver-pool label):\n",
           out);
     json_array_foreach(pools, i, e)
@@ -519,8 +543,10 @@ static int pools_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
         json_t *names = json_object_get(e, "nodeNames"), *nm;
         size_t shown_n = 0, listed = 0;
         json_array_foreach(names, j, nm) shown_n += shown(o, json_string_value(nm));
-        fprintf(out, "  %-24s %-16s %zu node%s", json_string_value(json_object_get(e, "name")),
-                json_string_value(json_object_get(e, "version")), shown_n, shown_n == 1 ? "" : "s");
+        bool draining = json_is_true(json_object_get(e, "draining"));
+        fprintf(out, "  %-24s %-16s %zu node%s%s", json_string_value(json_object_get(e, "name")),
+                draining ? "draining" : json_string_value(json_object_get(e, "version")), shown_n,
+                shown_n == 1 ? "" : "s", draining ? " left to move (removed from the policy)" : "");
         json_array_foreach(names, j, nm)
         {
             if (!shown(o, json_string_value(nm)))
@@ -634,6 +660,7 @@ int gpuop_report_text(FILE *out, const struct gpuop_policy *p, const struct gpuo
         return rc;
     if ((rc = pools_text(out, p, &o)) < 0)
         return rc;
+    persons_text(out, p, &o);
     upgrade_text(out, o.upgrade, &o);
     summary(out, f, &o, nshown);
     return ferror(out) ? GPUOP_EIO : 0;

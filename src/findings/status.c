@@ -469,24 +469,44 @@ static json_t *pool_entry(const struct gpuop_policy *p, int k, bool names)
                      names ? json_array() : NULL);
 }
 
+/* One entry of a draining pool: no version (its spec is gone), and its
+ * nodes named in the status too, as those left to move. */
+static json_t *draining_entry(const char *name)
+{
+    return json_pack("{s:s, s:s, s:b, s:I, s:[]}", "name", name, "version", "", "draining", 1,
+                     "nodes", (json_int_t)0, "nodeNames");
+}
+
+/* The index in gpuop_status_driver_pools' array of the pool a node
+ * labelled dp (borrowed, NULL: none) is in. */
+static size_t pool_at(const struct gpuop_policy *p, const char *dp)
+{
+    int k = gpuop_policy_driver_pool(p, dp);
+    for (int j = 0; k < 0 && dp && j < p->ndraining_pools; j++)
+        if (!strcmp(p->draining_pools[j], dp))
+            k = p->ndriver_pools + j;
+    return k < 0 ? (size_t)(p->ndriver_pools + p->ndraining_pools) : (size_t)k;
+}
+
 json_t *gpuop_status_driver_pools(const struct gpuop_policy *p,
                                   const struct gpuop_node *const *nodes, size_t n, bool names)
 {
-    if (!p || p->ndriver_pools <= 0)
+    if (!p || p->ndriver_pools + p->ndraining_pools <= 0)
         return NULL;
     json_t *arr = json_array();
     bool bad = !arr;
-    for (int k = 0; !bad && k <= p->ndriver_pools; k++) /* the default last */
-        bad = json_array_append_new(arr, pool_entry(p, k < p->ndriver_pools ? k : -1, names)) < 0;
+    for (int k = 0; !bad && k < p->ndriver_pools; k++)
+        bad = json_array_append_new(arr, pool_entry(p, k, names)) < 0;
+    for (int k = 0; !bad && k < p->ndraining_pools; k++)
+        bad = json_array_append_new(arr, draining_entry(p->draining_pools[k])) < 0;
+    bad = bad || json_array_append_new(arr, pool_entry(p, -1, names)) < 0; /* the default last */
     for (size_t i = 0; !bad && i < n; i++) {
         if (!nodes[i] || !nodes[i]->gpu)
             continue;
-        int k = gpuop_policy_driver_pool(p, gpuop_node_os(nodes[i], GPUOP_OS_DRIVER_POOL));
-        json_t *e = json_array_get(arr, k < 0 ? (size_t)p->ndriver_pools : (size_t)k);
-        json_t *cnt = json_object_get(e, "nodes");
+        json_t *e = json_array_get(arr, pool_at(p, gpuop_node_os(nodes[i], GPUOP_OS_DRIVER_POOL)));
+        json_t *cnt = json_object_get(e, "nodes"), *nm = json_object_get(e, "nodeNames");
         bad = json_integer_set(cnt, json_integer_value(cnt) + 1) < 0 ||
-              (names && json_array_append_new(json_object_get(e, "nodeNames"),
-                                              json_string(nodes[i]->name)) < 0);
+              (nm && json_array_append_new(nm, json_string(nodes[i]->name)) < 0);
     }
     if (bad) {
         json_decref(arr);

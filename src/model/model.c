@@ -592,6 +592,9 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
         node_note(jobj(meta, "annotations"), n);
     n->deploy_other = *nother ? others : NULL;
     node_os(jobj(meta, "labels"), jobj(meta, "annotations"), n, k);
+    const char *pool = jstr(jobj(meta, "labels"), GPUOP_LABEL_DRIVER_POOL),
+               *set = jstr(jobj(meta, "annotations"), GPUOP_ANNOTATION_DRIVER_POOL_SET);
+    n->up.pool_ours = pool && set && !strcmp(pool, set);
     node_upgrade(obj, n);
     size_t i;
     json_t *t;

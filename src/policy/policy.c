@@ -1716,6 +1716,25 @@ int gpuop_policy_driver_pool(const struct gpuop_policy *p, const char *name)
     return -1;
 }
 
+bool gpuop_policy_pool_draining(const struct gpuop_policy *p, const char *name)
+{
+    for (int k = 0; p && name && *name && k < p->ndraining_pools; k++)
+        if (!strcmp(p->draining_pools[k], name))
+            return true;
+    return false;
+}
+
+bool gpuop_policy_pool_precompiled(const struct gpuop_policy *p, const char *name)
+{
+    int k = gpuop_policy_driver_pool(p, name);
+    if (k >= 0)
+        return p->driver_pools[k].precompiled;
+    for (int j = 0; p && name && *name && j < p->ndraining_pools; j++)
+        if (!strcmp(p->draining_pools[j], name))
+            return p->draining_precompiled[j];
+    return p && p->driver.precompiled;
+}
+
 /* What a precompiled pool's view leaves out (check_precompiled and
  * check_driver_opts said so): the packages, certificates and secretEnv
  * its image installs nothing with, and the sidecars NVIDIA refuses. */

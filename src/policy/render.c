@@ -2105,12 +2105,17 @@ static json_t *container(const struct gpuop_policy *p, int idx, const struct tmp
 
 /* New: the default driver pool's expression, its nodes those not
  * labelled GPUOP_LABEL_DRIVER_POOL with a pool's name (NotIn: a node
- * without the label, or with a value naming no pool, is the default's). */
+ * without the label, or with a value naming no pool, is the default's).
+ * A draining pool's name follows the policy's: its nodes still run its
+ * driver, and a second driver must not start beside it. */
 static json_t *default_pool_expr(const struct gpuop_policy *p)
 {
     json_t *names = json_array();
-    for (int k = 0; names && k < p->ndriver_pools; k++)
-        if (json_array_append_new(names, json_string(p->driver_pools[k].name))) {
+    for (int k = 0; names && k < p->ndriver_pools + p->ndraining_pools; k++)
+        if (json_array_append_new(names,
+                                  json_string(k < p->ndriver_pools
+                                                  ? p->driver_pools[k].name
+                                                  : p->draining_pools[k - p->ndriver_pools]))) {
             json_decref(names);
             names = NULL;
         }
@@ -2147,7 +2152,7 @@ static int put_affinity(json_t *spec, const struct gpuop_policy *p, int idx,
         rc |=
             json_array_append_new(exprs, json_pack("{s:s, s:s}", "key", GPUOP_LABEL_DRIVER_ROLLBACK,
                                                    "operator", "DoesNotExist"));
-    if (!rc && pool && !pool->dpool[0] && p->ndriver_pools > 0)
+    if (!rc && pool && !pool->dpool[0] && p->ndriver_pools + p->ndraining_pools > 0)
         rc |= json_array_append_new(exprs, default_pool_expr(p));
     for (int c = gpuop_policy_prereq(p, idx), hops = 0;
          !rc && p->ordering == GPUOP_ORDERING_ENFORCE && c >= 0 && hops < GPUOP_OPERAND_MAX;
@@ -2332,17 +2337,13 @@ bool gpuop_render_per_os(const struct gpuop_policy *p, int operand)
     return op && p && op->per_os && p->operands[operand].os_tag;
 }
 
-/* Whether driver pool k (-1: spec.driver's) is precompiled. */
-static bool dpool_precompiled(const struct gpuop_policy *p, int k)
-{
-    return k < 0 ? p->driver.precompiled : p->driver_pools[k].precompiled;
-}
-
 bool gpuop_render_by_kernel(const struct gpuop_policy *p, int operand)
 {
-    bool any = false;
-    for (int k = -1; p && k < p->ndriver_pools && !any; k++)
-        any = dpool_precompiled(p, k);
+    bool any = p && p->driver.precompiled;
+    for (int k = 0; p && k < p->ndriver_pools && !any; k++)
+        any = p->driver_pools[k].precompiled;
+    for (int k = 0; p && k < p->ndraining_pools && !any; k++)
+        any = p->draining_precompiled[k];
     return any && gpuop_render_per_os(p, operand) && operand == gpuop_operand_by_key("driver");
 }
 
@@ -2350,17 +2351,16 @@ bool gpuop_render_pool_by_kernel(const struct gpuop_policy *p, int operand,
                                  const struct gpuop_ospool *pool)
 {
     return pool && gpuop_render_per_os(p, operand) && operand == gpuop_operand_by_key("driver") &&
-           dpool_precompiled(p, gpuop_policy_driver_pool(p, pool->dpool));
+           gpuop_policy_pool_precompiled(p, pool->dpool);
 }
 
 void gpuop_render_pool_norm(const struct gpuop_policy *p, const struct gpuop_ospool *pool,
                             struct gpuop_ospool *out)
 {
     *out = *pool;
-    int k = gpuop_policy_driver_pool(p, pool->dpool);
-    if (k < 0)
+    if (gpuop_policy_driver_pool(p, pool->dpool) < 0 && !gpuop_policy_pool_draining(p, pool->dpool))
         out->dpool[0] = '\0';
-    if (!dpool_precompiled(p, k)) /* a compiled pool: one DaemonSet for every kernel */
+    if (!gpuop_policy_pool_precompiled(p, out->dpool)) /* compiled: one DaemonSet, every kernel */
         out->kernel[0] = '\0';
 }
 

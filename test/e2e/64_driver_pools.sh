@@ -10,8 +10,10 @@
 #   --os ubuntu24.04 shows both pools' DaemonSets;
 #   the pool's version changed: only its nodes get the new image, the
 #   default's driver pods are not touched;
-#   the pool removed: its DaemonSet is deleted and its nodes go to the
-#   default.
+#   the pool removed: its nodes' labels are a person's (the pool has no
+#   nodeSelector), so it drains: its DaemonSet and pods kept, the status
+#   and gpuop check name the nodes; the labels removed by hand: its
+#   DaemonSet is deleted and its nodes go to the default.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
@@ -106,8 +108,22 @@ assert_eq "$d1" "$(uid_on "$D1")" "the default's pod on $D1 kept"
 assert_eq "$d2" "$(uid_on "$D2")" "the default's pod on $D2 kept"
 assert_eq "$IMG:595.91.07-ubuntu24.04" "$(driver_image_on "$D1")" "the default's version kept"
 
-log "the pool removed: its DaemonSet deleted, its nodes the default's"
+log "the pool removed: its nodes' labels are a person's, so it drains: its DaemonSet and pods kept"
+a1=$(uid_on "$A1")
 kc patch gpupolicy "$POLICY" --type=json -p '[{"op": "remove", "path": "/spec/driver/pools"}]' >/dev/null
+drains() {
+	kc get gpupolicy "$POLICY" -o json | jq -e --arg n "$A1" '.status.operands[]? | select(.name == "driver")
+		| .pools[]? | select(.name == "a100" and .draining == true and (.nodeNames | index($n)))' >/dev/null
+}
+wait_for 60 drains
+out=$("$GPUOP_BIN" check --kubeconfig "$KUBECONFIG" --namespace "$GPUOP_NS") || true
+grep -qF "$A1: $POOL=a100" <<<"$out" || fail "gpuop check does not name $A1's label: $out"
+kc -n "$GPUOP_NS" get ds "$A" >/dev/null || fail "the draining pool's DaemonSet was deleted"
+assert_eq "$a1" "$(uid_on "$A1")" "the pool's driver pod on $A1 kept"
+assert_eq a100 "$(kc get node "$A1" -o jsonpath="{.metadata.labels['gpuop\.dev/driver-pool']}")" "a person's label kept"
+
+log "the labels removed by hand: the DaemonSet deleted, its nodes the default's"
+kc label node "$A1" "$A2" "$POOL-" >/dev/null
 wait_for 60 ds_gone "$A"
 wait_for 120 driver_image_is "$A1" "$IMG:595.91.07-ubuntu24.04"
 wait_for 120 driver_image_is "$A2" "$IMG:595.91.07-ubuntu24.04"

@@ -21,10 +21,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
 source "$(dirname "$0")/66_driver_upgrade_lib.bash"
+source "$(dirname "$0")/64_driver_pools_lib.bash"
 on_exit 'gpuop_kill; gpuop_uninstall'
 
-POOL=gpuop.dev/driver-pool
-WANTED=gpuop.dev/driver-pool-wanted
 JOB=pool-move-job
 A100=580.95.05
 H100=590.48.01
@@ -60,37 +59,11 @@ EOF
 policy true
 gpuop_start --leader-elect=false
 
-pool_of() { kc get node "$1" -o json | jq -r --arg k "$POOL" '.metadata.labels[$k] // "none"'; }
-wanted_of() { kc get node "$1" -o json | jq -r --arg k "$WANTED" '.metadata.annotations[$k] // "none"'; }
-pool_is() { [ "$(pool_of "$1")" = "$2" ]; }
-wanted_is() { [ "$(wanted_of "$1")" = "$2" ]; }
-# "uid deletionTimestamp owner" of the node's driver pods
-drivers_on() {
-	kc -n "$GPUOP_NS" get pods -l app.kubernetes.io/component=driver -o json |
-		jq -r --arg n "$1" '[.items[] | select(.spec.nodeName == $n)
-			| "\(.metadata.uid) \(.metadata.deletionTimestamp // "-") \(.metadata.ownerReferences[0].name)"] | join(";")'
-}
-node_waiting() { up_status ".nodes[]? | select(.name == \"$1\") | .waitingFor // \"\""; }
-
 log "both nodes in pool a100, at $A100"
 wait_for 120 pool_is "$N1" a100
 wait_for 120 pool_is "$N2" a100
 wait_for 180 up_all_at "$P" 2 "$A100"
-# A node may have come to a100 through a move of its own (the default
-# pool's driver pod Ready before the labeller saw the selector, as on a
-# loaded machine): the timeline starts once no upgrade is under way.
-settled() {
-	local n s
-	for n in "$N1" "$N2"; do
-		s=$(up_state "$n")
-		[[ ($s == "" || $s == upgrade-done) && $(up_unschedulable "$n") != true ]] && wanted_is "$n" none ||
-			{
-				echo "$n: state '$s', cordoned '$(up_unschedulable "$n")', wanted $(wanted_of "$n")"
-				return 1
-			}
-	done
-}
-wait_for 240 settled
+wait_for 240 pools_settled "$N1" "$N2"
 
 log "a GPU job on $N1"
 up_job "$WL" job-1 "$N1" "$JOB"
@@ -118,8 +91,7 @@ assert_eq a100 "$(pool_of "$N1")" "still in pool a100 while the job runs"
 assert_eq Running "$(kc -n "$WL" get pod job-1 -o jsonpath='{.status.phase}')" "the job still runs"
 
 log "the job completes: $N1 moves to h100"
-kc -n "$WL" patch pod job-1 --subresource=status --type=merge -p \
-	'{"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False","reason":"PodCompleted"}],"containerStatuses":[{"name":"train","image":"registry.example/train:1","imageID":"","ready":false,"restartCount":0,"state":{"terminated":{"exitCode":0,"reason":"Completed"}}}]}}' >/dev/null
+job_complete "$WL" job-1
 moved() {
 	pool_is "$N1" h100 && wanted_is "$N1" none && up_at "$N1" "$H100" &&
 		[[ $(up_state "$N1") == upgrade-done && $(up_unschedulable "$N1") != true ]] || {

@@ -1200,6 +1200,18 @@ static void test_os_pools(void **state)
 }
 
 /* The driver image of the DaemonSet name in the fake API server; borrowed. */
+/* The member at path ("a/b/0/c", array indexes by number) of the stored
+ * DaemonSet name, borrowed; NULL when absent. */
+static json_t *ds_at(struct fx *f, const char *name, const char *path)
+{
+    char buf[256];
+    json_t *o = json_object_get(f->store[K_DS], name);
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *tok = strtok(buf, "/"); tok && o; tok = strtok(NULL, "/"))
+        o = json_is_array(o) ? json_array_get(o, (size_t)atoi(tok)) : json_object_get(o, tok);
+    return o;
+}
+
 static const char *ds_image(struct fx *f, const char *name)
 {
     json_t *ds = json_object_get(f->store[K_DS], name);
@@ -1263,7 +1275,8 @@ static void test_kernel_pools(void **state)
 /* Driver pools (spec.driver.pools): a node labelled gpuop.dev/driver-pool
  * with a pool's name gets its pool's DaemonSet for its OS (the pool's
  * version), the default's keeps off it; the pool gone from the policy, its
- * DaemonSet goes and its node is the default's again. */
+ * DaemonSet stays while its node carries its name (it drains), then goes
+ * and its node is the default's again. */
 static void test_driver_pools(void **state)
 {
     struct fx *f = *state;
@@ -1291,8 +1304,22 @@ static void test_driver_pools(void **state)
     settle(f, 300);
     assert_int_equal(json_object_size(f->store[K_DS]), NDS_DEFAULT + 1);
     assert_string_equal(operand_apply(f, 0), "Current");
-    /* the pool gone: its DaemonSet deleted, the default's stays */
-    set_spec(f, json_pack("{s:{s:s}}", "driver", "version", "580.1"));
+    /* the pool gone while gpu-1 still carries its name: it drains, its
+     * DaemonSet kept as it is (not applied: its image stays), the
+     * default's keeps off gpu-1 (issue 38) */
+    set_spec(f, json_pack("{s:{s:s}}", "driver", "version", "581.1"));
+    RUN_UNTIL(f, !strcmp(ds_image(f, dflt), "nvcr.io/nvidia/driver:581.1-ubuntu24.04"), WAIT_MS);
+    settle(f, 300);
+    assert_string_equal(ds_image(f, a100), "nvcr.io/nvidia/driver:550.1-ubuntu24.04");
+    json_t *expr = ds_at(f, dflt,
+                         "spec/template/spec/affinity/nodeAffinity/"
+                         "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
+                         "matchExpressions/2");
+    assert_string_equal(json_string_value(json_object_get(expr, "key")), GPUOP_LABEL_DRIVER_POOL);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(expr, "values"), 0)),
+                        "a100");
+    /* gpu-1 moved (its label gone): the DaemonSet deleted, the default's stays */
+    put(f, K_NODE, "gpu-1", os_node("gpu-1", "ubuntu", "24.04", NULL), "MODIFIED");
     RUN_UNTIL(f, !json_object_get(f->store[K_DS], a100), WAIT_MS);
     settle(f, 300);
     assert_non_null(json_object_get(f->store[K_DS], dflt));

@@ -351,7 +351,7 @@ static unsigned match(const struct gpuop_pool_facts *f, const char *labels)
 static bool pplan(const struct gpuop_pool_facts *f, unsigned m, const char *label,
                   const char *conflict, struct gpuop_pool_plan *out)
 {
-    struct gpuop_pool_node now = {label, conflict, NULL, false};
+    struct gpuop_pool_node now = {label, conflict, NULL, false, false};
     return gpuop_labeling_pool_plan(f, m, &now, out);
 }
 
@@ -373,7 +373,14 @@ static void test_driver_pools(void **state)
     assert_true(plan.label);
     assert_string_equal(plan.pool, "a100");
     assert_false(plan.note);
-    assert_false(pplan(&f, 1u, "a100", NULL, &plan)); /* already */
+    /* already there: recorded once as gpuop's value (a label from before
+     * the record), then nothing */
+    assert_true(pplan(&f, 1u, "a100", NULL, &plan));
+    assert_false(plan.label);
+    assert_true(plan.record);
+    assert_string_equal(plan.pool, "a100");
+    struct gpuop_pool_node mine = {"a100", NULL, NULL, false, true};
+    assert_false(gpuop_labeling_pool_plan(&f, 1u, &mine, &plan));
     /* none: gpuop's label of a selector pool goes; a hand pool's or an
      * unknown value stays (a person's) */
     assert_true(pplan(&f, 0u, "a100", NULL, &plan));
@@ -381,6 +388,15 @@ static void test_driver_pools(void **state)
     assert_null(plan.pool);
     assert_false(pplan(&f, 0u, "h100", NULL, &plan));
     assert_false(pplan(&f, 0u, "retired", NULL, &plan));
+    assert_true(plan.persons); /* named by gpuop check, never taken */
+    /* a pool gone whose label gpuop wrote: removed, at once even with a
+     * driver (no DaemonSet selects its value), and its record with it */
+    struct gpuop_pool_node gone = {"retired", NULL, NULL, true, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &gone, &plan));
+    assert_true(plan.label);
+    assert_null(plan.pool);
+    assert_true(plan.record);
+    assert_false(plan.want);
     assert_false(pplan(&f, 0u, NULL, NULL, &plan));
     /* the hand pool's label on a node a100 selects: a conflict, label kept */
     assert_true(pplan(&f, 1u, "h100", NULL, &plan));
@@ -435,7 +451,7 @@ static void test_driver_pool_moves(void **state)
     struct gpuop_pool_plan plan;
     pools_of(NULL, &f);
     /* default -> a100 with a driver: wanted a100, label untouched */
-    struct gpuop_pool_node now = {NULL, NULL, NULL, true};
+    struct gpuop_pool_node now = {NULL, NULL, NULL, true, false};
     assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
     assert_false(plan.label);
     assert_true(plan.want);
@@ -450,7 +466,7 @@ static void test_driver_pool_moves(void **state)
     assert_true(plan.want);
     assert_null(plan.wanted);
     /* a100 -> default (no pool selects it) with a driver: wanted "default" */
-    struct gpuop_pool_node back = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node back = {"a100", NULL, NULL, true, true};
     assert_true(gpuop_labeling_pool_plan(&f, 0u, &back, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
@@ -461,23 +477,108 @@ static void test_driver_pool_moves(void **state)
     assert_true(plan.want);
     assert_null(plan.wanted);
     /* moved (the upgrade set the label, removed the annotation): nothing */
-    struct gpuop_pool_node moved = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node moved = {"a100", NULL, NULL, true, true};
     assert_false(gpuop_labeling_pool_plan(&f, 1u, &moved, &plan));
     /* a conflict while waiting to move: fails closed, no move, both named */
     pools_of("{\"gpu\":\"big\"}", &g);
-    struct gpuop_pool_node c = {NULL, NULL, "a100", true};
+    struct gpuop_pool_node c = {NULL, NULL, "a100", true, false};
     assert_true(gpuop_labeling_pool_plan(&g, 3u, &c, &plan));
     assert_false(plan.label);
     assert_true(plan.want);
     assert_null(plan.wanted);
     assert_string_equal(plan.conflict, "a100,h100");
     /* a100 -> h100 (its selector now) with a driver: wanted h100 */
-    struct gpuop_pool_node ah = {"a100", NULL, NULL, true};
+    struct gpuop_pool_node ah = {"a100", NULL, NULL, true, true};
     assert_true(gpuop_labeling_pool_plan(&g, 2u, &ah, &plan));
     assert_false(plan.label);
     assert_string_equal(plan.wanted, "h100");
     gpuop_labeling_pools_free(&g);
     gpuop_labeling_pools_free(&f);
+    (void)state;
+}
+
+/* A pool removed from the policy drains (issue 38): while a GPU node
+ * carries its name and its DaemonSet for the node's OS is there (not
+ * being deleted), it is a draining pool; its nodes move to where the
+ * selectors now put them, through the upgrade when a driver runs (the
+ * wanted annotation), at once without one. A value that never was a pool
+ * (no DaemonSet of it) is not draining, and stays. */
+static void test_driver_pool_draining(void **state)
+{
+    json_t *obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\",\"pools\":"
+                             "[{\"name\":\"h100\",\"nodeSelector\":{\"gpu\":\"big\"}}]}}}",
+                             0, NULL);
+    struct gpuop_policy pol;
+    struct gpuop_err err = {0};
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(pol.nproblems, 0);
+    struct gpuop_node *a =
+        node(NFD ",\"" GPUOP_LABEL_OS_ID "\":\"ubuntu\",\"" GPUOP_LABEL_OS_VERSION
+                 "\":\"24.04\",\"" GPUOP_LABEL_DRIVER_POOL "\":\"a100\"",
+             NULL);
+    struct gpuop_node *typo =
+        node(NFD ",\"" GPUOP_LABEL_OS_ID "\":\"ubuntu\",\"" GPUOP_LABEL_OS_VERSION
+                 "\":\"24.04\",\"" GPUOP_LABEL_DRIVER_POOL "\":\"a10O\"",
+             NULL);
+    const struct gpuop_node *nodes[] = {a, typo};
+    struct gpuop_ds ds = {.name = "gpuop-driver-a100-ubuntu24.04", .operand = -1};
+    const struct gpuop_ds *dss[] = {&ds};
+
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, NULL, 0), 0);
+    assert_int_equal(pol.ndraining_pools, 0); /* no DaemonSet of it: a value naming no pool */
+    ds.deleting = true;
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(pol.ndraining_pools, 0);
+    ds.deleting = false;
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(pol.ndraining_pools, 1);
+    assert_string_equal(pol.draining_pools[0], "a100");
+    assert_true(gpuop_policy_pool_draining(&pol, "a100"));
+    assert_false(gpuop_policy_pool_draining(&pol, "a10O"));
+
+    struct gpuop_pool_facts f;
+    struct gpuop_pool_plan plan;
+    assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
+    assert_true(f.on);
+    assert_int_equal(f.ndraining, 1);
+    /* a driver runs: wanted default (no selector matches), label kept */
+    struct gpuop_pool_node now = {"a100", NULL, NULL, true, true};
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_false(plan.label);
+    assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
+    /* h100's selector matches it now: wanted h100 */
+    assert_true(gpuop_labeling_pool_plan(&f, 1u, &now, &plan));
+    assert_string_equal(plan.wanted, "h100");
+    /* no driver pod: the label goes at once */
+    now.driver = false;
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_true(plan.label);
+    assert_null(plan.pool);
+    /* a person's label of the draining pool: left (its DaemonSet stays) */
+    struct gpuop_pool_node hand = {"a100", NULL, NULL, true, false};
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, &hand, &plan));
+    assert_true(plan.persons);
+    /* the typo is a person's value naming no pool: left */
+    struct gpuop_pool_node t = {"a10O", NULL, NULL, true, false};
+    assert_false(gpuop_labeling_pool_plan(&f, 0u, &t, &plan));
+    gpuop_labeling_pools_free(&f);
+
+    /* only a draining pool, no selector left: the labeller still moves */
+    json_decref(obj);
+    gpuop_policy_free(&pol);
+    obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\"}}}", 0, NULL);
+    assert_int_equal(gpuop_policy_parse(obj, &pol, &err), 0);
+    assert_int_equal(gpuop_labeling_pools_draining(&pol, nodes, 2, dss, 1), 0);
+    assert_int_equal(gpuop_labeling_pools_of(&pol, &f), 0);
+    assert_true(f.on);
+    now.driver = true;
+    assert_true(gpuop_labeling_pool_plan(&f, 0u, &now, &plan));
+    assert_string_equal(plan.wanted, GPUOP_DRIVER_POOL_DEFAULT);
+    gpuop_labeling_pools_free(&f);
+    gpuop_policy_free(&pol);
+    json_decref(obj);
+    gpuop_node_free(a);
+    gpuop_node_free(typo);
     (void)state;
 }
 
@@ -488,7 +589,7 @@ int main(void)
         cmocka_unit_test(test_enabled_later),     cmocka_unit_test(test_changed),
         cmocka_unit_test(test_bad_note),          cmocka_unit_test(test_facts_of_policy),
         cmocka_unit_test(test_mig_capable),       cmocka_unit_test(test_driver_pools),
-        cmocka_unit_test(test_driver_pool_moves),
+        cmocka_unit_test(test_driver_pool_moves), cmocka_unit_test(test_driver_pool_draining),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -796,6 +796,24 @@ static void test_upgrade_fields(void **state)
     }
     assert_string_equal(gpuop_upgrade_state_name(GPUOP_US_WAIT_JOBS), "wait-for-jobs-required");
     assert_null(gpuop_upgrade_state_name(GPUOP_US_OTHER));
+    /* the driver pool label is gpuop's only while it equals the value gpuop
+     * recorded writing (issue 38): none, another, or no label: a person's */
+    static const char *const pools[][2] = {
+        {"a100", "a100"}, {"a100", NULL}, {"a100", "h100"}, {NULL, "a100"}};
+    for (int i = 0; i < 4; i++) {
+        j = json_pack("{s:{s:s, s:{}, s:{}}}", "metadata", "name", "n1", "labels", "annotations");
+        json_t *md = json_object_get(j, "metadata");
+        if (pools[i][0])
+            json_object_set_new(json_object_get(md, "labels"), GPUOP_LABEL_DRIVER_POOL,
+                                json_string(pools[i][0]));
+        if (pools[i][1])
+            json_object_set_new(json_object_get(md, "annotations"),
+                                GPUOP_ANNOTATION_DRIVER_POOL_SET, json_string(pools[i][1]));
+        n = gpuop_node_new(j, NULL, NULL);
+        assert_int_equal(n->up.pool_ours, i == 0);
+        gpuop_node_free(n);
+        json_decref(j);
+    }
 }
 
 /* gpuop_*_new makes what the caches keep: one allocation holding the

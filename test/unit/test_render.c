@@ -2425,6 +2425,50 @@ static void test_dra_driver(void **state)
     gpuop_policy_free(&p);
 }
 
+/* A draining driver pool (removed from the policy, its DaemonSets still
+ * running: policy.h draining_pools): its nodes keep their pool's
+ * DaemonSet name (never the default's), and the default pool's DaemonSet
+ * keeps off them (NotIn names it), with no pool left in the policy too. */
+static void test_driver_pool_draining(void **state)
+{
+    const char *ex = "spec/template/spec/affinity/nodeAffinity/"
+                     "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
+                     "matchExpressions";
+    json_t *obj = json_loads("{\"spec\":{\"driver\":{\"version\":\"595.91.07\"}}}", 0, NULL);
+    struct gpuop_policy p;
+    struct gpuop_err err = {0};
+    struct gpuop_ospool pool, norm;
+    char name[GPUOP_RENDER_NAME_MAX];
+    int d = gpuop_operand_by_key("driver");
+    assert_int_equal(gpuop_policy_parse(obj, &p, &err), 0);
+    assert_int_equal(gpuop_ospool_parse("ubuntu24.04", &pool), 0);
+    json_t *ds = gpuop_render_daemonset_os(&p, d, &pool, NS);
+    size_t plain = json_array_size(path_get(ds, ex)); /* no pool: no NotIn */
+    json_decref(ds);
+
+    snprintf(p.draining_pools[0], sizeof(p.draining_pools[0]), "a100");
+    p.ndraining_pools = 1;
+    ds = gpuop_render_daemonset_os(&p, d, &pool, NS);
+    json_t *last = json_array_get(path_get(ds, ex), plain);
+    assert_non_null(last);
+    assert_string_equal(str_at(last, "key"), GPUOP_LABEL_DRIVER_POOL);
+    assert_string_equal(str_at(last, "operator"), "NotIn");
+    assert_string_equal(str_at(last, "values/0"), "a100");
+    json_decref(ds);
+
+    snprintf(pool.dpool, sizeof(pool.dpool), "a100");
+    gpuop_render_pool_norm(&p, &pool, &norm);
+    assert_string_equal(norm.dpool, "a100");
+    gpuop_render_ds_name(&p, d, &pool, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-a100-ubuntu24.04");
+    p.ndraining_pools = 0; /* gone: the default's */
+    gpuop_render_ds_name(&p, d, &pool, name, sizeof(name));
+    assert_string_equal(name, "gpuop-driver-ubuntu24.04");
+    gpuop_policy_free(&p);
+    json_decref(obj);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2458,6 +2502,7 @@ int main(void)
         cmocka_unit_test(test_driver_options),
         cmocka_unit_test(test_driver_options_digest),
         cmocka_unit_test(test_dra_driver),
+        cmocka_unit_test(test_driver_pool_draining),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -772,6 +772,16 @@ static void test_driver_pools(void **state)
     obj = json_loads("{\"spec\":{}}", 0, NULL);
     assert_int_equal(gpuop_policy_parse(obj, &p, &err), 0);
     assert_null(gpuop_status_driver_pools(&p, (const struct gpuop_node *const *)n, 4, true));
+    /* a100 removed but draining: listed with its nodes left, in the status too */
+    snprintf(p.draining_pools[0], sizeof(p.draining_pools[0]), "a100");
+    p.ndraining_pools = 1;
+    pools = gpuop_status_driver_pools(&p, (const struct gpuop_node *const *)n, 4, false);
+    s = json_dumps(pools, JSON_COMPACT);
+    assert_string_equal(s, "[{\"name\":\"a100\",\"version\":\"\",\"draining\":true,\"nodes\":1,"
+                           "\"nodeNames\":[\"a\"]},{\"name\":\"default\",\"version\":"
+                           "\"595.91.07\",\"nodes\":2}]");
+    free(s);
+    json_decref(pools);
     gpuop_policy_free(&p);
     json_decref(obj);
     for (int i = 0; i < 4; i++)
