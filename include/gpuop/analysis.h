@@ -95,7 +95,7 @@ struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     };
 };
 
-struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node */
+struct gpuop_node_result {           /* 56 bytes: a set holds one per GPU node */
     char *name;                      /* in the set's names arena */
     bool gpu : 1;                    /* a GPU node */
     bool progressing : 1;            /* mid-rollout (only judged on a node with findings):
@@ -115,7 +115,11 @@ struct gpuop_node_result {           /* 48 bytes: a set holds one per GPU node *
     uint16_t preinstalled;           /* ... of those, by the label "pre-installed" (NVIDIA's
                                         driver container wrote it), not "false" */
     uint8_t cell[GPUOP_OPERAND_MAX]; /* enum gpuop_cell per operand index */
-    uint32_t first;                  /* this node's findings: items[first .. first+nfindings) */
+    /* this node's findings, findings[0 .. nfindings) (borrowed: from the
+     * set's items, or in a records' view from its node's record), the
+     * set's first .. first+nfindings-1 in node order */
+    const struct gpuop_finding *findings;
+    uint32_t first;
     uint32_t nfindings;
     struct gpuop_gpu_counts gpus; /* what the node advertises (model.h) */
 };
@@ -188,8 +192,11 @@ struct gpuop_findings {
     struct gpuop_node_result *nodes; /* every GPU node, plus non-GPU nodes with
                                         findings; sorted by name */
     size_t nnodes;
-    struct gpuop_finding *items; /* grouped by node, in node order */
-    size_t nitems;
+    struct gpuop_finding *items; /* gpuop_analyze's own array of the findings, grouped by
+                                    node in node order; NULL in the records' view (its
+                                    findings are in the records): read a node's through
+                                    nodes[i].findings */
+    size_t nitems;               /* the findings, every node's */
     struct gpuop_operand_result operands[GPUOP_OPERAND_MAX];
     int noperands;
     size_t gpu_nodes;                 /* GPU nodes */
@@ -321,12 +328,16 @@ int gpuop_records_judge(struct gpuop_records *rec, const char *name, const struc
  * GPUOP_EINVAL (no setup), or pods_of's code (judge again without it). */
 int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analysis_in *in);
 
-/* The records as one findings set (*out, borrowed: valid until rec
- * changes; never gpuop_findings_free it): nodes and findings in name
- * order, idle_s aged to now, next_change the earliest of the records',
- * the stranded pods s (borrowed, as gpuop_findings_set_stranded) counted.
- * Equal to gpuop_analyze over the inputs the records were judged from
- * (the verify oracle's test). 0 or GPUOP_ENOMEM. */
+/* The records as one findings set (*out, borrowed; never
+ * gpuop_findings_free it): nodes in name order, each node's findings
+ * borrowed from its record (nodes[i].findings; items is NULL), idle_s
+ * aged to now, next_change the earliest of the records', the stranded
+ * pods s (borrowed, as gpuop_findings_set_stranded) counted. Valid until
+ * the next gpuop_records_view, gpuop_records_setup or gpuop_records_free,
+ * and unchanged by the judging in between: a replaced record's bytes are
+ * freed only by the next view's compaction. Equal to gpuop_analyze over
+ * the inputs the records were judged from (the verify oracle's test). 0
+ * or GPUOP_ENOMEM. */
 int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s, size_t n,
                        long long now, struct gpuop_findings **out);
 
@@ -347,9 +358,9 @@ bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_find
 void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s,
                                  size_t n);
 
-/* Has node result r of f an OrderingViolation (the nodes whose pods are
+/* Has node result r an OrderingViolation (the nodes whose pods are
  * listed for stranded ones)? */
-bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r);
+bool gpuop_findings_violates(const struct gpuop_node_result *r);
 
 /* Gives f the pods reserving GPU claims (DRA) on the nodes of its
  * ClaimWithoutPlugin findings, gathered by the controller from the claims

@@ -7,7 +7,8 @@
  * Each observation walks the memo and the new findings together (one
  * merge, a strcmp per node), which decides what appeared and what
  * cleared, and builds the next memo aligned with the new set, so that
- * record i is the one of f->items[i] and nothing is looked up by key. A
+ * record i is the one of the set's finding i (node result r's finding k
+ * is r->first + k) and nothing is looked up by key. A
  * record's state:
  *   pending  a finding of a transient reason (the reasons table's column)
  *            that appeared less than the grace period ago, or any finding
@@ -76,7 +77,7 @@ struct ev_node {
 };
 
 struct ev_memo {
-    struct ev_rec *recs;   /* new; nrecs, recs[i] the record of the set's items[i] */
+    struct ev_rec *recs;   /* new; nrecs, recs[i] the record of the set's finding i */
     struct ev_node *nodes; /* new; the nodes with findings, by name */
     char *names;           /* new; their names, each after the other */
     size_t nrecs, nnodes;
@@ -252,12 +253,11 @@ static void said(struct ev_memo *m, struct ev_rec *r, bool posted)
     count(m, r, 1);
 }
 
-/* A finding of f that appeared: it waits (pending or waiting), or its
- * Warning is said now. */
-static void appeared(struct gpuop_events *ev, const struct gpuop_findings *f, size_t i,
-                     struct ev_memo *next)
+/* Finding x of f (the set's finding i) that appeared: it waits (pending
+ * or waiting), or its Warning is said now. */
+static void appeared(struct gpuop_events *ev, const struct gpuop_findings *f,
+                     const struct gpuop_finding *x, size_t i, struct ev_memo *next)
 {
-    const struct gpuop_finding *x = &f->items[i];
     struct ev_rec *r = &next->recs[i];
     *r = (struct ev_rec){0, x->operand, x->kind, x->reason, REC_QUIET};
     if (ev->learning || (ev->grace > 0 && transient(x))) {
@@ -304,12 +304,12 @@ static void walk_node(struct gpuop_events *ev, const struct gpuop_findings *f,
     while (i < on || j < r->nfindings) {
         const struct ev_rec *was = i < on ? &old->recs[o->first + i] : NULL;
         size_t at = r->first + j;
-        int c = !was ? 1 : j >= r->nfindings ? -1 : rec_cmp(was, &f->items[at]);
+        int c = !was ? 1 : j >= r->nfindings ? -1 : rec_cmp(was, &r->findings[j]);
         if (c < 0) {
             cleared(ev, r->name, was);
             i++;
         } else if (c > 0) {
-            appeared(ev, f, at, next);
+            appeared(ev, f, &r->findings[j], at, next);
             j++;
         } else {
             next->recs[at] = *was;
@@ -367,7 +367,7 @@ static long long post_stalled(struct gpuop_events *ev, const struct gpuop_findin
     long long due = 0;
     for (size_t i = 0; m->waiting && i < f->nnodes; i++) {
         const struct gpuop_node_result *r = &f->nodes[i];
-        const struct gpuop_finding *x = &f->items[r->first];
+        const struct gpuop_finding *x = r->findings;
         if (!r->nfindings || r->progressing)
             continue;
         uint32_t k = 0;
@@ -409,14 +409,17 @@ static void post_due(struct gpuop_events *ev, const struct gpuop_findings *f, st
                      long long stalled_due)
 {
     long long first = 0;
-    for (size_t i = 0; m->pending && i < m->nrecs; i++) {
-        struct ev_rec *r = &m->recs[i];
-        if (r->state != REC_PENDING)
-            continue;
-        if ((long long)r->seen + ev->grace <= ev->tnow)
-            said(m, r, say_appeared(ev, f, &f->items[i]));
-        else
-            earliest(&first, r->seen);
+    for (size_t i = 0; m->pending && i < f->nnodes; i++) {
+        const struct gpuop_node_result *nr = &f->nodes[i];
+        for (uint32_t k = 0; k < nr->nfindings; k++) {
+            struct ev_rec *r = &m->recs[nr->first + k];
+            if (r->state != REC_PENDING)
+                continue;
+            if ((long long)r->seen + ev->grace <= ev->tnow)
+                said(m, r, say_appeared(ev, f, &nr->findings[k]));
+            else
+                earliest(&first, r->seen);
+        }
     }
     long long at = first ? first + ev->grace : 0;
     if (stalled_due)

@@ -309,12 +309,11 @@ static void rec_drop(struct rec *r)
     }
 }
 
-/* Is node result nr of f to be tracked: it violates, and it does not
- * just progress, or is tracked already (prev: the n tracked, sorted)? */
-static bool wanted(const struct gpuop_findings *f, const struct gpuop_node_result *nr,
-                   struct rec **prev, size_t n)
+/* Is node result nr to be tracked: it violates, and it does not just
+ * progress, or is tracked already (prev: the n tracked, sorted)? */
+static bool wanted(const struct gpuop_node_result *nr, struct rec **prev, size_t n)
 {
-    if (!gpuop_findings_violates(f, nr))
+    if (!gpuop_findings_violates(nr))
         return false;
     return !nr->progressing || (n && bsearch(nr->name, prev, n, sizeof(*prev), rec_cmp));
 }
@@ -368,14 +367,14 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
     struct rec **prev = recs_of(&s->recs);
     size_t want = 0;
     for (size_t i = 0; i < f->nnodes; i++)
-        want += wanted(f, &f->nodes[i], prev, s->n);
+        want += wanted(&f->nodes[i], prev, s->n);
     if (gpuop_buf_reserve(&s->spare, want * sizeof(struct rec *)) < 0)
         return GPUOP_ENOMEM;
     struct rec **recs = recs_of(&s->spare);
     size_t n = 0;
     for (size_t i = 0; i < f->nnodes && n < want; i++) { /* f's nodes are sorted by name */
         const struct gpuop_node_result *nr = &f->nodes[i];
-        if (!wanted(f, nr, prev, s->n))
+        if (!wanted(nr, prev, s->n))
             continue;
         struct rec **old = s->n ? bsearch(nr->name, prev, s->n, sizeof(*prev), rec_cmp) : NULL;
         struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */

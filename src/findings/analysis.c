@@ -236,8 +236,8 @@ static int by_name(const void *a, const void *b)
 
 _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "host_provided and preinstalled: a bit per operand");
-_Static_assert(sizeof(struct gpuop_node_result) <= 48,
-               "a node's result is 48 bytes: one per GPU node");
+_Static_assert(sizeof(struct gpuop_node_result) <= 56,
+               "a node's result is 56 bytes: one per GPU node");
 
 /* The items grow by a third of what they hold: a pass over 5,000 nodes
  * mid-rollout holds about 33,000 findings (16 bytes each), where doubling
@@ -429,7 +429,7 @@ static long long judge_progress(struct gpuop_findings *f, struct gpuop_node_resu
     int8_t prog[GPUOP_OPERAND_MAX];
     memset(prog, -1, sizeof(prog));
     for (uint32_t k = 0; k < r->nfindings; k++) {
-        const struct gpuop_finding *x = &f->items[r->first + k];
+        const struct gpuop_finding *x = &r->findings[k];
         int pr = finding_progress(f, j, x, prog, grace, now);
         if (pr == GPUOP_PROGRESS_FAILED)
             return 0; /* stalled now: idle 0 */
@@ -1035,6 +1035,8 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
         if (rc >= 0)
             r->cell[o] = (uint8_t)rc;
     }
+    r->findings = f->items ? f->items + first : NULL; /* until the items grow: gpuop_analyze
+                                                         points them again */
     r->first = (uint32_t)first;
     r->nfindings = (uint32_t)(f->nitems - first);
     if (rc >= 0 && r->nfindings)
@@ -1350,6 +1352,8 @@ int gpuop_analyze(const struct gpuop_analysis_in *in, struct gpuop_findings *out
             s->items_cap = want;
         }
     }
+    for (size_t i = 0; out->items && i < out->nnodes; i++) /* where the items ended up */
+        out->nodes[i].findings = out->items + out->nodes[i].first;
     rc = 0;
 done:
     free(sorted);

@@ -240,10 +240,10 @@ void gpuop_sbuf_add(struct gpuop_sbuf *b, const char *s, size_t n)
 
 /* ---- stranded GPU pods (gathered by the controller, rendered here) ---- */
 
-bool gpuop_findings_violates(const struct gpuop_findings *f, const struct gpuop_node_result *r)
+bool gpuop_findings_violates(const struct gpuop_node_result *r)
 {
-    for (uint32_t k = 0; k < r->nfindings && r->first + k < f->nitems; k++)
-        if (f->items[r->first + k].kind == GPUOP_KIND_ORDERING)
+    for (uint32_t k = 0; k < r->nfindings; k++)
+        if (r->findings[k].kind == GPUOP_KIND_ORDERING)
             return true;
     return false;
 }
@@ -256,7 +256,7 @@ static int stranded_cmp(const void *key, const void *elem)
 const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,
                                                      const struct gpuop_node_result *r)
 {
-    if (!f || !r || !f->stranded || !f->nstranded || !r->name || !gpuop_findings_violates(f, r))
+    if (!f || !r || !f->stranded || !f->nstranded || !r->name || !gpuop_findings_violates(r))
         return NULL;
     return bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp);
 }

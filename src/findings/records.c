@@ -38,12 +38,25 @@
  * calls); "every node" is every node judged so, then the records of nodes
  * no longer there swept.
  *
- * gpuop_records_view lays the records out as a struct gpuop_findings
- * (nodes and items in name order, idle_s aged to now, next_change the
- * earliest of the records', the stranded pods counted) for the readers
- * of a findings set; its arrays are reused from one view to the next,
- * and given back when they are far larger than the view (a rollout's
- * findings are gone once it is over).
+ * gpuop_records_view shows the records as a struct gpuop_findings for
+ * the readers of a findings set (the status, the Events, the stranded
+ * pods, `gpuop check`'s report): its nodes are copies of the records'
+ * results in name order (idle_s aged to now, first the set's ordinal),
+ * each pointing at its record's findings (nodes[i].findings; the view has
+ * no items array: a second copy of every finding was the 5,000-node
+ * rollout's peak), numbered there with the node's index in this view;
+ * next_change the earliest of the records', the stranded pods counted.
+ * Its nodes array is reused from one view to the next, and given back
+ * when far larger than the view.
+ *
+ * A view is valid until the next gpuop_records_view, gpuop_records_setup
+ * (which frees the texts the header's operands borrow) or
+ * gpuop_records_free, and the judging in between leaves it as it was:
+ * a replaced record's bytes are only counted dead, and the one place
+ * chunks are freed (compact) runs at the start of the next view, which
+ * overwrites the nodes array anyway. The controller takes the view and
+ * reads it within one status reconcile (controller.c,
+ * findings_and_status); nothing keeps it (test_view_outlives_judging).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -87,7 +100,7 @@ struct record {
                                      then the name */
 };
 
-_Static_assert(sizeof(struct record) <= 88, "a record is 88 bytes before its findings");
+_Static_assert(sizeof(struct record) <= 96, "a record is 96 bytes before its findings");
 
 /* struct record's at when it is not in the heap (no next_change), and
  * when it was replaced (its bytes dead). */
@@ -115,7 +128,7 @@ struct gpuop_records {
     bool set_up;                  /* a setup was read */
     uint32_t epoch;               /* of the last gpuop_records_begin_all */
     struct gpuop_findings view;   /* gpuop_records_view's; borrows from the records */
-    size_t view_nodes_cap, view_items_cap;
+    size_t view_cap;              /* view.nodes' room */
 };
 
 int gpuop_records_new(struct gpuop_records **out)
@@ -141,7 +154,6 @@ void gpuop_records_free(struct gpuop_records *rec)
     free(rec->hdr.items);
     gpuop_arena_free(&rec->hdr.names);
     free(rec->view.nodes);
-    free(rec->view.items);
     free(rec);
 }
 
@@ -364,6 +376,7 @@ static struct record *record_make(struct gpuop_records *rec, const char *name,
     if (!rd)
         return NULL;
     rd->r = *r;
+    rd->r.findings = rd->items;
     rd->r.first = 0;
     rd->t = *t;
     char *at = (char *)rd + head, *ch = at + structs;
@@ -546,35 +559,19 @@ int gpuop_records_judge_all(struct gpuop_records *rec, const struct gpuop_analys
     return rc;
 }
 
-/* Room for n elements of size bytes in arr (*cap of them; *out the
- * array to use): grown when short, given back when far larger (a failed
- * shrink keeps it). 0 or GPUOP_ENOMEM (*out then arr). */
-static int room(void *arr, size_t *cap, size_t n, size_t size, void **out)
+/* Room for n nodes in the view: grown when short, given back when far
+ * larger (a failed shrink keeps it). 0 or GPUOP_ENOMEM. */
+static int view_room(struct gpuop_records *rec, size_t n)
 {
-    bool shrink = *cap > VIEW_SLACK_TIMES * n + VIEW_SLACK_MIN;
-    *out = arr;
-    if (n <= *cap && !shrink)
+    bool shrink = rec->view_cap > VIEW_SLACK_TIMES * n + VIEW_SLACK_MIN;
+    if (n <= rec->view_cap && !shrink)
         return 0;
-    void *a = realloc(arr, n * size);
+    struct gpuop_node_result *a = realloc(rec->view.nodes, n * sizeof(*a));
     if (!a)
         return shrink ? 0 : GPUOP_ENOMEM;
-    *out = a;
-    *cap = n;
+    rec->view.nodes = a;
+    rec->view_cap = n;
     return 0;
-}
-
-/* Room for n nodes and nitems items in the view. */
-static int view_room(struct gpuop_records *rec, size_t n, size_t nitems)
-{
-    struct gpuop_findings *v = &rec->view;
-    void *nodes, *items;
-    int rc = room(v->nodes, &rec->view_nodes_cap, n, sizeof(*v->nodes), &nodes);
-    v->nodes = nodes;
-    if (rc == 0)
-        rc = room(v->items, &rec->view_items_cap, nitems, sizeof(*v->items), &items);
-    if (rc == 0)
-        v->items = items;
-    return rc;
 }
 
 /* Chunk c's records kept where they are (a compaction that could not go
@@ -643,31 +640,26 @@ int gpuop_records_view(struct gpuop_records *rec, const struct gpuop_stranded *s
                        long long now, struct gpuop_findings **out)
 {
     compact(rec);
-    size_t nitems = 0;
-    for (int k = 0; k < GPUOP_KIND_COUNT; k++)
-        nitems += rec->hdr.by_kind[k];
-    int rc = view_room(rec, rec->n ? rec->n : 1, nitems ? nitems : 1);
+    int rc = view_room(rec, rec->n ? rec->n : 1);
     if (rc < 0)
         return rc;
     struct gpuop_findings *v = &rec->view;
     struct gpuop_node_result *nodes = v->nodes;
-    struct gpuop_finding *items = v->items;
-    *v = rec->hdr; /* the sums and the setup; the arrays are the view's own */
+    *v = rec->hdr; /* the sums and the setup; the nodes are the view's own */
     memset(&v->names, 0, sizeof(v->names));
     v->nodes = nodes;
-    v->items = items;
+    v->items = NULL; /* each node's are its record's */
     v->nnodes = rec->n;
     v->nitems = 0;
     for (size_t i = 0; i < rec->n; i++) {
-        const struct record *rd = rec->sorted[i];
+        struct record *rd = rec->sorted[i];
         struct gpuop_node_result *r = &v->nodes[i];
         *r = rd->r;
         r->first = (uint32_t)v->nitems;
         r->idle_s = gpuop_findings_idle_since(rd->t.idle_from, now);
-        for (uint32_t k = 0; k < rd->r.nfindings && v->nitems < nitems; k++) {
-            v->items[v->nitems] = rd->items[k];
-            v->items[v->nitems++].node = (uint32_t)i;
-        }
+        for (uint32_t k = 0; k < rd->r.nfindings; k++)
+            rd->items[k].node = (uint32_t)i; /* the view's index of its node */
+        v->nitems += rd->r.nfindings;
     }
     v->next_change = rec->ndue ? due_key(rec, 0) : 0; /* the earliest of the records' */
     gpuop_findings_set_stranded(v, st, nst);
@@ -699,10 +691,36 @@ static const char *str(const char *s)
         }                                                                                          \
     } while (0)
 
+/* Are node p of a's findings those of node q of b (of as many)? */
+static bool same_findings(const struct gpuop_findings *a, const struct gpuop_findings *b,
+                          const struct gpuop_node_result *p, const struct gpuop_node_result *q,
+                          char *why, size_t size)
+{
+    char ma[GPUOP_FINDING_MESSAGE_MAX], mb[GPUOP_FINDING_MESSAGE_MAX], what[96];
+    for (uint32_t k = 0; k < q->nfindings; k++) {
+        const struct gpuop_finding *x = &p->findings[k], *y = &q->findings[k];
+        snprintf(what, sizeof(what), "finding %zu (%s %s)", (size_t)q->first + k, q->name,
+                 gpuop_reason_get(y->reason)->name);
+        SAME(what, x->node, y->node);
+        SAME(what, x->operand, y->operand);
+        SAME(what, x->kind, y->kind);
+        SAME(what, x->reason, y->reason);
+        SAME(what, x->prereq, y->prereq);
+        SAME(what, gpuop_finding_since(x), gpuop_finding_since(y));
+        gpuop_finding_detail(x, ma, sizeof(ma));
+        gpuop_finding_detail(y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+        gpuop_finding_message(a, x, ma, sizeof(ma));
+        gpuop_finding_message(b, y, mb, sizeof(mb));
+        SAME_STR(what, ma, mb);
+    }
+    return true;
+}
+
 bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_findings *b, char *why,
                          size_t size)
 {
-    char ma[GPUOP_FINDING_MESSAGE_MAX], mb[GPUOP_FINDING_MESSAGE_MAX], what[96];
+    char what[96];
     SAME("nnodes", a->nnodes, b->nnodes);
     SAME("nitems", a->nitems, b->nitems);
     SAME("noperands", a->noperands, b->noperands);
@@ -746,22 +764,8 @@ bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_find
         SAME(what, memcmp(x->cell, y->cell, sizeof(x->cell)), 0);
         SAME(what, memcmp(&x->gpus, &y->gpus, sizeof(x->gpus)), 0);
     }
-    for (size_t i = 0; i < a->nitems; i++) {
-        const struct gpuop_finding *x = &a->items[i], *y = &b->items[i];
-        snprintf(what, sizeof(what), "finding %zu (%s %s)", i, gpuop_finding_node(b, y),
-                 gpuop_reason_get(y->reason)->name);
-        SAME(what, x->node, y->node);
-        SAME(what, x->operand, y->operand);
-        SAME(what, x->kind, y->kind);
-        SAME(what, x->reason, y->reason);
-        SAME(what, x->prereq, y->prereq);
-        SAME(what, gpuop_finding_since(x), gpuop_finding_since(y));
-        gpuop_finding_detail(x, ma, sizeof(ma));
-        gpuop_finding_detail(y, mb, sizeof(mb));
-        SAME_STR(what, ma, mb);
-        gpuop_finding_message(a, x, ma, sizeof(ma));
-        gpuop_finding_message(b, y, mb, sizeof(mb));
-        SAME_STR(what, ma, mb);
-    }
+    for (size_t i = 0; i < a->nnodes; i++)
+        if (!same_findings(a, b, &a->nodes[i], &b->nodes[i], why, size))
+            return false;
     return true;
 }

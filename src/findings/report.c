@@ -264,7 +264,7 @@ static void finding_head(FILE *out, const struct gpuop_finding *x,
 
 struct fgroup {
     size_t count;
-    size_t ex[EXAMPLES]; /* item indexes */
+    const struct gpuop_finding *ex[EXAMPLES]; /* borrowed from the set */
 };
 
 static int findings(FILE *out, const struct gpuop_findings *f, const struct gpuop_report_opts *o,
@@ -276,16 +276,14 @@ static int findings(FILE *out, const struct gpuop_findings *f, const struct gpuo
         return 0;
     fprintf(out, "\nFindings (%zu):\n", nitems);
     if (nitems <= o->max_findings) {
-        for (size_t i = 0; i < f->nitems; i++) {
-            const struct gpuop_finding *x = &f->items[i];
-            if (!shown(o, gpuop_finding_node(f, x)))
-                continue;
-            fprintf(out, "  %s  %s  ", gpuop_finding_node(f, x),
-                    gpuop_operand_get(x->operand)->name);
-            finding_head(out, x, o);
-            gpuop_finding_message(f, x, msg, sizeof(msg));
-            fprintf(out, "\n      %s\n", msg);
-        }
+        for (size_t i = 0; i < f->nnodes; i++)
+            for (uint32_t k = 0; shown(o, f->nodes[i].name) && k < f->nodes[i].nfindings; k++) {
+                const struct gpuop_finding *x = &f->nodes[i].findings[k];
+                fprintf(out, "  %s  %s  ", f->nodes[i].name, gpuop_operand_get(x->operand)->name);
+                finding_head(out, x, o);
+                gpuop_finding_message(f, x, msg, sizeof(msg));
+                fprintf(out, "\n      %s\n", msg);
+            }
         return 0;
     }
     /* Too many to list: group by (operand, reason), table order. */
@@ -293,24 +291,23 @@ static int findings(FILE *out, const struct gpuop_findings *f, const struct gpuo
     struct fgroup *g = calloc(ng, sizeof(*g));
     if (!g)
         return GPUOP_ENOMEM;
-    for (size_t i = 0; i < f->nitems; i++) {
-        const struct gpuop_finding *x = &f->items[i];
-        if (!shown(o, gpuop_finding_node(f, x)))
-            continue;
-        struct fgroup *e = &g[(size_t)x->operand * GPUOP_REASON_COUNT + x->reason];
-        if (e->count < EXAMPLES)
-            e->ex[e->count] = i;
-        e->count++;
-    }
+    for (size_t i = 0; i < f->nnodes; i++)
+        for (uint32_t k = 0; shown(o, f->nodes[i].name) && k < f->nodes[i].nfindings; k++) {
+            const struct gpuop_finding *x = &f->nodes[i].findings[k];
+            struct fgroup *e = &g[(size_t)x->operand * GPUOP_REASON_COUNT + x->reason];
+            if (e->count < EXAMPLES)
+                e->ex[e->count] = x;
+            e->count++;
+        }
     for (size_t k = 0; k < ng; k++) {
         if (!g[k].count)
             continue;
-        const struct gpuop_finding *x = &f->items[g[k].ex[0]];
+        const struct gpuop_finding *x = g[k].ex[0];
         fprintf(out, "  %zu x %s  ", g[k].count, gpuop_operand_get(x->operand)->name);
         finding_head(out, x, o);
         fputs("  (", out);
         for (size_t e = 0; e < g[k].count && e < EXAMPLES; e++)
-            fprintf(out, "%s%s", e ? ", " : "", gpuop_finding_node(f, &f->items[g[k].ex[e]]));
+            fprintf(out, "%s%s", e ? ", " : "", gpuop_finding_node(f, g[k].ex[e]));
         fprintf(out, "%s)\n", g[k].count > EXAMPLES ? ", ..." : "");
         gpuop_finding_message(f, x, msg, sizeof(msg));
         fprintf(out, "      e.g. %s: %s\n", gpuop_finding_node(f, x), msg);

@@ -574,7 +574,7 @@ static json_t *node_json(const struct gpuop_findings *f, const struct gpuop_node
     json_t *fs = json_array(), *hp = json_array();
 
     for (size_t k = 0; fs && k < r->nfindings; k++) {
-        const struct gpuop_finding *x = &f->items[r->first + k];
+        const struct gpuop_finding *x = &r->findings[k];
         gpuop_finding_message(f, x, msg, sizeof(msg));
         json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "operand",
                               gpuop_operand_get(x->operand)->name, "kind", gpuop_kind_name(x->kind),

@@ -656,6 +656,71 @@ static void test_judge_from_empty(void **state)
     world_free(&w);
 }
 
+/* The view's messages, each after its node's name, into buf (size). */
+static void view_text(const struct gpuop_findings *f, char *buf, size_t size)
+{
+    size_t at = 0;
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    for (size_t i = 0; i < f->nnodes; i++)
+        for (uint32_t k = 0; k < f->nodes[i].nfindings; k++) {
+            gpuop_finding_message(f, &f->nodes[i].findings[k], msg, sizeof(msg));
+            int n = snprintf(buf + at, size - at, "%s: %s\n", f->nodes[i].name, msg);
+            assert_true(n > 0 && (size_t)n < size - at);
+            at += (size_t)n;
+        }
+}
+
+/* A view borrows its findings from the records: judging nodes after it
+ * (their records replaced, their old inputs freed) leaves it readable
+ * and as it was, until the next view (ASan sees a read of freed
+ * memory). */
+static void test_view_outlives_judging(void **state)
+{
+    (void)state;
+    enum { TEXT = 1 << 20 };
+    struct world w;
+    rng = 13;
+    world_init(&w, POL_DEFAULT);
+    struct gpuop_records *rec;
+    struct gpuop_findings *f, ref;
+    struct rejudged r = {0};
+    char *before = malloc(TEXT), *after = malloc(TEXT);
+    assert_non_null(before);
+    assert_non_null(after);
+    assert_int_equal(gpuop_records_new(&rec), 0);
+    assert_int_equal(setup(&w, rec, &r), 1);
+    assert_int_equal(judge_all(&w, rec), 0);
+    assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &f), 0);
+    size_t nitems = f->nitems, nnodes = f->nnodes;
+    assert_true(nitems > 0);
+    view_text(f, before, TEXT);
+    for (int e = 0; e < 200; e++) {
+        struct tnode *old_node;
+        struct tpod *old_pod;
+        const char *what;
+        w.now += rnd(40);
+        int slot = random_event(&w, &old_node, &old_pod, &what);
+        assert_int_equal(judge(&w, rec, slot), 0);
+        free(old_node);
+        free(old_pod);
+    }
+    assert_int_equal(f->nitems, nitems);
+    assert_int_equal(f->nnodes, nnodes);
+    view_text(f, after, TEXT);
+    assert_string_equal(after, before);
+    char why[2 * GPUOP_FINDING_MESSAGE_MAX + 128];
+    assert_int_equal(judge_all(&w, rec), 0); /* the clock moved too */
+    assert_int_equal(gpuop_records_view(rec, w.stranded, 2, w.now, &f), 0);
+    assert_int_equal(full(&w, &ref), 0);
+    if (!gpuop_findings_same(f, &ref, why, sizeof(why)))
+        fail_msg("the next view: %s", why);
+    gpuop_findings_free(&ref);
+    gpuop_records_free(rec);
+    world_free(&w);
+    free(before);
+    free(after);
+}
+
 /* When node slot's judgement at w->now changes (its next_change, from
  * a full pass over that node alone); 0 never. */
 static long long node_change(struct world *w, int slot)
@@ -772,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_records_equal_full),
         cmocka_unit_test(test_judge_refused),
         cmocka_unit_test(test_judge_from_empty),
+        cmocka_unit_test(test_view_outlives_judging),
         cmocka_unit_test(test_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

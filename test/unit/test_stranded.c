@@ -393,7 +393,7 @@ static void test_mid_rollout_not_listed(void **state)
     gpuop_ctl_stranded_set_timing(x.s, 10, 50);
     struct fx_world w;
     mid_rollout(&w, NULL);
-    assert_true(gpuop_findings_violates(&w.f, &w.f.nodes[0]));
+    assert_true(gpuop_findings_violates(&w.f.nodes[0]));
     assert_true(w.f.nodes[0].progressing);
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
     assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 0);
