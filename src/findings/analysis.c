@@ -1207,6 +1207,7 @@ static uint64_t setup_fp(const struct gpuop_findings *f)
     h = gpuop_hash_bytes(h, &s->plugin_cm.state, sizeof(s->plugin_cm.state));
     h = hash_str(h, s->plugin_cm.name);
     h = hash_str(h, s->plugin_cm.keys);
+    h = gpuop_hash_bytes(h, s->plugin_cm.conf, s->plugin_cm.nkeys * sizeof(s->plugin_cm.conf[0]));
     for (int o = 0; o < f->noperands; o++)
         h = gpuop_hash_bytes(h, &f->operands[o].enabled, sizeof(f->operands[o].enabled));
     return gpuop_hash_mix(h);

@@ -2,8 +2,9 @@
 # End-to-end: the per-node sharing findings (issue 41). On the lab (kwok GPU
 # nodes: their device plugin pods run no containers, so what gpuop says of
 # the nodes' labels and the ConfigMap is what is checked):
-#   - gpuop's own account may get ConfigMaps in its namespace and not
-#     elsewhere (the chart's Role: it reads the sharing ConfigMap);
+#   - gpuop's own account may get, list and watch ConfigMaps in its
+#     namespace and not elsewhere (the chart's Role: it watches the sharing
+#     ConfigMap by name);
 #   - a ConfigMap with the keys default and ts-4 and spec.devicePlugin.config
 #     naming it: a node labelled nvidia.com/device-plugin.config=missing has
 #     SharingConfigKeyMissing on its device plugin, the message naming the
@@ -15,8 +16,9 @@
 #     allocatable is 8: SharedAllocatableDiffers once its device plugin has
 #     been Ready for the advertise grace, naming 32 and since when; cleared
 #     when allocatable is 32;
-#   - the key added to the ConfigMap: the finding clears (the ConfigMap is
-#     read again within CTL_SHARING_REREAD_MS, not watched);
+#   - the key added to the ConfigMap: the finding clears at once (the
+#     ConfigMap is watched: gpuop's log has its watch event, and the
+#     finding is gone well within the 30 s the old re-read took);
 #   - the ConfigMap deleted: the labelled nodes' findings say it does not
 #     exist.
 set -euo pipefail
@@ -31,14 +33,16 @@ TS4=$(unique gpu-share-ts4)
 POLICY=sharing-findings
 
 gpuop_install
-log "gpuop's account reads ConfigMaps in $GPUOP_NS only"
+log "gpuop's account watches ConfigMaps in $GPUOP_NS only"
 me=system:serviceaccount:$GPUOP_NS:gpuop
-assert_eq yes "$(kc auth can-i get configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
-	"gpuop may get configmaps in $GPUOP_NS"
-assert_eq no "$(kc auth can-i get configmaps -n default --as="$me" 2>/dev/null || true)" \
-	"gpuop may get configmaps in default"
-assert_eq no "$(kc auth can-i list configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
-	"gpuop may list configmaps"
+for verb in get list watch; do
+	assert_eq yes "$(kc auth can-i "$verb" configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+		"gpuop may $verb configmaps in $GPUOP_NS"
+	assert_eq no "$(kc auth can-i "$verb" configmaps -n default --as="$me" 2>/dev/null || true)" \
+		"gpuop may $verb configmaps in default"
+done
+assert_eq no "$(kc auth can-i update configmaps/$CM -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+	"gpuop may update the sharing ConfigMap"
 
 gpuop_start
 cm_apply() { # KEYS...: the ConfigMap with those keys (ts-4 time-slicing, others plain)
@@ -148,9 +152,16 @@ kc patch node "$TS4" --subresource=status --type merge \
 	-p '{"status":{"capacity":{"nvidia.com/gpu":"32"},"allocatable":{"nvidia.com/gpu":"32"}}}' >/dev/null
 wait_for 60 no_finding "$TS4" device-plugin
 
-log "the key added to the ConfigMap: the finding clears (read again, not watched)"
+log "the key added to the ConfigMap: the finding clears at once (watched)"
+grep -qF "configmap/$GPUOP_NS/$CM: watching the device plugin's sharing ConfigMap" "$GPUOP_LOG" ||
+	fail "gpuop does not watch the ConfigMap: $(grep -F configmap "$GPUOP_LOG" | tail -5)"
+edited=$(date +%s)
 cm_apply default ts-4 missing
-wait_for 120 no_finding "$MISSING" device-plugin
+# The old re-read came every 30 s: a finding gone within 25 s of the edit,
+# with the watch's event in the log, is the watch's doing.
+wait_for 25 no_finding "$MISSING" device-plugin
+log "cleared $(($(date +%s) - edited)) s after the edit"
+wait_for 10 grep -qF "configmap/$CM: changed" "$GPUOP_LOG"
 
 log "the ConfigMap deleted: the labelled nodes' findings say so"
 kc -n "$GPUOP_NS" delete configmap "$CM" >/dev/null

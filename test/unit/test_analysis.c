@@ -596,6 +596,80 @@ static void test_shared_allocatable(void **state)
     (void)state;
 }
 
+/* A key's config as the device plugin reads its sharing: strategy,
+ * replicas, rename; bad input is BAD, never a crash. */
+static void test_sharing_conf_read(void **state)
+{
+    struct gpuop_sharing_conf c;
+    struct gpuop_err err = {0};
+    static const char ts4[] = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                              "    - name: nvidia.com/gpu\n      replicas: 4\n";
+    assert_int_equal(gpuop_sharing_conf_read(ts4, strlen(ts4), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(c.replicas, 4);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_READ);
+    /* MPS wins over time-slicing; renameByDefault; the gpu resource, not the first */
+    static const char mps[] =
+        "{sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]},"
+        " mps: {renameByDefault: true, resources: [{name: nvidia.com/mig-1g.5gb, replicas: 3},"
+        " {name: gpu, replicas: 6}]}}}";
+    assert_int_equal(gpuop_sharing_conf_read(mps, strlen(mps), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_MPS);
+    assert_int_equal(c.replicas, 6);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_READ | GPUOP_SHARING_CONF_RENAME);
+    /* a resource's own rename */
+    static const char ren[] = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, "
+                              "rename: nvidia.com/gpu.shared, replicas: 2}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(ren, strlen(ren), &c, &err), 0);
+    assert_true(c.flags & GPUOP_SHARING_CONF_RENAME);
+    static const char other[] = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, "
+                                "rename: nvidia.com/my-gpu, replicas: 2}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(other, strlen(other), &c, &err), 0);
+    assert_true(c.flags & GPUOP_SHARING_CONF_RENAME_OTHER);
+    /* no sharing, an empty config, replicas 1: not shared */
+    static const char none[] = "version: v1\nflags: {migStrategy: none}\n";
+    assert_int_equal(gpuop_sharing_conf_read(none, strlen(none), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
+    assert_int_equal(c.replicas, 1);
+    assert_int_equal(gpuop_sharing_conf_read("", 0, &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
+    static const char one[] = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 1}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(one, strlen(one), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
+    assert_int_equal(c.replicas, 1);
+    /* replicas saturate */
+    static const char big[] = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 99999}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(big, strlen(big), &c, &err), 0);
+    assert_int_equal(c.replicas, GPUOP_SHARING_REPLICAS_MAX);
+    /* bad input: BAD with why */
+    static const char *const bad[] = {
+        "sharing: {timeSlicing: [1, 2",                                    /* not YAML */
+        "- a list\n",                                                      /* not a mapping */
+        "sharing: 3\n",                                                    /* sharing not one */
+        "sharing: {timeSlicing: {resources: {name: gpu}}}",                /* not a list */
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: x}]}}", /* not an int */
+        "sharing: {mps: {renameByDefault: 3}}",                            /* not a bool */
+        "a: 1\n---\nb: 2\n",                                               /* two documents */
+        "a: &x [*x]\n",                                                    /* an alias loop */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&err, 0, sizeof(err));
+        assert_true(gpuop_sharing_conf_read(bad[i], strlen(bad[i]), &c, &err) < 0);
+        assert_int_equal(c.flags, GPUOP_SHARING_CONF_BAD);
+        assert_true(err.message[0] != '\0');
+    }
+    /* huge data: not parsed at all */
+    size_t n = GPUOP_SHARING_CONF_BYTES + 1;
+    char *huge = malloc(n + 1);
+    assert_non_null(huge);
+    memset(huge, 'a', n);
+    huge[n] = '\0';
+    assert_int_equal(gpuop_sharing_conf_read(huge, n, &c, &err), GPUOP_ETOOBIG);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_BAD);
+    free(huge);
+    (void)state;
+}
+
 /* The ConfigMap's keys as read: sorted, bounded, bad input. */
 static void test_sharing_cm_read(void **state)
 {
@@ -613,6 +687,24 @@ static void test_sharing_cm_read(void **state)
     assert_false(gpuop_sharing_cm_has(&cm, "fault"));
     assert_false(gpuop_sharing_cm_has(&cm, "bad key"));
     assert_false(gpuop_sharing_cm_has(&cm, ""));
+    json_decref(o);
+
+    /* each key's config, by key; one that does not parse is named, the
+       others still read */
+    o = json_loads("{\"data\": {\"ts-4\": \"sharing: {timeSlicing: {resources: [{name: gpu, "
+                   "replicas: 4}]}}\", \"broken\": \"sharing: [\", \"default\": \"version: v1\"},"
+                   " \"binaryData\": {\"bin\": \"AA==\"}}",
+                   0, NULL);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_string_equal(cm.keys, "bin, broken, default, ts-4");
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "ts-4")->replicas, 4);
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "ts-4")->strategy, GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "default")->strategy, GPUOP_SHARING_NONE);
+    assert_null(gpuop_sharing_cm_conf(&cm, "broken"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "bin"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "missing"));
+    assert_true(gpuop_sharing_cm_has(&cm, "broken"));
+    assert_non_null(strstr(cm.problem, "key broken: "));
     json_decref(o);
 
     /* no data: read, no key */
@@ -2168,6 +2260,7 @@ int main(void)
         cmocka_unit_test(test_mps_daemon),
         cmocka_unit_test(test_sharing_config_key_missing),
         cmocka_unit_test(test_sharing_cm_read),
+        cmocka_unit_test(test_sharing_conf_read),
         cmocka_unit_test(test_shared_allocatable),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
