@@ -562,7 +562,8 @@ static void test_shared_allocatable(void **state)
     char msg[GPUOP_FINDING_MESSAGE_MAX];
     gpuop_finding_message(&w.f, x, msg, sizeof(msg));
     assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu (allocatable), but GFD "
-                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 expected; "
+                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 nvidia.com/gpu "
+                                "expected; "
                                 "the device plugin pod gpuop-device-plugin-ts-"));
     assert_non_null(strstr(msg, "is Ready since 2026-11-29T21:10:00Z."));
 
@@ -592,6 +593,73 @@ static void test_shared_allocatable(void **state)
     analyze(&w);
     assert_int_equal(w.f.nitems, 0);
     assert_int_equal(w.f.next_change, T0 + 950 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
+    world_free(&w);
+    (void)state;
+}
+
+/* renameByDefault: a node whose config renames nvidia.com/gpu is judged
+ * by nvidia.com/gpu.shared; the wrong name is the finding, naming the one
+ * expected; the reverse too. */
+static void test_shared_renamed(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    sharing_policy(&w, "{\"ren\": \"sharing: {timeSlicing: {renameByDefault: true, resources: "
+                       "[{name: nvidia.com/gpu, replicas: 4}]}}\", \"ts-4\": \"sharing: "
+                       "{timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\"}");
+    struct gpuop_node *n = sharing_node(&w, "ren");
+    n = with_config(&w, n, "ren", false);
+    n->sharing = GPUOP_SHARING_TIME_SLICING;
+    n->gpu_count = 8;
+    n->replicas = 4;
+    n->gpus.capacity = n->gpus.allocatable = 0; /* right: gpu.shared 32 */
+    n->shared.capacity = n->shared.allocatable = 32;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_true(node_res(&w, "ren")->renamed);
+    assert_int_equal(node_res(&w, "ren")->gpus.allocatable, 32);
+
+    n->shared.allocatable = 8; /* the number wrong */
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu.shared (allocatable), but "
+                                "GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 "
+                                "nvidia.com/gpu.shared expected"));
+
+    n->shared.capacity = n->shared.allocatable = 0; /* the wrong name */
+    n->gpus.capacity = n->gpus.allocatable = 32;
+    analyze(&w);
+    x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING], 0);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 0 nvidia.com/gpu.shared (allocatable), and "
+                                "nvidia.com/gpu instead, where its sharing config names "
+                                "nvidia.com/gpu.shared, but GFD"));
+
+    n = with_config(&w, n, "ts-4", false); /* the reverse: not renamed, advertises .shared */
+    n->gpus.capacity = n->gpus.allocatable = 0;
+    n->shared.capacity = n->shared.allocatable = 32;
+    analyze(&w);
+    x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "advertises 0 nvidia.com/gpu (allocatable), and "
+                                "nvidia.com/gpu.shared instead"));
+    int rc = 0;
+    for (size_t i = 0; i < w.f.nitems; i++)
+        rc |= w.f.items[i].reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING;
+    assert_int_equal(rc, 0);
+    free(w.pol.operands[dp].config_name);
     world_free(&w);
     (void)state;
 }
@@ -2261,6 +2329,7 @@ int main(void)
         cmocka_unit_test(test_sharing_config_key_missing),
         cmocka_unit_test(test_sharing_cm_read),
         cmocka_unit_test(test_sharing_conf_read),
+        cmocka_unit_test(test_shared_renamed),
         cmocka_unit_test(test_shared_allocatable),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
