@@ -775,6 +775,24 @@ static void test_sharing_cm_read(void **state)
     assert_non_null(strstr(cm.problem, "key broken: "));
     json_decref(o);
 
+    /* huge data in one key: that key is a problem, the others read */
+    o = json_loads("{\"data\": {\"ts-4\": \"sharing: {timeSlicing: {resources: [{name: gpu, "
+                   "replicas: 4}]}}\"}}",
+                   0, NULL);
+    size_t big = GPUOP_SHARING_CONF_BYTES * 2;
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, '#', big);
+    text[big] = '\0';
+    json_object_set_new(json_object_get(o, "data"), "huge", json_string(text));
+    free(text);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_true(gpuop_sharing_cm_has(&cm, "huge"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "huge"));
+    assert_non_null(gpuop_sharing_cm_conf(&cm, "ts-4"));
+    assert_non_null(strstr(cm.problem, "key huge: "));
+    json_decref(o);
+
     /* no data: read, no key */
     o = json_object();
     assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
