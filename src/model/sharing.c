@@ -15,7 +15,8 @@
  * sharing (k8s-device-plugin v0.20.0 api/config/v1/sharing.go: mps when
  * it has a replicated resource, else time-slicing when that has, else
  * none; replicas.go: a resource is replicated with replicas > 1, and
- * renameByDefault renames it with ".shared" appended): the strategy, the
+ * renameByDefault renames it with ".shared" appended; a resource without
+ * replicas, or with fewer than 2, is refused): the strategy, the
  * replicas of nvidia.com/gpu (else of the first resource) and the name it
  * is advertised under. A config that does not read (not YAML, not a
  * mapping, a field of the wrong type, over GPUOP_SHARING_CONF_BYTES) is
@@ -140,10 +141,13 @@ static int gpu_resource(json_t *rr, json_t **out, struct gpuop_err *err)
         return gpuop_err_set(err, GPUOP_EPARSE, "resources", "resources is not a list");
     json_array_foreach(res, i, r)
     {
-        if (!json_is_object(r) ||
-            (json_object_get(r, "replicas") && !json_is_integer(json_object_get(r, "replicas"))))
+        /* replicas.go ReplicatedResource.UnmarshalJSON: required, >= 2 */
+        if (!json_is_object(r) || !json_is_integer(json_object_get(r, "replicas")) ||
+            json_integer_value(json_object_get(r, "replicas")) < 2)
             return gpuop_err_set(err, GPUOP_EPARSE, "resources",
-                                 "resources[%zu] is not a mapping with an integer replicas", i);
+                                 "resources[%zu] is not a mapping with replicas >= 2 (the "
+                                 "device plugin refuses it)",
+                                 i);
         if (!*out || is_gpu(json_string_value(json_object_get(r, "name"))))
             *out = is_gpu(json_string_value(json_object_get(*out, "name"))) ? *out : r;
     }

@@ -701,10 +701,6 @@ static void test_sharing_conf_read(void **state)
     assert_int_equal(c.replicas, 1);
     assert_int_equal(gpuop_sharing_conf_read("", 0, &c, &err), 0);
     assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
-    static const char one[] = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 1}]}}";
-    assert_int_equal(gpuop_sharing_conf_read(one, strlen(one), &c, &err), 0);
-    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
-    assert_int_equal(c.replicas, 1);
     /* replicas saturate */
     static const char big[] = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 99999}]}}";
     assert_int_equal(gpuop_sharing_conf_read(big, strlen(big), &c, &err), 0);
@@ -719,6 +715,8 @@ static void test_sharing_conf_read(void **state)
         "sharing: {mps: {renameByDefault: 3}}",                            /* not a bool */
         "a: 1\n---\nb: 2\n",                                               /* two documents */
         "a: &x [*x]\n",                                                    /* an alias loop */
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 1}]}}", /* refused: < 2 */
+        "sharing: {timeSlicing: {resources: [{name: gpu}]}}",              /* no replicas */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         memset(&err, 0, sizeof(err));
