@@ -105,6 +105,10 @@ struct gpuop_node_result {           /* 56 bytes: a set holds one per GPU node *
     uint8_t upgrade : 2;             /* enum gpuop_upgrade of the node (model.h) */
     uint8_t sharing : 2;             /* a GPU node's enum gpuop_sharing_strategy, GFD's
                                         label (sharing.h) */
+    bool renamed : 1;                /* its config renames nvidia.com/gpu: gpus below counts
+                                        nvidia.com/gpu.shared (renameByDefault, sharing.h) */
+    bool other_name : 1;             /* it advertises none of the resource it should, and
+                                        some of the other (nvidia.com/gpu or .shared) */
     uint8_t idle_s;                  /* not progressing: seconds since one of its pods
                                         last became Ready, saturating at 255; 0 when
                                         none did or it failed (events_int.h: the stall began
@@ -121,7 +125,8 @@ struct gpuop_node_result {           /* 56 bytes: a set holds one per GPU node *
     const struct gpuop_finding *findings;
     uint32_t first;
     uint32_t nfindings;
-    struct gpuop_gpu_counts gpus; /* what the node advertises (model.h) */
+    struct gpuop_gpu_counts gpus; /* what the node advertises (model.h): nvidia.com/gpu,
+                                     nvidia.com/gpu.shared's instead when renamed */
 };
 
 struct gpuop_operand_result {
@@ -183,6 +188,7 @@ struct gpuop_analysis_state {
     int8_t prereq[GPUOP_OPERAND_MAX];  /* gpuop_policy_prereq per operand */
     struct gpuop_sharing_cm plugin_cm; /* the policy's plugin_cm while it names a device
                                           plugin config, else UNKNOWN (sharing.h) */
+    char plugin_default[GPUOP_SHARING_CM_NAME_MAX + 1]; /* ... and its default key ("") */
     size_t items_cap, nodes_cap;
     uint64_t ds_fp;                 /* what the nodes read of the DaemonSets chosen */
     struct gpuop_node_tally *tally; /* new; one per nodes[] entry of a pass */

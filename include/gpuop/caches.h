@@ -23,6 +23,7 @@
 #include "gpuop/informer.h"
 #include "gpuop/kube.h"
 #include "gpuop/model.h"
+#include "gpuop/sharing.h"
 
 enum gpuop_caches_kind {
     GPUOP_CACHES_POLICY,
@@ -34,6 +35,8 @@ enum gpuop_caches_kind {
     GPUOP_CACHES_EVENT,
     GPUOP_CACHES_SLICE, /* DRA ResourceSlices, only while asked (gpuop_caches_watch_slices) */
     GPUOP_CACHES_CLAIM, /* DRA ResourceClaims, with the slices */
+    GPUOP_CACHES_PLUGIN_CM, /* the device plugin's sharing ConfigMap, only while asked
+                               (gpuop_caches_watch_plugin_cm) */
     GPUOP_CACHES_KINDS
 };
 
@@ -193,6 +196,29 @@ bool gpuop_caches_next_claim(const struct gpuop_caches *caches, size_t *iter,
  * (GPUOP_ENOTFOUND: resource.k8s.io/v1 ResourceSlices are not served);
  * 0 otherwise. The informer keeps trying (backoff). */
 int gpuop_caches_slices_error(const struct gpuop_caches *caches);
+
+/* ---- the device plugin's sharing ConfigMap (sharing.h) ----
+ *
+ * The ConfigMap spec.devicePlugin.config.name names, in the operator
+ * namespace: watched by name (field selector metadata.name=<name>) while
+ * asked, so an edit is judged at once; each is kept as a struct
+ * gpuop_sharing_cm (its keys and their configs' sharing, bounded: an
+ * object over GPUOP_SHARING_CM_MAX_BYTES is not read, as every watch
+ * bounds its events). Its changes, and its first list (which may find it
+ * absent), come to on_change as a GPUOP_CACHES_SPEC change of kind
+ * GPUOP_CACHES_PLUGIN_CM: they move the findings, not the render. */
+
+/* Largest ConfigMap read (the API server keeps them under 1 MiB). */
+#define GPUOP_SHARING_CM_MAX_BYTES (1u << 20)
+
+/* Watches the ConfigMap name (borrowed; NULL or "": none): nothing when
+ * it is already watched, else the watch of another is stopped and this
+ * one started. 0 or a negative code (the informer could not be made). */
+int gpuop_caches_watch_plugin_cm(struct gpuop_caches *caches, const char *name);
+/* What the watch knows of the ConfigMap into *out: UNKNOWN while not
+ * watched or not listed yet (or its list fails: RBAC), ABSENT when the
+ * list found none, READ (or TOO_BIG) as sharing.h reads it. */
+void gpuop_caches_plugin_cm(const struct gpuop_caches *caches, struct gpuop_sharing_cm *out);
 
 void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kind kind,
                         struct gpuop_informer_stats *out);

@@ -221,16 +221,20 @@ struct gpuop_node { /* 96 bytes, its strings and taints after it */
      * gpuop_node_equal; with the sharing fields below, 8 bytes the struct grew by. */
     struct gpuop_node_dra dra;
     /* GPU sharing (sharing.h), beside the DRA fold: */
-    uint16_t config_at;    /* where the value of its GPUOP_LABEL_PLUGIN_CONFIG label is,
-                              a string after the struct (bytes from the node's start);
-                              0 without the label or with "" (the policy's default then).
-                              Read it with gpuop_node_plugin_config(). */
-    uint8_t replicas;      /* GFD's GPUOP_LABEL_GPU_REPLICAS, saturating; 0 absent */
-    uint8_t sharing : 2;   /* enum gpuop_sharing_strategy of GPUOP_LABEL_SHARING_STRATEGY */
-    bool config_long : 1;  /* the config label's value was longer than
-                              GPUOP_SHARING_CONFIG_MAX (no label value can be): kept cut */
-    uint8_t gpu_count : 5; /* GFD's GPUOP_LABEL_GPU_COUNT, saturating at
-                              GPUOP_SHARING_COUNT_MAX; 0 absent */
+    uint16_t config_at;       /* where the value of its GPUOP_LABEL_PLUGIN_CONFIG label is,
+                                 a string after the struct (bytes from the node's start);
+                                 0 without the label or with "" (the policy's default then).
+                                 Read it with gpuop_node_plugin_config(). */
+    uint8_t replicas;         /* GFD's GPUOP_LABEL_GPU_REPLICAS, saturating; 0 absent */
+    uint8_t sharing : 2;      /* enum gpuop_sharing_strategy of GPUOP_LABEL_SHARING_STRATEGY */
+    bool config_long : 1;     /* the config label's value was longer than
+                                 GPUOP_SHARING_CONFIG_MAX (no label value can be): kept cut */
+    uint8_t gpu_count : 5;    /* GFD's GPUOP_LABEL_GPU_COUNT, saturating at
+                                 GPUOP_SHARING_COUNT_MAX; 0 absent */
+    struct {                  /* nvidia.com/gpu.shared (GPUOP_RESOURCE_GPU_SHARED): what a */
+        uint16_t capacity;    /* device plugin whose config renames nvidia.com/gpu */
+        uint16_t allocatable; /* (renameByDefault) advertises, saturating */
+    } shared;
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */

@@ -99,7 +99,12 @@ enum gpuop_reason {
  * none; empty when it does not exist) and config-absent (non-empty when
  * the API server says it does not exist); gpu-count, replicas, strategy
  * (GFD's nvidia.com/gpu.count, gpu.replicas, sharing-strategy of the node)
- * and shared (their product: what allocatable should be). */
+ * and shared (their product: what allocatable should be); gpu-resource
+ * (the resource the node's GPUs are advertised as: nvidia.com/gpu, or
+ * nvidia.com/gpu.shared where its sharing config renames it, which
+ * capacity and allocatable then count), other-resource (the other of the
+ * two) and other-name (non-empty when the node advertises the other and
+ * none of gpu-resource). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

@@ -8,9 +8,15 @@
  * NVIDIA's config-manager fails where the key is missing
  * (k8s-device-plugin v0.20.0 cmd/config-manager/main.go updateConfigName:
  * "specified config %v does not exist"). gpuop keeps the ConfigMap's key
- * names only, never its configs, and at most GPUOP_SHARING_KEYS_BYTES of
- * them: a ConfigMap with more is "too big" and judges no node (nothing is
- * claimed of keys gpuop did not keep).
+ * names, at most GPUOP_SHARING_KEYS_BYTES of them: a ConfigMap with more is
+ * "too big" and judges no node (nothing is claimed of keys gpuop did not
+ * keep); and of each key's config (its data, YAML, at most
+ * GPUOP_SHARING_CONF_BYTES) what the device plugin makes of its sharing
+ * (k8s-device-plugin v0.20.0 api/config/v1/sharing.go SharingStrategy,
+ * replicas.go ReplicatedResources): the strategy, the replicas of
+ * nvidia.com/gpu, and whether it is renamed nvidia.com/gpu.shared
+ * (renameByDefault, or its rename). A key whose config does not parse is
+ * named in problem and judges no node by its settings.
  *
  * Layer: model.
  */
@@ -21,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+
+#include "gpuop/error.h"
 
 /* The node's config: a key of the ConfigMap (NVIDIA's config-manager
  * NODE_LABEL, the GPU Operator's default). */
@@ -75,12 +83,44 @@ enum gpuop_sharing_cm_state {
 /* Longest ConfigMap name kept (a Kubernetes name). */
 #define GPUOP_SHARING_CM_NAME_MAX 253
 
+/* Most keys kept (each takes at least a character and its separator). */
+#define GPUOP_SHARING_KEYS_MAX (GPUOP_SHARING_KEYS_BYTES / 2)
+/* Longest config (one key's data) whose settings are read; a longer one
+ * is a problem (the whole ConfigMap is at most 1 MiB). */
+#define GPUOP_SHARING_CONF_BYTES (64u << 10)
+/* Longest problem kept (the key and why its config was not read). */
+#define GPUOP_SHARING_PROBLEM_MAX 255
+/* The shared resource's name under renameByDefault (replicas.go:
+ * ResourceName.DefaultSharedRename, ".shared" appended). */
+#define GPUOP_RESOURCE_GPU_SHARED "nvidia.com/gpu.shared"
+
+/* struct gpuop_sharing_conf.flags */
+enum {
+    GPUOP_SHARING_CONF_READ = 1u << 0,         /* the config was read: the fields hold */
+    GPUOP_SHARING_CONF_BAD = 1u << 1,          /* it was not: YAML that does not parse, not a
+                                                  mapping, a field of the wrong type, too big */
+    GPUOP_SHARING_CONF_RENAME = 1u << 2,       /* nvidia.com/gpu is advertised as
+                                                  GPUOP_RESOURCE_GPU_SHARED */
+    GPUOP_SHARING_CONF_RENAME_OTHER = 1u << 3, /* ... under another name (not judged) */
+};
+/* What one key's config says of sharing nvidia.com/gpu. */
+struct gpuop_sharing_conf {
+    uint8_t strategy; /* enum gpuop_sharing_strategy: NONE, TIME_SLICING, MPS */
+    uint8_t replicas; /* of nvidia.com/gpu (1 when not shared), saturating */
+    uint8_t flags;    /* GPUOP_SHARING_CONF_* */
+};
+
 struct gpuop_sharing_cm {
-    uint8_t state;                            /* enum gpuop_sharing_cm_state */
-    uint16_t nkeys;                           /* keys READ */
-    char name[GPUOP_SHARING_CM_NAME_MAX + 1]; /* the ConfigMap's name ("" unknown) */
-    char keys[GPUOP_SHARING_KEYS_BYTES];      /* READ: its keys (data and binaryData),
-                                                 sorted, ", "-separated ("" none) */
+    uint8_t state;                                          /* enum gpuop_sharing_cm_state */
+    uint16_t nkeys;                                         /* keys READ */
+    char name[GPUOP_SHARING_CM_NAME_MAX + 1];               /* the ConfigMap's name ("" unknown) */
+    char keys[GPUOP_SHARING_KEYS_BYTES];                    /* READ: its keys (data and binaryData),
+                                                               sorted, ", "-separated ("" none) */
+    struct gpuop_sharing_conf conf[GPUOP_SHARING_KEYS_MAX]; /* READ: the nkeys keys' configs,
+                                                               in keys' order (binaryData's
+                                                               are not read: flags 0) */
+    char problem[GPUOP_SHARING_PROBLEM_MAX + 1]; /* the first key whose config was not read,
+                                                    and why ("" none) */
 };
 
 /* Fills *out from ConfigMap cm (borrowed; NULL: absent) named name
@@ -91,6 +131,15 @@ struct gpuop_sharing_cm {
 int gpuop_sharing_cm_read(json_t *cm, const char *name, struct gpuop_sharing_cm *out);
 /* Is key (borrowed) one of cm's READ keys? False for any other state. */
 bool gpuop_sharing_cm_has(const struct gpuop_sharing_cm *cm, const char *key);
+/* The config of key (borrowed) in cm (borrowed), or NULL: not a READ key,
+ * or its config was not read (flags without GPUOP_SHARING_CONF_READ). */
+const struct gpuop_sharing_conf *gpuop_sharing_cm_conf(const struct gpuop_sharing_cm *cm,
+                                                       const char *key);
+/* Reads a config's text (borrowed, len bytes) into *out, as the device
+ * plugin does its sharing; 0, or GPUOP_EPARSE / GPUOP_ETOOBIG with why in
+ * err (out then has GPUOP_SHARING_CONF_BAD). */
+int gpuop_sharing_conf_read(const char *text, size_t len, struct gpuop_sharing_conf *out,
+                            struct gpuop_err *err);
 /* Does cm say something of the nodes (ABSENT or READ)? */
 bool gpuop_sharing_cm_known(const struct gpuop_sharing_cm *cm);
 

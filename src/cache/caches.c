@@ -27,6 +27,12 @@
  * carries over to its replacement and a new Node gets by a walk of the
  * slices. A stopped slice informer closes on its own while the others
  * run; the caches are freed once every informer made has closed.
+ *
+ * The device plugin's sharing ConfigMap is watched the same way, made when
+ * asked (gpuop_caches_watch_plugin_cm) with its name in the field
+ * selector, and replaced when the name changes: one object at most, kept
+ * as what sharing.h reads of it. Its first list, which may find nothing,
+ * is a change too (the ConfigMap is then known absent).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -60,6 +66,9 @@ struct gpuop_caches {
     bool slices_synced; /* the slice informer (inf[GPUOP_CACHES_SLICE]) has listed */
     bool claims_synced; /* the claim informer (inf[GPUOP_CACHES_CLAIM]) has listed */
     int slices_error;   /* its last list failed with this code; 0 */
+    bool cm_synced;     /* the ConfigMap's informer (inf[GPUOP_CACHES_PLUGIN_CM]) has listed */
+    char cm_name[GPUOP_SHARING_CM_NAME_MAX + 1];      /* the ConfigMap it watches ("" none) */
+    char cm_selector[GPUOP_SHARING_CM_NAME_MAX + 16]; /* its field selector */
     void (*close_cb)(void *);
     void *close_arg;
 };
@@ -337,6 +346,39 @@ static void refold(const struct gpuop_caches *caches, struct gpuop_node *n,
     }
 }
 
+/* The sharing ConfigMap (sharing.h): its key is its name (one namespace). */
+static void *cm_convert(json_t *obj, const char *key, struct gpuop_err *err)
+{
+    struct gpuop_sharing_cm *cm = malloc(sizeof(*cm));
+    if (!cm)
+        return NULL;
+    if (gpuop_sharing_cm_read(obj, key, cm) < 0) {
+        gpuop_err_set(err, GPUOP_EINVAL, NULL, "a ConfigMap that is not an object");
+        free(cm);
+        return NULL;
+    }
+    return cm;
+}
+
+static bool cm_same(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(struct gpuop_sharing_cm)) == 0; /* read whole: memset first */
+}
+
+/* A key whose config does not read is said once per change of it. */
+static void cm_moved(struct gpuop_caches *caches, const struct gpuop_sharing_cm *old,
+                     const struct gpuop_sharing_cm *cm)
+{
+    char obj[GPUOP_SHARING_CM_NAME_MAX + 64];
+    if (!cm || !cm->problem[0] || (old && !strcmp(old->problem, cm->problem)))
+        return;
+    snprintf(obj, sizeof(obj), "configmap/%s/%s", caches->ns, cm->name);
+    gpuop_warn(obj,
+               "the device plugin's config %s: no node is judged by that key's sharing "
+               "settings; fix its YAML (the device plugin cannot read it either)",
+               cm->problem);
+}
+
 /* A slice came (old NULL), changed or went (sl NULL): its node's fold
  * follows, and the node (both, should it have moved) is named. The store
  * already holds sl, and old until a delete has been told. */
@@ -450,6 +492,8 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         slice_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_CLAIM)
         claim_moved(t->caches, old_item, new_item);
+    if (t->kind == GPUOP_CACHES_PLUGIN_CM)
+        cm_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_NODE && gpuop_ospools_move(&t->caches->pools, old_item, new_item))
         what |= GPUOP_CACHES_RENDER;
     if (t->kind == GPUOP_CACHES_POD)
@@ -488,6 +532,12 @@ static void on_synced(void *arg)
     }
     if (t->kind == GPUOP_CACHES_CLAIM)
         t->caches->claims_synced = true;
+    if (t->kind == GPUOP_CACHES_PLUGIN_CM) { /* known now, there or absent */
+        t->caches->cm_synced = true;
+        if (t->caches->cfg.on_change)
+            t->caches->cfg.on_change(t->caches->cfg.arg, t->kind, t->caches->cm_name,
+                                     GPUOP_CACHES_SPEC);
+    }
     if (t->kind >= GPUOP_CACHES_MAIN)
         return;
     if (++t->caches->nsynced == GPUOP_CACHES_MAIN && t->caches->cfg.on_synced)
@@ -563,6 +613,14 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                             .free_item = claim_free,
                             .same = claim_same,
                             .keep_same = true},
+    /* not scratch: each key's config is parsed (a YAML document of up to
+       GPUOP_SHARING_CONF_BYTES) while it is converted */
+    [GPUOP_CACHES_PLUGIN_CM] = {.name = "configmaps",
+                                .res = {.group_version = "v1", .resource = "configmaps"},
+                                .max_line = GPUOP_SHARING_CM_MAX_BYTES,
+                                .convert = cm_convert,
+                                .free_item = free,
+                                .same = cm_same},
 };
 
 struct caches_alloc {
@@ -577,12 +635,15 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
 {
     struct gpuop_caches *caches = &a->caches;
     *ic = INFORMERS[k];
-    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE && k < GPUOP_CACHES_SLICE)
+    if (k != GPUOP_CACHES_POLICY && k != GPUOP_CACHES_NODE && k != GPUOP_CACHES_SLICE &&
+        k != GPUOP_CACHES_CLAIM) /* slices are cluster-scoped, claims read in every namespace */
         ic->res.ns = caches->ns;
     if (k == GPUOP_CACHES_SLICE)
         ic->unread = gpuop_slice_unread();
     if (k == GPUOP_CACHES_CLAIM)
         ic->unread = gpuop_claim_unread();
+    if (k == GPUOP_CACHES_PLUGIN_CM)
+        ic->field_selector = caches->cm_selector;
     if (k == GPUOP_CACHES_POLICY)
         ic->digested = gpuop_caches_policy_digested();
     if (k == GPUOP_CACHES_POD)
@@ -616,7 +677,7 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         struct gpuop_informer_config ic;
         if (k >= GPUOP_CACHES_SLICE)
-            continue; /* made when asked: gpuop_caches_watch_slices */
+            continue; /* made when asked: gpuop_caches_watch_slices, _plugin_cm */
         informer_config(a, (enum gpuop_caches_kind)k, &ic);
         if (rc == 0)
             rc = gpuop_informer_new(loop, kube, &ic, &caches->inf[k]);
@@ -642,7 +703,7 @@ int gpuop_caches_start(struct gpuop_caches *caches)
 {
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
         if (!caches->inf[k])
-            continue; /* the slices': started when asked */
+            continue; /* the slices' and the ConfigMap's: started when asked */
         int rc = gpuop_informer_start(caches->inf[k]);
         if (rc < 0)
             return rc;
@@ -800,7 +861,7 @@ void gpuop_caches_stats(const struct gpuop_caches *caches, enum gpuop_caches_kin
     if (caches->inf[kind])
         gpuop_informer_stats(caches->inf[kind], out);
     else
-        memset(out, 0, sizeof(*out)); /* the slices' and claims' while not watched */
+        memset(out, 0, sizeof(*out)); /* the slices', claims' or ConfigMap's while not watched */
 }
 
 static void informer_closed(void *arg)
@@ -911,4 +972,54 @@ bool gpuop_caches_next_claim(const struct gpuop_caches *caches, size_t *iter,
         }
     }
     return false;
+}
+
+int gpuop_caches_watch_plugin_cm(struct gpuop_caches *caches, const char *name)
+{
+    struct gpuop_informer **inf = &caches->inf[GPUOP_CACHES_PLUGIN_CM];
+    if (!name)
+        name = "";
+    if (caches->closing || (!strcmp(name, caches->cm_name) && (*inf != NULL) == (*name != '\0')))
+        return 0;
+    char obj[GPUOP_SHARING_CM_NAME_MAX + 64];
+    snprintf(obj, sizeof(obj), "configmap/%s/%s", caches->ns, caches->cm_name);
+    if (*inf) {
+        gpuop_informer_close(*inf, informer_closed, caches); /* frees its item */
+        *inf = NULL;
+        gpuop_info(obj, "not watched any more");
+    }
+    caches->cm_synced = false;
+    snprintf(caches->cm_name, sizeof(caches->cm_name), "%s", name);
+    if (!*name || strlen(name) > GPUOP_SHARING_CM_NAME_MAX) {
+        caches->cm_name[0] = '\0';
+        return 0;
+    }
+    snprintf(caches->cm_selector, sizeof(caches->cm_selector), "metadata.name=%s", name);
+    struct gpuop_informer_config ic;
+    informer_config((struct caches_alloc *)caches, GPUOP_CACHES_PLUGIN_CM, &ic);
+    int rc = gpuop_informer_new(caches->loop, caches->kube, &ic, inf);
+    if (rc < 0) {
+        caches->cm_name[0] = '\0';
+        return rc;
+    }
+    caches->open++;
+    rc = gpuop_informer_start(*inf);
+    snprintf(obj, sizeof(obj), "configmap/%s/%s", caches->ns, name);
+    gpuop_info(obj, "watching the device plugin's sharing ConfigMap");
+    return rc;
+}
+
+void gpuop_caches_plugin_cm(const struct gpuop_caches *caches, struct gpuop_sharing_cm *out)
+{
+    const struct gpuop_informer *inf = caches->inf[GPUOP_CACHES_PLUGIN_CM];
+    const struct gpuop_sharing_cm *cm =
+        inf && caches->cm_synced ? gpuop_informer_get(inf, caches->cm_name) : NULL;
+    if (cm) {
+        *out = *cm;
+        return;
+    }
+    memset(out, 0, sizeof(*out));
+    snprintf(out->name, sizeof(out->name), "%s", caches->cm_name);
+    if (inf && caches->cm_synced)
+        out->state = GPUOP_SHARING_CM_ABSENT;
 }

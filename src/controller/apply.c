@@ -108,9 +108,7 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c)
         memset(c->apply.pool_applied, 0, sizeof(c->apply.pool_applied));
         memset(&c->apply.sa_applied, 0, sizeof(c->apply.sa_applied));
         snprintf(c->apply.applied_uid, sizeof(c->apply.applied_uid), "%s", uid);
-        memset(&c->apply.plugin_cm, 0, sizeof(c->apply.plugin_cm));
     }
-    c->apply.plugin_cm_started = false;
     memset(c->apply.res, 0, sizeof(c->apply.res));
     memset(c->apply.started, 0, sizeof(c->apply.started));
     memset(&c->apply.sa, 0, sizeof(c->apply.sa));
@@ -706,92 +704,6 @@ static void apply_sa(struct gpuop_controller *c)
     }
 }
 
-/* ---- the device plugin's sharing ConfigMap (sharing.h) ----
- *
- * Read, not applied: a GET of the ConfigMap spec.devicePlugin.config.name
- * names, in gpuop's namespace, at each apply reconcile (the policy, the
- * DaemonSets move it) and every CTL_SHARING_REREAD_MS while the policy
- * names one (it is not watched: an edit shows within that). Its keys are
- * what the status reconciles judge the nodes' config labels by
- * (SharingConfigKeyMissing). A read that fails (no RBAC for it, the API
- * server away) is no failure of the reconcile: it is logged and judges no
- * node (UNKNOWN) until a read succeeds; a 404 says the ConfigMap is
- * absent. The body's size is the kube layer's limit (a ConfigMap is at
- * most 1 MiB anyway); only its key names are kept, bounded (sharing.h). */
-
-static const char *plugin_cm_name(const struct gpuop_policy *p)
-{
-    int dp = gpuop_operand_by_key("devicePlugin");
-    const char *name = dp >= 0 && p->operands[dp].enabled ? p->operands[dp].config_name : NULL;
-    return name && *name ? name : NULL;
-}
-
-static void plugin_cm_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
-{
-    struct ctl_op *o = arg;
-    struct gpuop_controller *c = o->c;
-    struct gpuop_sharing_cm *cm = &c->apply.plugin_cm;
-    char obj[CTL_OBJ_MAX], name[sizeof(cm->name)];
-    snprintf(name, sizeof(name), "%s", cm->name);
-    snprintf(obj, sizeof(obj), "configmap/%s/%s", c->ns, name);
-    int before = cm->state;
-    if (rc == 0 && gpuop_sharing_cm_read(body, name, cm) < 0)
-        rc = GPUOP_EPARSE;
-    if (rc == GPUOP_ENOTFOUND)
-        (void)gpuop_sharing_cm_read(NULL, name, cm);
-    else if (rc < 0 && rc != GPUOP_ECANCELED)
-        cm->state = GPUOP_SHARING_CM_UNKNOWN;
-    if (rc < 0 && rc != GPUOP_ECANCELED && rc != GPUOP_ENOTFOUND && before != cm->state)
-        gpuop_warn(obj,
-                   "cannot read the device plugin's sharing ConfigMap (%s): no node is "
-                   "judged by its keys until it is read",
-                   err && err->message[0] ? err->message : gpuop_strerror(rc));
-    else if (cm->state == GPUOP_SHARING_CM_TOO_BIG && before != cm->state)
-        gpuop_warn(obj, "the sharing ConfigMap's keys exceed %d bytes: no node is judged by them",
-                   GPUOP_SHARING_KEYS_BYTES);
-    else if (before != cm->state)
-        gpuop_debug(obj, "sharing ConfigMap: %s",
-                    cm->state == GPUOP_SHARING_CM_READ ? cm->keys : "absent");
-    if (rc != GPUOP_ECANCELED)
-        (void)gpuop_queue_add_after(c->queue, c->key, CTL_SHARING_REREAD_MS);
-    gpuop_ctl_op_end(o);
-}
-
-static void read_plugin_cm(struct gpuop_controller *c)
-{
-    const char *name = plugin_cm_name(&c->policy);
-    struct gpuop_sharing_cm *cm = &c->apply.plugin_cm;
-    if (!name) {
-        memset(cm, 0, sizeof(*cm));
-        return;
-    }
-    if (strcmp(cm->name, name) != 0) { /* another ConfigMap: nothing known of it */
-        memset(cm, 0, sizeof(*cm));
-        snprintf(cm->name, sizeof(cm->name), "%s", name);
-    }
-    const struct gpuop_kube_ref ref = {
-        .group_version = "v1", .ns = c->ns, .resource = "configmaps", .name = name};
-    char *path = gpuop_kube_path(&ref, NULL, 0);
-    int rc = path ? gpuop_ctl_send(c,
-                                   &(struct ctl_send){.kind = OP_READ,
-                                                      .operand = -1,
-                                                      .verb = GPUOP_KUBE_GET,
-                                                      .path = path,
-                                                      .done = plugin_cm_done},
-                                   NULL)
-                  : GPUOP_ENOMEM;
-    free(path);
-    if (rc < 0)
-        gpuop_warn(c->kobj, "cannot read the sharing ConfigMap %s: %s", name, gpuop_strerror(rc));
-}
-
-void gpuop_ctl_apply_sharing(struct gpuop_controller *c)
-{
-    const char *name = plugin_cm_name(&c->policy);
-    if (name && !strcmp(name, c->apply.plugin_cm.name))
-        c->policy.plugin_cm = c->apply.plugin_cm;
-}
-
 /* ---- the objects beside the DaemonSets (gpuop_render_extra) ---- */
 
 /* The RuntimeClass, the default MIG config, the DCGM Services and the
@@ -1045,10 +957,6 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
         c->stats.apply_stages++;
         c->apply.sa_started = true;
         apply_sa(c);
-    }
-    if (!c->apply.plugin_cm_started) {
-        c->apply.plugin_cm_started = true;
-        read_plugin_cm(c);
     }
     if (!c->apply.extras_started) {
         c->apply.extras_started = true;

@@ -427,13 +427,32 @@ static void policy_gone(struct gpuop_controller *c)
     gpuop_ctl_status_forget(c, c->key);
     if (strcmp(c->judge.key, c->key) == 0)
         gpuop_ctl_judge_drop(&c->judge);
-    gpuop_ctl_labeler_stop(c->labeler); /* the active policy's reconcile tracks again */
+    gpuop_ctl_labeler_stop(c->labeler);  /* the active policy's reconcile tracks again */
+    if (!gpuop_caches_active(c->caches)) /* no policy names a sharing ConfigMap */
+        (void)gpuop_caches_watch_plugin_cm(c->caches, NULL);
     if (c->leader && !gpuop_caches_active(c->caches))
         release_upgrades(c); /* the last policy went mid-upgrade: let every node go */
     else
         gpuop_ctl_upgrade_stop(c->upgrader);
     gpuop_ctl_draclaims_reset(c->draclaims); /* the DRA plugin's goes with them */
     gpuop_debug(c->kobj, "policy gone; its DaemonSets go by garbage collection");
+}
+
+/* The device plugin's sharing ConfigMap (sharing.h), for the active
+ * policy's status reconcile: the caches watch the one it names (and stop
+ * when it names none), and its policy gets what they know of it, which
+ * its findings judge the nodes' config labels by. An edit of it comes
+ * back as a change (on_change), so it is judged at once. */
+static void sharing_cm(struct gpuop_controller *c)
+{
+    int dp = gpuop_operand_by_key("devicePlugin");
+    const char *name =
+        dp >= 0 && c->policy.operands[dp].enabled ? c->policy.operands[dp].config_name : NULL;
+    int rc = gpuop_caches_watch_plugin_cm(c->caches, name && *name ? name : NULL);
+    if (rc < 0)
+        gpuop_warn(c->kobj, "cannot watch the sharing ConfigMap %s: %s", name, gpuop_strerror(rc));
+    if (name && *name)
+        gpuop_caches_plugin_cm(c->caches, &c->policy.plugin_cm);
 }
 
 /* A status reconcile: findings, status, the helpers' tracks. */
@@ -455,8 +474,9 @@ static void begin_status(struct gpuop_controller *c)
     }
     if (!parse_policy(c, obj))
         return;
-    gpuop_ctl_apply_sharing(c);
     c->inactive = !active || strcmp(active, c->key) != 0;
+    if (!c->inactive)
+        sharing_cm(c);
     c->stage = STAGE_STATUS;
     findings_and_status(c);
     advance(c);
@@ -517,7 +537,8 @@ static void on_change(void *arg, enum gpuop_caches_kind kind, const char *key, u
         [GPUOP_CACHES_POLICY] = "gpupolicy",    [GPUOP_CACHES_NODE] = "node",
         [GPUOP_CACHES_DS] = "daemonset",        [GPUOP_CACHES_POD] = "pod",
         [GPUOP_CACHES_SA] = "serviceaccount",   [GPUOP_CACHES_EVENT] = "event",
-        [GPUOP_CACHES_SLICE] = "resourceslice", [GPUOP_CACHES_CLAIM] = "resourceclaim"};
+        [GPUOP_CACHES_SLICE] = "resourceslice", [GPUOP_CACHES_CLAIM] = "resourceclaim",
+        [GPUOP_CACHES_PLUGIN_CM] = "configmap"};
     const char *kname = knames[kind];
     if (gpuop_log_enabled(GPUOP_LOG_DEBUG)) {
         char obj[300];

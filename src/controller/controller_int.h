@@ -82,10 +82,7 @@ struct ctl_pool_applied {
                      so a reconcile meanwhile does not delete it again */
 };
 
-enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA, OP_READ };
-/* How often the apply reconcile reads the device plugin's sharing
- * ConfigMap again while the policy names one (ms): it is not watched. */
-#define CTL_SHARING_REREAD_MS 30000
+enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
 /* How often an extra whose CRD is not installed is tried again while
  * nothing else makes the apply stage run (ms). */
 #define CTL_CRD_RECHECK_MS 30000
@@ -187,11 +184,6 @@ struct ctl_apply {
      * CTL_CRD_RECHECK_MS */
     bool extras_absent[GPUOP_RENDER_EXTRA_MAX];
     char applied_uid[64]; /* policy uid the applied[] records are for */
-    /* the device plugin's sharing ConfigMap (sharing.h), read by a GET at
-     * each apply reconcile while the policy names one (apply.c); kept
-     * between reconciles for the status ones, which judge with it */
-    struct gpuop_sharing_cm plugin_cm;
-    bool plugin_cm_started;
 };
 
 /* The pods reserving GPU claims on the nodes of ClaimWithoutPlugin
@@ -306,11 +298,6 @@ void gpuop_ctl_judge_free(struct ctl_judge *j);
  * ?fieldManager=gpuop&force=true): new string, NULL on out-of-memory. */
 char *gpuop_ctl_apply_path(const char *gv, const char *ns, const char *res, const char *name,
                            const char *sub);
-
-/* Gives the status reconcile's policy (c->policy, just parsed) what the
- * last apply reconcile read of its sharing ConfigMap, when it is the one
- * the policy names (sharing.h). */
-void gpuop_ctl_apply_sharing(struct gpuop_controller *c);
 
 /* Resets the apply results for a new apply reconcile (begin_apply): they
  * stay until the next one, for the status reconciles to read. The

@@ -196,10 +196,11 @@ static bool ready_longer_than(struct gpuop_findings *f, const struct gpuop_pod *
     return false;
 }
 
-/* Devices the scheduler can hand out on the node: nvidia.com/gpu and MIG slices. */
+/* Devices the scheduler can hand out on the node: nvidia.com/gpu (or
+ * nvidia.com/gpu.shared) and MIG slices. */
 static unsigned advertised(const struct gpuop_node *n)
 {
-    return (unsigned)n->gpus.allocatable + n->gpus.mig_allocatable;
+    return (unsigned)n->gpus.allocatable + n->gpus.mig_allocatable + n->shared.allocatable;
 }
 
 static bool excluding(const struct gpuop_taint *t)
@@ -821,17 +822,49 @@ static bool config_key_missing(const struct gpuop_analysis_state *s, const struc
            (nd->config_long || !gpuop_sharing_cm_has(&s->plugin_cm, cfg));
 }
 
+/* The config GPU node nd picks (its label's key, else the policy's
+ * default) as the ConfigMap says it, or NULL when not known (sharing.h). */
+static const struct gpuop_sharing_conf *node_conf(const struct gpuop_analysis_state *s,
+                                                  const struct gpuop_node *nd)
+{
+    const char *key = gpuop_node_plugin_config(nd);
+    return nd->config_long ? NULL
+                           : gpuop_sharing_cm_conf(&s->plugin_cm, key ? key : s->plugin_default);
+}
+
+/* Does nd's config rename nvidia.com/gpu to nvidia.com/gpu.shared? Its
+ * config says, when it is known; else what the node advertises does
+ * (only nvidia.com/gpu.shared). *other: a known config's name is not
+ * what the node advertises (none of it, some of the other). */
+static bool renamed(const struct gpuop_analysis_state *s, const struct gpuop_node *nd, bool *other)
+{
+    const struct gpuop_sharing_conf *c = node_conf(s, nd);
+    bool ren = c ? (c->flags & GPUOP_SHARING_CONF_RENAME) != 0
+                 : !nd->gpus.allocatable && nd->shared.allocatable;
+    unsigned want = ren ? nd->shared.allocatable : nd->gpus.allocatable;
+    unsigned not_want = ren ? nd->gpus.allocatable : nd->shared.allocatable;
+    *other = c && !(c->flags & GPUOP_SHARING_CONF_RENAME_OTHER) && !want && not_want;
+    return ren;
+}
+
 /* GFD labels GPU node nd shared (time-slicing or MPS, its count and
- * replicas known) and its allocatable nvidia.com/gpu is above 0 and not
- * count x replicas. 0 is DevicePluginAdvertisesNothing's, or a renamed
- * resource (renameByDefault: nvidia.com/gpu.shared, which gpuop does not
- * keep): not judged here. */
-static bool shared_differs(const struct gpuop_node *nd)
+ * replicas known) and what it advertises is not count x replicas of the
+ * resource its config names: above 0 and another number, or none of it
+ * and some of the other name (nvidia.com/gpu where renameByDefault says
+ * nvidia.com/gpu.shared, or the reverse). 0 of both is
+ * DevicePluginAdvertisesNothing's; a config renaming it to another name
+ * is not judged. */
+static bool shared_differs(const struct gpuop_analysis_state *s, const struct gpuop_node *nd)
 {
     bool shared = nd->sharing == GPUOP_SHARING_TIME_SLICING || nd->sharing == GPUOP_SHARING_MPS;
-    return nd->gpu && shared && nd->gpu_count && nd->gpu_count < GPUOP_SHARING_COUNT_MAX &&
-           nd->replicas && nd->replicas < GPUOP_SHARING_REPLICAS_MAX && nd->gpus.allocatable &&
-           nd->gpus.allocatable != (unsigned)nd->gpu_count * nd->replicas;
+    const struct gpuop_sharing_conf *c = node_conf(s, nd);
+    bool other, ren = renamed(s, nd, &other);
+    unsigned want = ren ? nd->shared.allocatable : nd->gpus.allocatable;
+    if (!nd->gpu || !shared || !nd->gpu_count || nd->gpu_count >= GPUOP_SHARING_COUNT_MAX ||
+        !nd->replicas || nd->replicas >= GPUOP_SHARING_REPLICAS_MAX ||
+        (c && (c->flags & GPUOP_SHARING_CONF_RENAME_OTHER)))
+        return false;
+    return other || (want && want != (unsigned)nd->gpu_count * nd->replicas);
 }
 
 /* The facts of cell (j's node, o). Facts with a deadline (grace periods)
@@ -892,7 +925,7 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
         if (o == s->device_plugin && nd->gpu && !advertised(nd) &&
             ready_longer_than(f, pod, s->advertise_grace_s, now))
             k->has |= F_ADV_NOTHING;
-        if (o == s->device_plugin && shared_differs(nd) &&
+        if (o == s->device_plugin && shared_differs(s, nd) &&
             ready_longer_than(f, pod, s->advertise_grace_s, now))
             k->has |= F_ALLOC_DIFFERS;
         if (stuck_terminating(f, pod, now))
@@ -1011,6 +1044,15 @@ int gpuop_findings_judge_node(struct gpuop_findings *f, uint32_t ni, const struc
     f->next_change = 0; /* this node's, then folded in */
     r->gpu = nd->gpu;
     r->gpus = nd->gpus;
+    if (nd->gpu) { /* the resource its config advertises (sharing.h) */
+        bool other;
+        r->renamed = renamed(&f->inc, nd, &other);
+        r->other_name = other;
+        if (r->renamed) {
+            r->gpus.capacity = nd->shared.capacity;
+            r->gpus.allocatable = nd->shared.allocatable;
+        }
+    }
     r->upgrade = nd->upgrade;
     r->sharing = nd->gpu ? nd->sharing : GPUOP_SHARING_NONE; /* GFD's labels (sharing.h) */
     r->replicas = nd->gpu ? nd->replicas : 0;
@@ -1170,10 +1212,14 @@ static void read_plugin_cm(struct gpuop_analysis_state *s, const struct gpuop_po
 {
     int dp = s->device_plugin;
     const char *cfg = p && dp >= 0 ? p->operands[dp].config_name : NULL;
-    if (cfg && *cfg && p->operands[dp].enabled)
+    if (cfg && *cfg && p->operands[dp].enabled) {
         s->plugin_cm = p->plugin_cm;
-    else
+        snprintf(s->plugin_default, sizeof(s->plugin_default), "%s",
+                 p->plugin_config_default ? p->plugin_config_default : "");
+    } else {
         memset(&s->plugin_cm, 0, sizeof(s->plugin_cm));
+        s->plugin_default[0] = '\0';
+    }
 }
 
 /* What every node is judged against, into out (zeroed): the policy's
@@ -1247,6 +1293,8 @@ static uint64_t setup_fp(const struct gpuop_findings *f)
     h = gpuop_hash_bytes(h, &s->plugin_cm.state, sizeof(s->plugin_cm.state));
     h = hash_str(h, s->plugin_cm.name);
     h = hash_str(h, s->plugin_cm.keys);
+    h = hash_str(h, s->plugin_default);
+    h = gpuop_hash_bytes(h, s->plugin_cm.conf, s->plugin_cm.nkeys * sizeof(s->plugin_cm.conf[0]));
     for (int o = 0; o < f->noperands; o++)
         h = gpuop_hash_bytes(h, &f->operands[o].enabled, sizeof(f->operands[o].enabled));
     return gpuop_hash_mix(h);

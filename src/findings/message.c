@@ -306,6 +306,23 @@ static void ph_shared(const struct vars *v, char *buf, size_t size)
     snprintf(buf, size, "%u", v->r ? (unsigned)v->r->gpu_count * v->r->replicas : 0u);
 }
 
+static void ph_gpu_resource(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s",
+             v->r && v->r->renamed ? GPUOP_RESOURCE_GPU_SHARED : GPUOP_RESOURCE_GPU);
+}
+
+static void ph_other_resource(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s",
+             v->r && v->r->renamed ? GPUOP_RESOURCE_GPU : GPUOP_RESOURCE_GPU_SHARED);
+}
+
+static void ph_other_name(const struct vars *v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", v->r && v->r->other_name ? "yes" : "");
+}
+
 /* ---- the table ---- */
 
 static const struct placeholder {
@@ -336,8 +353,15 @@ static const struct placeholder {
     {"gate-what", "what must work for it", ph_gate_what},
     {"upgrade-state", "the node's driver upgrade state: absent, or its value quoted",
      ph_upgrade_state},
-    {"capacity", "the node's nvidia.com/gpu capacity", ph_capacity},
-    {"allocatable", "the node's nvidia.com/gpu allocatable", ph_allocatable},
+    {"capacity", "the node's gpu-resource capacity", ph_capacity},
+    {"allocatable", "the node's gpu-resource allocatable", ph_allocatable},
+    {"gpu-resource",
+     "the resource the node's GPUs are advertised as: nvidia.com/gpu, or nvidia.com/gpu.shared "
+     "where its sharing config renames it (renameByDefault)",
+     ph_gpu_resource},
+    {"other-resource", "the other of the two", ph_other_resource},
+    {"other-name", "non-empty when the node advertises the other, and none of gpu-resource",
+     ph_other_name},
     {"advertised", "non-empty when allocatable is above 0", ph_advertised},
     {"unadvertised", "non-empty when allocatable is 0", ph_unadvertised},
     {"mig", "non-empty when the node advertises MIG devices", ph_mig},

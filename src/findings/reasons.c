@@ -156,7 +156,7 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING] =
         {M, "DevicePluginAdvertisesNothing",
          "Pod <detail> is Running and Ready since <since>, but the node advertises no "
-         "nvidia.com/gpu (capacity <capacity>, allocatable <allocatable>).",
+         "<gpu-resource> (capacity <capacity>, allocatable <allocatable>).",
          "The device plugin has been Running and Ready for longer than the policy's advertise "
          "grace (spec.findings.advertiseGracePeriodSeconds) and the node still advertises no "
          "nvidia.com/gpu: GPU pods cannot be scheduled here.",
@@ -182,16 +182,19 @@ static const struct gpuop_reason_info reasons[] = {
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS] =
         {M, "SharedAllocatableDiffers",
-         "The node advertises <allocatable> nvidia.com/gpu (allocatable), but GFD labels it "
-         "<gpu-count> GPUs shared <replicas> ways (<strategy>): <shared> expected; the device "
-         "plugin pod <detail> is Ready since <since>.",
+         "The node advertises <allocatable> <gpu-resource> (allocatable)[other-name:, and "
+         "<other-resource> instead, where its sharing config names <gpu-resource>], but GFD "
+         "labels it <gpu-count> GPUs shared <replicas> ways "
+         "(<strategy>): <shared> <gpu-resource> expected; the device plugin pod <detail> is "
+         "Ready since <since>.",
          "GFD's labels say the node's GPUs are shared (nvidia.com/gpu.sharing-strategy, "
          "nvidia.com/gpu.count x nvidia.com/gpu.replicas), and the device plugin, Ready past "
          "the advertise grace, advertises another number of nvidia.com/gpu: the scheduler "
          "hands out what allocatable says, not what the config says.",
          "Read the device plugin's log (and its config-manager's): a config change it has not "
          "applied yet (restart its pod on the node), a config whose resource is renamed "
-         "(renameByDefault: nvidia.com/gpu.shared), or GPUs it does not find.",
+         "(renameByDefault: nvidia.com/gpu.shared; its config and the name it advertises must "
+         "agree), or GPUs it does not find.",
          "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
     [GPUOP_REASON_NO_SLICES_PUBLISHED] =
         {M, "NoSlicesPublished",
@@ -333,7 +336,7 @@ static const struct gpuop_reason_info reasons[] = {
     [GPUOP_REASON_DEVICE_PLUGIN_WITHOUT_TOOLKIT] =
         {O, "DevicePluginWithoutToolkit",
          "<operand> runs but <prereq> neither runs nor is host-provided: the node "
-         "[advertised:advertises <allocatable> nvidia.com/gpu][unadvertised:will advertise "
+         "[advertised:advertises <allocatable> <gpu-resource>][unadvertised:will advertise "
          "nvidia.com/gpu once the plugin registers], so GPU pods will be scheduled here and fail "
          "to get a GPU."
          "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]" TERMINATING_NOTE,
@@ -355,7 +358,7 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL, GPUOP_WAIT_STALL},
     [GPUOP_REASON_GPUS_ADVERTISED_WITHOUT_TOOLKIT] =
         {O, "GpusAdvertisedWithoutToolkit",
-         "The node advertises <allocatable> nvidia.com/gpu[mig: and MIG devices] (allocatable) but "
+         "The node advertises <allocatable> <gpu-resource>[mig: and MIG devices] (allocatable) but "
          "<prereq> neither runs nor is host-provided, and no <operand> pod runs: GPU pods will be "
          "scheduled here and fail to get a GPU."
          "[stranded: GPU pods bound here now (<stranded-count>): <stranded>.]",

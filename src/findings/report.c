@@ -573,7 +573,8 @@ static int advertised_by(const struct gpuop_node *n)
 {
     if (!n || !n->dra.watched)
         return -1;
-    bool plugin = n->gpus.allocatable || n->gpus.mig_allocatable, dra = n->dra.devices > 0;
+    bool plugin = n->gpus.allocatable || n->gpus.mig_allocatable || n->shared.allocatable,
+         dra = n->dra.devices > 0;
     return plugin && dra ? PATH_BOTH : dra ? PATH_DRA : plugin ? PATH_PLUGIN : PATH_NONE;
 }
 

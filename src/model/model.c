@@ -601,6 +601,10 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     json_t *status = jobj(obj, "status");
     gpu_resources(jobj(status, "capacity"), &n->gpus.capacity, &n->gpus.mig_capacity);
     gpu_resources(jobj(status, "allocatable"), &n->gpus.allocatable, &n->gpus.mig_allocatable);
+    n->shared.capacity =
+        sat_add(0, quantity(json_object_get(jobj(status, "capacity"), GPUOP_RESOURCE_GPU_SHARED)));
+    n->shared.allocatable = sat_add(
+        0, quantity(json_object_get(jobj(status, "allocatable"), GPUOP_RESOURCE_GPU_SHARED)));
     json_array_foreach(jarr(jobj(obj, "spec"), "taints"), i, t)
     {
         if (!kept_taint(t) || n->ntaints >= GPUOP_MODEL_TAINTS_MAX)
@@ -1025,6 +1029,7 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels ||
         a->replicas != b->replicas || a->sharing != b->sharing ||
         a->config_long != b->config_long || a->gpu_count != b->gpu_count ||
+        memcmp(&a->shared, &b->shared, sizeof(a->shared)) ||
         !str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b)))
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)

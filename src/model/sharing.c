@@ -9,6 +9,18 @@
  * keys that do not fit GPUOP_SHARING_KEYS_BYTES make the ConfigMap "too
  * big", which judges no node, rather than a list cut somewhere that would
  * call a key missing that is there.
+ *
+ * Each key's config (data only: binaryData is not YAML) is read with the
+ * project's YAML loader (yaml.h) for what the device plugin makes of its
+ * sharing (k8s-device-plugin v0.20.0 api/config/v1/sharing.go: mps when
+ * it has a replicated resource, else time-slicing when that has, else
+ * none; replicas.go: a resource is replicated with replicas > 1, and
+ * renameByDefault renames it with ".shared" appended; a resource without
+ * replicas, or with fewer than 2, is refused): the strategy, the
+ * replicas of nvidia.com/gpu (else of the first resource) and the name it
+ * is advertised under. A config that does not read (not YAML, not a
+ * mapping, a field of the wrong type, over GPUOP_SHARING_CONF_BYTES) is
+ * marked BAD and named in problem: no node is judged by its settings.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +28,11 @@
 
 #include "gpuop/error.h"
 #include "gpuop/sharing.h"
+#include "gpuop/yaml.h"
 
 /* Most keys sorted: more cannot fit the bytes anyway (each takes at least
  * a character and its separator). */
-#define KEYS_MAX (GPUOP_SHARING_KEYS_BYTES / 2)
+#define KEYS_MAX GPUOP_SHARING_KEYS_MAX
 #define KEY_SEP  ", "
 
 static const char *const STRATEGIES[] = {[GPUOP_SHARING_NONE] = "none",
@@ -104,6 +117,160 @@ static int gather(json_t *cm, const char **keys)
     return n;
 }
 
+/* ---- one key's config ---- */
+
+#define GPU_RESOURCE   "nvidia.com/gpu"
+#define GPU_SHORT_NAME "gpu" /* resources.go NewResourceName: the prefix is added */
+
+static bool is_gpu(const char *name)
+{
+    return name && (!strcmp(name, GPU_RESOURCE) || !strcmp(name, GPU_SHORT_NAME));
+}
+
+/* The resource of rr's resources (borrowed) nvidia.com/gpu is, else the
+ * first; NULL with none. GPUOP_EPARSE when resources is not a list of
+ * mappings. */
+static int gpu_resource(json_t *rr, json_t **out, struct gpuop_err *err)
+{
+    json_t *res = json_object_get(rr, "resources"), *r;
+    size_t i;
+    *out = NULL;
+    if (!res || json_is_null(res))
+        return 0;
+    if (!json_is_array(res))
+        return gpuop_err_set(err, GPUOP_EPARSE, "resources", "resources is not a list");
+    json_array_foreach(res, i, r)
+    {
+        /* replicas.go ReplicatedResource.UnmarshalJSON: required, >= 2 */
+        if (!json_is_object(r) || !json_is_integer(json_object_get(r, "replicas")) ||
+            json_integer_value(json_object_get(r, "replicas")) < 2)
+            return gpuop_err_set(err, GPUOP_EPARSE, "resources",
+                                 "resources[%zu] is not a mapping with replicas >= 2 (the "
+                                 "device plugin refuses it)",
+                                 i);
+        if (!*out || is_gpu(json_string_value(json_object_get(r, "name"))))
+            *out = is_gpu(json_string_value(json_object_get(*out, "name"))) ? *out : r;
+    }
+    return 0;
+}
+
+/* Any of rr's resources has replicas > 1 (replicas.go isReplicated). */
+static bool replicated(json_t *rr)
+{
+    json_t *r;
+    size_t i;
+    json_array_foreach(json_object_get(rr, "resources"), i, r)
+    {
+        if (json_integer_value(json_object_get(r, "replicas")) > 1)
+            return true;
+    }
+    return false;
+}
+
+/* out's settings from the replicated resources rr (borrowed, an object). */
+static int read_replicated(json_t *rr, int strategy, struct gpuop_sharing_conf *out,
+                           struct gpuop_err *err)
+{
+    json_t *gpu;
+    json_t *by_default = json_object_get(rr, "renameByDefault");
+    if (by_default && !json_is_boolean(by_default))
+        return gpuop_err_set(err, GPUOP_EPARSE, "renameByDefault",
+                             "renameByDefault is not a boolean");
+    if (gpu_resource(rr, &gpu, err) < 0)
+        return err->rc;
+    json_int_t n = json_integer_value(json_object_get(gpu, "replicas"));
+    const char *rename = json_string_value(json_object_get(gpu, "rename"));
+    out->strategy = (uint8_t)strategy;
+    out->replicas = (uint8_t)(n < 1                            ? 1
+                              : n > GPUOP_SHARING_REPLICAS_MAX ? GPUOP_SHARING_REPLICAS_MAX
+                                                               : n);
+    if (strategy == GPUOP_SHARING_NONE)
+        out->replicas = 1;
+    else if (json_is_true(by_default) || (rename && !strcmp(rename, GPUOP_RESOURCE_GPU_SHARED)))
+        out->flags |= GPUOP_SHARING_CONF_RENAME;
+    else if (rename && *rename)
+        out->flags |= GPUOP_SHARING_CONF_RENAME_OTHER;
+    return 0;
+}
+
+/* out's settings from a config's document doc (borrowed). */
+static int read_doc(json_t *doc, struct gpuop_sharing_conf *out, struct gpuop_err *err)
+{
+    if (!json_is_object(doc))
+        return gpuop_err_set(err, GPUOP_EPARSE, NULL, "the config is not a mapping");
+    json_t *sharing = json_object_get(doc, "sharing");
+    json_t *mps = json_object_get(sharing, "mps"), *ts = json_object_get(sharing, "timeSlicing");
+    if ((sharing && !json_is_object(sharing) && !json_is_null(sharing)) ||
+        (mps && !json_is_object(mps) && !json_is_null(mps)) ||
+        (ts && !json_is_object(ts) && !json_is_null(ts)))
+        return gpuop_err_set(err, GPUOP_EPARSE, "sharing",
+                             "sharing, sharing.mps or sharing.timeSlicing is not a mapping");
+    json_t *gpu; /* each's resources checked, as the device plugin reads both */
+    if ((json_is_object(mps) && gpu_resource(mps, &gpu, err) < 0) ||
+        (json_is_object(ts) && gpu_resource(ts, &gpu, err) < 0))
+        return err->rc;
+    /* sharing.go: MPS when it is replicated, else time-slicing when that
+       is; the resources read are MPS's whenever it is there */
+    int strategy = json_is_object(mps) && replicated(mps) ? GPUOP_SHARING_MPS
+                   : json_is_object(ts) && replicated(ts) ? GPUOP_SHARING_TIME_SLICING
+                                                          : GPUOP_SHARING_NONE;
+    json_t *rr = json_is_object(mps) ? mps : ts;
+    if (!json_is_object(rr)) {
+        out->replicas = 1;
+        return 0;
+    }
+    return read_replicated(rr, strategy, out, err);
+}
+
+int gpuop_sharing_conf_read(const char *text, size_t len, struct gpuop_sharing_conf *out,
+                            struct gpuop_err *err)
+{
+    json_t *docs = NULL;
+    memset(out, 0, sizeof(*out));
+    int rc = len > GPUOP_SHARING_CONF_BYTES
+                 ? gpuop_err_set(err, GPUOP_ETOOBIG, NULL, "%zu bytes, over the %u read", len,
+                                 GPUOP_SHARING_CONF_BYTES)
+                 : gpuop_yaml_load(text, len, &docs, err);
+    if (rc == 0 && json_array_size(docs) > 1)
+        rc = gpuop_err_set(err, GPUOP_EPARSE, NULL, "%zu YAML documents, not one",
+                           json_array_size(docs));
+    if (rc == 0 && json_array_size(docs) == 0) /* empty: the defaults, no sharing */
+        out->replicas = 1;
+    else if (rc == 0)
+        rc = read_doc(json_array_get(docs, 0), out, err);
+    json_decref(docs);
+    if (rc < 0) {
+        memset(out, 0, sizeof(*out));
+        out->flags = GPUOP_SHARING_CONF_BAD;
+        return rc;
+    }
+    out->flags |= GPUOP_SHARING_CONF_READ;
+    return 0;
+}
+
+/* The configs of out's keys from cm's data (borrowed); the first that
+ * does not read named in out->problem. */
+static void read_confs(json_t *cm, struct gpuop_sharing_cm *out)
+{
+    json_t *data = json_object_get(cm, "data");
+    const char *k = out->keys;
+    for (uint16_t i = 0; i < out->nkeys; i++) {
+        const char *end = strstr(k, KEY_SEP);
+        size_t n = end ? (size_t)(end - k) : strlen(k);
+        char key[GPUOP_SHARING_CM_NAME_MAX + 1];
+        snprintf(key, sizeof(key), "%.*s", (int)n, k);
+        k = end ? end + strlen(KEY_SEP) : k + n;
+        json_t *v = json_object_get(data, key);
+        struct gpuop_err err = {0};
+        if (!json_is_string(v))
+            continue; /* binaryData's */
+        if (gpuop_sharing_conf_read(json_string_value(v), json_string_length(v), &out->conf[i],
+                                    &err) < 0 &&
+            !out->problem[0])
+            snprintf(out->problem, sizeof(out->problem), "key %.63s: %.180s", key, err.message);
+    }
+}
+
 int gpuop_sharing_cm_read(json_t *cm, const char *name, struct gpuop_sharing_cm *out)
 {
     memset(out, 0, sizeof(*out));
@@ -134,18 +301,37 @@ int gpuop_sharing_cm_read(json_t *cm, const char *name, struct gpuop_sharing_cm 
         out->nkeys++;
     }
     out->state = GPUOP_SHARING_CM_READ;
+    read_confs(cm, out);
     return 0;
+}
+
+/* key's index among cm's READ keys, or -1. */
+static int key_index(const struct gpuop_sharing_cm *cm, const char *key)
+{
+    if (!cm || cm->state != GPUOP_SHARING_CM_READ || !key || !*key)
+        return -1;
+    size_t n = strlen(key);
+    for (const char *s = cm->keys; (s = strstr(s, key)) != NULL; s += n)
+        if ((s == cm->keys || s[-1] == ' ') && (s[n] == '\0' || s[n] == ',')) {
+            int i = 0;
+            for (const char *c = cm->keys; c < s; c++)
+                i += *c == ',';
+            return i;
+        }
+    return -1;
 }
 
 bool gpuop_sharing_cm_has(const struct gpuop_sharing_cm *cm, const char *key)
 {
-    if (!cm || cm->state != GPUOP_SHARING_CM_READ || !key || !*key)
-        return false;
-    size_t n = strlen(key);
-    for (const char *s = cm->keys; (s = strstr(s, key)) != NULL; s += n)
-        if ((s == cm->keys || s[-1] == ' ') && (s[n] == '\0' || s[n] == ','))
-            return true;
-    return false;
+    return key_index(cm, key) >= 0;
+}
+
+const struct gpuop_sharing_conf *gpuop_sharing_cm_conf(const struct gpuop_sharing_cm *cm,
+                                                       const char *key)
+{
+    int i = key_index(cm, key);
+    return i >= 0 && i < cm->nkeys && (cm->conf[i].flags & GPUOP_SHARING_CONF_READ) ? &cm->conf[i]
+                                                                                    : NULL;
 }
 
 bool gpuop_sharing_cm_known(const struct gpuop_sharing_cm *cm)

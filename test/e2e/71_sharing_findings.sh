@@ -2,12 +2,13 @@
 # End-to-end: the per-node sharing findings (issue 41). On the lab (kwok GPU
 # nodes: their device plugin pods run no containers, so what gpuop says of
 # the nodes' labels and the ConfigMap is what is checked):
-#   - gpuop's own account may get ConfigMaps in its namespace and not
-#     elsewhere (the chart's Role: it reads the sharing ConfigMap);
+#   - gpuop's own account may get, list and watch ConfigMaps in its
+#     namespace and not elsewhere (the chart's Role: it watches the sharing
+#     ConfigMap by name);
 #   - a ConfigMap with the keys default and ts-4 and spec.devicePlugin.config
 #     naming it: a node labelled nvidia.com/device-plugin.config=missing has
 #     SharingConfigKeyMissing on its device plugin, the message naming the
-#     value and the keys there are, in the status and in `gpuop check`; a
+#     value and the keys there are (default, ren, ts-4), in the status and in `gpuop check`; a
 #     node labelled ts-4 has none;
 #   - GFD's nvidia.com/gpu.sharing-strategy and gpu.replicas on a node: the
 #     status's sharing and `gpuop check` (text and JSON) show it;
@@ -15,8 +16,12 @@
 #     allocatable is 8: SharedAllocatableDiffers once its device plugin has
 #     been Ready for the advertise grace, naming 32 and since when; cleared
 #     when allocatable is 32;
-#   - the key added to the ConfigMap: the finding clears (the ConfigMap is
-#     read again within CTL_SHARING_REREAD_MS, not watched);
+#   - renameByDefault (key ren): a node advertising nvidia.com/gpu.shared
+#     32 (8 x 4) has no finding past the advertise grace; the same 32 as
+#     nvidia.com/gpu is SharedAllocatableDiffers naming nvidia.com/gpu.shared;
+#   - the key added to the ConfigMap: the finding clears at once (the
+#     ConfigMap is watched: gpuop's log has its watch event, and the
+#     finding is gone well within the 30 s the old re-read took);
 #   - the ConfigMap deleted: the labelled nodes' findings say it does not
 #     exist.
 set -euo pipefail
@@ -27,24 +32,37 @@ on_exit 'gpuop_kill; gpuop_uninstall; kc -n "$GPUOP_NS" delete configmap '"$CM"'
 
 L=nvidia.com/gpu.deploy
 MISSING=$(unique gpu-share-missing)
+REN=$(unique gpu-share-ren)
 TS4=$(unique gpu-share-ts4)
 POLICY=sharing-findings
 
 gpuop_install
-log "gpuop's account reads ConfigMaps in $GPUOP_NS only"
+log "gpuop's account watches ConfigMaps in $GPUOP_NS only"
 me=system:serviceaccount:$GPUOP_NS:gpuop
-assert_eq yes "$(kc auth can-i get configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
-	"gpuop may get configmaps in $GPUOP_NS"
-assert_eq no "$(kc auth can-i get configmaps -n default --as="$me" 2>/dev/null || true)" \
-	"gpuop may get configmaps in default"
-assert_eq no "$(kc auth can-i list configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
-	"gpuop may list configmaps"
+for verb in get list watch; do
+	assert_eq yes "$(kc auth can-i "$verb" configmaps -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+		"gpuop may $verb configmaps in $GPUOP_NS"
+	assert_eq no "$(kc auth can-i "$verb" configmaps -n default --as="$me" 2>/dev/null || true)" \
+		"gpuop may $verb configmaps in default"
+done
+assert_eq no "$(kc auth can-i update configmaps/$CM -n "$GPUOP_NS" --as="$me" 2>/dev/null || true)" \
+	"gpuop may update the sharing ConfigMap"
 
 gpuop_start
 cm_apply() { # KEYS...: the ConfigMap with those keys (ts-4 time-slicing, others plain)
 	local k data=""
 	for k in "$@"; do
-		if [ "$k" = ts-4 ]; then
+		if [ "$k" = ren ]; then
+			data+="  ren: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        renameByDefault: true
+        resources:
+          - name: nvidia.com/gpu
+            replicas: 4
+"
+		elif [ "$k" = ts-4 ]; then
 			data+="  ts-4: |-
     version: v1
     sharing:
@@ -67,7 +85,7 @@ data:
 $data
 YAML
 }
-cm_apply default ts-4
+cm_apply default ts-4 ren
 kc apply -f - >/dev/null <<YAML
 apiVersion: gpuop.dev/v1alpha1
 kind: GpuPolicy
@@ -104,7 +122,7 @@ wait_for 120 running_on "$TS4" device-plugin
 wait_for 120 said "$MISSING" device-plugin 'Missing/SharingConfigKeyMissing '
 msg=$(finding_of "$MISSING" device-plugin)
 log "$msg"
-grep -qF "is \"missing\", a key ConfigMap $CM lacks (its keys: default, ts-4)" <<<"$msg" ||
+grep -qF "is \"missing\", a key ConfigMap $CM lacks (its keys: default, ren, ts-4)" <<<"$msg" ||
 	fail "the finding does not name the value and the keys: $msg"
 grep -qF "kubectl label node $MISSING nvidia.com/device-plugin.config=KEY --overwrite" <<<"$msg" || fail "the finding says not what to do: $msg"
 no_finding "$TS4" device-plugin || fail "$TS4 (ts-4, a key there) has a finding: $(finding_of "$TS4" device-plugin)"
@@ -140,7 +158,7 @@ kc label node "$TS4" nvidia.com/gpu.count=8 >/dev/null
 wait_for 120 said "$TS4" device-plugin 'Missing/SharedAllocatableDiffers '
 msg=$(finding_of "$TS4" device-plugin)
 log "$msg"
-grep -qF "advertises 8 nvidia.com/gpu (allocatable), but GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 expected" <<<"$msg" ||
+grep -qF "advertises 8 nvidia.com/gpu (allocatable), but GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 nvidia.com/gpu expected" <<<"$msg" ||
 	fail "the finding does not say what allocatable should be: $msg"
 grep -qE 'is Ready since 20[0-9-]+T[0-9:]+Z\.' <<<"$msg" || fail "the finding does not say since when: $msg"
 log "allocatable 32, as GFD says: it clears"
@@ -148,9 +166,38 @@ kc patch node "$TS4" --subresource=status --type merge \
 	-p '{"status":{"capacity":{"nvidia.com/gpu":"32"},"allocatable":{"nvidia.com/gpu":"32"}}}' >/dev/null
 wait_for 60 no_finding "$TS4" device-plugin
 
-log "the key added to the ConfigMap: the finding clears (read again, not watched)"
-cm_apply default ts-4 missing
-wait_for 120 no_finding "$MISSING" device-plugin
+log "renameByDefault (key ren) on $REN: nvidia.com/gpu.shared 32 is right, nvidia.com/gpu 32 is the finding"
+lab_node "$REN" --label nvidia.com/gpu.present=true --label "$L.device-plugin=true" \
+	--label "$L.gpu-feature-discovery=true" --label nvidia.com/device-plugin.config=ren \
+	--label nvidia.com/gpu.sharing-strategy=time-slicing --label nvidia.com/gpu.replicas=4 \
+	--label nvidia.com/gpu.count=8 --capacity nvidia.com/gpu.shared=32
+wait_for 120 running_on "$REN" device-plugin
+ready_at=$(date +%s)
+# clean past the advertise grace (15 s): neither AdvertisesNothing nor a
+# SharedAllocatableDiffers on the renamed resource
+wait_for 120 bash -c '(($(date +%s) > '"$ready_at"' + 25))'
+no_finding "$REN" device-plugin || fail "$REN (nvidia.com/gpu.shared 32, as its config says) has a finding: $(finding_of "$REN" device-plugin)"
+kc patch node "$REN" --subresource=status --type json -p '[
+	{"op": "remove", "path": "/status/capacity/nvidia.com~1gpu.shared"},
+	{"op": "remove", "path": "/status/allocatable/nvidia.com~1gpu.shared"},
+	{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "32"},
+	{"op": "add", "path": "/status/allocatable/nvidia.com~1gpu", "value": "32"}]' >/dev/null
+wait_for 60 said "$REN" device-plugin 'Missing/SharedAllocatableDiffers '
+msg=$(finding_of "$REN" device-plugin)
+log "$msg"
+grep -qF "advertises 0 nvidia.com/gpu.shared (allocatable), and nvidia.com/gpu instead, where its sharing config names nvidia.com/gpu.shared" <<<"$msg" ||
+	fail "the finding does not name the resource expected: $msg"
+
+log "the key added to the ConfigMap: the finding clears at once (watched)"
+grep -qF "configmap/$GPUOP_NS/$CM: watching the device plugin's sharing ConfigMap" "$GPUOP_LOG" ||
+	fail "gpuop does not watch the ConfigMap: $(grep -F configmap "$GPUOP_LOG" | tail -5)"
+edited=$(date +%s)
+cm_apply default ts-4 ren missing
+# The old re-read came every 30 s: a finding gone within 25 s of the edit,
+# with the watch's event in the log, is the watch's doing.
+wait_for 25 no_finding "$MISSING" device-plugin
+log "cleared $(($(date +%s) - edited)) s after the edit"
+wait_for 10 grep -qF "configmap/$CM: changed" "$GPUOP_LOG"
 
 log "the ConfigMap deleted: the labelled nodes' findings say so"
 kc -n "$GPUOP_NS" delete configmap "$CM" >/dev/null

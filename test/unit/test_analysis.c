@@ -562,7 +562,8 @@ static void test_shared_allocatable(void **state)
     char msg[GPUOP_FINDING_MESSAGE_MAX];
     gpuop_finding_message(&w.f, x, msg, sizeof(msg));
     assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu (allocatable), but GFD "
-                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 expected; "
+                                "labels it 8 GPUs shared 4 ways (time-slicing): 32 nvidia.com/gpu "
+                                "expected; "
                                 "the device plugin pod gpuop-device-plugin-ts-"));
     assert_non_null(strstr(msg, "is Ready since 2026-11-29T21:10:00Z."));
 
@@ -596,6 +597,145 @@ static void test_shared_allocatable(void **state)
     (void)state;
 }
 
+/* renameByDefault: a node whose config renames nvidia.com/gpu is judged
+ * by nvidia.com/gpu.shared; the wrong name is the finding, naming the one
+ * expected; the reverse too. */
+static void test_shared_renamed(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    sharing_policy(&w, "{\"ren\": \"sharing: {timeSlicing: {renameByDefault: true, resources: "
+                       "[{name: nvidia.com/gpu, replicas: 4}]}}\", \"ts-4\": \"sharing: "
+                       "{timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\"}");
+    struct gpuop_node *n = sharing_node(&w, "ren");
+    n = with_config(&w, n, "ren", false);
+    n->sharing = GPUOP_SHARING_TIME_SLICING;
+    n->gpu_count = 8;
+    n->replicas = 4;
+    n->gpus.capacity = n->gpus.allocatable = 0; /* right: gpu.shared 32 */
+    n->shared.capacity = n->shared.allocatable = 32;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_true(node_res(&w, "ren")->renamed);
+    assert_int_equal(node_res(&w, "ren")->gpus.allocatable, 32);
+
+    n->shared.allocatable = 8; /* the number wrong */
+    analyze(&w);
+    const struct gpuop_finding *x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 8 nvidia.com/gpu.shared (allocatable), but "
+                                "GFD labels it 8 GPUs shared 4 ways (time-slicing): 32 "
+                                "nvidia.com/gpu.shared expected"));
+
+    n->shared.capacity = n->shared.allocatable = 0; /* the wrong name */
+    n->gpus.capacity = n->gpus.allocatable = 32;
+    analyze(&w);
+    x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING], 0);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node advertises 0 nvidia.com/gpu.shared (allocatable), and "
+                                "nvidia.com/gpu instead, where its sharing config names "
+                                "nvidia.com/gpu.shared, but GFD"));
+
+    n = with_config(&w, n, "ts-4", false); /* the reverse: not renamed, advertises .shared */
+    n->gpus.capacity = n->gpus.allocatable = 0;
+    n->shared.capacity = n->shared.allocatable = 32;
+    analyze(&w);
+    x = find(&w, "ren", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "advertises 0 nvidia.com/gpu (allocatable), and "
+                                "nvidia.com/gpu.shared instead"));
+    int rc = 0;
+    for (size_t i = 0; i < w.f.nitems; i++)
+        rc |= w.f.items[i].reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING;
+    assert_int_equal(rc, 0);
+    free(w.pol.operands[dp].config_name);
+    world_free(&w);
+    (void)state;
+}
+
+/* A key's config as the device plugin reads its sharing: strategy,
+ * replicas, rename; bad input is BAD, never a crash. */
+static void test_sharing_conf_read(void **state)
+{
+    struct gpuop_sharing_conf c;
+    struct gpuop_err err = {0};
+    static const char ts4[] = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                              "    - name: nvidia.com/gpu\n      replicas: 4\n";
+    assert_int_equal(gpuop_sharing_conf_read(ts4, strlen(ts4), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(c.replicas, 4);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_READ);
+    /* MPS wins over time-slicing; renameByDefault; the gpu resource, not the first */
+    static const char mps[] =
+        "{sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]},"
+        " mps: {renameByDefault: true, resources: [{name: nvidia.com/mig-1g.5gb, replicas: 3},"
+        " {name: gpu, replicas: 6}]}}}";
+    assert_int_equal(gpuop_sharing_conf_read(mps, strlen(mps), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_MPS);
+    assert_int_equal(c.replicas, 6);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_READ | GPUOP_SHARING_CONF_RENAME);
+    /* a resource's own rename */
+    static const char ren[] = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, "
+                              "rename: nvidia.com/gpu.shared, replicas: 2}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(ren, strlen(ren), &c, &err), 0);
+    assert_true(c.flags & GPUOP_SHARING_CONF_RENAME);
+    static const char other[] = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, "
+                                "rename: nvidia.com/my-gpu, replicas: 2}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(other, strlen(other), &c, &err), 0);
+    assert_true(c.flags & GPUOP_SHARING_CONF_RENAME_OTHER);
+    /* no sharing, an empty config, replicas 1: not shared */
+    static const char none[] = "version: v1\nflags: {migStrategy: none}\n";
+    assert_int_equal(gpuop_sharing_conf_read(none, strlen(none), &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
+    assert_int_equal(c.replicas, 1);
+    assert_int_equal(gpuop_sharing_conf_read("", 0, &c, &err), 0);
+    assert_int_equal(c.strategy, GPUOP_SHARING_NONE);
+    /* replicas saturate */
+    static const char big[] = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 99999}]}}";
+    assert_int_equal(gpuop_sharing_conf_read(big, strlen(big), &c, &err), 0);
+    assert_int_equal(c.replicas, GPUOP_SHARING_REPLICAS_MAX);
+    /* bad input: BAD with why */
+    static const char *const bad[] = {
+        "sharing: {timeSlicing: [1, 2",                                    /* not YAML */
+        "- a list\n",                                                      /* not a mapping */
+        "sharing: 3\n",                                                    /* sharing not one */
+        "sharing: {timeSlicing: {resources: {name: gpu}}}",                /* not a list */
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: x}]}}", /* not an int */
+        "sharing: {mps: {renameByDefault: 3}}",                            /* not a bool */
+        "a: 1\n---\nb: 2\n",                                               /* two documents */
+        "a: &x [*x]\n",                                                    /* an alias loop */
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 1}]}}", /* refused: < 2 */
+        "sharing: {timeSlicing: {resources: [{name: gpu}]}}",              /* no replicas */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&err, 0, sizeof(err));
+        assert_true(gpuop_sharing_conf_read(bad[i], strlen(bad[i]), &c, &err) < 0);
+        assert_int_equal(c.flags, GPUOP_SHARING_CONF_BAD);
+        assert_true(err.message[0] != '\0');
+    }
+    /* huge data: not parsed at all */
+    size_t n = GPUOP_SHARING_CONF_BYTES + 1;
+    char *huge = malloc(n + 1);
+    assert_non_null(huge);
+    memset(huge, 'a', n);
+    huge[n] = '\0';
+    assert_int_equal(gpuop_sharing_conf_read(huge, n, &c, &err), GPUOP_ETOOBIG);
+    assert_int_equal(c.flags, GPUOP_SHARING_CONF_BAD);
+    free(huge);
+    (void)state;
+}
+
 /* The ConfigMap's keys as read: sorted, bounded, bad input. */
 static void test_sharing_cm_read(void **state)
 {
@@ -613,6 +753,42 @@ static void test_sharing_cm_read(void **state)
     assert_false(gpuop_sharing_cm_has(&cm, "fault"));
     assert_false(gpuop_sharing_cm_has(&cm, "bad key"));
     assert_false(gpuop_sharing_cm_has(&cm, ""));
+    json_decref(o);
+
+    /* each key's config, by key; one that does not parse is named, the
+       others still read */
+    o = json_loads("{\"data\": {\"ts-4\": \"sharing: {timeSlicing: {resources: [{name: gpu, "
+                   "replicas: 4}]}}\", \"broken\": \"sharing: [\", \"default\": \"version: v1\"},"
+                   " \"binaryData\": {\"bin\": \"AA==\"}}",
+                   0, NULL);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_string_equal(cm.keys, "bin, broken, default, ts-4");
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "ts-4")->replicas, 4);
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "ts-4")->strategy, GPUOP_SHARING_TIME_SLICING);
+    assert_int_equal(gpuop_sharing_cm_conf(&cm, "default")->strategy, GPUOP_SHARING_NONE);
+    assert_null(gpuop_sharing_cm_conf(&cm, "broken"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "bin"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "missing"));
+    assert_true(gpuop_sharing_cm_has(&cm, "broken"));
+    assert_non_null(strstr(cm.problem, "key broken: "));
+    json_decref(o);
+
+    /* huge data in one key: that key is a problem, the others read */
+    o = json_loads("{\"data\": {\"ts-4\": \"sharing: {timeSlicing: {resources: [{name: gpu, "
+                   "replicas: 4}]}}\"}}",
+                   0, NULL);
+    size_t big = GPUOP_SHARING_CONF_BYTES * 2;
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, '#', big);
+    text[big] = '\0';
+    json_object_set_new(json_object_get(o, "data"), "huge", json_string(text));
+    free(text);
+    assert_int_equal(gpuop_sharing_cm_read(o, "cm", &cm), 0);
+    assert_true(gpuop_sharing_cm_has(&cm, "huge"));
+    assert_null(gpuop_sharing_cm_conf(&cm, "huge"));
+    assert_non_null(gpuop_sharing_cm_conf(&cm, "ts-4"));
+    assert_non_null(strstr(cm.problem, "key huge: "));
     json_decref(o);
 
     /* no data: read, no key */
@@ -2349,6 +2525,8 @@ int main(void)
         cmocka_unit_test(test_mps_daemon),
         cmocka_unit_test(test_sharing_config_key_missing),
         cmocka_unit_test(test_sharing_cm_read),
+        cmocka_unit_test(test_sharing_conf_read),
+        cmocka_unit_test(test_shared_renamed),
         cmocka_unit_test(test_shared_allocatable),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),

@@ -195,6 +195,21 @@ static void test_node_gpu(void **state)
     assert_int_equal(n->gpus.allocatable, 6);
     assert_int_equal(n->gpus.mig_capacity, 16);
     assert_int_equal(n->gpus.mig_allocatable, 8);
+    assert_int_equal(n->shared.capacity, 0);
+    assert_int_equal(n->shared.allocatable, 0);
+    /* nvidia.com/gpu.shared (renameByDefault) kept beside it, saturating */
+    json_t *st = json_object_get(j, "status");
+    json_object_set_new(json_object_get(st, "capacity"), "nvidia.com/gpu.shared",
+                        json_string("99999"));
+    json_object_set_new(json_object_get(st, "allocatable"), "nvidia.com/gpu.shared",
+                        json_string("32"));
+    struct gpuop_node *m;
+    assert_non_null(m = gpuop_node_new(j, NULL, &err));
+    assert_int_equal(m->shared.capacity, UINT16_MAX);
+    assert_int_equal(m->shared.allocatable, 32);
+    assert_int_equal(m->gpus.allocatable, 6);
+    assert_false(gpuop_node_equal(n, m));
+    gpuop_node_free(m);
     gpuop_node_free(n);
     json_decref(j);
 }
