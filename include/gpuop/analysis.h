@@ -146,7 +146,8 @@ struct gpuop_operand_result {
 };
 
 /* Stranded GPU pods of one node (issue 15 §2): pods bound to a node with
- * an ordering violation that request nvidia.com/gpu. Gathered by the
+ * an ordering violation (or GpusAdvertisedTwice: issue 42's over-admission)
+ * that request nvidia.com/gpu. Gathered by the
  * controller (src/controller/stranded.c), passed in, rendered here: the
  * analysis never lists pods itself. Bounded: the count, and the first
  * GPUOP_STRANDED_NAMES_MAX names. */
@@ -156,6 +157,8 @@ struct gpuop_stranded {
     uint32_t count;                              /* GPU pods bound there */
     uint32_t nnames;                             /* <= GPUOP_STRANDED_NAMES_MAX */
     const char *names[GPUOP_STRANDED_NAMES_MAX]; /* "namespace/name", borrowed */
+    uint32_t gpus; /* GPUs those pods hold: their effective nvidia.com/gpu requests
+                      summed (stranded.c), or their claims' devices (claimpods.c) */
 };
 
 /* Most per-OS DaemonSets the analysis looks at. */
@@ -359,8 +362,9 @@ bool gpuop_findings_same(const struct gpuop_findings *a, const struct gpuop_find
  * sorted by node name, strictly; it must outlive every read of f's
  * messages and status) holds n entries; only those of nodes with an
  * OrderingViolation in f count (stranded_pods) and are shown (messages'
- * <stranded>, status strandedPods). Replaces what was set before; s may
- * be NULL. */
+ * <stranded>, status strandedPods); those of nodes with GpusAdvertisedTwice
+ * feed gpuop_findings_overadmit. Replaces what was set before; s may be
+ * NULL. */
 void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_stranded *s,
                                  size_t n);
 
@@ -369,7 +373,7 @@ void gpuop_findings_set_stranded(struct gpuop_findings *f, const struct gpuop_st
 bool gpuop_findings_violates(const struct gpuop_node_result *r);
 
 /* Gives f the pods reserving GPU claims (DRA) on the nodes of its
- * ClaimWithoutPlugin findings, gathered by the controller from the claims
+ * ClaimWithoutPlugin and GpusAdvertisedTwice findings, gathered by the controller from the claims
  * it watches: s (borrowed, n entries sorted by node, each "namespace/name"
  * as gpuop_stranded) shown by those findings' messages (<claim-pods>).
  * Replaces what was set before; s may be NULL. */
@@ -378,6 +382,26 @@ void gpuop_findings_set_claim_pods(struct gpuop_findings *f, const struct gpuop_
 /* The claim pods entry of node result r of f (borrowed), NULL when none. */
 const struct gpuop_stranded *gpuop_findings_claim_pods(const struct gpuop_findings *f,
                                                        const struct gpuop_node_result *r);
+
+/* Over-admission on the node of a GpusAdvertisedTwice finding (issue 42):
+ * the node's GPUs (GFD's nvidia.com/gpu.count, else the finding's slice
+ * devices) against the GPUs held by the pods bound there (f's stranded
+ * entry of the node, the controller's LIST: their nvidia.com/gpu requests)
+ * plus the devices of the GPU claims allocated there and reserved by pods
+ * (f's claim pods entry). */
+struct gpuop_overadmit {
+    uint32_t gpus;        /* the node's GPUs */
+    uint32_t by_requests; /* held through nvidia.com/gpu requests */
+    uint32_t by_claims;   /* held through claims' devices */
+    /* the pods holding them, both kinds (count and the first names);
+       names borrowed from f */
+    struct gpuop_stranded pods;
+};
+/* Fills *o for finding x of node result r of f and says whether the
+ * GPUs held exceed the node's: false (and *o's pods empty) for another
+ * reason, no GPU count known, or no more held than the node has. */
+bool gpuop_findings_overadmit(const struct gpuop_findings *f, const struct gpuop_node_result *r,
+                              const struct gpuop_finding *x, struct gpuop_overadmit *o);
 /* The stranded entry of node result r of f (borrowed), NULL when none or
  * the node has no OrderingViolation. */
 const struct gpuop_stranded *gpuop_findings_stranded(const struct gpuop_findings *f,

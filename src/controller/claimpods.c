@@ -10,6 +10,11 @@
  * Per node: the number of pods reserving its claims and the first
  * GPUOP_STRANDED_NAMES_MAX "namespace/name", sorted. A pod reserving two
  * claims is counted once while its name is among those kept.
+ *
+ * The nodes of GpusAdvertisedTwice findings get an entry too (issue 42's
+ * over-admission, gpuop_findings_overadmit): there the devices of the
+ * claims reserved by pods are summed (gpus), and a claim holding no GPU
+ * (only adminAccess devices, the DRA validator's) names no pod.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@
 void gpuop_ctl_claim_pods_free(struct ctl_claim_pods *cp)
 {
     free(cp->a);
+    free(cp->kind);
     gpuop_arena_free(&cp->names);
     memset(cp, 0, sizeof(*cp));
 }
@@ -39,21 +45,40 @@ static int by_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* One entry per node of f with a ClaimWithoutPlugin finding, in f's
- * (name) order. */
+/* Which entry node result r needs: ENTRY_CLAIMS for a
+ * ClaimWithoutPlugin finding (every reserving pod named), else
+ * ENTRY_HELD for GpusAdvertisedTwice (pods of claims holding GPUs), else
+ * 0. */
+enum { ENTRY_HELD = 1, ENTRY_CLAIMS = 2 };
+static int entry_kind(const struct gpuop_node_result *r)
+{
+    int kind = 0;
+    for (uint32_t k = 0; k < r->nfindings && r->findings; k++) {
+        int reason = r->findings[k].reason; /* the records' view has no items array */
+        if (reason == GPUOP_REASON_CLAIM_WITHOUT_PLUGIN)
+            kind |= ENTRY_CLAIMS;
+        else if (reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE)
+            kind |= ENTRY_HELD;
+    }
+    return kind & ENTRY_CLAIMS ? ENTRY_CLAIMS : kind;
+}
+
+/* One entry per node of f with a ClaimWithoutPlugin or GpusAdvertisedTwice
+ * finding, in f's (name) order, its kind in cp->kind. */
 static int entries(struct ctl_claim_pods *cp, const struct gpuop_findings *f)
 {
-    size_t cap = f->by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN];
+    size_t cap = f->by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN] +
+                 f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_TWICE];
     cp->a = calloc(cap ? cap : 1, sizeof(*cp->a));
-    if (!cp->a)
+    cp->kind = calloc(cap ? cap : 1, sizeof(*cp->kind));
+    if (!cp->a || !cp->kind)
         return GPUOP_ENOMEM;
     for (size_t i = 0; i < f->nnodes && cp->n < cap; i++) {
-        const struct gpuop_node_result *r = &f->nodes[i];
-        for (uint32_t k = 0; k < r->nfindings && r->first + k < f->nitems; k++)
-            if (f->items[r->first + k].reason == GPUOP_REASON_CLAIM_WITHOUT_PLUGIN) {
-                cp->a[cp->n++].node = r->name;
-                break;
-            }
+        int kind = entry_kind(&f->nodes[i]);
+        if (kind) {
+            cp->kind[cp->n] = (unsigned char)kind;
+            cp->a[cp->n++].node = f->nodes[i].name;
+        }
     }
     return 0;
 }
@@ -84,13 +109,18 @@ int gpuop_ctl_claim_pods_build(struct ctl_claim_pods *cp, const struct gpuop_cac
 {
     gpuop_ctl_claim_pods_free(cp);
     gpuop_findings_set_claim_pods(f, NULL, 0);
-    if (!f->by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN])
+    if (!f->by_reason[GPUOP_REASON_CLAIM_WITHOUT_PLUGIN] &&
+        !f->by_reason[GPUOP_REASON_GPUS_ADVERTISED_TWICE])
         return 0;
     int rc = entries(cp, f);
     const struct gpuop_claim *c;
     size_t it = 0;
     while (rc == 0 && gpuop_caches_next_claim(caches, &it, &c)) {
         struct gpuop_stranded *e = bsearch(c->node, cp->a, cp->n, sizeof(*cp->a), by_node);
+        if (e && c->npods && c->devices)
+            e->gpus += c->devices;
+        if (e && !c->devices && cp->kind[e - cp->a] == ENTRY_HELD)
+            continue; /* holds no GPU: not among the pods holding them */
         for (size_t k = 0; e && rc == 0 && k < c->npods; k++)
             rc = add_pod(cp, e, c, gpuop_claim_pod(c, k, NULL));
     }

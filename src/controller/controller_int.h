@@ -186,11 +186,13 @@ struct ctl_apply {
     char applied_uid[64]; /* policy uid the applied[] records are for */
 };
 
-/* The pods reserving GPU claims on the nodes of ClaimWithoutPlugin
- * findings (DRA), as the findings borrow them: entries sorted by node
- * (their names borrowed from the findings), names in an arena. */
+/* The pods reserving GPU claims on the nodes of ClaimWithoutPlugin and
+ * GpusAdvertisedTwice findings (DRA), as the findings borrow them: entries
+ * sorted by node (their names borrowed from the findings), names in an
+ * arena; kind[i] what entry i is for (claimpods.c). */
 struct ctl_claim_pods {
     struct gpuop_stranded *a;
+    unsigned char *kind;
     size_t n;
     struct gpuop_arena names;
 };

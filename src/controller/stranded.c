@@ -27,6 +27,14 @@
  * nodes each is listed in turn, the one listed longest ago first, every
  * V / 2 s (next_due). Measured by test/bench/stranded-rate: see
  * docs/benchmarks-history.md, "Stranded-pod LISTs".
+ *
+ * The nodes with GpusAdvertisedTwice (issue 42: the device plugin and the
+ * DRA driver both advertise their GPUs, few nodes) are listed the same
+ * way, under the same limits, whether they violate or not: of their GPU
+ * pods the effective nvidia.com/gpu requests are summed too (gpus), so the
+ * findings can count what the pods hold against the node's GPUs
+ * (gpuop_findings_overadmit). A node tracked only for that has no Event
+ * of its own (its finding's message names the pods).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +70,8 @@
 #define STRANDED_NAME_MAX 320
 /* First size of the per-node arrays (they double as violating nodes come). */
 #define STRANDED_ARRAY_FIRST 64
+/* nvidia.com/gpu a pod or node is counted with at most (no sum overflows). */
+#define STRANDED_POD_GPUS_MAX 65535u
 
 /* One tracked node: 72 bytes and its name while it has no stranded pod
  * (in a 5,000-node rollout some 4,000 nodes violate the order for a while,
@@ -78,9 +88,11 @@ struct rec {
     uint32_t nnames;
     uint32_t names_len;
     uint32_t said_count;
-    bool dropped; /* no longer tracked: freed when its LIST ends */
-    bool listed;  /* a LIST answered at least once */
-    char node[];  /* the node's name: one allocation with the rest */
+    uint32_t gpus; /* their effective nvidia.com/gpu requests, summed */
+    bool violates; /* an OrderingViolation (else only GpusAdvertisedTwice): Events */
+    bool dropped;  /* no longer tracked: freed when its LIST ends */
+    bool listed;   /* a LIST answered at least once */
+    char node[];   /* the node's name: one allocation with the rest */
 };
 
 struct ctl_stranded {
@@ -130,27 +142,48 @@ static void names_of(const struct rec *r, const char *out[GPUOP_STRANDED_NAMES_M
     }
 }
 
-/* Does the pod (borrowed) ask for nvidia.com/gpu in any container? */
-static bool wants_gpu(json_t *pod)
+/* A container's (borrowed) nvidia.com/gpu: its request, else its limit
+ * (an extended resource's request defaults to its limit and must equal
+ * it); a quantity that is not a whole number counts 1 (it asks for some). */
+static uint32_t ctr_gpus(json_t *ctr)
 {
-    static const char *const lists[] = {"containers", "initContainers"};
-    static const char *const kinds[] = {"limits", "requests"};
-    json_t *spec = json_object_get(pod, "spec");
-    for (size_t l = 0; l < 2; l++) {
-        size_t i;
-        json_t *ctr;
-        json_array_foreach(json_object_get(spec, lists[l]), i, ctr)
-        {
-            json_t *res = json_object_get(ctr, "resources");
-            for (size_t k = 0; k < 2; k++) {
-                const char *q = json_string_value(
-                    json_object_get(json_object_get(res, kinds[k]), GPUOP_RESOURCE_GPU));
-                if (q && *q && strcmp(q, "0") != 0)
-                    return true;
-            }
-        }
+    static const char *const kinds[] = {"requests", "limits"};
+    json_t *res = json_object_get(ctr, "resources");
+    for (size_t k = 0; k < 2; k++) {
+        const char *q =
+            json_string_value(json_object_get(json_object_get(res, kinds[k]), GPUOP_RESOURCE_GPU));
+        if (!q || !*q)
+            continue;
+        char *end;
+        unsigned long v = strtoul(q, &end, 10);
+        if (*end || v > STRANDED_POD_GPUS_MAX)
+            return strcmp(q, "0") != 0;
+        return (uint32_t)v;
     }
-    return false;
+    return 0;
+}
+
+/* The pod's (borrowed) effective nvidia.com/gpu request, as the scheduler
+ * counts it: the larger of its containers' sum and its largest init
+ * container's (sidecar init containers are counted as init containers);
+ * 0: it asks for none. */
+static uint32_t pod_gpus(json_t *pod)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    uint32_t sum = 0, init = 0, g;
+    size_t i;
+    json_t *ctr;
+    json_array_foreach(json_object_get(spec, "containers"), i, ctr)
+    {
+        g = ctr_gpus(ctr);
+        sum = sum + g > STRANDED_POD_GPUS_MAX ? STRANDED_POD_GPUS_MAX : sum + g;
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, ctr)
+    {
+        g = ctr_gpus(ctr);
+        init = g > init ? g : init;
+    }
+    return sum > init ? sum : init;
 }
 
 static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *err)
@@ -169,7 +202,7 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
                     err && err->message[0] ? err->message : gpuop_strerror(rc));
         return;
     }
-    uint32_t count = 0, nnames = 0;
+    uint32_t count = 0, nnames = 0, gpus = 0;
     char names[GPUOP_STRANDED_NAMES_MAX * STRANDED_NAME_MAX];
     size_t len = 0, i;
     json_t *pod;
@@ -179,9 +212,11 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
             json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
         if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
             continue;
-        if (!wants_gpu(pod))
+        uint32_t g = pod_gpus(pod);
+        if (!g)
             continue;
         count++;
+        gpus = gpus + g > STRANDED_POD_GPUS_MAX ? STRANDED_POD_GPUS_MAX : gpus + g;
         if (nnames < GPUOP_STRANDED_NAMES_MAX) {
             json_t *meta = json_object_get(pod, "metadata");
             const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -194,8 +229,8 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     }
     /* Unchanged, or a first answer of none (as the findings showed it: a
      * node with no stranded pod is not in the view): no reconcile. */
-    bool same = count == r->count && nnames == r->nnames && len == r->names_len &&
-                (!len || memcmp(names, r->names, len) == 0);
+    bool same = count == r->count && gpus == r->gpus && nnames == r->nnames &&
+                len == r->names_len && (!len || memcmp(names, r->names, len) == 0);
     r->listed = true;
     if (same)
         return;
@@ -209,7 +244,8 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     r->names_len = (uint32_t)len;
     r->nnames = nnames;
     r->count = count;
-    gpuop_debug("stranded", "node %s: %u GPU pods bound", r->node, count);
+    r->gpus = gpus;
+    gpuop_debug("stranded", "node %s: %u GPU pods bound, %u GPUs", r->node, count, gpus);
     if (s->policy)
         (void)gpuop_queue_add(s->queue, s->policy); /* ENOMEM: at the next change */
 }
@@ -309,10 +345,23 @@ static void rec_drop(struct rec *r)
     }
 }
 
-/* Is node result nr to be tracked: it violates, and it does not just
- * progress, or is tracked already (prev: the n tracked, sorted)? */
+/* Has node result nr the finding GpusAdvertisedTwice (issue 42: its pods'
+ * GPUs are counted against the node's)? */
+static bool twice(const struct gpuop_node_result *nr)
+{
+    for (uint32_t k = 0; k < nr->nfindings; k++)
+        if (nr->findings[k].reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE)
+            return true;
+    return false;
+}
+
+/* Is node result nr to be tracked: it has GpusAdvertisedTwice, or it
+ * violates, and it does not just progress, or is tracked already (prev:
+ * the n tracked, sorted)? */
 static bool wanted(const struct gpuop_node_result *nr, struct rec **prev, size_t n)
 {
+    if (twice(nr))
+        return true;
     if (!gpuop_findings_violates(nr))
         return false;
     return !nr->progressing || (n && bsearch(nr->name, prev, n, sizeof(*prev), rec_cmp));
@@ -321,6 +370,7 @@ static bool wanted(const struct gpuop_node_result *nr, struct rec **prev, size_t
 static void say(struct ctl_stranded *s, struct gpuop_events *ev, const char *policy,
                 const char *uid, struct rec *r, bool gone)
 {
+    gone = gone || !r->violates; /* only GpusAdvertisedTwice: its finding says it */
     uint32_t count = gone ? 0 : r->count;
     uint64_t h = GPUOP_HASH_INIT;
     h = gpuop_hash_bytes(h, &count, sizeof(count));
@@ -335,7 +385,7 @@ static void say(struct ctl_stranded *s, struct gpuop_events *ev, const char *pol
     (void)s;
     char msg[GPUOP_FINDING_MESSAGE_MAX + 512];
     if (count) {
-        struct gpuop_stranded st = {r->node, r->count, r->nnames, {0}};
+        struct gpuop_stranded st = {r->node, r->count, r->nnames, {0}, r->gpus};
         names_of(r, st.names);
         char text[GPUOP_FINDING_MESSAGE_MAX];
         gpuop_stranded_text(&st, text, sizeof(text));
@@ -386,6 +436,7 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
             r->s = s;
         }
         r->seen = s->tracks + 1;
+        r->violates = gpuop_findings_violates(nr);
         recs[n++] = r;
     }
     s->tracks++;
@@ -415,8 +466,8 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
     for (size_t i = 0, v = 0; i < n; i++) {
         struct rec *r = recs[i];
         if (r->count && v < s->nview) {
-            view[v] =
-                (struct gpuop_stranded){.node = r->node, .count = r->count, .nnames = r->nnames};
+            view[v] = (struct gpuop_stranded){
+                .node = r->node, .count = r->count, .nnames = r->nnames, .gpus = r->gpus};
             names_of(r, view[v++].names);
         }
         say(s, ev, policy, uid, r, false);

@@ -3,7 +3,9 @@
  * borrows: its detail (an untolerated taint, a label's value, a pod's
  * state), since when its situation holds, its node's name; and the
  * stranded GPU pods of a node (gathered by the controller, only shown
- * here). Pure reads of a findings set; the judgement is analysis.c's.
+ * here), and on a node with GpusAdvertisedTwice the GPUs its pods hold
+ * against its GPUs (the over-admission, from the same gatherings). Pure reads of a findings set;
+ * the judgement is analysis.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +288,55 @@ const struct gpuop_stranded *gpuop_findings_claim_pods(const struct gpuop_findin
     if (!f || !r || !f->claim_pods || !f->nclaim_pods || !r->name)
         return NULL;
     return bsearch(r->name, f->claim_pods, f->nclaim_pods, sizeof(*f->claim_pods), stranded_cmp);
+}
+
+/* Adds name (borrowed) to o's pods, once. */
+static void overadmit_add(struct gpuop_overadmit *o, const char *name)
+{
+    struct gpuop_stranded *p = &o->pods;
+    for (uint32_t k = 0; k < p->nnames; k++)
+        if (strcmp(p->names[k], name) == 0)
+            return; /* a pod holding both ways: counted once */
+    p->count++;
+    if (p->nnames < GPUOP_STRANDED_NAMES_MAX)
+        p->names[p->nnames++] = name;
+}
+
+/* Adds entry e's pods (beyond its kept names: counted only) to o. */
+static void overadmit_add_all(struct gpuop_overadmit *o, const struct gpuop_stranded *e)
+{
+    uint32_t n = e->nnames < GPUOP_STRANDED_NAMES_MAX ? e->nnames : GPUOP_STRANDED_NAMES_MAX;
+    for (uint32_t k = 0; k < n; k++)
+        if (e->names[k])
+            overadmit_add(o, e->names[k]);
+    if (e->count > n)
+        o->pods.count += e->count - n;
+}
+
+bool gpuop_findings_overadmit(const struct gpuop_findings *f, const struct gpuop_node_result *r,
+                              const struct gpuop_finding *x, struct gpuop_overadmit *o)
+{
+    memset(o, 0, sizeof(*o));
+    unsigned devices, slices;
+    if (!f || !r || !r->name || !x || x->reason != GPUOP_REASON_GPUS_ADVERTISED_TWICE ||
+        !gpuop_finding_dra(x, &devices, &slices))
+        return false;
+    o->gpus = r->gpu_count ? r->gpu_count : devices;
+    const struct gpuop_stranded *req =
+        f->stranded && f->nstranded
+            ? bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp)
+            : NULL;
+    const struct gpuop_stranded *cl = gpuop_findings_claim_pods(f, r);
+    o->by_requests = req ? req->gpus : 0;
+    o->by_claims = cl ? cl->gpus : 0;
+    if (!o->gpus || (uint64_t)o->by_requests + o->by_claims <= o->gpus)
+        return false;
+    o->pods.node = r->name;
+    if (req)
+        overadmit_add_all(o, req);
+    if (cl)
+        overadmit_add_all(o, cl);
+    return true;
 }
 
 int gpuop_stranded_text(const struct gpuop_stranded *s, char *buf, size_t size)

@@ -246,6 +246,50 @@ static void ph_claim_pods_count(const struct vars *v, char *buf, size_t size)
         snprintf(buf, size, "%u", st->count);
 }
 
+/* The over-admission of a GpusAdvertisedTwice node (detail.c): empty
+ * unless its pods hold more GPUs than it has. */
+static void ph_overadmit(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        gpuop_stranded_text(&o.pods, buf, size);
+}
+
+static void ph_overadmit_held(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        snprintf(buf, size, "%u", o.by_requests + o.by_claims);
+}
+
+static void ph_overadmit_requests(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        snprintf(buf, size, "%u", o.by_requests);
+}
+
+static void ph_overadmit_claims(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        snprintf(buf, size, "%u", o.by_claims);
+}
+
+static void ph_overadmit_gpus(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        snprintf(buf, size, "%u", o.gpus);
+}
+
+static void ph_overadmit_count(const struct vars *v, char *buf, size_t size)
+{
+    struct gpuop_overadmit o;
+    if (gpuop_findings_overadmit(v->f, v->r, v->x, &o))
+        snprintf(buf, size, "%u", o.pods.count);
+}
+
 /* The device plugin's sharing ConfigMap as the setup read it (sharing.h). */
 static void ph_config_map(const struct vars *v, char *buf, size_t size)
 {
@@ -381,6 +425,17 @@ static const struct placeholder {
     {"claim-pods", "pods reserving GPU claims allocated on the node (ClaimWithoutPlugin)",
      ph_claim_pods},
     {"claim-pods-count", "their number; empty when none", ph_claim_pods_count},
+    {"overadmit",
+     "GpusAdvertisedTwice: the pods holding the node's GPUs (nvidia.com/gpu requests, claims), "
+     "when they hold more than it has; else empty",
+     ph_overadmit},
+    {"overadmit-count", "their number; empty when not over", ph_overadmit_count},
+    {"overadmit-held", "the GPUs they hold; empty when not over", ph_overadmit_held},
+    {"overadmit-requests", "... through nvidia.com/gpu requests", ph_overadmit_requests},
+    {"overadmit-claims", "... through claims' devices", ph_overadmit_claims},
+    {"overadmit-gpus",
+     "the node's GPUs: GFD's nvidia.com/gpu.count, else the slices' devices; empty when not over",
+     ph_overadmit_gpus},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

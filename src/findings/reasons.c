@@ -323,7 +323,11 @@ static const struct gpuop_reason_info reasons[] = {
          "The node's GPUs are advertised twice: <allocatable> nvidia.com/gpu (allocatable) by the "
          "device plugin, and <dra-devices> device(s) in <dra-slices> ResourceSlice(s) of driver "
          "gpu.nvidia.com by the DRA driver; the scheduler counts each apart and may admit more "
-         "GPU pods than the node has GPUs (those pods fail to start).",
+         "GPU pods than the node has GPUs (those pods fail to start)."
+         "[overadmit: It has: the pods bound here hold <overadmit-held> GPUs "
+         "(<overadmit-requests> through nvidia.com/gpu requests, <overadmit-claims> through "
+         "claims' devices) of the node's <overadmit-gpus>, so these <overadmit-count> cannot all "
+         "have one: <overadmit>.]",
          "The device plugin advertises the node's GPUs as nvidia.com/gpu and the DRA driver "
          "publishes them in ResourceSlices (resource.k8s.io/v1): the scheduler hands out both, "
          "so pods requesting nvidia.com/gpu and pods with claims may together be given more "

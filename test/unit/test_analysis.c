@@ -1568,6 +1568,48 @@ static int dra_findings(const struct world *w, const char *node)
     return n;
 }
 
+/* Issue 42's over-admission on w's node "twice" (8 GPUs both ways): the
+ * GPUs its pods hold through nvidia.com/gpu requests (the controller's
+ * LIST, the stranded entry) and claims (the claim pods entry) against its
+ * GPUs, the pods named only when they hold more. */
+static void test_dra_overadmit(struct world *w)
+{
+    const struct gpuop_finding *x = find(w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED);
+    struct gpuop_stranded st[] = {
+        {.node = "twice", .count = 6, .nnames = 2, .names = {"ml/a", "ml/b"}, .gpus = 6},
+    };
+    struct gpuop_stranded cp[] = {
+        {.node = "twice", .count = 2, .nnames = 2, .names = {"ml/b", "ml/c"}, .gpus = 2},
+    };
+    gpuop_findings_set_stranded(&w->f, st, 1);
+    gpuop_findings_set_claim_pods(&w->f, cp, 1);
+    assert_int_equal(w->f.stranded_pods, 0); /* no violation: not stranded */
+    struct gpuop_overadmit o;
+    assert_false(gpuop_findings_overadmit(&w->f, node_res(w, "twice"), x, &o)); /* 8 of 8 */
+    assert_int_equal(o.by_requests + o.by_claims, 8);
+    assert_null(strstr(msg_of(w, x), "cannot all have one"));
+
+    cp[0].gpus = 3; /* one more device claimed: 9 of 8 */
+    assert_true(gpuop_findings_overadmit(&w->f, node_res(w, "twice"), x, &o));
+    assert_int_equal(o.gpus, 8);
+    assert_int_equal(o.pods.count, 7); /* ml/b holds both ways: once, 4 more unnamed */
+    assert_non_null(strstr(msg_of(w, x), "the pods bound here hold 9 GPUs (6 through "
+                                         "nvidia.com/gpu requests, 3 through claims' devices) "
+                                         "of the node's 8, so these 7 cannot all have one: "
+                                         "ml/a, ml/b, ml/c and 4 more."));
+    /* GFD's count, when it labels one, is the node's GPUs */
+    cp[0].gpus = 1;
+    w->nodes[0]->gpu_count = 6;
+    analyze(w);
+    gpuop_findings_set_stranded(&w->f, st, 1);
+    gpuop_findings_set_claim_pods(&w->f, cp, 1);
+    x = find(w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(strstr(msg_of(w, x), "hold 7 GPUs (6 through nvidia.com/gpu requests, 1 "
+                                         "through claims' devices) of the node's 6"));
+    w->nodes[0]->gpu_count = 0;
+    analyze(w);
+}
+
 static void test_dra_slices(void **state)
 {
     (void)state;
@@ -1631,6 +1673,8 @@ static void test_dra_slices(void **state)
     assert_int_equal(dra_findings(&w, "draonly"), 0);
     assert_int_equal(dra_findings(&w, "hostdriver"), 0);
     assert_int_equal(w.f.by_reason[GPUOP_REASON_GPUS_ADVERTISED_TWICE], 1);
+    assert_null(strstr(msg_of(&w, x), "cannot all have one")); /* no pod gathered */
+    test_dra_overadmit(&w);
 
     x = find(&w, "nodriver", "dra-driver", GPUOP_KIND_ORDERING);
     assert_non_null(x);

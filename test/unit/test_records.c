@@ -226,8 +226,8 @@ static void world_init(struct world *w, int kind)
     }
     /* GPU pods stranded on two nodes (shown only where a violation is) */
     static const char *names[] = {"ns/a", "ns/b"};
-    w->stranded[0] = (struct gpuop_stranded){"node-03", 5, 2, {names[0], names[1]}};
-    w->stranded[1] = (struct gpuop_stranded){"node-07", 1, 1, {names[0]}};
+    w->stranded[0] = (struct gpuop_stranded){"node-03", 5, 2, {names[0], names[1]}, 0};
+    w->stranded[1] = (struct gpuop_stranded){"node-07", 1, 1, {names[0]}, 0};
     for (int i = 0; i < NODE_SLOTS; i++)
         if (coin(70))
             w->nodes[i] = random_node(i);

@@ -48,7 +48,27 @@ struct sx {
     size_t ndue;
     size_t most_open; /* most slow LISTs unanswered at once, counting the new one */
     bool none;        /* answer every LIST with no pod */
+    bool multi;       /* answer with pods of several GPUs (effective requests) */
 };
+
+/* Pods of several GPUs: containers 2 + 1 with an init container of 4 (the
+ * scheduler counts 4), containers 1 + 1 with an init container of 1 (2),
+ * a limit of 3 only (3), one finished (not counted). 9 GPUs in all. */
+#define MULTI_BODY                                                                                 \
+    "{\"kind\":\"PodList\",\"items\":["                                                            \
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"big\"},\"spec\":{\"containers\":["             \
+    "{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}},"                                   \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}],\"initContainers\":["                \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}},"                                  \
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"pair\"},\"spec\":{\"containers\":["            \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}},"                                     \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}],\"initContainers\":["                \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}},"                                  \
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"three\"},\"spec\":{\"containers\":["           \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"3\"}}}]}},"                                  \
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"done\"},\"spec\":{\"containers\":["            \
+    "{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":"             \
+    "\"Failed\"}}]}"
 
 static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_request *r)
 {
@@ -64,6 +84,10 @@ static void handler(void *arg, struct fakeapi_conn *c, const struct fakeapi_requ
         snprintf(x->nodes + len, sizeof(x->nodes) - len, "%s ", sel);
         if (x->none) {
             fakeapi_respond(c, 200, "application/json", "{\"kind\":\"PodList\",\"items\":[]}");
+            return;
+        }
+        if (x->multi) {
+            fakeapi_respond(c, 200, "application/json", MULTI_BODY);
             return;
         }
         /* 12 GPU pods (limits or requests, init containers too), one
@@ -228,6 +252,7 @@ static void test_stranded(void **state)
     assert_string_equal(v[1].node, "gpu-d");
     assert_string_equal(v[2].node, "gpu-e");
     assert_int_equal(v[0].count, 12);
+    assert_int_equal(v[0].gpus, 12); /* one each */
     assert_int_equal(v[0].nnames, GPUOP_STRANDED_NAMES_MAX);
     assert_string_equal(v[0].names[0], "ml/train-00");
     assert_string_equal(v[0].names[9], "ml/train-09");
@@ -256,6 +281,71 @@ static void test_stranded(void **state)
     /* a LIST in flight when the node stops violating, then close */
     world(&w, false);
     assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    fx_world_free(&w);
+    sx_close(&x);
+}
+
+/* Issue 42: a node with GpusAdvertisedTwice (the device plugin's 2 GPUs
+ * and a 2-device slice) and no violation is listed too, its pods' GPUs
+ * summed as the scheduler counts them; no StrandedGpuPods Event for it
+ * (its finding names the pods); forgotten when the finding goes. */
+#define TWICE_OPS "driver container-toolkit device-plugin dra-driver"
+static void test_overadmit_listed(void **state)
+{
+    (void)state;
+    struct sx x = {0};
+    sx_open(&x);
+    x.multi = true;
+    struct fx_world w;
+    fx_world_init(&w, 3, 2);
+    fx_add_node(&w, "gpu-t", TWICE_OPS);
+    fx_run(&w, "gpu-t", TWICE_OPS);
+    w.nodes[0]->gpus = (struct gpuop_gpu_counts){2, 2, 0, 0};
+    w.nodes[0]->dra = (struct gpuop_node_dra){2, 1, 1, 0};
+    fx_add_node(&w, "gpu-u", TWICE_OPS); /* the same without a slice */
+    fx_run(&w, "gpu-u", TWICE_OPS);
+    w.nodes[1]->gpus = (struct gpuop_gpu_counts){2, 2, 0, 0};
+    fx_analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_GPUS_ADVERTISED_TWICE], 1);
+    assert_false(gpuop_findings_violates(&w.f.nodes[0]));
+
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 1);
+    run_until_answered(&x, 1);
+    assert_non_null(strstr(x.nodes, "spec.nodeName%3Dgpu-t%2C"));
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    size_t n;
+    const struct gpuop_stranded *v = gpuop_ctl_stranded_view(x.s, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].node, "gpu-t");
+    assert_int_equal(v[0].count, 3);
+    assert_int_equal(v[0].gpus, 9); /* 4 + 2 + 3 */
+    gpuop_findings_set_stranded(&w.f, v, n);
+    assert_int_equal(w.f.stranded_pods, 0); /* not stranded: no violation */
+    const struct gpuop_node_result *r = &w.f.nodes[0];
+    const struct gpuop_finding *twice = NULL;
+    for (uint32_t k = 0; k < r->nfindings; k++)
+        if (w.f.items[r->first + k].reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE)
+            twice = &w.f.items[r->first + k];
+    struct gpuop_overadmit o;
+    assert_true(gpuop_findings_overadmit(&w.f, r, twice, &o));
+    assert_int_equal(o.by_requests, 9);
+    assert_int_equal(o.gpus, 2);
+    assert_int_equal(o.pods.count, 3);
+    waiter_run_for(&x.wait, 300);
+    assert_int_equal(x.events_stranded, 0);
+    fx_world_free(&w);
+
+    /* the slice gone: the finding with it, the node forgotten */
+    fx_world_init(&w, 3, 2);
+    fx_add_node(&w, "gpu-t", TWICE_OPS);
+    fx_run(&w, "gpu-t", TWICE_OPS);
+    w.nodes[0]->gpus = (struct gpuop_gpu_counts){2, 2, 0, 0};
+    fx_analyze(&w);
+    assert_int_equal(gpuop_ctl_stranded_track(x.s, &w.f, x.ev, "main", "uid-1"), 0);
+    assert_int_equal(gpuop_ctl_stranded_tracked(x.s), 0);
+    waiter_run_for(&x.wait, 300);
+    assert_int_equal(x.events_cleared, 0); /* nothing was said: nothing cleared */
     fx_world_free(&w);
     sx_close(&x);
 }
@@ -419,6 +509,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stranded),
+        cmocka_unit_test(test_overadmit_listed),
         cmocka_unit_test(test_no_node_starved),
         cmocka_unit_test(test_lists_in_flight_bounded),
         cmocka_unit_test(test_none_stranded_no_requeue),
