@@ -14,6 +14,7 @@
 
 #include "gpuop/clock.h"
 #include "gpuop/analysis.h"
+#include "gpuop/sharing.h"
 
 #include "findings_int.h"
 
@@ -321,7 +322,10 @@ bool gpuop_findings_overadmit(const struct gpuop_findings *f, const struct gpuop
     if (!f || !r || !r->name || !x || x->reason != GPUOP_REASON_GPUS_ADVERTISED_TWICE ||
         !gpuop_finding_dra(x, &devices, &slices))
         return false;
-    o->gpus = r->gpu_count ? r->gpu_count : devices;
+    /* GFD's count, unless absent or saturated (then at least that many:
+     * the slices' devices, which the plugin publishes one per GPU) */
+    bool counted = r->gpu_count && r->gpu_count < GPUOP_SHARING_COUNT_MAX;
+    o->gpus = counted ? r->gpu_count : devices;
     const struct gpuop_stranded *req =
         f->stranded && f->nstranded
             ? bsearch(r->name, f->stranded, f->nstranded, sizeof(*f->stranded), stranded_cmp)

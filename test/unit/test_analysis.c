@@ -1606,6 +1606,15 @@ static void test_dra_overadmit(struct world *w)
     x = find(w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED);
     assert_non_null(strstr(msg_of(w, x), "hold 7 GPUs (6 through nvidia.com/gpu requests, 1 "
                                          "through claims' devices) of the node's 6"));
+    /* a count saturated (31 or more): the slices' devices instead */
+    w->nodes[0]->gpu_count = GPUOP_SHARING_COUNT_MAX;
+    cp[0].gpus = 3;
+    analyze(w);
+    gpuop_findings_set_stranded(&w->f, st, 1);
+    gpuop_findings_set_claim_pods(&w->f, cp, 1);
+    x = find(w, "twice", "dra-driver", GPUOP_KIND_UNEXPECTED);
+    assert_non_null(strstr(msg_of(w, x), "hold 9 GPUs (6 through nvidia.com/gpu requests, 3 "
+                                         "through claims' devices) of the node's 8"));
     w->nodes[0]->gpu_count = 0;
     analyze(w);
 }
