@@ -181,7 +181,7 @@ struct gpuop_node_dra {
 };
 #define GPUOP_DRA_CLAIMS_MAX 127
 
-struct gpuop_node { /* 96 bytes, its strings and taints after it */
+struct gpuop_node { /* 104 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
@@ -235,6 +235,12 @@ struct gpuop_node { /* 96 bytes, its strings and taints after it */
         uint16_t capacity;    /* device plugin whose config renames nvidia.com/gpu */
         uint16_t allocatable; /* (renameByDefault) advertises, saturating */
     } shared;
+    /* When the caches first saw its sharing labels (its config label, GFD's
+     * strategy and replicas: gpuop_node_sharing_equal) as they are, seconds
+     * since the epoch; 0 unknown. Stamped by the caches (caches.c
+     * node_fold), like dra not read by gpuop_node_new nor compared by
+     * gpuop_node_equal: SharingConfigNotApplied's grace starts here. */
+    uint32_t sharing_since;
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */
@@ -374,6 +380,9 @@ int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct 
  * makes no difference to the analysis. Kept beside the structs so a new
  * field is compared as soon as it is added. */
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b);
+/* True when a and b (borrowed) have the same sharing labels: the config
+ * label's value, GFD's strategy and replicas (sharing.h). */
+bool gpuop_node_sharing_equal(const struct gpuop_node *a, const struct gpuop_node *b);
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b);
 /* The members of a Pod that gpuop_pod_new never reads, as paths from the
  * object ("spec.containers"), NULL-terminated (static): the caches' pod

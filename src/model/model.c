@@ -761,7 +761,7 @@ static int pod_gate(json_t *status, uint32_t *since)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 96, "a node is 96 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 104, "a node is 104 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
@@ -1018,6 +1018,13 @@ static bool str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+bool gpuop_node_sharing_equal(const struct gpuop_node *a, const struct gpuop_node *b)
+{
+    return a->replicas == b->replicas && a->sharing == b->sharing &&
+           a->config_long == b->config_long &&
+           str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b));
+}
+
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
@@ -1027,10 +1034,8 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
         a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels ||
-        a->replicas != b->replicas || a->sharing != b->sharing ||
-        a->config_long != b->config_long || a->gpu_count != b->gpu_count ||
-        memcmp(&a->shared, &b->shared, sizeof(a->shared)) ||
-        !str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b)))
+        !gpuop_node_sharing_equal(a, b) || a->gpu_count != b->gpu_count ||
+        memcmp(&a->shared, &b->shared, sizeof(a->shared)))
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))
