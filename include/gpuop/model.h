@@ -181,14 +181,21 @@ struct gpuop_node_dra {
 };
 #define GPUOP_DRA_CLAIMS_MAX 127
 
-struct gpuop_node { /* 104 bytes, its strings and taints after it */
+struct gpuop_node { /* 96 bytes, its strings and taints after it */
     char *name;
     char **deploy_other;        /* NULL when no deploy label has another value;
                                    else GPUOP_OPERAND_MAX entries, the value when
                                    deploy[i] == OTHER, else NULL. Read it with
                                    gpuop_node_deploy_value(). */
     struct gpuop_taint *taints; /* only NoSchedule and NoExecute taints are kept */
-    long long created;          /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    uint32_t created;           /* metadata.creationTimestamp, seconds since epoch (32 bits:
+                                   until 2106, saturating); 0 unknown */
+    uint32_t sharing_since;     /* when the caches first saw its sharing labels (its config
+                                   label, GFD's strategy and replicas: gpuop_node_sharing_equal)
+                                   as they are, seconds since the epoch; 0 unknown. Stamped by
+                                   the caches (caches.c node_fold), like dra not read by
+                                   gpuop_node_new nor compared by gpuop_node_equal:
+                                   SharingConfigNotApplied's grace starts here. */
     unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
     bool gpu;                                /* a GPU node per SPEC section 5 */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
@@ -235,12 +242,6 @@ struct gpuop_node { /* 104 bytes, its strings and taints after it */
         uint16_t capacity;    /* device plugin whose config renames nvidia.com/gpu */
         uint16_t allocatable; /* (renameByDefault) advertises, saturating */
     } shared;
-    /* When the caches first saw its sharing labels (its config label, GFD's
-     * strategy and replicas: gpuop_node_sharing_equal) as they are, seconds
-     * since the epoch; 0 unknown. Stamped by the caches (caches.c
-     * node_fold), like dra not read by gpuop_node_new nor compared by
-     * gpuop_node_equal: SharingConfigNotApplied's grace starts here. */
-    uint32_t sharing_since;
 };
 
 /* gpuop's annotation on a node (struct gpuop_node.label_note). */

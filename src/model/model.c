@@ -583,7 +583,8 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     memset(n, 0, sizeof(*n));
     /* first: the block's start, unless borrowed */
     n->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
-    n->created = jtime(meta, "creationTimestamp");
+    long long created = jtime(meta, "creationTimestamp");
+    n->created = created > (long long)UINT32_MAX ? UINT32_MAX : (uint32_t)created;
     node_sharing(jobj(meta, "labels"), n, k); /* its string right after the name: config_at */
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
@@ -761,7 +762,7 @@ static int pod_gate(json_t *status, uint32_t *since)
 }
 
 _Static_assert(sizeof(struct gpuop_pod) <= 48, "a pod is 48 bytes: a cache holds 6 a node");
-_Static_assert(sizeof(struct gpuop_node) <= 104, "a node is 104 bytes before its strings");
+_Static_assert(sizeof(struct gpuop_node) <= 96, "a node is 96 bytes before its strings");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "gpuop_node.labelled holds a bit per operand");
 
 static const char *const PHASES[] = {[GPUOP_PHASE_PENDING] = "Pending",
