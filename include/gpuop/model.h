@@ -188,7 +188,14 @@ struct gpuop_node { /* 96 bytes, its strings and taints after it */
                                    deploy[i] == OTHER, else NULL. Read it with
                                    gpuop_node_deploy_value(). */
     struct gpuop_taint *taints; /* only NoSchedule and NoExecute taints are kept */
-    long long created;          /* metadata.creationTimestamp, seconds since epoch; 0 unknown */
+    uint32_t created;           /* metadata.creationTimestamp, seconds since epoch (32 bits:
+                                   until 2106, saturating); 0 unknown */
+    uint32_t sharing_since;     /* when the caches first saw its sharing labels (its config
+                                   label, GFD's strategy and replicas: gpuop_node_sharing_equal)
+                                   as they are, seconds since the epoch; 0 unknown. Stamped by
+                                   the caches (caches.c node_fold), like dra not read by
+                                   gpuop_node_new nor compared by gpuop_node_equal:
+                                   SharingConfigNotApplied's grace starts here. */
     unsigned char deploy[GPUOP_OPERAND_MAX]; /* enum gpuop_label per operand index */
     bool gpu;                                /* a GPU node per SPEC section 5 */
     unsigned char operands_label;            /* enum gpuop_label of ...deploy.operands */
@@ -374,6 +381,9 @@ int gpuop_ds_from_json(json_t *obj /* borrowed */, struct gpuop_ds *out, struct 
  * makes no difference to the analysis. Kept beside the structs so a new
  * field is compared as soon as it is added. */
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b);
+/* True when a and b (borrowed) have the same sharing labels: the config
+ * label's value, GFD's strategy and replicas (sharing.h). */
+bool gpuop_node_sharing_equal(const struct gpuop_node *a, const struct gpuop_node *b);
 bool gpuop_pod_equal(const struct gpuop_pod *a, const struct gpuop_pod *b);
 /* The members of a Pod that gpuop_pod_new never reads, as paths from the
  * object ("spec.containers"), NULL-terminated (static): the caches' pod

@@ -63,8 +63,10 @@ enum gpuop_reason {
     /* Held */
     GPUOP_REASON_HELD_BY_PREREQUISITE,
     /* added since, each at the end (its kind in reasons.c) */
-    GPUOP_REASON_DRA_PLUGIN_STALE, /* DRA: the kubelet plugin started before the driver pod */
+    GPUOP_REASON_DRA_PLUGIN_STALE,     /* DRA: the kubelet plugin started before the driver pod */
     GPUOP_REASON_CLAIM_WITHOUT_PLUGIN, /* DRA: a claim allocated here, no plugin to prepare it */
+    GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED, /* GFD's sharing labels are not the node's config
+                                                past the advertise grace */
     GPUOP_REASON_COUNT
 };
 
@@ -104,7 +106,9 @@ enum gpuop_reason {
  * nvidia.com/gpu.shared where its sharing config renames it, which
  * capacity and allocatable then count), other-resource (the other of the
  * two) and other-name (non-empty when the node advertises the other and
- * none of gpu-resource). */
+ * none of gpu-resource); config-key, config-strategy, config-replicas (the
+ * node's key of the ConfigMap and what its config says, of
+ * SharingConfigNotApplied; empty for others). */
 /* When a finding's Warning is posted (the table's `transient` column;
  * false and true keep their old meaning). */
 enum gpuop_wait {

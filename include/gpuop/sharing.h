@@ -121,7 +121,15 @@ struct gpuop_sharing_cm {
                                                                are not read: flags 0) */
     char problem[GPUOP_SHARING_PROBLEM_MAX + 1]; /* the first key whose config was not read,
                                                     and why ("" none) */
+    /* Not read from the ConfigMap (gpuop_sharing_cm_read leaves 0), last so
+     * that a comparison of what was read stops before it: READ, when the
+     * caches first saw each key's config (conf[i]) as it is, seconds since
+     * the epoch (gpuop_sharing_cm_stamp); 0 unknown. */
+    uint32_t since[GPUOP_SHARING_KEYS_MAX];
 };
+/* Bytes of struct gpuop_sharing_cm that gpuop_sharing_cm_read fills: two
+ * reads of the same ConfigMap have the same ones. */
+#define GPUOP_SHARING_CM_READ_BYTES offsetof(struct gpuop_sharing_cm, since)
 
 /* Fills *out from ConfigMap cm (borrowed; NULL: absent) named name
  * (borrowed): READ with its keys, TOO_BIG when they do not fit, ABSENT
@@ -140,6 +148,16 @@ const struct gpuop_sharing_conf *gpuop_sharing_cm_conf(const struct gpuop_sharin
  * err (out then has GPUOP_SHARING_CONF_BAD). */
 int gpuop_sharing_conf_read(const char *text, size_t len, struct gpuop_sharing_conf *out,
                             struct gpuop_err *err);
+/* key's index among cm's READ keys (conf[] and since[]), or -1. */
+int gpuop_sharing_cm_index(const struct gpuop_sharing_cm *cm, const char *key);
+/* The key at index i of cm's READ keys into key (room for
+ * GPUOP_SHARING_CM_NAME_MAX + 1; "" when there is none). */
+void gpuop_sharing_cm_key(const struct gpuop_sharing_cm *cm, int i, char *key);
+/* Stamps cm's keys (READ): a key old (borrowed, NULL none) also has with
+ * the same config keeps old's time, any other gets now (seconds since the
+ * epoch). */
+void gpuop_sharing_cm_stamp(struct gpuop_sharing_cm *cm, const struct gpuop_sharing_cm *old,
+                            long long now);
 /* Does cm say something of the nodes (ABSENT or READ)? */
 bool gpuop_sharing_cm_known(const struct gpuop_sharing_cm *cm);
 

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/clock.h"
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
@@ -362,14 +363,20 @@ static void *cm_convert(json_t *obj, const char *key, struct gpuop_err *err)
 
 static bool cm_same(const void *a, const void *b)
 {
-    return memcmp(a, b, sizeof(struct gpuop_sharing_cm)) == 0; /* read whole: memset first */
+    /* read whole (memset first), up to the caches' stamps */
+    return memcmp(a, b, GPUOP_SHARING_CM_READ_BYTES) == 0;
 }
 
-/* A key whose config does not read is said once per change of it. */
+/* A key whose config does not read is said once per change of it; cm
+ * (the store's item, ours) stamps when each key's config came
+ * (sharing.h: the finding SharingConfigNotApplied counts its grace from
+ * there). */
 static void cm_moved(struct gpuop_caches *caches, const struct gpuop_sharing_cm *old,
                      const struct gpuop_sharing_cm *cm)
 {
     char obj[GPUOP_SHARING_CM_NAME_MAX + 64];
+    if (cm)
+        gpuop_sharing_cm_stamp((struct gpuop_sharing_cm *)cm, old, gpuop_clock_wall());
     if (!cm || !cm->problem[0] || (old && !strcmp(old->problem, cm->problem)))
         return;
     snprintf(obj, sizeof(obj), "configmap/%s/%s", caches->ns, cm->name);
@@ -422,10 +429,13 @@ static void slices_mark(struct gpuop_caches *caches, bool on)
 }
 
 /* A Node came or was replaced: its fold, which no Node object holds,
- * comes from the one it replaces, or from the slices. */
+ * comes from the one it replaces, or from the slices; its sharing labels'
+ * time from the one it replaces where they are the same, else now. */
 static void node_fold(struct gpuop_caches *caches, const struct gpuop_node *old,
                       struct gpuop_node *n)
 {
+    n->sharing_since =
+        old && gpuop_node_sharing_equal(old, n) ? old->sharing_since : (uint32_t)gpuop_clock_wall();
     if (old) {
         n->dra = old->dra;
         return;
@@ -620,7 +630,8 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                                 .max_line = GPUOP_SHARING_CM_MAX_BYTES,
                                 .convert = cm_convert,
                                 .free_item = free,
-                                .same = cm_same},
+                                .same = cm_same,
+                                .keep_same = true}, /* its stamps stay */
 };
 
 struct caches_alloc {

@@ -561,6 +561,12 @@ enum fact {
  * of a stranded pod. Bit 40, apart from the bits the other DRA and sharing
  * work takes after 35. */
 #define F_DRA_CLAIM_NO_PLUGIN (1ull << 40)
+/* only judged while it runs, for the device plugin (sharing.h): the
+ * node's config says another strategy or replicas than GFD's labels, for
+ * longer than the advertise grace since the caches saw the key's config
+ * or the node's sharing labels come (not_applied_since). Bit 44, apart
+ * from the bits other work may take after 40. */
+#define F_NOT_APPLIED (1ull << 44)
 
 /* What a row's finding borrows (its ref) and holds in prereq. */
 enum row_ref {
@@ -573,8 +579,9 @@ enum row_ref {
     R_DS_NAME,
     R_OS,
     R_POOLS,
-    R_DRA,   /* the node's DRA fold, held in the finding (gpuop_finding_dra) */
-    R_CONFIG /* the node's device plugin config label's value */
+    R_DRA,    /* the node's DRA fold, held in the finding (gpuop_finding_dra) */
+    R_CONFIG, /* the node's device plugin config label's value */
+    R_APPLIED /* since when its config is not applied, and the key (findings_int.h) */
 };
 enum row_pre { P_NONE, P_BLOCKER, P_POOL_DS, P_UNSATISFIED, P_TOOLKIT, P_DRIVER };
 
@@ -694,6 +701,13 @@ static const struct row claims[] = {
      P_NONE},
 };
 
+/* A running device plugin that did not apply its node's config: it runs
+ * (the cell stays), on the config it had. */
+static const struct row applied[] = {
+    {F_RUNNING | F_NOT_APPLIED, 0, GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED, CELL_KEEP, R_APPLIED,
+     P_NONE},
+};
+
 #define ROWS(t)                                                                                    \
     {                                                                                              \
         t, sizeof(t) / sizeof(t[0])                                                                \
@@ -701,8 +715,8 @@ static const struct row claims[] = {
 static const struct table {
     const struct row *rows;
     size_t n;
-} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),  ROWS(advertises),
-              ROWS(unexpected), ROWS(ordering),    ROWS(pools), ROWS(claims)};
+} tables[] = {ROWS(start_cell), ROWS(not_running), ROWS(runs),   ROWS(advertises), ROWS(unexpected),
+              ROWS(ordering),   ROWS(pools),       ROWS(claims), ROWS(applied)};
 
 static const struct row *first_match(const struct row *rows, size_t n, uint64_t facts)
 {
@@ -832,6 +846,45 @@ static const struct gpuop_sharing_conf *node_conf(const struct gpuop_analysis_st
                            : gpuop_sharing_cm_conf(&s->plugin_cm, key ? key : s->plugin_default);
 }
 
+/* Since when GPU node nd's config (its label's key, else the policy's
+ * default) says another strategy or replicas than GFD's labels
+ * (sharing.h; "none" with replicas 1 for a config without sharing): the
+ * later of the caches' stamps of the key's config and of the node's
+ * sharing labels, seconds since the epoch, *key the key's index. 0 when
+ * they agree, or when something is not known: GFD's replicas label (no
+ * GFD), the config, either stamp (gpuop check has none). */
+static long long not_applied_since(const struct gpuop_analysis_state *s,
+                                   const struct gpuop_node *nd, int *key)
+{
+    const char *cfg = gpuop_node_plugin_config(nd);
+    int i = nd->gpu && !nd->config_long && nd->replicas && nd->sharing_since
+                ? gpuop_sharing_cm_index(&s->plugin_cm, cfg ? cfg : s->plugin_default)
+                : -1;
+    if (i < 0 || i >= s->plugin_cm.nkeys || !s->plugin_cm.since[i])
+        return 0;
+    const struct gpuop_sharing_conf *c = &s->plugin_cm.conf[i];
+    if (!(c->flags & GPUOP_SHARING_CONF_READ) ||
+        (c->strategy == nd->sharing && c->replicas == nd->replicas))
+        return 0;
+    *key = i;
+    return nd->sharing_since > s->plugin_cm.since[i] ? nd->sharing_since : s->plugin_cm.since[i];
+}
+
+/* Has the mismatch of not_applied_since lasted past grace? Else notes
+ * when it will have. */
+static bool not_applied(struct gpuop_findings *f, const struct gpuop_node *nd, long grace,
+                        long long now)
+{
+    int key;
+    long long from = not_applied_since(&f->inc, nd, &key);
+    if (!from)
+        return false;
+    if (now > from + grace)
+        return true;
+    gpuop_findings_change_at(f, from + grace + 1);
+    return false;
+}
+
 /* Does nd's config rename nvidia.com/gpu to nvidia.com/gpu.shared? Its
  * config says, when it is known; else what the node advertises does
  * (only nvidia.com/gpu.shared). *other: a known config's name is not
@@ -928,6 +981,8 @@ static int cell_facts(struct gpuop_findings *f, const struct judge *j, int o, lo
         if (o == s->device_plugin && shared_differs(s, nd) &&
             ready_longer_than(f, pod, s->advertise_grace_s, now))
             k->has |= F_ALLOC_DIFFERS;
+        if (o == s->device_plugin && not_applied(f, nd, s->advertise_grace_s, now))
+            k->has |= F_NOT_APPLIED;
         if (stuck_terminating(f, pod, now))
             k->has |= F_STUCK;
         int q = node_prereq(f, nd, o);
@@ -994,6 +1049,11 @@ static int find(struct gpuop_findings *f, uint32_t ni, int o, const struct judge
         since = ds->created > nd->created ? ds->created : nd->created;
     if (why->ref == R_DRA)
         since = gpuop_finding_dra_pack(nd->dra.devices, nd->dra.slices);
+    if (why->ref == R_APPLIED) {
+        int key = -1;
+        long long from = not_applied_since(&f->inc, nd, &key);
+        since = gpuop_finding_applied_pack(from, key);
+    }
     return push(f, ni, o, reason, pre, since, ref);
 }
 
@@ -1295,6 +1355,7 @@ static uint64_t setup_fp(const struct gpuop_findings *f)
     h = hash_str(h, s->plugin_cm.keys);
     h = hash_str(h, s->plugin_default);
     h = gpuop_hash_bytes(h, s->plugin_cm.conf, s->plugin_cm.nkeys * sizeof(s->plugin_cm.conf[0]));
+    h = gpuop_hash_bytes(h, s->plugin_cm.since, s->plugin_cm.nkeys * sizeof(s->plugin_cm.since[0]));
     for (int o = 0; o < f->noperands; o++)
         h = gpuop_hash_bytes(h, &f->operands[o].enabled, sizeof(f->operands[o].enabled));
     return gpuop_hash_mix(h);

@@ -124,6 +124,8 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return 0;
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED)
         return x->since;
+    if (x->reason == GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED) /* findings_int.h */
+        return (long long)(uint32_t)x->since;
     if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
         return ((const struct gpuop_pod *)x->ref)->deleted;
     if (x->ref && (x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING ||

@@ -34,7 +34,27 @@ static inline bool gpuop_reason_holds_since(int reason)
 {
     return reason == GPUOP_REASON_POD_NOT_CREATED || reason == GPUOP_REASON_GPUS_ADVERTISED_TWICE ||
            reason == GPUOP_REASON_SLICES_WITHOUT_DRIVER ||
-           reason == GPUOP_REASON_CLAIM_WITHOUT_PLUGIN;
+           reason == GPUOP_REASON_CLAIM_WITHOUT_PLUGIN ||
+           reason == GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED;
+}
+
+/* SharingConfigNotApplied holds since when (seconds since the epoch, 32
+ * bits: until 2106) and the index of the node's key in the setup's
+ * ConfigMap (sharing.h; the setup judges every node again when the
+ * ConfigMap changes, so the index stays its key's). */
+#define GPUOP_FINDING_APPLIED_SHIFT 32
+static inline long long gpuop_finding_applied_pack(long long since, int key)
+{
+    return (long long)((uint64_t)(uint32_t)since | (uint64_t)(uint16_t)key
+                                                       << GPUOP_FINDING_APPLIED_SHIFT);
+}
+
+/* The key index a SharingConfigNotApplied finding holds, or -1. */
+static inline int gpuop_finding_applied_key(const struct gpuop_finding *x)
+{
+    if (x->reason != GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED)
+        return -1;
+    return (int)(uint16_t)((uint64_t)x->since >> GPUOP_FINDING_APPLIED_SHIFT);
 }
 
 static inline long long gpuop_finding_dra_pack(unsigned devices, unsigned slices)
@@ -46,7 +66,8 @@ static inline long long gpuop_finding_dra_pack(unsigned devices, unsigned slices
 static inline bool gpuop_finding_dra(const struct gpuop_finding *x, unsigned *devices,
                                      unsigned *slices)
 {
-    if (!gpuop_reason_holds_since(x->reason) || x->reason == GPUOP_REASON_POD_NOT_CREATED)
+    if (!gpuop_reason_holds_since(x->reason) || x->reason == GPUOP_REASON_POD_NOT_CREATED ||
+        x->reason == GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED)
         return false;
     *devices = (unsigned)(x->since & 0xffff);
     *slices = (unsigned)((x->since >> 16) & 0xff);

@@ -329,6 +329,35 @@ static void ph_config_absent(const struct vars *v, char *buf, size_t size)
     snprintf(buf, size, "%s", v->f->inc.plugin_cm.state == GPUOP_SHARING_CM_ABSENT ? "yes" : "");
 }
 
+/* SharingConfigNotApplied's key (findings_int.h) and what its config says */
+static void ph_config_key(const struct vars *v, char *buf, size_t size)
+{
+    char key[GPUOP_SHARING_CM_NAME_MAX + 1];
+    gpuop_sharing_cm_key(&v->f->inc.plugin_cm, gpuop_finding_applied_key(v->x), key);
+    snprintf(buf, size, "%s", key);
+}
+
+static const struct gpuop_sharing_conf *applied_conf(const struct vars *v)
+{
+    int i = gpuop_finding_applied_key(v->x);
+    const struct gpuop_sharing_cm *cm = &v->f->inc.plugin_cm;
+    return i >= 0 && i < cm->nkeys ? &cm->conf[i] : NULL;
+}
+
+static void ph_config_strategy(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_sharing_conf *c = applied_conf(v);
+    if (c)
+        snprintf(buf, size, "%s", gpuop_sharing_strategy_name(c->strategy));
+}
+
+static void ph_config_replicas(const struct vars *v, char *buf, size_t size)
+{
+    const struct gpuop_sharing_conf *c = applied_conf(v);
+    if (c)
+        snprintf(buf, size, "%u", (unsigned)c->replicas);
+}
+
 /* GFD's sharing labels of the node (sharing.h) */
 static void ph_gpu_count(const struct vars *v, char *buf, size_t size)
 {
@@ -436,6 +465,10 @@ static const struct placeholder {
     {"overadmit-gpus",
      "the node's GPUs: GFD's nvidia.com/gpu.count, else the slices' devices; empty when not over",
      ph_overadmit_gpus},
+    {"config-key", "the node's key of the sharing ConfigMap (SharingConfigNotApplied)",
+     ph_config_key},
+    {"config-strategy", "... what its config says: the strategy", ph_config_strategy},
+    {"config-replicas", "... and the replicas of nvidia.com/gpu", ph_config_replicas},
 };
 
 /* Writes the value of placeholder name (n bytes) into buf; false when

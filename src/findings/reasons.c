@@ -438,6 +438,22 @@ static const struct gpuop_reason_info reasons[] = {
          "plugins_registry; spec.draDriver.hostPaths.kubeletRootDir). Or delete the pods named "
          "so that their claims are allocated elsewhere.",
          NULL, NULL, GPUOP_WAIT_GRACE},
+    [GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED] =
+        {M, "SharingConfigNotApplied",
+         "The node's sharing config \"<config-key>\" (ConfigMap <config-map>) says "
+         "<config-strategy> with <config-replicas> replica(s), but GFD labels the node "
+         "<strategy> with <replicas> (nvidia.com/gpu.sharing-strategy, nvidia.com/gpu.replicas), "
+         "since <since>: the device plugin has not applied its config.",
+         "The node's config (the ConfigMap's data for its key nvidia.com/device-plugin.config, "
+         "else spec.devicePlugin.config.default) changed, or the node's label did, and GFD's "
+         "labels still say the old sharing longer than the advertise grace "
+         "(spec.findings.advertiseGracePeriodSeconds) after gpuop saw the change: the "
+         "config-manager sidecars of the device plugin and GFD did not reload, so the node's "
+         "allocatable is still the old config's.",
+         "Read the config-manager container's log of the device plugin pod on the node (kubectl "
+         "logs POD -c config-manager) and of GFD's; restart the device plugin pod on the node "
+         "(kubectl delete pod) so that it starts on the config.",
+         "device-plugin", NULL, false, GPUOP_PROGRESS_FAILED},
 };
 
 #undef M

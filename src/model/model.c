@@ -583,7 +583,8 @@ static void node_fields(json_t *obj, const char *name, struct gpuop_node *n, str
     memset(n, 0, sizeof(*n));
     /* first: the block's start, unless borrowed */
     n->name = name ? (char *)name : pack(k, jstr(meta, "name"), NAME_MAX_LEN);
-    n->created = jtime(meta, "creationTimestamp");
+    long long created = jtime(meta, "creationTimestamp");
+    n->created = created > (long long)UINT32_MAX ? UINT32_MAX : (uint32_t)created;
     node_sharing(jobj(meta, "labels"), n, k); /* its string right after the name: config_at */
     *nother = 0;
     node_labels(jobj(meta, "labels"), n, k, others, nother);
@@ -1018,6 +1019,13 @@ static bool str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+bool gpuop_node_sharing_equal(const struct gpuop_node *a, const struct gpuop_node *b)
+{
+    return a->replicas == b->replicas && a->sharing == b->sharing &&
+           a->config_long == b->config_long &&
+           str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b));
+}
+
 bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
 {
     if (!str_eq(a->name, b->name) || a->gpu != b->gpu || a->operands_label != b->operands_label ||
@@ -1027,10 +1035,8 @@ bool gpuop_node_equal(const struct gpuop_node *a, const struct gpuop_node *b)
         a->labelled_present != b->labelled_present || a->label_note != b->label_note ||
         a->mig_capable != b->mig_capable || memcmp(a->deploy, b->deploy, sizeof(a->deploy)) ||
         memcmp(&a->gpus, &b->gpus, sizeof(a->gpus)) || a->os_labels != b->os_labels ||
-        a->replicas != b->replicas || a->sharing != b->sharing ||
-        a->config_long != b->config_long || a->gpu_count != b->gpu_count ||
-        memcmp(&a->shared, &b->shared, sizeof(a->shared)) ||
-        !str_eq(gpuop_node_plugin_config(a), gpuop_node_plugin_config(b)))
+        !gpuop_node_sharing_equal(a, b) || a->gpu_count != b->gpu_count ||
+        memcmp(&a->shared, &b->shared, sizeof(a->shared)))
         return false;
     for (int f = 0; f < GPUOP_OS_FIELDS; f++)
         if (!str_eq(gpuop_node_os(a, f), gpuop_node_os(b, f)))

@@ -305,8 +305,7 @@ int gpuop_sharing_cm_read(json_t *cm, const char *name, struct gpuop_sharing_cm 
     return 0;
 }
 
-/* key's index among cm's READ keys, or -1. */
-static int key_index(const struct gpuop_sharing_cm *cm, const char *key)
+int gpuop_sharing_cm_index(const struct gpuop_sharing_cm *cm, const char *key)
 {
     if (!cm || cm->state != GPUOP_SHARING_CM_READ || !key || !*key)
         return -1;
@@ -323,15 +322,38 @@ static int key_index(const struct gpuop_sharing_cm *cm, const char *key)
 
 bool gpuop_sharing_cm_has(const struct gpuop_sharing_cm *cm, const char *key)
 {
-    return key_index(cm, key) >= 0;
+    return gpuop_sharing_cm_index(cm, key) >= 0;
 }
 
 const struct gpuop_sharing_conf *gpuop_sharing_cm_conf(const struct gpuop_sharing_cm *cm,
                                                        const char *key)
 {
-    int i = key_index(cm, key);
+    int i = gpuop_sharing_cm_index(cm, key);
     return i >= 0 && i < cm->nkeys && (cm->conf[i].flags & GPUOP_SHARING_CONF_READ) ? &cm->conf[i]
                                                                                     : NULL;
+}
+
+void gpuop_sharing_cm_key(const struct gpuop_sharing_cm *cm, int i, char *key)
+{
+    const char *k = i >= 0 && i < cm->nkeys ? cm->keys : NULL;
+    for (; i > 0 && k; i--)
+        k = strstr(k, KEY_SEP) ? strstr(k, KEY_SEP) + strlen(KEY_SEP) : NULL;
+    const char *end = k ? strstr(k, KEY_SEP) : NULL;
+    snprintf(key, GPUOP_SHARING_CM_NAME_MAX + 1, "%.*s",
+             k ? (int)(end ? (size_t)(end - k) : strlen(k)) : 0, k ? k : "");
+}
+
+void gpuop_sharing_cm_stamp(struct gpuop_sharing_cm *cm, const struct gpuop_sharing_cm *old,
+                            long long now)
+{
+    for (int i = 0; cm->state == GPUOP_SHARING_CM_READ && i < cm->nkeys; i++) {
+        char key[GPUOP_SHARING_CM_NAME_MAX + 1];
+        gpuop_sharing_cm_key(cm, i, key);
+        int j = gpuop_sharing_cm_index(old, key);
+        bool same = j >= 0 && j < old->nkeys && old->since[j] &&
+                    !memcmp(&old->conf[j], &cm->conf[i], sizeof(cm->conf[i]));
+        cm->since[i] = same ? old->since[j] : (uint32_t)now;
+    }
 }
 
 bool gpuop_sharing_cm_known(const struct gpuop_sharing_cm *cm)

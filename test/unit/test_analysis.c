@@ -597,6 +597,110 @@ static void test_shared_allocatable(void **state)
     (void)state;
 }
 
+/* SharingConfigNotApplied: the node's config (ts-4, then its data changed
+ * to 8 replicas) against GFD's labels, from the later of the caches'
+ * stamps of the key's config and the node's sharing labels, past the
+ * advertise grace; never without a stamp (gpuop check) or GFD's labels. */
+static void test_sharing_not_applied(void **state)
+{
+    int dp = op("device-plugin");
+    if (dp < 0 || dp >= GPUOP_OPERAND_MAX)
+        return;
+    struct world w;
+    world_init(&w);
+    add_all_ds(&w);
+    sharing_policy(&w, "{\"default\": \"version: v1\", \"ts-4\": \"sharing: {timeSlicing: "
+                       "{resources: [{name: nvidia.com/gpu, replicas: 8}]}}\"}");
+    struct gpuop_node *n = with_config(&w, sharing_node(&w, "ts"), "ts-4", false);
+    n->sharing = GPUOP_SHARING_TIME_SLICING; /* GFD: the old config, 4 replicas */
+    n->gpu_count = 8;
+    n->replicas = 4;
+    n->gpus.allocatable = 32; /* as GFD says: not SharedAllocatableDiffers */
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0); /* no stamps: not judged */
+
+    int key = gpuop_sharing_cm_index(&w.pol.plugin_cm, "ts-4");
+    assert_int_equal(key, 1);
+    n->sharing_since = (uint32_t)(T0 - 5000);
+    w.pol.plugin_cm.since[0] = (uint32_t)T0; /* "default": not the node's */
+    w.pol.plugin_cm.since[key] = (uint32_t)(T0 + 1000 - GPUOP_ADVERTISE_GRACE_DEFAULT);
+    analyze(&w); /* within the grace: not yet, judged again when it ends */
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.next_change, T0 + 1000 + 1);
+
+    w.pol.plugin_cm.since[key] = (uint32_t)(T0 + 100);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 1);
+    const struct gpuop_finding *x = find(&w, "ts", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED);
+    assert_int_equal(gpuop_finding_since(x), T0 + 100);
+    assert_int_equal(node_res(&w, "ts")->cell[dp], GPUOP_CELL_RUNNING); /* it runs */
+    char msg[GPUOP_FINDING_MESSAGE_MAX];
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "The node's sharing config \"ts-4\" (ConfigMap sharing) says "
+                                "time-slicing with 8 replica(s), but GFD labels the node "
+                                "time-slicing with 4 (nvidia.com/gpu.sharing-strategy, "
+                                "nvidia.com/gpu.replicas), since 2026-11-29T21:08:20Z: the "
+                                "device plugin has not applied its config."));
+    gpuop_finding_detail(x, msg, sizeof(msg));
+    assert_string_equal(msg, "");
+
+    /* the node's labels came later (its label moved, or GFD relabelled):
+     * the grace counts from them */
+    n->sharing_since = (uint32_t)(T0 + 990);
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    assert_int_equal(w.f.next_change, T0 + 990 + GPUOP_ADVERTISE_GRACE_DEFAULT + 1);
+    n->sharing_since = (uint32_t)(T0 - 5000);
+
+    n->replicas = 8; /* GFD applied it (and the plugin: 8 x 8) */
+    n->gpus.allocatable = 64;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+    n->replicas = 0; /* no GFD labels: not judged */
+    n->sharing = GPUOP_SHARING_NONE;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+
+    /* the default's config (no sharing) against GFD's time-slicing: "none"
+     * with 1 replica */
+    w.pol.plugin_config_default = "default";
+    n->config_at = 0;
+    n->sharing = GPUOP_SHARING_TIME_SLICING;
+    n->replicas = 4;
+    n->gpus.allocatable = 32;
+    analyze(&w);
+    x = find(&w, "ts", "device-plugin", GPUOP_KIND_MISSING);
+    assert_non_null(x);
+    assert_int_equal(x->reason, GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED);
+    assert_int_equal(gpuop_finding_since(x), T0);
+    gpuop_finding_message(&w.f, x, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "\"default\" (ConfigMap sharing) says none with 1 replica(s)"));
+    n->sharing = GPUOP_SHARING_NONE;
+    n->replicas = 1;
+    n->gpus.allocatable = 8;
+    analyze(&w);
+    assert_int_equal(w.f.nitems, 0);
+
+    /* the device plugin does not run (crash-looping): not this finding */
+    n->replicas = 4;
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED], 1);
+    for (size_t i = 0; i < w.np; i++)
+        if (w.pods[i]->operand == dp && !strcmp(w.pods[i]->node, "ts")) {
+            w.pods[i]->ready_since = 0;
+            set_waiting(w.pods[i], "CrashLoopBackOff", "back-off 5m0s restarting");
+        }
+    analyze(&w);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED], 0);
+    assert_int_equal(w.f.by_reason[GPUOP_REASON_CRASH_LOOP], 1);
+    w.pol.plugin_config_default = NULL;
+    free(w.pol.operands[dp].config_name);
+    world_free(&w);
+    (void)state;
+}
+
 /* renameByDefault: a node whose config renames nvidia.com/gpu is judged
  * by nvidia.com/gpu.shared; the wrong name is the finding, naming the one
  * expected; the reverse too. */
@@ -2581,6 +2685,7 @@ int main(void)
         cmocka_unit_test(test_sharing_conf_read),
         cmocka_unit_test(test_shared_renamed),
         cmocka_unit_test(test_shared_allocatable),
+        cmocka_unit_test(test_sharing_not_applied),
         cmocka_unit_test(test_operands_false),
         cmocka_unit_test(test_daemonset_absent),
         cmocka_unit_test(test_os_pools),

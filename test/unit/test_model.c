@@ -99,10 +99,53 @@ static struct gpuop_node *shared(const char *name, const char *cfg, const char *
     return n;
 }
 
+/* The caches' stamps of a ConfigMap's keys (sharing.h): a key whose
+ * config is the same keeps its time, a changed or new one gets now; two
+ * reads of the same ConfigMap are the same up to the stamps. */
+static void test_sharing_cm_stamp(void **state)
+{
+    struct gpuop_sharing_cm *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    assert_non_null(a);
+    assert_non_null(b);
+    const char *ts4 = "{\"default\": \"version: v1\", \"ts\": \"sharing: {timeSlicing: "
+                      "{resources: [{name: nvidia.com/gpu, replicas: 4}]}}\"}";
+    const char *ts8 = "{\"default\": \"version: v1\", \"ts\": \"sharing: {timeSlicing: "
+                      "{resources: [{name: nvidia.com/gpu, replicas: 8}]}}\", \"new\": \"\"}";
+    json_t *cm = json_pack("{s:o}", "data", json_loads(ts4, 0, NULL));
+    assert_int_equal(gpuop_sharing_cm_read(cm, "cm", a), 0);
+    gpuop_sharing_cm_stamp(a, NULL, 100);
+    assert_int_equal(a->since[0], 100);
+    assert_int_equal(a->since[1], 100);
+    assert_int_equal(gpuop_sharing_cm_read(cm, "cm", b), 0);
+    assert_memory_equal(a, b, GPUOP_SHARING_CM_READ_BYTES); /* the caches' "same" */
+    json_decref(cm);
+    char key[GPUOP_SHARING_CM_NAME_MAX + 1];
+    gpuop_sharing_cm_key(a, 1, key);
+    assert_string_equal(key, "ts");
+    gpuop_sharing_cm_key(a, 2, key);
+    assert_string_equal(key, "");
+
+    cm = json_pack("{s:o}", "data", json_loads(ts8, 0, NULL));
+    assert_int_equal(gpuop_sharing_cm_read(cm, "cm", b), 0);
+    json_decref(cm);
+    gpuop_sharing_cm_stamp(b, a, 200);
+    assert_int_equal(gpuop_sharing_cm_index(b, "default"), 0);
+    assert_int_equal(b->since[0], 100); /* the same config */
+    assert_int_equal(gpuop_sharing_cm_index(b, "new"), 1);
+    assert_int_equal(b->since[1], 200); /* new */
+    assert_int_equal(gpuop_sharing_cm_index(b, "ts"), 2);
+    assert_int_equal(b->since[2], 200); /* 4 replicas to 8 */
+    assert_int_equal(b->conf[2].replicas, 8);
+    free(a);
+    free(b);
+    (void)state;
+}
+
 static void test_node_sharing(void **state)
 {
     _Static_assert(sizeof(struct gpuop_node) == 96,
-                   "sharing and the DRA fold take the 8 bytes the struct grew by");
+                   "sharing and the DRA fold take the 8 bytes the struct grew by (the sharing "
+                   "stamp the 4 bytes created gave back)");
     struct gpuop_node *a = shared("a", "ts-4", "time-slicing", "4", "t");
     assert_string_equal(gpuop_node_plugin_config(a), "ts-4");
     assert_false(a->config_long);
@@ -122,6 +165,17 @@ static void test_node_sharing(void **state)
     gpuop_node_free(b);
     b = shared("a", "ts-4", "time-slicing", "4", "t");
     assert_true(gpuop_node_equal(a, b));
+    assert_true(gpuop_node_sharing_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-4", "time-slicing", "4", NULL); /* another taint: same sharing */
+    assert_false(gpuop_node_equal(a, b));
+    assert_true(gpuop_node_sharing_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-8", "time-slicing", "4", "t");
+    assert_false(gpuop_node_sharing_equal(a, b));
+    gpuop_node_free(b);
+    b = shared("a", "ts-4", "time-slicing", "8", "t");
+    assert_false(gpuop_node_sharing_equal(a, b));
     gpuop_node_free(b);
 
     /* none, "" (the default's), unreadable GFD labels */
@@ -1166,6 +1220,7 @@ int main(void)
         cmocka_unit_test(test_node_gpu),
         cmocka_unit_test(test_node_mps),
         cmocka_unit_test(test_node_sharing),
+        cmocka_unit_test(test_sharing_cm_stamp),
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_node_os),
         cmocka_unit_test(test_kernel_pools),
