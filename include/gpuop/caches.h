@@ -33,8 +33,8 @@ enum gpuop_caches_kind {
     GPUOP_CACHES_MAIN, /* the kinds above are waited for (synced) */
     GPUOP_CACHES_SA = GPUOP_CACHES_MAIN,
     GPUOP_CACHES_EVENT,
-    GPUOP_CACHES_SLICE, /* DRA ResourceSlices, only while asked (gpuop_caches_watch_slices) */
-    GPUOP_CACHES_CLAIM, /* DRA ResourceClaims, with the slices */
+    GPUOP_CACHES_SLICE,     /* DRA ResourceSlices, only while asked (gpuop_caches_watch_slices) */
+    GPUOP_CACHES_CLAIM,     /* DRA ResourceClaims, with the slices */
     GPUOP_CACHES_PLUGIN_CM, /* the device plugin's sharing ConfigMap, only while asked
                                (gpuop_caches_watch_plugin_cm) */
     GPUOP_CACHES_KINDS

@@ -63,9 +63,8 @@ static const char *const L_VERSION[] = {"version"};
 static const char *const L_PASS[] = {"pass"};
 static const char *const L_POLICY[] = {"policy"};
 static const char *const RESOURCES[GPUOP_CACHES_KINDS] = {
-    "gpupolicies",     "nodes",  "daemonsets",     "pods",
-    "serviceaccounts", "events", "resourceslices", "resourceclaims",
-    "configmaps"};
+    "gpupolicies", "nodes",          "daemonsets",     "pods",      "serviceaccounts",
+    "events",      "resourceslices", "resourceclaims", "configmaps"};
 
 /* Every metric, in the order /metrics lists them; a handle is indexed by
  * its enum metric_id. */

@@ -265,8 +265,7 @@ int gpuop_labeling_pools_draining(struct gpuop_policy *p, const struct gpuop_nod
         if (dp && p->ndraining_pools < GPUOP_DRIVER_POOLS_MAX) {
             p->draining_precompiled[p->ndraining_pools] = pre;
             memcpy(p->draining_pools[p->ndraining_pools++], dp, strlen(dp) + 1);
-        }
-        else
+        } else
             over += dp != NULL;
     }
     return over;
