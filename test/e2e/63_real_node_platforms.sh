@@ -43,6 +43,8 @@ fi
 # ---- inside the lab's network namespace ------------------------------------------
 source "$HERE/lib.sh"
 source "$HERE/gpuop.sh" # gpuop_install, gpuop_start, gpuop_stop; GPUOP_NS
+# shellcheck source=real_node_inner.bash
+source "$HERE/real_node_inner.bash" # standins_import, IMG, dump_operand_pods
 
 NODE=${LAB_NODE:?not a real-node lab}
 READY_TIMEOUT=420 # s: five operands, init gates retrying every 5 s, probes, a loaded machine
@@ -55,23 +57,10 @@ OPERANDS=(container-toolkit device-plugin gpu-feature-discovery dcgm-exporter op
 [[ -x $GPUOP_BIN ]] || fail "no gpuop binary (GPUOP_BIN=$GPUOP_BIN)"
 
 log "import the stand-in images into the node's containerd"
-declare -A IMG
-while read -r key name; do
-	ctr images import "$E2E_STANDINS/$key.tar" >/dev/null
-	ctr images list --quiet >"$E2E_TMP/images.txt"
-	grep -qxF "$name" "$E2E_TMP/images.txt" || fail "$name not in containerd after import"
-	IMG[$key]=$name
-done < <("$GPUOP_SRC/test/lab/standin-images" --names)
+standins_import
 
 dump_state() {
-	local p c
-	kc -n "$GPUOP_NS" get ds,pods -o wide >&2 2>&1
-	for p in $(kc -n "$GPUOP_NS" get pods -o name 2>/dev/null); do
-		for c in $(kc -n "$GPUOP_NS" get "$p" -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'); do
-			printf -- '--- %s -c %s ---\n' "$p" "$c" >&2
-			kc -n "$GPUOP_NS" logs "$p" -c "$c" --tail=15 >&2 2>&1
-		done
-	done
+	dump_operand_pods
 	kc get events -A --field-selector type=Warning 2>&1 | tail -20 >&2
 	tail -20 "$RTLOG" >&2 2>&1
 	ls -la "$V" "$GKE" "$GKE/toolkit" >&2 2>&1

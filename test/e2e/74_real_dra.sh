@@ -55,6 +55,8 @@ fi
 # ---- inside the lab's network namespace ------------------------------------------
 source "$HERE/lib.sh"
 source "$HERE/gpuop.sh" # gpuop_install, gpuop_start, gpuop_stop; GPUOP_NS
+# shellcheck source=real_node_inner.bash
+source "$HERE/real_node_inner.bash" # standins_import, IMG, dump_operand_pods
 
 NODE=${LAB_NODE:?not a real-node lab}
 READY_TIMEOUT=420 # s: the driver, the gate retrying every 5 s, the startup probe, a loaded machine
@@ -79,23 +81,10 @@ KUBELET_ROOT=$(sed -n 's/^--root-dir=//p' "$LAB_DIR/run/kubelet.args")
 compgen -G "$SPEC_GLOB" >/dev/null && fail "claim CDI specs already in $CDI_DIR: the test would read someone else's"
 
 log "import the stand-in images into the node's containerd"
-declare -A IMG
-while read -r key name; do
-	ctr images import "$E2E_STANDINS/$key.tar" >/dev/null
-	ctr images list --quiet >"$E2E_TMP/images.txt"
-	grep -qxF "$name" "$E2E_TMP/images.txt" || fail "$name not in containerd after import"
-	IMG[$key]=$name
-done < <("$GPUOP_SRC/test/lab/standin-images" --names)
+standins_import
 
 dump_state() {
-	local p c
-	kc -n "$GPUOP_NS" get ds,pods -o wide >&2 2>&1
-	for p in $(kc -n "$GPUOP_NS" get pods -o name 2>/dev/null); do
-		for c in $(kc -n "$GPUOP_NS" get "$p" -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'); do
-			printf -- '--- %s -c %s ---\n' "$p" "$c" >&2
-			kc -n "$GPUOP_NS" logs "$p" -c "$c" --tail=25 >&2 2>&1
-		done
-	done
+	dump_operand_pods 25
 	kc -n "$NS" get pods,resourceclaims -o wide >&2 2>&1
 	kc get resourceslices -o wide >&2 2>&1
 	kc get events -A --field-selector type=Warning 2>&1 | tail -20 >&2
