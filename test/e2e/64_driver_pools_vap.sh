@@ -174,7 +174,7 @@ wait_for 300 pool_is "$S1" none
 wait_for 60 set_is "$S1" none
 wait_for 120 driver_image_is "$S1" "$IMG:595.91.07-ubuntu24.04"
 wait_for 120 uncordoned "$S1"
-! grep -qF "ValidatingAdmissionPolicy '$VAP'" "$GPUOP_LOG" || fail "the VAP refused one of gpuop's own writes: $(grep -F "$VAP" "$GPUOP_LOG" | head -3)"
+! grep -qF "ValidatingAdmissionPolicy '$VAP'" "$GPUOP_LOG" || fail "the VAP refused one of gpuop's own writes: $(grep -m 3 -F "$VAP" "$GPUOP_LOG")"
 
 gpuop_uninstall
 gpuop_stop
