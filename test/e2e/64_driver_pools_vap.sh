@@ -12,7 +12,8 @@
 #   a person (alice, impersonated, in system:masters) who changes, removes
 #   that label (also through the status subresource), or changes or removes
 #   the record gpuop.dev/driver-pool-set, is refused with the message saying
-#   what to do instead, and nothing changed; gpuop's identity may change it;
+#   what to do instead, and nothing changed; gpuop's identity (and its
+#   ServiceAccount, impersonated) may change it;
 #   another label of that node passes, and so does a node's own status
 #   patch (the kubelet's); cordoned (drained first), a person may change
 #   the label, never the record;
@@ -140,6 +141,10 @@ assert_eq a100 "$(set_of "$S1")" "the record after the refused edits"
 
 log "gpuop's identity may change it; other writes of that node pass"
 kc label node "$S1" "$POOL=h100" --overwrite --dry-run=server >/dev/null || fail "gpuop's user may not change the label"
+# the name the chart gives gpuop's ServiceAccount, as the API server names it
+# when gpuop runs in its pod
+kc --as="system:serviceaccount:$GPUOP_NS:gpuop" label node "$S1" "$POOL=h100" --overwrite --dry-run=server >/dev/null ||
+	fail "gpuop's ServiceAccount may not change the label"
 kc "${alice[@]}" label node "$S1" team=ml >/dev/null || fail "alice may not set another label of $S1"
 kc "${alice[@]}" annotate node "$S1" owner=ml-platform >/dev/null || fail "alice may not set another annotation of $S1"
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
