@@ -18,7 +18,10 @@
 #   - the CRD upgrade hook (templates/upgrade-crd.yaml) renders by default,
 #     its ConfigMap holding crd/gpupolicy.yaml byte for byte, the rest equal
 #     to test/data/helm/upgrade-crd.yaml, its ClusterRole naming the one
-#     CRD, and upgradeCRD=false (or operator.upgradeCRD=false) drops it
+#     CRD, and upgradeCRD=false (or operator.upgradeCRD=false) drops it;
+#   - the driver pool label's ValidatingAdmissionPolicy names gpuop's
+#     ServiceAccount in the release's namespace and extraUsers, and
+#     driverPoolLabelPolicy.enabled=false drops it
 # Regenerate the golden files after a deliberate change:
 #   test/helm/template.sh --update      (then review `git diff test/data/helm`)
 # Environment: GPUOP_BIN (the gpuop binary, for the render checks),
@@ -392,6 +395,28 @@ for off in releaseOnUninstall.enabled=false clusterPolicy.deployCR=false; do
     ! grep -q 'gpuop-release-policy' "$tmp/off.yaml" || fail "--set $off still renders the release hook"
 done
 ok "the release hook: a pre-delete Job deleting the chart's GpuPolicy by name, gone without it"
+
+# The driver pool label's admission policy (templates/driver-pool-policy.yaml):
+# on by default, for gpuop's ServiceAccount in the release's namespace,
+# UPDATE of nodes and nodes/status; extraUsers join it; enabled=false
+# renders none; the notes call neither ignored.
+"$helm" template gpuop "$CHART" -n other-ns --kube-version "$KVER" \
+    --show-only templates/driver-pool-policy.yaml >"$tmp/vap.yaml" || fail "no driver pool label policy"
+for want in 'kind: ValidatingAdmissionPolicy' 'kind: ValidatingAdmissionPolicyBinding' '  name: gpuop-driver-pool-label' \
+    '  failurePolicy: Fail' '        operations: [UPDATE]' '        resources: [nodes, nodes/status]' \
+    '        !(request.userInfo.username in ["system:serviceaccount:other-ns:gpuop"])' \
+    '  policyName: gpuop-driver-pool-label' '  validationActions: [Deny]'; do
+    grep -qxF -- "$want" "$tmp/vap.yaml" || fail "the driver pool label policy lacks '$want': $(cat "$tmp/vap.yaml")"
+done
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --show-only templates/driver-pool-policy.yaml \
+    --set-json 'driverPoolLabelPolicy.extraUsers=["argo","system:serviceaccount:x:y"]' >"$tmp/vap.yaml"
+grep -qxF '        !(request.userInfo.username in ["system:serviceaccount:gpuop-system:gpuop","argo","system:serviceaccount:x:y"])' \
+    "$tmp/vap.yaml" || fail "extraUsers are not in the policy's matchCondition: $(grep -F username "$tmp/vap.yaml")"
+"$helm" template gpuop "$CHART" -n "$NS" --kube-version "$KVER" --set driverPoolLabelPolicy.enabled=false >"$tmp/off.yaml"
+! grep -qF 'gpuop-driver-pool-label' "$tmp/off.yaml" || fail "driverPoolLabelPolicy.enabled=false still renders the policy"
+out=$(notes --set driverPoolLabelPolicy.enabled=false --set-json 'driverPoolLabelPolicy.extraUsers=["argo"]')
+! grep -q 'Ignored:' <<<"$out" || fail "the notes call driverPoolLabelPolicy ignored: $out"
+ok "the driver pool label policy: on by default for gpuop's ServiceAccount, extraUsers joined, gone with enabled=false"
 
 # One source for the RBAC: deploy/10-rbac.yaml (for kubectl users and the
 # e2e tests) is the chart's, rendered for gpuop-system without Helm's labels.
