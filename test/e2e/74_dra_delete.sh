@@ -120,8 +120,8 @@ log "the pod deleted: the plugin's DaemonSet goes, then gpuop's finalizer, $KEEP
 kc -n "$WL" delete pod train --wait=false >/dev/null
 wait_for 120 ds_gone gpuop-dra-driver
 wait_for 60 finalizers_are "[\"$KEEP\"]"
-deleted=$(grep -n 'daemonset/gpuop-system/gpuop-dra-driver.*deleted DaemonSet' "$GPUOP_LOG" | head -1 | cut -d: -f1)
-removed=$(grep -n "finalizer $FIN removed" "$GPUOP_LOG" | head -1 | cut -d: -f1)
+deleted=$(grep -n -m1 'daemonset/gpuop-system/gpuop-dra-driver.*deleted DaemonSet' "$GPUOP_LOG" | cut -d: -f1)
+removed=$(grep -n -m1 "finalizer $FIN removed" "$GPUOP_LOG" | cut -d: -f1)
 [[ -n $deleted && -n $removed ]] || fail "gpuop's log does not say it deleted the plugin's DaemonSet ($deleted) and removed its finalizer ($removed)"
 ((deleted < removed)) || fail "the finalizer was removed (log line $removed) before the plugin's DaemonSet was deleted (line $deleted)"
 policy_deleting || fail "the policy went with $KEEP on it"
