@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
 #include "gpuop/names.h"
 
@@ -120,7 +121,7 @@ int gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on)
                                                        .done = finalizer_done},
                                     NULL);
     free(path);
-    free(body);
+    gpuop_json_free(body);
     if (rc == 0) {
         snprintf(c->fin.uid, sizeof(c->fin.uid), "%s", uid);
         snprintf(c->fin.rv, sizeof(c->fin.rv), "%s", rv);
