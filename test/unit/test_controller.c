@@ -1954,9 +1954,11 @@ static void test_records_small(void **state)
 }
 
 /* Whether the policy "main" carries finalizer name. */
-static bool has_finalizer(struct fx *f, const char *name)
+#define has_finalizer(f, name) has_finalizer_of(f, "main", name)
+/* Whether policy carries finalizer name. */
+static bool has_finalizer_of(struct fx *f, const char *policy, const char *name)
 {
-    json_t *md = json_object_get(json_object_get(f->store[K_POLICY], "main"), "metadata"), *v;
+    json_t *md = json_object_get(json_object_get(f->store[K_POLICY], policy), "metadata"), *v;
     size_t i;
     json_array_foreach(json_object_get(md, "finalizers"), i, v)
     {
@@ -2043,6 +2045,29 @@ static void test_deleted_keeps_dra_plugin(void **state)
     assert_null(condition_of(f, "DraPluginDeletion"));
 }
 
+/* A policy that is not the active one keeps no finalizer of gpuop's (one
+ * restored from a backup, say): removed, another controller's kept. */
+static void test_inactive_loses_finalizer(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    put(f, K_POLICY, "second",
+        json_pack("{s:s, s:s, s:{s:I, s:s, s:[s, s]}, s:{}}", "apiVersion", "gpuop.dev/v1alpha1",
+                  "kind", "GpuPolicy", "metadata", "generation", (json_int_t)1, "creationTimestamp",
+                  "2026-11-30T00:00:00Z", "finalizers", "example.com/keep", GPUOP_FINALIZER_DRA,
+                  "spec"),
+        "ADDED");
+    RUN_UNTIL(f, !has_finalizer_of(f, "second", GPUOP_FINALIZER_DRA), WAIT_MS);
+    assert_true(has_finalizer_of(f, "second", "example.com/keep"));
+    int patches = f->finalizer_patches;
+    assert_true(patches >= 1);
+    settle(f, 300);
+    assert_int_equal(f->finalizer_patches, patches);
+    assert_false(has_finalizer(f, GPUOP_FINALIZER_DRA)); /* the active one: no DRA driver */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2057,6 +2082,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deleted_while_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_keeps_dra_plugin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inactive_loses_finalizer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_only_when_its_inputs_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),
