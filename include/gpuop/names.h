@@ -16,6 +16,14 @@
 #define GPUOP_KIND        "GpuPolicy"
 #define GPUOP_PLURAL      "gpupolicies"
 
+/* The finalizer gpuop keeps on the active GpuPolicy while its DRA
+ * driver's kubelet plugin runs (issue 42; src/controller/finalizer.c): a
+ * policy deleted then stays until no pod on the plugin's nodes holds a
+ * resource claim and gpuop has deleted the plugin's DaemonSet, so the
+ * garbage collector cannot take the plugin before the claims are
+ * unprepared (NVIDIA's gpucluster.nvidia.com/dra-resourceclaim). */
+#define GPUOP_FINALIZER_DRA "gpuop.dev/dra-driver"
+
 /* Labels every operand DaemonSet and pod carries. The selector uses only
  * GPUOP_LABEL_NAME and GPUOP_LABEL_MANAGED_BY (selectors are immutable, so
  * they hold nothing that depends on the policy); the controller watches pods

@@ -46,6 +46,14 @@
  * (gpuop-driver-6.8.0-45-generic-ubuntu24.04): the same records, the
  * same deletes when a kernel's last GPU node goes.
  *
+ * The DRA driver's kubelet plugin outlives the claims it must unprepare:
+ * switched off, its DaemonSet is deleted only once draclaims.c finds no
+ * claim holder on its nodes. A policy being deleted is applied as if
+ * spec.draDriver were switched off (begin_apply); the stage's last op,
+ * once every other answer is in, adds or removes gpuop's finalizer
+ * (finalizer_end, finalizer.c), so the garbage collector takes the
+ * operands only after the plugin's DaemonSet went that way.
+ *
  * The stage is its own reconcile ("apply:<policy>", controller.c), queued
  * only when what it reads may have changed: the policy, the caches'
  * DaemonSets (presence, generation, metadata, deletion), the
@@ -120,6 +128,7 @@ void gpuop_ctl_apply_reset(struct gpuop_controller *c)
     c->apply.sa_applied.rejected_now = false;
     c->apply.sa.blocked_by = -1;
     c->apply.extras_started = false;
+    c->apply.fin_started = false;
     for (int i = 0; i < GPUOP_RENDER_EXTRA_MAX; i++)
         c->apply.extras_applied[i].rejected_now = false;
     for (int k = 0; k < CTL_POOLS_MAX; k++)
@@ -381,7 +390,7 @@ static bool dra_plugin_may_go(struct gpuop_controller *c, int i)
         for (size_t k = 0; k < n; k++)
             if (!u || strcmp(nodes[u - 1], nodes[k]))
                 nodes[u++] = nodes[k];
-        go = gpuop_ctl_draclaims_clear(c->draclaims, c->key, nodes, u);
+        go = gpuop_ctl_draclaims_clear(c->draclaims, c->key, c->deleting, nodes, u);
     }
     free(nodes);
     gpuop_caches_view_free(&v);
@@ -949,6 +958,30 @@ bool gpuop_ctl_apply_driver_seen(const struct gpuop_controller *c)
     return true;
 }
 
+/* The stage's end, every other answer in: GPUOP_FINALIZER_DRA wanted
+ * while the DRA driver is enabled or its plugin's DaemonSet is still
+ * there (kept while it is being switched off, or the policy deleted:
+ * begin_apply switches it off then); not wanted once that DaemonSet is
+ * gone, or its delete was answered in this stage (finalizer.c). */
+static void finalizer_end(struct gpuop_controller *c)
+{
+    int i = gpuop_operand_by_name("dra-driver");
+    json_t *obj = gpuop_caches_policy(c->caches, c->name);
+    if (i < 0 || !obj)
+        return;
+    const struct gpuop_caches_ds *live = gpuop_caches_ds(c->caches, gpuop_operand_get(i)->ds_name);
+    bool there = live && !live->ds.deleting && c->apply.res[i].state != GPUOP_APPLY_ABSENT;
+    bool want = there || c->policy.operands[i].enabled;
+    if (c->deleting && want)
+        return; /* being deleted: only ever removed (no new finalizer is taken then) */
+    int rc = gpuop_ctl_finalizer_set(c, obj, want);
+    if (rc < 0) {
+        struct gpuop_err e;
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        gpuop_ctl_fail(c, "finalizer " GPUOP_FINALIZER_DRA, &e);
+    }
+}
+
 void gpuop_ctl_apply_step(struct gpuop_controller *c)
 {
     if (!c->leader)
@@ -997,6 +1030,10 @@ void gpuop_ctl_apply_step(struct gpuop_controller *c)
                 apply_operand(c, i);
             }
         }
+    }
+    if (!c->apply.fin_started && !c->closing && c->ops.pending == 0) {
+        c->apply.fin_started = true; /* every answer in: the stage's last op */
+        finalizer_end(c);
     }
 }
 

@@ -23,6 +23,7 @@
 #include "gpuop/hash.h"
 #include "gpuop/jsonarena.h"
 #include "gpuop/log.h"
+#include "gpuop/names.h"
 #include "gpuop/trim.h"
 
 #include "controller_int.h"
@@ -273,8 +274,13 @@ static void findings_and_status(struct gpuop_controller *c)
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (rc == 0 && !c->inactive && c->leader && !gpuop_caches_pods_indexed(c->caches))
         rc = gpuop_caches_view_pods(c->caches, &v); /* the upgrade joins them to nodes */
-    if (rc == 0 && !c->inactive &&
-        c->leader) { /* the driver upgrade (upgrade_actor.c), leader only */
+    if (rc == 0 && !c->inactive && c->leader && c->deleting) {
+        /* being deleted (its finalizer keeps it while its DRA plugin
+           waits for claims): its upgrade's nodes are let go now, as once
+           it is gone (docs/upgrade.md, "When the policy goes") */
+        release_upgrades(c);
+    } else if (rc == 0 && !c->inactive &&
+               c->leader) { /* the driver upgrade (upgrade_actor.c), leader only */
         gpuop_ctl_upgrade_hold(c->upgrader, !gpuop_ctl_apply_driver_seen(c));
         (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
         in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
@@ -403,7 +409,17 @@ static bool parse_policy(struct gpuop_controller *c, json_t *obj)
     return true;
 }
 
-/* An apply reconcile: the active policy's operands, while leading. */
+/* Policy obj (borrowed) has a deletionTimestamp: a finalizer keeps it. */
+static bool policy_deleting(json_t *obj)
+{
+    return json_is_string(json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp"));
+}
+
+/* An apply reconcile: the active policy's operands, while leading. A
+ * policy being deleted is applied with spec.draDriver switched off: its
+ * kubelet plugin's DaemonSet waits for the claims on its nodes, then goes,
+ * then gpuop's finalizer (finalizer.c), and the garbage collector takes
+ * the rest. */
 static void begin_apply(struct gpuop_controller *c)
 {
     json_t *obj = gpuop_caches_policy(c->caches, c->name);
@@ -414,6 +430,10 @@ static void begin_apply(struct gpuop_controller *c)
     }
     if (!parse_policy(c, obj))
         return;
+    c->deleting = policy_deleting(obj);
+    int dra = gpuop_operand_by_name("dra-driver");
+    if (c->deleting && dra >= 0) /* its DRA plugin goes first, as when switched off */
+        c->policy.operands[dra].enabled = false;
     gpuop_ctl_apply_reset(c);
     c->stage = STAGE_APPLY;
     advance(c);
@@ -475,8 +495,18 @@ static void begin_status(struct gpuop_controller *c)
     if (!parse_policy(c, obj))
         return;
     c->inactive = !active || strcmp(active, c->key) != 0;
+    c->deleting = policy_deleting(obj);
     if (!c->inactive)
         sharing_cm(c);
+    else if (c->leader && gpuop_ctl_finalizer_has(obj)) {
+        /* not the active one: nothing of gpuop's waits on it here */
+        int frc = gpuop_ctl_finalizer_set(c, obj, false);
+        if (frc < 0) {
+            struct gpuop_err e;
+            gpuop_err_set(&e, frc, NULL, "%s", gpuop_strerror(frc));
+            gpuop_ctl_fail(c, "finalizer " GPUOP_FINALIZER_DRA, &e);
+        }
+    }
     c->stage = STAGE_STATUS;
     findings_and_status(c);
     advance(c);
@@ -489,6 +519,7 @@ static void begin(struct gpuop_controller *c)
     gpuop_ctl_ops_reset(&c->ops);
     c->problems_changed = true;
     c->inactive = false;
+    c->deleting = false;
     c->applying = strncmp(c->key, CTL_APPLY_PREFIX, strlen(CTL_APPLY_PREFIX)) == 0;
     c->name = c->applying ? c->key + strlen(CTL_APPLY_PREFIX) : c->key;
     snprintf(c->kobj, sizeof(c->kobj), "gpupolicy/%s", c->name);

@@ -82,7 +82,7 @@ struct ctl_pool_applied {
                      so a reconcile meanwhile does not delete it again */
 };
 
-enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA };
+enum ctl_op_kind { OP_APPLY, OP_DELETE, OP_SA, OP_STATUS, OP_EXTRA, OP_FINALIZER };
 /* How often an extra whose CRD is not installed is tried again while
  * nothing else makes the apply stage run (ms). */
 #define CTL_CRD_RECHECK_MS 30000
@@ -177,6 +177,7 @@ struct ctl_apply {
     char extras_old[GPUOP_RENDER_EXTRA_MAX][GPUOP_RENDER_NAME_MAX]; /* the renamed one's
                                                                        delete in flight */
     bool extras_started;
+    bool fin_started; /* the stage's end decided the finalizer (finalizer.c) */
     /* an extra whose kind's CRD the API server lacked at its last apply
      * (gpuop_render_extra.crd: the ServiceMonitor without the Prometheus
      * Operator): no failure, a condition says so (status.c), and it is
@@ -184,6 +185,17 @@ struct ctl_apply {
      * CTL_CRD_RECHECK_MS */
     bool extras_absent[GPUOP_RENDER_EXTRA_MAX];
     char applied_uid[64]; /* policy uid the applied[] records are for */
+};
+
+/* The last finalizer patch this process sent (finalizer.c): the policy's
+ * uid and the resourceVersion it was sent against, and whether it added
+ * GPUOP_FINALIZER_DRA; uid "" when none is outstanding. While the cache
+ * still holds that resourceVersion it has not seen the write: nothing is
+ * sent again. */
+struct ctl_finalizer {
+    char uid[64];
+    char rv[64];
+    bool on;
 };
 
 /* The pods reserving GPU claims on the nodes of ClaimWithoutPlugin and
@@ -213,6 +225,7 @@ struct gpuop_controller {
     struct ctl_labeler *labeler;      /* labeler.c */
     struct ctl_upgrader *upgrader;    /* upgrade_actor.c */
     struct ctl_draclaims *draclaims;  /* draclaims.c */
+    struct ctl_finalizer fin;         /* finalizer.c */
     struct ctl_claim_pods claim_pods; /* claimpods.c: rebuilt each status reconcile */
 
     /* the reconcile in progress: key is the queue's, name the policy's
@@ -225,6 +238,8 @@ struct gpuop_controller {
     struct gpuop_policy policy;
     bool have_policy;
     bool inactive;         /* this policy is not the active one (its status says "ignored") */
+    bool deleting;         /* it has a deletionTimestamp (finalizer.c: its DRA plugin goes
+                              first, the nodes of its driver upgrade are let go) */
     bool problems_changed; /* the problems differ from the last reconcile's */
     uint64_t started_ns;
     uint64_t origin_ns; /* of the reconcile in progress; 0: none */
@@ -373,12 +388,13 @@ void gpuop_ctl_stranded_close(struct ctl_stranded *s, void (*cb)(void *), void *
 struct ctl_draclaims;
 int gpuop_ctl_draclaims_new(struct gpuop_kube *kube, struct gpuop_queue *queue,
                             struct ctl_draclaims **out);
-/* spec.draDriver is switched off and its plugin's DaemonSet exists: may
+/* spec.draDriver is switched off, or the policy being deleted (deleting:
+ * the waiting words say so), and its plugin's DaemonSet exists: may
  * it be deleted now? True once a round of pod LISTs over nodes (borrowed:
  * where plugin pods run), started after the switch, found no pod holding
  * a resource claim there; else starts or continues a round (policy,
  * copied, is requeued at its end) and returns false. */
-bool gpuop_ctl_draclaims_clear(struct ctl_draclaims *d, const char *policy,
+bool gpuop_ctl_draclaims_clear(struct ctl_draclaims *d, const char *policy, bool deleting,
                                const char *const *nodes, size_t n);
 /* The DRA driver is on again, or its DaemonSet gone: forgets the rounds. */
 void gpuop_ctl_draclaims_reset(struct ctl_draclaims *d);
@@ -387,6 +403,21 @@ void gpuop_ctl_draclaims_reset(struct ctl_draclaims *d);
 int gpuop_ctl_draclaims_waiting(const struct ctl_draclaims *d, char *buf, size_t size);
 /* Cancels its LIST (no handles). */
 void gpuop_ctl_draclaims_free(struct ctl_draclaims *d);
+
+/* ---- finalizer.c ---- */
+
+/* Whether policy obj (borrowed) carries GPUOP_FINALIZER_DRA. */
+bool gpuop_ctl_finalizer_has(json_t *obj);
+/* Adds (on) or removes GPUOP_FINALIZER_DRA on policy obj (borrowed; the
+ * cached one): one JSON merge patch of metadata.finalizers, the whole
+ * list with every other finalizer as the cache holds it, and
+ * metadata.resourceVersion as its precondition (409 when the policy moved
+ * since: counted as the reconcile's failure, tried again on its backoff).
+ * Nothing is sent when the finalizer already is as asked, or the last
+ * patch sent for it is not in the cache yet. An op of the reconcile.
+ * Returns 0 or a negative code (not sent). Leader only. */
+int gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on);
+
 /* ---- claimpods.c ---- */
 
 /* Gathers them for f (borrowed; the records' view) from the claims the

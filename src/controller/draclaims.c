@@ -12,8 +12,10 @@
  * plugin the kubelet cannot unprepare a claim, and its pod hangs in
  * Terminating.
  *
- * When spec.draDriver is switched off, the apply stage asks
- * gpuop_ctl_draclaims_clear() before it deletes the plugin's DaemonSet.
+ * When spec.draDriver is switched off, or the policy is being deleted
+ * (gpuop's finalizer keeps it meanwhile: finalizer.c), the apply stage
+ * asks gpuop_ctl_draclaims_clear() before it deletes the plugin's
+ * DaemonSet.
  * It answers true only once a round of pod LISTs, started after the
  * switch, found no claim holder on any node where a plugin pod runs. A
  * round lists those nodes one after the other, one LIST in flight:
@@ -35,6 +37,7 @@
 
 #include "gpuop/clock.h"
 #include "gpuop/log.h"
+#include "gpuop/names.h"
 #include "gpuop/operand.h"
 
 #include "controller_int.h"
@@ -67,7 +70,8 @@ struct ctl_draclaims {
     bool last_failed;
     char names[DRACLAIMS_NAMES_MAX][DRACLAIMS_NAME_MAX];
     char last[DRACLAIMS_NAMES_MAX][DRACLAIMS_NAME_MAX];
-    bool active; /* the DRA driver is being switched off */
+    bool active;   /* the DRA driver is being switched off */
+    bool deleting; /* ... because the policy is being deleted (the words say so) */
 };
 
 int gpuop_ctl_draclaims_new(struct gpuop_kube *kube, struct gpuop_queue *queue,
@@ -198,9 +202,10 @@ static void round_start(struct ctl_draclaims *d, const char *const *nodes, size_
     list_next(d);
 }
 
-bool gpuop_ctl_draclaims_clear(struct ctl_draclaims *d, const char *policy,
+bool gpuop_ctl_draclaims_clear(struct ctl_draclaims *d, const char *policy, bool deleting,
                                const char *const *nodes, size_t n)
 {
+    d->deleting = deleting;
     if (!d->active) { /* switched off just now: nothing known yet */
         d->active = true;
         d->done = false;
@@ -245,17 +250,21 @@ int gpuop_ctl_draclaims_waiting(const struct ctl_draclaims *d, char *buf, size_t
         buf[0] = '\0';
     if (!d || !d->active || (d->done && d->clear))
         return 0;
+    /* the policy deleted: it stays as long, by gpuop's finalizer (finalizer.c) */
+    const char *why = d->deleting ? "The GpuPolicy is being deleted" : "spec.draDriver is disabled";
+    const char *also =
+        d->deleting ? " (and the GpuPolicy, by its finalizer " GPUOP_FINALIZER_DRA ")" : "";
     if (!d->done)
         return snprintf(buf, size,
-                        "spec.draDriver is disabled: the kubelet plugin's DaemonSet %s is kept "
+                        "%s: the kubelet plugin's DaemonSet %s is kept%s "
                         "until no pod on its nodes holds a resource claim it must unprepare; "
                         "listing the pods of its nodes.",
-                        ds);
+                        why, ds, also);
     int len = snprintf(buf, size,
-                       "spec.draDriver is disabled: the kubelet plugin's DaemonSet %s is kept "
+                       "%s: the kubelet plugin's DaemonSet %s is kept%s "
                        "until no pod on its nodes holds a resource claim it must unprepare: %u "
                        "pod(s) on its %u node(s) still do%s",
-                       ds, d->last_holders, d->last_nodes,
+                       why, ds, also, d->last_holders, d->last_nodes,
                        d->last_failed ? " (and a node's pods could not be listed)" : "");
     for (uint32_t k = 0; k < d->last_nnames && len > 0 && (size_t)len < size; k++)
         len += snprintf(buf + len, size - (size_t)len, "%s%s", k ? ", " : ": ", d->last[k]);

@@ -3,13 +3,12 @@
  *
  * A reconcile (controller.c) sends its requests through gpuop_ctl_send:
  * server-side applies and deletes (apply.c), the status write
- * (status_write.c). Each is an op on the list in struct ctl_ops, counted
- * in pending until its answer's callback ends it (gpuop_ctl_op_end),
- * which then calls the ops' ended callback: the controller moves the
- * reconcile on from there. So the files that send do not call back into
- * the controller's stepping, and the controller's close cancels what is
- * in flight here (gpuop_ctl_ops_cancel). Failures are counted for the
- * reconcile's outcome, the first one kept for its log line.
+ * (status_write.c), the policy's finalizer (finalizer.c). Each is an op on the list in struct
+ * ctl_ops, counted in pending until its answer's callback ends it (gpuop_ctl_op_end), which then
+ * calls the ops' ended callback: the controller moves the reconcile on from there. So the files
+ * that send do not call back into the controller's stepping, and the controller's close cancels
+ * what is in flight here (gpuop_ctl_ops_cancel). Failures are counted for the reconcile's outcome,
+ * the first one kept for its log line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +33,11 @@ int gpuop_ctl_send(struct gpuop_controller *c, const struct ctl_send *s, struct 
                                  .content_type = s->ctype,
                                  .body = s->body,
                                  .body_len = s->body ? strlen(s->body) : 0,
-                                 /* the answer's status compares with the cache's */
-                                 .digested =
-                                     s->kind == OP_STATUS ? gpuop_caches_policy_digested() : NULL};
+                                 /* the answer's status compares with the cache's; a
+                                    finalizer's answer is not read: its nodes not parsed */
+                                 .digested = s->kind == OP_STATUS || s->kind == OP_FINALIZER
+                                                 ? gpuop_caches_policy_digested()
+                                                 : NULL};
     int rc = gpuop_kube_request(c->kube, &ko, s->done, o, &o->req);
     if (rc < 0) {
         free(o);

@@ -35,9 +35,11 @@ for check in "get secrets -A" "list secrets -n $GPUOP_NS" "update nodes" \
 	# shellcheck disable=SC2086
 	assert_eq no "$(can $check)" "can-i $check"
 done
-# patch nodes: node labelling (deploy/10-rbac.yaml is the chart's RBAC with
+# patch gpupolicies: gpuop's finalizer (DRA driver); patch nodes: node
+# labelling (deploy/10-rbac.yaml is the chart's RBAC with
 # its defaults, nodeLabeling.enabled true); never update or delete
 for check in "list nodes" "patch nodes" "watch gpupolicies.gpuop.dev" "patch gpupolicies.gpuop.dev --subresource=status" \
+	"patch gpupolicies.gpuop.dev" "update gpupolicies.gpuop.dev --subresource=finalizers" \
 	"patch daemonsets -n $GPUOP_NS" "delete daemonsets -n $GPUOP_NS" "watch pods -n $GPUOP_NS" \
 	"create leases -n $GPUOP_NS" "update leases -n $GPUOP_NS" "create events -n default" \
 	"patch events -n default" "create events.events.k8s.io -n default"; do

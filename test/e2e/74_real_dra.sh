@@ -91,7 +91,8 @@ dump_state() {
 	ls -la "$V" "$CDI_DIR" >&2 2>&1
 }
 on_exit '((rc == 0)) || dump_state'
-on_exit 'kc delete gpupolicy "$POLICY" --ignore-not-found --wait=true >/dev/null 2>&1 || true'
+# gpuop stopped (or killed) by then: its finalizer removed by hand
+on_exit 'kc delete gpupolicy "$POLICY" --ignore-not-found --wait=false >/dev/null 2>&1; gpuop_unfinalize "$POLICY"; kc wait --for=delete gpupolicy/"$POLICY" --timeout=120s >/dev/null 2>&1 || true'
 on_exit 'kc -n "$GPUOP_NS" delete pods --all --wait=true --timeout=120s >/dev/null 2>&1 || true'
 on_exit 'gpuop_kill'
 on_exit 'kc delete resourceslices --field-selector "spec.driver=$DRIVER" --ignore-not-found >/dev/null 2>&1 || true'

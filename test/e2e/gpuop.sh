@@ -70,9 +70,29 @@ gpuop_sample() {
 	POLICY=$(kc get gpupolicies -o jsonpath='{.items[0].metadata.name}')
 }
 
+# gpuop_unfinalize [NAME...]: removes gpuop's finalizer gpuop.dev/dra-driver
+# from GpuPolicy NAME (every GpuPolicy without one), as docs/operations.md
+# ("DRA driver") says to by hand once gpuop is gone: the test index and
+# value keep another finalizer safe.
+gpuop_unfinalize() {
+	local p i names=("$@")
+	((${#names[@]})) || mapfile -t names < <(kc get gpupolicies -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null)
+	for p in "${names[@]}"; do
+		i=$(kc get gpupolicy "$p" -o json 2>/dev/null | jq '.metadata.finalizers // [] | index("gpuop.dev/dra-driver")') || continue
+		[[ $i =~ ^[0-9]+$ ]] || continue
+		kc patch gpupolicy "$p" --type=json -p \
+			"[{\"op\":\"test\",\"path\":\"/metadata/finalizers/$i\",\"value\":\"gpuop.dev/dra-driver\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/$i\"}]" >/dev/null 2>&1 || true
+	done
+}
+
 # Removes every GpuPolicy and waits until the operand DaemonSets are gone.
+# gpuop may be gone already (killed first): its finalizer is removed by
+# hand after the delete (a running gpuop adds none to a policy being
+# deleted).
 gpuop_uninstall() {
-	kc delete gpupolicies --all --wait=true >/dev/null 2>&1 || true
+	kc delete gpupolicies --all --wait=false >/dev/null 2>&1 || true
+	gpuop_unfinalize
+	wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicies -o name 2>/dev/null)\" ]" || true
 	wait_for 60 bash -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' -n $GPUOP_NS get ds -o name 2>/dev/null)\" ]" || true
 }
 

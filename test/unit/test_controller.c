@@ -37,6 +37,7 @@
 #include "gpuop/jsonarena.h"
 #include "gpuop/kube.h"
 #include "gpuop/log.h"
+#include "gpuop/names.h"
 #include "process_setup.h"
 
 #define WAIT_MS  20000 /* generous: valgrind, a loaded machine */
@@ -111,6 +112,13 @@ struct fx {
     char said[8192];    /* "<reason>: <message>\n" of each Event POSTed, truncated */
     bool dra_served;    /* resource.k8s.io/v1 is served (K_DC, K_SLICE) */
     int slice_requests; /* requests to K_SLICE's path, served or not */
+    /* the pods of every namespace a field-selector LIST of /api/v1/pods
+       answers with (draclaims.c's), NULL: none; and those LISTs */
+    json_t *holders;
+    int pod_lists;
+    /* merge patches of the policy's metadata.finalizers, and how many of
+       the next ones are answered 409 (the policy changed meanwhile) */
+    int finalizer_patches, conflicts;
 };
 
 #define RUN_UNTIL(f, cond, ms) WAITER_RUN_UNTIL(&(f)->wait, cond, ms)
@@ -236,6 +244,14 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         fakeapi_respond(c, 201, "application/json", r->body);
         return;
     }
+    if (!strcmp(r->method, "GET") && !strncmp(r->path, "/api/v1/pods?", 13)) {
+        f->pod_lists++; /* every node's pods: the claim holders */
+        json_t *items = f->holders ? json_incref(f->holders) : json_array();
+        json_t *list = json_pack("{s:s, s:o}", "kind", "PodList", "items", items);
+        respond_obj(c, list);
+        json_decref(list);
+        return;
+    }
     int k = kind_of(r->path);
     char name[256], v[32];
     f->slice_requests += k == K_SLICE;
@@ -271,8 +287,33 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
         return;
     }
     json_t *body = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
-    if (!strcmp(r->method, "PATCH") && k == K_POLICY) { /* .../main/status */
-        assert_non_null(strstr(r->path, "/status?"));
+    if (!strcmp(r->method, "PATCH") && k == K_POLICY && !strstr(r->path, "/status?")) {
+        /* the finalizers: a merge patch, its resourceVersion a precondition */
+        assert_string_equal(r->ctype, "application/merge-patch+json");
+        json_t *md = json_object_get(body, "metadata");
+        json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], name));
+        json_t *pmd = json_object_get(p, "metadata");
+        f->finalizer_patches++;
+        assert_int_equal(json_object_size(body), 1);
+        assert_int_equal(json_object_size(md), 2);
+        if (!p) {
+            fakeapi_respond_status(c, 404, "NotFound", "not found");
+        } else if (f->conflicts > 0 || !json_equal(json_object_get(md, "resourceVersion"),
+                                                   json_object_get(pmd, "resourceVersion"))) {
+            f->conflicts -= f->conflicts > 0;
+            fakeapi_respond_status(c, 409, "Conflict", "the object has been modified");
+        } else {
+            json_object_set(pmd, "finalizers", json_object_get(md, "finalizers"));
+            bool gone = json_object_get(pmd, "deletionTimestamp") &&
+                        !json_array_size(json_object_get(pmd, "finalizers"));
+            put(f, K_POLICY, name, json_incref(p), gone ? "DELETED" : "MODIFIED");
+            respond_obj(c, p);
+        }
+        json_decref(p);
+    } else if (!strcmp(r->method, "PATCH") && k == K_POLICY &&
+               !json_object_get(f->store[K_POLICY], name)) {
+        fakeapi_respond_status(c, 404, "NotFound", "not found"); /* its status: gone */
+    } else if (!strcmp(r->method, "PATCH") && k == K_POLICY) {   /* .../main/status */
         f->status_writes++;
         json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], name));
         json_object_set(p, "status", json_object_get(body, "status"));
@@ -427,6 +468,7 @@ static int teardown(void **state)
     assert_int_equal(uv_loop_close(&f->loop), 0);
     for (int k = 0; k < K_COUNT; k++)
         json_decref(f->store[k]);
+    json_decref(f->holders);
     for (size_t i = 0; i < f->nlog; i++)
         free(f->log[i].line);
     free(f);
@@ -1911,6 +1953,121 @@ static void test_records_small(void **state)
     assert_non_null(f->c->judge.rec);
 }
 
+/* Whether the policy "main" carries finalizer name. */
+#define has_finalizer(f, name) has_finalizer_of(f, "main", name)
+/* Whether policy carries finalizer name. */
+static bool has_finalizer_of(struct fx *f, const char *policy, const char *name)
+{
+    json_t *md = json_object_get(json_object_get(f->store[K_POLICY], policy), "metadata"), *v;
+    size_t i;
+    json_array_foreach(json_object_get(md, "finalizers"), i, v)
+    {
+        if (!strcmp(json_string_value(v), name))
+            return true;
+    }
+    return false;
+}
+
+/* The policy "main" as the API server keeps it once asked to delete it
+ * while finalizers hold it (steals nothing). */
+static void put_policy_deleting(struct fx *f)
+{
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(json_object_get(p, "metadata"), "deletionTimestamp",
+                        json_string("2026-11-29T21:08:40Z"));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+}
+
+static const char *condition_message(struct fx *f, const char *type)
+{
+    const char *m = json_string_value(json_object_get(condition_of(f, type), "message"));
+    return m ? m : "";
+}
+
+/* Issue 42: the DRA driver enabled, gpuop's finalizer goes on the policy
+ * (a merge patch of the whole list, another controller's finalizer kept;
+ * a 409 is tried again). The policy deleted while a pod on the plugin's
+ * node holds a claim: the plugin's DaemonSet and the policy stay, and the
+ * condition says why; the pod gone, the DaemonSet is deleted, then the
+ * finalizer removed (the other one kept), and nothing is sent after. */
+static void test_deleted_keeps_dra_plugin(void **state)
+{
+    struct fx *f = *state;
+    const char *dra = "gpuop-dra-driver";
+    f->holders = json_array();
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    assert_int_equal(f->finalizer_patches, 0); /* no DRA driver: no finalizer */
+    json_t *p = json_deep_copy(json_object_get(f->store[K_POLICY], "main"));
+    json_object_set_new(json_object_get(p, "metadata"), "finalizers",
+                        json_pack("[s]", "example.com/keep"));
+    put(f, K_POLICY, "main", p, "MODIFIED");
+    f->conflicts = 1;
+    set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 1));
+    RUN_UNTIL(f, json_object_get(f->store[K_DS], dra) && has_finalizer(f, GPUOP_FINALIZER_DRA),
+              WAIT_MS);
+    settle(f, 300);
+    assert_true(has_finalizer(f, "example.com/keep"));
+    assert_true(f->finalizer_patches >= 2); /* the 409, then once more */
+    int patches = f->finalizer_patches;
+    assert_true(json_object_get(f->store[K_POLICY], "main") != NULL);
+
+    /* the plugin runs on gpu-1, where a pod holds a claim; deleted */
+    put(f, K_POD, "dra-gpu-1", pod_on(dra, "gpu-1", 2, false), "ADDED");
+    json_array_append_new(
+        f->holders,
+        json_pack("{s:{s:s, s:s}, s:{s:s, s:[{s:s, s:s}]}, s:{s:s}}", "metadata", "namespace",
+                  "team-a", "name", "train-0", "spec", "nodeName", "gpu-1", "resourceClaims",
+                  "name", "gpu", "resourceClaimTemplateName", "gpu", "status", "phase", "Running"));
+    settle(f, 300);
+    int lists = f->pod_lists;
+    put_policy_deleting(f);
+    RUN_UNTIL(f, strstr(condition_message(f, "DraPluginDeletion"), "team-a/train-0 on gpu-1"),
+              WAIT_MS);
+    RUN_UNTIL(f, f->pod_lists >= lists + 2, WAIT_MS); /* listed again: still held */
+    assert_non_null(
+        strstr(condition_message(f, "DraPluginDeletion"), "The GpuPolicy is being deleted"));
+    assert_non_null(json_object_get(f->store[K_DS], dra));
+    assert_int_equal(f->deletes, 0);
+    assert_true(has_finalizer(f, GPUOP_FINALIZER_DRA));
+    assert_int_equal(f->finalizer_patches, patches); /* never added again */
+
+    /* the pod gone: the DaemonSet, then the finalizer */
+    json_array_clear(f->holders);
+    RUN_UNTIL(f, !has_finalizer(f, GPUOP_FINALIZER_DRA), WAIT_MS);
+    assert_null(json_object_get(f->store[K_DS], dra));
+    assert_int_equal(f->deletes, 1);
+    assert_true(has_finalizer(f, "example.com/keep"));
+    patches = f->finalizer_patches;
+    settle(f, 500);
+    assert_int_equal(f->finalizer_patches, patches); /* nothing more to do */
+    assert_null(condition_of(f, "DraPluginDeletion"));
+}
+
+/* A policy that is not the active one keeps no finalizer of gpuop's (one
+ * restored from a backup, say): removed, another controller's kept. */
+static void test_inactive_loses_finalizer(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    RUN_UNTIL(f, json_object_size(f->store[K_DS]) == NDS_DEFAULT && f->status_writes > 0, WAIT_MS);
+    settle(f, 300);
+    put(f, K_POLICY, "second",
+        json_pack("{s:s, s:s, s:{s:I, s:s, s:[s, s]}, s:{}}", "apiVersion", "gpuop.dev/v1alpha1",
+                  "kind", "GpuPolicy", "metadata", "generation", (json_int_t)1, "creationTimestamp",
+                  "2026-11-30T00:00:00Z", "finalizers", "example.com/keep", GPUOP_FINALIZER_DRA,
+                  "spec"),
+        "ADDED");
+    RUN_UNTIL(f, !has_finalizer_of(f, "second", GPUOP_FINALIZER_DRA), WAIT_MS);
+    assert_true(has_finalizer_of(f, "second", "example.com/keep"));
+    int patches = f->finalizer_patches;
+    assert_true(patches >= 1);
+    settle(f, 300);
+    assert_int_equal(f->finalizer_patches, patches);
+    assert_false(has_finalizer(f, GPUOP_FINALIZER_DRA)); /* the active one: no DRA driver */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1924,6 +2081,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deleting_recreated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_while_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_keeps_dra_plugin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inactive_loses_finalizer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_only_when_its_inputs_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_events_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_reconcile_gap, setup, teardown),

@@ -143,7 +143,7 @@ static bool ask_after_round(struct dx *x, const char *const *nodes, size_t n, in
     }
     waiter_end(&x->wait);
     assert_int_equal(x->lists, lists);
-    return gpuop_ctl_draclaims_clear(x->d, "main", nodes, n);
+    return gpuop_ctl_draclaims_clear(x->d, "main", false, nodes, n);
 }
 
 /* The keys ready now taken off the queue. */
@@ -168,7 +168,7 @@ static void test_draclaims(void **state)
     assert_int_equal(gpuop_ctl_draclaims_waiting(x.d, words, sizeof(words)), 0);
     assert_string_equal(words, "");
     /* switched off: a round starts, not clear before it ends */
-    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", nodes, 2));
+    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", false, nodes, 2));
     gpuop_ctl_draclaims_waiting(x.d, words, sizeof(words));
     assert_non_null(strstr(words, "listing the pods of its nodes"));
     assert_false(ask_after_round(&x, nodes, 2, 2));    /* a round with holders */
@@ -184,13 +184,13 @@ static void test_draclaims(void **state)
     assert_null(strstr(words, "ml/done"));
     assert_null(strstr(words, "nginx"));
     /* asked again at once: no new round before the recheck */
-    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", nodes, 2));
+    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", false, nodes, 2));
     assert_int_equal(x.lists, 2);
 
     /* the holders gone, after the recheck: clear */
     x.holders = false;
     gpuop_ctl_draclaims_reset(x.d);
-    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", nodes, 2));
+    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", false, nodes, 2));
     drain(&x);
     assert_true(ask_after_round(&x, nodes, 2, 4));
     assert_int_equal(gpuop_queue_len(x.queue), 1); /* clear: the policy at once */
@@ -199,17 +199,29 @@ static void test_draclaims(void **state)
     /* a failed LIST is never clear, and says so */
     gpuop_ctl_draclaims_reset(x.d);
     x.fail = true;
-    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", nodes, 2));
+    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", false, nodes, 2));
     drain(&x);
     assert_false(ask_after_round(&x, nodes, 2, 6));
     gpuop_ctl_draclaims_waiting(x.d, words, sizeof(words));
     assert_non_null(strstr(words, "0 pod(s) on its 2 node(s) still do (and a node's pods could "
                                   "not be listed)"));
 
+    /* the policy being deleted: the words say so, and that its finalizer
+       keeps it */
+    gpuop_ctl_draclaims_reset(x.d);
+    x.fail = false;
+    assert_false(gpuop_ctl_draclaims_clear(x.d, "main", true, nodes, 2));
+    gpuop_ctl_draclaims_waiting(x.d, words, sizeof(words));
+    assert_non_null(strstr(words, "The GpuPolicy is being deleted: the kubelet plugin's "
+                                  "DaemonSet gpuop-dra-driver is kept (and the GpuPolicy, by its "
+                                  "finalizer gpuop.dev/dra-driver) until no pod on its nodes"));
+    drain(&x);
+    assert_true(ask_after_round(&x, nodes, 2, 8)); /* no holder left: clear */
+
     /* no plugin pod anywhere: nothing to unprepare for */
     gpuop_ctl_draclaims_reset(x.d);
-    assert_true(gpuop_ctl_draclaims_clear(x.d, "main", NULL, 0));
-    assert_int_equal(x.lists, 6);
+    assert_true(gpuop_ctl_draclaims_clear(x.d, "main", false, NULL, 0));
+    assert_int_equal(x.lists, 8);
     dx_close(&x);
 }
 

@@ -3,7 +3,8 @@
  * chart's pre-delete hook, against a fake API server
  * (test/unit/support/fakeapi.h) holding one GpuPolicy and the nodes an
  * upgrade holds, which gpuop (played by the server) lets go a few reads
- * after the policy is deleted. e2e/60_real_node runs the hook itself on
+ * after the policy is deleted, and which gpuop's finalizer may keep a few
+ * reads more (its DRA plugin waiting for claims). e2e/60_real_node runs the hook itself on
  * `helm uninstall` with a node held mid-upgrade.
  */
 #include <stdarg.h>
@@ -27,12 +28,16 @@
 #define POLL_MS     10
 
 struct server {
-    bool policy;    /* the GpuPolicy "default" is there */
-    bool other;     /* another GpuPolicy is there */
-    bool forbid;    /* the DELETE: 403 */
-    int held_reads; /* node reads after the delete that still show a held node */
-    int node_reads; /* node LISTs served */
-    int deletes;    /* DELETEs served */
+    bool policy;         /* the GpuPolicy "default" is there */
+    bool other;          /* another GpuPolicy is there */
+    bool forbid;         /* the DELETE: 403 */
+    int kept_reads;      /* policy reads after the delete that still show it, being
+                            deleted and kept by gpuop's finalizer */
+    bool other_deleting; /* "other" is being deleted too */
+    int policy_reads;    /* policy LISTs served */
+    int held_reads;      /* node reads after the delete that still show a held node */
+    int node_reads;      /* node LISTs served */
+    int deletes;         /* DELETEs served */
     char selector[256];
 };
 
@@ -50,11 +55,19 @@ static void handle(void *arg, struct fakeapi_conn *c, const struct fakeapi_reque
             fakeapi_respond(c, 200, "application/json", "{\"kind\":\"GpuPolicy\"}");
         }
     } else if (!strcmp(r->method, "GET") && !strcmp(r->path, POLICY_PATH)) {
-        char body[256];
+        char body[512];
+        bool kept = !s->policy && s->kept_reads-- > 0;
+        s->policy_reads++;
         snprintf(body, sizeof(body), "{\"kind\":\"GpuPolicyList\",\"items\":[%s%s%s]}",
-                 s->policy ? "{\"metadata\":{\"name\":\"default\"}}" : "",
-                 s->policy && s->other ? "," : "",
-                 s->other ? "{\"metadata\":{\"name\":\"other\"}}" : "");
+                 s->policy ? "{\"metadata\":{\"name\":\"default\"}}"
+                 : kept    ? "{\"metadata\":{\"name\":\"default\",\"deletionTimestamp\":\"t\","
+                             "\"finalizers\":[\"example.com/x\",\"gpuop.dev/dra-driver\"]}}"
+                           : "",
+                 (s->policy || kept) && s->other ? "," : "",
+                 !s->other ? ""
+                 : s->other_deleting
+                     ? "{\"metadata\":{\"name\":\"other\",\"deletionTimestamp\":\"t\"}}"
+                     : "{\"metadata\":{\"name\":\"other\"}}");
         fakeapi_respond(c, 200, "application/json", body);
     } else if (!strcmp(r->method, "GET") && !strncmp(r->path, NODES_PATH, strlen(NODES_PATH))) {
         snprintf(s->selector, sizeof(s->selector), "%s", r->path + strlen(NODES_PATH));
@@ -153,6 +166,40 @@ static void test_other_policy(void **state)
     assert_int_equal(f->s.node_reads, 1);
 }
 
+/* Kept by gpuop's finalizer (its DRA plugin waits for claims): no node is
+ * held, but it waits until the policy is gone, even with another policy
+ * there; the uninstall must not remove gpuop before it removed it. */
+static void test_waits_for_finalizer(void **state)
+{
+    struct fx *f = *state;
+    f->s.kept_reads = 3;
+    f->s.other = true;
+    assert_int_equal(gpuop_release_policy(f->k, "default", TIMEOUT, POLL_MS), 0);
+    assert_int_equal(f->s.policy_reads, 4); /* 3 kept, then gone */
+}
+
+/* Still kept at the timeout: it fails (the uninstall stops, gpuop still
+ * runs). */
+static void test_finalizer_timeout_fails(void **state)
+{
+    struct fx *f = *state;
+    f->s.kept_reads = 1000000;
+    assert_int_equal(gpuop_release_policy(f->k, "default", 200, POLL_MS), 1);
+    assert_true(f->s.policy_reads >= 2);
+}
+
+/* Another policy that is being deleted goes on with nothing: the wait is
+ * for the nodes. */
+static void test_other_deleting(void **state)
+{
+    struct fx *f = *state;
+    f->s.other = true;
+    f->s.other_deleting = true;
+    f->s.held_reads = 3;
+    assert_int_equal(gpuop_release_policy(f->k, "default", TIMEOUT, POLL_MS), 0);
+    assert_int_equal(f->s.node_reads, 4);
+}
+
 /* A refused delete fails at once. */
 static void test_forbidden(void **state)
 {
@@ -170,6 +217,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forbidden, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits_for_finalizer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finalizer_timeout_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_deleting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }
