@@ -17,41 +17,18 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
+source "$(dirname "$0")/74_dra_lib.bash"
 NODE=$(unique gpu-claims)
 SLICE="$NODE-gpu.nvidia.com-a"
-on_exit 'gpuop_kill; gpuop_uninstall; kc delete resourceslice "$SLICE" --ignore-not-found >/dev/null 2>&1 || true; kc delete deviceclass gpu.nvidia.com mig.nvidia.com vfio.gpu.nvidia.com --ignore-not-found >/dev/null 2>&1 || true'
+on_exit 'gpuop_kill; gpuop_uninstall; dra_cleanup'
 L=nvidia.com/gpu.deploy
 
-grep -qx resourceclaims.resource.k8s.io <<<"$(kc api-resources --api-group=resource.k8s.io -o name)" ||
-	fail "the lab's API server does not serve resource.k8s.io ResourceClaims"
-
+dra_require resourceclaims
 gpuop_install
 gpuop_start
-kc apply -f - >/dev/null <<YAML
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: claims}
-spec:
-  driver: {enabled: true, image: "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04"}
-  toolkit: {enabled: false}
-  devicePlugin: {enabled: false}
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  draDriver: {enabled: true}
-  findings: {advertiseGracePeriodSeconds: 600}
-YAML
+dra_policy claims 600
 lab_node "$NODE" --label nvidia.com/gpu.present=true --label "$L.driver=true" --label "$L.dra-driver=true"
 
-# slice NAME NODE DEVICES: a ResourceSlice as the plugin publishes it
-slice() {
-	local i devices="  devices:"$'\n'
-	for ((i = 0; i < $3; i++)); do
-		devices+="  - {name: gpu-$i, attributes: {type: {string: gpu}, productName: {string: NVIDIA A100-SXM4-40GB}, uuid: {string: GPU-$i}}, capacity: {memory: {value: 40Gi}}}"$'\n'
-	done
-	printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: gpu.nvidia.com\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n%s' \
-		"$1" "$2" "$2" "$devices" | kc apply -f - >/dev/null
-}
 status_has() { # status_has NODE OPERAND REASON
 	kc get gpupolicy claims -o json |
 		jq -e --arg n "$1" --arg o "$2" --arg r "$3" \
@@ -65,10 +42,6 @@ message_of() { # message_of NODE REASON
 message_names() { # message_names NODE REASON TEXT: the finding's message has TEXT
 	grep -qF "$3" <<<"$(message_of "$1" "$2")"
 }
-running_on() { # running_on OPERAND NODE: a Ready pod of OPERAND on NODE
-	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$2" -o json |
-		jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == 1' >/dev/null
-}
 none_on() { # none_on OPERAND NODE: no pod of OPERAND on NODE
 	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$2" -o json |
 		jq -e '.items | length == 0' >/dev/null
@@ -79,39 +52,12 @@ log "the DeviceClasses applied: slices and claims watched; the plugin runs on $N
 wait_for 60 gpuop_log_has "watching the ResourceClaims"
 wait_for 120 running_on driver "$NODE"
 wait_for 120 running_on dra-driver "$NODE"
-slice "$SLICE" "$NODE" 8
+dra_slice "$SLICE" "$NODE" 8
 
 log "a pod with a claim template, scheduled by the real scheduler onto $NODE"
 make_ns WL
-kc -n "$WL" apply -f - >/dev/null <<EOF
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: train}
-spec:
-  nodeSelector: {kubernetes.io/hostname: $NODE}
-  terminationGracePeriodSeconds: 1
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: gpu}
-  containers:
-  - name: train
-    image: registry.example/train:1
-    resources: {claims: [{name: gpu}]}
-EOF
-allocated() { # the pod's claim allocated on NODE and reserved by it
-	kc -n "$WL" get resourceclaims -o json |
-		jq -e --arg n "$NODE" '[.items[] | select(.status.allocation.devices.results[0].pool == $n) | select(.status.reservedFor[0].name == "train")] | length == 1' >/dev/null
-}
-wait_for 120 allocated
+dra_claim_pod "$WL" train "$NODE"
+wait_for 120 dra_allocated "$WL" "$NODE" train
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' -n '$WL' get pod train -o jsonpath='{.spec.nodeName}')\" = '$NODE' ]"
 wait_for 60 gpuop_log_has "resourceclaim/$WL/train-gpu"
 status_lacks "$NODE" dra-driver ClaimWithoutPlugin || fail "a claim with its plugin running is reported"

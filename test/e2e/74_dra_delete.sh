@@ -18,39 +18,21 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
+source "$(dirname "$0")/74_dra_lib.bash"
 NODE=$(unique gpu-delete)
 SLICE="$NODE-gpu.nvidia.com-a"
 POLICY=deleting
 KEEP=e2e.gpuop.dev/keep
 FIN=gpuop.dev/dra-driver
-on_exit 'gpuop_kill; kc patch gpupolicy "$POLICY" --type=merge -p "{\"metadata\":{\"finalizers\":null}}" >/dev/null 2>&1 || true; gpuop_uninstall; kc delete resourceslice "$SLICE" --ignore-not-found >/dev/null 2>&1 || true; kc delete deviceclass gpu.nvidia.com mig.nvidia.com vfio.gpu.nvidia.com --ignore-not-found >/dev/null 2>&1 || true'
+on_exit 'gpuop_kill; kc patch gpupolicy "$POLICY" --type=merge -p "{\"metadata\":{\"finalizers\":null}}" >/dev/null 2>&1 || true; gpuop_uninstall; dra_cleanup'
 L=nvidia.com/gpu.deploy
 
-grep -qx resourceclaims.resource.k8s.io <<<"$(kc api-resources --api-group=resource.k8s.io -o name)" ||
-	fail "the lab's API server does not serve resource.k8s.io ResourceClaims"
-
+dra_require resourceclaims
 gpuop_install
 gpuop_start
-kc apply -f - >/dev/null <<YAML
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: $POLICY, finalizers: [$KEEP]}
-spec:
-  driver: {enabled: true, image: "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04"}
-  toolkit: {enabled: false}
-  devicePlugin: {enabled: false}
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  draDriver: {enabled: true}
-  findings: {advertiseGracePeriodSeconds: 600}
-YAML
+dra_policy "$POLICY" 600 "[$KEEP]"
 lab_node "$NODE" --label nvidia.com/gpu.present=true --label "$L.driver=true" --label "$L.dra-driver=true"
 
-running_on() { # running_on OPERAND NODE: a Ready pod of OPERAND on NODE
-	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$2" -o json |
-		jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == 1' >/dev/null
-}
 finalizers() { kc get gpupolicy "$POLICY" -o json 2>/dev/null | jq -c '.metadata.finalizers'; }
 finalizers_are() { [[ $(finalizers) == "$1" ]]; }
 ds_there() { kc -n "$GPUOP_NS" get ds "$1" -o json 2>/dev/null | jq -e '.metadata.deletionTimestamp == null' >/dev/null; }
@@ -69,40 +51,12 @@ wait_for 120 running_on dra-driver "$NODE"
 wait_for 60 finalizers_are "[\"$KEEP\",\"$FIN\"]"
 DRIVER_DS=$(kc -n "$GPUOP_NS" get ds -l app.kubernetes.io/component=driver -o jsonpath='{.items[0].metadata.name}')
 [ -n "$DRIVER_DS" ] || fail "no driver DaemonSet"
-printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: gpu.nvidia.com\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices:\n  - {name: gpu-0, attributes: {type: {string: gpu}, uuid: {string: GPU-0}}, capacity: {memory: {value: 40Gi}}}\n' \
-	"$SLICE" "$NODE" "$NODE" | kc apply -f - >/dev/null
+dra_slice "$SLICE" "$NODE" 1
 
 log "a pod with a claim template, scheduled by the real scheduler onto $NODE"
 make_ns WL
-kc -n "$WL" apply -f - >/dev/null <<EOF
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: train}
-spec:
-  nodeSelector: {kubernetes.io/hostname: $NODE}
-  terminationGracePeriodSeconds: 1
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: gpu}
-  containers:
-  - name: train
-    image: registry.example/train:1
-    resources: {claims: [{name: gpu}]}
-EOF
-allocated() { # the pod's claim allocated on NODE and reserved by it
-	kc -n "$WL" get resourceclaims -o json |
-		jq -e --arg n "$NODE" '[.items[] | select(.status.allocation.devices.results[0].pool == $n) | select(.status.reservedFor[0].name == "train")] | length == 1' >/dev/null
-}
-wait_for 120 allocated
+dra_claim_pod "$WL" train "$NODE"
+wait_for 120 dra_allocated "$WL" "$NODE" train
 
 log "the policy deleted: it stays, and the plugin with it, while $WL/train holds its claim"
 kc delete gpupolicy "$POLICY" --wait=false >/dev/null

@@ -16,30 +16,16 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
+source "$(dirname "$0")/74_dra_lib.bash"
 NODE=$(unique gpu-over)
 SLICE="$NODE-gpu.nvidia.com-a"
-on_exit 'gpuop_kill; gpuop_uninstall; kc delete resourceslice "$SLICE" --ignore-not-found >/dev/null 2>&1 || true; kc delete deviceclass gpu.nvidia.com mig.nvidia.com vfio.gpu.nvidia.com --ignore-not-found >/dev/null 2>&1 || true'
+on_exit 'gpuop_kill; gpuop_uninstall; dra_cleanup'
 L=nvidia.com/gpu.deploy
 
-grep -qx resourceclaims.resource.k8s.io <<<"$(kc api-resources --api-group=resource.k8s.io -o name)" ||
-	fail "the lab's API server does not serve resource.k8s.io ResourceClaims"
-
+dra_require resourceclaims
 gpuop_install
 gpuop_start
-kc apply -f - >/dev/null <<YAML
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: overadmit}
-spec:
-  driver: {enabled: true, image: "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04"}
-  toolkit: {enabled: false}
-  devicePlugin: {enabled: false}
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  draDriver: {enabled: true}
-  findings: {advertiseGracePeriodSeconds: 600}
-YAML
+dra_policy overadmit 600
 lab_node "$NODE" --label nvidia.com/gpu.present=true --label "$L.driver=true" --label "$L.dra-driver=true" \
 	--capacity nvidia.com/gpu=2
 
@@ -56,10 +42,6 @@ message_names() { # message_names NODE REASON TEXT: the finding's message has TE
 	grep -qF "$3" <<<"$(message_of "$1" "$2")"
 }
 message_lacks() { ! message_names "$@"; }
-running_on() { # running_on OPERAND NODE: a Ready pod of OPERAND on NODE
-	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$2" -o json |
-		jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == 1' >/dev/null
-}
 bound_here() { # bound_here POD: POD is bound to NODE
 	[ "$(kc -n "$WL" get pod "$1" -o jsonpath='{.spec.nodeName}')" = "$NODE" ]
 }
@@ -69,8 +51,7 @@ log "the DeviceClasses applied: slices and claims watched; the plugin runs on $N
 wait_for 60 gpuop_log_has "watching the ResourceClaims"
 wait_for 120 running_on driver "$NODE"
 wait_for 120 running_on dra-driver "$NODE"
-printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: gpu.nvidia.com\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices:\n  - {name: gpu-0, attributes: {type: {string: gpu}, uuid: {string: GPU-0}}}\n  - {name: gpu-1, attributes: {type: {string: gpu}, uuid: {string: GPU-1}}}\n' \
-	"$SLICE" "$NODE" "$NODE" | kc apply -f - >/dev/null
+dra_slice "$SLICE" "$NODE" 2
 wait_for 120 status_has "$NODE" dra-driver GpusAdvertisedTwice
 message_lacks "$NODE" GpusAdvertisedTwice "cannot all have one" || fail "over-admission said with no pod bound"
 
@@ -92,30 +73,7 @@ EOF
 }
 gpu_pod plugin-a
 gpu_pod plugin-b
-kc -n "$WL" apply -f - >/dev/null <<EOF
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: claimer}
-spec:
-  nodeSelector: {kubernetes.io/hostname: $NODE}
-  terminationGracePeriodSeconds: 1
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: gpu}
-  containers:
-  - name: train
-    image: registry.example/train:1
-    resources: {claims: [{name: gpu}]}
-EOF
+dra_claim_pod "$WL" claimer "$NODE"
 for p in plugin-a plugin-b claimer; do wait_for 120 bound_here "$p"; done
 
 log "3 GPUs held on a node of 2: the finding names the pods"

@@ -21,36 +21,17 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpuop.sh"
+source "$(dirname "$0")/74_dra_lib.bash"
 TWICE=$(unique gpu-twice)
 NODRV=$(unique gpu-nodrv)
 OTHER=$(unique gpu-other)
-SLICES=()
-cleanup_slices() {
-	local s
-	for s in "${SLICES[@]}"; do kc delete resourceslice "$s" --ignore-not-found >/dev/null 2>&1 || true; done
-}
-on_exit 'gpuop_kill; gpuop_uninstall; cleanup_slices; kc delete deviceclass gpu.nvidia.com mig.nvidia.com vfio.gpu.nvidia.com --ignore-not-found >/dev/null 2>&1 || true'
+on_exit 'gpuop_kill; gpuop_uninstall; dra_cleanup'
 L=nvidia.com/gpu.deploy
 
-grep -qx resourceslices.resource.k8s.io <<<"$(kc api-resources --api-group=resource.k8s.io -o name)" ||
-	fail "the lab's API server does not serve resource.k8s.io ResourceSlices"
-
+dra_require resourceslices
 gpuop_install
 gpuop_start
-kc apply -f - >/dev/null <<YAML
-apiVersion: gpuop.dev/v1alpha1
-kind: GpuPolicy
-metadata: {name: dra}
-spec:
-  driver: {enabled: true, image: "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04"}
-  toolkit: {enabled: false}
-  devicePlugin: {enabled: false}
-  gfd: {enabled: false}
-  dcgmExporter: {enabled: false}
-  validator: {enabled: false}
-  draDriver: {enabled: true}
-  findings: {advertiseGracePeriodSeconds: 10}
-YAML
+dra_policy dra 10
 node_labels="--label nvidia.com/gpu.present=true --label $L.driver=true --label $L.dra-driver=true"
 # shellcheck disable=SC2086 # the labels are words
 lab_node "$TWICE" $node_labels --capacity nvidia.com/gpu=8
@@ -59,17 +40,6 @@ lab_node "$NODRV" $node_labels
 # shellcheck disable=SC2086
 lab_node "$OTHER" $node_labels
 
-# slice NAME NODE DRIVER DEVICES: a ResourceSlice as the plugin publishes it
-slice() {
-	local i devices="  devices:"$'\n'
-	for ((i = 0; i < $4; i++)); do
-		devices+="  - {name: gpu-$i, attributes: {type: {string: gpu}, productName: {string: NVIDIA A100-SXM4-40GB}, uuid: {string: GPU-$i}}, capacity: {memory: {value: 40Gi}}}"$'\n'
-	done
-	[ "$4" -gt 0 ] || devices="  devices: []"$'\n'
-	SLICES+=("$1")
-	printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: %s\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n%s' \
-		"$1" "$3" "$2" "$2" "$devices" | kc apply -f - >/dev/null
-}
 status_has() { # status_has NODE OPERAND REASON
 	kc get gpupolicy dra -o json |
 		jq -e --arg n "$1" --arg o "$2" --arg r "$3" \
@@ -84,10 +54,6 @@ dra_findings_on() { # the reasons of NODE's dra-driver findings, sorted
 	kc get gpupolicy dra -o json |
 		jq -r --arg n "$1" '[.status.nodes[]? | select(.name == $n) | .findings[] | select(.operand == "dra-driver") | .reason] | sort | join(",")'
 }
-running_on() { # running_on OPERAND NODE: a Ready pod of OPERAND on NODE
-	kc -n "$GPUOP_NS" get pods -l "app.kubernetes.io/component=$1" --field-selector "spec.nodeName=$2" -o json |
-		jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == 1' >/dev/null
-}
 watching() { gpuop_log_has "watching the ResourceSlices of driver gpu.nvidia.com"; }
 gpuop_log_has() { grep -qF "$1" "$GPUOP_LOG"; }
 
@@ -100,7 +66,7 @@ for n in "$TWICE" "$NODRV" "$OTHER"; do
 done
 
 log "the device plugin's 8 GPUs and an 8-device slice: advertised twice"
-slice "$TWICE-gpu.nvidia.com-a" "$TWICE" gpu.nvidia.com 8
+dra_slice "$TWICE-gpu.nvidia.com-a" "$TWICE" 8 gpu.nvidia.com
 wait_for 60 status_has "$TWICE" dra-driver GpusAdvertisedTwice
 wait_for 60 bash -c "[ \"\$(kubectl --kubeconfig '$KUBECONFIG' get gpupolicy dra -o json | jq -r --arg n '$TWICE' '[.status.nodes[]? | select(.name == \$n) | .findings[] | select(.operand == \"dra-driver\") | .reason] | sort | join(\",\")')\" = GpusAdvertisedTwice ]"
 msg=$(message_of "$TWICE" GpusAdvertisedTwice)
@@ -108,9 +74,9 @@ grep -qF "8 nvidia.com/gpu (allocatable) by the device plugin, and 8 device(s) i
 	fail "the message does not count both: $msg"
 
 log "another driver's slice, a slice without devices: no slice published"
-slice "$OTHER-example.com-a" "$OTHER" dra.example.com 4
-slice "$OTHER-gpu.nvidia.com-c" "$OTHER" gpu.nvidia.com 0
-slice "$NODRV-gpu.nvidia.com-a" "$NODRV" gpu.nvidia.com 8
+dra_slice "$OTHER-example.com-a" "$OTHER" 4 dra.example.com
+dra_slice "$OTHER-gpu.nvidia.com-c" "$OTHER" 0 gpu.nvidia.com
+dra_slice "$NODRV-gpu.nvidia.com-a" "$NODRV" 8 gpu.nvidia.com
 wait_for 60 gpuop_log_has "resourceslice/$OTHER-gpu.nvidia.com-c"
 wait_for 60 gpuop_log_has "resourceslice/$NODRV-gpu.nvidia.com-a"
 gpuop_log_has "resourceslice/$OTHER-example.com-a" && fail "gpuop read another driver's slice"
@@ -142,7 +108,7 @@ wait_for 60 status_lacks "$NODRV" dra-driver SlicesWithoutDriver
 wait_for 60 status_has "$TWICE" dra-driver NoSlicesPublished
 
 log "the DRA driver disabled: its DeviceClasses go, the slices are not watched any more"
-slice "$TWICE-gpu.nvidia.com-b" "$TWICE" gpu.nvidia.com 8
+dra_slice "$TWICE-gpu.nvidia.com-b" "$TWICE" 8 gpu.nvidia.com
 wait_for 60 status_has "$TWICE" dra-driver GpusAdvertisedTwice
 kc patch gpupolicy dra --type=merge -p '{"spec":{"draDriver":{"enabled":false}}}' >/dev/null
 wait_for 60 gpuop_log_has "resourceslices: not watched any more"
