@@ -546,9 +546,15 @@ enum fact {
  * the advertise grace, GFD labels the node shared, and allocatable is not
  * GFD's count x replicas */
 #define F_ALLOC_DIFFERS (1ull << 35)
-/* DRA (the DRA driver's cell, whatever the slices): its running pod was
- * created before the node's driver pod, which has been Ready longer than
- * DRA_STALE_GRACE_S (a driver reload the plugin did not follow) */
+/* DRA (the DRA driver's cell, whatever the slices): its running pod has
+ * been Ready since before the node's driver pod was created, and that
+ * driver pod has been Ready longer than DRA_STALE_GRACE_S (a driver reload
+ * the plugin did not follow). The plugin's Ready time, not its creation:
+ * on a fresh node its pod may be created first and wait for the driver in
+ * its driver-validation init container, becoming Ready only once the
+ * driver pod runs (not stale); a container restarted in place becomes
+ * Ready again too. (On kwok nodes no init container waits: a plugin pod
+ * made Ready before its node's driver pod was created is stale there.) */
 #define F_DRA_STALE (1ull << 36)
 /* How long the driver pod is Ready before a plugin older than it is
  * stale: the GPU Operator's driver manager and gpuop's upgrade pause the
@@ -810,8 +816,10 @@ static uint64_t dra_facts(struct gpuop_findings *f, const struct judge *j, long 
     const int o = s->dra, drv = s->driver;
     uint64_t h = 0;
     const struct gpuop_pod *plugin = j->bp[o], *driver = drv >= 0 ? j->bp[drv] : NULL;
-    if (j->running[o] && drv >= 0 && j->running[drv] && plugin && driver && plugin->created &&
-        plugin->created < driver->created && ready_longer_than(f, driver, DRA_STALE_GRACE_S, now))
+    if (j->running[o] && drv >= 0 && j->running[drv] && plugin && driver &&
+        plugin->gate == GPUOP_GATE_NONE && plugin->ready_since > GPUOP_TIME_UNREADABLE &&
+        driver->created && plugin->ready_since < driver->created &&
+        ready_longer_than(f, driver, DRA_STALE_GRACE_S, now))
         h |= F_DRA_STALE; /* whether or not the slices are watched */
     if (!nd->dra.watched)
         return h;

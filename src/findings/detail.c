@@ -135,7 +135,7 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
     if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
         return ((const struct gpuop_pod *)x->ref)->gate_since;
     if (x->ref && x->reason == GPUOP_REASON_DRA_PLUGIN_STALE)
-        return ((const struct gpuop_pod *)x->ref)->created; /* when the plugin started */
+        return ((const struct gpuop_pod *)x->ref)->ready_since; /* the plugin Ready since */
     if (x->ref && ref_type(x->reason) == REF_POD_STATE)
         return ((const struct gpuop_pod *)x->ref)->created;
     return 0;

@@ -410,12 +410,13 @@ static const struct gpuop_reason_info reasons[] = {
          NULL, NULL},
     [GPUOP_REASON_DRA_PLUGIN_STALE] =
         {O, "DraPluginStale",
-         "DRA kubelet plugin pod <detail> started at <since>, before the node's <prereq> pod "
-         "that is Ready now: it still holds the driver it found when it started, so claims it "
+         "DRA kubelet plugin pod <detail> Ready since <since>, before the node's <prereq> pod "
+         "running now was created: it still holds the driver it found when it started, so claims "
+         "it "
          "prepares here may fail.",
          "The DRA driver's kubelet plugin must restart after a driver reload (NVIDIA pauses it "
-         "with the driver's other dependents); this one has run since before the node's "
-         "current driver pod became Ready, past a short grace.",
+         "with the driver's other dependents); this one has been Ready since before the node's "
+         "current driver pod was created, and that driver pod Ready past a short grace.",
          "Restart it: kubectl delete pod <detail> in gpuop's namespace (its DaemonSet starts "
          "it again on the running driver). gpuop's own driver upgrade "
          "(spec.driver.upgradePolicy) restarts it with the other dependents: this comes from a "

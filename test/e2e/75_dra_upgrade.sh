@@ -87,8 +87,8 @@ new_driver() { local d; d=$(pod_of driver) && [ -n "$d" ] && [ "${d%% *}" != "$d
 wait_for 180 new_driver
 wait_for 120 stale
 msg=$(findings_on DraPluginStale)
-grep -qF "DRA kubelet plugin pod $plugin0_name started at" <<<"$msg" || fail "the finding does not name $plugin0_name: $msg"
-grep -qF "before the node's driver pod that is Ready now" <<<"$msg" || fail "the finding's words: $msg"
+grep -qF "DRA kubelet plugin pod $plugin0_name Ready since" <<<"$msg" || fail "the finding does not name $plugin0_name: $msg"
+grep -qF "before the node's driver pod running now was created" <<<"$msg" || fail "the finding's words: $msg"
 assert_eq "$plugin0" "$(pod_of dra-driver | cut -d' ' -f1)" "the plugin's pod uid (nobody restarted it)"
 
 log "a driver upgrade $OLD -> $NEW: the plugin restarted with the other dependents"

@@ -2569,10 +2569,13 @@ static void test_label_changed(void **state)
 
 /* Issue 42: the DRA kubelet plugin older than the node's driver pod (a
  * driver reload it did not follow): DraPluginStale, an ordering finding on
- * the plugin's cell naming its pod and when it started, once the driver
- * pod has been Ready past DRA_STALE_GRACE_S (30 s); not before, not for a
- * plugin started after the driver pod, not without a running driver pod,
- * and whether or not the node's slices are watched. */
+ * the plugin's cell naming its pod and since when it is Ready, once the
+ * driver pod has been Ready past DRA_STALE_GRACE_S (30 s); not before, not
+ * for a plugin Ready since the driver pod was created (restarted after it,
+ * or created before it and waiting for it in its init container, as on a
+ * fresh node),
+ * not without a running driver pod, and whether or not the node's slices
+ * are watched. */
 static void test_dra_plugin_stale(void **state)
 {
     (void)state;
@@ -2580,6 +2583,7 @@ static void test_dra_plugin_stale(void **state)
     world_init(&w);
     add_all_ds(&w);
     const char *labels = "present=true driver=true dra-driver=true";
+    struct gpuop_pod *pl;
     /* the plugin from T0+200; the driver pod replaced at T0+500, Ready since */
     add_node(&w, "stale", labels, NULL);
     struct gpuop_pod *d = add_pod(&w, "driver", "stale", "Running", true);
@@ -2600,7 +2604,27 @@ static void test_dra_plugin_stale(void **state)
     add_node(&w, "restarted", labels, NULL);
     d = add_pod(&w, "driver", "restarted", "Running", true);
     d->created = d->ready_since = T0 + 500;
-    add_pod(&w, "dra-driver", "restarted", "Running", true)->created = T0 + 600;
+    pl = add_pod(&w, "dra-driver", "restarted", "Running", true);
+    pl->created = pl->ready_since = T0 + 600;
+    /* a fresh node: the plugin's pod created before the driver's, Ready once
+     * the driver pod runs (its driver-validation init container waited for
+     * the driver; a little before the driver pod's own Ready, its probe
+     * lagging): not stale */
+    add_node(&w, "fresh", labels, NULL);
+    d = add_pod(&w, "driver", "fresh", "Running", true);
+    d->created = T0 + 300;
+    d->ready_since = T0 + 500;
+    pl = add_pod(&w, "dra-driver", "fresh", "Running", true);
+    pl->created = T0 + 100;
+    pl->ready_since = T0 + 495;
+    /* the plugin's container restarted in place after the driver pod became
+     * Ready (its pod older than the driver's): not stale */
+    add_node(&w, "inplace", labels, NULL);
+    d = add_pod(&w, "driver", "inplace", "Running", true);
+    d->created = d->ready_since = T0 + 500;
+    pl = add_pod(&w, "dra-driver", "inplace", "Running", true);
+    pl->created = T0 + 100;
+    pl->ready_since = T0 + 700;
     /* the new driver pod not Ready yet: nothing to be stale against */
     add_node(&w, "notready", labels, NULL);
     add_pod(&w, "driver", "notready", "Running", false)->created = T0 + 500;
@@ -2612,8 +2636,8 @@ static void test_dra_plugin_stale(void **state)
     assert_int_equal(x->reason, GPUOP_REASON_DRA_PLUGIN_STALE);
     assert_int_equal(x->prereq, op("driver"));
     assert_non_null(strstr(msg_of(&w, x), "DRA kubelet plugin pod gpuop-dra-driver-stale-"));
-    assert_non_null(strstr(msg_of(&w, x), "started at 2026-11-29T21:10:00Z, before the node's "
-                                          "driver pod that is Ready now"));
+    assert_non_null(strstr(msg_of(&w, x), "Ready since 2026-11-29T21:10:00Z, before the node's "
+                                          "driver pod running now was created"));
     /* it still runs: the cell says so */
     assert_int_equal(node_res(&w, "stale")->cell[op("dra-driver")], GPUOP_CELL_RUNNING);
     x = find(&w, "stalewatched", "dra-driver", GPUOP_KIND_ORDERING);
@@ -2621,6 +2645,8 @@ static void test_dra_plugin_stale(void **state)
     assert_int_equal(x->reason, GPUOP_REASON_DRA_PLUGIN_STALE);
     assert_null(find(&w, "young", "dra-driver", GPUOP_KIND_ORDERING));
     assert_null(find(&w, "restarted", "dra-driver", GPUOP_KIND_ORDERING));
+    assert_null(find(&w, "fresh", "dra-driver", GPUOP_KIND_ORDERING));
+    assert_null(find(&w, "inplace", "dra-driver", GPUOP_KIND_ORDERING));
     /* the plugin runs before its driver is Ready: that ordering finding, not this one */
     x = find(&w, "notready", "dra-driver", GPUOP_KIND_ORDERING);
     assert_non_null(x);
