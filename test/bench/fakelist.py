@@ -6,7 +6,11 @@ It answers LIST (paged by limit/continue) and WATCH (a bookmark, then an
 idle stream) for Nodes, operand Pods and DaemonSets and GpuPolicies with
 copies of real objects captured from the lab (--templates DIR holding
 node.json, pods.json, ds.json and policies.json as `kubectl get -o json`
-writes them), N nodes and one pod per operand per node. Every write is
+writes them), N nodes and one pod per operand per node. Optional, for
+test/bench/run's --sharing and --dra: configmaps.json (the device plugin's
+config ConfigMap, a List) and slices.json (a List holding the template
+node's ResourceSlice: served once per node, the node's name replaced, with
+no ResourceClaim). Every write is
 answered 200 with its own body echoed. Plain HTTP on 127.0.0.1.
 
 Use it to look at gpuop's memory at 5,000 nodes under massif or heaptrack
@@ -63,13 +67,30 @@ def build(args):
         for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
                   "numberAvailable", "updatedNumberScheduled"):
             st[k] = args.nodes
-    return {
+    data = {
         "nodes": ("NodeList", "v1", nodes),
         "pods": ("PodList", "v1", pods),
         "daemonsets": ("DaemonSetList", "apps/v1", [json.dumps(d) for d in ds]),
         "gpupolicies": ("GpuPolicyList", pol[0]["apiVersion"] if pol else "v1",
                         [json.dumps(p) for p in pol]),
     }
+    # Optional: the sharing ConfigMap (--sharing), and a ResourceSlice a
+    # node made from the template node's (--dra), with no ResourceClaim.
+    try:
+        cms = json.load(open(f"{args.templates}/configmaps.json"))["items"]
+        data["configmaps"] = ("ConfigMapList", "v1", [json.dumps(c) for c in cms])
+    except FileNotFoundError:
+        pass
+    try:
+        sl_t = json.load(open(f"{args.templates}/slices.json"))["items"]
+    except FileNotFoundError:
+        sl_t = []
+    if sl_t:
+        s = json.dumps(sl_t[0], separators=(",", ":"))
+        data["resourceslices"] = ("ResourceSliceList", "resource.k8s.io/v1",
+                                  [s.replace(tnode, f"gpu-{i:05d}") for i in range(args.nodes)])
+        data["resourceclaims"] = ("ResourceClaimList", "resource.k8s.io/v1", [])
+    return data
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
