@@ -80,6 +80,16 @@ wait_for 120 plugin_ready
 read -r plugin0 _ plugin0_name <<<"$(pod_of dra-driver)"
 read -r driver0 _ driver0_name <<<"$(pod_of driver)"
 not_stale || fail "DraPluginStale before any reload: $(findings_on DraPluginStale)"
+# The times compared are in seconds: the plugin Ready in an earlier second
+# than the driver pod's successor is created, as a plugin running before a
+# reload is (in the same second neither is known to be first).
+plugin_ready_before_now() {
+	local since
+	since=$(kc -n "$GPUOP_NS" get pod "$plugin0_name" -o json |
+		jq -r '.status.conditions[]? | select(.type == "Ready" and .status == "True") | .lastTransitionTime')
+	[ -n "$since" ] && (($(date -u +%s) > $(date -u -d "$since" +%s)))
+}
+wait_for 30 plugin_ready_before_now
 
 log "the driver pod deleted by hand: the plugin, older than its successor, is stale"
 kc -n "$GPUOP_NS" delete pod "$driver0_name" --wait=false >/dev/null
