@@ -18,9 +18,9 @@
  * nodes (src/controller/finalizer.c). The uninstall must not go on before
  * gpuop has removed it: with gpuop gone, nothing would, and the policy
  * would stay for ever. Past --timeout it names the nodes still held, or
- * the policy's finalizers, and fails, which stops the uninstall with gpuop still running (run it
- * again, or `helm uninstall --no-hooks` to leave the nodes as they are). Exit 0 released, 1 failed,
- * 2 usage error.
+ * the policy's finalizers, and fails, which stops the uninstall with
+ * gpuop still running (run it again, or `helm uninstall --no-hooks` to
+ * leave the nodes as they are). Exit 0 released, 1 failed, 2 usage error.
  */
 #include <stdio.h>
 #include <stdlib.h>

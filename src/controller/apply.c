@@ -974,12 +974,7 @@ static void finalizer_end(struct gpuop_controller *c)
     bool want = there || c->policy.operands[i].enabled;
     if (c->deleting && want)
         return; /* being deleted: only ever removed (no new finalizer is taken then) */
-    int rc = gpuop_ctl_finalizer_set(c, obj, want);
-    if (rc < 0) {
-        struct gpuop_err e;
-        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
-        gpuop_ctl_fail(c, "finalizer " GPUOP_FINALIZER_DRA, &e);
-    }
+    gpuop_ctl_finalizer_set(c, obj, want);
 }
 
 void gpuop_ctl_apply_step(struct gpuop_controller *c)

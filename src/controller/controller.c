@@ -498,15 +498,8 @@ static void begin_status(struct gpuop_controller *c)
     c->deleting = policy_deleting(obj);
     if (!c->inactive)
         sharing_cm(c);
-    else if (c->leader && gpuop_ctl_finalizer_has(obj)) {
-        /* not the active one: nothing of gpuop's waits on it here */
-        int frc = gpuop_ctl_finalizer_set(c, obj, false);
-        if (frc < 0) {
-            struct gpuop_err e;
-            gpuop_err_set(&e, frc, NULL, "%s", gpuop_strerror(frc));
-            gpuop_ctl_fail(c, "finalizer " GPUOP_FINALIZER_DRA, &e);
-        }
-    }
+    else /* not the active one: nothing of gpuop's waits on it here */
+        gpuop_ctl_finalizer_set(c, obj, false);
     c->stage = STAGE_STATUS;
     findings_and_status(c);
     advance(c);

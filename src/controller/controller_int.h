@@ -414,9 +414,10 @@ bool gpuop_ctl_finalizer_has(json_t *obj);
  * metadata.resourceVersion as its precondition (409 when the policy moved
  * since: counted as the reconcile's failure, tried again on its backoff).
  * Nothing is sent when the finalizer already is as asked, or the last
- * patch sent for it is not in the cache yet. An op of the reconcile.
- * Returns 0 or a negative code (not sent). Leader only. */
-int gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on);
+ * patch sent for it is not in the cache yet. An op of the reconcile; a
+ * patch that could not be sent counts as the reconcile's failure
+ * (gpuop_ctl_fail). Leader only. */
+void gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on);
 
 /* ---- claimpods.c ---- */
 

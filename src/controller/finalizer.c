@@ -83,14 +83,13 @@ static void finalizer_done(void *arg, int rc, json_t *body, const struct gpuop_e
     gpuop_ctl_op_end(o);
 }
 
-int gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on)
+/* Sends the patch; 0 when sent or not needed, else a negative code. */
+static int finalizer_send(struct gpuop_controller *c, json_t *obj, bool on)
 {
     json_t *md = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(md, "name"));
     const char *uid = json_string_value(json_object_get(md, "uid"));
     const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
-    if (!c->leader || gpuop_ctl_finalizer_has(obj) == on)
-        return 0;
     if (!name || !uid || !rv)
         return GPUOP_EINVAL;
     if (c->fin.uid[0] && !strcmp(c->fin.uid, uid) && !strcmp(c->fin.rv, rv) && c->fin.on == on)
@@ -129,4 +128,16 @@ int gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on)
         gpuop_debug(c->kobj, "%s finalizer %s", on ? "adding" : "removing", GPUOP_FINALIZER_DRA);
     }
     return rc;
+}
+
+void gpuop_ctl_finalizer_set(struct gpuop_controller *c, json_t *obj, bool on)
+{
+    if (!c->leader || gpuop_ctl_finalizer_has(obj) == on)
+        return;
+    int rc = finalizer_send(c, obj, on);
+    if (rc < 0) {
+        struct gpuop_err e;
+        gpuop_err_set(&e, rc, NULL, "%s", gpuop_strerror(rc));
+        gpuop_ctl_fail(c, "finalizer " GPUOP_FINALIZER_DRA, &e);
+    }
 }

@@ -3,12 +3,14 @@
  *
  * A reconcile (controller.c) sends its requests through gpuop_ctl_send:
  * server-side applies and deletes (apply.c), the status write
- * (status_write.c), the policy's finalizer (finalizer.c). Each is an op on the list in struct
- * ctl_ops, counted in pending until its answer's callback ends it (gpuop_ctl_op_end), which then
- * calls the ops' ended callback: the controller moves the reconcile on from there. So the files
- * that send do not call back into the controller's stepping, and the controller's close cancels
- * what is in flight here (gpuop_ctl_ops_cancel). Failures are counted for the reconcile's outcome,
- * the first one kept for its log line.
+ * (status_write.c), the policy's finalizer (finalizer.c). Each is an op
+ * on the list in struct ctl_ops, counted in pending until its answer's
+ * callback ends it (gpuop_ctl_op_end), which then calls the ops' ended
+ * callback: the controller moves the reconcile on from there. So the
+ * files that send do not call back into the controller's stepping, and
+ * the controller's close cancels what is in flight here
+ * (gpuop_ctl_ops_cancel). Failures are counted for the reconcile's
+ * outcome, the first one kept for its log line.
  */
 #include <stdio.h>
 #include <stdlib.h>
