@@ -79,7 +79,10 @@ enum gpuop_cell {
 struct gpuop_finding { /* 16 bytes: a set holds up to 6 per node */
     uint32_t node;     /* index into gpuop_findings.nodes */
     uint8_t operand;   /* operand index */
-    uint8_t kind;      /* enum gpuop_kind */
+    uint8_t kind : 7;  /* enum gpuop_kind */
+    bool owned : 1;    /* ref is a record's packed copy of the pod (records.c), not a
+                          struct gpuop_pod: read it with gpuop_finding_detail() and
+                          gpuop_finding_since() */
     uint8_t reason;    /* enum gpuop_reason */
     int8_t prereq;     /* OrderingViolation (and Held): the unsatisfied prerequisite;
                           TaintNotTolerated and PodNotCreated of a per-OS operand:

@@ -236,6 +236,7 @@ static int by_name(const void *a, const void *b)
 /* ---- building the result ---- */
 
 _Static_assert(sizeof(struct gpuop_finding) <= 16, "a finding is 16 bytes: a set holds 6 a node");
+_Static_assert(GPUOP_KIND_COUNT <= 128, "a finding's kind is 7 bits");
 _Static_assert(GPUOP_OPERAND_MAX <= 16, "host_provided and preinstalled: a bit per operand");
 _Static_assert(sizeof(struct gpuop_node_result) <= 56,
                "a node's result is 56 bytes: one per GPU node");
@@ -269,6 +270,7 @@ static int push(struct gpuop_findings *f, uint32_t node, int op, int reason, int
     x->kind = (uint8_t)ri->kind;
     x->reason = (uint8_t)reason;
     x->prereq = (int8_t)prereq;
+    x->owned = false; /* borrowed from the inputs until a record copies it */
     if (gpuop_reason_holds_since(reason))
         x->since = since;
     else
@@ -360,7 +362,8 @@ static int finding_progress(struct gpuop_findings *f, const struct judge *j,
     int progress = gpuop_reason_get(x->reason)->progress;
     if (progress != GPUOP_PROGRESS_STEP)
         return progress;
-    const struct gpuop_pod *pod = gpuop_findings_ref_pod(x);
+    struct gpuop_pod copy;
+    const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
     long long since = gpuop_finding_since(x); /* created, or the later of DaemonSet and node */
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED && f->operands[x->operand].controller_says)
         return GPUOP_PROGRESS_NONE; /* the DaemonSet controller says why it creates none */

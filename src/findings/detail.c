@@ -87,7 +87,8 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
     if (!x || !x->ref || gpuop_reason_holds_since(x->reason))
         return 0;
     const struct gpuop_taint *t = x->ref;
-    const struct gpuop_pod *pod = x->ref;
+    struct gpuop_pod copy;
+    const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
     const char *wr, *wm, *phase;
     char since[64] = "";
     switch (ref_type(x->reason)) {
@@ -126,26 +127,23 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return x->since;
     if (x->reason == GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED) /* findings_int.h */
         return (long long)(uint32_t)x->since;
-    if (x->ref && x->reason == GPUOP_REASON_POD_STUCK_TERMINATING)
-        return ((const struct gpuop_pod *)x->ref)->deleted;
-    if (x->ref && (x->reason == GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING ||
-                   x->reason == GPUOP_REASON_NO_SLICES_PUBLISHED ||
-                   x->reason == GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS))
-        return ((const struct gpuop_pod *)x->ref)->ready_since;
-    if (x->ref && x->reason == GPUOP_REASON_WAITING_FOR_GATE)
-        return ((const struct gpuop_pod *)x->ref)->gate_since;
-    if (x->ref && x->reason == GPUOP_REASON_DRA_PLUGIN_STALE)
-        return ((const struct gpuop_pod *)x->ref)->ready_since; /* the plugin Ready since */
-    if (x->ref && ref_type(x->reason) == REF_POD_STATE)
-        return ((const struct gpuop_pod *)x->ref)->created;
-    return 0;
-}
-
-/* The pod a finding is about, when it is one (borrowed from the inputs). */
-const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x)
-{
-    int t = ref_type(x->reason);
-    return x->ref && (t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD) ? x->ref : NULL;
+    struct gpuop_pod copy;
+    const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
+    if (!pod)
+        return 0;
+    switch (x->reason) {
+    case GPUOP_REASON_POD_STUCK_TERMINATING:
+        return pod->deleted;
+    case GPUOP_REASON_DEVICE_PLUGIN_ADVERTISES_NOTHING:
+    case GPUOP_REASON_NO_SLICES_PUBLISHED:
+    case GPUOP_REASON_SHARED_ALLOCATABLE_DIFFERS:
+    case GPUOP_REASON_DRA_PLUGIN_STALE: /* the plugin Ready since */
+        return pod->ready_since;
+    case GPUOP_REASON_WAITING_FOR_GATE:
+        return pod->gate_since;
+    default:
+        return ref_type(x->reason) == REF_POD_STATE ? pod->created : 0;
+    }
 }
 
 /* ---- owned copies of what a finding borrows (records.c) ---- */
@@ -166,7 +164,171 @@ static char *str_own(const char *s, char **chars)
     return d;
 }
 
-void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, size_t *chars)
+/* ---- a record's packed pod ----
+ *
+ * A record keeps, for each pod its findings name, what their details and
+ * messages read of it, packed among its strings (unaligned, read with
+ * memcpy): struct packed, the name, then, when the pod waits and a
+ * finding's detail reads it (gpuop_findings_ref_waits), the waiting
+ * reason (unless one of the kubelet's usual ones, then only its number
+ * in wait_names[]) and message. 16 bytes and the strings where a struct
+ * gpuop_pod was 48: the 5,000-node rollout's peak is mostly records
+ * (docs/internals/memory.md). */
+
+struct packed {        /* 16 bytes */
+    uint32_t created;  /* struct gpuop_pod's */
+    uint32_t deleted;  /* struct gpuop_pod's */
+    uint32_t since;    /* ready_since or gate_since (one union) */
+    uint16_t restarts; /* struct gpuop_pod's */
+    uint8_t bits;      /* phase (4 bits), bound (1), gate (3) */
+    uint8_t wait;      /* the waiting reason: WAIT_NONE, its index in wait_names[], or
+                          WAIT_OWN (its string follows the name); | NAME_NONE */
+};
+
+_Static_assert(sizeof(struct packed) == 16, "a packed pod is 16 bytes before its strings");
+
+#define WAIT_NONE 0    /* no waiting reason kept (none, or not read) */
+#define WAIT_OWN  0x7f /* the reason's string follows the name */
+#define NAME_NONE 0x80 /* the pod had no name (no string for it) */
+
+/* The kubelet's waiting reasons a GPU operand's pod shows most (and the
+ * scheduler's, model.h): numbers 1.., kept as one byte. */
+static const char *const wait_names[] = {NULL,
+                                         "ContainerCreating",
+                                         "PodInitializing",
+                                         "ErrImagePull",
+                                         "ImagePullBackOff",
+                                         "CrashLoopBackOff",
+                                         "CreateContainerConfigError",
+                                         "CreateContainerError",
+                                         "InvalidImageName",
+                                         "RunContainerError",
+                                         "ErrImageNeverPull",
+                                         "Unschedulable"};
+
+_Static_assert(sizeof(wait_names) / sizeof(wait_names[0]) < WAIT_OWN,
+               "a wait's number below WAIT_OWN");
+
+/* reason's number in wait_names[], WAIT_OWN when it is not there. */
+static uint8_t wait_code(const char *reason)
+{
+    for (size_t i = 1; i < sizeof(wait_names) / sizeof(wait_names[0]); i++)
+        if (!strcmp(reason, wait_names[i]))
+            return (uint8_t)i;
+    return WAIT_OWN;
+}
+
+/* Bytes of pod packed, waits or not. */
+static size_t pack_size(const struct gpuop_pod *pod, bool waits)
+{
+    size_t n = sizeof(struct packed) + str_size(pod->name);
+    if (waits && pod->waiting_reason) {
+        n += str_size(pod->waiting_message ? pod->waiting_message : "");
+        if (wait_code(pod->waiting_reason) == WAIT_OWN)
+            n += str_size(pod->waiting_reason);
+    }
+    return n;
+}
+
+/* Bytes of the packed pod at p. */
+static size_t packed_size(const char *p)
+{
+    struct packed h;
+    memcpy(&h, p, sizeof(h));
+    const char *s = p + sizeof(h);
+    if (!(h.wait & NAME_NONE))
+        s += strlen(s) + 1;
+    uint8_t code = h.wait & ~NAME_NONE;
+    if (code == WAIT_OWN)
+        s += strlen(s) + 1;
+    if (code != WAIT_NONE)
+        s += strlen(s) + 1;
+    return (size_t)(s - p);
+}
+
+/* pod packed at *chars (advanced). */
+static void pack(const struct gpuop_pod *pod, bool waits, char **chars)
+{
+    struct packed h = {
+        .created = pod->created,
+        .deleted = pod->deleted,
+        .since = pod->ready_since,
+        .restarts = pod->restarts,
+        .bits = (uint8_t)(pod->phase | (pod->bound ? 1u << 4 : 0) | (unsigned)pod->gate << 5),
+        .wait = waits && pod->waiting_reason ? wait_code(pod->waiting_reason) : WAIT_NONE,
+    };
+    h.wait |= pod->name ? 0 : NAME_NONE;
+    char *p = *chars;
+    memcpy(p, &h, sizeof(h));
+    *chars += sizeof(h);
+    str_own(pod->name, chars);
+    if ((h.wait & ~NAME_NONE) == WAIT_OWN)
+        str_own(pod->waiting_reason, chars);
+    if ((h.wait & ~NAME_NONE) != WAIT_NONE)
+        str_own(pod->waiting_message ? pod->waiting_message : "", chars);
+}
+
+/* The packed pod at p read out into *pod (its strings borrowed from p). */
+static void unpack(const char *p, int operand, struct gpuop_pod *pod)
+{
+    struct packed h;
+    memcpy(&h, p, sizeof(h));
+    const char *s = p + sizeof(h);
+    *pod = (struct gpuop_pod){
+        .created = h.created,
+        .deleted = h.deleted,
+        .ready_since = h.since,
+        .restarts = h.restarts,
+        .operand = (int8_t)operand,
+        .phase = h.bits & 0xf,
+        .bound = (h.bits >> 4) & 1,
+        .gate = h.bits >> 5,
+    };
+    if (!(h.wait & NAME_NONE)) {
+        pod->name = (char *)s;
+        s += strlen(s) + 1;
+    }
+    uint8_t code = h.wait & ~NAME_NONE;
+    if (code == WAIT_NONE)
+        return;
+    if (code == WAIT_OWN) {
+        pod->waiting_reason = (char *)s;
+        s += strlen(s) + 1;
+    } else {
+        pod->waiting_reason = (char *)wait_names[code];
+    }
+    pod->waiting_message = (char *)s;
+}
+
+static bool is_pod_ref(int reason)
+{
+    int t = ref_type(reason);
+    return t == REF_POD_NAME || t == REF_POD_STATE || t == REF_POD;
+}
+
+const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x,
+                                               struct gpuop_pod *copy)
+{
+    if (!x->ref || gpuop_reason_holds_since(x->reason) || !is_pod_ref(x->reason))
+        return NULL;
+    if (!x->owned)
+        return x->ref;
+    unpack(x->ref, x->operand, copy);
+    return copy;
+}
+
+const void *gpuop_findings_ref_key(const struct gpuop_finding *x)
+{
+    return x->ref && !gpuop_reason_holds_since(x->reason) && is_pod_ref(x->reason) ? x->ref : NULL;
+}
+
+bool gpuop_findings_ref_waits(const struct gpuop_finding *x)
+{
+    return ref_type(x->reason) == REF_POD_STATE;
+}
+
+void gpuop_findings_ref_size(const struct gpuop_finding *x, bool waits, size_t *structs,
+                             size_t *chars)
 {
     const struct gpuop_pod *pod = x->ref;
     const struct gpuop_taint *t = x->ref;
@@ -183,22 +345,20 @@ void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, siz
     case REF_POD_NAME:
     case REF_POD_STATE:
     case REF_POD:
-        *structs += sizeof(*pod);
-        *chars +=
-            str_size(pod->name) + str_size(pod->waiting_reason) + str_size(pod->waiting_message);
+        *chars += x->owned ? packed_size(x->ref) : pack_size(pod, waits);
         break;
     default:
         break;
     }
 }
 
-void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars)
+void gpuop_findings_ref_own(struct gpuop_finding *x, bool waits, char **structs, char **chars)
 {
     if (gpuop_reason_holds_since(x->reason) || !x->ref)
         return;
-    const struct gpuop_pod *pod = x->ref;
     const struct gpuop_taint *t = x->ref;
-    struct gpuop_pod *pc = (struct gpuop_pod *)(void *)*structs;
+    char *pc = *chars;
+    size_t n;
     struct gpuop_taint *tc = (struct gpuop_taint *)(void *)*structs;
     switch (ref_type(x->reason)) {
     case REF_TAINT:
@@ -214,13 +374,15 @@ void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **char
     case REF_POD_NAME:
     case REF_POD_STATE:
     case REF_POD:
-        *structs += sizeof(*pc);
-        *pc = *pod;
-        pc->node = NULL; /* the record is the node's */
-        pc->name = str_own(pod->name, chars);
-        pc->waiting_reason = str_own(pod->waiting_reason, chars);
-        pc->waiting_message = str_own(pod->waiting_message, chars);
+        if (x->owned) { /* a record's, copied as it is (records.c's compaction) */
+            n = packed_size(x->ref);
+            memcpy(pc, x->ref, n);
+            *chars += n;
+        } else {
+            pack(x->ref, waits, chars);
+        }
         x->ref = pc;
+        x->owned = true;
         break;
     default:
         x->ref = NULL; /* read by no detail, no message */

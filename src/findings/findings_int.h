@@ -12,18 +12,34 @@
 
 #include "gpuop/analysis.h"
 
-/* The pod finding x is about, when it is one (borrowed from the inputs), or NULL. */
-const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x);
+/* The pod finding x is about, when it is one, or NULL: borrowed from the
+ * inputs, or, when x holds a record's packed copy (x->owned), read out
+ * into *copy (its strings borrowed from the record; node NULL). */
+const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x,
+                                               struct gpuop_pod *copy);
+
+/* What names the pod finding x is about (the same for two findings about
+ * one pod, borrowed or copied), or NULL when x is about none. */
+const void *gpuop_findings_ref_key(const struct gpuop_finding *x);
+
+/* Whether x's detail reads its pod's waiting reason and message (a copy
+ * for x keeps them; other pod findings' copies leave them out). */
+bool gpuop_findings_ref_waits(const struct gpuop_finding *x);
 
 /* What finding x borrows from its inputs (the pod, the taint, the label
  * value or text), measured: bytes of pointer-aligned structs and of
- * strings a copy needs, added to *structs and *chars. */
-void gpuop_findings_ref_size(const struct gpuop_finding *x, size_t *structs, size_t *chars);
+ * strings a copy needs, added to *structs and *chars. A pod is packed
+ * among the strings (16 bytes, its name, and its waiting reason and
+ * message when waits); an x that holds a copy already is measured as it
+ * is. */
+void gpuop_findings_ref_size(const struct gpuop_finding *x, bool waits, size_t *structs,
+                             size_t *chars);
 
 /* Copies what x borrows into *structs and *chars (advanced by what
- * gpuop_findings_ref_size measured) and points x->ref at the copy: x then
- * reads nothing of the inputs. */
-void gpuop_findings_ref_own(struct gpuop_finding *x, char **structs, char **chars);
+ * gpuop_findings_ref_size measured, with the same waits) and points
+ * x->ref at the copy: x then reads nothing of the inputs. A copy is
+ * copied as it is. */
+void gpuop_findings_ref_own(struct gpuop_finding *x, bool waits, char **structs, char **chars);
 
 /* DRA findings that count the node's ResourceSlices (GpusAdvertisedTwice,
  * SlicesWithoutDriver, ClaimWithoutPlugin) hold the node's fold (model.h, gpuop_node_dra) in

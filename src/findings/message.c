@@ -26,7 +26,8 @@ struct vars {
     const struct gpuop_finding *x;
     const struct gpuop_operand *op, *prereq;
     const struct gpuop_node_result *r;
-    const struct gpuop_pod *pod;
+    const struct gpuop_pod *pod; /* borrowed, or pod_copy */
+    struct gpuop_pod pod_copy;   /* a record's packed pod, read out (gpuop_findings_ref_pod) */
     char detail[GPUOP_FINDING_MESSAGE_MAX];
 };
 
@@ -531,7 +532,7 @@ int gpuop_finding_message(const struct gpuop_findings *f, const struct gpuop_fin
             ? NULL /* prereq holds a pool's DaemonSet index there */
             : gpuop_operand_get(x->prereq);
     v.r = x->node < f->nnodes ? &f->nodes[x->node] : NULL;
-    v.pod = gpuop_findings_ref_pod(x);
+    v.pod = gpuop_findings_ref_pod(x, &v.pod_copy);
     gpuop_finding_detail(x, v.detail, sizeof(v.detail));
     render(&b, &v, ri->message, ri->message + strlen(ri->message), 1);
     gpuop_sbuf_add(&b, " ", 1);

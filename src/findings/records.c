@@ -7,7 +7,10 @@
  * their details and messages name (the pod, the taint, the label value:
  * gpuop_findings_ref_own), in one allocation. Nothing in it points into
  * the inputs, so a record stays readable however the caches change: no
- * rule ties its lifetime to theirs.
+ * rule ties its lifetime to theirs. A pod is copied once however many
+ * findings name it, packed (detail.c: 16 bytes, its name, its waiting
+ * reason and message only when a finding's detail reads them), and read
+ * out through gpuop_findings_ref_pod.
  *
  * The records live in an array sorted by name (what the status, the
  * Events' diff and the stranded view read in order, and where a node's
@@ -19,7 +22,7 @@
  * pinning its page (0.6 MiB resident for 0.3 MiB of records at 1,000
  * nodes, bench_analysis); from gpuop_pool's slabs the slabs of every
  * size a record had during the rollout stayed (1.1 MiB). A replaced
- * record's bytes are counted dead instead; once they pass a quarter of
+ * record's bytes are counted dead instead; once they pass an eighth of
  * the live ones (and COMPACT_MIN), the next view first copies each old
  * chunk's live records into new chunks and frees it, one chunk after
  * the other.
@@ -80,9 +83,11 @@
 #define CHUNK_ALIGN     8
 /* The chunks are compacted once their dead bytes pass a share of the
  * live ones (1 / COMPACT_DEAD_DIV) and COMPACT_MIN: a rollout replaces
- * records at every reconcile, and the chunks stay within about 1.25
- * times the live records. */
-#define COMPACT_DEAD_DIV 4
+ * records at every reconcile, and the chunks stay within about 1.125
+ * times the live records (the 5,000-node rollout's peak is mostly
+ * records: an eighth rather than a quarter took 0.27 MiB off
+ * bench_analysis's largest live heap, for twice the compactions). */
+#define COMPACT_DEAD_DIV 8
 #define COMPACT_MIN      ((size_t)16384)
 
 /* The view's arrays are given back when their room is more than this
@@ -360,17 +365,35 @@ static void record_drop(struct gpuop_records *rec, struct record *rd)
     }
 }
 
+/* Whether items[k] is the first of items to name its pod (or names
+ * none), and then, in *waits, whether any of them reads the pod's
+ * waiting reason (its copy keeps it). */
+static bool pod_first(const struct gpuop_finding *items, size_t n, size_t k, bool *waits)
+{
+    const void *key = gpuop_findings_ref_key(&items[k]);
+    *waits = false;
+    for (size_t j = 0; key && j < k; j++)
+        if (gpuop_findings_ref_key(&items[j]) == key)
+            return false;
+    for (size_t j = k; key && j < n; j++)
+        *waits |= gpuop_findings_ref_key(&items[j]) == key && gpuop_findings_ref_waits(&items[j]);
+    return true;
+}
+
 /* A record of node name, r, t and items (n of them, borrowing from the
- * inputs), in rec's chunks, with owned copies of what they borrow; NULL
- * when out of memory. */
+ * inputs, or a record's own), in rec's chunks, with owned copies of what
+ * they borrow, one a pod however many findings name it; NULL when out of
+ * memory. */
 static struct record *record_make(struct gpuop_records *rec, const char *name,
                                   const struct gpuop_node_result *r,
                                   const struct gpuop_node_tally *t,
                                   const struct gpuop_finding *items, size_t n)
 {
     size_t structs = 0, chars = 0, len = strlen(name) + 1;
+    bool waits;
     for (size_t k = 0; k < n; k++)
-        gpuop_findings_ref_size(&items[k], &structs, &chars);
+        if (pod_first(items, n, k, &waits))
+            gpuop_findings_ref_size(&items[k], waits, &structs, &chars);
     size_t head = sizeof(struct record) + n * sizeof(*items);
     struct record *rd = record_alloc(rec, head + structs + chars + len);
     if (!rd)
@@ -385,14 +408,15 @@ static struct record *record_make(struct gpuop_records *rec, const char *name,
     for (size_t k = 0; k < n; k++) {
         rd->items[k] = items[k];
         rd->items[k].node = 0;
-        const struct gpuop_pod *pod = gpuop_findings_ref_pod(&items[k]);
-        size_t j = 0; /* a pod that an earlier finding named: its copy */
-        while (j < k && (!pod || gpuop_findings_ref_pod(&items[j]) != pod))
+        if (pod_first(items, n, k, &waits)) {
+            gpuop_findings_ref_own(&rd->items[k], waits, &at, &ch);
+            continue;
+        }
+        size_t j = 0; /* the pod an earlier finding named: its copy */
+        while (gpuop_findings_ref_key(&items[j]) != gpuop_findings_ref_key(&items[k]))
             j++;
-        if (j < k)
-            rd->items[k].ref = rd->items[j].ref;
-        else
-            gpuop_findings_ref_own(&rd->items[k], &at, &ch);
+        rd->items[k].ref = rd->items[j].ref;
+        rd->items[k].owned = rd->items[j].owned;
     }
     return rd;
 }
@@ -593,8 +617,8 @@ static void keep(struct gpuop_records *rec, struct chunk *c)
 
 /* Once the chunks' dead bytes passed their share: each old chunk's live
  * records copied into new chunks, then the old chunk freed, one after
- * the other (the old chunks and the new ones hold about 1.5 times the
- * live records at most, where one new chunk for all would need 2.25);
+ * the other (the old chunks and the new ones hold about 1.25 times the
+ * live records at most, where one new chunk for all would need 2.125);
  * kept where they are when a new chunk cannot be had. */
 static void compact(struct gpuop_records *rec)
 {

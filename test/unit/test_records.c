@@ -76,7 +76,10 @@ static const char *const waits[] = {NULL,
                                     "Unschedulable",
                                     "ContainerCreating",
                                     "CreateContainerConfigError",
-                                    "PodInitializing"};
+                                    "PodInitializing",
+                                    "NoSuchReasonYet"}; /* a record keeps its string */
+/* A waiting message as long as the model keeps one. */
+static char long_message[GPUOP_MODEL_MESSAGE_MAX + 1];
 
 struct world {
     struct gpuop_policy pol;
@@ -167,7 +170,12 @@ static struct tpod *random_pod(int slot, int node_slot)
     p->waiting_reason = (char *)waits[rnd(sizeof(waits) / sizeof(waits[0]))];
     if (p->phase == GPUOP_PHASE_RUNNING && p->ready_since && coin(80))
         p->waiting_reason = NULL;
-    p->waiting_message = p->waiting_reason ? (char *)(coin(50) ? "" : "back-off 5m0s") : NULL;
+    if (!long_message[0])
+        memset(long_message, 'm', GPUOP_MODEL_MESSAGE_MAX);
+    p->waiting_message = !p->waiting_reason ? NULL
+                         : coin(50)         ? ""
+                         : coin(80)         ? "back-off 5m0s"
+                                            : long_message;
     p->restarts = coin(20) ? (uint16_t)rnd(4) : 0;
     if (coin(10))
         p->deleted = (uint32_t)(T0 + rnd(4000));
