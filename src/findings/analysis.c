@@ -362,7 +362,7 @@ static int finding_progress(struct gpuop_findings *f, const struct judge *j,
     int progress = gpuop_reason_get(x->reason)->progress;
     if (progress != GPUOP_PROGRESS_STEP)
         return progress;
-    struct gpuop_pod copy;
+    struct gpuop_pod_copy copy;
     const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
     long long since = gpuop_finding_since(x); /* created, or the later of DaemonSet and node */
     if (x->reason == GPUOP_REASON_POD_NOT_CREATED && f->operands[x->operand].controller_says)

@@ -87,7 +87,7 @@ int gpuop_finding_detail(const struct gpuop_finding *x, char *buf, size_t size)
     if (!x || !x->ref || gpuop_reason_holds_since(x->reason))
         return 0;
     const struct gpuop_taint *t = x->ref;
-    struct gpuop_pod copy;
+    struct gpuop_pod_copy copy;
     const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
     const char *wr, *wm, *phase;
     char since[64] = "";
@@ -127,7 +127,7 @@ long long gpuop_finding_since(const struct gpuop_finding *x)
         return x->since;
     if (x->reason == GPUOP_REASON_SHARING_CONFIG_NOT_APPLIED) /* findings_int.h */
         return (long long)(uint32_t)x->since;
-    struct gpuop_pod copy;
+    struct gpuop_pod_copy copy;
     const struct gpuop_pod *pod = gpuop_findings_ref_pod(x, &copy);
     if (!pod)
         return 0;
@@ -168,12 +168,15 @@ static char *str_own(const char *s, char **chars)
  *
  * A record keeps, for each pod its findings name, what their details and
  * messages read of it, packed among its strings (unaligned, read with
- * memcpy): struct packed, the name, then, when the pod waits and a
+ * memcpy): struct packed, a byte saying whose DaemonSet's name the pod's
+ * name starts with, the rest of the name, then, when the pod waits and a
  * finding's detail reads it (gpuop_findings_ref_waits), the waiting
- * reason (unless one of the kubelet's usual ones, then only its number
- * in wait_names[]) and message. 16 bytes and the strings where a struct
- * gpuop_pod was 48: the 5,000-node rollout's peak is mostly records
- * (docs/internals/memory.md). */
+ * reason (unless one of the kubelet's usual ones, then only its number in
+ * wait_names[]) and message. A DaemonSet's pod is named "<its
+ * DaemonSet>-<5 characters>" (a per-OS pool's "<ds_name>-<tag>-<5>"), and
+ * the operand table has the DaemonSet's name: 17 bytes and about 10 of
+ * name where a struct gpuop_pod was 48 and the whole name: the 5,000-node
+ * rollout's peak is mostly records (docs/internals/memory.md). */
 
 struct packed {        /* 16 bytes */
     uint32_t created;  /* struct gpuop_pod's */
@@ -182,14 +185,21 @@ struct packed {        /* 16 bytes */
     uint16_t restarts; /* struct gpuop_pod's */
     uint8_t bits;      /* phase (4 bits), bound (1), gate (3) */
     uint8_t wait;      /* the waiting reason: WAIT_NONE, its index in wait_names[], or
-                          WAIT_OWN (its string follows the name); | NAME_NONE */
+                          WAIT_OWN (its string follows the name) */
 };
 
-_Static_assert(sizeof(struct packed) == 16, "a packed pod is 16 bytes before its strings");
+_Static_assert(sizeof(struct packed) == 16, "a packed pod is 16 bytes before its name");
 
 #define WAIT_NONE 0    /* no waiting reason kept (none, or not read) */
-#define WAIT_OWN  0x7f /* the reason's string follows the name */
-#define NAME_NONE 0x80 /* the pod had no name (no string for it) */
+#define WAIT_OWN  0xff /* the reason's string follows the name */
+
+/* The byte after struct packed: the operand (< GPUOP_OPERAND_MAX) whose
+ * ds_name and a '-' the name's string leaves out, or: */
+#define BY_NONE     0xff /* the name is whole */
+#define NAME_NONE   0xfe /* the pod had no name (no string for it) */
+#define PACKED_HEAD (sizeof(struct packed) + 1)
+
+_Static_assert(GPUOP_OPERAND_MAX < NAME_NONE, "an operand's index in a byte below NAME_NONE");
 
 /* The kubelet's waiting reasons a GPU operand's pod shows most (and the
  * scheduler's, model.h): numbers 1.., kept as one byte. */
@@ -218,10 +228,29 @@ static uint8_t wait_code(const char *reason)
     return WAIT_OWN;
 }
 
+/* The byte after struct packed for pod, and in *skip how many bytes of
+ * its name that leaves out. */
+static uint8_t name_by(const struct gpuop_pod *pod, size_t *skip)
+{
+    *skip = 0;
+    if (!pod->name)
+        return NAME_NONE;
+    if (pod->operand < 0 || pod->operand >= gpuop_operand_count() ||
+        strlen(pod->name) >= GPUOP_POD_COPY_NAME_MAX)
+        return BY_NONE;
+    const char *ds = gpuop_operand_get(pod->operand)->ds_name;
+    size_t n = strlen(ds);
+    if (strncmp(pod->name, ds, n) || pod->name[n] != '-')
+        return BY_NONE;
+    *skip = n + 1;
+    return (uint8_t)pod->operand;
+}
+
 /* Bytes of pod packed, waits or not. */
 static size_t pack_size(const struct gpuop_pod *pod, bool waits)
 {
-    size_t n = sizeof(struct packed) + str_size(pod->name);
+    size_t skip;
+    size_t n = PACKED_HEAD + (name_by(pod, &skip) == NAME_NONE ? 0 : strlen(pod->name) + 1 - skip);
     if (waits && pod->waiting_reason) {
         n += str_size(pod->waiting_message ? pod->waiting_message : "");
         if (wait_code(pod->waiting_reason) == WAIT_OWN)
@@ -235,13 +264,12 @@ static size_t packed_size(const char *p)
 {
     struct packed h;
     memcpy(&h, p, sizeof(h));
-    const char *s = p + sizeof(h);
-    if (!(h.wait & NAME_NONE))
+    const char *s = p + PACKED_HEAD;
+    if ((uint8_t)p[sizeof(h)] != NAME_NONE)
         s += strlen(s) + 1;
-    uint8_t code = h.wait & ~NAME_NONE;
-    if (code == WAIT_OWN)
+    if (h.wait == WAIT_OWN)
         s += strlen(s) + 1;
-    if (code != WAIT_NONE)
+    if (h.wait != WAIT_NONE)
         s += strlen(s) + 1;
     return (size_t)(s - p);
 }
@@ -257,45 +285,53 @@ static void pack(const struct gpuop_pod *pod, bool waits, char **chars)
         .bits = (uint8_t)(pod->phase | (pod->bound ? 1u << 4 : 0) | (unsigned)pod->gate << 5),
         .wait = waits && pod->waiting_reason ? wait_code(pod->waiting_reason) : WAIT_NONE,
     };
-    h.wait |= pod->name ? 0 : NAME_NONE;
-    char *p = *chars;
-    memcpy(p, &h, sizeof(h));
-    *chars += sizeof(h);
-    str_own(pod->name, chars);
-    if ((h.wait & ~NAME_NONE) == WAIT_OWN)
+    size_t skip;
+    uint8_t by = name_by(pod, &skip);
+    memcpy(*chars, &h, sizeof(h));
+    (*chars)[sizeof(h)] = (char)by;
+    *chars += PACKED_HEAD;
+    if (by != NAME_NONE)
+        str_own(pod->name + skip, chars);
+    if (h.wait == WAIT_OWN)
         str_own(pod->waiting_reason, chars);
-    if ((h.wait & ~NAME_NONE) != WAIT_NONE)
+    if (h.wait != WAIT_NONE)
         str_own(pod->waiting_message ? pod->waiting_message : "", chars);
 }
 
-/* The packed pod at p read out into *pod (its strings borrowed from p). */
-static void unpack(const char *p, int operand, struct gpuop_pod *pod)
+/* The packed pod at p read out into *copy (its strings there or borrowed
+ * from p); operand: the finding's, for a pod whose own is not kept. */
+static void unpack(const char *p, int operand, struct gpuop_pod_copy *copy)
 {
     struct packed h;
     memcpy(&h, p, sizeof(h));
-    const char *s = p + sizeof(h);
+    uint8_t by = (uint8_t)p[sizeof(h)];
+    const char *s = p + PACKED_HEAD;
+    struct gpuop_pod *pod = &copy->pod;
     *pod = (struct gpuop_pod){
         .created = h.created,
         .deleted = h.deleted,
         .ready_since = h.since,
         .restarts = h.restarts,
-        .operand = (int8_t)operand,
+        .operand = (int8_t)(by < GPUOP_OPERAND_MAX ? by : operand),
         .phase = h.bits & 0xf,
         .bound = (h.bits >> 4) & 1,
         .gate = h.bits >> 5,
     };
-    if (!(h.wait & NAME_NONE)) {
+    if (by < GPUOP_OPERAND_MAX) {
+        snprintf(copy->name, sizeof(copy->name), "%s-%s", gpuop_operand_get(by)->ds_name, s);
+        pod->name = copy->name;
+    } else if (by == BY_NONE) {
         pod->name = (char *)s;
-        s += strlen(s) + 1;
     }
-    uint8_t code = h.wait & ~NAME_NONE;
-    if (code == WAIT_NONE)
+    if (by != NAME_NONE)
+        s += strlen(s) + 1;
+    if (h.wait == WAIT_NONE)
         return;
-    if (code == WAIT_OWN) {
+    if (h.wait == WAIT_OWN) {
         pod->waiting_reason = (char *)s;
         s += strlen(s) + 1;
     } else {
-        pod->waiting_reason = (char *)wait_names[code];
+        pod->waiting_reason = (char *)wait_names[h.wait];
     }
     pod->waiting_message = (char *)s;
 }
@@ -307,14 +343,14 @@ static bool is_pod_ref(int reason)
 }
 
 const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x,
-                                               struct gpuop_pod *copy)
+                                               struct gpuop_pod_copy *copy)
 {
     if (!x->ref || gpuop_reason_holds_since(x->reason) || !is_pod_ref(x->reason))
         return NULL;
     if (!x->owned)
         return x->ref;
     unpack(x->ref, x->operand, copy);
-    return copy;
+    return &copy->pod;
 }
 
 const void *gpuop_findings_ref_key(const struct gpuop_finding *x)

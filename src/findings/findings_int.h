@@ -12,11 +12,22 @@
 
 #include "gpuop/analysis.h"
 
+/* Room for a pod's name read out of a record (Kubernetes names are at
+ * most 253 bytes; a longer one is kept whole in the record). */
+#define GPUOP_POD_COPY_NAME_MAX 256
+
+/* A record's packed pod read out (gpuop_findings_ref_pod). */
+struct gpuop_pod_copy {
+    struct gpuop_pod pod;
+    char name[GPUOP_POD_COPY_NAME_MAX];
+};
+
 /* The pod finding x is about, when it is one, or NULL: borrowed from the
  * inputs, or, when x holds a record's packed copy (x->owned), read out
- * into *copy (its strings borrowed from the record; node NULL). */
+ * into *copy (its strings in copy or borrowed from the record; node
+ * NULL). */
 const struct gpuop_pod *gpuop_findings_ref_pod(const struct gpuop_finding *x,
-                                               struct gpuop_pod *copy);
+                                               struct gpuop_pod_copy *copy);
 
 /* What names the pod finding x is about (the same for two findings about
  * one pod, borrowed or copied), or NULL when x is about none. */
@@ -29,9 +40,9 @@ bool gpuop_findings_ref_waits(const struct gpuop_finding *x);
 /* What finding x borrows from its inputs (the pod, the taint, the label
  * value or text), measured: bytes of pointer-aligned structs and of
  * strings a copy needs, added to *structs and *chars. A pod is packed
- * among the strings (16 bytes, its name, and its waiting reason and
- * message when waits); an x that holds a copy already is measured as it
- * is. */
+ * among the strings (17 bytes, its name without its DaemonSet's, and its
+ * waiting reason and message when waits); an x that holds a copy already
+ * is measured as it is. */
 void gpuop_findings_ref_size(const struct gpuop_finding *x, bool waits, size_t *structs,
                              size_t *chars);
 

@@ -26,8 +26,8 @@ struct vars {
     const struct gpuop_finding *x;
     const struct gpuop_operand *op, *prereq;
     const struct gpuop_node_result *r;
-    const struct gpuop_pod *pod; /* borrowed, or pod_copy */
-    struct gpuop_pod pod_copy;   /* a record's packed pod, read out (gpuop_findings_ref_pod) */
+    const struct gpuop_pod *pod;    /* borrowed, or pod_copy */
+    struct gpuop_pod_copy pod_copy; /* a record's packed pod, read out (gpuop_findings_ref_pod) */
     char detail[GPUOP_FINDING_MESSAGE_MAX];
 };
 

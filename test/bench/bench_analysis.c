@@ -300,7 +300,9 @@ static int bench(size_t n)
             if (i % 101 == 0 && o == 1)
                 continue; /* toolkit missing: device-plugin without toolkit */
             struct gpuop_pod *p = &pods[npods];
-            snprintf(buf, sizeof(buf), "%s-%zu", gpuop_operand_get(o)->name, i);
+            /* named as the DaemonSet controller names them: its name and
+               five characters */
+            snprintf(buf, sizeof(buf), "%s-%05zx", gpuop_operand_get(o)->ds_name, i & 0xfffff);
             p->name = strdup(buf);
             p->node = strdup(nodes[i].name);
             p->bound = true;

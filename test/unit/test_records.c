@@ -153,7 +153,9 @@ static struct tpod *random_pod(int slot, int node_slot)
     struct tpod *t = calloc(1, sizeof(*t));
     struct gpuop_pod *p = &t->p;
     int o = (int)rnd((uint32_t)gpuop_operand_count());
-    snprintf(t->name, sizeof(t->name), "%s-%d", gpuop_operand_get(o)->name, slot);
+    /* mostly named as its DaemonSet names it (a record keeps the rest) */
+    snprintf(t->name, sizeof(t->name), "%s-%d",
+             coin(80) ? gpuop_operand_get(o)->ds_name : gpuop_operand_get(o)->name, slot);
     node_name(node_slot, t->node, sizeof(t->node));
     p->name = t->name;
     p->node = t->node;
