@@ -155,6 +155,11 @@ int gpuop_informer_start(struct gpuop_informer *inf);
 bool gpuop_informer_synced(const struct gpuop_informer *inf);
 /* Borrowed item or NULL; key as in on_event. */
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key);
+/* Borrowed item of the one key other than skip whose 32-bit hash
+ * (gpuop_map_h32) is h, its key in *key, or NULL (none, or several):
+ * gpuop_map_get_h32 on the store. */
+void *gpuop_informer_get_h32(const struct gpuop_informer *inf, uint32_t h, const char *skip,
+                             const char **key);
 /* Number of items in the store. */
 size_t gpuop_informer_len(const struct gpuop_informer *inf);
 /* Iterates the store: for (size_t i = 0; gpuop_informer_next(inf, &i, &k, &v);).

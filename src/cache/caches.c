@@ -264,7 +264,8 @@ static void slice_free(void *p)
 
 static bool slice_same(const void *a, const void *b)
 {
-    return gpuop_slice_equal(a, b);
+    const struct gpuop_slice *x = a, *y = b;
+    return x->devices == y->devices && strcmp(x->node, y->node) == 0;
 }
 
 /* ---- DRA ResourceClaims ---- */
@@ -343,7 +344,7 @@ static void refold(const struct gpuop_caches *caches, struct gpuop_node *n,
     while (inf && gpuop_informer_next(inf, &it, NULL, &v)) {
         const struct gpuop_slice *sl = v;
         if (sl != skip && strcmp(sl->node, n->name) == 0)
-            gpuop_slicefold_add(&n->dra, sl);
+            gpuop_slicefold_add(&n->dra, sl->devices);
     }
 }
 
@@ -394,13 +395,13 @@ static void slice_moved(struct gpuop_caches *caches, const struct gpuop_slice *o
 {
     bool counted = false; /* a recount of old's node took sl in */
     struct gpuop_node *n = old ? fold_node(caches, old->node) : NULL;
-    if (n && !gpuop_slicefold_del(&n->dra, old)) {
+    if (n && !gpuop_slicefold_del(&n->dra, old->devices)) {
         refold(caches, n, sl ? NULL : old);
         counted = sl && strcmp(sl->node, old->node) == 0;
     }
     n = sl && !counted ? fold_node(caches, sl->node) : NULL;
     if (n)
-        gpuop_slicefold_add(&n->dra, sl);
+        gpuop_slicefold_add(&n->dra, sl->devices);
     if (!caches->cfg.on_node)
         return;
     if (old)

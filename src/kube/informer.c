@@ -755,6 +755,12 @@ void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key)
     return gpuop_map_get(&inf->store, key);
 }
 
+void *gpuop_informer_get_h32(const struct gpuop_informer *inf, uint32_t h, const char *skip,
+                             const char **key)
+{
+    return gpuop_map_get_h32(&inf->store, h, skip, key);
+}
+
 size_t gpuop_informer_len(const struct gpuop_informer *inf)
 {
     return inf->store.len;
