@@ -306,20 +306,21 @@ int gpuop_slicetab_put(struct gpuop_slicetab *t, const char *slice, const char *
         gpuop_slicefold_add(d, devices);
         named(t, node);
     }
-    return 0;
+    return 1;
 }
 
-void gpuop_slicetab_del(struct gpuop_slicetab *t, const char *slice)
+int gpuop_slicetab_del(struct gpuop_slicetab *t, const char *slice)
 {
     struct where w = find(t, slice, name_hash(t, slice));
     if (!w.found)
-        return;
+        return 0;
     char was[NODE_NAME_MAX + 1];
     unsigned dev;
     bool seen;
     entry_info(t, w, was, &dev, &seen);
     entry_remove(t, w);
     fold_take(t, was[0] ? was : NULL, dev);
+    return 1;
 }
 
 void gpuop_slicetab_list_begin(struct gpuop_slicetab *t)

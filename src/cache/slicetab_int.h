@@ -80,12 +80,13 @@ void gpuop_slicetab_free(struct gpuop_slicetab *t);
 int gpuop_slicetab_reserve(struct gpuop_slicetab *t, size_t n);
 
 /* Slice slice (borrowed name) is on node with devices devices (at most
- * GPUOP_SLICE_DEVICES_MAX): added, or moved. 0, or GPUOP_ENOMEM (the
- * slice is then not counted; the next relist tries again). */
+ * GPUOP_SLICE_DEVICES_MAX): added, or moved. 1 when that changed
+ * anything, 0 when the table had it so (a generation bump), or
+ * GPUOP_ENOMEM (the slice is then not counted; a relist tries again). */
 int gpuop_slicetab_put(struct gpuop_slicetab *t, const char *slice, const char *node,
                        unsigned devices);
-/* Slice slice went; nothing when it is unknown (a slice refused). */
-void gpuop_slicetab_del(struct gpuop_slicetab *t, const char *slice);
+/* Slice slice went: 1, or 0 when it is unknown (a slice refused). */
+int gpuop_slicetab_del(struct gpuop_slicetab *t, const char *slice);
 /* A list begins: every entry unseen until it is listed again. */
 void gpuop_slicetab_list_begin(struct gpuop_slicetab *t);
 /* The list ended: the entries it did not hold are deleted. */
