@@ -69,7 +69,9 @@ enum gpuop_caches_change {
 struct gpuop_caches_config {
     const char *namespace; /* operator namespace, where operands live */
     /* Something changed (key of the object); borrowed strings. what: the
-     * enum gpuop_caches_change bits of the change. */
+     * enum gpuop_caches_change bits of the change. A relist that found
+     * ResourceSlices gone tells it once, key "" (the caches keep no slice
+     * names), its folds already moved. */
     void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, unsigned what);
     /* Optional: node's object, or one of the pods on it (gpuop_pod.node),
      * changed; called before on_change. node borrowed, for the call. */

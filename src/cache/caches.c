@@ -416,7 +416,10 @@ static void on_slice_list(void *arg, enum gpuop_informer_list what)
     struct tramp *t = arg;
     struct gpuop_caches *caches = t->caches;
     if (what == GPUOP_INFORMER_LIST_END) {
-        gpuop_slicetab_list_end(&caches->slices);
+        /* gone while the watch was away: one change for them all (the
+         * table keeps no names) */
+        if (gpuop_slicetab_list_end(&caches->slices) && caches->cfg.on_change)
+            caches->cfg.on_change(caches->cfg.arg, GPUOP_CACHES_SLICE, "", 0);
         return;
     }
     if (!caches->slices.cap) {

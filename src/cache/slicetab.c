@@ -332,8 +332,9 @@ void gpuop_slicetab_list_begin(struct gpuop_slicetab *t)
         t->spill[i]->seen = false;
 }
 
-void gpuop_slicetab_list_end(struct gpuop_slicetab *t)
+size_t gpuop_slicetab_list_end(struct gpuop_slicetab *t)
 {
+    size_t gone = 0;
     t->listing = false;
     char was[NODE_NAME_MAX + 1];
     unsigned dev;
@@ -349,6 +350,7 @@ void gpuop_slicetab_list_end(struct gpuop_slicetab *t)
         entry_info(t, w, was, &dev, &seen);
         entry_remove(t, w);
         fold_take(t, was[0] ? was : NULL, dev);
+        gone++;
     }
     for (size_t i = t->nspill; i-- > 0;) {
         if (t->spill[i]->seen)
@@ -357,7 +359,9 @@ void gpuop_slicetab_list_end(struct gpuop_slicetab *t)
         entry_info(t, w, was, &dev, &seen);
         entry_remove(t, w);
         fold_take(t, was, dev);
+        gone++;
     }
+    return gone;
 }
 
 /* The table's entries of node hash h into the spill, under node's name

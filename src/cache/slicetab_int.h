@@ -89,8 +89,9 @@ int gpuop_slicetab_put(struct gpuop_slicetab *t, const char *slice, const char *
 int gpuop_slicetab_del(struct gpuop_slicetab *t, const char *slice);
 /* A list begins: every entry unseen until it is listed again. */
 void gpuop_slicetab_list_begin(struct gpuop_slicetab *t);
-/* The list ended: the entries it did not hold are deleted. */
-void gpuop_slicetab_list_end(struct gpuop_slicetab *t);
+/* The list ended: the entries it did not hold are deleted; returns how
+ * many. */
+size_t gpuop_slicetab_list_end(struct gpuop_slicetab *t);
 
 /* Node name came: cached now (ops see it). Its fold's slices and devices
  * become those of the slices naming it (watched and claims kept). */

@@ -1128,12 +1128,19 @@ static void test_slices_folded(void **state)
     RUN_UNTIL(f, fold_is(f, "gpu-1", 5, 1, 1) && fold_is(f, "gpu-2", 3, 1, 1), WAIT_MS);
     gpuop_caches_stats(gpuop_controller_caches(f->c), GPUOP_CACHES_SLICE, &st);
     assert_int_equal(st.relists, relists + 1);
+    /* a relist that only finds a slice gone still wakes the controller */
+    settle(f, 300);
+    uint64_t reconciles = f->c->stats.reconciles;
+    put_unwatched(f, K_SLICE, "gpu-1-c", dra_slice("gpu-1", 5), "DELETED");
+    expire_watch(f, K_SLICE);
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 0, 0, 1) && f->c->stats.reconciles > reconciles, WAIT_MS);
     /* and a Node that goes keeps its slices for when it comes back */
     put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "DELETED");
     RUN_UNTIL(f, !gpuop_caches_node(gpuop_controller_caches(f->c), "gpu-2"), WAIT_MS);
     put(f, K_SLICE, "gpu-2-c", dra_slice("gpu-2", 1), "ADDED");
     put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
     RUN_UNTIL(f, fold_is(f, "gpu-2", 4, 2, 1), WAIT_MS);
+    assert_true(fold_is(f, "gpu-1", 0, 0, 1));
     settle(f, 200);
     assert_int_equal(f->c->stats.analysis_mismatches, 0);
     /* the DRA driver off: its DeviceClass deleted, the slices not watched */

@@ -467,7 +467,7 @@ static void test_tab_list_sweep(void **state)
     assert_int_equal(gpuop_slicetab_len(&tab), 5);
     api_del("b");
     api_del("d");
-    gpuop_slicetab_list_end(&tab);
+    assert_int_equal(gpuop_slicetab_list_end(&tab), 2);
     check_folds();
     assert_int_equal(gpuop_slicetab_len(&tab), 3);
     assert_int_equal(tab.nspill, 0);
@@ -476,7 +476,7 @@ static void test_tab_list_sweep(void **state)
     api_del("a");
     api_del("c");
     api_del("e");
-    gpuop_slicetab_list_end(&tab);
+    assert_int_equal(gpuop_slicetab_list_end(&tab), 3);
     check_folds();
     assert_int_equal(gpuop_slicetab_len(&tab), 0);
 }
