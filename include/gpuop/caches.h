@@ -69,7 +69,9 @@ enum gpuop_caches_change {
 struct gpuop_caches_config {
     const char *namespace; /* operator namespace, where operands live */
     /* Something changed (key of the object); borrowed strings. what: the
-     * enum gpuop_caches_change bits of the change. */
+     * enum gpuop_caches_change bits of the change. A relist that found
+     * ResourceSlices gone tells it once, key "" (the caches keep no slice
+     * names), its folds already moved. */
     void (*on_change)(void *arg, enum gpuop_caches_kind kind, const char *key, unsigned what);
     /* Optional: node's object, or one of the pods on it (gpuop_pod.node),
      * changed; called before on_change. node borrowed, for the call. */
@@ -166,11 +168,12 @@ void gpuop_caches_view_free(struct gpuop_caches_view *v);
  * which the controller does while the apply stage finds the API server
  * serving resource.k8s.io/v1 (its DeviceClasses applied): an API that is
  * not served is then never listed, and its 404 never logged. Each slice
- * is kept as a struct gpuop_slice (model.h; at most GPUOP_SLICE_MAX_BYTES
- * of JSON, its devices counted, not kept) and folded into its node's
- * gpuop_node.dra (slicefold_int.h), whose watched is set once the slices
- * have listed and cleared when the watch stops; every node whose fold
- * moves is named to on_node. */
+ * (at most GPUOP_SLICE_MAX_BYTES of JSON, its devices counted, not kept)
+ * is kept as 12 bytes of the caches' slice table (cache/slicetab_int.h:
+ * no key, no item) and folded into its node's gpuop_node.dra
+ * (slicefold_int.h), whose watched is set once the slices have listed
+ * and cleared when the watch stops; every node whose fold moves is named
+ * to on_node. */
 
 /* Starts (on) or stops the slice watch; nothing when it is already so.
  * 0 or a negative code (the informer could not be made). */

@@ -25,6 +25,11 @@
  * or the json_t itself); the store owns them. Event callbacks run after
  * the store changed and must not keep old_item. The informer never trims
  * the heap: the controller does, when its work is done (trim.h).
+ *
+ * In stream mode (cfg.stream) there is no store: each object is handed to
+ * on_object as it comes, then freed, and a list is bracketed by on_list's
+ * BEGIN and END instead of being compared with the store; the owner keeps
+ * what it needs (the ResourceSlices' fold, cache/slicetab_int.h).
  */
 #ifndef GPUOP_INFORMER_H
 #define GPUOP_INFORMER_H
@@ -48,6 +53,18 @@
 #define GPUOP_INFORMER_UNREAD_KEYS 6
 
 struct gpuop_informer;
+
+/* What on_object is told (stream mode). */
+enum gpuop_informer_op {
+    GPUOP_INFORMER_PUT, /* added or modified (listed, or a watch event) */
+    GPUOP_INFORMER_DEL, /* deleted (a watch event; item NULL) */
+};
+
+/* Where a list is (stream mode). */
+enum gpuop_informer_list {
+    GPUOP_INFORMER_LIST_BEGIN, /* a fresh list starts (its first page asked for) */
+    GPUOP_INFORMER_LIST_END,   /* it completed: every object it held was PUT */
+};
 
 struct gpuop_informer_config {
     const char *name; /* for logs and metrics: "nodes"; NULL: res.resource */
@@ -96,6 +113,21 @@ struct gpuop_informer_config {
      * old_item NULL on add, new_item NULL on delete; all
      * borrowed, valid during the call only. */
     void (*on_event)(void *arg, const char *key, const void *old_item, const void *new_item);
+    /* Stream mode: no store. Each object goes to on_object (required) once
+     * converted, the scratch window closed, and is freed when it returns:
+     * key and item are borrowed for the call (convert's key too, so an
+     * item must not keep it). PUT with a NULL item: convert refused the
+     * object (the owner keeps what it had, as the store would). DEL names
+     * the key only; it may be one the owner never saw. on_list (optional)
+     * is told BEGIN each time a list starts from its first page (a retry
+     * and an expired continue included) and END when one completes,
+     * before on_synced: an owner that marks what BEGIN..END PUT and drops
+     * the rest at END mirrors the store's synthetic deletes. GPUOP_EINVAL
+     * with on_event, same or keep_same; gpuop_informer_len stays 0 and
+     * gpuop_informer_get finds nothing. */
+    bool stream;
+    void (*on_object)(void *arg, enum gpuop_informer_op op, const char *key, const void *item);
+    void (*on_list)(void *arg, enum gpuop_informer_list what);
     /* Called once, after the first complete list. */
     void (*on_synced)(void *arg);
     /* Optional: a list failed with rc (GPUOP_ENOTFOUND: the server does not
@@ -115,14 +147,19 @@ struct gpuop_informer_stats {
 
 /* cfg strings are copied. *out is new; close with gpuop_informer_close.
  * GPUOP_EINVAL without res.resource, with a res.name, with scratch but no
- * convert, with keep_same but no same, or with unread paths beyond their
- * limits. */
+ * convert, with keep_same but no same, with unread paths beyond their
+ * limits, or in stream mode without on_object or with a store's ops. */
 int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
                        const struct gpuop_informer_config *cfg, struct gpuop_informer **out);
 int gpuop_informer_start(struct gpuop_informer *inf);
 bool gpuop_informer_synced(const struct gpuop_informer *inf);
 /* Borrowed item or NULL; key as in on_event. */
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key);
+/* Borrowed item of the one key other than skip whose 32-bit hash
+ * (gpuop_map_h32) is h, its key in *key, or NULL (none, or several):
+ * gpuop_map_get_h32 on the store. */
+void *gpuop_informer_get_h32(const struct gpuop_informer *inf, uint32_t h, const char *skip,
+                             const char **key);
 /* Number of items in the store. */
 size_t gpuop_informer_len(const struct gpuop_informer *inf);
 /* Iterates the store: for (size_t i = 0; gpuop_informer_next(inf, &i, &k, &v);).

@@ -38,6 +38,15 @@ void gpuop_map_init_pooled(struct gpuop_map *m);
 /* Borrowed value, or NULL. */
 void *gpuop_map_get(const struct gpuop_map *m, const char *key);
 
+/* The 32-bit hash of key, the one the map keeps (for gpuop_map_get_h32). */
+uint32_t gpuop_map_h32(const char *key);
+
+/* The value of the one key other than skip (NULL: none skipped) whose
+ * 32-bit hash is h, its key in *key (borrowed, may be NULL), or NULL when
+ * there is none or more than one: a walk of one probe run. Lets a table
+ * name a key by its hash alone (cache/slicetab_int.h). */
+void *gpuop_map_get_h32(const struct gpuop_map *m, uint32_t h, const char *skip, const char **key);
+
 /* Inserts or replaces. When a value was replaced, *old gets it (may be NULL
  * arg when the caller knows the key is new). A new key's tag is 0; a
  * replaced key keeps its tag. Returns 0 or GPUOP_ENOMEM (never when

@@ -432,12 +432,14 @@ uint32_t gpuop_pod_revision(const struct gpuop_pod *p);
 /* ---- ResourceSlices (resource.k8s.io/v1), src/model/slice.c ----
  *
  * A ResourceSlice of the DRA driver GPUOP_DRA_GPU_DRIVER, reduced to what
- * the node fold reads: its node, pool, pool generation and device count.
+ * the node fold reads: its node and device count (the pool's generation
+ * changes no finding: not kept).
  * NVIDIA's GPU kubelet plugin (k8s-dra-driver-gpu,
  * cmd/gpu-kubelet-plugin/driver.go) publishes one pool per node, named
  * after the node, of one slice (or, with DynamicMIG, one per GPU and one
  * of shared counters only). One gpuop_pool block holding the struct and
- * its strings. */
+ * its node's name; the caches keep 12 bytes of it (cache/slicetab_int.h)
+ * and free it. */
 #define GPUOP_SLICE_API      "resource.k8s.io/v1"
 #define GPUOP_SLICE_RESOURCE "resourceslices"
 /* resource.k8s.io/v1 ResourceSliceMaxDevices: the API server refuses a
@@ -449,10 +451,8 @@ uint32_t gpuop_pod_revision(const struct gpuop_pod *p);
 #define GPUOP_SLICE_MAX_BYTES (1u << 20)
 
 struct gpuop_slice {
-    char *node;          /* spec.nodeName (first in the block) */
-    char *pool;          /* spec.pool.name */
-    uint32_t generation; /* spec.pool.generation, saturating */
-    uint16_t devices;    /* spec.devices' length, at most GPUOP_SLICE_DEVICES_MAX */
+    char *node;       /* spec.nodeName (after the struct, in its block) */
+    uint16_t devices; /* spec.devices' length, at most GPUOP_SLICE_DEVICES_MAX */
 };
 
 /* A new slice from obj (borrowed) or NULL with err: a slice of another
@@ -461,7 +461,6 @@ struct gpuop_slice {
  * GPUOP_SLICE_DEVICES_MAX devices. */
 struct gpuop_slice *gpuop_slice_new(json_t *obj, struct gpuop_err *err);
 void gpuop_slice_free(struct gpuop_slice *s);
-bool gpuop_slice_equal(const struct gpuop_slice *a, const struct gpuop_slice *b);
 /* The members gpuop_slice_new never reads (static, NULL-terminated): cut
  * before a slice is parsed (informer.h, unread). */
 const char *const *gpuop_slice_unread(void);

@@ -22,10 +22,12 @@
  * view lends.
  *
  * The DRA ResourceSlices' informer exists only while the slice watch is
- * asked for (gpuop_caches_watch_slices): each slice event moves its node's
- * fold (slicefold_int.h) in the cached Node itself, which a Node's update
- * carries over to its replacement and a new Node gets by a walk of the
- * slices. A stopped slice informer closes on its own while the others
+ * asked for (gpuop_caches_watch_slices). It streams (informer.h: no
+ * store): each slice goes into the slice table (slicetab_int.h, 12 bytes
+ * a slice), which moves its node's fold (slicefold_int.h) in the cached
+ * Node itself; a Node's update carries the fold over to its replacement,
+ * a new Node gets it from the table, a deleted one leaves its slices
+ * there. A stopped slice informer closes on its own while the others
  * run; the caches are freed once every informer made has closed.
  *
  * The device plugin's sharing ConfigMap is watched the same way, made when
@@ -49,6 +51,7 @@
 #include "nodepods_int.h"
 #include "ospools_int.h"
 #include "slicefold_int.h"
+#include "slicetab_int.h"
 
 struct gpuop_caches {
     struct gpuop_informer *inf[GPUOP_CACHES_KINDS];
@@ -56,10 +59,11 @@ struct gpuop_caches {
     struct gpuop_ospools pools;  /* the GPU nodes' OS pools, counted (ospools.c) */
     struct gpuop_nodelist nodes; /* the cached nodes in name order (nodelist.c) */
     struct gpuop_nodepods pods_by_node;
-    uv_loop_t *loop;         /* borrowed: the slice informer is made on it when asked */
-    struct gpuop_kube *kube; /* borrowed: ... with this client */
-    bool indexed;            /* pods_by_node is kept */
-    bool index_whole;        /* and holds every pod with a node (no overflow since built) */
+    struct gpuop_slicetab slices; /* the ResourceSlices, while watched */
+    uv_loop_t *loop;              /* borrowed: the slice informer is made on it when asked */
+    struct gpuop_kube *kube;      /* borrowed: ... with this client */
+    bool indexed;                 /* pods_by_node is kept */
+    bool index_whole;             /* and holds every pod with a node (no overflow since built) */
     char *ns;
     int nsynced;
     int open;           /* informers made and not yet closed (a stopped slice one included) */
@@ -262,11 +266,6 @@ static void slice_free(void *p)
     gpuop_slice_free(p);
 }
 
-static bool slice_same(const void *a, const void *b)
-{
-    return gpuop_slice_equal(a, b);
-}
-
 /* ---- DRA ResourceClaims ---- */
 
 static void *claim_convert(json_t *obj, const char *key, struct gpuop_err *err)
@@ -331,22 +330,6 @@ static struct gpuop_node *fold_node(const struct gpuop_caches *caches, const cha
     return gpuop_informer_get(caches->inf[GPUOP_CACHES_NODE], name);
 }
 
-/* n's fold recounted from every cached slice but skip (a slice on its
- * way out, still in the store while its delete is told; or NULL). */
-static void refold(const struct gpuop_caches *caches, struct gpuop_node *n,
-                   const struct gpuop_slice *skip)
-{
-    n->dra = (struct gpuop_node_dra){.watched = caches->slices_synced, .claims = n->dra.claims};
-    const struct gpuop_informer *inf = caches->inf[GPUOP_CACHES_SLICE];
-    size_t it = 0;
-    void *v;
-    while (inf && gpuop_informer_next(inf, &it, NULL, &v)) {
-        const struct gpuop_slice *sl = v;
-        if (sl != skip && strcmp(sl->node, n->name) == 0)
-            gpuop_slicefold_add(&n->dra, sl);
-    }
-}
-
 /* The sharing ConfigMap (sharing.h): its key is its name (one namespace). */
 static void *cm_convert(json_t *obj, const char *key, struct gpuop_err *err)
 {
@@ -386,27 +369,67 @@ static void cm_moved(struct gpuop_caches *caches, const struct gpuop_sharing_cm 
                cm->problem);
 }
 
-/* A slice came (old NULL), changed or went (sl NULL): its node's fold
- * follows, and the node (both, should it have moved) is named. The store
- * already holds sl, and old until a delete has been told. */
-static void slice_moved(struct gpuop_caches *caches, const struct gpuop_slice *old,
-                        const struct gpuop_slice *sl)
+/* The slice table's view of the Nodes (struct gpuop_slicetab_ops). */
+static struct gpuop_node_dra *tab_fold(void *arg, const char *name)
 {
-    bool counted = false; /* a recount of old's node took sl in */
-    struct gpuop_node *n = old ? fold_node(caches, old->node) : NULL;
-    if (n && !gpuop_slicefold_del(&n->dra, old)) {
-        refold(caches, n, sl ? NULL : old);
-        counted = sl && strcmp(sl->node, old->node) == 0;
-    }
-    n = sl && !counted ? fold_node(caches, sl->node) : NULL;
-    if (n)
-        gpuop_slicefold_add(&n->dra, sl);
-    if (!caches->cfg.on_node)
+    struct gpuop_node *n = fold_node(arg, name);
+    return n ? &n->dra : NULL;
+}
+
+static struct gpuop_node_dra *tab_fold_h32(void *arg, uint32_t h, const char *skip,
+                                           const char **name)
+{
+    const struct gpuop_caches *caches = arg;
+    struct gpuop_node *n = gpuop_informer_get_h32(caches->inf[GPUOP_CACHES_NODE], h, skip, name);
+    return n ? &n->dra : NULL;
+}
+
+static void tab_moved(void *arg, const char *name)
+{
+    const struct gpuop_caches *caches = arg;
+    if (caches->cfg.on_node)
+        caches->cfg.on_node(caches->cfg.arg, name);
+}
+
+/* A slice came or changed (PUT) or went (DEL): into the table, which
+ * moves its node's fold and names the node. A refused one (PUT, NULL)
+ * leaves what the table had. */
+static void on_slice(void *arg, enum gpuop_informer_op op, const char *key, const void *item)
+{
+    struct tramp *t = arg;
+    struct gpuop_caches *caches = t->caches;
+    const struct gpuop_slice *sl = item;
+    int changed;
+    if (op == GPUOP_INFORMER_DEL)
+        changed = gpuop_slicetab_del(&caches->slices, key);
+    else
+        changed = sl ? gpuop_slicetab_put(&caches->slices, key, sl->node, sl->devices) : 0;
+    if (changed > 0 && caches->cfg.on_change)
+        caches->cfg.on_change(caches->cfg.arg, GPUOP_CACHES_SLICE, key,
+                              op == GPUOP_INFORMER_DEL ? GPUOP_CACHES_GONE : 0);
+}
+
+/* A slice list begins (the table sized for a slice a GPU node, once) or
+ * ends (what it did not hold leaves the folds). */
+static void on_slice_list(void *arg, enum gpuop_informer_list what)
+{
+    struct tramp *t = arg;
+    struct gpuop_caches *caches = t->caches;
+    if (what == GPUOP_INFORMER_LIST_END) {
+        /* gone while the watch was away: one change for them all (the
+         * table keeps no names) */
+        if (gpuop_slicetab_list_end(&caches->slices) && caches->cfg.on_change)
+            caches->cfg.on_change(caches->cfg.arg, GPUOP_CACHES_SLICE, "", 0);
         return;
-    if (old)
-        caches->cfg.on_node(caches->cfg.arg, old->node);
-    if (sl && !(old && strcmp(old->node, sl->node) == 0))
-        caches->cfg.on_node(caches->cfg.arg, sl->node);
+    }
+    if (!caches->slices.cap) {
+        size_t gpus = 0, it = 0;
+        void *v;
+        while (gpuop_informer_next(caches->inf[GPUOP_CACHES_NODE], &it, NULL, &v))
+            gpus += ((const struct gpuop_node *)v)->gpu;
+        (void)gpuop_slicetab_reserve(&caches->slices, gpus); /* ENOMEM: grows as it goes */
+    }
+    gpuop_slicetab_list_begin(&caches->slices);
 }
 
 /* Every cached node's watched set to on (the slices listed, or the watch
@@ -440,8 +463,10 @@ static void node_fold(struct gpuop_caches *caches, const struct gpuop_node *old,
         n->dra = old->dra;
         return;
     }
-    if (caches->inf[GPUOP_CACHES_SLICE])
-        refold(caches, n, NULL);
+    if (caches->inf[GPUOP_CACHES_SLICE]) {
+        n->dra.watched = caches->slices_synced;
+        gpuop_slicetab_node_added(&caches->slices, n->name);
+    }
     if (caches->inf[GPUOP_CACHES_CLAIM])
         refold_claims(caches, n, NULL);
 }
@@ -498,8 +523,8 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         what |= GPUOP_CACHES_SPEC | (t->kind != GPUOP_CACHES_NODE ? GPUOP_CACHES_RENDER : 0);
     if (t->kind == GPUOP_CACHES_NODE && new_item) /* ours: the store's item */
         node_fold(t->caches, old_item, (struct gpuop_node *)new_item);
-    if (t->kind == GPUOP_CACHES_SLICE)
-        slice_moved(t->caches, old_item, new_item);
+    if (t->kind == GPUOP_CACHES_NODE && !new_item && t->caches->inf[GPUOP_CACHES_SLICE])
+        gpuop_slicetab_node_deleted(&t->caches->slices, key); /* still in the store */
     if (t->kind == GPUOP_CACHES_CLAIM)
         claim_moved(t->caches, old_item, new_item);
     if (t->kind == GPUOP_CACHES_PLUGIN_CM)
@@ -613,7 +638,7 @@ static const struct gpuop_informer_config INFORMERS[GPUOP_CACHES_KINDS] = {
                             .convert = slice_convert,
                             .scratch = true,
                             .free_item = slice_free,
-                            .same = slice_same},
+                            .stream = true}, /* kept in the slice table */
     [GPUOP_CACHES_CLAIM] = {.name = "resourceclaims",
                             .res = {.group_version = GPUOP_SLICE_API,
                                     .resource = GPUOP_CLAIM_RESOURCE},
@@ -661,6 +686,11 @@ static void informer_config(struct caches_alloc *a, enum gpuop_caches_kind k,
         ic->unread = gpuop_pod_unread();
     a->tramps[k] = (struct tramp){caches, k};
     ic->on_event = on_event;
+    if (k == GPUOP_CACHES_SLICE) {
+        ic->on_event = NULL;
+        ic->on_object = on_slice;
+        ic->on_list = on_slice_list;
+    }
     ic->on_synced = on_synced;
     ic->on_list_error = on_list_error;
     ic->arg = &a->tramps[k];
@@ -683,6 +713,10 @@ int gpuop_caches_new(uv_loop_t *loop, struct gpuop_kube *kube,
     gpuop_nodelist_init(&caches->nodes);
     gpuop_ospools_init(&caches->pools);
     gpuop_nodepods_init(&caches->pods_by_node);
+    gpuop_slicetab_init(&caches->slices, &(struct gpuop_slicetab_ops){.fold = tab_fold,
+                                                                      .fold_h32 = tab_fold_h32,
+                                                                      .moved = tab_moved,
+                                                                      .arg = caches});
 
     int rc = 0;
     for (int k = 0; k < GPUOP_CACHES_KINDS; k++) {
@@ -886,6 +920,7 @@ static void informer_closed(void *arg)
     gpuop_nodelist_free(&caches->nodes);
     gpuop_ospools_free(&caches->pools);
     gpuop_nodepods_free(&caches->pods_by_node);
+    gpuop_slicetab_free(&caches->slices);
     free((struct caches_alloc *)caches);
     gpuop_pool_trim(); /* the caches are gone: give their slabs back */
     if (cb)
@@ -947,6 +982,7 @@ int gpuop_caches_watch_slices(struct gpuop_caches *caches, bool on)
             (void)watch_dra(caches, GPUOP_CACHES_CLAIM, false);
         caches->slices_synced = caches->claims_synced = false;
         caches->slices_error = 0;
+        gpuop_slicetab_free(&caches->slices);
         slices_mark(caches, false);
         return 0;
     }

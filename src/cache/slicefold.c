@@ -10,22 +10,22 @@
 _Static_assert((uint32_t)UINT8_MAX *GPUOP_SLICE_DEVICES_MAX <= UINT16_MAX,
                "the devices of UINT8_MAX slices fit their sum");
 
-void gpuop_slicefold_add(struct gpuop_node_dra *d, const struct gpuop_slice *s)
+void gpuop_slicefold_add(struct gpuop_node_dra *d, unsigned devices)
 {
     if (d->slices == UINT8_MAX)
         return; /* saturated: recounted when one goes */
     d->slices++;
-    d->devices = (uint16_t)(d->devices + s->devices);
+    d->devices = (uint16_t)(d->devices + devices);
 }
 
-bool gpuop_slicefold_del(struct gpuop_node_dra *d, const struct gpuop_slice *s)
+bool gpuop_slicefold_del(struct gpuop_node_dra *d, unsigned devices)
 {
-    if (d->slices == UINT8_MAX || d->slices == 0 || d->devices < s->devices) {
+    if (d->slices == UINT8_MAX || d->slices == 0 || d->devices < devices) {
         *d = (struct gpuop_node_dra){.watched = d->watched, .claims = d->claims};
         return false;
     }
     d->slices--;
-    d->devices = (uint16_t)(d->devices - s->devices);
+    d->devices = (uint16_t)(d->devices - devices);
     return true;
 }
 

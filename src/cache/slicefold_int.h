@@ -7,8 +7,9 @@
  * (O(1) an event, whatever the cluster's size). The count saturates at
  * UINT8_MAX; taking a slice back from a saturated fold cannot know what
  * is left, so it asks the caller to recount the node's slices (a walk
- * of the slice cache; no real node has 255 slices: NVIDIA's plugin
- * publishes one, or one a GPU and one of shared counters).
+ * of the slice table, slicetab_int.h; no real node has 255 slices:
+ * NVIDIA's plugin publishes one, or one a GPU and one of shared
+ * counters).
  */
 #ifndef GPUOP_SLICEFOLD_INT_H
 #define GPUOP_SLICEFOLD_INT_H
@@ -17,11 +18,12 @@
 
 #include "gpuop/model.h"
 
-/* Adds slice s (borrowed) to d. */
-void gpuop_slicefold_add(struct gpuop_node_dra *d, const struct gpuop_slice *s);
-/* Takes slice s (borrowed), once added, back from d; false when d was
- * saturated: then d is zeroed (watched kept) and the caller recounts. */
-bool gpuop_slicefold_del(struct gpuop_node_dra *d, const struct gpuop_slice *s);
+/* Adds a slice of devices devices (at most GPUOP_SLICE_DEVICES_MAX) to d. */
+void gpuop_slicefold_add(struct gpuop_node_dra *d, unsigned devices);
+/* Takes a slice of devices devices, once added, back from d; false when d
+ * was saturated: then d is zeroed (watched and claims kept) and the
+ * caller recounts. */
+bool gpuop_slicefold_del(struct gpuop_node_dra *d, unsigned devices);
 
 /* Claim c (borrowed) allocated on d's node comes (add) or goes (del):
  * counted when a pod reserves it. del returns false when d's count was

@@ -9,7 +9,10 @@
  *               └─ BACKOFF <──(transport or API error)──> WATCH (resume)
  *
  * A relist marks every listed item with the list's mark; at the end of the
- * list, items with an older mark are deleted (synthetic deletes).
+ * list, items with an older mark are deleted (synthetic deletes). In
+ * stream mode the store stays empty: objects go to the owner as they come
+ * (on_object) and the list's bounds are told (on_list) in place of marks
+ * and sweep.
  *
  * Neither a LIST page nor a watch stream is ever held whole: a page is
  * streamed through the jsonlist splitter, each item parsed alone as it
@@ -167,6 +170,14 @@ static void stage_put(struct gpuop_informer *inf, json_t *obj, struct staged *st
         gpuop_warn(inf->cfg.name, "skipping an object without a usable name");
         return;
     }
+    if (inf->cfg.stream) { /* no store: the key is st's, for the call */
+        struct gpuop_err err = {0};
+        st->item = inf->cfg.convert ? inf->cfg.convert(obj, st->key, &err) : json_incref(obj);
+        if (!st->item)
+            gpuop_warn(st->key, "cannot use this %s: %s", inf->cfg.name, err.message);
+        st->op = STAGED_PUT; /* a NULL item: refused, told as such */
+        return;
+    }
     uint32_t *mark = gpuop_map_tag(&inf->store, st->key);
     st->added = !mark;
     if (st->added) {
@@ -204,6 +215,16 @@ static void remove_key(struct gpuop_informer *inf, const char *key);
  * runs. */
 static void commit(struct gpuop_informer *inf, struct staged *st)
 {
+    if (inf->cfg.stream) {
+        if (st->op == STAGED_NONE)
+            return;
+        bool put = st->op == STAGED_PUT;
+        inf->cfg.on_object(inf->cfg.arg, put ? GPUOP_INFORMER_PUT : GPUOP_INFORMER_DEL, st->key,
+                           put ? st->item : NULL);
+        if (put)
+            free_item(inf, st->item);
+        return;
+    }
     if (st->op == STAGED_DEL) {
         remove_key(inf, st->key);
         return;
@@ -380,7 +401,13 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     }
     set_str(&inf->cont, NULL);
     set_str(&inf->rv, json_string_value(json_object_get(md, "resourceVersion")));
-    sweep(inf);
+    if (!inf->cfg.stream) {
+        sweep(inf);
+    } else if (inf->cfg.on_list) {
+        inf->cfg.on_list(inf->cfg.arg, GPUOP_INFORMER_LIST_END);
+        if (inf->state == ST_CLOSED)
+            return; /* closed from on_list */
+    }
     inf->stats.lists++;
     if (inf->after_gone)
         inf->stats.relists++;
@@ -450,9 +477,15 @@ static void start_list(struct gpuop_informer *inf)
     snprintf(limit, sizeof(limit), "%d", GPUOP_INFORMER_PAGE);
     struct gpuop_kube_param params[4] = {{.key = "limit", .value = limit},
                                          {.key = "continue", .value = inf->cont}};
+    if (!inf->cont) { /* a new list begins */
+        inf->mark++;
+        if (inf->cfg.stream && inf->cfg.on_list) {
+            inf->cfg.on_list(inf->cfg.arg, GPUOP_INFORMER_LIST_BEGIN);
+            if (inf->state == ST_CLOSED)
+                return; /* closed from on_list */
+        }
+    }
     char *path = request_path(inf, params, 2);
-    if (!inf->cont)
-        inf->mark++; /* a new list begins */
     inf->state = ST_LISTING;
     gpuop_jsonlist_reset(&inf->list);
     inf->list_err[0] = '\0';
@@ -660,6 +693,8 @@ int gpuop_informer_new(uv_loop_t *loop, struct gpuop_kube *kube,
         return GPUOP_EINVAL; /* the items would be trees in the scratch region */
     if (cfg->keep_same && !cfg->same)
         return GPUOP_EINVAL; /* nothing says what is the same */
+    if (cfg->stream && (!cfg->on_object || cfg->on_event || cfg->same))
+        return GPUOP_EINVAL; /* no store: nothing to compare or to tell as a change */
     struct gpuop_informer *inf = calloc(1, sizeof(*inf));
     if (!inf)
         return GPUOP_ENOMEM;
@@ -718,6 +753,12 @@ bool gpuop_informer_synced(const struct gpuop_informer *inf)
 void *gpuop_informer_get(const struct gpuop_informer *inf, const char *key)
 {
     return gpuop_map_get(&inf->store, key);
+}
+
+void *gpuop_informer_get_h32(const struct gpuop_informer *inf, uint32_t h, const char *skip,
+                             const char **key)
+{
+    return gpuop_map_get_h32(&inf->store, h, skip, key);
 }
 
 size_t gpuop_informer_len(const struct gpuop_informer *inf)

@@ -86,6 +86,29 @@ void *gpuop_map_get(const struct gpuop_map *m, const char *key)
     return n ? n->value : NULL;
 }
 
+uint32_t gpuop_map_h32(const char *key)
+{
+    return hash_str(key);
+}
+
+void *gpuop_map_get_h32(const struct gpuop_map *m, uint32_t h, const char *skip, const char **key)
+{
+    const struct gpuop_map_node *found = NULL;
+    size_t mask = m->cap - 1;
+    /* every key of hash h sits in the probe run from its home */
+    for (size_t i = h & mask; m->cap && m->slots[i]; i = (i + 1) & mask) {
+        const struct gpuop_map_node *n = m->slots[i];
+        if (n->hash != h || (skip && strcmp(n->key, skip) == 0))
+            continue;
+        if (found)
+            return NULL;
+        found = n;
+    }
+    if (found && key)
+        *key = found->key;
+    return found ? found->value : NULL;
+}
+
 uint32_t *gpuop_map_tag(const struct gpuop_map *m, const char *key)
 {
     struct gpuop_map_node *n = lookup(m, key);

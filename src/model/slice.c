@@ -1,15 +1,15 @@
 /*
  * slice.c - a ResourceSlice (resource.k8s.io/v1) reduced to what the
- * node fold reads (model.h, struct gpuop_slice): its driver checked, its
- * node, pool name and generation kept, its devices counted.
+ * node fold reads (model.h, struct gpuop_slice): its driver and pool
+ * checked, its node kept, its devices counted.
  *
  * The slice's devices are most of its bytes (NVIDIA's GPU plugin gives
  * each a dozen attributes and capacities); they are parsed to be counted
  * (the informer parses in its scratch window) and nothing of them is
  * kept. Its shared counters and node selectors are never read: cut before
- * parsing (gpuop_slice_unread). One pool block: the struct, then the node
- * name, then the pool's unless it is the node's (NVIDIA's plugin names its
- * pool after its node: one copy serves both).
+ * parsing (gpuop_slice_unread). One pool block, the struct then the node
+ * name, which lives only until the caches have moved the slice into
+ * their table (cache/slicetab_int.h).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -59,22 +59,14 @@ struct gpuop_slice *gpuop_slice_new(json_t *obj, struct gpuop_err *err)
         gpuop_err_set(err, GPUOP_EINVAL, "spec", "%s", why);
         return NULL;
     }
-    json_int_t gen =
-        json_integer_value(json_object_get(json_object_get(spec, "pool"), "generation"));
-    /* NVIDIA's plugin names its pool after the node: one copy for both */
-    bool same = strcmp(node, pool) == 0;
-    size_t nn = strlen(node) + 1, np = same ? 0 : strlen(pool) + 1;
-    struct gpuop_slice *s = gpuop_pool_alloc(sizeof(*s) + nn + np);
+    size_t nn = strlen(node) + 1;
+    struct gpuop_slice *s = gpuop_pool_alloc(sizeof(*s) + nn);
     if (!s) {
         gpuop_err_set(err, GPUOP_ENOMEM, NULL, "out of memory reading a ResourceSlice");
         return NULL;
     }
     s->node = (char *)(s + 1);
-    s->pool = same ? s->node : s->node + nn;
     memcpy(s->node, node, nn);
-    if (!same)
-        memcpy(s->pool, pool, np);
-    s->generation = gen < 0 ? 0 : gen > (json_int_t)UINT32_MAX ? UINT32_MAX : (uint32_t)gen;
     s->devices = (uint16_t)ndev;
     return s;
 }
@@ -82,12 +74,6 @@ struct gpuop_slice *gpuop_slice_new(json_t *obj, struct gpuop_err *err)
 void gpuop_slice_free(struct gpuop_slice *s)
 {
     gpuop_pool_free(s);
-}
-
-bool gpuop_slice_equal(const struct gpuop_slice *a, const struct gpuop_slice *b)
-{
-    return a->generation == b->generation && a->devices == b->devices &&
-           strcmp(a->node, b->node) == 0 && strcmp(a->pool, b->pool) == 0;
 }
 
 const char *const *gpuop_slice_unread(void)

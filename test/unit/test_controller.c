@@ -181,6 +181,26 @@ static void put(struct fx *f, enum kind k, const char *name, json_t *obj, const 
     }
 }
 
+/* Stores obj (steals) as kind/name without a watch event: a change made
+ * while the watchers were away, seen by the next list only. */
+static void put_unwatched(struct fx *f, enum kind k, const char *name, json_t *obj,
+                          const char *type)
+{
+    put(f, k, name, obj, type);
+    free(f->log[--f->nlog].line);
+}
+
+/* Ends kind's watches with an ERROR 410 (their resourceVersion expired):
+ * the informer relists. */
+static void expire_watch(struct fx *f, enum kind k)
+{
+    assert_true(f->nlog < LOG_MAX);
+    f->log[f->nlog++] = (struct change){
+        k, ++f->rv,
+        strdup("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+               "\"status\":\"Failure\",\"reason\":\"Expired\",\"code\":410}}\n")};
+}
+
 /* The policy "main" with spec (steals) as its new spec, generation 2,
  * stored and watched. */
 static void set_spec(struct fx *f, json_t *spec)
@@ -1058,8 +1078,10 @@ static bool fold_is(struct fx *f, const char *node, int devices, int slices, int
 /* Issue 42: the DRA driver's ResourceSlices, watched once its DeviceClass
  * was applied (the API serves resource.k8s.io/v1), folded into each
  * node: a slice listed before the watch, a Node's update keeping its
- * fold, a slice that came before its Node, a slice changed and deleted;
- * the DRA driver off: the watch stops and every fold is emptied. */
+ * fold, a slice that came before its Node, a slice changed and deleted,
+ * slices deleted and recreated elsewhere while the watch was away (ERROR
+ * 410, a relist), a Node deleted and re-added with its slices; the DRA
+ * driver off: the watch stops and every fold is emptied. */
 static void test_slices_folded(void **state)
 {
     struct fx *f = *state;
@@ -1093,6 +1115,34 @@ static void test_slices_folded(void **state)
     RUN_UNTIL(f, fold_is(f, "gpu-2", 2, 1, 1) && fold_is(f, "gpu-1", 9, 2, 1), WAIT_MS);
     put(f, K_SLICE, "gpu-1-a", dra_slice("gpu-1", 8), "DELETED");
     RUN_UNTIL(f, fold_is(f, "gpu-1", 1, 1, 1), WAIT_MS);
+    /* while the watch is away, a slice deleted, one recreated on another
+     * node, one added; then ERROR 410: the relist's end takes out what
+     * it did not hold (issue 42: the slices have no store of their own) */
+    struct gpuop_informer_stats st;
+    gpuop_caches_stats(gpuop_controller_caches(f->c), GPUOP_CACHES_SLICE, &st);
+    uint64_t relists = st.relists;
+    put_unwatched(f, K_SLICE, "gpu-2-a", dra_slice("gpu-2", 2), "DELETED");
+    put_unwatched(f, K_SLICE, "gpu-2-b", dra_slice("gpu-2", 3), "ADDED");
+    put_unwatched(f, K_SLICE, "gpu-1-c", dra_slice("gpu-1", 5), "ADDED");
+    expire_watch(f, K_SLICE);
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 5, 1, 1) && fold_is(f, "gpu-2", 3, 1, 1), WAIT_MS);
+    gpuop_caches_stats(gpuop_controller_caches(f->c), GPUOP_CACHES_SLICE, &st);
+    assert_int_equal(st.relists, relists + 1);
+    /* a relist that only finds a slice gone still wakes the controller */
+    settle(f, 300);
+    uint64_t reconciles = f->c->stats.reconciles;
+    put_unwatched(f, K_SLICE, "gpu-1-c", dra_slice("gpu-1", 5), "DELETED");
+    expire_watch(f, K_SLICE);
+    RUN_UNTIL(f, fold_is(f, "gpu-1", 0, 0, 1) && f->c->stats.reconciles > reconciles, WAIT_MS);
+    /* and a Node that goes keeps its slices for when it comes back */
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "DELETED");
+    RUN_UNTIL(f, !gpuop_caches_node(gpuop_controller_caches(f->c), "gpu-2"), WAIT_MS);
+    put(f, K_SLICE, "gpu-2-c", dra_slice("gpu-2", 1), "ADDED");
+    put(f, K_NODE, "gpu-2", os_node("gpu-2", "ubuntu", "24.04", NULL), "ADDED");
+    RUN_UNTIL(f, fold_is(f, "gpu-2", 4, 2, 1), WAIT_MS);
+    assert_true(fold_is(f, "gpu-1", 0, 0, 1));
+    settle(f, 200);
+    assert_int_equal(f->c->stats.analysis_mismatches, 0);
     /* the DRA driver off: its DeviceClass deleted, the slices not watched */
     set_spec(f, json_pack("{s:{s:b}}", "draDriver", "enabled", 0));
     RUN_UNTIL(f, fold_is(f, "gpu-1", 0, 0, 0) && fold_is(f, "gpu-2", 0, 0, 0), WAIT_MS);

@@ -4,7 +4,8 @@
  * loop: paged lists, watch events, resume from the last resourceVersion,
  * bookmarks, 410 in both forms, expired continue tokens, errors with
  * backoff, cut and malformed streams, the line limit, the same/convert
- * ops, and closing with a stream in flight.
+ * ops, and closing with a stream in flight; and the same paths in stream
+ * mode (no store: objects told as they come, lists bracketed).
  *
  * Each test sets a route: a function that answers the n-th list or the
  * n-th watch. Watches a route does not script are held open, so the
@@ -122,6 +123,7 @@ struct fx {
     bool scratch;              /* the config's scratch */
     const char *const *unread; /* the config's unread */
     char *big;                 /* a buffer a test may fill */
+    bool stream;               /* the config's stream: on_object and on_list log */
 };
 
 /* Waits: test/unit/support/waiter.h. */
@@ -193,6 +195,38 @@ static void on_event(void *arg, const char *key, const void *old_item, const voi
         gpuop_informer_close(f->inf, inf_closed, f);
 }
 
+/* Stream mode: "P:key=v " (put), "P:key! " (refused), "X:key " (delete);
+ * a list is "[ " ... "] ". */
+static void on_object(void *arg, enum gpuop_informer_op op, const char *key, const void *item)
+{
+    struct fx *f = arg;
+    const struct item *it = item;
+    assert_false(f->inf_closed);
+    assert_false(gpuop_jsonarena_active());
+    assert_int_equal(gpuop_informer_len(f->inf), 0); /* no store */
+    assert_null(gpuop_informer_get(f->inf, key));
+    f->nevents++;
+    if (op == GPUOP_INFORMER_DEL) {
+        assert_null(item);
+        logf_(f, "X:%s ", key);
+    } else if (!it) {
+        logf_(f, "P:%s! ", key);
+    } else {
+        assert_int_equal(live_items, 1); /* this one: the last was freed */
+        assert_string_equal(it->key, key);
+        logf_(f, "P:%s=%s ", key, it->v);
+    }
+    if (f->close_on_key && !strcmp(f->close_on_key, key))
+        gpuop_informer_close(f->inf, inf_closed, f);
+}
+
+static void on_list(void *arg, enum gpuop_informer_list what)
+{
+    struct fx *f = arg;
+    assert_false(f->inf_closed);
+    logf_(f, what == GPUOP_INFORMER_LIST_BEGIN ? "[ " : "] ");
+}
+
 static void on_synced(void *arg)
 {
     struct fx *f = arg;
@@ -245,7 +279,10 @@ static void start(struct fx *f, route_fn route)
         .unread = f->unread,
         .same = f->use_same ? same : NULL,
         .keep_same = f->keep_same,
-        .on_event = on_event,
+        .on_event = f->stream ? NULL : on_event,
+        .stream = f->stream,
+        .on_object = f->stream ? on_object : NULL,
+        .on_list = f->stream ? on_list : NULL,
         .on_synced = on_synced,
         .on_list_error = on_list_error,
         .arg = f,
@@ -1380,6 +1417,158 @@ static void test_close_unstarted(void **state)
     assert_int_equal(fakeapi_nreq(f->srv), 0);
 }
 
+/* ---- stream mode ---- */
+
+static void test_stream_paged_list(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_paged);
+    RUN_UNTIL(f, fakeapi_nreq(f->srv) >= 3, WAIT_MS);
+    assert_string_equal(f->log, "[ P:a=1 P:kube-system/b=1 P:c=1 ] | ");
+    assert_int_equal(gpuop_informer_len(f->inf), 0);
+    assert_null(get(f, "a"));
+    assert_int_equal(live_items, 0);
+    assert_list(f, 1, "p%2B2%2Fx%3D");
+    assert_watch_from(f, 2, "100");
+    assert_int_equal(stats(f).lists, 1);
+}
+
+static void test_stream_watch_events(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_events);
+    RUN_UNTIL(f, !strcmp(rv(f), "14"), WAIT_MS);
+    /* a delete is told whether or not the key was seen: there is no store */
+    assert_string_equal(f->log, "[ P:a=1 P:b=1 ] | P:ns/c=1 P:a=2 X:b X:never-seen ");
+    assert_int_equal(gpuop_informer_len(f->inf), 0);
+    assert_int_equal(live_items, 0);
+    assert_int_equal(stats(f).events, 4);
+}
+
+static void test_stream_gone_event_relist(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_gone_event);
+    RUN_UNTIL(f, f->nwatch == 2, WAIT_MS);
+    assert_list(f, 2, NULL);
+    assert_watch_from(f, 3, "50");
+    /* b's absence is the owner's to see between the brackets */
+    assert_string_equal(f->log, "[ P:a=1 P:b=1 P:ns/d=1 ] | P:a=1 [ P:a=2 P:c=1 P:ns/d=1 ] ");
+    assert_int_equal(gpuop_informer_len(f->inf), 0);
+    assert_int_equal(live_items, 0);
+    assert_int_equal(f->synced_calls, 1);
+    assert_int_equal(stats(f).relists, 1);
+}
+
+static void test_stream_gone_http_relist(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_gone_http);
+    RUN_UNTIL(f, f->nwatch == 2, WAIT_MS);
+    assert_list(f, 3, NULL);
+    assert_watch_from(f, 4, "60");
+    /* the failed relist began, never ended; its retry begins again */
+    assert_string_equal(f->log, "[ P:a=1 P:b=1 ] | [ [ P:b=2 ] ");
+    assert_int_equal(gpuop_informer_len(f->inf), 0);
+    assert_int_equal(live_items, 0);
+    assert_int_equal(stats(f).relists, 1);
+}
+
+static void test_stream_expired_continue(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_expired_continue);
+    RUN_UNTIL(f, f->nwatch == 1, WAIT_MS);
+    assert_list(f, 2, NULL);
+    assert_watch_from(f, 4, "30");
+    /* the abandoned list began; the complete one begins from its first page */
+    assert_string_equal(f->log, "[ P:a=1 P:x=1 [ P:a=2 P:b=1 ] | ");
+    assert_int_equal(gpuop_informer_len(f->inf), 0);
+    assert_int_equal(live_items, 0);
+}
+
+static void route_stream_refused(struct fx *f, struct fakeapi_conn *c,
+                                 const struct fakeapi_request *r)
+{
+    if (!is_watch(r)) {
+        respond_list(c, "10", NULL, "a=1 b!");
+        return;
+    }
+    if (f->nwatch > 1)
+        return;
+    watch_begin(c);
+    event(c, 0, "MODIFIED", "a!", "11");
+    event(c, 0, "MODIFIED", "b=2", "12");
+}
+
+/* An object convert refuses comes as a PUT without an item. */
+static void test_stream_refused_object(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    start(f, route_stream_refused);
+    RUN_UNTIL(f, !strcmp(rv(f), "12"), WAIT_MS);
+    assert_string_equal(f->log, "[ P:a=1 P:b! ] | P:a! P:b=2 ");
+    assert_int_equal(live_items, 0);
+}
+
+static void test_stream_close_from_on_object(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    f->close_on_key = "b";
+    start(f, route_pair);
+    RUN_UNTIL(f, f->inf_closed, WAIT_MS);
+    assert_string_equal(f->log, "[ P:a=1 ] | P:b=1 ");
+    assert_int_equal(f->close_calls, 1);
+    assert_int_equal(live_items, 0);
+}
+
+static void test_stream_close_from_on_object_in_list(void **state)
+{
+    struct fx *f = *state;
+    f->stream = true;
+    f->close_on_key = "a";
+    start(f, route_list_close);
+    RUN_UNTIL(f, f->inf_closed, WAIT_MS);
+    run_for(f, 20);
+    assert_string_equal(f->log, "[ P:a=1 ");
+    assert_int_equal(f->synced_calls, 0);
+    assert_int_equal(fakeapi_nreq(f->srv), 1);
+    assert_int_equal(live_items, 0);
+}
+
+static void ignore_object(void *arg, enum gpuop_informer_op op, const char *key, const void *item)
+{
+    (void)arg, (void)op, (void)key, (void)item;
+}
+
+static void ignore_event(void *arg, const char *key, const void *a, const void *b)
+{
+    (void)arg, (void)key, (void)a, (void)b;
+}
+
+/* Stream mode needs on_object and takes none of a store's ops. */
+static void test_stream_config(void **state)
+{
+    struct fx *f = *state;
+    struct gpuop_informer *inf = NULL;
+    struct gpuop_informer_config cfg = {.res = {.resource = "nodes"}, .stream = true};
+    assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+    cfg.on_object = ignore_object;
+    cfg.on_event = ignore_event;
+    assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+    cfg.on_event = NULL;
+    cfg.same = same;
+    assert_int_equal(gpuop_informer_new(&f->loop, f->k, &cfg, &inf), GPUOP_EINVAL);
+    assert_null(inf);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1415,6 +1604,15 @@ int main(void)
         T(test_scratch_window),
         T(test_no_scratch_window),
         T(test_scratch_needs_convert),
+        T(test_stream_paged_list),
+        T(test_stream_watch_events),
+        T(test_stream_gone_event_relist),
+        T(test_stream_gone_http_relist),
+        T(test_stream_expired_continue),
+        T(test_stream_refused_object),
+        T(test_stream_close_from_on_object),
+        T(test_stream_close_from_on_object_in_list),
+        T(test_stream_config),
     };
     return cmocka_run_group_tests(tests, process_setup, process_teardown);
 }

@@ -264,6 +264,40 @@ static void test_map_against_reference(void **state)
     gpuop_map_free(&m, NULL);
 }
 
+/* A key found by its 32-bit hash alone: exactly one key of that hash (a
+ * skipped one aside), or none. gpu-node-14614 and gpu-node-98438 share
+ * their 32-bit hash. */
+static void test_map_get_h32(void **state)
+{
+    (void)state;
+    struct gpuop_map m;
+    gpuop_map_init(&m);
+    uint32_t h = gpuop_map_h32("gpu-node-14614");
+    assert_int_equal(h, gpuop_map_h32("gpu-node-98438"));
+    const char *key = NULL;
+    assert_null(gpuop_map_get_h32(&m, h, NULL, &key)); /* empty */
+    char name[32];
+    for (int i = 0; i < 100; i++) { /* neighbours in the probe runs */
+        snprintf(name, sizeof(name), "n%d", i);
+        assert_int_equal(gpuop_map_put(&m, name, (void *)(uintptr_t)(i + 1), NULL), 0);
+    }
+    assert_null(gpuop_map_get_h32(&m, h, NULL, &key));
+    assert_int_equal(gpuop_map_put(&m, "gpu-node-14614", (void *)1000, NULL), 0);
+    assert_ptr_equal(gpuop_map_get_h32(&m, h, NULL, &key), (void *)1000);
+    assert_string_equal(key, "gpu-node-14614");
+    assert_null(gpuop_map_get_h32(&m, h, "gpu-node-14614", &key));
+    assert_int_equal(gpuop_map_put(&m, "gpu-node-98438", (void *)2000, NULL), 0);
+    assert_null(gpuop_map_get_h32(&m, h, NULL, &key)); /* two: none */
+    assert_ptr_equal(gpuop_map_get_h32(&m, h, "gpu-node-14614", &key), (void *)2000);
+    assert_string_equal(key, "gpu-node-98438");
+    assert_ptr_equal(gpuop_map_get_h32(&m, h, "gpu-node-98438", NULL), (void *)1000);
+    assert_ptr_equal(gpuop_map_get_h32(&m, gpuop_map_h32("n7"), NULL, &key), (void *)8);
+    assert_string_equal(key, "n7");
+    gpuop_map_del(&m, "gpu-node-14614");
+    assert_ptr_equal(gpuop_map_get_h32(&m, h, NULL, &key), (void *)2000);
+    gpuop_map_free(&m, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_pointer_slots),
         cmocka_unit_test(test_map_against_reference),
+        cmocka_unit_test(test_map_get_h32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
