@@ -2256,7 +2256,7 @@ static void check_driver_opts(struct gpuop_policy *p)
     const struct gpuop_operand_spec *drv = &p->operands[d];
     char field[FIELD_MAX];
     char pools[PRECOMPILED_NAMES_MAX];
-    bool all;
+    bool all = false; /* read only with nprecompiled, which sets it */
     check_pools(p);
     check_precompiled(p);
     int nprecompiled = drv->enabled ? precompiled_names(p, pools, sizeof(pools), &all) : 0;
