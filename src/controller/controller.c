@@ -306,13 +306,13 @@ static void findings_and_status(struct gpuop_controller *c)
         c->summary.valid = false; /* no longer the active policy */
     build_and_write_status(c, obj, rc == 0 ? f : NULL, &in);
     json_decref(in.driver_pools);
+    gpuop_ctl_upgrade_release(c->upgrader); /* before the Events' memos: not at once */
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last, after the status
          * went out: the status is what a user waits for, and an Event
          * created first would be in the API server and etcd before it. */
         gpuop_events_observe(c->events, c->key, uid, c->policy.event_grace_s, f);
     }
-    gpuop_ctl_upgrade_release(c->upgrader);
 }
 
 /* Moves the reconcile on once nothing is in flight; the one path to
