@@ -31,7 +31,7 @@ struct gpuop_stamp {
 
 struct gpuop_flap {
     struct gpuop_stamp *slots; /* new memory, owned */
-    size_t cap;                /* 0 or a power of two */
+    size_t cap;                /* 0 or gpuop_table_cap(...) */
     size_t len;
 };
 

@@ -1,7 +1,7 @@
 /*
  * map.h - a string-keyed hash map of void * values (on the open-addressing
  * core of table.h: linear probing and backward-shift deletion,
- * power-of-two capacity, load factor <= 0.7).
+ * load factor <= 0.7).
  *
  * Memory: a slot is one pointer; each key lives in one allocation with its
  * value, hash and a 32-bit tag the owner may use (the informer keeps its
@@ -23,7 +23,7 @@ struct gpuop_map_node; /* map.c */
 
 struct gpuop_map {
     struct gpuop_map_node **slots;
-    size_t cap; /* 0 or a power of two */
+    size_t cap; /* 0 or gpuop_table_cap(...) */
     size_t len;
     bool pooled; /* keys live in gpuop_pool (see gpuop_map_init_pooled) */
 };

@@ -6,22 +6,26 @@
 
 size_t gpuop_table_cap(size_t n, unsigned load_pct)
 {
-    size_t cap = GPUOP_TABLE_MIN_CAP;
-    while (gpuop_table_over(n, cap, load_pct))
-        cap *= 2;
-    return cap;
+    size_t pow2 = GPUOP_TABLE_MIN_CAP;
+    for (;;) {
+        if (!gpuop_table_over(n, pow2, load_pct))
+            return pow2;
+        if (!gpuop_table_over(n, pow2 + pow2 / 2, load_pct))
+            return pow2 + pow2 / 2;
+        pow2 *= 2;
+    }
 }
 
 void gpuop_table_remove(void *slots, size_t size, size_t cap, size_t i, gpuop_table_hash_fn hash_of)
 {
     char *s = slots;
-    size_t mask = cap - 1;
     /* i is the hole. An entry at j may stay only when its home is
      * cyclically within (i, j]: otherwise a probe from its home would stop
      * at the hole before reaching it, so it moves into the hole and its
      * slot becomes the hole. */
-    for (size_t j = (i + 1) & mask; !gpuop_table_empty(s + j * size); j = (j + 1) & mask) {
-        size_t home = (size_t)hash_of(s + j * size) & mask;
+    for (size_t j = gpuop_table_next(i, cap); !gpuop_table_empty(s + j * size);
+         j = gpuop_table_next(j, cap)) {
+        size_t home = gpuop_table_home(hash_of(s + j * size), cap);
         bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
         if (!stays) {
             memcpy(s + i * size, s + j * size, size);

@@ -32,7 +32,7 @@
 
 static uint64_t tag_of(uint64_t hash)
 {
-    return hash >> ADDR_BITS; /* the bits a home (low bits) does not use */
+    return hash >> ADDR_BITS; /* the bits a home (the low 32) does not use */
 }
 
 static const struct gpuop_pod *pod_at(uint64_t slot)
@@ -108,9 +108,9 @@ int gpuop_nodepods_get(const struct gpuop_nodepods *ix, const char *node,
      * for their memory (prefetch) without waiting for it; the second
      * reads their node names, which have then been on their way
      * together rather than one after the other. */
-    uint64_t h = gpuop_hash_str(node), tag = tag_of(h), mask = ix->cap - 1;
+    uint64_t h = gpuop_hash_str(node), tag = tag_of(h);
     size_t cand = 0;
-    for (size_t i = (size_t)(h & mask); ix->slots[i]; i = (i + 1) & mask) {
+    for (size_t i = gpuop_table_home(h, ix->cap); ix->slots[i]; i = gpuop_table_next(i, ix->cap)) {
         if (ix->slots[i] >> ADDR_BITS != tag)
             continue;
         const struct gpuop_pod *p = pod_at(ix->slots[i]);

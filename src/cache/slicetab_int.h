@@ -65,7 +65,7 @@ struct gpuop_slicetab_spill; /* slicetab.c */
 
 struct gpuop_slicetab {
     struct gpuop_slicetab_slot *slots;
-    size_t cap, len; /* cap: 0 or a power of two */
+    size_t cap, len; /* cap: 0 or gpuop_table_cap(...) */
     struct gpuop_slicetab_spill **spill;
     size_t nspill, spill_cap;
     bool listing; /* between a list's BEGIN and END */

@@ -45,7 +45,7 @@ long long gpuop_flap_get(const struct gpuop_flap *s, uint64_t hash)
 }
 
 /* Moves the entries of s whose time is not before `before` into a new
- * table of cap slots (0, or a power of two large enough for them at a load
+ * table of cap slots (0, or a gpuop_table_cap large enough for them at a load
  * of at most 3/4), freeing the old one. */
 static int rebuild(struct gpuop_flap *s, size_t cap, long long before)
 {

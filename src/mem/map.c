@@ -94,9 +94,9 @@ uint32_t gpuop_map_h32(const char *key)
 void *gpuop_map_get_h32(const struct gpuop_map *m, uint32_t h, const char *skip, const char **key)
 {
     const struct gpuop_map_node *found = NULL;
-    size_t mask = m->cap - 1;
     /* every key of hash h sits in the probe run from its home */
-    for (size_t i = h & mask; m->cap && m->slots[i]; i = (i + 1) & mask) {
+    for (size_t i = m->cap ? gpuop_table_home(h, m->cap) : 0; m->cap && m->slots[i];
+         i = gpuop_table_next(i, m->cap)) {
         const struct gpuop_map_node *n = m->slots[i];
         if (n->hash != h || (skip && strcmp(n->key, skip) == 0))
             continue;

@@ -36,7 +36,7 @@ static void test_put_get_through_growth(void **state)
     for (int i = 0; i < N; i++)
         assert_int_equal(gpuop_flap_get(&s, key_hash(i)), 1000 + i);
     assert_int_equal(gpuop_flap_get(&s, key_hash(N)), 0);
-    /* a power of two, at most 3/4 full: 8,192 slots of 16 bytes for 6,000 */
+    /* at most 3/4 full: 8,192 slots of 16 bytes for 6,000 */
     assert_int_equal(s.cap, 8192);
     assert_true(s.cap * sizeof(*s.slots) / N < 24);
     /* replace: same length, new time */
@@ -96,7 +96,7 @@ static void test_del_keeps_the_rest_reachable(void **state)
         if (i % 3)
             assert_true(gpuop_flap_del(&s, key_hash(i)));
     assert_int_equal(s.len, 7);
-    assert_true(s.cap <= 16 && s.cap < big);
+    assert_true(s.cap <= 24 && s.cap < big); /* a small table: 16 or 24 slots */
     for (int i = N - 10; i < N; i++)
         assert_int_equal(gpuop_flap_get(&s, key_hash(i)), i % 3 ? 10 + i : 0);
     for (int i = N - 10; i < N; i++)

@@ -28,10 +28,17 @@ struct slot {
 
 enum { CAP = 64, KEYS = 200 };
 
-/* Three homes at the end of the table, and now and then one elsewhere. */
+/* A hash whose home in a table of cap slots is slot. */
+static uint64_t hash_at(uint64_t slot, uint64_t cap)
+{
+    return ((slot << 32) + cap - 1) / cap;
+}
+
+/* Three homes at the end of the table (of CAP slots; at the end of one of
+ * 48 too), and now and then one elsewhere. */
 static uint64_t key_hash(uint64_t key)
 {
-    return key % 11 == 0 ? key * 0x9e3779b97f4a7c15ULL : CAP - 3 + key % 3;
+    return key % 11 == 0 ? key * 0x9e3779b97f4a7c15ULL : hash_at(CAP - 3 + key % 3, CAP);
 }
 
 static uint64_t slot_hash(const void *s)
@@ -76,29 +83,33 @@ static void check(const struct slot *t, size_t cap, const uint64_t *ref, size_t 
         if (!t[i].key1)
             continue;
         occupied++;
-        for (size_t j = slot_hash(&t[i]) & (cap - 1); j != i; j = (j + 1) & (cap - 1))
+        for (size_t j = gpuop_table_home(slot_hash(&t[i]), cap); j != i;
+             j = gpuop_table_next(j, cap))
             assert_int_not_equal(t[j].key1, 0); /* no hole between home and slot */
     }
     assert_int_equal(occupied, n);
 }
 
-/* Each table's rule, as each wrote it before the core: the map at 7/10,
- * the flap memory at 3/4, the analysis's index at 1/2; never below 16. */
+/* Each table's rule: the map at 7/10, the flap memory at 3/4, the
+ * analysis's index at 1/2; never below 16; powers of two and 1.5 times
+ * them. */
 static void test_capacity_rule(void **state)
 {
     (void)state;
     assert_int_equal(gpuop_table_cap(0, 70), 16);
     assert_int_equal(gpuop_table_cap(11, 70), 16);
-    assert_int_equal(gpuop_table_cap(12, 70), 32);
+    assert_int_equal(gpuop_table_cap(12, 70), 24);
+    assert_int_equal(gpuop_table_cap(17, 70), 32);
+    assert_int_equal(gpuop_table_cap(23, 70), 48);
     assert_int_equal(gpuop_table_cap(12, 75), 16);
-    assert_int_equal(gpuop_table_cap(13, 75), 32);
+    assert_int_equal(gpuop_table_cap(13, 75), 24);
     assert_int_equal(gpuop_table_cap(8, 50), 16);
-    assert_int_equal(gpuop_table_cap(9, 50), 32);
+    assert_int_equal(gpuop_table_cap(9, 50), 24);
     assert_int_equal(gpuop_table_cap(6000, 75), 8192);  /* flap.h's 128 KB */
-    assert_int_equal(gpuop_table_cap(6000, 70), 16384); /* what 7/10 would cost */
-    assert_int_equal(gpuop_table_cap(5000, 50), 16384);
-    assert_int_equal(gpuop_table_cap(30000, 70), 65536);
-    assert_true(gpuop_table_over(1, 0, 70)); /* an empty table grows first */
+    assert_int_equal(gpuop_table_cap(6000, 70), 12288); /* what 7/10 would cost */
+    assert_int_equal(gpuop_table_cap(5000, 50), 12288);
+    assert_int_equal(gpuop_table_cap(30000, 70), 49152); /* 65,536 by doubling */
+    assert_true(gpuop_table_over(1, 0, 70));             /* an empty table grows first */
     assert_false(gpuop_table_over(11, 16, 70));
     assert_true(gpuop_table_over(12, 16, 70));
     assert_false(gpuop_table_over(12, 16, 75));
@@ -132,34 +143,50 @@ static void test_delete_wrapped_run(void **state)
 
 /* Random inserts, replaces and deletes against the reference, checked
  * after every step; then rehash, all and filtered. */
-static void test_random_against_reference(void **state)
+static void random_steps(struct slot *t, size_t cap, uint64_t *ref, size_t *np)
 {
-    (void)state;
-    struct slot t[CAP] = {{0}};
-    uint64_t ref[KEYS] = {0};
-    size_t n = 0;
-    srand(14);
+    size_t n = *np;
     for (int step = 0; step < 20000; step++) {
         uint64_t k = (uint64_t)rand() % KEYS;
-        size_t i = find(t, CAP, k);
-        if (rand() % 2 && (t[i].key1 || !gpuop_table_over(n + 1, CAP, 75))) {
+        size_t i = find(t, cap, k);
+        if (rand() % 2 && (t[i].key1 || !gpuop_table_over(n + 1, cap, 75))) {
             uint64_t v = (uint64_t)rand() + 1;
             if (!t[i].key1)
                 n++;
             t[i] = (struct slot){k + 1, v};
             ref[k] = v;
         } else if (t[i].key1) {
-            gpuop_table_remove(t, sizeof(*t), CAP, i, slot_hash);
+            gpuop_table_remove(t, sizeof(*t), cap, i, slot_hash);
             ref[k] = 0;
             n--;
         } else {
             assert_int_equal(ref[k], 0);
         }
         if (step % 7 == 0 || step > 19900)
-            check(t, CAP, ref, n);
+            check(t, cap, ref, n);
     }
-    check(t, CAP, ref, n);
+    check(t, cap, ref, n);
     assert_true(n > 10);
+    *np = n;
+}
+
+static void test_random_against_reference(void **state)
+{
+    (void)state;
+    /* a table of 1.5 times a power of two first (its runs wrap too) */
+    enum { CAP48 = 48 };
+    struct slot t48[CAP48] = {{0}};
+    uint64_t ref48[KEYS] = {0};
+    size_t n48 = 0;
+    srand(41);
+    random_steps(t48, CAP48, ref48, &n48);
+    assert_int_not_equal(t48[0].key1, 0); /* it wrapped */
+
+    struct slot t[CAP] = {{0}};
+    uint64_t ref[KEYS] = {0};
+    size_t n = 0;
+    srand(14);
+    random_steps(t, CAP, ref, &n);
 
     /* rehash into a larger table: the same entries, found there */
     enum { BIG = 256 };
@@ -206,16 +233,18 @@ static void test_pointer_slots(void **state)
     const char *slots[16] = {0};
     static const char *const names[] = {"a", "b", "c", "d"};
     for (size_t k = 0; k < 4; k++) {
-        size_t i = gpuop_table_find(slots, sizeof(*slots), 16, 5, str_match, names[k]);
+        size_t i = gpuop_table_find(slots, sizeof(*slots), 16, hash_at(5, 16), str_match, names[k]);
         assert_null(slots[i]);
         slots[i] = names[k];
     }
     /* all share home 5: they sit at 5..8 */
     for (size_t k = 0; k < 4; k++)
         assert_ptr_equal(slots[5 + k], names[k]);
-    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, 5, str_match, "c"), 7);
-    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, 5, str_match, "e"), 9);
-    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, 5, NULL, NULL), 9);
+    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, hash_at(5, 16), str_match, "c"),
+                     7);
+    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, hash_at(5, 16), str_match, "e"),
+                     9);
+    assert_int_equal(gpuop_table_find(slots, sizeof(*slots), 16, hash_at(5, 16), NULL, NULL), 9);
 }
 
 /* The string map on the core: random puts, replaces and deletes against
