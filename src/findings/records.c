@@ -15,7 +15,10 @@
  * The records live in an array sorted by name (what the status, the
  * Events' diff and the stranded view read in order, and where a node's
  * record is found by binary search); each is one block, its node's name
- * in it too, bump-allocated in the records' own chunks (struct chunk).
+ * in it too, bump-allocated in the records' own chunks (struct chunk),
+ * each of pages of its own (pages.h): a chunk among the heap's
+ * short-lived blocks kept their pages resident (0.25 to 0.5 MiB of the
+ * 5,000-node rollout's peak).
  * A rollout replaces a record at every event of its node while the
  * status documents of its reconciles come and go: one malloc each, the
  * records ended up scattered among the documents' freed holes, each
@@ -67,6 +70,7 @@
 #include <string.h>
 
 #include "gpuop/analysis.h"
+#include "gpuop/pages.h"
 #include "gpuop/sort.h"
 
 #include "findings_int.h"
@@ -112,7 +116,8 @@ _Static_assert(sizeof(struct record) <= 96, "a record is 96 bytes before its fin
 #define NOT_DUE UINT32_MAX
 #define DEAD    (UINT32_MAX - 1)
 
-/* Where records are bump-allocated; freed whole. */
+/* Where records are bump-allocated; whole pages of its own (pages.h),
+ * given back whole. */
 struct chunk {
     struct chunk *next; /* older */
     size_t size, used;  /* bytes of data */
@@ -152,7 +157,7 @@ void gpuop_records_free(struct gpuop_records *rec)
     while (rec->chunks) {
         struct chunk *c = rec->chunks;
         rec->chunks = c->next;
-        free(c);
+        gpuop_pages_free(c, sizeof(*c) + c->size);
     }
     free(rec->sorted);
     free(rec->due);
@@ -329,10 +334,11 @@ static struct chunk *chunk_new(struct gpuop_records *rec, size_t size)
         want = CHUNK_MIN;
     if (want < size)
         want = size;
-    struct chunk *c = malloc(sizeof(*c) + want);
+    size_t got;
+    struct chunk *c = gpuop_pages_alloc(sizeof(*c) + want, &got);
     if (!c)
         return NULL;
-    c->size = want;
+    c->size = got - sizeof(*c); /* the pages' rest is room too */
     c->used = 0;
     c->next = rec->chunks;
     rec->chunks = c;
@@ -654,7 +660,7 @@ static void compact(struct gpuop_records *rec)
             rd->at = DEAD;
         }
         old = c->next;
-        free(c);
+        gpuop_pages_free(c, sizeof(*c) + c->size);
     }
     rec->live = live;
     rec->moving = 0;
