@@ -49,6 +49,7 @@
 #include "gpuop/flap.h"
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
+#include "gpuop/pages.h"
 #include "gpuop/policy.h"
 #include "gpuop/recorder.h"
 #include "queue_int.h"
@@ -77,9 +78,11 @@ struct ev_node {
 };
 
 struct ev_memo {
-    struct ev_rec *recs;   /* new; nrecs, recs[i] the record of the set's finding i */
-    struct ev_node *nodes; /* new; the nodes with findings, by name */
-    char *names;           /* new; their names, each after the other */
+    struct ev_rec *recs;   /* nrecs, recs[i] the record of the set's finding i */
+    struct ev_node *nodes; /* the nodes with findings, by name */
+    char *names;           /* their names, each after the other */
+    void *block;           /* new: the three above, pages of their own (pages.h) */
+    size_t block_size;
     size_t nrecs, nnodes;
     size_t pending, waiting, shown; /* records in those states */
 };
@@ -204,9 +207,7 @@ static bool step(const struct gpuop_finding *x)
 
 static void memo_free(struct ev_memo *m)
 {
-    free(m->recs);
-    free(m->nodes);
-    free(m->names);
+    gpuop_pages_free(m->block, m->block_size);
     memset(m, 0, sizeof(*m));
 }
 
@@ -223,13 +224,19 @@ static int memo_alloc(struct ev_memo *m, const struct gpuop_findings *f)
         }
     if (bytes > UINT32_MAX || f->nitems > UINT32_MAX)
         return GPUOP_ENOMEM; /* past what an offset holds: not kept */
-    m->recs = f->nitems ? calloc(f->nitems, sizeof(*m->recs)) : NULL;
-    m->nodes = nn ? malloc(nn * sizeof(*m->nodes)) : NULL;
-    m->names = bytes ? malloc(bytes) : NULL;
-    if ((f->nitems && !m->recs) || (nn && (!m->nodes || !m->names))) {
-        memo_free(m);
+    /* One block of pages of its own: a memo lives from one observation to
+     * the next, and among the heap's short-lived blocks it kept their
+     * pages resident (as the records' chunks did, records.c). */
+    size_t recs = f->nitems * sizeof(*m->recs), nodes = nn * sizeof(*m->nodes);
+    if (recs + nodes + bytes == 0)
+        return 0;
+    char *b = gpuop_pages_alloc(recs + nodes + bytes, &m->block_size);
+    if (!b)
         return GPUOP_ENOMEM;
-    }
+    m->block = b;
+    m->recs = f->nitems ? (struct ev_rec *)(void *)b : NULL; /* zeroed */
+    m->nodes = nn ? (struct ev_node *)(void *)(b + recs) : NULL;
+    m->names = bytes ? b + recs + nodes : NULL;
     m->nrecs = f->nitems;
     return 0;
 }
