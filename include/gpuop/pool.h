@@ -1,5 +1,6 @@
 /*
- * pool.h - a size-class allocator for the watch caches' long-lived blocks.
+ * pool.h - a size-class allocator for long-lived small blocks: the watch
+ * caches' entries, the stranded tracker's nodes (controller/stranded.c).
  *
  * Why: glibc's malloc hands out the cached Nodes and Pods (and their store
  * keys) from the same pages as everything short-lived: a watch event's

@@ -44,6 +44,7 @@
 #include "gpuop/hash.h"
 #include "gpuop/log.h"
 #include "gpuop/model.h"
+#include "gpuop/pool.h"
 
 #include "controller_int.h"
 
@@ -75,7 +76,9 @@
 
 /* One tracked node: 72 bytes and its name while it has no stranded pod
  * (in a 5,000-node rollout some 4,000 nodes violate the order for a while,
- * with none), its names in one more block when it has. */
+ * with none), its names in one more block when it has. From gpuop_pool's
+ * slabs (pool.h): thousands of small blocks that live through a rollout
+ * kept the heap's pages around them resident. */
 struct rec {
     struct ctl_stranded *s;
     struct gpuop_kube_req *req; /* LIST in flight, or NULL */
@@ -129,7 +132,7 @@ static void rec_free(struct rec *r)
     if (!r)
         return;
     free(r->names);
-    free(r);
+    gpuop_pool_free(r);
 }
 
 /* Points out[0 .. r->nnames) at r's names (borrowed from r). */
@@ -430,8 +433,9 @@ int gpuop_ctl_stranded_track(struct ctl_stranded *s, const struct gpuop_findings
         struct rec *r = old ? *old : NULL; /* kept (the old array stays sorted, no holes) */
         if (!r) {
             size_t len = strlen(nr->name);
-            if (!(r = calloc(1, sizeof(*r) + len + 1)))
+            if (!(r = gpuop_pool_alloc(sizeof(*r) + len + 1)))
                 continue; /* ENOMEM: not tracked this time */
+            memset(r, 0, sizeof(*r));
             memcpy(r->node, nr->name, len + 1);
             r->s = s;
         }
