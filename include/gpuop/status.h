@@ -91,10 +91,9 @@ struct gpuop_status_input {
      * lacked when gpuop applied them: a bit per gpuop_render_extra index
      * (its row names the CRD); 0 with apply NULL. */
     unsigned absent_crds;
-    /* The driver upgrade's plan and its input (status.upgrade), borrowed;
-     * NULL: none (not the leader, gpuop check). */
-    const struct gpuop_upgrade_plan *upgrade;
-    const struct gpuop_upgrade_in *upgrade_in;
+    /* status.upgrade, the driver upgrade's (gpuop_upgrade_status_add of
+     * its plan), borrowed; NULL: none (not the leader, gpuop check). */
+    json_t *upgrade;
     /* Driver pools (SPEC 4f): gpuop_status_driver_pools of the GPU nodes,
      * borrowed, added to the driver's operands[] entry as "pools"; NULL:
      * none (no pools in the policy). */

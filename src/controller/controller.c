@@ -194,6 +194,27 @@ static void release_upgrades(struct gpuop_controller *c)
         gpuop_warn(c->kobj, "releasing the nodes of a driver upgrade: %s", gpuop_strerror(rc));
 }
 
+/* The driver upgrade's track (upgrade_actor.c, leader only) from view v
+ * (borrowed), and its status.upgrade in *up (new; NULL: none). The plan
+ * and its input (about 120 bytes a GPU node) go at once, before the
+ * status is built: they were resident through the status document and
+ * its write, a reconcile's largest passing memory at 5,000 nodes. Returns
+ * 0 or GPUOP_ENOMEM (the section could not be made: no status). */
+static int upgrade_track(struct gpuop_controller *c, const struct gpuop_caches_view *v,
+                         const char *uid, json_t **up)
+{
+    gpuop_ctl_upgrade_hold(c->upgrader, !gpuop_ctl_apply_driver_seen(c));
+    (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, v, c->ns, c->events, c->key, uid);
+    const struct gpuop_upgrade_in *uin;
+    const struct gpuop_upgrade_plan *plan = gpuop_ctl_upgrade_plan(c->upgrader, &uin);
+    json_t *holder = json_object();
+    int rc = holder ? gpuop_upgrade_status_add(holder, plan, uin) : GPUOP_ENOMEM;
+    *up = rc == 0 ? json_incref(json_object_get(holder, "upgrade")) : NULL;
+    json_decref(holder);
+    gpuop_ctl_upgrade_release(c->upgrader);
+    return rc;
+}
+
 /* The status of policy obj (borrowed) from f (borrowed; NULL: the
  * findings could not be made, a failure) and in: the document is built
  * and its hash compared with what was last written (status_write.c paces
@@ -279,11 +300,8 @@ static void findings_and_status(struct gpuop_controller *c)
            waits for claims): its upgrade's nodes are let go now, as once
            it is gone (docs/upgrade.md, "When the policy goes") */
         release_upgrades(c);
-    } else if (rc == 0 && !c->inactive &&
-               c->leader) { /* the driver upgrade (upgrade_actor.c), leader only */
-        gpuop_ctl_upgrade_hold(c->upgrader, !gpuop_ctl_apply_driver_seen(c));
-        (void)gpuop_ctl_upgrade_track(c->upgrader, &c->policy, &v, c->ns, c->events, c->key, uid);
-        in.upgrade = gpuop_ctl_upgrade_plan(c->upgrader, &in.upgrade_in);
+    } else if (rc == 0 && !c->inactive && c->leader) {
+        rc = upgrade_track(c, &v, uid, &in.upgrade);
     }
     if (rc == 0 && !c->inactive) /* each driver pool's nodes, counted (SPEC 4f) */
         in.driver_pools = gpuop_status_driver_pools(&c->policy, v.nodes, v.nnodes, false);
@@ -306,7 +324,7 @@ static void findings_and_status(struct gpuop_controller *c)
         c->summary.valid = false; /* no longer the active policy */
     build_and_write_status(c, obj, rc == 0 ? f : NULL, &in);
     json_decref(in.driver_pools);
-    gpuop_ctl_upgrade_release(c->upgrader); /* before the Events' memos: not at once */
+    json_decref(in.upgrade);
     if (rc == 0 && !c->inactive && c->leader) {
         /* The Events diff against what they saw last, after the status
          * went out: the status is what a user waits for, and an Event

@@ -731,7 +731,7 @@ json_t *gpuop_status_build(const struct gpuop_policy *p, const struct gpuop_find
         goto fail;
     }
     json_decref(sharing);
-    if (gpuop_upgrade_status_add(st, in->upgrade, in->upgrade_in) < 0) /* docs/upgrade.md */
+    if (in->upgrade && json_object_set(st, "upgrade", in->upgrade) < 0) /* docs/upgrade.md */
         goto fail;
     return st;
 fail:
