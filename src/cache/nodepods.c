@@ -13,9 +13,9 @@
  * word. A pod whose address does not fit is refused (GPUOP_EINVAL: the
  * index is then not whole, and the findings come from full passes).
  *
- * Memory: 8 bytes a pod (load <= 0.7), nothing per node: 0.5 MiB at
- * 30,000 pods, where a map of per-node arrays cost about 300 bytes a
- * node (1.5 MiB at 5,000 nodes).
+ * Memory: 8 bytes a slot (load <= 0.7), nothing per node: 0.375 MiB at
+ * 30,000 pods (49,152 slots), where a map of per-node arrays cost about
+ * 300 bytes a node (1.5 MiB at 5,000 nodes).
  */
 #include <stdlib.h>
 #include <string.h>
