@@ -43,7 +43,6 @@
 
 #include "gpuop/analysis.h"
 #include "gpuop/policy.h"
-#include "gpuop/upgrade.h"
 
 /* Nodes listed in status.nodes at most; the rest are counted in nodesOmitted. */
 #define GPUOP_STATUS_MAX_NODES 50

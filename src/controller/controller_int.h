@@ -42,6 +42,7 @@
 #include "gpuop/render.h"
 #include "queue_int.h"
 #include "gpuop/status.h"
+#include "gpuop/upgrade.h"
 
 /* Children closed asynchronously by gpuop_controller_close: the trim
  * and flush timers, the events poster, the caches, the queue, the stranded
