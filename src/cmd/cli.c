@@ -349,9 +349,14 @@ int gpuop_cli_run_options(int argc, char **argv, struct gpuop_run_options *o)
 
 static void usage(FILE *f)
 {
+    /* the summaries start two spaces after the longest name */
+    int width = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if ((int)strlen(commands[i].name) > width)
+            width = (int)strlen(commands[i].name);
     fprintf(f, "usage: %s <command> [options]\n\ncommands:\n", program);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-13s%s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
     fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n", program);
 }
 

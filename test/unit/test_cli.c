@@ -149,6 +149,50 @@ static void test_plugin_name(void **state)
     stderr = saved_err;
 }
 
+/* gpuop --help: every command's name stands apart from its summary by at
+ * least two spaces, and the summaries start in one column, whatever the
+ * longest name ("release-policy" once ran into its summary). */
+static void test_usage_columns(void **state)
+{
+    (void)state;
+    char *argv[] = {"gpuop", "--help", NULL};
+    FILE *saved = stdout, *tmp = tmpfile();
+    assert_non_null(tmp);
+    stdout = tmp;
+    assert_int_equal(gpuop_cli_main(2, argv), 0);
+    stdout = saved;
+    rewind(tmp);
+    char line[512];
+    int column = -1, rows = 0;
+    bool in_commands = false;
+    while (fgets(line, sizeof(line), tmp)) {
+        if (!strcmp(line, "commands:\n")) {
+            in_commands = true;
+            continue;
+        }
+        if (!in_commands || strncmp(line, "  ", 2) != 0)
+            continue;
+        const char *name = line + 2;
+        size_t n = strcspn(name, " ");
+        char cmd[64];
+        assert_true(n < sizeof(cmd));
+        memcpy(cmd, name, n);
+        cmd[n] = '\0';
+        if (!gpuop_cli_command(cmd))
+            fail_msg("not a command in the usage: '%s' (%s)", cmd, line);
+        size_t gap = strspn(name + n, " ");
+        if (gap < 2)
+            fail_msg("name and summary run together: %s", line);
+        int at = (int)(2 + n + gap);
+        if (column >= 0 && at != column)
+            fail_msg("summary at column %d, not %d: %s", at, column, line);
+        column = at;
+        rows++;
+    }
+    fclose(tmp);
+    assert_true(rows >= 5);
+}
+
 /* gpuop __complete WORDS...: what kubectl_complete-gpuop prints. */
 static char *complete(int n, char **words)
 {
@@ -200,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_every_listed_flag_is_parsed),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_plugin_name),
+        cmocka_unit_test(test_usage_columns),
         cmocka_unit_test(test_complete_protocol),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
