@@ -71,7 +71,7 @@ static size_t find(const struct gpuop_map *m, const char *key, uint32_t h)
 
 static struct gpuop_map_node *lookup(const struct gpuop_map *m, const char *key)
 {
-    return m->cap ? m->slots[find(m, key, hash_str(key))] : NULL;
+    return m->len ? m->slots[find(m, key, hash_str(key))] : NULL; /* empty: no hash */
 }
 
 const char *gpuop_map_key(const struct gpuop_map *m, const char *key)
