@@ -68,26 +68,33 @@ struct gpuop_upgrade_pod {
     const char *blocked_why; /* what that 429 said, or NULL */
 };
 
+/* Most pods one node's LIST may hold for the planner (npods below); a
+ * longer list is refused. */
+#define GPUOP_UPGRADE_PODS_MAX UINT32_MAX
+
+/* 72 bytes: one per node, made at every status reconcile of the active
+ * policy (the pointers first, then the counts: no padding). */
 struct gpuop_upgrade_node_in {
-    const struct gpuop_node *node;     /* borrowed */
-    const struct gpuop_pod *driver;    /* its driver pod (the newest), or NULL */
-    const struct gpuop_pod *validator; /* its validator pod, or NULL */
-    uint32_t target_gen;               /* template generation of the driver DaemonSet
-                                          covering it; 0: none does (not managed) */
-    uint32_t target_digest;            /* that DaemonSet's install configuration digest
-                                          (GPUOP_LABEL_DRIVER_DIGEST); 0 none */
-    uint32_t target_rev;               /* gpuop_revision_hash of that DaemonSet's newest
-                                          ControllerRevision; 0 unknown */
-    size_t dependents;                 /* operand pods on it other than the driver's (the cache) */
-    const char *dependent;             /* the first one's name, or NULL */
-    const char *failed_why;            /* why it failed, from gpuop's failure annotation
-                                          (the controller reads it); borrowed, or NULL */
-    bool driver_elsewhere;             /* its driver pod is not of the DaemonSet covering
-                                          it (another pool's or OS's, whose pod goes):
-                                          not on the target, whatever its generation */
-    bool pods_known;                   /* pods[] was listed for it */
+    const struct gpuop_node *node;        /* borrowed */
+    const struct gpuop_pod *driver;       /* its driver pod (the newest), or NULL */
+    const struct gpuop_pod *validator;    /* its validator pod, or NULL */
+    const char *dependent;                /* the first dependent's name, or NULL */
+    const char *failed_why;               /* why it failed, from gpuop's failure annotation
+                                             (the controller reads it); borrowed, or NULL */
     const struct gpuop_upgrade_pod *pods; /* borrowed */
-    size_t npods;
+    uint32_t target_gen;                  /* template generation of the driver DaemonSet
+                                             covering it; 0: none does (not managed) */
+    uint32_t target_digest;               /* that DaemonSet's install configuration digest
+                                             (GPUOP_LABEL_DRIVER_DIGEST); 0 none */
+    uint32_t target_rev;                  /* gpuop_revision_hash of that DaemonSet's newest
+                                             ControllerRevision; 0 unknown */
+    uint32_t dependents;                  /* operand pods on it other than the driver's
+                                             (the cache) */
+    uint32_t npods;                       /* pods[]'s, at most GPUOP_UPGRADE_PODS_MAX */
+    bool driver_elsewhere;                /* its driver pod is not of the DaemonSet covering
+                                             it (another pool's or OS's, whose pod goes):
+                                             not on the target, whatever its generation */
+    bool pods_known;                      /* pods[] was listed for it */
 };
 
 struct gpuop_upgrade_in {

@@ -706,6 +706,10 @@ static void list_done(void *arg, int rc, json_t *body, const struct gpuop_err *e
     }
     json_t *items = json_object_get(body, "items");
     size_t n = json_array_size(items), k = 0;
+    if (n > GPUOP_UPGRADE_PODS_MAX) { /* the planner counts them in 32 bits */
+        failed(r, "pod LIST", GPUOP_ETOOBIG, NULL);
+        return;
+    }
     struct gpuop_upgrade_pod *pods = n ? calloc(n, sizeof(*pods)) : NULL;
     if (n && !pods) {
         failed(r, "pod LIST", GPUOP_ENOMEM, NULL);
@@ -1479,16 +1483,26 @@ static int nodes_in(struct ctl_upgrader *u, const struct gpuop_policy *p,
     return rc;
 }
 
-/* Pod name pod was made by DaemonSet ds: the DaemonSet controller names its
- * pods by generateName "<ds>-" (cut to DS_POD_PREFIX_MAX) and 5 characters. */
+/* The names the DaemonSet controller gives a DaemonSet's pods: generateName
+ * "<ds>-" (cut to DS_POD_PREFIX_MAX) and 5 characters. Made once per
+ * DaemonSet name, not once per node. */
 #define DS_POD_PREFIX_MAX 58
 #define DS_POD_SUFFIX_LEN 5
-static bool pod_of_ds(const char *pod, const char *ds)
-{
+struct ds_pods {
     char prefix[GPUOP_RENDER_NAME_MAX + 2];
-    int k = snprintf(prefix, sizeof(prefix), "%s-", ds);
-    size_t len = k > DS_POD_PREFIX_MAX ? DS_POD_PREFIX_MAX : (size_t)(k > 0 ? k : 0);
-    return strlen(pod) == len + DS_POD_SUFFIX_LEN && !strncmp(pod, prefix, len);
+    size_t len; /* of prefix as compared */
+};
+
+static void ds_pods_of(struct ds_pods *dp, const char *ds)
+{
+    int k = snprintf(dp->prefix, sizeof(dp->prefix), "%s-", ds);
+    dp->len = k > DS_POD_PREFIX_MAX ? DS_POD_PREFIX_MAX : (size_t)(k > 0 ? k : 0);
+}
+
+/* Pod name pod was made by the DaemonSet dp describes. */
+static bool pod_of_ds(const char *pod, const struct ds_pods *dp)
+{
+    return strncmp(pod, dp->prefix, dp->len) == 0 && strlen(pod + dp->len) == DS_POD_SUFFIX_LEN;
 }
 
 /* Each node's driver pod of another DaemonSet than the one covering it (a
@@ -1499,6 +1513,7 @@ static void drivers_elsewhere(struct ctl_upgrader *u, const struct gpuop_policy 
     bool per_os = gpuop_render_per_os(p, d);
     struct gpuop_ospool_memo memo = {0};
     char ds[GPUOP_RENDER_NAME_MAX] = "";
+    struct ds_pods dp = {.len = 0};
     for (size_t i = 0; i < n; i++) {
         struct gpuop_upgrade_node_in *x = &u->nodes[i];
         if (!x->target_gen || !x->driver || !x->driver->name || !gpuop_pod_template_gen(x->driver))
@@ -1507,9 +1522,11 @@ static void drivers_elsewhere(struct ctl_upgrader *u, const struct gpuop_policy 
         bool hit = false;
         if (per_os && gpuop_ospool_of_node_memo(x->node, &memo, &pool, NULL, &hit) < 0)
             continue;
-        if (!hit || !ds[0])
+        if (!hit || !ds[0]) {
             gpuop_render_ds_name(p, d, per_os ? &pool : NULL, ds, sizeof(ds));
-        x->driver_elsewhere = !pod_of_ds(x->driver->name, ds);
+            ds_pods_of(&dp, ds);
+        }
+        x->driver_elsewhere = !pod_of_ds(x->driver->name, &dp);
     }
 }
 
@@ -1532,7 +1549,7 @@ static void nodes_known(struct ctl_upgrader *u, const struct gpuop_policy *p,
             now - r->listed_at < LIST_TTL_MS) {
             x->pods_known = true;
             x->pods = r->pods;
-            x->npods = r->npods;
+            x->npods = (uint32_t)r->npods; /* <= GPUOP_UPGRADE_PODS_MAX: the LIST's check */
         }
     }
 }

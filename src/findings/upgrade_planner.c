@@ -548,7 +548,7 @@ static void step_restart(struct ctx *c, const struct gpuop_upgrade_node_in *x,
             return to(o, GPUOP_UA_PAUSE, o->state);
         }
         if (old && x->dependents) {
-            say(w, "waiting for %zu dependent operand pod%s to leave (%s%s)", x->dependents,
+            say(w, "waiting for %u dependent operand pod%s to leave (%s%s)", x->dependents,
                 x->dependents == 1 ? "" : "s", x->dependent ? x->dependent : "",
                 x->dependents > 1 ? " ..." : "");
             return to(o, GPUOP_UA_NONE, o->state);

@@ -527,6 +527,16 @@ static void assert_all(struct world *w, int state, uint32_t gen)
 
 /* Eight nodes, one version change: every node done, one at a time, in name
  * order; nothing is left cordoned or paused. */
+/* The planner's input is made for every node at every status reconcile
+ * of the active policy (5,000 of them at once at 5,000 nodes): its size
+ * is what upgrade.h says, on a 64-bit build. */
+static void test_node_in_size(void **state)
+{
+    (void)state;
+    if (sizeof(void *) == 8)
+        assert_int_equal(sizeof(struct gpuop_upgrade_node_in), 72);
+}
+
 static void test_full_upgrade(void **state)
 {
     (void)state;
@@ -1722,6 +1732,7 @@ static void test_gpu_pod_detection(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_node_in_size),
         cmocka_unit_test(test_full_upgrade),
         cmocka_unit_test(test_start_order_labels),
         cmocka_unit_test(test_driver_leaving),
