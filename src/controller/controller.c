@@ -196,7 +196,7 @@ static void release_upgrades(struct gpuop_controller *c)
 
 /* The driver upgrade's track (upgrade_actor.c, leader only) from view v
  * (borrowed), and its status.upgrade in *up (new; NULL: none). The plan
- * and its input (about 120 bytes a GPU node) go at once, before the
+ * and its input (about 104 bytes a GPU node) go at once, before the
  * status is built: they were resident through the status document and
  * its write, a reconcile's largest passing memory at 5,000 nodes. Returns
  * 0 or GPUOP_ENOMEM (the section could not be made: no status). */

@@ -525,8 +525,6 @@ static void assert_all(struct world *w, int state, uint32_t gen)
     }
 }
 
-/* Eight nodes, one version change: every node done, one at a time, in name
- * order; nothing is left cordoned or paused. */
 /* The planner's input is made for every node at every status reconcile
  * of the active policy (5,000 of them at once at 5,000 nodes): its size
  * is what upgrade.h says, on a 64-bit build. */
@@ -537,6 +535,8 @@ static void test_node_in_size(void **state)
         assert_int_equal(sizeof(struct gpuop_upgrade_node_in), 72);
 }
 
+/* Eight nodes, one version change: every node done, one at a time, in name
+ * order; nothing is left cordoned or paused. */
 static void test_full_upgrade(void **state)
 {
     (void)state;
